@@ -1,0 +1,5 @@
+# GK_CHECK_JSON_C: json-c, for checkpoint manifests.
+AC_DEFUN([GK_CHECK_JSON_C], [
+  PKG_CHECK_MODULES([JSON_C], [json-c >= 0.13], [],
+    [AC_MSG_ERROR([json-c not found ($JSON_C_PKG_ERRORS): install the Debian package libjson-c-dev])])
+])

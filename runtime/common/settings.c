@@ -1,0 +1,340 @@
+#include "config.h"
+
+#include "settings.h"
+#include "log.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#ifndef SYSCONFDIR
+#define SYSCONFDIR "/etc"
+#endif
+#define GK_DEFAULT_CONFIG SYSCONFDIR "/gpuckpt/gpuckpt.conf"
+
+void gk_settings_defaults(struct gk_settings *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->enable = 1;
+	s->keep = 2;
+	s->triggers[0] = (struct gk_trigger){SIGTERM, GK_ACTION_EXIT};
+	s->triggers[1] = (struct gk_trigger){SIGUSR1, GK_ACTION_CONTINUE};
+	s->ntriggers = 2;
+	/* 32 TiB: far above where Linux puts executables, heaps and mmaps of a
+	 * 47-bit address space, below the GPU's own limits; one 1 TiB slice per
+	 * device, more than any GPU's memory, so an allocator never runs out of
+	 * addresses before it runs out of memory. */
+	s->va_base = 0x200000000000ull;
+	s->va_size = 0x10000000000ull;
+	s->writers = 4;
+	s->chunk_size = 64ull << 20;
+	s->log_level = GK_LOG_WARN;
+}
+
+int gk_parse_size(const char *text, uint64_t *out)
+{
+	char *end;
+	unsigned long long v;
+	unsigned shift = 0;
+
+	if (!text || !*text || *text == '-')
+		return -EINVAL;
+	errno = 0;
+	v = strtoull(text, &end, 0);
+	if (errno || end == text)
+		return -EINVAL;
+	switch (toupper((unsigned char)*end)) {
+	case 0:
+		break;
+	case 'K':
+		shift = 10;
+		break;
+	case 'M':
+		shift = 20;
+		break;
+	case 'G':
+		shift = 30;
+		break;
+	case 'T':
+		shift = 40;
+		break;
+	default:
+		return -EINVAL;
+	}
+	if (*end) {
+		end++;
+		if (toupper((unsigned char)*end) == 'I')
+			end++;
+		if (toupper((unsigned char)*end) == 'B')
+			end++;
+		if (*end)
+			return -EINVAL;
+	}
+	if (shift && v > (~0ull >> shift))
+		return -ERANGE;
+	*out = v << shift;
+	return 0;
+}
+
+static int parse_bool(const char *v, int *out)
+{
+	if (!strcasecmp(v, "1") || !strcasecmp(v, "yes") || !strcasecmp(v, "on") ||
+	    !strcasecmp(v, "true")) {
+		*out = 1;
+		return 0;
+	}
+	if (!strcasecmp(v, "0") || !strcasecmp(v, "no") || !strcasecmp(v, "off") ||
+	    !strcasecmp(v, "false")) {
+		*out = 0;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+static int parse_uint(const char *v, unsigned max, unsigned *out)
+{
+	char *end;
+	unsigned long n;
+
+	if (!*v || *v == '-')
+		return -EINVAL;
+	errno = 0;
+	n = strtoul(v, &end, 10);
+	if (errno || *end || n > max)
+		return -EINVAL;
+	*out = (unsigned)n;
+	return 0;
+}
+
+static int signal_number(const char *name)
+{
+	static const struct {
+		const char *name;
+		int signo;
+	} table[] = {{"TERM", SIGTERM}, {"USR1", SIGUSR1}, {"USR2", SIGUSR2}, {"INT", SIGINT},
+		     {"HUP", SIGHUP},   {"QUIT", SIGQUIT}, {"XCPU", SIGXCPU}, {"ALRM", SIGALRM}};
+
+	if (!strncasecmp(name, "SIG", 3))
+		name += 3;
+	for (unsigned i = 0; i < sizeof(table) / sizeof(table[0]); i++)
+		if (!strcasecmp(name, table[i].name))
+			return table[i].signo;
+	return -1;
+}
+
+int gk_settings_parse_signals(struct gk_settings *s, const char *spec, char *err,
+			      size_t errlen)
+{
+	char buf[256], *save = NULL, *item;
+	unsigned n = 0;
+	struct gk_trigger t[GK_MAX_TRIGGERS];
+
+	if (strlen(spec) >= sizeof(buf)) {
+		snprintf(err, errlen, "signals: value too long");
+		return -EINVAL;
+	}
+	strcpy(buf, spec);
+	for (item = strtok_r(buf, ",", &save); item; item = strtok_r(NULL, ",", &save)) {
+		char *colon = strchr(item, ':');
+		enum gk_trigger_action action = GK_ACTION_CONTINUE;
+		int signo;
+
+		while (isspace((unsigned char)*item))
+			item++;
+		if (colon) {
+			*colon = 0;
+			if (!strcasecmp(colon + 1, "exit"))
+				action = GK_ACTION_EXIT;
+			else if (!strcasecmp(colon + 1, "continue"))
+				action = GK_ACTION_CONTINUE;
+			else {
+				snprintf(err, errlen,
+					 "signals: '%s': action must be 'exit' or 'continue'",
+					 colon + 1);
+				return -EINVAL;
+			}
+		}
+		signo = signal_number(item);
+		if (signo < 0) {
+			snprintf(err, errlen,
+				 "signals: '%s' is not a signal gpuckpt can use "
+				 "(TERM, USR1, USR2, INT, HUP, QUIT, XCPU, ALRM)",
+				 item);
+			return -EINVAL;
+		}
+		if (n == GK_MAX_TRIGGERS) {
+			snprintf(err, errlen, "signals: at most %d signals", GK_MAX_TRIGGERS);
+			return -EINVAL;
+		}
+		t[n++] = (struct gk_trigger){signo, action};
+	}
+	memcpy(s->triggers, t, sizeof(t[0]) * n);
+	s->ntriggers = n;
+	return 0;
+}
+
+int gk_settings_set(struct gk_settings *s, const char *key, const char *value, char *err,
+		    size_t errlen)
+{
+	uint64_t size;
+
+	if (!strcmp(key, "dir")) {
+		if (strlen(value) >= sizeof(s->dir))
+			goto bad;
+		strcpy(s->dir, value);
+	} else if (!strcmp(key, "restore")) {
+		if (strlen(value) >= sizeof(s->restore))
+			goto bad;
+		strcpy(s->restore, value);
+	} else if (!strcmp(key, "on_bad_checkpoint")) {
+		if (!strcmp(value, "fail"))
+			s->restore_fresh_on_bad = 0;
+		else if (!strcmp(value, "fresh"))
+			s->restore_fresh_on_bad = 1;
+		else
+			goto bad;
+	} else if (!strcmp(key, "keep")) {
+		if (parse_uint(value, 1000, &s->keep) < 0 || s->keep == 0)
+			goto bad;
+	} else if (!strcmp(key, "signals")) {
+		return gk_settings_parse_signals(s, value, err, errlen);
+	} else if (!strcmp(key, "interval")) {
+		if (parse_uint(value, 86400 * 365, &s->interval) < 0)
+			goto bad;
+	} else if (!strcmp(key, "require_signature")) {
+		if (parse_bool(value, &s->require_signature) < 0)
+			goto bad;
+	} else if (!strcmp(key, "enable")) {
+		if (parse_bool(value, &s->enable) < 0)
+			goto bad;
+	} else if (!strcmp(key, "va_base")) {
+		/* A multiple of 2 MiB, inside a 47-bit user address space. */
+		if (gk_parse_size(value, &size) < 0 || size == 0 || (size & ((2u << 20) - 1)) ||
+		    size >= (1ull << 47))
+			goto bad;
+		s->va_base = size;
+	} else if (!strcmp(key, "va_size")) {
+		if (gk_parse_size(value, &size) < 0 || size < (64ull << 20) ||
+		    (size & ((2u << 20) - 1)))
+			goto bad;
+		s->va_size = size;
+	} else if (!strcmp(key, "writers")) {
+		if (parse_uint(value, 64, &s->writers) < 0 || s->writers == 0)
+			goto bad;
+	} else if (!strcmp(key, "chunk_size")) {
+		if (gk_parse_size(value, &size) < 0 || size < 4096 || size > (1ull << 30) ||
+		    (size & 4095))
+			goto bad;
+		s->chunk_size = size;
+	} else if (!strcmp(key, "log_level")) {
+		enum gk_log_level l;
+
+		if (gk_log_parse_level(value, &l) < 0)
+			goto bad;
+		s->log_level = (int)l;
+	} else {
+		snprintf(err, errlen, "unknown setting '%s'", key);
+		return -EINVAL;
+	}
+	return 0;
+bad:
+	snprintf(err, errlen, "%s: invalid value '%s'", key, value);
+	return -EINVAL;
+}
+
+static char *trim(char *p)
+{
+	char *e;
+
+	while (isspace((unsigned char)*p))
+		p++;
+	e = p + strlen(p);
+	while (e > p && isspace((unsigned char)e[-1]))
+		*--e = 0;
+	return p;
+}
+
+static int load_file(struct gk_settings *s, const char *path, int must_exist, char *err,
+		     size_t errlen)
+{
+	char line[4352], sub[GK_ERRLEN_SETTINGS];
+	unsigned lineno = 0;
+	FILE *f = fopen(path, "re");
+	int ret = 0;
+
+	if (!f) {
+		if (errno == ENOENT && !must_exist)
+			return 0;
+		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	while (fgets(line, sizeof(line), f)) {
+		char *key, *value, *eq;
+
+		lineno++;
+		key = trim(line);
+		if (!*key || *key == '#')
+			continue;
+		eq = strchr(key, '=');
+		if (!eq) {
+			snprintf(err, errlen, "%s:%u: expected key = value", path, lineno);
+			ret = -EINVAL;
+			break;
+		}
+		*eq = 0;
+		key = trim(key);
+		value = trim(eq + 1);
+		ret = gk_settings_set(s, key, value, sub, sizeof(sub));
+		if (ret < 0) {
+			snprintf(err, errlen, "%s:%u: %s", path, lineno, sub);
+			break;
+		}
+	}
+	fclose(f);
+	return ret;
+}
+
+int gk_settings_load(struct gk_settings *s, char *err, size_t errlen)
+{
+	static const struct {
+		const char *env, *key;
+	} vars[] = {
+		{"GPUCKPT_DIR", "dir"},
+		{"GPUCKPT_RESTORE", "restore"},
+		{"GPUCKPT_ON_BAD_CHECKPOINT", "on_bad_checkpoint"},
+		{"GPUCKPT_KEEP", "keep"},
+		{"GPUCKPT_SIGNALS", "signals"},
+		{"GPUCKPT_INTERVAL", "interval"},
+		{"GPUCKPT_REQUIRE_SIGNATURE", "require_signature"},
+		{"GPUCKPT_VA_BASE", "va_base"},
+		{"GPUCKPT_VA_SIZE", "va_size"},
+		{"GPUCKPT_WRITERS", "writers"},
+		{"GPUCKPT_CHUNK_SIZE", "chunk_size"},
+		{"GPUCKPT_LOG_LEVEL", "log_level"},
+		{"GPUCKPT_ENABLE", "enable"},
+	};
+	const char *path = getenv("GPUCKPT_CONFIG");
+	char sub[GK_ERRLEN_SETTINGS];
+	int ret;
+
+	gk_settings_defaults(s);
+	ret = load_file(s, path && *path ? path : GK_DEFAULT_CONFIG, path && *path, err, errlen);
+	if (ret < 0)
+		return ret;
+	for (unsigned i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		const char *v = getenv(vars[i].env);
+
+		if (!v || !*v)
+			continue;
+		ret = gk_settings_set(s, vars[i].key, v, sub, sizeof(sub));
+		if (ret < 0) {
+			snprintf(err, errlen, "%s: %s", vars[i].env, sub);
+			return ret;
+		}
+	}
+	return 0;
+}

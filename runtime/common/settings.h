@@ -1,0 +1,80 @@
+/*
+ * settings.h - the runtime's configuration: site defaults from a file, then
+ * GPUCKPT_* environment variables (set by the Slurm plugin or the user) on top.
+ *
+ *	variable                    file key            default
+ *	GPUCKPT_DIR                 dir                 (none: no checkpoint can be written)
+ *	GPUCKPT_RESTORE             -                   (none: fresh start); a checkpoint
+ *	                                                directory, or "auto": the newest
+ *	                                                valid one under GPUCKPT_DIR
+ *	GPUCKPT_ON_BAD_CHECKPOINT   on_bad_checkpoint   fail (or: fresh)
+ *	GPUCKPT_KEEP                keep                2
+ *	GPUCKPT_SIGNALS             signals             TERM:exit,USR1:continue
+ *	GPUCKPT_INTERVAL            interval            0 (seconds; 0 = no periodic checkpoint)
+ *	GPUCKPT_REQUIRE_SIGNATURE   require_signature   no
+ *	GPUCKPT_VA_BASE             va_base             0x200000000000
+ *	GPUCKPT_VA_SIZE             va_size             0x10000000000 (1 TiB per device)
+ *	GPUCKPT_WRITERS             writers             4
+ *	GPUCKPT_CHUNK_SIZE          chunk_size          64M
+ *	GPUCKPT_LOG_LEVEL           log_level           warn
+ *	GPUCKPT_ENABLE              enable              yes (no: pass every call through)
+ *	GPUCKPT_CONFIG              -                   SYSCONFDIR/gpuckpt/gpuckpt.conf
+ */
+#ifndef GK_SETTINGS_H
+#define GK_SETTINGS_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#define GK_MAX_TRIGGERS 8
+#define GK_ERRLEN_SETTINGS 512
+
+enum gk_trigger_action {
+	GK_ACTION_CONTINUE = 0, /* checkpoint, then let the program go on */
+	GK_ACTION_EXIT = 1,     /* checkpoint, then end the way the signal would have */
+};
+
+struct gk_trigger {
+	int signo;
+	enum gk_trigger_action action;
+};
+
+struct gk_settings {
+	int enable;
+	char dir[4096];
+	char restore[4096];
+	int restore_fresh_on_bad; /* on_bad_checkpoint=fresh */
+	unsigned keep;
+	struct gk_trigger triggers[GK_MAX_TRIGGERS];
+	unsigned ntriggers;
+	unsigned interval;
+	int require_signature;
+	uint64_t va_base;
+	uint64_t va_size;
+	unsigned writers;
+	uint64_t chunk_size;
+	int log_level;
+};
+
+/* Fill with the built-in defaults. */
+void gk_settings_defaults(struct gk_settings *s);
+
+/*
+ * Defaults, then the file (GPUCKPT_CONFIG, or the compiled-in path; a missing
+ * default file is fine, a missing explicit one is not), then the environment.
+ * On error (unknown key, bad value) returns -EINVAL and names key and value in err.
+ */
+int gk_settings_load(struct gk_settings *s, char *err, size_t errlen);
+
+/* Apply one key=value (file key names). Used by the loader and by tests. */
+int gk_settings_set(struct gk_settings *s, const char *key, const char *value, char *err,
+		    size_t errlen);
+
+/* Parse "TERM:exit,USR1:continue". */
+int gk_settings_parse_signals(struct gk_settings *s, const char *spec, char *err,
+			      size_t errlen);
+
+/* Parse a size with an optional K/M/G/T suffix (powers of 1024). */
+int gk_parse_size(const char *text, uint64_t *out);
+
+#endif

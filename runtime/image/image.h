@@ -1,0 +1,232 @@
+/*
+ * image.h - the checkpoint image: what a checkpoint directory holds, how it is
+ * written (complete or absent), read, verified and signed. Shared by the
+ * runtime (libgpuckpt) and the command-line tool; nothing here touches CUDA.
+ *
+ * A checkpoint root (GPUCKPT_DIR, one per job task) holds:
+ *
+ *	ROOT/ckpt.000007/            a committed checkpoint, sequence 7
+ *		manifest.json        what is in it (format below)
+ *		manifest.sig         Munge credential over the manifest's SHA-256
+ *		                     (absent when munged was not reachable)
+ *		device0.data         contents of the allocations of device 0
+ *		host.data            contents of the registered host regions
+ *	ROOT/.tmp.ckpt.000008.<host>.<pid>/   being written; never read
+ *	ROOT/.trash.ckpt.000005.<pid>/        being deleted; never read
+ *
+ * A checkpoint is written into a .tmp directory, every file and the directory
+ * are fsync'ed, and it is renamed to ckpt.N: the rename is the commit. Older
+ * checkpoints are pruned only after that, so the last good one survives any
+ * failure (a kill at any point leaves either the old set, or the old set plus
+ * the new one).
+ *
+ * Data files hold each object's bytes at the offset the manifest gives,
+ * 4096-aligned. An object is checksummed in chunks of manifest.chunk_size
+ * bytes (the last chunk may be shorter) with XXH64, seed 0.
+ */
+#ifndef GK_IMAGE_H
+#define GK_IMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define GK_FORMAT_NAME "gpuckpt-image"
+#define GK_FORMAT_VERSION 1
+#define GK_MANIFEST_FILE "manifest.json"
+#define GK_SIGNATURE_FILE "manifest.sig"
+#define GK_HOST_DATA_FILE "host.data"
+#define GK_DATA_ALIGN 4096u
+#define GK_DEFAULT_CHUNK_SIZE (64u << 20)
+#define GK_NAME_MAX 64 /* region names, file names: [A-Za-z0-9_.-], no "..", not empty */
+
+/* Error messages are written into a caller buffer of this size. */
+#define GK_ERRLEN 512
+
+/* ---- checksums (checksum.c) ---- */
+
+/* XXH64 of a buffer (the algorithm published by Yann Collet), seed 0 in images. */
+uint64_t gk_xxh64(const void *data, size_t len, uint64_t seed);
+
+/* SHA-256 (FIPS 180-4) of a buffer. */
+void gk_sha256(const void *data, size_t len, uint8_t digest[32]);
+
+/* ---- manifest (manifest.c) ---- */
+
+struct gk_chunk {
+	uint64_t xxh64;
+};
+
+/* One device allocation: where it lives and where its bytes are. */
+struct gk_alloc_rec {
+	int device;           /* visible device ordinal at checkpoint time */
+	uint64_t address;     /* device virtual address; identical after restore */
+	uint64_t size;        /* bytes the application asked for */
+	uint64_t order;       /* allocation sequence number on its device */
+	char kind[16];        /* "alloc", "pitch", "async" */
+	char file[GK_NAME_MAX];
+	uint64_t offset;      /* of the bytes in `file` */
+	uint32_t nchunks;     /* = ceil(size / chunk_size), 0 for size 0 */
+	struct gk_chunk *chunks;
+};
+
+/* One registered host region. */
+struct gk_region_rec {
+	char name[GK_NAME_MAX];
+	uint64_t size;
+	char file[GK_NAME_MAX];
+	uint64_t offset;
+	uint32_t nchunks;
+	struct gk_chunk *chunks;
+};
+
+/* One GPU the process used, as it was at checkpoint time. */
+struct gk_device_rec {
+	int ordinal;           /* visible ordinal (after CUDA_VISIBLE_DEVICES) */
+	char name[256];        /* "NVIDIA H100 80GB HBM3" */
+	char uuid[64];         /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
+	int cc_major, cc_minor;
+	uint64_t total_memory; /* bytes */
+	uint64_t va_base;      /* the device's slice of the reserved range */
+	uint64_t va_size;
+	uint64_t next_order;   /* allocation counter when the checkpoint was taken */
+	uint64_t mapped_bytes; /* physical memory the allocations need on restore */
+};
+
+struct gk_file_rec {
+	char name[GK_NAME_MAX];
+	uint64_t size;
+};
+
+struct gk_manifest {
+	int version;                 /* GK_FORMAT_VERSION */
+	char created[32];            /* ISO 8601 UTC, "2026-11-22T10:00:00Z" */
+	int64_t created_unix;
+	double write_seconds;        /* how long writing the checkpoint took */
+	char hostname[256];
+	uid_t uid;                   /* owner, as the runtime saw it */
+	pid_t pid;
+	int slurm;                   /* 1 when the fields below are set */
+	char job_id[32];
+	char step_id[32];
+	int task;                    /* SLURM_PROCID */
+	int restart_count;
+	char label[128];             /* "step 500" */
+	int64_t step;
+	uint64_t sequence;           /* N of ckpt.N, set by gk_store_commit */
+	uint64_t chunk_size;
+	uint64_t va_base, va_size;   /* the whole reserved range */
+
+	size_t ndevices;
+	struct gk_device_rec *devices;
+	size_t nallocs;
+	struct gk_alloc_rec *allocs; /* sorted by (device, address) */
+	size_t nregions;
+	struct gk_region_rec *regions;
+	size_t nfiles;
+	struct gk_file_rec *files;
+};
+
+/* Allocate the arrays of a manifest being built (zeroed); gk_manifest_free frees all. */
+struct gk_manifest *gk_manifest_new(void);
+void gk_manifest_free(struct gk_manifest *m);
+
+/* Serialise to JSON text (malloc'ed, NUL-terminated). */
+int gk_manifest_to_json(const struct gk_manifest *m, char **text, size_t *len);
+
+/*
+ * Parse and validate manifest text: format name and version, every required
+ * field present with the right type, file names safe (no '/', no "..", known
+ * files only), allocations of one device not overlapping and inside the
+ * device's range, chunk counts matching sizes, data ranges inside their files.
+ * On failure returns -EINVAL (or -ENOMEM) and says what is wrong in err.
+ */
+int gk_manifest_parse(const char *text, size_t len, struct gk_manifest **out, char *err,
+		      size_t errlen);
+
+/* ---- signature (sign.c) ---- */
+
+/*
+ * Sign manifest text: a Munge credential whose payload names the SHA-256 of
+ * the text, written to `sigpath`. Returns -EHOSTUNREACH when munged cannot be
+ * reached (the checkpoint is then written unsigned, with a warning).
+ */
+int gk_sign(const char *text, size_t len, const char *sigpath, char *err, size_t errlen);
+
+/*
+ * Check the signature beside manifest text. 0: signed by `uid`, unchanged.
+ * -ENOENT: no signature file. -EPERM: signed for another user (err says who).
+ * -EBADMSG: the manifest was changed after signing, or the credential is
+ * invalid. -EHOSTUNREACH: munged cannot be reached to check it.
+ * An expired, replayed or rewound credential is accepted: the checkpoint may
+ * be restored long after it was signed, and more than once.
+ */
+int gk_check_signature(const char *text, size_t len, const char *sigpath, uid_t uid,
+		       char *err, size_t errlen);
+
+/* ---- loading and verifying (verify.c) ---- */
+
+struct gk_load_opts {
+	uid_t uid;             /* whose checkpoint this must be */
+	int require_signature; /* refuse unsigned manifests */
+	int check_data;        /* read every data chunk and check its checksum */
+};
+
+/*
+ * Open the checkpoint in `dir`: read and parse the manifest, check that the
+ * directory and its files belong to opts->uid and are not writable by others,
+ * check the signature, and, with check_data, every chunk checksum. On failure
+ * nothing is returned and err names the problem, e.g.
+ *	"device0.data: checksum mismatch in allocation 17 (0x200000400000), chunk 3"
+ * Returns -ENOENT (no manifest), -EINVAL (malformed), -EPROTO (format version),
+ * -EBADMSG (checksum or signature), -EPERM (another user's), -EIO.
+ */
+int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_manifest **out,
+		  int *signed_by_munge, char *err, size_t errlen);
+
+/* ---- the checkpoint root (store.c) ---- */
+
+struct gk_store_txn {
+	char root[4096];
+	char tmpdir[4096];
+	uint64_t sequence;
+	int dirfd; /* of tmpdir */
+};
+
+/* Start a checkpoint: create ROOT (0700) if needed, pick N = newest + 1,
+ * create ROOT/.tmp.ckpt.N.<host>.<pid> (0700). */
+int gk_store_begin(const char *root, struct gk_store_txn *txn, char *err, size_t errlen);
+
+/* Create a data file in the checkpoint being written (0600, must not exist). */
+int gk_store_create(struct gk_store_txn *txn, const char *name, int *fd, char *err,
+		    size_t errlen);
+
+/*
+ * Commit: set m->sequence, write manifest.json, sign it (unsigned with a
+ * warning if munged is unreachable; *signed_out says which), fsync every file
+ * and the directory, rename to ROOT/ckpt.N, fsync ROOT, then keep only the
+ * newest `keep` committed checkpoints. On failure the .tmp directory is removed
+ * and the previous checkpoints are untouched.
+ */
+int gk_store_commit(struct gk_store_txn *txn, struct gk_manifest *m, unsigned keep,
+		    int *signed_out, char *err, size_t errlen);
+
+/* Abandon a checkpoint being written: remove its .tmp directory. */
+void gk_store_abort(struct gk_store_txn *txn);
+
+struct gk_store_entry {
+	char path[4096];
+	uint64_t sequence;
+	int complete; /* 0 for a .tmp directory left by a killed writer */
+};
+
+/* Committed checkpoints of ROOT, newest first, then incomplete ones. */
+int gk_store_list(const char *root, struct gk_store_entry **entries, size_t *n, char *err,
+		  size_t errlen);
+
+/* Keep the newest `keep` committed checkpoints; delete the rest (renamed to
+ * .trash first so that a half-deleted checkpoint never looks committed), and
+ * incomplete ones whose writer is gone. Returns how many were removed. */
+int gk_store_prune(const char *root, unsigned keep, char *err, size_t errlen);
+
+#endif

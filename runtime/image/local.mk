@@ -1,0 +1,11 @@
+# The checkpoint image: manifest, checksums, signature, the checkpoint root.
+noinst_LTLIBRARIES += libgkimage.la
+libgkimage_la_SOURCES = \
+	%reldir%/image.h \
+	%reldir%/checksum.c \
+	%reldir%/manifest.c \
+	%reldir%/sign.c \
+	%reldir%/verify.c \
+	%reldir%/store.c
+libgkimage_la_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS) $(MUNGE_CFLAGS) -fvisibility=hidden
+libgkimage_la_LIBADD = $(JSON_C_LIBS) $(MUNGE_LIBS)

@@ -1,0 +1,4 @@
+# gpu
+check-gpu:
+	@echo "check-gpu: no GPU tests yet"
+.PHONY: check-gpu

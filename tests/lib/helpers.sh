@@ -1,0 +1,53 @@
+# helpers.sh - shared by the shell tests: TAP output, locating the build, running
+# programs against the CUDA driver stand-in with the runtime preloaded.
+# Sourced; expects top_srcdir and top_builddir (make check exports them).
+
+: "${top_srcdir:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+: "${top_builddir:=$top_srcdir}"
+
+TAP_N=0
+TAP_FAILED=0
+
+tap_plan() { echo "1..$1"; }
+tap_ok() { TAP_N=$((TAP_N + 1)); echo "ok $TAP_N - $*"; }
+tap_not_ok() { TAP_N=$((TAP_N + 1)); TAP_FAILED=$((TAP_FAILED + 1)); echo "not ok $TAP_N - $*"; }
+tap_skip() { TAP_N=$((TAP_N + 1)); echo "ok $TAP_N # SKIP $*"; }
+tap_diag() { sed 's/^/# /' <<<"$*"; }
+# check DESCRIPTION COMMAND...: one test point from a command's exit status.
+check() {
+	local desc=$1; shift
+	if "$@"; then tap_ok "$desc"; else tap_not_ok "$desc"; fi
+}
+tap_done() { [ "$TAP_FAILED" -eq 0 ]; }
+
+# The built runtime, tool and stand-in driver.
+GK_RUNTIME=$top_builddir/runtime/.libs/libgpuckpt.so
+GK_TOOL=$top_builddir/runtime/gpuckpt
+GK_STANDIN_DIR=$top_builddir/tests/cuda-standin/.libs
+
+# gk_preload: the LD_PRELOAD value for the runtime (ASan's runtime first in a
+# sanitizer build, since the programs under test are not built with ASan).
+gk_preload() {
+	if [ -n "${ASAN_RUNTIME:-}" ] && [ -f "$ASAN_RUNTIME" ]; then
+		echo "$ASAN_RUNTIME:$GK_RUNTIME"
+	else
+		echo "$GK_RUNTIME"
+	fi
+}
+
+# with_standin CMD...: run CMD against the stand-in libcuda.so.1.
+with_standin() {
+	LD_LIBRARY_PATH=$GK_STANDIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH} \
+	ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0} "$@"
+}
+
+# with_runtime CMD...: run CMD on the stand-in with the runtime preloaded.
+with_runtime() {
+	LD_PRELOAD=$(gk_preload) with_standin "$@"
+}
+
+# A scratch folder removed when the test script exits.
+gk_scratch() {
+	GK_SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/gpuckpt-test.XXXXXX")
+	trap 'rm -rf "$GK_SCRATCH"' EXIT
+}

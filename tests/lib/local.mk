@@ -1,0 +1,2 @@
+# Shared test helpers.
+EXTRA_DIST += %reldir%/tap.h %reldir%/helpers.sh
