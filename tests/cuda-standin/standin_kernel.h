@@ -1,0 +1,42 @@
+/*
+ * standin_kernel.h - how a "kernel" looks to the host-memory CUDA driver
+ * stand-in (tests/cuda-standin). The stand-in's cuModuleLoad() dlopen()s a host
+ * shared object instead of a cubin; cuModuleGetFunction() looks the kernel up
+ * by name; cuLaunchKernel() copies the argument values (their sizes come from
+ * NAME__params) and calls the function on the stream's worker thread, once per
+ * launch, with the grid and block dimensions. The function itself loops over
+ * the threads it stands for. Device pointers are host addresses there, so the
+ * body reads and writes them directly.
+ *
+ *	STANDIN_KERNEL(vec_add, sizeof(float *), sizeof(float *), sizeof(int))
+ *	{
+ *		float *x = STANDIN_ARG(float *, 0);
+ *		...
+ *	}
+ */
+#ifndef STANDIN_KERNEL_H
+#define STANDIN_KERNEL_H
+
+#include <stddef.h>
+
+struct standin_dim3 {
+	unsigned x, y, z;
+};
+
+struct standin_launch {
+	struct standin_dim3 grid, block;
+	unsigned shared_bytes;
+};
+
+typedef void (*standin_kernel_fn)(const struct standin_launch *launch, void **params);
+
+/* Argument i of the launch, as type T. */
+#define STANDIN_ARG(T, i) (*(T *)params[(i)])
+
+/* Defines kernel NAME and the zero-terminated list of its argument sizes. */
+#define STANDIN_KERNEL(name, ...)                                                                  \
+	const size_t name##__params[] = {__VA_ARGS__, 0};                                          \
+	void name(const struct standin_launch *launch, void **params);                             \
+	void name(const struct standin_launch *launch, void **params)
+
+#endif
