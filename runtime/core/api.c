@@ -1,4 +1,193 @@
-/* placeholder, replaced by the runtime core */
+/*
+ * api.c - gpuckpt.h: registering host regions, the checkpoint point, requests.
+ */
 #include "config.h"
+
 #include "gpuckpt.h"
-int gpuckpt_version(void) { return GPUCKPT_VERSION; }
+#include "api.h"
+#include "dump.h"
+#include "log.h"
+#include "restore.h"
+#include "runtime.h"
+#include "trigger.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define GK_EXPORT __attribute__((visibility("default")))
+
+struct gk_region *gk_regions;
+size_t gk_nregions;
+pthread_mutex_t gk_regions_lock = PTHREAD_MUTEX_INITIALIZER;
+static size_t cap;
+
+static int valid_name(const char *name)
+{
+	size_t n = 0;
+
+	if (!name || !*name || !strcmp(name, ".") || !strcmp(name, ".."))
+		return 0;
+	for (const char *p = name; *p; p++, n++) {
+		char c = *p;
+
+		if (n >= GK_NAME_MAX - 1)
+			return 0;
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '_' || c == '-' || c == '.'))
+			return 0;
+	}
+	return 1;
+}
+
+static void become_aware(void)
+{
+	__atomic_store_n(&gk_rt.aware, 1, __ATOMIC_RELEASE);
+	gk_runtime_start();
+}
+
+GK_EXPORT int gpuckpt_protect(const char *name, void *addr, size_t size)
+{
+	if (!valid_name(name)) {
+		gk_error("protect: '%s': a region name is 1-63 letters, digits, '_', '-' or '.'",
+			 name ? name : "(null)");
+		return -EINVAL;
+	}
+	if (!addr && size) {
+		gk_error("protect: '%s': NULL address", name);
+		return -EINVAL;
+	}
+	if (!gk_enabled())
+		return 0;
+	become_aware();
+	pthread_mutex_lock(&gk_regions_lock);
+	for (size_t i = 0; i < gk_nregions; i++) {
+		if (!strcmp(gk_regions[i].name, name)) {
+			gk_regions[i].addr = addr;
+			gk_regions[i].size = size;
+			pthread_mutex_unlock(&gk_regions_lock);
+			return 0;
+		}
+	}
+	if (gk_nregions == cap) {
+		size_t ncap = cap ? cap * 2 : 16;
+		struct gk_region *p = realloc(gk_regions, ncap * sizeof(*p));
+
+		if (!p) {
+			pthread_mutex_unlock(&gk_regions_lock);
+			return -ENOMEM;
+		}
+		gk_regions = p;
+		cap = ncap;
+	}
+	strcpy(gk_regions[gk_nregions].name, name);
+	gk_regions[gk_nregions].addr = addr;
+	gk_regions[gk_nregions].size = size;
+	gk_nregions++;
+	pthread_mutex_unlock(&gk_regions_lock);
+	return 0;
+}
+
+GK_EXPORT int gpuckpt_unprotect(const char *name)
+{
+	int ret = -ENOENT;
+
+	if (!name)
+		return -EINVAL;
+	pthread_mutex_lock(&gk_regions_lock);
+	for (size_t i = 0; i < gk_nregions; i++) {
+		if (!strcmp(gk_regions[i].name, name)) {
+			gk_regions[i] = gk_regions[--gk_nregions];
+			ret = 0;
+			break;
+		}
+	}
+	pthread_mutex_unlock(&gk_regions_lock);
+	return gk_enabled() ? ret : 0;
+}
+
+static int point_slow(long step)
+{
+	int due, ret;
+
+	due = __atomic_fetch_and(&gk_rt.due, ~(GK_DUE_FIRST | GK_DUE_CHECKPOINT), __ATOMIC_ACQ_REL);
+	if (due & GK_DUE_FIRST) {
+		become_aware();
+		gk_trigger_interval_start();
+		/* The restore bit may have been set by the start just now. */
+		due |= __atomic_load_n(&gk_rt.due, __ATOMIC_ACQUIRE);
+	}
+	if (due & GK_DUE_RESTORE) {
+		__atomic_and_fetch(&gk_rt.due, ~GK_DUE_RESTORE, __ATOMIC_ACQ_REL);
+		if (gk_restore_load() == 0) {
+			/* A checkpoint asked for meanwhile is taken at the next point. */
+			if (due & GK_DUE_CHECKPOINT)
+				__atomic_or_fetch(&gk_rt.due, GK_DUE_CHECKPOINT, __ATOMIC_RELEASE);
+			return GPUCKPT_RESTORED;
+		}
+	}
+	if (!(due & GK_DUE_CHECKPOINT))
+		return GPUCKPT_NOTHING;
+	ret = gk_dump(step);
+	{
+		int signo = __atomic_exchange_n(&gk_rt.exit_signo, 0, __ATOMIC_ACQ_REL);
+
+		if (signo)
+			gk_trigger_finish_exit(signo);
+	}
+	return ret < 0 ? ret : GPUCKPT_SAVED;
+}
+
+GK_EXPORT int gpuckpt_point(long step)
+{
+	/* The common case: one load, nothing due. */
+	if (__builtin_expect(!__atomic_load_n(&gk_rt.due, __ATOMIC_ACQUIRE), 1))
+		return GPUCKPT_NOTHING;
+	return point_slow(step);
+}
+
+GK_EXPORT int gpuckpt_request(void)
+{
+	/* Atomics only: callable from a signal handler. */
+	if (!gk_rt.enabled)
+		return -ENOTSUP;
+	__atomic_store_n(&gk_rt.aware, 1, __ATOMIC_RELEASE);
+	__atomic_or_fetch(&gk_rt.due, GK_DUE_CHECKPOINT, __ATOMIC_RELEASE);
+	return 0;
+}
+
+GK_EXPORT int gpuckpt_restarting(long *step)
+{
+	int refused;
+
+	if (!gk_enabled())
+		return 0;
+	become_aware();
+	refused = gk_restore_refused();
+	if (refused)
+		return refused;
+	return gk_restore_active(step);
+}
+
+GK_EXPORT int gpuckpt_version(void)
+{
+	return GPUCKPT_VERSION;
+}
+
+GK_EXPORT const char *gpuckpt_strerror(int err)
+{
+	switch (err) {
+	case GPUCKPT_NOTHING:
+		return "no checkpoint was due";
+	case GPUCKPT_SAVED:
+		return "a checkpoint was written";
+	case GPUCKPT_RESTORED:
+		return "the state was restored from a checkpoint";
+	case -ENOTSUP:
+		return "the process holds state gpuckpt cannot checkpoint (see the log)";
+	case -EINVAL:
+		return "invalid argument or setting (see the log)";
+	default:
+		return err < 0 ? strerror(-err) : "unknown status";
+	}
+}

@@ -1,9 +1,24 @@
 # libgpuckpt.so: interposition of the CUDA driver, placement of device memory,
 # quiesce, dump, restore, triggers and the application interface.
 lib_LTLIBRARIES += libgpuckpt.la
-libgpuckpt_la_SOURCES = %reldir%/api.c
+libgpuckpt_la_SOURCES = \
+	%reldir%/hooks.def \
+	%reldir%/driver.c %reldir%/driver.h \
+	%reldir%/handlers.h \
+	%reldir%/interpose.c \
+	%reldir%/gate.c %reldir%/gate.h \
+	%reldir%/intervals.c %reldir%/intervals.h \
+	%reldir%/arena.c %reldir%/arena.h \
+	%reldir%/memory.c \
+	%reldir%/track.c %reldir%/track.h \
+	%reldir%/trigger.c %reldir%/trigger.h \
+	%reldir%/transfer.c %reldir%/transfer.h \
+	%reldir%/dump.c %reldir%/dump.h \
+	%reldir%/restore.c %reldir%/restore.h \
+	%reldir%/api.c %reldir%/api.h \
+	%reldir%/runtime.c %reldir%/runtime.h
 libgpuckpt_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 libgpuckpt_la_LIBADD = libgkimage.la libgkcommon.la $(HWLOC_LIBS) $(PTHREAD_LIBS) -ldl
-libgpuckpt_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 \
+libgpuckpt_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -Wl,-Bsymbolic-functions \
 	-Wl,--version-script=$(srcdir)/%reldir%/libgpuckpt.map
 EXTRA_DIST += %reldir%/libgpuckpt.map

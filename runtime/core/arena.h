@@ -1,0 +1,120 @@
+/*
+ * arena.h - placement of device memory, one arena per visible device.
+ *
+ * Each device gets a slice of the reserved range (settings va_base + ordinal *
+ * va_size), reserved at that fixed address through the VMM API. The first
+ * eighth of the slice holds small allocations (up to 1 MiB, 512-byte aligned,
+ * sharing 2 MiB granules); the rest holds large ones (2 MiB aligned, their own
+ * granules). Within each, a block goes to the lowest address where it fits:
+ * where an allocation lands depends only on what is live, so a program that
+ * makes the same requests gets the same addresses in every run, on any GPU.
+ *
+ * Physical memory is mapped under blocks on demand and kept mapped when they
+ * are freed (a freed range is usually reused by the next request of the same
+ * size: an alloc/free loop then costs no driver call); it is given back when
+ * the driver runs out of memory. Stream-ordered frees leave a fence (an event
+ * on the freeing stream) over the range; whoever reuses it waits for the fence
+ * in stream order, as the driver's own pools do.
+ */
+#ifndef GK_ARENA_H
+#define GK_ARENA_H
+
+#include "intervals.h"
+
+#include <cuda.h>
+#include <pthread.h>
+#include <stdint.h>
+
+#define GK_MAX_DEVICES 64
+#define GK_GRANULE (2ull << 20)
+#define GK_SMALL_MAX (1ull << 20)
+#define GK_SMALL_ALIGN 512ull
+
+enum gk_kind {
+	GK_KIND_ALLOC = 0,
+	GK_KIND_PITCH = 1,
+	GK_KIND_ASYNC = 2,
+};
+
+struct gk_block {
+	struct gk_ival iv; /* [start, start + extent) */
+	uint64_t size;     /* what was asked for */
+	uint64_t order;    /* the device's allocation counter at the request */
+	uint64_t id;       /* CU_POINTER_ATTRIBUTE_BUFFER_ID */
+	uint8_t kind;
+	uint8_t restored;  /* recreated from a checkpoint, not yet claimed again */
+};
+
+struct gk_arena {
+	int ordinal;
+	CUdevice dev;
+	CUcontext ctx; /* where the program allocates; the runtime's copies run there */
+	uint64_t base, size, small_end;
+	struct gk_itree small, large; /* live blocks */
+	struct gk_itree segs;         /* mapped physical memory */
+	struct gk_itree fences;       /* ranges freed in stream order, maybe in use */
+	uint64_t next_order;
+	uint64_t live_extent; /* bytes of address space under live blocks */
+	uint64_t mapped;      /* bytes of physical memory mapped */
+	uint64_t nlive;
+	pthread_mutex_t lock;
+	/* restore: blocks recreated from the checkpoint, by order */
+	struct gk_block **restored;
+	size_t nrestored;
+};
+
+extern struct gk_arena *gk_arenas[GK_MAX_DEVICES];
+
+/*
+ * The arena of the current context's device, set up on first use (reserving
+ * its slice; on a restart, recreating the checkpoint's blocks). NULL if the
+ * device cannot be placed (the reason is logged once).
+ */
+struct gk_arena *gk_arena_current(CUresult *err);
+
+/* The arena whose slice holds addr, or NULL (no lock needed: slices are fixed). */
+struct gk_arena *gk_arena_of(uint64_t addr);
+
+/*
+ * Allocate `size` bytes. `stream` is the stream of a stream-ordered request
+ * (or NULL with async = 0). On a restart, before the checkpoint is loaded, the
+ * request that comes n-th gets the checkpoint's n-th allocation back.
+ */
+CUresult gk_arena_alloc(struct gk_arena *a, uint64_t size, enum gk_kind kind, int async,
+			CUstream stream, CUdeviceptr *out);
+
+/* Free the block starting at ptr. CUDA_ERROR_INVALID_VALUE if there is none. */
+CUresult gk_arena_free(struct gk_arena *a, uint64_t ptr, int async, CUstream stream);
+
+/* The live block containing addr (caller holds a->lock), or NULL. */
+struct gk_block *gk_arena_find(struct gk_arena *a, uint64_t addr);
+
+/* Bytes mapped under no live block: free memory as far as the program knows. */
+uint64_t gk_arena_slack(struct gk_arena *a);
+
+/* Free every block and unmap everything (the program reset its context). */
+void gk_arena_reset(struct gk_arena *a);
+
+/* Iterate live blocks in address order (caller holds a->lock). */
+struct gk_block *gk_arena_first(struct gk_arena *a);
+struct gk_block *gk_arena_next(struct gk_arena *a, struct gk_block *b);
+
+/* Restore support (restore.c): recreate a checkpointed block at its address. */
+int gk_arena_recreate(struct gk_arena *a, uint64_t addr, uint64_t size, uint64_t order,
+		      enum gk_kind kind);
+/* Forget the recreated blocks the program's setup did not claim (restore abandoned). */
+void gk_arena_drop_unclaimed(struct gk_arena *a);
+
+/* The checkpoint was loaded: recreated blocks become ordinary ones. */
+void gk_arena_restore_done(struct gk_arena *a, uint64_t next_order);
+
+/* Device facts for the manifest and messages. */
+struct gk_device_info {
+	char name[256];
+	char uuid[64];
+	int cc_major, cc_minor;
+	uint64_t total_memory;
+};
+int gk_device_info(CUdevice dev, struct gk_device_info *info);
+
+#endif

@@ -1,0 +1,150 @@
+#include "config.h"
+
+#include "driver.h"
+#include "log.h"
+
+#include <dlfcn.h>
+#include <errno.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <string.h>
+
+struct gk_driver gk_real;
+int gk_driver_state;
+
+/* What each real entry point is replaced with when handed to the program. */
+struct hook_pair {
+	void *real;
+	void *hook;
+};
+
+#define GK_OWN(name, params, args) CUresult name params;
+#define GK_GATED(name, params, args) CUresult name params;
+#include "hooks.def"
+
+static const struct {
+	const char *symbol;
+	size_t offset;
+	void *hook;
+} entries[] = {
+#define GK_OWN(name, params, args) {#name, offsetof(struct gk_driver, name), (void *)name},
+#define GK_GATED(name, params, args) {#name, offsetof(struct gk_driver, name), (void *)name},
+#define GK_REAL(name) {#name, offsetof(struct gk_driver, name), NULL},
+#include "hooks.def"
+};
+
+#define NENTRIES (sizeof(entries) / sizeof(entries[0]))
+
+static struct hook_pair pairs[NENTRIES];
+static size_t npairs;
+static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
+
+gk_dlsym_fn gk_glibc_dlsym(void)
+{
+	static gk_dlsym_fn real;
+	gk_dlsym_fn p = __atomic_load_n(&real, __ATOMIC_ACQUIRE);
+
+	if (!p) {
+		/* dlvsym is not interposed; ask for glibc's own dlsym by version. */
+		void *v = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.34");
+
+		if (!v)
+			v = dlvsym(RTLD_NEXT, "dlsym", "GLIBC_2.2.5");
+		p = (gk_dlsym_fn)v;
+		__atomic_store_n(&real, p, __ATOMIC_RELEASE);
+	}
+	return p;
+}
+
+void *gk_real_dlsym(void *handle, const char *symbol)
+{
+	gk_dlsym_fn real = gk_glibc_dlsym();
+
+	return real ? real(handle, symbol) : NULL;
+}
+
+int gk_driver_load_slow(void)
+{
+	void *lib;
+	int ret = 0;
+
+	pthread_mutex_lock(&load_lock);
+	if (gk_driver_state != 0) {
+		ret = gk_driver_state == 1 ? 0 : -ENOENT;
+		goto out;
+	}
+	/* RTLD_NODELETE: the table must stay valid even if the program dlclose()s
+	 * its own handle on the driver. */
+	lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
+	if (!lib) {
+		gk_error("driver: libcuda.so.1: cannot load the CUDA driver: %s", dlerror());
+		__atomic_store_n(&gk_driver_state, -1, __ATOMIC_RELEASE);
+		ret = -ENOENT;
+		goto out;
+	}
+	for (size_t i = 0; i < NENTRIES; i++) {
+		void *p = gk_real_dlsym(lib, entries[i].symbol);
+
+		/* Entry points a driver lacks stay NULL: their hooks then report
+		 * CUDA_ERROR_NOT_SUPPORTED, and nothing hands them out. */
+		memcpy((char *)&gk_real + entries[i].offset, &p, sizeof(p));
+		if (p && entries[i].hook)
+			pairs[npairs++] = (struct hook_pair){p, entries[i].hook};
+	}
+	if (!gk_real.cuGetErrorName || !gk_real.cuCtxGetCurrent || !gk_real.cuMemAddressReserve ||
+	    !gk_real.cuMemCreate || !gk_real.cuMemMap) {
+		gk_error("driver: libcuda.so.1 lacks the virtual memory management API "
+			 "(cuMemAddressReserve, cuMemCreate, cuMemMap): it is older than gpuckpt "
+			 "supports");
+		__atomic_store_n(&gk_driver_state, -1, __ATOMIC_RELEASE);
+		ret = -ENOENT;
+		goto out;
+	}
+	__atomic_store_n(&gk_driver_state, 1, __ATOMIC_RELEASE);
+out:
+	pthread_mutex_unlock(&load_lock);
+	return ret;
+}
+
+void *gk_driver_hook_for(void *p)
+{
+	if (!p)
+		return p;
+	if (__atomic_load_n(&gk_driver_state, __ATOMIC_ACQUIRE) == 0) {
+		/* Only a pointer into a loaded driver can need a hook: never load
+		 * the driver for a process that merely looks up "cu..." symbols. */
+		void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+
+		if (!h)
+			return p;
+		dlclose(h);
+	}
+	if (gk_driver_ensure() < 0)
+		return p;
+	for (size_t i = 0; i < npairs; i++)
+		if (pairs[i].real == p)
+			return pairs[i].hook;
+	return p;
+}
+
+const char *gk_cu_name(CUresult r)
+{
+	const char *name = NULL;
+
+	if (gk_real.cuGetErrorName && gk_real.cuGetErrorName(r, &name) == CUDA_SUCCESS && name)
+		return name;
+	return "unknown CUDA error";
+}
+
+int gk_cu_check(CUresult r, const char *call, const char *op, const char *object)
+{
+	const char *text = NULL;
+
+	if (r == CUDA_SUCCESS)
+		return 0;
+	if (gk_real.cuGetErrorString)
+		gk_real.cuGetErrorString(r, &text);
+	gk_error("%s: %s: %s failed: %s (%s)", op, object, call, gk_cu_name(r),
+		 text ? text : "no description");
+	return r == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO;
+}

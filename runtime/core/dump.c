@@ -1,0 +1,356 @@
+#include "config.h"
+
+#include "dump.h"
+#include "api.h"
+#include "arena.h"
+#include "driver.h"
+#include "gate.h"
+#include "image.h"
+#include "log.h"
+#include "runtime.h"
+#include "track.h"
+#include "transfer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+static void copy_env(char *dst, size_t len, const char *name)
+{
+	const char *v = getenv(name);
+
+	snprintf(dst, len, "%s", v ? v : "");
+}
+
+static void describe_process(struct gk_manifest *m, long step)
+{
+	struct timespec ts;
+	struct tm tm;
+	const char *job = getenv("SLURM_JOB_ID");
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	m->version = GK_FORMAT_VERSION;
+	m->created_unix = ts.tv_sec;
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(m->created, sizeof(m->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	gethostname(m->hostname, sizeof(m->hostname) - 1);
+	m->uid = getuid();
+	m->pid = getpid();
+	if (job && *job) {
+		const char *v;
+
+		m->slurm = 1;
+		copy_env(m->job_id, sizeof(m->job_id), "SLURM_JOB_ID");
+		copy_env(m->step_id, sizeof(m->step_id), "SLURM_STEP_ID");
+		v = getenv("SLURM_PROCID");
+		m->task = v ? atoi(v) : 0;
+		v = getenv("SLURM_RESTART_COUNT");
+		m->restart_count = v ? atoi(v) : 0;
+	}
+	m->step = step;
+	snprintf(m->label, sizeof(m->label), "step %ld", step);
+	m->chunk_size = gk_rt.settings.chunk_size;
+}
+
+/* Drain: every stream of every context holding placed memory. */
+static int drain(void)
+{
+	for (int i = 0; i < GK_MAX_DEVICES; i++) {
+		struct gk_arena *a = gk_arenas[i];
+		char obj[32];
+		CUresult r;
+
+		if (!a || !a->ctx)
+			continue;
+		snprintf(obj, sizeof(obj), "device %d", i);
+		r = gk_real.cuCtxPushCurrent_v2(a->ctx);
+		if (r == CUDA_SUCCESS) {
+			r = gk_real.cuCtxSynchronize();
+			gk_real.cuCtxPopCurrent_v2(NULL);
+		}
+		if (r != CUDA_SUCCESS)
+			return gk_cu_check(r, "cuCtxSynchronize", "checkpoint", obj);
+	}
+	return 0;
+}
+
+static uint32_t nchunks(uint64_t size, uint64_t chunk)
+{
+	return (uint32_t)((size + chunk - 1) / chunk);
+}
+
+/* Describe every live allocation and lay its bytes out in its device's file. */
+static int plan_devices(struct gk_manifest *m, struct gk_xfer_item **items_out, size_t *nitems,
+			struct gk_store_txn *txn, int *fds, char *err, size_t errlen)
+{
+	size_t nallocs = 0, ndev = 0, k = 0;
+	struct gk_xfer_item *items = NULL;
+	int ret;
+
+	for (int i = 0; i < GK_MAX_DEVICES; i++) {
+		if (!gk_arenas[i])
+			continue;
+		ndev++;
+		nallocs += gk_arenas[i]->nlive;
+	}
+	m->devices = calloc(ndev ? ndev : 1, sizeof(*m->devices));
+	m->allocs = calloc(nallocs ? nallocs : 1, sizeof(*m->allocs));
+	m->files = calloc(ndev + 1, sizeof(*m->files));
+	items = calloc(nallocs ? nallocs : 1, sizeof(*items));
+	if (!m->devices || !m->allocs || !m->files || !items) {
+		free(items);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (int i = 0; i < GK_MAX_DEVICES; i++) {
+		struct gk_arena *a = gk_arenas[i];
+		struct gk_device_rec *d;
+		struct gk_device_info info;
+		struct gk_file_rec *f;
+		uint64_t off = 0;
+
+		if (!a)
+			continue;
+		d = &m->devices[m->ndevices++];
+		gk_device_info(a->dev, &info);
+		d->ordinal = a->ordinal;
+		snprintf(d->name, sizeof(d->name), "%s", info.name);
+		snprintf(d->uuid, sizeof(d->uuid), "%s", info.uuid);
+		d->cc_major = info.cc_major;
+		d->cc_minor = info.cc_minor;
+		d->total_memory = info.total_memory;
+		d->va_base = a->base;
+		d->va_size = a->size;
+		d->next_order = a->next_order;
+		d->mapped_bytes = a->mapped;
+		f = &m->files[m->nfiles++];
+		snprintf(f->name, sizeof(f->name), "device%d.data", a->ordinal);
+		ret = gk_store_create(txn, f->name, &fds[a->ordinal], err, errlen);
+		if (ret < 0)
+			goto fail;
+		pthread_mutex_lock(&a->lock);
+		for (struct gk_block *b = gk_arena_first(a); b; b = gk_arena_next(a, b)) {
+			struct gk_alloc_rec *r = &m->allocs[m->nallocs];
+			static const char *const kinds[] = {"alloc", "pitch", "async"};
+
+			if (m->nallocs == nallocs)
+				break;
+			r->device = a->ordinal;
+			r->address = b->iv.start;
+			r->size = b->size;
+			r->order = b->order;
+			snprintf(r->kind, sizeof(r->kind), "%s", kinds[b->kind]);
+			snprintf(r->file, sizeof(r->file), "%s", f->name);
+			r->offset = off;
+			r->nchunks = nchunks(b->size, m->chunk_size);
+			r->chunks = calloc(r->nchunks ? r->nchunks : 1, sizeof(*r->chunks));
+			if (!r->chunks) {
+				pthread_mutex_unlock(&a->lock);
+				snprintf(err, errlen, "out of memory");
+				ret = -ENOMEM;
+				goto fail;
+			}
+			items[k] = (struct gk_xfer_item){a->ctx, b->iv.start, b->size, fds[a->ordinal],
+							 off, r->chunks, "", m->nallocs};
+			items[k].file = r->file;
+			k++;
+			m->nallocs++;
+			off = align_up(off + b->size, GK_DATA_ALIGN);
+		}
+		pthread_mutex_unlock(&a->lock);
+		f->size = off;
+	}
+	*items_out = items;
+	*nitems = k;
+	return 0;
+fail:
+	free(items);
+	return ret;
+}
+
+static int write_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	while (len) {
+		ssize_t w = pwrite(fd, buf, len, (off_t)off);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf = (const char *)buf + w;
+		len -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+/* Host regions are the program's own memory: written from where they are. */
+static int write_regions(struct gk_manifest *m, struct gk_store_txn *txn, char *err,
+			 size_t errlen)
+{
+	uint64_t off = 0;
+	int fd = -1, ret = 0;
+	struct gk_file_rec *f;
+
+	pthread_mutex_lock(&gk_regions_lock);
+	if (!gk_nregions)
+		goto out;
+	m->regions = calloc(gk_nregions, sizeof(*m->regions));
+	if (!m->regions) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	ret = gk_store_create(txn, GK_HOST_DATA_FILE, &fd, err, errlen);
+	if (ret < 0)
+		goto out;
+	for (size_t i = 0; i < gk_nregions; i++) {
+		struct gk_region_rec *r = &m->regions[m->nregions++];
+		const struct gk_region *g = &gk_regions[i];
+
+		snprintf(r->name, sizeof(r->name), "%s", g->name);
+		snprintf(r->file, sizeof(r->file), "%s", GK_HOST_DATA_FILE);
+		r->size = g->size;
+		r->offset = off;
+		r->nchunks = nchunks(g->size, m->chunk_size);
+		r->chunks = calloc(r->nchunks ? r->nchunks : 1, sizeof(*r->chunks));
+		if (!r->chunks) {
+			ret = -ENOMEM;
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
+		for (uint32_t c = 0; c < r->nchunks; c++) {
+			uint64_t start = (uint64_t)c * m->chunk_size;
+			uint64_t len = g->size - start < m->chunk_size ? g->size - start : m->chunk_size;
+
+			r->chunks[c].xxh64 = gk_xxh64((const char *)g->addr + start, len, 0);
+		}
+		ret = write_all(fd, g->addr, g->size, off);
+		if (ret < 0) {
+			snprintf(err, errlen, "%s: cannot write host region '%s': %s",
+				 GK_HOST_DATA_FILE, g->name, strerror(-ret));
+			goto out;
+		}
+		off = align_up(off + g->size, GK_DATA_ALIGN);
+	}
+	f = &m->files[m->nfiles++];
+	snprintf(f->name, sizeof(f->name), "%s", GK_HOST_DATA_FILE);
+	f->size = off;
+out:
+	pthread_mutex_unlock(&gk_regions_lock);
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+static void human(char *buf, size_t len, uint64_t bytes)
+{
+	if (bytes >= (1ull << 30))
+		snprintf(buf, len, "%.2f GiB", bytes / 1073741824.0);
+	else if (bytes >= (1ull << 20))
+		snprintf(buf, len, "%.1f MiB", bytes / 1048576.0);
+	else
+		snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
+}
+
+int gk_dump(long step)
+{
+	const char *dir = gk_rt.settings.dir;
+	char why[1024], err[GK_ERRLEN], size_text[32];
+	struct gk_manifest *m = NULL;
+	struct gk_xfer_item *items = NULL;
+	struct gk_store_txn txn;
+	size_t nitems = 0;
+	int fds[GK_MAX_DEVICES], ret, is_signed = 0, began = 0;
+	uint64_t bytes = 0;
+	double t0 = now(), secs;
+
+	for (int i = 0; i < GK_MAX_DEVICES; i++)
+		fds[i] = -1;
+	if (!dir[0]) {
+		gk_error("checkpoint: no checkpoint directory is set (GPUCKPT_DIR); no checkpoint "
+			 "written");
+		return -EINVAL;
+	}
+	if (gk_track_report(why, sizeof(why))) {
+		gk_error("checkpoint: %s: refused, no checkpoint written: this process holds %s, "
+			 "which gpuckpt cannot checkpoint",
+			 dir, why);
+		return -ENOTSUP;
+	}
+	gk_gate_close();
+	ret = drain();
+	if (ret < 0) {
+		snprintf(err, sizeof(err), "the device reported an error while draining its work");
+		goto out;
+	}
+	ret = gk_store_begin(dir, &txn, err, sizeof(err));
+	if (ret < 0)
+		goto out;
+	began = 1;
+	m = gk_manifest_new();
+	if (!m) {
+		ret = -ENOMEM;
+		snprintf(err, sizeof(err), "out of memory");
+		goto out;
+	}
+	describe_process(m, step);
+	m->va_base = gk_rt.settings.va_base;
+	m->va_size = gk_rt.settings.va_size;
+	ret = plan_devices(m, &items, &nitems, &txn, fds, err, sizeof(err));
+	if (ret < 0)
+		goto out;
+	ret = gk_xfer_dump(items, nitems, m->chunk_size, gk_rt.settings.writers, err, sizeof(err));
+	if (ret < 0)
+		goto out;
+	ret = write_regions(m, &txn, err, sizeof(err));
+	if (ret < 0)
+		goto out;
+	for (size_t i = 0; i < m->nallocs; i++)
+		bytes += m->allocs[i].size;
+	for (size_t i = 0; i < m->nregions; i++)
+		bytes += m->regions[i].size;
+	m->write_seconds = now() - t0;
+	ret = gk_store_commit(&txn, m, gk_rt.settings.keep, &is_signed, err, sizeof(err));
+	began = 0;
+out:
+	for (int i = 0; i < GK_MAX_DEVICES; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	if (began)
+		gk_store_abort(&txn);
+	gk_gate_open();
+	secs = now() - t0;
+	if (ret < 0) {
+		gk_error("checkpoint: %s: no checkpoint written: %s; the previous checkpoints are "
+			 "kept",
+			 dir, err);
+	} else {
+		human(size_text, sizeof(size_text), bytes);
+		gk_info("checkpoint: %s/ckpt.%06llu: wrote %llu bytes (%s: %zu allocations, %zu host "
+			"regions) in %.3f s%s",
+			dir, (unsigned long long)m->sequence, (unsigned long long)bytes, size_text,
+			m->nallocs, m->nregions, secs, is_signed ? "" : ", unsigned");
+	}
+	free(items);
+	gk_manifest_free(m);
+	return ret;
+}

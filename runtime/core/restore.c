@@ -1,0 +1,475 @@
+#include "config.h"
+
+#include "restore.h"
+#include "api.h"
+#include "arena.h"
+#include "driver.h"
+#include "gate.h"
+#include "image.h"
+#include "log.h"
+#include "runtime.h"
+#include "transfer.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+enum state {
+	R_NONE,      /* fresh start */
+	R_PENDING,   /* chosen and verified, waiting for the first checkpoint point */
+	R_LOADED,    /* this run resumed from it */
+	R_ABANDONED, /* refused after setup began; the run goes on from the start */
+	R_REFUSED,   /* refused, and the settings say fail */
+};
+
+static struct {
+	enum state state;
+	char dir[4096];
+	struct gk_manifest *m;
+	int error;
+} R;
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* Full check of one checkpoint: owner, signature, format, every checksum. */
+static int try_open(const char *dir, struct gk_manifest **m)
+{
+	struct gk_load_opts opts = {
+		.uid = getuid(),
+		.require_signature = gk_rt.settings.require_signature,
+		.check_data = 1,
+	};
+	char err[GK_ERRLEN];
+	int is_signed = 0, ret;
+
+	ret = gk_image_open(dir, &opts, m, &is_signed, err, sizeof(err));
+	if (ret < 0) {
+		gk_error("restore: %s: refused: %s", dir, err);
+		return ret;
+	}
+	if (!is_signed)
+		gk_warn("restore: %s: the checkpoint is not signed (munged was not reachable when "
+			"it was written); accepted because it belongs to you",
+			dir);
+	return 0;
+}
+
+static int choose(char *chosen, size_t len, struct gk_manifest **m)
+{
+	const char *want = gk_rt.settings.restore;
+	struct gk_store_entry *e = NULL;
+	size_t n = 0;
+	char err[GK_ERRLEN];
+	int ret, tried = 0;
+
+	if (strcmp(want, "auto") != 0) {
+		snprintf(chosen, len, "%s", want);
+		return try_open(want, m);
+	}
+	if (!gk_rt.settings.dir[0]) {
+		gk_error("restore: GPUCKPT_RESTORE=auto needs GPUCKPT_DIR");
+		return -EINVAL;
+	}
+	ret = gk_store_list(gk_rt.settings.dir, &e, &n, err, sizeof(err));
+	if (ret < 0) {
+		if (ret == -ENOENT)
+			return 1;
+		gk_error("restore: %s: %s", gk_rt.settings.dir, err);
+		return ret;
+	}
+	ret = 1; /* nothing committed yet: a first run */
+	for (size_t i = 0; i < n; i++) {
+		if (!e[i].complete)
+			continue;
+		if (tried)
+			gk_warn("restore: trying the previous checkpoint, %s", e[i].path);
+		tried = 1;
+		ret = try_open(e[i].path, m);
+		if (ret == 0) {
+			snprintf(chosen, len, "%s", e[i].path);
+			break;
+		}
+	}
+	free(e);
+	return ret;
+}
+
+void gk_restore_prepare(void)
+{
+	struct gk_manifest *m = NULL;
+	int ret;
+
+	if (!gk_rt.settings.restore[0])
+		return;
+	pthread_mutex_lock(&lock);
+	ret = choose(R.dir, sizeof(R.dir), &m);
+	if (ret == 1) {
+		gk_info("restore: %s: no checkpoint yet; starting from the beginning",
+			gk_rt.settings.dir);
+	} else if (ret < 0) {
+		if (gk_rt.settings.restore_fresh_on_bad) {
+			gk_warn("restore: no usable checkpoint; starting from the beginning "
+				"(GPUCKPT_ON_BAD_CHECKPOINT=fresh)");
+		} else {
+			gk_error("restore: no usable checkpoint; refusing to start from the "
+				 "beginning (GPUCKPT_ON_BAD_CHECKPOINT=fail; set it to 'fresh' to "
+				 "start over instead)");
+			R.state = R_REFUSED;
+			R.error = ret;
+		}
+	} else {
+		R.m = m;
+		R.state = R_PENDING;
+		__atomic_or_fetch(&gk_rt.due, GK_DUE_RESTORE, __ATOMIC_RELEASE);
+		gk_info("restore: %s: verified (step %lld, %zu allocations); it will be loaded at "
+			"the first checkpoint point",
+			R.dir, (long long)m->step, m->nallocs);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+int gk_restore_active(long *step)
+{
+	int active = R.state == R_PENDING || R.state == R_LOADED;
+
+	if (active && step)
+		*step = (long)R.m->step;
+	return active;
+}
+
+int gk_restore_refused(void)
+{
+	return R.state == R_REFUSED ? R.error : 0;
+}
+
+static const struct gk_device_rec *device_rec(int ordinal)
+{
+	if (R.state != R_PENDING)
+		return NULL;
+	for (size_t i = 0; i < R.m->ndevices; i++)
+		if (R.m->devices[i].ordinal == ordinal)
+			return &R.m->devices[i];
+	return NULL;
+}
+
+int gk_restore_slice(int ordinal, uint64_t *base, uint64_t *size)
+{
+	const struct gk_device_rec *d = device_rec(ordinal);
+
+	if (!d)
+		return 0;
+	*base = d->va_base;
+	*size = d->va_size;
+	return 1;
+}
+
+static void human(char *buf, size_t len, uint64_t bytes)
+{
+	snprintf(buf, len, "%.1f MiB", bytes / 1048576.0);
+}
+
+static enum gk_kind kind_of(const char *kind)
+{
+	if (!strcmp(kind, "pitch"))
+		return GK_KIND_PITCH;
+	if (!strcmp(kind, "async"))
+		return GK_KIND_ASYNC;
+	return GK_KIND_ALLOC;
+}
+
+int gk_restore_populate(struct gk_arena *a)
+{
+	const struct gk_device_rec *d = device_rec(a->ordinal);
+	struct gk_device_info info;
+	size_t free_mem = 0, total = 0;
+	char have[32], need[32];
+
+	if (!d)
+		return 0;
+	gk_device_info(a->dev, &info);
+	/* The checkpoint's memory must fit beside what the driver holds already;
+	 * better to say so now than to fail half-way through the program's setup. */
+	if (gk_real.cuMemGetInfo_v2(&free_mem, &total) == CUDA_SUCCESS &&
+	    free_mem < d->mapped_bytes) {
+		human(have, sizeof(have), free_mem);
+		human(need, sizeof(need), d->mapped_bytes);
+		gk_error("restore: %s: device %d (%s, %s) has %s free; the checkpoint needs %s", R.dir,
+			 a->ordinal, info.name, info.uuid, have, need);
+		return -ENOMEM;
+	}
+	if (strcmp(info.uuid, d->uuid) != 0)
+		gk_info("restore: device %d is now %s (%s); the checkpoint was taken on %s (%s)",
+			a->ordinal, info.name, info.uuid, d->name, d->uuid);
+	for (size_t i = 0; i < R.m->nallocs; i++) {
+		const struct gk_alloc_rec *r = &R.m->allocs[i];
+		int ret;
+
+		if (r->device != a->ordinal)
+			continue;
+		ret = gk_arena_recreate(a, r->address, r->size, r->order, kind_of(r->kind));
+		if (ret < 0) {
+			gk_error("restore: %s: cannot recreate allocation %zu (0x%llx, %llu bytes) on "
+				 "device %d: %s",
+				 R.dir, i, (unsigned long long)r->address,
+				 (unsigned long long)r->size, a->ordinal, strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+static void abandon_locked(const char *why)
+{
+	if (R.state != R_PENDING)
+		return;
+	R.state = R_ABANDONED;
+	__atomic_and_fetch(&gk_rt.due, ~GK_DUE_RESTORE, __ATOMIC_RELEASE);
+	if (gk_rt.settings.restore_fresh_on_bad) {
+		gk_warn("restore: %s: not restored: %s; the program goes on from the beginning "
+			"(GPUCKPT_ON_BAD_CHECKPOINT=fresh)",
+			R.dir, why);
+		return;
+	}
+	gk_error("restore: %s: not restored: %s; stopping, since the program has started over "
+		 "(GPUCKPT_ON_BAD_CHECKPOINT=fail)",
+		 R.dir, why);
+	fflush(NULL);
+	_exit(EXIT_FAILURE);
+}
+
+void gk_restore_abandon(const char *why)
+{
+	pthread_mutex_lock(&lock);
+	abandon_locked(why);
+	pthread_mutex_unlock(&lock);
+	for (int i = 0; i < GK_MAX_DEVICES; i++)
+		if (gk_arenas[i])
+			gk_arena_drop_unclaimed(gk_arenas[i]);
+}
+
+static const struct gk_region *find_region(const char *name)
+{
+	for (size_t i = 0; i < gk_nregions; i++)
+		if (!strcmp(gk_regions[i].name, name))
+			return &gk_regions[i];
+	return NULL;
+}
+
+/* Everything checked before anything is written: the registered regions must
+ * be those of the checkpoint, and every device of it in use again. */
+static int check_ready(char *why, size_t len)
+{
+	for (size_t i = 0; i < R.m->nregions; i++) {
+		const struct gk_region_rec *r = &R.m->regions[i];
+		const struct gk_region *g = find_region(r->name);
+
+		if (!g) {
+			snprintf(why, len, "host region '%s' is in the checkpoint but not registered "
+				 "by this run (gpuckpt_protect it before the first checkpoint point)",
+				 r->name);
+			return -EINVAL;
+		}
+		if (g->size != r->size) {
+			snprintf(why, len, "host region '%s' is %zu bytes now and %llu bytes in the "
+				 "checkpoint", r->name, g->size, (unsigned long long)r->size);
+			return -EINVAL;
+		}
+	}
+	for (size_t i = 0; i < R.m->ndevices; i++) {
+		int o = R.m->devices[i].ordinal;
+
+		if (o < 0 || o >= GK_MAX_DEVICES || !gk_arenas[o] || !gk_arenas[o]->ctx) {
+			snprintf(why, len, "the checkpoint holds memory of device %d, which this run "
+				 "has not allocated on before its first checkpoint point", o);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int read_exact(int fd, void *buf, size_t len, uint64_t off)
+{
+	while (len) {
+		ssize_t r = pread(fd, buf, len, (off_t)off);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			return r < 0 ? -errno : -EBADMSG;
+		buf = (char *)buf + r;
+		len -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return 0;
+}
+
+/* Read and check every host region first, then copy them all in. */
+static int load_regions(const char *dir, char *err, size_t errlen)
+{
+	char path[4200];
+	void **bufs;
+	int fd = -1, ret = 0;
+	uint64_t chunk = R.m->chunk_size;
+
+	if (!R.m->nregions)
+		return 0;
+	bufs = calloc(R.m->nregions, sizeof(*bufs));
+	if (!bufs)
+		return -ENOMEM;
+	snprintf(path, sizeof(path), "%s/%s", dir, GK_HOST_DATA_FILE);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", GK_HOST_DATA_FILE, strerror(errno));
+		goto out;
+	}
+	for (size_t i = 0; i < R.m->nregions; i++) {
+		const struct gk_region_rec *r = &R.m->regions[i];
+
+		bufs[i] = malloc(r->size ? r->size : 1);
+		if (!bufs[i]) {
+			ret = -ENOMEM;
+			goto out;
+		}
+		ret = read_exact(fd, bufs[i], r->size, r->offset);
+		if (ret < 0) {
+			snprintf(err, errlen, "%s: cannot read host region '%s'", GK_HOST_DATA_FILE,
+				 r->name);
+			goto out;
+		}
+		for (uint32_t c = 0; c < r->nchunks; c++) {
+			uint64_t s = (uint64_t)c * chunk, l = r->size - s < chunk ? r->size - s : chunk;
+
+			if (gk_xxh64((char *)bufs[i] + s, l, 0) != r->chunks[c].xxh64) {
+				ret = -EBADMSG;
+				snprintf(err, errlen, "%s: checksum mismatch in host region '%s'",
+					 GK_HOST_DATA_FILE, r->name);
+				goto out;
+			}
+		}
+	}
+	pthread_mutex_lock(&gk_regions_lock);
+	for (size_t i = 0; i < R.m->nregions; i++) {
+		const struct gk_region *g = find_region(R.m->regions[i].name);
+
+		memcpy(g->addr, bufs[i], R.m->regions[i].size);
+	}
+	pthread_mutex_unlock(&gk_regions_lock);
+out:
+	if (fd >= 0)
+		close(fd);
+	for (size_t i = 0; i < R.m->nregions; i++)
+		free(bufs[i]);
+	free(bufs);
+	return ret;
+}
+
+int gk_restore_load(void)
+{
+	char why[1024], err[GK_ERRLEN], path[4200];
+	struct gk_xfer_item *items = NULL;
+	int fds[GK_MAX_DEVICES], ret;
+	uint64_t bytes = 0;
+	double t0 = now();
+
+	for (int i = 0; i < GK_MAX_DEVICES; i++)
+		fds[i] = -1;
+	pthread_mutex_lock(&lock);
+	if (R.state != R_PENDING) {
+		pthread_mutex_unlock(&lock);
+		return -ENOENT;
+	}
+	pthread_mutex_lock(&gk_regions_lock);
+	ret = check_ready(why, sizeof(why));
+	pthread_mutex_unlock(&gk_regions_lock);
+	if (ret < 0) {
+		abandon_locked(why);
+		pthread_mutex_unlock(&lock);
+		for (int i = 0; i < GK_MAX_DEVICES; i++)
+			if (gk_arenas[i])
+				gk_arena_drop_unclaimed(gk_arenas[i]);
+		return ret;
+	}
+	items = calloc(R.m->nallocs ? R.m->nallocs : 1, sizeof(*items));
+	if (!items) {
+		pthread_mutex_unlock(&lock);
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < R.m->nallocs; i++) {
+		const struct gk_alloc_rec *r = &R.m->allocs[i];
+
+		if (fds[r->device] < 0) {
+			snprintf(path, sizeof(path), "%s/%s", R.dir, r->file);
+			fds[r->device] = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+			if (fds[r->device] < 0) {
+				snprintf(err, sizeof(err), "%s: %s", r->file, strerror(errno));
+				ret = -errno;
+				goto fatal;
+			}
+		}
+		items[i] = (struct gk_xfer_item){gk_arenas[r->device]->ctx, r->address, r->size,
+						 fds[r->device], r->offset, r->chunks, r->file, i};
+		bytes += r->size;
+	}
+	gk_gate_close();
+	for (size_t i = 0; i < R.m->ndevices; i++) {
+		struct gk_arena *a = gk_arenas[R.m->devices[i].ordinal];
+
+		if (gk_real.cuCtxPushCurrent_v2(a->ctx) == CUDA_SUCCESS) {
+			gk_real.cuCtxSynchronize();
+			gk_real.cuCtxPopCurrent_v2(NULL);
+		}
+	}
+	ret = gk_xfer_load(items, R.m->nallocs, R.m->chunk_size, gk_rt.settings.writers, err,
+			   sizeof(err));
+	if (ret == 0)
+		ret = load_regions(R.dir, err, sizeof(err));
+	gk_gate_open();
+	if (ret < 0)
+		goto fatal;
+	for (size_t i = 0; i < R.m->ndevices; i++)
+		gk_arena_restore_done(gk_arenas[R.m->devices[i].ordinal],
+				      R.m->devices[i].next_order);
+	for (size_t i = 0; i < R.m->nregions; i++)
+		bytes += R.m->regions[i].size;
+	R.state = R_LOADED;
+	if (R.m->ndevices) {
+		struct gk_device_info info;
+
+		gk_device_info(gk_arenas[R.m->devices[0].ordinal]->dev, &info);
+		gk_info("restore: %s: loaded %llu bytes in %.3f s; resuming at step %lld on device "
+			"%d (%s, %s)",
+			R.dir, (unsigned long long)bytes, now() - t0, (long long)R.m->step,
+			R.m->devices[0].ordinal, info.name, info.uuid);
+	} else {
+		gk_info("restore: %s: loaded %llu bytes of host state; resuming at step %lld",
+			R.dir, (unsigned long long)bytes, (long long)R.m->step);
+	}
+	pthread_mutex_unlock(&lock);
+	for (int i = 0; i < GK_MAX_DEVICES; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(items);
+	return 0;
+fatal:
+	/* Some of the device memory may already hold checkpoint data and the rest
+	 * the program's setup: a state that exists in neither run. Never go on. */
+	gk_error("restore: %s: loading failed half-way: %s; stopping the program rather than "
+		 "letting it run on half-restored state",
+		 R.dir, err);
+	fflush(NULL);
+	_exit(EXIT_FAILURE);
+}

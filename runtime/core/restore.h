@@ -1,0 +1,41 @@
+/*
+ * restore.h - bringing a checkpoint back.
+ *
+ * At the first use of CUDA the checkpoint named by GPUCKPT_RESTORE (or the
+ * newest good one, for "auto") is checked whole: owner, signature, format,
+ * every checksum. Its device slices are then reserved at the addresses they had
+ * and its allocations recreated there, before the program allocates anything;
+ * the program's setup runs again and each of its requests gets back the
+ * allocation it made in the checkpointed run. The contents are loaded at the
+ * first checkpoint point, after setup, so setup cannot overwrite them.
+ */
+#ifndef GK_RESTORE_H
+#define GK_RESTORE_H
+
+#include "arena.h"
+
+#include <stdint.h>
+
+/* Choose and verify the checkpoint to restore, if any (once, at start). */
+void gk_restore_prepare(void);
+
+/* 1 while a restore is pending or done; the step it resumes from. */
+int gk_restore_active(long *step);
+
+/* Refused, and the settings say fail: the error to give back. */
+int gk_restore_refused(void);
+
+/* The slice a device must use (the checkpoint's); 0 if no restore applies. */
+int gk_restore_slice(int ordinal, uint64_t *base, uint64_t *size);
+
+/* Recreate the checkpoint's allocations of this device in a new arena. */
+int gk_restore_populate(struct gk_arena *a);
+
+/* The program's setup asked for something else than the checkpointed run did. */
+void gk_restore_abandon(const char *why);
+
+/* Load contents and host regions (at the first checkpoint point). 0, or a
+ * negative errno when nothing was loaded; exits when a failure came half-way. */
+int gk_restore_load(void);
+
+#endif

@@ -1,0 +1,56 @@
+/*
+ * runtime.c - loading the runtime into a process and starting it when the
+ * process first uses CUDA or the gpuckpt API.
+ */
+#include "config.h"
+
+#include "runtime.h"
+#include "gate.h"
+#include "log.h"
+#include "restore.h"
+#include "trigger.h"
+
+#include <pthread.h>
+
+struct gk_runtime gk_rt;
+
+/* Runs in every process of a job that has the runtime preloaded (shells,
+ * tools): read the settings and nothing else. */
+__attribute__((constructor)) static void gk_runtime_load(void)
+{
+	char err[GK_ERRLEN_SETTINGS];
+
+	if (gk_settings_load(&gk_rt.settings, err, sizeof(err)) < 0) {
+		gk_error("settings: %s; gpuckpt is disabled in this process", err);
+		return;
+	}
+	gk_rt.settings_ok = 1;
+	gk_log_set_level((enum gk_log_level)gk_rt.settings.log_level);
+	gk_rt.enabled = gk_rt.settings.enable;
+	if (gk_rt.enabled)
+		gk_rt.due = GK_DUE_FIRST;
+}
+
+static void start_once(void)
+{
+	gk_gate_init();
+	/* Without a directory no checkpoint can be written: the signals keep
+	 * their usual meaning then. */
+	if (gk_rt.settings.dir[0])
+		gk_triggers_install();
+	gk_restore_prepare();
+	__atomic_store_n(&gk_rt.started, 1, __ATOMIC_RELEASE);
+}
+
+void gk_runtime_start(void)
+{
+	static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+	if (gk_enabled())
+		pthread_once(&once, start_once);
+}
+
+const char *gk_runtime_dir(void)
+{
+	return gk_rt.settings.dir[0] ? gk_rt.settings.dir : "(none)";
+}

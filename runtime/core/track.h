@@ -1,0 +1,45 @@
+/*
+ * track.h - what the runtime cannot checkpoint. Each such thing is noticed when
+ * the program creates it and forgotten when the program destroys it; while any
+ * is alive, a checkpoint is refused with a message that names it, instead of
+ * writing an image that could not be restored.
+ */
+#ifndef GK_TRACK_H
+#define GK_TRACK_H
+
+#include <stddef.h>
+
+#define GK_UNSUPPORTED_LIST(X)                                                                     \
+	X(MANAGED, "managed (unified) memory from cudaMallocManaged/cuMemAllocManaged")           \
+	X(IPC_OPEN, "device memory of another process opened through CUDA IPC")                   \
+	X(APP_VMM, "device memory the program mapped itself with cuMemMap")                       \
+	X(ARRAY, "CUDA arrays (cudaMallocArray, cuArrayCreate, mipmapped arrays)")                \
+	X(MULTI_CONTEXT, "several CUDA contexts on one device")                                   \
+	X(PEER, "peer access between GPUs (cuCtxEnablePeerAccess)")                               \
+	X(GRAPH_MEMORY, "memory allocated inside a CUDA graph or during stream capture")          \
+	X(POOL_IPC, "memory pool pointers shared between processes")                              \
+	X(UNPLACED, "device memory the runtime could not place at a fixed address")
+
+enum gk_unsupported {
+#define X(name, text) GK_UNSUP_##name,
+	GK_UNSUPPORTED_LIST(X)
+#undef X
+	GK_UNSUP_COUNT
+};
+
+/* One more (delta 1) or one fewer (delta -1) live thing of this kind. */
+void gk_track(enum gk_unsupported kind, long delta);
+
+/* A device was used from a second context. */
+void gk_track_multi_context(int device);
+
+/* Why no checkpoint can be taken now: writes "managed memory ... (2 live); ..."
+ * into buf and returns how many kinds block it (0: nothing does). */
+int gk_track_report(char *buf, size_t len);
+
+/* Remember/forget a pointer of a tracked kind (managed memory, IPC mappings,
+ * mappings the program made): returns 1 if ptr was known (and forgets it). */
+void gk_track_ptr_add(enum gk_unsupported kind, unsigned long long ptr);
+int gk_track_ptr_remove(enum gk_unsupported kind, unsigned long long ptr);
+
+#endif

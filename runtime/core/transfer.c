@@ -1,0 +1,323 @@
+#include "config.h"
+
+#include "transfer.h"
+#include "driver.h"
+#include "log.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+struct unit {
+	size_t item;
+	uint32_t chunk;
+};
+
+struct job {
+	struct gk_xfer_item *items;
+	struct unit *units;
+	size_t nunits;
+	size_t next; /* atomic */
+	uint64_t chunk_size;
+	uint64_t bufsize; /* staging buffer: a chunk, or less for small images */
+	int load;
+	int failed; /* atomic: first error wins */
+	char *err;
+	size_t errlen;
+	pthread_mutex_t err_lock;
+};
+
+static void fail(struct job *j, int code, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static void fail(struct job *j, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&j->err_lock);
+	if (!j->failed) {
+		j->failed = code;
+		va_start(ap, fmt);
+		vsnprintf(j->err, j->errlen, fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&j->err_lock);
+}
+
+static int failed(struct job *j)
+{
+	return __atomic_load_n(&j->failed, __ATOMIC_ACQUIRE) != 0;
+}
+
+static int write_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	while (len) {
+		ssize_t w = pwrite(fd, buf, len, (off_t)off);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf = (const char *)buf + w;
+		len -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+static int read_all(int fd, void *buf, size_t len, uint64_t off)
+{
+	while (len) {
+		ssize_t r = pread(fd, buf, len, (off_t)off);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return -ENODATA;
+		buf = (char *)buf + r;
+		len -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return 0;
+}
+
+/* Per-thread resources for one context. */
+struct lane {
+	CUcontext ctx;
+	CUstream stream;
+	CUevent ev[2];
+	void *buf[2];
+};
+
+static int lane_open(struct lane *l, CUcontext ctx, uint64_t bufsize, struct job *j)
+{
+	CUresult r;
+
+	memset(l, 0, sizeof(*l));
+	l->ctx = ctx;
+	r = gk_real.cuCtxSetCurrent(ctx);
+	if (r == CUDA_SUCCESS)
+		r = gk_real.cuStreamCreate(&l->stream, CU_STREAM_NON_BLOCKING);
+	for (int k = 0; k < 2 && r == CUDA_SUCCESS; k++) {
+		r = gk_real.cuEventCreate(&l->ev[k], CU_EVENT_DISABLE_TIMING);
+		if (r == CUDA_SUCCESS)
+			r = gk_real.cuMemHostAlloc(&l->buf[k], bufsize, CU_MEMHOSTALLOC_PORTABLE);
+	}
+	if (r != CUDA_SUCCESS) {
+		fail(j, r == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO,
+		     "cannot set up staging buffers: %s", gk_cu_name(r));
+		return -EIO;
+	}
+	return 0;
+}
+
+static void lane_close(struct lane *l)
+{
+	if (!l->ctx)
+		return;
+	gk_real.cuCtxSetCurrent(l->ctx);
+	if (l->stream)
+		gk_real.cuStreamSynchronize(l->stream);
+	for (int k = 0; k < 2; k++) {
+		if (l->buf[k])
+			gk_real.cuMemFreeHost(l->buf[k]);
+		if (l->ev[k])
+			gk_real.cuEventDestroy_v2(l->ev[k]);
+	}
+	if (l->stream)
+		gk_real.cuStreamDestroy_v2(l->stream);
+	memset(l, 0, sizeof(*l));
+}
+
+static uint64_t unit_len(struct job *j, const struct unit *u, uint64_t *off)
+{
+	const struct gk_xfer_item *it = &j->items[u->item];
+	uint64_t start = (uint64_t)u->chunk * j->chunk_size;
+
+	*off = start;
+	return it->size - start < j->chunk_size ? it->size - start : j->chunk_size;
+}
+
+/* Checksum and write a chunk that has arrived in host memory. */
+static void dump_finish(struct job *j, const struct unit *u, const void *buf)
+{
+	struct gk_xfer_item *it = &j->items[u->item];
+	uint64_t off, len = unit_len(j, u, &off);
+	int ret;
+
+	it->chunks[u->chunk].xxh64 = gk_xxh64(buf, len, 0);
+	ret = write_all(it->fd, buf, len, it->file_offset + off);
+	if (ret < 0)
+		fail(j, ret, "%s: cannot write allocation %zu (0x%llx): %s", it->file, it->index,
+		     (unsigned long long)it->dev_addr, strerror(-ret));
+}
+
+static void *worker(void *arg)
+{
+	struct job *j = arg;
+	struct lane lane = {0};
+	struct unit *pending = NULL;
+	int k = 0, pk = 0;
+	uint64_t bufsize = j->bufsize;
+
+	for (;;) {
+		size_t i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
+		struct unit *u;
+		struct gk_xfer_item *it;
+		uint64_t off, len;
+		CUresult r;
+
+		if (i >= j->nunits || failed(j))
+			break;
+		u = &j->units[i];
+		it = &j->items[u->item];
+		len = unit_len(j, u, &off);
+		if (lane.ctx != it->ctx) {
+			if (pending) {
+				gk_real.cuEventSynchronize(lane.ev[pk]);
+				dump_finish(j, pending, lane.buf[pk]);
+				pending = NULL;
+			}
+			lane_close(&lane);
+			if (lane_open(&lane, it->ctx, bufsize, j) < 0)
+				break;
+		}
+		if (!j->load) {
+			r = gk_real.cuMemcpyDtoHAsync_v2(lane.buf[k], it->dev_addr + off, len,
+							 lane.stream);
+			if (r == CUDA_SUCCESS)
+				r = gk_real.cuEventRecord(lane.ev[k], lane.stream);
+			if (r != CUDA_SUCCESS) {
+				fail(j, -EIO, "copying allocation %zu (0x%llx) from the device: %s",
+				     it->index, (unsigned long long)it->dev_addr, gk_cu_name(r));
+				break;
+			}
+			/* While this chunk comes over, the previous one is written. */
+			if (pending) {
+				r = gk_real.cuEventSynchronize(lane.ev[pk]);
+				if (r != CUDA_SUCCESS) {
+					fail(j, -EIO, "copying from the device: %s", gk_cu_name(r));
+					break;
+				}
+				dump_finish(j, pending, lane.buf[pk]);
+			}
+			pending = u;
+			pk = k;
+		} else {
+			int ret;
+
+			/* The buffer is free once its previous copy has reached the device. */
+			r = gk_real.cuEventSynchronize(lane.ev[k]);
+			ret = read_all(it->fd, lane.buf[k], len, it->file_offset + off);
+			if (ret < 0) {
+				fail(j, ret == -ENODATA ? -EBADMSG : ret,
+				     "%s: cannot read allocation %zu (0x%llx): %s", it->file,
+				     it->index, (unsigned long long)it->dev_addr,
+				     ret == -ENODATA ? "file too short" : strerror(-ret));
+				break;
+			}
+			if (gk_xxh64(lane.buf[k], len, 0) != it->chunks[u->chunk].xxh64) {
+				fail(j, -EBADMSG,
+				     "%s: checksum mismatch in allocation %zu (0x%llx), chunk %u",
+				     it->file, it->index, (unsigned long long)it->dev_addr, u->chunk);
+				break;
+			}
+			r = gk_real.cuMemcpyHtoDAsync_v2(it->dev_addr + off, lane.buf[k], len,
+							 lane.stream);
+			if (r == CUDA_SUCCESS)
+				r = gk_real.cuEventRecord(lane.ev[k], lane.stream);
+			if (r != CUDA_SUCCESS) {
+				fail(j, -EIO, "copying allocation %zu (0x%llx) to the device: %s",
+				     it->index, (unsigned long long)it->dev_addr, gk_cu_name(r));
+				break;
+			}
+		}
+		k ^= 1;
+	}
+	if (pending && !failed(j)) {
+		CUresult r = gk_real.cuEventSynchronize(lane.ev[pk]);
+
+		if (r == CUDA_SUCCESS)
+			dump_finish(j, pending, lane.buf[pk]);
+		else
+			fail(j, -EIO, "copying from the device: %s", gk_cu_name(r));
+	}
+	if (lane.ctx && lane.stream) {
+		CUresult r = gk_real.cuStreamSynchronize(lane.stream);
+
+		if (r != CUDA_SUCCESS)
+			fail(j, -EIO, "copying to the device: %s", gk_cu_name(r));
+	}
+	lane_close(&lane);
+	return NULL;
+}
+
+static int run(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,
+	       int load, char *err, size_t errlen)
+{
+	struct job j;
+	pthread_t tid[64];
+	size_t nunits = 0, u = 0;
+	uint64_t biggest = 0;
+	unsigned started = 0;
+
+	memset(&j, 0, sizeof(j));
+	for (size_t i = 0; i < n; i++) {
+		nunits += (items[i].size + chunk_size - 1) / chunk_size;
+		if (items[i].size > biggest)
+			biggest = items[i].size;
+	}
+	if (nunits == 0)
+		return 0;
+	j.units = calloc(nunits, sizeof(*j.units));
+	if (!j.units) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		for (uint32_t c = 0; (uint64_t)c * chunk_size < items[i].size; c++)
+			j.units[u++] = (struct unit){i, c};
+	j.items = items;
+	j.nunits = nunits;
+	j.chunk_size = chunk_size;
+	/* Small images get small staging buffers: pinning memory is not free. */
+	j.bufsize = biggest < chunk_size ? (biggest + 4095) & ~4095ull : chunk_size;
+	j.load = load;
+	j.err = err;
+	j.errlen = errlen;
+	pthread_mutex_init(&j.err_lock, NULL);
+	if (threads > 64)
+		threads = 64;
+	if (threads > nunits)
+		threads = (unsigned)nunits;
+	for (unsigned t = 0; t < threads; t++) {
+		if (pthread_create(&tid[t], NULL, worker, &j) != 0)
+			break;
+		started++;
+	}
+	if (!started)
+		worker(&j);
+	for (unsigned t = 0; t < started; t++)
+		pthread_join(tid[t], NULL);
+	pthread_mutex_destroy(&j.err_lock);
+	free(j.units);
+	return j.failed;
+}
+
+int gk_xfer_dump(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,
+		 char *err, size_t errlen)
+{
+	return run(items, n, chunk_size, threads, 0, err, errlen);
+}
+
+int gk_xfer_load(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,
+		 char *err, size_t errlen)
+{
+	return run(items, n, chunk_size, threads, 1, err, errlen);
+}

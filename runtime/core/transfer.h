@@ -1,0 +1,35 @@
+/*
+ * transfer.h - moving device memory to and from checkpoint files, near the
+ * hardware's limits: several threads, each with two pinned staging buffers,
+ * copying one chunk from (or to) the device while it checksums and writes (or
+ * reads and verifies) the other. Chunks are the checksum units of the image.
+ */
+#ifndef GK_TRANSFER_H
+#define GK_TRANSFER_H
+
+#include "image.h"
+
+#include <cuda.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct gk_xfer_item {
+	CUcontext ctx;        /* a context of the device holding the memory */
+	uint64_t dev_addr;
+	uint64_t size;
+	int fd;               /* data file */
+	uint64_t file_offset;
+	struct gk_chunk *chunks; /* ceil(size / chunk_size): filled by dump, checked by load */
+	const char *file;     /* for messages */
+	size_t index;         /* allocation number, for messages */
+};
+
+/* Device to files; fills every chunk checksum. 0 or a negative errno (err says what). */
+int gk_xfer_dump(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,
+		 char *err, size_t errlen);
+
+/* Files to device, checking every chunk before it is copied. */
+int gk_xfer_load(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,
+		 char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,28 @@
+/*
+ * trigger.h - what asks for a checkpoint: the configured signals (SIGTERM and
+ * SIGUSR1 by default), a periodic timer, the API. A signal only sets a flag;
+ * the checkpoint is written at the program's next checkpoint point, outside
+ * any signal handler.
+ *
+ * The runtime keeps its handler installed for those signals: sigaction() and
+ * signal() calls of the program for them are recorded instead, and the
+ * program's handler is called from the runtime's (chained), so the program
+ * sees its signals as before.
+ */
+#ifndef GK_TRIGGER_H
+#define GK_TRIGGER_H
+
+/* Take over the configured signals (once). */
+void gk_triggers_install(void);
+
+/* Start the periodic timer, if an interval is set (once). */
+void gk_trigger_interval_start(void);
+
+/* After the checkpoint asked for by a terminating signal: end the process the
+ * way that signal would have, had the runtime not deferred it. */
+void gk_trigger_finish_exit(int signo) __attribute__((noreturn));
+
+/* The name of a signal, "SIGTERM". */
+const char *gk_signal_name(int signo);
+
+#endif
