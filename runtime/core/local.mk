@@ -1,5 +1,10 @@
 # libgpuckpt.so: interposition of the CUDA driver, placement of device memory,
 # quiesce, dump, restore, triggers and the application interface.
+# The placement data structure on its own, so that tests can exercise it.
+noinst_LTLIBRARIES += libgkplace.la
+libgkplace_la_SOURCES = %reldir%/intervals.c %reldir%/intervals.h
+libgkplace_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+
 lib_LTLIBRARIES += libgpuckpt.la
 libgpuckpt_la_SOURCES = \
 	%reldir%/hooks.def \
@@ -7,7 +12,6 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/handlers.h \
 	%reldir%/interpose.c \
 	%reldir%/gate.c %reldir%/gate.h \
-	%reldir%/intervals.c %reldir%/intervals.h \
 	%reldir%/arena.c %reldir%/arena.h \
 	%reldir%/memory.c \
 	%reldir%/track.c %reldir%/track.h \
@@ -18,7 +22,7 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/api.c %reldir%/api.h \
 	%reldir%/runtime.c %reldir%/runtime.h
 libgpuckpt_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
-libgpuckpt_la_LIBADD = libgkimage.la libgkcommon.la $(HWLOC_LIBS) $(PTHREAD_LIBS) -ldl
+libgpuckpt_la_LIBADD = libgkplace.la libgkimage.la libgkcommon.la $(HWLOC_LIBS) $(PTHREAD_LIBS) -ldl
 libgpuckpt_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -Wl,-Bsymbolic-functions \
 	-Wl,--version-script=$(srcdir)/%reldir%/libgpuckpt.map
 EXTRA_DIST += %reldir%/libgpuckpt.map

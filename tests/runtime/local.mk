@@ -1,1 +1,38 @@
-# runtime
+# The runtime: placement data structure, interposition routes, signals, and
+# the end-to-end scenarios on the CUDA driver stand-in.
+check_PROGRAMS += %reldir%/test-intervals
+%canon_reldir%_test_intervals_SOURCES = %reldir%/test-intervals.c
+%canon_reldir%_test_intervals_LDADD = $(top_builddir)/runtime/libgkplace.la
+TESTS += %reldir%/test-intervals
+
+# Two libraries defining the same symbol, for dlsym(RTLD_NEXT) semantics.
+check_LTLIBRARIES += %reldir%/libgkdlnexta.la %reldir%/libgkdlnextb.la
+%canon_reldir%_libgkdlnexta_la_SOURCES = %reldir%/dlnext-a.c
+%canon_reldir%_libgkdlnexta_la_LDFLAGS = -rpath /nowhere -avoid-version
+%canon_reldir%_libgkdlnexta_la_LIBADD = -ldl
+%canon_reldir%_libgkdlnextb_la_SOURCES = %reldir%/dlnext-b.c
+%canon_reldir%_libgkdlnextb_la_LDFLAGS = -rpath /nowhere -avoid-version
+
+# A test-only preload that freezes a checkpoint writer where a test wants it.
+check_LTLIBRARIES += %reldir%/slowio.la
+%canon_reldir%_slowio_la_SOURCES = %reldir%/slowio.c
+%canon_reldir%_slowio_la_LDFLAGS = -module -rpath /nowhere -avoid-version
+%canon_reldir%_slowio_la_LIBADD = -ldl
+%canon_reldir%_slowio_la_CFLAGS = $(AM_CFLAGS) -Wno-missing-prototypes
+
+# Driver-API programs, linked against the toolkit's stub libcuda; at run time
+# libcuda.so.1 is the stand-in (or a real driver).
+GK_CUDA_STUB = -L$(CUDA_PREFIX)/lib64/stubs -lcuda
+check_PROGRAMS += %reldir%/prog-dlnext %reldir%/prog-routes %reldir%/prog-managed \
+	%reldir%/prog-unaware
+%canon_reldir%_prog_dlnext_SOURCES = %reldir%/prog-dlnext.c
+%canon_reldir%_prog_dlnext_LDADD = %reldir%/libgkdlnexta.la %reldir%/libgkdlnextb.la
+%canon_reldir%_prog_routes_SOURCES = %reldir%/prog-routes.c
+%canon_reldir%_prog_routes_LDADD = $(GK_CUDA_STUB) -ldl
+%canon_reldir%_prog_managed_SOURCES = %reldir%/prog-managed.c
+%canon_reldir%_prog_managed_LDADD = $(top_builddir)/runtime/libgpuckpt.la $(GK_CUDA_STUB)
+%canon_reldir%_prog_unaware_SOURCES = %reldir%/prog-unaware.c
+%canon_reldir%_prog_unaware_LDADD = $(GK_CUDA_STUB)
+
+TESTS += %reldir%/interpose.sh %reldir%/heat-e2e.sh
+EXTRA_DIST += %reldir%/interpose.sh %reldir%/heat-e2e.sh

@@ -1,0 +1,72 @@
+#!/bin/bash
+# The runtime inside a process, on the CUDA driver stand-in: every route into
+# the driver ends in the runtime's placement; dlsym(RTLD_NEXT) keeps its meaning;
+# a program that is not checkpoint-aware ends on SIGTERM as before; state the
+# runtime cannot checkpoint makes it refuse, by name.
+. "${top_srcdir:-.}/tests/lib/helpers.sh"
+B=$top_builddir/tests/runtime
+tap_plan 10
+gk_scratch
+
+in_range() { # ADDRESS: inside the runtime's default range (16 slices of 1 TiB)
+	local a=$(( $1 ))
+	[ "$a" -ge $((0x200000000000)) ] && [ "$a" -lt $((0x200000000000 + (16 << 40))) ]
+}
+
+if [ ! -e "$GK_STANDIN_DIR/libcuda.so.1" ]; then
+	for i in $(seq 10); do tap_skip "the CUDA driver stand-in was not built"; done
+	exit 0
+fi
+
+out=$(with_standin "$B/prog-routes" 2>&1)
+addr=$(sed -n 's/^linked //p' <<<"$out")
+check "without the runtime, the stand-in places memory itself (${addr:-none})" \
+	test -n "$addr" -a "$(in_range "${addr:-0}" && echo in)" != in
+
+out=$(with_runtime "$B/prog-routes" 2>&1)
+for route in linked dlsym procaddress; do
+	addr=$(sed -n "s/^$route //p" <<<"$out")
+	if [ -n "$addr" ] && in_range "$addr"; then
+		tap_ok "the $route route ends in the runtime's placement ($addr)"
+	else
+		tap_not_ok "the $route route ends in the runtime's placement"
+		tap_diag "$out"
+	fi
+done
+
+out=$(LD_PRELOAD=$(gk_preload) "$B/prog-dlnext" 2>&1)
+check "dlsym(RTLD_NEXT) from a library still finds the definition after that library" \
+	grep -q "next after A: B" <<<"$out"
+
+# Not checkpoint-aware: SIGTERM ends it as before, with one line, no checkpoint.
+dir=$GK_SCRATCH/unaware
+with_runtime env GPUCKPT_DIR="$dir" "$B/prog-unaware" >"$GK_SCRATCH/u.out" 2>"$GK_SCRATCH/u.err" &
+pid=$!
+for i in $(seq 100); do grep -q ready "$GK_SCRATCH/u.out" 2>/dev/null && break; sleep 0.1; done
+kill -TERM $pid
+wait $pid
+status=$?
+check "a program that is not checkpoint-aware still dies by SIGTERM (status $status)" \
+	test "$status" -eq 143
+check "it says once that no checkpoint was taken and why" \
+	test "$(grep -c 'no checkpoint taken on SIGTERM.*not checkpoint-aware' "$GK_SCRATCH/u.err")" -eq 1
+check "and leaves no checkpoint behind" \
+	test -z "$(ls -A "$dir" 2>/dev/null)"
+
+# Managed memory: the checkpoint is refused by name; once freed, it is taken.
+dir=$GK_SCRATCH/managed
+out=$(with_runtime env GPUCKPT_DIR="$dir" "$B/prog-managed" 2>&1)
+if grep -q "refused, no checkpoint written: this process holds managed" <<<"$out" &&
+	grep -q "point returned -95" <<<"$out"; then
+	tap_ok "a checkpoint of a process holding managed memory is refused, naming it"
+else
+	tap_not_ok "a checkpoint of a process holding managed memory is refused, naming it"
+	tap_diag "$out"
+fi
+if grep -q "after freeing it, point returned 1" <<<"$out" && [ -d "$dir/ckpt.000001" ]; then
+	tap_ok "once the managed memory is freed, the checkpoint is written"
+else
+	tap_not_ok "once the managed memory is freed, the checkpoint is written"
+	tap_diag "$out"
+fi
+tap_done
