@@ -1,1 +1,131 @@
-int main(void) { return 0; }
+/*
+ * gpuckpt.c - the gpuckpt command: finds the subcommand and hands it the
+ * rest of the command line. Each subcommand lives in cmd_<name>.c.
+ */
+#include "config.h"
+#include "cli.h"
+#include "image.h"
+#include "log.h"
+
+#include <stdio.h>
+#include <string.h>
+
+static const struct gk_cmd *const commands[] = {
+	&gk_cmd_inspect,
+	&gk_cmd_verify,
+	&gk_cmd_list,
+	&gk_cmd_prune,
+};
+
+#define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
+
+static const char overview[] =
+	"NAME\n"
+	"    gpuckpt - inspect, verify, list and prune GPU checkpoints\n"
+	"\n"
+	"SYNOPSIS\n"
+	"    gpuckpt inspect [--json] DIR\n"
+	"    gpuckpt verify [--owner USER|UID] [--require-signature] [--json] DIR...\n"
+	"    gpuckpt list [--json] ROOT\n"
+	"    gpuckpt prune --keep N [--dry-run] [--json] ROOT\n"
+	"    gpuckpt help [COMMAND]\n"
+	"    gpuckpt --help | --version\n"
+	"\n"
+	"DESCRIPTION\n"
+	"    A job run with --gpu-checkpoint=on writes checkpoints of its GPU memory\n"
+	"    and registered host state into a checkpoint root ROOT, one directory\n"
+	"    per checkpoint: ROOT/ckpt.NNNNNN, with a manifest (manifest.json), a\n"
+	"    Munge signature of it (manifest.sig) and data files. A checkpoint is\n"
+	"    written under a temporary name and renamed when complete, so a\n"
+	"    directory named ckpt.NNNNNN is always whole. gpuckpt looks at them.\n"
+	"\n"
+	"COMMANDS\n"
+	"    inspect DIR\n"
+	"        Summary of one checkpoint (job, step, task, restart count, label,\n"
+	"        who signed it, GPUs, totals), then its allocations and host\n"
+	"        regions. The data is not read.\n"
+	"    verify DIR...\n"
+	"        Everything a restore checks, and every data checksum. Prints\n"
+	"        \"DIR: OK (...)\" or names the first problem. --owner USER|UID:\n"
+	"        whose checkpoint it must be (default: you; only root may name\n"
+	"        another user). --require-signature: refuse unsigned ones.\n"
+	"    list ROOT\n"
+	"        Committed checkpoints, newest first (sequence, time, label, size,\n"
+	"        status), then incomplete ones left by a killed writer.\n"
+	"    prune ROOT --keep N\n"
+	"        Keep the newest N committed checkpoints, remove the older ones and\n"
+	"        incomplete ones whose writer is gone. --dry-run: only say what\n"
+	"        would be removed.\n"
+	"    help COMMAND, COMMAND --help\n"
+	"        The full description of a command.\n"
+	"\n"
+	"    Every command takes --json to print one JSON object for scripts.\n"
+	"\n"
+	"ENVIRONMENT\n"
+	"    GPUCKPT_LOG_LEVEL     error, warn (default), info or debug\n"
+	"    GPUCKPT_MUNGE_SOCKET  munged's socket, when not the default one\n"
+	"\n"
+	"EXIT STATUS\n"
+	"    0   success; every checkpoint looked at is good\n"
+	"    1   a checkpoint is bad, or the operation failed\n"
+	"    2   the command line is wrong\n"
+	"\n"
+	"EXAMPLES\n"
+	"    gpuckpt list /bb/1234/task0\n"
+	"    gpuckpt inspect /bb/1234/task0/ckpt.000007\n"
+	"    gpuckpt verify --owner alice /bb/1234/task0/ckpt.000007\n"
+	"    gpuckpt prune --keep 2 /bb/1234/task0\n"
+	"\n"
+	"SEE ALSO\n"
+	"    gpuckpt(1), munge(7)\n";
+
+static const struct gk_cmd *find_command(const char *name)
+{
+	for (size_t i = 0; i < NCOMMANDS; i++)
+		if (strcmp(commands[i]->name, name) == 0)
+			return commands[i];
+	return NULL;
+}
+
+static int help(int argc, char **argv)
+{
+	const struct gk_cmd *cmd;
+
+	if (argc < 2) {
+		fputs(overview, stdout);
+		return GK_EXIT_OK;
+	}
+	if (argc > 2)
+		return cli_usage_error(NULL, "help: one command at a time");
+	cmd = find_command(argv[1]);
+	if (!cmd)
+		return cli_usage_error(NULL, "help: unknown command '%s'", argv[1]);
+	return cli_print_help(cmd);
+}
+
+int main(int argc, char **argv)
+{
+	const struct gk_cmd *cmd;
+	const char *name;
+
+	if (argc < 2)
+		return cli_usage_error(NULL, "missing a command (inspect, verify, list, prune)");
+	name = argv[1];
+	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
+		fputs(overview, stdout);
+		return GK_EXIT_OK;
+	}
+	if (strcmp(name, "--version") == 0 || strcmp(name, "-V") == 0) {
+		printf("gpuckpt %s (checkpoint format %s version %d)\n", PACKAGE_VERSION,
+		       GK_FORMAT_NAME, GK_FORMAT_VERSION);
+		return GK_EXIT_OK;
+	}
+	if (strcmp(name, "help") == 0)
+		return help(argc - 1, argv + 1);
+	if (name[0] == '-')
+		return cli_usage_error(NULL, "unknown option '%s' (a command comes first)", name);
+	cmd = find_command(name);
+	if (!cmd)
+		return cli_usage_error(NULL, "unknown command '%s'", name);
+	return cmd->run(argc - 1, argv + 1);
+}

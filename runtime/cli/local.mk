@@ -1,4 +1,13 @@
-# The gpuckpt command-line tool.
+# The gpuckpt command-line tool: a dispatcher and one file per subcommand.
 bin_PROGRAMS += gpuckpt
-gpuckpt_SOURCES = %reldir%/gpuckpt.c
-gpuckpt_LDADD = libgkimage.la libgkcommon.la
+gpuckpt_SOURCES = \
+	%reldir%/gpuckpt.c \
+	%reldir%/cli.h \
+	%reldir%/util.c \
+	%reldir%/cmd_inspect.c \
+	%reldir%/cmd_verify.c \
+	%reldir%/cmd_list.c \
+	%reldir%/cmd_prune.c
+gpuckpt_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS)
+gpuckpt_LDADD = libgkimage.la libgkcommon.la $(JSON_C_LIBS)
+dist_man_MANS += %reldir%/gpuckpt.1

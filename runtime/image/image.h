@@ -51,6 +51,23 @@ uint64_t gk_xxh64(const void *data, size_t len, uint64_t seed);
 /* SHA-256 (FIPS 180-4) of a buffer. */
 void gk_sha256(const void *data, size_t len, uint8_t digest[32]);
 
+/* The same as 64 lowercase hex digits and a NUL. */
+void gk_sha256_hex(const void *data, size_t len, char hex[65]);
+
+/* XXH64 of data that arrives in pieces; the digest equals gk_xxh64 of the
+ * concatenation. For chunks too large to hold in memory at once. */
+struct gk_xxh64_state {
+	uint64_t v[4];
+	uint64_t total;
+	uint64_t seed;
+	uint8_t buf[32];
+	uint32_t buflen;
+};
+
+void gk_xxh64_init(struct gk_xxh64_state *s, uint64_t seed);
+void gk_xxh64_update(struct gk_xxh64_state *s, const void *data, size_t len);
+uint64_t gk_xxh64_digest(const struct gk_xxh64_state *s);
+
 /* ---- manifest (manifest.c) ---- */
 
 struct gk_chunk {
@@ -127,6 +144,12 @@ struct gk_manifest {
 	struct gk_file_rec *files;
 };
 
+/* 1 when `name` may name a data file or a host region (the GK_NAME_MAX rule). */
+int gk_name_valid(const char *name);
+
+/* How many checksums an object of `size` bytes has: ceil(size / chunk_size). */
+uint32_t gk_chunk_count(uint64_t size, uint64_t chunk_size);
+
 /* Allocate the arrays of a manifest being built (zeroed); gk_manifest_free frees all. */
 struct gk_manifest *gk_manifest_new(void);
 void gk_manifest_free(struct gk_manifest *m);
@@ -139,7 +162,8 @@ int gk_manifest_to_json(const struct gk_manifest *m, char **text, size_t *len);
  * field present with the right type, file names safe (no '/', no "..", known
  * files only), allocations of one device not overlapping and inside the
  * device's range, chunk counts matching sizes, data ranges inside their files.
- * On failure returns -EINVAL (or -ENOMEM) and says what is wrong in err.
+ * On failure returns -EINVAL (or -ENOMEM) and says what is wrong in err;
+ * -EPROTO when the format version is not GK_FORMAT_VERSION.
  */
 int gk_manifest_parse(const char *text, size_t len, struct gk_manifest **out, char *err,
 		      size_t errlen);
@@ -205,8 +229,13 @@ int gk_store_create(struct gk_store_txn *txn, const char *name, int *fd, char *e
  * Commit: set m->sequence, write manifest.json, sign it (unsigned with a
  * warning if munged is unreachable; *signed_out says which), fsync every file
  * and the directory, rename to ROOT/ckpt.N, fsync ROOT, then keep only the
- * newest `keep` committed checkpoints. On failure the .tmp directory is removed
- * and the previous checkpoints are untouched.
+ * newest `keep` committed checkpoints (keep 0: prune nothing). On failure the
+ * .tmp directory is removed and the previous checkpoints are untouched.
+ *
+ * m->files may be left empty (nfiles 0): commit then lists the data files of
+ * the directory with their sizes. When given, each must exist with that size.
+ * The manifest is parsed back and validated before anything is renamed, so an
+ * inconsistent manifest fails the commit instead of producing a bad checkpoint.
  */
 int gk_store_commit(struct gk_store_txn *txn, struct gk_manifest *m, unsigned keep,
 		    int *signed_out, char *err, size_t errlen);
@@ -218,9 +247,15 @@ struct gk_store_entry {
 	char path[4096];
 	uint64_t sequence;
 	int complete; /* 0 for a .tmp directory left by a killed writer */
+	/* For incomplete ones: the writer named in the directory name, and
+	 * whether prune would remove it (writer gone, or older than a day). */
+	char writer_host[256];
+	pid_t writer_pid;
+	int stale;
 };
 
-/* Committed checkpoints of ROOT, newest first, then incomplete ones. */
+/* Committed checkpoints of ROOT, newest first, then incomplete ones
+ * (*entries is malloc'ed; free() it). */
 int gk_store_list(const char *root, struct gk_store_entry **entries, size_t *n, char *err,
 		  size_t errlen);
 

@@ -8,4 +8,4 @@ libgkimage_la_SOURCES = \
 	%reldir%/verify.c \
 	%reldir%/store.c
 libgkimage_la_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS) $(MUNGE_CFLAGS) -fvisibility=hidden
-libgkimage_la_LIBADD = $(JSON_C_LIBS) $(MUNGE_LIBS)
+libgkimage_la_LIBADD = $(JSON_C_LIBS) $(MUNGE_LIBS) $(PTHREAD_LIBS)

@@ -1,2 +1,788 @@
+/*
+ * store.c - the checkpoint root: numbering, the commit protocol (temporary
+ * directory, fsync, rename, fsync of the parent), listing and pruning.
+ *
+ * The rename is the commit: a checkpoint either has its final name and is
+ * complete on disk, or it does not have it. Deletion renames first, for the
+ * same reason in reverse.
+ */
 #include "config.h"
 #include "image.h"
+#include "log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define CKPT_PREFIX "ckpt."
+#define TMP_PREFIX ".tmp.ckpt."
+#define TRASH_PREFIX ".trash.ckpt."
+/* A writer that has not finished in a day is gone, whatever its pid says now
+ * (pids are reused; another node's pids cannot be asked at all). */
+#define STALE_SECONDS (24 * 3600)
+#define MAX_DEPTH 4
+
+/* ---- names ---- */
+
+/* Hostnames go into directory names; keep them to characters that need no
+ * quoting anywhere and cannot hide a path separator. */
+static void local_host(char *buf, size_t n)
+{
+	char host[256] = "";
+	size_t j = 0;
+
+	if (gethostname(host, sizeof(host) - 1) < 0)
+		host[0] = 0;
+	host[sizeof(host) - 1] = 0;
+	for (size_t i = 0; host[i] && j + 1 < n && j < 64; i++) {
+		char c = host[i];
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+			 c == '-' || c == '.' || c == '_';
+
+		buf[j++] = ok ? c : '_';
+	}
+	if (j == 0 && n > 7)
+		j = (size_t)snprintf(buf, n, "unknown");
+	buf[j] = 0;
+}
+
+/* Digits of a sequence number, in the one spelling we write (%06), so that
+ * "ckpt.7" and "ckpt.000007" can never both count. */
+static const char *parse_seq(const char *s, uint64_t *seq)
+{
+	char canon[32];
+	const char *p = s;
+	uint64_t v = 0;
+
+	while (*p >= '0' && *p <= '9') {
+		if (p - s >= 20)
+			return NULL;
+		v = v * 10 + (uint64_t)(*p - '0');
+		p++;
+	}
+	if (p == s)
+		return NULL;
+	snprintf(canon, sizeof(canon), "%06" PRIu64, v);
+	if (strlen(canon) != (size_t)(p - s) || strncmp(canon, s, (size_t)(p - s)) != 0)
+		return NULL;
+	*seq = v;
+	return p;
+}
+
+static int parse_committed(const char *name, uint64_t *seq)
+{
+	const char *end;
+
+	if (strncmp(name, CKPT_PREFIX, sizeof(CKPT_PREFIX) - 1) != 0)
+		return -1;
+	end = parse_seq(name + sizeof(CKPT_PREFIX) - 1, seq);
+	return end && *end == 0 ? 0 : -1;
+}
+
+/* ".tmp.ckpt.N.HOST.PID" or ".trash.ckpt.N.PID" (host NULL) */
+static int parse_writer(const char *name, const char *prefix, uint64_t *seq, char *host,
+			size_t hostlen, pid_t *pid)
+{
+	const char *p, *dot;
+	char *end;
+	long v;
+
+	if (strncmp(name, prefix, strlen(prefix)) != 0)
+		return -1;
+	p = parse_seq(name + strlen(prefix), seq);
+	if (!p || *p != '.')
+		return -1;
+	p++;
+	dot = strrchr(p, '.');
+	if (host) {
+		if (!dot || dot == p || (size_t)(dot - p) >= hostlen)
+			return -1;
+		memcpy(host, p, (size_t)(dot - p));
+		host[dot - p] = 0;
+		p = dot + 1;
+	}
+	if (!(*p >= '1' && *p <= '9'))
+		return -1;
+	errno = 0;
+	v = strtol(p, &end, 10);
+	if (errno || *end || v <= 0 || v > INT32_MAX)
+		return -1;
+	*pid = (pid_t)v;
+	return 0;
+}
+
+static int pid_alive(pid_t pid)
+{
+	return kill(pid, 0) == 0 || errno == EPERM;
+}
+
+static int writer_gone(const char *host, pid_t pid, time_t mtime)
+{
+	char here[256];
+
+	if (time(NULL) - mtime > STALE_SECONDS)
+		return 1;
+	if (!host)
+		return !pid_alive(pid);
+	local_host(here, sizeof(here));
+	return strcmp(host, here) == 0 && !pid_alive(pid);
+}
+
+/* ---- removing ---- */
+
+/* Remove `name` under `parentfd` and everything below it, never following a
+ * symbolic link: a link inside a checkpoint is unlinked, not its target.
+ * ENOENT is fine everywhere: another prune may be deleting the same tree. */
+static int remove_tree(int parentfd, const char *name, int depth)
+{
+	struct dirent *e;
+	DIR *d;
+	int fd, ret = 0;
+
+	fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		if (errno == ENOENT)
+			return 0;
+		if (errno != ENOTDIR && errno != ELOOP)
+			return -errno;
+		return unlinkat(parentfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
+	}
+	d = fdopendir(fd);
+	if (!d) {
+		ret = -errno;
+		close(fd);
+		return ret;
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			if (errno != ENOENT && !ret)
+				ret = -errno;
+			continue;
+		}
+		if (S_ISDIR(st.st_mode)) {
+			int r = depth < MAX_DEPTH ? remove_tree(fd, e->d_name, depth + 1) : -ELOOP;
+
+			if (r < 0 && !ret)
+				ret = r;
+		} else if (unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT && !ret) {
+			ret = -errno;
+		}
+	}
+	closedir(d);
+	if (unlinkat(parentfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT && !ret)
+		ret = -errno;
+	return ret;
+}
+
+/* A rename that refuses to replace: rename(2) would silently replace an
+ * empty directory that happens to have the target name. */
+static int rename_noreplace(int fd, const char *from, const char *to)
+{
+	struct stat st;
+
+	if (renameat2(fd, from, fd, to, RENAME_NOREPLACE) == 0)
+		return 0;
+	if (errno != EINVAL && errno != ENOSYS)
+		return -errno;
+	/* Filesystems without RENAME_NOREPLACE (some network ones): check,
+	 * then rename; the root is one job's own directory, so nobody else
+	 * creates names in it in between. */
+	if (fstatat(fd, to, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		return -EEXIST;
+	return renameat(fd, from, fd, to) < 0 ? -errno : 0;
+}
+
+static int delete_committed(int rootfd, const char *name, uint64_t seq)
+{
+	char trash[128];
+	int ret;
+
+	snprintf(trash, sizeof(trash), TRASH_PREFIX "%06" PRIu64 ".%d", seq, (int)getpid());
+	ret = rename_noreplace(rootfd, name, trash);
+	if (ret == -ENOENT)
+		return 0;
+	if (ret < 0)
+		return ret;
+	return remove_tree(rootfd, trash, 0);
+}
+
+/* ---- the root ---- */
+
+/* mkdir -p, 0700 for what it creates. */
+static int make_root(const char *root)
+{
+	char path[4096];
+	size_t len = strlen(root);
+
+	if (len == 0 || len >= sizeof(path))
+		return -ENAMETOOLONG;
+	memcpy(path, root, len + 1);
+	for (char *p = path + 1; *p; p++) {
+		if (*p != '/')
+			continue;
+		*p = 0;
+		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+			return -errno;
+		*p = '/';
+	}
+	if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return 0;
+}
+
+static int open_root(const char *root, char *err, size_t errlen)
+{
+	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+
+	if (fd < 0)
+		snprintf(err, errlen, "%s: %s", root, strerror(errno));
+	return fd < 0 ? -errno : fd;
+}
+
+static int entry_cmp(const void *pa, const void *pb)
+{
+	const struct gk_store_entry *a = pa, *b = pb;
+
+	if (a->complete != b->complete)
+		return a->complete ? -1 : 1;
+	if (a->sequence != b->sequence)
+		return a->sequence > b->sequence ? -1 : 1;
+	return strcmp(a->path, b->path);
+}
+
+/* Every checkpoint of the root, and the highest sequence number in use by
+ * any entry (committed, being written, or being deleted). */
+static int scan_root(const char *root, int rootfd, struct gk_store_entry **entries,
+		     size_t *count, uint64_t *max_seq, char *err, size_t errlen)
+{
+	struct gk_store_entry *list = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+	DIR *d;
+	int fd, ret = 0;
+
+	*max_seq = 0;
+	fd = dup(rootfd);
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		ret = -errno;
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, errlen, "%s: %s", root, strerror(-ret));
+		return ret;
+	}
+	rewinddir(d);
+	while ((e = readdir(d))) {
+		struct gk_store_entry ent;
+		struct stat st;
+		uint64_t seq;
+		pid_t pid;
+
+		memset(&ent, 0, sizeof(ent));
+		if (parse_committed(e->d_name, &seq) == 0) {
+			ent.complete = 1;
+		} else if (parse_writer(e->d_name, TMP_PREFIX, &seq, ent.writer_host,
+					sizeof(ent.writer_host), &pid) == 0) {
+			ent.writer_pid = pid;
+		} else {
+			if (parse_writer(e->d_name, TRASH_PREFIX, &seq, NULL, 0, &pid) == 0 &&
+			    seq > *max_seq)
+				*max_seq = seq;
+			continue;
+		}
+		/* A link named like a checkpoint is not one of ours. */
+		if (fstatat(rootfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISDIR(st.st_mode))
+			continue;
+		if (seq > *max_seq)
+			*max_seq = seq;
+		if (!entries)
+			continue;
+		ent.sequence = seq;
+		if (!ent.complete)
+			ent.stale = writer_gone(ent.writer_host, ent.writer_pid, st.st_mtime);
+		if ((size_t)snprintf(ent.path, sizeof(ent.path), "%s/%s", root, e->d_name) >=
+		    sizeof(ent.path))
+			continue;
+		if (n == cap) {
+			struct gk_store_entry *grown;
+
+			cap = cap ? cap * 2 : 16;
+			grown = realloc(list, cap * sizeof(*list));
+			if (!grown) {
+				ret = -ENOMEM;
+				snprintf(err, errlen, "out of memory");
+				goto out_dir;
+			}
+			list = grown;
+		}
+		list[n++] = ent;
+	}
+	if (entries) {
+		if (n)
+			qsort(list, n, sizeof(*list), entry_cmp);
+		*entries = list;
+		*count = n;
+		list = NULL;
+	}
+out_dir:
+	free(list);
+	closedir(d);
+	return ret;
+}
+
+int gk_store_list(const char *root, struct gk_store_entry **entries, size_t *n, char *err,
+		  size_t errlen)
+{
+	uint64_t max_seq;
+	int fd, ret;
+
+	*entries = NULL;
+	*n = 0;
+	fd = open_root(root, err, errlen);
+	if (fd < 0)
+		return fd;
+	ret = scan_root(root, fd, entries, n, &max_seq, err, errlen);
+	close(fd);
+	return ret;
+}
+
+/* Leftovers of a prune that was killed half-way: never listed, never read. */
+static void remove_dead_trash(int rootfd)
+{
+	struct dirent *e;
+	DIR *d;
+	int fd = dup(rootfd);
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+		uint64_t seq;
+		pid_t pid;
+
+		if (parse_writer(e->d_name, TRASH_PREFIX, &seq, NULL, 0, &pid) < 0 ||
+		    fstatat(rootfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+			continue;
+		if (writer_gone(NULL, pid, st.st_mtime))
+			remove_tree(rootfd, e->d_name, 0);
+	}
+	closedir(d);
+}
+
+static int prune_fd(const char *root, int rootfd, unsigned keep, char *err, size_t errlen)
+{
+	struct gk_store_entry *list = NULL;
+	size_t n = 0, kept = 0;
+	uint64_t max_seq;
+	int removed = 0, ret;
+
+	ret = scan_root(root, rootfd, &list, &n, &max_seq, err, errlen);
+	if (ret < 0)
+		return ret;
+	for (size_t i = 0; i < n; i++) {
+		const struct gk_store_entry *e = &list[i];
+		const char *name = strrchr(e->path, '/') + 1;
+		int r;
+
+		if (e->complete && kept < keep) {
+			kept++;
+			continue;
+		}
+		if (!e->complete && !e->stale)
+			continue;
+		r = e->complete ? delete_committed(rootfd, name, e->sequence)
+				: remove_tree(rootfd, name, 0);
+		if (r < 0) {
+			if (ret == 0) {
+				snprintf(err, errlen, "%s: cannot remove: %s", e->path, strerror(-r));
+				ret = r;
+			}
+			continue;
+		}
+		gk_debug("prune: %s: removed", e->path);
+		removed++;
+	}
+	remove_dead_trash(rootfd);
+	free(list);
+	return ret < 0 ? ret : removed;
+}
+
+int gk_store_prune(const char *root, unsigned keep, char *err, size_t errlen)
+{
+	int fd = open_root(root, err, errlen), ret;
+
+	if (fd < 0)
+		return fd;
+	ret = prune_fd(root, fd, keep, err, errlen);
+	close(fd);
+	return ret;
+}
+
+/* ---- writing a checkpoint ---- */
+
+int gk_store_begin(const char *root, struct gk_store_txn *txn, char *err, size_t errlen)
+{
+	char host[256], name[384];
+	uint64_t max_seq;
+	int rootfd, ret;
+
+	memset(txn, 0, sizeof(*txn));
+	txn->dirfd = -1;
+	if (strlen(root) + sizeof(name) + 2 > sizeof(txn->tmpdir)) {
+		snprintf(err, errlen, "%s: path too long", root);
+		return -ENAMETOOLONG;
+	}
+	ret = make_root(root);
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: cannot create: %s", root, strerror(-ret));
+		return ret;
+	}
+	rootfd = open_root(root, err, errlen);
+	if (rootfd < 0)
+		return rootfd;
+	ret = scan_root(root, rootfd, NULL, NULL, &max_seq, err, errlen);
+	if (ret < 0)
+		goto out_root;
+	local_host(host, sizeof(host));
+	for (int tries = 0;; tries++) {
+		txn->sequence = max_seq + 1 + (uint64_t)tries;
+		snprintf(name, sizeof(name), TMP_PREFIX "%06" PRIu64 ".%s.%d", txn->sequence, host,
+			 (int)getpid());
+		if (mkdirat(rootfd, name, 0700) == 0)
+			break;
+		/* Our own pid with this number: a transaction of this process
+		 * that was never committed nor aborted. Take the next one. */
+		if (errno != EEXIST || tries == 16) {
+			ret = -errno;
+			snprintf(err, errlen, "%s/%s: cannot create: %s", root, name, strerror(-ret));
+			goto out_root;
+		}
+	}
+	txn->dirfd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (txn->dirfd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s/%s: %s", root, name, strerror(-ret));
+		unlinkat(rootfd, name, AT_REMOVEDIR);
+		goto out_root;
+	}
+	snprintf(txn->root, sizeof(txn->root), "%s", root);
+	snprintf(txn->tmpdir, sizeof(txn->tmpdir), "%s/%s", root, name);
+out_root:
+	close(rootfd);
+	return ret;
+}
+
+static int data_name_ok(const char *name)
+{
+	return gk_name_valid(name) && strcmp(name, GK_MANIFEST_FILE) != 0 &&
+	       strcmp(name, GK_SIGNATURE_FILE) != 0;
+}
+
+int gk_store_create(struct gk_store_txn *txn, const char *name, int *fd, char *err,
+		    size_t errlen)
+{
+	if (txn->dirfd < 0) {
+		snprintf(err, errlen, "%s: no checkpoint is being written", name);
+		return -EINVAL;
+	}
+	if (!data_name_ok(name)) {
+		snprintf(err, errlen, "data file name '%s' is not allowed", name);
+		return -EINVAL;
+	}
+	*fd = openat(txn->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (*fd < 0) {
+		int ret = -errno;
+
+		snprintf(err, errlen, "%s/%s: %s", txn->tmpdir, name, strerror(-ret));
+		return ret;
+	}
+	return 0;
+}
+
+void gk_store_abort(struct gk_store_txn *txn)
+{
+	const char *name;
+	int rootfd;
+
+	if (txn->dirfd >= 0) {
+		close(txn->dirfd);
+		txn->dirfd = -1;
+	}
+	if (!txn->tmpdir[0])
+		return;
+	name = strrchr(txn->tmpdir, '/') + 1;
+	rootfd = open(txn->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (rootfd >= 0) {
+		int ret = remove_tree(rootfd, name, 0);
+
+		if (ret < 0)
+			gk_warn("abort: %s: cannot remove: %s", txn->tmpdir, strerror(-ret));
+		close(rootfd);
+	}
+	txn->tmpdir[0] = 0;
+}
+
+static int name_cmp(const void *a, const void *b)
+{
+	return strcmp(((const struct gk_file_rec *)a)->name, ((const struct gk_file_rec *)b)->name);
+}
+
+/* The data files of the directory, for a manifest that does not list them. */
+static int list_files(struct gk_store_txn *txn, struct gk_manifest *m, char *err,
+		      size_t errlen)
+{
+	struct gk_file_rec *files = NULL;
+	size_t n = 0, cap = 0;
+	struct dirent *e;
+	int fd = dup(txn->dirfd), ret = 0;
+	DIR *d;
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		ret = -errno;
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, errlen, "%s: %s", txn->tmpdir, strerror(-ret));
+		return ret;
+	}
+	rewinddir(d);
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    !strcmp(e->d_name, GK_MANIFEST_FILE) || !strcmp(e->d_name, GK_SIGNATURE_FILE))
+			continue;
+		if (!data_name_ok(e->d_name) ||
+		    fstatat(txn->dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode)) {
+			snprintf(err, errlen, "%s/%s: not a data file of the checkpoint", txn->tmpdir,
+				 e->d_name);
+			ret = -EINVAL;
+			goto out_dir;
+		}
+		if (n == cap) {
+			struct gk_file_rec *grown;
+
+			cap = cap ? cap * 2 : 8;
+			grown = realloc(files, cap * sizeof(*files));
+			if (!grown) {
+				ret = -ENOMEM;
+				snprintf(err, errlen, "out of memory");
+				goto out_dir;
+			}
+			files = grown;
+		}
+		memset(&files[n], 0, sizeof(files[n]));
+		memcpy(files[n].name, e->d_name, strlen(e->d_name) + 1);
+		files[n].size = (uint64_t)st.st_size;
+		n++;
+	}
+	if (n)
+		qsort(files, n, sizeof(*files), name_cmp);
+	free(m->files);
+	m->files = files;
+	m->nfiles = n;
+	files = NULL;
+out_dir:
+	free(files);
+	closedir(d);
+	return ret;
+}
+
+static int check_files(struct gk_store_txn *txn, const struct gk_manifest *m, char *err,
+		       size_t errlen)
+{
+	for (size_t i = 0; i < m->nfiles; i++) {
+		const struct gk_file_rec *f = &m->files[i];
+		struct stat st;
+
+		if (!data_name_ok(f->name)) {
+			snprintf(err, errlen, "data file name '%s' is not allowed", f->name);
+			return -EINVAL;
+		}
+		if (fstatat(txn->dirfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+			snprintf(err, errlen, "%s/%s: %s", txn->tmpdir, f->name, strerror(errno));
+			return -errno;
+		}
+		if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != f->size) {
+			snprintf(err, errlen, "%s/%s is %lld bytes, the manifest says %" PRIu64,
+				 txn->tmpdir, f->name, (long long)st.st_size, f->size);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+static int write_file(int dirfd, const char *name, const char *text, size_t len)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	int ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	while (len > 0) {
+		ssize_t w = write(fd, text, len);
+
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w < 0) {
+			ret = -errno;
+			break;
+		}
+		text += w;
+		len -= (size_t)w;
+	}
+	if (ret == 0 && fsync(fd) < 0)
+		ret = -errno;
+	if (close(fd) < 0 && ret == 0)
+		ret = -errno;
+	return ret;
+}
+
+/* Data written by the runtime may still sit in the page cache; the rename
+ * must not reach the disk before the bytes it commits. */
+static int sync_all(struct gk_store_txn *txn, char *err, size_t errlen)
+{
+	struct dirent *e;
+	int fd = dup(txn->dirfd), ret = 0;
+	DIR *d;
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		ret = -errno;
+		if (fd >= 0)
+			close(fd);
+		snprintf(err, errlen, "%s: %s", txn->tmpdir, strerror(-ret));
+		return ret;
+	}
+	rewinddir(d);
+	while ((e = readdir(d)) && ret == 0) {
+		int f;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		f = openat(txn->dirfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+		if (f < 0 || fsync(f) < 0) {
+			ret = -errno;
+			snprintf(err, errlen, "%s/%s: fsync: %s", txn->tmpdir, e->d_name,
+				 strerror(-ret));
+		}
+		if (f >= 0)
+			close(f);
+	}
+	closedir(d);
+	if (ret == 0 && fsync(txn->dirfd) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: fsync: %s", txn->tmpdir, strerror(-ret));
+	}
+	return ret;
+}
+
+int gk_store_commit(struct gk_store_txn *txn, struct gk_manifest *m, unsigned keep,
+		    int *signed_out, char *err, size_t errlen)
+{
+	char final[64], sigpath[4096 + 32], sub[GK_ERRLEN];
+	const char *tmpname;
+	struct gk_manifest *check = NULL;
+	char *text = NULL;
+	size_t len = 0;
+	int rootfd = -1, ret, pr;
+
+	if (signed_out)
+		*signed_out = 0;
+	if (txn->dirfd < 0 || !txn->tmpdir[0]) {
+		snprintf(err, errlen, "commit: no checkpoint is being written");
+		return -EINVAL;
+	}
+	m->sequence = txn->sequence;
+	ret = m->nfiles ? check_files(txn, m, err, errlen) : list_files(txn, m, err, errlen);
+	if (ret < 0)
+		goto out_abort;
+	ret = gk_manifest_to_json(m, &text, &len);
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: cannot build the manifest: %s", txn->tmpdir, strerror(-ret));
+		goto out_abort;
+	}
+	/* The same checks a restore makes, before the checkpoint exists: a
+	 * writer bug shows up here, not on the day the job needs to restart. */
+	ret = gk_manifest_parse(text, len, &check, sub, sizeof(sub));
+	gk_manifest_free(check);
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: the manifest is not valid: %s", txn->tmpdir, sub);
+		goto out_text;
+	}
+	ret = write_file(txn->dirfd, GK_MANIFEST_FILE, text, len);
+	if (ret < 0) {
+		snprintf(err, errlen, "%s/%s: %s", txn->tmpdir, GK_MANIFEST_FILE, strerror(-ret));
+		goto out_text;
+	}
+	snprintf(sigpath, sizeof(sigpath), "%s/%s", txn->tmpdir, GK_SIGNATURE_FILE);
+	ret = gk_sign(text, len, sigpath, sub, sizeof(sub));
+	if (ret == -EHOSTUNREACH || ret == -EPROTO) {
+		gk_warn("commit: %s: writing it unsigned: %s", txn->tmpdir, sub);
+		unlinkat(txn->dirfd, GK_SIGNATURE_FILE, 0);
+	} else if (ret < 0) {
+		snprintf(err, errlen, "%s", sub);
+		goto out_text;
+	} else if (signed_out) {
+		*signed_out = 1;
+	}
+	ret = sync_all(txn, err, errlen);
+	if (ret < 0)
+		goto out_text;
+	rootfd = open_root(txn->root, err, errlen);
+	if (rootfd < 0) {
+		ret = rootfd;
+		goto out_text;
+	}
+	tmpname = strrchr(txn->tmpdir, '/') + 1;
+	snprintf(final, sizeof(final), CKPT_PREFIX "%06" PRIu64, txn->sequence);
+	ret = rename_noreplace(rootfd, tmpname, final);
+	if (ret < 0) {
+		snprintf(err, errlen, "%s/%s: cannot commit: %s", txn->root, final, strerror(-ret));
+		goto out_root;
+	}
+	if (fsync(rootfd) < 0) {
+		/* Not known to be on disk: withdraw it rather than report a
+		 * checkpoint as safe that a crash could still lose. */
+		ret = -errno;
+		snprintf(err, errlen, "%s: fsync: %s", txn->root, strerror(-ret));
+		delete_committed(rootfd, final, txn->sequence);
+		close(txn->dirfd);
+		txn->dirfd = -1;
+		txn->tmpdir[0] = 0;
+		goto out_root;
+	}
+	close(txn->dirfd);
+	txn->dirfd = -1;
+	gk_debug("commit: %s/%s: committed", txn->root, final);
+	if (keep) {
+		pr = prune_fd(txn->root, rootfd, keep, sub, sizeof(sub));
+		if (pr < 0)
+			gk_warn("prune: %s", sub);
+	}
+	txn->tmpdir[0] = 0;
+	close(rootfd);
+	free(text);
+	return 0;
+out_root:
+	close(rootfd);
+out_text:
+	free(text);
+out_abort:
+	gk_store_abort(txn);
+	return ret;
+}

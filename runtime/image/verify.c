@@ -1,2 +1,500 @@
+/*
+ * verify.c - opening a checkpoint for restore or inspection: nothing is
+ * handed out until the directory, its owner, the manifest, the signature and
+ * (when asked) every byte of data have been checked. A checkpoint that fails
+ * any of it is refused whole; it is never loaded half-way.
+ */
 #include "config.h"
 #include "image.h"
+#include "log.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* Far above any real manifest (a few MiB for thousands of allocations), low
+ * enough that a corrupt size cannot make us allocate the machine away. */
+#define MANIFEST_MAX (256u << 20)
+/* Read size while checking data: large enough that the syscall cost
+ * vanishes, small enough to stay in L2/L3 between read and hash. */
+#define READ_BLOCK (4u << 20)
+#define MAX_THREADS 8
+/* Below this much data, starting threads costs more than it saves. */
+#define THREAD_MIN_BYTES (64ull << 20)
+
+static void user_name(uid_t uid, char *buf, size_t n)
+{
+	struct passwd pw, *res = NULL;
+	char tmp[1024];
+
+	if (getpwuid_r(uid, &pw, tmp, sizeof(tmp), &res) == 0 && res)
+		snprintf(buf, n, "%s", res->pw_name);
+	else
+		snprintf(buf, n, "uid %u", (unsigned)uid);
+}
+
+/* Only the owner may have written anything the restore will trust. */
+static int check_owner(const char *what, const struct stat *st, uid_t uid, char *err,
+		       size_t errlen)
+{
+	char have[64], want[64];
+
+	if (st->st_uid != uid) {
+		user_name(st->st_uid, have, sizeof(have));
+		user_name(uid, want, sizeof(want));
+		snprintf(err, errlen, "%s is owned by %s (uid %u), not by %s (uid %u)", what, have,
+			 (unsigned)st->st_uid, want, (unsigned)uid);
+		return -EPERM;
+	}
+	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
+		snprintf(err, errlen, "%s is writable by %s (mode %04o)", what,
+			 (st->st_mode & S_IWGRP) && (st->st_mode & S_IWOTH) ? "group and others"
+			 : (st->st_mode & S_IWGRP)                         ? "its group"
+									   : "others",
+			 (unsigned)(st->st_mode & 07777));
+		return -EPERM;
+	}
+	return 0;
+}
+
+/* Open a file of the checkpoint without following a symbolic link, and check
+ * that it is a regular file of the right owner. */
+static int open_member(int dirfd, const char *name, uid_t uid, int *fd_out, struct stat *st,
+		       char *err, size_t errlen)
+{
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
+	int ret;
+
+	if (fd < 0) {
+		ret = -errno;
+		if (ret == -ELOOP) {
+			snprintf(err, errlen, "%s is a symbolic link; refusing to follow it", name);
+			return -EPERM;
+		}
+		snprintf(err, errlen, "%s: %s", name, strerror(-ret));
+		return ret == -ENOENT ? -ENOENT : ret == -EACCES ? -EPERM : -EIO;
+	}
+	if (fstat(fd, st) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s: %s", name, strerror(-ret));
+		close(fd);
+		return -EIO;
+	}
+	if (!S_ISREG(st->st_mode)) {
+		snprintf(err, errlen, "%s is not a regular file", name);
+		close(fd);
+		return -EINVAL;
+	}
+	ret = check_owner(name, st, uid, err, errlen);
+	if (ret < 0) {
+		close(fd);
+		return ret;
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+static int read_manifest(int dirfd, uid_t uid, char **text, size_t *len, char *err,
+			 size_t errlen)
+{
+	struct stat st;
+	size_t n = 0;
+	char *buf;
+	int fd, ret;
+
+	ret = open_member(dirfd, GK_MANIFEST_FILE, uid, &fd, &st, err, errlen);
+	if (ret == -ENOENT)
+		snprintf(err, errlen, "no %s: not a checkpoint, or one that was never committed",
+			 GK_MANIFEST_FILE);
+	if (ret < 0)
+		return ret;
+	if (st.st_size > MANIFEST_MAX) {
+		snprintf(err, errlen, "%s is too large (%lld bytes)", GK_MANIFEST_FILE,
+			 (long long)st.st_size);
+		ret = -EINVAL;
+		goto out_close;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf) {
+		ret = -ENOMEM;
+		goto out_close;
+	}
+	while (n < (size_t)st.st_size) {
+		ssize_t r = read(fd, buf + n, (size_t)st.st_size - n);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			ret = -EIO;
+			snprintf(err, errlen, "%s: %s", GK_MANIFEST_FILE, strerror(errno));
+			free(buf);
+			goto out_close;
+		}
+		if (r == 0)
+			break;
+		n += (size_t)r;
+	}
+	buf[n] = 0;
+	*text = buf;
+	*len = n;
+out_close:
+	close(fd);
+	return ret;
+}
+
+/* ---- data ---- */
+
+struct unit {
+	int fd;
+	const char *file;
+	uint64_t offset, len, expect;
+	size_t object; /* allocation or region index */
+	int region;
+	uint32_t chunk;
+};
+
+struct checker {
+	const struct gk_manifest *m;
+	struct unit *units;
+	size_t nunits;
+	size_t next; /* next unit to take (atomic) */
+	pthread_mutex_t lock;
+	size_t first_bad; /* lowest failed unit; nunits when none */
+	int ret;
+	char err[GK_ERRLEN];
+};
+
+static void report(struct checker *k, size_t i, int ret, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static void report(struct checker *k, size_t i, int ret, const char *fmt, ...)
+{
+	va_list ap;
+
+	pthread_mutex_lock(&k->lock);
+	/* Threads finish out of order; the problem reported is the first one
+	 * in manifest order, so that a run always names the same one. */
+	if (i < k->first_bad) {
+		k->first_bad = i;
+		k->ret = ret;
+		va_start(ap, fmt);
+		vsnprintf(k->err, sizeof(k->err), fmt, ap);
+		va_end(ap);
+	}
+	pthread_mutex_unlock(&k->lock);
+}
+
+static void unit_name(const struct checker *k, const struct unit *u, char *buf, size_t n)
+{
+	if (u->region)
+		snprintf(buf, n, "host region '%s'", k->m->regions[u->object].name);
+	else
+		snprintf(buf, n, "allocation %zu (0x%" PRIx64 ")", u->object,
+			 k->m->allocs[u->object].address);
+}
+
+static void check_unit(struct checker *k, size_t i, uint8_t *buf)
+{
+	const struct unit *u = &k->units[i];
+	struct gk_xxh64_state st;
+	uint64_t done = 0;
+	char what[128];
+
+	gk_xxh64_init(&st, 0);
+	while (done < u->len) {
+		size_t want = u->len - done > READ_BLOCK ? READ_BLOCK : (size_t)(u->len - done);
+		ssize_t r = pread(u->fd, buf, want, (off_t)(u->offset + done));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0) {
+			unit_name(k, u, what, sizeof(what));
+			if (r < 0)
+				report(k, i, -EIO, "%s: read error at offset %" PRIu64 " (%s): %s",
+				       u->file, u->offset + done, what, strerror(errno));
+			else
+				report(k, i, -EBADMSG, "%s: ends at offset %" PRIu64 ", inside %s",
+				       u->file, u->offset + done, what);
+			return;
+		}
+		gk_xxh64_update(&st, buf, (size_t)r);
+		done += (uint64_t)r;
+	}
+	if (gk_xxh64_digest(&st) != u->expect) {
+		unit_name(k, u, what, sizeof(what));
+		report(k, i, -EBADMSG, "%s: checksum mismatch in %s, chunk %" PRIu32, u->file, what,
+		       u->chunk);
+	}
+}
+
+static void *checker_thread(void *arg)
+{
+	struct checker *k = arg;
+	uint8_t *buf = malloc(READ_BLOCK);
+
+	if (!buf) {
+		report(k, 0, -ENOMEM, "out of memory checking data");
+		return NULL;
+	}
+	for (;;) {
+		size_t i = __atomic_fetch_add(&k->next, 1, __ATOMIC_RELAXED);
+
+		if (i >= k->nunits)
+			break;
+		/* Units past a known failure cannot change the answer. */
+		pthread_mutex_lock(&k->lock);
+		if (i > k->first_bad) {
+			pthread_mutex_unlock(&k->lock);
+			break;
+		}
+		pthread_mutex_unlock(&k->lock);
+		check_unit(k, i, buf);
+	}
+	free(buf);
+	return NULL;
+}
+
+static int file_fd(const struct gk_manifest *m, const int *fds, const char *name)
+{
+	for (size_t i = 0; i < m->nfiles; i++)
+		if (strcmp(m->files[i].name, name) == 0)
+			return fds[i];
+	return -1;
+}
+
+static size_t add_units(struct unit *u, int fd, const char *file, uint64_t offset,
+			uint64_t size, const struct gk_chunk *chunks, uint32_t nchunks,
+			uint64_t chunk_size, size_t object, int region)
+{
+	for (uint32_t c = 0; c < nchunks; c++) {
+		uint64_t start = (uint64_t)c * chunk_size;
+
+		u[c] = (struct unit){
+			.fd = fd,
+			.file = file,
+			.offset = offset + start,
+			.len = size - start < chunk_size ? size - start : chunk_size,
+			.expect = chunks[c].xxh64,
+			.object = object,
+			.region = region,
+			.chunk = c,
+		};
+	}
+	return nchunks;
+}
+
+static int check_data(const struct gk_manifest *m, const int *fds, char *err, size_t errlen)
+{
+	struct checker k = {.m = m};
+	pthread_t tids[MAX_THREADS];
+	uint64_t bytes = 0;
+	size_t n = 0, nthreads = 1, started = 0;
+	long cpus;
+	int ret;
+
+	for (size_t i = 0; i < m->nallocs; i++) {
+		n += m->allocs[i].nchunks;
+		bytes += m->allocs[i].size;
+	}
+	for (size_t i = 0; i < m->nregions; i++) {
+		n += m->regions[i].nchunks;
+		bytes += m->regions[i].size;
+	}
+	if (n == 0)
+		return 0;
+	k.units = calloc(n, sizeof(*k.units));
+	if (!k.units)
+		return -ENOMEM;
+	for (size_t i = 0; i < m->nallocs; i++) {
+		const struct gk_alloc_rec *a = &m->allocs[i];
+
+		k.nunits += add_units(k.units + k.nunits, file_fd(m, fds, a->file), a->file,
+				      a->offset, a->size, a->chunks, a->nchunks, m->chunk_size, i,
+				      0);
+	}
+	for (size_t i = 0; i < m->nregions; i++) {
+		const struct gk_region_rec *r = &m->regions[i];
+
+		k.nunits += add_units(k.units + k.nunits, file_fd(m, fds, r->file), r->file,
+				      r->offset, r->size, r->chunks, r->nchunks, m->chunk_size, i,
+				      1);
+	}
+	k.first_bad = k.nunits;
+	pthread_mutex_init(&k.lock, NULL);
+	cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	if (bytes >= THREAD_MIN_BYTES && cpus > 1)
+		nthreads = cpus > MAX_THREADS ? MAX_THREADS : (size_t)cpus;
+	if (nthreads > k.nunits)
+		nthreads = k.nunits;
+	for (size_t t = 1; t < nthreads; t++) {
+		if (pthread_create(&tids[t], NULL, checker_thread, &k) != 0)
+			break;
+		started++;
+	}
+	checker_thread(&k);
+	for (size_t t = 1; t <= started; t++)
+		pthread_join(tids[t], NULL);
+	ret = k.ret;
+	if (ret < 0)
+		snprintf(err, errlen, "%s", k.err);
+	pthread_mutex_destroy(&k.lock);
+	free(k.units);
+	return ret;
+}
+
+/* ---- the checkpoint ---- */
+
+static int open_files(int dirfd, const struct gk_manifest *m, uid_t uid, int *fds, char *err,
+		      size_t errlen)
+{
+	for (size_t i = 0; i < m->nfiles; i++) {
+		const struct gk_file_rec *f = &m->files[i];
+		struct stat st;
+		int ret = open_member(dirfd, f->name, uid, &fds[i], &st, err, errlen);
+
+		if (ret == -ENOENT) {
+			snprintf(err, errlen, "%s is missing", f->name);
+			return -EBADMSG;
+		}
+		if (ret < 0)
+			return ret;
+		if ((uint64_t)st.st_size != f->size) {
+			snprintf(err, errlen, "%s is %lld bytes, the manifest says %" PRIu64, f->name,
+				 (long long)st.st_size, f->size);
+			return -EBADMSG;
+		}
+		posix_fadvise(fds[i], 0, 0, POSIX_FADV_SEQUENTIAL);
+	}
+	return 0;
+}
+
+static int check_signature(const char *dir, int dirfd, const char *text, size_t len,
+			   const struct gk_load_opts *opts, int *signed_out, char *err,
+			   size_t errlen)
+{
+	char path[4096 + 32], sub[GK_ERRLEN];
+	struct stat st;
+	int ret;
+
+	*signed_out = 0;
+	if (fstatat(dirfd, GK_SIGNATURE_FILE, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		if (errno != ENOENT) {
+			snprintf(err, errlen, "%s: %s", GK_SIGNATURE_FILE, strerror(errno));
+			return -EIO;
+		}
+		if (opts->require_signature) {
+			snprintf(err, errlen, "%s is not signed, and a signature is required",
+				 GK_MANIFEST_FILE);
+			return -EBADMSG;
+		}
+		return 0;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		snprintf(err, errlen, "%s is a symbolic link; refusing to follow it",
+			 GK_SIGNATURE_FILE);
+		return -EPERM;
+	}
+	ret = check_owner(GK_SIGNATURE_FILE, &st, opts->uid, err, errlen);
+	if (ret < 0)
+		return ret;
+	snprintf(path, sizeof(path), "%s/%s", dir, GK_SIGNATURE_FILE);
+	ret = gk_check_signature(text, len, path, opts->uid, sub, sizeof(sub));
+	if (ret == -EHOSTUNREACH && !opts->require_signature) {
+		gk_warn("open: %s: signature not checked: %s", dir, sub);
+		return 0;
+	}
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: %s", GK_SIGNATURE_FILE, sub);
+		return ret == -ENOENT ? -EBADMSG : ret;
+	}
+	*signed_out = 1;
+	return 0;
+}
+
+int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_manifest **out,
+		  int *signed_by_munge, char *err, size_t errlen)
+{
+	struct gk_manifest *m = NULL;
+	char *text = NULL, sub[GK_ERRLEN];
+	size_t len = 0;
+	struct stat st;
+	int dirfd, *fds = NULL, is_signed = 0, ret;
+
+	*out = NULL;
+	if (signed_by_munge)
+		*signed_by_munge = 0;
+	if (lstat(dir, &st) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s", strerror(-ret));
+		return ret == -ENOENT ? -ENOENT : ret == -EACCES ? -EPERM : -EIO;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		snprintf(err, errlen, "is a symbolic link; give the checkpoint directory itself");
+		return -EPERM;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "not a directory");
+		return -EINVAL;
+	}
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dirfd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s", strerror(-ret));
+		return ret == -EACCES ? -EPERM : -EIO;
+	}
+	if (fstat(dirfd, &st) < 0) {
+		ret = -EIO;
+		snprintf(err, errlen, "%s", strerror(errno));
+		goto out_dir;
+	}
+	ret = check_owner("the directory", &st, opts->uid, err, errlen);
+	if (ret < 0)
+		goto out_dir;
+	ret = read_manifest(dirfd, opts->uid, &text, &len, err, errlen);
+	if (ret < 0)
+		goto out_dir;
+	ret = gk_manifest_parse(text, len, &m, sub, sizeof(sub));
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: %s", GK_MANIFEST_FILE, sub);
+		goto out_text;
+	}
+	ret = check_signature(dir, dirfd, text, len, opts, &is_signed, err, errlen);
+	if (ret < 0)
+		goto out_manifest;
+	fds = malloc((m->nfiles ? m->nfiles : 1) * sizeof(*fds));
+	if (!fds) {
+		ret = -ENOMEM;
+		goto out_manifest;
+	}
+	for (size_t i = 0; i < m->nfiles; i++)
+		fds[i] = -1;
+	ret = open_files(dirfd, m, opts->uid, fds, err, errlen);
+	if (ret == 0 && opts->check_data)
+		ret = check_data(m, fds, err, errlen);
+	for (size_t i = 0; i < m->nfiles; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(fds);
+	if (ret < 0)
+		goto out_manifest;
+	*out = m;
+	m = NULL;
+	if (signed_by_munge)
+		*signed_by_munge = is_signed;
+out_manifest:
+	gk_manifest_free(m);
+out_text:
+	free(text);
+out_dir:
+	close(dirfd);
+	if (ret == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	return ret;
+}

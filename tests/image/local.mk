@@ -1,1 +1,9 @@
-# image
+# The checkpoint image and the gpuckpt tool, from the outside: a synthetic
+# checkpoint writer, the tool on good images, and bad input refused.
+check_PROGRAMS += %reldir%/mkimage
+%canon_reldir%_mkimage_SOURCES = %reldir%/mkimage.c
+%canon_reldir%_mkimage_LDADD = $(top_builddir)/runtime/libgkimage.la \
+	$(top_builddir)/runtime/libgkcommon.la
+
+TESTS += %reldir%/cli.sh %reldir%/bad-input.sh
+EXTRA_DIST += %reldir%/cli.sh %reldir%/bad-input.sh

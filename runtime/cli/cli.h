@@ -1,0 +1,91 @@
+/*
+ * cli.h - what the gpuckpt subcommands share: the command table entry, option
+ * parsing with one-line usage errors, and output helpers.
+ */
+#ifndef GK_CLI_H
+#define GK_CLI_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <json-c/json.h>
+
+/* Exit status of every subcommand. */
+enum {
+	GK_EXIT_OK = 0,    /* done; the checkpoint(s) are good */
+	GK_EXIT_BAD = 1,   /* a checkpoint is bad, or the operation failed */
+	GK_EXIT_USAGE = 2, /* the command line is wrong */
+};
+
+struct gk_cmd {
+	const char *name;
+	const char *summary; /* one line, for the overview */
+	const char *help;    /* the full text of `gpuckpt help NAME` */
+	int (*run)(int argc, char **argv);
+};
+
+extern const struct gk_cmd gk_cmd_inspect, gk_cmd_verify, gk_cmd_list, gk_cmd_prune;
+
+/* ---- options ---- */
+
+struct cli_opt {
+	const char *name; /* long name without "--" */
+	char short_name;  /* 0 for none */
+	int has_arg;
+	int id; /* > 0 */
+};
+
+struct cli_args {
+	const struct gk_cmd *cmd;
+	int argc;
+	char **argv;
+	int i;
+	int no_more_options;
+};
+
+#define CLI_HELP (-3) /* --help or -h was given */
+#define CLI_ERROR (-2)
+#define CLI_END (-1)
+#define CLI_POSITIONAL 0
+
+void cli_args_init(struct cli_args *a, const struct gk_cmd *cmd, int argc, char **argv);
+
+/* The next option (its id, *arg set when it takes one), a positional
+ * argument (CLI_POSITIONAL, *arg), CLI_END, CLI_HELP, or CLI_ERROR after a
+ * usage error has been printed. --help and -h are understood everywhere. */
+int cli_next(struct cli_args *a, const struct cli_opt *opts, const char **arg);
+
+/* Print "gpuckpt: CMD: <problem>; see gpuckpt --help" and return GK_EXIT_USAGE. */
+int cli_usage_error(const struct gk_cmd *cmd, const char *fmt, ...)
+	__attribute__((format(printf, 2, 3)));
+
+/* Print the help of a command to stdout; returns GK_EXIT_OK. */
+int cli_print_help(const struct gk_cmd *cmd);
+
+/* ---- output ---- */
+
+/* "512 B", "4.0 KiB", "1.5 GiB" */
+void cli_human_size(uint64_t bytes, char *buf, size_t n);
+
+/* The user name of a uid, or "uid N" when it has none. */
+void cli_user_name(uid_t uid, char *buf, size_t n);
+
+/* {"user": NAME, "uid": UID} */
+json_object *cli_user_json(uid_t uid);
+
+/* A user name or a numeric uid; -1 when there is no such user. */
+int cli_parse_user(const char *text, uid_t *uid);
+
+/* Print a JSON value to stdout, indented, and release it. */
+void cli_print_json(json_object *obj);
+
+/* How a checkpoint that gk_image_open accepted stands with its signature:
+ * "signed", "unsigned" (no manifest.sig), or "unchecked" (a signature is
+ * there but munged could not be reached to check it). */
+const char *cli_signature_state(const char *dir, int is_signed);
+
+/* Sum of the sizes of the regular files in a directory (links not followed). */
+uint64_t cli_dir_bytes(const char *path);
+
+#endif

@@ -1,0 +1,277 @@
+/*
+ * cmd_inspect.c - `gpuckpt inspect`: what a checkpoint holds, for a person
+ * deciding whether it is the one to restore (or for a script, as JSON).
+ */
+#include "config.h"
+#include "cli.h"
+#include "image.h"
+#include "log.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+static const char inspect_help[] =
+	"NAME\n"
+	"    gpuckpt inspect - show what a checkpoint holds\n"
+	"\n"
+	"SYNOPSIS\n"
+	"    gpuckpt inspect [--json] DIR\n"
+	"\n"
+	"DESCRIPTION\n"
+	"    Prints a summary of the checkpoint in directory DIR: its sequence\n"
+	"    number, label and step, when and where it was written, the Slurm job,\n"
+	"    step, task and restart count, who signed it, the GPUs it was taken on\n"
+	"    (ordinal, name, UUID, compute capability, memory) and totals; then\n"
+	"    every device allocation (device, address, size, order, kind) and every\n"
+	"    registered host region.\n"
+	"\n"
+	"    The manifest, the ownership of the files (by the owner of DIR) and the\n"
+	"    signature are checked; the data is not read (use gpuckpt verify).\n"
+	"\n"
+	"OPTIONS\n"
+	"    --json\n"
+	"        Print one JSON object: {\"path\", \"owner\", \"signature\",\n"
+	"        \"signed_by\", \"totals\": {...}, \"manifest\": {...}}, where\n"
+	"        \"manifest\" is the checkpoint's manifest as validated.\n"
+	"    -h, --help\n"
+	"        Show this text.\n"
+	"\n"
+	"EXIT STATUS\n"
+	"    0   the checkpoint was shown\n"
+	"    1   it is not a readable, well-formed checkpoint\n"
+	"    2   the command line is wrong\n"
+	"\n"
+	"EXAMPLES\n"
+	"    gpuckpt inspect /bb/1234/ckpt.000007\n"
+	"    gpuckpt inspect --json /bb/1234/ckpt.000007 | jq '.manifest.allocations | length'\n";
+
+enum { OPT_JSON = 1 };
+
+static const struct cli_opt inspect_opts[] = {
+	{"json", 0, 0, OPT_JSON},
+	{NULL, 0, 0, 0},
+};
+
+struct totals {
+	uint64_t alloc_bytes, region_bytes, file_bytes;
+};
+
+static void count(const struct gk_manifest *m, struct totals *t)
+{
+	memset(t, 0, sizeof(*t));
+	for (size_t i = 0; i < m->nallocs; i++)
+		t->alloc_bytes += m->allocs[i].size;
+	for (size_t i = 0; i < m->nregions; i++)
+		t->region_bytes += m->regions[i].size;
+	for (size_t i = 0; i < m->nfiles; i++)
+		t->file_bytes += m->files[i].size;
+}
+
+static const char *plural(size_t n)
+{
+	return n == 1 ? "" : "s";
+}
+
+static void print_summary(const char *dir, const struct gk_manifest *m, const char *sig,
+			  uid_t owner)
+{
+	char a[32], b[32], c[32], who[64];
+	struct totals t;
+
+	count(m, &t);
+	printf("Checkpoint %s\n", dir);
+	printf("  sequence      %" PRIu64 "\n", m->sequence);
+	printf("  label         %s\n", m->label[0] ? m->label : "-");
+	printf("  step          %" PRId64 "\n", m->step);
+	printf("  created       %s (written in %.2f s)\n", m->created, m->write_seconds);
+	cli_user_name(m->uid, who, sizeof(who));
+	printf("  written by    %s (uid %u), pid %d on %s\n", who, (unsigned)m->uid, (int)m->pid,
+	       m->hostname);
+	if (m->slurm)
+		printf("  slurm         job %s, step %s, task %d, restart count %d\n", m->job_id,
+		       m->step_id, m->task, m->restart_count);
+	else
+		printf("  slurm         - (not run under Slurm)\n");
+	cli_user_name(owner, who, sizeof(who));
+	if (strcmp(sig, "signed") == 0)
+		printf("  signed by     %s (uid %u)\n", who, (unsigned)owner);
+	else if (strcmp(sig, "unchecked") == 0)
+		printf("  signed by     not checked: munged is not reachable\n");
+	else
+		printf("  signed by     unsigned\n");
+	cli_human_size(t.alloc_bytes, a, sizeof(a));
+	cli_human_size(t.region_bytes, b, sizeof(b));
+	cli_human_size(t.file_bytes, c, sizeof(c));
+	printf("  totals        %zu GPU%s, %zu allocation%s (%s), %zu host region%s (%s), "
+	       "%zu file%s (%s)\n",
+	       m->ndevices, plural(m->ndevices), m->nallocs, plural(m->nallocs), a, m->nregions,
+	       plural(m->nregions), b, m->nfiles, plural(m->nfiles), c);
+	cli_human_size(m->chunk_size, a, sizeof(a));
+	cli_human_size(m->va_size, b, sizeof(b));
+	printf("  chunk size    %s\n", a);
+	printf("  reserved VA   0x%" PRIx64 ", %s\n", m->va_base, b);
+}
+
+static void print_devices(const struct gk_manifest *m)
+{
+	printf("\nGPUs\n");
+	if (m->ndevices == 0) {
+		printf("  (none)\n");
+		return;
+	}
+	printf("  %-4s %-28s %-41s %-5s %-10s %s\n", "DEV", "NAME", "UUID", "CC", "MEMORY",
+	       "MAPPED");
+	for (size_t i = 0; i < m->ndevices; i++) {
+		const struct gk_device_rec *d = &m->devices[i];
+		char mem[32], mapped[32], cc[16];
+
+		cli_human_size(d->total_memory, mem, sizeof(mem));
+		cli_human_size(d->mapped_bytes, mapped, sizeof(mapped));
+		snprintf(cc, sizeof(cc), "%d.%d", d->cc_major, d->cc_minor);
+		printf("  %-4d %-28s %-41s %-5s %-10s %s\n", d->ordinal, d->name, d->uuid, cc, mem,
+		       mapped);
+	}
+}
+
+static void print_allocs(const struct gk_manifest *m)
+{
+	printf("\nAllocations\n");
+	if (m->nallocs == 0) {
+		printf("  (none)\n");
+		return;
+	}
+	printf("  %-4s %-18s %-12s %-8s %s\n", "DEV", "ADDRESS", "SIZE", "ORDER", "KIND");
+	for (size_t i = 0; i < m->nallocs; i++) {
+		const struct gk_alloc_rec *a = &m->allocs[i];
+		char size[32], addr[24];
+
+		cli_human_size(a->size, size, sizeof(size));
+		snprintf(addr, sizeof(addr), "0x%" PRIx64, a->address);
+		printf("  %-4d %-18s %-12s %-8" PRIu64 " %s\n", a->device, addr, size, a->order,
+		       a->kind);
+	}
+}
+
+static void print_regions(const struct gk_manifest *m)
+{
+	printf("\nHost regions\n");
+	if (m->nregions == 0) {
+		printf("  (none)\n");
+		return;
+	}
+	printf("  %-24s %-12s %s\n", "NAME", "SIZE", "FILE");
+	for (size_t i = 0; i < m->nregions; i++) {
+		char size[32];
+
+		cli_human_size(m->regions[i].size, size, sizeof(size));
+		printf("  %-24s %-12s %s\n", m->regions[i].name, size, m->regions[i].file);
+	}
+}
+
+static int print_json(const char *dir, const struct gk_manifest *m, const char *sig,
+		      uid_t owner)
+{
+	json_object *top, *manifest, *totals;
+	struct totals t;
+	char *text;
+	size_t len;
+
+	if (gk_manifest_to_json(m, &text, &len) < 0) {
+		gk_error("inspect: %s: out of memory", dir);
+		return GK_EXIT_BAD;
+	}
+	manifest = json_tokener_parse(text);
+	free(text);
+	if (!manifest) {
+		gk_error("inspect: %s: cannot re-read the manifest", dir);
+		return GK_EXIT_BAD;
+	}
+	count(m, &t);
+	top = json_object_new_object();
+	json_object_object_add(top, "path", json_object_new_string(dir));
+	json_object_object_add(top, "owner", cli_user_json(owner));
+	json_object_object_add(top, "signature", json_object_new_string(sig));
+	json_object_object_add(top, "signed_by", strcmp(sig, "signed") == 0 ? cli_user_json(owner) : NULL);
+	totals = json_object_new_object();
+	json_object_object_add(totals, "devices", json_object_new_int64((int64_t)m->ndevices));
+	json_object_object_add(totals, "allocations", json_object_new_int64((int64_t)m->nallocs));
+	json_object_object_add(totals, "allocation_bytes",
+			       json_object_new_int64((int64_t)t.alloc_bytes));
+	json_object_object_add(totals, "host_regions", json_object_new_int64((int64_t)m->nregions));
+	json_object_object_add(totals, "host_region_bytes",
+			       json_object_new_int64((int64_t)t.region_bytes));
+	json_object_object_add(totals, "file_bytes", json_object_new_int64((int64_t)t.file_bytes));
+	json_object_object_add(top, "totals", totals);
+	json_object_object_add(top, "manifest", manifest);
+	cli_print_json(top);
+	return GK_EXIT_OK;
+}
+
+static int inspect_run(int argc, char **argv)
+{
+	struct gk_load_opts lo = {0};
+	struct gk_manifest *m = NULL;
+	const char *arg, *dir = NULL, *sig;
+	char err[GK_ERRLEN];
+	struct cli_args a;
+	struct stat st;
+	int json = 0, is_signed = 0, id, ret;
+
+	cli_args_init(&a, &gk_cmd_inspect, argc, argv);
+	while ((id = cli_next(&a, inspect_opts, &arg)) != CLI_END) {
+		switch (id) {
+		case CLI_HELP:
+			return cli_print_help(&gk_cmd_inspect);
+		case CLI_ERROR:
+			return GK_EXIT_USAGE;
+		case CLI_POSITIONAL:
+			if (dir)
+				return cli_usage_error(&gk_cmd_inspect,
+						       "one checkpoint directory at a time ('%s' and '%s')",
+						       dir, arg);
+			dir = arg;
+			break;
+		case OPT_JSON:
+			json = 1;
+			break;
+		}
+	}
+	if (!dir)
+		return cli_usage_error(&gk_cmd_inspect, "missing the checkpoint directory DIR");
+	/* Whoever owns the directory: inspect is for looking, by its owner or
+	 * by an administrator; restore and verify are where the owner is
+	 * required to be someone in particular. */
+	if (lstat(dir, &st) < 0) {
+		gk_error("inspect: %s: %s", dir, strerror(errno));
+		return GK_EXIT_BAD;
+	}
+	lo.uid = st.st_uid;
+	ret = gk_image_open(dir, &lo, &m, &is_signed, err, sizeof(err));
+	if (ret < 0) {
+		gk_error("inspect: %s: %s", dir, err);
+		return GK_EXIT_BAD;
+	}
+	sig = cli_signature_state(dir, is_signed);
+	if (json) {
+		ret = print_json(dir, m, sig, lo.uid);
+	} else {
+		print_summary(dir, m, sig, lo.uid);
+		print_devices(m);
+		print_allocs(m);
+		print_regions(m);
+		ret = GK_EXIT_OK;
+	}
+	gk_manifest_free(m);
+	return ret;
+}
+
+const struct gk_cmd gk_cmd_inspect = {
+	.name = "inspect",
+	.summary = "show what a checkpoint holds: job, GPUs, allocations, host regions",
+	.help = inspect_help,
+	.run = inspect_run,
+};

@@ -1,0 +1,226 @@
+/*
+ * cmd_list.c - `gpuckpt list`: the checkpoints of a checkpoint root, newest
+ * first, and the incomplete ones a killed writer left behind.
+ */
+#include "config.h"
+#include "cli.h"
+#include "image.h"
+#include "log.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+static const char list_help[] =
+	"NAME\n"
+	"    gpuckpt list - list the checkpoints of a checkpoint root\n"
+	"\n"
+	"SYNOPSIS\n"
+	"    gpuckpt list [--json] ROOT\n"
+	"\n"
+	"DESCRIPTION\n"
+	"    ROOT is a checkpoint root (GPUCKPT_DIR of a job task): it holds\n"
+	"    committed checkpoints ckpt.NNNNNN and, after a writer was killed,\n"
+	"    incomplete ones .tmp.ckpt.NNNNNN.HOST.PID. The committed ones are\n"
+	"    listed newest first with their sequence number, creation time, label,\n"
+	"    size and status; then the incomplete ones.\n"
+	"\n"
+	"    Status of a committed checkpoint: \"signed\", \"unsigned\", \"unchecked\"\n"
+	"    (signed, but munged was not reachable), or \"invalid\" with the reason\n"
+	"    (manifest, ownership or signature; data is not read: use gpuckpt verify).\n"
+	"    Status of an incomplete one: \"incomplete (writing)\" while its writer may\n"
+	"    still be running, \"incomplete (writer gone)\" when gpuckpt prune would\n"
+	"    remove it.\n"
+	"\n"
+	"OPTIONS\n"
+	"    --json\n"
+	"        Print one JSON object: {\"root\", \"checkpoints\": [{\"path\",\n"
+	"        \"sequence\", \"complete\", \"status\", \"error\", \"created\",\n"
+	"        \"created_unix\", \"label\", \"step\", \"bytes\", \"writer\"}, ...]}.\n"
+	"    -h, --help\n"
+	"        Show this text.\n"
+	"\n"
+	"EXIT STATUS\n"
+	"    0   the root was listed (even if some checkpoints in it are invalid)\n"
+	"    1   ROOT cannot be read\n"
+	"    2   the command line is wrong\n"
+	"\n"
+	"EXAMPLES\n"
+	"    gpuckpt list /bb/1234/task0\n"
+	"    gpuckpt list --json /bb/1234/task0 | jq -r '.checkpoints[0].path'\n";
+
+enum { OPT_JSON = 1 };
+
+static const struct cli_opt list_opts[] = {
+	{"json", 0, 0, OPT_JSON},
+	{NULL, 0, 0, 0},
+};
+
+struct row {
+	const struct gk_store_entry *e;
+	struct gk_manifest *m; /* NULL for incomplete or invalid */
+	char status[32];
+	char error[GK_ERRLEN];
+	char created[32];
+	int64_t created_unix;
+	uint64_t bytes;
+};
+
+static void fill_row(struct row *r, const struct gk_store_entry *e)
+{
+	struct gk_load_opts lo = {0};
+	struct stat st;
+	int is_signed = 0;
+
+	memset(r, 0, sizeof(*r));
+	r->e = e;
+	r->bytes = cli_dir_bytes(e->path);
+	if (lstat(e->path, &st) == 0) {
+		struct tm tm;
+
+		r->created_unix = (int64_t)st.st_mtime;
+		gmtime_r(&st.st_mtime, &tm);
+		strftime(r->created, sizeof(r->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+		lo.uid = st.st_uid;
+	}
+	if (!e->complete) {
+		snprintf(r->status, sizeof(r->status), "incomplete (%s)",
+			 e->stale ? "writer gone" : "writing");
+		return;
+	}
+	if (gk_image_open(e->path, &lo, &r->m, &is_signed, r->error, sizeof(r->error)) < 0) {
+		snprintf(r->status, sizeof(r->status), "invalid");
+		return;
+	}
+	snprintf(r->status, sizeof(r->status), "%s", cli_signature_state(e->path, is_signed));
+	snprintf(r->created, sizeof(r->created), "%s", r->m->created);
+	r->created_unix = r->m->created_unix;
+}
+
+static void print_table(const char *root, const struct row *rows, size_t n)
+{
+	if (n == 0) {
+		printf("%s: no checkpoints\n", root);
+		return;
+	}
+	printf("%-8s %-21s %-24s %-10s %s\n", "SEQ", "CREATED", "LABEL", "SIZE", "STATUS");
+	for (size_t i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+		char seq[24], size[32];
+
+		snprintf(seq, sizeof(seq), "%06" PRIu64, r->e->sequence);
+		cli_human_size(r->bytes, size, sizeof(size));
+		printf("%-8s %-21s %-24s %-10s %s", seq, r->created[0] ? r->created : "-",
+		       r->m && r->m->label[0] ? r->m->label : "-", size, r->status);
+		if (!r->e->complete)
+			printf(" %s pid %d", r->e->writer_host, (int)r->e->writer_pid);
+		if (r->error[0])
+			printf(": %s", r->error);
+		printf("\n");
+	}
+}
+
+static void print_json(const char *root, const struct row *rows, size_t n)
+{
+	json_object *top = json_object_new_object(), *arr = json_object_new_array();
+
+	json_object_object_add(top, "root", json_object_new_string(root));
+	for (size_t i = 0; i < n; i++) {
+		const struct row *r = &rows[i];
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "path", json_object_new_string(r->e->path));
+		json_object_object_add(o, "sequence", json_object_new_int64((int64_t)r->e->sequence));
+		json_object_object_add(o, "complete", json_object_new_boolean(r->e->complete));
+		json_object_object_add(o, "status",
+				       json_object_new_string(r->e->complete ? r->status
+									: r->e->stale ? "stale"
+										      : "writing"));
+		json_object_object_add(o, "error",
+				       r->error[0] ? json_object_new_string(r->error) : NULL);
+		json_object_object_add(o, "created",
+				       r->created[0] ? json_object_new_string(r->created) : NULL);
+		json_object_object_add(o, "created_unix", json_object_new_int64(r->created_unix));
+		json_object_object_add(o, "label", r->m ? json_object_new_string(r->m->label) : NULL);
+		json_object_object_add(o, "step", r->m ? json_object_new_int64(r->m->step) : NULL);
+		json_object_object_add(o, "bytes", json_object_new_int64((int64_t)r->bytes));
+		if (!r->e->complete) {
+			json_object *w = json_object_new_object();
+
+			json_object_object_add(w, "host", json_object_new_string(r->e->writer_host));
+			json_object_object_add(w, "pid", json_object_new_int(r->e->writer_pid));
+			json_object_object_add(o, "writer", w);
+		} else {
+			json_object_object_add(o, "writer", NULL);
+		}
+		json_object_array_add(arr, o);
+	}
+	json_object_object_add(top, "checkpoints", arr);
+	cli_print_json(top);
+}
+
+static int list_run(int argc, char **argv)
+{
+	struct gk_store_entry *entries = NULL;
+	const char *arg, *root = NULL;
+	char err[GK_ERRLEN];
+	struct row *rows;
+	struct cli_args a;
+	size_t n = 0;
+	int json = 0, id, ret;
+
+	cli_args_init(&a, &gk_cmd_list, argc, argv);
+	while ((id = cli_next(&a, list_opts, &arg)) != CLI_END) {
+		switch (id) {
+		case CLI_HELP:
+			return cli_print_help(&gk_cmd_list);
+		case CLI_ERROR:
+			return GK_EXIT_USAGE;
+		case CLI_POSITIONAL:
+			if (root)
+				return cli_usage_error(&gk_cmd_list,
+						       "one checkpoint root at a time ('%s' and '%s')",
+						       root, arg);
+			root = arg;
+			break;
+		case OPT_JSON:
+			json = 1;
+			break;
+		}
+	}
+	if (!root)
+		return cli_usage_error(&gk_cmd_list, "missing the checkpoint root ROOT");
+	ret = gk_store_list(root, &entries, &n, err, sizeof(err));
+	if (ret < 0) {
+		gk_error("list: %s", err);
+		return GK_EXIT_BAD;
+	}
+	rows = calloc(n ? n : 1, sizeof(*rows));
+	if (!rows) {
+		gk_error("list: out of memory");
+		free(entries);
+		return GK_EXIT_BAD;
+	}
+	for (size_t i = 0; i < n; i++)
+		fill_row(&rows[i], &entries[i]);
+	if (json)
+		print_json(root, rows, n);
+	else
+		print_table(root, rows, n);
+	for (size_t i = 0; i < n; i++)
+		gk_manifest_free(rows[i].m);
+	free(rows);
+	free(entries);
+	return GK_EXIT_OK;
+}
+
+const struct gk_cmd gk_cmd_list = {
+	.name = "list",
+	.summary = "list the checkpoints of a checkpoint root, newest first",
+	.help = list_help,
+	.run = list_run,
+};

@@ -1,0 +1,208 @@
+/*
+ * cmd_verify.c - `gpuckpt verify`: every check a restore makes, plus every
+ * data checksum, with an exit status scripts (Prolog, Epilog, staging) can
+ * act on.
+ */
+#include "config.h"
+#include "cli.h"
+#include "image.h"
+#include "log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char verify_help[] =
+	"NAME\n"
+	"    gpuckpt verify - check checkpoints completely\n"
+	"\n"
+	"SYNOPSIS\n"
+	"    gpuckpt verify [--owner USER|UID] [--require-signature] [--json] DIR...\n"
+	"\n"
+	"DESCRIPTION\n"
+	"    Checks each checkpoint directory DIR the way a restore would, and reads\n"
+	"    all of its data: the directory and its files belong to the owner and are\n"
+	"    not writable by anyone else, no file is a symbolic link, the manifest is\n"
+	"    well formed and of a supported format version, the Munge signature (if\n"
+	"    any) was made by the owner over this very manifest, every data file has\n"
+	"    the size the manifest gives, and every chunk of every allocation and\n"
+	"    host region has the XXH64 checksum the manifest records.\n"
+	"\n"
+	"    For a good checkpoint it prints\n"
+	"        DIR: OK (N allocations, SIZE, signed by USER)\n"
+	"    and for a bad one it names the first problem on standard error.\n"
+	"    Nothing in DIR is modified.\n"
+	"\n"
+	"OPTIONS\n"
+	"    --owner USER|UID\n"
+	"        Whose checkpoint it must be (default: the user running gpuckpt).\n"
+	"        Only root may name another user.\n"
+	"    --require-signature\n"
+	"        Refuse a checkpoint without a valid Munge signature, and one whose\n"
+	"        signature cannot be checked because munged is not reachable.\n"
+	"        Without it an unsigned checkpoint passes and is reported as such.\n"
+	"    --json\n"
+	"        Print one JSON object: {\"ok\": true|false, \"owner\": {...},\n"
+	"        \"checkpoints\": [{\"path\", \"ok\", \"error\", \"sequence\",\n"
+	"        \"allocations\", \"host_regions\", \"bytes\", \"signature\",\n"
+	"        \"signed_by\"}, ...]}.\n"
+	"    -h, --help\n"
+	"        Show this text.\n"
+	"\n"
+	"EXIT STATUS\n"
+	"    0   every DIR is a good checkpoint\n"
+	"    1   at least one is bad (or could not be read)\n"
+	"    2   the command line is wrong\n"
+	"\n"
+	"EXAMPLES\n"
+	"    gpuckpt verify /bb/1234/ckpt.000007\n"
+	"    gpuckpt verify --owner alice --require-signature /bb/1234/task0/ckpt.*\n"
+	"    gpuckpt verify --json /bb/1234/ckpt.000007 | jq .ok\n";
+
+enum { OPT_OWNER = 1, OPT_REQUIRE_SIGNATURE, OPT_JSON };
+
+static const struct cli_opt verify_opts[] = {
+	{"owner", 0, 1, OPT_OWNER},
+	{"require-signature", 0, 0, OPT_REQUIRE_SIGNATURE},
+	{"json", 0, 0, OPT_JSON},
+	{NULL, 0, 0, 0},
+};
+
+static uint64_t data_bytes(const struct gk_manifest *m)
+{
+	uint64_t total = 0;
+
+	for (size_t i = 0; i < m->nallocs; i++)
+		total += m->allocs[i].size;
+	for (size_t i = 0; i < m->nregions; i++)
+		total += m->regions[i].size;
+	return total;
+}
+
+static int verify_one(const char *dir, const struct gk_load_opts *lo, json_object *results)
+{
+	struct gk_manifest *m = NULL;
+	char err[GK_ERRLEN], size[32], who[64];
+	const char *sig;
+	int is_signed = 0, ret;
+
+	ret = gk_image_open(dir, lo, &m, &is_signed, err, sizeof(err));
+	if (ret < 0) {
+		gk_error("verify: %s: %s", dir, err);
+		if (results) {
+			json_object *o = json_object_new_object();
+
+			json_object_object_add(o, "path", json_object_new_string(dir));
+			json_object_object_add(o, "ok", json_object_new_boolean(0));
+			json_object_object_add(o, "error", json_object_new_string(err));
+			json_object_array_add(results, o);
+		}
+		return GK_EXIT_BAD;
+	}
+	sig = cli_signature_state(dir, is_signed);
+	if (results) {
+		json_object *o = json_object_new_object();
+
+		json_object_object_add(o, "path", json_object_new_string(dir));
+		json_object_object_add(o, "ok", json_object_new_boolean(1));
+		json_object_object_add(o, "sequence", json_object_new_int64((int64_t)m->sequence));
+		json_object_object_add(o, "allocations", json_object_new_int64((int64_t)m->nallocs));
+		json_object_object_add(o, "host_regions",
+				       json_object_new_int64((int64_t)m->nregions));
+		json_object_object_add(o, "bytes", json_object_new_int64((int64_t)data_bytes(m)));
+		json_object_object_add(o, "signature", json_object_new_string(sig));
+		json_object_object_add(o, "signed_by", is_signed ? cli_user_json(lo->uid) : NULL);
+		json_object_array_add(results, o);
+	} else {
+		cli_human_size(data_bytes(m), size, sizeof(size));
+		cli_user_name(lo->uid, who, sizeof(who));
+		printf("%s: OK (%zu allocation%s, %s, ", dir, m->nallocs, m->nallocs == 1 ? "" : "s",
+		       size);
+		if (is_signed)
+			printf("signed by %s)\n", who);
+		else if (strcmp(sig, "unchecked") == 0)
+			printf("signature not checked: munged is not reachable)\n");
+		else
+			printf("unsigned)\n");
+	}
+	gk_manifest_free(m);
+	return GK_EXIT_OK;
+}
+
+static int verify_run(int argc, char **argv)
+{
+	struct gk_load_opts lo = {.uid = getuid(), .check_data = 1};
+	struct cli_args a;
+	const char *arg, **dirs, *owner_text = NULL;
+	json_object *top = NULL, *results = NULL;
+	size_t ndirs = 0;
+	int json = 0, status = GK_EXIT_OK, id;
+
+	dirs = calloc((size_t)argc, sizeof(*dirs));
+	if (!dirs) {
+		gk_error("verify: out of memory");
+		return GK_EXIT_BAD;
+	}
+	cli_args_init(&a, &gk_cmd_verify, argc, argv);
+	while ((id = cli_next(&a, verify_opts, &arg)) != CLI_END) {
+		switch (id) {
+		case CLI_HELP:
+			free(dirs);
+			return cli_print_help(&gk_cmd_verify);
+		case CLI_ERROR:
+			free(dirs);
+			return GK_EXIT_USAGE;
+		case CLI_POSITIONAL:
+			dirs[ndirs++] = arg;
+			break;
+		case OPT_OWNER:
+			owner_text = arg;
+			if (cli_parse_user(arg, &lo.uid) < 0) {
+				free(dirs);
+				return cli_usage_error(&gk_cmd_verify, "--owner: no such user '%s'", arg);
+			}
+			break;
+		case OPT_REQUIRE_SIGNATURE:
+			lo.require_signature = 1;
+			break;
+		case OPT_JSON:
+			json = 1;
+			break;
+		}
+	}
+	if (ndirs == 0) {
+		free(dirs);
+		return cli_usage_error(&gk_cmd_verify, "missing the checkpoint directory DIR");
+	}
+	/* Others' checkpoints are unreadable to a user anyway; saying so here
+	 * is clearer than a permission error on the first file. */
+	if (lo.uid != getuid() && geteuid() != 0) {
+		free(dirs);
+		return cli_usage_error(&gk_cmd_verify,
+				       "--owner %s: only root may check another user's checkpoints",
+				       owner_text);
+	}
+	if (json) {
+		top = json_object_new_object();
+		results = json_object_new_array();
+		json_object_object_add(top, "owner", cli_user_json(lo.uid));
+	}
+	for (size_t i = 0; i < ndirs; i++)
+		if (verify_one(dirs[i], &lo, results) != GK_EXIT_OK)
+			status = GK_EXIT_BAD;
+	if (json) {
+		json_object_object_add(top, "ok", json_object_new_boolean(status == GK_EXIT_OK));
+		json_object_object_add(top, "checkpoints", results);
+		cli_print_json(top);
+	}
+	free(dirs);
+	return status;
+}
+
+const struct gk_cmd gk_cmd_verify = {
+	.name = "verify",
+	.summary = "check checkpoints completely: owner, manifest, signature, every checksum",
+	.help = verify_help,
+	.run = verify_run,
+};

@@ -1,0 +1,232 @@
+/*
+ * util.c - option parsing and output helpers shared by the subcommands.
+ *
+ * Options are parsed by hand rather than with getopt_long: getopt's own
+ * messages cannot name the subcommand nor end with the pointer to --help, and
+ * it permutes arguments in ways that surprise scripts.
+ */
+#include "config.h"
+#include "cli.h"
+#include "image.h"
+#include "log.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+void cli_args_init(struct cli_args *a, const struct gk_cmd *cmd, int argc, char **argv)
+{
+	a->cmd = cmd;
+	a->argc = argc;
+	a->argv = argv;
+	a->i = 1; /* argv[0] is the subcommand's name */
+	a->no_more_options = 0;
+}
+
+static const struct cli_opt *find_long(const struct cli_opt *opts, const char *name, size_t len)
+{
+	for (; opts && opts->name; opts++)
+		if (strlen(opts->name) == len && strncmp(opts->name, name, len) == 0)
+			return opts;
+	return NULL;
+}
+
+static const struct cli_opt *find_short(const struct cli_opt *opts, char c)
+{
+	for (; opts && opts->name; opts++)
+		if (opts->short_name && opts->short_name == c)
+			return opts;
+	return NULL;
+}
+
+int cli_next(struct cli_args *a, const struct cli_opt *opts, const char **arg)
+{
+	const struct cli_opt *o;
+	const char *s;
+
+	*arg = NULL;
+	if (a->i >= a->argc)
+		return CLI_END;
+	s = a->argv[a->i++];
+	if (a->no_more_options || s[0] != '-' || s[1] == 0) {
+		*arg = s;
+		return CLI_POSITIONAL;
+	}
+	if (strcmp(s, "--") == 0) {
+		a->no_more_options = 1;
+		return cli_next(a, opts, arg);
+	}
+	if (strcmp(s, "--help") == 0 || strcmp(s, "-h") == 0)
+		return CLI_HELP;
+	if (s[1] == '-') {
+		const char *eq = strchr(s + 2, '=');
+		size_t len = eq ? (size_t)(eq - s - 2) : strlen(s + 2);
+
+		o = find_long(opts, s + 2, len);
+		if (!o) {
+			cli_usage_error(a->cmd, "unknown option '%.*s'", (int)len + 2, s);
+			return CLI_ERROR;
+		}
+		if (!o->has_arg && eq) {
+			cli_usage_error(a->cmd, "option '--%s' takes no value", o->name);
+			return CLI_ERROR;
+		}
+		if (o->has_arg) {
+			if (eq) {
+				*arg = eq + 1;
+			} else if (a->i < a->argc) {
+				*arg = a->argv[a->i++];
+			} else {
+				cli_usage_error(a->cmd, "option '--%s' needs a value", o->name);
+				return CLI_ERROR;
+			}
+		}
+		return o->id;
+	}
+	if (s[2] != 0 || !(o = find_short(opts, s[1]))) {
+		cli_usage_error(a->cmd, "unknown option '%s'", s);
+		return CLI_ERROR;
+	}
+	if (o->has_arg) {
+		if (a->i >= a->argc) {
+			cli_usage_error(a->cmd, "option '-%c' needs a value", s[1]);
+			return CLI_ERROR;
+		}
+		*arg = a->argv[a->i++];
+	}
+	return o->id;
+}
+
+int cli_usage_error(const struct gk_cmd *cmd, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (cmd)
+		gk_error("%s: %s; see gpuckpt --help", cmd->name, msg);
+	else
+		gk_error("%s; see gpuckpt --help", msg);
+	return GK_EXIT_USAGE;
+}
+
+int cli_print_help(const struct gk_cmd *cmd)
+{
+	fputs(cmd->help, stdout);
+	return GK_EXIT_OK;
+}
+
+void cli_human_size(uint64_t bytes, char *buf, size_t n)
+{
+	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
+	double v = (double)bytes;
+	int u = -1;
+
+	if (bytes < 1024) {
+		snprintf(buf, n, "%llu B", (unsigned long long)bytes);
+		return;
+	}
+	while (v >= 1024 && u < 5) {
+		v /= 1024;
+		u++;
+	}
+	snprintf(buf, n, "%.1f %s", v, units[u]);
+}
+
+void cli_user_name(uid_t uid, char *buf, size_t n)
+{
+	struct passwd pw, *res = NULL;
+	char tmp[1024];
+
+	if (getpwuid_r(uid, &pw, tmp, sizeof(tmp), &res) == 0 && res)
+		snprintf(buf, n, "%s", res->pw_name);
+	else
+		snprintf(buf, n, "uid %u", (unsigned)uid);
+}
+
+json_object *cli_user_json(uid_t uid)
+{
+	json_object *o = json_object_new_object();
+	char name[64];
+
+	cli_user_name(uid, name, sizeof(name));
+	json_object_object_add(o, "user", json_object_new_string(name));
+	json_object_object_add(o, "uid", json_object_new_int64((int64_t)uid));
+	return o;
+}
+
+int cli_parse_user(const char *text, uid_t *uid)
+{
+	struct passwd pw, *res = NULL;
+	char tmp[1024], *end;
+	unsigned long v;
+
+	if (!*text)
+		return -1;
+	if (text[0] >= '0' && text[0] <= '9') {
+		errno = 0;
+		v = strtoul(text, &end, 10);
+		if (errno || *end || v >= 0xffffffffUL)
+			return -1;
+		*uid = (uid_t)v;
+		return 0;
+	}
+	if (getpwnam_r(text, &pw, tmp, sizeof(tmp), &res) != 0 || !res)
+		return -1;
+	*uid = res->pw_uid;
+	return 0;
+}
+
+void cli_print_json(json_object *obj)
+{
+	const char *s =
+		json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
+
+	if (s)
+		printf("%s\n", s);
+	json_object_put(obj);
+}
+
+uint64_t cli_dir_bytes(const char *path)
+{
+	uint64_t total = 0;
+	struct dirent *e;
+	DIR *d;
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return 0;
+	d = fdopendir(fd);
+	if (!d) {
+		close(fd);
+		return 0;
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+			total += (uint64_t)st.st_size;
+	}
+	closedir(d);
+	return total;
+}
+
+const char *cli_signature_state(const char *dir, int is_signed)
+{
+	char path[4096 + 32];
+	struct stat st;
+
+	if (is_signed)
+		return "signed";
+	snprintf(path, sizeof(path), "%s/%s", dir, GK_SIGNATURE_FILE);
+	return lstat(path, &st) == 0 ? "unchecked" : "unsigned";
+}
