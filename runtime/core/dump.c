@@ -91,11 +91,6 @@ static int drain(void)
 	return 0;
 }
 
-static uint32_t nchunks(uint64_t size, uint64_t chunk)
-{
-	return (uint32_t)((size + chunk - 1) / chunk);
-}
-
 /* Describe every live allocation and lay its bytes out in its device's file. */
 static int plan_devices(struct gk_manifest *m, struct gk_xfer_item **items_out, size_t *nitems,
 			struct gk_store_txn *txn, int *fds, char *err, size_t errlen)
@@ -124,7 +119,7 @@ static int plan_devices(struct gk_manifest *m, struct gk_xfer_item **items_out, 
 		struct gk_device_rec *d;
 		struct gk_device_info info;
 		struct gk_file_rec *f;
-		uint64_t off = 0;
+		uint64_t off = 0, end = 0;
 
 		if (!a)
 			continue;
@@ -159,7 +154,7 @@ static int plan_devices(struct gk_manifest *m, struct gk_xfer_item **items_out, 
 			snprintf(r->kind, sizeof(r->kind), "%s", kinds[b->kind]);
 			snprintf(r->file, sizeof(r->file), "%s", f->name);
 			r->offset = off;
-			r->nchunks = nchunks(b->size, m->chunk_size);
+			r->nchunks = gk_chunk_count(b->size, m->chunk_size);
 			r->chunks = calloc(r->nchunks ? r->nchunks : 1, sizeof(*r->chunks));
 			if (!r->chunks) {
 				pthread_mutex_unlock(&a->lock);
@@ -172,10 +167,11 @@ static int plan_devices(struct gk_manifest *m, struct gk_xfer_item **items_out, 
 			items[k].file = r->file;
 			k++;
 			m->nallocs++;
-			off = align_up(off + b->size, GK_DATA_ALIGN);
+			end = off + b->size;
+			off = align_up(end, GK_DATA_ALIGN);
 		}
 		pthread_mutex_unlock(&a->lock);
-		f->size = off;
+		f->size = end;
 	}
 	*items_out = items;
 	*nitems = k;
@@ -206,7 +202,7 @@ static int write_all(int fd, const void *buf, size_t len, uint64_t off)
 static int write_regions(struct gk_manifest *m, struct gk_store_txn *txn, char *err,
 			 size_t errlen)
 {
-	uint64_t off = 0;
+	uint64_t off = 0, end = 0;
 	int fd = -1, ret = 0;
 	struct gk_file_rec *f;
 
@@ -230,7 +226,7 @@ static int write_regions(struct gk_manifest *m, struct gk_store_txn *txn, char *
 		snprintf(r->file, sizeof(r->file), "%s", GK_HOST_DATA_FILE);
 		r->size = g->size;
 		r->offset = off;
-		r->nchunks = nchunks(g->size, m->chunk_size);
+		r->nchunks = gk_chunk_count(g->size, m->chunk_size);
 		r->chunks = calloc(r->nchunks ? r->nchunks : 1, sizeof(*r->chunks));
 		if (!r->chunks) {
 			ret = -ENOMEM;
@@ -249,11 +245,12 @@ static int write_regions(struct gk_manifest *m, struct gk_store_txn *txn, char *
 				 GK_HOST_DATA_FILE, g->name, strerror(-ret));
 			goto out;
 		}
-		off = align_up(off + g->size, GK_DATA_ALIGN);
+		end = off + g->size;
+		off = align_up(end, GK_DATA_ALIGN);
 	}
 	f = &m->files[m->nfiles++];
 	snprintf(f->name, sizeof(f->name), "%s", GK_HOST_DATA_FILE);
-	f->size = off;
+	f->size = end;
 out:
 	pthread_mutex_unlock(&gk_regions_lock);
 	if (fd >= 0)

@@ -17,12 +17,13 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/track.c %reldir%/track.h \
 	%reldir%/trigger.c %reldir%/trigger.h \
 	%reldir%/transfer.c %reldir%/transfer.h \
+	%reldir%/numa.c %reldir%/numa.h \
 	%reldir%/dump.c %reldir%/dump.h \
 	%reldir%/restore.c %reldir%/restore.h \
 	%reldir%/api.c %reldir%/api.h \
 	%reldir%/runtime.c %reldir%/runtime.h
-libgpuckpt_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+libgpuckpt_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -fvisibility=hidden
 libgpuckpt_la_LIBADD = libgkplace.la libgkimage.la libgkcommon.la $(HWLOC_LIBS) $(PTHREAD_LIBS) -ldl
-libgpuckpt_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -Wl,-Bsymbolic-functions \
+libgpuckpt_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -no-undefined -Wl,--no-undefined -Wl,-Bsymbolic-functions \
 	-Wl,--version-script=$(srcdir)/%reldir%/libgpuckpt.map
 EXTRA_DIST += %reldir%/libgpuckpt.map

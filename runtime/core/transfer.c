@@ -3,6 +3,7 @@
 #include "transfer.h"
 #include "driver.h"
 #include "log.h"
+#include "numa.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -102,6 +103,14 @@ static int lane_open(struct lane *l, CUcontext ctx, uint64_t bufsize, struct job
 	memset(l, 0, sizeof(*l));
 	l->ctx = ctx;
 	r = gk_real.cuCtxSetCurrent(ctx);
+	if (r == CUDA_SUCCESS) {
+		CUdevice dev;
+
+		/* Before the staging buffers are allocated: they land where the
+		 * thread runs. */
+		if (gk_real.cuCtxGetDevice(&dev) == CUDA_SUCCESS)
+			gk_numa_bind_near(dev);
+	}
 	if (r == CUDA_SUCCESS)
 		r = gk_real.cuStreamCreate(&l->stream, CU_STREAM_NON_BLOCKING);
 	for (int k = 0; k < 2 && r == CUDA_SUCCESS; k++) {

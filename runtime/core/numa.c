@@ -1,0 +1,47 @@
+#include "config.h"
+
+#include "numa.h"
+#include "driver.h"
+#include "log.h"
+
+#include <hwloc.h>
+#include <pthread.h>
+
+static hwloc_topology_t topo;
+static int topo_ok;
+static pthread_once_t once = PTHREAD_ONCE_INIT;
+
+static void load_topology(void)
+{
+	if (hwloc_topology_init(&topo) < 0)
+		return;
+	/* PCI devices are needed to find the GPU; bridges and the rest are not. */
+	hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
+	if (hwloc_topology_load(topo) < 0) {
+		hwloc_topology_destroy(topo);
+		return;
+	}
+	topo_ok = 1;
+}
+
+void gk_numa_bind_near(CUdevice dev)
+{
+	char busid[32];
+	hwloc_obj_t pci, near;
+
+	if (!gk_real.cuDeviceGetPCIBusId ||
+	    gk_real.cuDeviceGetPCIBusId(busid, sizeof(busid), dev) != CUDA_SUCCESS)
+		return;
+	pthread_once(&once, load_topology);
+	if (!topo_ok)
+		return;
+	pci = hwloc_get_pcidev_by_busidstring(topo, busid);
+	near = pci ? hwloc_get_non_io_ancestor_obj(topo, pci) : NULL;
+	if (!near || !near->cpuset) {
+		gk_debug("numa: device %d (%s): not in the topology; copy threads left unbound",
+			 (int)dev, busid);
+		return;
+	}
+	if (hwloc_set_cpubind(topo, near->cpuset, HWLOC_CPUBIND_THREAD) < 0)
+		gk_debug("numa: device %d (%s): cannot bind a copy thread near it", (int)dev, busid);
+}
