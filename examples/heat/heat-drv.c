@@ -204,16 +204,23 @@ static int grids_alloc(struct heat_drv *h, long n)
 	table[0].dst = (float *)(uintptr_t)h->grid[1];
 	table[1].src = (float *)(uintptr_t)h->grid[1];
 	table[1].dst = (float *)(uintptr_t)h->grid[0];
-	/* Both grids hold the boundary: steps never write it. */
-	if (CU(cuMemcpyHtoD(h->grid[0], init, bytes)) ||
-	    CU(cuMemcpyHtoD(h->grid[1], init, bytes)) ||
-	    CU(cuMemcpyHtoD(h->pairs, table, sizeof(table))) ||
-	    CU(cuMemcpyHtoD(h->total, &zero, sizeof(zero))))
+	/*
+	 * Both grids hold the boundary: steps never write it. The copies go on
+	 * the compute stream: a synchronous copy from pageable memory may still
+	 * be in flight when it returns, and that stream would not wait for it.
+	 */
+	if (CU(cuMemcpyHtoDAsync(h->grid[0], init, bytes, h->compute)) ||
+	    CU(cuMemcpyHtoDAsync(h->grid[1], init, bytes, h->compute)) ||
+	    CU(cuMemcpyHtoDAsync(h->pairs, table, sizeof(table), h->compute)) ||
+	    CU(cuMemcpyHtoDAsync(h->total, &zero, sizeof(zero), h->compute)) ||
+	    CU(cuStreamSynchronize(h->compute)))
 		goto out_total;
 	free(init);
 	return 0;
 
 out_total:
+	/* Copies already queued may still read init. */
+	cuStreamSynchronize(h->compute);
 	cuMemFree(h->total);
 out_pairs:
 	cuMemFree(h->pairs);
@@ -243,7 +250,8 @@ static int pairs_check(struct heat_drv *h, long step)
 {
 	struct heat_pair table[2];
 
-	if (CU(cuMemcpyDtoH(table, h->pairs, sizeof(table))))
+	if (CU(cuMemcpyDtoHAsync(table, h->pairs, sizeof(table), h->compute)) ||
+	    CU(cuStreamSynchronize(h->compute)))
 		return -EIO;
 	for (int p = 0; p < 2; p++) {
 		uintptr_t src = (uintptr_t)table[p].src, dst = (uintptr_t)table[p].dst;
@@ -318,8 +326,8 @@ static int grid_checksum(struct heat_drv *h, long steps, uint64_t *sum)
 		fprintf(stderr, "%s: checksum: out of host memory (%zu bytes)\n", PROG, bytes);
 		return -ENOMEM;
 	}
-	if (CU(cuStreamSynchronize(h->compute)) ||
-	    CU(cuMemcpyDtoH(out, h->grid[steps & 1], bytes))) {
+	if (CU(cuMemcpyDtoHAsync(out, h->grid[steps & 1], bytes, h->compute)) ||
+	    CU(cuStreamSynchronize(h->compute))) {
 		free(out);
 		return -EIO;
 	}

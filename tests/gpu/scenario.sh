@@ -152,6 +152,20 @@ sc_wait_line() {
 	done
 }
 
+# sc_wait_next_step PROG [SECONDS]: wait until the program prints one more
+# "step K" line than it has now (it goes on), or ends (return 1).
+sc_wait_next_step() {
+	local limit ticks=0 before
+	limit=$(sc_limit "${2:-$SC_WAIT}")
+	before=$(grep -c "^$1: step " "$SC_OUT")
+	while [ "$(grep -c "^$1: step " "$SC_OUT")" -le "$before" ]; do
+		sc_alive || return 1
+		[ "$ticks" -ge $((limit * 10)) ] && return 1
+		sleep 0.1
+		ticks=$((ticks + 1))
+	done
+}
+
 # sc_stop: end a program a failed test leaves running.
 sc_stop() {
 	sc_alive && kill -KILL "$SC_PID" 2>/dev/null
@@ -167,6 +181,13 @@ sc_checksum() {
 # sc_resumed PROG FILE: K of "resumed from step K", empty if none.
 sc_resumed() {
 	sed -n "s/^$1: resumed from step \([0-9]*\) on device=.*/\1/p" "$2" | tail -n 1
+}
+
+# sc_first_step PROG FILE: K of the first "step K" line, empty if none. After
+# a restore it must not be below the step resumed from: the registered step
+# counter came back too, the run did not start over.
+sc_first_step() {
+	sed -n "s/^$1: step \([0-9]*\)\$/\1/p" "$2" | head -n 1
 }
 
 # sc_uuid FILE: the device UUID of the fresh start or resumed line.
@@ -279,7 +300,7 @@ sc_checkpoint() {
 # the runtime with GPUCKPT_RESTORE=auto: it must say it resumed from a step of
 # at least MIN and end with the reference checksum SC_REF.
 sc_restore() {
-	local label=$1 prog=$2 dir=$3 min=$4 envs=() sum from
+	local label=$1 prog=$2 dir=$3 min=$4 envs=() sum from first
 	shift 4
 	while [ "$1" != "--" ]; do
 		envs+=("$1")
@@ -291,11 +312,12 @@ sc_restore() {
 	sc_wait_exit
 	sum=$(sc_checksum "$prog" "$SC_OUT")
 	from=$(sc_resumed "$prog" "$SC_OUT")
+	first=$(sc_first_step "$prog" "$SC_OUT")
 	if [ "$SC_STATUS" = 0 ] && [ -n "$from" ] && [ "$from" -ge "$min" ] &&
-		[ -n "$SC_REF" ] && [ "$sum" = "$SC_REF" ]; then
+		[ "${first:-$from}" -ge "$from" ] && [ -n "$SC_REF" ] && [ "$sum" = "$SC_REF" ]; then
 		tap_ok "$label: verify: resumed from step $from and ended with the reference checksum"
 	else
-		tap_not_ok "$label: verify: resumed from a step >= $min and ended with the reference checksum (exit status $SC_STATUS, resumed from '${from}', checksum '${sum}', reference '${SC_REF}')"
+		tap_not_ok "$label: verify: resumed from a step >= $min, went on from there and ended with the reference checksum (exit status $SC_STATUS, resumed from '${from}', first step printed '${first}', checksum '${sum}', reference '${SC_REF}')"
 		sc_diag
 	fi
 }
@@ -341,8 +363,7 @@ sc_multi() {
 		fi
 		last=$now
 		if [ "$sig" = USR1 ]; then
-			sleep 0.5
-			if sc_alive; then
+			if sc_wait_next_step "$prog"; then
 				tap_ok "$label: several checkpoints: SIGUSR1 after step $at commits $now and the run goes on"
 			else
 				tap_not_ok "$label: several checkpoints: the run goes on after SIGUSR1 and $now"
@@ -367,6 +388,7 @@ sc_multi() {
 SC_OTHER_GPU_TESTS=2
 sc_other_gpu() {
 	local label=$1.other-gpu prog=$2 a=$3 b=$4 dir=$SC_LOGDIR/$1.other-gpu.ckpt ck before after
+	local from first
 	shift 4
 	rm -rf "$dir"
 	mkdir -p "$dir"
@@ -390,7 +412,10 @@ sc_other_gpu() {
 		GPUCKPT_RESTORE=auto -- "$@" --delay-ms 0
 	sc_wait_exit
 	after=$(sc_uuid "$SC_OUT")
-	if [ "$SC_STATUS" = 0 ] && [ -n "$(sc_resumed "$prog" "$SC_OUT")" ] && [ -n "$before" ] &&
+	from=$(sc_resumed "$prog" "$SC_OUT")
+	first=$(sc_first_step "$prog" "$SC_OUT")
+	if [ "$SC_STATUS" = 0 ] && [ -n "$from" ] && [ "${first:-$from}" -ge "$from" ] &&
+		[ -n "$before" ] &&
 		[ -n "$after" ] && [ "$after" != "$before" ] &&
 		[ "$(sc_checksum "$prog" "$SC_OUT")" = "$SC_REF" ]; then
 		tap_ok "$label: restored on CUDA_VISIBLE_DEVICES=$b ($after) with the reference checksum"
