@@ -5,7 +5,7 @@
  * inline so that each program compiles it with its own compiler and nothing
  * has to be linked across the C/CUDA boundary.
  *
- * Output contract (tests/gpu/run.sh, tests/gpu/heat-standin.sh and the Slurm
+ * Output contract (tests/gpu/run.sh, tests/gpu/standin.sh and the Slurm
  * demo parse it):
  *	PROG: fresh start: size=N steps=S device=NAME (UUID)
  *	PROG: resumed from step K on device=NAME (UUID)

@@ -100,11 +100,13 @@ tap_diag "$(cat "$SC_LOGDIR/gpu-probe.out")"
 tap_diag "logs and checkpoints: $SC_LOGDIR"
 
 SC_NATIVE=()
-SC_RUNTIME=(LD_PRELOAD="$(gk_preload)" GPUCKPT_LOG_LEVEL="${GPUCKPT_LOG_LEVEL:-info}")
 if [ -n "${ASAN_RUNTIME:-}" ]; then
-	# The CUDA driver maps memory where ASan keeps its shadow gap.
-	SC_RUNTIME+=(ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:protect_shadow_gap=0}")
+	# A sanitizer build: heat-drv and the preloaded runtime carry ASan, and
+	# the CUDA driver maps memory where ASan keeps its shadow gap.
+	SC_NATIVE+=(ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:protect_shadow_gap=0}")
 fi
+SC_RUNTIME=("${SC_NATIVE[@]}" LD_PRELOAD="$(gk_preload)"
+	GPUCKPT_LOG_LEVEL="${GPUCKPT_LOG_LEVEL:-info}")
 
 # cmd_of PROG: the command line of a scenario program (in CMD).
 cmd_of() {
