@@ -1,4 +1,69 @@
-# gpu
-check-gpu:
-	@echo "check-gpu: no GPU tests yet"
-.PHONY: check-gpu
+# gpu: the GPU scenarios against the real driver (make check-gpu; README.md
+# here), and the parts of them that run on the driver stand-in (make check).
+
+# Plain C against cuda.h, no nvcc: built by make check as well. Not built with
+# the sanitizers: they are the same programs whichever build runs them on a
+# GPU (the runtime under test is still sanitized through LD_PRELOAD).
+check_PROGRAMS += %reldir%/gpu-probe %reldir%/route-drv
+%canon_reldir%_gpu_probe_SOURCES = %reldir%/gpu-probe.c
+%canon_reldir%_gpu_probe_CFLAGS = $(WARN_CFLAGS)
+%canon_reldir%_gpu_probe_LDFLAGS =
+%canon_reldir%_route_drv_SOURCES = %reldir%/route-drv.c
+%canon_reldir%_route_drv_CFLAGS = $(WARN_CFLAGS)
+%canon_reldir%_route_drv_LDFLAGS =
+
+# heat-drv on the stand-in through the checkpoint scenarios, and the heat
+# examples' options and bad input.
+TESTS += %reldir%/standin.sh %reldir%/heat-options.sh
+EXTRA_DIST += %reldir%/standin.sh %reldir%/heat-options.sh %reldir%/run.sh \
+	%reldir%/scenario.sh %reldir%/README.md %reldir%/gpu_test.h \
+	%reldir%/gpu-streams.cu %reldir%/gpu-linked.cu %reldir%/gpu-cublas.cu \
+	%reldir%/route-rt.cu
+
+# The CUDA runtime programs, built by nvcc for make check-gpu only.
+GPU_NVCC_BINS = %reldir%/gpu-streams %reldir%/gpu-linked %reldir%/gpu-cublas \
+	%reldir%/route-rt-static %reldir%/route-rt-shared
+if HAVE_NVCC
+GPU_TESTS += $(GPU_NVCC_BINS)
+endif
+CLEANFILES += $(GPU_NVCC_BINS)
+
+GPU_NVCCFLAGS = -arch=$(NVCC_ARCH) -O2 -Xcompiler -Wall,-Wextra \
+	-I$(top_srcdir)/runtime/include -I$(top_srcdir)/examples/common -I$(srcdir)/%reldir%
+GPU_NVCC_DEPS = $(srcdir)/%reldir%/gpu_test.h $(top_srcdir)/examples/common/gpuckpt_optional.h \
+	$(top_srcdir)/runtime/include/gpuckpt.h
+# Where libcublas.so and the shared libcudart.so are found at run time.
+GPU_NVCC_RPATH = -Xlinker -rpath=$(CUDA_PREFIX)/lib64
+
+%reldir%/gpu-streams: $(srcdir)/%reldir%/gpu-streams.cu $(GPU_NVCC_DEPS)
+	@$(MKDIR_P) %reldir%
+	$(AM_V_GEN)$(NVCC) $(GPU_NVCCFLAGS) -o $@ $(srcdir)/%reldir%/gpu-streams.cu
+
+%reldir%/gpu-linked: $(srcdir)/%reldir%/gpu-linked.cu $(GPU_NVCC_DEPS)
+	@$(MKDIR_P) %reldir%
+	$(AM_V_GEN)$(NVCC) $(GPU_NVCCFLAGS) -o $@ $(srcdir)/%reldir%/gpu-linked.cu
+
+%reldir%/gpu-cublas: $(srcdir)/%reldir%/gpu-cublas.cu $(GPU_NVCC_DEPS)
+	@$(MKDIR_P) %reldir%
+	$(AM_V_GEN)$(NVCC) $(GPU_NVCCFLAGS) -o $@ $(srcdir)/%reldir%/gpu-cublas.cu -lcublas \
+		$(GPU_NVCC_RPATH)
+
+%reldir%/route-rt-static: $(srcdir)/%reldir%/route-rt.cu $(GPU_NVCC_DEPS)
+	@$(MKDIR_P) %reldir%
+	$(AM_V_GEN)$(NVCC) $(GPU_NVCCFLAGS) -cudart static -DROUTE_NAME='"route-rt-static"' \
+		-o $@ $(srcdir)/%reldir%/route-rt.cu
+
+%reldir%/route-rt-shared: $(srcdir)/%reldir%/route-rt.cu $(GPU_NVCC_DEPS)
+	@$(MKDIR_P) %reldir%
+	$(AM_V_GEN)$(NVCC) $(GPU_NVCCFLAGS) -cudart shared -DROUTE_NAME='"route-rt-shared"' \
+		-o $@ $(srcdir)/%reldir%/route-rt.cu $(GPU_NVCC_RPATH)
+
+# The examples come from the top-level `all` that check-gpu depends on there.
+check-gpu: $(GPU_TESTS) %reldir%/gpu-probe$(EXEEXT) %reldir%/route-drv$(EXEEXT)
+	@$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/%reldir%/run.sh
+
+clean-local: clean-local-gpu
+clean-local-gpu:
+	rm -rf %reldir%/logs
+
+.PHONY: check-gpu clean-local-gpu

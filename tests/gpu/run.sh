@@ -1,0 +1,166 @@
+#!/bin/bash
+# run.sh - the GPU scenarios against the real CUDA driver (make check-gpu),
+# TAP on stdout. See README.md here for what each test proves.
+#
+# Every test is skipped, with the reason, when there is no usable GPU (no
+# nvidia-smi, or the driver cannot be initialised or sees no device). Each
+# program's output and checkpoints stay under $GK_GPU_LOGDIR (default
+# tests/gpu/logs in the build tree); a failing test prints the tail of them.
+# Settings: GK_GPU_TIMEOUT (seconds one run may take, 120), GK_GPU_WAIT
+# (seconds to wait for a line of output, 60), GK_GPU_BUDGET (seconds for the
+# whole suite, 480: after that every wait gives up at once, so that hung runs
+# fail the rest quickly instead of holding the GPU machine).
+
+: "${top_srcdir:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
+: "${top_builddir:=$top_srcdir}"
+. "$top_srcdir/tests/lib/helpers.sh"
+. "$top_srcdir/tests/gpu/scenario.sh"
+
+GPU_DIR=$top_builddir/tests/gpu
+HEAT_DIR=$top_builddir/examples/heat
+SC_LOGDIR=${GK_GPU_LOGDIR:-$GPU_DIR/logs}
+SC_TIMEOUT=${GK_GPU_TIMEOUT:-120}
+SC_WAIT=${GK_GPU_WAIT:-60}
+SC_DEADLINE=$((SECONDS + ${GK_GPU_BUDGET:-480}))
+
+# The settings of the runs come from here, not from whoever runs the suite.
+unset GPUCKPT_DIR GPUCKPT_RESTORE GPUCKPT_CONFIG
+
+# What each scenario program is run with: size, steps, and a report every 20
+# steps so that SC_SIGNAL_AT (100) and SC_MULTI_AT (60 120 180) are printed.
+STEPS=(--steps 400 --report-every 20)
+declare -A ARGS=(
+	[heat-drv]="--size 512"
+	[heat-rt]="--size 512"
+	[gpu-streams]="--size 1048576"
+	[gpu-linked]="--size 1024"
+	[gpu-cublas]="--size 256"
+)
+declare -A BIN=(
+	[heat-drv]=$HEAT_DIR/heat-drv
+	[heat-rt]=$HEAT_DIR/heat-rt
+	[gpu-streams]=$GPU_DIR/gpu-streams
+	[gpu-linked]=$GPU_DIR/gpu-linked
+	[gpu-cublas]=$GPU_DIR/gpu-cublas
+)
+SCENARIO_PROGS=(heat-drv heat-rt gpu-streams gpu-linked gpu-cublas)
+MULTI_PROG=gpu-streams
+OTHER_PROG=heat-rt
+CORRUPT_PROG=heat-rt
+ROUTE_PROGS=(route-rt-static route-rt-shared route-drv)
+
+TOTAL=$((${#SCENARIO_PROGS[@]} * SC_SCENARIO_TESTS + SC_MULTI_TESTS + SC_OTHER_GPU_TESTS +
+	SC_CORRUPT_TESTS + ${#ROUTE_PROGS[@]} * SC_ROUTE_TESTS))
+
+# why_no_gpu: empty when the tests can run here, else the reason.
+why_no_gpu() {
+	local out
+	if ! command -v nvidia-smi >/dev/null 2>&1; then
+		echo "no GPU: nvidia-smi not found"
+		return
+	fi
+	if ! out=$(timeout 30 nvidia-smi -L 2>&1); then
+		echo "no GPU: nvidia-smi -L failed: $(head -n 1 <<<"$out")"
+		return
+	fi
+	if [ ! -x "$GPU_DIR/gpu-probe" ]; then
+		echo "gpu-probe is not built"
+		return
+	fi
+	if ! out=$(timeout 60 "$GPU_DIR/gpu-probe" 2>&1 >/dev/null); then
+		echo "no GPU: $(head -n 1 <<<"$out")"
+		return
+	fi
+	if [ -z "${NVCC:-}" ]; then
+		echo "nvcc not found by configure: the GPU programs are not built"
+		return
+	fi
+	if [ ! -f "$GK_RUNTIME" ]; then
+		echo "the runtime is not built ($GK_RUNTIME)"
+		return
+	fi
+	if ! nm -D --defined-only "$GK_RUNTIME" 2>/dev/null | grep -qw gpuckpt_point; then
+		echo "the runtime ($GK_RUNTIME) does not define gpuckpt_point: placeholder build"
+		return
+	fi
+}
+
+tap_plan "$TOTAL"
+why=$(why_no_gpu)
+if [ -n "$why" ]; then
+	sc_skip_n "$TOTAL" "$why"
+	sc_summary
+	exit 0
+fi
+
+rm -rf "$SC_LOGDIR"
+mkdir -p "$SC_LOGDIR"
+timeout 60 "$GPU_DIR/gpu-probe" >"$SC_LOGDIR/gpu-probe.out" 2>&1
+tap_diag "$(cat "$SC_LOGDIR/gpu-probe.out")"
+tap_diag "logs and checkpoints: $SC_LOGDIR"
+
+SC_NATIVE=()
+if [ -n "${ASAN_RUNTIME:-}" ]; then
+	# A sanitizer build: heat-drv and the preloaded runtime carry ASan, and
+	# the CUDA driver maps memory where ASan keeps its shadow gap.
+	SC_NATIVE+=(ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0:protect_shadow_gap=0}")
+fi
+SC_RUNTIME=("${SC_NATIVE[@]}" LD_PRELOAD="$(gk_preload)"
+	GPUCKPT_LOG_LEVEL="${GPUCKPT_LOG_LEVEL:-info}")
+
+# cmd_of PROG: the command line of a scenario program (in CMD).
+cmd_of() {
+	local -a args
+	read -r -a args <<<"${ARGS[$1]}"
+	CMD=("${BIN[$1]}" "${args[@]}" "${STEPS[@]}")
+}
+
+declare -A REF CKPT
+for prog in "${SCENARIO_PROGS[@]}"; do
+	if [ ! -x "${BIN[$prog]}" ]; then
+		sc_skip_n "$SC_SCENARIO_TESTS" "$prog is not built (${BIN[$prog]})"
+		continue
+	fi
+	cmd_of "$prog"
+	sc_scenario "$prog" "$prog" "${CMD[@]}"
+	REF[$prog]=$SC_REF
+	CKPT[$prog]=$SC_CKPT
+done
+
+if [ ! -x "${BIN[$MULTI_PROG]}" ]; then
+	sc_skip_n "$SC_MULTI_TESTS" "$MULTI_PROG is not built"
+else
+	cmd_of "$MULTI_PROG"
+	SC_REF=${REF[$MULTI_PROG]}
+	sc_multi "$MULTI_PROG" "$MULTI_PROG" "${CMD[@]}"
+fi
+
+# Two GPUs: the first two of CUDA_VISIBLE_DEVICES if it is set, else 0 and 1.
+ndev=$(sed -n 's/^devices=//p' "$SC_LOGDIR/gpu-probe.out")
+if [ "${ndev:-0}" -lt 2 ]; then
+	sc_skip_n "$SC_OTHER_GPU_TESTS" "restore on another GPU needs two, this machine shows ${ndev:-0}"
+elif [ ! -x "${BIN[$OTHER_PROG]}" ]; then
+	sc_skip_n "$SC_OTHER_GPU_TESTS" "$OTHER_PROG is not built"
+else
+	IFS=, read -r -a visible <<<"${CUDA_VISIBLE_DEVICES:-0,1}"
+	cmd_of "$OTHER_PROG"
+	SC_REF=${REF[$OTHER_PROG]}
+	sc_other_gpu "$OTHER_PROG" "$OTHER_PROG" "${visible[0]}" "${visible[1]}" "${CMD[@]}"
+fi
+
+if [ ! -x "${BIN[$CORRUPT_PROG]}" ]; then
+	sc_skip_n "$SC_CORRUPT_TESTS" "$CORRUPT_PROG is not built"
+else
+	cmd_of "$CORRUPT_PROG"
+	sc_corrupt "$CORRUPT_PROG" "$CORRUPT_PROG" "${CKPT[$CORRUPT_PROG]}" "${CMD[@]}"
+fi
+
+for prog in "${ROUTE_PROGS[@]}"; do
+	if [ ! -x "$GPU_DIR/$prog" ]; then
+		sc_skip_n "$SC_ROUTE_TESTS" "$prog is not built"
+		continue
+	fi
+	sc_route "$prog" "$prog" "$GPU_DIR/$prog"
+done
+
+sc_summary
