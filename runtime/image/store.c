@@ -370,6 +370,9 @@ static void remove_dead_trash(int rootfd)
 			close(fd);
 		return;
 	}
+	/* The dup shares its offset with rootfd, which an earlier scan left at
+	 * the end of the directory. */
+	rewinddir(d);
 	while ((e = readdir(d))) {
 		struct stat st;
 		uint64_t seq;
