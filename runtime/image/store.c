@@ -44,8 +44,8 @@ static void local_host(char *buf, size_t n)
 	host[sizeof(host) - 1] = 0;
 	for (size_t i = 0; host[i] && j + 1 < n && j < 64; i++) {
 		char c = host[i];
-		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			 c == '-' || c == '.' || c == '_';
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			 (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
 
 		buf[j++] = ok ? c : '_';
 	}
@@ -264,8 +264,8 @@ static int entry_cmp(const void *pa, const void *pb)
 
 /* Every checkpoint of the root, and the highest sequence number in use by
  * any entry (committed, being written, or being deleted). */
-static int scan_root(const char *root, int rootfd, struct gk_store_entry **entries,
-		     size_t *count, uint64_t *max_seq, char *err, size_t errlen)
+static int scan_root(const char *root, int rootfd, struct gk_store_entry **entries, size_t *count,
+		     uint64_t *max_seq, char *err, size_t errlen)
 {
 	struct gk_store_entry *list = NULL;
 	size_t n = 0, cap = 0;
@@ -412,7 +412,8 @@ static int prune_fd(const char *root, int rootfd, unsigned keep, char *err, size
 				: remove_tree(rootfd, name, 0);
 		if (r < 0) {
 			if (ret == 0) {
-				snprintf(err, errlen, "%s: cannot remove: %s", e->path, strerror(-r));
+				snprintf(err, errlen, "%s: cannot remove: %s", e->path,
+					 strerror(-r));
 				ret = r;
 			}
 			continue;
@@ -472,7 +473,8 @@ int gk_store_begin(const char *root, struct gk_store_txn *txn, char *err, size_t
 		 * that was never committed nor aborted. Take the next one. */
 		if (errno != EEXIST || tries == 16) {
 			ret = -errno;
-			snprintf(err, errlen, "%s/%s: cannot create: %s", root, name, strerror(-ret));
+			snprintf(err, errlen, "%s/%s: cannot create: %s", root, name,
+				 strerror(-ret));
 			goto out_root;
 		}
 	}
@@ -496,8 +498,7 @@ static int data_name_ok(const char *name)
 	       strcmp(name, GK_SIGNATURE_FILE) != 0;
 }
 
-int gk_store_create(struct gk_store_txn *txn, const char *name, int *fd, char *err,
-		    size_t errlen)
+int gk_store_create(struct gk_store_txn *txn, const char *name, int *fd, char *err, size_t errlen)
 {
 	if (txn->dirfd < 0) {
 		snprintf(err, errlen, "%s: no checkpoint is being written", name);
@@ -546,8 +547,7 @@ static int name_cmp(const void *a, const void *b)
 }
 
 /* The data files of the directory, for a manifest that does not list them. */
-static int list_files(struct gk_store_txn *txn, struct gk_manifest *m, char *err,
-		      size_t errlen)
+static int list_files(struct gk_store_txn *txn, struct gk_manifest *m, char *err, size_t errlen)
 {
 	struct gk_file_rec *files = NULL;
 	size_t n = 0, cap = 0;
@@ -572,8 +572,8 @@ static int list_files(struct gk_store_txn *txn, struct gk_manifest *m, char *err
 		if (!data_name_ok(e->d_name) ||
 		    fstatat(txn->dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(st.st_mode)) {
-			snprintf(err, errlen, "%s/%s: not a data file of the checkpoint", txn->tmpdir,
-				 e->d_name);
+			snprintf(err, errlen, "%s/%s: not a data file of the checkpoint",
+				 txn->tmpdir, e->d_name);
 			ret = -EINVAL;
 			goto out_dir;
 		}
@@ -694,8 +694,8 @@ static int sync_all(struct gk_store_txn *txn, char *err, size_t errlen)
 	return ret;
 }
 
-int gk_store_commit(struct gk_store_txn *txn, struct gk_manifest *m, unsigned keep,
-		    int *signed_out, char *err, size_t errlen)
+int gk_store_commit(struct gk_store_txn *txn, struct gk_manifest *m, unsigned keep, int *signed_out,
+		    char *err, size_t errlen)
 {
 	char final[64], sigpath[4096 + 32], sub[GK_ERRLEN];
 	const char *tmpname;
@@ -716,7 +716,8 @@ int gk_store_commit(struct gk_store_txn *txn, struct gk_manifest *m, unsigned ke
 		goto out_abort;
 	ret = gk_manifest_to_json(m, &text, &len);
 	if (ret < 0) {
-		snprintf(err, errlen, "%s: cannot build the manifest: %s", txn->tmpdir, strerror(-ret));
+		snprintf(err, errlen, "%s: cannot build the manifest: %s", txn->tmpdir,
+			 strerror(-ret));
 		goto out_abort;
 	}
 	/* The same checks a restore makes, before the checkpoint exists: a

@@ -8,8 +8,13 @@ MKIMAGE=$top_builddir/tests/image/mkimage
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 gk_scratch
 
+# munged as the library will reach it (GPUCKPT_MUNGE_SOCKET, or the default).
+munge_args=()
+[ -n "${GPUCKPT_MUNGE_SOCKET:-}" ] && munge_args=(-S "$GPUCKPT_MUNGE_SOCKET")
 munge_ok=0
-if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then munge_ok=1; fi
+if munge "${munge_args[@]}" -n 2>/dev/null | unmunge "${munge_args[@]}" >/dev/null 2>&1; then
+	munge_ok=1
+fi
 
 # Everything about a directory that verify must not change: names, modes,
 # owners, sizes, link targets and contents.
@@ -157,7 +162,7 @@ if [ $munge_ok -eq 1 ]; then
 	fresh && echo "MUNGE:bm90IGEgY3JlZGVudGlhbA==:" >"$CK/manifest.sig"
 	refused "a signature that is not a Munge credential" \
 		"manifest.sig: the signature is not a valid Munge credential"
-	fresh && echo "$(munge -n)" >"$CK/manifest.sig"
+	fresh && munge "${munge_args[@]}" -n >"$CK/manifest.sig"
 	refused "a Munge credential that is not a manifest signature" \
 		"the signature is not a gpuckpt manifest signature"
 else
@@ -170,9 +175,9 @@ if [ $munge_ok -eq 1 ] && [ "$(id -u)" -eq 0 ]; then
 	fresh
 	payload="gpuckpt-manifest-sha256:$(sha256sum "$CK/manifest.json" | cut -c1-64)"
 	if command -v runuser >/dev/null; then
-		runuser -u nobody -- munge -t -1 -s "$payload" >"$CK/manifest.sig"
+		runuser -u nobody -- munge "${munge_args[@]}" -t -1 -s "$payload" >"$CK/manifest.sig"
 	else
-		setpriv --reuid=65534 --regid=65534 --clear-groups munge -t -1 -s "$payload" >"$CK/manifest.sig"
+		setpriv --reuid=65534 --regid=65534 --clear-groups munge "${munge_args[@]}" -t -1 -s "$payload" >"$CK/manifest.sig"
 	fi
 	refused "a signature made by another user" \
 		"manifest.sig: the manifest was signed by nobody (uid 65534), not by root (uid 0)"

@@ -9,8 +9,13 @@ gk_scratch
 ROOT=$GK_SCRATCH/job/task0
 ME=$(id -un)
 
+# munged as the library will reach it (GPUCKPT_MUNGE_SOCKET, or the default).
+munge_args=()
+[ -n "${GPUCKPT_MUNGE_SOCKET:-}" ] && munge_args=(-S "$GPUCKPT_MUNGE_SOCKET")
 munge_ok=0
-if munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then munge_ok=1; fi
+if munge "${munge_args[@]}" -n 2>/dev/null | unmunge "${munge_args[@]}" >/dev/null 2>&1; then
+	munge_ok=1
+fi
 have_jq=0
 if command -v jq >/dev/null; then have_jq=1; fi
 

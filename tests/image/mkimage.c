@@ -54,8 +54,15 @@ static int usage(const char *msg)
 
 static int parse_args(int argc, char **argv, struct params *p)
 {
-	*p = (struct params){.seed = 1, .devices = 1, .allocs = 4, .regions = 2, .keep = 0,
-			     .min_size = 1, .max_size = 1 << 20, .chunk_size = 64 << 10, .label = "synthetic"};
+	*p = (struct params){.seed = 1,
+			     .devices = 1,
+			     .allocs = 4,
+			     .regions = 2,
+			     .keep = 0,
+			     .min_size = 1,
+			     .max_size = 1 << 20,
+			     .chunk_size = 64 << 10,
+			     .label = "synthetic"};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -85,16 +92,13 @@ static int parse_args(int argc, char **argv, struct params *p)
 		else if (!strcmp(a, "--min-size")) {
 			if (gk_parse_size(v, &p->min_size) < 0)
 				return usage("bad size");
-		}
-		else if (!strcmp(a, "--max-size")) {
+		} else if (!strcmp(a, "--max-size")) {
 			if (gk_parse_size(v, &p->max_size) < 0)
 				return usage("bad size");
-		}
-		else if (!strcmp(a, "--chunk-size")) {
+		} else if (!strcmp(a, "--chunk-size")) {
 			if (gk_parse_size(v, &p->chunk_size) < 0)
 				return usage("bad size");
-		}
-		else if (!strcmp(a, "--keep"))
+		} else if (!strcmp(a, "--keep"))
 			p->keep = (unsigned)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--label"))
 			p->label = v;
@@ -256,7 +260,8 @@ int main(int argc, char **argv)
 		r->size = 1 + rnd() % (p.max_size / 4 + 1);
 		snprintf(r->file, sizeof(r->file), "%s", GK_HOST_DATA_FILE);
 		r->offset = host_off;
-		ret = write_object(host_fd, host_off, r->size, p.chunk_size, &r->chunks, &r->nchunks);
+		ret =
+		    write_object(host_fd, host_off, r->size, p.chunk_size, &r->chunks, &r->nchunks);
 		if (ret < 0)
 			goto out_abort;
 		host_off = align_up(host_off + r->size, GK_DATA_ALIGN);
@@ -264,7 +269,8 @@ int main(int argc, char **argv)
 	if (host_fd >= 0)
 		close(host_fd);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	m->write_seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	m->write_seconds =
+	    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	ret = gk_store_commit(&txn, m, p.keep, &is_signed, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "mkimage: %s\n", err);

@@ -53,7 +53,8 @@ static struct gk_manifest *good_manifest(void)
 
 		dev->ordinal = d;
 		snprintf(dev->name, sizeof(dev->name), "NVIDIA H100 80GB HBM3");
-		snprintf(dev->uuid, sizeof(dev->uuid), "GPU-1234567%d-89ab-cdef-0123-456789abcdef", d);
+		snprintf(dev->uuid, sizeof(dev->uuid), "GPU-1234567%d-89ab-cdef-0123-456789abcdef",
+			 d);
 		dev->cc_major = 9;
 		dev->cc_minor = 0;
 		dev->total_memory = 85028896768ull;
@@ -65,12 +66,12 @@ static struct gk_manifest *good_manifest(void)
 
 	m->nallocs = 3;
 	m->allocs = calloc(3, sizeof(*m->allocs));
-	m->allocs[0] = (struct gk_alloc_rec){.device = 0, .address = 0x200000000000ull,
-					     .size = 8192, .order = 0, .offset = 0};
-	m->allocs[1] = (struct gk_alloc_rec){.device = 0, .address = 0x200000200000ull,
-					     .size = 4096, .order = 2, .offset = 8192};
-	m->allocs[2] = (struct gk_alloc_rec){.device = 1, .address = 0x210000000000ull,
-					     .size = 100, .order = 0, .offset = 0};
+	m->allocs[0] = (struct gk_alloc_rec){
+	    .device = 0, .address = 0x200000000000ull, .size = 8192, .order = 0, .offset = 0};
+	m->allocs[1] = (struct gk_alloc_rec){
+	    .device = 0, .address = 0x200000200000ull, .size = 4096, .order = 2, .offset = 8192};
+	m->allocs[2] = (struct gk_alloc_rec){
+	    .device = 1, .address = 0x210000000000ull, .size = 100, .order = 0, .offset = 0};
 	strcpy(m->allocs[0].kind, "alloc");
 	strcpy(m->allocs[1].kind, "pitch");
 	strcpy(m->allocs[2].kind, "async");
@@ -139,7 +140,8 @@ static int same_manifest(const struct gk_manifest *a, const struct gk_manifest *
 			return 0;
 	}
 	for (size_t i = 0; i < a->nfiles; i++)
-		if (strcmp(a->files[i].name, b->files[i].name) || a->files[i].size != b->files[i].size)
+		if (strcmp(a->files[i].name, b->files[i].name) ||
+		    a->files[i].size != b->files[i].size)
 			return 0;
 	return 1;
 }
@@ -209,85 +211,149 @@ struct bad_case {
 #define DEL NULL
 
 static const struct bad_case bad_cases[] = {
-	{"wrong format name", {{"format", "\"other\""}}, -EINVAL,
-	 "not a gpuckpt manifest (format is \"other\", not \"gpuckpt-image\")"},
-	{"format missing", {{"format", DEL}}, -EINVAL, "missing field 'format'"},
-	{"newer format version", {{"version", "7"}}, -EPROTO,
-	 "format version 7 is not supported (this gpuckpt reads version 1)"},
-	{"version as a string", {{"version", "\"1\""}}, -EINVAL,
-	 "field 'version' must be an integer"},
-	{"created missing", {{"created", DEL}}, -EINVAL, "missing field 'created'"},
-	{"created not UTC", {{"created", "\"2026-11-22 10:00:00+01:00\""}}, -EINVAL,
-	 "field 'created' must be a UTC time"},
-	{"negative uid", {{"uid", "-5"}}, -EINVAL, "field 'uid' must not be negative (-5)"},
-	{"pid 0", {{"pid", "0"}}, -EINVAL, "field 'pid' is out of range"},
-	{"write_seconds negative", {{"write_seconds", "-1.5"}}, -EINVAL,
-	 "field 'write_seconds' must be a non-negative number"},
-	{"slurm task not a number", {{"slurm.task", "\"3\""}}, -EINVAL,
-	 "field 'slurm.task' must be an integer"},
-	{"slurm without job id", {{"slurm.job_id", DEL}}, -EINVAL, "missing field 'slurm.job_id'"},
-	{"label not a string", {{"label", "5"}}, -EINVAL, "field 'label' must be a string"},
-	{"chunk size not a multiple of 4096", {{"chunk_size", "1000"}}, -EINVAL,
-	 "chunk_size 1000 is not allowed"},
-	{"va base not hex", {{"va.base", "\"12345\""}}, -EINVAL,
-	 "field 'va.base' must be a hex string like \"0x200000000000\""},
-	{"address with 17 hex digits", {{"allocations[0].address", "\"0x10000000000000000\""}},
-	 -EINVAL, "field 'allocations[0].address' must be a hex string"},
-	{"devices not an array", {{"devices", "{}"}}, -EINVAL, "field 'devices' must be an array"},
-	{"compute capability without minor", {{"devices[0].compute_capability", "\"9\""}},
-	 -EINVAL, "field 'devices[0].compute_capability' must look like \"9.0\" (got \"9\")"},
-	{"device listed twice", {{"devices[1].ordinal", "0"}}, -EINVAL,
-	 "device 0 is listed twice (devices[0] and devices[1])"},
-	{"device ranges overlap", {{"devices[1].va_base", "\"0x200000100000\""}}, -EINVAL,
-	 "device 1's range overlaps device 0's"},
-	{"file name climbing out", {{"files[0].name", "\"../../etc/passwd\""}}, -EINVAL,
-	 "file name '../../etc/passwd' is not allowed (files[0].name)"},
-	{"file name with a slash", {{"files[0].name", "\"sub/device0.data\""}}, -EINVAL,
-	 "file name 'sub/device0.data' is not allowed (files[0].name)"},
-	{"data file named like the manifest", {{"files[2].name", "\"manifest.json\""}}, -EINVAL,
-	 "file name 'manifest.json' is not allowed (files[2].name)"},
-	{"file listed twice", {{"files[1].name", "\"device0.data\""}}, -EINVAL,
-	 "file 'device0.data' is listed twice (files[0] and files[1])"},
-	{"allocation in a file climbing out", {{"allocations[0].file", "\"../../etc/passwd\""}},
-	 -EINVAL, "file name '../../etc/passwd' is not allowed (allocations[0].file)"},
-	{"allocation in an unlisted file", {{"allocations[2].file", "\"other.data\""}}, -EINVAL,
-	 "allocation 2 is in file 'other.data', which is not listed in 'files'"},
-	{"allocations overlap", {{"allocations[1].address", "\"0x200000001000\""}}, -EINVAL,
-	 "allocation 1 (0x200000001000, 4096 bytes) overlaps allocation 0"},
-	{"allocations out of order", {{"allocations[0].address", "\"0x200000400000\""}}, -EINVAL,
-	 "allocation 1 (device 0, 0x200000200000) is out of order"},
-	{"allocation outside its device's range", {{"allocations[2].address", "\"0x220000000000\""}},
-	 -EINVAL,
-	 "allocation 2 (0x220000000000, 100 bytes) lies outside device 1's range "
-	 "0x210000000000-0x220000000000"},
-	{"allocation on an unknown device", {{"allocations[2].device", "5"}}, -EINVAL,
-	 "allocation 2 is on device 5, which is not listed in 'devices'"},
-	{"allocation order past next_order", {{"allocations[1].order", "3"}}, -EINVAL,
-	 "allocation 1 has order 3, not below device 0's next_order 3"},
-	{"two allocations with one order", {{"allocations[1].order", "0"}}, -EINVAL,
-	 "allocation 1 has order 0, like allocation 0 on device 0"},
-	{"empty kind", {{"allocations[0].kind", "\"\""}}, -EINVAL,
-	 "field 'allocations[0].kind' is empty"},
-	{"negative size", {{"allocations[0].size", "-1"}}, -EINVAL,
-	 "field 'allocations[0].size' must not be negative"},
-	{"a checksum missing", {{"allocations[0].xxh64[1]", DEL}}, -EINVAL,
-	 "allocation 0 has 1 checksums, expected 2 (8192 bytes in chunks of 4096 bytes)"},
-	{"a checksum not hex", {{"allocations[0].xxh64[1]", "\"xyz\""}}, -EINVAL,
-	 "field 'allocations[0].xxh64[1]' must be 16 hex digits"},
-	{"data past the end of its file", {{"files[0].size", "10000"}}, -EINVAL,
-	 "allocation 1's data (offset 8192, 4096 bytes) runs past the end of 'device0.data' "
-	 "(10000 bytes)"},
-	{"unaligned data offset", {{"allocations[1].offset", "8200"}}, -EINVAL,
-	 "allocation 1's data offset 8200 in 'device0.data' is not a multiple of 4096"},
-	{"two objects share bytes", {{"allocations[1].offset", "4096"}}, -EINVAL,
-	 "the data of allocation 1 overlaps the data of allocation 0 in 'device0.data'"},
-	{"region name with a slash", {{"host_regions[0].name", "\"a/b\""}}, -EINVAL,
-	 "region name 'a/b' is not allowed (host_regions[0].name)"},
-	{"region checksum count", {{"host_regions[0].size", "4000"}}, -EINVAL,
-	 "host region 'params' has 2 checksums, expected 1"},
-	{"host_regions missing", {{"host_regions", DEL}}, -EINVAL, "missing field 'host_regions'"},
-	{"allocation not an object", {{"allocations[0]", "5"}}, -EINVAL,
-	 "allocations[0] must be an object"},
+    {"wrong format name",
+     {{"format", "\"other\""}},
+     -EINVAL,
+     "not a gpuckpt manifest (format is \"other\", not \"gpuckpt-image\")"},
+    {"format missing", {{"format", DEL}}, -EINVAL, "missing field 'format'"},
+    {"newer format version",
+     {{"version", "7"}},
+     -EPROTO,
+     "format version 7 is not supported (this gpuckpt reads version 1)"},
+    {"version as a string", {{"version", "\"1\""}}, -EINVAL, "field 'version' must be an integer"},
+    {"created missing", {{"created", DEL}}, -EINVAL, "missing field 'created'"},
+    {"created not UTC",
+     {{"created", "\"2026-11-22 10:00:00+01:00\""}},
+     -EINVAL,
+     "field 'created' must be a UTC time"},
+    {"negative uid", {{"uid", "-5"}}, -EINVAL, "field 'uid' must not be negative (-5)"},
+    {"pid 0", {{"pid", "0"}}, -EINVAL, "field 'pid' is out of range"},
+    {"write_seconds negative",
+     {{"write_seconds", "-1.5"}},
+     -EINVAL,
+     "field 'write_seconds' must be a non-negative number"},
+    {"slurm task not a number",
+     {{"slurm.task", "\"3\""}},
+     -EINVAL,
+     "field 'slurm.task' must be an integer"},
+    {"slurm without job id", {{"slurm.job_id", DEL}}, -EINVAL, "missing field 'slurm.job_id'"},
+    {"label not a string", {{"label", "5"}}, -EINVAL, "field 'label' must be a string"},
+    {"chunk size not a multiple of 4096",
+     {{"chunk_size", "1000"}},
+     -EINVAL,
+     "chunk_size 1000 is not allowed"},
+    {"va base not hex",
+     {{"va.base", "\"12345\""}},
+     -EINVAL,
+     "field 'va.base' must be a hex string like \"0x200000000000\""},
+    {"address with 17 hex digits",
+     {{"allocations[0].address", "\"0x10000000000000000\""}},
+     -EINVAL,
+     "field 'allocations[0].address' must be a hex string"},
+    {"devices not an array", {{"devices", "{}"}}, -EINVAL, "field 'devices' must be an array"},
+    {"compute capability without minor",
+     {{"devices[0].compute_capability", "\"9\""}},
+     -EINVAL,
+     "field 'devices[0].compute_capability' must look like \"9.0\" (got \"9\")"},
+    {"device listed twice",
+     {{"devices[1].ordinal", "0"}},
+     -EINVAL,
+     "device 0 is listed twice (devices[0] and devices[1])"},
+    {"device ranges overlap",
+     {{"devices[1].va_base", "\"0x200000100000\""}},
+     -EINVAL,
+     "device 1's range overlaps device 0's"},
+    {"file name climbing out",
+     {{"files[0].name", "\"../../etc/passwd\""}},
+     -EINVAL,
+     "file name '../../etc/passwd' is not allowed (files[0].name)"},
+    {"file name with a slash",
+     {{"files[0].name", "\"sub/device0.data\""}},
+     -EINVAL,
+     "file name 'sub/device0.data' is not allowed (files[0].name)"},
+    {"data file named like the manifest",
+     {{"files[2].name", "\"manifest.json\""}},
+     -EINVAL,
+     "file name 'manifest.json' is not allowed (files[2].name)"},
+    {"file listed twice",
+     {{"files[1].name", "\"device0.data\""}},
+     -EINVAL,
+     "file 'device0.data' is listed twice (files[0] and files[1])"},
+    {"allocation in a file climbing out",
+     {{"allocations[0].file", "\"../../etc/passwd\""}},
+     -EINVAL,
+     "file name '../../etc/passwd' is not allowed (allocations[0].file)"},
+    {"allocation in an unlisted file",
+     {{"allocations[2].file", "\"other.data\""}},
+     -EINVAL,
+     "allocation 2 is in file 'other.data', which is not listed in 'files'"},
+    {"allocations overlap",
+     {{"allocations[1].address", "\"0x200000001000\""}},
+     -EINVAL,
+     "allocation 1 (0x200000001000, 4096 bytes) overlaps allocation 0"},
+    {"allocations out of order",
+     {{"allocations[0].address", "\"0x200000400000\""}},
+     -EINVAL,
+     "allocation 1 (device 0, 0x200000200000) is out of order"},
+    {"allocation outside its device's range",
+     {{"allocations[2].address", "\"0x220000000000\""}},
+     -EINVAL,
+     "allocation 2 (0x220000000000, 100 bytes) lies outside device 1's range "
+     "0x210000000000-0x220000000000"},
+    {"allocation on an unknown device",
+     {{"allocations[2].device", "5"}},
+     -EINVAL,
+     "allocation 2 is on device 5, which is not listed in 'devices'"},
+    {"allocation order past next_order",
+     {{"allocations[1].order", "3"}},
+     -EINVAL,
+     "allocation 1 has order 3, not below device 0's next_order 3"},
+    {"two allocations with one order",
+     {{"allocations[1].order", "0"}},
+     -EINVAL,
+     "allocation 1 has order 0, like allocation 0 on device 0"},
+    {"empty kind",
+     {{"allocations[0].kind", "\"\""}},
+     -EINVAL,
+     "field 'allocations[0].kind' is empty"},
+    {"negative size",
+     {{"allocations[0].size", "-1"}},
+     -EINVAL,
+     "field 'allocations[0].size' must not be negative"},
+    {"a checksum missing",
+     {{"allocations[0].xxh64[1]", DEL}},
+     -EINVAL,
+     "allocation 0 has 1 checksums, expected 2 (8192 bytes in chunks of 4096 bytes)"},
+    {"a checksum not hex",
+     {{"allocations[0].xxh64[1]", "\"xyz\""}},
+     -EINVAL,
+     "field 'allocations[0].xxh64[1]' must be 16 hex digits"},
+    {"data past the end of its file",
+     {{"files[0].size", "10000"}},
+     -EINVAL,
+     "allocation 1's data (offset 8192, 4096 bytes) runs past the end of 'device0.data' "
+     "(10000 bytes)"},
+    {"unaligned data offset",
+     {{"allocations[1].offset", "8200"}},
+     -EINVAL,
+     "allocation 1's data offset 8200 in 'device0.data' is not a multiple of 4096"},
+    {"two objects share bytes",
+     {{"allocations[1].offset", "4096"}},
+     -EINVAL,
+     "the data of allocation 1 overlaps the data of allocation 0 in 'device0.data'"},
+    {"region name with a slash",
+     {{"host_regions[0].name", "\"a/b\""}},
+     -EINVAL,
+     "region name 'a/b' is not allowed (host_regions[0].name)"},
+    {"region checksum count",
+     {{"host_regions[0].size", "4000"}},
+     -EINVAL,
+     "host region 'params' has 2 checksums, expected 1"},
+    {"host_regions missing", {{"host_regions", DEL}}, -EINVAL, "missing field 'host_regions'"},
+    {"allocation not an object",
+     {{"allocations[0]", "5"}},
+     -EINVAL,
+     "allocations[0] must be an object"},
 };
 
 static void check_bad(const char *good_text, const struct bad_case *c)
@@ -307,8 +373,8 @@ static void check_bad(const char *good_text, const struct bad_case *c)
 	text = json_object_to_json_string(top);
 	ret = gk_manifest_parse(text, strlen(text), &m, err, sizeof(err));
 	if (!ok(ret == c->ret && m == NULL && strstr(err, c->message), "refused: %s", c->what))
-		printf("#   ret %d (expected %d), message: %s\n#   expected it to contain: %s\n", ret,
-		       c->ret, err, c->message);
+		printf("#   ret %d (expected %d), message: %s\n#   expected it to contain: %s\n",
+		       ret, c->ret, err, c->message);
 	gk_manifest_free(m);
 	json_object_put(top);
 }
@@ -320,7 +386,8 @@ static void check_text(const char *text, size_t len, const char *what, const cha
 	int ret = gk_manifest_parse(text, len, &m, err, sizeof(err));
 
 	if (!ok(ret == -EINVAL && !m && strstr(err, message), "refused: %s", what))
-		printf("#   ret %d, message: %s\n#   expected it to contain: %s\n", ret, err, message);
+		printf("#   ret %d, message: %s\n#   expected it to contain: %s\n", ret, err,
+		       message);
 	gk_manifest_free(m);
 }
 
@@ -380,8 +447,7 @@ int main(void)
 		check_bad(text, &bad_cases[i]);
 
 	/* Damage to the text itself. */
-	check_text(text, len / 2, "manifest cut in half",
-		   "truncated or malformed JSON at offset");
+	check_text(text, len / 2, "manifest cut in half", "truncated or malformed JSON at offset");
 	buf = strdup(text);
 	pos = (size_t)(strstr(buf, "\"version\"") - buf);
 	buf[pos] = '@';
@@ -400,12 +466,12 @@ int main(void)
 	check_text("", 0, "an empty file", "truncated or malformed JSON at offset 0");
 
 	ok(gk_name_valid("device0.data") && gk_name_valid("a-b_c.1") && !gk_name_valid("") &&
-		   !gk_name_valid(".") && !gk_name_valid("..") && !gk_name_valid("a..b") &&
-		   !gk_name_valid("a/b") && !gk_name_valid("a b") &&
-		   !gk_name_valid("0123456789012345678901234567890123456789012345678901234567890123"),
+	       !gk_name_valid(".") && !gk_name_valid("..") && !gk_name_valid("a..b") &&
+	       !gk_name_valid("a/b") && !gk_name_valid("a b") &&
+	       !gk_name_valid("0123456789012345678901234567890123456789012345678901234567890123"),
 	   "name rule: [A-Za-z0-9_.-], no '..', not empty, under 64 bytes");
 	ok(gk_chunk_count(0, 4096) == 0 && gk_chunk_count(1, 4096) == 1 &&
-		   gk_chunk_count(4096, 4096) == 1 && gk_chunk_count(4097, 4096) == 2,
+	       gk_chunk_count(4096, 4096) == 1 && gk_chunk_count(4097, 4096) == 2,
 	   "chunk count is ceil(size / chunk_size)");
 
 	free(text);

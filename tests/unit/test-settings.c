@@ -16,10 +16,10 @@
 #include <unistd.h>
 
 static const char *const env_vars[] = {
-	"GPUCKPT_CONFIG",	     "GPUCKPT_DIR",	"GPUCKPT_RESTORE",  "GPUCKPT_ON_BAD_CHECKPOINT",
-	"GPUCKPT_KEEP",		     "GPUCKPT_SIGNALS", "GPUCKPT_INTERVAL", "GPUCKPT_REQUIRE_SIGNATURE",
-	"GPUCKPT_VA_BASE",	     "GPUCKPT_VA_SIZE", "GPUCKPT_WRITERS",  "GPUCKPT_CHUNK_SIZE",
-	"GPUCKPT_LOG_LEVEL",	     "GPUCKPT_ENABLE",
+    "GPUCKPT_CONFIG",	 "GPUCKPT_DIR",	    "GPUCKPT_RESTORE",	"GPUCKPT_ON_BAD_CHECKPOINT",
+    "GPUCKPT_KEEP",	 "GPUCKPT_SIGNALS", "GPUCKPT_INTERVAL", "GPUCKPT_REQUIRE_SIGNATURE",
+    "GPUCKPT_VA_BASE",	 "GPUCKPT_VA_SIZE", "GPUCKPT_WRITERS",	"GPUCKPT_CHUNK_SIZE",
+    "GPUCKPT_LOG_LEVEL", "GPUCKPT_ENABLE",
 };
 
 static char conf[] = "/tmp/gpuckpt-test-settings.XXXXXX";
@@ -46,37 +46,37 @@ static void write_conf(const char *text)
 static const struct {
 	const char *key, *value;
 } bad_values[] = {
-	{"keep", "0"},
-	{"keep", "-1"},
-	{"keep", "two"},
-	{"keep", "1001"},
-	{"keep", ""},
-	{"interval", "-5"},
-	{"interval", "5s"},
-	{"interval", "31536001"},
-	{"require_signature", "maybe"},
-	{"enable", "2"},
-	{"on_bad_checkpoint", "retry"},
-	{"va_base", "0"},
-	{"va_base", "0x200000100000"}, /* not a multiple of 2 MiB */
-	{"va_base", "128T"},		/* outside a 47-bit address space */
-	{"va_base", "-2M"},
-	{"va_base", " 2M"},
-	{"va_base", "0x"},
-	{"va_size", "32M"}, /* below 64 MiB */
-	{"va_size", "65M"}, /* not a multiple of 2 MiB */
-	{"va_size", "1Q"},
-	{"writers", "0"},
-	{"writers", "65"},
-	{"chunk_size", "1000"},
-	{"chunk_size", "4097"},
-	{"chunk_size", "2G"},
-	{"chunk_size", "0"},
-	{"log_level", "loud"},
-	{"signals", "KILL"},
-	{"signals", "TERM:stop"},
-	{"signals", "TERM,USR1,TERM"},
-	{"signals", "TERM,USR1,USR2,INT,HUP,QUIT,XCPU,ALRM,TERM:exit"},
+    {"keep", "0"},
+    {"keep", "-1"},
+    {"keep", "two"},
+    {"keep", "1001"},
+    {"keep", ""},
+    {"interval", "-5"},
+    {"interval", "5s"},
+    {"interval", "31536001"},
+    {"require_signature", "maybe"},
+    {"enable", "2"},
+    {"on_bad_checkpoint", "retry"},
+    {"va_base", "0"},
+    {"va_base", "0x200000100000"}, /* not a multiple of 2 MiB */
+    {"va_base", "128T"},	   /* outside a 47-bit address space */
+    {"va_base", "-2M"},
+    {"va_base", " 2M"},
+    {"va_base", "0x"},
+    {"va_size", "32M"}, /* below 64 MiB */
+    {"va_size", "65M"}, /* not a multiple of 2 MiB */
+    {"va_size", "1Q"},
+    {"writers", "0"},
+    {"writers", "65"},
+    {"chunk_size", "1000"},
+    {"chunk_size", "4097"},
+    {"chunk_size", "2G"},
+    {"chunk_size", "0"},
+    {"log_level", "loud"},
+    {"signals", "KILL"},
+    {"signals", "TERM:stop"},
+    {"signals", "TERM,USR1,TERM"},
+    {"signals", "TERM,USR1,USR2,INT,HUP,QUIT,XCPU,ALRM,TERM:exit"},
 };
 
 static void check_bad_values(void)
@@ -90,8 +90,10 @@ static void check_bad_values(void)
 		gk_settings_defaults(&s);
 		err[0] = 0;
 		ret = gk_settings_set(&s, bad_values[i].key, bad_values[i].value, err, sizeof(err));
-		if (!ok(ret == -EINVAL && strncmp(err, bad_values[i].key, strlen(bad_values[i].key)) == 0,
-			"%s = '%s' is refused, naming the key", bad_values[i].key, bad_values[i].value))
+		if (!ok(ret == -EINVAL &&
+			    strncmp(err, bad_values[i].key, strlen(bad_values[i].key)) == 0,
+			"%s = '%s' is refused, naming the key", bad_values[i].key,
+			bad_values[i].value))
 			printf("#   ret %d, message: %s\n", ret, err);
 	}
 }
@@ -114,14 +116,14 @@ int main(void)
 
 	gk_settings_defaults(&s);
 	ok(s.enable == 1 && s.keep == 2 && s.interval == 0 && s.require_signature == 0 &&
-		   s.restore_fresh_on_bad == 0 && s.dir[0] == 0 && s.restore[0] == 0,
+	       s.restore_fresh_on_bad == 0 && s.dir[0] == 0 && s.restore[0] == 0,
 	   "defaults: enabled, keep 2, no interval, signature optional, no dir");
 	ok(s.va_base == 0x200000000000ull && s.va_size == 0x10000000000ull && s.writers == 4 &&
-		   s.chunk_size == (64ull << 20) && s.log_level == GK_LOG_WARN,
+	       s.chunk_size == (64ull << 20) && s.log_level == GK_LOG_WARN,
 	   "defaults: VA 0x200000000000 + 1 TiB, 4 writers, 64 MiB chunks, warn");
 	ok(s.ntriggers == 2 && s.triggers[0].signo == SIGTERM &&
-		   s.triggers[0].action == GK_ACTION_EXIT && s.triggers[1].signo == SIGUSR1 &&
-		   s.triggers[1].action == GK_ACTION_CONTINUE,
+	       s.triggers[0].action == GK_ACTION_EXIT && s.triggers[1].signo == SIGUSR1 &&
+	       s.triggers[1].action == GK_ACTION_CONTINUE,
 	   "defaults: TERM checkpoints and exits, USR1 checkpoints and continues");
 
 	/* A file with comments, blanks and spaces around '='. */
@@ -139,12 +141,12 @@ int main(void)
 	if (!ok(ret == 0, "a settings file loads"))
 		printf("#   %s\n", err);
 	ok(!strcmp(s.dir, "/bb/default") && s.keep == 5 && s.chunk_size == (16ull << 20) &&
-		   s.va_base == 0x200000000000ull && s.require_signature == 1 &&
-		   s.restore_fresh_on_bad == 1,
+	       s.va_base == 0x200000000000ull && s.require_signature == 1 &&
+	       s.restore_fresh_on_bad == 1,
 	   "file values replace the defaults");
 	ok(s.ntriggers == 2 && s.triggers[0].signo == SIGUSR2 &&
-		   s.triggers[0].action == GK_ACTION_EXIT && s.triggers[1].signo == SIGXCPU &&
-		   s.triggers[1].action == GK_ACTION_CONTINUE,
+	       s.triggers[0].action == GK_ACTION_EXIT && s.triggers[1].signo == SIGXCPU &&
+	       s.triggers[1].action == GK_ACTION_CONTINUE,
 	   "signals with blanks around items parse");
 	ok(s.writers == 4 && s.interval == 0, "keys the file does not set keep their defaults");
 
@@ -155,7 +157,7 @@ int main(void)
 	setenv("GPUCKPT_CHUNK_SIZE", "", 1); /* empty: as if unset */
 	ret = gk_settings_load(&s, err, sizeof(err));
 	ok(ret == 0 && s.keep == 3 && !strcmp(s.dir, "/bb/job42") && s.writers == 8 &&
-		   !strcmp(s.restore, "auto"),
+	       !strcmp(s.restore, "auto"),
 	   "the environment overrides the file");
 	ok(s.chunk_size == (16ull << 20) && s.require_signature == 1,
 	   "what the environment does not set (or sets empty) comes from the file");
@@ -202,13 +204,13 @@ int main(void)
 	memset(longval, 'd', 4096);
 	longval[4096] = 0;
 	ok(gk_settings_set(&s, "dir", longval, err, sizeof(err)) == -EINVAL &&
-		   !strncmp(err, "dir: invalid value", 18),
+	       !strncmp(err, "dir: invalid value", 18),
 	   "a directory name of 4096 bytes is refused");
 	ok(gk_settings_set(&s, "colour", "blue", err, sizeof(err)) == -EINVAL &&
-		   !strcmp(err, "unknown setting 'colour'"),
+	       !strcmp(err, "unknown setting 'colour'"),
 	   "gk_settings_set refuses an unknown key");
 	ok(gk_settings_set(&s, "log_level", "DEBUG", err, sizeof(err)) == 0 &&
-		   s.log_level == GK_LOG_DEBUG,
+	       s.log_level == GK_LOG_DEBUG,
 	   "log levels are case-insensitive");
 
 	/* Sizes. */
@@ -219,16 +221,16 @@ int main(void)
 	ok(gk_parse_size("0x200000000000", &size) == 0 && size == 0x200000000000ull, "size: hex");
 	ok(gk_parse_size("010", &size) == 0 && size == 10, "size: a leading zero is not octal");
 	ok(gk_parse_size("", &size) == -EINVAL && gk_parse_size("-1", &size) == -EINVAL &&
-		   gk_parse_size(" 1", &size) == -EINVAL && gk_parse_size("1Q", &size) == -EINVAL &&
-		   gk_parse_size("1MBx", &size) == -EINVAL && gk_parse_size("M", &size) == -EINVAL,
+	       gk_parse_size(" 1", &size) == -EINVAL && gk_parse_size("1Q", &size) == -EINVAL &&
+	       gk_parse_size("1MBx", &size) == -EINVAL && gk_parse_size("M", &size) == -EINVAL,
 	   "size: empty, negative, blank-led, unknown suffix, trailing text refused");
 	ok(gk_parse_size("17179869184G", &size) == -ERANGE &&
-		   gk_parse_size("99999999999999999999", &size) == -ERANGE,
+	       gk_parse_size("99999999999999999999", &size) == -ERANGE,
 	   "size: overflow is -ERANGE");
 
 	ret = gk_settings_parse_signals(&s, "usr1:EXIT,SIGHUP", err, sizeof(err));
 	ok(ret == 0 && s.ntriggers == 2 && s.triggers[0].signo == SIGUSR1 &&
-		   s.triggers[0].action == GK_ACTION_EXIT && s.triggers[1].signo == SIGHUP,
+	       s.triggers[0].action == GK_ACTION_EXIT && s.triggers[1].signo == SIGHUP,
 	   "signals: names with or without SIG, any case");
 	gk_settings_defaults(&s);
 	ret = gk_settings_parse_signals(&s, "TERM,KILL", err, sizeof(err));

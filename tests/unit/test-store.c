@@ -125,7 +125,9 @@ static const char *listing(void)
 	for (size_t i = 0; i < n; i++)
 		used += (size_t)snprintf(out + used, sizeof(out) - used, "%s%s%s", i ? " " : "",
 					 strrchr(e[i].path, '/') + 1,
-					 e[i].complete ? "" : e[i].stale ? "(stale)" : "(live)");
+					 e[i].complete ? ""
+					 : e[i].stale  ? "(stale)"
+						       : "(live)");
 	free(e);
 	return out;
 }
@@ -145,8 +147,8 @@ static void host_name(char *buf, size_t n)
 	gethostname(buf, n - 1);
 	buf[n - 1] = 0;
 	for (char *p = buf; *p; p++)
-		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
-		      *p == '-' || *p == '.' || *p == '_'))
+		if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') ||
+		      (*p >= '0' && *p <= '9') || *p == '-' || *p == '.' || *p == '_'))
 			*p = '_';
 }
 
@@ -170,7 +172,8 @@ int main(void)
 	struct gk_store_txn txn;
 	struct gk_manifest *m, *opened = NULL;
 	struct gk_load_opts lo = {.uid = geteuid(), .check_data = 1};
-	char base[] = "/tmp/gpuckpt-test-store.XXXXXX", host[256], name[4608], outside[4800], target[4900];
+	char base[] = "/tmp/gpuckpt-test-store.XXXXXX", host[256], name[4608], outside[4800],
+	     target[4900];
 	struct stat st;
 	int fd, ret, is_signed;
 	uint8_t data[100] = {1, 2, 3};
@@ -217,7 +220,7 @@ int main(void)
 		"commit renames the .tmp directory to ckpt.000001"))
 		printf("#   %s\n", err);
 	ok(m->sequence == 1 && m->nfiles == 1 && !strcmp(m->files[0].name, "device0.data") &&
-		   m->files[0].size == sizeof(data),
+	       m->files[0].size == sizeof(data),
 	   "commit sets the sequence and lists the data files with their sizes");
 	gk_manifest_free(m);
 	ret = gk_image_open(path_in("ckpt.000001"), &lo, &opened, &is_signed, err, sizeof(err));
@@ -248,7 +251,7 @@ int main(void)
 	m = manifest_for(data, sizeof(data), "bad"); /* says 100 bytes, the file has 10 */
 	ret = gk_store_commit(&txn, m, 1, &is_signed, err, sizeof(err));
 	ok(ret == -EINVAL && strstr(err, "the manifest is not valid") &&
-		   strstr(err, "runs past the end of 'device0.data' (10 bytes)"),
+	       strstr(err, "runs past the end of 'device0.data' (10 bytes)"),
 	   "commit refuses a manifest that does not match the data");
 	ok(!exists(path_in(name)), "the failed commit's .tmp directory is gone");
 	is_str(listing(), "ckpt.000004 ckpt.000003", "the previous checkpoints are untouched");
@@ -287,8 +290,8 @@ int main(void)
 		const char *l = listing();
 
 		ok(strncmp(l, "ckpt.000004 ckpt.000003 .tmp.ckpt.000009.", 41) == 0 &&
-			   strstr(l, "(stale) .tmp.ckpt.000008.oldnode.1234(stale) "
-				     ".tmp.ckpt.000007.othernode.1234(live) .tmp.ckpt.000006."),
+		       strstr(l, "(stale) .tmp.ckpt.000008.oldnode.1234(stale) "
+				 ".tmp.ckpt.000007.othernode.1234(live) .tmp.ckpt.000006."),
 		   "incomplete ones are listed after the committed ones, never as complete");
 		if (strncmp(l, "ckpt.000004 ckpt.000003 .tmp.ckpt.000009.", 41) != 0)
 			printf("#   %s\n", l);
@@ -310,14 +313,16 @@ int main(void)
 	{
 		const char *l = listing();
 
-		ok(strstr(l, "ckpt.000010 .tmp.ckpt.000007.othernode.1234(live) .tmp.ckpt.000006.") ==
-			   l,
+		ok(strstr(l,
+			  "ckpt.000010 .tmp.ckpt.000007.othernode.1234(live) .tmp.ckpt.000006.") ==
+		       l,
 		   "the newest committed one and live writers' ones remain");
 		printf("#   %s\n", l);
 	}
 	ok(exists(target) && exists(outside) && exists(path_in("ckpt.000000")),
 	   "a link's target survives, and a link named like a checkpoint is not touched");
-	ok(!exists(path_in(".trash.ckpt.000001.999999")), "leftover .trash directories are removed");
+	ok(!exists(path_in(".trash.ckpt.000001.999999")),
+	   "leftover .trash directories are removed");
 
 	ret = gk_store_list("/nonexistent/gpuckpt-root", &(struct gk_store_entry *){NULL},
 			    &(size_t){0}, err, sizeof(err));
