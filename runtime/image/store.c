@@ -220,26 +220,69 @@ static int delete_committed(int rootfd, const char *name, uint64_t seq)
 
 /* ---- the root ---- */
 
-/* mkdir -p, 0700 for what it creates. */
+/* The directory holding `path` (which has no trailing slash), synced so that
+ * a directory just created in it survives a crash. */
+static int sync_parent(const char *path)
+{
+	char parent[4096];
+	const char *slash = strrchr(path, '/');
+	int fd, ret = 0;
+
+	if (!slash)
+		snprintf(parent, sizeof(parent), ".");
+	else if (slash == path)
+		snprintf(parent, sizeof(parent), "/");
+	else
+		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - path), path);
+	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* mkdir -p, 0700 for what it creates. A root created here must itself be
+ * durable before anything committed inside it can be. */
 static int make_root(const char *root)
 {
 	char path[4096];
 	size_t len = strlen(root);
+	int ret;
 
 	if (len == 0 || len >= sizeof(path))
 		return -ENAMETOOLONG;
 	memcpy(path, root, len + 1);
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
+	while (len > 1 && path[len - 1] == '/')
+		path[--len] = 0;
+	for (char *p = path + 1;; p++) {
+		char saved = *p;
+
+		if (saved != '/' && saved != 0)
 			continue;
 		*p = 0;
-		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		if (mkdir(path, 0700) == 0) {
+			ret = sync_parent(path);
+			if (ret < 0)
+				return ret;
+		} else if (errno != EEXIST) {
 			return -errno;
-		*p = '/';
+		}
+		*p = saved;
+		if (!saved)
+			break;
 	}
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
-		return -errno;
 	return 0;
+}
+
+/* ROOT/NAME without a doubled slash when ROOT was given as "dir/". */
+static int join(char *buf, size_t n, const char *root, const char *name)
+{
+	size_t len = strlen(root);
+	int r = snprintf(buf, n, "%s%s%s", root, len && root[len - 1] == '/' ? "" : "/", name);
+
+	return r < 0 || (size_t)r >= n ? -ENAMETOOLONG : 0;
 }
 
 static int open_root(const char *root, char *err, size_t errlen)
@@ -312,8 +355,7 @@ static int scan_root(const char *root, int rootfd, struct gk_store_entry **entri
 		ent.sequence = seq;
 		if (!ent.complete)
 			ent.stale = writer_gone(ent.writer_host, ent.writer_pid, st.st_mtime);
-		if ((size_t)snprintf(ent.path, sizeof(ent.path), "%s/%s", root, e->d_name) >=
-		    sizeof(ent.path))
+		if (join(ent.path, sizeof(ent.path), root, e->d_name) < 0)
 			continue;
 		if (n == cap) {
 			struct gk_store_entry *grown;
@@ -486,7 +528,7 @@ int gk_store_begin(const char *root, struct gk_store_txn *txn, char *err, size_t
 		goto out_root;
 	}
 	snprintf(txn->root, sizeof(txn->root), "%s", root);
-	snprintf(txn->tmpdir, sizeof(txn->tmpdir), "%s/%s", root, name);
+	join(txn->tmpdir, sizeof(txn->tmpdir), root, name);
 out_root:
 	close(rootfd);
 	return ret;

@@ -178,7 +178,7 @@ int main(void)
 	int fd, ret, is_signed;
 	uint8_t data[100] = {1, 2, 3};
 
-	plan(31);
+	plan(32);
 	/* Quiet the "writing it unsigned" warning when munged is absent. */
 	gk_log_set_level(GK_LOG_ERROR);
 	if (!mkdtemp(base)) {
@@ -328,6 +328,19 @@ int main(void)
 			    &(size_t){0}, err, sizeof(err));
 	ok(ret == -ENOENT && strstr(err, "/nonexistent/gpuckpt-root"),
 	   "listing a missing root fails and names it");
+
+	{
+		struct gk_store_entry *e = NULL;
+		size_t n = 0;
+		char slashed[4200];
+
+		snprintf(slashed, sizeof(slashed), "%s/", root);
+		ret = gk_store_list(slashed, &e, &n, err, sizeof(err));
+		ok(ret == 0 && n > 0 && !strstr(e[0].path, "//") &&
+		       !strcmp(strrchr(e[0].path, '/'), "/ckpt.000010"),
+		   "a root given with a trailing slash lists clean paths");
+		free(e);
+	}
 
 	mkdir(path_in("ckpt.7"), 0700);
 	mkdir(path_in("ckpt.000011x"), 0700);
