@@ -13,7 +13,7 @@
 
 /* Exit status of every subcommand. */
 enum {
-	GK_EXIT_OK = 0,    /* done; the checkpoint(s) are good */
+	GK_EXIT_OK = 0,	   /* done; the checkpoint(s) are good */
 	GK_EXIT_BAD = 1,   /* a checkpoint is bad, or the operation failed */
 	GK_EXIT_USAGE = 2, /* the command line is wrong */
 };
@@ -58,7 +58,7 @@ int cli_next(struct cli_args *a, const struct cli_opt *opts, const char **arg);
 
 /* Print "gpuckpt: CMD: <problem>; see gpuckpt --help" and return GK_EXIT_USAGE. */
 int cli_usage_error(const struct gk_cmd *cmd, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
+    __attribute__((format(printf, 2, 3)));
 
 /* Print the help of a command to stdout; returns GK_EXIT_OK. */
 int cli_print_help(const struct gk_cmd *cmd);

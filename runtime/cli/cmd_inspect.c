@@ -15,45 +15,45 @@
 #include <sys/stat.h>
 
 static const char inspect_help[] =
-	"NAME\n"
-	"    gpuckpt inspect - show what a checkpoint holds\n"
-	"\n"
-	"SYNOPSIS\n"
-	"    gpuckpt inspect [--json] DIR\n"
-	"\n"
-	"DESCRIPTION\n"
-	"    Prints a summary of the checkpoint in directory DIR: its sequence\n"
-	"    number, label and step, when and where it was written, the Slurm job,\n"
-	"    step, task and restart count, who signed it, the GPUs it was taken on\n"
-	"    (ordinal, name, UUID, compute capability, memory) and totals; then\n"
-	"    every device allocation (device, address, size, order, kind) and every\n"
-	"    registered host region.\n"
-	"\n"
-	"    The manifest, the ownership of the files (by the owner of DIR) and the\n"
-	"    signature are checked; the data is not read (use gpuckpt verify).\n"
-	"\n"
-	"OPTIONS\n"
-	"    --json\n"
-	"        Print one JSON object: {\"path\", \"owner\", \"signature\",\n"
-	"        \"signed_by\", \"totals\": {...}, \"manifest\": {...}}, where\n"
-	"        \"manifest\" is the checkpoint's manifest as validated.\n"
-	"    -h, --help\n"
-	"        Show this text.\n"
-	"\n"
-	"EXIT STATUS\n"
-	"    0   the checkpoint was shown\n"
-	"    1   it is not a readable, well-formed checkpoint\n"
-	"    2   the command line is wrong\n"
-	"\n"
-	"EXAMPLES\n"
-	"    gpuckpt inspect /bb/1234/ckpt.000007\n"
-	"    gpuckpt inspect --json /bb/1234/ckpt.000007 | jq '.manifest.allocations | length'\n";
+    "NAME\n"
+    "    gpuckpt inspect - show what a checkpoint holds\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    gpuckpt inspect [--json] DIR\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Prints a summary of the checkpoint in directory DIR: its sequence\n"
+    "    number, label and step, when and where it was written, the Slurm job,\n"
+    "    step, task and restart count, who signed it, the GPUs it was taken on\n"
+    "    (ordinal, name, UUID, compute capability, memory) and totals; then\n"
+    "    every device allocation (device, address, size, order, kind) and every\n"
+    "    registered host region.\n"
+    "\n"
+    "    The manifest, the ownership of the files (by the owner of DIR) and the\n"
+    "    signature are checked; the data is not read (use gpuckpt verify).\n"
+    "\n"
+    "OPTIONS\n"
+    "    --json\n"
+    "        Print one JSON object: {\"path\", \"owner\", \"signature\",\n"
+    "        \"signed_by\", \"totals\": {...}, \"manifest\": {...}}, where\n"
+    "        \"manifest\" is the checkpoint's manifest as validated.\n"
+    "    -h, --help\n"
+    "        Show this text.\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0   the checkpoint was shown\n"
+    "    1   it is not a readable, well-formed checkpoint\n"
+    "    2   the command line is wrong\n"
+    "\n"
+    "EXAMPLES\n"
+    "    gpuckpt inspect /bb/1234/ckpt.000007\n"
+    "    gpuckpt inspect --json /bb/1234/ckpt.000007 | jq '.manifest.allocations | length'\n";
 
 enum { OPT_JSON = 1 };
 
 static const struct cli_opt inspect_opts[] = {
-	{"json", 0, 0, OPT_JSON},
-	{NULL, 0, 0, 0},
+    {"json", 0, 0, OPT_JSON},
+    {NULL, 0, 0, 0},
 };
 
 struct totals {
@@ -172,8 +172,7 @@ static void print_regions(const struct gk_manifest *m)
 	}
 }
 
-static int print_json(const char *dir, const struct gk_manifest *m, const char *sig,
-		      uid_t owner)
+static int print_json(const char *dir, const struct gk_manifest *m, const char *sig, uid_t owner)
 {
 	json_object *top, *manifest, *totals;
 	struct totals t;
@@ -195,7 +194,8 @@ static int print_json(const char *dir, const struct gk_manifest *m, const char *
 	json_object_object_add(top, "path", json_object_new_string(dir));
 	json_object_object_add(top, "owner", cli_user_json(owner));
 	json_object_object_add(top, "signature", json_object_new_string(sig));
-	json_object_object_add(top, "signed_by", strcmp(sig, "signed") == 0 ? cli_user_json(owner) : NULL);
+	json_object_object_add(top, "signed_by",
+			       strcmp(sig, "signed") == 0 ? cli_user_json(owner) : NULL);
 	totals = json_object_new_object();
 	json_object_object_add(totals, "devices", json_object_new_int64((int64_t)m->ndevices));
 	json_object_object_add(totals, "allocations", json_object_new_int64((int64_t)m->nallocs));
@@ -230,9 +230,9 @@ static int inspect_run(int argc, char **argv)
 			return GK_EXIT_USAGE;
 		case CLI_POSITIONAL:
 			if (dir)
-				return cli_usage_error(&gk_cmd_inspect,
-						       "one checkpoint directory at a time ('%s' and '%s')",
-						       dir, arg);
+				return cli_usage_error(
+				    &gk_cmd_inspect,
+				    "one checkpoint directory at a time ('%s' and '%s')", dir, arg);
 			dir = arg;
 			break;
 		case OPT_JSON:
@@ -270,8 +270,8 @@ static int inspect_run(int argc, char **argv)
 }
 
 const struct gk_cmd gk_cmd_inspect = {
-	.name = "inspect",
-	.summary = "show what a checkpoint holds: job, GPUs, allocations, host regions",
-	.help = inspect_help,
-	.run = inspect_run,
+    .name = "inspect",
+    .summary = "show what a checkpoint holds: job, GPUs, allocations, host regions",
+    .help = inspect_help,
+    .run = inspect_run,
 };

@@ -16,48 +16,48 @@
 #include <time.h>
 
 static const char list_help[] =
-	"NAME\n"
-	"    gpuckpt list - list the checkpoints of a checkpoint root\n"
-	"\n"
-	"SYNOPSIS\n"
-	"    gpuckpt list [--json] ROOT\n"
-	"\n"
-	"DESCRIPTION\n"
-	"    ROOT is a checkpoint root (GPUCKPT_DIR of a job task): it holds\n"
-	"    committed checkpoints ckpt.NNNNNN and, after a writer was killed,\n"
-	"    incomplete ones .tmp.ckpt.NNNNNN.HOST.PID. The committed ones are\n"
-	"    listed newest first with their sequence number, creation time, label,\n"
-	"    size and status; then the incomplete ones.\n"
-	"\n"
-	"    Status of a committed checkpoint: \"signed\", \"unsigned\", \"unchecked\"\n"
-	"    (signed, but munged was not reachable), or \"invalid\" with the reason\n"
-	"    (manifest, ownership or signature; data is not read: use gpuckpt verify).\n"
-	"    Status of an incomplete one: \"incomplete (writing)\" while its writer may\n"
-	"    still be running, \"incomplete (writer gone)\" when gpuckpt prune would\n"
-	"    remove it.\n"
-	"\n"
-	"OPTIONS\n"
-	"    --json\n"
-	"        Print one JSON object: {\"root\", \"checkpoints\": [{\"path\",\n"
-	"        \"sequence\", \"complete\", \"status\", \"error\", \"created\",\n"
-	"        \"created_unix\", \"label\", \"step\", \"bytes\", \"writer\"}, ...]}.\n"
-	"    -h, --help\n"
-	"        Show this text.\n"
-	"\n"
-	"EXIT STATUS\n"
-	"    0   the root was listed (even if some checkpoints in it are invalid)\n"
-	"    1   ROOT cannot be read\n"
-	"    2   the command line is wrong\n"
-	"\n"
-	"EXAMPLES\n"
-	"    gpuckpt list /bb/1234/task0\n"
-	"    gpuckpt list --json /bb/1234/task0 | jq -r '.checkpoints[0].path'\n";
+    "NAME\n"
+    "    gpuckpt list - list the checkpoints of a checkpoint root\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    gpuckpt list [--json] ROOT\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    ROOT is a checkpoint root (GPUCKPT_DIR of a job task): it holds\n"
+    "    committed checkpoints ckpt.NNNNNN and, after a writer was killed,\n"
+    "    incomplete ones .tmp.ckpt.NNNNNN.HOST.PID. The committed ones are\n"
+    "    listed newest first with their sequence number, creation time, label,\n"
+    "    size and status; then the incomplete ones.\n"
+    "\n"
+    "    Status of a committed checkpoint: \"signed\", \"unsigned\", \"unchecked\"\n"
+    "    (signed, but munged was not reachable), or \"invalid\" with the reason\n"
+    "    (manifest, ownership or signature; data is not read: use gpuckpt verify).\n"
+    "    Status of an incomplete one: \"incomplete (writing)\" while its writer may\n"
+    "    still be running, \"incomplete (writer gone)\" when gpuckpt prune would\n"
+    "    remove it.\n"
+    "\n"
+    "OPTIONS\n"
+    "    --json\n"
+    "        Print one JSON object: {\"root\", \"checkpoints\": [{\"path\",\n"
+    "        \"sequence\", \"complete\", \"status\", \"error\", \"created\",\n"
+    "        \"created_unix\", \"label\", \"step\", \"bytes\", \"writer\"}, ...]}.\n"
+    "    -h, --help\n"
+    "        Show this text.\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0   the root was listed (even if some checkpoints in it are invalid)\n"
+    "    1   ROOT cannot be read\n"
+    "    2   the command line is wrong\n"
+    "\n"
+    "EXAMPLES\n"
+    "    gpuckpt list /bb/1234/task0\n"
+    "    gpuckpt list --json /bb/1234/task0 | jq -r '.checkpoints[0].path'\n";
 
 enum { OPT_JSON = 1 };
 
 static const struct cli_opt list_opts[] = {
-	{"json", 0, 0, OPT_JSON},
-	{NULL, 0, 0, 0},
+    {"json", 0, 0, OPT_JSON},
+    {NULL, 0, 0, 0},
 };
 
 struct row {
@@ -134,24 +134,27 @@ static void print_json(const char *root, const struct row *rows, size_t n)
 		json_object *o = json_object_new_object();
 
 		json_object_object_add(o, "path", json_object_new_string(r->e->path));
-		json_object_object_add(o, "sequence", json_object_new_int64((int64_t)r->e->sequence));
+		json_object_object_add(o, "sequence",
+				       json_object_new_int64((int64_t)r->e->sequence));
 		json_object_object_add(o, "complete", json_object_new_boolean(r->e->complete));
 		json_object_object_add(o, "status",
 				       json_object_new_string(r->e->complete ? r->status
-									: r->e->stale ? "stale"
-										      : "writing"));
+							      : r->e->stale  ? "stale"
+									     : "writing"));
 		json_object_object_add(o, "error",
 				       r->error[0] ? json_object_new_string(r->error) : NULL);
 		json_object_object_add(o, "created",
 				       r->created[0] ? json_object_new_string(r->created) : NULL);
 		json_object_object_add(o, "created_unix", json_object_new_int64(r->created_unix));
-		json_object_object_add(o, "label", r->m ? json_object_new_string(r->m->label) : NULL);
+		json_object_object_add(o, "label",
+				       r->m ? json_object_new_string(r->m->label) : NULL);
 		json_object_object_add(o, "step", r->m ? json_object_new_int64(r->m->step) : NULL);
 		json_object_object_add(o, "bytes", json_object_new_int64((int64_t)r->bytes));
 		if (!r->e->complete) {
 			json_object *w = json_object_new_object();
 
-			json_object_object_add(w, "host", json_object_new_string(r->e->writer_host));
+			json_object_object_add(w, "host",
+					       json_object_new_string(r->e->writer_host));
 			json_object_object_add(w, "pid", json_object_new_int(r->e->writer_pid));
 			json_object_object_add(o, "writer", w);
 		} else {
@@ -182,9 +185,9 @@ static int list_run(int argc, char **argv)
 			return GK_EXIT_USAGE;
 		case CLI_POSITIONAL:
 			if (root)
-				return cli_usage_error(&gk_cmd_list,
-						       "one checkpoint root at a time ('%s' and '%s')",
-						       root, arg);
+				return cli_usage_error(
+				    &gk_cmd_list, "one checkpoint root at a time ('%s' and '%s')",
+				    root, arg);
 			root = arg;
 			break;
 		case OPT_JSON:
@@ -219,8 +222,8 @@ static int list_run(int argc, char **argv)
 }
 
 const struct gk_cmd gk_cmd_list = {
-	.name = "list",
-	.summary = "list the checkpoints of a checkpoint root, newest first",
-	.help = list_help,
-	.run = list_run,
+    .name = "list",
+    .summary = "list the checkpoints of a checkpoint root, newest first",
+    .help = list_help,
+    .run = list_run,
 };

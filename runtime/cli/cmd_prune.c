@@ -15,49 +15,49 @@
 #include <sys/stat.h>
 
 static const char prune_help[] =
-	"NAME\n"
-	"    gpuckpt prune - remove old checkpoints of a checkpoint root\n"
-	"\n"
-	"SYNOPSIS\n"
-	"    gpuckpt prune --keep N [--dry-run] [--json] ROOT\n"
-	"\n"
-	"DESCRIPTION\n"
-	"    Keeps the newest N committed checkpoints of ROOT and removes the older\n"
-	"    ones, and removes incomplete checkpoints whose writer is gone (its\n"
-	"    process no longer runs on this host, or it is more than a day old).\n"
-	"    An incomplete checkpoint that may still be being written is left alone.\n"
-	"\n"
-	"    A checkpoint is first renamed to .trash.ckpt.NNNNNN.PID and then\n"
-	"    deleted, so that one interrupted half-way never looks committed.\n"
-	"    Symbolic links are never followed.\n"
-	"\n"
-	"OPTIONS\n"
-	"    --keep N\n"
-	"        How many committed checkpoints to keep, at least 1 (required).\n"
-	"    --dry-run\n"
-	"        Say what would be removed; remove nothing.\n"
-	"    --json\n"
-	"        Print one JSON object: {\"root\", \"keep\", \"dry_run\",\n"
-	"        \"removed\": [paths], \"kept\": [paths]}.\n"
-	"    -h, --help\n"
-	"        Show this text.\n"
-	"\n"
-	"EXIT STATUS\n"
-	"    0   done (or, with --dry-run, the plan was printed)\n"
-	"    1   ROOT cannot be read, or something could not be removed\n"
-	"    2   the command line is wrong\n"
-	"\n"
-	"EXAMPLES\n"
-	"    gpuckpt prune --keep 2 /bb/1234/task0\n"
-	"    gpuckpt prune --keep 1 --dry-run /bb/1234/task0\n";
+    "NAME\n"
+    "    gpuckpt prune - remove old checkpoints of a checkpoint root\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    gpuckpt prune --keep N [--dry-run] [--json] ROOT\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Keeps the newest N committed checkpoints of ROOT and removes the older\n"
+    "    ones, and removes incomplete checkpoints whose writer is gone (its\n"
+    "    process no longer runs on this host, or it is more than a day old).\n"
+    "    An incomplete checkpoint that may still be being written is left alone.\n"
+    "\n"
+    "    A checkpoint is first renamed to .trash.ckpt.NNNNNN.PID and then\n"
+    "    deleted, so that one interrupted half-way never looks committed.\n"
+    "    Symbolic links are never followed.\n"
+    "\n"
+    "OPTIONS\n"
+    "    --keep N\n"
+    "        How many committed checkpoints to keep, at least 1 (required).\n"
+    "    --dry-run\n"
+    "        Say what would be removed; remove nothing.\n"
+    "    --json\n"
+    "        Print one JSON object: {\"root\", \"keep\", \"dry_run\",\n"
+    "        \"removed\": [paths], \"kept\": [paths]}.\n"
+    "    -h, --help\n"
+    "        Show this text.\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0   done (or, with --dry-run, the plan was printed)\n"
+    "    1   ROOT cannot be read, or something could not be removed\n"
+    "    2   the command line is wrong\n"
+    "\n"
+    "EXAMPLES\n"
+    "    gpuckpt prune --keep 2 /bb/1234/task0\n"
+    "    gpuckpt prune --keep 1 --dry-run /bb/1234/task0\n";
 
 enum { OPT_KEEP = 1, OPT_DRY_RUN, OPT_JSON };
 
 static const struct cli_opt prune_opts[] = {
-	{"keep", 'k', 1, OPT_KEEP},
-	{"dry-run", 'n', 0, OPT_DRY_RUN},
-	{"json", 0, 0, OPT_JSON},
-	{NULL, 0, 0, 0},
+    {"keep", 'k', 1, OPT_KEEP},
+    {"dry-run", 'n', 0, OPT_DRY_RUN},
+    {"json", 0, 0, OPT_JSON},
+    {NULL, 0, 0, 0},
 };
 
 /* What gk_store_prune removes: committed ones past the newest `keep`, and
@@ -109,9 +109,9 @@ static int prune_run(int argc, char **argv)
 			return GK_EXIT_USAGE;
 		case CLI_POSITIONAL:
 			if (root)
-				return cli_usage_error(&gk_cmd_prune,
-						       "one checkpoint root at a time ('%s' and '%s')",
-						       root, arg);
+				return cli_usage_error(
+				    &gk_cmd_prune, "one checkpoint root at a time ('%s' and '%s')",
+				    root, arg);
 			root = arg;
 			break;
 		case OPT_KEEP:
@@ -119,10 +119,11 @@ static int prune_run(int argc, char **argv)
 			/* 0 would delete every checkpoint, including the one
 			 * a requeued job is about to restore from. */
 			if (parse_keep(arg, &keep) < 0)
-				return cli_usage_error(&gk_cmd_prune,
-						       "--keep '%s': expected a whole number from 1 "
-						       "to 1000000",
-						       arg);
+				return cli_usage_error(
+				    &gk_cmd_prune,
+				    "--keep '%s': expected a whole number from 1 "
+				    "to 1000000",
+				    arg);
 			break;
 		case OPT_DRY_RUN:
 			dry_run = 1;
@@ -192,8 +193,8 @@ static int prune_run(int argc, char **argv)
 }
 
 const struct gk_cmd gk_cmd_prune = {
-	.name = "prune",
-	.summary = "keep the newest N committed checkpoints of a root, remove the rest",
-	.help = prune_help,
-	.run = prune_run,
+    .name = "prune",
+    .summary = "keep the newest N committed checkpoints of a root, remove the rest",
+    .help = prune_help,
+    .run = prune_run,
 };

@@ -14,59 +14,59 @@
 #include <unistd.h>
 
 static const char verify_help[] =
-	"NAME\n"
-	"    gpuckpt verify - check checkpoints completely\n"
-	"\n"
-	"SYNOPSIS\n"
-	"    gpuckpt verify [--owner USER|UID] [--require-signature] [--json] DIR...\n"
-	"\n"
-	"DESCRIPTION\n"
-	"    Checks each checkpoint directory DIR the way a restore would, and reads\n"
-	"    all of its data: the directory and its files belong to the owner and are\n"
-	"    not writable by anyone else, no file is a symbolic link, the manifest is\n"
-	"    well formed and of a supported format version, the Munge signature (if\n"
-	"    any) was made by the owner over this very manifest, every data file has\n"
-	"    the size the manifest gives, and every chunk of every allocation and\n"
-	"    host region has the XXH64 checksum the manifest records.\n"
-	"\n"
-	"    For a good checkpoint it prints\n"
-	"        DIR: OK (N allocations, SIZE, signed by USER)\n"
-	"    and for a bad one it names the first problem on standard error.\n"
-	"    Nothing in DIR is modified.\n"
-	"\n"
-	"OPTIONS\n"
-	"    --owner USER|UID\n"
-	"        Whose checkpoint it must be (default: the user running gpuckpt).\n"
-	"        Only root may name another user.\n"
-	"    --require-signature\n"
-	"        Refuse a checkpoint without a valid Munge signature, and one whose\n"
-	"        signature cannot be checked because munged is not reachable.\n"
-	"        Without it an unsigned checkpoint passes and is reported as such.\n"
-	"    --json\n"
-	"        Print one JSON object: {\"ok\": true|false, \"owner\": {...},\n"
-	"        \"checkpoints\": [{\"path\", \"ok\", \"error\", \"sequence\",\n"
-	"        \"allocations\", \"host_regions\", \"bytes\", \"signature\",\n"
-	"        \"signed_by\"}, ...]}.\n"
-	"    -h, --help\n"
-	"        Show this text.\n"
-	"\n"
-	"EXIT STATUS\n"
-	"    0   every DIR is a good checkpoint\n"
-	"    1   at least one is bad (or could not be read)\n"
-	"    2   the command line is wrong\n"
-	"\n"
-	"EXAMPLES\n"
-	"    gpuckpt verify /bb/1234/ckpt.000007\n"
-	"    gpuckpt verify --owner alice --require-signature /bb/1234/task0/ckpt.*\n"
-	"    gpuckpt verify --json /bb/1234/ckpt.000007 | jq .ok\n";
+    "NAME\n"
+    "    gpuckpt verify - check checkpoints completely\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    gpuckpt verify [--owner USER|UID] [--require-signature] [--json] DIR...\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    Checks each checkpoint directory DIR the way a restore would, and reads\n"
+    "    all of its data: the directory and its files belong to the owner and are\n"
+    "    not writable by anyone else, no file is a symbolic link, the manifest is\n"
+    "    well formed and of a supported format version, the Munge signature (if\n"
+    "    any) was made by the owner over this very manifest, every data file has\n"
+    "    the size the manifest gives, and every chunk of every allocation and\n"
+    "    host region has the XXH64 checksum the manifest records.\n"
+    "\n"
+    "    For a good checkpoint it prints\n"
+    "        DIR: OK (N allocations, SIZE, signed by USER)\n"
+    "    and for a bad one it names the first problem on standard error.\n"
+    "    Nothing in DIR is modified.\n"
+    "\n"
+    "OPTIONS\n"
+    "    --owner USER|UID\n"
+    "        Whose checkpoint it must be (default: the user running gpuckpt).\n"
+    "        Only root may name another user.\n"
+    "    --require-signature\n"
+    "        Refuse a checkpoint without a valid Munge signature, and one whose\n"
+    "        signature cannot be checked because munged is not reachable.\n"
+    "        Without it an unsigned checkpoint passes and is reported as such.\n"
+    "    --json\n"
+    "        Print one JSON object: {\"ok\": true|false, \"owner\": {...},\n"
+    "        \"checkpoints\": [{\"path\", \"ok\", \"error\", \"sequence\",\n"
+    "        \"allocations\", \"host_regions\", \"bytes\", \"signature\",\n"
+    "        \"signed_by\"}, ...]}.\n"
+    "    -h, --help\n"
+    "        Show this text.\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    0   every DIR is a good checkpoint\n"
+    "    1   at least one is bad (or could not be read)\n"
+    "    2   the command line is wrong\n"
+    "\n"
+    "EXAMPLES\n"
+    "    gpuckpt verify /bb/1234/ckpt.000007\n"
+    "    gpuckpt verify --owner alice --require-signature /bb/1234/task0/ckpt.*\n"
+    "    gpuckpt verify --json /bb/1234/ckpt.000007 | jq .ok\n";
 
 enum { OPT_OWNER = 1, OPT_REQUIRE_SIGNATURE, OPT_JSON };
 
 static const struct cli_opt verify_opts[] = {
-	{"owner", 0, 1, OPT_OWNER},
-	{"require-signature", 0, 0, OPT_REQUIRE_SIGNATURE},
-	{"json", 0, 0, OPT_JSON},
-	{NULL, 0, 0, 0},
+    {"owner", 0, 1, OPT_OWNER},
+    {"require-signature", 0, 0, OPT_REQUIRE_SIGNATURE},
+    {"json", 0, 0, OPT_JSON},
+    {NULL, 0, 0, 0},
 };
 
 static uint64_t data_bytes(const struct gk_manifest *m)
@@ -107,7 +107,8 @@ static int verify_one(const char *dir, const struct gk_load_opts *lo, json_objec
 		json_object_object_add(o, "path", json_object_new_string(dir));
 		json_object_object_add(o, "ok", json_object_new_boolean(1));
 		json_object_object_add(o, "sequence", json_object_new_int64((int64_t)m->sequence));
-		json_object_object_add(o, "allocations", json_object_new_int64((int64_t)m->nallocs));
+		json_object_object_add(o, "allocations",
+				       json_object_new_int64((int64_t)m->nallocs));
 		json_object_object_add(o, "host_regions",
 				       json_object_new_int64((int64_t)m->nregions));
 		json_object_object_add(o, "bytes", json_object_new_int64((int64_t)data_bytes(m)));
@@ -117,8 +118,8 @@ static int verify_one(const char *dir, const struct gk_load_opts *lo, json_objec
 	} else {
 		cli_human_size(data_bytes(m), size, sizeof(size));
 		cli_user_name(lo->uid, who, sizeof(who));
-		printf("%s: OK (%zu allocation%s, %s, ", dir, m->nallocs, m->nallocs == 1 ? "" : "s",
-		       size);
+		printf("%s: OK (%zu allocation%s, %s, ", dir, m->nallocs,
+		       m->nallocs == 1 ? "" : "s", size);
 		if (is_signed)
 			printf("signed by %s)\n", who);
 		else if (strcmp(sig, "unchecked") == 0)
@@ -160,7 +161,8 @@ static int verify_run(int argc, char **argv)
 			owner_text = arg;
 			if (cli_parse_user(arg, &lo.uid) < 0) {
 				free(dirs);
-				return cli_usage_error(&gk_cmd_verify, "--owner: no such user '%s'", arg);
+				return cli_usage_error(&gk_cmd_verify, "--owner: no such user '%s'",
+						       arg);
 			}
 			break;
 		case OPT_REQUIRE_SIGNATURE:
@@ -201,8 +203,8 @@ static int verify_run(int argc, char **argv)
 }
 
 const struct gk_cmd gk_cmd_verify = {
-	.name = "verify",
-	.summary = "check checkpoints completely: owner, manifest, signature, every checksum",
-	.help = verify_help,
-	.run = verify_run,
+    .name = "verify",
+    .summary = "check checkpoints completely: owner, manifest, signature, every checksum",
+    .help = verify_help,
+    .run = verify_run,
 };

@@ -189,7 +189,8 @@ int cli_parse_user(const char *text, uid_t *uid)
 void cli_print_json(json_object *obj)
 {
 	const char *s =
-		json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE);
+	    json_object_to_json_string_ext(obj, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED |
+						    JSON_C_TO_STRING_NOSLASHESCAPE);
 
 	if (s)
 		printf("%s\n", s);

@@ -41,10 +41,20 @@ int gk_parse_size(const char *text, uint64_t *out)
 	unsigned long long v;
 	unsigned shift = 0;
 
-	if (!text || !*text || *text == '-')
+	/* Digits first: strtoull would skip blanks and accept "-1" as 2^64-1,
+	 * and base 0 would read "010" as octal. Decimal, or 0x hex. */
+	if (!text || !(*text >= '0' && *text <= '9'))
 		return -EINVAL;
 	errno = 0;
-	v = strtoull(text, &end, 0);
+	if (text[0] == '0' && (text[1] == 'x' || text[1] == 'X')) {
+		if (!isxdigit((unsigned char)text[2]))
+			return -EINVAL;
+		v = strtoull(text + 2, &end, 16);
+	} else {
+		v = strtoull(text, &end, 10);
+	}
+	if (errno == ERANGE)
+		return -ERANGE;
 	if (errno || end == text)
 		return -EINVAL;
 	switch (toupper((unsigned char)*end)) {
@@ -110,6 +120,18 @@ static int parse_uint(const char *v, unsigned max, unsigned *out)
 	return 0;
 }
 
+static char *trim(char *p)
+{
+	char *e;
+
+	while (isspace((unsigned char)*p))
+		p++;
+	e = p + strlen(p);
+	while (e > p && isspace((unsigned char)e[-1]))
+		*--e = 0;
+	return p;
+}
+
 static int signal_number(const char *name)
 {
 	static const struct {
@@ -143,21 +165,22 @@ int gk_settings_parse_signals(struct gk_settings *s, const char *spec, char *err
 		enum gk_trigger_action action = GK_ACTION_CONTINUE;
 		int signo;
 
-		while (isspace((unsigned char)*item))
-			item++;
 		if (colon) {
+			char *act;
+
 			*colon = 0;
-			if (!strcasecmp(colon + 1, "exit"))
+			act = trim(colon + 1);
+			if (!strcasecmp(act, "exit"))
 				action = GK_ACTION_EXIT;
-			else if (!strcasecmp(colon + 1, "continue"))
+			else if (!strcasecmp(act, "continue"))
 				action = GK_ACTION_CONTINUE;
 			else {
 				snprintf(err, errlen,
-					 "signals: '%s': action must be 'exit' or 'continue'",
-					 colon + 1);
+					 "signals: '%s': action must be 'exit' or 'continue'", act);
 				return -EINVAL;
 			}
 		}
+		item = trim(item);
 		signo = signal_number(item);
 		if (signo < 0) {
 			snprintf(err, errlen,
@@ -165,6 +188,12 @@ int gk_settings_parse_signals(struct gk_settings *s, const char *spec, char *err
 				 "(TERM, USR1, USR2, INT, HUP, QUIT, XCPU, ALRM)",
 				 item);
 			return -EINVAL;
+		}
+		for (unsigned i = 0; i < n; i++) {
+			if (t[i].signo == signo) {
+				snprintf(err, errlen, "signals: '%s' is listed twice", item);
+				return -EINVAL;
+			}
 		}
 		if (n == GK_MAX_TRIGGERS) {
 			snprintf(err, errlen, "signals: at most %d signals", GK_MAX_TRIGGERS);
@@ -246,18 +275,6 @@ bad:
 	return -EINVAL;
 }
 
-static char *trim(char *p)
-{
-	char *e;
-
-	while (isspace((unsigned char)*p))
-		p++;
-	e = p + strlen(p);
-	while (e > p && isspace((unsigned char)e[-1]))
-		*--e = 0;
-	return p;
-}
-
 static int load_file(struct gk_settings *s, const char *path, int must_exist, char *err,
 		     size_t errlen)
 {
@@ -267,15 +284,24 @@ static int load_file(struct gk_settings *s, const char *path, int must_exist, ch
 	int ret = 0;
 
 	if (!f) {
-		if (errno == ENOENT && !must_exist)
+		int e = errno;
+
+		if (e == ENOENT && !must_exist)
 			return 0;
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
-		return -errno;
+		snprintf(err, errlen, "%s: %s", path, strerror(e));
+		return -e;
 	}
 	while (fgets(line, sizeof(line), f)) {
 		char *key, *value, *eq;
 
 		lineno++;
+		/* fgets splits a long line; its tail would be read as a line of
+		 * its own and give a misleading message. */
+		if (!strchr(line, '\n') && !feof(f)) {
+			snprintf(err, errlen, "%s:%u: line too long", path, lineno);
+			ret = -EINVAL;
+			break;
+		}
 		key = trim(line);
 		if (!*key || *key == '#')
 			continue;

@@ -150,7 +150,10 @@ int gk_name_valid(const char *name);
 /* How many checksums an object of `size` bytes has: ceil(size / chunk_size). */
 uint32_t gk_chunk_count(uint64_t size, uint64_t chunk_size);
 
-/* Allocate the arrays of a manifest being built (zeroed); gk_manifest_free frees all. */
+/* Allocate the arrays of a manifest being built (zeroed); gk_manifest_free frees all.
+ * gk_manifest_new sets version (GK_FORMAT_VERSION) and chunk_size
+ * (GK_DEFAULT_CHUNK_SIZE); the caller malloc's devices, allocs, regions,
+ * files and each object's chunks, which gk_manifest_free releases. */
 struct gk_manifest *gk_manifest_new(void);
 void gk_manifest_free(struct gk_manifest *m);
 

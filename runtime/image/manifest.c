@@ -248,7 +248,8 @@ int gk_manifest_to_json(const struct gk_manifest *m, char **text, size_t *len)
 		goto out_put;
 	}
 	s = json_object_to_json_string_length(
-		top, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE, &n);
+	    top, JSON_C_TO_STRING_PRETTY | JSON_C_TO_STRING_SPACED | JSON_C_TO_STRING_NOSLASHESCAPE,
+	    &n);
 	if (!s) {
 		ret = -ENOMEM;
 		goto out_put;
@@ -352,8 +353,9 @@ static int get_int(struct pctx *c, json_object *obj, const char *where, const ch
 	if (n < min && min == 0)
 		return fail(c, "field '%s' must not be negative (%" PRId64 ")", f, n);
 	if (n < min || n > max)
-		return fail(c, "field '%s' is out of range (%" PRId64 "; from %" PRId64 " to %" PRId64 ")",
-			    f, n, min, max);
+		return fail(
+		    c, "field '%s' is out of range (%" PRId64 "; from %" PRId64 " to %" PRId64 ")",
+		    f, n, min, max);
 	*out = n;
 	return 0;
 }
@@ -468,9 +470,8 @@ static int parse_cc(const char *s, int *major, int *minor)
 	return 0;
 }
 
-static int parse_checksums(struct pctx *c, json_object *obj, const char *where,
-			   const char *what, uint64_t size, struct gk_chunk **chunks,
-			   uint32_t *nchunks)
+static int parse_checksums(struct pctx *c, json_object *obj, const char *where, const char *what,
+			   uint64_t size, struct gk_chunk **chunks, uint32_t *nchunks)
 {
 	json_object *arr;
 	uint32_t want = gk_chunk_count(size, c->chunk_size);
@@ -512,8 +513,9 @@ static int parse_header(struct pctx *c, json_object *top, struct gk_manifest *m)
 	if ((ret = get_string(c, top, "", "created", m->created, sizeof(m->created))) < 0)
 		return ret;
 	if (!iso8601_utc_ok(m->created))
-		return fail(c, "field 'created' must be a UTC time like \"2026-11-22T10:00:00Z\" "
-			       "(got \"%s\")",
+		return fail(c,
+			    "field 'created' must be a UTC time like \"2026-11-22T10:00:00Z\" "
+			    "(got \"%s\")",
 			    m->created);
 	if ((ret = get_int(c, top, "", "created_unix", INT64_MIN, INT64_MAX, &m->created_unix)) < 0)
 		return ret;
@@ -538,7 +540,8 @@ static int parse_header(struct pctx *c, json_object *top, struct gk_manifest *m)
 			return fail(c, "field 'slurm' must be an object");
 		m->slurm = 1;
 		if ((ret = get_string(c, o, "slurm", "job_id", m->job_id, sizeof(m->job_id))) < 0 ||
-		    (ret = get_string(c, o, "slurm", "step_id", m->step_id, sizeof(m->step_id))) < 0)
+		    (ret = get_string(c, o, "slurm", "step_id", m->step_id, sizeof(m->step_id))) <
+			0)
 			return ret;
 		if ((ret = get_int(c, o, "slurm", "task", 0, INT_MAX, &n)) < 0)
 			return ret;
@@ -602,8 +605,9 @@ static int parse_devices(struct pctx *c, json_object *top, struct gk_manifest *m
 		    (ret = get_string(c, o, where, "compute_capability", cc, sizeof(cc))) < 0)
 			return ret;
 		if (parse_cc(cc, &d->cc_major, &d->cc_minor) < 0)
-			return fail(c, "field '%s.compute_capability' must look like \"9.0\" (got \"%s\")",
-				    where, cc);
+			return fail(
+			    c, "field '%s.compute_capability' must look like \"9.0\" (got \"%s\")",
+			    where, cc);
 		if ((ret = get_size(c, o, where, "total_memory", &d->total_memory)) < 0 ||
 		    (ret = get_hex(c, o, where, "va_base", &d->va_base)) < 0 ||
 		    (ret = get_size(c, o, where, "va_size", &d->va_size)) < 0 ||
@@ -611,14 +615,16 @@ static int parse_devices(struct pctx *c, json_object *top, struct gk_manifest *m
 		    (ret = get_size(c, o, where, "mapped_bytes", &d->mapped_bytes)) < 0)
 			return ret;
 		if (d->va_size > UINT64_MAX - d->va_base)
-			return fail(c, "device %d's range 0x%" PRIx64 " + %" PRIu64 " bytes wraps around",
-				    d->ordinal, d->va_base, d->va_size);
+			return fail(
+			    c, "device %d's range 0x%" PRIx64 " + %" PRIu64 " bytes wraps around",
+			    d->ordinal, d->va_base, d->va_size);
 		for (size_t j = 0; j < i; j++) {
 			const struct gk_device_rec *e = &m->devices[j];
 
 			if (e->ordinal == d->ordinal)
-				return fail(c, "device %d is listed twice (devices[%zu] and devices[%zu])",
-					    d->ordinal, j, i);
+				return fail(
+				    c, "device %d is listed twice (devices[%zu] and devices[%zu])",
+				    d->ordinal, j, i);
 			if (d->va_size && e->va_size && d->va_base < e->va_base + e->va_size &&
 			    e->va_base < d->va_base + d->va_size)
 				return fail(c, "device %d's range overlaps device %d's", d->ordinal,
@@ -655,7 +661,8 @@ static int parse_files(struct pctx *c, json_object *top, struct gk_manifest *m)
 			return fail(c, "file name '%s' is not allowed (%s.name)", f->name, where);
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(m->files[j].name, f->name) == 0)
-				return fail(c, "file '%s' is listed twice (files[%zu] and files[%zu])",
+				return fail(c,
+					    "file '%s' is listed twice (files[%zu] and files[%zu])",
 					    f->name, j, i);
 	}
 	return 0;
@@ -743,17 +750,21 @@ static int parse_allocs(struct pctx *c, json_object *top, struct gk_manifest *m)
 		if (a->address < d->va_base || a->size > d->va_size ||
 		    a->address - d->va_base > d->va_size - a->size)
 			return fail(c,
-				    "%s (0x%" PRIx64 ", %" PRIu64 " bytes) lies outside device %d's "
+				    "%s (0x%" PRIx64 ", %" PRIu64
+				    " bytes) lies outside device %d's "
 				    "range 0x%" PRIx64 "-0x%" PRIx64,
 				    what, a->address, a->size, d->ordinal, d->va_base,
 				    d->va_base + d->va_size);
 		if (a->order >= d->next_order)
-			return fail(c, "%s has order %" PRIu64 ", not below device %d's next_order %" PRIu64,
+			return fail(c,
+				    "%s has order %" PRIu64
+				    ", not below device %d's next_order %" PRIu64,
 				    what, a->order, d->ordinal, d->next_order);
 		if (prev && (a->device < prev->device ||
 			     (a->device == prev->device && a->address < prev->address)))
 			return fail(c,
-				    "%s (device %d, 0x%" PRIx64 ") is out of order: allocations must "
+				    "%s (device %d, 0x%" PRIx64
+				    ") is out of order: allocations must "
 				    "be sorted by device, then address",
 				    what, a->device, a->address);
 		if (!prev || prev->device != a->device)
@@ -761,7 +772,8 @@ static int parse_allocs(struct pctx *c, json_object *top, struct gk_manifest *m)
 		/* Sorted by address, so an overlap is with the allocation that
 		 * reaches furthest among those before it on this device. */
 		if (a->size && a->address < end_max)
-			return fail(c, "%s (0x%" PRIx64 ", %" PRIu64 " bytes) overlaps allocation %zu",
+			return fail(c,
+				    "%s (0x%" PRIx64 ", %" PRIu64 " bytes) overlaps allocation %zu",
 				    what, a->address, a->size, end_idx);
 		if (a->size && a->address + a->size > end_max) {
 			end_max = a->address + a->size;
@@ -769,7 +781,8 @@ static int parse_allocs(struct pctx *c, json_object *top, struct gk_manifest *m)
 		}
 		if ((ret = check_data_range(c, m, what, where, a->file, a->offset, a->size)) < 0)
 			return ret;
-		if ((ret = parse_checksums(c, o, where, what, a->size, &a->chunks, &a->nchunks)) < 0)
+		if ((ret = parse_checksums(c, o, where, what, a->size, &a->chunks, &a->nchunks)) <
+		    0)
 			return ret;
 	}
 	return 0;
@@ -801,8 +814,9 @@ static int parse_regions(struct pctx *c, json_object *top, struct gk_manifest *m
 			return fail(c, "region name '%s' is not allowed (%s.name)", r->name, where);
 		for (size_t j = 0; j < i; j++)
 			if (strcmp(m->regions[j].name, r->name) == 0)
-				return fail(c, "host region '%s' is listed twice (host_regions[%zu] "
-					       "and host_regions[%zu])",
+				return fail(c,
+					    "host region '%s' is listed twice (host_regions[%zu] "
+					    "and host_regions[%zu])",
 					    r->name, j, i);
 		snprintf(what, sizeof(what), "host region '%s'", r->name);
 		if ((ret = get_size(c, o, where, "size", &r->size)) < 0 ||
@@ -811,7 +825,8 @@ static int parse_regions(struct pctx *c, json_object *top, struct gk_manifest *m
 			return ret;
 		if ((ret = check_data_range(c, m, what, where, r->file, r->offset, r->size)) < 0)
 			return ret;
-		if ((ret = parse_checksums(c, o, where, what, r->size, &r->chunks, &r->nchunks)) < 0)
+		if ((ret = parse_checksums(c, o, where, what, r->size, &r->chunks, &r->nchunks)) <
+		    0)
 			return ret;
 	}
 	return 0;
@@ -917,7 +932,9 @@ static int check_orders(struct pctx *c, const struct gk_manifest *m)
 	qsort(k, m->nallocs, sizeof(*k), order_cmp);
 	for (size_t i = 1; i < m->nallocs; i++) {
 		if (k[i].device == k[i - 1].device && k[i].order == k[i - 1].order) {
-			ret = fail(c, "allocation %zu has order %" PRIu64 ", like allocation %zu on device %d",
+			ret = fail(c,
+				   "allocation %zu has order %" PRIu64
+				   ", like allocation %zu on device %d",
 				   k[i].index, k[i].order, k[i - 1].index, k[i].device);
 			break;
 		}
@@ -939,7 +956,8 @@ static int parse_top(struct pctx *c, json_object *top, struct gk_manifest *m)
 		return ret;
 	if (!json_object_is_type(v, json_type_string) ||
 	    json_object_get_string_len(v) >= (int)sizeof(format))
-		return fail(c, "not a gpuckpt manifest (field 'format' is not \"%s\")", GK_FORMAT_NAME);
+		return fail(c, "not a gpuckpt manifest (field 'format' is not \"%s\")",
+			    GK_FORMAT_NAME);
 	strcpy(format, json_object_get_string(v));
 	if (strcmp(format, GK_FORMAT_NAME) != 0)
 		return fail(c, "not a gpuckpt manifest (format is \"%s\", not \"%s\")", format,
@@ -949,7 +967,8 @@ static int parse_top(struct pctx *c, json_object *top, struct gk_manifest *m)
 	if ((ret = get_int(c, top, "", "version", INT64_MIN, INT64_MAX, &version)) < 0)
 		return ret;
 	if (version != GK_FORMAT_VERSION) {
-		fail(c, "format version %" PRId64 " is not supported (this gpuckpt reads version %d)",
+		fail(c,
+		     "format version %" PRId64 " is not supported (this gpuckpt reads version %d)",
 		     version, GK_FORMAT_VERSION);
 		return -EPROTO;
 	}
@@ -979,7 +998,8 @@ int gk_manifest_parse(const char *text, size_t len, struct gk_manifest **out, ch
 		err[0] = 0;
 	nul = memchr(text, 0, len);
 	if (nul)
-		return fail(&c, "the manifest contains a NUL byte at offset %zu", (size_t)(nul - text));
+		return fail(&c, "the manifest contains a NUL byte at offset %zu",
+			    (size_t)(nul - text));
 	if (len > INT_MAX)
 		return fail(&c, "the manifest is too large (%zu bytes)", len);
 	tok = json_tokener_new();
@@ -988,7 +1008,8 @@ int gk_manifest_parse(const char *text, size_t len, struct gk_manifest **out, ch
 	top = json_tokener_parse_ex(tok, text, (int)len);
 	jerr = json_tokener_get_error(tok);
 	if (jerr == json_tokener_continue) {
-		ret = fail(&c, "truncated or malformed JSON at offset %zu: the text ends early", len);
+		ret =
+		    fail(&c, "truncated or malformed JSON at offset %zu: the text ends early", len);
 		goto out_tok;
 	}
 	if (jerr != json_tokener_success) {
@@ -997,8 +1018,8 @@ int gk_manifest_parse(const char *text, size_t len, struct gk_manifest **out, ch
 		goto out_tok;
 	}
 	end = json_tokener_get_parse_end(tok);
-	while (end < len && (text[end] == ' ' || text[end] == '\n' || text[end] == '\t' ||
-			     text[end] == '\r'))
+	while (end < len &&
+	       (text[end] == ' ' || text[end] == '\n' || text[end] == '\t' || text[end] == '\r'))
 		end++;
 	if (end < len) {
 		ret = fail(&c, "unexpected text after the manifest at offset %zu", end);

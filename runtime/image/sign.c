@@ -187,8 +187,8 @@ out_close:
 	return ret;
 }
 
-int gk_check_signature(const char *text, size_t len, const char *sigpath, uid_t uid,
-		       char *err, size_t errlen)
+int gk_check_signature(const char *text, size_t len, const char *sigpath, uid_t uid, char *err,
+		       size_t errlen)
 {
 	char *cred = NULL, hex[65], signer[64], owner[64];
 	void *payload = NULL;
@@ -249,8 +249,9 @@ int gk_check_signature(const char *text, size_t len, const char *sigpath, uid_t 
 	}
 	gk_sha256_hex(text, len, hex);
 	if (memcmp((char *)payload + sizeof(PAYLOAD_PREFIX) - 1, hex, 64) != 0) {
-		snprintf(err, errlen, "the manifest was changed after it was signed (its SHA-256 "
-				      "no longer matches the signature)");
+		snprintf(err, errlen,
+			 "the manifest was changed after it was signed (its SHA-256 "
+			 "no longer matches the signature)");
 		ret = -EBADMSG;
 	}
 out_payload:

@@ -44,8 +44,8 @@ static void local_host(char *buf, size_t n)
 	host[sizeof(host) - 1] = 0;
 	for (size_t i = 0; host[i] && j + 1 < n && j < 64; i++) {
 		char c = host[i];
-		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-			 c == '-' || c == '.' || c == '_';
+		int ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			 (c >= '0' && c <= '9') || c == '-' || c == '.' || c == '_';
 
 		buf[j++] = ok ? c : '_';
 	}
@@ -220,26 +220,69 @@ static int delete_committed(int rootfd, const char *name, uint64_t seq)
 
 /* ---- the root ---- */
 
-/* mkdir -p, 0700 for what it creates. */
+/* The directory holding `path` (which has no trailing slash), synced so that
+ * a directory just created in it survives a crash. */
+static int sync_parent(const char *path)
+{
+	char parent[4096];
+	const char *slash = strrchr(path, '/');
+	int fd, ret = 0;
+
+	if (!slash)
+		snprintf(parent, sizeof(parent), ".");
+	else if (slash == path)
+		snprintf(parent, sizeof(parent), "/");
+	else
+		snprintf(parent, sizeof(parent), "%.*s", (int)(slash - path), path);
+	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	if (fsync(fd) < 0)
+		ret = -errno;
+	close(fd);
+	return ret;
+}
+
+/* mkdir -p, 0700 for what it creates. A root created here must itself be
+ * durable before anything committed inside it can be. */
 static int make_root(const char *root)
 {
 	char path[4096];
 	size_t len = strlen(root);
+	int ret;
 
 	if (len == 0 || len >= sizeof(path))
 		return -ENAMETOOLONG;
 	memcpy(path, root, len + 1);
-	for (char *p = path + 1; *p; p++) {
-		if (*p != '/')
+	while (len > 1 && path[len - 1] == '/')
+		path[--len] = 0;
+	for (char *p = path + 1;; p++) {
+		char saved = *p;
+
+		if (saved != '/' && saved != 0)
 			continue;
 		*p = 0;
-		if (mkdir(path, 0700) < 0 && errno != EEXIST)
+		if (mkdir(path, 0700) == 0) {
+			ret = sync_parent(path);
+			if (ret < 0)
+				return ret;
+		} else if (errno != EEXIST) {
 			return -errno;
-		*p = '/';
+		}
+		*p = saved;
+		if (!saved)
+			break;
 	}
-	if (mkdir(path, 0700) < 0 && errno != EEXIST)
-		return -errno;
 	return 0;
+}
+
+/* ROOT/NAME without a doubled slash when ROOT was given as "dir/". */
+static int join(char *buf, size_t n, const char *root, const char *name)
+{
+	size_t len = strlen(root);
+	int r = snprintf(buf, n, "%s%s%s", root, len && root[len - 1] == '/' ? "" : "/", name);
+
+	return r < 0 || (size_t)r >= n ? -ENAMETOOLONG : 0;
 }
 
 static int open_root(const char *root, char *err, size_t errlen)
@@ -264,8 +307,8 @@ static int entry_cmp(const void *pa, const void *pb)
 
 /* Every checkpoint of the root, and the highest sequence number in use by
  * any entry (committed, being written, or being deleted). */
-static int scan_root(const char *root, int rootfd, struct gk_store_entry **entries,
-		     size_t *count, uint64_t *max_seq, char *err, size_t errlen)
+static int scan_root(const char *root, int rootfd, struct gk_store_entry **entries, size_t *count,
+		     uint64_t *max_seq, char *err, size_t errlen)
 {
 	struct gk_store_entry *list = NULL;
 	size_t n = 0, cap = 0;
@@ -312,8 +355,7 @@ static int scan_root(const char *root, int rootfd, struct gk_store_entry **entri
 		ent.sequence = seq;
 		if (!ent.complete)
 			ent.stale = writer_gone(ent.writer_host, ent.writer_pid, st.st_mtime);
-		if ((size_t)snprintf(ent.path, sizeof(ent.path), "%s/%s", root, e->d_name) >=
-		    sizeof(ent.path))
+		if (join(ent.path, sizeof(ent.path), root, e->d_name) < 0)
 			continue;
 		if (n == cap) {
 			struct gk_store_entry *grown;
@@ -370,6 +412,9 @@ static void remove_dead_trash(int rootfd)
 			close(fd);
 		return;
 	}
+	/* The dup shares its offset with rootfd, which an earlier scan left at
+	 * the end of the directory. */
+	rewinddir(d);
 	while ((e = readdir(d))) {
 		struct stat st;
 		uint64_t seq;
@@ -409,7 +454,8 @@ static int prune_fd(const char *root, int rootfd, unsigned keep, char *err, size
 				: remove_tree(rootfd, name, 0);
 		if (r < 0) {
 			if (ret == 0) {
-				snprintf(err, errlen, "%s: cannot remove: %s", e->path, strerror(-r));
+				snprintf(err, errlen, "%s: cannot remove: %s", e->path,
+					 strerror(-r));
 				ret = r;
 			}
 			continue;
@@ -469,7 +515,8 @@ int gk_store_begin(const char *root, struct gk_store_txn *txn, char *err, size_t
 		 * that was never committed nor aborted. Take the next one. */
 		if (errno != EEXIST || tries == 16) {
 			ret = -errno;
-			snprintf(err, errlen, "%s/%s: cannot create: %s", root, name, strerror(-ret));
+			snprintf(err, errlen, "%s/%s: cannot create: %s", root, name,
+				 strerror(-ret));
 			goto out_root;
 		}
 	}
@@ -481,7 +528,7 @@ int gk_store_begin(const char *root, struct gk_store_txn *txn, char *err, size_t
 		goto out_root;
 	}
 	snprintf(txn->root, sizeof(txn->root), "%s", root);
-	snprintf(txn->tmpdir, sizeof(txn->tmpdir), "%s/%s", root, name);
+	join(txn->tmpdir, sizeof(txn->tmpdir), root, name);
 out_root:
 	close(rootfd);
 	return ret;
@@ -493,8 +540,7 @@ static int data_name_ok(const char *name)
 	       strcmp(name, GK_SIGNATURE_FILE) != 0;
 }
 
-int gk_store_create(struct gk_store_txn *txn, const char *name, int *fd, char *err,
-		    size_t errlen)
+int gk_store_create(struct gk_store_txn *txn, const char *name, int *fd, char *err, size_t errlen)
 {
 	if (txn->dirfd < 0) {
 		snprintf(err, errlen, "%s: no checkpoint is being written", name);
@@ -543,8 +589,7 @@ static int name_cmp(const void *a, const void *b)
 }
 
 /* The data files of the directory, for a manifest that does not list them. */
-static int list_files(struct gk_store_txn *txn, struct gk_manifest *m, char *err,
-		      size_t errlen)
+static int list_files(struct gk_store_txn *txn, struct gk_manifest *m, char *err, size_t errlen)
 {
 	struct gk_file_rec *files = NULL;
 	size_t n = 0, cap = 0;
@@ -569,8 +614,8 @@ static int list_files(struct gk_store_txn *txn, struct gk_manifest *m, char *err
 		if (!data_name_ok(e->d_name) ||
 		    fstatat(txn->dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(st.st_mode)) {
-			snprintf(err, errlen, "%s/%s: not a data file of the checkpoint", txn->tmpdir,
-				 e->d_name);
+			snprintf(err, errlen, "%s/%s: not a data file of the checkpoint",
+				 txn->tmpdir, e->d_name);
 			ret = -EINVAL;
 			goto out_dir;
 		}
@@ -691,8 +736,8 @@ static int sync_all(struct gk_store_txn *txn, char *err, size_t errlen)
 	return ret;
 }
 
-int gk_store_commit(struct gk_store_txn *txn, struct gk_manifest *m, unsigned keep,
-		    int *signed_out, char *err, size_t errlen)
+int gk_store_commit(struct gk_store_txn *txn, struct gk_manifest *m, unsigned keep, int *signed_out,
+		    char *err, size_t errlen)
 {
 	char final[64], sigpath[4096 + 32], sub[GK_ERRLEN];
 	const char *tmpname;
@@ -713,7 +758,8 @@ int gk_store_commit(struct gk_store_txn *txn, struct gk_manifest *m, unsigned ke
 		goto out_abort;
 	ret = gk_manifest_to_json(m, &text, &len);
 	if (ret < 0) {
-		snprintf(err, errlen, "%s: cannot build the manifest: %s", txn->tmpdir, strerror(-ret));
+		snprintf(err, errlen, "%s: cannot build the manifest: %s", txn->tmpdir,
+			 strerror(-ret));
 		goto out_abort;
 	}
 	/* The same checks a restore makes, before the checkpoint exists: a

@@ -42,8 +42,7 @@ static void user_name(uid_t uid, char *buf, size_t n)
 }
 
 /* Only the owner may have written anything the restore will trust. */
-static int check_owner(const char *what, const struct stat *st, uid_t uid, char *err,
-		       size_t errlen)
+static int check_owner(const char *what, const struct stat *st, uid_t uid, char *err, size_t errlen)
 {
 	char have[64], want[64];
 
@@ -57,8 +56,8 @@ static int check_owner(const char *what, const struct stat *st, uid_t uid, char 
 	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
 		snprintf(err, errlen, "%s is writable by %s (mode %04o)", what,
 			 (st->st_mode & S_IWGRP) && (st->st_mode & S_IWOTH) ? "group and others"
-			 : (st->st_mode & S_IWGRP)                         ? "its group"
-									   : "others",
+			 : (st->st_mode & S_IWGRP)			    ? "its group"
+									    : "others",
 			 (unsigned)(st->st_mode & 07777));
 		return -EPERM;
 	}
@@ -102,8 +101,7 @@ static int open_member(int dirfd, const char *name, uid_t uid, int *fd_out, stru
 	return 0;
 }
 
-static int read_manifest(int dirfd, uid_t uid, char **text, size_t *len, char *err,
-			 size_t errlen)
+static int read_manifest(int dirfd, uid_t uid, char **text, size_t *len, char *err, size_t errlen)
 {
 	struct stat st;
 	size_t n = 0;
@@ -173,7 +171,7 @@ struct checker {
 };
 
 static void report(struct checker *k, size_t i, int ret, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 static void report(struct checker *k, size_t i, int ret, const char *fmt, ...)
 {
 	va_list ap;
@@ -269,22 +267,22 @@ static int file_fd(const struct gk_manifest *m, const int *fds, const char *name
 	return -1;
 }
 
-static size_t add_units(struct unit *u, int fd, const char *file, uint64_t offset,
-			uint64_t size, const struct gk_chunk *chunks, uint32_t nchunks,
-			uint64_t chunk_size, size_t object, int region)
+static size_t add_units(struct unit *u, int fd, const char *file, uint64_t offset, uint64_t size,
+			const struct gk_chunk *chunks, uint32_t nchunks, uint64_t chunk_size,
+			size_t object, int region)
 {
 	for (uint32_t c = 0; c < nchunks; c++) {
 		uint64_t start = (uint64_t)c * chunk_size;
 
 		u[c] = (struct unit){
-			.fd = fd,
-			.file = file,
-			.offset = offset + start,
-			.len = size - start < chunk_size ? size - start : chunk_size,
-			.expect = chunks[c].xxh64,
-			.object = object,
-			.region = region,
-			.chunk = c,
+		    .fd = fd,
+		    .file = file,
+		    .offset = offset + start,
+		    .len = size - start < chunk_size ? size - start : chunk_size,
+		    .expect = chunks[c].xxh64,
+		    .object = object,
+		    .region = region,
+		    .chunk = c,
 		};
 	}
 	return nchunks;
@@ -315,16 +313,16 @@ static int check_data(const struct gk_manifest *m, const int *fds, char *err, si
 	for (size_t i = 0; i < m->nallocs; i++) {
 		const struct gk_alloc_rec *a = &m->allocs[i];
 
-		k.nunits += add_units(k.units + k.nunits, file_fd(m, fds, a->file), a->file,
-				      a->offset, a->size, a->chunks, a->nchunks, m->chunk_size, i,
-				      0);
+		k.nunits +=
+		    add_units(k.units + k.nunits, file_fd(m, fds, a->file), a->file, a->offset,
+			      a->size, a->chunks, a->nchunks, m->chunk_size, i, 0);
 	}
 	for (size_t i = 0; i < m->nregions; i++) {
 		const struct gk_region_rec *r = &m->regions[i];
 
-		k.nunits += add_units(k.units + k.nunits, file_fd(m, fds, r->file), r->file,
-				      r->offset, r->size, r->chunks, r->nchunks, m->chunk_size, i,
-				      1);
+		k.nunits +=
+		    add_units(k.units + k.nunits, file_fd(m, fds, r->file), r->file, r->offset,
+			      r->size, r->chunks, r->nchunks, m->chunk_size, i, 1);
 	}
 	k.first_bad = k.nunits;
 	pthread_mutex_init(&k.lock, NULL);
@@ -366,8 +364,8 @@ static int open_files(int dirfd, const struct gk_manifest *m, uid_t uid, int *fd
 		if (ret < 0)
 			return ret;
 		if ((uint64_t)st.st_size != f->size) {
-			snprintf(err, errlen, "%s is %lld bytes, the manifest says %" PRIu64, f->name,
-				 (long long)st.st_size, f->size);
+			snprintf(err, errlen, "%s is %lld bytes, the manifest says %" PRIu64,
+				 f->name, (long long)st.st_size, f->size);
 			return -EBADMSG;
 		}
 		posix_fadvise(fds[i], 0, 0, POSIX_FADV_SEQUENTIAL);

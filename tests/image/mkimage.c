@@ -5,12 +5,13 @@
  * is reachable) into a checkpoint root. Prints the committed directory.
  *
  *	mkimage ROOT [--seed N] [--devices N] [--allocs N] [--regions N]
- *	             [--max-size BYTES] [--chunk-size BYTES] [--keep N]
+ *	             [--min-size BYTES] [--max-size BYTES] [--chunk-size BYTES] [--keep N]
  *	             [--label TEXT] [--unsigned] [--slurm]
  */
 #include "config.h"
 #include "image.h"
 #include "log.h"
+#include "settings.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -28,7 +29,7 @@ struct params {
 	const char *root;
 	uint64_t seed;
 	unsigned devices, allocs, regions, keep;
-	uint64_t max_size, chunk_size;
+	uint64_t min_size, max_size, chunk_size;
 	const char *label;
 	int unsigned_only, slurm;
 };
@@ -53,8 +54,15 @@ static int usage(const char *msg)
 
 static int parse_args(int argc, char **argv, struct params *p)
 {
-	*p = (struct params){.seed = 1, .devices = 1, .allocs = 4, .regions = 2, .keep = 0,
-			     .max_size = 1 << 20, .chunk_size = 64 << 10, .label = "synthetic"};
+	*p = (struct params){.seed = 1,
+			     .devices = 1,
+			     .allocs = 4,
+			     .regions = 2,
+			     .keep = 0,
+			     .min_size = 1,
+			     .max_size = 1 << 20,
+			     .chunk_size = 64 << 10,
+			     .label = "synthetic"};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -81,11 +89,16 @@ static int parse_args(int argc, char **argv, struct params *p)
 			p->allocs = (unsigned)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--regions"))
 			p->regions = (unsigned)strtoul(v, NULL, 0);
-		else if (!strcmp(a, "--max-size"))
-			p->max_size = strtoull(v, NULL, 0);
-		else if (!strcmp(a, "--chunk-size"))
-			p->chunk_size = strtoull(v, NULL, 0);
-		else if (!strcmp(a, "--keep"))
+		else if (!strcmp(a, "--min-size")) {
+			if (gk_parse_size(v, &p->min_size) < 0)
+				return usage("bad size");
+		} else if (!strcmp(a, "--max-size")) {
+			if (gk_parse_size(v, &p->max_size) < 0)
+				return usage("bad size");
+		} else if (!strcmp(a, "--chunk-size")) {
+			if (gk_parse_size(v, &p->chunk_size) < 0)
+				return usage("bad size");
+		} else if (!strcmp(a, "--keep"))
 			p->keep = (unsigned)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--label"))
 			p->label = v;
@@ -94,8 +107,8 @@ static int parse_args(int argc, char **argv, struct params *p)
 	}
 	if (!p->root)
 		return usage("missing ROOT");
-	if (p->devices == 0 || p->max_size == 0)
-		return usage("--devices and --max-size must be at least 1");
+	if (p->devices == 0 || p->min_size == 0 || p->max_size < p->min_size)
+		return usage("need --devices >= 1 and 1 <= --min-size <= --max-size");
 	return 0;
 }
 
@@ -218,7 +231,7 @@ int main(int argc, char **argv)
 			struct gk_alloc_rec *a = &m->allocs[m->nallocs++];
 
 			a->device = (int)d;
-			a->size = 1 + rnd() % p.max_size;
+			a->size = p.min_size + rnd() % (p.max_size - p.min_size + 1);
 			a->address = addr;
 			a->order = dev->next_order++;
 			snprintf(a->kind, sizeof(a->kind), "%s", (i % 3) ? "alloc" : "async");
@@ -247,7 +260,8 @@ int main(int argc, char **argv)
 		r->size = 1 + rnd() % (p.max_size / 4 + 1);
 		snprintf(r->file, sizeof(r->file), "%s", GK_HOST_DATA_FILE);
 		r->offset = host_off;
-		ret = write_object(host_fd, host_off, r->size, p.chunk_size, &r->chunks, &r->nchunks);
+		ret =
+		    write_object(host_fd, host_off, r->size, p.chunk_size, &r->chunks, &r->nchunks);
 		if (ret < 0)
 			goto out_abort;
 		host_off = align_up(host_off + r->size, GK_DATA_ALIGN);
@@ -255,7 +269,8 @@ int main(int argc, char **argv)
 	if (host_fd >= 0)
 		close(host_fd);
 	clock_gettime(CLOCK_MONOTONIC, &t1);
-	m->write_seconds = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
+	m->write_seconds =
+	    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	ret = gk_store_commit(&txn, m, p.keep, &is_signed, err, sizeof(err));
 	if (ret < 0) {
 		fprintf(stderr, "mkimage: %s\n", err);

@@ -1,8 +1,9 @@
-# Unit tests (TAP): checksums, manifest, checkpoint root, settings.
+# Unit tests (TAP): checksums, manifest, signature, checkpoint root, settings.
 GK_UNIT_LIBS = $(top_builddir)/runtime/libgkimage.la $(top_builddir)/runtime/libgkcommon.la
 GK_UNIT_TESTS = \
 	%reldir%/test-checksum \
 	%reldir%/test-manifest \
+	%reldir%/test-sign \
 	%reldir%/test-store \
 	%reldir%/test-settings
 TESTS += $(GK_UNIT_TESTS)
@@ -14,6 +15,9 @@ check_PROGRAMS += $(GK_UNIT_TESTS)
 %canon_reldir%_test_manifest_SOURCES = %reldir%/test-manifest.c
 %canon_reldir%_test_manifest_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS)
 %canon_reldir%_test_manifest_LDADD = $(GK_UNIT_LIBS) $(JSON_C_LIBS)
+
+%canon_reldir%_test_sign_SOURCES = %reldir%/test-sign.c
+%canon_reldir%_test_sign_LDADD = $(GK_UNIT_LIBS)
 
 %canon_reldir%_test_store_SOURCES = %reldir%/test-store.c
 %canon_reldir%_test_store_LDADD = $(GK_UNIT_LIBS)

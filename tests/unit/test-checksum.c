@@ -116,7 +116,8 @@ int main(void)
 	sanity_buffer(buf + 1, 222);
 	check_xxh64(buf + 1, 222, 0, 0xB641AE8CB691C174ull, "unaligned sanity buffer");
 	sanity_buffer(buf, sizeof(buf));
-	ok(streaming_matches(buf, 300), "streaming xxh64 equals one-shot for every split of 0..300 bytes");
+	ok(streaming_matches(buf, 300),
+	   "streaming xxh64 equals one-shot for every split of 0..300 bytes");
 
 	check_sha256("", 0, "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855",
 		     "empty");
@@ -133,9 +134,11 @@ int main(void)
 	check_sha256(million, sizeof(million),
 		     "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0",
 		     "one million 'a'");
-	check_sha256(million, 55, "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318",
+	check_sha256(million, 55,
+		     "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318",
 		     "55 bytes (one padding block, full)");
-	check_sha256(million, 64, "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb",
+	check_sha256(million, 64,
+		     "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb",
 		     "64 bytes (exactly one block)");
 	{
 		uint8_t d[32];

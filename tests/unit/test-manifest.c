@@ -1,1 +1,480 @@
-int main(void){return 0;}
+/*
+ * test-manifest - the manifest survives a round trip through JSON, and every
+ * validation rule refuses what it should, with a message naming the problem.
+ * Bad manifests are made by editing a good one's JSON at a path, so that
+ * each case differs from a valid manifest in exactly one way.
+ */
+#include "config.h"
+#include "image.h"
+#include "tap.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <json-c/json.h>
+
+static void set_chunks(struct gk_chunk **c, uint32_t *n, uint32_t count, uint64_t base)
+{
+	*n = count;
+	*c = calloc(count, sizeof(**c));
+	for (uint32_t i = 0; i < count; i++)
+		(*c)[i].xxh64 = base + i * 0x0101010101010101ull;
+}
+
+/* Two devices, three allocations, one host region, three files. */
+static struct gk_manifest *good_manifest(void)
+{
+	struct gk_manifest *m = gk_manifest_new();
+
+	strcpy(m->created, "2026-11-22T10:00:00Z");
+	m->created_unix = 1795341600;
+	m->write_seconds = 1.25;
+	strcpy(m->hostname, "node17");
+	m->uid = 1000;
+	m->pid = 4242;
+	m->slurm = 1;
+	strcpy(m->job_id, "123");
+	strcpy(m->step_id, "0");
+	m->task = 3;
+	m->restart_count = 2;
+	strcpy(m->label, "step 500");
+	m->step = 500;
+	m->sequence = 7;
+	m->chunk_size = 4096;
+	m->va_base = 0x200000000000ull;
+	m->va_size = 2ull << 40;
+
+	m->ndevices = 2;
+	m->devices = calloc(2, sizeof(*m->devices));
+	for (int d = 0; d < 2; d++) {
+		struct gk_device_rec *dev = &m->devices[d];
+
+		dev->ordinal = d;
+		snprintf(dev->name, sizeof(dev->name), "NVIDIA H100 80GB HBM3");
+		snprintf(dev->uuid, sizeof(dev->uuid), "GPU-1234567%d-89ab-cdef-0123-456789abcdef",
+			 d);
+		dev->cc_major = 9;
+		dev->cc_minor = 0;
+		dev->total_memory = 85028896768ull;
+		dev->va_base = 0x200000000000ull + ((uint64_t)d << 40);
+		dev->va_size = 1ull << 40;
+		dev->next_order = d == 0 ? 3 : 1;
+		dev->mapped_bytes = d == 0 ? (4ull << 20) : (2ull << 20);
+	}
+
+	m->nallocs = 3;
+	m->allocs = calloc(3, sizeof(*m->allocs));
+	m->allocs[0] = (struct gk_alloc_rec){
+	    .device = 0, .address = 0x200000000000ull, .size = 8192, .order = 0, .offset = 0};
+	m->allocs[1] = (struct gk_alloc_rec){
+	    .device = 0, .address = 0x200000200000ull, .size = 4096, .order = 2, .offset = 8192};
+	m->allocs[2] = (struct gk_alloc_rec){
+	    .device = 1, .address = 0x210000000000ull, .size = 100, .order = 0, .offset = 0};
+	strcpy(m->allocs[0].kind, "alloc");
+	strcpy(m->allocs[1].kind, "pitch");
+	strcpy(m->allocs[2].kind, "async");
+	strcpy(m->allocs[0].file, "device0.data");
+	strcpy(m->allocs[1].file, "device0.data");
+	strcpy(m->allocs[2].file, "device1.data");
+	set_chunks(&m->allocs[0].chunks, &m->allocs[0].nchunks, 2, 0xfedcba9876543210ull);
+	set_chunks(&m->allocs[1].chunks, &m->allocs[1].nchunks, 1, 0x1ull);
+	set_chunks(&m->allocs[2].chunks, &m->allocs[2].nchunks, 1, 0xffffffffffffffffull);
+
+	m->nregions = 1;
+	m->regions = calloc(1, sizeof(*m->regions));
+	strcpy(m->regions[0].name, "params");
+	m->regions[0].size = 5000;
+	strcpy(m->regions[0].file, "host.data");
+	set_chunks(&m->regions[0].chunks, &m->regions[0].nchunks, 2, 0x42ull);
+
+	m->nfiles = 3;
+	m->files = calloc(3, sizeof(*m->files));
+	strcpy(m->files[0].name, "device0.data");
+	m->files[0].size = 12288;
+	strcpy(m->files[1].name, "device1.data");
+	m->files[1].size = 4096;
+	strcpy(m->files[2].name, "host.data");
+	m->files[2].size = 8192;
+	return m;
+}
+
+static int same_manifest(const struct gk_manifest *a, const struct gk_manifest *b)
+{
+	if (a->version != b->version || strcmp(a->created, b->created) ||
+	    a->created_unix != b->created_unix || a->write_seconds != b->write_seconds ||
+	    strcmp(a->hostname, b->hostname) || a->uid != b->uid || a->pid != b->pid ||
+	    a->slurm != b->slurm || strcmp(a->job_id, b->job_id) ||
+	    strcmp(a->step_id, b->step_id) || a->task != b->task ||
+	    a->restart_count != b->restart_count || strcmp(a->label, b->label) ||
+	    a->step != b->step || a->sequence != b->sequence || a->chunk_size != b->chunk_size ||
+	    a->va_base != b->va_base || a->va_size != b->va_size || a->ndevices != b->ndevices ||
+	    a->nallocs != b->nallocs || a->nregions != b->nregions || a->nfiles != b->nfiles)
+		return 0;
+	for (size_t i = 0; i < a->ndevices; i++) {
+		const struct gk_device_rec *x = &a->devices[i], *y = &b->devices[i];
+
+		if (x->ordinal != y->ordinal || strcmp(x->name, y->name) ||
+		    strcmp(x->uuid, y->uuid) || x->cc_major != y->cc_major ||
+		    x->cc_minor != y->cc_minor || x->total_memory != y->total_memory ||
+		    x->va_base != y->va_base || x->va_size != y->va_size ||
+		    x->next_order != y->next_order || x->mapped_bytes != y->mapped_bytes)
+			return 0;
+	}
+	for (size_t i = 0; i < a->nallocs; i++) {
+		const struct gk_alloc_rec *x = &a->allocs[i], *y = &b->allocs[i];
+
+		if (x->device != y->device || x->address != y->address || x->size != y->size ||
+		    x->order != y->order || strcmp(x->kind, y->kind) || strcmp(x->file, y->file) ||
+		    x->offset != y->offset || x->nchunks != y->nchunks ||
+		    memcmp(x->chunks, y->chunks, x->nchunks * sizeof(*x->chunks)))
+			return 0;
+	}
+	for (size_t i = 0; i < a->nregions; i++) {
+		const struct gk_region_rec *x = &a->regions[i], *y = &b->regions[i];
+
+		if (strcmp(x->name, y->name) || x->size != y->size || strcmp(x->file, y->file) ||
+		    x->offset != y->offset || x->nchunks != y->nchunks ||
+		    memcmp(x->chunks, y->chunks, x->nchunks * sizeof(*x->chunks)))
+			return 0;
+	}
+	for (size_t i = 0; i < a->nfiles; i++)
+		if (strcmp(a->files[i].name, b->files[i].name) ||
+		    a->files[i].size != b->files[i].size)
+			return 0;
+	return 1;
+}
+
+/* ---- editing JSON at a path like "allocations[1].address" ---- */
+
+static json_object *step_into(json_object *o, const char *tok, size_t len)
+{
+	const char *br = memchr(tok, '[', len);
+	char key[64];
+	json_object *v;
+
+	snprintf(key, sizeof(key), "%.*s", (int)(br ? (size_t)(br - tok) : len), tok);
+	if (!json_object_object_get_ex(o, key, &v))
+		return NULL;
+	if (br)
+		v = json_object_array_get_idx(v, (size_t)atoi(br + 1));
+	return v;
+}
+
+/* Set (or, with value NULL, delete) the field at `path`. */
+static int edit(json_object *top, const char *path, const char *value)
+{
+	const char *tok = path, *dot;
+	json_object *o = top, *v = value ? json_tokener_parse(value) : NULL;
+	char key[64];
+	const char *br;
+
+	if (value && !v && strcmp(value, "null") != 0)
+		return -1;
+	while ((dot = strchr(tok, '.'))) {
+		o = step_into(o, tok, (size_t)(dot - tok));
+		if (!o)
+			return -1;
+		tok = dot + 1;
+	}
+	br = strchr(tok, '[');
+	snprintf(key, sizeof(key), "%.*s", (int)(br ? (size_t)(br - tok) : strlen(tok)), tok);
+	if (br) {
+		json_object *arr;
+
+		if (!json_object_object_get_ex(o, key, &arr))
+			return -1;
+		if (!value) {
+			return json_object_array_del_idx(arr, (size_t)atoi(br + 1), 1);
+		}
+		return json_object_array_put_idx(arr, (size_t)atoi(br + 1), v);
+	}
+	if (!value) {
+		json_object_object_del(o, key);
+		return 0;
+	}
+	return json_object_object_add(o, key, v);
+}
+
+struct edit {
+	const char *path, *value;
+};
+
+struct bad_case {
+	const char *what;
+	struct edit edits[3];
+	int ret;
+	const char *message;
+};
+
+#define DEL NULL
+
+static const struct bad_case bad_cases[] = {
+    {"wrong format name",
+     {{"format", "\"other\""}},
+     -EINVAL,
+     "not a gpuckpt manifest (format is \"other\", not \"gpuckpt-image\")"},
+    {"format missing", {{"format", DEL}}, -EINVAL, "missing field 'format'"},
+    {"newer format version",
+     {{"version", "7"}},
+     -EPROTO,
+     "format version 7 is not supported (this gpuckpt reads version 1)"},
+    {"version as a string", {{"version", "\"1\""}}, -EINVAL, "field 'version' must be an integer"},
+    {"created missing", {{"created", DEL}}, -EINVAL, "missing field 'created'"},
+    {"created not UTC",
+     {{"created", "\"2026-11-22 10:00:00+01:00\""}},
+     -EINVAL,
+     "field 'created' must be a UTC time"},
+    {"negative uid", {{"uid", "-5"}}, -EINVAL, "field 'uid' must not be negative (-5)"},
+    {"pid 0", {{"pid", "0"}}, -EINVAL, "field 'pid' is out of range"},
+    {"write_seconds negative",
+     {{"write_seconds", "-1.5"}},
+     -EINVAL,
+     "field 'write_seconds' must be a non-negative number"},
+    {"slurm task not a number",
+     {{"slurm.task", "\"3\""}},
+     -EINVAL,
+     "field 'slurm.task' must be an integer"},
+    {"slurm without job id", {{"slurm.job_id", DEL}}, -EINVAL, "missing field 'slurm.job_id'"},
+    {"label not a string", {{"label", "5"}}, -EINVAL, "field 'label' must be a string"},
+    {"chunk size not a multiple of 4096",
+     {{"chunk_size", "1000"}},
+     -EINVAL,
+     "chunk_size 1000 is not allowed"},
+    {"va base not hex",
+     {{"va.base", "\"12345\""}},
+     -EINVAL,
+     "field 'va.base' must be a hex string like \"0x200000000000\""},
+    {"address with 17 hex digits",
+     {{"allocations[0].address", "\"0x10000000000000000\""}},
+     -EINVAL,
+     "field 'allocations[0].address' must be a hex string"},
+    {"devices not an array", {{"devices", "{}"}}, -EINVAL, "field 'devices' must be an array"},
+    {"compute capability without minor",
+     {{"devices[0].compute_capability", "\"9\""}},
+     -EINVAL,
+     "field 'devices[0].compute_capability' must look like \"9.0\" (got \"9\")"},
+    {"device listed twice",
+     {{"devices[1].ordinal", "0"}},
+     -EINVAL,
+     "device 0 is listed twice (devices[0] and devices[1])"},
+    {"device ranges overlap",
+     {{"devices[1].va_base", "\"0x200000100000\""}},
+     -EINVAL,
+     "device 1's range overlaps device 0's"},
+    {"file name climbing out",
+     {{"files[0].name", "\"../../etc/passwd\""}},
+     -EINVAL,
+     "file name '../../etc/passwd' is not allowed (files[0].name)"},
+    {"file name with a slash",
+     {{"files[0].name", "\"sub/device0.data\""}},
+     -EINVAL,
+     "file name 'sub/device0.data' is not allowed (files[0].name)"},
+    {"data file named like the manifest",
+     {{"files[2].name", "\"manifest.json\""}},
+     -EINVAL,
+     "file name 'manifest.json' is not allowed (files[2].name)"},
+    {"file listed twice",
+     {{"files[1].name", "\"device0.data\""}},
+     -EINVAL,
+     "file 'device0.data' is listed twice (files[0] and files[1])"},
+    {"allocation in a file climbing out",
+     {{"allocations[0].file", "\"../../etc/passwd\""}},
+     -EINVAL,
+     "file name '../../etc/passwd' is not allowed (allocations[0].file)"},
+    {"allocation in an unlisted file",
+     {{"allocations[2].file", "\"other.data\""}},
+     -EINVAL,
+     "allocation 2 is in file 'other.data', which is not listed in 'files'"},
+    {"allocations overlap",
+     {{"allocations[1].address", "\"0x200000001000\""}},
+     -EINVAL,
+     "allocation 1 (0x200000001000, 4096 bytes) overlaps allocation 0"},
+    {"allocations out of order",
+     {{"allocations[0].address", "\"0x200000400000\""}},
+     -EINVAL,
+     "allocation 1 (device 0, 0x200000200000) is out of order"},
+    {"allocation outside its device's range",
+     {{"allocations[2].address", "\"0x220000000000\""}},
+     -EINVAL,
+     "allocation 2 (0x220000000000, 100 bytes) lies outside device 1's range "
+     "0x210000000000-0x220000000000"},
+    {"allocation on an unknown device",
+     {{"allocations[2].device", "5"}},
+     -EINVAL,
+     "allocation 2 is on device 5, which is not listed in 'devices'"},
+    {"allocation order past next_order",
+     {{"allocations[1].order", "3"}},
+     -EINVAL,
+     "allocation 1 has order 3, not below device 0's next_order 3"},
+    {"two allocations with one order",
+     {{"allocations[1].order", "0"}},
+     -EINVAL,
+     "allocation 1 has order 0, like allocation 0 on device 0"},
+    {"empty kind",
+     {{"allocations[0].kind", "\"\""}},
+     -EINVAL,
+     "field 'allocations[0].kind' is empty"},
+    {"negative size",
+     {{"allocations[0].size", "-1"}},
+     -EINVAL,
+     "field 'allocations[0].size' must not be negative"},
+    {"a checksum missing",
+     {{"allocations[0].xxh64[1]", DEL}},
+     -EINVAL,
+     "allocation 0 has 1 checksums, expected 2 (8192 bytes in chunks of 4096 bytes)"},
+    {"a checksum not hex",
+     {{"allocations[0].xxh64[1]", "\"xyz\""}},
+     -EINVAL,
+     "field 'allocations[0].xxh64[1]' must be 16 hex digits"},
+    {"data past the end of its file",
+     {{"files[0].size", "10000"}},
+     -EINVAL,
+     "allocation 1's data (offset 8192, 4096 bytes) runs past the end of 'device0.data' "
+     "(10000 bytes)"},
+    {"unaligned data offset",
+     {{"allocations[1].offset", "8200"}},
+     -EINVAL,
+     "allocation 1's data offset 8200 in 'device0.data' is not a multiple of 4096"},
+    {"two objects share bytes",
+     {{"allocations[1].offset", "4096"}},
+     -EINVAL,
+     "the data of allocation 1 overlaps the data of allocation 0 in 'device0.data'"},
+    {"region name with a slash",
+     {{"host_regions[0].name", "\"a/b\""}},
+     -EINVAL,
+     "region name 'a/b' is not allowed (host_regions[0].name)"},
+    {"region checksum count",
+     {{"host_regions[0].size", "4000"}},
+     -EINVAL,
+     "host region 'params' has 2 checksums, expected 1"},
+    {"host_regions missing", {{"host_regions", DEL}}, -EINVAL, "missing field 'host_regions'"},
+    {"allocation not an object",
+     {{"allocations[0]", "5"}},
+     -EINVAL,
+     "allocations[0] must be an object"},
+};
+
+static void check_bad(const char *good_text, const struct bad_case *c)
+{
+	json_object *top = json_tokener_parse(good_text);
+	struct gk_manifest *m = NULL;
+	char err[GK_ERRLEN] = "";
+	const char *text;
+	int ret = -1;
+
+	for (int i = 0; i < 3 && c->edits[i].path; i++)
+		if (edit(top, c->edits[i].path, c->edits[i].value) < 0) {
+			ok(0, "%s: cannot apply the edit of %s", c->what, c->edits[i].path);
+			json_object_put(top);
+			return;
+		}
+	text = json_object_to_json_string(top);
+	ret = gk_manifest_parse(text, strlen(text), &m, err, sizeof(err));
+	if (!ok(ret == c->ret && m == NULL && strstr(err, c->message), "refused: %s", c->what))
+		printf("#   ret %d (expected %d), message: %s\n#   expected it to contain: %s\n",
+		       ret, c->ret, err, c->message);
+	gk_manifest_free(m);
+	json_object_put(top);
+}
+
+static void check_text(const char *text, size_t len, const char *what, const char *message)
+{
+	struct gk_manifest *m = NULL;
+	char err[GK_ERRLEN] = "";
+	int ret = gk_manifest_parse(text, len, &m, err, sizeof(err));
+
+	if (!ok(ret == -EINVAL && !m && strstr(err, message), "refused: %s", what))
+		printf("#   ret %d, message: %s\n#   expected it to contain: %s\n", ret, err,
+		       message);
+	gk_manifest_free(m);
+}
+
+int main(void)
+{
+	struct gk_manifest *m = good_manifest(), *back = NULL;
+	char *text = NULL, *again = NULL, *buf, err[GK_ERRLEN] = "", expect[64];
+	size_t len = 0, len2 = 0, pos, nbad = sizeof(bad_cases) / sizeof(bad_cases[0]);
+	int ret;
+
+	plan((int)(16 + nbad));
+
+	is_int(gk_manifest_to_json(m, &text, &len), 0, "a manifest serialises");
+	ret = gk_manifest_parse(text, len, &back, err, sizeof(err));
+	if (!ok(ret == 0 && back, "and parses back"))
+		printf("#   %s\n", err);
+	ok(back && same_manifest(m, back), "every field survives the round trip");
+	if (back)
+		gk_manifest_to_json(back, &again, &len2);
+	ok(again && len == len2 && memcmp(text, again, len) == 0,
+	   "serialising the parsed manifest gives the same text");
+	ok(strstr(text, "\"address\": \"0x200000200000\"") != NULL,
+	   "addresses are written as hex strings");
+	ok(strstr(text, "\"fedcba9876543210\"") != NULL, "checksums are 16 hex digits");
+	gk_manifest_free(back);
+	free(again);
+	again = NULL;
+	back = NULL;
+
+	/* Without Slurm, the slurm object is left out and parses as such. */
+	m->slurm = 0;
+	gk_manifest_to_json(m, &again, &len2);
+	ret = gk_manifest_parse(again, len2, &back, err, sizeof(err));
+	ok(ret == 0 && back && !back->slurm && !strstr(again, "\"slurm\""),
+	   "a manifest without Slurm fields round-trips without them");
+	gk_manifest_free(back);
+	free(again);
+	back = NULL;
+
+	/* Forward compatibility within a version: unknown fields are ignored. */
+	{
+		json_object *top = json_tokener_parse(text);
+		const char *t;
+
+		edit(top, "future_field", "{\"x\": [1, 2]}");
+		edit(top, "allocations[0].numa_node", "1");
+		t = json_object_to_json_string(top);
+		ret = gk_manifest_parse(t, strlen(t), &back, err, sizeof(err));
+		if (!ok(ret == 0 && back, "unknown extra fields are ignored"))
+			printf("#   %s\n", err);
+		gk_manifest_free(back);
+		back = NULL;
+		json_object_put(top);
+	}
+
+	for (size_t i = 0; i < nbad; i++)
+		check_bad(text, &bad_cases[i]);
+
+	/* Damage to the text itself. */
+	check_text(text, len / 2, "manifest cut in half", "truncated or malformed JSON at offset");
+	buf = strdup(text);
+	pos = (size_t)(strstr(buf, "\"version\"") - buf);
+	buf[pos] = '@';
+	snprintf(expect, sizeof(expect), "malformed JSON at offset %zu:", pos);
+	check_text(buf, len, "a stray character where a field name belongs", expect);
+	free(buf);
+	buf = malloc(len + 8);
+	memcpy(buf, text, len);
+	memcpy(buf + len, "{}", 2);
+	check_text(buf, len + 2, "text after the manifest", "unexpected text after the manifest");
+	memcpy(buf, text, len);
+	buf[50] = 0;
+	check_text(buf, len, "a NUL byte inside", "NUL byte at offset 50");
+	free(buf);
+	check_text("[1, 2]", 6, "a JSON array", "the manifest is not a JSON object");
+	check_text("", 0, "an empty file", "truncated or malformed JSON at offset 0");
+
+	ok(gk_name_valid("device0.data") && gk_name_valid("a-b_c.1") && !gk_name_valid("") &&
+	       !gk_name_valid(".") && !gk_name_valid("..") && !gk_name_valid("a..b") &&
+	       !gk_name_valid("a/b") && !gk_name_valid("a b") &&
+	       !gk_name_valid("0123456789012345678901234567890123456789012345678901234567890123"),
+	   "name rule: [A-Za-z0-9_.-], no '..', not empty, under 64 bytes");
+	ok(gk_chunk_count(0, 4096) == 0 && gk_chunk_count(1, 4096) == 1 &&
+	       gk_chunk_count(4096, 4096) == 1 && gk_chunk_count(4097, 4096) == 2,
+	   "chunk count is ceil(size / chunk_size)");
+
+	free(text);
+	gk_manifest_free(m);
+	return done_testing();
+}

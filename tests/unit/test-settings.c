@@ -1,1 +1,245 @@
-int main(void){return 0;}
+/*
+ * test-settings - the runtime's configuration: defaults, a file, environment
+ * variables on top of it, and every bad value refused with a message naming
+ * the key (and, from a file, the line; from the environment, the variable).
+ */
+#include "config.h"
+#include "settings.h"
+#include "log.h"
+#include "tap.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static const char *const env_vars[] = {
+    "GPUCKPT_CONFIG",	 "GPUCKPT_DIR",	    "GPUCKPT_RESTORE",	"GPUCKPT_ON_BAD_CHECKPOINT",
+    "GPUCKPT_KEEP",	 "GPUCKPT_SIGNALS", "GPUCKPT_INTERVAL", "GPUCKPT_REQUIRE_SIGNATURE",
+    "GPUCKPT_VA_BASE",	 "GPUCKPT_VA_SIZE", "GPUCKPT_WRITERS",	"GPUCKPT_CHUNK_SIZE",
+    "GPUCKPT_LOG_LEVEL", "GPUCKPT_ENABLE",
+};
+
+static char conf[] = "/tmp/gpuckpt-test-settings.XXXXXX";
+
+static void clear_env(void)
+{
+	for (size_t i = 0; i < sizeof(env_vars) / sizeof(env_vars[0]); i++)
+		unsetenv(env_vars[i]);
+}
+
+static void write_conf(const char *text)
+{
+	FILE *f = fopen(conf, "w");
+
+	if (!f) {
+		perror(conf);
+		exit(1);
+	}
+	fputs(text, f);
+	fclose(f);
+}
+
+/* Every value that must be refused, per key. */
+static const struct {
+	const char *key, *value;
+} bad_values[] = {
+    {"keep", "0"},
+    {"keep", "-1"},
+    {"keep", "two"},
+    {"keep", "1001"},
+    {"keep", ""},
+    {"interval", "-5"},
+    {"interval", "5s"},
+    {"interval", "31536001"},
+    {"require_signature", "maybe"},
+    {"enable", "2"},
+    {"on_bad_checkpoint", "retry"},
+    {"va_base", "0"},
+    {"va_base", "0x200000100000"}, /* not a multiple of 2 MiB */
+    {"va_base", "128T"},	   /* outside a 47-bit address space */
+    {"va_base", "-2M"},
+    {"va_base", " 2M"},
+    {"va_base", "0x"},
+    {"va_size", "32M"}, /* below 64 MiB */
+    {"va_size", "65M"}, /* not a multiple of 2 MiB */
+    {"va_size", "1Q"},
+    {"writers", "0"},
+    {"writers", "65"},
+    {"chunk_size", "1000"},
+    {"chunk_size", "4097"},
+    {"chunk_size", "2G"},
+    {"chunk_size", "0"},
+    {"log_level", "loud"},
+    {"signals", "KILL"},
+    {"signals", "TERM:stop"},
+    {"signals", "TERM,USR1,TERM"},
+    {"signals", "TERM,USR1,USR2,INT,HUP,QUIT,XCPU,ALRM,TERM:exit"},
+};
+
+static void check_bad_values(void)
+{
+	struct gk_settings s;
+	char err[GK_ERRLEN_SETTINGS];
+
+	for (size_t i = 0; i < sizeof(bad_values) / sizeof(bad_values[0]); i++) {
+		int ret;
+
+		gk_settings_defaults(&s);
+		err[0] = 0;
+		ret = gk_settings_set(&s, bad_values[i].key, bad_values[i].value, err, sizeof(err));
+		if (!ok(ret == -EINVAL &&
+			    strncmp(err, bad_values[i].key, strlen(bad_values[i].key)) == 0,
+			"%s = '%s' is refused, naming the key", bad_values[i].key,
+			bad_values[i].value))
+			printf("#   ret %d, message: %s\n", ret, err);
+	}
+}
+
+int main(void)
+{
+	struct gk_settings s;
+	char err[GK_ERRLEN_SETTINGS], longval[5000];
+	uint64_t size;
+	int fd, ret;
+
+	plan(30 + (int)(sizeof(bad_values) / sizeof(bad_values[0])));
+	clear_env();
+	fd = mkstemp(conf);
+	if (fd < 0) {
+		perror("mkstemp");
+		return 1;
+	}
+	close(fd);
+
+	gk_settings_defaults(&s);
+	ok(s.enable == 1 && s.keep == 2 && s.interval == 0 && s.require_signature == 0 &&
+	       s.restore_fresh_on_bad == 0 && s.dir[0] == 0 && s.restore[0] == 0,
+	   "defaults: enabled, keep 2, no interval, signature optional, no dir");
+	ok(s.va_base == 0x200000000000ull && s.va_size == 0x10000000000ull && s.writers == 4 &&
+	       s.chunk_size == (64ull << 20) && s.log_level == GK_LOG_WARN,
+	   "defaults: VA 0x200000000000 + 1 TiB, 4 writers, 64 MiB chunks, warn");
+	ok(s.ntriggers == 2 && s.triggers[0].signo == SIGTERM &&
+	       s.triggers[0].action == GK_ACTION_EXIT && s.triggers[1].signo == SIGUSR1 &&
+	       s.triggers[1].action == GK_ACTION_CONTINUE,
+	   "defaults: TERM checkpoints and exits, USR1 checkpoints and continues");
+
+	/* A file with comments, blanks and spaces around '='. */
+	write_conf("# site defaults\n"
+		   "\n"
+		   "dir = /bb/default\n"
+		   "  keep=5\n"
+		   "chunk_size = 16MiB\n"
+		   "signals = USR2:exit , XCPU\n"
+		   "va_base = 32T\n"
+		   "require_signature = yes\n"
+		   "on_bad_checkpoint = fresh\n");
+	setenv("GPUCKPT_CONFIG", conf, 1);
+	ret = gk_settings_load(&s, err, sizeof(err));
+	if (!ok(ret == 0, "a settings file loads"))
+		printf("#   %s\n", err);
+	ok(!strcmp(s.dir, "/bb/default") && s.keep == 5 && s.chunk_size == (16ull << 20) &&
+	       s.va_base == 0x200000000000ull && s.require_signature == 1 &&
+	       s.restore_fresh_on_bad == 1,
+	   "file values replace the defaults");
+	ok(s.ntriggers == 2 && s.triggers[0].signo == SIGUSR2 &&
+	       s.triggers[0].action == GK_ACTION_EXIT && s.triggers[1].signo == SIGXCPU &&
+	       s.triggers[1].action == GK_ACTION_CONTINUE,
+	   "signals with blanks around items parse");
+	ok(s.writers == 4 && s.interval == 0, "keys the file does not set keep their defaults");
+
+	setenv("GPUCKPT_KEEP", "3", 1);
+	setenv("GPUCKPT_DIR", "/bb/job42", 1);
+	setenv("GPUCKPT_WRITERS", "8", 1);
+	setenv("GPUCKPT_RESTORE", "auto", 1);
+	setenv("GPUCKPT_CHUNK_SIZE", "", 1); /* empty: as if unset */
+	ret = gk_settings_load(&s, err, sizeof(err));
+	ok(ret == 0 && s.keep == 3 && !strcmp(s.dir, "/bb/job42") && s.writers == 8 &&
+	       !strcmp(s.restore, "auto"),
+	   "the environment overrides the file");
+	ok(s.chunk_size == (16ull << 20) && s.require_signature == 1,
+	   "what the environment does not set (or sets empty) comes from the file");
+	clear_env();
+
+	setenv("GPUCKPT_CONFIG", "/nonexistent/gpuckpt.conf", 1);
+	ret = gk_settings_load(&s, err, sizeof(err));
+	ok(ret == -ENOENT && strstr(err, "/nonexistent/gpuckpt.conf"),
+	   "an explicit settings file that is missing is an error naming it");
+
+	setenv("GPUCKPT_CONFIG", conf, 1);
+	write_conf("keep = 2\nkeep\n");
+	ret = gk_settings_load(&s, err, sizeof(err));
+	ok(ret == -EINVAL && strstr(err, ":2: expected key = value"),
+	   "a line without '=' is refused with its line number");
+	write_conf("# ok\nfrobnicate = 1\n");
+	ret = gk_settings_load(&s, err, sizeof(err));
+	ok(ret == -EINVAL && strstr(err, ":2: unknown setting 'frobnicate'"),
+	   "an unknown key in the file is refused, named");
+	write_conf("keep = many\n");
+	ret = gk_settings_load(&s, err, sizeof(err));
+	ok(ret == -EINVAL && strstr(err, ":1: keep: invalid value 'many'"),
+	   "a bad value in the file names the file, line, key and value");
+	memset(longval, 'x', sizeof(longval) - 2);
+	longval[sizeof(longval) - 2] = '\n';
+	longval[sizeof(longval) - 1] = 0;
+	memcpy(longval, "dir = ", 6);
+	write_conf(longval);
+	ret = gk_settings_load(&s, err, sizeof(err));
+	ok(ret == -EINVAL && strstr(err, ":1: line too long"), "an over-long line is refused");
+	write_conf("");
+	setenv("GPUCKPT_INTERVAL", "soon", 1);
+	ret = gk_settings_load(&s, err, sizeof(err));
+	ok(ret == -EINVAL && !strcmp(err, "GPUCKPT_INTERVAL: interval: invalid value 'soon'"),
+	   "a bad environment value names the variable, key and value");
+	clear_env();
+	setenv("GPUCKPT_CONFIG", conf, 1);
+	setenv("GPUCKPT_SIGNALS", "TERM:exit,BOGUS", 1);
+	ret = gk_settings_load(&s, err, sizeof(err));
+	ok(ret == -EINVAL && strstr(err, "GPUCKPT_SIGNALS: signals: 'BOGUS' is not a signal"),
+	   "a bad signal list from the environment is refused, named");
+	clear_env();
+
+	memset(longval, 'd', 4096);
+	longval[4096] = 0;
+	ok(gk_settings_set(&s, "dir", longval, err, sizeof(err)) == -EINVAL &&
+	       !strncmp(err, "dir: invalid value", 18),
+	   "a directory name of 4096 bytes is refused");
+	ok(gk_settings_set(&s, "colour", "blue", err, sizeof(err)) == -EINVAL &&
+	       !strcmp(err, "unknown setting 'colour'"),
+	   "gk_settings_set refuses an unknown key");
+	ok(gk_settings_set(&s, "log_level", "DEBUG", err, sizeof(err)) == 0 &&
+	       s.log_level == GK_LOG_DEBUG,
+	   "log levels are case-insensitive");
+
+	/* Sizes. */
+	ok(gk_parse_size("4096", &size) == 0 && size == 4096, "size: plain bytes");
+	ok(gk_parse_size("64M", &size) == 0 && size == (64ull << 20), "size: 64M");
+	ok(gk_parse_size("1GiB", &size) == 0 && size == (1ull << 30), "size: 1GiB");
+	ok(gk_parse_size("2kb", &size) == 0 && size == 2048, "size: 2kb, any case");
+	ok(gk_parse_size("0x200000000000", &size) == 0 && size == 0x200000000000ull, "size: hex");
+	ok(gk_parse_size("010", &size) == 0 && size == 10, "size: a leading zero is not octal");
+	ok(gk_parse_size("", &size) == -EINVAL && gk_parse_size("-1", &size) == -EINVAL &&
+	       gk_parse_size(" 1", &size) == -EINVAL && gk_parse_size("1Q", &size) == -EINVAL &&
+	       gk_parse_size("1MBx", &size) == -EINVAL && gk_parse_size("M", &size) == -EINVAL,
+	   "size: empty, negative, blank-led, unknown suffix, trailing text refused");
+	ok(gk_parse_size("17179869184G", &size) == -ERANGE &&
+	       gk_parse_size("99999999999999999999", &size) == -ERANGE,
+	   "size: overflow is -ERANGE");
+
+	ret = gk_settings_parse_signals(&s, "usr1:EXIT,SIGHUP", err, sizeof(err));
+	ok(ret == 0 && s.ntriggers == 2 && s.triggers[0].signo == SIGUSR1 &&
+	       s.triggers[0].action == GK_ACTION_EXIT && s.triggers[1].signo == SIGHUP,
+	   "signals: names with or without SIG, any case");
+	gk_settings_defaults(&s);
+	ret = gk_settings_parse_signals(&s, "TERM,KILL", err, sizeof(err));
+	ok(ret == -EINVAL && s.ntriggers == 2 && s.triggers[0].signo == SIGTERM,
+	   "signals: a refused list leaves the previous triggers");
+	ok(gk_settings_set(&s, "va_size", "2T", err, sizeof(err)) == 0 && s.va_size == (2ull << 40),
+	   "va_size accepts a size with a suffix");
+
+	check_bad_values();
+	unlink(conf);
+	return done_testing();
+}

@@ -1,0 +1,220 @@
+/*
+ * test-sign - the Munge signature of a manifest: signing, checking, a
+ * changed manifest, another uid, replays, and munged out of reach (forced
+ * with GPUCKPT_MUNGE_SOCKET, so it is tested whether munged runs or not).
+ * What needs a running munged is skipped, with the reason, when it is not.
+ */
+#include "config.h"
+#include "image.h"
+#include "log.h"
+#include "tap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#define NOWHERE "/nonexistent/gpuckpt-test/munge.socket"
+
+static char dir[] = "/tmp/gpuckpt-test-sign.XXXXXX";
+static char err[GK_ERRLEN];
+
+static const char *in_dir(const char *name)
+{
+	static char buf[4][256];
+	static int next;
+	char *p = buf[next++ % 4];
+
+	snprintf(p, sizeof(buf[0]), "%s/%s", dir, name);
+	return p;
+}
+
+static void write_text(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+	if (fd < 0 || write(fd, text, strlen(text)) < 0)
+		perror(path);
+	if (fd >= 0)
+		close(fd);
+}
+
+/* A committed checkpoint with one host region; returns its directory. */
+static const char *small_checkpoint(void)
+{
+	static char path[512];
+	struct gk_store_txn txn;
+	struct gk_manifest *m = gk_manifest_new();
+	char data[64] = "registered host state";
+	time_t now = time(NULL);
+	struct tm tm;
+	int fd, is_signed;
+
+	gmtime_r(&now, &tm);
+	strftime(m->created, sizeof(m->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	strcpy(m->hostname, "testhost");
+	m->uid = geteuid();
+	m->pid = getpid();
+	m->chunk_size = 4096;
+	m->nregions = 1;
+	m->regions = calloc(1, sizeof(*m->regions));
+	strcpy(m->regions[0].name, "state");
+	strcpy(m->regions[0].file, GK_HOST_DATA_FILE);
+	m->regions[0].size = sizeof(data);
+	m->regions[0].nchunks = 1;
+	m->regions[0].chunks = calloc(1, sizeof(struct gk_chunk));
+	m->regions[0].chunks[0].xxh64 = gk_xxh64(data, sizeof(data), 0);
+	if (gk_store_begin(in_dir("root"), &txn, err, sizeof(err)) < 0 ||
+	    gk_store_create(&txn, GK_HOST_DATA_FILE, &fd, err, sizeof(err)) < 0)
+		return NULL;
+	if (write(fd, data, sizeof(data)) < 0)
+		perror("write");
+	close(fd);
+	if (gk_store_commit(&txn, m, 0, &is_signed, err, sizeof(err)) < 0)
+		return NULL;
+	snprintf(path, sizeof(path), "%s/ckpt.%06llu", in_dir("root"),
+		 (unsigned long long)m->sequence);
+	gk_manifest_free(m);
+	return path;
+}
+
+int main(void)
+{
+	static const char text[] = "{\"a manifest\": 1}\n";
+	struct gk_load_opts lo = {.uid = geteuid(), .check_data = 1};
+	struct gk_manifest *m = NULL;
+	const char *sig, *ck;
+	char buf[64] = "";
+	struct stat st;
+	int ret, fd, is_signed = 1, reachable;
+
+	plan(17);
+	gk_log_set_level(GK_LOG_ERROR);
+	if (!mkdtemp(dir)) {
+		perror("mkdtemp");
+		return 1;
+	}
+	sig = in_dir("manifest.sig");
+
+	/* munged out of reach. */
+	setenv("GPUCKPT_MUNGE_SOCKET", NOWHERE, 1);
+	ret = gk_sign(text, strlen(text), sig, err, sizeof(err));
+	ok(ret == -EHOSTUNREACH && strstr(err, "cannot reach munged to sign the manifest"),
+	   "signing without munged: -EHOSTUNREACH, said so");
+	ok(lstat(sig, &st) < 0, "and no signature file is left");
+	ret = gk_check_signature(text, strlen(text), sig, geteuid(), err, sizeof(err));
+	is_int(ret, -ENOENT, "checking a missing signature: -ENOENT");
+	write_text(sig, "MUNGE:AwQFAAA=:\n");
+	ret = gk_check_signature(text, strlen(text), sig, geteuid(), err, sizeof(err));
+	ok(ret == -EHOSTUNREACH && strstr(err, "cannot reach munged to check the signature"),
+	   "checking without munged: -EHOSTUNREACH, said so");
+	write_text(sig, "\n\n");
+	ret = gk_check_signature(text, strlen(text), sig, geteuid(), err, sizeof(err));
+	ok(ret == -EBADMSG && strstr(err, "is not a Munge credential"),
+	   "an empty signature file is not a credential");
+	unlink(sig);
+	if (symlink(in_dir("elsewhere"), sig) < 0)
+		perror("symlink");
+	ret = gk_check_signature(text, strlen(text), sig, geteuid(), err, sizeof(err));
+	ok(ret == -EPERM && strstr(err, "is a symbolic link"),
+	   "a signature that is a link is refused");
+	unlink(sig);
+
+	/* An image whose signature cannot be checked. */
+	unsetenv("GPUCKPT_MUNGE_SOCKET");
+	ck = small_checkpoint();
+	ok(ck != NULL, "a small checkpoint is written");
+	if (ck) {
+		char path[600];
+
+		snprintf(path, sizeof(path), "%s/%s", ck, GK_SIGNATURE_FILE);
+		if (lstat(path, &st) < 0)
+			write_text(path, "MUNGE:AwQFAAA=:\n"); /* unsigned: give it one */
+		setenv("GPUCKPT_MUNGE_SOCKET", NOWHERE, 1);
+		lo.require_signature = 1;
+		ret = gk_image_open(ck, &lo, &m, &is_signed, err, sizeof(err));
+		ok(ret == -EHOSTUNREACH && !m && strstr(err, "manifest.sig: cannot reach munged"),
+		   "a required signature that cannot be checked refuses the image");
+		lo.require_signature = 0;
+		ret = gk_image_open(ck, &lo, &m, &is_signed, err, sizeof(err));
+		ok(ret == 0 && m && is_signed == 0,
+		   "an optional one lets it open, reported as not signed");
+		gk_manifest_free(m);
+		unsetenv("GPUCKPT_MUNGE_SOCKET");
+	} else {
+		printf("#   %s\n", err);
+		skip("no checkpoint");
+		skip("no checkpoint");
+	}
+
+	/* With munged. */
+	ret = gk_sign(text, strlen(text), sig, err, sizeof(err));
+	reachable = ret != -EHOSTUNREACH;
+	if (!reachable) {
+		for (int i = 0; i < 8; i++)
+			skip("munged is not reachable on its default socket");
+		goto out;
+	}
+	is_int(ret, 0, "signing with munged");
+	fd = open(sig, O_RDONLY);
+	if (fd >= 0) {
+		if (read(fd, buf, 6) < 0)
+			perror("read");
+		fstat(fd, &st);
+		close(fd);
+	}
+	ok(!strncmp(buf, "MUNGE:", 6) && (st.st_mode & 0777) == 0600,
+	   "the signature is a Munge credential in a 0600 file");
+	ret = gk_check_signature(text, strlen(text), sig, geteuid(), err, sizeof(err));
+	if (!ok(ret == 0, "the signature checks"))
+		printf("#   %s\n", err);
+	ret = gk_check_signature(text, strlen(text), sig, geteuid(), err, sizeof(err));
+	ok(ret == 0, "and checks again (a replayed credential is accepted)");
+	ret = gk_check_signature("{\"a manifest\": 2}\n", strlen(text), sig, geteuid(), err,
+				 sizeof(err));
+	ok(ret == -EBADMSG && strstr(err, "the manifest was changed after it was signed"),
+	   "a changed manifest is refused");
+	ret = gk_check_signature(text, strlen(text), sig, geteuid() + 1, err, sizeof(err));
+	ok(ret == -EPERM && strstr(err, "the manifest was signed by ") && strstr(err, ", not by "),
+	   "a signature by another uid is refused, naming both");
+	if (ck) {
+		char path[600];
+
+		snprintf(path, sizeof(path), "%s/%s", ck, GK_SIGNATURE_FILE);
+		unlink(path);
+		snprintf(path, sizeof(path), "%s/%s", ck, GK_MANIFEST_FILE);
+		fd = open(path, O_RDONLY);
+		{
+			static char mtext[65536];
+			ssize_t n = fd >= 0 ? read(fd, mtext, sizeof(mtext) - 1) : -1;
+
+			if (fd >= 0)
+				close(fd);
+			snprintf(path, sizeof(path), "%s/%s", ck, GK_SIGNATURE_FILE);
+			ret = n > 0 ? gk_sign(mtext, (size_t)n, path, err, sizeof(err)) : -EIO;
+		}
+		lo.require_signature = 1;
+		ret = ret ? ret : gk_image_open(ck, &lo, &m, &is_signed, err, sizeof(err));
+		ok(ret == 0 && m && is_signed == 1,
+		   "a signed image opens with the signature required");
+		gk_manifest_free(m);
+		ret = gk_image_open(ck, &(struct gk_load_opts){.uid = geteuid() + 1}, &m,
+				    &is_signed, err, sizeof(err));
+		ok(ret == -EPERM && strstr(err, "is owned by"), "and is refused for another owner");
+	} else {
+		skip("no checkpoint");
+		skip("no checkpoint");
+	}
+out:
+	if (fork() == 0) {
+		execlp("rm", "rm", "-rf", dir, (char *)NULL);
+		_exit(127);
+	}
+	wait(NULL);
+	return done_testing();
+}
