@@ -1,1 +1,61 @@
-# cuda-standin
+# cuda-standin: libcuda.so.1 emulating the CUDA driver in host memory, for
+# machines without a GPU (README.md). A test double: built by `make check`,
+# never installed. `make standin` builds it alone (for check-slurm and the
+# runtime's scenario tests).
+check_LTLIBRARIES += %reldir%/libcuda_ptds.la %reldir%/libcuda.la
+
+SI_SOURCES = \
+	%reldir%/standin.h \
+	%reldir%/trace.c \
+	%reldir%/errors.c \
+	%reldir%/handle.c \
+	%reldir%/init.c \
+	%reldir%/device.c \
+	%reldir%/context.c \
+	%reldir%/stream.c \
+	%reldir%/event.c \
+	%reldir%/hostfn.c \
+	%reldir%/registry.c \
+	%reldir%/memory.c \
+	%reldir%/pool.c \
+	%reldir%/vmm.c \
+	%reldir%/pointer.c \
+	%reldir%/copy.c \
+	%reldir%/array.c \
+	%reldir%/module.c \
+	%reldir%/procaddr.c
+
+# The per-thread default stream variants: the same cuda.h names, compiled so
+# that cuda.h gives them their _ptsz/_ptds symbols.
+%canon_reldir%_libcuda_ptds_la_SOURCES = %reldir%/ptds.c %reldir%/standin.h
+%canon_reldir%_libcuda_ptds_la_CPPFLAGS = $(AM_CPPFLAGS) -DCUDA_API_PER_THREAD_DEFAULT_STREAM
+
+%canon_reldir%_libcuda_la_SOURCES = $(SI_SOURCES)
+%canon_reldir%_libcuda_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/%reldir%
+%canon_reldir%_libcuda_la_LIBADD = %reldir%/libcuda_ptds.la $(PTHREAD_LIBS) -ldl
+# soname libcuda.so.1 like the driver; only cu* exported; calls between the
+# stand-in's own entry points stay inside it even under an LD_PRELOADed interposer.
+%canon_reldir%_libcuda_la_LDFLAGS = $(AM_LDFLAGS) -rpath /nowhere -version-info 1:0:0 \
+	-no-undefined -Wl,--version-script=$(srcdir)/%reldir%/libcuda.map -Wl,-Bsymbolic
+%canon_reldir%_libcuda_la_DEPENDENCIES = %reldir%/libcuda_ptds.la %reldir%/libcuda.map
+
+# Host "kernels" for the test, loaded with cuModuleLoad/cuModuleLoadData.
+check_LTLIBRARIES += %reldir%/modules/test_kernels.la
+%canon_reldir%_modules_test_kernels_la_SOURCES = %reldir%/modules/test_kernels.c
+%canon_reldir%_modules_test_kernels_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/%reldir%
+%canon_reldir%_modules_test_kernels_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version \
+	-rpath /nowhere
+
+check_PROGRAMS += %reldir%/test-standin
+%canon_reldir%_test_standin_SOURCES = %reldir%/test-standin.c
+%canon_reldir%_test_standin_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/%reldir%
+%canon_reldir%_test_standin_LDADD = %reldir%/libcuda.la $(PTHREAD_LIBS) -ldl
+# A plain executable (no libtool wrapper): the test script picks the driver.
+%canon_reldir%_test_standin_LDFLAGS = $(AM_LDFLAGS) -no-install
+
+TESTS += %reldir%/test-standin.sh
+EXTRA_DIST += %reldir%/test-standin.sh %reldir%/README.md %reldir%/libcuda.map \
+	%reldir%/errors.def %reldir%/procaddr.def %reldir%/standin_kernel.h
+
+standin: %reldir%/libcuda.la %reldir%/modules/test_kernels.la
+.PHONY: standin

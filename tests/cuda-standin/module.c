@@ -1,0 +1,530 @@
+/*
+ * module.c - modules are host shared objects (see standin_kernel.h):
+ * cuModuleLoad dlopen()s one, cuModuleLoadData writes an in-memory ELF image
+ * to a memfd and dlopen()s that. A kernel NAME needs its argument sizes in
+ * NAME__params. A module stays loaded until its last function handle and its
+ * last queued launch let go of it, so unloading cannot pull code from under a
+ * running kernel.
+ */
+#define _GNU_SOURCE
+#include <dlfcn.h>
+#include <elf.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <link.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#include "standin.h"
+#include "standin_kernel.h"
+
+struct CUfunc_st;
+
+struct CUmod_st {
+	struct si_obj obj;
+	void *dl;
+	pthread_mutex_t lock;
+	struct CUfunc_st *funcs;    /* handed out by cuModuleGetFunction */
+	uintptr_t *globals;	    /* registered by cuModuleGetGlobal */
+	size_t nglobals;
+};
+
+struct CUfunc_st {
+	struct si_obj obj; /* holds a reference to its module */
+	struct CUmod_st *mod;
+	standin_kernel_fn fn;
+	const size_t *param_sizes;
+	unsigned nparams;
+	struct CUfunc_st *next;
+	char name[];
+};
+
+static void module_release(struct si_obj *obj)
+{
+	struct CUmod_st *m = (struct CUmod_st *)obj;
+
+	for (size_t i = 0; i < m->nglobals; i++) {
+		struct si_range *r = si_reg_remove(m->globals[i], SI_KIND(SI_MEM_GLOBAL));
+
+		free(r);
+	}
+	free(m->globals);
+	if (m->dl)
+		dlclose(m->dl);
+	pthread_mutex_destroy(&m->lock);
+	free(m);
+}
+
+static void func_release(struct si_obj *obj)
+{
+	struct CUfunc_st *f = (struct CUfunc_st *)obj;
+
+	si_obj_put(&f->mod->obj);
+	free(f);
+}
+
+static CUresult module_new(struct CUctx_st *ctx, void *dl, CUmodule *out)
+{
+	struct CUmod_st *m = calloc(1, sizeof(*m));
+
+	if (!m) {
+		dlclose(dl);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	si_obj_init(&m->obj, SI_T_MODULE, ctx, module_release);
+	m->dl = dl;
+	pthread_mutex_init(&m->lock, NULL);
+	if (si_handle_add(&m->obj)) {
+		si_obj_put(&m->obj);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*out = m;
+	return CUDA_SUCCESS;
+}
+
+static CUresult module_open(const char *path, const char *what, CUmodule *out)
+{
+	struct CUctx_st *ctx;
+	void *dl;
+	CUresult rc = si_ctx_current(&ctx);
+
+	if (rc)
+		return rc;
+	dl = dlopen(path, RTLD_NOW | RTLD_LOCAL);
+	if (!dl) {
+		si_msg("%s: not a loadable host shared object: %s", what, dlerror());
+		return CUDA_ERROR_INVALID_IMAGE;
+	}
+	return module_new(ctx, dl, out);
+}
+
+CUresult cuModuleLoad(CUmodule *module, const char *fname)
+{
+	CUresult rc;
+
+	if (!module || !fname)
+		SI_RET(CUDA_ERROR_INVALID_VALUE);
+	if (access(fname, R_OK))
+		SI_RETF(CUDA_ERROR_FILE_NOT_FOUND, "%s", fname);
+	rc = module_open(fname, fname, module);
+	SI_RETF(rc, "%s -> %p", fname, rc ? NULL : (void *)*module);
+}
+
+/* The file size of an ELF image: the furthest byte any header points at. */
+static size_t elf_image_size(const unsigned char *image)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)image;
+	size_t end = eh->e_ehsize;
+
+#define EXTEND(x)                                                                                  \
+	do {                                                                                       \
+		size_t e_ = (size_t)(x);                                                           \
+		if (e_ > end)                                                                      \
+			end = e_;                                                                  \
+	} while (0)
+	if (eh->e_phoff && eh->e_phnum) {
+		EXTEND(eh->e_phoff + (size_t)eh->e_phnum * eh->e_phentsize);
+		for (unsigned i = 0; i < eh->e_phnum; i++) {
+			const Elf64_Phdr *ph =
+				(const Elf64_Phdr *)(image + eh->e_phoff + (size_t)i * eh->e_phentsize);
+
+			EXTEND(ph->p_offset + ph->p_filesz);
+		}
+	}
+	if (eh->e_shoff && eh->e_shnum) {
+		EXTEND(eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize);
+		for (unsigned i = 0; i < eh->e_shnum; i++) {
+			const Elf64_Shdr *sh =
+				(const Elf64_Shdr *)(image + eh->e_shoff + (size_t)i * eh->e_shentsize);
+
+			if (sh->sh_type != SHT_NOBITS)
+				EXTEND(sh->sh_offset + sh->sh_size);
+		}
+	}
+#undef EXTEND
+	return end;
+}
+
+static bool is_shared_object(const unsigned char *image)
+{
+	const Elf64_Ehdr *eh = (const Elf64_Ehdr *)image;
+
+	return memcmp(image, ELFMAG, SELFMAG) == 0 && image[EI_CLASS] == ELFCLASS64 &&
+	       eh->e_type == ET_DYN && eh->e_phentsize == sizeof(Elf64_Phdr) &&
+	       (!eh->e_shnum || eh->e_shentsize == sizeof(Elf64_Shdr));
+}
+
+static CUresult load_image(CUmodule *module, const void *image)
+{
+	char path[64];
+	size_t size, done = 0;
+	int fd;
+	CUresult rc;
+
+	if (!module || !image)
+		return CUDA_ERROR_INVALID_VALUE;
+	/* A cubin, PTX or fatbinary is no host code: the stand-in cannot run it. */
+	if (!is_shared_object(image))
+		return CUDA_ERROR_INVALID_IMAGE;
+	size = elf_image_size(image);
+	fd = memfd_create("gpuckpt-standin-module", MFD_CLOEXEC);
+	if (fd < 0) {
+		si_msg("cuModuleLoadData: memfd_create: %s", strerror(errno));
+		return CUDA_ERROR_OPERATING_SYSTEM;
+	}
+	while (done < size) {
+		ssize_t n = write(fd, (const char *)image + done, size - done);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			si_msg("cuModuleLoadData: writing %zu bytes to a memfd: %s", size,
+			       strerror(errno));
+			rc = CUDA_ERROR_OPERATING_SYSTEM;
+			goto out_close;
+		}
+		done += (size_t)n;
+	}
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	rc = module_open(path, "cuModuleLoadData", module);
+out_close:
+	close(fd); /* the mapping made by dlopen keeps the contents */
+	return rc;
+}
+
+CUresult cuModuleLoadData(CUmodule *module, const void *image)
+{
+	CUresult rc = load_image(module, image);
+
+	SI_RETF(rc, "%p -> %p", image, rc ? NULL : (void *)*module);
+}
+
+CUresult cuModuleLoadDataEx(CUmodule *module, const void *image, unsigned int numOptions,
+			    CUjit_option *options, void **optionValues)
+{
+	CUresult rc = load_image(module, image);
+
+	/* JIT options have nothing to act on: there is no JIT. */
+	SI_RETF(rc, "%p options=%u -> %p", image, numOptions, rc ? NULL : (void *)*module);
+}
+
+CUresult cuModuleLoadFatBinary(CUmodule *module, const void *fatCubin)
+{
+	CUresult rc = load_image(module, fatCubin);
+
+	SI_RETF(rc, "%p -> %p", fatCubin, rc ? NULL : (void *)*module);
+}
+
+static CUresult module_get(CUmodule h, struct CUmod_st **out)
+{
+	CUresult rc = si_check_init();
+	struct si_obj *obj;
+
+	if (rc)
+		return rc;
+	obj = si_handle_get(h, SI_T_MODULE);
+	if (!obj)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*out = (struct CUmod_st *)obj;
+	return CUDA_SUCCESS;
+}
+
+/* Takes the module's handle (and its functions' handles) away; obj is the handle's reference. */
+static void module_unload(struct CUmod_st *m)
+{
+	struct CUfunc_st *f;
+
+	pthread_mutex_lock(&m->lock);
+	f = m->funcs;
+	m->funcs = NULL;
+	pthread_mutex_unlock(&m->lock);
+	while (f) {
+		struct CUfunc_st *next = f->next;
+
+		if (si_handle_del(&f->obj))
+			si_obj_put(&f->obj);
+		f = next;
+	}
+	si_obj_put(&m->obj);
+}
+
+CUresult cuModuleUnload(CUmodule hmod)
+{
+	struct CUmod_st *m;
+	CUresult rc = module_get(hmod, &m);
+
+	if (rc)
+		SI_RETF(rc, "%p", (void *)hmod);
+	if (si_handle_del(&m->obj))
+		module_unload(m);
+	si_obj_put(&m->obj);
+	SI_RETF(CUDA_SUCCESS, "%p", (void *)hmod);
+}
+
+void si_module_ctx_teardown(struct CUctx_st *ctx)
+{
+	struct si_obj **objs;
+	size_t n = si_handle_take_owned(ctx, SI_T_MODULE, &objs);
+
+	for (size_t i = 0; i < n; i++)
+		module_unload((struct CUmod_st *)objs[i]);
+	free(objs);
+}
+
+static CUresult make_function(struct CUmod_st *m, const char *name, struct CUfunc_st **out)
+{
+	char pname[512];
+	struct CUfunc_st *f;
+	const size_t *sizes;
+	void *fn;
+
+	if (snprintf(pname, sizeof(pname), "%s__params", name) >= (int)sizeof(pname))
+		return CUDA_ERROR_NOT_FOUND;
+	fn = dlsym(m->dl, name);
+	sizes = dlsym(m->dl, pname);
+	if (!fn || !sizes) {
+		if (fn)
+			si_msg("cuModuleGetFunction: %s has no %s (see standin_kernel.h)", name,
+			       pname);
+		return CUDA_ERROR_NOT_FOUND;
+	}
+	f = calloc(1, sizeof(*f) + strlen(name) + 1);
+	if (!f)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	si_obj_init(&f->obj, SI_T_FUNCTION, m->obj.owner, func_release);
+	f->mod = m;
+	si_obj_ref(&m->obj);
+	*(void **)&f->fn = fn;
+	f->param_sizes = sizes;
+	while (sizes[f->nparams])
+		f->nparams++;
+	strcpy(f->name, name);
+	if (si_handle_add(&f->obj)) {
+		si_obj_put(&f->obj);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	*out = f;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+	struct CUmod_st *m;
+	struct CUfunc_st *f;
+	CUresult rc;
+
+	if (!hfunc || !name)
+		SI_RET(CUDA_ERROR_INVALID_VALUE);
+	rc = module_get(hmod, &m);
+	if (rc)
+		SI_RETF(rc, "%p %s", (void *)hmod, name);
+	pthread_mutex_lock(&m->lock);
+	for (f = m->funcs; f; f = f->next)
+		if (strcmp(f->name, name) == 0)
+			break;
+	if (!f) {
+		rc = make_function(m, name, &f);
+		if (!rc) {
+			f->next = m->funcs;
+			m->funcs = f;
+		}
+	}
+	pthread_mutex_unlock(&m->lock);
+	if (!rc)
+		*hfunc = f;
+	si_obj_put(&m->obj);
+	SI_RETF(rc, "%p %s -> %p", (void *)hmod, name, rc ? NULL : (void *)f);
+}
+
+/* Makes the global addressable by copies; its size comes from the ELF symbol. */
+static CUresult register_global(struct CUmod_st *m, uintptr_t addr, size_t size)
+{
+	struct si_range *r;
+	uintptr_t *g;
+	CUresult rc;
+
+	for (size_t i = 0; i < m->nglobals; i++)
+		if (m->globals[i] == addr)
+			return CUDA_SUCCESS;
+	g = realloc(m->globals, (m->nglobals + 1) * sizeof(*g));
+	if (!g)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	m->globals = g;
+	r = calloc(1, sizeof(*r));
+	if (!r)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r->base = addr;
+	r->size = size;
+	r->kind = SI_MEM_GLOBAL;
+	r->ctx = m->obj.owner;
+	r->dev = m->obj.owner ? m->obj.owner->dev : 0;
+	r->owner = m;
+	rc = si_reg_insert(r);
+	if (rc) {
+		free(r);
+		return rc;
+	}
+	m->globals[m->nglobals++] = addr;
+	return CUDA_SUCCESS;
+}
+
+CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, const char *name)
+{
+	struct CUmod_st *m;
+	const ElfW(Sym) *sym = NULL;
+	Dl_info info;
+	void *addr;
+	size_t size = 0;
+	CUresult rc;
+
+	if ((!dptr && !bytes) || !name)
+		SI_RET(CUDA_ERROR_INVALID_VALUE);
+	rc = module_get(hmod, &m);
+	if (rc)
+		SI_RETF(rc, "%p %s", (void *)hmod, name);
+	addr = dlsym(m->dl, name);
+	if (!addr) {
+		rc = CUDA_ERROR_NOT_FOUND;
+		goto out_put;
+	}
+	if (dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) && sym)
+		size = sym->st_size;
+	pthread_mutex_lock(&m->lock);
+	if (size)
+		rc = register_global(m, (uintptr_t)addr, size);
+	pthread_mutex_unlock(&m->lock);
+	if (rc)
+		goto out_put;
+	if (dptr)
+		*dptr = (CUdeviceptr)(uintptr_t)addr;
+	if (bytes)
+		*bytes = size;
+out_put:
+	si_obj_put(&m->obj);
+	SI_RETF(rc, "%p %s -> %p (%zu bytes)", (void *)hmod, name, rc ? NULL : addr, size);
+}
+
+/* ---- launches ---- */
+
+struct launch_op {
+	struct si_op op;
+	struct CUfunc_st *func; /* holds a reference */
+	struct standin_launch dims;
+	void **params;		/* pointers into the copied argument values */
+};
+
+static void launch_run(struct si_op *op)
+{
+	struct launch_op *l = (struct launch_op *)op;
+
+	l->func->fn(&l->dims, l->params);
+}
+
+static void launch_fini(struct si_op *op)
+{
+	struct launch_op *l = (struct launch_op *)op;
+
+	si_obj_put(&l->func->obj);
+	free(l->params);
+	free(l);
+}
+
+/* One allocation: the pointer array, then each argument's bytes, 16-byte aligned. */
+static void **copy_params(const struct CUfunc_st *f, void **params)
+{
+	size_t off = si_align_up(f->nparams * sizeof(void *), 16), total = off;
+	char *buf;
+
+	for (unsigned i = 0; i < f->nparams; i++)
+		total += si_align_up(f->param_sizes[i], 16);
+	buf = malloc(total ? total : 1);
+	if (!buf)
+		return NULL;
+	for (unsigned i = 0; i < f->nparams; i++) {
+		memcpy(buf + off, params[i], f->param_sizes[i]);
+		((void **)buf)[i] = buf + off;
+		off += si_align_up(f->param_sizes[i], 16);
+	}
+	return (void **)buf;
+}
+
+static CUresult check_dims(unsigned gx, unsigned gy, unsigned gz, unsigned bx, unsigned by,
+			   unsigned bz)
+{
+	if (!gx || !gy || !gz || !bx || !by || !bz)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (gx > 0x7fffffffu || gy > 65535 || gz > 65535)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (bx > 1024 || by > 1024 || bz > 64 || (unsigned long long)bx * by * bz > 1024)
+		return CUDA_ERROR_INVALID_VALUE;
+	return CUDA_SUCCESS;
+}
+
+CUresult si_api_launch(CUfunction h, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
+		       unsigned by, unsigned bz, unsigned shmem, CUstream hs, void **params,
+		       void **extra, bool ptds)
+{
+	struct launch_op *l;
+	struct si_obj *obj;
+	struct CUfunc_st *f;
+	struct CUstream_st *s;
+	CUresult rc = si_check_init();
+
+	if (rc)
+		return rc;
+	obj = si_handle_get(h, SI_T_FUNCTION);
+	if (!obj)
+		return CUDA_ERROR_INVALID_HANDLE;
+	f = (struct CUfunc_st *)obj;
+	if (extra) {
+		rc = CUDA_ERROR_NOT_SUPPORTED; /* arguments packed in one buffer: not emulated */
+		goto out_func;
+	}
+	rc = check_dims(gx, gy, gz, bx, by, bz);
+	if (!rc && f->nparams && !params)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	if (rc)
+		goto out_func;
+	rc = si_stream_resolve(hs, ptds, &s);
+	if (rc)
+		goto out_func;
+	l = calloc(1, sizeof(*l));
+	if (!l || !(l->params = copy_params(f, params))) {
+		free(l);
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out_stream;
+	}
+	l->op.run = launch_run;
+	l->op.fini = launch_fini;
+	l->func = f;
+	l->dims.grid = (struct standin_dim3){gx, gy, gz};
+	l->dims.block = (struct standin_dim3){bx, by, bz};
+	l->dims.shared_bytes = shmem;
+	rc = si_stream_submit(s, &l->op, NULL, NULL);
+	if (rc) {
+		free(l->params);
+		free(l);
+	} else {
+		obj = NULL; /* the function reference went to the launch */
+	}
+out_stream:
+	si_stream_put(s);
+out_func:
+	if (obj)
+		si_obj_put(obj);
+	return rc;
+}
+
+CUresult cuLaunchKernel(CUfunction f, unsigned int gridDimX, unsigned int gridDimY,
+			unsigned int gridDimZ, unsigned int blockDimX, unsigned int blockDimY,
+			unsigned int blockDimZ, unsigned int sharedMemBytes, CUstream hStream,
+			void **kernelParams, void **extra)
+{
+	SI_RETF(si_api_launch(f, gridDimX, gridDimY, gridDimZ, blockDimX, blockDimY, blockDimZ,
+			      sharedMemBytes, hStream, kernelParams, extra, false),
+		"%p grid=%ux%ux%u block=%ux%ux%u stream=%p", (void *)f, gridDimX, gridDimY,
+		gridDimZ, blockDimX, blockDimY, blockDimZ, (void *)hStream);
+}

@@ -1,0 +1,1012 @@
+/*
+ * test-standin.c - the CUDA driver stand-in, through the driver API as a
+ * program sees it (linked with -lcuda, run by test-standin.sh against the
+ * stand-in). Settings read once at cuInit (CUDA_VISIBLE_DEVICES,
+ * GPUCKPT_STANDIN_*) are tested in fresh copies of this program ("--probe").
+ */
+#define _GNU_SOURCE
+#include <cuda.h>
+#include <dlfcn.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "tap.h"
+
+#define MiB (1024ULL * 1024)
+#define FIXED_VA 0x200000000000ULL
+
+static const char *errname(CUresult rc)
+{
+	const char *s = NULL;
+
+	cuGetErrorName(rc, &s);
+	return s ? s : "(unknown CUresult)";
+}
+
+static void is_rc_(CUresult got, CUresult want, const char *file, int line, const char *desc)
+{
+	if (!ok_(got == want, file, line, "%s", desc))
+		printf("#   got %s, expected %s\n", errname(got), errname(want));
+}
+
+#define is_rc(got, want, desc) is_rc_((got), (want), __FILE__, __LINE__, (desc))
+
+static double now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* ---- --probe: what a fresh process sees of the devices ---- */
+
+static int probe_main(void)
+{
+	CUresult rc = cuInit(0);
+	int n = 0;
+
+	printf("init=%s\n", errname(rc));
+	if (rc)
+		return 0;
+	cuDeviceGetCount(&n);
+	for (int i = 0; i < n; i++) {
+		CUdevice d;
+		CUuuid u;
+		char name[128];
+		size_t total = 0;
+		int maj = 0, min = 0;
+
+		cuDeviceGet(&d, i);
+		cuDeviceGetUuid(&u, d);
+		cuDeviceGetName(name, sizeof(name), d);
+		cuDeviceTotalMem(&total, d);
+		cuDeviceGetAttribute(&maj, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, d);
+		cuDeviceGetAttribute(&min, CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, d);
+		printf("dev %d GPU-", i);
+		for (int b = 0; b < 16; b++)
+			printf("%02x%s", (unsigned char)u.bytes[b],
+			       b == 3 || b == 5 || b == 7 || b == 9 ? "-" : "");
+		printf(" %zu %d.%d %s\n", total, maj, min, name);
+	}
+	return 0;
+}
+
+struct probe {
+	char init[64];
+	int n;
+	char uuid[16][48];
+	size_t total[16];
+	char cc[16][8];
+	char name[16][128];
+};
+
+/* Runs this program with --probe under env ("K=V" sets, "K" unsets). */
+static int run_probe(const char *const *env, struct probe *p)
+{
+	char buf[8192], line[256];
+	size_t len = 0;
+	int fds[2], status;
+	FILE *f;
+	pid_t pid;
+	ssize_t r;
+
+	memset(p, 0, sizeof(*p));
+	if (pipe(fds))
+		return -1;
+	pid = fork();
+	if (pid < 0)
+		return -1;
+	if (pid == 0) {
+		dup2(fds[1], 1);
+		close(fds[0]);
+		close(fds[1]);
+		for (const char *const *e = env; *e; e++) {
+			const char *eq = strchr(*e, '=');
+
+			if (eq) {
+				char k[64];
+
+				snprintf(k, sizeof(k), "%.*s", (int)(eq - *e), *e);
+				setenv(k, eq + 1, 1);
+			} else {
+				unsetenv(*e);
+			}
+		}
+		execl("/proc/self/exe", "test-standin", "--probe", (char *)NULL);
+		_exit(127);
+	}
+	close(fds[1]);
+	while ((r = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0)
+		len += (size_t)r;
+	close(fds[0]);
+	buf[len] = '\0';
+	waitpid(pid, &status, 0);
+	f = fmemopen(buf, len ? len : 1, "r");
+	while (f && fgets(line, sizeof(line), f)) {
+		int i, off = 0;
+
+		line[strcspn(line, "\n")] = '\0';
+		if (sscanf(line, "init=%63s", p->init) == 1)
+			continue;
+		if (sscanf(line, "dev %d %47s %zu %7s %n", &i, p->uuid[p->n], &p->total[p->n],
+			   p->cc[p->n], &off) == 4 &&
+		    i == p->n) {
+			snprintf(p->name[p->n], sizeof(p->name[0]), "%s", line + off);
+			p->n++;
+		}
+	}
+	if (f)
+		fclose(f);
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -1;
+}
+
+static void test_visible_devices(void)
+{
+	const char *const none[] = {"CUDA_VISIBLE_DEVICES", NULL};
+	struct probe all, p;
+	char env1[128], env2[128];
+	bool distinct = true;
+
+	ok(run_probe(none, &all) == 0 && strcmp(all.init, "CUDA_SUCCESS") == 0,
+	   "probe: cuInit succeeds with the defaults");
+	is_int(all.n, 4, "four devices by default");
+	for (int i = 0; i < all.n; i++)
+		for (int j = i + 1; j < all.n; j++)
+			distinct = distinct && strcmp(all.uuid[i], all.uuid[j]) != 0;
+	ok(distinct && all.n == 4, "every device has its own UUID");
+	ok(all.total[0] == 1024 * MiB && strcmp(all.cc[0], "9.0") == 0,
+	   "1 GiB and compute capability 9.0 by default");
+	ok(strstr(all.name[2], "stand-in GPU 2") != NULL, "the name says what it is: %s",
+	   all.name[2]);
+
+	{
+		const char *const env[] = {"CUDA_VISIBLE_DEVICES=2,0", NULL};
+
+		run_probe(env, &p);
+		ok(p.n == 2 && strcmp(p.uuid[0], all.uuid[2]) == 0 &&
+			   strcmp(p.uuid[1], all.uuid[0]) == 0,
+		   "CUDA_VISIBLE_DEVICES=2,0: ordinal 0 is physical 2, ordinal 1 is physical 0");
+	}
+	snprintf(env1, sizeof(env1), "CUDA_VISIBLE_DEVICES=%s", all.uuid[3]);
+	{
+		const char *const env[] = {env1, NULL};
+
+		run_probe(env, &p);
+		ok(p.n == 1 && strcmp(p.uuid[0], all.uuid[3]) == 0,
+		   "a full UUID selects that device");
+	}
+	/* "GPU-5af057a1-01" is as far as device 1's UUID must go to be unique. */
+	snprintf(env2, sizeof(env2), "CUDA_VISIBLE_DEVICES=%.15s,0", all.uuid[1]);
+	{
+		const char *const env[] = {env2, NULL};
+
+		run_probe(env, &p);
+		ok(p.n == 2 && strcmp(p.uuid[0], all.uuid[1]) == 0 &&
+			   strcmp(p.uuid[1], all.uuid[0]) == 0,
+		   "a unique UUID prefix selects a device (%s)", env2);
+	}
+	{
+		const char *const env[] = {"CUDA_VISIBLE_DEVICES=GPU-5af057a1", NULL};
+
+		run_probe(env, &p);
+		is_str(p.init, "CUDA_ERROR_NO_DEVICE", "an ambiguous UUID prefix names no device");
+	}
+	{
+		const char *const env[] = {"CUDA_VISIBLE_DEVICES=1,7,2", NULL};
+
+		run_probe(env, &p);
+		ok(p.n == 1 && strcmp(p.uuid[0], all.uuid[1]) == 0,
+		   "the list ends at the first invalid entry (1,7,2 -> one device)");
+	}
+	{
+		const char *const env[] = {"CUDA_VISIBLE_DEVICES=3,3", NULL};
+
+		run_probe(env, &p);
+		is_int(p.n, 1, "a device listed twice ends the list");
+	}
+	{
+		const char *const env[] = {"CUDA_VISIBLE_DEVICES=", NULL};
+
+		run_probe(env, &p);
+		is_str(p.init, "CUDA_ERROR_NO_DEVICE", "an empty CUDA_VISIBLE_DEVICES hides every device");
+	}
+	{
+		const char *const env[] = {"CUDA_VISIBLE_DEVICES=MIG-0", NULL};
+
+		run_probe(env, &p);
+		is_str(p.init, "CUDA_ERROR_NO_DEVICE", "MIG identifiers name no stand-in device");
+	}
+}
+
+static void test_configuration(void)
+{
+	struct probe p;
+
+	{
+		const char *const env[] = {"GPUCKPT_STANDIN_GPUS=2", "CUDA_VISIBLE_DEVICES", NULL};
+
+		run_probe(env, &p);
+		is_int(p.n, 2, "GPUCKPT_STANDIN_GPUS=2: two devices");
+	}
+	{
+		const char *const env[] = {"GPUCKPT_STANDIN_GPUS=16", "CUDA_VISIBLE_DEVICES=15", NULL};
+
+		run_probe(env, &p);
+		ok(p.n == 1 && strstr(p.name[0], "GPU 15") != NULL, "sixteen devices at most");
+	}
+	{
+		const char *const env[] = {"GPUCKPT_STANDIN_GPUS=17", "CUDA_VISIBLE_DEVICES", NULL};
+
+		run_probe(env, &p);
+		is_str(p.init, "CUDA_ERROR_INVALID_VALUE", "GPUCKPT_STANDIN_GPUS=17 is refused");
+	}
+	{
+		const char *const env[] = {"GPUCKPT_STANDIN_GPUS=two", "CUDA_VISIBLE_DEVICES", NULL};
+
+		run_probe(env, &p);
+		is_str(p.init, "CUDA_ERROR_INVALID_VALUE", "GPUCKPT_STANDIN_GPUS=two is refused");
+	}
+	{
+		const char *const env[] = {"GPUCKPT_STANDIN_MEMORY=512M", "CUDA_VISIBLE_DEVICES",
+					   NULL};
+
+		run_probe(env, &p);
+		ok(p.n == 4 && p.total[0] == 512 * MiB && p.total[3] == 512 * MiB,
+		   "GPUCKPT_STANDIN_MEMORY=512M sizes every device");
+	}
+	{
+		const char *const env[] = {"GPUCKPT_STANDIN_MEMORY=1G,1G,64M",
+					   "CUDA_VISIBLE_DEVICES=2,0", NULL};
+
+		run_probe(env, &p);
+		ok(p.n == 2 && p.total[0] == 64 * MiB && p.total[1] == 1024 * MiB,
+		   "a size list sizes each physical device and sets their number");
+	}
+	{
+		const char *const env[] = {"GPUCKPT_STANDIN_MEMORY=1G,64M",
+					   "GPUCKPT_STANDIN_GPUS=3", "CUDA_VISIBLE_DEVICES", NULL};
+
+		run_probe(env, &p);
+		is_str(p.init, "CUDA_ERROR_INVALID_VALUE",
+		       "a size list that disagrees with GPUCKPT_STANDIN_GPUS is refused");
+	}
+	{
+		const char *const env[] = {"GPUCKPT_STANDIN_MEMORY=12Q", "CUDA_VISIBLE_DEVICES",
+					   NULL};
+
+		run_probe(env, &p);
+		is_str(p.init, "CUDA_ERROR_INVALID_VALUE", "GPUCKPT_STANDIN_MEMORY=12Q is refused");
+	}
+	{
+		const char *const env[] = {"GPUCKPT_STANDIN_CC=8.0", "CUDA_VISIBLE_DEVICES", NULL};
+
+		run_probe(env, &p);
+		ok(p.n == 4 && strcmp(p.cc[1], "8.0") == 0, "GPUCKPT_STANDIN_CC=8.0");
+	}
+	{
+		const char *const env[] = {"GPUCKPT_STANDIN_CC=eight", "CUDA_VISIBLE_DEVICES",
+					   NULL};
+
+		run_probe(env, &p);
+		is_str(p.init, "CUDA_ERROR_INVALID_VALUE", "GPUCKPT_STANDIN_CC=eight is refused");
+	}
+}
+
+/* ---- before cuInit ---- */
+
+static void test_before_init(void)
+{
+	const char *s = NULL;
+	int v = 0, n = 0;
+
+	is_rc(cuDeviceGetCount(&n), CUDA_ERROR_NOT_INITIALIZED, "cuDeviceGetCount before cuInit");
+	is_rc(cuDriverGetVersion(&v), CUDA_SUCCESS, "cuDriverGetVersion works before cuInit");
+	is_int(v, 13000, "driver version 13.0");
+	cuGetErrorName(CUDA_ERROR_OUT_OF_MEMORY, &s);
+	is_str(s, "CUDA_ERROR_OUT_OF_MEMORY", "cuGetErrorName");
+	is_rc(cuGetErrorString((CUresult)12345, &s), CUDA_ERROR_INVALID_VALUE,
+	      "cuGetErrorString refuses a code that is no CUresult");
+	is_rc(cuInit(1), CUDA_ERROR_INVALID_VALUE, "cuInit with flags is refused");
+	is_rc(cuInit(0), CUDA_SUCCESS, "cuInit");
+}
+
+/* ---- devices and contexts ---- */
+
+static void test_devices(void)
+{
+	char bus[32];
+	CUdevice d = -1, back = -1;
+	int n = 0, v = -1;
+
+	cuDeviceGetCount(&n);
+	is_int(n, 4, "four devices");
+	is_rc(cuDeviceGetCount(NULL), CUDA_ERROR_INVALID_VALUE, "cuDeviceGetCount(NULL)");
+	is_rc(cuDeviceGet(&d, 4), CUDA_ERROR_INVALID_DEVICE, "cuDeviceGet past the last device");
+	cuDeviceGet(&d, 1);
+	cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_VIRTUAL_MEMORY_MANAGEMENT_SUPPORTED, d);
+	is_int(v, 1, "VMM supported");
+	cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MEMORY_POOLS_SUPPORTED, d);
+	is_int(v, 1, "memory pools supported");
+	cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_UNIFIED_ADDRESSING, d);
+	is_int(v, 1, "unified addressing");
+	is_rc(cuDeviceGetAttribute(&v, CU_DEVICE_ATTRIBUTE_MAX, d), CUDA_ERROR_INVALID_VALUE,
+	      "an attribute out of range is refused");
+	cuDeviceGetPCIBusId(bus, sizeof(bus), d);
+	is_str(bus, "0000:11:00.0", "PCI bus id of device 1");
+	cuDeviceGetByPCIBusId(&back, bus);
+	is_int(back, 1, "cuDeviceGetByPCIBusId finds it again");
+}
+
+static void test_no_context(void)
+{
+	CUcontext c = (CUcontext)1;
+	CUdeviceptr p;
+
+	is_rc(cuMemAlloc(&p, 16), CUDA_ERROR_INVALID_CONTEXT, "cuMemAlloc without a context");
+	cuCtxGetCurrent(&c);
+	ok(c == NULL, "no current context at first");
+	is_rc(cuStreamSynchronize(NULL), CUDA_ERROR_INVALID_CONTEXT,
+	      "the NULL stream needs a context");
+}
+
+struct destroyed_probe {
+	CUcontext ctx;
+	int step;
+	CUresult before, after;
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+};
+
+static void wait_step(struct destroyed_probe *p, int step)
+{
+	pthread_mutex_lock(&p->lock);
+	while (p->step < step)
+		pthread_cond_wait(&p->cond, &p->lock);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void set_step(struct destroyed_probe *p, int step)
+{
+	pthread_mutex_lock(&p->lock);
+	p->step = step;
+	pthread_cond_broadcast(&p->cond);
+	pthread_mutex_unlock(&p->lock);
+}
+
+static void *other_thread(void *arg)
+{
+	struct destroyed_probe *p = arg;
+	CUdevice d;
+
+	cuCtxSetCurrent(p->ctx);
+	p->before = cuCtxGetDevice(&d);
+	set_step(p, 1);
+	wait_step(p, 2);
+	p->after = cuCtxGetDevice(&d);
+	return NULL;
+}
+
+static void test_contexts(CUcontext primary)
+{
+	struct destroyed_probe probe = {.lock = PTHREAD_MUTEX_INITIALIZER,
+					.cond = PTHREAD_COND_INITIALIZER};
+	CUcontext c, cur, popped;
+	CUdevice d = -1;
+	size_t free0, free1, total;
+	CUdeviceptr p;
+	pthread_t t;
+
+	is_rc(cuCtxCreate(&c, NULL, 0, 2), CUDA_SUCCESS, "cuCtxCreate on device 2 (no params)");
+	cuCtxGetDevice(&d);
+	is_int(d, 2, "the new context is current");
+	cuMemGetInfo(&free0, &total);
+	cuMemAlloc(&p, 64 * MiB);
+	cuMemGetInfo(&free1, &total);
+	ok(free0 - free1 == 64 * MiB, "cuMemGetInfo counts the context's device memory");
+	is_rc(cuCtxPushCurrent(primary), CUDA_SUCCESS, "push the primary context");
+	cuCtxGetCurrent(&cur);
+	ok(cur == primary, "the pushed context is current");
+	cuCtxPopCurrent(&popped);
+	cuCtxGetCurrent(&cur);
+	ok(popped == primary && cur == c, "pop returns to the created context");
+
+	probe.ctx = c;
+	pthread_create(&t, NULL, other_thread, &probe);
+	wait_step(&probe, 1);
+	is_rc(cuCtxDestroy(c), CUDA_SUCCESS, "cuCtxDestroy");
+	set_step(&probe, 2);
+	pthread_join(t, NULL);
+	is_rc(probe.before, CUDA_SUCCESS, "another thread used the context");
+	is_rc(probe.after, CUDA_ERROR_CONTEXT_IS_DESTROYED,
+	      "after cuCtxDestroy it is destroyed for that thread");
+	cuCtxGetCurrent(&cur);
+	ok(cur != c, "cuCtxDestroy popped it from the calling thread");
+	is_rc(cuCtxDestroy(c), CUDA_ERROR_INVALID_CONTEXT, "destroying it again is refused");
+	cuCtxSetCurrent(c = NULL);
+	cuCtxSetCurrent(primary);
+	is_rc(cuCtxCreate(&c, NULL, 0, 2), CUDA_SUCCESS, "a new context on device 2");
+	cuMemGetInfo(&free1, &total);
+	ok(free1 == free0, "the destroyed context's memory went back to the device");
+	cuCtxDestroy(c);
+	cuCtxSetCurrent(primary);
+}
+
+/* ---- memory ---- */
+
+static void test_capacity(void)
+{
+	CUdeviceptr a, b;
+	size_t fr, total;
+	CUmemGenericAllocationHandle h;
+	CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+				    .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}};
+
+	is_rc(cuMemAlloc(&a, 1024 * MiB + 1), CUDA_ERROR_OUT_OF_MEMORY,
+	      "an allocation larger than the device");
+	is_rc(cuMemAlloc(&a, 768 * MiB), CUDA_SUCCESS, "768 MiB of 1 GiB");
+	is_rc(cuMemAlloc(&b, 300 * MiB), CUDA_ERROR_OUT_OF_MEMORY, "300 MiB more do not fit");
+	is_rc(cuMemCreate(&h, 512 * MiB, &prop, 0), CUDA_ERROR_OUT_OF_MEMORY,
+	      "VMM allocations count against the same memory");
+	cuMemGetInfo(&fr, &total);
+	ok(total == 1024 * MiB && fr == 256 * MiB, "cuMemGetInfo: %zu free of %zu", fr, total);
+	is_rc(cuMemFree(a), CUDA_SUCCESS, "cuMemFree");
+	is_rc(cuMemFree(a), CUDA_ERROR_INVALID_VALUE, "freeing it again is refused");
+	is_rc(cuMemAlloc(&b, 300 * MiB), CUDA_SUCCESS, "after the free it fits");
+	cuMemFree(b);
+	is_rc(cuMemAlloc(&a, 0), CUDA_ERROR_INVALID_VALUE, "a zero-byte allocation is refused");
+	is_rc(cuMemAlloc(NULL, 16), CUDA_ERROR_INVALID_VALUE, "cuMemAlloc(NULL, ...)");
+}
+
+/* Whether the process can read (write) the byte at p: the kernel says EFAULT if not. */
+static bool can_access(const void *p, bool write)
+{
+	int fds[2];
+	bool okay;
+	char c = 0;
+
+	if (pipe(fds))
+		return false;
+	if (write) {
+		syscall(SYS_write, fds[1], &c, 1);
+		okay = syscall(SYS_read, fds[0], (void *)p, 1) == 1;
+	} else {
+		okay = syscall(SYS_write, fds[1], p, 1) == 1;
+	}
+	close(fds[0]);
+	close(fds[1]);
+	return okay;
+}
+
+static void test_vmm(void)
+{
+	CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+				    .location = {CU_MEM_LOCATION_TYPE_DEVICE, 0}};
+	CUmemAccessDesc rw = {{CU_MEM_LOCATION_TYPE_DEVICE, 0}, CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+	CUmemGenericAllocationHandle h1, h2, back;
+	unsigned long long flags = 99;
+	CUdeviceptr va, va2, base = 0;
+	size_t gran = 0, size = 0;
+	CUipcMemHandle ipc;
+	unsigned char buf[8] = {1, 2, 3, 4, 5, 6, 7, 8}, out[8] = {0};
+	unsigned int type = 0;
+	int ord = -1;
+
+	cuMemGetAllocationGranularity(&gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM);
+	is_int(gran, 2 * MiB, "granularity 2 MiB");
+	is_rc(cuMemAddressReserve(&va, 64 * MiB, 0, FIXED_VA, 0), CUDA_SUCCESS,
+	      "reserve 64 MiB at 0x200000000000");
+	ok(va == FIXED_VA, "the requested address is honoured (%#llx)", (unsigned long long)va);
+	is_rc(cuMemAddressReserve(&va2, 4 * MiB, 0, FIXED_VA, 0), CUDA_SUCCESS,
+	      "reserving the same address again succeeds");
+	ok(va2 != FIXED_VA && va2 % (2 * MiB) == 0,
+	   "... elsewhere, the address being a hint (%#llx)", (unsigned long long)va2);
+	is_rc(cuMemCreate(&h1, 3 * MiB, &prop, 0), CUDA_ERROR_INVALID_VALUE,
+	      "cuMemCreate of a size that is not a granularity multiple");
+	is_rc(cuMemCreate(&h1, 4 * MiB, &prop, 0), CUDA_SUCCESS, "cuMemCreate 4 MiB");
+	cuMemCreate(&h2, 4 * MiB, &prop, 0);
+	is_rc(cuMemMap(va, 4 * MiB, 0, h1, 0), CUDA_SUCCESS, "cuMemMap");
+	is_rc(cuMemMap(va, 4 * MiB, 0, h2, 0), CUDA_ERROR_INVALID_VALUE,
+	      "mapping over a mapping is refused");
+	is_rc(cuMemMap(va + 60 * MiB, 8 * MiB, 0, h2, 0), CUDA_ERROR_INVALID_VALUE,
+	      "mapping past the reservation is refused");
+	ok(!can_access((void *)va, false), "mapped memory is not accessible before cuMemSetAccess");
+	cuMemGetAccess(&flags, &rw.location, va);
+	is_int(flags, CU_MEM_ACCESS_FLAGS_PROT_NONE, "cuMemGetAccess: no access yet");
+	is_rc(cuMemcpyHtoD(va, buf, sizeof(buf)), CUDA_ERROR_INVALID_VALUE,
+	      "a copy into it is refused");
+	is_rc(cuMemSetAccess(va, 4 * MiB, &rw, 1), CUDA_SUCCESS, "cuMemSetAccess read/write");
+	ok(can_access((void *)va, false) && can_access((void *)va, true),
+	   "now readable and writable");
+	cuMemGetAccess(&flags, &rw.location, va);
+	is_int(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE, "cuMemGetAccess: read/write");
+	cuMemMap(va + 4 * MiB, 4 * MiB, 0, h2, 0);
+	cuMemSetAccess(va + 4 * MiB, 4 * MiB, &rw, 1);
+	is_rc(cuMemcpyHtoD(va + 4 * MiB - 4, buf, sizeof(buf)), CUDA_SUCCESS,
+	      "a copy may cross from one mapping into the adjacent one");
+	cuMemcpyDtoH(out, va + 4 * MiB - 4, sizeof(out));
+	ok(memcmp(out, buf, sizeof(buf)) == 0 && ((unsigned char *)va)[4 * MiB] == 5,
+	   "... and lands at the same bytes as the host sees them");
+	cuPointerGetAttribute(&base, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, va + 5 * MiB);
+	cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, va + 5 * MiB);
+	ok(base == va + 4 * MiB && size == 4 * MiB, "the pointer range of VMM memory is its mapping");
+	cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, va);
+	cuPointerGetAttribute(&ord, CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL, va);
+	ok(type == CU_MEMORYTYPE_DEVICE && ord == 0, "VMM memory is device memory of device 0");
+	is_rc(cuIpcGetMemHandle(&ipc, va), CUDA_ERROR_INVALID_VALUE,
+	      "no legacy IPC handle for VMM memory");
+	is_rc(cuMemRetainAllocationHandle(&back, (void *)(va + MiB)), CUDA_SUCCESS,
+	      "cuMemRetainAllocationHandle");
+	ok(back == h1, "... gives the allocation's handle");
+	cuMemRelease(back);
+	is_rc(cuMemAddressFree(va, 64 * MiB), CUDA_ERROR_INVALID_VALUE,
+	      "a reservation with mappings is not freed");
+	is_rc(cuMemRelease(h1), CUDA_SUCCESS, "cuMemRelease while mapped");
+	ok(can_access((void *)va, false), "the mapping keeps the memory");
+	is_rc(cuMemUnmap(va, 2 * MiB), CUDA_ERROR_INVALID_VALUE, "unmapping half a mapping is refused");
+	is_rc(cuMemUnmap(va, 8 * MiB), CUDA_SUCCESS, "cuMemUnmap both mappings");
+	ok(!can_access((void *)va, false), "unmapped memory is inaccessible again");
+	is_rc(cuMemRelease(h1), CUDA_ERROR_INVALID_VALUE, "a released handle is gone");
+	cuMemRelease(h2);
+	is_rc(cuMemAddressFree(va, 64 * MiB), CUDA_SUCCESS, "cuMemAddressFree");
+	cuMemAddressFree(va2, 4 * MiB);
+}
+
+static void test_pointer_attributes(CUcontext primary)
+{
+	CUpointer_attribute attrs[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+					CU_POINTER_ATTRIBUTE_CONTEXT,
+					CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL};
+	unsigned long long id1 = 0, id2 = 0;
+	CUdeviceptr a, b, m, start = 0;
+	unsigned int type = 0;
+	CUcontext ctx = NULL;
+	size_t size = 0;
+	bool managed = true;
+	void *host, *hp = NULL, *data[3];
+	int ord = 7, local;
+	CUipcMemHandle ipc;
+
+	cuMemAlloc(&a, 1000);
+	cuMemAlloc(&b, 1000);
+	cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, a + 10);
+	cuPointerGetAttribute(&ctx, CU_POINTER_ATTRIBUTE_CONTEXT, a + 10);
+	cuPointerGetAttribute(&start, CU_POINTER_ATTRIBUTE_RANGE_START_ADDR, a + 10);
+	cuPointerGetAttribute(&size, CU_POINTER_ATTRIBUTE_RANGE_SIZE, a + 10);
+	ok(type == CU_MEMORYTYPE_DEVICE && ctx == primary && start == a && size == 1000,
+	   "device memory: type, context and range of an interior pointer");
+	ok(a % 256 == 0, "allocations are 256-byte aligned");
+	cuPointerGetAttribute(&id1, CU_POINTER_ATTRIBUTE_BUFFER_ID, a);
+	cuPointerGetAttribute(&id2, CU_POINTER_ATTRIBUTE_BUFFER_ID, b);
+	ok(id1 && id2 && id1 != id2, "buffer ids differ");
+	cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, a);
+	ok(!managed, "cuMemAlloc memory is not managed");
+	is_rc(cuPointerGetAttribute(&hp, CU_POINTER_ATTRIBUTE_HOST_POINTER, a),
+	      CUDA_ERROR_INVALID_VALUE, "device memory has no host pointer");
+	is_rc(cuIpcGetMemHandle(&ipc, a), CUDA_SUCCESS, "a legacy IPC handle for cuMemAlloc memory");
+	is_rc(cuIpcOpenMemHandle(&b, ipc, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
+	      CUDA_ERROR_NOT_SUPPORTED, "opening IPC handles is not supported");
+	cuMemAllocManaged(&m, 4096, CU_MEM_ATTACH_GLOBAL);
+	cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, m);
+	ok(managed, "managed memory is reported as managed");
+	cuMemAllocHost(&host, 4096);
+	cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, (CUdeviceptr)host);
+	cuPointerGetAttribute(&hp, CU_POINTER_ATTRIBUTE_HOST_POINTER, (CUdeviceptr)host);
+	ok(type == CU_MEMORYTYPE_HOST && hp == host, "page-locked host memory");
+	is_rc(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
+				    (CUdeviceptr)&local),
+	      CUDA_ERROR_INVALID_VALUE, "an ordinary host pointer is unknown");
+	data[0] = &type;
+	data[1] = &ctx;
+	data[2] = &ord;
+	is_rc(cuPointerGetAttributes(3, attrs, data, (CUdeviceptr)&local), CUDA_SUCCESS,
+	      "cuPointerGetAttributes accepts an unknown pointer");
+	ok(type == 0 && ctx == NULL && ord == -2, "... with empty values");
+	cuMemFree(a);
+	is_rc(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, a),
+	      CUDA_ERROR_INVALID_VALUE, "freed memory is unknown");
+	cuMemFree(b);
+	cuMemFree(m);
+	cuMemFreeHost(host);
+}
+
+static void test_host_register(void)
+{
+	static char buf[8192];
+	CUdeviceptr d = 0;
+
+	is_rc(cuMemHostRegister(buf, sizeof(buf), 0), CUDA_SUCCESS, "cuMemHostRegister");
+	is_rc(cuMemHostRegister(buf + 100, 100, 0), CUDA_ERROR_HOST_MEMORY_ALREADY_REGISTERED,
+	      "registering part of it again is refused");
+	cuMemHostGetDevicePointer(&d, buf, 0);
+	ok(d == (CUdeviceptr)buf, "its device pointer is its address (unified addressing)");
+	is_rc(cuMemHostUnregister(buf), CUDA_SUCCESS, "cuMemHostUnregister");
+	is_rc(cuMemHostUnregister(buf), CUDA_ERROR_HOST_MEMORY_NOT_REGISTERED,
+	      "unregistering it again is refused");
+}
+
+/* ---- modules, kernels, streams, events ---- */
+
+static CUmodule mod;
+static CUfunction vec_add, slow_fill, scale;
+
+static void test_modules(void)
+{
+	static const char not_elf[64] = "// a PTX file, say";
+	const char *path = getenv("STANDIN_TEST_MODULE");
+	CUmodule m2;
+	CUfunction f, again;
+	CUdeviceptr g = 0;
+	size_t gsize = 0;
+	char *image = NULL;
+	struct stat st;
+	int fd;
+
+	ok(path != NULL, "STANDIN_TEST_MODULE names the test module");
+	is_rc(cuModuleLoad(&mod, path ? path : "/nonexistent"), CUDA_SUCCESS, "cuModuleLoad");
+	is_rc(cuModuleLoad(&m2, "/nonexistent/kernels.so"), CUDA_ERROR_FILE_NOT_FOUND,
+	      "cuModuleLoad of a missing file");
+	is_rc(cuModuleGetFunction(&vec_add, mod, "vec_add"), CUDA_SUCCESS, "cuModuleGetFunction");
+	cuModuleGetFunction(&again, mod, "vec_add");
+	ok(again == vec_add, "the same function handle for the same name");
+	cuModuleGetFunction(&slow_fill, mod, "slow_fill");
+	cuModuleGetFunction(&scale, mod, "scale");
+	is_rc(cuModuleGetFunction(&f, mod, "no_such_kernel"), CUDA_ERROR_NOT_FOUND,
+	      "a missing kernel is not found");
+	is_rc(cuModuleGetFunction(&f, mod, "not_a_kernel"), CUDA_ERROR_NOT_FOUND,
+	      "a function without argument sizes is no kernel");
+	is_rc(cuModuleGetGlobal(&g, &gsize, mod, "scale_factor"), CUDA_SUCCESS,
+	      "cuModuleGetGlobal");
+	is_int(gsize, 4 * sizeof(int), "a global's size comes from its symbol");
+	fd = path ? open(path, O_RDONLY) : -1;
+	if (fd >= 0 && fstat(fd, &st) == 0 && (image = malloc((size_t)st.st_size)) &&
+	    read(fd, image, (size_t)st.st_size) == st.st_size) {
+		is_rc(cuModuleLoadData(&m2, image), CUDA_SUCCESS,
+		      "cuModuleLoadData of a shared object image");
+		ok(cuModuleGetFunction(&f, m2, "vec_add") == CUDA_SUCCESS && f != vec_add,
+		   "... is a module of its own");
+		cuModuleUnload(m2);
+		is_rc(cuModuleGetFunction(&f, m2, "vec_add"), CUDA_ERROR_INVALID_HANDLE,
+		      "an unloaded module's handle is refused");
+	} else {
+		ok(0, "read %s", path ? path : "(null)");
+		ok(0, "cuModuleLoadData (no image)");
+		ok(0, "cuModuleLoadData (no image)");
+	}
+	if (fd >= 0)
+		close(fd);
+	free(image);
+	is_rc(cuModuleLoadData(&m2, not_elf), CUDA_ERROR_INVALID_IMAGE,
+	      "an image that is no shared object is refused");
+}
+
+static void test_kernels(void)
+{
+	enum { N = 1000 };
+	float a[N], b[N], c[N];
+	CUdeviceptr da, db, dc, dg;
+	int n = N, ok_all = 1, three = 3, vals[4] = {1, 2, 3, 4};
+	void *args[] = {&da, &db, &dc, &n};
+	void *sargs[] = {&da, &n};
+	void *extra[] = {CU_LAUNCH_PARAM_END};
+	size_t gsize;
+
+	for (int i = 0; i < N; i++) {
+		a[i] = (float)i;
+		b[i] = 2.0f * (float)i;
+	}
+	cuMemAlloc(&da, sizeof(a));
+	cuMemAlloc(&db, sizeof(b));
+	cuMemAlloc(&dc, sizeof(c));
+	cuMemcpyHtoD(da, a, sizeof(a));
+	cuMemcpyHtoD(db, b, sizeof(b));
+	cuMemsetD32(dc, 0, N);
+	is_rc(cuLaunchKernel(vec_add, (N + 255) / 256, 1, 1, 256, 1, 1, 0, NULL, args, NULL),
+	      CUDA_SUCCESS, "cuLaunchKernel vec_add");
+	n = 5; /* argument values were copied at launch */
+	cuMemcpyDtoH(c, dc, sizeof(c));
+	for (int i = 0; i < N; i++)
+		ok_all = ok_all && c[i] == 3.0f * (float)i;
+	ok(ok_all, "vec_add computed c = a + b for all %d elements", N);
+	is_rc(cuLaunchKernel(vec_add, 1, 1, 1, 2048, 1, 1, 0, NULL, args, NULL),
+	      CUDA_ERROR_INVALID_VALUE, "a block of 2048 threads is refused");
+	is_rc(cuLaunchKernel(vec_add, 0, 1, 1, 1, 1, 1, 0, NULL, args, NULL),
+	      CUDA_ERROR_INVALID_VALUE, "an empty grid is refused");
+	is_rc(cuLaunchKernel(vec_add, 1, 1, 1, 1, 1, 1, 0, NULL, NULL, extra),
+	      CUDA_ERROR_NOT_SUPPORTED, "arguments through 'extra' are not supported");
+	is_rc(cuLaunchKernel((CUfunction)&n, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL),
+	      CUDA_ERROR_INVALID_HANDLE, "a made-up function handle is refused");
+	/* The module global as device memory: set it, and a kernel sees it. */
+	cuModuleGetGlobal(&dg, &gsize, mod, "scale_factor");
+	cuMemcpyHtoD(dg, &three, sizeof(three));
+	cuMemcpyHtoD(da, vals, sizeof(vals));
+	n = 4;
+	cuLaunchKernel(scale, 1, 1, 1, 1, 1, 1, 0, NULL, sargs, NULL);
+	cuMemcpyDtoH(vals, da, sizeof(vals));
+	ok(vals[0] == 3 && vals[3] == 12, "a kernel reads the global written through its pointer");
+	cuMemFree(da);
+	cuMemFree(db);
+	cuMemFree(dc);
+}
+
+static CUresult launch_slow(CUstream s, CUdeviceptr p, int value, int n, int ms)
+{
+	void *args[] = {&p, &value, &n, &ms};
+
+	return cuLaunchKernel(slow_fill, 1, 1, 1, 1, 1, 1, 0, s, args, NULL);
+}
+
+static void test_stream_order(void)
+{
+	enum { N = 256 };
+	CUstream s, s2, nb;
+	CUevent start, end, e;
+	CUdeviceptr d, d2, d3;
+	int *pinned, host[N], all;
+	float ms = 0;
+	double t0;
+
+	cuStreamCreate(&s, 0);
+	cuStreamCreate(&s2, 0);
+	cuMemAlloc(&d, N * sizeof(int));
+	cuMemAlloc(&d2, N * sizeof(int));
+	cuMemAlloc(&d3, N * sizeof(int));
+	cuMemsetD32(d, 0, N);
+	cuMemAllocHost((void **)&pinned, N * sizeof(int));
+	memset(pinned, 0, N * sizeof(int));
+
+	/* A slow kernel then an asynchronous copy: the copy waits for the kernel. */
+	cuEventCreate(&start, 0);
+	cuEventCreate(&end, 0);
+	cuEventRecord(start, s);
+	launch_slow(s, d, 7, N, 200);
+	is_rc(cuMemcpyDtoHAsync(pinned, d, N * sizeof(int), s), CUDA_SUCCESS,
+	      "an asynchronous copy after a slow kernel");
+	cuEventRecord(end, s);
+	is_rc(cuStreamQuery(s), CUDA_ERROR_NOT_READY, "the stream is busy");
+	is_rc(cuEventQuery(end), CUDA_ERROR_NOT_READY, "the event is not reached yet");
+	ok(pinned[0] == 0, "the copy has not happened yet");
+	is_rc(cuEventElapsedTime(&ms, start, end), CUDA_ERROR_NOT_READY,
+	      "no elapsed time before both events completed");
+	is_rc(cuEventSynchronize(end), CUDA_SUCCESS, "cuEventSynchronize");
+	is_rc(cuEventQuery(end), CUDA_SUCCESS, "the event is reached");
+	all = 1;
+	for (int i = 0; i < N; i++)
+		all = all && pinned[i] == 7;
+	ok(all, "the copy saw what the kernel wrote");
+	cuEventElapsedTime(&ms, start, end);
+	ok(ms >= 150.0f && ms < 5000.0f, "elapsed time between the events: %.1f ms", (double)ms);
+	is_rc(cuStreamQuery(s), CUDA_SUCCESS, "the stream is idle");
+
+	/* Across streams: s2 waits for an event of s, as recorded at the time of the wait. */
+	cuEventCreate(&e, CU_EVENT_DISABLE_TIMING);
+	launch_slow(s, d, 5, N, 200);
+	cuEventRecord(e, s);
+	is_rc(cuStreamWaitEvent(s2, e, 0), CUDA_SUCCESS, "cuStreamWaitEvent");
+	cuEventRecord(e, s2); /* re-recording must not change the wait above */
+	cuMemcpyDtoDAsync(d2, d, N * sizeof(int), s2);
+	cuStreamSynchronize(s2);
+	cuMemcpyDtoH(host, d2, sizeof(host));
+	ok(host[0] == 5 && host[N - 1] == 5, "the copy on the other stream waited for the kernel");
+	is_rc(cuEventElapsedTime(&ms, e, e), CUDA_ERROR_INVALID_HANDLE,
+	      "no elapsed time for an event without timing");
+
+	/* The legacy default stream waits for the blocking streams' earlier work. */
+	launch_slow(s, d, 9, N, 200);
+	cuMemcpyDtoH(host, d, sizeof(host));
+	ok(host[0] == 9, "a synchronous copy on the NULL stream waited for a blocking stream");
+	/* ... and blocking streams wait for it. */
+	launch_slow(NULL, d, 11, N, 200);
+	cuMemcpyDtoDAsync(d3, d, N * sizeof(int), s2);
+	cuStreamSynchronize(s2);
+	cuMemcpyDtoH(host, d3, sizeof(host));
+	ok(host[0] == 11, "a blocking stream waited for the NULL stream");
+	/* A non-blocking stream is exempt both ways. */
+	cuStreamCreate(&nb, CU_STREAM_NON_BLOCKING);
+	launch_slow(nb, d2, 1, N, 400);
+	t0 = now_ms();
+	cuMemcpyDtoH(host, d3, sizeof(host));
+	ok(now_ms() - t0 < 300 && cuStreamQuery(nb) == CUDA_ERROR_NOT_READY,
+	   "the NULL stream does not wait for a non-blocking stream");
+	is_rc(cuStreamDestroy(nb), CUDA_SUCCESS, "cuStreamDestroy with work queued");
+	is_rc(cuStreamQuery(nb), CUDA_ERROR_INVALID_HANDLE, "a destroyed stream's handle is refused");
+	cuCtxSynchronize();
+	cuMemcpyDtoH(host, d2, sizeof(host));
+	ok(host[0] == 1, "the destroyed stream's queued work ran");
+
+	is_rc(cuStreamSynchronize((CUstream)(uintptr_t)0x1234), CUDA_ERROR_INVALID_HANDLE,
+	      "a made-up stream handle is refused");
+	is_rc(cuEventQuery((CUevent)(uintptr_t)0x1234), CUDA_ERROR_INVALID_HANDLE,
+	      "a made-up event handle is refused");
+	cuEventDestroy(start);
+	cuEventDestroy(end);
+	cuEventDestroy(e);
+	cuStreamDestroy(s);
+	cuStreamDestroy(s2);
+	cuMemFree(d);
+	cuMemFree(d2);
+	cuMemFree(d3);
+	cuMemFreeHost(pinned);
+}
+
+static void test_stream_ordered_alloc(void)
+{
+	CUmemoryPool pool, pool2 = NULL;
+	cuuint64_t used = 0;
+	CUdeviceptr p;
+	CUstream s;
+	unsigned char host[4096];
+	unsigned int type;
+
+	cuStreamCreate(&s, 0);
+	cuDeviceGetDefaultMemPool(&pool, 0);
+	is_rc(cuMemAllocAsync(&p, 4096, s), CUDA_SUCCESS, "cuMemAllocAsync");
+	cuPointerGetAttribute(&pool2, CU_POINTER_ATTRIBUTE_MEMPOOL_HANDLE, p);
+	ok(pool2 == pool, "it comes from the device's default pool");
+	cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used);
+	ok(used == 4096, "the pool counts it (%llu bytes)", (unsigned long long)used);
+	launch_slow(s, p, 0x01010101, 1024, 100);
+	cuMemsetD8Async(p, 0xab, 4096, s);
+	cuMemcpyDtoHAsync(host, p, sizeof(host), s); /* pageable: returns when done */
+	ok(host[0] == 0xab && host[4095] == 0xab,
+	   "a copy into pageable memory returns with the data");
+	is_rc(cuMemFreeAsync(p, s), CUDA_SUCCESS, "cuMemFreeAsync");
+	is_rc(cuPointerGetAttribute(&type, CU_POINTER_ATTRIBUTE_MEMORY_TYPE, p),
+	      CUDA_ERROR_INVALID_VALUE, "the pointer is invalid for later work at once");
+	cuStreamSynchronize(s);
+	cuMemPoolGetAttribute(pool, CU_MEMPOOL_ATTR_USED_MEM_CURRENT, &used);
+	is_int(used, 0, "the memory went back when the stream reached the free");
+	is_rc(cuMemFreeAsync(p, s), CUDA_ERROR_INVALID_VALUE, "a second cuMemFreeAsync is refused");
+	cuStreamDestroy(s);
+}
+
+typedef CUresult (*sync_fn)(CUstream);
+
+static void test_proc_address(void)
+{
+	CUdriverProcAddressQueryResult st;
+	Dl_info info;
+	void *fn = NULL, *self;
+	struct {
+		const char *name;
+		int version;
+		cuuint64_t flags;
+		const char *want;
+	} cases[] = {
+		{"cuMemAlloc", 12000, 0, "cuMemAlloc_v2"},
+		{"cuCtxCreate", 13000, 0, "cuCtxCreate_v4"},
+		{"cuCtxCreate", 12000, 0, "cuCtxCreate_v3"},
+		{"cuCtxCreate", 4000, 0, "cuCtxCreate_v2"},
+		{"cuMemcpyHtoD", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+		 "cuMemcpyHtoD_v2_ptds"},
+		{"cuLaunchKernel", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+		 "cuLaunchKernel_ptsz"},
+		{"cuLaunchKernel", 12000, CU_GET_PROC_ADDRESS_LEGACY_STREAM, "cuLaunchKernel"},
+		{"cuMemAlloc", 12000, CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM,
+		 "cuMemAlloc_v2"},
+		{"cuEventElapsedTime", 12000, 0, "cuEventElapsedTime"},
+		{"cuEventElapsedTime", 12080, 0, "cuEventElapsedTime_v2"},
+		{"cuGetProcAddress", 12000, 0, "cuGetProcAddress_v2"},
+	};
+	sync_fn ptsz_sync;
+
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		CUresult rc = cuGetProcAddress(cases[i].name, &fn, cases[i].version,
+					       cases[i].flags, &st);
+		const char *got = rc == CUDA_SUCCESS && dladdr(fn, &info) ? info.dli_sname : NULL;
+
+		ok(got && strcmp(got, cases[i].want) == 0 && st == CU_GET_PROC_ADDRESS_SUCCESS,
+		   "cuGetProcAddress(%s, %d, %#llx) -> %s", cases[i].name, cases[i].version,
+		   (unsigned long long)cases[i].flags, got ? got : errname(rc));
+	}
+	is_rc(cuGetProcAddress("cuMemAllocAsync", &fn, 11010, 0, &st), CUDA_ERROR_NOT_FOUND,
+	      "a version before the function existed");
+	is_int(st, CU_GET_PROC_ADDRESS_VERSION_NOT_SUFFICIENT, "... is 'version not sufficient'");
+	is_rc(cuGetProcAddress("cuNoSuchFunction", &fn, 12000, 0, &st), CUDA_ERROR_NOT_FOUND,
+	      "an unknown name is not found");
+	ok(st == CU_GET_PROC_ADDRESS_SYMBOL_NOT_FOUND && fn == NULL,
+	   "... with status 'symbol not found' and no pointer");
+	is_rc(cuGetProcAddress("cuMemAlloc", &fn, 13010, 0, &st), CUDA_ERROR_INVALID_VALUE,
+	      "a version above the driver's is refused");
+	is_rc(cuGetExportTable((const void **)&fn, NULL), CUDA_ERROR_NOT_SUPPORTED,
+	      "cuGetExportTable is not supported");
+	/* The per-thread variants exist and behave. */
+	cuGetProcAddress("cuStreamSynchronize", &fn, 12000,
+			 CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st);
+	*(void **)&ptsz_sync = fn;
+	is_rc(fn ? ptsz_sync(NULL) : CUDA_ERROR_NOT_FOUND, CUDA_SUCCESS,
+	      "cuStreamSynchronize_ptsz on the per-thread stream");
+	/* Only cu* is exported. */
+	self = dlopen("libcuda.so.1", RTLD_NOW | RTLD_NOLOAD);
+	ok(self && dlsym(self, "cuInit") && !dlsym(self, "si_check_init") &&
+		   !dlsym(self, "si_stream_submit"),
+	   "the library exports cu* and nothing of its own");
+	if (self)
+		dlclose(self);
+}
+
+struct ptds_result {
+	CUcontext ctx;
+	CUresult rc;
+	int value;
+};
+
+static void *ptds_thread(void *arg)
+{
+	struct ptds_result *r = arg;
+	CUresult (*launch)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned, unsigned,
+			   unsigned, CUstream, void **, void **);
+	CUresult (*dtoh)(void *, CUdeviceptr, size_t);
+	CUdriverProcAddressQueryResult st;
+	CUdeviceptr d;
+	int v = 42, n = 1, ms = 50;
+	void *args[] = {&d, &v, &n, &ms};
+
+	cuCtxSetCurrent(r->ctx);
+	cuGetProcAddress("cuLaunchKernel", (void **)&launch, 12000,
+			 CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st);
+	cuGetProcAddress("cuMemcpyDtoH", (void **)&dtoh, 12000,
+			 CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st);
+	cuMemAlloc(&d, sizeof(int));
+	cuMemsetD32(d, 0, 1);
+	r->rc = launch(slow_fill, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL);
+	dtoh(&r->value, d, sizeof(int)); /* same per-thread stream: after the kernel */
+	cuMemFree(d);
+	return NULL;
+}
+
+static void test_per_thread_stream(CUcontext primary)
+{
+	struct ptds_result r = {.ctx = primary, .value = 0};
+	pthread_t t;
+
+	pthread_create(&t, NULL, ptds_thread, &r);
+	pthread_join(t, NULL);
+	is_rc(r.rc, CUDA_SUCCESS, "cuLaunchKernel_ptsz on a thread's per-thread stream");
+	is_int(r.value, 42, "cuMemcpyDtoH_v2_ptds on that stream saw the kernel's result");
+}
+
+int main(int argc, char **argv)
+{
+	CUcontext primary;
+	CUdevice dev0;
+
+	if (argc > 1 && strcmp(argv[1], "--probe") == 0)
+		return probe_main();
+	plan(188);
+	test_before_init();
+	test_visible_devices();
+	test_configuration();
+	test_devices();
+	test_no_context();
+	cuDeviceGet(&dev0, 0);
+	is_rc(cuDevicePrimaryCtxRetain(&primary, dev0), CUDA_SUCCESS, "retain device 0's primary context");
+	cuCtxSetCurrent(primary);
+	test_contexts(primary);
+	test_capacity();
+	test_vmm();
+	test_pointer_attributes(primary);
+	test_host_register();
+	test_modules();
+	test_kernels();
+	test_stream_order();
+	test_stream_ordered_alloc();
+	test_proc_address();
+	test_per_thread_stream(primary);
+	is_rc(cuModuleUnload(mod), CUDA_SUCCESS, "cuModuleUnload");
+	is_rc(cuDevicePrimaryCtxRelease(dev0), CUDA_SUCCESS, "release the primary context");
+	is_rc(cuDevicePrimaryCtxRelease(dev0), CUDA_ERROR_INVALID_CONTEXT,
+	      "releasing it once more is refused");
+	return done_testing();
+}
