@@ -99,10 +99,10 @@ static CUresult copy2d(uintptr_t dst, size_t dpitch, enum si_side dside, uintptr
 	struct copy_op *c;
 	bool dst_pageable, src_pageable;
 	size_t dspan, sspan;
-	CUresult rc;
+	CUresult rc = si_check_init();
 
-	if (!width || !height)
-		return CUDA_SUCCESS;
+	if (rc || !width || !height)
+		return rc;
 	if ((height > 1 && (dpitch < width || spitch < width)) || !dst || !src)
 		return CUDA_ERROR_INVALID_VALUE;
 	dspan = (height - 1) * dpitch + width;
@@ -157,10 +157,10 @@ CUresult si_api_set(uintptr_t dst, unsigned value, unsigned elem, size_t count, 
 		    bool async, bool ptds)
 {
 	struct set_op *s;
-	CUresult rc;
+	CUresult rc = si_check_init();
 
-	if (!count)
-		return CUDA_SUCCESS;
+	if (rc || !count)
+		return rc;
 	if (dst % elem || count > SIZE_MAX / elem)
 		return CUDA_ERROR_INVALID_VALUE;
 	rc = si_reg_check(dst, count * elem, true);
