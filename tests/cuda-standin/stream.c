@@ -105,8 +105,8 @@ static void *stream_worker(void *arg)
 	return NULL;
 }
 
-CUresult si_stream_new(struct CUctx_st *ctx, unsigned flags, int priority,
-		       enum si_stream_kind kind, struct CUstream_st **out)
+CUresult si_stream_new(struct CUctx_st *ctx, unsigned flags, int priority, enum si_stream_kind kind,
+		       struct CUstream_st **out)
 {
 	struct CUstream_st *s = calloc(1, sizeof(*s));
 	pthread_attr_t attr;
