@@ -16,6 +16,9 @@
 static __thread struct CUctx_st *ctx_stack[CTX_STACK_MAX];
 static __thread int ctx_depth;
 
+/* Destroyed contexts, kept for the threads that may still have them current. */
+static pthread_mutex_t destroyed_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct CUctx_st *destroyed;
 
 static void ctx_never_freed(struct si_obj *obj)
 {
@@ -264,6 +267,10 @@ CUresult cuCtxDestroy(CUcontext ctx)
 	if (!si_handle_del(&c->obj))
 		SI_RETF(CUDA_ERROR_INVALID_CONTEXT, "%p (destroyed meanwhile)", (void *)ctx);
 	ctx_teardown(c);
+	pthread_mutex_lock(&destroyed_lock);
+	c->next_destroyed = destroyed;
+	destroyed = c;
+	pthread_mutex_unlock(&destroyed_lock);
 	if (ctx_depth > 0 && ctx_stack[ctx_depth - 1] == c)
 		ctx_depth--;
 	SI_RETF(CUDA_SUCCESS, "%p", (void *)ctx);

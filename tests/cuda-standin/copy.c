@@ -99,10 +99,10 @@ static CUresult copy2d(uintptr_t dst, size_t dpitch, enum si_side dside, uintptr
 	struct copy_op *c;
 	bool dst_pageable, src_pageable;
 	size_t dspan, sspan;
-	CUresult rc;
+	CUresult rc = si_check_init();
 
-	if (!width || !height)
-		return CUDA_SUCCESS;
+	if (rc || !width || !height)
+		return rc;
 	if ((height > 1 && (dpitch < width || spitch < width)) || !dst || !src)
 		return CUDA_ERROR_INVALID_VALUE;
 	dspan = (height - 1) * dpitch + width;
@@ -157,10 +157,10 @@ CUresult si_api_set(uintptr_t dst, unsigned value, unsigned elem, size_t count, 
 		    bool async, bool ptds)
 {
 	struct set_op *s;
-	CUresult rc;
+	CUresult rc = si_check_init();
 
-	if (!count)
-		return CUDA_SUCCESS;
+	if (rc || !count)
+		return rc;
 	if (dst % elem || count > SIZE_MAX / elem)
 		return CUDA_ERROR_INVALID_VALUE;
 	rc = si_reg_check(dst, count * elem, true);
@@ -240,46 +240,45 @@ CUresult cuMemcpyAsync(CUdeviceptr dst, CUdeviceptr src, size_t ByteCount, CUstr
 
 CUresult cuMemcpyHtoD(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount)
 {
-	SI_RETF(si_api_copy_dir(dstDevice, SIDE_DEVICE, (uintptr_t)srcHost, SIDE_HOST, ByteCount, NULL,
-			 false, false),
+	SI_RETF(si_api_copy_dir(dstDevice, SIDE_DEVICE, (uintptr_t)srcHost, SIDE_HOST, ByteCount,
+				NULL, false, false),
 		"%#llx <- %p %zu", P(dstDevice), srcHost, ByteCount);
 }
 
 CUresult cuMemcpyDtoH(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount)
 {
-	SI_RETF(si_api_copy_dir((uintptr_t)dstHost, SIDE_HOST, srcDevice, SIDE_DEVICE, ByteCount, NULL,
-			 false, false),
+	SI_RETF(si_api_copy_dir((uintptr_t)dstHost, SIDE_HOST, srcDevice, SIDE_DEVICE, ByteCount,
+				NULL, false, false),
 		"%p <- %#llx %zu", dstHost, P(srcDevice), ByteCount);
 }
 
 CUresult cuMemcpyDtoD(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount)
 {
-	SI_RETF(si_api_copy_dir(dstDevice, SIDE_DEVICE, srcDevice, SIDE_DEVICE, ByteCount, NULL, false,
-			 false),
+	SI_RETF(si_api_copy_dir(dstDevice, SIDE_DEVICE, srcDevice, SIDE_DEVICE, ByteCount, NULL,
+				false, false),
 		"%#llx <- %#llx %zu", P(dstDevice), P(srcDevice), ByteCount);
 }
 
 CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost, size_t ByteCount,
 			   CUstream hStream)
 {
-	SI_RETF(si_api_copy_dir(dstDevice, SIDE_DEVICE, (uintptr_t)srcHost, SIDE_HOST, ByteCount, hStream,
-			 true, false),
+	SI_RETF(si_api_copy_dir(dstDevice, SIDE_DEVICE, (uintptr_t)srcHost, SIDE_HOST, ByteCount,
+				hStream, true, false),
 		"%#llx <- %p %zu stream=%p", P(dstDevice), srcHost, ByteCount, (void *)hStream);
 }
 
-CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
-			   CUstream hStream)
+CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
 {
-	SI_RETF(si_api_copy_dir((uintptr_t)dstHost, SIDE_HOST, srcDevice, SIDE_DEVICE, ByteCount, hStream,
-			 true, false),
+	SI_RETF(si_api_copy_dir((uintptr_t)dstHost, SIDE_HOST, srcDevice, SIDE_DEVICE, ByteCount,
+				hStream, true, false),
 		"%p <- %#llx %zu stream=%p", dstHost, P(srcDevice), ByteCount, (void *)hStream);
 }
 
 CUresult cuMemcpyDtoDAsync(CUdeviceptr dstDevice, CUdeviceptr srcDevice, size_t ByteCount,
 			   CUstream hStream)
 {
-	SI_RETF(si_api_copy_dir(dstDevice, SIDE_DEVICE, srcDevice, SIDE_DEVICE, ByteCount, hStream, true,
-			 false),
+	SI_RETF(si_api_copy_dir(dstDevice, SIDE_DEVICE, srcDevice, SIDE_DEVICE, ByteCount, hStream,
+				true, false),
 		"%#llx <- %#llx %zu stream=%p", P(dstDevice), P(srcDevice), ByteCount,
 		(void *)hStream);
 }
@@ -301,20 +300,20 @@ CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
 
 CUresult cuMemsetD8(CUdeviceptr dstDevice, unsigned char uc, size_t N)
 {
-	SI_RETF(si_api_set(dstDevice, uc, 1, N, NULL, false, false), "%#llx %#x x%zu",
-		P(dstDevice), uc, N);
+	SI_RETF(si_api_set(dstDevice, uc, 1, N, NULL, false, false), "%#llx %#x x%zu", P(dstDevice),
+		uc, N);
 }
 
 CUresult cuMemsetD16(CUdeviceptr dstDevice, unsigned short us, size_t N)
 {
-	SI_RETF(si_api_set(dstDevice, us, 2, N, NULL, false, false), "%#llx %#x x%zu",
-		P(dstDevice), us, N);
+	SI_RETF(si_api_set(dstDevice, us, 2, N, NULL, false, false), "%#llx %#x x%zu", P(dstDevice),
+		us, N);
 }
 
 CUresult cuMemsetD32(CUdeviceptr dstDevice, unsigned int ui, size_t N)
 {
-	SI_RETF(si_api_set(dstDevice, ui, 4, N, NULL, false, false), "%#llx %#x x%zu",
-		P(dstDevice), ui, N);
+	SI_RETF(si_api_set(dstDevice, ui, 4, N, NULL, false, false), "%#llx %#x x%zu", P(dstDevice),
+		ui, N);
 }
 
 CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream)

@@ -97,8 +97,8 @@ void si_event_ctx_teardown(struct CUctx_st *ctx)
 
 CUresult cuEventCreate(CUevent *phEvent, unsigned int Flags)
 {
-	const unsigned valid = CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING |
-			       CU_EVENT_INTERPROCESS;
+	const unsigned valid =
+	    CU_EVENT_BLOCKING_SYNC | CU_EVENT_DISABLE_TIMING | CU_EVENT_INTERPROCESS;
 	struct CUctx_st *ctx;
 	struct CUevent_st *e;
 	CUresult rc = si_ctx_current(&ctx);
@@ -192,8 +192,8 @@ CUresult cuEventRecord(CUevent hEvent, CUstream hStream)
 
 CUresult cuEventRecordWithFlags(CUevent hEvent, CUstream hStream, unsigned int flags)
 {
-	SI_RETF(si_api_event_record(hEvent, hStream, flags, false), "%p, %p, %#x",
-		(void *)hEvent, (void *)hStream, flags);
+	SI_RETF(si_api_event_record(hEvent, hStream, flags, false), "%p, %p, %#x", (void *)hEvent,
+		(void *)hStream, flags);
 }
 
 CUresult cuEventQuery(CUevent hEvent)
@@ -281,8 +281,8 @@ CUresult cuEventElapsedTime(float *pMilliseconds, CUevent hStart, CUevent hEnd)
 }
 
 /* The CUDA 2.0 symbol, same behaviour here. */
-CUresult cuEventElapsedTime_v1(float *pMilliseconds, CUevent hStart, CUevent hEnd)
-	__asm__("cuEventElapsedTime");
+CUresult cuEventElapsedTime_v1(float *pMilliseconds, CUevent hStart,
+			       CUevent hEnd) __asm__("cuEventElapsedTime");
 CUresult cuEventElapsedTime_v1(float *pMilliseconds, CUevent hStart, CUevent hEnd)
 {
 	SI_RETF(elapsed(pMilliseconds, hStart, hEnd), "%p, %p", (void *)hStart, (void *)hEnd);

@@ -58,8 +58,7 @@ CUresult si_api_host_func(CUstream h, CUhostFn fn, void *data, bool ptds)
 	return submit_host(h, fn, NULL, data, ptds);
 }
 
-CUresult si_api_add_callback(CUstream h, CUstreamCallback cb, void *data, unsigned flags,
-			     bool ptds)
+CUresult si_api_add_callback(CUstream h, CUstreamCallback cb, void *data, unsigned flags, bool ptds)
 {
 	if (!cb || flags)
 		return CUDA_ERROR_INVALID_VALUE;

@@ -4,7 +4,7 @@
 # runtime's scenario tests).
 check_LTLIBRARIES += %reldir%/libcuda_ptds.la %reldir%/libcuda.la
 
-SI_SOURCES = \
+CUDA_STANDIN_SOURCES = \
 	%reldir%/standin.h \
 	%reldir%/trace.c \
 	%reldir%/errors.c \
@@ -30,7 +30,7 @@ SI_SOURCES = \
 %canon_reldir%_libcuda_ptds_la_SOURCES = %reldir%/ptds.c %reldir%/standin.h
 %canon_reldir%_libcuda_ptds_la_CPPFLAGS = $(AM_CPPFLAGS) -DCUDA_API_PER_THREAD_DEFAULT_STREAM
 
-%canon_reldir%_libcuda_la_SOURCES = $(SI_SOURCES)
+%canon_reldir%_libcuda_la_SOURCES = $(CUDA_STANDIN_SOURCES)
 %canon_reldir%_libcuda_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/%reldir%
 %canon_reldir%_libcuda_la_LIBADD = %reldir%/libcuda_ptds.la $(PTHREAD_LIBS) -ldl
 # soname libcuda.so.1 like the driver; only cu* exported; calls between the

@@ -112,10 +112,12 @@ CUresult cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flag
 	rc = alloc_range(ctx, SI_MEM_MANAGED, bytesize, false, flags, &r);
 	if (!rc)
 		*dptr = r->base;
-	SI_RETF(rc, "%zu flags=%#x -> %#llx", bytesize, flags, rc ? 0ULL : (unsigned long long)*dptr);
+	SI_RETF(rc, "%zu flags=%#x -> %#llx", bytesize, flags,
+		rc ? 0ULL : (unsigned long long)*dptr);
 }
 
-/* The real driver may synchronise here; the stand-in must, lest a queued copy touch freed memory. */
+/* The real driver may synchronise here; the stand-in must, lest a queued copy touch freed memory.
+ */
 static void free_range_synced(struct si_range *r)
 {
 	if (r->ctx)
@@ -131,8 +133,8 @@ CUresult cuMemFree(CUdeviceptr dptr)
 
 	if (rc)
 		SI_RETF(rc, "%#llx", (unsigned long long)dptr);
-	r = si_reg_remove(dptr, SI_KIND(SI_MEM_DEVICE) | SI_KIND(SI_MEM_MANAGED) |
-					SI_KIND(SI_MEM_POOL));
+	r = si_reg_remove(dptr,
+			  SI_KIND(SI_MEM_DEVICE) | SI_KIND(SI_MEM_MANAGED) | SI_KIND(SI_MEM_POOL));
 	if (!r)
 		SI_RETF(CUDA_ERROR_INVALID_VALUE, "%#llx", (unsigned long long)dptr);
 	if (r->kind == SI_MEM_POOL)
@@ -180,8 +182,8 @@ CUresult cuMemGetAddressRange(CUdeviceptr *pbase, size_t *psize, CUdeviceptr dpt
 
 static CUresult host_alloc(void **pp, size_t n, unsigned flags)
 {
-	const unsigned valid = CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP |
-			       CU_MEMHOSTALLOC_WRITECOMBINED;
+	const unsigned valid =
+	    CU_MEMHOSTALLOC_PORTABLE | CU_MEMHOSTALLOC_DEVICEMAP | CU_MEMHOSTALLOC_WRITECOMBINED;
 	struct CUctx_st *ctx;
 	struct si_range *r;
 	CUresult rc = si_ctx_current(&ctx);
@@ -337,7 +339,7 @@ void si_mem_ctx_teardown(struct CUctx_st *ctx)
 	struct si_range **list;
 	size_t n = si_reg_take_ctx(ctx,
 				   SI_KIND(SI_MEM_DEVICE) | SI_KIND(SI_MEM_MANAGED) |
-					   SI_KIND(SI_MEM_HOST) | SI_KIND(SI_MEM_REGISTERED),
+				       SI_KIND(SI_MEM_HOST) | SI_KIND(SI_MEM_REGISTERED),
 				   &list);
 
 	for (size_t i = 0; i < n; i++)

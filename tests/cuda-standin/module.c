@@ -27,8 +27,8 @@ struct CUmod_st {
 	struct si_obj obj;
 	void *dl;
 	pthread_mutex_t lock;
-	struct CUfunc_st *funcs;    /* handed out by cuModuleGetFunction */
-	uintptr_t *globals;	    /* registered by cuModuleGetGlobal */
+	struct CUfunc_st *funcs; /* handed out by cuModuleGetFunction */
+	uintptr_t *globals;	 /* registered by cuModuleGetGlobal */
 	size_t nglobals;
 };
 
@@ -129,7 +129,7 @@ static size_t elf_image_size(const unsigned char *image)
 		EXTEND(eh->e_phoff + (size_t)eh->e_phnum * eh->e_phentsize);
 		for (unsigned i = 0; i < eh->e_phnum; i++) {
 			const Elf64_Phdr *ph =
-				(const Elf64_Phdr *)(image + eh->e_phoff + (size_t)i * eh->e_phentsize);
+			    (const Elf64_Phdr *)(image + eh->e_phoff + (size_t)i * eh->e_phentsize);
 
 			EXTEND(ph->p_offset + ph->p_filesz);
 		}
@@ -138,7 +138,7 @@ static size_t elf_image_size(const unsigned char *image)
 		EXTEND(eh->e_shoff + (size_t)eh->e_shnum * eh->e_shentsize);
 		for (unsigned i = 0; i < eh->e_shnum; i++) {
 			const Elf64_Shdr *sh =
-				(const Elf64_Shdr *)(image + eh->e_shoff + (size_t)i * eh->e_shentsize);
+			    (const Elf64_Shdr *)(image + eh->e_shoff + (size_t)i * eh->e_shentsize);
 
 			if (sh->sh_type != SHT_NOBITS)
 				EXTEND(sh->sh_offset + sh->sh_size);
@@ -413,7 +413,7 @@ struct launch_op {
 	struct si_op op;
 	struct CUfunc_st *func; /* holds a reference */
 	struct standin_launch dims;
-	void **params;		/* pointers into the copied argument values */
+	void **params; /* pointers into the copied argument values */
 };
 
 static void launch_run(struct si_op *op)

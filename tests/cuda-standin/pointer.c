@@ -68,8 +68,8 @@ static CUresult attr_value(const struct si_range *r, uintptr_t ptr, CUpointer_at
 		*(CUcontext *)data = r->ctx;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_MEMORY_TYPE:
-		*(unsigned int *)data = is_host_kind(r->kind) ? CU_MEMORYTYPE_HOST
-							      : CU_MEMORYTYPE_DEVICE;
+		*(unsigned int *)data =
+		    is_host_kind(r->kind) ? CU_MEMORYTYPE_HOST : CU_MEMORYTYPE_DEVICE;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_DEVICE_POINTER:
 		*(CUdeviceptr *)data = ptr;
@@ -150,7 +150,7 @@ CUresult cuPointerGetAttribute(void *data, CUpointer_attribute attribute, CUdevi
 		SI_RETF(rc, "attr=%d %#llx", (int)attribute, (unsigned long long)ptr);
 	if (!data || !attr_size(attribute))
 		SI_RETF(attribute == CU_POINTER_ATTRIBUTE_P2P_TOKENS ? CUDA_ERROR_NOT_SUPPORTED
-								      : CUDA_ERROR_INVALID_VALUE,
+								     : CUDA_ERROR_INVALID_VALUE,
 			"attr=%d %#llx", (int)attribute, (unsigned long long)ptr);
 	if (!si_reg_lookup(ptr, &r))
 		SI_RETF(CUDA_ERROR_INVALID_VALUE, "attr=%d %#llx (not CUDA memory)", (int)attribute,

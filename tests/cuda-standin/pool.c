@@ -303,8 +303,7 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 	SI_RETF(rc, "%p keep=%zu", (void *)pool, minBytesToKeep);
 }
 
-CUresult si_api_alloc_async(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUstream h,
-			    bool ptds)
+CUresult si_api_alloc_async(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUstream h, bool ptds)
 {
 	struct CUmemPoolHandle_st *p = NULL;
 	struct CUstream_st *s;

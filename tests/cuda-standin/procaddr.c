@@ -61,8 +61,8 @@ static const struct proc *pick(const char *base, int version, bool per_thread, b
 static CUresult get_proc(const char *symbol, void **pfn, int version, cuuint64_t flags,
 			 CUdriverProcAddressQueryResult *status)
 {
-	const cuuint64_t valid = CU_GET_PROC_ADDRESS_LEGACY_STREAM |
-				 CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+	const cuuint64_t valid =
+	    CU_GET_PROC_ADDRESS_LEGACY_STREAM | CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
 	const struct proc *p = NULL;
 	bool known = false;
 
@@ -102,8 +102,8 @@ CUresult cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion, cuuin
 }
 
 /* The CUDA 11.3 ABI, without the status. */
-CUresult cuGetProcAddress_v1(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
-	__asm__("cuGetProcAddress");
+CUresult cuGetProcAddress_v1(const char *symbol, void **pfn, int cudaVersion,
+			     cuuint64_t flags) __asm__("cuGetProcAddress");
 CUresult cuGetProcAddress_v1(const char *symbol, void **pfn, int cudaVersion, cuuint64_t flags)
 {
 	CUresult rc = get_proc(symbol, pfn, cudaVersion, flags, NULL);

@@ -54,8 +54,7 @@ CUresult cuMemcpyHtoDAsync(CUdeviceptr dstDevice, const void *srcHost, size_t By
 		"%#llx <- %p %zu stream=%p", P(dstDevice), srcHost, ByteCount, (void *)hStream);
 }
 
-CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount,
-			   CUstream hStream)
+CUresult cuMemcpyDtoHAsync(void *dstHost, CUdeviceptr srcDevice, size_t ByteCount, CUstream hStream)
 {
 	SI_RETF(si_api_copy_dir((uintptr_t)dstHost, SIDE_HOST, srcDevice, SIDE_DEVICE, ByteCount,
 				hStream, true, true),
@@ -88,20 +87,20 @@ CUresult cuMemcpy2DAsync(const CUDA_MEMCPY2D *pCopy, CUstream hStream)
 
 CUresult cuMemsetD8(CUdeviceptr dstDevice, unsigned char uc, size_t N)
 {
-	SI_RETF(si_api_set(dstDevice, uc, 1, N, NULL, false, true), "%#llx %#x x%zu",
-		P(dstDevice), uc, N);
+	SI_RETF(si_api_set(dstDevice, uc, 1, N, NULL, false, true), "%#llx %#x x%zu", P(dstDevice),
+		uc, N);
 }
 
 CUresult cuMemsetD16(CUdeviceptr dstDevice, unsigned short us, size_t N)
 {
-	SI_RETF(si_api_set(dstDevice, us, 2, N, NULL, false, true), "%#llx %#x x%zu",
-		P(dstDevice), us, N);
+	SI_RETF(si_api_set(dstDevice, us, 2, N, NULL, false, true), "%#llx %#x x%zu", P(dstDevice),
+		us, N);
 }
 
 CUresult cuMemsetD32(CUdeviceptr dstDevice, unsigned int ui, size_t N)
 {
-	SI_RETF(si_api_set(dstDevice, ui, 4, N, NULL, false, true), "%#llx %#x x%zu",
-		P(dstDevice), ui, N);
+	SI_RETF(si_api_set(dstDevice, ui, 4, N, NULL, false, true), "%#llx %#x x%zu", P(dstDevice),
+		ui, N);
 }
 
 CUresult cuMemsetD8Async(CUdeviceptr dstDevice, unsigned char uc, size_t N, CUstream hStream)

@@ -208,9 +208,9 @@ bool si_reg_is_pinned(const void *p, size_t n)
 
 	si_reg_rdlock();
 	r = si_reg_find_locked((uintptr_t)p);
-	pinned = r && (uintptr_t)p + n <= r->base + r->size &&
-		 (r->kind == SI_MEM_HOST || r->kind == SI_MEM_REGISTERED ||
-		  r->kind == SI_MEM_MANAGED);
+	pinned =
+	    r && (uintptr_t)p + n <= r->base + r->size &&
+	    (r->kind == SI_MEM_HOST || r->kind == SI_MEM_REGISTERED || r->kind == SI_MEM_MANAGED);
 	si_reg_unlock();
 	return pinned;
 }

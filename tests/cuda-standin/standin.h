@@ -33,7 +33,7 @@
 
 bool si_tracing(void);
 CUresult si_traced(const char *fn, CUresult rc, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
+    __attribute__((format(printf, 3, 4)));
 void si_msg(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 const char *si_error_name(CUresult rc);
 
@@ -134,6 +134,7 @@ struct CUctx_st {
 	struct CUstream_st *streams;
 	pthread_cond_t stream_gone; /* a worker left the list */
 	struct CUstream_st *legacy;
+	struct CUctx_st *next_destroyed; /* kept, see context.c */
 };
 
 /* The calling thread's current context, checked to be usable. */
@@ -183,8 +184,8 @@ struct CUstream_st {
 	struct CUstream_st *ctx_next, *ctx_prev; /* ctx->lock */
 };
 
-CUresult si_stream_new(struct CUctx_st *ctx, unsigned flags, int priority,
-		       enum si_stream_kind kind, struct CUstream_st **out);
+CUresult si_stream_new(struct CUctx_st *ctx, unsigned flags, int priority, enum si_stream_kind kind,
+		       struct CUstream_st **out);
 /*
  * Refuses further work; the worker finishes what is queued, then leaves the
  * context's stream list and exits. The caller keeps its reference.
@@ -257,11 +258,11 @@ struct si_range {
 	struct CUctx_st *ctx; /* owner; NULL for pool, VMM and global memory */
 	int dev;	      /* visible ordinal, -1 for host memory */
 	unsigned long long id;
-	unsigned flags;	      /* host alloc/register or managed attach flags; VMM: handle types */
-	size_t charged;	      /* bytes charged against dev */
-	size_t map_len;	      /* bytes to munmap for SI_MEM_DEVICE/POOL/MANAGED/HOST */
-	void *owner;	      /* pool, VMM allocation or module */
-	size_t offset;	      /* VMM: offset in the allocation */
+	unsigned flags; /* host alloc/register or managed attach flags; VMM: handle types */
+	size_t charged; /* bytes charged against dev */
+	size_t map_len; /* bytes to munmap for SI_MEM_DEVICE/POOL/MANAGED/HOST */
+	void *owner;	/* pool, VMM allocation or module */
+	size_t offset;	/* VMM: offset in the allocation */
 	unsigned char access[SI_MAX_DEVICES]; /* VMM: CUmemAccess_flags per device */
 };
 
@@ -297,8 +298,7 @@ void si_mem_ctx_teardown(struct CUctx_st *ctx);
 /* Frees a pool allocation already taken out of the registry. */
 void si_pool_range_free(struct si_range *r);
 CUresult si_pool_default(int dev, struct CUmemPoolHandle_st **out);
-CUresult si_api_alloc_async(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUstream h,
-			    bool ptds);
+CUresult si_api_alloc_async(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUstream h, bool ptds);
 CUresult si_api_free_async(CUdeviceptr p, CUstream h, bool ptds);
 
 /* ---- copy.c ---- */

@@ -105,8 +105,8 @@ static void *stream_worker(void *arg)
 	return NULL;
 }
 
-CUresult si_stream_new(struct CUctx_st *ctx, unsigned flags, int priority,
-		       enum si_stream_kind kind, struct CUstream_st **out)
+CUresult si_stream_new(struct CUctx_st *ctx, unsigned flags, int priority, enum si_stream_kind kind,
+		       struct CUstream_st **out)
 {
 	struct CUstream_st *s = calloc(1, sizeof(*s));
 	pthread_attr_t attr;
@@ -156,11 +156,13 @@ void si_stream_stop(struct CUstream_st *s)
 static int add_pending_dep(struct si_op *op, unsigned *cap, struct CUstream_st *t)
 {
 	uint64_t seq;
+	bool idle;
 
 	pthread_mutex_lock(&t->lock);
 	seq = t->submitted;
+	idle = t->completed == seq;
 	pthread_mutex_unlock(&t->lock);
-	if (seq == 0)
+	if (idle)
 		return 0;
 	if (op->ndeps == *cap) {
 		unsigned ncap = *cap ? *cap * 2 : 4;
@@ -361,15 +363,20 @@ static CUresult ptds_get(struct CUctx_st *ctx, struct CUstream_st **out)
 	if (!t)
 		return CUDA_ERROR_OUT_OF_MEMORY;
 	for (int i = 0; i < t->n; i++) {
-		if (t->e[i].ctx != ctx)
-			continue;
-		if (t->e[i].gen == gen) {
+		if (t->e[i].ctx == ctx && t->e[i].gen == gen) {
 			si_obj_ref(&t->e[i].s->obj);
 			*out = t->e[i].s;
 			return CUDA_SUCCESS;
 		}
-		ptds_drop(t, i); /* left over from an earlier life of the context */
-		break;
+	}
+	/* Streams of contexts destroyed or reset since (by any thread) are dead weight. */
+	for (int i = 0; i < t->n;) {
+		struct CUctx_st *c = t->e[i].ctx;
+
+		if (!atomic_load(&c->alive) || atomic_load(&c->gen) != t->e[i].gen)
+			ptds_drop(t, i);
+		else
+			i++;
 	}
 	if (t->n == PTDS_MAX)
 		return CUDA_ERROR_OUT_OF_MEMORY;

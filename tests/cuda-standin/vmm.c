@@ -473,8 +473,7 @@ out_unlock:
 		(int)desc[0].flags);
 }
 
-CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location,
-			CUdeviceptr ptr)
+CUresult cuMemGetAccess(unsigned long long *flags, const CUmemLocation *location, CUdeviceptr ptr)
 {
 	struct si_range r;
 	CUresult rc = si_check_init();
