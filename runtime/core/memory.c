@@ -125,7 +125,8 @@ static CUresult alloc_async(CUdeviceptr *dptr, size_t size, CUstream stream)
 
 	/* Inside a stream capture the request becomes a graph memory node: that
 	 * memory is the graph's, not the program's; let the driver have it. */
-	if (gk_real.cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS &&
+	if (gk_real.cuStreamIsCapturing &&
+	    gk_real.cuStreamIsCapturing(stream, &status) == CUDA_SUCCESS &&
 	    status != CU_STREAM_CAPTURE_STATUS_NONE) {
 		gk_track(GK_UNSUP_GRAPH_MEMORY, 1);
 		return gk_real.cuMemAllocAsync(dptr, size, stream);

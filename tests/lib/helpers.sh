@@ -46,6 +46,17 @@ with_runtime() {
 	LD_PRELOAD=$(gk_preload) with_standin "$@"
 }
 
+# The same as environment assignments for env(1), for programs started in the
+# background: `env "${GK_RUNTIME_ENV[@]}" prog &` makes $! the program's own
+# pid (a shell function run with & would put a subshell in between, and a
+# signal sent to $! would never reach the program).
+gk_envs() {
+	GK_STANDIN_ENV=("LD_LIBRARY_PATH=$GK_STANDIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+		"ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}")
+	GK_RUNTIME_ENV=("${GK_STANDIN_ENV[@]}" "LD_PRELOAD=$(gk_preload)")
+}
+gk_envs
+
 # A scratch folder removed when the test script exits.
 gk_scratch() {
 	GK_SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/gpuckpt-test.XXXXXX")

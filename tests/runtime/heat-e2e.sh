@@ -26,7 +26,7 @@ resumed_step() { sed -n 's/.*resumed from step \([0-9]*\).*/\1/p' "$1" | tail -1
 # heat_bg NAME [ENV...]: start heat-drv in the background under the runtime.
 heat_bg() {
 	local name=$1; shift
-	with_runtime env "$@" "$HEAT" "${ARGS[@]}" --delay-ms 10 \
+	env "${GK_RUNTIME_ENV[@]}" "$@" "$HEAT" "${ARGS[@]}" --delay-ms 10 \
 		>"$GK_SCRATCH/$name.out" 2>"$GK_SCRATCH/$name.err" &
 	HEAT_PID=$!
 }
@@ -135,7 +135,7 @@ for at in write fsync; do
 	D=$GK_SCRATCH/kill-$at
 	heat_bg k1-$at GPUCKPT_DIR="$D"
 	wait_for k1-$at "step 50"; kill -TERM $HEAT_PID; wait $HEAT_PID
-	LD_PRELOAD="$(gk_preload):$SLOWIO" with_standin env GPUCKPT_DIR="$D" GPUCKPT_RESTORE=auto \
+	env "${GK_STANDIN_ENV[@]}" LD_PRELOAD="$(gk_preload):$SLOWIO" GPUCKPT_DIR="$D" GPUCKPT_RESTORE=auto \
 		GK_SLOWIO_AT=$at GK_SLOWIO_MARK="$GK_SCRATCH/mark-$at" "$HEAT" "${ARGS[@]}" --delay-ms 10 \
 		>"$GK_SCRATCH/k2-$at.out" 2>"$GK_SCRATCH/k2-$at.err" &
 	pid=$!

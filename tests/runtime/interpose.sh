@@ -40,7 +40,7 @@ check "dlsym(RTLD_NEXT) from a library still finds the definition after that lib
 
 # Not checkpoint-aware: SIGTERM ends it as before, with one line, no checkpoint.
 dir=$GK_SCRATCH/unaware
-with_runtime env GPUCKPT_DIR="$dir" "$B/prog-unaware" >"$GK_SCRATCH/u.out" 2>"$GK_SCRATCH/u.err" &
+env "${GK_RUNTIME_ENV[@]}" GPUCKPT_DIR="$dir" "$B/prog-unaware" >"$GK_SCRATCH/u.out" 2>"$GK_SCRATCH/u.err" &
 pid=$!
 for i in $(seq 100); do grep -q ready "$GK_SCRATCH/u.out" 2>/dev/null && break; sleep 0.1; done
 kill -TERM $pid
