@@ -9,8 +9,10 @@ check_PROGRAMS += %reldir%/gpu-probe %reldir%/route-drv
 %canon_reldir%_gpu_probe_CFLAGS = $(WARN_CFLAGS)
 %canon_reldir%_gpu_probe_LDFLAGS =
 %canon_reldir%_route_drv_SOURCES = %reldir%/route-drv.c
-%canon_reldir%_route_drv_CFLAGS = $(WARN_CFLAGS)
-%canon_reldir%_route_drv_LDFLAGS =
+# route-drv also runs on the stand-in, which a sanitizer build instruments: it
+# must then carry the ASan runtime itself.
+%canon_reldir%_route_drv_CFLAGS = $(WARN_CFLAGS) $(SAN_CFLAGS)
+%canon_reldir%_route_drv_LDFLAGS = $(SAN_LDFLAGS)
 
 # heat-drv on the stand-in through the checkpoint scenarios, and the heat
 # examples' options and bad input.

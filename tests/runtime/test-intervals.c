@@ -153,5 +153,13 @@ int main(void)
 		is_int(gk_itree_first_fit(&t, 16, 3, LO, HI, &a), -EINVAL,
 		       "a non-power-of-two alignment is refused");
 	}
+	for (int i = 0; i < m.n; i++)
+		free(nodes[i]);
+	while (t2.root) {
+		struct gk_ival *n = t2.root;
+
+		gk_itree_remove(&t2, n);
+		free(n);
+	}
 	return done_testing();
 }
