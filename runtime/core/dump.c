@@ -66,6 +66,7 @@ static void describe_process(struct gk_manifest *m, long step)
 	}
 	m->step = step;
 	snprintf(m->label, sizeof(m->label), "step %ld", step);
+	gk_program_exe(m->exe, sizeof(m->exe));
 	m->chunk_size = gk_rt.settings.chunk_size;
 }
 

@@ -107,6 +107,16 @@ static int choose(char *chosen, size_t len, struct gk_manifest **m)
 	return ret;
 }
 
+static int same_program(const struct gk_manifest *m)
+{
+	char exe[1024];
+
+	if (!m->exe[0])
+		return 1; /* written without the record: cannot tell */
+	gk_program_exe(exe, sizeof(exe));
+	return strcmp(exe, m->exe) == 0;
+}
+
 void gk_restore_prepare(void)
 {
 	struct gk_manifest *m = NULL;
@@ -130,6 +140,12 @@ void gk_restore_prepare(void)
 			R.state = R_REFUSED;
 			R.error = ret;
 		}
+	} else if (!same_program(m)) {
+		/* Another CUDA process of the task (a preparation step, a tool):
+		 * the checkpoint is not its to load. */
+		gk_info("restore: %s: taken by another program (%s); this process starts fresh",
+			R.dir, m->exe[0] ? m->exe : "unknown");
+		gk_manifest_free(m);
 	} else {
 		R.m = m;
 		R.state = R_PENDING;
@@ -237,6 +253,14 @@ static void abandon_locked(const char *why)
 		return;
 	R.state = R_ABANDONED;
 	__atomic_and_fetch(&gk_rt.due, ~GK_DUE_RESTORE, __ATOMIC_RELEASE);
+	if (!__atomic_load_n(&gk_rt.aware, __ATOMIC_ACQUIRE)) {
+		/* Not (yet) using the gpuckpt API: maybe not the program that was
+		 * checkpointed at all. It must not be stopped for that. */
+		gk_info("restore: %s: not restored in this process: %s; it starts from the "
+			"beginning",
+			R.dir, why);
+		return;
+	}
 	if (gk_rt.settings.restore_fresh_on_bad) {
 		gk_warn("restore: %s: not restored: %s; the program goes on from the beginning "
 			"(GPUCKPT_ON_BAD_CHECKPOINT=fresh)",

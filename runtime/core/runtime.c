@@ -11,6 +11,7 @@
 #include "trigger.h"
 
 #include <pthread.h>
+#include <unistd.h>
 
 struct gk_runtime gk_rt;
 
@@ -53,4 +54,11 @@ void gk_runtime_start(void)
 const char *gk_runtime_dir(void)
 {
 	return gk_rt.settings.dir[0] ? gk_rt.settings.dir : "(none)";
+}
+
+void gk_program_exe(char *exe, size_t len)
+{
+	ssize_t n = readlink("/proc/self/exe", exe, len - 1);
+
+	exe[n > 0 ? n : 0] = 0;
 }

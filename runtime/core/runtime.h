@@ -41,6 +41,9 @@ extern struct gk_runtime gk_rt;
 /* Called at the first use of CUDA or of the API, in any thread; runs once. */
 void gk_runtime_start(void);
 
+/* The executable of this process, as recorded in checkpoints ("" if unknown). */
+void gk_program_exe(char *exe, size_t len);
+
 /* The checkpoint directory's name for messages: the settings' dir or "(none)". */
 const char *gk_runtime_dir(void);
 

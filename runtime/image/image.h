@@ -129,6 +129,10 @@ struct gk_manifest {
 	int task;                    /* SLURM_PROCID */
 	int restart_count;
 	char label[128];             /* "step 500" */
+	/* The program that wrote it (/proc/self/exe), so that a restart applies
+	 * the checkpoint only to the same program, not to another CUDA process
+	 * of the same task. Optional: empty when unknown. */
+	char exe[1024];
 	int64_t step;
 	uint64_t sequence;           /* N of ckpt.N, set by gk_store_commit */
 	uint64_t chunk_size;

@@ -233,6 +233,8 @@ int gk_manifest_to_json(const struct gk_manifest *m, char **text, size_t *len)
 		put(&b, o, "restart_count", json_object_new_int(m->restart_count));
 	}
 	put(&b, top, "label", json_object_new_string(m->label));
+	if (m->exe[0])
+		put(&b, top, "exe", json_object_new_string(m->exe));
 	put(&b, top, "step", json_object_new_int64(m->step));
 	put(&b, top, "sequence", new_size(m->sequence));
 	put(&b, top, "chunk_size", new_size(m->chunk_size));
@@ -550,6 +552,9 @@ static int parse_header(struct pctx *c, json_object *top, struct gk_manifest *m)
 			return ret;
 		m->restart_count = (int)n;
 	}
+	if (json_object_object_get_ex(top, "exe", NULL) &&
+	    (ret = get_string(c, top, "", "exe", m->exe, sizeof(m->exe))) < 0)
+		return ret;
 	if ((ret = get_string(c, top, "", "label", m->label, sizeof(m->label))) < 0)
 		return ret;
 	if ((ret = get_int(c, top, "", "step", INT64_MIN, INT64_MAX, &m->step)) < 0)

@@ -5,7 +5,7 @@
 # runtime cannot checkpoint makes it refuse, by name.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 B=$top_builddir/tests/runtime
-tap_plan 10
+tap_plan 11
 gk_scratch
 
 in_range() { # ADDRESS: inside the runtime's default range (16 slices of 1 TiB)
@@ -14,7 +14,7 @@ in_range() { # ADDRESS: inside the runtime's default range (16 slices of 1 TiB)
 }
 
 if [ ! -e "$GK_STANDIN_DIR/libcuda.so.1" ]; then
-	for i in $(seq 10); do tap_skip "the CUDA driver stand-in was not built"; done
+	for i in $(seq 11); do tap_skip "the CUDA driver stand-in was not built"; done
 	exit 0
 fi
 
@@ -67,6 +67,17 @@ if grep -q "after freeing it, point returned 1" <<<"$out" && [ -d "$dir/ckpt.000
 	tap_ok "once the managed memory is freed, the checkpoint is written"
 else
 	tap_not_ok "once the managed memory is freed, the checkpoint is written"
+	tap_diag "$out"
+fi
+
+# Another CUDA program of the same task (a preparation step, a tool) started
+# with the task's restore settings: the checkpoint is not its to load.
+out=$(with_runtime env GPUCKPT_DIR="$dir" GPUCKPT_RESTORE=auto GPUCKPT_LOG_LEVEL=info \
+	"$B/prog-routes" 2>&1)
+if [ $? -eq 0 ] && grep -q "taken by another program" <<<"$out"; then
+	tap_ok "another program of the task runs normally and does not load the checkpoint"
+else
+	tap_not_ok "another program of the task runs normally and does not load the checkpoint"
 	tap_diag "$out"
 fi
 tap_done
