@@ -215,6 +215,8 @@ write_config() {
 		AccountingStorageType=accounting_storage/none
 		JobCompType=jobcomp/none
 		SchedulerType=sched/builtin
+		# Look at pending jobs every 2 s, so a requeued job starts as soon as it may.
+		SchedulerParameters=sched_interval=2
 		# The fake nodes claim more CPUs than this machine has.
 		SlurmdParameters=config_overrides
 		ReturnToService=2
@@ -275,8 +277,10 @@ write_clients() {
 		if [ "$mode" = real ]; then
 			printf '#!/bin/sh\nSLURM_CONF=%s/etc/slurm.conf exec /usr/bin/%s "$@"\n' "$C" "$cmd" >"$C/bin/$cmd"
 		else
-			printf '#!/bin/sh\nSLURM_CONF=%s/etc/slurm.conf exec %s /usr/bin/%s "$@"\n' \
-				"$C" "$(enter_cmd $CTL)" "$cmd" >"$C/bin/$cmd"
+			# Inside a job (PATH is passed on to it) the command already runs
+			# on a node, in the node's namespace.
+			printf '#!/bin/sh\n[ -n "$SLURM_JOB_ID" ] && exec /usr/bin/%s "$@"\nSLURM_CONF=%s/etc/slurm.conf exec %s /usr/bin/%s "$@"\n' \
+				"$cmd" "$C" "$(enter_cmd $CTL)" "$cmd" >"$C/bin/$cmd"
 		fi
 		chmod 0755 "$C/bin/$cmd"
 	done
