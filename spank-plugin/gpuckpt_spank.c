@@ -287,15 +287,22 @@ static int env_u32(const char *name, uint32_t *out)
  * goes on: a failed prolog or epilog would drain the node, and the runtime
  * never trusts a checkpoint that did not arrive whole anyway.
  */
-static int run_stage(const char *verb)
+static int run_stage(const char *verb, int ac, char **av)
 {
 	struct stage_log l = {verb, 0};
 	uint32_t uid, gid;
 	char *argv[GK_STAGE_MAXARGS + 1];
-	char buf[4 * PATH_MAX + 512];
+	char buf[4 * PATH_MAX + 512], err[GK_ERRLEN];
 	int rc;
 
-	if (spank_context() != S_CTX_JOB_SCRIPT || !site.stage[0] || !site.shared_root[0])
+	if (spank_context() != S_CTX_JOB_SCRIPT)
+		return 0;
+	/* Slurm does not call slurm_spank_init before the prolog and epilog. */
+	if (gk_site_parse(&site, ac, av, err, sizeof(err)) < 0) {
+		slurm_error("gpuckpt: plugstack.conf: %s", err);
+		return 0;
+	}
+	if (!site.stage[0] || !site.shared_root[0])
 		return 0;
 	if (env_u32("SLURM_JOB_ID", &l.job_id) < 0 || env_u32("SLURM_JOB_UID", &uid) < 0) {
 		slurm_error("gpuckpt: stage-%s: SLURM_JOB_ID or SLURM_JOB_UID missing", verb);
@@ -320,10 +327,10 @@ static int run_stage(const char *verb)
 
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 {
-	return run_stage("in");
+	return run_stage("in", ac, av);
 }
 
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
-	return run_stage("out");
+	return run_stage("out", ac, av);
 }
