@@ -231,6 +231,7 @@ write_config() {
 		PlugStackConfig=$C/etc/plugstack.conf
 		EOF
 		if [ -f "$C/etc/job_submit.lua" ]; then echo "JobSubmitPlugins=lua"; fi
+		if [ -f "$C/etc/cli_filter.lua" ]; then echo "CliFilterPlugins=lua"; fi
 		for n in $(nodes_list); do
 			if [ "$mode" = real ]; then ngpu=1; else ngpu=2; fi
 			echo "NodeName=$n NodeAddr=$(node_addr "$n") NodeHostname=$([ "$mode" = real ] && echo "$real_host" || echo "$n") CPUs=4 Gres=gpu:$ngpu State=UNKNOWN"
@@ -386,9 +387,10 @@ cmd_start() {
 	start_munge
 	make_users
 	make_fake_gpus
-	if [ -f "$top_srcdir/scheduler-hooks/job_submit.lua" ] && [ -z "${GK_NO_JOB_SUBMIT:-}" ]; then
-		mkdir -p "$C/etc"
-		cp "$top_srcdir/scheduler-hooks/job_submit.lua" "$C/etc/job_submit.lua"
+	# The optional scheduler hooks, as a site would install them (GK_NO_LUA=1: without).
+	mkdir -p "$C/etc"
+	if [ -z "${GK_NO_LUA:-}" ]; then
+		cp "$top_srcdir/scheduler-hooks/job_submit.lua" "$top_srcdir/scheduler-hooks/cli_filter.lua" "$C/etc/"
 	fi
 	write_config
 	write_clients

@@ -35,9 +35,10 @@ job=${SLURM_JOB_ID:-0}
 runtime_loaded=0
 case ":${LD_PRELOAD:-}:" in *libgpuckpt*) runtime_loaded=1 ;; esac
 
-# The application's state: the step reached and a running 64-bit checksum.
+# The application's state: the step reached and a running 64-bit checksum
+# (seeded with the size, so runs of different sizes have different results).
 step=0
-sum=1469598103934665603
+sum=$((1469598103934665603 ^ size))
 
 advance() {
 	sum=$(((sum ^ step) * 1099511628211 + 12345))
