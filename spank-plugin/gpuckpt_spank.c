@@ -35,6 +35,7 @@ SPANK_PLUGIN(gpuckpt, 1);
 int slurm_spank_init(spank_t sp, int ac, char **av);
 int slurm_spank_init_post_opt(spank_t sp, int ac, char **av);
 int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av);
+int slurm_spank_task_init(spank_t sp, int ac, char **av);
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av);
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av);
 #pragma GCC visibility pop
@@ -160,12 +161,21 @@ static int env_unset(void *ctx, const char *name)
 }
 
 /*
- * A line for the task's own output: in task_init_privileged stderr is already
- * the task's, so this is where a user reads why a job was not checkpointed.
- * The same line goes to slurmd's log.
+ * A line for the user, in the task's own output, and for slurmd's log. The
+ * task's stderr is set up only after task_init_privileged (a line written
+ * there lands in task 0's output), so the line waits in the forked task for
+ * task_init, which runs just before the program starts.
  */
-static void tell(int is_error, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void tell(int is_error, const char *fmt, ...)
+static char task_note[2 * GK_ERRLEN + 16];
+
+enum tell_kind {
+	TELL_INFO,  /* to the task's output and slurmd's log */
+	TELL_ERROR, /* the same, logged as an error; the task goes on */
+	TELL_FATAL, /* the task will not start: no task_init, so now */
+};
+
+static void tell(enum tell_kind kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void tell(enum tell_kind kind, const char *fmt, ...)
 {
 	char line[2 * GK_ERRLEN];
 	va_list ap;
@@ -173,12 +183,27 @@ static void tell(int is_error, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	fprintf(stderr, "gpuckpt: %s\n", line);
-	fflush(stderr);
-	if (is_error)
-		slurm_error("gpuckpt: %s", line);
-	else
+	snprintf(task_note, sizeof(task_note), "gpuckpt: %s\n", line);
+	if (kind == TELL_INFO) {
 		slurm_info("gpuckpt: %s", line);
+		return;
+	}
+	slurm_error("gpuckpt: %s", line);
+	if (kind == TELL_FATAL) {
+		fputs(task_note, stderr);
+		fflush(stderr);
+		task_note[0] = '\0';
+	}
+}
+
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+	if (spank_context() == S_CTX_REMOTE && task_note[0]) {
+		fputs(task_note, stderr);
+		fflush(stderr);
+		task_note[0] = '\0';
+	}
+	return 0;
 }
 
 static int get_ids(spank_t sp, struct gk_task_ids *ids)
@@ -214,12 +239,12 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	    have < 0) {
 		if (have < 0)
 			snprintf(err, sizeof(err), "%s: value too long", GK_ENV_CHECKPOINT);
-		tell(1, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
+		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
 		return -1;
 	}
 	if (!on) {
 		if (gk_uninject(&site, &env, err, sizeof(err)) < 0) {
-			tell(1, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
+			tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
 			return -1;
 		}
 		return 0;
@@ -232,17 +257,17 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	}
 	rc = gk_inject(&site, &opts, &ids, &env, r, err, sizeof(err));
 	if (rc < 0) {
-		tell(1, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
+		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
 		goto out_free;
 	}
 	if (r->dir_rc < 0)
-		tell(1, "job %u %s task %u: no checkpoint can be written: %s; the job runs on without",
+		tell(TELL_ERROR, "job %u %s task %u: no checkpoint can be written: %s; the job runs on without",
 		     ids.job_id, step, ids.task_id, r->dir_err);
 	else if (r->restore)
-		tell(0, "job %u %s task %u: restart %u: restoring from %s (newest: %s)",
+		tell(TELL_INFO, "job %u %s task %u: restart %u: restoring from %s (newest: %s)",
 		     ids.job_id, step, ids.task_id, r->restart_count, r->dir, r->newest);
 	else if (r->restart_count > 0)
-		tell(0, "job %u %s task %u: restart %u: no committed checkpoint in %s; starting afresh",
+		tell(TELL_INFO, "job %u %s task %u: restart %u: no committed checkpoint in %s; starting afresh",
 		     ids.job_id, step, ids.task_id, r->restart_count, r->dir);
 	else
 		slurm_info("gpuckpt: job %u %s task %u: checkpoints go to %s", ids.job_id, step,

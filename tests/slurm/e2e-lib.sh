@@ -138,6 +138,16 @@ wait_for() {
 	done
 	return 0
 }
+# wait_until SECONDS EXPR: the same for a shell expression, evaluated anew each time.
+wait_until() {
+	local limit=$1 t=0
+	while ! eval "$2"; do
+		sleep 0.5
+		t=$((t + 1))
+		[ "$t" -ge $((limit * 2)) ] && return 1
+	done
+	return 0
+}
 state_is() { [ "$(job_state "$1")" = "$2" ]; }
 out_has() { grep -Eq "$2" "$(job_out "$1")" 2>/dev/null; }
 out_count() { grep -Ec "$2" "$(job_out "$1")" 2>/dev/null; }

@@ -84,7 +84,7 @@ j=$(submit --gpu-checkpoint=on -t 2 "$s")
 if wait_out "$j" "gpuckpt: checkpoint: .*: wrote [0-9]+ bytes" 120; then
 	tap_ok "cli_filter.lua: a job with a time limit gets SIGUSR1 before it and checkpoints"
 	n=$(grep -c '^heat-drv: step' "$(job_out "$j")")
-	wait_for 20 test "$(grep -c '^heat-drv: step' "$(job_out "$j")")" -gt "$((n + 1))"
+	wait_until 20 '[ "$(out_count "$j" "^heat-drv: step")" -gt $((n + 1)) ]'
 	check "and goes on after the checkpoint" [ "$(job_state "$j")" = RUNNING ]
 else
 	tap_not_ok "cli_filter.lua: a job with a time limit gets SIGUSR1 before it and checkpoints"

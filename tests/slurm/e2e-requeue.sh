@@ -45,9 +45,9 @@ j=$(submit --as gkuser2 --gres=gpu:1 --gpu-checkpoint=on "$s")
 requeue_when "$j" '^heat-drv: step 20$'
 for n in 1 2; do
 	# Back and some progress past the restore (output is appended across runs), then again.
-	wait_for 120 test "$(out_count "$j" '^heat-drv: resumed from step')" -ge $n
+	wait_until 120 '[ "$(out_count "$j" "^heat-drv: resumed from step")" -ge $n ]'
 	base=$(out_count "$j" '^heat-drv: step')
-	wait_for 60 test "$(out_count "$j" '^heat-drv: step')" -ge $((base + 2))
+	wait_until 60 '[ "$(out_count "$j" "^heat-drv: step")" -ge $((base + 2)) ]'
 	scontrol requeue "$j"
 done
 wait_over "$j" 240
