@@ -1,4 +1,38 @@
-# slurm
-check-slurm:
-	@echo "check-slurm: no Slurm tests yet"
+# The Slurm side: unit tests of the SPANK plugin's modules and of the staging
+# script (make check), and end-to-end tests against a real Slurm cluster
+# started on this machine by cluster.sh (make check-slurm: needs root).
+SLURM_UNIT_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/spank-plugin
+SLURM_UNIT_LDADD = $(top_builddir)/spank-plugin/libgkspank.la
+
+check_PROGRAMS += %reldir%/test_site_args %reldir%/test_job_options \
+	%reldir%/test_task_env %reldir%/test_stage_run
+TESTS += %reldir%/test_site_args %reldir%/test_job_options \
+	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/stage.sh
+%canon_reldir%_test_site_args_SOURCES = %reldir%/test_site_args.c
+%canon_reldir%_test_site_args_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
+%canon_reldir%_test_site_args_LDADD = $(SLURM_UNIT_LDADD)
+%canon_reldir%_test_job_options_SOURCES = %reldir%/test_job_options.c
+%canon_reldir%_test_job_options_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
+%canon_reldir%_test_job_options_LDADD = $(SLURM_UNIT_LDADD)
+%canon_reldir%_test_task_env_SOURCES = %reldir%/test_task_env.c
+%canon_reldir%_test_task_env_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
+%canon_reldir%_test_task_env_LDADD = $(SLURM_UNIT_LDADD)
+%canon_reldir%_test_stage_run_SOURCES = %reldir%/test_stage_run.c
+%canon_reldir%_test_stage_run_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
+%canon_reldir%_test_stage_run_LDADD = $(SLURM_UNIT_LDADD)
+
+# End-to-end scenarios, each against a cluster of its own (one at a time: they
+# share the namespace names and the test users).
+SLURM_E2E = \
+	%reldir%/e2e-options.sh \
+	%reldir%/e2e-requeue.sh \
+	%reldir%/e2e-preempt.sh \
+	%reldir%/e2e-multi.sh \
+	%reldir%/e2e-faults.sh
+
+EXTRA_DIST += %reldir%/cluster.sh %reldir%/e2e-lib.sh %reldir%/standin-app.sh \
+	%reldir%/stage.sh %reldir%/demo.sh $(SLURM_E2E)
+
+check-slurm: all
+	$(MAKE) $(AM_MAKEFLAGS) -j1 check TESTS='$(SLURM_E2E)'
 .PHONY: check-slurm

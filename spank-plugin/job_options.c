@@ -1,0 +1,154 @@
+#include "config.h"
+
+#include "job_options.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void gk_opts_init(struct gk_opts *o)
+{
+	o->checkpoint = -1;
+	o->interval = -1;
+	o->on_bad_fresh = -1;
+}
+
+int gk_parse_onoff(const char *text, int *on)
+{
+	if (!text)
+		return -EINVAL;
+	if (strcmp(text, "on") == 0) {
+		*on = 1;
+		return 0;
+	}
+	if (strcmp(text, "off") == 0) {
+		*on = 0;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+int gk_parse_seconds(const char *text, long *seconds)
+{
+	char *end;
+	long v;
+
+	if (!text || text[0] < '0' || text[0] > '9')
+		return -EINVAL;
+	errno = 0;
+	v = strtol(text, &end, 10);
+	/* A year is plenty; anything bigger is a typo. */
+	if (errno || *end != '\0' || v > 366L * 24 * 3600)
+		return -EINVAL;
+	*seconds = v;
+	return 0;
+}
+
+int gk_parse_on_bad(const char *text, int *fresh)
+{
+	if (!text)
+		return -EINVAL;
+	if (strcmp(text, "fail") == 0) {
+		*fresh = 0;
+		return 0;
+	}
+	if (strcmp(text, "fresh") == 0) {
+		*fresh = 1;
+		return 0;
+	}
+	return -EINVAL;
+}
+
+const char *gk_option_name(enum gk_option_id id)
+{
+	switch (id) {
+	case GK_OPT_CHECKPOINT:
+		return "gpu-checkpoint";
+	case GK_OPT_INTERVAL:
+		return "gpu-checkpoint-interval";
+	case GK_OPT_ON_BAD:
+		return "gpu-checkpoint-on-bad";
+	}
+	return "?";
+}
+
+const char *gk_option_env(enum gk_option_id id)
+{
+	switch (id) {
+	case GK_OPT_CHECKPOINT:
+		return GK_ENV_CHECKPOINT;
+	case GK_OPT_INTERVAL:
+		return GK_ENV_INTERVAL;
+	case GK_OPT_ON_BAD:
+		return GK_ENV_ON_BAD;
+	}
+	return "?";
+}
+
+static const char *expected(enum gk_option_id id)
+{
+	switch (id) {
+	case GK_OPT_CHECKPOINT:
+		return "on or off";
+	case GK_OPT_INTERVAL:
+		return "seconds, 0 or more";
+	case GK_OPT_ON_BAD:
+		return "fail or fresh";
+	}
+	return "?";
+}
+
+/* Parse one value into the field for id; *o untouched on error. */
+static int parse_into(struct gk_opts *o, enum gk_option_id id, const char *value)
+{
+	switch (id) {
+	case GK_OPT_CHECKPOINT:
+		return gk_parse_onoff(value, &o->checkpoint);
+	case GK_OPT_INTERVAL:
+		return gk_parse_seconds(value, &o->interval);
+	case GK_OPT_ON_BAD:
+		return gk_parse_on_bad(value, &o->on_bad_fresh);
+	}
+	return -EINVAL;
+}
+
+int gk_opts_set(struct gk_opts *o, enum gk_option_id id, const char *value, char *err,
+		size_t errlen)
+{
+	if (!value || parse_into(o, id, value) < 0) {
+		snprintf(err, errlen, "--%s: invalid value '%s' (expected %s)", gk_option_name(id),
+			 value ? value : "", expected(id));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int gk_opts_check_env(enum gk_option_id id, const char *value, char *err, size_t errlen)
+{
+	struct gk_opts scratch;
+
+	gk_opts_init(&scratch);
+	if (parse_into(&scratch, id, value) < 0) {
+		snprintf(err, errlen, "%s: invalid value '%s' (expected %s)", gk_option_env(id),
+			 value ? value : "", expected(id));
+		return -EINVAL;
+	}
+	return 0;
+}
+
+int gk_opts_enabled(const struct gk_opts *o, const char *env_value, const struct gk_site *s,
+		    int *on, char *err, size_t errlen)
+{
+	if (o->checkpoint >= 0) {
+		*on = o->checkpoint;
+		return 0;
+	}
+	if (env_value) {
+		if (gk_opts_check_env(GK_OPT_CHECKPOINT, env_value, err, errlen) < 0)
+			return -EINVAL;
+		return gk_parse_onoff(env_value, on);
+	}
+	*on = s->default_on;
+	return 0;
+}

@@ -1,0 +1,68 @@
+/*
+ * job_options.h - what a user asks for: --gpu-checkpoint=on|off and the options
+ * beside it, each with an environment variable that gives the same setting.
+ * Slurm removes an sbatch option from the job's environment, so srun steps in
+ * a batch script see only the variable; the plugin sets it for them.
+ *
+ *	option                       variable                     values
+ *	--gpu-checkpoint             GPUCKPT_CHECKPOINT           on | off
+ *	--gpu-checkpoint-interval    GPUCKPT_INTERVAL             seconds, 0 = only on signals
+ *	--gpu-checkpoint-on-bad      GPUCKPT_ON_BAD_CHECKPOINT    fail | fresh
+ *
+ * An option given on the command line wins over the variable, the variable
+ * over the site's default.
+ */
+#ifndef GK_JOB_OPTIONS_H
+#define GK_JOB_OPTIONS_H
+
+#include <stddef.h>
+
+#include "site_args.h"
+
+enum gk_option_id {
+	GK_OPT_CHECKPOINT = 1,
+	GK_OPT_INTERVAL = 2,
+	GK_OPT_ON_BAD = 3,
+};
+
+#define GK_ENV_CHECKPOINT "GPUCKPT_CHECKPOINT"
+#define GK_ENV_INTERVAL "GPUCKPT_INTERVAL"
+#define GK_ENV_ON_BAD "GPUCKPT_ON_BAD_CHECKPOINT"
+
+/* Values given on the command line; -1 = not given. */
+struct gk_opts {
+	int checkpoint; /* 0 off, 1 on */
+	long interval;
+	int on_bad_fresh;
+};
+
+void gk_opts_init(struct gk_opts *o);
+
+/* Parse values; -EINVAL for anything else. */
+int gk_parse_onoff(const char *text, int *on);
+int gk_parse_seconds(const char *text, long *seconds);
+int gk_parse_on_bad(const char *text, int *fresh);
+
+/* The option's long name and the variable for an option id. */
+const char *gk_option_name(enum gk_option_id id);
+const char *gk_option_env(enum gk_option_id id);
+
+/*
+ * Record an option's value (from Slurm's option callback). On a bad value
+ * returns -EINVAL with err naming the option, the value and what is expected.
+ */
+int gk_opts_set(struct gk_opts *o, enum gk_option_id id, const char *value, char *err,
+		size_t errlen);
+
+/* Check a variable's value the same way; err names the variable. */
+int gk_opts_check_env(enum gk_option_id id, const char *value, char *err, size_t errlen);
+
+/*
+ * Is checkpointing on for this job or step? The option if given, else the
+ * variable (env_value, NULL when unset), else the site's default. A bad
+ * variable value returns -EINVAL with err naming it.
+ */
+int gk_opts_enabled(const struct gk_opts *o, const char *env_value, const struct gk_site *s,
+		    int *on, char *err, size_t errlen);
+
+#endif

@@ -1,0 +1,155 @@
+#include "config.h"
+
+#include "site_args.h"
+#include "job_options.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#ifndef GK_LIBDIR
+#define GK_LIBDIR "/usr/local/lib"
+#endif
+#ifndef GK_LIBEXECDIR
+#define GK_LIBEXECDIR "/usr/local/libexec"
+#endif
+#ifndef GK_BINDIR
+#define GK_BINDIR "/usr/local/bin"
+#endif
+#ifndef GK_LOCALSTATEDIR
+#define GK_LOCALSTATEDIR "/var"
+#endif
+
+#define KNOWN_KEYS                                                                                 \
+	"default, bb_root, shared_root, runtime, stage, tool, config, keep, on_bad_checkpoint, "   \
+	"interval, log_level"
+
+void gk_site_defaults(struct gk_site *s)
+{
+	memset(s, 0, sizeof(*s));
+	s->default_on = 0;
+	snprintf(s->bb_root, sizeof(s->bb_root), "%s/lib/gpuckpt/bb", GK_LOCALSTATEDIR);
+	snprintf(s->runtime, sizeof(s->runtime), "%s/libgpuckpt.so.0", GK_LIBDIR);
+	snprintf(s->stage, sizeof(s->stage), "%s/gpuckpt/gpuckpt-stage", GK_LIBEXECDIR);
+	snprintf(s->tool, sizeof(s->tool), "%s/gpuckpt", GK_BINDIR);
+	s->keep = 2;
+	s->on_bad_fresh = -1;
+	s->interval = -1;
+}
+
+/* A path setting: absolute, fits; "none" or "" clears it where that is allowed. */
+static int set_path(char *dst, size_t len, const char *key, const char *value, int may_clear,
+		    char *err, size_t errlen)
+{
+	if (may_clear && (value[0] == '\0' || strcmp(value, "none") == 0)) {
+		dst[0] = '\0';
+		return 0;
+	}
+	if (value[0] != '/') {
+		snprintf(err, errlen, "%s: '%s' is not an absolute path", key, value);
+		return -EINVAL;
+	}
+	if (strlen(value) >= len) {
+		snprintf(err, errlen, "%s: path too long (%zu bytes)", key, strlen(value));
+		return -EINVAL;
+	}
+	strcpy(dst, value);
+	return 0;
+}
+
+int gk_site_set(struct gk_site *s, const char *key, const char *value, char *err, size_t errlen)
+{
+	if (strcmp(key, "default") == 0) {
+		if (gk_parse_onoff(value, &s->default_on) < 0) {
+			snprintf(err, errlen, "default: invalid value '%s' (expected on or off)",
+				 value);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (strcmp(key, "bb_root") == 0)
+		return set_path(s->bb_root, sizeof(s->bb_root), key, value, 0, err, errlen);
+	if (strcmp(key, "shared_root") == 0)
+		return set_path(s->shared_root, sizeof(s->shared_root), key, value, 1, err, errlen);
+	if (strcmp(key, "runtime") == 0)
+		return set_path(s->runtime, sizeof(s->runtime), key, value, 0, err, errlen);
+	if (strcmp(key, "stage") == 0)
+		return set_path(s->stage, sizeof(s->stage), key, value, 1, err, errlen);
+	if (strcmp(key, "tool") == 0)
+		return set_path(s->tool, sizeof(s->tool), key, value, 1, err, errlen);
+	if (strcmp(key, "config") == 0)
+		return set_path(s->config, sizeof(s->config), key, value, 1, err, errlen);
+	if (strcmp(key, "keep") == 0) {
+		long n;
+
+		if (gk_parse_seconds(value, &n) < 0 || n < 1 || n > 1000) {
+			snprintf(err, errlen,
+				 "keep: invalid value '%s' (expected a whole number from 1 to 1000)",
+				 value);
+			return -EINVAL;
+		}
+		s->keep = (unsigned)n;
+		return 0;
+	}
+	if (strcmp(key, "on_bad_checkpoint") == 0) {
+		if (gk_parse_on_bad(value, &s->on_bad_fresh) < 0) {
+			snprintf(err, errlen,
+				 "on_bad_checkpoint: invalid value '%s' (expected fail or fresh)",
+				 value);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (strcmp(key, "interval") == 0) {
+		if (gk_parse_seconds(value, &s->interval) < 0) {
+			snprintf(err, errlen,
+				 "interval: invalid value '%s' (expected seconds, 0 or more)", value);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (strcmp(key, "log_level") == 0) {
+		static const char *const levels[] = {"error", "warn", "info", "debug"};
+
+		for (unsigned i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+			if (strcmp(value, levels[i]) == 0) {
+				strcpy(s->log_level, value);
+				return 0;
+			}
+		}
+		snprintf(err, errlen,
+			 "log_level: invalid value '%s' (expected error, warn, info or debug)",
+			 value);
+		return -EINVAL;
+	}
+	snprintf(err, errlen, "unknown argument '%s' (known: " KNOWN_KEYS ")", key);
+	return -EINVAL;
+}
+
+int gk_site_parse(struct gk_site *s, int argc, char *const argv[], char *err, size_t errlen)
+{
+	gk_site_defaults(s);
+	for (int i = 0; i < argc; i++) {
+		const char *eq = strchr(argv[i], '=');
+		char key[64];
+		size_t klen;
+		int rc;
+
+		if (!eq) {
+			snprintf(err, errlen, "argument '%s' is not key=value", argv[i]);
+			return -EINVAL;
+		}
+		klen = (size_t)(eq - argv[i]);
+		if (klen == 0 || klen >= sizeof(key)) {
+			snprintf(err, errlen, "argument '%s' has no valid key", argv[i]);
+			return -EINVAL;
+		}
+		memcpy(key, argv[i], klen);
+		key[klen] = '\0';
+		rc = gk_site_set(s, key, eq + 1, err, errlen);
+		if (rc < 0)
+			return rc;
+	}
+	return 0;
+}

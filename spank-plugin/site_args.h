@@ -1,0 +1,56 @@
+/*
+ * site_args.h - the site's settings for the plugin: key=value arguments after
+ * the plugin's path in plugstack.conf. Every default is set first; an unknown
+ * key or a bad value is refused with a message naming it.
+ *
+ *	required /usr/lib/x86_64-linux-gnu/slurm/spank_gpuckpt.so \
+ *		bb_root=/local/bb shared_root=/shared/gpuckpt default=off keep=2
+ *
+ *	key                default                      what
+ *	default            off                          on: jobs without the option are checkpointed
+ *	bb_root            /var/lib/gpuckpt/bb          node-local burst-buffer root (per-job folders)
+ *	shared_root        (none)                       shared checkpoint root (staging between nodes)
+ *	runtime            LIBDIR/libgpuckpt.so.0       the runtime put into LD_PRELOAD
+ *	stage              LIBEXECDIR/gpuckpt/gpuckpt-stage   staging script (prolog/epilog); none = off
+ *	tool               BINDIR/gpuckpt               the gpuckpt tool, passed to the staging script
+ *	config             (none)                       the runtime's site file (GPUCKPT_CONFIG)
+ *	keep               2                            committed checkpoints kept (GPUCKPT_KEEP)
+ *	on_bad_checkpoint  (runtime's own: fail)        fail | fresh (GPUCKPT_ON_BAD_CHECKPOINT)
+ *	interval           (runtime's own: 0)           seconds between periodic checkpoints
+ *	log_level          (runtime's own: warn)        error | warn | info | debug
+ */
+#ifndef GK_SITE_ARGS_H
+#define GK_SITE_ARGS_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#define GK_ERRLEN 512
+
+struct gk_site {
+	int default_on;
+	char bb_root[PATH_MAX];
+	char shared_root[PATH_MAX]; /* "" = no shared root, no staging */
+	char runtime[PATH_MAX];
+	char stage[PATH_MAX]; /* "" = no staging script */
+	char tool[PATH_MAX];
+	char config[PATH_MAX]; /* "" = the runtime's compiled-in default */
+	unsigned keep;
+	int on_bad_fresh; /* -1 = not set here, 0 = fail, 1 = fresh */
+	long interval;    /* -1 = not set here */
+	char log_level[16]; /* "" = not set here */
+};
+
+void gk_site_defaults(struct gk_site *s);
+
+/*
+ * Defaults, then each "key=value" of argv in order. Returns 0, or -EINVAL with
+ * err naming the argument and what is wrong; *s then holds the defaults and
+ * the arguments before the bad one.
+ */
+int gk_site_parse(struct gk_site *s, int argc, char *const argv[], char *err, size_t errlen);
+
+/* Apply one key=value. */
+int gk_site_set(struct gk_site *s, const char *key, const char *value, char *err, size_t errlen);
+
+#endif

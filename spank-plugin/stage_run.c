@@ -1,0 +1,131 @@
+#include "config.h"
+
+#include "stage_run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+int gk_stage_argv(const struct gk_site *s, const char *verb, uint32_t job_id, uid_t uid,
+		  gid_t gid, char *argv[], char *buf, size_t buflen)
+{
+	char num[4][24];
+	const char *items[GK_STAGE_MAXARGS];
+	size_t used = 0;
+	int n = 0;
+
+	snprintf(num[0], sizeof(num[0]), "%u", job_id);
+	snprintf(num[1], sizeof(num[1]), "%u", (unsigned)uid);
+	snprintf(num[2], sizeof(num[2]), "%u", (unsigned)gid);
+	snprintf(num[3], sizeof(num[3]), "%u", s->keep);
+	items[n++] = s->stage;
+	items[n++] = verb;
+	items[n++] = "--job";
+	items[n++] = num[0];
+	items[n++] = "--uid";
+	items[n++] = num[1];
+	items[n++] = "--gid";
+	items[n++] = num[2];
+	items[n++] = "--bb-root";
+	items[n++] = s->bb_root;
+	items[n++] = "--shared-root";
+	items[n++] = s->shared_root;
+	items[n++] = "--keep";
+	items[n++] = num[3];
+	if (s->tool[0]) {
+		items[n++] = "--tool";
+		items[n++] = s->tool;
+	}
+	for (int i = 0; i < n; i++) {
+		size_t l = strlen(items[i]) + 1;
+
+		if (used + l > buflen)
+			return -ENAMETOOLONG;
+		memcpy(buf + used, items[i], l);
+		argv[i] = buf + used;
+		used += l;
+	}
+	argv[n] = NULL;
+	return 0;
+}
+
+/* Hand each complete line in buf[0..*len) to fn; keep the rest. */
+static void flush_lines(char *buf, size_t *len, int final, gk_line_fn fn, void *arg)
+{
+	size_t start = 0;
+
+	for (size_t i = 0; i < *len; i++) {
+		if (buf[i] == '\n') {
+			buf[i] = '\0';
+			fn(arg, buf + start);
+			start = i + 1;
+		}
+	}
+	if (final && start < *len) {
+		buf[*len] = '\0';
+		fn(arg, buf + start);
+		start = *len;
+	}
+	memmove(buf, buf + start, *len - start);
+	*len -= start;
+}
+
+int gk_run_logged(char *const argv[], gk_line_fn fn, void *arg)
+{
+	char buf[4097];
+	size_t len = 0;
+	int fds[2], status, rc;
+	pid_t pid;
+
+	if (pipe2(fds, O_CLOEXEC) < 0)
+		return -errno;
+	pid = fork();
+	if (pid < 0) {
+		rc = -errno;
+		goto out_close;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+
+		if (null < 0 || dup2(null, 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[1], 2) < 0)
+			_exit(127);
+		execv(argv[0], argv);
+		dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(fds[1]);
+	fds[1] = -1;
+	for (;;) {
+		ssize_t n = read(fds[0], buf + len, sizeof(buf) - 1 - len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+		flush_lines(buf, &len, len == sizeof(buf) - 1, fn, arg);
+	}
+	flush_lines(buf, &len, 1, fn, arg);
+	while (waitpid(pid, &status, 0) < 0) {
+		if (errno != EINTR) {
+			rc = -errno;
+			goto out_close;
+		}
+	}
+	if (WIFEXITED(status))
+		rc = WEXITSTATUS(status);
+	else if (WIFSIGNALED(status))
+		rc = 128 + WTERMSIG(status);
+	else
+		rc = -ECHILD;
+
+out_close:
+	close(fds[0]);
+	if (fds[1] >= 0)
+		close(fds[1]);
+	return rc;
+}

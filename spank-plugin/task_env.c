@@ -1,0 +1,238 @@
+#include "config.h"
+
+#include "task_env.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define ENV_MAX 8192
+
+/* Next LD_PRELOAD entry after *p (separators ':' and ' '); 0 when none is left. */
+static size_t next_entry(const char **p)
+{
+	while (**p == ':' || **p == ' ')
+		(*p)++;
+	return strcspn(*p, ": ");
+}
+
+static int has_entry(const char *list, const char *lib)
+{
+	size_t liblen = strlen(lib), n;
+	const char *p = list;
+
+	while ((n = next_entry(&p)) > 0) {
+		if (n == liblen && strncmp(p, lib, n) == 0)
+			return 1;
+		p += n;
+	}
+	return 0;
+}
+
+int gk_preload_add(const char *cur, const char *lib, char *out, size_t len)
+{
+	int n;
+
+	if (!cur || !*cur)
+		n = snprintf(out, len, "%s", lib);
+	else if (has_entry(cur, lib))
+		n = snprintf(out, len, "%s", cur);
+	else
+		n = snprintf(out, len, "%s:%s", cur, lib);
+	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
+}
+
+int gk_preload_remove(const char *cur, const char *lib, char *out, size_t len)
+{
+	size_t liblen = strlen(lib), used = 0, n;
+	const char *p = cur ? cur : "";
+
+	if (len == 0)
+		return -ENAMETOOLONG;
+	out[0] = '\0';
+	while ((n = next_entry(&p)) > 0) {
+		if (!(n == liblen && strncmp(p, lib, n) == 0)) {
+			if (used + n + 2 > len)
+				return -ENAMETOOLONG;
+			if (used)
+				out[used++] = ':';
+			memcpy(out + used, p, n);
+			used += n;
+			out[used] = '\0';
+		}
+		p += n;
+	}
+	return 0;
+}
+
+static int set_env(const struct gk_env *env, const char *name, const char *value, int overwrite,
+		   char *err, size_t errlen)
+{
+	int rc = env->set(env->ctx, name, value, overwrite);
+
+	if (rc < 0)
+		snprintf(err, errlen, "cannot set %s=%s: %s", name, value, strerror(-rc));
+	return rc;
+}
+
+static int set_env_num(const struct gk_env *env, const char *name, long value, int overwrite,
+		       char *err, size_t errlen)
+{
+	char buf[32];
+
+	snprintf(buf, sizeof(buf), "%ld", value);
+	return set_env(env, name, buf, overwrite, err, errlen);
+}
+
+static unsigned restart_count(const struct gk_env *env)
+{
+	char buf[32], *end;
+	unsigned long v;
+
+	if (env->get(env->ctx, "SLURM_RESTART_COUNT", buf, sizeof(buf)) <= 0)
+		return 0;
+	errno = 0;
+	v = strtoul(buf, &end, 10);
+	return errno || *end || end == buf || v > 1000000 ? 0 : (unsigned)v;
+}
+
+/* The settings that follow the site unless the user (or a command-line option) said otherwise. */
+static int set_tunables(const struct gk_site *s, const struct gk_opts *o, const struct gk_env *env,
+			char *err, size_t errlen)
+{
+	int rc;
+
+	rc = set_env_num(env, "GPUCKPT_KEEP", (long)s->keep, 0, err, errlen);
+	if (!rc && o->interval >= 0)
+		rc = set_env_num(env, GK_ENV_INTERVAL, o->interval, 1, err, errlen);
+	else if (!rc && s->interval >= 0)
+		rc = set_env_num(env, GK_ENV_INTERVAL, s->interval, 0, err, errlen);
+	if (!rc && o->on_bad_fresh >= 0)
+		rc = set_env(env, GK_ENV_ON_BAD, o->on_bad_fresh ? "fresh" : "fail", 1, err,
+			     errlen);
+	else if (!rc && s->on_bad_fresh >= 0)
+		rc = set_env(env, GK_ENV_ON_BAD, s->on_bad_fresh ? "fresh" : "fail", 0, err,
+			     errlen);
+	if (!rc && s->log_level[0])
+		rc = set_env(env, "GPUCKPT_LOG_LEVEL", s->log_level, 0, err, errlen);
+	if (!rc && s->config[0])
+		rc = set_env(env, "GPUCKPT_CONFIG", s->config, 0, err, errlen);
+	return rc;
+}
+
+int gk_inject(const struct gk_site *s, const struct gk_opts *o, const struct gk_task_ids *ids,
+	      const struct gk_env *env, struct gk_inject_result *r, char *err, size_t errlen)
+{
+	char *cur, *preload;
+	int rc, found;
+
+	memset(r, 0, sizeof(*r));
+	r->restart_count = restart_count(env);
+	rc = gk_task_dir_path(s->bb_root, ids, r->dir, sizeof(r->dir));
+	if (rc < 0) {
+		snprintf(err, errlen, "%s: checkpoint folder path too long", s->bb_root);
+		return rc;
+	}
+	rc = gk_task_dir_make(s->bb_root, ids, r->dir_err, sizeof(r->dir_err));
+	if (rc == -EPERM || rc == -ELOOP || rc == -ENOTDIR) {
+		snprintf(err, errlen, "%s", r->dir_err);
+		return rc;
+	}
+	r->dir_rc = rc;
+
+	if (r->dir_rc == 0 && r->restart_count > 0) {
+		found = gk_find_committed(r->dir, r->newest, sizeof(r->newest));
+		if (found < 0) {
+			snprintf(err, errlen, "%s: cannot look for checkpoints: %s", r->dir,
+				 strerror(-found));
+			return found;
+		}
+		r->restore = found;
+	}
+
+	cur = malloc(ENV_MAX);
+	preload = malloc(ENV_MAX);
+	if (!cur || !preload) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out_free;
+	}
+	rc = env->get(env->ctx, "LD_PRELOAD", cur, ENV_MAX);
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot read LD_PRELOAD: %s", strerror(-rc));
+		goto out_free;
+	}
+	if (rc == 0)
+		cur[0] = '\0';
+	rc = gk_preload_add(cur, s->runtime, preload, ENV_MAX);
+	if (rc < 0) {
+		snprintf(err, errlen, "LD_PRELOAD too long to add %s", s->runtime);
+		goto out_free;
+	}
+	rc = set_env(env, "LD_PRELOAD", preload, 1, err, errlen);
+	if (!rc)
+		rc = set_env(env, GK_ENV_CHECKPOINT, "on", 1, err, errlen);
+	if (!rc)
+		rc = set_env(env, "GPUCKPT_DIR", r->dir, 1, err, errlen);
+	if (!rc && r->restore)
+		rc = set_env(env, "GPUCKPT_RESTORE", "auto", 1, err, errlen);
+	else if (!rc)
+		rc = env->unset(env->ctx, "GPUCKPT_RESTORE");
+	if (!rc)
+		rc = set_env_num(env, "GPUCKPT_RESTART_COUNT", (long)r->restart_count, 1, err,
+				 errlen);
+	if (!rc)
+		rc = set_tunables(s, o, env, err, errlen);
+
+out_free:
+	free(cur);
+	free(preload);
+	return rc;
+}
+
+int gk_uninject(const struct gk_site *s, const struct gk_env *env, char *err, size_t errlen)
+{
+	char *cur, *preload, dir[8];
+	int rc, has_runtime, has_dir;
+
+	err[0] = '\0';
+	cur = malloc(ENV_MAX);
+	preload = malloc(ENV_MAX);
+	if (!cur || !preload) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out_free;
+	}
+	rc = env->get(env->ctx, "LD_PRELOAD", cur, ENV_MAX);
+	if (rc < 0) {
+		snprintf(err, errlen, "cannot read LD_PRELOAD: %s", strerror(-rc));
+		goto out_free;
+	}
+	has_runtime = rc == 1 && has_entry(cur, s->runtime);
+	/* Only whether it is set matters, so a short buffer is enough. */
+	has_dir = env->get(env->ctx, "GPUCKPT_DIR", dir, sizeof(dir)) != 0;
+	rc = 0;
+	/* Nothing inherited: the task stays exactly as the user made it. */
+	if (!has_runtime && !has_dir)
+		goto out_free;
+	if (has_runtime) {
+		rc = gk_preload_remove(cur, s->runtime, preload, ENV_MAX);
+		if (!rc)
+			rc = preload[0] ? set_env(env, "LD_PRELOAD", preload, 1, err, errlen)
+					: env->unset(env->ctx, "LD_PRELOAD");
+	}
+	if (!rc)
+		rc = env->unset(env->ctx, "GPUCKPT_DIR");
+	if (!rc)
+		rc = env->unset(env->ctx, "GPUCKPT_RESTORE");
+	if (!rc)
+		rc = set_env(env, GK_ENV_CHECKPOINT, "off", 1, err, errlen);
+	if (rc < 0 && !err[0])
+		snprintf(err, errlen, "cannot change the environment: %s", strerror(-rc));
+
+out_free:
+	free(cur);
+	free(preload);
+	return rc < 0 ? rc : 0;
+}

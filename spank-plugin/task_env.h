@@ -1,0 +1,71 @@
+/*
+ * task_env.h - what the plugin puts into a task's environment when
+ * checkpointing is on (remote context, once per task, as root before the task
+ * runs), and takes out again when a step turns it off.
+ *
+ *	LD_PRELOAD                 the runtime, appended to the user's own (once)
+ *	GPUCKPT_CHECKPOINT         on, so that srun steps in a batch script inherit it
+ *	GPUCKPT_DIR                the task's checkpoint folder (ckpt_dir.h)
+ *	GPUCKPT_RESTORE            auto when the job is a restart and a committed
+ *	                           checkpoint exists for this task; unset otherwise
+ *	GPUCKPT_RESTART_COUNT      SLURM_RESTART_COUNT, 0 when Slurm sets none
+ *	GPUCKPT_KEEP, _INTERVAL, _ON_BAD_CHECKPOINT, _LOG_LEVEL, _CONFIG
+ *	                           site settings, unless the user set them; an
+ *	                           option given on the command line always wins
+ *
+ * GPUCKPT_DIR and GPUCKPT_RESTORE belong to the plugin: values inherited from
+ * an enclosing step (a batch script's) or set by the user are replaced, so a
+ * task never restores anything but its own checkpoints.
+ */
+#ifndef GK_TASK_ENV_H
+#define GK_TASK_ENV_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#include "ckpt_dir.h"
+#include "job_options.h"
+#include "site_args.h"
+
+/* The task's environment, behind callbacks so tests need no Slurm. */
+struct gk_env {
+	/* 1 and the value in buf, 0 if unset, or a negative errno. */
+	int (*get)(void *ctx, const char *name, char *buf, size_t len);
+	int (*set)(void *ctx, const char *name, const char *value, int overwrite);
+	int (*unset)(void *ctx, const char *name);
+	void *ctx;
+};
+
+struct gk_inject_result {
+	char dir[PATH_MAX];
+	int dir_rc; /* 0, or why the folder could not be made (the job runs on) */
+	char dir_err[GK_ERRLEN];
+	unsigned restart_count;
+	int restore;     /* GPUCKPT_RESTORE=auto was set */
+	char newest[64]; /* the newest committed checkpoint seen, if any */
+};
+
+/*
+ * Put the runtime and its settings into the task's environment. A folder that
+ * cannot be made because the burst buffer is missing, full or read-only is
+ * reported in r->dir_rc and the task still gets the runtime (which then says
+ * at checkpoint time why none was written). A folder that exists but is not
+ * the user's, or is a link, fails the call: that is tampering, and nothing is
+ * restored from it. Returns 0 or a negative errno with err set.
+ */
+int gk_inject(const struct gk_site *s, const struct gk_opts *o, const struct gk_task_ids *ids,
+	      const struct gk_env *env, struct gk_inject_result *r, char *err, size_t errlen);
+
+/* Checkpointing explicitly off for a step inside a job that has it on: take out
+ * what an enclosing step put in (the runtime from LD_PRELOAD, GPUCKPT_DIR,
+ * GPUCKPT_RESTORE) and set GPUCKPT_CHECKPOINT=off. Anything else is untouched. */
+int gk_uninject(const struct gk_site *s, const struct gk_env *env, char *err, size_t errlen);
+
+/* LD_PRELOAD with lib appended unless it is already there (entries are split
+ * on ':' and ' ', as ld.so does). -ENAMETOOLONG if out is too small. */
+int gk_preload_add(const char *cur, const char *lib, char *out, size_t len);
+
+/* LD_PRELOAD without lib; out is "" if nothing else remains. */
+int gk_preload_remove(const char *cur, const char *lib, char *out, size_t len);
+
+#endif

@@ -1,0 +1,483 @@
+#!/bin/bash
+# cluster.sh - a throw-away Slurm cluster on this machine for gpuckpt's end-to-end tests.
+#
+#   tests/slurm/cluster.sh start [--real-gpu] [--nodes N]
+#   tests/slurm/cluster.sh stop
+#   tests/slurm/cluster.sh status
+#
+# start: munged (only if none answers), slurmctld and N (default 2) slurmd "nodes".
+# Each daemon lives in its own network namespace with its own hostname; the
+# addresses 10.77.0.0/24 exist only inside those namespaces (a bridge in the
+# controller's namespace, one veth pair per node), so nothing here ever talks to
+# an address the test did not make. Each node gets two fake GPUs (character
+# device nodes made with mknod, File= in gres.conf, AutoDetect=off, so jobs get a
+# real CUDA_VISIBLE_DEVICES) and its own burst-buffer folder, bind-mounted at the
+# same path ($GK_CLUSTER_DIR/bb) in the node's own mount namespace: one path,
+# different contents on each node, as with a real node-local NVMe. All nodes
+# share $GK_CLUSTER_DIR/shared, the shared checkpoint root.
+#
+# --real-gpu (the GPU machine): one node, File=/dev/nvidia0, no network
+# namespaces; the node still gets its own mount namespace for the burst buffer.
+#
+# Client commands (sbatch, srun, scontrol, ...) must run in the controller's
+# namespace: start writes wrappers into $GK_CLUSTER_DIR/bin and an env.sh to
+# source (PATH, SLURM_CONF). stop ends every process it started, by pid, removes
+# the namespaces, the users and munged it made, and the cluster folder.
+#
+# Environment: GK_CLUSTER_DIR (default /tmp/gpuckpt-cluster), GK_PLUGIN (the
+# SPANK plugin; default the build's), GK_RUNTIME, GK_STAGE (staging script),
+# GK_PLUGIN_ARGS (extra key=value plugin arguments), top_srcdir, top_builddir.
+set -Eeuo pipefail
+
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+: "${top_srcdir:=$(cd "$here/../.." && pwd)}"
+: "${top_builddir:=$top_srcdir/build}"
+C=${GK_CLUSTER_DIR:-/tmp/gpuckpt-cluster}
+: "${GK_PLUGIN:=$top_builddir/spank-plugin/.libs/spank_gpuckpt.so}"
+: "${GK_RUNTIME:=$top_builddir/runtime/.libs/libgpuckpt.so}"
+: "${GK_STAGE:=$top_srcdir/scheduler-hooks/gpuckpt-stage}"
+: "${GK_TOOL:=$top_builddir/runtime/gpuckpt}"
+: "${GK_PLUGIN_ARGS:=}"
+
+NS_PREFIX=gpuckpt-
+CTL=gkctl
+NET=10.77.0
+CTL_ADDR=$NET.1
+# Test users for jobs run as someone other than root (ownership tests).
+TEST_USERS="gkuser1 gkuser2"
+# Seconds slurmctld gives a preempted job between SIGTERM and SIGKILL; the
+# runtime must checkpoint within it.
+GRACE_TIME=${GK_GRACE_TIME:-20}
+# Seconds between SIGTERM and SIGKILL for scontrol requeue / scancel.
+KILL_WAIT=${GK_KILL_WAIT:-15}
+
+die() { echo "cluster.sh: $*" >&2; exit 1; }
+say() { echo "cluster.sh: $*" >&2; }
+
+need_root() { [ "$(id -u)" -eq 0 ] || die "must run as root (it starts slurmctld, slurmd, munged and makes network namespaces)"; }
+
+# Install what is missing from Debian's packages (the tests need nothing else).
+ensure_packages() {
+	local missing=()
+	command -v slurmctld >/dev/null || missing+=(slurmctld)
+	command -v slurmd >/dev/null || missing+=(slurmd)
+	command -v sbatch >/dev/null || missing+=(slurm-client)
+	command -v munged >/dev/null || missing+=(munge)
+	command -v ip >/dev/null || missing+=(iproute2)
+	command -v unshare >/dev/null || missing+=(util-linux)
+	[ -e /usr/lib/x86_64-linux-gnu/slurm-wlm/job_submit_lua.so ] ||
+		[ -e /usr/lib/slurm-wlm/job_submit_lua.so ] || missing+=(slurm-wlm-basic-plugins)
+	if [ ${#missing[@]} -gt 0 ]; then
+		say "installing ${missing[*]}"
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2 ||
+			die "apt-get install ${missing[*]} failed"
+	fi
+}
+
+nodes_list() { cat "$C/nodes.txt"; }
+ns() { echo "$NS_PREFIX$1"; }
+
+munge_ok() { command -v munge >/dev/null && munge -n 2>/dev/null | unmunge >/dev/null 2>&1; }
+
+start_munge() {
+	if munge_ok; then
+		say "munged already answers; using it"
+		return 0
+	fi
+	if [ ! -s /etc/munge/munge.key ]; then
+		mkdir -p /etc/munge
+		mungekey --create --keyfile=/etc/munge/munge.key
+		chown munge:munge /etc/munge/munge.key
+		chmod 0400 /etc/munge/munge.key
+		touch "$C/run/munge-key-made"
+	fi
+	mkdir -p /run/munge /var/log/munge /var/lib/munge
+	chown munge:munge /run/munge /var/log/munge /var/lib/munge
+	# In the foreground under setpriv (which execs), so $! is munged itself.
+	setpriv --reuid=munge --regid=munge --clear-groups /usr/sbin/munged --foreground \
+		>>"$C/run/munged.out" 2>&1 &
+	echo $! >"$C/run/munged.started"
+	local i
+	for i in $(seq 50); do munge_ok && break; sleep 0.1; done
+	munge_ok || die "munged started but does not answer: $(tail -3 /var/log/munge/munged.log 2>/dev/null)"
+}
+
+make_users() {
+	local u
+	: >"$C/users-made"
+	for u in $TEST_USERS; do
+		if ! getent passwd "$u" >/dev/null; then
+			useradd --no-create-home --home-dir /nonexistent --shell /bin/bash "$u"
+			echo "$u" >>"$C/users-made"
+		fi
+	done
+}
+
+write_hosts() {
+	local f=$1 n i=0
+	{
+		echo "127.0.0.1 localhost"
+		echo "$CTL_ADDR $CTL"
+		for n in $(nodes_list); do
+			i=$((i + 1))
+			echo "$NET.$((10 + i)) $n"
+		done
+	} >"$f"
+}
+
+# One bridge in the controller's namespace, one veth pair per node.
+make_network() {
+	local n i=0
+	ip netns add "$(ns $CTL)"
+	echo "$(ns $CTL)" >>"$C/netns-made"
+	ip -n "$(ns $CTL)" link set lo up
+	ip -n "$(ns $CTL)" link add gkbr0 type bridge
+	ip -n "$(ns $CTL)" addr add "$CTL_ADDR/24" dev gkbr0
+	ip -n "$(ns $CTL)" link set gkbr0 up
+	write_hosts "$C/etc/hosts"
+	for n in $(nodes_list); do
+		i=$((i + 1))
+		ip netns add "$(ns "$n")"
+		echo "$(ns "$n")" >>"$C/netns-made"
+		ip -n "$(ns "$n")" link set lo up
+		ip -n "$(ns $CTL)" link add "gkv$i" type veth peer name eth0 netns "$(ns "$n")"
+		ip -n "$(ns $CTL)" link set "gkv$i" master gkbr0 up
+		ip -n "$(ns "$n")" addr add "$NET.$((10 + i))/24" dev eth0
+		ip -n "$(ns "$n")" link set eth0 up
+	done
+}
+
+node_addr() {
+	local want=$1 n i=0
+	if [ "$(cat "$C/mode")" = real ]; then echo 127.0.0.1; return; fi
+	for n in $(nodes_list); do
+		i=$((i + 1))
+		[ "$n" = "$want" ] && { echo "$NET.$((10 + i))"; return; }
+	done
+	die "no node $want"
+}
+
+# enter_cmd NAME: the command prefix that runs a command in NAME's network
+# namespace. nsenter rather than `ip netns exec`, which remounts /sys and so
+# hides /sys/fs/cgroup, which slurmd needs.
+enter_cmd() {
+	if [ "$(cat "$C/mode")" = real ]; then echo ""; else echo "nsenter --net=/run/netns/$(ns "$1")"; fi
+}
+
+make_fake_gpus() {
+	local n
+	for n in $(nodes_list); do
+		mkdir -p "$C/nodes/$n/dev" "$C/nodes/$n/bb"
+		# Major 195 is NVIDIA's; with no driver loaded an open() gets ENXIO, so a
+		# job that tries to use one fails plainly instead of reaching a real device.
+		[ -e "$C/nodes/$n/dev/nvidia0" ] || mknod -m 0666 "$C/nodes/$n/dev/nvidia0" c 195 0
+		[ -e "$C/nodes/$n/dev/nvidia1" ] || mknod -m 0666 "$C/nodes/$n/dev/nvidia1" c 195 1
+	done
+}
+
+write_config() {
+	local n mode real_host gres_files ngpu
+	mode=$(cat "$C/mode")
+	mkdir -p "$C/etc" "$C/state" "$C/log" "$C/jobs" "$C/bb" "$C/shared"
+	chmod 1777 "$C/jobs"
+	chmod 0755 "$C/shared"
+	real_host=$(hostname)
+	{
+		cat <<-EOF
+		# Generated by tests/slurm/cluster.sh for gpuckpt's end-to-end tests. Test cluster only.
+		ClusterName=gpuckpt-test
+		SlurmctldHost=$([ "$mode" = real ] && echo "$real_host(127.0.0.1)" || echo "$CTL($CTL_ADDR)")
+		SlurmUser=root
+		SlurmdUser=root
+		AuthType=auth/munge
+		CredType=cred/munge
+		# A requeued job may start again only after its credential expired (default
+		# 120 s); 5 s lets a requeued test job run again about 25 s later.
+		AuthInfo=cred_expire=5
+		StateSaveLocation=$C/state
+		SlurmdSpoolDir=$C/spool/%n
+		SlurmctldPidFile=$C/run/slurmctld.pid
+		SlurmdPidFile=$C/run/slurmd.%n.pid
+		SlurmctldLogFile=$C/log/slurmctld.log
+		SlurmdLogFile=$C/log/slurmd.%n.log
+		SlurmctldDebug=info
+		SlurmdDebug=${GK_SLURMD_DEBUG:-verbose}
+		SlurmctldPort=6817
+		SlurmdPort=6818
+		ProctrackType=proctrack/linuxproc
+		TaskPlugin=task/none
+		SelectType=select/cons_tres
+		SelectTypeParameters=CR_Core
+		GresTypes=gpu
+		MpiDefault=none
+		SwitchType=switch/none
+		JobAcctGatherType=jobacct_gather/none
+		AccountingStorageType=accounting_storage/none
+		JobCompType=jobcomp/none
+		SchedulerType=sched/builtin
+		# Look at pending jobs every 2 s, so a requeued job starts as soon as it may.
+		SchedulerParameters=sched_interval=2
+		# The fake nodes claim more CPUs than this machine has.
+		SlurmdParameters=config_overrides
+		ReturnToService=2
+		MinJobAge=600
+		# Requeue instead of cancel; preemption by partition priority, the lower
+		# partition's jobs requeued after GraceTime.
+		JobRequeue=1
+		PreemptType=preempt/partition_prio
+		PreemptMode=REQUEUE
+		KillWait=$KILL_WAIT
+		MessageTimeout=10
+		PlugStackConfig=$C/etc/plugstack.conf
+		EOF
+		if [ -f "$C/etc/job_submit.lua" ]; then echo "JobSubmitPlugins=lua"; fi
+		if [ -f "$C/etc/cli_filter.lua" ]; then echo "CliFilterPlugins=lua"; fi
+		for n in $(nodes_list); do
+			if [ "$mode" = real ]; then ngpu=1; else ngpu=2; fi
+			echo "NodeName=$n NodeAddr=$(node_addr "$n") NodeHostname=$([ "$mode" = real ] && echo "$real_host" || echo "$n") CPUs=4 Gres=gpu:$ngpu State=UNKNOWN"
+		done
+		local all
+		all=$(nodes_list | paste -sd, -)
+		echo "PartitionName=low Nodes=$all Default=YES PriorityTier=1 PreemptMode=REQUEUE GraceTime=$GRACE_TIME MaxTime=INFINITE State=UP"
+		echo "PartitionName=high Nodes=$all PriorityTier=10 PreemptMode=OFF MaxTime=INFINITE State=UP"
+	} >"$C/etc/slurm.conf"
+
+	{
+		echo "AutoDetect=off"
+		for n in $(nodes_list); do
+			if [ "$mode" = real ]; then
+				gres_files=/dev/nvidia0
+			else
+				gres_files="$C/nodes/$n/dev/nvidia[0-1]"
+			fi
+			echo "NodeName=$n Name=gpu File=$gres_files"
+		done
+	} >"$C/etc/gres.conf"
+
+	# slurmd reads cgroup.conf even with proctrack/linuxproc; without systemd it
+	# must be told not to look for it.
+	cat >"$C/etc/cgroup.conf" <<-EOF
+	CgroupPlugin=autodetect
+	IgnoreSystemd=yes
+	EOF
+
+	: >"$C/etc/plugstack.conf"
+	if [ -f "$GK_PLUGIN" ]; then
+		echo "required $GK_PLUGIN bb_root=$C/bb shared_root=$C/shared runtime=$GK_RUNTIME stage=$GK_STAGE tool=$GK_TOOL $GK_PLUGIN_ARGS" \
+			>"$C/etc/plugstack.conf"
+	else
+		say "no plugin at $GK_PLUGIN: plugstack.conf left empty"
+	fi
+}
+
+write_clients() {
+	local cmd mode
+	mode=$(cat "$C/mode")
+	mkdir -p "$C/bin"
+	for cmd in sbatch srun salloc scontrol squeue sinfo scancel sacct sattach; do
+		if [ "$mode" = real ]; then
+			printf '#!/bin/sh\nSLURM_CONF=%s/etc/slurm.conf exec /usr/bin/%s "$@"\n' "$C" "$cmd" >"$C/bin/$cmd"
+		else
+			# Inside a job (PATH is passed on to it) the command already runs
+			# on a node, in the node's namespace.
+			printf '#!/bin/sh\n[ -n "$SLURM_JOB_ID" ] && exec /usr/bin/%s "$@"\nSLURM_CONF=%s/etc/slurm.conf exec %s /usr/bin/%s "$@"\n' \
+				"$cmd" "$C" "$(enter_cmd $CTL)" "$cmd" >"$C/bin/$cmd"
+		fi
+		chmod 0755 "$C/bin/$cmd"
+	done
+	# nodeexec NODE CMD...: run CMD as root on NODE (its network and mount namespace).
+	cat >"$C/bin/nodeexec" <<-EOF
+	#!/bin/sh
+	node=\$1; shift
+	pid=\$(cat "$C/run/slurmd.\$node.pid" 2>/dev/null) || { echo "nodeexec: no node \$node" >&2; exit 1; }
+	exec nsenter -t "\$pid" -m -n -u "\$@"
+	EOF
+	chmod 0755 "$C/bin/nodeexec"
+	# asuser USER CMD ARGS...: a Slurm client command run as USER (the wrappers
+	# above need root to enter the namespace, so privileges are dropped after).
+	cat >"$C/bin/asuser" <<-EOF
+	#!/bin/sh
+	u=\$1; cmd=\$2; shift 2
+	g=\$(id -g "\$u") || exit 1
+	exec $(enter_cmd $CTL) setpriv --reuid="\$u" --regid="\$g" --init-groups \\
+		env HOME=/tmp USER="\$u" LOGNAME="\$u" SLURM_CONF=$C/etc/slurm.conf /usr/bin/"\$cmd" "\$@"
+	EOF
+	chmod 0755 "$C/bin/asuser"
+	cat >"$C/env.sh" <<-EOF
+	# Source this to use the test cluster.
+	export SLURM_CONF=$C/etc/slurm.conf
+	export PATH=$C/bin:\$PATH
+	export GK_CLUSTER_DIR=$C
+	EOF
+}
+
+wait_pidfile() {
+	local f=$1 i
+	for i in $(seq 100); do [ -s "$f" ] && return 0; sleep 0.1; done
+	return 1
+}
+
+# The daemons' own mount namespace: the node's burst buffer at the common path,
+# the cluster's /etc/hosts. Mount events do not leak back (propagation slave).
+daemon_setup() {
+	local node=$1
+	if [ -f "$C/etc/hosts" ]; then echo "mount --bind '$C/etc/hosts' /etc/hosts &&"; fi
+	if [ -n "$node" ]; then echo "mount --bind '$C/nodes/$node/bb' '$C/bb' &&"; fi
+}
+
+start_daemons() {
+	local n mode uts
+	mode=$(cat "$C/mode")
+	export SLURM_CONF=$C/etc/slurm.conf
+	if [ "$mode" = real ]; then uts=""; else uts="--uts"; fi
+	# The wrappers exec all the way down, so $! is the daemon's own pid.
+	$(enter_cmd $CTL) unshare --mount --propagation slave $uts sh -c \
+		"${uts:+hostname $CTL &&} $(daemon_setup "") exec slurmctld -D -f '$SLURM_CONF'" \
+		>>"$C/log/slurmctld.out" 2>&1 &
+	echo $! >"$C/run/slurmctld.started"
+	wait_pidfile "$C/run/slurmctld.pid" || die "slurmctld did not start: $(tail -n 5 "$C/log/slurmctld.out" 2>/dev/null)"
+	for n in $(nodes_list); do
+		mkdir -p "$C/spool/$n"
+		$(enter_cmd "$n") unshare --mount --propagation slave $uts sh -c \
+			"${uts:+hostname $n &&} $(daemon_setup "$n") exec slurmd -D -N $n -f '$SLURM_CONF'" \
+			>>"$C/log/slurmd.$n.out" 2>&1 &
+		echo $! >"$C/run/slurmd.$n.started"
+	done
+	for n in $(nodes_list); do
+		wait_pidfile "$C/run/slurmd.$n.pid" || die "slurmd $n did not start: $(tail -n 5 "$C/log/slurmd.$n.out" 2>/dev/null)"
+		readlink "/proc/$(cat "$C/run/slurmd.$n.started")/ns/mnt" >"$C/run/$n.mntns"
+		[ "$(cat "$C/run/$n.mntns")" != "$(readlink /proc/self/ns/mnt)" ] ||
+			die "slurmd $n shares this shell's mount namespace"
+	done
+}
+
+wait_idle() {
+	local i want have
+	want=$(nodes_list | wc -l)
+	for i in $(seq 120); do
+		have=$("$C/bin/sinfo" -h -N -o '%N %t' 2>/dev/null | awk '$2 == "idle" { n++ } END { print n + 0 }')
+		[ "$have" -ge "$want" ] && return 0
+		sleep 0.5
+	done
+	"$C/bin/sinfo" -N >&2 || true
+	return 1
+}
+
+cmd_start() {
+	local mode=ns nnodes=2 i
+	while [ $# -gt 0 ]; do
+		case $1 in
+		--real-gpu) mode=real; nnodes=1 ;;
+		--nodes) nnodes=$2; shift ;;
+		*) die "start: unknown option '$1' (expected --real-gpu or --nodes N)" ;;
+		esac
+		shift
+	done
+	need_root
+	if [ -e "$C/mode" ]; then die "a cluster is already set up in $C (run: $0 stop)"; fi
+	ensure_packages
+	[ "$mode" = real ] && { [ -c /dev/nvidia0 ] || die "--real-gpu: /dev/nvidia0 is not a character device"; }
+	mkdir -p "$C/run"
+	echo "$mode" >"$C/mode"
+	: >"$C/netns-made"
+	: >"$C/nodes.txt"
+	for i in $(seq "$nnodes"); do echo "gk$i" >>"$C/nodes.txt"; done
+	# From here on a failure leaves things half made: take them down again.
+	trap 'say "start failed; cleaning up (GK_KEEP_ON_FAIL=1 keeps $C)"; [ -n "${GK_KEEP_ON_FAIL:-}" ] || cmd_stop >&2 || true' ERR
+	start_munge
+	make_users
+	make_fake_gpus
+	# The optional scheduler hooks, as a site would install them (GK_NO_LUA=1: without).
+	mkdir -p "$C/etc"
+	if [ -z "${GK_NO_LUA:-}" ]; then
+		cp "$top_srcdir/scheduler-hooks/job_submit.lua" "$top_srcdir/scheduler-hooks/cli_filter.lua" "$C/etc/"
+	fi
+	write_config
+	write_clients
+	if [ "$mode" = ns ]; then make_network; fi
+	start_daemons
+	wait_idle || { say "nodes did not become idle"; false; }
+	trap - ERR
+	say "up: $(nodes_list | paste -sd' ' -) ($mode); source $C/env.sh"
+}
+
+# kill_pid PID: TERM, wait up to 10 s, then KILL. Only pids this script recorded.
+kill_pid() {
+	local pid=$1 i
+	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
+	kill -TERM "$pid" 2>/dev/null || true
+	for i in $(seq 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
+	kill -KILL "$pid" 2>/dev/null || true
+}
+
+# kill_mntns NS: SIGKILL every process in mount namespace NS (as readlink shows it).
+kill_mntns() {
+	local want=$1 p pid
+	for p in /proc/[0-9]*; do
+		pid=${p#/proc/}
+		[ "$pid" = $$ ] && continue
+		[ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$want" ] && kill -KILL "$pid" 2>/dev/null || true
+	done
+}
+
+cmd_stop() {
+	local f n pid u mode
+	need_root
+	[ -d "$C" ] || { say "nothing to stop in $C"; return 0; }
+	mode=$(cat "$C/mode" 2>/dev/null || echo ns)
+	if [ -f "$C/run/slurmctld.started" ] && [ -x "$C/bin/scancel" ]; then
+		timeout 10 "$C/bin/scancel" --full --signal=KILL --state=RUNNING >/dev/null 2>&1 || true
+		timeout 10 "$C/bin/scancel" >/dev/null 2>&1 || true
+	fi
+	for f in "$C"/run/slurmd.*.started; do
+		[ -e "$f" ] || continue
+		kill_pid "$(cat "$f")"
+		rm -f "$f"
+	done
+	# Job steps (slurmstepd and the tasks) outlive slurmd. Each node's slurmd got
+	# a mount namespace of its own at start, so every process still in one of
+	# those is one this cluster started.
+	for f in "$C"/run/*.mntns; do
+		[ -e "$f" ] || continue
+		kill_mntns "$(cat "$f")"
+		rm -f "$f"
+	done
+	if [ -f "$C/run/slurmctld.started" ]; then
+		kill_pid "$(cat "$C/run/slurmctld.started")"
+		rm -f "$C/run/slurmctld.started"
+	fi
+	if [ -f "$C/run/munged.started" ]; then
+		kill_pid "$(cat "$C/run/munged.started")"
+		rm -f "$C/run/munged.started"
+	fi
+	if [ -f "$C/netns-made" ]; then
+		for n in $(cat "$C/netns-made"); do ip netns del "$n" 2>/dev/null || true; done
+	fi
+	if [ -f "$C/users-made" ]; then
+		for u in $(cat "$C/users-made"); do userdel "$u" 2>/dev/null || true; done
+	fi
+	if [ -f "$C/run/munge-key-made" ]; then rm -f /etc/munge/munge.key; fi
+	# Bind mounts lived in the daemons' own mount namespaces and went with them.
+	rm -rf "$C"
+	say "stopped"
+}
+
+cmd_status() {
+	local f name
+	[ -f "$C/mode" ] || { echo "no cluster in $C"; return 1; }
+	echo "cluster: $C ($(cat "$C/mode")), nodes: $(nodes_list | paste -sd' ' -)"
+	for f in "$C"/run/*.started; do
+		[ -e "$f" ] || continue
+		name=$(basename "$f" .started)
+		if kill -0 "$(cat "$f")" 2>/dev/null; then echo "$name: running (pid $(cat "$f"))"; else echo "$name: dead"; fi
+	done
+	"$C/bin/sinfo" -N -o '%N %t %G' 2>&1 || true
+	"$C/bin/squeue" 2>&1 || true
+}
+
+case ${1:-} in
+start) shift; cmd_start "$@" ;;
+stop) cmd_stop ;;
+status) cmd_status ;;
+*) echo "usage: $0 start [--real-gpu] [--nodes N] | stop | status" >&2; exit 2 ;;
+esac

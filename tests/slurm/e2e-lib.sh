@@ -1,0 +1,177 @@
+# e2e-lib.sh - shared by the end-to-end Slurm tests (tests/slurm/e2e-*.sh):
+# bring up a throw-away cluster (cluster.sh), submit jobs through real
+# sbatch/srun/scontrol, wait for states and output lines, and pick the
+# application: examples/heat/heat-drv on the CUDA driver stand-in with the
+# real runtime when they are built, else tests/slurm/standin-app.sh (which
+# follows the runtime's contract; the test then says so in a diagnostic).
+# Sourced after top_srcdir/top_builddir are known (make check exports them).
+
+. "$top_srcdir/tests/lib/helpers.sh"
+
+E2E_DIR=${GK_E2E_CLUSTER_DIR:-/tmp/gpuckpt-e2e}
+CLUSTER=$top_srcdir/tests/slurm/cluster.sh
+
+# e2e_require N: the plan, or N skips with the reason when this cannot run here.
+e2e_require() {
+	local n=$1 why=""
+	if [ "$(id -u)" -ne 0 ]; then
+		why="needs root (starts slurmctld, slurmd, munged, network namespaces)"
+	elif [ ! -f "$top_builddir/spank-plugin/.libs/spank_gpuckpt.so" ]; then
+		why="the plugin is not built ($top_builddir/spank-plugin/.libs/spank_gpuckpt.so)"
+	elif ! command -v ip >/dev/null || ! ip netns list >/dev/null 2>&1; then
+		why="network namespaces are not available here"
+	fi
+	tap_plan "$n"
+	if [ -n "$why" ]; then
+		for _ in $(seq "$n"); do tap_skip "$why"; done
+		exit 0
+	fi
+}
+
+# e2e_start [cluster.sh start options]: a fresh cluster, taken down on exit
+# whatever happens; its logs are shown when a test failed.
+e2e_start() {
+	export GK_CLUSTER_DIR=$E2E_DIR
+	export GK_PLUGIN_ARGS="log_level=info ${GK_E2E_PLUGIN_ARGS:-}"
+	if [ -e "$E2E_DIR/mode" ]; then "$CLUSTER" stop >/dev/null 2>&1 || true; fi
+	trap e2e_stop EXIT
+	if ! "$CLUSTER" start "$@" >"$GK_E2E_START_LOG" 2>&1; then
+		tap_diag "cluster.sh start failed:"
+		tap_diag "$(cat "$GK_E2E_START_LOG")"
+		echo "Bail out! no cluster"
+		exit 1
+	fi
+	. "$E2E_DIR/env.sh"
+	JOBS=$E2E_DIR/jobs
+	e2e_pick_app
+}
+GK_E2E_START_LOG=$(mktemp /tmp/gpuckpt-e2e-start.XXXXXX)
+
+e2e_stop() {
+	local rc=$?
+	if [ "$TAP_FAILED" -gt 0 ] && [ -d "$E2E_DIR/log" ]; then
+		tap_diag "--- slurmctld.log (tail)"
+		tap_diag "$(tail -n 30 "$E2E_DIR/log/slurmctld.log" 2>/dev/null)"
+		for f in "$E2E_DIR"/log/slurmd.*.log; do
+			tap_diag "--- $(basename "$f") (gpuckpt and errors)"
+			tap_diag "$(grep -E 'gpuckpt|error' "$f" | tail -n 30)"
+		done
+	fi
+	"$CLUSTER" stop >/dev/null 2>&1 || true
+	rm -f "$GK_E2E_START_LOG"
+	exit $rc
+}
+
+# The application and how to run it inside a job (the heat app when built).
+e2e_pick_app() {
+	local heat=$top_builddir/examples/heat/heat-drv
+	local module=$top_builddir/examples/heat/.libs/heat_kernels_host.so
+	if [ -x "$heat" ] && [ -f "$module" ] && [ -f "$GK_STANDIN_DIR/libcuda.so.1" ] &&
+		[ -z "${GK_E2E_FORCE_STANDIN:-}" ]; then
+		APP_KIND=heat
+		APP="$heat --module $module"
+		APP_ENV="export LD_LIBRARY_PATH=$GK_STANDIN_DIR\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
+	else
+		APP_KIND=standin
+		APP=$top_srcdir/tests/slurm/standin-app.sh
+		APP_ENV=":"
+		tap_diag "application: tests/slurm/standin-app.sh (examples/heat/heat-drv, its host kernels or the CUDA stand-in are not built); it follows the runtime's contract, no GPU state is involved"
+	fi
+	# A sanitizer build's runtime needs ASan's own runtime loaded first; the
+	# plugin appends the runtime after whatever the user preloads.
+	if [ -n "${ASAN_RUNTIME:-}" ] && [ -f "$ASAN_RUNTIME" ]; then
+		APP_ENV="$APP_ENV; export LD_PRELOAD=$ASAN_RUNTIME ASAN_OPTIONS=detect_leaks=0"
+	fi
+}
+
+# app_args SIZE STEPS DELAY_MS: the application's arguments.
+app_args() { echo "--size $1 --steps $2 --delay-ms $3 --report-every 10"; }
+
+# reference SIZE STEPS: the checksum of an uninterrupted run, outside Slurm.
+reference() {
+	local out
+	if [ "$APP_KIND" = heat ]; then
+		out=$(with_standin $APP $(app_args "$1" "$2" 0) 2>/dev/null)
+	else
+		out=$(LD_PRELOAD= "$APP" $(app_args "$1" "$2" 0) 2>/dev/null)
+	fi
+	sed -n 's/^heat-drv: done: .*checksum=\(0x[0-9a-f]*\).*/\1/p' <<<"$out" | tail -n 1
+}
+
+# job_script NAME BODY: a batch script in $JOBS, readable by the test users.
+job_script() {
+	local f=$JOBS/$1.sh
+	{
+		echo "#!/bin/bash"
+		echo "echo \"batch: node \$(hostname) restart \${SLURM_RESTART_COUNT:-0} GPU \${CUDA_VISIBLE_DEVICES:-none}\""
+		echo "$APP_ENV"
+		echo "$2"
+	} >"$f"
+	chmod 0755 "$f"
+	echo "$f"
+}
+
+# submit [--as USER] SBATCH-ARGS...: the job id; output goes to $JOBS/JOBID.out
+# (appended across restarts).
+submit() {
+	local as=""
+	if [ "$1" = --as ]; then as=$2; shift 2; fi
+	if [ -n "$as" ]; then
+		asuser "$as" sbatch --parsable --open-mode=append -D "$JOBS" -o "$JOBS/%j.out" "$@"
+	else
+		sbatch --parsable --open-mode=append -D "$JOBS" -o "$JOBS/%j.out" "$@"
+	fi
+}
+
+job_out() { echo "$JOBS/$1.out"; }
+job_state() { scontrol show job -o "$1" 2>/dev/null | sed -n 's/.*JobState=\([A-Z_]*\).*/\1/p'; }
+job_node() { squeue -h -j "$1" -o %N 2>/dev/null; }
+
+# wait_for SECONDS CMD...: poll CMD every half second until it succeeds.
+wait_for() {
+	local limit=$1 t=0
+	shift
+	while ! "$@"; do
+		sleep 0.5
+		t=$((t + 1))
+		[ "$t" -ge $((limit * 2)) ] && return 1
+	done
+	return 0
+}
+# wait_until SECONDS EXPR: the same for a shell expression, evaluated anew each time.
+wait_until() {
+	local limit=$1 t=0
+	while ! eval "$2"; do
+		sleep 0.5
+		t=$((t + 1))
+		[ "$t" -ge $((limit * 2)) ] && return 1
+	done
+	return 0
+}
+state_is() { [ "$(job_state "$1")" = "$2" ]; }
+out_has() { grep -Eq "$2" "$(job_out "$1")" 2>/dev/null; }
+out_count() { grep -Ec "$2" "$(job_out "$1")" 2>/dev/null; }
+is_over() { case $(job_state "$1") in COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY) return 0 ;; esac; return 1; }
+wait_running() { wait_for "${2:-90}" state_is "$1" RUNNING; }
+wait_out() { wait_for "${3:-60}" out_has "$1" "$2"; }
+wait_over() { wait_for "${2:-180}" is_over "$1"; }
+
+# The final checksum printed by the application (last one in the output).
+final_checksum() { sed -n 's/^heat-drv: done: .*checksum=\(0x[0-9a-f]*\).*/\1/p' "$(job_out "$1")" | tail -n 1; }
+
+# show_out JOB: the job's output as TAP diagnostics (for failures).
+show_out() { tap_diag "--- job $1 output:"; tap_diag "$(cat "$(job_out "$1")" 2>/dev/null)"; }
+
+# check_out JOB DESC REGEX: one test point on the job's output.
+check_out() {
+	if out_has "$1" "$3"; then tap_ok "$2"; else tap_not_ok "$2"; show_out "$1"; fi
+}
+
+# requeue_when JOB REGEX: wait for REGEX in the output, then requeue the job.
+requeue_when() {
+	wait_out "$1" "$2" 90 || return 1
+	scontrol requeue "$1"
+}
+
+drain() { scontrol update nodename="$1" state=drain reason="gpuckpt test"; }
+resume() { scontrol update nodename="$1" state=resume; }

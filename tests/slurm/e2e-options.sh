@@ -1,0 +1,96 @@
+#!/bin/bash
+# e2e-options.sh - what the plugin does at submission and to tasks, through
+# real sbatch, srun and salloc: bad values refused with the option named, the
+# runtime and a private checkpoint folder put into every task when asked for,
+# nothing at all touched when not, and the optional job_submit.lua and
+# cli_filter.lua rules.
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
+
+e2e_require 26
+e2e_start
+RT=$top_builddir/runtime/.libs/libgpuckpt.so
+
+# Refused at submission, naming what is wrong.
+refused() { # DESC PATTERN CMD...
+	local desc=$1 pat=$2 out
+	shift 2
+	out=$("$@" 2>&1)
+	if [ $? -ne 0 ] && grep -q -- "$pat" <<<"$out"; then tap_ok "$desc"; else
+		tap_not_ok "$desc"; tap_diag "$out"; fi
+}
+refused "sbatch --gpu-checkpoint=maybe refused, option named" \
+	"gpu-checkpoint: invalid value 'maybe' (expected on or off)" sbatch --gpu-checkpoint=maybe --wrap true
+refused "srun --gpu-checkpoint=maybe refused, option named" \
+	"gpu-checkpoint: invalid value 'maybe'" srun --gpu-checkpoint=maybe true
+refused "salloc --gpu-checkpoint=1 refused, option named" \
+	"gpu-checkpoint: invalid value '1'" salloc --gpu-checkpoint=1 true
+refused "sbatch --gpu-checkpoint-interval=10m refused" \
+	"gpu-checkpoint-interval: invalid value '10m'" sbatch --gpu-checkpoint=on --gpu-checkpoint-interval=10m --wrap true
+refused "sbatch --gpu-checkpoint-on-bad=retry refused" \
+	"gpu-checkpoint-on-bad: invalid value 'retry' (expected fail or fresh)" sbatch --gpu-checkpoint-on-bad=retry --wrap true
+refused "GPUCKPT_CHECKPOINT=yes refused at submission, variable named" \
+	"GPUCKPT_CHECKPOINT: invalid value 'yes'" env GPUCKPT_CHECKPOINT=yes sbatch --wrap true
+check "no job was queued by the refused submissions" [ -z "$(squeue -h)" ]
+
+# --gpu-checkpoint=on, as a user: the batch step and each task of an srun step.
+s=$(job_script env-on '
+echo "batch-env: LD_PRELOAD=$LD_PRELOAD DIR=$GPUCKPT_DIR CK=$GPUCKPT_CHECKPOINT"
+srun -n 2 bash -c '"'"'echo "task-env $SLURM_PROCID: LD_PRELOAD=$LD_PRELOAD DIR=$GPUCKPT_DIR"; stat -c "task-dir $SLURM_PROCID: %U %a" "$GPUCKPT_DIR"'"'"'
+srun -n 1 --gpu-checkpoint=off bash -c '"'"'echo "off-step: LD_PRELOAD=${LD_PRELOAD-unset} DIR=${GPUCKPT_DIR-unset}"'"'"'
+echo "off-step-dir: $(ls -d '"$E2E_DIR"'/bb/$SLURM_JOB_ID/step.1 2>/dev/null || echo absent)"
+')
+j=$(submit --as gkuser1 -n 2 --gpu-checkpoint=on "$s")
+wait_over "$j" 60
+BB=$E2E_DIR/bb
+check_out "$j" "batch step: runtime in LD_PRELOAD" "^batch-env: LD_PRELOAD=$RT "
+check_out "$j" "batch step: its own folder under the burst buffer" "DIR=$BB/$j/step.batch/task.0 CK=on"
+check_out "$j" "srun step inherits it (GPUCKPT_CHECKPOINT from the batch step): task 0" "^task-env 0: LD_PRELOAD=$RT DIR=$BB/$j/step.0/task.0$"
+check_out "$j" "srun step: task 1 has a folder of its own" "^task-env 1: LD_PRELOAD=$RT DIR=$BB/$j/step.0/task.1$"
+check_out "$j" "task folders belong to the user, mode 0700" "^task-dir 1: gkuser1 700$"
+check_out "$j" "srun --gpu-checkpoint=off inside: runtime and folder taken out" "^off-step: LD_PRELOAD=unset DIR=unset$"
+check_out "$j" "no folder for the step that was off" "^off-step-dir: absent$"
+
+# The variable alone, with the user's own LD_PRELOAD kept in front.
+j=$(submit --as gkuser2 --wrap 'export LD_PRELOAD=/usr/lib/x86_64-linux-gnu/libm.so.6; GPUCKPT_CHECKPOINT=on srun bash -c "echo var-env: \$LD_PRELOAD"')
+wait_over "$j" 60
+check_out "$j" "GPUCKPT_CHECKPOINT=on alone turns it on; the user's LD_PRELOAD stays first" \
+	"^var-env: /usr/lib/x86_64-linux-gnu/libm.so.6:$RT$"
+
+# salloc: its shell gets the variable, its srun steps the runtime.
+out=$(salloc --gpu-checkpoint=on bash -c 'srun bash -c "echo salloc-env: \$LD_PRELOAD \$GPUCKPT_DIR"' 2>&1)
+if grep -q "^salloc-env: $RT $BB/[0-9]*/step.0/task.0" <<<"$out"; then tap_ok "salloc --gpu-checkpoint=on: srun in it gets the runtime"; else
+	tap_not_ok "salloc --gpu-checkpoint=on: srun in it gets the runtime"; tap_diag "$out"; fi
+
+# Off, or not asked for: nothing touched, no folders.
+for how in "--gpu-checkpoint=off" ""; do
+	j=$(submit $how --wrap 'echo "plain-env: LD_PRELOAD=${LD_PRELOAD-unset} DIR=${GPUCKPT_DIR-unset} RESTORE=${GPUCKPT_RESTORE-unset}"; srun bash -c "echo plain-step: \${LD_PRELOAD-unset} \${GPUCKPT_DIR-unset}"; echo "plain-dir: $(ls -A '"$E2E_DIR"'/bb | grep -x $SLURM_JOB_ID || echo absent)"')
+	wait_over "$j" 60
+	check_out "$j" "${how:-no option}: batch step untouched" "^plain-env: LD_PRELOAD=unset DIR=unset RESTORE=unset$"
+	check_out "$j" "${how:-no option}: srun step untouched" "^plain-step: unset unset$"
+	check_out "$j" "${how:-no option}: no folder made on the node" "^plain-dir: absent$"
+done
+
+# A first run never restores, whatever the user put into GPUCKPT_RESTORE.
+j=$(submit --as gkuser1 --gpu-checkpoint=on --export=ALL,GPUCKPT_RESTORE=/tmp/elsewhere/ckpt.000001 --wrap 'echo "restore-env: ${GPUCKPT_RESTORE-unset}"')
+wait_over "$j" 60
+check_out "$j" "a restore the job did not earn is removed" "^restore-env: unset$"
+
+# The optional hooks: requeueable unless the user said no, a warning before the time limit.
+j=$(submit --gpu-checkpoint=on --no-requeue --hold --wrap true)
+check "job_submit.lua leaves the user's --no-requeue alone" grep -q 'Requeue=0' <<<"$(scontrol show job "$j")"
+scancel "$j"
+s=$(job_script warn "srun $APP $(app_args 64 2000 50)")
+j=$(submit --gpu-checkpoint=on -t 2 "$s")
+if wait_out "$j" "gpuckpt: checkpoint: .*: wrote [0-9]+ bytes" 120; then
+	tap_ok "cli_filter.lua: a job with a time limit gets SIGUSR1 before it and checkpoints"
+	n=$(grep -c '^heat-drv: step' "$(job_out "$j")")
+	wait_until 20 '[ "$(out_count "$j" "^heat-drv: step")" -gt $((n + 1)) ]'
+	check "and goes on after the checkpoint" [ "$(job_state "$j")" = RUNNING ]
+else
+	tap_not_ok "cli_filter.lua: a job with a time limit gets SIGUSR1 before it and checkpoints"
+	show_out "$j"
+	tap_not_ok "and goes on after the checkpoint"
+fi
+scancel "$j"
+
+tap_done

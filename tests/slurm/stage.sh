@@ -1,0 +1,108 @@
+#!/bin/bash
+# stage.sh - the staging script (scheduler-hooks/gpuckpt-stage) on its own,
+# without Slurm: what is copied, what is refused, that nothing half-copied ever
+# carries a checkpoint's name, and the sweep of finished jobs.
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/lib/helpers.sh"
+
+STAGE=$top_srcdir/scheduler-hooks/gpuckpt-stage
+U=4242 # a uid that owns nothing on this machine
+
+tap_plan 23
+if [ "$(id -u)" -ne 0 ]; then
+	for i in $(seq 23); do tap_skip "needs root (the script gives folders to the job's user)"; done
+	exit 0
+fi
+gk_scratch
+# The tool runs as the job's user, who must reach it and the checkpoints.
+chmod 0755 "$GK_SCRATCH"
+# Never ask a real controller from here.
+export GPUCKPT_SQUEUE=false
+BB=$GK_SCRATCH/bb SH=$GK_SCRATCH/shared
+mkdir -p "$BB" "$SH"
+
+# A fake gpuckpt tool: "verify DIR" fails when DIR holds a file named BAD.
+cat >"$GK_SCRATCH/tool" <<'T'
+#!/bin/sh
+[ "$1" = verify ] && [ ! -e "$2/BAD" ]
+T
+chmod 0755 "$GK_SCRATCH/tool"
+
+mkckpt() { # DIR NAME [manifest]
+	mkdir -p "$1/$2"
+	head -c 5000 /dev/urandom >"$1/$2/data"
+	[ "${3:-yes}" = yes ] && echo '{}' >"$1/$2/manifest.json"
+	chown -R $U:$U "$1"
+}
+stage() { "$STAGE" "$1" --job "$2" --uid $U --gid $U --bb-root "$BB" --shared-root "$SH" --keep 2 --tool "$GK_SCRATCH/tool"; }
+
+T0=$BB/50/step.0/task.0
+mkckpt "$T0" ckpt.000001
+mkckpt "$T0" ckpt.000002
+mkckpt "$T0" ckpt.000003
+mkckpt "$T0" ckpt.000004 no
+mkckpt "$T0" .tmp.777
+chmod -R go-rwx "$BB/50"
+out=$(stage out 50 2>&1)
+check "out: succeeds" [ $? -eq 0 ]
+check "out: the newest two committed checkpoints reach the shared root" \
+	[ -f "$SH/50/step.0/task.0/ckpt.000002/manifest.json" -a -f "$SH/50/step.0/task.0/ckpt.000003/data" ]
+check "out: older ones are not copied" [ ! -e "$SH/50/step.0/task.0/ckpt.000001" ]
+check "out: uncommitted and .tmp folders are not copied" \
+	[ ! -e "$SH/50/step.0/task.0/ckpt.000004" -a ! -e "$SH/50/step.0/task.0/.tmp.777" ]
+
+check "out: shared folders are root's, mode 0700" \
+	[ "$(stat -c '%u %a' "$SH/50")" = "0 700" ]
+check "out: the burst buffer's copy is removed once everything is safe" [ ! -e "$BB/50" ]
+check "out: says what it staged" grep -q "staged out step.0/task.0/ckpt.000003: [0-9]* bytes" <<<"$out"
+check "out: nothing left under a temporary name" [ -z "$(find "$SH" -name '.stage.*')" ]
+
+# A half-finished copy in the shared root (an epilog killed mid-way) is never staged in.
+mkdir -p "$SH/50/step.0/task.0/.stage.ckpt.000009.123"
+echo '{}' >"$SH/50/step.0/task.0/.stage.ckpt.000009.123/manifest.json"
+out=$(stage in 50 2>&1)
+check "in: succeeds" [ $? -eq 0 ]
+check "in: both checkpoints are back on the burst buffer" \
+	[ -f "$T0/ckpt.000002/manifest.json" -a -f "$T0/ckpt.000003/manifest.json" ]
+check "in: they belong to the job's user" [ "$(stat -c %u "$T0/ckpt.000003/data")" = $U ]
+check "in: job, step and task folders are the user's, mode 0700" \
+	[ "$(stat -c '%u %a' "$BB/50") $(stat -c '%u %a' "$BB/50/step.0") $(stat -c '%u %a' "$T0")" = "$U 700 $U 700 $U 700" ]
+check "in: a half-copied checkpoint in the shared root is not staged in" \
+	[ -z "$(ls -A "$T0" | grep -v -x -e ckpt.000002 -e ckpt.000003)" ]
+cmp -s "$SH/50/step.0/task.0/ckpt.000003/data" "$T0/ckpt.000003/data"
+check "in: the data arrived intact" [ $? -eq 0 ]
+
+# Refusals: links in a checkpoint, a checkpoint that fails verify, a linked task folder.
+T1=$BB/51/step.batch/task.0
+mkckpt "$T1" ckpt.000001
+ln -s /etc/shadow "$T1/ckpt.000001/secret"
+mkckpt "$T1" ckpt.000002
+touch "$T1/ckpt.000002/BAD"
+out=$(stage out 51 2>&1)
+check "out: fails when a checkpoint could not be staged" [ $? -ne 0 ]
+check "out: a checkpoint holding a link is refused" grep -q "ckpt.000001: holds links or special files; not staged" <<<"$out"
+check "out: a checkpoint failing verify is refused" grep -q "ckpt.000002: fails gpuckpt verify" <<<"$out"
+check "out: the burst buffer keeps what could not be staged" [ -d "$T1/ckpt.000001" ]
+mkdir -p "$SH/52/step.0/task.0" && mkckpt "$SH/52/step.0/task.0" ckpt.000001
+mkdir -p "$BB/52/step.0" && chown -R $U:$U "$BB/52" && ln -s /tmp "$BB/52/step.0/task.0"
+out=$(stage in 52 2>&1)
+check "in: a link in place of the task folder is refused" grep -q "task.0: not a folder; refused" <<<"$out"
+
+# Bad arguments.
+out=$("$STAGE" out --job abc --uid 1 --gid 1 --bb-root "$BB" --shared-root "$SH" 2>&1)
+rc=$?
+check "bad --job refused, named" [ $rc -eq 2 -a -n "$(grep -- "--job 'abc'" <<<"$out")" ]
+out=$("$STAGE" out --colour blue 2>&1)
+check "unknown argument refused, named" grep -q "unknown argument '--colour'" <<<"$out"
+
+# Sweep: finished or forgotten jobs go, running and pending ones stay.
+printf '#!/bin/sh\necho "50 RUNNING"\necho "51 COMPLETED"\necho "53 PENDING"\n' >"$GK_SCRATCH/squeue"
+chmod 0755 "$GK_SCRATCH/squeue"
+mkdir -p "$SH/53" "$SH/54"
+GPUCKPT_SQUEUE=$GK_SCRATCH/squeue "$STAGE" sweep --bb-root "$BB" --shared-root "$SH" >/dev/null
+check "sweep: completed and unknown jobs removed, running and pending kept" \
+	[ -d "$SH/50" -a -d "$SH/53" -a ! -e "$SH/54" -a ! -e "$BB/51" -a ! -e "$SH/52" ]
+printf '#!/bin/sh\nexit 1\n' >"$GK_SCRATCH/squeue"
+mkdir -p "$SH/60"
+GPUCKPT_SQUEUE=$GK_SCRATCH/squeue "$STAGE" sweep --bb-root "$BB" --shared-root "$SH" >/dev/null
+check "sweep: nothing removed when the controller cannot be asked" [ -d "$SH/60" ]
+tap_done
