@@ -1,16 +1,14 @@
 # gpu: the GPU scenarios against the real driver (make check-gpu; README.md
 # here), and the parts of them that run on the driver stand-in (make check).
 
-# Plain C against cuda.h, no nvcc: built by make check as well. Not built with
-# the sanitizers: they are the same programs whichever build runs them on a
-# GPU (the runtime under test is still sanitized through LD_PRELOAD).
+# Plain C against cuda.h, no nvcc: built by make check as well. They also run
+# on the stand-in, which a sanitizer build instruments: they then carry the
+# ASan runtime themselves.
 check_PROGRAMS += %reldir%/gpu-probe %reldir%/route-drv
 %canon_reldir%_gpu_probe_SOURCES = %reldir%/gpu-probe.c
-%canon_reldir%_gpu_probe_CFLAGS = $(WARN_CFLAGS)
-%canon_reldir%_gpu_probe_LDFLAGS =
+%canon_reldir%_gpu_probe_CFLAGS = $(WARN_CFLAGS) $(SAN_CFLAGS)
+%canon_reldir%_gpu_probe_LDFLAGS = $(SAN_LDFLAGS)
 %canon_reldir%_route_drv_SOURCES = %reldir%/route-drv.c
-# route-drv also runs on the stand-in, which a sanitizer build instruments: it
-# must then carry the ASan runtime itself.
 %canon_reldir%_route_drv_CFLAGS = $(WARN_CFLAGS) $(SAN_CFLAGS)
 %canon_reldir%_route_drv_LDFLAGS = $(SAN_LDFLAGS)
 
