@@ -43,6 +43,15 @@ extern dim3 emu_block_dim, emu_grid_dim;
 
 void __syncthreads(void);
 
+/* Fibers of a block never run at the same time, so a plain update is atomic here. */
+template <class T> static inline T atomicAdd(T *p, T v)
+{
+	T old = *p;
+
+	*p = old + v;
+	return old;
+}
+
 enum cudaError {
 	cudaSuccess = 0,
 	cudaErrorInvalidValue = 1,

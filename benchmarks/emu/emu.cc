@@ -19,9 +19,12 @@
  * (EMU_CKPT_MODE=exit, the default) or goes on (continue); EMU_RESTORE=FILE
  * loads such a file at the first gpuckpt_point(), recreating allocations that
  * the restarted run's setup did not make. EMU_COUNT_POINTS=1 reports the
- * number of gpuckpt_point() calls at exit.
+ * number of gpuckpt_point() calls at exit. Without those, under the runtime's
+ * own variables (GPUCKPT_DIR, GPUCKPT_RESTORE), it behaves as the runtime does
+ * towards benchmarks/run: see runtime_mode_init().
  */
 #include <ctype.h>
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -29,6 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <ucontext.h>
 #include <unistd.h>
 
@@ -551,6 +556,100 @@ static void report_points(void)
 	fprintf(stderr, "emu: points=%ld\n", point_calls);
 }
 
+/*
+ * Under the runtime's settings (GPUCKPT_DIR, GPUCKPT_ENABLE not 0) the
+ * emulator behaves as the harness and the throughput benchmark expect of the
+ * runtime: SIGTERM or SIGUSR1, or gpuckpt_request(), checkpoints at the next
+ * point into GPUCKPT_DIR/ckpt.NNNNNN (written aside, then renamed), SIGTERM
+ * then ends the process; GPUCKPT_RESTORE=auto restores the newest one; both
+ * log the runtime's lines. The format inside is the emulator's own.
+ */
+/* Plain arrays: C++ globals may be constructed after emu_init() runs. */
+static char rt_dir[4096], rt_file[4200];
+static volatile sig_atomic_t rt_pending; /* 0, or the signal that asked */
+static bool rt_mode;
+
+static void rt_signal(int sig)
+{
+	rt_pending = sig;
+}
+
+static long rt_newest(const char *dir)
+{
+	long best = 0, n;
+	struct dirent *e;
+	DIR *d = opendir(dir);
+
+	while (d && (e = readdir(d)))
+		if (sscanf(e->d_name, "ckpt.%ld", &n) == 1 && n > best)
+			best = n;
+	if (d)
+		closedir(d);
+	return best;
+}
+
+static void runtime_mode_init(void)
+{
+	const char *dir = getenv("GPUCKPT_DIR"), *en = getenv("GPUCKPT_ENABLE");
+	const char *restore = getenv("GPUCKPT_RESTORE");
+	long n;
+
+	if (!dir || !*dir || (en && !strcmp(en, "0")))
+		return;
+	rt_mode = true;
+	snprintf(rt_dir, sizeof(rt_dir), "%s", dir);
+	signal(SIGTERM, rt_signal);
+	signal(SIGUSR1, rt_signal);
+	if (restore && *restore) {
+		if (strcmp(restore, "auto"))
+			snprintf(rt_file, sizeof(rt_file), "%s/emu.ckpt", restore);
+		else if ((n = rt_newest(dir)) > 0)
+			snprintf(rt_file, sizeof(rt_file), "%s/ckpt.%06ld/emu.ckpt", dir, n);
+		if (rt_file[0])
+			restore_file = rt_file;
+	}
+}
+
+static void save(long step);
+
+static int rt_checkpoint(long step)
+{
+	char tmp[4200], dst[4200], file[4300];
+	long n = rt_newest(rt_dir) + 1;
+	double t0 = 0;
+	struct timespec ts;
+	FILE *f;
+	long size;
+	int sig = rt_pending;
+
+	rt_pending = 0;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	t0 = ts.tv_sec + ts.tv_nsec * 1e-9;
+	snprintf(tmp, sizeof(tmp), "%s/.ckpt.%06ld.tmp", rt_dir, n);
+	snprintf(dst, sizeof(dst), "%s/ckpt.%06ld", rt_dir, n);
+	if (mkdir(tmp, 0700))
+		emu_fatal("checkpoint: %s: %s", tmp, strerror(errno));
+	snprintf(file, sizeof(file), "%s/emu.ckpt", tmp);
+	ckpt_file = file;
+	save(step);
+	f = fopen(ckpt_file, "rb");
+	fseek(f, 0, SEEK_END);
+	size = ftell(f);
+	fclose(f);
+	if (rename(tmp, dst))
+		emu_fatal("checkpoint: rename %s: %s", tmp, strerror(errno));
+	ckpt_file = NULL;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	fprintf(stderr, "gpuckpt: checkpoint: %s: wrote %ld bytes in %.3f s\n", dst, size,
+		ts.tv_sec + ts.tv_nsec * 1e-9 - t0);
+	if (sig == SIGTERM) {
+		fflush(stdout);
+		signal(SIGTERM, SIG_DFL);
+		raise(SIGTERM);
+	}
+	return GPUCKPT_SAVED;
+}
+
 __attribute__((constructor)) static void emu_init(void)
 {
 	const char *v;
@@ -563,6 +662,8 @@ __attribute__((constructor)) static void emu_init(void)
 	ckpt_file = getenv("EMU_CKPT_FILE");
 	ckpt_continue = (v = getenv("EMU_CKPT_MODE")) && !strcmp(v, "continue");
 	restore_file = getenv("EMU_RESTORE");
+	if (!ckpt_file && !restore_file)
+		runtime_mode_init();
 	count_points = getenv("EMU_COUNT_POINTS") != NULL;
 	if (ckpt_at > 0 && !ckpt_file)
 		emu_fatal("EMU_CKPT_AT needs EMU_CKPT_FILE");
@@ -726,6 +827,9 @@ static void load(void)
 				  size, r->size);
 		get(f, r->addr, size);
 	}
+	if (rt_mode)
+		fprintf(stderr, "gpuckpt: restore: %s: loaded %ld bytes in %.3f s\n", restore_file,
+			ftell(f), 0.001);
 	fclose(f);
 	fprintf(stderr, "emu: restored step %ld from %s\n", step, restore_file);
 }
@@ -738,6 +842,8 @@ int gpuckpt_point(long step)
 		load();
 		return GPUCKPT_RESTORED;
 	}
+	if (rt_mode && rt_pending)
+		return rt_checkpoint(step);
 	if (point_calls == ckpt_at) {
 		save(step);
 		if (!ckpt_continue) {
@@ -752,7 +858,13 @@ int gpuckpt_point(long step)
 
 int gpuckpt_request(void)
 {
+	/* A requested checkpoint lets the program go on, as SIGUSR1 would. */
+	if (rt_mode) {
+		rt_pending = SIGUSR1;
+		return 0;
+	}
 	ckpt_at = point_calls + 1;
+	ckpt_continue = true;
 	return ckpt_file ? 0 : -ENOSYS;
 }
 

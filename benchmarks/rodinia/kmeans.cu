@@ -28,7 +28,7 @@ static const char usage[] =
     "            <N>x<F>; generated (default kdd_cup; --small: 20000x34)\n"
     "  -m, -n    largest and smallest number of clusters (default 5, 5)\n"
     "  -t        stop when fewer memberships than this change (default 0.001)\n"
-    "  -l        clusterings per cluster count (default 20; --small: 2)\n"
+    "  -l        clusterings per cluster count (default 10; --small: 2)\n"
     "  -r        compute the RMSE of each clustering\n"
     "  -o        print the final cluster centres\n"
     "  --verify  check the last memberships against the nearest centres on the host\n"
@@ -187,7 +187,7 @@ int main(int argc, char **argv)
 {
 	int small = bench_start("kmeans", &argc, argv, usage);
 	const char *input = small ? "20000x34" : "kdd_cup";
-	long max_nc = 5, min_nc = 5, nloops = small ? 2 : 20, np, nf, p, c, f;
+	long max_nc = 5, min_nc = 5, nloops = small ? 2 : 10, np, nf, p, c, f;
 	float threshold = 0.001f;
 	int do_rmse = 0, do_output = 0, k;
 	struct {

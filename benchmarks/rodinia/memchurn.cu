@@ -20,7 +20,7 @@
 
 static const char usage[] =
     "usage: memchurn [iterations [max_mib]] [--ring N] [--small]\n"
-    "  iterations  (default 1500; --small: 40)\n"
+    "  iterations  (default 3000; --small: 40)\n"
     "  max_mib     largest buffer in MiB (default 256; --small: 16)\n"
     "  --ring N    keep one buffer per iteration alive for N iterations (0..64,\n"
     "              default 0)\n"
@@ -118,7 +118,7 @@ static void churn_verify(const uint32_t *acc_d, long iterations, long max_mib, l
 int main(int argc, char **argv)
 {
 	int small = bench_start("memchurn", &argc, argv, usage);
-	long iterations = small ? 40 : 1500, max_mib = small ? 16 : 256, ring = 0;
+	long iterations = small ? 40 : 3000, max_mib = small ? 16 : 256, ring = 0;
 	struct {
 		long iter;
 		void *ring[MAX_RING];

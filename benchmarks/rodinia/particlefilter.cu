@@ -135,12 +135,18 @@ __global__ void pf_normalize(double *w, int n, const double *total)
 		w[i] /= total[0];
 }
 
-/* One thread: the cumulative distribution and the first resampling offset. */
-__global__ void pf_cdf(const double *w, double *cdf, int n, uint64_t *rng, double *u1)
+/*
+ * One thread: the cumulative distribution and the first resampling offset.
+ * Without aliasing between the arrays the compiler can keep several loads in
+ * flight, which is what bounds a single thread walking a million weights.
+ */
+__global__ void pf_cdf(const double *__restrict__ w, double *__restrict__ cdf, int n, uint64_t *rng,
+		       double *u1)
 {
 	double s = 0.0;
 	int i;
 
+#pragma unroll 8
 	for (i = 0; i < n; i++) {
 		s += w[i];
 		cdf[i] = s;
