@@ -1,0 +1,517 @@
+/*
+ * throughput - checkpoint throughput of the gpuckpt runtime beside the limits
+ * of the machine (benchmarks/README.md). For each size of device state:
+ *	copy     pinned and pageable device<->host bandwidth (a worker)
+ *	storage  write+fsync and cold read of files of that size, on tmpfs and disk
+ *	gpuckpt  a checkpoint through the API in one worker (runtime preloaded),
+ *	         restored and checked word by word in a second
+ *	driver   cuCheckpointProcessLock/Checkpoint/Restore/Unlock on a worker,
+ *	         driven from this process; the worker then checks its memory
+ * and writes <out>/throughput-<machine>-<date>.{csv,md}.
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "throughput.h"
+
+#ifndef TP_RUNTIME_DEFAULT
+#define TP_RUNTIME_DEFAULT "libgpuckpt.so"
+#endif
+
+#define MAX_SIZES 16
+#define GIB (1ull << 30)
+
+struct opts {
+	uint64_t sizes[MAX_SIZES];
+	int nsizes;
+	const char *tmpfs, *disk, *out, *machine, *runtime;
+	char worker[PATH_MAX];
+	int copy, storage, gpuckpt, driver;
+	int dry, timeout;
+};
+
+static const char usage[] =
+    "usage: throughput [options]\n"
+    "  --sizes LIST     device state sizes, GiB unless suffixed M or G (default 1,4,16)\n"
+    "  --tmpfs DIR      tmpfs folder (default /dev/shm)\n"
+    "  --disk DIR       disk folder (default /var/tmp)\n"
+    "  --out DIR        where the CSV and markdown go (default .)\n"
+    "  --machine NAME   first part of the file names (default: the host name)\n"
+    "  --runtime PATH   libgpuckpt.so to preload in the gpuckpt workers\n"
+    "                   (default $GPUCKPT_RUNTIME, else the build tree's)\n"
+    "  --worker PATH    throughput-worker (default: beside this program)\n"
+    "  --skip LIST      leave out some of copy,storage,gpuckpt,driver\n"
+    "  --timeout S      longest wait for a worker's next line (default 900)\n"
+    "  --dry-run        print the plan; run nothing\n";
+
+static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
+static void die(const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "throughput: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	exit(1);
+}
+
+static uint64_t parse_size(const char *text)
+{
+	char *end;
+	unsigned long long v;
+
+	errno = 0;
+	v = strtoull(text, &end, 10);
+	if (errno || end == text || !v)
+		die("--sizes: '%s' is not a positive size", text);
+	if (*end == 'M' || *end == 'm')
+		v <<= 20, end++;
+	else if (*end == 'G' || *end == 'g' || !*end)
+		v <<= 30, end += *end != 0;
+	if (*end || v > (1ull << 46))
+		die("--sizes: '%s': expected a number of GiB, or <n>M / <n>G up to 64 TiB", text);
+	return v;
+}
+
+static void parse_args(int argc, char **argv, struct opts *o)
+{
+	const char *runtime = getenv("GPUCKPT_RUNTIME"), *skip = "";
+	char self[PATH_MAX], *slash, *list, *tok, *save;
+	ssize_t n;
+	int i;
+
+	memset(o, 0, sizeof(*o));
+	o->tmpfs = "/dev/shm";
+	o->disk = "/var/tmp";
+	o->out = ".";
+	o->runtime = runtime && *runtime ? runtime : TP_RUNTIME_DEFAULT;
+	o->timeout = 900;
+	o->sizes[0] = 1 * GIB;
+	o->sizes[1] = 4 * GIB;
+	o->sizes[2] = 16 * GIB;
+	o->nsizes = 3;
+	n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+	if (n < 0)
+		die("cannot find my own executable: %s", strerror(errno));
+	self[n] = 0;
+	slash = strrchr(self, '/');
+	*slash = 0;
+	if (snprintf(o->worker, sizeof(o->worker), "%s/throughput-worker", self) >=
+	    (int)sizeof(o->worker))
+		die("the path of my executable is too long");
+
+	for (i = 1; i < argc; i++) {
+		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
+
+		if (!strcmp(a, "-h") || !strcmp(a, "--help")) {
+			fputs(usage, stdout);
+			exit(0);
+		} else if (!strcmp(a, "--dry-run")) {
+			o->dry = 1;
+			continue;
+		}
+		if (!v)
+			die("'%s': unknown option or missing value (see --help)", a);
+		i++;
+		if (!strcmp(a, "--sizes")) {
+			list = strdup(v);
+			o->nsizes = 0;
+			for (tok = strtok_r(list, ",", &save); tok;
+			     tok = strtok_r(NULL, ",", &save)) {
+				if (o->nsizes == MAX_SIZES)
+					die("--sizes: at most %d sizes", MAX_SIZES);
+				o->sizes[o->nsizes++] = parse_size(tok);
+			}
+			free(list);
+			if (!o->nsizes)
+				die("--sizes: empty list");
+		} else if (!strcmp(a, "--tmpfs")) {
+			o->tmpfs = v;
+		} else if (!strcmp(a, "--disk")) {
+			o->disk = v;
+		} else if (!strcmp(a, "--out")) {
+			o->out = v;
+		} else if (!strcmp(a, "--machine")) {
+			o->machine = v;
+		} else if (!strcmp(a, "--runtime")) {
+			o->runtime = v;
+		} else if (!strcmp(a, "--worker")) {
+			snprintf(o->worker, sizeof(o->worker), "%s", v);
+		} else if (!strcmp(a, "--skip")) {
+			skip = v;
+		} else if (!strcmp(a, "--timeout")) {
+			o->timeout = atoi(v);
+			if (o->timeout < 1)
+				die("--timeout '%s': expected seconds >= 1", v);
+		} else {
+			die("unknown option '%s' (see --help)", a);
+		}
+	}
+	o->copy = o->storage = o->gpuckpt = o->driver = 1;
+	list = strdup(skip);
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (!strcmp(tok, "copy"))
+			o->copy = 0;
+		else if (!strcmp(tok, "storage"))
+			o->storage = 0;
+		else if (!strcmp(tok, "gpuckpt"))
+			o->gpuckpt = 0;
+		else if (!strcmp(tok, "driver"))
+			o->driver = 0;
+		else
+			die("--skip: unknown part '%s' (copy, storage, gpuckpt, driver)", tok);
+	}
+	free(list);
+}
+
+/*
+ * Run a worker to its end. Its "RESULT name bytes seconds" lines become
+ * results; "verify_mismatches" becomes the note of the result before it.
+ */
+static int run_worker(const struct opts *o, const char *mode, uint64_t size, char *const env[],
+		      const char *target, struct tp_report *rep, char *err, size_t errlen)
+{
+	char bytes[32], line[512], name[64], *argv[4];
+	struct tp_result *last = NULL;
+	unsigned long long b;
+	struct tp_worker w;
+	double secs;
+	int rc, status;
+
+	snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long)size);
+	argv[0] = (char *)o->worker;
+	argv[1] = (char *)mode;
+	argv[2] = bytes;
+	argv[3] = NULL;
+	rc = tp_worker_start(&w, o->worker, argv, env, err, errlen);
+	if (rc)
+		return rc;
+	while ((rc = tp_worker_line(&w, line, sizeof(line), o->timeout)) == 0) {
+		if (sscanf(line, "RESULT %63s %llu %lf", name, &b, &secs) != 3)
+			continue;
+		if (!strcmp(name, "verify_mismatches") && last) {
+			if (b)
+				snprintf(last->note, sizeof(last->note), "%llu words differ", b);
+			else
+				snprintf(last->note, sizeof(last->note), "verified");
+			continue;
+		}
+		last = tp_add(rep, size, name, target, b, secs, NULL);
+	}
+	status = tp_worker_wait(&w, rc == -ETIMEDOUT ? 0 : 60);
+	if (rc == -ETIMEDOUT) {
+		snprintf(err, errlen, "worker %s: no output for %d s: killed", mode, o->timeout);
+		return -ETIMEDOUT;
+	}
+	if (status) {
+		snprintf(err, errlen, "worker %s exited with status %d (its message is above)",
+			 mode, status);
+		return -EIO;
+	}
+	return 0;
+}
+
+static void phase_copy(const struct opts *o, uint64_t size, struct tp_report *rep)
+{
+	char *env[] = {"GPUCKPT_ENABLE=0", NULL}, err[TP_ERRLEN];
+
+	printf("throughput: %g GiB: device<->host copies\n", (double)size / GIB);
+	fflush(stdout);
+	if (run_worker(o, "copy", size, env, "", rep, err, sizeof(err)))
+		tp_add(rep, size, "d2h_pinned", "", size, -1, err);
+}
+
+/* Room for `size` bytes plus a margin in dir, or a note saying why not. */
+static int room_for(const char *dir, uint64_t size, char *note, size_t len)
+{
+	uint64_t free_b;
+	int rc = tp_free_space(dir, &free_b);
+
+	if (rc) {
+		snprintf(note, len, "skipped: %s: %s", dir, strerror(-rc));
+		return 0;
+	}
+	if (free_b < size + GIB) {
+		snprintf(note, len, "skipped: %s has %.1f GiB free", dir, (double)free_b / GIB);
+		return 0;
+	}
+	return 1;
+}
+
+static void phase_storage(const struct opts *o, uint64_t size, const char *target, const char *dir,
+			  struct tp_report *rep)
+{
+	char path[PATH_MAX], err[TP_ERRLEN];
+	double secs;
+
+	printf("throughput: %g GiB: %s (%s) write and read\n", (double)size / GIB, target, dir);
+	fflush(stdout);
+	if (!room_for(dir, size, err, sizeof(err))) {
+		tp_add(rep, size, "write", target, size, -1, err);
+		return;
+	}
+	snprintf(path, sizeof(path), "%s/gpuckpt-throughput.%d.dat", dir, (int)getpid());
+	if (tp_storage_write(path, size, &secs, err, sizeof(err))) {
+		tp_add(rep, size, "write", target, size, -1, err);
+		unlink(path);
+		return;
+	}
+	tp_add(rep, size, "write", target, size, secs, NULL);
+	if (tp_storage_read(path, size, &secs, err, sizeof(err)))
+		tp_add(rep, size, "read", target, size, -1, err);
+	else
+		tp_add(rep, size, "read", target, size, secs, NULL);
+	unlink(path);
+}
+
+static void phase_gpuckpt(const struct opts *o, uint64_t size, const char *target, const char *dir,
+			  struct tp_report *rep)
+{
+	char ckdir[PATH_MAX], preload[PATH_MAX + 16], gdir[PATH_MAX + 16], err[TP_ERRLEN];
+	char *env[] = {
+	    preload, "GPUCKPT_ENABLE=1", gdir, "GPUCKPT_LOG_LEVEL=info", "GPUCKPT_INTERVAL=0", NULL,
+	    NULL};
+	uint64_t image;
+	int rc;
+
+	printf("throughput: %g GiB: gpuckpt checkpoint and restore on %s (%s)\n",
+	       (double)size / GIB, target, dir);
+	fflush(stdout);
+	if (access(o->runtime, R_OK)) {
+		snprintf(err, sizeof(err), "skipped: runtime %s: %s", o->runtime, strerror(errno));
+		tp_add(rep, size, "gpuckpt_checkpoint", target, size, -1, err);
+		return;
+	}
+	if (!room_for(dir, size, err, sizeof(err))) {
+		tp_add(rep, size, "gpuckpt_checkpoint", target, size, -1, err);
+		return;
+	}
+	snprintf(ckdir, sizeof(ckdir), "%s/gpuckpt-throughput.%d", dir, (int)getpid());
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", o->runtime);
+	snprintf(gdir, sizeof(gdir), "GPUCKPT_DIR=%s", ckdir);
+	if (mkdir(ckdir, 0700) && errno != EEXIST) {
+		snprintf(err, sizeof(err), "skipped: mkdir %s: %s", ckdir, strerror(errno));
+		tp_add(rep, size, "gpuckpt_checkpoint", target, size, -1, err);
+		return;
+	}
+	rc = run_worker(o, "gpuckpt-save", size, env, target, rep, err, sizeof(err));
+	if (rc) {
+		tp_add(rep, size, "gpuckpt_checkpoint", target, size, -1, err);
+		goto out_remove;
+	}
+	if (!tp_dir_bytes(ckdir, &image))
+		tp_add(rep, size, "gpuckpt_image", target, image, -1, "checkpoint size on storage");
+	/* The restore must read the storage, not the pages the checkpoint left in memory. */
+	rc = tp_dir_evict(ckdir);
+	if (rc)
+		fprintf(stderr, "throughput: %s: dropping cached pages: %s\n", ckdir,
+			strerror(-rc));
+	env[5] = "GPUCKPT_RESTORE=auto";
+	if (run_worker(o, "gpuckpt-restore", size, env, target, rep, err, sizeof(err)))
+		tp_add(rep, size, "gpuckpt_restore", target, size, -1, err);
+out_remove:
+	rc = tp_dir_remove(ckdir);
+	if (rc)
+		fprintf(stderr, "throughput: removing %s: %s\n", ckdir, strerror(-rc));
+}
+
+static void phase_driver(const struct opts *o, uint64_t size, struct tp_report *rep)
+{
+	char bytes[32], line[512], err[TP_ERRLEN], name[64], *argv[4];
+	char *env[] = {"GPUCKPT_ENABLE=0", NULL};
+	struct tp_result *restored = NULL;
+	int rc, pid = -1, locked = 0, status;
+	unsigned long long b;
+	struct tp_worker w;
+	double t0, secs;
+
+	printf("throughput: %g GiB: driver checkpoint and restore\n", (double)size / GIB);
+	fflush(stdout);
+	if (tp_driver_open(err, sizeof(err))) {
+		tp_add(rep, size, "driver_checkpoint", "", size, -1, err);
+		return;
+	}
+	snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long)size);
+	argv[0] = (char *)o->worker;
+	argv[1] = "hold";
+	argv[2] = bytes;
+	argv[3] = NULL;
+	if (tp_worker_start(&w, o->worker, argv, env, err, sizeof(err))) {
+		tp_add(rep, size, "driver_checkpoint", "", size, -1, err);
+		return;
+	}
+	while ((rc = tp_worker_line(&w, line, sizeof(line), o->timeout)) == 0)
+		if (sscanf(line, "READY %d", &pid) == 1)
+			break;
+	if (rc) {
+		snprintf(err, sizeof(err), "worker hold: %s before READY",
+			 rc == -ETIMEDOUT ? "timed out" : "ended");
+		tp_add(rep, size, "driver_checkpoint", "", size, -1, err);
+		goto out_wait;
+	}
+
+	t0 = tp_now();
+	if (tp_driver_lock(pid, 60000, err, sizeof(err))) {
+		tp_add(rep, size, "driver_lock", "", 0, -1, err);
+		goto out_wait;
+	}
+	locked = 1;
+	tp_add(rep, size, "driver_lock", "", 0, tp_now() - t0, NULL);
+	t0 = tp_now();
+	if (tp_driver_checkpoint(pid, err, sizeof(err))) {
+		tp_add(rep, size, "driver_checkpoint", "", size, -1, err);
+		goto out_unlock;
+	}
+	tp_add(rep, size, "driver_checkpoint", "", size, tp_now() - t0, NULL);
+	t0 = tp_now();
+	if (tp_driver_restore(pid, err, sizeof(err))) {
+		/* Its memory is gone: the worker cannot go on. */
+		tp_add(rep, size, "driver_restore", "", size, -1, err);
+		kill(w.pid, SIGKILL);
+		locked = 0;
+		goto out_wait;
+	}
+	restored = tp_add(rep, size, "driver_restore", "", size, tp_now() - t0, NULL);
+out_unlock:
+	if (locked) {
+		t0 = tp_now();
+		if (tp_driver_unlock(pid, err, sizeof(err)))
+			tp_add(rep, size, "driver_unlock", "", 0, -1, err);
+		else
+			tp_add(rep, size, "driver_unlock", "", 0, tp_now() - t0, NULL);
+	}
+	if (tp_worker_send(&w, "VERIFY\n") == 0) {
+		while (tp_worker_line(&w, line, sizeof(line), o->timeout) == 0) {
+			if (sscanf(line, "RESULT %63s %llu %lf", name, &b, &secs) == 3 &&
+			    !strcmp(name, "verify_mismatches") && restored)
+				snprintf(restored->note, sizeof(restored->note), "%s",
+					 b ? "worker memory differs after restore" : "verified");
+		}
+	}
+out_wait:
+	status = tp_worker_wait(&w, 60);
+	if (status && restored)
+		snprintf(restored->note, sizeof(restored->note), "worker exited with status %d",
+			 status);
+}
+
+static void print_plan(const struct opts *o)
+{
+	int i;
+
+	printf("throughput: dry run: nothing is executed\n");
+	printf("worker: %s\nruntime: %s\n", o->worker, o->runtime);
+	for (i = 0; i < o->nsizes; i++) {
+		uint64_t s = o->sizes[i];
+
+		printf("== %g GiB (%llu bytes) of device state in 1 GiB allocations\n",
+		       (double)s / GIB, (unsigned long long)s);
+		if (o->copy)
+			printf(
+			    "  copy:    GPUCKPT_ENABLE=0 %s copy %llu   (pinned/pageable D2H, H2D; "
+			    "median of 3)\n",
+			    o->worker, (unsigned long long)s);
+		if (o->storage)
+			printf(
+			    "  storage: write+fsync, then cold read, of %llu bytes in %s and %s\n",
+			    (unsigned long long)s, o->tmpfs, o->disk);
+		if (o->gpuckpt)
+			printf(
+			    "  gpuckpt: LD_PRELOAD=%s GPUCKPT_DIR=<%s|%s>/gpuckpt-throughput.PID\n"
+			    "           %s gpuckpt-save %llu; drop its pages from the cache;\n"
+			    "           GPUCKPT_RESTORE=auto %s gpuckpt-restore %llu (checks every "
+			    "word)\n",
+			    o->runtime, o->tmpfs, o->disk, o->worker, (unsigned long long)s,
+			    o->worker, (unsigned long long)s);
+		if (o->driver)
+			printf(
+			    "  driver:  %s hold %llu; from here: cuCheckpointProcessLock, "
+			    "Checkpoint, Restore, Unlock on its pid; then it checks every word\n",
+			    o->worker, (unsigned long long)s);
+	}
+	printf("results: %s/throughput-<machine>-<date>.csv and .md\n", o->out);
+}
+
+static void print_file(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	int c;
+
+	if (!f)
+		return;
+	while ((c = fgetc(f)) != EOF)
+		putchar(c);
+	fclose(f);
+}
+
+int main(int argc, char **argv)
+{
+	char host[256], base[PATH_MAX], header[3 * PATH_MAX + 512], stamp[32], err[TP_ERRLEN];
+	struct tp_report *rep;
+	struct opts o;
+	time_t now = time(NULL);
+	int i;
+
+	parse_args(argc, argv, &o);
+	if (o.dry) {
+		print_plan(&o);
+		return 0;
+	}
+	if (access(o.worker, X_OK))
+		die("worker %s: %s (build with make, or give --worker)", o.worker, strerror(errno));
+	/* A worker that dies must not take this process with it when we write to it. */
+	signal(SIGPIPE, SIG_IGN);
+	rep = calloc(1, sizeof(*rep));
+	if (!rep)
+		die("out of memory");
+	if (!o.machine) {
+		if (gethostname(host, sizeof(host)))
+			snprintf(host, sizeof(host), "unknown");
+		host[sizeof(host) - 1] = 0;
+		o.machine = host;
+	}
+	strftime(stamp, sizeof(stamp), "%Y%m%d-%H%M%S", localtime(&now));
+	if (snprintf(base, sizeof(base), "%s/throughput-%s-%s", o.out, o.machine, stamp) >=
+	    (int)sizeof(base))
+		die("--out %s: the path is too long", o.out);
+
+	for (i = 0; i < o.nsizes; i++) {
+		uint64_t s = o.sizes[i];
+
+		if (o.copy)
+			phase_copy(&o, s, rep);
+		if (o.storage) {
+			phase_storage(&o, s, "tmpfs", o.tmpfs, rep);
+			phase_storage(&o, s, "disk", o.disk, rep);
+		}
+		if (o.gpuckpt) {
+			phase_gpuckpt(&o, s, "tmpfs", o.tmpfs, rep);
+			phase_gpuckpt(&o, s, "disk", o.disk, rep);
+		}
+		if (o.driver)
+			phase_driver(&o, s, rep);
+		/* Written after every size, so an interrupted run keeps what it measured. */
+		snprintf(header, sizeof(header),
+			 "# gpuckpt checkpoint throughput: %s, %s\n\n- tmpfs: %s, disk: %s\n"
+			 "- runtime: %s\n- worker: %s",
+			 o.machine, stamp, o.tmpfs, o.disk, o.runtime, o.worker);
+		if (tp_write_reports(rep, base, header, err, sizeof(err)))
+			die("%s", err);
+	}
+	printf("throughput: results in %s.csv and %s.md\n\n", base, base);
+	if (snprintf(header, sizeof(header), "%s.md", base) < (int)sizeof(header))
+		print_file(header);
+	free(rep);
+	return 0;
+}

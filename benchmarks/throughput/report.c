@@ -1,0 +1,145 @@
+/*
+ * report.c - results as CSV and as a markdown table, each rate beside the
+ * ceiling it cannot beat: a checkpoint is a device-to-host copy followed by a
+ * write, so it is bounded by the slower of pinned device-to-host bandwidth and
+ * the storage's own write bandwidth; a restore likewise by the read and the
+ * host-to-device copy. The driver's checkpoint moves device memory into host
+ * memory only, so its ceiling is the copy alone.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "throughput.h"
+
+struct tp_result *tp_add(struct tp_report *rep, uint64_t size, const char *metric,
+			 const char *target, uint64_t bytes, double seconds, const char *note)
+{
+	struct tp_result *r;
+
+	if (rep->n == TP_MAX_RESULTS)
+		return NULL;
+	r = &rep->r[rep->n++];
+	r->size = size;
+	snprintf(r->metric, sizeof(r->metric), "%s", metric);
+	snprintf(r->target, sizeof(r->target), "%s", target ? target : "");
+	r->bytes = bytes;
+	r->seconds = seconds;
+	snprintf(r->note, sizeof(r->note), "%s", note ? note : "");
+	return r;
+}
+
+static const struct tp_result *find(const struct tp_report *rep, uint64_t size, const char *metric,
+				    const char *target)
+{
+	int i;
+
+	for (i = 0; i < rep->n; i++) {
+		const struct tp_result *r = &rep->r[i];
+
+		if (r->size == size && !strcmp(r->metric, metric) &&
+		    !strcmp(r->target, target ? target : "") && r->seconds > 0)
+			return r;
+	}
+	return NULL;
+}
+
+static double gbps(const struct tp_result *r)
+{
+	return r && r->seconds > 0 && r->bytes ? (double)r->bytes / r->seconds / 1e9 : -1.0;
+}
+
+/* The ceiling of r, its description in `what`; < 0 when it has none. */
+static double ceiling(const struct tp_report *rep, const struct tp_result *r, char *what,
+		      size_t len)
+{
+	const struct tp_result *a = NULL, *b = NULL;
+	const char *an = "", *bn = "";
+	double x, y;
+
+	what[0] = 0;
+	if (!strcmp(r->metric, "gpuckpt_checkpoint")) {
+		a = find(rep, r->size, "d2h_pinned", "");
+		b = find(rep, r->size, "write", r->target);
+		an = "pinned D2H";
+		bn = "write";
+	} else if (!strcmp(r->metric, "gpuckpt_restore")) {
+		a = find(rep, r->size, "h2d_pinned", "");
+		b = find(rep, r->size, "read", r->target);
+		an = "pinned H2D";
+		bn = "read";
+	} else if (!strcmp(r->metric, "driver_checkpoint") || !strcmp(r->metric, "d2h_pageable")) {
+		a = find(rep, r->size, "d2h_pinned", "");
+		an = "pinned D2H";
+	} else if (!strcmp(r->metric, "driver_restore") || !strcmp(r->metric, "h2d_pageable")) {
+		a = find(rep, r->size, "h2d_pinned", "");
+		an = "pinned H2D";
+	} else {
+		return -1.0;
+	}
+	x = gbps(a);
+	y = gbps(b);
+	if (x < 0 && y < 0)
+		return -1.0;
+	if (y < 0 || (x >= 0 && x <= y)) {
+		snprintf(what, len, "%s", an);
+		return x;
+	}
+	snprintf(what, len, "%s %s", r->target, bn);
+	return y;
+}
+
+int tp_write_reports(const struct tp_report *rep, const char *base, const char *header, char *err,
+		     size_t errlen)
+{
+	char path[4096], what[64];
+	FILE *csv, *md;
+	int i;
+
+	snprintf(path, sizeof(path), "%s.csv", base);
+	csv = fopen(path, "w");
+	if (!csv) {
+		snprintf(err, errlen, "report: %s: %s", path, strerror(errno));
+		return -errno;
+	}
+	snprintf(path, sizeof(path), "%s.md", base);
+	md = fopen(path, "w");
+	if (!md) {
+		snprintf(err, errlen, "report: %s: %s", path, strerror(errno));
+		fclose(csv);
+		return -errno;
+	}
+	fprintf(csv, "state_gib,metric,target,bytes,seconds,gb_per_s,ceiling,ceiling_gb_per_s,"
+		     "pct_of_ceiling,note\n");
+	fprintf(md, "%s\n\n", header);
+	fprintf(md, "| state GiB | measurement | on | bytes | s | GB/s | ceiling | ceiling GB/s "
+		    "| %% of ceiling | note |\n");
+	fprintf(md, "| ---: | --- | --- | ---: | ---: | ---: | --- | ---: | ---: | --- |\n");
+	for (i = 0; i < rep->n; i++) {
+		const struct tp_result *r = &rep->r[i];
+		double rate = gbps(r), c = ceiling(rep, r, what, sizeof(what));
+		double gib = (double)r->size / (1ull << 30);
+		char rs[32] = "", cs[32] = "", ps[32] = "", ss[32] = "";
+
+		if (r->seconds > 0)
+			snprintf(ss, sizeof(ss), "%.3f", r->seconds);
+		if (rate > 0)
+			snprintf(rs, sizeof(rs), "%.2f", rate);
+		if (c > 0)
+			snprintf(cs, sizeof(cs), "%.2f", c);
+		if (rate > 0 && c > 0)
+			snprintf(ps, sizeof(ps), "%.0f", 100.0 * rate / c);
+		fprintf(csv, "%g,%s,%s,%llu,%s,%s,%s,%s,%s,\"%s\"\n", gib, r->metric, r->target,
+			(unsigned long long)r->bytes, ss, rs, what, cs, ps, r->note);
+		fprintf(md, "| %g | %s | %s | %llu | %s | %s | %s | %s | %s | %s |\n", gib,
+			r->metric, r->target, (unsigned long long)r->bytes, ss, rs, what, cs, ps,
+			r->note);
+	}
+	fprintf(md, "\nGB/s are 10^9 bytes per second. Storage rates include fsync; reads "
+		    "start with the file's pages dropped from the page cache.\n");
+	if (fclose(md) | fclose(csv)) {
+		snprintf(err, errlen, "report: %s: write failed", base);
+		return -EIO;
+	}
+	return 0;
+}

@@ -1,0 +1,224 @@
+/*
+ * storage.c - what the storage itself sustains, for the same amounts the
+ * checkpoints move: a file written in 64 MiB write()s and fsync()ed, then read
+ * back after its pages were dropped from the page cache (posix_fadvise
+ * DONTNEED works on clean pages, so the read comes from the device; on tmpfs
+ * the pages are the storage and stay).
+ */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "throughput.h"
+
+#define IO_CHUNK (64ul << 20)
+
+double tp_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static void *io_buffer(void)
+{
+	static void *buf;
+	size_t i;
+
+	if (buf)
+		return buf;
+	if (posix_memalign(&buf, 4096, IO_CHUNK))
+		return NULL;
+	/* Not zeros: a file system that compresses or skips zero pages would flatter itself. */
+	for (i = 0; i < IO_CHUNK / sizeof(uint64_t); i++)
+		((uint64_t *)buf)[i] = i * 0x9e3779b97f4a7c15ull;
+	return buf;
+}
+
+int tp_storage_write(const char *path, uint64_t bytes, double *seconds, char *err, size_t errlen)
+{
+	void *buf = io_buffer();
+	uint64_t done = 0;
+	double t0;
+	int fd, rc;
+
+	if (!buf) {
+		snprintf(err, errlen, "write: out of memory for the I/O buffer");
+		return -ENOMEM;
+	}
+	t0 = tp_now();
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "write: %s: %s", path, strerror(errno));
+		return rc;
+	}
+	while (done < bytes) {
+		size_t len = bytes - done < IO_CHUNK ? (size_t)(bytes - done) : IO_CHUNK;
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			rc = n < 0 ? -errno : -EIO;
+			snprintf(err, errlen, "write: %s: %s after %llu bytes", path,
+				 n < 0 ? strerror(errno) : "no progress", (unsigned long long)done);
+			goto out_close;
+		}
+		done += (uint64_t)n;
+	}
+	if (fsync(fd)) {
+		rc = -errno;
+		snprintf(err, errlen, "write: %s: fsync: %s", path, strerror(errno));
+		goto out_close;
+	}
+	if (close(fd)) {
+		rc = -errno;
+		snprintf(err, errlen, "write: %s: close: %s", path, strerror(errno));
+		return rc;
+	}
+	*seconds = tp_now() - t0;
+	return 0;
+
+out_close:
+	close(fd);
+	return rc;
+}
+
+static int evict_file(const char *path)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC), rc = 0;
+
+	if (fd < 0)
+		return -errno;
+	/* Only clean pages can be dropped: make sure nothing is still dirty. */
+	if (fdatasync(fd))
+		rc = -errno;
+	else
+		rc = -posix_fadvise(fd, 0, 0, POSIX_FADV_DONTNEED);
+	close(fd);
+	return rc;
+}
+
+int tp_storage_read(const char *path, uint64_t bytes, double *seconds, char *err, size_t errlen)
+{
+	void *buf = io_buffer();
+	uint64_t done = 0;
+	double t0;
+	int fd, rc;
+
+	if (!buf) {
+		snprintf(err, errlen, "read: out of memory for the I/O buffer");
+		return -ENOMEM;
+	}
+	rc = evict_file(path);
+	if (rc < 0) {
+		snprintf(err, errlen, "read: %s: dropping cached pages: %s", path, strerror(-rc));
+		return rc;
+	}
+	t0 = tp_now();
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "read: %s: %s", path, strerror(errno));
+		return rc;
+	}
+	for (;;) {
+		ssize_t n = read(fd, buf, IO_CHUNK);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "read: %s: %s after %llu bytes", path,
+				 strerror(errno), (unsigned long long)done);
+			goto out_close;
+		}
+		if (n == 0)
+			break;
+		done += (uint64_t)n;
+	}
+	close(fd);
+	*seconds = tp_now() - t0;
+	if (done != bytes) {
+		snprintf(err, errlen, "read: %s: %llu bytes, expected %llu", path,
+			 (unsigned long long)done, (unsigned long long)bytes);
+		return -EIO;
+	}
+	return 0;
+
+out_close:
+	close(fd);
+	return rc;
+}
+
+/* nftw() has no user pointer: the walks below are not reentrant, which is enough here. */
+static uint64_t walk_bytes;
+static int walk_rc;
+
+static int add_size(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	if (type == FTW_F)
+		walk_bytes += (uint64_t)st->st_size;
+	return 0;
+}
+
+int tp_dir_bytes(const char *dir, uint64_t *bytes)
+{
+	walk_bytes = 0;
+	if (nftw(dir, add_size, 16, FTW_PHYS))
+		return -errno;
+	*bytes = walk_bytes;
+	return 0;
+}
+
+static int evict_one(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	int rc;
+
+	if (type == FTW_F && (rc = evict_file(path)) < 0 && !walk_rc)
+		walk_rc = rc;
+	return 0;
+}
+
+int tp_dir_evict(const char *dir)
+{
+	walk_rc = 0;
+	if (nftw(dir, evict_one, 16, FTW_PHYS))
+		return -errno;
+	return walk_rc;
+}
+
+static int remove_one(const char *path, const struct stat *st, int type, struct FTW *f)
+{
+	if (remove(path) && !walk_rc)
+		walk_rc = -errno;
+	return 0;
+}
+
+int tp_dir_remove(const char *dir)
+{
+	walk_rc = 0;
+	if (nftw(dir, remove_one, 16, FTW_DEPTH | FTW_PHYS) && errno != ENOENT)
+		return -errno;
+	return walk_rc;
+}
+
+int tp_free_space(const char *dir, uint64_t *bytes)
+{
+	struct statvfs s;
+
+	if (statvfs(dir, &s))
+		return -errno;
+	*bytes = (uint64_t)s.f_bavail * s.f_frsize;
+	return 0;
+}

@@ -1,0 +1,73 @@
+/*
+ * throughput.h - the checkpoint-throughput benchmark's controller (README.md):
+ * it runs the device-side work in worker processes (throughput-worker), the
+ * storage measurements itself, and drives the CUDA driver's checkpoint API on
+ * a worker from outside, as that API is meant to be used.
+ */
+#ifndef TP_THROUGHPUT_H
+#define TP_THROUGHPUT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define TP_ERRLEN 8192 /* room for two paths and a message */
+#define TP_MAX_RESULTS 256
+
+/* One measurement: `bytes` moved in `seconds` (seconds < 0: failed or skipped, see note). */
+struct tp_result {
+	uint64_t size;	 /* device state of the run */
+	char metric[32]; /* d2h_pinned, write, gpuckpt_checkpoint, driver_restore, ... */
+	char target[16]; /* tmpfs, disk, or "" */
+	uint64_t bytes;
+	double seconds;
+	char note[160];
+};
+
+struct tp_report {
+	struct tp_result r[TP_MAX_RESULTS];
+	int n;
+};
+
+/* report.c */
+struct tp_result *tp_add(struct tp_report *rep, uint64_t size, const char *metric,
+			 const char *target, uint64_t bytes, double seconds, const char *note);
+int tp_write_reports(const struct tp_report *rep, const char *base, const char *header, char *err,
+		     size_t errlen);
+
+/* storage.c: files written and read through the page cache, synced; 0 or -errno. */
+int tp_storage_write(const char *path, uint64_t bytes, double *seconds, char *err, size_t errlen);
+int tp_storage_read(const char *path, uint64_t bytes, double *seconds, char *err, size_t errlen);
+int tp_dir_bytes(const char *dir, uint64_t *bytes);
+int tp_dir_evict(const char *dir);
+int tp_dir_remove(const char *dir);
+int tp_free_space(const char *dir, uint64_t *bytes);
+
+/* spawn.c: a worker process with pipes on its stdin and stdout. */
+struct tp_worker {
+	pid_t pid;
+	int in_fd, out_fd;
+	char buf[4096];
+	size_t len;
+};
+
+int tp_worker_start(struct tp_worker *w, const char *path, char *const argv[],
+		    char *const extra_env[], char *err, size_t errlen);
+/* The next line of the worker's stdout (without the newline); -ETIMEDOUT, -EPIPE at EOF. */
+int tp_worker_line(struct tp_worker *w, char *line, size_t len, int timeout_s);
+int tp_worker_send(struct tp_worker *w, const char *text);
+/* Close its stdin, wait for it (killing it after timeout_s); its exit status or -errno. */
+int tp_worker_wait(struct tp_worker *w, int timeout_s);
+
+/* driver.c: the CUDA driver's process checkpoint API, reached through dlopen. */
+int tp_driver_open(char *err, size_t errlen);
+int tp_driver_lock(int pid, unsigned timeout_ms, char *err, size_t errlen);
+int tp_driver_checkpoint(int pid, char *err, size_t errlen);
+int tp_driver_restore(int pid, char *err, size_t errlen);
+int tp_driver_unlock(int pid, char *err, size_t errlen);
+/* "running", "locked", "checkpointed", "failed" or "unknown". */
+const char *tp_driver_state(int pid);
+
+double tp_now(void);
+
+#endif

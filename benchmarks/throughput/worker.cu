@@ -1,0 +1,297 @@
+/*
+ * throughput-worker - the process that holds the device state for the
+ * throughput benchmark (benchmarks/throughput/main.c starts it; README.md).
+ *
+ *	throughput-worker MODE BYTES
+ *
+ * It allocates BYTES of device memory in 1 GiB allocations and, except when
+ * restoring, fills every 64-bit word with a value of its allocation and index.
+ * Modes:
+ *	copy             pinned and pageable device<->host copies of the state
+ *	gpuckpt-save     gpuckpt_request() + gpuckpt_point(): one checkpoint, timed
+ *	gpuckpt-restore  the first gpuckpt_point() of a restart, timed, then a check
+ *	                 of every word
+ *	hold             prints READY, waits for VERIFY on stdin (meanwhile another
+ *	                 process checkpoints and restores it through the driver),
+ *	                 then checks every word
+ * Results are lines "RESULT <name> <bytes> <seconds>" on stdout.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "bench.h"
+
+#define CHUNK (1ull << 30)
+#define STAGE_MAX (1ull << 30) /* host buffer for the copies */
+#define REPS 3
+#define MAGIC 0x7470636b70740001ull
+
+struct state {
+	uint64_t magic;
+	uint64_t bytes;
+};
+
+__host__ __device__ static inline uint64_t pattern(unsigned a, size_t i)
+{
+	return bench_hash2(a + 1, i);
+}
+
+__global__ void tp_fill(uint64_t *p, size_t words, unsigned a)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	size_t stride = (size_t)gridDim.x * blockDim.x;
+
+	for (; i < words; i += stride)
+		p[i] = pattern(a, i);
+}
+
+__global__ void tp_check(const uint64_t *p, size_t words, unsigned a, unsigned long long *bad)
+{
+	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
+	size_t stride = (size_t)gridDim.x * blockDim.x;
+	unsigned long long n = 0;
+
+	for (; i < words; i += stride)
+		n += p[i] != pattern(a, i);
+	if (n)
+		atomicAdd(bad, n);
+}
+
+static void result(const char *name, uint64_t bytes, double secs)
+{
+	printf("RESULT %s %llu %.6f\n", name, (unsigned long long)bytes, secs);
+	fflush(stdout);
+}
+
+static size_t nchunks(uint64_t bytes)
+{
+	return (size_t)((bytes + CHUNK - 1) / CHUNK);
+}
+
+static size_t chunk_len(uint64_t bytes, size_t c)
+{
+	uint64_t rest = bytes - (uint64_t)c * CHUNK;
+
+	return (size_t)(rest < CHUNK ? rest : CHUNK);
+}
+
+static uint64_t **alloc_state(uint64_t bytes)
+{
+	size_t n = nchunks(bytes), c, free_b, total;
+	uint64_t **p = (uint64_t **)calloc(n, sizeof(*p));
+
+	if (!p)
+		bench_die("out of host memory");
+	CK(cudaMemGetInfo(&free_b, &total));
+	if (free_b < bytes + (256ull << 20))
+		bench_die("%llu bytes of device state do not fit: %zu of %zu bytes free",
+			  (unsigned long long)bytes, free_b, total);
+	for (c = 0; c < n; c++)
+		CK(cudaMalloc((void **)&p[c], chunk_len(bytes, c)));
+	return p;
+}
+
+static void fill_state(uint64_t **p, uint64_t bytes)
+{
+	size_t c;
+
+	for (c = 0; c < nchunks(bytes); c++) {
+		tp_fill<<<4096, 256>>>(p[c], chunk_len(bytes, c) / 8, (unsigned)c);
+		CK_LAUNCH("tp_fill");
+	}
+	CK(cudaDeviceSynchronize());
+}
+
+static unsigned long long check_state(uint64_t **p, uint64_t bytes)
+{
+	unsigned long long *bad_d, bad = 0;
+	size_t c;
+
+	CK(cudaMalloc((void **)&bad_d, sizeof(*bad_d)));
+	CK(cudaMemset(bad_d, 0, sizeof(*bad_d)));
+	for (c = 0; c < nchunks(bytes); c++) {
+		tp_check<<<4096, 256>>>(p[c], chunk_len(bytes, c) / 8, (unsigned)c, bad_d);
+		CK_LAUNCH("tp_check");
+	}
+	CK(cudaMemcpy(&bad, bad_d, sizeof(bad), cudaMemcpyDeviceToHost));
+	CK(cudaFree(bad_d));
+	return bad;
+}
+
+static int by_value(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return x < y ? -1 : x > y;
+}
+
+/* Median of REPS passes over the whole state through one host buffer. */
+static double time_copies(uint64_t **p, uint64_t bytes, void *host, size_t host_len, int to_host,
+			  cudaStream_t s)
+{
+	double t[REPS], t0;
+	size_t c, off, len;
+	int r;
+
+	for (r = 0; r < REPS; r++) {
+		t0 = bench_now();
+		for (c = 0; c < nchunks(bytes); c++) {
+			for (off = 0; off < chunk_len(bytes, c); off += len) {
+				char *dev = (char *)p[c] + off;
+
+				len = chunk_len(bytes, c) - off;
+				len = len < host_len ? len : host_len;
+				if (to_host)
+					CK(cudaMemcpyAsync(host, dev, len, cudaMemcpyDeviceToHost,
+							   s));
+				else
+					CK(cudaMemcpyAsync(dev, host, len, cudaMemcpyHostToDevice,
+							   s));
+			}
+		}
+		CK(cudaStreamSynchronize(s));
+		t[r] = bench_now() - t0;
+	}
+	qsort(t, REPS, sizeof(double), by_value);
+	return t[REPS / 2];
+}
+
+static void mode_copy(uint64_t **p, uint64_t bytes)
+{
+	size_t len = (size_t)(bytes < STAGE_MAX ? bytes : STAGE_MAX);
+	void *pinned, *pageable = malloc(len);
+	cudaStream_t s;
+
+	if (!pageable)
+		bench_die("out of host memory for a %zu-byte buffer", len);
+	memset(pageable, 1, len);
+	CK(cudaMallocHost(&pinned, len));
+	CK(cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking));
+	result("d2h_pinned", bytes, time_copies(p, bytes, pinned, len, 1, s));
+	result("h2d_pinned", bytes, time_copies(p, bytes, pinned, len, 0, s));
+	result("d2h_pageable", bytes, time_copies(p, bytes, pageable, len, 1, s));
+	result("h2d_pageable", bytes, time_copies(p, bytes, pageable, len, 0, s));
+	CK(cudaStreamDestroy(s));
+	CK(cudaFreeHost(pinned));
+	free(pageable);
+}
+
+static void mode_save(uint64_t bytes, struct state *st)
+{
+	double t0;
+	int rc;
+
+	rc = gpuckpt_request();
+	if (rc < 0)
+		bench_die(
+		    "gpuckpt_request failed: %s (is libgpuckpt.so preloaded, GPUCKPT_DIR set?)",
+		    gpuckpt_strerror(rc));
+	t0 = bench_now();
+	rc = gpuckpt_point(1);
+	if (rc < 0)
+		bench_die("gpuckpt_point failed: %s", gpuckpt_strerror(rc));
+	if (rc != GPUCKPT_SAVED)
+		bench_die("gpuckpt_point returned %d, not GPUCKPT_SAVED: no checkpoint was written",
+			  rc);
+	result("gpuckpt_checkpoint", bytes, bench_now() - t0);
+	(void)st;
+}
+
+static void mode_restore(uint64_t **p, uint64_t bytes, struct state *st)
+{
+	unsigned long long bad;
+	double t0;
+	int rc;
+
+	t0 = bench_now();
+	rc = gpuckpt_point(0);
+	if (rc < 0)
+		bench_die("gpuckpt_point failed: %s", gpuckpt_strerror(rc));
+	if (rc != GPUCKPT_RESTORED)
+		bench_die("gpuckpt_point returned %d, not GPUCKPT_RESTORED: nothing was restored",
+			  rc);
+	result("gpuckpt_restore", bytes, bench_now() - t0);
+	if (st->magic != MAGIC || st->bytes != bytes)
+		bench_die("restore: the registered state came back wrong (magic %#llx, %llu bytes)",
+			  (unsigned long long)st->magic, (unsigned long long)st->bytes);
+	bad = check_state(p, bytes);
+	result("verify_mismatches", bad, 0.0);
+	if (bad)
+		bench_die("restore: %llu of %llu words differ from what was saved", bad,
+			  (unsigned long long)(bytes / 8));
+}
+
+static void mode_hold(uint64_t **p, uint64_t bytes)
+{
+	unsigned long long bad;
+	char line[64];
+
+	printf("READY %d\n", (int)getpid());
+	fflush(stdout);
+	if (!fgets(line, sizeof(line), stdin))
+		bench_die("hold: stdin closed before VERIFY");
+	line[strcspn(line, "\n")] = 0;
+	if (strcmp(line, "VERIFY"))
+		bench_die("hold: expected VERIFY, got '%s'", line);
+	bad = check_state(p, bytes);
+	result("verify_mismatches", bad, 0.0);
+	if (bad)
+		bench_die("hold: %llu of %llu words changed across the driver's checkpoint", bad,
+			  (unsigned long long)(bytes / 8));
+}
+
+int main(int argc, char **argv)
+{
+	static const char usage[] =
+	    "usage: throughput-worker copy|gpuckpt-save|gpuckpt-restore|hold BYTES\n"
+	    "(started by the throughput benchmark; see benchmarks/README.md)\n";
+	struct state st = {0, 0};
+	const char *mode;
+	uint64_t bytes, **p;
+	long long b;
+
+	bench_start("throughput-worker", &argc, argv, usage);
+	if (argc != 3)
+		bench_die("expected a mode and a size in bytes (see --help)");
+	mode = argv[1];
+	b = bench_parse_long(argv[2], "BYTES", 8, 1L << 46);
+	if (b % 8)
+		bench_die("BYTES %lld: must be a multiple of 8", b);
+	bytes = (uint64_t)b;
+	if (strcmp(mode, "copy") && strcmp(mode, "gpuckpt-save") &&
+	    strcmp(mode, "gpuckpt-restore") && strcmp(mode, "hold"))
+		bench_die("unknown mode '%s' (see --help)", mode);
+	if (!strcmp(mode, "gpuckpt-restore") && gpuckpt_restarting(NULL) != 1)
+		bench_die("gpuckpt-restore: the runtime reports no checkpoint to restore "
+			  "(GPUCKPT_RESTORE set? runtime preloaded?)");
+
+	CK(cudaSetDevice(0));
+	p = alloc_state(bytes);
+	if (strcmp(mode, "gpuckpt-restore")) {
+		fill_state(p, bytes);
+		st.magic = MAGIC;
+		st.bytes = bytes;
+	} else {
+		/* Stale contents must not pass the check. */
+		for (size_t c = 0; c < nchunks(bytes); c++)
+			CK(cudaMemset(p[c], 0, chunk_len(bytes, c)));
+	}
+	if (!strncmp(mode, "gpuckpt", 7))
+		bench_protect("tp-state", &st, sizeof(st));
+
+	if (!strcmp(mode, "copy"))
+		mode_copy(p, bytes);
+	else if (!strcmp(mode, "gpuckpt-save"))
+		mode_save(bytes, &st);
+	else if (!strcmp(mode, "gpuckpt-restore"))
+		mode_restore(p, bytes, &st);
+	else
+		mode_hold(p, bytes);
+
+	for (size_t c = 0; c < nchunks(bytes); c++)
+		CK(cudaFree(p[c]));
+	free(p);
+	return 0;
+}
