@@ -150,6 +150,7 @@ wait_until() {
 }
 state_is() { [ "$(job_state "$1")" = "$2" ]; }
 out_has() { grep -Eq "$2" "$(job_out "$1")" 2>/dev/null; }
+out_lacks() { ! out_has "$@"; }
 out_count() { grep -Ec "$2" "$(job_out "$1")" 2>/dev/null; }
 is_over() { case $(job_state "$1") in COMPLETED | FAILED | CANCELLED | TIMEOUT | NODE_FAIL | OUT_OF_MEMORY) return 0 ;; esac; return 1; }
 wait_running() { wait_for "${2:-90}" state_is "$1" RUNNING; }
