@@ -5,8 +5,11 @@
 # higher partition (and comes back again), and its final checksum compared
 # with an uninterrupted run. It says what happened at each step.
 #
-#   tests/slurm/demo.sh              two nodes in network namespaces, fake GPUs
-#   tests/slurm/demo.sh --real-gpu   one node with /dev/nvidia0 (the GPU machine)
+#   tests/slurm/demo.sh                one node with /dev/nvidia0 where there is
+#                                      one, else two nodes in network namespaces
+#                                      with fake GPUs
+#   tests/slurm/demo.sh --real-gpu     the former, or fail
+#   tests/slurm/demo.sh --fake-gpus    the latter
 #
 # Needs root and a built tree (./autogen.sh && ./configure && make; or set
 # top_builddir). Everything it starts is stopped at the end.
@@ -22,7 +25,12 @@ if [ -z "${top_builddir:-}" ]; then
 fi
 export top_srcdir top_builddir
 real=""
-[ "${1:-}" = --real-gpu ] && real=--real-gpu
+case ${1:-} in
+--real-gpu) real=--real-gpu ;;
+--fake-gpus) ;;
+"") [ -c /dev/nvidia0 ] && real=--real-gpu ;;
+*) echo "usage: $0 [--real-gpu | --fake-gpus]" >&2; exit 2 ;;
+esac
 
 . "$top_srcdir/tests/slurm/e2e-lib.sh"
 say() { printf '%s  %s\n' "$(date +%T)" "$*"; }
@@ -33,7 +41,11 @@ die() { say "demo: $*"; exit 1; }
 	die "build first: ./autogen.sh && mkdir -p build && cd build && ../configure && make"
 
 E2E_DIR=${GK_DEMO_CLUSTER_DIR:-/tmp/gpuckpt-demo}
-say "starting a Slurm cluster in $E2E_DIR ${real:+(real GPU)}"
+if [ -n "$real" ]; then
+	say "starting a one-node Slurm cluster in $E2E_DIR with the real GPU /dev/nvidia0"
+else
+	say "starting a two-node Slurm cluster in $E2E_DIR (network namespaces, fake GPU device files: no GPU here)"
+fi
 tap_diag() { :; } # e2e-lib's diagnostics are for the tests
 e2e_start $real
 nodes=$(sinfo -h -N -o %N | sort -u | paste -sd' ' -)

@@ -8,7 +8,8 @@
 
 e2e_require 26
 e2e_start
-RT=$top_builddir/runtime/.libs/libgpuckpt.so
+# What the plugin puts into LD_PRELOAD (the cluster's plugstack.conf says).
+RT=$(sed -n 's/.* runtime=\([^ ]*\).*/\1/p' "$E2E_DIR/etc/plugstack.conf")
 
 # Refused at submission, naming what is wrong.
 refused() { # DESC PATTERN CMD...
