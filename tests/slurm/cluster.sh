@@ -70,6 +70,7 @@ ensure_packages() {
 	if [ ${#missing[@]} -gt 0 ]; then
 		say "installing ${missing[*]}"
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2 ||
+			{ apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2; } ||
 			die "apt-get install ${missing[*]} failed"
 	fi
 }
