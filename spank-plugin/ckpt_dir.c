@@ -58,8 +58,8 @@ static int make_level(int parent, const char *path, const char *name, uid_t uid,
 	if (fd < 0) {
 		rc = -errno;
 		if (rc == -ELOOP || rc == -ENOTDIR)
-			snprintf(err, errlen, "%s: not a folder (a symbolic link or a file); refused",
-				 path);
+			snprintf(err, errlen,
+				 "%s: not a folder (a symbolic link or a file); refused", path);
 		else
 			snprintf(err, errlen, "%s: cannot open: %s", path, strerror(-rc));
 		goto out_rmdir;
@@ -78,8 +78,9 @@ static int make_level(int parent, const char *path, const char *name, uid_t uid,
 	}
 	if (!*made && st.st_uid != uid) {
 		rc = -EPERM;
-		snprintf(err, errlen, "%s: belongs to uid %u, not to the job's user (uid %u); refused",
-			 path, (unsigned)st.st_uid, (unsigned)uid);
+		snprintf(err, errlen,
+			 "%s: belongs to uid %u, not to the job's user (uid %u); refused", path,
+			 (unsigned)st.st_uid, (unsigned)uid);
 		goto out_close;
 	}
 	if ((st.st_mode & 07777) != 0700 && fchmod(fd, 0700) < 0) {

@@ -46,19 +46,19 @@ static struct gk_opts opts;
 static int option_cb(int val, const char *optarg, int remote);
 
 static struct spank_option options[] = {
-	{"gpu-checkpoint", "on|off",
-	 "Checkpoint the job's GPU state when it is preempted or requeued and restore it when "
-	 "it runs again [env: GPUCKPT_CHECKPOINT]",
-	 1, GK_OPT_CHECKPOINT, option_cb},
-	{"gpu-checkpoint-interval", "SECONDS",
-	 "With --gpu-checkpoint=on, also checkpoint every SECONDS (0: only when signalled) "
-	 "[env: GPUCKPT_INTERVAL]",
-	 1, GK_OPT_INTERVAL, option_cb},
-	{"gpu-checkpoint-on-bad", "fail|fresh",
-	 "On restart, when no checkpoint passes its checks: fail, or start afresh "
-	 "[env: GPUCKPT_ON_BAD_CHECKPOINT]",
-	 1, GK_OPT_ON_BAD, option_cb},
-	SPANK_OPTIONS_TABLE_END,
+    {"gpu-checkpoint", "on|off",
+     "Checkpoint the job's GPU state when it is preempted or requeued and restore it when "
+     "it runs again [env: GPUCKPT_CHECKPOINT]",
+     1, GK_OPT_CHECKPOINT, option_cb},
+    {"gpu-checkpoint-interval", "SECONDS",
+     "With --gpu-checkpoint=on, also checkpoint every SECONDS (0: only when signalled) "
+     "[env: GPUCKPT_INTERVAL]",
+     1, GK_OPT_INTERVAL, option_cb},
+    {"gpu-checkpoint-on-bad", "fail|fresh",
+     "On restart, when no checkpoint passes its checks: fail, or start afresh "
+     "[env: GPUCKPT_ON_BAD_CHECKPOINT]",
+     1, GK_OPT_ON_BAD, option_cb},
+    SPANK_OPTIONS_TABLE_END,
 };
 
 static int option_cb(int val, const char *optarg, int remote)
@@ -244,7 +244,8 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	}
 	if (!on) {
 		if (gk_uninject(&site, &env, err, sizeof(err)) < 0) {
-			tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
+			tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id,
+			     err);
 			return -1;
 		}
 		return 0;
@@ -261,14 +262,17 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		goto out_free;
 	}
 	if (r->dir_rc < 0)
-		tell(TELL_ERROR, "job %u %s task %u: no checkpoint can be written: %s; the job runs on without",
+		tell(TELL_ERROR,
+		     "job %u %s task %u: no checkpoint can be written: %s; the job runs on without",
 		     ids.job_id, step, ids.task_id, r->dir_err);
 	else if (r->restore)
 		tell(TELL_INFO, "job %u %s task %u: restart %u: restoring from %s (newest: %s)",
 		     ids.job_id, step, ids.task_id, r->restart_count, r->dir, r->newest);
 	else if (r->restart_count > 0)
-		tell(TELL_INFO, "job %u %s task %u: restart %u: no committed checkpoint in %s; starting afresh",
-		     ids.job_id, step, ids.task_id, r->restart_count, r->dir);
+		tell(
+		    TELL_INFO,
+		    "job %u %s task %u: restart %u: no committed checkpoint in %s; starting afresh",
+		    ids.job_id, step, ids.task_id, r->restart_count, r->dir);
 	else
 		slurm_info("gpuckpt: job %u %s task %u: checkpoints go to %s", ids.job_id, step,
 			   ids.task_id, r->dir);
@@ -335,8 +339,8 @@ static int run_stage(const char *verb, int ac, char **av)
 	}
 	if (env_u32("SLURM_JOB_GID", &gid) < 0)
 		gid = uid;
-	if (gk_stage_argv(&site, verb, l.job_id, (uid_t)uid, (gid_t)gid, argv, buf,
-			  sizeof(buf)) < 0) {
+	if (gk_stage_argv(&site, verb, l.job_id, (uid_t)uid, (gid_t)gid, argv, buf, sizeof(buf)) <
+	    0) {
 		slurm_error("gpuckpt: stage-%s: job %u: arguments too long", verb, l.job_id);
 		return 0;
 	}

@@ -84,9 +84,10 @@ int gk_site_set(struct gk_site *s, const char *key, const char *value, char *err
 		long n;
 
 		if (gk_parse_seconds(value, &n) < 0 || n < 1 || n > 1000) {
-			snprintf(err, errlen,
-				 "keep: invalid value '%s' (expected a whole number from 1 to 1000)",
-				 value);
+			snprintf(
+			    err, errlen,
+			    "keep: invalid value '%s' (expected a whole number from 1 to 1000)",
+			    value);
 			return -EINVAL;
 		}
 		s->keep = (unsigned)n;
@@ -104,7 +105,8 @@ int gk_site_set(struct gk_site *s, const char *key, const char *value, char *err
 	if (strcmp(key, "interval") == 0) {
 		if (gk_parse_seconds(value, &s->interval) < 0) {
 			snprintf(err, errlen,
-				 "interval: invalid value '%s' (expected seconds, 0 or more)", value);
+				 "interval: invalid value '%s' (expected seconds, 0 or more)",
+				 value);
 			return -EINVAL;
 		}
 		return 0;

@@ -6,18 +6,18 @@
  *	required /usr/lib/x86_64-linux-gnu/slurm/spank_gpuckpt.so \
  *		bb_root=/local/bb shared_root=/shared/gpuckpt default=off keep=2
  *
- *	key                default                      what
- *	default            off                          on: jobs without the option are checkpointed
- *	bb_root            /var/lib/gpuckpt/bb          node-local burst-buffer root (per-job folders)
- *	shared_root        (none)                       shared checkpoint root (staging between nodes)
- *	runtime            LIBDIR/libgpuckpt.so.0       the runtime put into LD_PRELOAD
- *	stage              LIBEXECDIR/gpuckpt/gpuckpt-stage   staging script (prolog/epilog); none = off
- *	tool               BINDIR/gpuckpt               the gpuckpt tool, passed to the staging script
- *	config             (none)                       the runtime's site file (GPUCKPT_CONFIG)
- *	keep               2                            committed checkpoints kept (GPUCKPT_KEEP)
- *	on_bad_checkpoint  (runtime's own: fail)        fail | fresh (GPUCKPT_ON_BAD_CHECKPOINT)
- *	interval           (runtime's own: 0)           seconds between periodic checkpoints
- *	log_level          (runtime's own: warn)        error | warn | info | debug
+ *	key                default                    what
+ *	default            off                        on: jobs without the option are checkpointed
+ *	bb_root            LOCALSTATEDIR/lib/gpuckpt/bb   node-local burst buffer (job folders)
+ *	shared_root        (none)                     shared checkpoint root (staging)
+ *	runtime            LIBDIR/libgpuckpt.so.0     the runtime put into LD_PRELOAD
+ *	stage              LIBEXECDIR/gpuckpt/gpuckpt-stage   staging script; none = off
+ *	tool               BINDIR/gpuckpt             the gpuckpt tool, for the staging script
+ *	config             (none)                     the runtime's site file (GPUCKPT_CONFIG)
+ *	keep               2                          checkpoints kept (GPUCKPT_KEEP)
+ *	on_bad_checkpoint  (the runtime's: fail)      fail | fresh
+ *	interval           (the runtime's: 0)         seconds between periodic checkpoints
+ *	log_level          (the runtime's: warn)      error | warn | info | debug
  */
 #ifndef GK_SITE_ARGS_H
 #define GK_SITE_ARGS_H
@@ -36,8 +36,8 @@ struct gk_site {
 	char tool[PATH_MAX];
 	char config[PATH_MAX]; /* "" = the runtime's compiled-in default */
 	unsigned keep;
-	int on_bad_fresh; /* -1 = not set here, 0 = fail, 1 = fresh */
-	long interval;    /* -1 = not set here */
+	int on_bad_fresh;   /* -1 = not set here, 0 = fail, 1 = fresh */
+	long interval;	    /* -1 = not set here */
 	char log_level[16]; /* "" = not set here */
 };
 

@@ -10,8 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-int gk_stage_argv(const struct gk_site *s, const char *verb, uint32_t job_id, uid_t uid,
-		  gid_t gid, char *argv[], char *buf, size_t buflen)
+int gk_stage_argv(const struct gk_site *s, const char *verb, uint32_t job_id, uid_t uid, gid_t gid,
+		  char *argv[], char *buf, size_t buflen)
 {
 	char num[4][24];
 	const char *items[GK_STAGE_MAXARGS];

@@ -25,8 +25,8 @@ typedef void (*gk_line_fn)(void *arg, const char *line);
 
 /* The script's argument vector in argv (at most GK_STAGE_MAXARGS entries,
  * NULL-terminated), its strings in buf. -ENAMETOOLONG if buf is too small. */
-int gk_stage_argv(const struct gk_site *s, const char *verb, uint32_t job_id, uid_t uid,
-		  gid_t gid, char *argv[], char *buf, size_t buflen);
+int gk_stage_argv(const struct gk_site *s, const char *verb, uint32_t job_id, uid_t uid, gid_t gid,
+		  char *argv[], char *buf, size_t buflen);
 
 /*
  * Run argv[0] with argv, stdin from /dev/null, stdout and stderr handed to fn

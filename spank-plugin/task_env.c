@@ -109,11 +109,11 @@ static int set_tunables(const struct gk_site *s, const struct gk_opts *o, const 
 	else if (!rc && s->interval >= 0)
 		rc = set_env_num(env, GK_ENV_INTERVAL, s->interval, 0, err, errlen);
 	if (!rc && o->on_bad_fresh >= 0)
-		rc = set_env(env, GK_ENV_ON_BAD, o->on_bad_fresh ? "fresh" : "fail", 1, err,
-			     errlen);
+		rc =
+		    set_env(env, GK_ENV_ON_BAD, o->on_bad_fresh ? "fresh" : "fail", 1, err, errlen);
 	else if (!rc && s->on_bad_fresh >= 0)
-		rc = set_env(env, GK_ENV_ON_BAD, s->on_bad_fresh ? "fresh" : "fail", 0, err,
-			     errlen);
+		rc =
+		    set_env(env, GK_ENV_ON_BAD, s->on_bad_fresh ? "fresh" : "fail", 0, err, errlen);
 	if (!rc && s->log_level[0])
 		rc = set_env(env, "GPUCKPT_LOG_LEVEL", s->log_level, 0, err, errlen);
 	if (!rc && s->config[0])

@@ -41,7 +41,7 @@ struct gk_inject_result {
 	int dir_rc; /* 0, or why the folder could not be made (the job runs on) */
 	char dir_err[GK_ERRLEN];
 	unsigned restart_count;
-	int restore;     /* GPUCKPT_RESTORE=auto was set */
+	int restore;	 /* GPUCKPT_RESTORE=auto was set */
 	char newest[64]; /* the newest committed checkpoint seen, if any */
 };
 

@@ -70,6 +70,7 @@ ensure_packages() {
 	if [ ${#missing[@]} -gt 0 ]; then
 		say "installing ${missing[*]}"
 		DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2 ||
+			{ apt-get update -q >&2 && DEBIAN_FRONTEND=noninteractive apt-get install -y -q "${missing[@]}" >&2; } ||
 			die "apt-get install ${missing[*]} failed"
 	fi
 }
@@ -262,8 +263,11 @@ write_config() {
 	EOF
 
 	: >"$C/etc/plugstack.conf"
+	local runtime=$GK_RUNTIME
+	# A sanitizer build's runtime needs ASan's own runtime loaded before it.
+	if [ -n "${ASAN_RUNTIME:-}" ] && [ -f "$ASAN_RUNTIME" ]; then runtime=$ASAN_RUNTIME:$runtime; fi
 	if [ -f "$GK_PLUGIN" ]; then
-		echo "required $GK_PLUGIN bb_root=$C/bb shared_root=$C/shared runtime=$GK_RUNTIME stage=$GK_STAGE tool=$GK_TOOL $GK_PLUGIN_ARGS" \
+		echo "required $GK_PLUGIN bb_root=$C/bb shared_root=$C/shared runtime=$runtime stage=$GK_STAGE tool=$GK_TOOL $GK_PLUGIN_ARGS" \
 			>"$C/etc/plugstack.conf"
 	else
 		say "no plugin at $GK_PLUGIN: plugstack.conf left empty"

@@ -5,7 +5,7 @@
 # requeued job array resumes its own work.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
 
-e2e_require 14
+e2e_require 13
 e2e_start
 STEPS=300 DELAY=50
 ref0=$(reference 64 $STEPS)

@@ -6,9 +6,10 @@
 # cli_filter.lua rules.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
 
-e2e_require 26
+e2e_require 29
 e2e_start
-RT=$top_builddir/runtime/.libs/libgpuckpt.so
+# What the plugin puts into LD_PRELOAD (the cluster's plugstack.conf says).
+RT=$(sed -n 's/.* runtime=\([^ ]*\).*/\1/p' "$E2E_DIR/etc/plugstack.conf")
 
 # Refused at submission, naming what is wrong.
 refused() { # DESC PATTERN CMD...
@@ -31,6 +32,26 @@ refused "sbatch --gpu-checkpoint-on-bad=retry refused" \
 refused "GPUCKPT_CHECKPOINT=yes refused at submission, variable named" \
 	"GPUCKPT_CHECKPOINT: invalid value 'yes'" env GPUCKPT_CHECKPOINT=yes sbatch --wrap true
 check "no job was queued by the refused submissions" [ -z "$(squeue -h)" ]
+
+# A plugstack.conf with an unknown key or a bad value: refused, logged, named.
+for arg in colour=blue keep=lots; do
+	sed "s|^PlugStackConfig=.*|PlugStackConfig=$JOBS/plugstack-$arg.conf|" "$SLURM_CONF" >"$JOBS/slurm-$arg.conf"
+	sed "s|\$| $arg|" "$E2E_DIR/etc/plugstack.conf" >"$JOBS/plugstack-$arg.conf"
+	out=$(nsenter --net=/run/netns/gpuckpt-gkctl env SLURM_CONF="$JOBS/slurm-$arg.conf" /usr/bin/sbatch --wrap true 2>&1)
+	want="gpuckpt: plugstack.conf: unknown argument 'colour'"
+	[ "$arg" = keep=lots ] && want="gpuckpt: plugstack.conf: keep: invalid value 'lots'"
+	if [ -n "$(grep -F "$want" <<<"$out")" ] && [ -z "$(grep '^Submitted' <<<"$out")" ]; then
+		tap_ok "plugstack.conf '$arg' refused with a log line naming it"
+	else
+		tap_not_ok "plugstack.conf '$arg' refused with a log line naming it"
+		tap_diag "$out"
+	fi
+done
+
+# srun making its own allocation.
+out=$(srun --gpu-checkpoint=on bash -c 'echo "srun-env: $GPUCKPT_DIR"' 2>&1)
+if grep -q "^srun-env: $E2E_DIR/bb/[0-9]*/step.0/task.0$" <<<"$out"; then tap_ok "srun --gpu-checkpoint=on on its own"; else
+	tap_not_ok "srun --gpu-checkpoint=on on its own"; tap_diag "$out"; fi
 
 # --gpu-checkpoint=on, as a user: the batch step and each task of an srun step.
 s=$(job_script env-on '

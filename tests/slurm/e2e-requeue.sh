@@ -7,7 +7,7 @@
 # once it is over.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
 
-e2e_require 19
+e2e_require 17
 e2e_start
 SIZE=64 STEPS=400 DELAY=50
 ref=$(reference $SIZE $STEPS)

@@ -10,10 +10,12 @@
 # lines heat-drv and the runtime print. It proves the Slurm side only: no GPU
 # state is involved.
 #
-#   standin-app.sh --steps S [--delay-ms MS] [--size BYTES] [--report-every K]
+#   standin-app.sh --steps S [--delay-ms MS] [--size N] [--report-every K]
+#
+# --size N stands for an N x N grid of floats: its checkpoint holds N*N*4 bytes.
 set -u
 
-steps=100 delay_ms=50 size=65536 every=10
+steps=100 delay_ms=50 size=128 every=10
 while [ $# -gt 0 ]; do
 	case $1 in
 	--steps) steps=$2; shift ;;
@@ -104,7 +106,7 @@ checkpoint() {
 	t0=$(date +%s.%N)
 	tmp=$dir/.tmp.$$
 	if ! err=$( { mkdir -p "$tmp" && echo "$step $sum" >"$tmp/data" &&
-		head -c "$size" /dev/zero >>"$tmp/data"; } 2>&1); then
+		head -c $((size * size * 4)) /dev/zero >>"$tmp/data"; } 2>&1); then
 		rm -rf "$tmp"
 		echo "gpuckpt: checkpoint: $dir: cannot write: ${err##*: }; no checkpoint taken" >&2
 		return 1

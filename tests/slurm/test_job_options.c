@@ -32,7 +32,8 @@ int main(void)
 
 	is_int(gk_opts_set(&o, GK_OPT_INTERVAL, "300", err, sizeof(err)), 0, "interval 300");
 	is_int(o.interval, 300, "interval recorded");
-	is_int(gk_opts_set(&o, GK_OPT_INTERVAL, "-5", err, sizeof(err)), -EINVAL, "negative refused");
+	is_int(gk_opts_set(&o, GK_OPT_INTERVAL, "-5", err, sizeof(err)), -EINVAL,
+	       "negative refused");
 	ok(strstr(err, "--gpu-checkpoint-interval") != NULL, "error names the option: %s", err);
 	is_int(gk_opts_set(&o, GK_OPT_INTERVAL, "10m", err, sizeof(err)), -EINVAL, "10m refused");
 	is_int(gk_opts_set(&o, GK_OPT_INTERVAL, "99999999999", err, sizeof(err)), -EINVAL,

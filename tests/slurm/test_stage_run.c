@@ -52,7 +52,7 @@ int main(void)
 	is_int(gk_run_logged(sh, collect, &l), 3, "exit status returned");
 	is_int(l.n, 3, "three lines");
 	ok(l.n == 3 && !strcmp(l.text[0], "one") && !strcmp(l.text[1], "two") &&
-		   !strcmp(l.text[2], "three"),
+	       !strcmp(l.text[2], "three"),
 	   "stdout, stderr and an unterminated last line, in order");
 
 	l.n = 0;

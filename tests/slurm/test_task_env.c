@@ -176,7 +176,8 @@ int main(void)
 			printf("# symlink %s: %s\n", link, strerror(errno));
 	}
 	is_int(gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)), 0, "inject on restart");
-	is_str(val(&fe, "GPUCKPT_RESTORE"), "auto", "restart with a checkpoint: GPUCKPT_RESTORE=auto");
+	is_str(val(&fe, "GPUCKPT_RESTORE"), "auto",
+	       "restart with a checkpoint: GPUCKPT_RESTORE=auto");
 	is_str(r.newest, "ckpt.000002",
 	       "newest committed one found; uncommitted, .tmp and links skipped");
 	fset(&fe, "SLURM_RESTART_COUNT", "garbage", 1);
@@ -207,8 +208,8 @@ int main(void)
 		int rc = gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err));
 
 		/* O_DIRECTORY|O_NOFOLLOW on a link: ENOTDIR on Linux, ELOOP elsewhere. */
-		ok(rc == -ENOTDIR || rc == -ELOOP, "a link in place of the step folder is refused (%d)",
-		   rc);
+		ok(rc == -ENOTDIR || rc == -ELOOP,
+		   "a link in place of the step folder is refused (%d)", rc);
 	}
 	ok(strstr(err, "step.7") && strstr(err, "refused"), "error names it: %s", err);
 	ids.step_id = 0;

@@ -1,0 +1,144 @@
+#!/bin/bash
+# demo.sh - gpuckpt under Slurm, start to end, on this machine: a throw-away
+# cluster (tests/slurm/cluster.sh), a --gpu-checkpoint=on job that is
+# requeued (and comes back on the other node), then preempted by a job of a
+# higher partition (and comes back again), and its final checksum compared
+# with an uninterrupted run. It says what happened at each step.
+#
+#   tests/slurm/demo.sh                one node with /dev/nvidia0 where there is
+#                                      one, else two nodes in network namespaces
+#                                      with fake GPUs
+#   tests/slurm/demo.sh --real-gpu     the former, or fail
+#   tests/slurm/demo.sh --fake-gpus    the latter
+#
+# Needs root and a built tree (./autogen.sh && ./configure && make; or set
+# top_builddir). Everything it starts is stopped at the end.
+set -u
+here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+: "${top_srcdir:=$(cd "$here/../.." && pwd)}"
+if [ -z "${top_builddir:-}" ]; then
+	if [ -f "$top_srcdir/build/spank-plugin/.libs/spank_gpuckpt.so" ]; then
+		top_builddir=$top_srcdir/build
+	else
+		top_builddir=$top_srcdir
+	fi
+fi
+export top_srcdir top_builddir
+real=""
+case ${1:-} in
+--real-gpu) real=--real-gpu ;;
+--fake-gpus) ;;
+"") [ -c /dev/nvidia0 ] && real=--real-gpu ;;
+*) echo "usage: $0 [--real-gpu | --fake-gpus]" >&2; exit 2 ;;
+esac
+
+. "$top_srcdir/tests/slurm/e2e-lib.sh"
+say() { printf '%s  %s\n' "$(date +%T)" "$*"; }
+die() { say "demo: $*"; exit 1; }
+
+[ "$(id -u)" -eq 0 ] || die "needs root (it starts slurmctld, slurmd and munged)"
+[ -f "$top_builddir/spank-plugin/.libs/spank_gpuckpt.so" ] ||
+	die "build first: ./autogen.sh && mkdir -p build && cd build && ../configure && make"
+
+E2E_DIR=${GK_DEMO_CLUSTER_DIR:-/tmp/gpuckpt-demo}
+if [ -n "$real" ]; then
+	say "starting a one-node Slurm cluster in $E2E_DIR with the real GPU /dev/nvidia0"
+else
+	say "starting a two-node Slurm cluster in $E2E_DIR (network namespaces, fake GPU device files: no GPU here)"
+fi
+tap_diag() { :; } # e2e-lib's diagnostics are for the tests
+e2e_start $real
+nodes=$(sinfo -h -N -o %N | sort -u | paste -sd' ' -)
+say "cluster up: nodes $nodes; partitions low (preemptable, GraceTime) and high"
+
+# What runs: the real heat app on a real GPU, the heat app on the CUDA
+# stand-in, or the stand-in app. Said plainly.
+SIZE=256 STEPS=600 DELAY=40
+if [ -n "$real" ] && [ -x "$top_builddir/examples/heat/heat-drv" ] && [ -f "$top_builddir/examples/heat/heat_kernels.cubin" ]; then
+	APP="$top_builddir/examples/heat/heat-drv --module $top_builddir/examples/heat/heat_kernels.cubin"
+	APP_ENV=":"
+	say "application: examples/heat/heat-drv on the real GPU"
+	ref=$($APP $(app_args $SIZE $STEPS 0) 2>/dev/null | sed -n 's/.*checksum=\(0x[0-9a-f]*\).*/\1/p')
+elif [ "$APP_KIND" = heat ]; then
+	say "application: examples/heat/heat-drv on the CUDA driver stand-in (host memory; this machine has no GPU)"
+	ref=$(reference $SIZE $STEPS)
+else
+	say "application: tests/slurm/standin-app.sh, a stand-in for heat-drv and the runtime (they are not built here); no GPU state is involved"
+	ref=$(reference $SIZE $STEPS)
+fi
+say "reference: an uninterrupted run outside Slurm ends with checksum $ref"
+
+s=$(job_script demo "srun $APP $(app_args $SIZE $STEPS $DELAY)
+rc=\$?
+# Preempted: the step stopped after its checkpoint; wait here to be requeued.
+[ \$rc -eq 143 ] && sleep 600
+exit \$rc")
+j=$(submit --as gkuser1 -p low --gres=gpu:1 --gpu-checkpoint=on "$s")
+say "submitted job $j as gkuser1: sbatch -p low --gres=gpu:1 --gpu-checkpoint=on"
+wait_running "$j" 60 || die "job $j did not start"
+first=$(job_node "$j")
+say "job $j running on $first"
+
+ckpt_line() { grep '^gpuckpt: checkpoint: .*wrote' "$(job_out "$j")" | sed -n "${1}p"; }
+report_ckpt() {
+	local l
+	l=$(ckpt_line "$1")
+	if [ -n "$l" ]; then
+		say "checkpointed: $(sed 's/.*checkpoint: \([^:]*\): wrote \([0-9]*\) bytes in \([0-9.]*\) s.*/\2 bytes in \3 s to \1/' <<<"$l")"
+	else
+		say "no checkpoint line in the job's output:"
+		tail -n 5 "$(job_out "$j")"
+	fi
+}
+report_restore() {
+	local b
+	b=$(grep "^batch: node .* restart $1 " "$(job_out "$j")" | tail -n 1)
+	say "restored: $(sed 's/^batch: node \([^ ]*\) restart \([0-9]*\) GPU \(.*\)/restart \2 on node \1, GPU \3 (CUDA_VISIBLE_DEVICES)/' <<<"$b"), $(grep '^heat-drv: resumed from step' "$(job_out "$j")" | tail -n 1 | sed 's/^heat-drv: //')"
+}
+
+# 1. scontrol requeue, and the job's node drained so it comes back elsewhere.
+wait_out "$j" '^heat-drv: step 60$' 90
+say "scontrol requeue $j (SIGTERM to the job; the runtime checkpoints within KillWait)"
+scontrol requeue "$j"
+wait_until 60 '[ "$(job_state "$j")" = PENDING ]'
+report_ckpt 1
+[ -n "$(grep "stage-out: job $j: staged out" "$E2E_DIR"/log/slurmd.*.log)" ] &&
+	say "staged out: $(grep -h "stage-out: job $j: staged out" "$E2E_DIR"/log/slurmd.*.log | tail -n 1 | sed 's/.*staged out //')"
+say "requeued (state $(job_state "$j"))"
+if [ -z "$real" ]; then
+	drain "$first"
+	say "drained $first, so the job must come back on another node"
+fi
+wait_out "$j" '^batch: node .* restart 1 ' 120 || die "job $j did not come back"
+[ -z "$real" ] && resume "$first"
+wait_out "$j" '^heat-drv: resumed from step' 30
+report_restore 1
+
+# 2. Preemption by a job of the high partition that needs every GPU.
+wait_until 60 '[ "$(out_count "$j" "^heat-drv: step")" -ge 15 ]'
+nn=$(sinfo -h -N -o %N | sort -u | wc -l)
+ngpu=2; [ -n "$real" ] && ngpu=1
+h=$(submit -p high -N "$nn" --gres=gpu:$ngpu --exclusive --wrap 'sleep 10')
+say "submitted job $h to partition high, needing every GPU: job $j is preempted (PreemptMode=REQUEUE)"
+wait_until 60 '[ "$(grep -c "^gpuckpt: checkpoint: .*wrote" "$(job_out "$j")")" -ge 2 ]'
+report_ckpt 2
+wait_running "$h" 60 && say "job $h running; job $j is $(job_state "$j")"
+wait_over "$h" 60
+say "job $h finished"
+wait_out "$j" '^batch: node .* restart 2 ' 120 || die "job $j did not come back after the preemption"
+wait_out "$j" '^heat-drv: resumed from step.*' 30
+report_restore 2
+
+wait_over "$j" 300
+got=$(final_checksum "$j")
+say "job $j finished: $(job_state "$j")"
+if [ -n "$got" ] && [ "$got" = "$ref" ]; then
+	say "checksum matches: $got (same as the uninterrupted run)"
+	rc=0
+else
+	say "checksum DIFFERS: $got, expected $ref"
+	rc=1
+fi
+cp "$(job_out "$j")" /tmp/gpuckpt-demo-job.out 2>/dev/null && say "the job's output: /tmp/gpuckpt-demo-job.out"
+say "stopping the cluster"
+exit $rc

@@ -1,0 +1,99 @@
+#!/bin/bash
+# e2e-faults.sh - what goes wrong, through real Slurm: a corrupted checkpoint
+# on restart (refused with a message in the job's output; the job fails or
+# starts afresh, as it asked; never half-restored), a checkpoint of another
+# user put in its place (refused the same way), another user's checkpoints
+# unreadable, and a burst buffer that is read-only or full (the job runs on,
+# its output says why no checkpoint was written).
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
+
+e2e_require 20
+e2e_start
+SIZE=64 STEPS=300 DELAY=50
+ref=$(reference $SIZE $STEPS)
+BB=$E2E_DIR/bb SH=$E2E_DIR/shared
+s=$(job_script faults "srun $APP $(app_args $SIZE $STEPS $DELAY)")
+
+# requeue_hold JOB: requeue at step 30 and hold it; wait until its checkpoint
+# is on the shared root (the epilog staged it out).
+requeue_hold() {
+	wait_out "$1" '^heat-drv: step 30$' 90 && scontrol requeuehold "$1" &&
+		wait_until 60 '[ -n "$(ls -d "$SH/$1"/step.0/task.0/ckpt.* 2>/dev/null)" ] && [ "$(job_state "$1")" = PENDING ]'
+}
+newest() { ls -d "$SH/$1"/step.0/task.0/ckpt.* | sort | tail -n 1; }
+# corrupt CKPT: flip bytes in the middle of its biggest data file.
+corrupt() {
+	local f size
+	f=$(find "$1" -type f ! -name manifest.json -printf '%s %p\n' | sort -n | tail -n 1 | cut -d' ' -f2-)
+	size=$(stat -c %s "$f")
+	printf 'XXXXXXXX' | dd of="$f" bs=1 seek=$((size / 2)) conv=notrunc status=none
+}
+
+# 1. Corrupted, --gpu-checkpoint-on-bad=fail: refused, the job fails.
+j=$(submit --as gkuser1 --gres=gpu:1 --gpu-checkpoint=on --gpu-checkpoint-on-bad=fail "$s")
+requeue_hold "$j"
+# A good image of gkuser1, kept for test 3.
+cp -a "$(newest "$j")" "$E2E_DIR/foreign-ckpt"
+corrupt "$(newest "$j")"
+scontrol release "$j"
+wait_over "$j" 120
+check_out "$j" "corrupted checkpoint refused, with a message in the job's output" '^gpuckpt: restore: .*(checksum|mismatch|corrupt)'
+check "the job was not restored half-way (no resume)" out_lacks "$j" '^heat-drv: resumed'
+check "on-bad=fail: the job failed" state_is "$j" FAILED
+
+# 2. Corrupted, --gpu-checkpoint-on-bad=fresh: refused, the job starts afresh.
+j=$(submit --as gkuser1 --gres=gpu:1 --gpu-checkpoint=on --gpu-checkpoint-on-bad=fresh "$s")
+wait_out "$j" '^heat-drv: step 20$' 90
+node=$(job_node "$j")
+# Meanwhile: gkuser2, on the same node, cannot read gkuser1's checkpoints.
+wait_until 30 '[ -n "$(ls -d "$E2E_DIR/nodes/$node/bb/$j"/step.0/task.0/ 2>/dev/null)" ]'
+k=$(submit --as gkuser2 -w "$node" --wrap "ls $BB/$j 2>&1; cat $BB/$j/step.0/task.0/* 2>&1; ls $SH 2>&1; echo probe-done")
+wait_over "$k" 60
+check_out "$k" "another user cannot list a job's burst-buffer folder" "ls: cannot open directory '$BB/$j': Permission denied"
+check_out "$k" "nor read what is in it" "^cat: .*$BB/$j/step.0/task.0/.*: Permission denied"
+requeue_hold "$j"
+check "the shared copy is root's alone (0700)" [ "$(stat -c '%U %a' "$SH/$j")" = "root 700" ]
+corrupt "$(newest "$j")"
+scontrol release "$j"
+wait_over "$j" 120
+check_out "$j" "corrupted checkpoint refused" '^gpuckpt: restore: .*(checksum|mismatch|corrupt)'
+check_out "$j" "on-bad=fresh: started afresh after the refusal" '^batch: node .* restart 1 '
+check "no resume from the bad image" out_lacks "$j" '^heat-drv: resumed'
+check "... and finished with the right checksum" [ "$(final_checksum "$j")" = "$ref" ]
+
+# 3. gkuser1's (good) image put in place of gkuser2's: refused as foreign.
+j=$(submit --as gkuser2 --gres=gpu:1 --gpu-checkpoint=on --gpu-checkpoint-on-bad=fresh "$s")
+requeue_hold "$j"
+c=$(newest "$j")
+rm -rf "$c" && cp -a "$E2E_DIR/foreign-ckpt" "$c"
+scontrol release "$j"
+wait_over "$j" 120
+check_out "$j" "another user's checkpoint refused on restore" '^gpuckpt: restore: .*(uid|user|owner|sign|job)'
+check "not loaded" out_lacks "$j" '^heat-drv: resumed'
+check "the job started afresh and finished right" [ "$(final_checksum "$j")" = "$ref" ]
+
+# 4. gk1's burst buffer read-only: the job runs on, its output says why.
+nodeexec gk1 mount -o remount,bind,ro "$BB"
+j=$(submit --as gkuser1 -w gk1 --gres=gpu:1 --gpu-checkpoint=on "$s")
+wait_out "$j" '^heat-drv: step 20$' 90
+scancel --signal=USR1 "$j"
+wait_over "$j" 120
+nodeexec gk1 mount -o remount,bind,rw "$BB"
+check_out "$j" "read-only burst buffer: the plugin says no checkpoint can be written" "^gpuckpt: job $j step.0 task 0: no checkpoint can be written: .*Read-only file system"
+check_out "$j" "the checkpoint attempt says why it wrote nothing" '^gpuckpt: .*(Read-only file system|no checkpoint)'
+check "the job ran on to the right result" [ "$(final_checksum "$j")" = "$ref" ]
+
+# 5. gk1's burst buffer full (a 64 KiB tmpfs; the image is larger).
+nodeexec gk1 mount -t tmpfs -o size=64k,mode=0755 gpuckpt-full "$BB"
+s2=$(job_script faults-big "srun $APP $(app_args 256 $STEPS $DELAY)")
+ref256=$(reference 256 $STEPS)
+j=$(submit --as gkuser1 -w gk1 --gres=gpu:1 --gpu-checkpoint=on "$s2")
+wait_out "$j" '^heat-drv: step 20$' 90
+scancel --signal=USR1 "$j"
+wait_over "$j" 120
+nodeexec gk1 umount "$BB"
+check_out "$j" "full burst buffer: the output says why no checkpoint was written" '^gpuckpt: .*No space left on device'
+check "no partial checkpoint left under a committed name" [ -z "$(ls -d "$E2E_DIR/nodes/gk1/bb/$j"/step.0/task.0/ckpt.* 2>/dev/null)" ]
+check "the job ran on to the right result" [ "$(final_checksum "$j")" = "$ref256" ]
+check "job completed" state_is "$j" COMPLETED
+tap_done
