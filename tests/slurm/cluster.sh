@@ -16,7 +16,7 @@
 # different contents on each node, as with a real node-local NVMe. All nodes
 # share $GK_CLUSTER_DIR/shared, the shared checkpoint root.
 #
-# --real-gpu (the GPU machine): one node, File=/dev/nvidia0, no network
+# --real-gpu (the GPU machine): one node, File=/dev/nvidia0 (GK_GPU_DEVICE), no network
 # namespaces; the node still gets its own mount namespace for the burst buffer.
 #
 # Client commands (sbatch, srun, scontrol, ...) must run in the controller's
@@ -40,6 +40,8 @@ C=${GK_CLUSTER_DIR:-/tmp/gpuckpt-cluster}
 : "${GK_PLUGIN_ARGS:=}"
 
 NS_PREFIX=gpuckpt-
+# The GPU of a --real-gpu cluster.
+GPU_DEVICE=${GK_GPU_DEVICE:-/dev/nvidia0}
 CTL=gkctl
 NET=10.77.0
 CTL_ADDR=$NET.1
@@ -247,7 +249,7 @@ write_config() {
 		echo "AutoDetect=off"
 		for n in $(nodes_list); do
 			if [ "$mode" = real ]; then
-				gres_files=/dev/nvidia0
+				gres_files=$GPU_DEVICE
 			else
 				gres_files="$C/nodes/$n/dev/nvidia[0-1]"
 			fi
@@ -380,7 +382,7 @@ cmd_start() {
 	need_root
 	if [ -e "$C/mode" ]; then die "a cluster is already set up in $C (run: $0 stop)"; fi
 	ensure_packages
-	[ "$mode" = real ] && { [ -c /dev/nvidia0 ] || die "--real-gpu: /dev/nvidia0 is not a character device"; }
+	[ "$mode" = real ] && { [ -c "$GPU_DEVICE" ] || die "--real-gpu: $GPU_DEVICE is not a character device"; }
 	mkdir -p "$C/run"
 	echo "$mode" >"$C/mode"
 	: >"$C/netns-made"

@@ -38,6 +38,7 @@ e2e_start() {
 	export GK_CLUSTER_DIR=$E2E_DIR
 	export GK_PLUGIN_ARGS="log_level=info ${GK_E2E_PLUGIN_ARGS:-}"
 	if [ -e "$E2E_DIR/mode" ]; then "$CLUSTER" stop >/dev/null 2>&1 || true; fi
+	GK_E2E_START_LOG=$(mktemp /tmp/gpuckpt-e2e-start.XXXXXX)
 	trap e2e_stop EXIT
 	if ! "$CLUSTER" start "$@" >"$GK_E2E_START_LOG" 2>&1; then
 		tap_diag "cluster.sh start failed:"
@@ -49,7 +50,6 @@ e2e_start() {
 	JOBS=$E2E_DIR/jobs
 	e2e_pick_app
 }
-GK_E2E_START_LOG=$(mktemp /tmp/gpuckpt-e2e-start.XXXXXX)
 
 e2e_stop() {
 	local rc=$?
