@@ -313,8 +313,16 @@ static int check_ready(char *why, size_t len)
 		}
 	}
 	for (size_t i = 0; i < R.m->ndevices; i++) {
-		int o = R.m->devices[i].ordinal;
+		if (R.m->devices[i].ordinal < 0 || R.m->devices[i].ordinal >= GK_MAX_DEVICES) {
+			snprintf(why, len, "the checkpoint names device %d; gpuckpt handles %d",
+				 R.m->devices[i].ordinal, GK_MAX_DEVICES);
+			return -EINVAL;
+		}
+	}
+	for (size_t i = 0; i < R.m->nallocs; i++) {
+		int o = R.m->allocs[i].device;
 
+		/* A device listed without allocations needs nothing loaded. */
 		if (o < 0 || o >= GK_MAX_DEVICES || !gk_arenas[o] || !gk_arenas[o]->ctx) {
 			snprintf(why, len, "the checkpoint holds memory of device %d, which this run "
 				 "has not allocated on before its first checkpoint point", o);
@@ -452,6 +460,8 @@ int gk_restore_load(void)
 	for (size_t i = 0; i < R.m->ndevices; i++) {
 		struct gk_arena *a = gk_arenas[R.m->devices[i].ordinal];
 
+		if (!a || !a->ctx)
+			continue;
 		if (gk_real.cuCtxPushCurrent_v2(a->ctx) == CUDA_SUCCESS) {
 			gk_real.cuCtxSynchronize();
 			gk_real.cuCtxPopCurrent_v2(NULL);
@@ -465,12 +475,13 @@ int gk_restore_load(void)
 	if (ret < 0)
 		goto fatal;
 	for (size_t i = 0; i < R.m->ndevices; i++)
-		gk_arena_restore_done(gk_arenas[R.m->devices[i].ordinal],
-				      R.m->devices[i].next_order);
+		if (gk_arenas[R.m->devices[i].ordinal])
+			gk_arena_restore_done(gk_arenas[R.m->devices[i].ordinal],
+					      R.m->devices[i].next_order);
 	for (size_t i = 0; i < R.m->nregions; i++)
 		bytes += R.m->regions[i].size;
 	R.state = R_LOADED;
-	if (R.m->ndevices) {
+	if (R.m->ndevices && gk_arenas[R.m->devices[0].ordinal]) {
 		struct gk_device_info info;
 
 		gk_device_info(gk_arenas[R.m->devices[0].ordinal]->dev, &info);

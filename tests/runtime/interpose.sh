@@ -5,7 +5,7 @@
 # runtime cannot checkpoint makes it refuse, by name.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 B=$top_builddir/tests/runtime
-tap_plan 11
+tap_plan 12
 gk_scratch
 
 in_range() { # ADDRESS: inside the runtime's default range (16 slices of 1 TiB)
@@ -14,7 +14,7 @@ in_range() { # ADDRESS: inside the runtime's default range (16 slices of 1 TiB)
 }
 
 if [ ! -e "$GK_STANDIN_DIR/libcuda.so.1" ]; then
-	for i in $(seq 11); do tap_skip "the CUDA driver stand-in was not built"; done
+	for i in $(seq 12); do tap_skip "the CUDA driver stand-in was not built"; done
 	exit 0
 fi
 
@@ -78,6 +78,18 @@ if [ $? -eq 0 ] && grep -q "taken by another program" <<<"$out"; then
 	tap_ok "another program of the task runs normally and does not load the checkpoint"
 else
 	tap_not_ok "another program of the task runs normally and does not load the checkpoint"
+	tap_diag "$out"
+fi
+
+# No device memory at the checkpoint, none allocated before the first point
+# of the restart: the host state still comes back.
+dir=$GK_SCRATCH/hostonly
+with_runtime env GPUCKPT_DIR="$dir" "$B/prog-hostonly" save >/dev/null 2>&1
+out=$(with_runtime env GPUCKPT_DIR="$dir" GPUCKPT_RESTORE=auto "$B/prog-hostonly" resume 2>&1)
+if [ $? -eq 0 ] && grep -q "resumed: 2 step 7" <<<"$out"; then
+	tap_ok "a checkpoint without device memory restores before the program allocates any"
+else
+	tap_not_ok "a checkpoint without device memory restores before the program allocates any"
 	tap_diag "$out"
 fi
 tap_done

@@ -24,13 +24,15 @@ check_LTLIBRARIES += %reldir%/slowio.la
 # libcuda.so.1 is the stand-in (or a real driver).
 GK_CUDA_STUB = -L$(CUDA_PREFIX)/lib64/stubs -lcuda
 check_PROGRAMS += %reldir%/prog-dlnext %reldir%/prog-routes %reldir%/prog-managed \
-	%reldir%/prog-unaware
+	%reldir%/prog-unaware %reldir%/prog-hostonly
 %canon_reldir%_prog_dlnext_SOURCES = %reldir%/prog-dlnext.c
 %canon_reldir%_prog_dlnext_LDADD = %reldir%/libgkdlnexta.la %reldir%/libgkdlnextb.la
 %canon_reldir%_prog_routes_SOURCES = %reldir%/prog-routes.c
 %canon_reldir%_prog_routes_LDADD = $(GK_CUDA_STUB) -ldl
 %canon_reldir%_prog_managed_SOURCES = %reldir%/prog-managed.c
 %canon_reldir%_prog_managed_LDADD = $(top_builddir)/runtime/libgpuckpt.la $(GK_CUDA_STUB)
+%canon_reldir%_prog_hostonly_SOURCES = %reldir%/prog-hostonly.c
+%canon_reldir%_prog_hostonly_LDADD = $(top_builddir)/runtime/libgpuckpt.la $(GK_CUDA_STUB)
 %canon_reldir%_prog_unaware_SOURCES = %reldir%/prog-unaware.c
 %canon_reldir%_prog_unaware_LDADD = $(GK_CUDA_STUB)
 
