@@ -112,7 +112,7 @@ int gk_site_set(struct gk_site *s, const char *key, const char *value, char *err
 		return 0;
 	}
 	if (strcmp(key, "log_level") == 0) {
-		static const char *const levels[] = {"error", "warn", "info", "debug"};
+		static const char *const levels[] = {"error", "warn", "notice", "info", "debug"};
 
 		for (unsigned i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
 			if (strcmp(value, levels[i]) == 0) {
@@ -121,7 +121,7 @@ int gk_site_set(struct gk_site *s, const char *key, const char *value, char *err
 			}
 		}
 		snprintf(err, errlen,
-			 "log_level: invalid value '%s' (expected error, warn, info or debug)",
+			 "log_level: invalid value '%s' (expected error, warn, notice, info or debug)",
 			 value);
 		return -EINVAL;
 	}

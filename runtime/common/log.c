@@ -10,13 +10,14 @@
 #include <strings.h>
 #include <unistd.h>
 
-/* Warnings and errors by default: an operator sees what went wrong, a job's
- * output is not filled with chatter. GPUCKPT_LOG_LEVEL is read at first use. */
+/* Notices by default: an operator sees what went wrong and when a checkpoint
+ * was written or restored, a job's output is not filled with chatter.
+ * GPUCKPT_LOG_LEVEL is read at first use. */
 static int log_level = -1;
 
 int gk_log_parse_level(const char *name, enum gk_log_level *level)
 {
-	static const char *const names[] = {"error", "warn", "info", "debug"};
+	static const char *const names[] = {"error", "warn", "notice", "info", "debug"};
 
 	for (unsigned i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		if (strcasecmp(name, names[i]) == 0) {
@@ -41,11 +42,11 @@ int gk_log_enabled(enum gk_log_level level)
 	int cur = __atomic_load_n(&log_level, __ATOMIC_RELAXED);
 
 	if (cur < 0) {
-		enum gk_log_level parsed = GK_LOG_WARN;
+		enum gk_log_level parsed = GK_LOG_NOTICE;
 		const char *env = getenv("GPUCKPT_LOG_LEVEL");
 
 		if (env && *env && gk_log_parse_level(env, &parsed) < 0)
-			parsed = GK_LOG_WARN;
+			parsed = GK_LOG_NOTICE;
 		cur = (int)parsed;
 		__atomic_store_n(&log_level, cur, __ATOMIC_RELAXED);
 	}
@@ -54,7 +55,7 @@ int gk_log_enabled(enum gk_log_level level)
 
 void gk_log(enum gk_log_level level, const char *fmt, ...)
 {
-	static const char *const tags[] = {"", "warning: ", "", "debug: "};
+	static const char *const tags[] = {"", "warning: ", "", "", "debug: "};
 	char line[2048];
 	va_list ap;
 	int n, m;

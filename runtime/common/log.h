@@ -2,7 +2,9 @@
  * log.h - one logging module for the runtime, the command-line tool and the
  * plugin's helpers. Messages go to stderr as
  *	gpuckpt: <operation>: <object>: <what happened>
- * The level comes from GPUCKPT_LOG_LEVEL (error, warn, info, debug), read once.
+ * The level comes from GPUCKPT_LOG_LEVEL (error, warn, notice, info, debug),
+ * read once. notice, the default, adds to warnings the few lines a job's
+ * output should always show: a checkpoint written, a checkpoint restored.
  */
 #ifndef GK_LOG_H
 #define GK_LOG_H
@@ -10,8 +12,9 @@
 enum gk_log_level {
 	GK_LOG_ERROR = 0,
 	GK_LOG_WARN = 1,
-	GK_LOG_INFO = 2,
-	GK_LOG_DEBUG = 3,
+	GK_LOG_NOTICE = 2,
+	GK_LOG_INFO = 3,
+	GK_LOG_DEBUG = 4,
 };
 
 /* Parse a level name; returns -EINVAL for anything else. */
@@ -25,6 +28,7 @@ void gk_log(enum gk_log_level level, const char *fmt, ...) __attribute__((format
 
 #define gk_error(...) gk_log(GK_LOG_ERROR, __VA_ARGS__)
 #define gk_warn(...) gk_log(GK_LOG_WARN, __VA_ARGS__)
+#define gk_notice(...) gk_log(GK_LOG_NOTICE, __VA_ARGS__)
 #define gk_info(...) gk_log(GK_LOG_INFO, __VA_ARGS__)
 #define gk_debug(...)                                                                              \
 	do {                                                                                       \

@@ -32,7 +32,7 @@ void gk_settings_defaults(struct gk_settings *s)
 	s->va_size = 0x10000000000ull;
 	s->writers = 4;
 	s->chunk_size = 64ull << 20;
-	s->log_level = GK_LOG_WARN;
+	s->log_level = GK_LOG_NOTICE;
 }
 
 int gk_parse_size(const char *text, uint64_t *out)

@@ -16,7 +16,7 @@
  *	GPUCKPT_VA_SIZE             va_size             0x10000000000 (1 TiB per device)
  *	GPUCKPT_WRITERS             writers             4
  *	GPUCKPT_CHUNK_SIZE          chunk_size          64M
- *	GPUCKPT_LOG_LEVEL           log_level           warn
+ *	GPUCKPT_LOG_LEVEL           log_level           notice
  *	GPUCKPT_ENABLE              enable              yes (no: pass every call through)
  *	GPUCKPT_CONFIG              -                   SYSCONFDIR/gpuckpt/gpuckpt.conf
  */

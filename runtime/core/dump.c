@@ -343,7 +343,7 @@ out:
 			 dir, err);
 	} else {
 		human(size_text, sizeof(size_text), bytes);
-		gk_info("checkpoint: %s/ckpt.%06llu: wrote %llu bytes (%s: %zu allocations, %zu host "
+		gk_notice("checkpoint: %s/ckpt.%06llu: wrote %llu bytes (%s: %zu allocations, %zu host "
 			"regions) in %.3f s%s",
 			dir, (unsigned long long)m->sequence, (unsigned long long)bytes, size_text,
 			m->nallocs, m->nregions, secs, is_signed ? "" : ", unsigned");

@@ -485,12 +485,12 @@ int gk_restore_load(void)
 		struct gk_device_info info;
 
 		gk_device_info(gk_arenas[R.m->devices[0].ordinal]->dev, &info);
-		gk_info("restore: %s: loaded %llu bytes in %.3f s; resuming at step %lld on device "
+		gk_notice("restore: %s: loaded %llu bytes in %.3f s; resuming at step %lld on device "
 			"%d (%s, %s)",
 			R.dir, (unsigned long long)bytes, now() - t0, (long long)R.m->step,
 			R.m->devices[0].ordinal, info.name, info.uuid);
 	} else {
-		gk_info("restore: %s: loaded %llu bytes of host state; resuming at step %lld",
+		gk_notice("restore: %s: loaded %llu bytes of host state; resuming at step %lld",
 			R.dir, (unsigned long long)bytes, (long long)R.m->step);
 	}
 	pthread_mutex_unlock(&lock);

@@ -87,7 +87,7 @@ static void on_signal(int sig, siginfo_t *info, void *uc)
 		if (dfl && action_of[sig] == GK_ACTION_EXIT)
 			__atomic_store_n(&gk_rt.exit_signo, sig, __ATOMIC_RELEASE);
 		__atomic_or_fetch(&gk_rt.due, GK_DUE_CHECKPOINT, __ATOMIC_RELEASE);
-		if (gk_log_enabled(GK_LOG_INFO))
+		if (gk_log_enabled(GK_LOG_NOTICE))
 			raw_line(gk_signal_name(sig), " received: ",
 				 "checkpointing at the next checkpoint point");
 	} else if (dfl) {

@@ -53,7 +53,7 @@ done
 wait_over "$j" 240
 check "three restarts" [ "$(out_count "$j" '^batch: node .* restart [123] ')" -eq 3 ]
 check "three checkpoints, one per requeue" [ "$(out_count "$j" '^gpuckpt: checkpoint: .*wrote')" -eq 3 ]
-steps=$(sed -n 's/^heat-drv: resumed from step //p' "$(job_out "$j")" | tr '\n' ' ')
+steps=$(sed -n 's/^heat-drv: resumed from step \([0-9]*\).*/\1/p' "$(job_out "$j")" | tr '\n' ' ')
 check "each restart resumed further on ($steps)" awk -v s="$steps" 'BEGIN { n = split(s, a, " "); for (i = 2; i <= n; i++) if (a[i] <= a[i - 1]) exit 1; exit n != 3 }'
 got=$(final_checksum "$j")
 check "same checksum after three requeues ($got = $ref)" [ "$got" = "$ref" ]

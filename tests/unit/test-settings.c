@@ -119,7 +119,7 @@ int main(void)
 	       s.restore_fresh_on_bad == 0 && s.dir[0] == 0 && s.restore[0] == 0,
 	   "defaults: enabled, keep 2, no interval, signature optional, no dir");
 	ok(s.va_base == 0x200000000000ull && s.va_size == 0x10000000000ull && s.writers == 4 &&
-	       s.chunk_size == (64ull << 20) && s.log_level == GK_LOG_WARN,
+	       s.chunk_size == (64ull << 20) && s.log_level == GK_LOG_NOTICE,
 	   "defaults: VA 0x200000000000 + 1 TiB, 4 writers, 64 MiB chunks, warn");
 	ok(s.ntriggers == 2 && s.triggers[0].signo == SIGTERM &&
 	       s.triggers[0].action == GK_ACTION_EXIT && s.triggers[1].signo == SIGUSR1 &&
