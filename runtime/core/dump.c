@@ -6,6 +6,7 @@
 #include "driver.h"
 #include "gate.h"
 #include "image.h"
+#include "io.h"
 #include "log.h"
 #include "runtime.h"
 #include "track.h"
@@ -182,23 +183,6 @@ fail:
 	return ret;
 }
 
-static int write_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-	while (len) {
-		ssize_t w = pwrite(fd, buf, len, (off_t)off);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf = (const char *)buf + w;
-		len -= (size_t)w;
-		off += (uint64_t)w;
-	}
-	return 0;
-}
-
 /* Host regions are the program's own memory: written from where they are. */
 static int write_regions(struct gk_manifest *m, struct gk_store_txn *txn, char *err,
 			 size_t errlen)
@@ -240,7 +224,7 @@ static int write_regions(struct gk_manifest *m, struct gk_store_txn *txn, char *
 
 			r->chunks[c].xxh64 = gk_xxh64((const char *)g->addr + start, len, 0);
 		}
-		ret = write_all(fd, g->addr, g->size, off);
+		ret = gk_pwrite_all(fd, g->addr, g->size, off);
 		if (ret < 0) {
 			snprintf(err, errlen, "%s: cannot write host region '%s': %s",
 				 GK_HOST_DATA_FILE, g->name, strerror(-ret));

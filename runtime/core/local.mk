@@ -17,6 +17,7 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/track.c %reldir%/track.h \
 	%reldir%/trigger.c %reldir%/trigger.h \
 	%reldir%/transfer.c %reldir%/transfer.h \
+	%reldir%/io.c %reldir%/io.h \
 	%reldir%/numa.c %reldir%/numa.h \
 	%reldir%/dump.c %reldir%/dump.h \
 	%reldir%/restore.c %reldir%/restore.h \

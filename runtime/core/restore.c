@@ -6,6 +6,7 @@
 #include "driver.h"
 #include "gate.h"
 #include "image.h"
+#include "io.h"
 #include "log.h"
 #include "runtime.h"
 #include "transfer.h"
@@ -332,22 +333,6 @@ static int check_ready(char *why, size_t len)
 	return 0;
 }
 
-static int read_exact(int fd, void *buf, size_t len, uint64_t off)
-{
-	while (len) {
-		ssize_t r = pread(fd, buf, len, (off_t)off);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0)
-			return r < 0 ? -errno : -EBADMSG;
-		buf = (char *)buf + r;
-		len -= (size_t)r;
-		off += (uint64_t)r;
-	}
-	return 0;
-}
-
 /* Read and check every host region first, then copy them all in. */
 static int load_regions(const char *dir, char *err, size_t errlen)
 {
@@ -376,7 +361,7 @@ static int load_regions(const char *dir, char *err, size_t errlen)
 			ret = -ENOMEM;
 			goto out;
 		}
-		ret = read_exact(fd, bufs[i], r->size, r->offset);
+		ret = gk_pread_all(fd, bufs[i], r->size, r->offset);
 		if (ret < 0) {
 			snprintf(err, errlen, "%s: cannot read host region '%s'", GK_HOST_DATA_FILE,
 				 r->name);

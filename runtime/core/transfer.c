@@ -3,6 +3,7 @@
 #include "transfer.h"
 #include "driver.h"
 #include "log.h"
+#include "io.h"
 #include "numa.h"
 
 #include <errno.h>
@@ -50,42 +51,6 @@ static void fail(struct job *j, int code, const char *fmt, ...)
 static int failed(struct job *j)
 {
 	return __atomic_load_n(&j->failed, __ATOMIC_ACQUIRE) != 0;
-}
-
-static int write_all(int fd, const void *buf, size_t len, uint64_t off)
-{
-	while (len) {
-		ssize_t w = pwrite(fd, buf, len, (off_t)off);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		buf = (const char *)buf + w;
-		len -= (size_t)w;
-		off += (uint64_t)w;
-	}
-	return 0;
-}
-
-static int read_all(int fd, void *buf, size_t len, uint64_t off)
-{
-	while (len) {
-		ssize_t r = pread(fd, buf, len, (off_t)off);
-
-		if (r < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		if (r == 0)
-			return -ENODATA;
-		buf = (char *)buf + r;
-		len -= (size_t)r;
-		off += (uint64_t)r;
-	}
-	return 0;
 }
 
 /* Per-thread resources for one context. */
@@ -161,7 +126,7 @@ static void dump_finish(struct job *j, const struct unit *u, const void *buf)
 	int ret;
 
 	it->chunks[u->chunk].xxh64 = gk_xxh64(buf, len, 0);
-	ret = write_all(it->fd, buf, len, it->file_offset + off);
+	ret = gk_pwrite_all(it->fd, buf, len, it->file_offset + off);
 	if (ret < 0)
 		fail(j, ret, "%s: cannot write allocation %zu (0x%llx): %s", it->file, it->index,
 		     (unsigned long long)it->dev_addr, strerror(-ret));
@@ -223,7 +188,7 @@ static void *worker(void *arg)
 
 			/* The buffer is free once its previous copy has reached the device. */
 			r = gk_real.cuEventSynchronize(lane.ev[k]);
-			ret = read_all(it->fd, lane.buf[k], len, it->file_offset + off);
+			ret = gk_pread_all(it->fd, lane.buf[k], len, it->file_offset + off);
 			if (ret < 0) {
 				fail(j, ret == -ENODATA ? -EBADMSG : ret,
 				     "%s: cannot read allocation %zu (0x%llx): %s", it->file,

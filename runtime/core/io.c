@@ -1,0 +1,42 @@
+#include "config.h"
+
+#include "io.h"
+
+#include <errno.h>
+#include <unistd.h>
+
+int gk_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
+{
+	while (len) {
+		ssize_t w = pwrite(fd, buf, len, (off_t)off);
+
+		if (w < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		buf = (const char *)buf + w;
+		len -= (size_t)w;
+		off += (uint64_t)w;
+	}
+	return 0;
+}
+
+int gk_pread_all(int fd, void *buf, size_t len, uint64_t off)
+{
+	while (len) {
+		ssize_t r = pread(fd, buf, len, (off_t)off);
+
+		if (r < 0) {
+			if (errno == EINTR)
+				continue;
+			return -errno;
+		}
+		if (r == 0)
+			return -ENODATA;
+		buf = (char *)buf + r;
+		len -= (size_t)r;
+		off += (uint64_t)r;
+	}
+	return 0;
+}
