@@ -165,7 +165,7 @@ static int plan_devices(struct gk_manifest *m, struct gk_xfer_item **items_out, 
 				goto fail;
 			}
 			items[k] = (struct gk_xfer_item){a->ctx, b->iv.start, b->size, fds[a->ordinal],
-							 off, r->chunks, "", m->nallocs};
+							 off, r->chunks, "", m->nallocs, NULL};
 			items[k].file = r->file;
 			k++;
 			m->nallocs++;
@@ -253,20 +253,104 @@ static void human(char *buf, size_t len, uint64_t bytes)
 		snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
 }
 
+/* Map the device files that live in tmpfs, so that the copy threads can
+ * write them in parallel (see gk_map_for_write). */
+static void map_files(struct gk_manifest *m, struct gk_xfer_item *items, size_t nitems,
+		      const int *fds, void **maps)
+{
+	for (size_t f = 0; f < m->nfiles && f < GK_MAX_DEVICES; f++) {
+		int ord = m->devices[f].ordinal;
+
+		maps[f] = gk_map_for_write(fds[ord], m->files[f].size);
+		if (maps[f])
+			gk_info("checkpoint: %s is in tmpfs: the copy threads write it through a "
+				"shared mapping", m->files[f].name);
+		for (size_t i = 0; i < nitems && maps[f]; i++)
+			if (items[i].fd == fds[ord])
+				items[i].map = maps[f];
+	}
+}
+
+/*
+ * Write this process's image into a new checkpoint folder (txn): device
+ * memory and registered host regions, everything but the manifest. The gate
+ * is closed and the devices drained by the caller. *mp gets the manifest to
+ * commit, *bytes what was written.
+ */
+int gk_dump_image(long step, struct gk_store_txn *txn, struct gk_manifest **mp, uint64_t *bytes,
+		  char *err, size_t errlen)
+{
+	const char *dir = gk_rt.settings.dir;
+	struct gk_manifest *m = NULL;
+	struct gk_xfer_item *items = NULL;
+	void *maps[GK_MAX_DEVICES] = {0};
+	size_t nitems = 0;
+	int fds[GK_MAX_DEVICES], ret, began = 0;
+
+	*mp = NULL;
+	*bytes = 0;
+	for (int i = 0; i < GK_MAX_DEVICES; i++)
+		fds[i] = -1;
+	ret = gk_store_begin(dir, txn, err, errlen);
+	if (ret < 0)
+		goto out;
+	began = 1;
+	m = gk_manifest_new();
+	if (!m) {
+		ret = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out;
+	}
+	describe_process(m, step);
+	m->va_base = gk_rt.settings.va_base;
+	m->va_size = gk_rt.settings.va_size;
+	ret = plan_devices(m, &items, &nitems, txn, fds, err, errlen);
+	if (ret < 0)
+		goto out;
+	map_files(m, items, nitems, fds, maps);
+	ret = gk_xfer_dump(items, nitems, m->chunk_size, gk_rt.settings.writers, err, errlen);
+	if (ret < 0)
+		goto out;
+	ret = write_regions(m, txn, err, errlen);
+	if (ret < 0)
+		goto out;
+	for (size_t i = 0; i < m->nallocs; i++)
+		*bytes += m->allocs[i].size;
+	for (size_t i = 0; i < m->nregions; i++)
+		*bytes += m->regions[i].size;
+out:
+	for (size_t f = 0; f < GK_MAX_DEVICES; f++)
+		if (maps[f])
+			gk_unmap_written(maps[f], m->files[f].size);
+	for (int i = 0; i < GK_MAX_DEVICES; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	free(items);
+	if (ret < 0) {
+		if (began)
+			gk_store_abort(txn);
+		gk_manifest_free(m);
+		return ret;
+	}
+	*mp = m;
+	return 0;
+}
+
+int gk_dump_drain(void)
+{
+	return drain();
+}
+
 int gk_dump(long step)
 {
 	const char *dir = gk_rt.settings.dir;
 	char why[1024], err[GK_ERRLEN], size_text[32];
 	struct gk_manifest *m = NULL;
-	struct gk_xfer_item *items = NULL;
 	struct gk_store_txn txn;
-	size_t nitems = 0;
-	int fds[GK_MAX_DEVICES], ret, is_signed = 0, began = 0;
+	int ret, is_signed = 0;
 	uint64_t bytes = 0;
 	double t0 = now(), secs;
 
-	for (int i = 0; i < GK_MAX_DEVICES; i++)
-		fds[i] = -1;
 	if (!dir[0]) {
 		gk_error("checkpoint: no checkpoint directory is set (GPUCKPT_DIR); no checkpoint "
 			 "written");
@@ -284,41 +368,12 @@ int gk_dump(long step)
 		snprintf(err, sizeof(err), "the device reported an error while draining its work");
 		goto out;
 	}
-	ret = gk_store_begin(dir, &txn, err, sizeof(err));
+	ret = gk_dump_image(step, &txn, &m, &bytes, err, sizeof(err));
 	if (ret < 0)
 		goto out;
-	began = 1;
-	m = gk_manifest_new();
-	if (!m) {
-		ret = -ENOMEM;
-		snprintf(err, sizeof(err), "out of memory");
-		goto out;
-	}
-	describe_process(m, step);
-	m->va_base = gk_rt.settings.va_base;
-	m->va_size = gk_rt.settings.va_size;
-	ret = plan_devices(m, &items, &nitems, &txn, fds, err, sizeof(err));
-	if (ret < 0)
-		goto out;
-	ret = gk_xfer_dump(items, nitems, m->chunk_size, gk_rt.settings.writers, err, sizeof(err));
-	if (ret < 0)
-		goto out;
-	ret = write_regions(m, &txn, err, sizeof(err));
-	if (ret < 0)
-		goto out;
-	for (size_t i = 0; i < m->nallocs; i++)
-		bytes += m->allocs[i].size;
-	for (size_t i = 0; i < m->nregions; i++)
-		bytes += m->regions[i].size;
 	m->write_seconds = now() - t0;
 	ret = gk_store_commit(&txn, m, gk_rt.settings.keep, &is_signed, err, sizeof(err));
-	began = 0;
 out:
-	for (int i = 0; i < GK_MAX_DEVICES; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-	if (began)
-		gk_store_abort(&txn);
 	gk_gate_open();
 	secs = now() - t0;
 	if (ret < 0) {
@@ -332,7 +387,6 @@ out:
 			dir, (unsigned long long)m->sequence, (unsigned long long)bytes, size_text,
 			m->nallocs, m->nregions, secs, is_signed ? "" : ", unsigned");
 	}
-	free(items);
 	gk_manifest_free(m);
 	return ret;
 }

@@ -2,6 +2,9 @@
 #ifndef GK_DUMP_H
 #define GK_DUMP_H
 
+#include <stddef.h>
+#include <stdint.h>
+
 /*
  * Take a checkpoint now, labelled with the program's step. Holds every other
  * thread back at the driver, drains every stream of every context in use, writes
@@ -10,5 +13,14 @@
  * previous checkpoints are untouched).
  */
 int gk_dump(long step);
+
+struct gk_store_txn;
+struct gk_manifest;
+
+/* The parts transparent mode uses: drain every device, and write the image
+ * into a new .tmp checkpoint without committing it (see dump.c). */
+int gk_dump_drain(void);
+int gk_dump_image(long step, struct gk_store_txn *txn, struct gk_manifest **mp, uint64_t *bytes,
+		  char *err, size_t errlen);
 
 #endif

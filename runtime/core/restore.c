@@ -438,7 +438,7 @@ int gk_restore_load(void)
 			}
 		}
 		items[i] = (struct gk_xfer_item){gk_arenas[r->device]->ctx, r->address, r->size,
-						 fds[r->device], r->offset, r->chunks, r->file, i};
+						 fds[r->device], r->offset, r->chunks, r->file, i, NULL};
 		bytes += r->size;
 	}
 	gk_gate_close();

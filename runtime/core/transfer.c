@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 struct unit {
@@ -28,6 +29,9 @@ struct job {
 	uint64_t bufsize; /* staging buffer: a chunk, or less for small images */
 	int load;
 	int failed; /* atomic: first error wins */
+	/* Thread-seconds spent in each phase, for the info-level summary that
+	 * tells where a slow transfer's time went. */
+	double t_setup, t_device, t_sum, t_file;
 	char *err;
 	size_t errlen;
 	pthread_mutex_t err_lock;
@@ -45,6 +49,29 @@ static void fail(struct job *j, int code, const char *fmt, ...)
 		vsnprintf(j->err, j->errlen, fmt, ap);
 		va_end(ap);
 	}
+	pthread_mutex_unlock(&j->err_lock);
+}
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+/* Per-thread phase times, added to the job's when the thread ends. */
+struct clocks {
+	double setup, device, sum, file;
+};
+
+static void add_clocks(struct job *j, const struct clocks *c)
+{
+	pthread_mutex_lock(&j->err_lock);
+	j->t_setup += c->setup;
+	j->t_device += c->device;
+	j->t_sum += c->sum;
+	j->t_file += c->file;
 	pthread_mutex_unlock(&j->err_lock);
 }
 
@@ -119,14 +146,21 @@ static uint64_t unit_len(struct job *j, const struct unit *u, uint64_t *off)
 }
 
 /* Checksum and write a chunk that has arrived in host memory. */
-static void dump_finish(struct job *j, const struct unit *u, const void *buf)
+static void dump_finish(struct job *j, const struct unit *u, const void *buf, struct clocks *c)
 {
 	struct gk_xfer_item *it = &j->items[u->item];
 	uint64_t off, len = unit_len(j, u, &off);
+	double t0 = now(), t1;
 	int ret;
 
 	it->chunks[u->chunk].xxh64 = gk_xxh64(buf, len, 0);
-	ret = gk_pwrite_all(it->fd, buf, len, it->file_offset + off);
+	t1 = now();
+	c->sum += t1 - t0;
+	if (it->map)
+		ret = gk_mapped_write(it->map, it->fd, buf, len, it->file_offset + off);
+	else
+		ret = gk_pwrite_all(it->fd, buf, len, it->file_offset + off);
+	c->file += now() - t1;
 	if (ret < 0)
 		fail(j, ret, "%s: cannot write allocation %zu (0x%llx): %s", it->file, it->index,
 		     (unsigned long long)it->dev_addr, strerror(-ret));
@@ -139,6 +173,8 @@ static void *worker(void *arg)
 	struct unit *pending = NULL;
 	int k = 0, pk = 0;
 	uint64_t bufsize = j->bufsize;
+	struct clocks c = {0};
+	double t;
 
 	for (;;) {
 		size_t i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
@@ -155,12 +191,14 @@ static void *worker(void *arg)
 		if (lane.ctx != it->ctx) {
 			if (pending) {
 				gk_real.cuEventSynchronize(lane.ev[pk]);
-				dump_finish(j, pending, lane.buf[pk]);
+				dump_finish(j, pending, lane.buf[pk], &c);
 				pending = NULL;
 			}
 			lane_close(&lane);
+			t = now();
 			if (lane_open(&lane, it->ctx, bufsize, j) < 0)
 				break;
+			c.setup += now() - t;
 		}
 		if (!j->load) {
 			r = gk_real.cuMemcpyDtoHAsync_v2(lane.buf[k], it->dev_addr + off, len,
@@ -174,12 +212,14 @@ static void *worker(void *arg)
 			}
 			/* While this chunk comes over, the previous one is written. */
 			if (pending) {
+				t = now();
 				r = gk_real.cuEventSynchronize(lane.ev[pk]);
+				c.device += now() - t;
 				if (r != CUDA_SUCCESS) {
 					fail(j, -EIO, "copying from the device: %s", gk_cu_name(r));
 					break;
 				}
-				dump_finish(j, pending, lane.buf[pk]);
+				dump_finish(j, pending, lane.buf[pk], &c);
 			}
 			pending = u;
 			pk = k;
@@ -187,8 +227,12 @@ static void *worker(void *arg)
 			int ret;
 
 			/* The buffer is free once its previous copy has reached the device. */
+			t = now();
 			r = gk_real.cuEventSynchronize(lane.ev[k]);
+			c.device += now() - t;
+			t = now();
 			ret = gk_pread_all(it->fd, lane.buf[k], len, it->file_offset + off);
+			c.file += now() - t;
 			if (ret < 0) {
 				fail(j, ret == -ENODATA ? -EBADMSG : ret,
 				     "%s: cannot read allocation %zu (0x%llx): %s", it->file,
@@ -196,12 +240,14 @@ static void *worker(void *arg)
 				     ret == -ENODATA ? "file too short" : strerror(-ret));
 				break;
 			}
+			t = now();
 			if (gk_xxh64(lane.buf[k], len, 0) != it->chunks[u->chunk].xxh64) {
 				fail(j, -EBADMSG,
 				     "%s: checksum mismatch in allocation %zu (0x%llx), chunk %u",
 				     it->file, it->index, (unsigned long long)it->dev_addr, u->chunk);
 				break;
 			}
+			c.sum += now() - t;
 			r = gk_real.cuMemcpyHtoDAsync_v2(it->dev_addr + off, lane.buf[k], len,
 							 lane.stream);
 			if (r == CUDA_SUCCESS)
@@ -218,7 +264,7 @@ static void *worker(void *arg)
 		CUresult r = gk_real.cuEventSynchronize(lane.ev[pk]);
 
 		if (r == CUDA_SUCCESS)
-			dump_finish(j, pending, lane.buf[pk]);
+			dump_finish(j, pending, lane.buf[pk], &c);
 		else
 			fail(j, -EIO, "copying from the device: %s", gk_cu_name(r));
 	}
@@ -228,7 +274,10 @@ static void *worker(void *arg)
 		if (r != CUDA_SUCCESS)
 			fail(j, -EIO, "copying to the device: %s", gk_cu_name(r));
 	}
+	t = now();
 	lane_close(&lane);
+	c.setup += now() - t;
+	add_clocks(j, &c);
 	return NULL;
 }
 
@@ -240,10 +289,13 @@ static int run(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsign
 	size_t nunits = 0, u = 0;
 	uint64_t biggest = 0;
 	unsigned started = 0;
+	double t0 = now();
+	uint64_t bytes = 0;
 
 	memset(&j, 0, sizeof(j));
 	for (size_t i = 0; i < n; i++) {
 		nunits += (items[i].size + chunk_size - 1) / chunk_size;
+		bytes += items[i].size;
 		if (items[i].size > biggest)
 			biggest = items[i].size;
 	}
@@ -279,6 +331,11 @@ static int run(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsign
 		worker(&j);
 	for (unsigned t = 0; t < started; t++)
 		pthread_join(tid[t], NULL);
+	gk_info("transfer: %s %llu bytes in %.3f s with %u threads; thread-seconds: staging "
+		"set-up %.3f, waiting for the device %.3f, checksums %.3f, %s %.3f",
+		load ? "loaded" : "dumped", (unsigned long long)bytes, now() - t0,
+		started ? started : 1, j.t_setup, j.t_device, j.t_sum,
+		load ? "file reads" : "file writes", j.t_file);
 	pthread_mutex_destroy(&j.err_lock);
 	free(j.units);
 	return j.failed;

@@ -8,7 +8,7 @@
 HEAT=$top_builddir/examples/heat/heat-drv
 MODULE=$top_builddir/examples/heat/.libs/heat_kernels_host.so
 SLOWIO=$top_builddir/tests/runtime/.libs/slowio.so
-PLAN=29
+PLAN=31
 tap_plan $PLAN
 gk_scratch
 
@@ -152,6 +152,25 @@ for at in write fsync; do
 		test -n "$(resumed_step "$GK_SCRATCH/k3-$at.out")" -a \
 		"$(checksum_of "$GK_SCRATCH/k3-$at.out")" = "$REF"
 done
+
+# --- a checkpoint folder in tmpfs: written through mappings by several threads ---
+if [ "$(stat -f -c %T /dev/shm 2>/dev/null)" = tmpfs ] && [ -w /dev/shm ]; then
+	D=$(mktemp -d /dev/shm/gpuckpt-test.XXXXXX)
+	heat_bg shm GPUCKPT_DIR="$D" GPUCKPT_WRITERS=3 GPUCKPT_CHUNK_SIZE=4096
+	wait_for shm "step 100"
+	kill -TERM $HEAT_PID; wait $HEAT_PID
+	expect "in tmpfs, the device file is written through a shared mapping" shm \
+		grep -q "device0.data is in tmpfs" "$GK_SCRATCH/shm.err"
+	with_runtime env GPUCKPT_DIR="$D" GPUCKPT_RESTORE=auto "$HEAT" "${ARGS[@]}" \
+		>"$GK_SCRATCH/shm-resume.out" 2>"$GK_SCRATCH/shm-resume.err"
+	expect "... and its restart resumes with the uninterrupted run's checksum" shm-resume \
+		test -n "$(resumed_step "$GK_SCRATCH/shm-resume.out")" -a \
+		"$(checksum_of "$GK_SCRATCH/shm-resume.out")" = "$REF"
+	rm -rf "$D"
+else
+	tap_skip "/dev/shm is not a writable tmpfs here"
+	tap_skip "/dev/shm is not a writable tmpfs here"
+fi
 
 # --- another user's checkpoint --------------------------------------------------------
 if [ "$(id -u)" -eq 0 ] && id nobody >/dev/null 2>&1; then
