@@ -118,9 +118,9 @@ int main(void)
 	ok(s.enable == 1 && s.keep == 2 && s.interval == 0 && s.require_signature == 0 &&
 	       s.restore_fresh_on_bad == 0 && s.dir[0] == 0 && s.restore[0] == 0,
 	   "defaults: enabled, keep 2, no interval, signature optional, no dir");
-	ok(s.va_base == 0x200000000000ull && s.va_size == 0x10000000000ull && s.writers == 4 &&
-	       s.chunk_size == (64ull << 20) && s.log_level == GK_LOG_NOTICE,
-	   "defaults: VA 0x200000000000 + 1 TiB, 4 writers, 64 MiB chunks, warn");
+	ok(s.va_base == 0x200000000000ull && s.va_size == 0x10000000000ull && s.writers == 8 &&
+	       s.chunk_size == (8ull << 20) && s.log_level == GK_LOG_NOTICE,
+	   "defaults: VA 0x200000000000 + 1 TiB, 8 writers, 8 MiB chunks, warn");
 	ok(s.ntriggers == 2 && s.triggers[0].signo == SIGTERM &&
 	       s.triggers[0].action == GK_ACTION_EXIT && s.triggers[1].signo == SIGUSR1 &&
 	       s.triggers[1].action == GK_ACTION_CONTINUE,
@@ -148,15 +148,15 @@ int main(void)
 	       s.triggers[0].action == GK_ACTION_EXIT && s.triggers[1].signo == SIGXCPU &&
 	       s.triggers[1].action == GK_ACTION_CONTINUE,
 	   "signals with blanks around items parse");
-	ok(s.writers == 4 && s.interval == 0, "keys the file does not set keep their defaults");
+	ok(s.writers == 8 && s.interval == 0, "keys the file does not set keep their defaults");
 
 	setenv("GPUCKPT_KEEP", "3", 1);
 	setenv("GPUCKPT_DIR", "/bb/job42", 1);
-	setenv("GPUCKPT_WRITERS", "8", 1);
+	setenv("GPUCKPT_WRITERS", "12", 1);
 	setenv("GPUCKPT_RESTORE", "auto", 1);
 	setenv("GPUCKPT_CHUNK_SIZE", "", 1); /* empty: as if unset */
 	ret = gk_settings_load(&s, err, sizeof(err));
-	ok(ret == 0 && s.keep == 3 && !strcmp(s.dir, "/bb/job42") && s.writers == 8 &&
+	ok(ret == 0 && s.keep == 3 && !strcmp(s.dir, "/bb/job42") && s.writers == 12 &&
 	       !strcmp(s.restore, "auto"),
 	   "the environment overrides the file");
 	ok(s.chunk_size == (16ull << 20) && s.require_signature == 1,
