@@ -30,9 +30,14 @@ void gk_settings_defaults(struct gk_settings *s)
 	 * addresses before it runs out of memory. */
 	s->va_base = 0x200000000000ull;
 	s->va_size = 0x10000000000ull;
-	s->writers = 4;
-	s->chunk_size = 64ull << 20;
+	s->writers = 8;
+	/* Small enough that each copy thread pins little staging memory (pinning
+	 * runs at about 1 GB/s, in the driver, one thread at a time): 8 threads
+	 * pin 128 MiB. */
+	s->chunk_size = 8ull << 20;
 	s->log_level = GK_LOG_NOTICE;
+	s->mode = GK_MODE_AUTO;
+	s->assist = 1;
 }
 
 int gk_parse_size(const char *text, uint64_t *out)
@@ -219,6 +224,25 @@ int gk_settings_set(struct gk_settings *s, const char *key, const char *value, c
 		if (strlen(value) >= sizeof(s->restore))
 			goto bad;
 		strcpy(s->restore, value);
+	} else if (!strcmp(key, "mode")) {
+		if (!strcmp(value, "auto"))
+			s->mode = GK_MODE_AUTO;
+		else if (!strcmp(value, "app"))
+			s->mode = GK_MODE_APP;
+		else if (!strcmp(value, "transparent"))
+			s->mode = GK_MODE_TRANSPARENT;
+		else
+			goto bad;
+	} else if (!strcmp(key, "assist")) {
+		if (parse_bool(value, &s->assist) < 0)
+			goto bad;
+	} else if (!strcmp(key, "shepherd")) {
+		/* An abstract socket name: it must fit sun_path after the NUL. */
+		if (strlen(value) >= sizeof(s->shepherd))
+			goto bad;
+		strcpy(s->shepherd, value);
+	} else if (!strcmp(key, "no_transparent")) {
+		snprintf(s->no_transparent, sizeof(s->no_transparent), "%s", value);
 	} else if (!strcmp(key, "on_bad_checkpoint")) {
 		if (!strcmp(value, "fail"))
 			s->restore_fresh_on_bad = 0;
@@ -342,6 +366,10 @@ int gk_settings_load(struct gk_settings *s, char *err, size_t errlen)
 		{"GPUCKPT_CHUNK_SIZE", "chunk_size"},
 		{"GPUCKPT_LOG_LEVEL", "log_level"},
 		{"GPUCKPT_ENABLE", "enable"},
+		{"GPUCKPT_MODE", "mode"},
+		{"GPUCKPT_ASSIST", "assist"},
+		{"GPUCKPT_SHEPHERD", "shepherd"},
+		{"GPUCKPT_NO_TRANSPARENT", "no_transparent"},
 	};
 	const char *path = getenv("GPUCKPT_CONFIG");
 	char sub[GK_ERRLEN_SETTINGS];

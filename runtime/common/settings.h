@@ -14,10 +14,18 @@
  *	GPUCKPT_REQUIRE_SIGNATURE   require_signature   no
  *	GPUCKPT_VA_BASE             va_base             0x200000000000
  *	GPUCKPT_VA_SIZE             va_size             0x10000000000 (1 TiB per device)
- *	GPUCKPT_WRITERS             writers             4
- *	GPUCKPT_CHUNK_SIZE          chunk_size          64M
+ *	GPUCKPT_WRITERS             writers             8
+ *	GPUCKPT_CHUNK_SIZE          chunk_size          8M
  *	GPUCKPT_LOG_LEVEL           log_level           notice
  *	GPUCKPT_ENABLE              enable              yes (no: pass every call through)
+ *	GPUCKPT_MODE                mode                auto (or: app, transparent; see
+ *	                                                runtime/transparent/README.md)
+ *	GPUCKPT_ASSIST              assist              yes (transparent mode: the runtime
+ *	                                                writes device memory itself)
+ *	GPUCKPT_SHEPHERD            -                   (none) the shepherd's socket, set by
+ *	                                                the plugin when transparent mode is on
+ *	GPUCKPT_NO_TRANSPARENT      -                   (none) why this node has no
+ *	                                                transparent mode, set by the plugin
  *	GPUCKPT_CONFIG              -                   SYSCONFDIR/gpuckpt/gpuckpt.conf
  */
 #ifndef GK_SETTINGS_H
@@ -54,6 +62,16 @@ struct gk_settings {
 	unsigned writers;
 	uint64_t chunk_size;
 	int log_level;
+	int mode; /* enum gk_mode */
+	int assist;
+	char shepherd[108];      /* abstract socket name, without the leading NUL */
+	char no_transparent[512];
+};
+
+enum gk_mode {
+	GK_MODE_AUTO = 0,        /* transparent for a process that never used the API */
+	GK_MODE_APP = 1,         /* checkpoint points only */
+	GK_MODE_TRANSPARENT = 2, /* transparent even for API users */
 };
 
 /* Fill with the built-in defaults. */

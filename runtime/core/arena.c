@@ -218,12 +218,14 @@ static uint64_t trim(struct gk_arena *a)
 	return freed;
 }
 
-static CUresult map_run(struct gk_arena *a, uint64_t start, uint64_t len)
+/* Physical memory of this arena's device under [start, start + len), readable
+ * and writable from it. */
+static CUresult back_range(struct gk_arena *a, uint64_t start, uint64_t len,
+			   CUmemGenericAllocationHandle *out)
 {
 	CUmemAllocationProp prop = {0};
 	CUmemAccessDesc access = {0};
 	CUmemGenericAllocationHandle h;
-	struct segment *s;
 	CUresult r;
 
 	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
@@ -242,10 +244,29 @@ static CUresult map_run(struct gk_arena *a, uint64_t start, uint64_t len)
 	r = gk_real.cuMemSetAccess(start, len, &access, 1);
 	if (r != CUDA_SUCCESS)
 		goto out_unmap;
+	*out = h;
+	return CUDA_SUCCESS;
+out_unmap:
+	gk_real.cuMemUnmap(start, len);
+out_release:
+	gk_real.cuMemRelease(h);
+	return r;
+}
+
+static CUresult map_run(struct gk_arena *a, uint64_t start, uint64_t len)
+{
+	CUmemGenericAllocationHandle h;
+	struct segment *s;
+	CUresult r;
+
+	r = back_range(a, start, len, &h);
+	if (r != CUDA_SUCCESS)
+		return r;
 	s = calloc(1, sizeof(*s));
 	if (!s) {
-		r = CUDA_ERROR_OUT_OF_MEMORY;
-		goto out_unmap;
+		gk_real.cuMemUnmap(start, len);
+		gk_real.cuMemRelease(h);
+		return CUDA_ERROR_OUT_OF_MEMORY;
 	}
 	s->iv.start = start;
 	s->iv.end = start + len;
@@ -253,11 +274,6 @@ static CUresult map_run(struct gk_arena *a, uint64_t start, uint64_t len)
 	gk_itree_insert(&a->segs, &s->iv);
 	a->mapped += len;
 	return CUDA_SUCCESS;
-out_unmap:
-	gk_real.cuMemUnmap(start, len);
-out_release:
-	gk_real.cuMemRelease(h);
-	return r;
 }
 
 /* Map physical memory under every granule of [start, end) that has none. */
@@ -600,4 +616,44 @@ void gk_arena_restore_done(struct gk_arena *a, uint64_t next_order)
 	if (a->next_order < next_order)
 		a->next_order = next_order;
 	pthread_mutex_unlock(&a->lock);
+}
+
+uint64_t gk_arena_release_memory(struct gk_arena *a)
+{
+	struct gk_ival *n;
+	uint64_t released = 0;
+
+	pthread_mutex_lock(&a->lock);
+	/* The devices are drained: every fence has passed. */
+	while ((n = a->fences.root))
+		drop_fence(a, (struct fence *)n);
+	trim(a);
+	for (n = gk_itree_first(&a->segs); n; n = gk_itree_next(&a->segs, n)) {
+		struct segment *s = (struct segment *)n;
+
+		if (!s->handle)
+			continue;
+		gk_real.cuMemUnmap(n->start, n->end - n->start);
+		gk_real.cuMemRelease(s->handle);
+		s->handle = 0;
+		released += n->end - n->start;
+	}
+	pthread_mutex_unlock(&a->lock);
+	return released;
+}
+
+CUresult gk_arena_remap_memory(struct gk_arena *a)
+{
+	struct gk_ival *n;
+	CUresult r = CUDA_SUCCESS;
+
+	pthread_mutex_lock(&a->lock);
+	for (n = gk_itree_first(&a->segs); n && r == CUDA_SUCCESS; n = gk_itree_next(&a->segs, n)) {
+		struct segment *s = (struct segment *)n;
+
+		if (!s->handle)
+			r = back_range(a, n->start, n->end - n->start, &s->handle);
+	}
+	pthread_mutex_unlock(&a->lock);
+	return r;
 }

@@ -108,6 +108,16 @@ void gk_arena_drop_unclaimed(struct gk_arena *a);
 /* The checkpoint was loaded: recreated blocks become ordinary ones. */
 void gk_arena_restore_done(struct gk_arena *a, uint64_t next_order);
 
+/*
+ * Transparent mode (transparent.c): give the physical memory under the live
+ * blocks back to the driver, addresses staying reserved and the blocks
+ * listed, so that the driver's checkpoint has no device memory left to copy
+ * (returns the bytes released); then, after the driver's restore, back the
+ * same addresses again on the device the arena is on now.
+ */
+uint64_t gk_arena_release_memory(struct gk_arena *a);
+CUresult gk_arena_remap_memory(struct gk_arena *a);
+
 /* Device facts for the manifest and messages. */
 struct gk_device_info {
 	char name[256];

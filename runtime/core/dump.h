@@ -20,7 +20,7 @@ struct gk_manifest;
 /* The parts transparent mode uses: drain every device, and write the image
  * into a new .tmp checkpoint without committing it (see dump.c). */
 int gk_dump_drain(void);
-int gk_dump_image(long step, struct gk_store_txn *txn, struct gk_manifest **mp, uint64_t *bytes,
-		  char *err, size_t errlen);
+int gk_dump_image(long step, int device_data, struct gk_store_txn *txn, struct gk_manifest **mp,
+		  uint64_t *bytes, char *err, size_t errlen);
 
 #endif

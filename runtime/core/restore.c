@@ -394,16 +394,74 @@ out:
 	return ret;
 }
 
+int gk_restore_items(const char *dir, const struct gk_manifest *m, struct gk_xfer_item **out,
+		     int **fds_out, uint64_t *bytes, char *err, size_t errlen)
+{
+	char path[4200];
+	struct gk_xfer_item *items = calloc(m->nallocs ? m->nallocs : 1, sizeof(*items));
+	int *fds = malloc((m->nfiles ? m->nfiles : 1) * sizeof(*fds));
+	int ret = 0;
+
+	*out = NULL;
+	*fds_out = NULL;
+	if (!items || !fds) {
+		snprintf(err, errlen, "out of memory");
+		ret = -ENOMEM;
+		goto out;
+	}
+	for (size_t f = 0; f < m->nfiles; f++)
+		fds[f] = -1;
+	for (size_t i = 0; i < m->nallocs; i++) {
+		const struct gk_alloc_rec *r = &m->allocs[i];
+		size_t f = 0;
+
+		while (f < m->nfiles && strcmp(m->files[f].name, r->file))
+			f++;
+		if (f == m->nfiles) {
+			snprintf(err, errlen, "allocation %zu: its file %s is not listed", i, r->file);
+			ret = -EBADMSG;
+			goto out;
+		}
+		if (fds[f] < 0) {
+			snprintf(path, sizeof(path), "%s/%s", dir, r->file);
+			fds[f] = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+			if (fds[f] < 0) {
+				ret = -errno;
+				snprintf(err, errlen, "%s: %s", r->file, strerror(-ret));
+				goto out;
+			}
+		}
+		items[i] = (struct gk_xfer_item){gk_arenas[r->device]->ctx, r->address, r->size,
+						 fds[f], r->offset, r->chunks, r->file, i, NULL};
+		*bytes += r->size;
+	}
+out:
+	if (ret < 0) {
+		gk_restore_items_free(m, items, fds);
+		return ret;
+	}
+	*out = items;
+	*fds_out = fds;
+	return 0;
+}
+
+void gk_restore_items_free(const struct gk_manifest *m, struct gk_xfer_item *items, int *fds)
+{
+	for (size_t f = 0; fds && f < m->nfiles; f++)
+		if (fds[f] >= 0)
+			close(fds[f]);
+	free(fds);
+	free(items);
+}
+
 int gk_restore_load(void)
 {
-	char why[1024], err[GK_ERRLEN], path[4200];
+	char why[1024], err[GK_ERRLEN];
 	struct gk_xfer_item *items = NULL;
-	int fds[GK_MAX_DEVICES], ret;
+	int *fds = NULL, ret;
 	uint64_t bytes = 0;
 	double t0 = now();
 
-	for (int i = 0; i < GK_MAX_DEVICES; i++)
-		fds[i] = -1;
 	pthread_mutex_lock(&lock);
 	if (R.state != R_PENDING) {
 		pthread_mutex_unlock(&lock);
@@ -420,27 +478,13 @@ int gk_restore_load(void)
 				gk_arena_drop_unclaimed(gk_arenas[i]);
 		return ret;
 	}
-	items = calloc(R.m->nallocs ? R.m->nallocs : 1, sizeof(*items));
-	if (!items) {
+	ret = gk_restore_items(R.dir, R.m, &items, &fds, &bytes, err, sizeof(err));
+	if (ret == -ENOMEM) {
 		pthread_mutex_unlock(&lock);
-		return -ENOMEM;
+		return ret;
 	}
-	for (size_t i = 0; i < R.m->nallocs; i++) {
-		const struct gk_alloc_rec *r = &R.m->allocs[i];
-
-		if (fds[r->device] < 0) {
-			snprintf(path, sizeof(path), "%s/%s", R.dir, r->file);
-			fds[r->device] = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-			if (fds[r->device] < 0) {
-				snprintf(err, sizeof(err), "%s: %s", r->file, strerror(errno));
-				ret = -errno;
-				goto fatal;
-			}
-		}
-		items[i] = (struct gk_xfer_item){gk_arenas[r->device]->ctx, r->address, r->size,
-						 fds[r->device], r->offset, r->chunks, r->file, i, NULL};
-		bytes += r->size;
-	}
+	if (ret < 0)
+		goto fatal;
 	gk_gate_close();
 	for (size_t i = 0; i < R.m->ndevices; i++) {
 		struct gk_arena *a = gk_arenas[R.m->devices[i].ordinal];
@@ -478,11 +522,8 @@ int gk_restore_load(void)
 		gk_notice("restore: %s: loaded %llu bytes of host state; resuming at step %lld",
 			R.dir, (unsigned long long)bytes, (long long)R.m->step);
 	}
+	gk_restore_items_free(R.m, items, fds);
 	pthread_mutex_unlock(&lock);
-	for (int i = 0; i < GK_MAX_DEVICES; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-	free(items);
 	return 0;
 fatal:
 	/* Some of the device memory may already hold checkpoint data and the rest

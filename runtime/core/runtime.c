@@ -8,6 +8,7 @@
 #include "gate.h"
 #include "log.h"
 #include "restore.h"
+#include "transparent.h"
 #include "trigger.h"
 
 #include <pthread.h>
@@ -39,6 +40,7 @@ static void start_once(void)
 	 * their usual meaning then. */
 	if (gk_rt.settings.dir[0])
 		gk_triggers_install();
+	gk_transparent_start();
 	gk_restore_prepare();
 	__atomic_store_n(&gk_rt.started, 1, __ATOMIC_RELEASE);
 }

@@ -4,6 +4,7 @@
 #include "driver.h"
 #include "log.h"
 #include "runtime.h"
+#include "transparent.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -23,6 +24,7 @@ static struct sigaction app_action[NSIG];
 static uint64_t taken; /* bit n: signal n is the runtime's */
 static int action_of[NSIG];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static int as_usual[NSIG]; /* the next delivery bypasses checkpointing */
 
 static sigaction_fn real_sigaction(void)
 {
@@ -63,17 +65,22 @@ const char *gk_signal_name(int signo)
 }
 
 /* Async-signal-safe message assembly: no stdio in a handler. */
-static void raw_line(const char *a, const char *b, const char *c)
+static void raw_line5(const char *a, const char *b, const char *c, const char *d, const char *e)
 {
-	char line[512];
+	char line[1024];
 	size_t n = 0;
-	const char *parts[] = {"gpuckpt: checkpoint: ", a, b, c, "\n"};
+	const char *parts[] = {"gpuckpt: checkpoint: ", a, b, c, d, e, "\n"};
 
-	for (unsigned i = 0; i < 5; i++)
+	for (unsigned i = 0; i < 7; i++)
 		for (const char *p = parts[i]; p && *p && n < sizeof(line) - 1; p++)
 			line[n++] = *p;
 	line[n] = 0;
 	gk_log_raw(line);
+}
+
+static void raw_line(const char *a, const char *b, const char *c)
+{
+	raw_line5(a, b, c, NULL, NULL);
 }
 
 static void on_signal(int sig, siginfo_t *info, void *uc)
@@ -83,7 +90,18 @@ static void on_signal(int sig, siginfo_t *info, void *uc)
 	int dfl = !(app.sa_flags & SA_SIGINFO) && app.sa_handler == SIG_DFL;
 	int ign = !(app.sa_flags & SA_SIGINFO) && app.sa_handler == SIG_IGN;
 
-	if (__atomic_load_n(&gk_rt.aware, __ATOMIC_ACQUIRE)) {
+	int bypass = __atomic_exchange_n(&as_usual[sig], 0, __ATOMIC_ACQ_REL);
+
+	if (!bypass && gk_transparent_running()) {
+		gk_transparent_signal(sig);
+		/* The runtime's thread checkpoints the whole process; if it
+		 * cannot, it sends the signal again, to take its usual course. */
+		if (gk_transparent_takes()) {
+			errno = saved;
+			return;
+		}
+	}
+	if (!bypass && __atomic_load_n(&gk_rt.aware, __ATOMIC_ACQUIRE)) {
 		if (dfl && action_of[sig] == GK_ACTION_EXIT)
 			__atomic_store_n(&gk_rt.exit_signo, sig, __ATOMIC_RELEASE);
 		__atomic_or_fetch(&gk_rt.due, GK_DUE_CHECKPOINT, __ATOMIC_RELEASE);
@@ -91,9 +109,19 @@ static void on_signal(int sig, siginfo_t *info, void *uc)
 			raw_line(gk_signal_name(sig), " received: ",
 				 "checkpointing at the next checkpoint point");
 	} else if (dfl) {
-		raw_line("no checkpoint taken on ", gk_signal_name(sig),
-			 ": the program never reached a gpuckpt checkpoint point (it is not "
-			 "checkpoint-aware); it ends as it would without gpuckpt");
+		if (bypass)
+			raw_line("no checkpoint taken on ", gk_signal_name(sig),
+				 "; the program ends as it would without gpuckpt");
+		else if (gk_rt.settings.no_transparent[0])
+			raw_line5("no checkpoint taken on ", gk_signal_name(sig),
+				  ": the program does not use the gpuckpt API, and this node "
+				  "cannot checkpoint it transparently (",
+				  gk_rt.settings.no_transparent,
+				  "); it ends as it would without gpuckpt");
+		else
+			raw_line("no checkpoint taken on ", gk_signal_name(sig),
+				 ": the program never reached a gpuckpt checkpoint point (it is not "
+				 "checkpoint-aware); it ends as it would without gpuckpt");
 		/* Default action, as if the runtime were not there. */
 		struct sigaction def;
 
@@ -168,6 +196,13 @@ GK_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 	if (sigaction(sig, &act, &old) < 0)
 		return SIG_ERR;
 	return (old.sa_flags & SA_SIGINFO) ? (sighandler_t)(void *)old.sa_sigaction : old.sa_handler;
+}
+
+void gk_trigger_as_usual(int signo)
+{
+	__atomic_store_n(&as_usual[signo], 1, __ATOMIC_RELEASE);
+	/* To the process, not this thread: the runtime's threads block signals. */
+	kill(getpid(), signo);
 }
 
 void gk_trigger_finish_exit(int signo)

@@ -25,4 +25,8 @@ void gk_trigger_finish_exit(int signo) __attribute__((noreturn));
 /* The name of a signal, "SIGTERM". */
 const char *gk_signal_name(int signo);
 
+/* A transparent checkpoint did not happen: let signo do what it does without
+ * gpuckpt (the program's handler, or the default action). */
+void gk_trigger_as_usual(int signo);
+
 #endif

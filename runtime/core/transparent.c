@@ -1,0 +1,343 @@
+/*
+ * transparent.c - the runtime's part of transparent mode (see
+ * runtime/transparent/README.md for the whole design and the protocol).
+ *
+ * In a process started under gpuckpt-shepherd (GPUCKPT_SHEPHERD set), a
+ * thread of the runtime waits for the trigger signals. When one arrives and
+ * the process checkpoints transparently, the thread holds the program's
+ * threads back at the driver, drains the devices, writes device memory with
+ * the runtime's own pipeline (much faster than the driver's checkpoint), gives
+ * the physical memory back, and hands the process to the shepherd, which locks
+ * it through the driver, checkpoints it and dumps it with CRIU. The thread then
+ * makes a driver call, which blocks while the process is locked: it returns
+ * after a restore (on whatever node and GPU) or after the shepherd gave up,
+ * and the thread maps device memory again and loads it back.
+ */
+#include "config.h"
+
+#include "transparent.h"
+#include "arena.h"
+#include "driver.h"
+#include "dump.h"
+#include "gate.h"
+#include "image.h"
+#include "log.h"
+#include "restore.h"
+#include "runtime.h"
+#include "transfer.h"
+#include "trigger.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static sem_t wake;
+static volatile sig_atomic_t wake_signo;
+static int running; /* the thread is there */
+
+static double now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+int gk_transparent_takes(void)
+{
+	if (!__atomic_load_n(&running, __ATOMIC_ACQUIRE))
+		return 0;
+	if (gk_rt.settings.mode == GK_MODE_TRANSPARENT)
+		return 1;
+	return gk_rt.settings.mode == GK_MODE_AUTO &&
+	       !__atomic_load_n(&gk_rt.aware, __ATOMIC_ACQUIRE);
+}
+
+int gk_transparent_running(void)
+{
+	return __atomic_load_n(&running, __ATOMIC_ACQUIRE);
+}
+
+void gk_transparent_signal(int signo)
+{
+	wake_signo = signo;
+	sem_post(&wake);
+}
+
+/* ---- the socket ---- */
+
+static int shepherd_connect(char *err, size_t errlen)
+{
+	struct sockaddr_un sa;
+	size_t n = strlen(gk_rt.settings.shepherd);
+	int fd;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	/* Abstract name: a NUL, then the name, no terminator counted. */
+	memcpy(sa.sun_path + 1, gk_rt.settings.shepherd, n);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 ||
+	    connect(fd, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0) {
+		snprintf(err, errlen, "cannot reach the shepherd at @%s: %s", gk_rt.settings.shepherd,
+			 strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int say(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int say(int fd, const char *fmt, ...)
+{
+	char msg[4096];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(msg))
+		return -EMSGSIZE;
+	while (send(fd, msg, (size_t)n, MSG_NOSIGNAL) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
+}
+
+/* One message; "" when the shepherd closed the connection. */
+static int hear(int fd, char *msg, size_t len)
+{
+	ssize_t n;
+
+	do
+		n = recv(fd, msg, len - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	msg[n] = 0;
+	return 0;
+}
+
+/* ---- device memory ---- */
+
+static uint64_t release_all(void)
+{
+	uint64_t bytes = 0;
+
+	for (int i = 0; i < GK_MAX_DEVICES; i++)
+		if (gk_arenas[i])
+			bytes += gk_arena_release_memory(gk_arenas[i]);
+	return bytes;
+}
+
+/* Map the arenas again and load the image in dir: after a restore, or when the
+ * shepherd gave up. A failure here leaves the program without its memory. */
+static void reload_all(const char *dir, const struct gk_manifest *m)
+{
+	char err[GK_ERRLEN];
+	struct gk_xfer_item *items = NULL;
+	int *fds = NULL;
+	uint64_t bytes = 0;
+	double t0 = now();
+	int ret = 0;
+
+	for (int i = 0; i < GK_MAX_DEVICES && !ret; i++) {
+		CUresult r;
+
+		if (!gk_arenas[i] || !gk_arenas[i]->ctx)
+			continue;
+		gk_real.cuCtxPushCurrent_v2(gk_arenas[i]->ctx);
+		r = gk_arena_remap_memory(gk_arenas[i]);
+		gk_real.cuCtxPopCurrent_v2(NULL);
+		if (r != CUDA_SUCCESS) {
+			snprintf(err, sizeof(err), "device %d: cannot map its memory again: %s", i,
+				 gk_cu_name(r));
+			ret = -ENOMEM;
+		}
+	}
+	if (!ret)
+		ret = gk_restore_items(dir, m, &items, &fds, &bytes, err, sizeof(err));
+	if (!ret)
+		ret = gk_xfer_load(items, m->nallocs, m->chunk_size, gk_rt.settings.writers, err,
+				   sizeof(err));
+	gk_restore_items_free(m, items, fds);
+	if (ret < 0) {
+		gk_error("transparent: %s: cannot load device memory back: %s; stopping the program "
+			 "rather than letting it run without its device memory",
+			 dir, err);
+		fflush(NULL);
+		_exit(EXIT_FAILURE);
+	}
+	gk_notice("transparent: device memory loaded: %llu bytes in %.2f s",
+		  (unsigned long long)bytes, now() - t0);
+}
+
+/* Any driver call blocks while the shepherd holds the process locked. */
+static void wait_for_unlock(void)
+{
+	int n;
+
+	for (int i = 0; i < GK_MAX_DEVICES; i++) {
+		if (!gk_arenas[i] || !gk_arenas[i]->ctx)
+			continue;
+		gk_real.cuCtxPushCurrent_v2(gk_arenas[i]->ctx);
+		gk_real.cuCtxSynchronize();
+		gk_real.cuCtxPopCurrent_v2(NULL);
+		return;
+	}
+	gk_real.cuDeviceGetCount(&n);
+}
+
+static int have_devices(void)
+{
+	for (int i = 0; i < GK_MAX_DEVICES; i++)
+		if (gk_arenas[i] && gk_arenas[i]->ctx)
+			return 1;
+	return 0;
+}
+
+/*
+ * One transparent checkpoint. Returns 1 when this process is a restored one
+ * (it goes on as if the signal had never come), 0 when no checkpoint was taken
+ * (the signal then takes its usual course). A successful checkpoint never
+ * returns here: CRIU ends the process after dumping it.
+ */
+static int checkpoint(int signo)
+{
+	char err[GK_ERRLEN], msg[4096], path[4200];
+	struct gk_manifest *m = NULL;
+	struct gk_store_txn txn;
+	const char *name = "-";
+	uint64_t bytes = 0, released = 0;
+	int fd, assisted = 0, sealed = 0, is_signed = 0, restored = 0;
+	double t0 = now();
+	struct stat st;
+
+	fd = shepherd_connect(err, sizeof(err));
+	if (fd < 0) {
+		gk_error("transparent: %s: no checkpoint taken", err);
+		return 0;
+	}
+	if (say(fd, "HELLO 1 transparent") < 0)
+		goto out_close;
+	gk_gate_close();
+	if (gk_dump_drain() < 0)
+		gk_warn("transparent: draining failed; the driver's checkpoint will see the error");
+	/* Without the runtime's dump the driver copies device memory itself; the
+	 * manifest still records the devices, for the shepherd's GPU mapping. */
+	assisted = gk_rt.settings.assist && have_devices();
+	if (gk_dump_image(0, assisted, &txn, &m, &bytes, err, sizeof(err)) == 0) {
+		snprintf(m->label, sizeof(m->label), "transparent (%s)", gk_signal_name(signo));
+		m->write_seconds = now() - t0;
+		if (gk_store_seal(&txn, m, &is_signed, err, sizeof(err)) == 0)
+			sealed = 1;
+	}
+	if (!sealed) {
+		gk_warn("transparent: the runtime could not write its part of the checkpoint (%s); "
+			"the driver will copy device memory instead",
+			err);
+		assisted = 0;
+		gk_manifest_free(m);
+		m = NULL;
+	} else {
+		name = strrchr(txn.tmpdir, '/') + 1;
+		if (assisted)
+			released = release_all();
+		gk_info("transparent: %s: wrote %llu bytes in %.2f s, released %llu bytes of device "
+			"memory",
+			name, (unsigned long long)bytes, now() - t0, (unsigned long long)released);
+	}
+	if (say(fd, "READY %s %d", name, assisted) < 0 || hear(fd, msg, sizeof(msg)) < 0)
+		msg[0] = 0;
+	if (!strcmp(msg, "LOCKED")) {
+		close(fd);
+		fd = -1;
+		wait_for_unlock();
+	} else {
+		gk_warn("transparent: the shepherd took no checkpoint: %s",
+			!strncmp(msg, "ABORT ", 6) ? msg + 6 : "it closed the connection");
+	}
+	/* Restored: the shepherd committed the folder before the process ended. */
+	if (sealed) {
+		snprintf(path, sizeof(path), "%s/ckpt.%06llu", gk_rt.settings.dir,
+			 (unsigned long long)txn.sequence);
+		restored = stat(path, &st) == 0;
+		if (assisted)
+			reload_all(restored ? path : txn.tmpdir, m);
+		if (!restored)
+			gk_store_abort(&txn);
+	}
+	gk_gate_open();
+	gk_manifest_free(m);
+	if (restored)
+		gk_notice("transparent: restored from %s; the program goes on", path);
+out_close:
+	if (fd >= 0)
+		close(fd);
+	return restored;
+}
+
+static void *agent(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		int signo, fd;
+		char err[GK_ERRLEN];
+
+		while (sem_wait(&wake) < 0 && errno == EINTR)
+			;
+		signo = wake_signo;
+		if (!gk_transparent_takes()) {
+			/* An API user checkpoints itself: the shepherd only needs to
+			 * know, so that it waits for the program instead. */
+			fd = shepherd_connect(err, sizeof(err));
+			if (fd >= 0) {
+				say(fd, "HELLO 1 app");
+				close(fd);
+			}
+			continue;
+		}
+		if (!checkpoint(signo))
+			gk_trigger_as_usual(signo);
+	}
+	return NULL;
+}
+
+void gk_transparent_start(void)
+{
+	pthread_t t;
+	pthread_attr_t attr;
+	sigset_t all, old;
+
+	if (!gk_rt.settings.shepherd[0] || !gk_rt.settings.dir[0] ||
+	    gk_rt.settings.mode == GK_MODE_APP)
+		return;
+	if (sem_init(&wake, 0, 0) < 0)
+		return;
+	/* The thread must never take the program's signals. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, agent, NULL) == 0)
+		__atomic_store_n(&running, 1, __ATOMIC_RELEASE);
+	else
+		gk_warn("transparent: cannot start the runtime's thread: %s; no transparent "
+			"checkpoint in this process",
+			strerror(errno));
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
