@@ -93,7 +93,9 @@ static int choose(char *chosen, size_t len, struct gk_manifest **m)
 	}
 	ret = 1; /* nothing committed yet: a first run */
 	for (size_t i = 0; i < n; i++) {
-		if (!e[i].complete)
+		/* A transparent checkpoint is a whole process: the shepherd
+		 * restores it, never a fresh run of the program. */
+		if (!e[i].complete || e[i].transparent)
 			continue;
 		if (tried)
 			gk_warn("restore: trying the previous checkpoint, %s", e[i].path);
