@@ -32,7 +32,8 @@ SLURM_E2E = \
 	%reldir%/e2e-requeue.sh \
 	%reldir%/e2e-preempt.sh \
 	%reldir%/e2e-multi.sh \
-	%reldir%/e2e-faults.sh
+	%reldir%/e2e-faults.sh \
+	%reldir%/e2e-modes.sh
 
 EXTRA_DIST += %reldir%/cluster.sh %reldir%/e2e-lib.sh %reldir%/standin-app.sh \
 	%reldir%/stage.sh %reldir%/demo.sh $(SLURM_E2E)
