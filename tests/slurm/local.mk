@@ -35,6 +35,9 @@ SLURM_E2E = \
 	%reldir%/e2e-faults.sh \
 	%reldir%/e2e-modes.sh
 
+# On the GPU machine only (GK_CRIU=... make check TESTS=slurm/e2e-transparent.sh):
+# it skips, with the reason, where there is no GPU or no CRIU 4.
+EXTRA_DIST += %reldir%/e2e-transparent.sh
 EXTRA_DIST += %reldir%/cluster.sh %reldir%/e2e-lib.sh %reldir%/standin-app.sh \
 	%reldir%/stage.sh %reldir%/demo.sh $(SLURM_E2E)
 
