@@ -1,13 +1,15 @@
 /*
  * gpuckpt_spank.c - the SPANK plugin's entry points. Each callback looks at the
  * context it runs in and hands the work to a module that knows nothing of
- * Slurm (site_args, job_options, task_env, ckpt_dir, stage_run).
+ * Slurm (site_args, job_options, task_env, ckpt_dir, stage_run, transparent).
  *
  *	sbatch, salloc, srun (allocator and local contexts): the options, checked
  *	    at submission; their values exported as GPUCKPT_* variables so that
  *	    what runs inside the job (srun steps, salloc's shell) inherits them.
  *	slurmstepd (remote context), once per task, as root before the task
- *	    starts: the runtime and its settings put into the task (task_env).
+ *	    starts: the runtime and its settings put into the task (task_env);
+ *	    in transparent mode the task is started under, or restored by,
+ *	    gpuckpt-shepherd (transparent).
  *	slurmd prolog and epilog (job-script context), as root: the staging
  *	    script moves checkpoints between the node's burst buffer and the
  *	    shared root (scheduler-hooks/gpuckpt-stage).
@@ -28,6 +30,7 @@
 #include "site_args.h"
 #include "stage_run.h"
 #include "task_env.h"
+#include "transparent.h"
 
 /* Only Slurm's interface leaves the plugin (see spank_gpuckpt.map). */
 #pragma GCC visibility push(default)
@@ -58,6 +61,10 @@ static struct spank_option options[] = {
      "On restart, when no checkpoint passes its checks: fail, or start afresh "
      "[env: GPUCKPT_ON_BAD_CHECKPOINT]",
      1, GK_OPT_ON_BAD, option_cb},
+    {"gpu-checkpoint-mode", "auto|app|transparent",
+     "How programs are checkpointed: auto (transparently when they do not use the gpuckpt "
+     "API and the node can), app (only through the API), transparent [env: GPUCKPT_MODE]",
+     1, GK_OPT_MODE, option_cb},
     SPANK_OPTIONS_TABLE_END,
 };
 
@@ -99,8 +106,10 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 /* sbatch, salloc, srun: refuse bad variables now, and pass options on as variables. */
 static int submit_post_opt(spank_t sp)
 {
-	static const enum gk_option_id ids[] = {GK_OPT_CHECKPOINT, GK_OPT_INTERVAL, GK_OPT_ON_BAD};
-	const int given[] = {opts.checkpoint >= 0, opts.interval >= 0, opts.on_bad_fresh >= 0};
+	static const enum gk_option_id ids[] = {GK_OPT_CHECKPOINT, GK_OPT_INTERVAL, GK_OPT_ON_BAD,
+						GK_OPT_MODE};
+	const int given[] = {opts.checkpoint >= 0, opts.interval >= 0, opts.on_bad_fresh >= 0,
+			     opts.mode >= 0};
 	char err[GK_ERRLEN], num[24];
 	int on;
 
@@ -122,6 +131,8 @@ static int submit_post_opt(spank_t sp)
 	}
 	if (opts.on_bad_fresh >= 0)
 		setenv(GK_ENV_ON_BAD, opts.on_bad_fresh ? "fresh" : "fail", 1);
+	if (opts.mode >= 0)
+		setenv(GK_ENV_MODE, gk_mode_name((enum gk_mode)opts.mode), 1);
 	/* For job_submit.lua (job_desc.spank_job_env) and the prolog/epilog. */
 	if (gk_opts_enabled(&opts, getenv(GK_ENV_CHECKPOINT), &site, &on, err, sizeof(err)) == 0)
 		spank_job_control_setenv(sp, GK_ENV_CHECKPOINT, on ? "on" : "off", 1);
@@ -161,12 +172,12 @@ static int env_unset(void *ctx, const char *name)
 }
 
 /*
- * A line for the user, in the task's own output, and for slurmd's log. The
+ * Lines for the user, in the task's own output, and for slurmd's log. The
  * task's stderr is set up only after task_init_privileged (a line written
- * there lands in task 0's output), so the line waits in the forked task for
+ * there lands in task 0's output), so the lines wait in the forked task for
  * task_init, which runs just before the program starts.
  */
-static char task_note[2 * GK_ERRLEN + 16];
+static char task_note[4 * GK_ERRLEN + 32];
 
 enum tell_kind {
 	TELL_INFO,  /* to the task's output and slurmd's log */
@@ -183,7 +194,8 @@ static void tell(enum tell_kind kind, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
-	snprintf(task_note, sizeof(task_note), "gpuckpt: %s\n", line);
+	snprintf(task_note + strlen(task_note), sizeof(task_note) - strlen(task_note),
+		 "gpuckpt: %s\n", line);
 	if (kind == TELL_INFO) {
 		slurm_info("gpuckpt: %s", line);
 		return;
@@ -198,10 +210,19 @@ static void tell(enum tell_kind kind, const char *fmt, ...)
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
-	if (spank_context() == S_CTX_REMOTE && task_note[0]) {
+	char err[GK_ERRLEN];
+
+	if (spank_context() != S_CTX_REMOTE)
+		return 0;
+	if (task_note[0]) {
 		fputs(task_note, stderr);
 		fflush(stderr);
 		task_note[0] = '\0';
+	}
+	/* Transparent mode: the shepherd's side gets this stdio and places us. */
+	if (gk_transparent_task_start(err, sizeof(err)) < 0) {
+		slurm_error("gpuckpt: %s", err);
+		return -1;
 	}
 	return 0;
 }
@@ -221,6 +242,7 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 {
 	struct gk_env env = {env_get, env_set, env_unset, sp};
 	struct gk_inject_result *r;
+	struct gk_tplan *plan = NULL;
 	struct gk_task_ids ids;
 	char err[GK_ERRLEN], value[16], step[32];
 	int on, rc, have;
@@ -277,7 +299,35 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		slurm_info("gpuckpt: job %u %s task %u: checkpoints go to %s", ids.job_id, step,
 			   ids.task_id, r->dir);
 
+	plan = malloc(sizeof(*plan));
+	if (!plan) {
+		rc = -ENOMEM;
+		tell(TELL_FATAL, "job %u %s task %u: out of memory", ids.job_id, step, ids.task_id);
+		goto out_free;
+	}
+	rc = gk_transparent_prepare(&site, &opts, &ids, &env, r, plan, err, sizeof(err));
+	if (rc < 0) {
+		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
+		goto out_free;
+	}
+	if (plan->note)
+		tell(TELL_INFO,
+		     "job %u: programs that do not use the gpuckpt API will not be checkpointed on "
+		     "this node: %s",
+		     ids.job_id, plan->reason);
+	else if (plan->kind == GK_TPLAN_RESTORE)
+		tell(TELL_INFO, "job %u %s task %u: restart %u: restoring %s/%s transparently",
+		     ids.job_id, step, ids.task_id, r->restart_count, r->dir, plan->newest);
+	else if (plan->kind == GK_TPLAN_ATTACH)
+		slurm_info("gpuckpt: job %u %s task %u: transparent mode, shepherd socket %s",
+			   ids.job_id, step, ids.task_id, plan->socket);
+	/* Returns in the process that runs the program; the task's own becomes the shepherd. */
+	rc = gk_transparent_launch(plan, err, sizeof(err));
+	if (rc < 0)
+		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
+
 out_free:
+	free(plan);
 	free(r);
 	return rc < 0 ? -1 : 0;
 }

@@ -12,6 +12,7 @@ void gk_opts_init(struct gk_opts *o)
 	o->checkpoint = -1;
 	o->interval = -1;
 	o->on_bad_fresh = -1;
+	o->mode = -1;
 }
 
 int gk_parse_onoff(const char *text, int *on)
@@ -60,6 +61,34 @@ int gk_parse_on_bad(const char *text, int *fresh)
 	return -EINVAL;
 }
 
+int gk_parse_mode(const char *text, enum gk_mode *mode)
+{
+	if (!text)
+		return -EINVAL;
+	if (strcmp(text, "auto") == 0)
+		*mode = GK_MODE_AUTO;
+	else if (strcmp(text, "app") == 0)
+		*mode = GK_MODE_APP;
+	else if (strcmp(text, "transparent") == 0)
+		*mode = GK_MODE_TRANSPARENT;
+	else
+		return -EINVAL;
+	return 0;
+}
+
+const char *gk_mode_name(enum gk_mode mode)
+{
+	switch (mode) {
+	case GK_MODE_AUTO:
+		return "auto";
+	case GK_MODE_APP:
+		return "app";
+	case GK_MODE_TRANSPARENT:
+		return "transparent";
+	}
+	return "?";
+}
+
 const char *gk_option_name(enum gk_option_id id)
 {
 	switch (id) {
@@ -69,6 +98,8 @@ const char *gk_option_name(enum gk_option_id id)
 		return "gpu-checkpoint-interval";
 	case GK_OPT_ON_BAD:
 		return "gpu-checkpoint-on-bad";
+	case GK_OPT_MODE:
+		return "gpu-checkpoint-mode";
 	}
 	return "?";
 }
@@ -82,6 +113,8 @@ const char *gk_option_env(enum gk_option_id id)
 		return GK_ENV_INTERVAL;
 	case GK_OPT_ON_BAD:
 		return GK_ENV_ON_BAD;
+	case GK_OPT_MODE:
+		return GK_ENV_MODE;
 	}
 	return "?";
 }
@@ -95,6 +128,8 @@ static const char *expected(enum gk_option_id id)
 		return "seconds, 0 or more";
 	case GK_OPT_ON_BAD:
 		return "fail or fresh";
+	case GK_OPT_MODE:
+		return "auto, app or transparent";
 	}
 	return "?";
 }
@@ -109,6 +144,14 @@ static int parse_into(struct gk_opts *o, enum gk_option_id id, const char *value
 		return gk_parse_seconds(value, &o->interval);
 	case GK_OPT_ON_BAD:
 		return gk_parse_on_bad(value, &o->on_bad_fresh);
+	case GK_OPT_MODE: {
+		enum gk_mode m;
+
+		if (gk_parse_mode(value, &m) < 0)
+			return -EINVAL;
+		o->mode = (int)m;
+		return 0;
+	}
 	}
 	return -EINVAL;
 }
@@ -150,5 +193,21 @@ int gk_opts_enabled(const struct gk_opts *o, const char *env_value, const struct
 		return gk_parse_onoff(env_value, on);
 	}
 	*on = s->default_on;
+	return 0;
+}
+
+int gk_opts_mode(const struct gk_opts *o, const char *env_value, const struct gk_site *s,
+		 enum gk_mode *mode, char *err, size_t errlen)
+{
+	if (o->mode >= 0) {
+		*mode = (enum gk_mode)o->mode;
+		return 0;
+	}
+	if (env_value) {
+		if (gk_opts_check_env(GK_OPT_MODE, env_value, err, errlen) < 0)
+			return -EINVAL;
+		return gk_parse_mode(env_value, mode);
+	}
+	*mode = s->mode;
 	return 0;
 }

@@ -8,6 +8,7 @@
  *	--gpu-checkpoint             GPUCKPT_CHECKPOINT           on | off
  *	--gpu-checkpoint-interval    GPUCKPT_INTERVAL             seconds, 0 = only on signals
  *	--gpu-checkpoint-on-bad      GPUCKPT_ON_BAD_CHECKPOINT    fail | fresh
+ *	--gpu-checkpoint-mode        GPUCKPT_MODE                 auto | app | transparent
  *
  * An option given on the command line wins over the variable, the variable
  * over the site's default.
@@ -23,17 +24,20 @@ enum gk_option_id {
 	GK_OPT_CHECKPOINT = 1,
 	GK_OPT_INTERVAL = 2,
 	GK_OPT_ON_BAD = 3,
+	GK_OPT_MODE = 4,
 };
 
 #define GK_ENV_CHECKPOINT "GPUCKPT_CHECKPOINT"
 #define GK_ENV_INTERVAL "GPUCKPT_INTERVAL"
 #define GK_ENV_ON_BAD "GPUCKPT_ON_BAD_CHECKPOINT"
+#define GK_ENV_MODE "GPUCKPT_MODE"
 
 /* Values given on the command line; -1 = not given. */
 struct gk_opts {
 	int checkpoint; /* 0 off, 1 on */
 	long interval;
 	int on_bad_fresh;
+	int mode; /* enum gk_mode */
 };
 
 void gk_opts_init(struct gk_opts *o);
@@ -42,6 +46,8 @@ void gk_opts_init(struct gk_opts *o);
 int gk_parse_onoff(const char *text, int *on);
 int gk_parse_seconds(const char *text, long *seconds);
 int gk_parse_on_bad(const char *text, int *fresh);
+int gk_parse_mode(const char *text, enum gk_mode *mode);
+const char *gk_mode_name(enum gk_mode mode);
 
 /* The option's long name and the variable for an option id. */
 const char *gk_option_name(enum gk_option_id id);
@@ -64,5 +70,9 @@ int gk_opts_check_env(enum gk_option_id id, const char *value, char *err, size_t
  */
 int gk_opts_enabled(const struct gk_opts *o, const char *env_value, const struct gk_site *s,
 		    int *on, char *err, size_t errlen);
+
+/* The mode, by the same rule: option, else variable, else the site's mode=. */
+int gk_opts_mode(const struct gk_opts *o, const char *env_value, const struct gk_site *s,
+		 enum gk_mode *mode, char *err, size_t errlen);
 
 #endif

@@ -23,7 +23,7 @@
 
 #define KNOWN_KEYS                                                                                 \
 	"default, bb_root, shared_root, runtime, stage, tool, config, keep, on_bad_checkpoint, "   \
-	"interval, log_level"
+	"interval, log_level, mode, criu, shepherd"
 
 void gk_site_defaults(struct gk_site *s)
 {
@@ -36,6 +36,8 @@ void gk_site_defaults(struct gk_site *s)
 	s->keep = 2;
 	s->on_bad_fresh = -1;
 	s->interval = -1;
+	s->mode = GK_MODE_AUTO;
+	snprintf(s->shepherd, sizeof(s->shepherd), "%s/gpuckpt", GK_LIBEXECDIR);
 }
 
 /* A path setting: absolute, fits; "none" or "" clears it where that is allowed. */
@@ -125,6 +127,18 @@ int gk_site_set(struct gk_site *s, const char *key, const char *value, char *err
 			 value);
 		return -EINVAL;
 	}
+	if (strcmp(key, "mode") == 0) {
+		if (gk_parse_mode(value, &s->mode) < 0) {
+			snprintf(err, errlen,
+				 "mode: invalid value '%s' (expected auto, app or transparent)", value);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (strcmp(key, "criu") == 0)
+		return set_path(s->criu, sizeof(s->criu), key, value, 1, err, errlen);
+	if (strcmp(key, "shepherd") == 0)
+		return set_path(s->shepherd, sizeof(s->shepherd), key, value, 0, err, errlen);
 	snprintf(err, errlen, "unknown argument '%s' (known: " KNOWN_KEYS ")", key);
 	return -EINVAL;
 }

@@ -18,6 +18,9 @@
  *	on_bad_checkpoint  (the runtime's: fail)      fail | fresh
  *	interval           (the runtime's: 0)         seconds between periodic checkpoints
  *	log_level          (the runtime's: warn)      error | warn | info | debug
+ *	mode               auto                       auto | app | transparent (transparent.h)
+ *	criu               (the shepherd's default)   CRIU for transparent mode
+ *	shepherd           LIBEXECDIR/gpuckpt         folder of gpuckpt-shepherd and gpuckpt-init
  */
 #ifndef GK_SITE_ARGS_H
 #define GK_SITE_ARGS_H
@@ -26,6 +29,13 @@
 #include <stddef.h>
 
 #define GK_ERRLEN 512
+
+/* How programs are checkpointed (runtime/transparent/README.md). */
+enum gk_mode {
+	GK_MODE_AUTO = 0,	 /* transparent for programs that do not use the API, where it can */
+	GK_MODE_APP = 1,	 /* only programs that use the API */
+	GK_MODE_TRANSPARENT = 2, /* transparent always; a task that cannot have it does not start */
+};
 
 struct gk_site {
 	int default_on;
@@ -39,6 +49,9 @@ struct gk_site {
 	int on_bad_fresh;   /* -1 = not set here, 0 = fail, 1 = fresh */
 	long interval;	    /* -1 = not set here */
 	char log_level[16]; /* "" = not set here */
+	enum gk_mode mode;
+	char criu[PATH_MAX];	 /* "" = the shepherd's default */
+	char shepherd[PATH_MAX]; /* folder holding gpuckpt-shepherd and gpuckpt-init */
 };
 
 void gk_site_defaults(struct gk_site *s);

@@ -7,9 +7,9 @@
 STAGE=$top_srcdir/scheduler-hooks/gpuckpt-stage
 U=4242 # a uid that owns nothing on this machine
 
-tap_plan 24
+tap_plan 28
 if [ "$(id -u)" -ne 0 ]; then
-	for i in $(seq 24); do tap_skip "needs root (the script gives folders to the job's user)"; done
+	for i in $(seq 28); do tap_skip "needs root (the script gives folders to the job's user)"; done
 	exit 0
 fi
 gk_scratch
@@ -88,6 +88,29 @@ mkdir -p "$SH/52/step.0/task.0" && mkckpt "$SH/52/step.0/task.0" ckpt.000001
 mkdir -p "$BB/52/step.0" && chown -R $U:$U "$BB/52" && ln -s /tmp "$BB/52/step.0/task.0"
 out=$(stage in 52 2>&1)
 check "in: a link in place of the task folder is refused" grep -q "task.0: not a folder; refused" <<<"$out"
+
+# A transparent checkpoint: criu/ stays root:root 0700 both ways; one the
+# user planted is not staged.
+T2=$BB/55/step.0/task.0
+mkckpt "$T2" ckpt.000001
+mkdir -m 0700 "$T2/ckpt.000001/criu" && echo img >"$T2/ckpt.000001/criu/pages-1.img"
+chmod 0600 "$T2/ckpt.000001/criu/pages-1.img"
+chmod -R go-rwx "$BB/55"
+stage out 55 >/dev/null 2>&1
+check "out: a transparent checkpoint reaches the shared root with its criu/" \
+	[ -f "$SH/55/step.0/task.0/ckpt.000001/criu/pages-1.img" ]
+stage in 55 >/dev/null 2>&1
+check "in: criu/ stays root:root 0700, its images root's" \
+	[ "$(stat -c '%u %g %a' "$T2/ckpt.000001/criu") $(stat -c %u "$T2/ckpt.000001/criu/pages-1.img")" = "0 0 700 0" ]
+check "in: the rest of that checkpoint is the user's" \
+	[ "$(stat -c %u "$T2/ckpt.000001/manifest.json") $(stat -c %u "$T2/ckpt.000001")" = "$U $U" ]
+T3=$BB/56/step.0/task.0
+mkckpt "$T3" ckpt.000001
+mkdir -p "$T3/ckpt.000001/criu" && echo forged >"$T3/ckpt.000001/criu/core-1.img"
+chown -R $U:$U "$BB/56"
+out=$(stage out 56 2>&1)
+check "out: a criu/ that root did not write is not staged" \
+	[ ! -e "$SH/56/step.0/task.0/ckpt.000001" -a -n "$(grep 'criu/ not written by root' <<<"$out")" ]
 
 # Bad arguments.
 out=$("$STAGE" out --job abc --uid 1 --gid 1 --bb-root "$BB" --shared-root "$SH" 2>&1)

@@ -1,0 +1,660 @@
+#define _GNU_SOURCE
+#include "config.h"
+
+#include "transparent.h"
+#include "stage_run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ------------------------------------------------------------------ probe */
+
+struct first_line {
+	char *buf;
+	size_t len;
+};
+
+static void keep_first(void *arg, const char *line)
+{
+	struct first_line *f = arg;
+
+	if (!f->buf[0] && line[0])
+		snprintf(f->buf, f->len, "%s", line);
+}
+
+int gk_shepherd_probe(const struct gk_site *s, char *reason, size_t len)
+{
+	char path[PATH_MAX + 32], line[GK_ERRLEN];
+	char *argv[] = {path, "probe", NULL, NULL, NULL};
+	struct first_line f = {line, sizeof(line)};
+	int rc;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/gpuckpt-shepherd", s->shepherd) >=
+	    sizeof(path)) {
+		snprintf(reason, len, "%s: path too long", s->shepherd);
+		return 0;
+	}
+	if (access(path, X_OK) < 0) {
+		if (errno == ENOENT)
+			snprintf(reason, len, "gpuckpt-shepherd not installed at %s", path);
+		else
+			snprintf(reason, len, "%s: %s", path, strerror(errno));
+		return 0;
+	}
+	if (s->criu[0]) {
+		argv[2] = "--criu";
+		argv[3] = (char *)s->criu;
+	}
+	line[0] = '\0';
+	rc = gk_run_logged(argv, keep_first, &f);
+	if (rc == 0)
+		return 1;
+	if (rc < 0)
+		snprintf(reason, len, "cannot run %s: %s", path, strerror(-rc));
+	else if (line[0])
+		snprintf(reason, len, "%s", line);
+	else
+		snprintf(reason, len, "%s probe failed with status %d and said nothing", path, rc);
+	return 0;
+}
+
+/* ------------------------------------------------------------------ plan */
+
+static int env_has(const struct gk_env *env, const char *name, char *buf, size_t len)
+{
+	int rc = env->get(env->ctx, name, buf, len);
+
+	if (rc <= 0)
+		buf[0] = '\0';
+	return rc;
+}
+
+/*
+ * Does the newest checkpoint hold criu/? 1 yes, 0 no, -EPERM when it does but
+ * root did not write it (the user can write into ckpt.N, never into a
+ * root-owned criu/: one that is not root's was planted, and is refused).
+ */
+static int newest_is_transparent(const char *dir, const char *newest, char *err, size_t errlen)
+{
+	char path[PATH_MAX + 80];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s/criu", dir, newest);
+	if (lstat(path, &st) < 0)
+		return 0;
+	if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
+		snprintf(err, errlen,
+			 "%s: not a root-owned folder of mode 0700 (not written by the shepherd); "
+			 "refused",
+			 path);
+		return -EPERM;
+	}
+	return 1;
+}
+
+static int put(const struct gk_env *env, const char *name, const char *value, char *err,
+	       size_t errlen)
+{
+	int rc = env->set(env->ctx, name, value, 1);
+
+	if (rc < 0)
+		snprintf(err, errlen, "cannot set %s: %s", name, strerror(-rc));
+	return rc;
+}
+
+static int drop(const struct gk_env *env, const char *name, char *err, size_t errlen)
+{
+	int rc = env->unset(env->ctx, name);
+
+	if (rc < 0)
+		snprintf(err, errlen, "cannot unset %s: %s", name, strerror(-rc));
+	return rc;
+}
+
+/* No shepherd: tell the runtime why, and the job once. */
+static int plan_none(const struct gk_task_ids *ids, const struct gk_env *env, struct gk_tplan *p,
+		     int may_note, char *err, size_t errlen)
+{
+	char noted[32], job[16];
+	int rc;
+
+	p->kind = GK_TPLAN_NONE;
+	/* One inherited from an enclosing step names a shepherd that is not ours. */
+	rc = drop(env, GK_ENV_SHEPHERD, err, errlen);
+	if (!rc)
+		rc = put(env, GK_ENV_NO_TRANSPARENT, p->reason, err, errlen);
+	if (rc < 0)
+		return rc;
+	snprintf(job, sizeof(job), "%u", ids->job_id);
+	env_has(env, GK_ENV_NOTED, noted, sizeof(noted));
+	p->note = may_note && ids->task_id == 0 && strcmp(noted, job) != 0;
+	if (p->note)
+		rc = put(env, GK_ENV_NOTED, job, err, errlen);
+	return rc;
+}
+
+int gk_transparent_prepare(const struct gk_site *s, const struct gk_opts *o,
+			   const struct gk_task_ids *ids, const struct gk_env *env,
+			   const struct gk_inject_result *r, struct gk_tplan *p, char *err,
+			   size_t errlen)
+{
+	int shell = ids->step_id == GK_STEP_BATCH || ids->step_id == GK_STEP_INTERACTIVE;
+	char value[32], why[GK_ERRLEN];
+	int rc, have, can, ckpt_t = 0;
+
+	memset(p, 0, sizeof(*p));
+	p->ids = *ids;
+	p->keep = s->keep;
+	snprintf(p->dir, sizeof(p->dir), "%s", r->dir);
+	snprintf(p->shepherd, sizeof(p->shepherd), "%s/gpuckpt-shepherd", s->shepherd);
+	snprintf(p->init, sizeof(p->init), "%s/gpuckpt-init", s->shepherd);
+	snprintf(p->criu, sizeof(p->criu), "%s", s->criu);
+
+	have = env->get(env->ctx, GK_ENV_MODE, value, sizeof(value));
+	if (have < 0) {
+		snprintf(err, errlen, "%s: value too long", GK_ENV_MODE);
+		return -EINVAL;
+	}
+	rc = gk_opts_mode(o, have == 1 ? value : NULL, s, &p->mode, err, errlen);
+	if (rc < 0)
+		return rc;
+	rc = put(env, GK_ENV_MODE, gk_mode_name(p->mode), err, errlen);
+	if (rc < 0)
+		return rc;
+	have = env->get(env->ctx, "GPUCKPT_ASSIST", value, sizeof(value));
+	if (have == 1 && (strcmp(value, "on") == 0 || strcmp(value, "off") == 0))
+		strcpy(p->assist, strcmp(value, "on") == 0 ? "on" : "off");
+	else if (have != 0) {
+		snprintf(err, errlen, "GPUCKPT_ASSIST: invalid value '%s' (expected on or off)",
+			 have == 1 ? value : "(too long)");
+		return -EINVAL;
+	}
+
+	if (p->mode == GK_MODE_APP) {
+		snprintf(p->reason, sizeof(p->reason),
+			 "the job asked for application mode (GPUCKPT_MODE=app)");
+		return plan_none(ids, env, p, 1, err, errlen);
+	}
+	if (!shell && r->dir_rc == 0 && r->restore) {
+		ckpt_t = newest_is_transparent(r->dir, r->newest, err, errlen);
+		if (ckpt_t < 0)
+			return ckpt_t;
+	}
+	can = gk_shepherd_probe(s, why, sizeof(why));
+	if (shell) {
+		if (can)
+			snprintf(p->reason, sizeof(p->reason),
+				 "a batch script is not checkpointed transparently; start the "
+				 "program with srun");
+		else
+			snprintf(p->reason, sizeof(p->reason), "%s", why);
+		/* Only a node that cannot is worth a line in the job's output. */
+		return plan_none(ids, env, p, !can, err, errlen);
+	}
+	if (!can && ckpt_t) {
+		snprintf(err, errlen,
+			 "%s/%s was written in transparent mode and this node cannot restore it: %s",
+			 r->dir, r->newest, why);
+		return -ENOTSUP;
+	}
+	if (!can && p->mode == GK_MODE_TRANSPARENT) {
+		snprintf(err, errlen,
+			 "transparent mode was asked for (GPUCKPT_MODE=transparent) but this node "
+			 "cannot do it: %s",
+			 why);
+		return -ENOTSUP;
+	}
+	if (!can) {
+		snprintf(p->reason, sizeof(p->reason), "%s", why);
+		return plan_none(ids, env, p, 1, err, errlen);
+	}
+	if (r->dir_rc < 0) {
+		snprintf(err, errlen, "transparent mode needs the checkpoint folder: %s",
+			 r->dir_err);
+		return r->dir_rc;
+	}
+
+	rc = drop(env, GK_ENV_NO_TRANSPARENT, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (ckpt_t) {
+		/* The shepherd restores the whole tree; the runtime must not load anything. */
+		p->kind = GK_TPLAN_RESTORE;
+		snprintf(p->newest, sizeof(p->newest), "%s", r->newest);
+		return drop(env, "GPUCKPT_RESTORE", err, errlen);
+	}
+	p->kind = GK_TPLAN_ATTACH;
+	snprintf(p->socket, sizeof(p->socket), "gpuckpt.%u.%u.%u.%ld", ids->job_id, ids->step_id,
+		 ids->task_id, (long)getpid());
+	return put(env, GK_ENV_SHEPHERD, p->socket, err, errlen);
+}
+
+int gk_shepherd_argv(const struct gk_tplan *p, pid_t child, char *argv[], char *buf,
+		     size_t buflen)
+{
+	char num[6][24], step[32];
+	const char *items[GK_SHEPHERD_MAXARGS];
+	size_t used = 0;
+	int n = 0;
+
+	if (gk_step_dirname(p->ids.step_id, step, sizeof(step)) < 0)
+		return -ENAMETOOLONG;
+	snprintf(num[0], sizeof(num[0]), "%ld", (long)child);
+	snprintf(num[1], sizeof(num[1]), "%u", (unsigned)p->ids.uid);
+	snprintf(num[2], sizeof(num[2]), "%u", (unsigned)p->ids.gid);
+	snprintf(num[3], sizeof(num[3]), "%u", p->ids.job_id);
+	snprintf(num[4], sizeof(num[4]), "%u", p->ids.task_id);
+	snprintf(num[5], sizeof(num[5]), "%u", p->keep);
+	items[n++] = p->shepherd;
+	if (p->kind == GK_TPLAN_ATTACH) {
+		items[n++] = "attach";
+		items[n++] = "--child";
+		items[n++] = num[0];
+	} else {
+		items[n++] = "restore";
+	}
+	items[n++] = "--dir";
+	items[n++] = p->dir;
+	items[n++] = "--uid";
+	items[n++] = num[1];
+	items[n++] = "--gid";
+	items[n++] = num[2];
+	items[n++] = "--job";
+	items[n++] = num[3];
+	/* The step as in the folder's name: 0, 1, ... or batch, interactive. */
+	items[n++] = "--step";
+	items[n++] = step + strlen("step.");
+	items[n++] = "--task";
+	items[n++] = num[4];
+	items[n++] = "--keep";
+	items[n++] = num[5];
+	if (p->criu[0]) {
+		items[n++] = "--criu";
+		items[n++] = p->criu;
+	}
+	if (p->assist[0]) {
+		items[n++] = "--assist";
+		items[n++] = p->assist;
+	}
+	for (int i = 0; i < n; i++) {
+		size_t l = strlen(items[i]) + 1;
+
+		if (used + l > buflen)
+			return -ENAMETOOLONG;
+		memcpy(buf + used, items[i], l);
+		argv[i] = buf + used;
+		used += l;
+	}
+	argv[n] = NULL;
+	return 0;
+}
+
+/* ------------------------------------------------------------------ launch */
+
+/*
+ * The process that goes back to Slurm keeps one end of a socket pair until
+ * task_init: it sends its stdio over it and waits for the word to go on.
+ */
+static int handoff_fd = -1;
+static int handoff_exit; /* RESTORE helper: exit once the stdio is handed over */
+
+/* Send fds 0, 1, 2 and this process's credentials (the kernel gives the
+ * receiver our pid as seen from its own PID namespace). */
+static int send_stdio(int sock)
+{
+	int fds[3] = {0, 1, 2};
+	struct ucred cred = {getpid(), getuid(), getgid()};
+	char data = 'S';
+	union {
+		char buf[CMSG_SPACE(sizeof(fds)) + CMSG_SPACE(sizeof(cred))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {&data, 1};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *c;
+
+	memset(&u, 0, sizeof(u));
+	msg.msg_control = u.buf;
+	msg.msg_controllen = sizeof(u.buf);
+	c = CMSG_FIRSTHDR(&msg);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(sizeof(fds));
+	memcpy(CMSG_DATA(c), fds, sizeof(fds));
+	c = CMSG_NXTHDR(&msg, c);
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_CREDENTIALS;
+	c->cmsg_len = CMSG_LEN(sizeof(cred));
+	memcpy(CMSG_DATA(c), &cred, sizeof(cred));
+	while (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	return 0;
+}
+
+/* Receive three fds (and the sender's pid when pid is not NULL). -EPIPE when
+ * the other side went away without sending. */
+static int recv_stdio(int sock, int fds[3], pid_t *pid)
+{
+	char data;
+	union {
+		char buf[CMSG_SPACE(3 * sizeof(int)) + CMSG_SPACE(sizeof(struct ucred))];
+		struct cmsghdr align;
+	} u;
+	struct iovec iov = {&data, 1};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+	struct cmsghdr *c;
+	int got = 0;
+	ssize_t n;
+
+	msg.msg_control = u.buf;
+	msg.msg_controllen = sizeof(u.buf);
+	while ((n = recvmsg(sock, &msg, MSG_CMSG_CLOEXEC)) < 0) {
+		if (errno != EINTR)
+			return -errno;
+	}
+	if (n == 0)
+		return -EPIPE;
+	for (c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(&msg, c)) {
+		if (c->cmsg_level != SOL_SOCKET)
+			continue;
+		if (c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(3 * sizeof(int))) {
+			memcpy(fds, CMSG_DATA(c), 3 * sizeof(int));
+			got = 1;
+		} else if (c->cmsg_type == SCM_CREDENTIALS && pid) {
+			struct ucred cred;
+
+			memcpy(&cred, CMSG_DATA(c), sizeof(cred));
+			*pid = cred.pid;
+		}
+	}
+	return got ? 0 : -EPROTO;
+}
+
+static int send_fds(int sock, const int fds[3])
+{
+	int saved[3], rc;
+
+	/* send_stdio sends 0, 1, 2: put fds there for the call. */
+	for (int i = 0; i < 3; i++)
+		saved[i] = fcntl(i, F_DUPFD_CLOEXEC, 3);
+	for (int i = 0; i < 3; i++)
+		dup2(fds[i], i);
+	rc = send_stdio(sock);
+	for (int i = 0; i < 3; i++) {
+		if (saved[i] >= 0) {
+			dup2(saved[i], i);
+			close(saved[i]);
+		}
+	}
+	return rc;
+}
+
+/* The task's stdio on 0, 1, 2, nothing else open (no descriptor of
+ * slurmstepd's reaches the shepherd, init, or CRIU's images), signals as a
+ * fresh process has them: slurmstepd's task child still blocks its signals
+ * here (they are unblocked after task_init_privileged) and a mask survives exec. */
+static void become_clean(const int fds[3])
+{
+	sigset_t none;
+
+	for (int i = 0; i < 3; i++) {
+		if (fds[i] != i)
+			dup2(fds[i], i);
+	}
+	close_range(3, ~0U, 0);
+	for (int sig = 1; sig < NSIG; sig++)
+		signal(sig, SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+}
+
+/* Move pid into every cgroup this process is in (cgroup v2; v1 hierarchies
+ * mounted at /sys/fs/cgroup/<controllers>). slurmstepd put only the task's
+ * own process into the step's cgroups, after the fork: its children were
+ * left in slurmstepd's. */
+static int join_my_cgroups(pid_t pid, char *err, size_t errlen)
+{
+	char line[PATH_MAX], path[2 * PATH_MAX];
+	FILE *f = fopen("/proc/self/cgroup", "re");
+	int rc = 0;
+
+	if (!f)
+		return 0;
+	while (fgets(line, sizeof(line), f)) {
+		char *ctrl = strchr(line, ':'), *rel;
+		int fd, v2;
+
+		if (!ctrl || !(rel = strchr(ctrl + 1, ':')))
+			continue;
+		*rel++ = '\0';
+		rel[strcspn(rel, "\n")] = '\0';
+		ctrl++;
+		v2 = ctrl[0] == '\0';
+		if (strncmp(ctrl, "name=", 5) == 0)
+			ctrl += 5;
+		snprintf(path, sizeof(path), "/sys/fs/cgroup%s%s%s/cgroup.procs", v2 ? "" : "/",
+			 ctrl, rel);
+		fd = open(path, O_WRONLY | O_CLOEXEC);
+		if (fd < 0 && !v2)
+			continue;
+		if (fd < 0 || dprintf(fd, "%ld\n", (long)pid) < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "cannot move process %ld into %.300s: %s", (long)pid,
+				 path, strerror(-rc));
+			if (fd >= 0)
+				close(fd);
+			break;
+		}
+		close(fd);
+	}
+	fclose(f);
+	return rc;
+}
+
+/* Give pid what slurmstepd gave this process after the fork: cgroups and CPUs. */
+static int place_like_me(pid_t pid, char *err, size_t errlen)
+{
+	cpu_set_t cpus;
+	int rc;
+
+	rc = join_my_cgroups(pid, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 &&
+	    sched_setaffinity(pid, sizeof(cpus), &cpus) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "cannot set the CPUs of process %ld: %s", (long)pid,
+			 strerror(-rc));
+	}
+	return rc;
+}
+
+static void die_after_fork(const char *what, int e) __attribute__((noreturn));
+static void die_after_fork(const char *what, int e)
+{
+	dprintf(2, "gpuckpt: transparent: %s: %s; the task does not start\n", what, strerror(e));
+	_exit(127);
+}
+
+/* PID 1 of the namespace: wait for the stdio, become the user, run gpuckpt-init. */
+static void run_init(const struct gk_tplan *p, int sock) __attribute__((noreturn));
+static void run_init(const struct gk_tplan *p, int sock)
+{
+	char *argv[] = {(char *)p->init, NULL};
+	int fds[3], rc;
+
+	/* Nothing comes when the shepherd's side failed: then the namespace goes. */
+	rc = recv_stdio(sock, fds, NULL);
+	if (rc < 0)
+		_exit(127);
+	become_clean(fds);
+	if (setgroups(0, NULL) < 0)
+		die_after_fork("gpuckpt-init: setgroups", errno);
+	if (setgid(p->ids.gid) < 0)
+		die_after_fork("gpuckpt-init: setgid", errno);
+	if (setuid(p->ids.uid) < 0)
+		die_after_fork("gpuckpt-init: setuid", errno);
+	/* Checked: a setuid that "worked" but left root behind is a hole. */
+	if (p->ids.uid != 0 && (setuid(0) == 0 || geteuid() == 0))
+		die_after_fork("gpuckpt-init: still root after setuid", EPERM);
+	execv(p->init, argv);
+	die_after_fork(p->init, errno);
+}
+
+/* The task's own process: wait for the stdio, place the others, become the shepherd. */
+static void run_shepherd(const struct gk_tplan *p, pid_t child, int up, int down)
+	__attribute__((noreturn));
+static void run_shepherd(const struct gk_tplan *p, pid_t child, int up, int down)
+{
+	char *argv[GK_SHEPHERD_MAXARGS + 1], buf[3 * PATH_MAX + 512], err[GK_ERRLEN];
+	pid_t prog = 0;
+	int fds[3], rc, status;
+	char go = 'G';
+
+	rc = recv_stdio(up, fds, &prog);
+	if (rc < 0) {
+		/* The program's side is gone (Slurm ended it before task_init). */
+		if (child > 0)
+			kill(child, SIGKILL);
+		while (child > 0 && waitpid(child, &status, 0) < 0 && errno == EINTR)
+			;
+		_exit(1);
+	}
+	become_clean(fds);
+	err[0] = '\0';
+	if (p->kind == GK_TPLAN_ATTACH) {
+		rc = place_like_me(child, err, sizeof(err));
+		if (!rc && prog > 0)
+			rc = place_like_me(prog, err, sizeof(err));
+		if (!rc && send_fds(down, fds) < 0)
+			rc = -EPIPE;
+	} else {
+		rc = 0;
+	}
+	if (rc < 0) {
+		if (child > 0)
+			kill(child, SIGKILL);
+		dprintf(2, "gpuckpt: transparent: %s; the task does not start\n",
+			err[0] ? err : "cannot start gpuckpt-init");
+		_exit(127);
+	}
+	if (write(up, &go, 1) != 1)
+		die_after_fork("cannot let the program start", errno);
+	if (p->kind == GK_TPLAN_RESTORE) {
+		/* The helper exits at once; the shepherd must not find it among its children. */
+		while (waitpid(child, &status, 0) < 0 && errno == EINTR)
+			;
+		child = 0;
+	}
+	close(up);
+	if (down >= 0)
+		close(down);
+	if (gk_shepherd_argv(p, child, argv, buf, sizeof(buf)) < 0)
+		die_after_fork("shepherd arguments", ENAMETOOLONG);
+	execv(argv[0], argv);
+	die_after_fork(argv[0], errno);
+}
+
+int gk_transparent_launch(const struct gk_tplan *p, char *err, size_t errlen)
+{
+	int up[2] = {-1, -1}, down[2] = {-1, -1}, one = 1, rc;
+	pid_t child;
+
+	if (p->kind != GK_TPLAN_ATTACH && p->kind != GK_TPLAN_RESTORE)
+		return 0;
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, up) < 0 ||
+	    setsockopt(up[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "transparent: socket pair: %s", strerror(-rc));
+		goto out_close;
+	}
+	if (p->kind == GK_TPLAN_ATTACH) {
+		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, down) < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "transparent: socket pair: %s", strerror(-rc));
+			goto out_close;
+		}
+		/* Our next child becomes PID 1 of a new PID namespace; this process stays. */
+		if (unshare(CLONE_NEWPID) < 0) {
+			rc = -errno;
+			snprintf(err, errlen, "transparent: cannot make a PID namespace: %s",
+				 strerror(-rc));
+			goto out_close;
+		}
+	}
+	child = fork();
+	if (child < 0) {
+		rc = -errno;
+		snprintf(err, errlen, "transparent: fork: %s", strerror(-rc));
+		goto out_close;
+	}
+	if (child > 0) {
+		close(up[1]);
+		if (down[1] >= 0)
+			close(down[1]);
+		run_shepherd(p, child, up[0], down[0]);
+	}
+	close(up[0]);
+	if (p->kind == GK_TPLAN_RESTORE) {
+		handoff_fd = up[1];
+		handoff_exit = 1;
+		return 0;
+	}
+	close(down[0]);
+	child = fork();
+	if (child < 0)
+		_exit(127); /* the shepherd's side sees the socket close and ends */
+	if (child > 0) {
+		close(up[1]);
+		run_init(p, down[1]);
+	}
+	close(down[1]);
+	handoff_fd = up[1];
+	return 0;
+
+out_close:
+	for (int i = 0; i < 2; i++) {
+		if (up[i] >= 0)
+			close(up[i]);
+		if (down[i] >= 0)
+			close(down[i]);
+	}
+	return rc;
+}
+
+int gk_transparent_task_start(char *err, size_t errlen)
+{
+	char go;
+	ssize_t n;
+	int rc;
+
+	if (handoff_fd < 0)
+		return 0;
+	rc = send_stdio(handoff_fd);
+	if (rc == 0) {
+		while ((n = read(handoff_fd, &go, 1)) < 0 && errno == EINTR)
+			;
+		if (n != 1)
+			rc = -EPIPE;
+	}
+	close(handoff_fd);
+	handoff_fd = -1;
+	if (handoff_exit)
+		_exit(rc < 0 ? 1 : 0);
+	if (rc < 0)
+		snprintf(err, errlen, "transparent: the shepherd's side did not take the task: %s",
+			 strerror(-rc));
+	return rc;
+}

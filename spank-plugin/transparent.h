@@ -1,0 +1,108 @@
+/*
+ * transparent.h - transparent mode on the Slurm side (runtime/transparent/README.md):
+ * which mode a task runs in, whether this node can do transparent mode (the
+ * shepherd's probe), and starting the task under gpuckpt-shepherd.
+ *
+ * Mode: option --gpu-checkpoint-mode, else GPUCKPT_MODE, else the site's mode=.
+ *
+ *	app, or auto where the node cannot: no shepherd; GPUCKPT_NO_TRANSPARENT=<why>
+ *	    in the task (the runtime prints it when a program that does not use the
+ *	    API gets a checkpoint signal), and one line in the job's output, from
+ *	    global task 0 of the first step on such a node that has not seen it yet
+ *	    (the batch step when there is one: steps inside a batch script inherit
+ *	    GPUCKPT_NOTED=<job id> from it and stay quiet).
+ *	transparent where the node cannot: the task does not start.
+ *	otherwise, in a job step (srun): the task runs under the shepherd, or is
+ *	    restored by it when the newest committed checkpoint holds criu/.
+ *
+ * A batch script (and an interactive step) is a shell whose srun children talk
+ * to slurmctld over sockets that CRIU cannot dump, and whose steps have
+ * shepherds of their own; it is never run under a shepherd. Programs started
+ * directly in a batch script are checkpointed only if they use the API.
+ *
+ * The task's stdio is set up by slurmstepd only after task_init_privileged,
+ * in the task's own process; the processes forked here get it from the one
+ * that goes on to run the program, in task_init (gk_transparent_task_start).
+ */
+#ifndef GK_TRANSPARENT_H
+#define GK_TRANSPARENT_H
+
+#include <limits.h>
+#include <stddef.h>
+
+#include "ckpt_dir.h"
+#include "job_options.h"
+#include "site_args.h"
+#include "task_env.h"
+
+#define GK_ENV_NO_TRANSPARENT "GPUCKPT_NO_TRANSPARENT"
+#define GK_ENV_SHEPHERD "GPUCKPT_SHEPHERD"
+#define GK_ENV_NOTED "GPUCKPT_NOTED"
+
+enum gk_tplan_kind {
+	GK_TPLAN_NONE,	  /* no shepherd (reason says why) */
+	GK_TPLAN_ATTACH,  /* fork into a PID namespace under gpuckpt-shepherd attach */
+	GK_TPLAN_RESTORE, /* gpuckpt-shepherd restore in the task's process */
+};
+
+struct gk_tplan {
+	enum gk_tplan_kind kind;
+	enum gk_mode mode;
+	char reason[GK_ERRLEN]; /* NONE: why programs without the API are not checkpointed */
+	int note;		/* NONE: this task writes the line into the job's output */
+	char socket[96];	/* ATTACH: GPUCKPT_SHEPHERD (abstract socket name) */
+	char shepherd[PATH_MAX + 32];
+	char init[PATH_MAX + 32];
+	char criu[PATH_MAX]; /* "" = the shepherd's default */
+	char dir[PATH_MAX];
+	char newest[64]; /* RESTORE: the checkpoint */
+	char assist[8];	 /* GPUCKPT_ASSIST when the user set it, else "" */
+	unsigned keep;
+	struct gk_task_ids ids;
+};
+
+/*
+ * Can this node do transparent mode? Runs <shepherd>/gpuckpt-shepherd probe
+ * [--criu PATH], without a shell. Returns 1, or 0 with the one-line reason in
+ * reason (missing binary: "gpuckpt-shepherd not installed at PATH").
+ */
+int gk_shepherd_probe(const struct gk_site *s, char *reason, size_t len);
+
+/*
+ * Decide how the task runs and put GPUCKPT_MODE, GPUCKPT_SHEPHERD or
+ * GPUCKPT_NO_TRANSPARENT (and GPUCKPT_NOTED) into its environment; on a
+ * transparent restore GPUCKPT_RESTORE is taken out again. r is what gk_inject
+ * found. Returns 0, or a negative errno with err saying why the task must not
+ * start (a bad GPUCKPT_MODE, transparent asked for where it cannot be had, a
+ * transparent checkpoint this node cannot restore or that root did not write).
+ */
+int gk_transparent_prepare(const struct gk_site *s, const struct gk_opts *o,
+			   const struct gk_task_ids *ids, const struct gk_env *env,
+			   const struct gk_inject_result *r, struct gk_tplan *p, char *err,
+			   size_t errlen);
+
+/* The shepherd's arguments for an ATTACH (child = the namespace's init) or a
+ * RESTORE plan, NULL-terminated, strings in buf. -ENAMETOOLONG if too small. */
+#define GK_SHEPHERD_MAXARGS 32
+int gk_shepherd_argv(const struct gk_tplan *p, pid_t child, char *argv[], char *buf,
+		     size_t buflen);
+
+/*
+ * Carry out an ATTACH or RESTORE plan in the task's process (root). Returns 0
+ * in the one process that goes back to Slurm to become the program (ATTACH:
+ * PID 2 of the new namespace; RESTORE: a short-lived helper that only hands
+ * the stdio over); the task's own process becomes the shepherd and never
+ * returns. A failure before the fork returns a negative errno with err set,
+ * and nothing is left behind.
+ */
+int gk_transparent_launch(const struct gk_tplan *p, char *err, size_t errlen);
+
+/*
+ * In task_init (stdio set up, privileges dropped): hand this process's stdin,
+ * stdout and stderr to the shepherd's side and wait until it is placed. The
+ * RESTORE helper exits here. 0 when there is nothing to do or it went well,
+ * else a negative errno with err set (the task must not run).
+ */
+int gk_transparent_task_start(char *err, size_t errlen);
+
+#endif

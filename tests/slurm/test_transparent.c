@@ -1,0 +1,284 @@
+/* Unit tests: transparent mode on the Slurm side (spank-plugin/transparent.c, the mode option). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "ckpt_dir.h"
+#include "task_env.h"
+#include "transparent.h"
+#include "tap.h"
+
+#define RT "/opt/gk/lib/libgpuckpt.so.0"
+
+/* A task environment for the tests: a small table of name/value pairs. */
+struct fake_env {
+	char name[32][64];
+	char value[32][4096];
+	int n;
+};
+
+static int find(struct fake_env *e, const char *name)
+{
+	for (int i = 0; i < e->n; i++)
+		if (strcmp(e->name[i], name) == 0)
+			return i;
+	return -1;
+}
+
+static int fget(void *ctx, const char *name, char *buf, size_t len)
+{
+	struct fake_env *e = ctx;
+	int i = find(e, name);
+
+	if (i < 0)
+		return 0;
+	if (strlen(e->value[i]) >= len)
+		return -ENAMETOOLONG;
+	strcpy(buf, e->value[i]);
+	return 1;
+}
+
+static int fset(void *ctx, const char *name, const char *value, int overwrite)
+{
+	struct fake_env *e = ctx;
+	int i = find(e, name);
+
+	if (i >= 0 && !overwrite)
+		return 0;
+	if (i < 0) {
+		i = e->n++;
+		snprintf(e->name[i], sizeof(e->name[i]), "%s", name);
+	}
+	snprintf(e->value[i], sizeof(e->value[i]), "%s", value);
+	return 0;
+}
+
+static int funset(void *ctx, const char *name)
+{
+	struct fake_env *e = ctx;
+	int i = find(e, name);
+
+	if (i >= 0) {
+		e->n--;
+		memmove(e->name[i], e->name[e->n], sizeof(e->name[i]));
+		memmove(e->value[i], e->value[e->n], sizeof(e->value[i]));
+	}
+	return 0;
+}
+
+static const char *val(struct fake_env *e, const char *name)
+{
+	int i = find(e, name);
+
+	return i < 0 ? NULL : e->value[i];
+}
+
+static void mkckpt(const char *dir, const char *name, int with_manifest)
+{
+	char p[4096];
+
+	snprintf(p, sizeof(p), "%s/%s", dir, name);
+	mkdir(p, 0700);
+	if (with_manifest) {
+		snprintf(p, sizeof(p), "%s/%s/manifest.json", dir, name);
+		close(open(p, O_CREAT | O_WRONLY, 0600));
+	}
+}
+
+/* A fake shepherd in dir: probe prints line and exits with status; its arguments go to dir/args. */
+static void fake_shepherd(const char *dir, const char *line, int status)
+{
+	char p[4096];
+	FILE *f;
+
+	snprintf(p, sizeof(p), "%s/gpuckpt-shepherd", dir);
+	f = fopen(p, "w");
+	fprintf(f, "#!/bin/sh\necho \"$@\" >%s/args\n[ -n '%s' ] && echo '%s'\nexit %d\n", dir,
+		line, line, status);
+	fclose(f);
+	chmod(p, 0755);
+}
+
+static void slurp(const char *path, char *buf, size_t len)
+{
+	FILE *f = fopen(path, "r");
+
+	buf[0] = '\0';
+	if (f) {
+		if (!fgets(buf, (int)len, f))
+			buf[0] = '\0';
+		fclose(f);
+	}
+	buf[strcspn(buf, "\n")] = '\0';
+}
+
+int main(void)
+{
+	static struct fake_env fe;
+	static struct gk_tplan p;
+	static struct gk_inject_result r;
+	struct gk_env env = {fget, fset, funset, &fe};
+	struct gk_site site;
+	struct gk_opts o;
+	struct gk_task_ids ids = {12, 0, 0, getuid(), getgid()};
+	char root[] = "/tmp/gk-test-transparent.XXXXXX", path[4096], err[GK_ERRLEN],
+	     reason[GK_ERRLEN], buf[8192];
+	char *argv[GK_SHEPHERD_MAXARGS + 1];
+	enum gk_mode m;
+	int rc;
+
+	plan(46);
+	if (!mkdtemp(root)) {
+		printf("Bail out! mkdtemp: %s\n", strerror(errno));
+		return 1;
+	}
+
+	/* Values. */
+	ok(gk_parse_mode("auto", &m) == 0 && m == GK_MODE_AUTO, "mode: auto");
+	ok(gk_parse_mode("app", &m) == 0 && m == GK_MODE_APP, "mode: app");
+	ok(gk_parse_mode("transparent", &m) == 0 && m == GK_MODE_TRANSPARENT, "mode: transparent");
+	is_int(gk_parse_mode("Transparent", &m), -EINVAL, "mode: case matters");
+	is_int(gk_parse_mode("", &m), -EINVAL, "mode: empty refused");
+	gk_opts_init(&o);
+	is_int(gk_opts_set(&o, GK_OPT_MODE, "criu", err, sizeof(err)), -EINVAL,
+	       "option: bad value refused");
+	is_str(err, "--gpu-checkpoint-mode: invalid value 'criu' (expected auto, app or transparent)",
+	       "option: the error names the option, the value and what is expected");
+	is_int(gk_opts_check_env(GK_OPT_MODE, "yes", err, sizeof(err)), -EINVAL,
+	       "variable: bad value refused");
+	is_str(err, "GPUCKPT_MODE: invalid value 'yes' (expected auto, app or transparent)",
+	       "variable: the error names GPUCKPT_MODE");
+
+	/* Site arguments. */
+	gk_site_defaults(&site);
+	is_int(site.mode, GK_MODE_AUTO, "site: mode defaults to auto");
+	ok(strlen(site.shepherd) > 8 && strcmp(site.shepherd + strlen(site.shepherd) - 8, "/gpuckpt") == 0,
+	   "site: shepherd defaults to LIBEXECDIR/gpuckpt (%s)", site.shepherd);
+	is_str(site.criu, "", "site: criu defaults to the shepherd's own");
+	is_int(gk_site_set(&site, "mode", "sometimes", err, sizeof(err)), -EINVAL, "site: bad mode refused");
+	is_str(err, "mode: invalid value 'sometimes' (expected auto, app or transparent)", "site: ... named");
+	is_int(gk_site_set(&site, "criu", "criu", err, sizeof(err)), -EINVAL, "site: relative criu refused");
+	is_int(gk_site_set(&site, "shepherd", root, err, sizeof(err)), 0, "site: shepherd=DIR");
+	is_int(gk_site_set(&site, "criu", "/opt/criu/sbin/criu", err, sizeof(err)), 0, "site: criu=PATH");
+
+	/* Precedence: option, then variable, then site. */
+	site.mode = GK_MODE_APP;
+	gk_opts_init(&o);
+	ok(gk_opts_mode(&o, NULL, &site, &m, err, sizeof(err)) == 0 && m == GK_MODE_APP,
+	   "precedence: the site's mode when nothing else is set");
+	ok(gk_opts_mode(&o, "transparent", &site, &m, err, sizeof(err)) == 0 && m == GK_MODE_TRANSPARENT,
+	   "precedence: the variable over the site");
+	gk_opts_set(&o, GK_OPT_MODE, "auto", err, sizeof(err));
+	ok(gk_opts_mode(&o, "transparent", &site, &m, err, sizeof(err)) == 0 && m == GK_MODE_AUTO,
+	   "precedence: the option over the variable");
+	gk_opts_init(&o);
+	is_int(gk_opts_mode(&o, "maybe", &site, &m, err, sizeof(err)), -EINVAL,
+	       "precedence: a bad variable is refused, not ignored");
+	site.mode = GK_MODE_AUTO;
+
+	/* The probe. */
+	rc = gk_shepherd_probe(&site, reason, sizeof(reason));
+	snprintf(path, sizeof(path), "gpuckpt-shepherd not installed at %s/gpuckpt-shepherd", root);
+	ok(rc == 0 && strcmp(reason, path) == 0, "probe: a missing shepherd says where it was looked for (%s)", reason);
+	fake_shepherd(root, "criu 3.17 at /usr/sbin/criu is too old (4.0 or later needed)", 1);
+	rc = gk_shepherd_probe(&site, reason, sizeof(reason));
+	ok(rc == 0 && strcmp(reason, "criu 3.17 at /usr/sbin/criu is too old (4.0 or later needed)") == 0,
+	   "probe: the shepherd's own reason is taken (%s)", reason);
+	snprintf(path, sizeof(path), "%s/args", root);
+	slurp(path, buf, sizeof(buf));
+	is_str(buf, "probe --criu /opt/criu/sbin/criu", "probe: run with the site's criu");
+	fake_shepherd(root, "", 3);
+	gk_shepherd_probe(&site, reason, sizeof(reason));
+	ok(strstr(reason, "probe failed with status 3") != NULL, "probe: a silent failure still has a reason (%s)", reason);
+	fake_shepherd(root, "ok", 0);
+	is_int(gk_shepherd_probe(&site, reason, sizeof(reason)), 1, "probe: ok");
+
+	/* Plans. */
+	snprintf(r.dir, sizeof(r.dir), "%s", root);
+	gk_opts_init(&o);
+	fset(&fe, "GPUCKPT_MODE", "app", 1);
+	is_int(gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err)), 0, "app: prepared");
+	ok(p.kind == GK_TPLAN_NONE && p.note, "app: no shepherd, task 0 writes the line");
+	ok(val(&fe, "GPUCKPT_NO_TRANSPARENT") && strstr(val(&fe, "GPUCKPT_NO_TRANSPARENT"), "GPUCKPT_MODE=app"),
+	   "app: GPUCKPT_NO_TRANSPARENT says why");
+	is_str(val(&fe, "GPUCKPT_NOTED"), "12", "app: the job is marked as told");
+	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	ok(!p.note, "app: a later step of the same job does not write it again");
+	funset(&fe, "GPUCKPT_NOTED");
+	ids.task_id = 1;
+	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	ok(!p.note, "app: only task 0 writes it");
+	ids.task_id = 0;
+
+	funset(&fe, "GPUCKPT_MODE");
+	is_int(gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err)), 0, "auto on a node that can: prepared");
+	ok(p.kind == GK_TPLAN_ATTACH && !p.note, "auto: the step runs under the shepherd");
+	snprintf(path, sizeof(path), "gpuckpt.12.0.0.%ld", (long)getpid());
+	is_str(val(&fe, "GPUCKPT_SHEPHERD"), path, "auto: GPUCKPT_SHEPHERD names the task's socket");
+	ok(!val(&fe, "GPUCKPT_NO_TRANSPARENT") && strcmp(val(&fe, "GPUCKPT_MODE"), "auto") == 0,
+	   "auto: GPUCKPT_MODE=auto, no GPUCKPT_NO_TRANSPARENT");
+	gk_shepherd_argv(&p, 77, argv, buf, sizeof(buf));
+	snprintf(path, sizeof(path), "%s/gpuckpt-shepherd", root);
+	ok(strcmp(argv[0], path) == 0 && strcmp(argv[1], "attach") == 0 && strcmp(argv[2], "--child") == 0 &&
+	   strcmp(argv[3], "77") == 0 && strcmp(argv[5], root) == 0 && strcmp(argv[13], "0") == 0 &&
+	   strcmp(argv[17], "2") == 0 && strcmp(argv[19], "/opt/criu/sbin/criu") == 0 && !argv[20],
+	   "argv: attach --child 77 --dir ... --step 0 --keep 2 --criu ...");
+
+	ids.step_id = GK_STEP_BATCH;
+	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	ok(p.kind == GK_TPLAN_NONE && !p.note && !val(&fe, "GPUCKPT_SHEPHERD"),
+	   "batch step: never under a shepherd, and no line where the node can");
+	ids.step_id = 0;
+
+	/* A node that cannot. */
+	fake_shepherd(root, "no CRIU at /usr/sbin/criu", 1);
+	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	ok(p.kind == GK_TPLAN_NONE && p.note && strcmp(p.reason, "no CRIU at /usr/sbin/criu") == 0,
+	   "auto where the node cannot: the line, with the probe's reason");
+	fset(&fe, "GPUCKPT_MODE", "transparent", 1);
+	rc = gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	ok(rc == -ENOTSUP && strstr(err, "GPUCKPT_MODE=transparent") && strstr(err, "no CRIU at"),
+	   "transparent forced where the node cannot: refused, saying why (%s)", err);
+	fset(&fe, "GPUCKPT_MODE", "sometimes", 1);
+	rc = gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	ok(rc == -EINVAL && strstr(err, "GPUCKPT_MODE: invalid value 'sometimes'"), "a bad GPUCKPT_MODE in the task is refused");
+	funset(&fe, "GPUCKPT_MODE");
+
+	/* Restarts: the newest checkpoint decides. */
+	mkckpt(root, "ckpt.000002", 1);
+	snprintf(path, sizeof(path), "%s/ckpt.000002/criu", root);
+	mkdir(path, 0700);
+	r.restore = 1;
+	snprintf(r.newest, sizeof(r.newest), "ckpt.000002");
+	rc = gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	ok(rc == -ENOTSUP && strstr(err, "ckpt.000002 was written in transparent mode and this node cannot restore it"),
+	   "a transparent checkpoint on a node that cannot restore it: refused (%s)", err);
+	fake_shepherd(root, "ok", 0);
+	fset(&fe, "GPUCKPT_RESTORE", "auto", 1);
+	rc = gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	if (geteuid() == 0) {
+		ok(rc == 0 && p.kind == GK_TPLAN_RESTORE && strcmp(p.newest, "ckpt.000002") == 0,
+		   "a transparent checkpoint: the shepherd restores it");
+		ok(!val(&fe, "GPUCKPT_RESTORE"), "... and the runtime is not told to restore");
+		gk_shepherd_argv(&p, 0, argv, buf, sizeof(buf));
+		ok(strcmp(argv[1], "restore") == 0 && strcmp(argv[2], "--dir") == 0, "argv: restore --dir ...");
+		if (chown(path, 4242, 4242) < 0)
+			printf("# chown: %s\n", strerror(errno));
+		rc = gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	} else {
+		for (int k = 0; k < 3; k++)
+			skip("needs root to make a root-owned criu/");
+	}
+	ok(rc == -EPERM && strstr(err, "not written by the shepherd"), "a criu/ that root did not write is refused (%s)", err);
+
+	snprintf(buf, sizeof(buf), "rm -rf '%s'", root);
+	if (system(buf) != 0)
+		printf("# could not remove %s\n", root);
+	return done_testing();
+}
