@@ -2,7 +2,8 @@
  * throughput - checkpoint throughput of the gpuckpt runtime beside the limits
  * of the machine (benchmarks/README.md). For each size of device state:
  *	copy     pinned and pageable device<->host bandwidth (a worker)
- *	storage  write+fsync and cold read of files of that size, on tmpfs and disk
+ *	storage  write+fsync and cold read of files of that size, on tmpfs and disk,
+ *	         by one writer and by several (the storage's parallel ceiling)
  *	gpuckpt  a checkpoint through the API in one worker (runtime preloaded),
  *	         restored and checked word by word in a second
  *	driver   cuCheckpointProcessLock/Checkpoint/Restore/Unlock on a worker,
@@ -36,7 +37,7 @@ struct opts {
 	const char *tmpfs, *disk, *out, *machine, *runtime;
 	char worker[PATH_MAX];
 	int copy, storage, gpuckpt, driver;
-	int dry, timeout;
+	int dry, timeout, writers;
 };
 
 static const char usage[] =
@@ -49,6 +50,8 @@ static const char usage[] =
     "  --runtime PATH   libgpuckpt.so to preload in the gpuckpt workers\n"
     "                   (default $GPUCKPT_RUNTIME, else the build tree's)\n"
     "  --worker PATH    throughput-worker (default: beside this program)\n"
+    "  --writers N      threads of the parallel storage measurement (default\n"
+    "                   $GPUCKPT_WRITERS, else 4: the runtime's writers)\n"
     "  --skip LIST      leave out some of copy,storage,gpuckpt,driver\n"
     "  --timeout S      longest wait for a worker's next line (default 900)\n"
     "  --dry-run        print the plan; run nothing\n";
@@ -86,7 +89,8 @@ static uint64_t parse_size(const char *text)
 
 static void parse_args(int argc, char **argv, struct opts *o)
 {
-	const char *runtime = getenv("GPUCKPT_RUNTIME"), *skip = "";
+	const char *runtime = getenv("GPUCKPT_RUNTIME"), *writers = getenv("GPUCKPT_WRITERS");
+	const char *skip = "";
 	char self[PATH_MAX], *slash, *list, *tok, *save;
 	ssize_t n;
 	int i;
@@ -97,6 +101,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->out = ".";
 	o->runtime = runtime && *runtime ? runtime : TP_RUNTIME_DEFAULT;
 	o->timeout = 900;
+	o->writers = writers && atoi(writers) > 0 ? atoi(writers) : 4;
 	o->sizes[0] = 1 * GIB;
 	o->sizes[1] = 4 * GIB;
 	o->sizes[2] = 16 * GIB;
@@ -150,6 +155,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			snprintf(o->worker, sizeof(o->worker), "%s", v);
 		} else if (!strcmp(a, "--skip")) {
 			skip = v;
+		} else if (!strcmp(a, "--writers")) {
+			o->writers = atoi(v);
+			if (o->writers < 1 || o->writers > 256)
+				die("--writers '%s': expected 1 to 256", v);
 		} else if (!strcmp(a, "--timeout")) {
 			o->timeout = atoi(v);
 			if (o->timeout < 1)
@@ -252,10 +261,11 @@ static int room_for(const char *dir, uint64_t size, char *note, size_t len)
 static void phase_storage(const struct opts *o, uint64_t size, const char *target, const char *dir,
 			  struct tp_report *rep)
 {
-	char path[PATH_MAX], err[TP_ERRLEN];
+	char path[PATH_MAX], err[TP_ERRLEN], note[64];
 	double secs;
 
-	printf("throughput: %g GiB: %s (%s) write and read\n", (double)size / GIB, target, dir);
+	printf("throughput: %g GiB: %s (%s) write and read, one writer and %d\n",
+	       (double)size / GIB, target, dir, o->writers);
 	fflush(stdout);
 	if (!room_for(dir, size, err, sizeof(err))) {
 		tp_add(rep, size, "write", target, size, -1, err);
@@ -267,12 +277,28 @@ static void phase_storage(const struct opts *o, uint64_t size, const char *targe
 		unlink(path);
 		return;
 	}
-	tp_add(rep, size, "write", target, size, secs, NULL);
+	tp_add(rep, size, "write", target, size, secs, "one writer");
 	if (tp_storage_read(path, size, &secs, err, sizeof(err)))
 		tp_add(rep, size, "read", target, size, -1, err);
 	else
-		tp_add(rep, size, "read", target, size, secs, NULL);
+		tp_add(rep, size, "read", target, size, secs, "one reader");
 	unlink(path);
+
+	if (o->writers < 2)
+		return;
+	snprintf(note, sizeof(note), "%d writers, a file each", o->writers);
+	if (tp_storage_write_parallel(path, size, o->writers, &secs, err, sizeof(err))) {
+		tp_add(rep, size, "write_parallel", target, size, -1, err);
+		goto out_remove;
+	}
+	tp_add(rep, size, "write_parallel", target, size, secs, note);
+	snprintf(note, sizeof(note), "%d readers, a file each", o->writers);
+	if (tp_storage_read_parallel(path, size, o->writers, &secs, err, sizeof(err)))
+		tp_add(rep, size, "read_parallel", target, size, -1, err);
+	else
+		tp_add(rep, size, "read_parallel", target, size, secs, note);
+out_remove:
+	tp_storage_remove_parallel(path, o->writers);
 }
 
 static void phase_gpuckpt(const struct opts *o, uint64_t size, const char *target, const char *dir,
@@ -424,8 +450,9 @@ static void print_plan(const struct opts *o)
 			    o->worker, (unsigned long long)s);
 		if (o->storage)
 			printf(
-			    "  storage: write+fsync, then cold read, of %llu bytes in %s and %s\n",
-			    (unsigned long long)s, o->tmpfs, o->disk);
+			    "  storage: write+fsync, then cold read, of %llu bytes in %s and %s,\n"
+			    "           by one writer, then by %d threads with a file each\n",
+			    (unsigned long long)s, o->tmpfs, o->disk, o->writers);
 		if (o->gpuckpt)
 			printf(
 			    "  gpuckpt: LD_PRELOAD=%s GPUCKPT_DIR=<%s|%s>/gpuckpt-throughput.PID\n"
@@ -504,8 +531,8 @@ int main(int argc, char **argv)
 		/* Written after every size, so an interrupted run keeps what it measured. */
 		snprintf(header, sizeof(header),
 			 "# gpuckpt checkpoint throughput: %s, %s\n\n- tmpfs: %s, disk: %s\n"
-			 "- runtime: %s\n- worker: %s",
-			 o.machine, stamp, o.tmpfs, o.disk, o.runtime, o.worker);
+			 "- runtime: %s\n- worker: %s\n- parallel storage: %d writers",
+			 o.machine, stamp, o.tmpfs, o.disk, o.runtime, o.worker, o.writers);
 		if (tp_write_reports(rep, base, header, err, sizeof(err)))
 			die("%s", err);
 	}

@@ -3,8 +3,9 @@
  * ceiling it cannot beat: a checkpoint is a device-to-host copy followed by a
  * write, so it is bounded by the slower of pinned device-to-host bandwidth and
  * the storage's own write bandwidth; a restore likewise by the read and the
- * host-to-device copy. The driver's checkpoint moves device memory into host
- * memory only, so its ceiling is the copy alone.
+ * host-to-device copy. The storage's rate is the better of one writer and
+ * several (the runtime writes with several threads). The driver's checkpoint
+ * moves device memory into host memory only, so its ceiling is the copy alone.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -49,6 +50,19 @@ static double gbps(const struct tp_result *r)
 	return r && r->seconds > 0 && r->bytes ? (double)r->bytes / r->seconds / 1e9 : -1.0;
 }
 
+/* The faster of the one-stream measurement `metric` and its _parallel twin. */
+static const struct tp_result *best_storage(const struct tp_report *rep, uint64_t size,
+					    const char *metric, const char *target)
+{
+	const struct tp_result *one = find(rep, size, metric, target);
+	char par[40];
+	const struct tp_result *many;
+
+	snprintf(par, sizeof(par), "%s_parallel", metric);
+	many = find(rep, size, par, target);
+	return gbps(many) > gbps(one) ? many : one;
+}
+
 /* The ceiling of r, its description in `what`; < 0 when it has none. */
 static double ceiling(const struct tp_report *rep, const struct tp_result *r, char *what,
 		      size_t len)
@@ -60,14 +74,14 @@ static double ceiling(const struct tp_report *rep, const struct tp_result *r, ch
 	what[0] = 0;
 	if (!strcmp(r->metric, "gpuckpt_checkpoint")) {
 		a = find(rep, r->size, "d2h_pinned", "");
-		b = find(rep, r->size, "write", r->target);
+		b = best_storage(rep, r->size, "write", r->target);
 		an = "pinned D2H";
-		bn = "write";
+		bn = b ? b->metric : "write";
 	} else if (!strcmp(r->metric, "gpuckpt_restore")) {
 		a = find(rep, r->size, "h2d_pinned", "");
-		b = find(rep, r->size, "read", r->target);
+		b = best_storage(rep, r->size, "read", r->target);
 		an = "pinned H2D";
-		bn = "read";
+		bn = b ? b->metric : "read";
 	} else if (!strcmp(r->metric, "driver_checkpoint") || !strcmp(r->metric, "d2h_pageable")) {
 		a = find(rep, r->size, "d2h_pinned", "");
 		an = "pinned D2H";

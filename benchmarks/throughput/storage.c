@@ -3,12 +3,15 @@
  * checkpoints move: a file written in 64 MiB write()s and fsync()ed, then read
  * back after its pages were dropped from the page cache (posix_fadvise
  * DONTNEED works on clean pages, so the read comes from the device; on tmpfs
- * the pages are the storage and stay).
+ * the pages are the storage and stay). Once by one writer, once by several
+ * threads each with its own file and share (as the runtime's writers do): one
+ * stream seldom reaches what the storage sustains in parallel.
  */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -29,19 +32,27 @@ double tp_now(void)
 	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
-static void *io_buffer(void)
+static pthread_once_t buf_once = PTHREAD_ONCE_INIT;
+static void *shared_buf;
+
+static void make_buffer(void)
 {
-	static void *buf;
+	void *buf;
 	size_t i;
 
-	if (buf)
-		return buf;
 	if (posix_memalign(&buf, 4096, IO_CHUNK))
-		return NULL;
+		return;
 	/* Not zeros: a file system that compresses or skips zero pages would flatter itself. */
 	for (i = 0; i < IO_CHUNK / sizeof(uint64_t); i++)
 		((uint64_t *)buf)[i] = i * 0x9e3779b97f4a7c15ull;
-	return buf;
+	shared_buf = buf;
+}
+
+/* Written once, then only read (writers) or overwritten with the same file data (readers). */
+static void *io_buffer(void)
+{
+	pthread_once(&buf_once, make_buffer);
+	return shared_buf;
 }
 
 int tp_storage_write(const char *path, uint64_t bytes, double *seconds, char *err, size_t errlen)
@@ -159,6 +170,156 @@ int tp_storage_read(const char *path, uint64_t bytes, double *seconds, char *err
 out_close:
 	close(fd);
 	return rc;
+}
+
+/* ---- several writers: one file and one thread each ---- */
+
+struct io_job {
+	pthread_t thread;
+	char path[4096];
+	uint64_t bytes;
+	int write;
+	void *buf; /* readers: their own, so that they do not share cache lines with each other */
+	int rc;
+	char err[TP_ERRLEN];
+};
+
+static void *io_thread(void *arg)
+{
+	struct io_job *j = arg;
+	uint64_t done = 0;
+	int fd;
+
+	fd = j->write ? open(j->path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600)
+		      : open(j->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		j->rc = -errno;
+		snprintf(j->err, sizeof(j->err), "%s: %s", j->path, strerror(errno));
+		return NULL;
+	}
+	while (done < j->bytes) {
+		size_t len = j->bytes - done < IO_CHUNK ? (size_t)(j->bytes - done) : IO_CHUNK;
+		ssize_t n = j->write ? write(fd, j->buf, len) : read(fd, j->buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0) {
+			j->rc = n < 0 ? -errno : -EIO;
+			snprintf(j->err, sizeof(j->err), "%s: %s after %llu bytes", j->path,
+				 n < 0 ? strerror(errno) : (j->write ? "no progress" : "short file"),
+				 (unsigned long long)done);
+			goto out_close;
+		}
+		done += (uint64_t)n;
+	}
+	if (j->write && fsync(fd)) {
+		j->rc = -errno;
+		snprintf(j->err, sizeof(j->err), "%s: fsync: %s", j->path, strerror(errno));
+	}
+out_close:
+	if (close(fd) && !j->rc && j->write) {
+		j->rc = -errno;
+		snprintf(j->err, sizeof(j->err), "%s: close: %s", j->path, strerror(errno));
+	}
+	return NULL;
+}
+
+/* Shares of `bytes` in 4 KiB units, the remainder on the last. */
+static uint64_t share(uint64_t bytes, int n, int i)
+{
+	uint64_t per = bytes / (uint64_t)n / 4096 * 4096;
+
+	return i == n - 1 ? bytes - per * (uint64_t)(n - 1) : per;
+}
+
+static int run_jobs(const char *prefix, uint64_t bytes, int n, int write, double *seconds,
+		    char *err, size_t errlen)
+{
+	struct io_job *jobs = calloc((size_t)n, sizeof(*jobs));
+	int i, started = 0, rc = 0;
+	double t0;
+
+	if (!jobs) {
+		snprintf(err, errlen, "%s: out of memory", write ? "write" : "read");
+		return -ENOMEM;
+	}
+	for (i = 0; i < n; i++) {
+		struct io_job *j = &jobs[i];
+
+		snprintf(j->path, sizeof(j->path), "%s.%d", prefix, i);
+		j->bytes = share(bytes, n, i);
+		j->write = write;
+		if (write) {
+			j->buf = io_buffer();
+		} else if (posix_memalign(&j->buf, 4096, IO_CHUNK)) {
+			j->buf = NULL;
+		} else {
+			/* Faulted in now: the first read into it must not pay for its pages. */
+			memset(j->buf, 0, IO_CHUNK);
+		}
+		if (!j->buf) {
+			snprintf(err, errlen, "%s: out of memory for the I/O buffers",
+				 write ? "write" : "read");
+			rc = -ENOMEM;
+			goto out_free;
+		}
+		if (!write) {
+			rc = evict_file(j->path);
+			if (rc < 0) {
+				snprintf(err, errlen, "read: %s: dropping cached pages: %s",
+					 j->path, strerror(-rc));
+				goto out_free;
+			}
+		}
+	}
+	t0 = tp_now();
+	for (i = 0; i < n; i++) {
+		rc = -pthread_create(&jobs[i].thread, NULL, io_thread, &jobs[i]);
+		if (rc) {
+			snprintf(err, errlen, "%s: starting thread %d: %s", write ? "write" : "read",
+				 i, strerror(-rc));
+			break;
+		}
+		started++;
+	}
+	for (i = 0; i < started; i++)
+		pthread_join(jobs[i].thread, NULL);
+	*seconds = tp_now() - t0;
+	for (i = 0; i < started && !rc; i++) {
+		if (jobs[i].rc) {
+			rc = jobs[i].rc;
+			snprintf(err, errlen, "%s: %s", write ? "write" : "read", jobs[i].err);
+		}
+	}
+out_free:
+	if (!write)
+		for (i = 0; i < n; i++)
+			free(jobs[i].buf);
+	free(jobs);
+	return rc;
+}
+
+int tp_storage_write_parallel(const char *prefix, uint64_t bytes, int writers, double *seconds,
+			      char *err, size_t errlen)
+{
+	return run_jobs(prefix, bytes, writers, 1, seconds, err, errlen);
+}
+
+int tp_storage_read_parallel(const char *prefix, uint64_t bytes, int readers, double *seconds,
+			     char *err, size_t errlen)
+{
+	return run_jobs(prefix, bytes, readers, 0, seconds, err, errlen);
+}
+
+void tp_storage_remove_parallel(const char *prefix, int n)
+{
+	char path[4096];
+	int i;
+
+	for (i = 0; i < n; i++) {
+		snprintf(path, sizeof(path), "%s.%d", prefix, i);
+		unlink(path);
+	}
 }
 
 /* nftw() has no user pointer: the walks below are not reentrant, which is enough here. */

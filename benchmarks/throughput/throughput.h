@@ -38,6 +38,12 @@ int tp_write_reports(const struct tp_report *rep, const char *base, const char *
 /* storage.c: files written and read through the page cache, synced; 0 or -errno. */
 int tp_storage_write(const char *path, uint64_t bytes, double *seconds, char *err, size_t errlen);
 int tp_storage_read(const char *path, uint64_t bytes, double *seconds, char *err, size_t errlen);
+/* The same by n threads, thread i on <prefix>.<i> with its share of the bytes. */
+int tp_storage_write_parallel(const char *prefix, uint64_t bytes, int writers, double *seconds,
+			      char *err, size_t errlen);
+int tp_storage_read_parallel(const char *prefix, uint64_t bytes, int readers, double *seconds,
+			     char *err, size_t errlen);
+void tp_storage_remove_parallel(const char *prefix, int n);
 int tp_dir_bytes(const char *dir, uint64_t *bytes);
 int tp_dir_evict(const char *dir);
 int tp_dir_remove(const char *dir);

@@ -14,7 +14,9 @@
  *	hold             prints READY, waits for VERIFY on stdin (meanwhile another
  *	                 process checkpoints and restores it through the driver),
  *	                 then checks every word
- * Results are lines "RESULT <name> <bytes> <seconds>" on stdout.
+ * Results are lines "RESULT <name> <bytes> <seconds>" on stdout. Like the
+ * Rodinia programs it is not linked against libgpuckpt: the gpuckpt modes run
+ * with the runtime preloaded, the others without it.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -187,11 +189,11 @@ static void mode_save(uint64_t bytes, struct state *st)
 	if (rc < 0)
 		bench_die(
 		    "gpuckpt_request failed: %s (is libgpuckpt.so preloaded, GPUCKPT_DIR set?)",
-		    gpuckpt_strerror(rc));
+		    bench_strerror(rc));
 	t0 = bench_now();
 	rc = gpuckpt_point(1);
 	if (rc < 0)
-		bench_die("gpuckpt_point failed: %s", gpuckpt_strerror(rc));
+		bench_die("gpuckpt_point failed: %s", bench_strerror(rc));
 	if (rc != GPUCKPT_SAVED)
 		bench_die("gpuckpt_point returned %d, not GPUCKPT_SAVED: no checkpoint was written",
 			  rc);
@@ -208,7 +210,7 @@ static void mode_restore(uint64_t **p, uint64_t bytes, struct state *st)
 	t0 = bench_now();
 	rc = gpuckpt_point(0);
 	if (rc < 0)
-		bench_die("gpuckpt_point failed: %s", gpuckpt_strerror(rc));
+		bench_die("gpuckpt_point failed: %s", bench_strerror(rc));
 	if (rc != GPUCKPT_RESTORED)
 		bench_die("gpuckpt_point returned %d, not GPUCKPT_RESTORED: nothing was restored",
 			  rc);
@@ -263,6 +265,10 @@ int main(int argc, char **argv)
 	if (strcmp(mode, "copy") && strcmp(mode, "gpuckpt-save") &&
 	    strcmp(mode, "gpuckpt-restore") && strcmp(mode, "hold"))
 		bench_die("unknown mode '%s' (see --help)", mode);
+	/* Not linked against libgpuckpt (bench.h): the gpuckpt modes need it preloaded. */
+	if (!strncmp(mode, "gpuckpt", 7) && (!bench_runtime_present() || !gpuckpt_request))
+		bench_die("%s: the gpuckpt runtime is not loaded (LD_PRELOAD=libgpuckpt.so)",
+			  mode);
 	if (!strcmp(mode, "gpuckpt-restore") && gpuckpt_restarting(NULL) != 1)
 		bench_die("gpuckpt-restore: the runtime reports no checkpoint to restore "
 			  "(GPUCKPT_RESTORE set? runtime preloaded?)");

@@ -4,6 +4,7 @@
  * and the output contract the harness (benchmarks/run) parses:
  *
  *	<prog>: <parameters> device=<name>          (stdout, at start)
+ *	<prog>: main loop started at step K after S s (stderr, at the first point)
  *	<prog>: resumed at step K                   (stderr, on a restart)
  *	<prog>: checkpoint committed at step K      (stderr, SIGUSR1 or a request)
  *	checksum=0x%016llx                          (stdout, the result)
@@ -19,6 +20,32 @@
 #include <cuda_runtime.h>
 
 #include "gpuckpt.h"
+
+/*
+ * The programs are not linked against libgpuckpt (as examples/common/
+ * gpuckpt_optional.h does for the examples): a native run is the program
+ * alone, and under LD_PRELOAD=libgpuckpt.so these weak references resolve to
+ * the runtime. Without it they are NULL: nothing is protected, a point never
+ * checkpoints. Only bench.cu and the throughput worker call them, through
+ * bench_runtime_present().
+ */
+#ifdef __cplusplus
+extern "C" {
+#endif
+int gpuckpt_protect(const char *name, void *addr, size_t size) __attribute__((weak));
+int gpuckpt_point(long step) __attribute__((weak));
+int gpuckpt_request(void) __attribute__((weak));
+int gpuckpt_restarting(long *step) __attribute__((weak));
+const char *gpuckpt_strerror(int err) __attribute__((weak));
+#ifdef __cplusplus
+}
+#endif
+
+/* Is the gpuckpt runtime loaded into this process (preloaded, or the emulator's)? */
+int bench_runtime_present(void);
+
+/* The runtime's message for a negative errno it returned, or strerror's. */
+const char *bench_strerror(int err);
 
 /* Every CUDA runtime call goes through CK(): a failure names the call and the error, then exits. */
 #define CK(call) bench_check((call), #call, __FILE__, __LINE__)
@@ -59,13 +86,14 @@ double bench_now(void);
 long bench_parse_long(const char *text, const char *what, long min, long max);
 double bench_parse_double(const char *text, const char *what, double min, double max);
 
-/* gpuckpt_protect() that exits with the runtime's message on failure. */
+/* gpuckpt_protect() that exits with the runtime's message on failure; nothing without the runtime. */
 void bench_protect(const char *name, void *addr, size_t size);
 
 /*
  * The checkpoint point of the main loop: gpuckpt_point(step), with a line on
  * stderr when the state was restored or a checkpoint committed; exits on a
- * runtime error. Returns what gpuckpt_point() returned.
+ * runtime error. Returns what gpuckpt_point() returned (GPUCKPT_NOTHING
+ * without the runtime).
  */
 int bench_point(long step);
 
