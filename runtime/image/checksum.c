@@ -282,6 +282,64 @@ void gk_sha256(const void *data, size_t len, uint8_t digest[32])
 	}
 }
 
+void gk_sha256_init(struct gk_sha256_state *s)
+{
+	static const uint32_t iv[8] = {0x6a09e667, 0xbb67ae85, 0x3c6ef372, 0xa54ff53a,
+				       0x510e527f, 0x9b05688c, 0x1f83d9ab, 0x5be0cd19};
+
+	memcpy(s->h, iv, sizeof(iv));
+	s->total = 0;
+	s->buflen = 0;
+}
+
+void gk_sha256_update(struct gk_sha256_state *s, const void *data, size_t len)
+{
+	const uint8_t *p = data;
+
+	s->total += len;
+	if (s->buflen) {
+		size_t take = 64 - s->buflen < len ? 64 - s->buflen : len;
+
+		memcpy(s->buf + s->buflen, p, take);
+		s->buflen += (uint32_t)take;
+		p += take;
+		len -= take;
+		if (s->buflen < 64)
+			return;
+		sha256_block(s->h, s->buf);
+		s->buflen = 0;
+	}
+	for (; len >= 64; len -= 64, p += 64)
+		sha256_block(s->h, p);
+	memcpy(s->buf, p, len);
+	s->buflen = (uint32_t)len;
+}
+
+void gk_sha256_final(struct gk_sha256_state *s, char hex[65])
+{
+	static const char digits[] = "0123456789abcdef";
+	uint64_t bits = s->total * 8;
+	uint8_t tail[128];
+	size_t tail_len;
+
+	memset(tail, 0, sizeof(tail));
+	memcpy(tail, s->buf, s->buflen);
+	tail[s->buflen] = 0x80;
+	tail_len = s->buflen + 9 <= 64 ? 64 : 128;
+	for (int i = 0; i < 8; i++)
+		tail[tail_len - 1 - i] = (uint8_t)(bits >> (8 * i));
+	sha256_block(s->h, tail);
+	if (tail_len == 128)
+		sha256_block(s->h, tail + 64);
+	for (int i = 0; i < 32; i++) {
+		uint8_t b = (uint8_t)(s->h[i / 4] >> (24 - 8 * (i % 4)));
+
+		hex[2 * i] = digits[b >> 4];
+		hex[2 * i + 1] = digits[b & 15];
+	}
+	hex[64] = 0;
+}
+
 void gk_sha256_hex(const void *data, size_t len, char hex[65])
 {
 	static const char digits[] = "0123456789abcdef";

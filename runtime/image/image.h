@@ -36,6 +36,9 @@
 #define GK_MANIFEST_FILE "manifest.json"
 #define GK_SIGNATURE_FILE "manifest.sig"
 #define GK_HOST_DATA_FILE "host.data"
+/* The shepherd's folder in a transparent checkpoint (runtime/transparent):
+ * root:root 0700, CRIU's images and their seal. Never a data file. */
+#define GK_CRIU_DIR "criu"
 #define GK_DATA_ALIGN 4096u
 #define GK_DEFAULT_CHUNK_SIZE (64u << 20)
 #define GK_NAME_MAX 64 /* region names, file names: [A-Za-z0-9_.-], no "..", not empty */
@@ -53,6 +56,19 @@ void gk_sha256(const void *data, size_t len, uint8_t digest[32]);
 
 /* The same as 64 lowercase hex digits and a NUL. */
 void gk_sha256_hex(const void *data, size_t len, char hex[65]);
+
+/* SHA-256 of data that arrives in pieces (files too large to hold in
+ * memory: CRIU's images); final writes 64 lowercase hex digits and a NUL. */
+struct gk_sha256_state {
+	uint32_t h[8];
+	uint64_t total;
+	uint8_t buf[64];
+	uint32_t buflen;
+};
+
+void gk_sha256_init(struct gk_sha256_state *s);
+void gk_sha256_update(struct gk_sha256_state *s, const void *data, size_t len);
+void gk_sha256_final(struct gk_sha256_state *s, char hex[65]);
 
 /* XXH64 of data that arrives in pieces; the digest equals gk_xxh64 of the
  * concatenation. For chunks too large to hold in memory at once. */
@@ -247,6 +263,25 @@ int gk_store_create(struct gk_store_txn *txn, const char *name, int *fd, char *e
 int gk_store_commit(struct gk_store_txn *txn, struct gk_manifest *m, unsigned keep,
 		    int *signed_out, char *err, size_t errlen);
 
+/*
+ * The two halves of gk_store_commit, for a checkpoint that two parties finish
+ * (transparent mode: the runtime seals, the shepherd adds criu/ and publishes).
+ *
+ * gk_store_seal: everything commit does before the rename (m->sequence, the
+ * manifest, its signature, fsync of every file and of the directory). The
+ * directory keeps its .tmp name and txn stays open (gk_store_abort still
+ * removes it). A criu/ folder in it is not a data file and is left alone. On
+ * failure the .tmp directory is removed.
+ *
+ * gk_store_publish: rename ROOT/<tmpname> (".tmp.ckpt.N.<host>.<pid>", whose
+ * N must be `sequence`) to ROOT/ckpt.N, fsync ROOT, then prune to `keep`. On
+ * failure nothing is committed; the .tmp directory is left to the caller.
+ */
+int gk_store_seal(struct gk_store_txn *txn, struct gk_manifest *m, int *signed_out, char *err,
+		  size_t errlen);
+int gk_store_publish(const char *root, const char *tmpname, uint64_t sequence, unsigned keep,
+		     char *err, size_t errlen);
+
 /* Abandon a checkpoint being written: remove its .tmp directory. */
 void gk_store_abort(struct gk_store_txn *txn);
 
@@ -254,6 +289,7 @@ struct gk_store_entry {
 	char path[4096];
 	uint64_t sequence;
 	int complete; /* 0 for a .tmp directory left by a killed writer */
+	int transparent; /* it holds GK_CRIU_DIR: restored by the shepherd, not the runtime */
 	/* For incomplete ones: the writer named in the directory name, and
 	 * whether prune would remove it (writer gone, or older than a day). */
 	char writer_host[256];
@@ -268,7 +304,10 @@ int gk_store_list(const char *root, struct gk_store_entry **entries, size_t *n, 
 
 /* Keep the newest `keep` committed checkpoints; delete the rest (renamed to
  * .trash first so that a half-deleted checkpoint never looks committed), and
- * incomplete ones whose writer is gone. Returns how many were removed. */
+ * incomplete ones whose writer is gone. Returns how many were removed.
+ * A writer that is not root leaves transparent checkpoints in place with a
+ * warning: their criu/ is root's, it could rename them but not delete them,
+ * and the shepherd (root) prunes them itself. */
 int gk_store_prune(const char *root, unsigned keep, char *err, size_t errlen);
 
 #endif

@@ -294,6 +294,17 @@ static int open_root(const char *root, char *err, size_t errlen)
 	return fd < 0 ? -errno : fd;
 }
 
+/* A transparent checkpoint: criu/ is a real directory (a link is not). */
+static int has_criu_dir(int rootfd, const char *name)
+{
+	char path[384];
+	struct stat st;
+
+	if (snprintf(path, sizeof(path), "%s/" GK_CRIU_DIR, name) >= (int)sizeof(path))
+		return 0;
+	return fstatat(rootfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+}
+
 static int entry_cmp(const void *pa, const void *pb)
 {
 	const struct gk_store_entry *a = pa, *b = pb;
@@ -353,6 +364,7 @@ static int scan_root(const char *root, int rootfd, struct gk_store_entry **entri
 		if (!entries)
 			continue;
 		ent.sequence = seq;
+		ent.transparent = has_criu_dir(rootfd, e->d_name);
 		if (!ent.complete)
 			ent.stale = writer_gone(ent.writer_host, ent.writer_pid, st.st_mtime);
 		if (join(ent.path, sizeof(ent.path), root, e->d_name) < 0)
@@ -450,6 +462,13 @@ static int prune_fd(const char *root, int rootfd, unsigned keep, char *err, size
 		}
 		if (!e->complete && !e->stale)
 			continue;
+		/* criu/ is root's 0700: a user could rename the checkpoint to
+		 * .trash but never empty it, leaving root's images behind in a
+		 * name nobody lists. The shepherd prunes these as root. */
+		if (e->transparent && geteuid() != 0) {
+			gk_warn("prune: %s: transparent checkpoint left to the shepherd", e->path);
+			continue;
+		}
 		r = e->complete ? delete_committed(rootfd, name, e->sequence)
 				: remove_tree(rootfd, name, 0);
 		if (r < 0) {
@@ -588,6 +607,14 @@ static int name_cmp(const void *a, const void *b)
 	return strcmp(((const struct gk_file_rec *)a)->name, ((const struct gk_file_rec *)b)->name);
 }
 
+static int is_criu_dir(int dirfd, const char *name)
+{
+	struct stat st;
+
+	return !strcmp(name, GK_CRIU_DIR) && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISDIR(st.st_mode);
+}
+
 /* The data files of the directory, for a manifest that does not list them. */
 static int list_files(struct gk_store_txn *txn, struct gk_manifest *m, char *err, size_t errlen)
 {
@@ -610,6 +637,8 @@ static int list_files(struct gk_store_txn *txn, struct gk_manifest *m, char *err
 
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
 		    !strcmp(e->d_name, GK_MANIFEST_FILE) || !strcmp(e->d_name, GK_SIGNATURE_FILE))
+			continue;
+		if (is_criu_dir(txn->dirfd, e->d_name))
 			continue;
 		if (!data_name_ok(e->d_name) ||
 		    fstatat(txn->dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
@@ -719,6 +748,9 @@ static int sync_all(struct gk_store_txn *txn, char *err, size_t errlen)
 
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
+		/* The shepherd syncs its own folder; a user cannot open it. */
+		if (is_criu_dir(txn->dirfd, e->d_name))
+			continue;
 		f = openat(txn->dirfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (f < 0 || fsync(f) < 0) {
 			ret = -errno;
@@ -736,15 +768,14 @@ static int sync_all(struct gk_store_txn *txn, char *err, size_t errlen)
 	return ret;
 }
 
-int gk_store_commit(struct gk_store_txn *txn, struct gk_manifest *m, unsigned keep, int *signed_out,
-		    char *err, size_t errlen)
+int gk_store_seal(struct gk_store_txn *txn, struct gk_manifest *m, int *signed_out, char *err,
+		  size_t errlen)
 {
-	char final[64], sigpath[4096 + 32], sub[GK_ERRLEN];
-	const char *tmpname;
+	char sigpath[4096 + 32], sub[GK_ERRLEN];
 	struct gk_manifest *check = NULL;
 	char *text = NULL;
 	size_t len = 0;
-	int rootfd = -1, ret, pr;
+	int ret;
 
 	if (signed_out)
 		*signed_out = 0;
@@ -789,46 +820,87 @@ int gk_store_commit(struct gk_store_txn *txn, struct gk_manifest *m, unsigned ke
 	ret = sync_all(txn, err, errlen);
 	if (ret < 0)
 		goto out_text;
-	rootfd = open_root(txn->root, err, errlen);
-	if (rootfd < 0) {
-		ret = rootfd;
-		goto out_text;
+	free(text);
+	return 0;
+out_text:
+	free(text);
+out_abort:
+	gk_store_abort(txn);
+	return ret;
+}
+
+int gk_store_publish(const char *root, const char *tmpname, uint64_t sequence, unsigned keep,
+		     char *err, size_t errlen)
+{
+	char final[64], host[256], sub[GK_ERRLEN];
+	struct stat st;
+	uint64_t seq;
+	pid_t pid;
+	int rootfd, ret, pr;
+
+	/* The name may come from another process (the runtime, through the
+	 * shepherd's socket): only a writer's folder of this very sequence. */
+	if (strchr(tmpname, '/') ||
+	    parse_writer(tmpname, TMP_PREFIX, &seq, host, sizeof(host), &pid) < 0 ||
+	    seq != sequence) {
+		snprintf(err, errlen, "%s: not the folder of checkpoint %" PRIu64 " being written",
+			 tmpname, sequence);
+		return -EINVAL;
 	}
-	tmpname = strrchr(txn->tmpdir, '/') + 1;
-	snprintf(final, sizeof(final), CKPT_PREFIX "%06" PRIu64, txn->sequence);
+	rootfd = open_root(root, err, errlen);
+	if (rootfd < 0)
+		return rootfd;
+	if (fstatat(rootfd, tmpname, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s/%s: %s", root, tmpname, strerror(-ret));
+		goto out_root;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		ret = -ENOTDIR;
+		snprintf(err, errlen, "%s/%s: not a directory", root, tmpname);
+		goto out_root;
+	}
+	snprintf(final, sizeof(final), CKPT_PREFIX "%06" PRIu64, sequence);
 	ret = rename_noreplace(rootfd, tmpname, final);
 	if (ret < 0) {
-		snprintf(err, errlen, "%s/%s: cannot commit: %s", txn->root, final, strerror(-ret));
+		snprintf(err, errlen, "%s/%s: cannot commit: %s", root, final, strerror(-ret));
 		goto out_root;
 	}
 	if (fsync(rootfd) < 0) {
 		/* Not known to be on disk: withdraw it rather than report a
 		 * checkpoint as safe that a crash could still lose. */
 		ret = -errno;
-		snprintf(err, errlen, "%s: fsync: %s", txn->root, strerror(-ret));
-		delete_committed(rootfd, final, txn->sequence);
-		close(txn->dirfd);
-		txn->dirfd = -1;
-		txn->tmpdir[0] = 0;
+		snprintf(err, errlen, "%s: fsync: %s", root, strerror(-ret));
+		delete_committed(rootfd, final, sequence);
 		goto out_root;
 	}
-	close(txn->dirfd);
-	txn->dirfd = -1;
-	gk_debug("commit: %s/%s: committed", txn->root, final);
+	gk_debug("commit: %s/%s: committed", root, final);
 	if (keep) {
-		pr = prune_fd(txn->root, rootfd, keep, sub, sizeof(sub));
+		pr = prune_fd(root, rootfd, keep, sub, sizeof(sub));
 		if (pr < 0)
 			gk_warn("prune: %s", sub);
 	}
-	txn->tmpdir[0] = 0;
-	close(rootfd);
-	free(text);
-	return 0;
+	ret = 0;
 out_root:
 	close(rootfd);
-out_text:
-	free(text);
-out_abort:
-	gk_store_abort(txn);
 	return ret;
+}
+
+int gk_store_commit(struct gk_store_txn *txn, struct gk_manifest *m, unsigned keep, int *signed_out,
+		    char *err, size_t errlen)
+{
+	int ret = gk_store_seal(txn, m, signed_out, err, errlen);
+
+	if (ret < 0)
+		return ret;
+	ret = gk_store_publish(txn->root, strrchr(txn->tmpdir, '/') + 1, txn->sequence, keep, err,
+			       errlen);
+	if (ret < 0) {
+		gk_store_abort(txn);
+		return ret;
+	}
+	close(txn->dirfd);
+	txn->dirfd = -1;
+	txn->tmpdir[0] = 0;
+	return 0;
 }

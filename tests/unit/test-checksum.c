@@ -42,6 +42,29 @@ static void check_sha256(const void *data, size_t len, const char *want, const c
 	is_str(hex, want, "sha256 %s", what);
 }
 
+/* Streaming SHA-256 equals one-shot for every length and split point. */
+static int sha256_streaming_matches(const uint8_t *buf, size_t max)
+{
+	for (size_t len = 0; len <= max; len++) {
+		char want[65], got[65];
+
+		gk_sha256_hex(buf, len, want);
+		for (size_t cut = 0; cut <= len; cut += 7) {
+			struct gk_sha256_state s;
+
+			gk_sha256_init(&s);
+			gk_sha256_update(&s, buf, cut);
+			gk_sha256_update(&s, buf + cut, len - cut);
+			gk_sha256_final(&s, got);
+			if (strcmp(want, got) != 0) {
+				printf("#   length %zu, split at %zu\n", len, cut);
+				return 0;
+			}
+		}
+	}
+	return 1;
+}
+
 static int streaming_matches(const uint8_t *buf, size_t max)
 {
 	unsigned seed = 12345;
@@ -98,7 +121,7 @@ int main(void)
 	static uint8_t buf[2367];
 	static char million[1000000];
 
-	plan(21);
+	plan(22);
 	sanity_buffer(buf, sizeof(buf));
 	check_xxh64(buf, 0, 0, 0xEF46DB3751D8E999ull, "sanity buffer");
 	check_xxh64(buf, 1, 0, 0xE934A84ADB052768ull, "sanity buffer");
@@ -130,6 +153,8 @@ int main(void)
 		     "jklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu",
 		     112, "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1",
 		     "896-bit message");
+	ok(sha256_streaming_matches(buf, 200),
+	   "streaming sha256 equals one-shot for every split of 0..200 bytes");
 	memset(million, 'a', sizeof(million));
 	check_sha256(million, sizeof(million),
 		     "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0",
