@@ -111,7 +111,8 @@ int gk_supervise(struct gk_shepherd *sh)
 		if (si.ssi_signo == SIGCHLD)
 			continue;
 		action = trigger_action(sh, (int)si.ssi_signo);
-		if (action < 0)
+		/* After a checkpoint that ends the tree, only its end is awaited. */
+		if (action < 0 || checkpointed_on)
 			continue;
 		pending_since = 0;
 		gk_info("transparent: signal %d: checkpointing pid %d", (int)si.ssi_signo,
