@@ -75,7 +75,7 @@ static void close_peers(struct ckpt *c, const char *abort_reason)
 			continue;
 		if (abort_reason)
 			gk_sock_send(c->peers[i].fd, "ABORT", abort_reason);
-		close(c->peers[i].fd);
+		gk_sock_close(c->peers[i].fd);
 		c->peers[i].fd = -1;
 	}
 }
@@ -256,8 +256,14 @@ static int lock_all(struct ckpt *c)
 					 (int)p->pid);
 				return -ETIMEDOUT;
 			}
-			if (poll(&pf, 1, (int)(left * 1000) + 1) > 0 &&
-			    recv(p->fd, buf, sizeof(buf), MSG_DONTWAIT) <= 0 && errno != EAGAIN) {
+			ssize_t r;
+
+			if (poll(&pf, 1, (int)(left * 1000) + 1) <= 0)
+				continue;
+			/* Only the close is expected; anything said now is
+			 * ignored, the close still awaited. */
+			r = recv(p->fd, buf, sizeof(buf), MSG_DONTWAIT);
+			if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
 				close(p->fd);
 				p->fd = -1;
 			}
@@ -482,11 +488,6 @@ int gk_checkpoint(struct gk_shepherd *sh, int exit_after)
 	}
 	c->sh = sh;
 	c->ckptfd = c->criufd = -1;
-	if (!sh->criu[0]) {
-		snprintf(c->err, sizeof(c->err), "no usable CRIU on this node (gpuckpt-shepherd probe)");
-		ret = -ENOTSUP;
-		goto out_abort;
-	}
 	ret = gk_tree_list(sh->init, c->pids, GK_SHEP_MAX_PROCS, &c->npids, c->err,
 			   sizeof(c->err));
 	if (ret < 0)
@@ -507,6 +508,12 @@ int gk_checkpoint(struct gk_shepherd *sh, int exit_after)
 		close_peers(c, "a process of the task uses application mode");
 		ret = -ECANCELED;
 		goto out;
+	}
+	/* Checked once the runtimes have spoken, so that they hear ABORT. */
+	if (!sh->criu[0]) {
+		snprintf(c->err, sizeof(c->err), "no usable CRIU on this node (gpuckpt-shepherd probe)");
+		ret = -ENOTSUP;
+		goto out_abort;
 	}
 	if (c->npeers && !sh->have_cuda) {
 		snprintf(c->err, sizeof(c->err), "the CUDA driver's checkpoint API is not available");

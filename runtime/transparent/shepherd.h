@@ -190,6 +190,9 @@ int gk_sock_listen_on(const char *name, char *err, size_t errlen);
 /* 1 when name may be a socket name: 1 to 100 of [A-Za-z0-9._-]. */
 int gk_sock_name_ok(const char *name);
 
+/* Close a peer's connection without losing what was sent to it. */
+void gk_sock_close(int conn);
+
 /* Send LOCKED or ABORT <reason> (reason made printable, one line). */
 int gk_sock_send(int conn, const char *what, const char *reason);
 

@@ -181,3 +181,14 @@ int gk_sock_send(int conn, const char *what, const char *reason)
 		n = sizeof(msg) - 1;
 	return send(conn, msg, n, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
+
+void gk_sock_close(int conn)
+{
+	char buf[GK_SHEP_MSG_MAX];
+
+	/* A unix socket closed with unread packets resets the connection, and
+	 * the peer loses what was just sent to it (the ABORT). */
+	while (recv(conn, buf, sizeof(buf), MSG_DONTWAIT) > 0)
+		;
+	close(conn);
+}

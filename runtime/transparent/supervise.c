@@ -60,7 +60,7 @@ static void refuse_pending(struct gk_shepherd *sh)
 			continue;
 		}
 		gk_sock_send(conn, "ABORT", "the shepherd received no trigger signal");
-		close(conn);
+		gk_sock_close(conn);
 	}
 }
 
