@@ -104,11 +104,12 @@ static void read_peer(struct ckpt *c, struct peer *p)
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
 	if (n <= 0 || gk_msg_parse(buf, (size_t)n, &m) < 0 ||
-	    (m.type == GK_MSG_READY && !p->hello) ||
-	    (m.type != GK_MSG_READY && p->hello) || p->ready) {
+	    (m.type == GK_MSG_READY && !p->hello) || (m.type != GK_MSG_READY && p->hello) ||
+	    p->ready) {
 		if (n > 0)
-			gk_warn("transparent: socket: pid %d: not a message of the protocol; closed",
-				(int)p->pid);
+			gk_warn(
+			    "transparent: socket: pid %d: not a message of the protocol; closed",
+			    (int)p->pid);
 		close(p->fd);
 		p->fd = -1;
 		return;
@@ -148,7 +149,8 @@ static int gather(struct ckpt *c)
 			struct peer *p = &c->peers[c->npeers];
 
 			memset(p, 0, sizeof(*p));
-			if (gk_sock_accept(sh->listener, sh->o->uid, sh->init, &p->fd, &p->pid) == 0 &&
+			if (gk_sock_accept(sh->listener, sh->o->uid, sh->init, &p->fd, &p->pid) ==
+				0 &&
 			    p->fd >= 0)
 				c->npeers++;
 		}
@@ -165,8 +167,9 @@ static int gather(struct ckpt *c)
 		for (size_t k = 0; k < c->npeers; k++)
 			found |= c->peers[k].pid == c->cuda[i] && c->peers[k].ready;
 		if (!found)
-			gk_notice("transparent: pid %d did not report; the driver checkpoints it alone",
-				  (int)c->cuda[i]);
+			gk_notice(
+			    "transparent: pid %d did not report; the driver checkpoints it alone",
+			    (int)c->cuda[i]);
 	}
 	return 0;
 }
@@ -189,8 +192,7 @@ static int pick_folder(struct ckpt *c)
 		}
 		snprintf(c->tmpname, sizeof(c->tmpname), "%s", p->ready_msg.name);
 	}
-	if (c->tmpname[0] &&
-	    sscanf(c->tmpname, ".tmp.ckpt.%" SCNu64 ".", &c->sequence) != 1) {
+	if (c->tmpname[0] && sscanf(c->tmpname, ".tmp.ckpt.%" SCNu64 ".", &c->sequence) != 1) {
 		snprintf(c->err, sizeof(c->err), "%s: not a checkpoint folder", c->tmpname);
 		return -EINVAL;
 	}
@@ -360,8 +362,8 @@ static int make_criu_dir(struct ckpt *c)
 			snprintf(c->err, sizeof(c->err), "%s: %s", o->dir, strerror(errno));
 			return -errno;
 		}
-		c->ckptfd = openat(rootfd, c->tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
-							       O_CLOEXEC);
+		c->ckptfd =
+		    openat(rootfd, c->tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		close(rootfd);
 		if (c->ckptfd < 0 || fstat(c->ckptfd, &st) < 0 || st.st_uid != o->uid) {
 			snprintf(c->err, sizeof(c->err), "%s/%s: not a folder of uid %u", o->dir,
@@ -488,8 +490,7 @@ int gk_checkpoint(struct gk_shepherd *sh, int exit_after)
 	}
 	c->sh = sh;
 	c->ckptfd = c->criufd = -1;
-	ret = gk_tree_list(sh->init, c->pids, GK_SHEP_MAX_PROCS, &c->npids, c->err,
-			   sizeof(c->err));
+	ret = gk_tree_list(sh->init, c->pids, GK_SHEP_MAX_PROCS, &c->npids, c->err, sizeof(c->err));
 	if (ret < 0)
 		goto out_abort;
 	/* Refuse before anything is locked; checked again before the dump. */
@@ -511,12 +512,14 @@ int gk_checkpoint(struct gk_shepherd *sh, int exit_after)
 	}
 	/* Checked once the runtimes have spoken, so that they hear ABORT. */
 	if (!sh->criu[0]) {
-		snprintf(c->err, sizeof(c->err), "no usable CRIU on this node (gpuckpt-shepherd probe)");
+		snprintf(c->err, sizeof(c->err),
+			 "no usable CRIU on this node (gpuckpt-shepherd probe)");
 		ret = -ENOTSUP;
 		goto out_abort;
 	}
 	if (c->npeers && !sh->have_cuda) {
-		snprintf(c->err, sizeof(c->err), "the CUDA driver's checkpoint API is not available");
+		snprintf(c->err, sizeof(c->err),
+			 "the CUDA driver's checkpoint API is not available");
 		ret = -ENOTSUP;
 		goto out_abort;
 	}
@@ -533,11 +536,10 @@ int gk_checkpoint(struct gk_shepherd *sh, int exit_after)
 	if (ret < 0)
 		goto out_release;
 	t_driver = gk_now();
-	ret = gk_tree_list(sh->init, c->pids, GK_SHEP_MAX_PROCS, &c->npids, c->err,
-			   sizeof(c->err));
+	ret = gk_tree_list(sh->init, c->pids, GK_SHEP_MAX_PROCS, &c->npids, c->err, sizeof(c->err));
 	if (ret == 0)
-		ret = gk_tree_check_owner(c->pids, c->npids, o->uid, o->gid, c->err,
-					  sizeof(c->err));
+		ret =
+		    gk_tree_check_owner(c->pids, c->npids, o->uid, o->gid, c->err, sizeof(c->err));
 	if (ret < 0)
 		goto out_release;
 	ret = c->tmpname[0] ? 0 : begin_own(c);

@@ -90,7 +90,9 @@ static int check_version(const char *path, char *err, size_t errlen)
 	ret = run_capture(path, argv, out, sizeof(out));
 	if (ret != 0) {
 		snprintf(err, errlen, "%s --version: %s", path,
-			 ret < 0 ? strerror(-ret) : ret == 127 ? "cannot run it" : "failed");
+			 ret < 0      ? strerror(-ret)
+			 : ret == 127 ? "cannot run it"
+				      : "failed");
 		return -ENOEXEC;
 	}
 	v = strstr(out, "Version: ");
@@ -171,9 +173,8 @@ static void log_tail(const char *logpath, char *err, size_t errlen)
 	if (!logpath || (fd = open(logpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return;
 	size = lseek(fd, 0, SEEK_END);
-	got = pread(fd, buf, sizeof(buf) - 1, size > (off_t)sizeof(buf) - 1
-						       ? size - (off_t)sizeof(buf) + 1
-						       : 0);
+	got = pread(fd, buf, sizeof(buf) - 1,
+		    size > (off_t)sizeof(buf) - 1 ? size - (off_t)sizeof(buf) + 1 : 0);
 	close(fd);
 	if (got <= 0)
 		return;

@@ -18,21 +18,24 @@ static const struct {
 	const char *symbol;
 	size_t offset;
 } entries[] = {
-#define E(name) {#name, offsetof(struct gk_cudackpt, name)}
-	E(cuInit),
-	E(cuGetErrorName),
-	E(cuGetErrorString),
-	E(cuDriverGetVersion),
-	E(cuDeviceGetCount),
-	E(cuDeviceGet),
-	E(cuDeviceGetName),
-	E(cuDeviceGetUuid),
-	E(cuCheckpointProcessGetState),
-	E(cuCheckpointProcessGetRestoreThreadId),
-	E(cuCheckpointProcessLock),
-	E(cuCheckpointProcessCheckpoint),
-	E(cuCheckpointProcessRestore),
-	E(cuCheckpointProcessUnlock),
+#define E(name)                                                                                    \
+	{                                                                                          \
+#name, offsetof(struct gk_cudackpt, name)                                          \
+	}
+    E(cuInit),
+    E(cuGetErrorName),
+    E(cuGetErrorString),
+    E(cuDriverGetVersion),
+    E(cuDeviceGetCount),
+    E(cuDeviceGet),
+    E(cuDeviceGetName),
+    E(cuDeviceGetUuid),
+    E(cuCheckpointProcessGetState),
+    E(cuCheckpointProcessGetRestoreThreadId),
+    E(cuCheckpointProcessLock),
+    E(cuCheckpointProcessCheckpoint),
+    E(cuCheckpointProcessRestore),
+    E(cuCheckpointProcessUnlock),
 #undef E
 };
 
@@ -96,8 +99,8 @@ int gk_uuid_format(const CUuuid *u, char out[64])
 			"GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
 			b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
 			b[12], b[13], b[14], b[15]) == 40
-		       ? 0
-		       : -EINVAL;
+		   ? 0
+		   : -EINVAL;
 }
 
 int gk_uuid_parse(const char *text, CUuuid *u)

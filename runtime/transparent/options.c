@@ -19,72 +19,72 @@
 #include <unistd.h>
 
 const char gk_shep_usage[] =
-	"NAME\n"
-	"    gpuckpt-shepherd - checkpoint and restore a task's whole process tree\n"
-	"    (transparent mode: CRIU and the CUDA driver's checkpoint API)\n"
-	"\n"
-	"SYNOPSIS\n"
-	"    gpuckpt-shepherd probe [--criu PATH]\n"
-	"    gpuckpt-shepherd run [OPTIONS] -- PROGRAM [ARG...]\n"
-	"    gpuckpt-shepherd restore [OPTIONS]\n"
-	"    gpuckpt-shepherd attach --child PID [OPTIONS]\n"
-	"    gpuckpt-shepherd --help\n"
-	"\n"
-	"DESCRIPTION\n"
-	"    One shepherd per task, started as root by the gpuckpt SPANK plugin (never\n"
-	"    setuid). It supervises the task's PID namespace; on a trigger signal it\n"
-	"    has the runtime drain the GPU, locks and checkpoints the CUDA processes\n"
-	"    through the driver, dumps the tree with CRIU into a root-owned criu/\n"
-	"    folder of the checkpoint, seals it and commits the checkpoint. On restart\n"
-	"    it restores the newest transparent checkpoint onto the GPUs it now has.\n"
-	"    It exits with the program's status (128+signal after a checkpoint that\n"
-	"    ends the program).\n"
-	"\n"
-	"COMMANDS\n"
-	"    probe     print 'ok', or why this node cannot do transparent mode\n"
-	"              (exit 0 or 1); needs no root\n"
-	"    run       make a PID namespace, run PROGRAM in it as --uid/--gid under\n"
-	"              gpuckpt-init, and supervise it (what the plugin does, for use\n"
-	"              outside Slurm)\n"
-	"    restore   restore the newest transparent checkpoint of --dir, supervise it\n"
-	"    attach    supervise the namespace whose PID 1 is --child, a child of this\n"
-	"              process (the plugin's way in)\n"
-	"\n"
-	"OPTIONS\n"
-	"    --dir DIR            the task's checkpoint root (absolute; GPUCKPT_DIR)\n"
-	"    --uid UID            the job's user (number or name); the program runs as\n"
-	"                         it and every process dumped must be it\n"
-	"    --gid GID            the job's group (number or name)\n"
-	"    --criu PATH          CRIU to use (absolute; version 4 or later; default\n"
-	"                         /usr/sbin/criu, then /usr/local/sbin/criu)\n"
-	"    --assist on|off      let the runtime dump device memory itself (default on)\n"
-	"    --ready-timeout S    seconds to wait for READY from every CUDA process\n"
-	"                         (default 10)\n"
-	"    --lock-timeout S     seconds the driver may take to lock a process\n"
-	"                         (default 10)\n"
-	"    --keep N             committed checkpoints to keep (default 2; 0: all)\n"
-	"    --job ID --step S --task T\n"
-	"                         the Slurm job, step and task (recorded in the seal,\n"
-	"                         checked on restore; default: SLURM_JOB_ID,\n"
-	"                         SLURM_STEP_ID, SLURM_PROCID)\n"
-	"    --signals LIST       trigger signals and what follows the checkpoint\n"
-	"                         (default TERM:exit,USR1:continue,USR2:continue)\n"
-	"    --child PID          attach: PID 1 of the task's namespace\n"
-	"    -h, --help           this text\n"
-	"\n"
-	"ENVIRONMENT\n"
-	"    GPUCKPT_SHEPHERD     set by the shepherd in the program's environment: the\n"
-	"                         abstract socket the runtime reports to\n"
-	"    GPUCKPT_LOG_LEVEL    error, warn, notice (default), info, debug\n"
-	"\n"
-	"EXIT STATUS\n"
-	"    The program's exit status, 128+N when it ended on signal N (or was\n"
-	"    checkpointed on N); 1 for a failure of the shepherd; 2 for bad usage.\n"
-	"\n"
-	"EXAMPLES\n"
-	"    gpuckpt-shepherd probe\n"
-	"    gpuckpt-shepherd run --dir /bb/ckpt/job1 --uid alice --gid alice -- ./train\n"
-	"    gpuckpt-shepherd restore --dir /bb/ckpt/job1 --uid alice --gid alice\n";
+    "NAME\n"
+    "    gpuckpt-shepherd - checkpoint and restore a task's whole process tree\n"
+    "    (transparent mode: CRIU and the CUDA driver's checkpoint API)\n"
+    "\n"
+    "SYNOPSIS\n"
+    "    gpuckpt-shepherd probe [--criu PATH]\n"
+    "    gpuckpt-shepherd run [OPTIONS] -- PROGRAM [ARG...]\n"
+    "    gpuckpt-shepherd restore [OPTIONS]\n"
+    "    gpuckpt-shepherd attach --child PID [OPTIONS]\n"
+    "    gpuckpt-shepherd --help\n"
+    "\n"
+    "DESCRIPTION\n"
+    "    One shepherd per task, started as root by the gpuckpt SPANK plugin (never\n"
+    "    setuid). It supervises the task's PID namespace; on a trigger signal it\n"
+    "    has the runtime drain the GPU, locks and checkpoints the CUDA processes\n"
+    "    through the driver, dumps the tree with CRIU into a root-owned criu/\n"
+    "    folder of the checkpoint, seals it and commits the checkpoint. On restart\n"
+    "    it restores the newest transparent checkpoint onto the GPUs it now has.\n"
+    "    It exits with the program's status (128+signal after a checkpoint that\n"
+    "    ends the program).\n"
+    "\n"
+    "COMMANDS\n"
+    "    probe     print 'ok', or why this node cannot do transparent mode\n"
+    "              (exit 0 or 1); needs no root\n"
+    "    run       make a PID namespace, run PROGRAM in it as --uid/--gid under\n"
+    "              gpuckpt-init, and supervise it (what the plugin does, for use\n"
+    "              outside Slurm)\n"
+    "    restore   restore the newest transparent checkpoint of --dir, supervise it\n"
+    "    attach    supervise the namespace whose PID 1 is --child, a child of this\n"
+    "              process (the plugin's way in)\n"
+    "\n"
+    "OPTIONS\n"
+    "    --dir DIR            the task's checkpoint root (absolute; GPUCKPT_DIR)\n"
+    "    --uid UID            the job's user (number or name); the program runs as\n"
+    "                         it and every process dumped must be it\n"
+    "    --gid GID            the job's group (number or name)\n"
+    "    --criu PATH          CRIU to use (absolute; version 4 or later; default\n"
+    "                         /usr/sbin/criu, then /usr/local/sbin/criu)\n"
+    "    --assist on|off      let the runtime dump device memory itself (default on)\n"
+    "    --ready-timeout S    seconds to wait for READY from every CUDA process\n"
+    "                         (default 10)\n"
+    "    --lock-timeout S     seconds the driver may take to lock a process\n"
+    "                         (default 10)\n"
+    "    --keep N             committed checkpoints to keep (default 2; 0: all)\n"
+    "    --job ID --step S --task T\n"
+    "                         the Slurm job, step and task (recorded in the seal,\n"
+    "                         checked on restore; default: SLURM_JOB_ID,\n"
+    "                         SLURM_STEP_ID, SLURM_PROCID)\n"
+    "    --signals LIST       trigger signals and what follows the checkpoint\n"
+    "                         (default TERM:exit,USR1:continue,USR2:continue)\n"
+    "    --child PID          attach: PID 1 of the task's namespace\n"
+    "    -h, --help           this text\n"
+    "\n"
+    "ENVIRONMENT\n"
+    "    GPUCKPT_SHEPHERD     set by the shepherd in the program's environment: the\n"
+    "                         abstract socket the runtime reports to\n"
+    "    GPUCKPT_LOG_LEVEL    error, warn, notice (default), info, debug\n"
+    "\n"
+    "EXIT STATUS\n"
+    "    The program's exit status, 128+N when it ended on signal N (or was\n"
+    "    checkpointed on N); 1 for a failure of the shepherd; 2 for bad usage.\n"
+    "\n"
+    "EXAMPLES\n"
+    "    gpuckpt-shepherd probe\n"
+    "    gpuckpt-shepherd run --dir /bb/ckpt/job1 --uid alice --gid alice -- ./train\n"
+    "    gpuckpt-shepherd restore --dir /bb/ckpt/job1 --uid alice --gid alice\n";
 
 enum {
 	OPT_DIR = 256,
@@ -103,21 +103,21 @@ enum {
 };
 
 static const struct option long_opts[] = {
-	{"dir", required_argument, NULL, OPT_DIR},
-	{"uid", required_argument, NULL, OPT_UID},
-	{"gid", required_argument, NULL, OPT_GID},
-	{"criu", required_argument, NULL, OPT_CRIU},
-	{"assist", required_argument, NULL, OPT_ASSIST},
-	{"ready-timeout", required_argument, NULL, OPT_READY},
-	{"lock-timeout", required_argument, NULL, OPT_LOCK},
-	{"keep", required_argument, NULL, OPT_KEEP},
-	{"job", required_argument, NULL, OPT_JOB},
-	{"step", required_argument, NULL, OPT_STEP},
-	{"task", required_argument, NULL, OPT_TASK},
-	{"child", required_argument, NULL, OPT_CHILD},
-	{"signals", required_argument, NULL, OPT_SIGNALS},
-	{"help", no_argument, NULL, 'h'},
-	{NULL, 0, NULL, 0},
+    {"dir", required_argument, NULL, OPT_DIR},
+    {"uid", required_argument, NULL, OPT_UID},
+    {"gid", required_argument, NULL, OPT_GID},
+    {"criu", required_argument, NULL, OPT_CRIU},
+    {"assist", required_argument, NULL, OPT_ASSIST},
+    {"ready-timeout", required_argument, NULL, OPT_READY},
+    {"lock-timeout", required_argument, NULL, OPT_LOCK},
+    {"keep", required_argument, NULL, OPT_KEEP},
+    {"job", required_argument, NULL, OPT_JOB},
+    {"step", required_argument, NULL, OPT_STEP},
+    {"task", required_argument, NULL, OPT_TASK},
+    {"child", required_argument, NULL, OPT_CHILD},
+    {"signals", required_argument, NULL, OPT_SIGNALS},
+    {"help", no_argument, NULL, 'h'},
+    {NULL, 0, NULL, 0},
 };
 
 static int parse_long(const char *s, long long min, long long max, long long *out)
@@ -205,9 +205,8 @@ static int parse_one(int c, const char *arg, struct gk_shep_opts *o, char *err, 
 		snprintf(o->criu, sizeof(o->criu), "%s", arg);
 		break;
 	case OPT_UID: {
-		struct passwd *pw = parse_long(arg, 0, UINT32_MAX - 1, &v) == 0
-					    ? getpwuid((uid_t)v)
-					    : getpwnam(arg);
+		struct passwd *pw = parse_long(arg, 0, UINT32_MAX - 1, &v) == 0 ? getpwuid((uid_t)v)
+										: getpwnam(arg);
 
 		if (!pw)
 			BAD("--uid '%s': no such user", arg);
@@ -216,9 +215,8 @@ static int parse_one(int c, const char *arg, struct gk_shep_opts *o, char *err, 
 		break;
 	}
 	case OPT_GID: {
-		struct group *gr = parse_long(arg, 0, UINT32_MAX - 1, &v) == 0
-					   ? getgrgid((gid_t)v)
-					   : getgrnam(arg);
+		struct group *gr = parse_long(arg, 0, UINT32_MAX - 1, &v) == 0 ? getgrgid((gid_t)v)
+									       : getgrnam(arg);
 
 		if (!gr)
 			BAD("--gid '%s': no such group", arg);
@@ -233,7 +231,8 @@ static int parse_one(int c, const char *arg, struct gk_shep_opts *o, char *err, 
 		break;
 	case OPT_READY:
 		if (parse_seconds(arg, &o->ready_timeout) < 0)
-			BAD("--ready-timeout '%s': must be seconds, more than 0, at most 3600", arg);
+			BAD("--ready-timeout '%s': must be seconds, more than 0, at most 3600",
+			    arg);
 		break;
 	case OPT_LOCK:
 		if (parse_seconds(arg, &o->lock_timeout) < 0)

@@ -108,11 +108,11 @@ static int read_pidfile(const char *path, pid_t *pid)
 	return 0;
 }
 
-static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal *seal,
-			char *err, size_t errlen)
+static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal *seal, char *err,
+			size_t errlen)
 {
-	char dirarg[64], logpath[96], pidfile[128], inherit[3][4200], tmpl[] =
-		"/run/gpuckpt-shepherd.XXXXXX";
+	char dirarg[64], logpath[96], pidfile[128], inherit[3][4200],
+	    tmpl[] = "/run/gpuckpt-shepherd.XXXXXX";
 	const char *args[24];
 	const int self_stdio[3] = {0, 1, 2};
 	size_t n = 0;

@@ -184,8 +184,8 @@ static const char *get_str(struct json_object *o, const char *key)
 	struct json_object *v;
 
 	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
-		       ? json_object_get_string(v)
-		       : NULL;
+		   ? json_object_get_string(v)
+		   : NULL;
 }
 
 static int get_int(struct json_object *o, const char *key, int64_t *out)
@@ -217,8 +217,7 @@ static int read_seal(int criufd, char **text, char *err, size_t errlen)
 			 errno == ELOOP ? "is a symbolic link" : strerror(errno));
 		return errno == ENOENT ? -ENOENT : -EPERM;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
-	    st.st_size > SEAL_MAX) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 || st.st_size > SEAL_MAX) {
 		snprintf(err, errlen, "criu/%s: not a root-owned regular file of sane size",
 			 GK_SHEP_SEAL_FILE);
 		close(fd);

@@ -200,8 +200,8 @@ int gk_sock_send(int conn, const char *what, const char *reason);
 
 struct gk_shepherd {
 	struct gk_shep_opts *o;
-	pid_t init;      /* PID 1 of the namespace, as the shepherd sees it */
-	int listener;    /* -1: none */
+	pid_t init;   /* PID 1 of the namespace, as the shepherd sees it */
+	int listener; /* -1: none */
 	char sockname[108];
 	char criu[4096];
 	struct gk_cudackpt cuda;

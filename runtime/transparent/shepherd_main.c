@@ -235,8 +235,9 @@ int main(int argc, char **argv)
 			snprintf(err, sizeof(err), "%s is not set", GK_SHEP_ENV);
 		}
 		if (sh.listener < 0)
-			gk_warn("transparent: socket: %s; checkpoints go without the runtime's help",
-				err);
+			gk_warn(
+			    "transparent: socket: %s; checkpoints go without the runtime's help",
+			    err);
 		sh.init = o.child;
 		if (children_outside() < 0)
 			gk_warn("transparent: setns: %s", strerror(errno));

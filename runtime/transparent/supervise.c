@@ -105,8 +105,7 @@ int gk_supervise(struct gk_shepherd *sh)
 		}
 		if (pf[1].revents & POLLIN && !pending_since)
 			pending_since = gk_now();
-		if (!(pf[0].revents & POLLIN) ||
-		    read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
+		if (!(pf[0].revents & POLLIN) || read(sfd, &si, sizeof(si)) != (ssize_t)sizeof(si))
 			continue;
 		if (si.ssi_signo == SIGCHLD)
 			continue;

@@ -95,12 +95,11 @@ static int ids_of(const char *status, const char *key, unsigned v[4])
 	const char *p = strstr(status, key);
 
 	return p && sscanf(p + strlen(key), "%u %u %u %u", &v[0], &v[1], &v[2], &v[3]) == 4
-		       ? 0
-		       : -EINVAL;
+		   ? 0
+		   : -EINVAL;
 }
 
-int gk_tree_check_owner(const pid_t *pids, size_t n, uid_t uid, gid_t gid, char *err,
-			size_t errlen)
+int gk_tree_check_owner(const pid_t *pids, size_t n, uid_t uid, gid_t gid, char *err, size_t errlen)
 {
 	for (size_t i = 0; i < n; i++) {
 		char path[64], status[8192];
@@ -120,7 +119,9 @@ int gk_tree_check_owner(const pid_t *pids, size_t n, uid_t uid, gid_t gid, char 
 					 "pid %d runs as uid %u (%s), not the job's uid %u: "
 					 "refusing to checkpoint it",
 					 (int)pids[i], u[k],
-					 k == 0 ? "real" : k == 1 ? "effective" : "saved",
+					 k == 0	  ? "real"
+					 : k == 1 ? "effective"
+						  : "saved",
 					 (unsigned)uid);
 				return -EPERM;
 			}
@@ -129,7 +130,9 @@ int gk_tree_check_owner(const pid_t *pids, size_t n, uid_t uid, gid_t gid, char 
 					 "pid %d runs as gid %u (%s), not the job's gid %u: "
 					 "refusing to checkpoint it",
 					 (int)pids[i], g[k],
-					 k == 0 ? "real" : k == 1 ? "effective" : "saved",
+					 k == 0	  ? "real"
+					 : k == 1 ? "effective"
+						  : "saved",
 					 (unsigned)gid);
 				return -EPERM;
 			}

@@ -47,9 +47,9 @@ int main(int argc, char **argv)
 	sa.sun_family = AF_UNIX;
 	memcpy(sa.sun_path + 1, name, strlen(name));
 	fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
-	if (fd < 0 || connect(fd, (struct sockaddr *)&sa,
-			      (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 +
-					  strlen(name))) < 0) {
+	if (fd < 0 ||
+	    connect(fd, (struct sockaddr *)&sa,
+		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name))) < 0) {
 		perror("shep-client: connect");
 		return 1;
 	}

@@ -33,46 +33,44 @@ static char err[GK_SHEP_ERRLEN];
 static void messages(void)
 {
 	static const char *const bad[] = {
-		"",
-		"\n",
-		"HELLO",
-		"HELLO 1",
-		"HELLO 2 app",
-		"HELLO 1 App",
-		"HELLO 1 app ",
-		" HELLO 1 app",
-		"HELLO  1 app",
-		"HELLO 1 app\n\n",
-		"HELLO 1 app\r",
-		"HELLO 1 transparentx",
-		"hello 1 app",
-		"READY",
-		"READY .tmp.ckpt.000003.node1.42",
-		"READY .tmp.ckpt.000003.node1.42 2",
-		"READY .tmp.ckpt.000003.node1.42 01",
-		"READY .tmp.ckpt.000003.node1.42 1 1",
-		"READY ckpt.000003 1",
-		"READY ../ckpt.000003 1",
-		"READY .tmp.ckpt.000003/../../etc 1",
-		"READY .tmp.ckpt.000003.node1..42 1",
-		"READY .tmp.ckpt.0000\x01.node1.42 1",
-		"READY .tmp.ckpt.000003.nöde.42 1",
-		"READY\t.tmp.ckpt.000003.node1.42 1",
-		"LOCKED",
-		"ABORT because",
+	    "",
+	    "\n",
+	    "HELLO",
+	    "HELLO 1",
+	    "HELLO 2 app",
+	    "HELLO 1 App",
+	    "HELLO 1 app ",
+	    " HELLO 1 app",
+	    "HELLO  1 app",
+	    "HELLO 1 app\n\n",
+	    "HELLO 1 app\r",
+	    "HELLO 1 transparentx",
+	    "hello 1 app",
+	    "READY",
+	    "READY .tmp.ckpt.000003.node1.42",
+	    "READY .tmp.ckpt.000003.node1.42 2",
+	    "READY .tmp.ckpt.000003.node1.42 01",
+	    "READY .tmp.ckpt.000003.node1.42 1 1",
+	    "READY ckpt.000003 1",
+	    "READY ../ckpt.000003 1",
+	    "READY .tmp.ckpt.000003/../../etc 1",
+	    "READY .tmp.ckpt.000003.node1..42 1",
+	    "READY .tmp.ckpt.0000\x01.node1.42 1",
+	    "READY .tmp.ckpt.000003.nöde.42 1",
+	    "READY\t.tmp.ckpt.000003.node1.42 1",
+	    "LOCKED",
+	    "ABORT because",
 	};
 	struct gk_msg m;
 	char big[GK_SHEP_MSG_MAX + 2];
 	size_t refused = 0;
 
-	ok(gk_msg_parse("HELLO 1 app", 11, &m) == 0 && m.type == GK_MSG_HELLO_APP,
-	   "HELLO 1 app");
-	ok(gk_msg_parse("HELLO 1 transparent\n", 20, &m) == 0 &&
-		   m.type == GK_MSG_HELLO_TRANSPARENT,
+	ok(gk_msg_parse("HELLO 1 app", 11, &m) == 0 && m.type == GK_MSG_HELLO_APP, "HELLO 1 app");
+	ok(gk_msg_parse("HELLO 1 transparent\n", 20, &m) == 0 && m.type == GK_MSG_HELLO_TRANSPARENT,
 	   "HELLO 1 transparent, with one trailing newline");
 	ok(gk_msg_parse("READY .tmp.ckpt.000003.node-1.42 1", 34, &m) == 0 &&
-		   m.type == GK_MSG_READY && !strcmp(m.name, ".tmp.ckpt.000003.node-1.42") &&
-		   m.assisted == 1,
+	       m.type == GK_MSG_READY && !strcmp(m.name, ".tmp.ckpt.000003.node-1.42") &&
+	       m.assisted == 1,
 	   "READY <name> 1");
 	ok(gk_msg_parse("READY .tmp.ckpt.000003.node1.42 0", 33, &m) == 0 && m.assisted == 0,
 	   "READY <name> 0");
@@ -190,7 +188,7 @@ static void peers(void)
 	setns(nsfd, CLONE_NEWPID);
 	conn = accept_one(listener, 0, pid, &peer);
 	ok(pid > 0 && conn >= 0 && peer == pid, "a peer of the job's uid in the namespace is "
-						  "accepted");
+						"accepted");
 	if (conn >= 0)
 		close(conn);
 	finish(pid, go);
@@ -248,20 +246,20 @@ static void tree(void)
 	pids[1] = child_with_ids(u, u, 0, g, &go[1]);
 	pids[2] = child_with_ids(0, 0, 0, 0, &go[2]);
 	ok(gk_tree_list(getpid(), list, 16, &n, err, sizeof(err)) == 0 && n >= 4 &&
-		   list[0] == getpid(),
+	       list[0] == getpid(),
 	   "the tree lists this process and its children");
 	ok(gk_tree_check_owner(&pids[0], 1, u, g, err, sizeof(err)) == 0,
 	   "a process of the job's user, in every id, passes");
 	snprintf(err, sizeof(err), "none");
-	ok(gk_tree_check_owner(pids, 2, u, g, err, sizeof(err)) == -EPERM &&
-		   strstr(err, "saved") && strstr(err, "uid 0"),
+	ok(gk_tree_check_owner(pids, 2, u, g, err, sizeof(err)) == -EPERM && strstr(err, "saved") &&
+	       strstr(err, "uid 0"),
 	   "a process that kept root as its saved uid is refused: %s", err);
 	{
 		char want[32];
 
 		snprintf(want, sizeof(want), "pid %d", (int)pids[2]);
 		ok(gk_tree_check_owner(&pids[2], 1, u, g, err, sizeof(err)) == -EPERM &&
-			   strstr(err, want),
+		       strstr(err, want),
 		   "a process of another uid is refused, naming it: %s", err);
 	}
 	/* Each child holds the others' pipes too: end them by pid. */
@@ -308,7 +306,8 @@ static int make_sealed(const char *dir, int *ckptfd_out)
 	snprintf(s.stdio[1], sizeof(s.stdio[1]), "pipe:[4242]");
 	snprintf(s.socket, sizeof(s.socket), "gpuckpt-shepherd.1.00");
 	s.ngpus = 1;
-	snprintf(s.gpus[0].uuid, sizeof(s.gpus[0].uuid), "GPU-0123abcd-0000-1111-2222-333344445555");
+	snprintf(s.gpus[0].uuid, sizeof(s.gpus[0].uuid),
+		 "GPU-0123abcd-0000-1111-2222-333344445555");
 	snprintf(s.gpus[0].name, sizeof(s.gpus[0].name), "NVIDIA H100 80GB HBM3");
 	ret = gk_seal_write(ckptfd, criufd, &s, err, sizeof(err));
 	close(criufd);
@@ -346,8 +345,8 @@ static void seal(void)
 	if (verify(ckptfd, 1234, NULL, 0, "the sealed folder verifies") == 0) {
 		gk_seal_verify(ckptfd, 1234, &s, err, sizeof(err));
 		ok(s.gid == 1235 && !strcmp(s.job, "77") && !strcmp(s.stdio[1], "pipe:[4242]") &&
-			   s.ngpus == 1 && !strcmp(s.gpus[0].name, "NVIDIA H100 80GB HBM3") &&
-			   !strcmp(s.socket, "gpuckpt-shepherd.1.00") && s.image_bytes == 6,
+		       s.ngpus == 1 && !strcmp(s.gpus[0].name, "NVIDIA H100 80GB HBM3") &&
+		       !strcmp(s.socket, "gpuckpt-shepherd.1.00") && s.image_bytes == 6,
 		   "and gives back what was sealed");
 	} else {
 		skip("nothing to compare");
@@ -358,7 +357,8 @@ static void seal(void)
 	verify(ckptfd, 1234, NULL, 0, "a restore log beside the images is allowed");
 
 	write_at(ckptfd, GK_CRIU_DIR "/pages-1.img", "PG");
-	verify(ckptfd, 1234, "pages-1.img: SHA-256 differs", -EBADMSG, "a changed image is refused");
+	verify(ckptfd, 1234, "pages-1.img: SHA-256 differs", -EBADMSG,
+	       "a changed image is refused");
 	write_at(ckptfd, GK_CRIU_DIR "/pages-1.img", "pg");
 
 	write_at(ckptfd, GK_CRIU_DIR "/extra.img", "x");
@@ -390,8 +390,9 @@ static void seal(void)
 	snprintf(cmd, sizeof(cmd), "%s/criu", other);
 	if (symlinkat(cmd, ckptfd, GK_CRIU_DIR) < 0)
 		printf("# symlink: %s\n", strerror(errno));
-	verify(ckptfd, 1234, "not a directory", -EPERM, "a symbolic link in place of criu/ is "
-							 "refused");
+	verify(ckptfd, 1234, "not a directory", -EPERM,
+	       "a symbolic link in place of criu/ is "
+	       "refused");
 	unlinkat(ckptfd, GK_CRIU_DIR, 0);
 	renameat(ckptfd, "criu.real", ckptfd, GK_CRIU_DIR);
 	verify(ckptfd, 1234, NULL, 0, "put back, it verifies again");
@@ -414,15 +415,15 @@ int main(void)
 	tree();
 	seal();
 	ok(gk_uuid_parse("GPU-0123abcd-0000-1111-2222-333344445555", &u) == 0 &&
-		   gk_uuid_format(&u, text) == 0 &&
-		   !strcmp(text, "GPU-0123abcd-0000-1111-2222-333344445555"),
+	       gk_uuid_format(&u, text) == 0 &&
+	       !strcmp(text, "GPU-0123abcd-0000-1111-2222-333344445555"),
 	   "GPU UUIDs parse and print back the same");
 	ok(gk_uuid_parse("GPU-0123abcd-0000-1111-2222-33334444555", &u) < 0 &&
-		   gk_uuid_parse("MIG-0123abcd-0000-1111-2222-333344445555", &u) < 0 &&
-		   gk_uuid_parse("GPU-0123ABCD-0000-1111-2222-333344445555", &u) < 0,
+	       gk_uuid_parse("MIG-0123abcd-0000-1111-2222-333344445555", &u) < 0 &&
+	       gk_uuid_parse("GPU-0123ABCD-0000-1111-2222-333344445555", &u) < 0,
 	   "malformed UUIDs are refused");
 	ok(!gk_sock_name_ok("") && !gk_sock_name_ok("a/b") && !gk_sock_name_ok("a b") &&
-		   gk_sock_name_ok("gpuckpt-shepherd.1.ab"),
+	       gk_sock_name_ok("gpuckpt-shepherd.1.ab"),
 	   "socket names are checked");
 	return done_testing();
 }
