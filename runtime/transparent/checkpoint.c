@@ -161,6 +161,18 @@ static int gather(struct ckpt *c)
 	for (size_t i = 0; i < c->npeers; i++)
 		if (c->peers[i].app)
 			return 1;
+	/* A runtime that said HELLO but is not drained in time is told so;
+	 * its process goes to the driver alone, as one without a runtime.
+	 * Its socket must close anyway: CRIU cannot dump it. */
+	for (size_t i = 0; i < c->npeers; i++) {
+		struct peer *p = &c->peers[i];
+
+		if (p->fd >= 0 && !p->ready) {
+			gk_sock_send(p->fd, "ABORT", "not ready within --ready-timeout");
+			gk_sock_close(p->fd);
+			p->fd = -1;
+		}
+	}
 	for (size_t i = 0; i < c->ncuda; i++) {
 		int found = 0;
 
