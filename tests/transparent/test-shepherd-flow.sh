@@ -3,7 +3,8 @@
 # fake CRIU (root's script: `dump` writes an image, `restore` fails with an
 # error line) and a stand-in for the runtime's side of the socket:
 #   - a runtime that connects with no trigger signal is told ABORT;
-#   - a runtime on a node without the driver's checkpoint API is told ABORT;
+#   - a runtime on a node without the driver's checkpoint API is told ABORT,
+#     as is one that does not say READY in time, and one in application mode;
 #   - a tree without CUDA processes is checkpointed: the shepherd's own
 #     folder, criu/ root:root 0700 sealed, ckpt.000001 committed, the
 #     timing line, exit 128+SIGTERM;
@@ -14,7 +15,7 @@
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
 INIT=$top_builddir/runtime/gpuckpt-init
 CLIENT=$(cd "$top_builddir/tests/transparent" 2>/dev/null && pwd)/shep-client
-PLAN=17
+PLAN=19
 tap_plan $PLAN
 gk_scratch
 
@@ -86,6 +87,26 @@ wait $spid
 check "a runtime on a node without the checkpoint API is told ABORT" \
 	grep -q "^ABORT the CUDA driver's checkpoint API is not available" "$GK_SCRATCH/out"
 check "nothing was committed" test ! -e "$ROOT/ckpt.000001"
+
+# trigger_client ARGS...: a run whose program is shep-client --on-signal USR1;
+# USR1 goes to the program, then to the shepherd, as Slurm's signal would.
+trigger_client() {
+	"$SHEP" run --criu "$FAKE" --ready-timeout 2 "${USER_ARGS[@]}" -- \
+		"$CLIENT" --on-signal USR1 "$@" >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
+	spid=$!
+	prog=$(wait_prog $spid)
+	wait_line "$GK_SCRATCH/out" waiting
+	kill -USR1 "$prog"
+	sleep 0.2
+	kill -USR1 $spid
+	wait $spid
+}
+trigger_client "HELLO 1 transparent"
+check "a runtime that does not say READY in time is told ABORT" \
+	grep -q "^ABORT not ready within --ready-timeout" "$GK_SCRATCH/out"
+trigger_client "HELLO 1 app"
+check "a runtime in application mode is told ABORT: no transparent checkpoint" \
+	grep -q "^ABORT a process of the task uses application mode" "$GK_SCRATCH/out"
 
 # 3. A tree without CUDA: checkpointed by CRIU alone.
 "$SHEP" run --criu "$FAKE" "${USER_ARGS[@]}" -- /bin/sleep 60 >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
