@@ -130,7 +130,8 @@ int main(void)
 	   "publish refuses a folder of another sequence number");
 	mkdirat(txn.dirfd, GK_CRIU_DIR, 0700);
 	ret = gk_store_publish(root, tmpname, txn.sequence, 0, err, sizeof(err));
-	if (!ok(ret == 0 && exists(path_in("ckpt.000001/" GK_CRIU_DIR)) && !exists(path_in(tmpname)),
+	if (!ok(ret == 0 && exists(path_in("ckpt.000001/" GK_CRIU_DIR)) &&
+		    !exists(path_in(tmpname)),
 		"publish renames it to ckpt.000001, criu/ inside"))
 		printf("#   %s\n", err);
 	close(txn.dirfd);
@@ -187,7 +188,7 @@ int main(void)
 		ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
 		   "a prune by the user removes nothing");
 		ok(exists(path_in("ckpt.000001")) && exists(path_in("ckpt.000002/" GK_CRIU_DIR)) &&
-			   exists(path_in("ckpt.000003")),
+		       exists(path_in("ckpt.000003")),
 		   "and leaves the transparent ones to the shepherd");
 		ret = gk_store_prune(root, 1, err, sizeof(err));
 		ok(ret == 3 && !exists(path_in("ckpt.000001")) && !exists(path_in("ckpt.000003")),

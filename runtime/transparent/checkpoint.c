@@ -1,0 +1,625 @@
+/*
+ * checkpoint.c - the transparent checkpoint (README.md, in this order):
+ *
+ *	1. wait for HELLO/READY from each CUDA process of the tree (--ready-timeout)
+ *	2. cuCheckpointProcessLock each (--lock-timeout); LOCKED; wait for the
+ *	   runtime to close its socket (CRIU cannot dump a socket whose peer is
+ *	   outside the tree)
+ *	3. cuCheckpointProcessCheckpoint each
+ *	4. check that every process of the tree is the job's user's
+ *	5. criu dump into criu/ (root:root 0700) inside the runtime's .tmp folder,
+ *	   or one the shepherd begins itself when no runtime reported
+ *	6. seal, gk_store_publish, one timing line
+ *
+ * Before LOCKED a failure is told to the runtime with ABORT; after it the
+ * runtime learns it from its .tmp folder still being there after the unlock,
+ * so on that path the shepherd removes only its own criu/ and unlocks.
+ */
+#include "config.h"
+
+#include "image.h"
+#include "log.h"
+#include "shepherd.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#define MAX_PEERS 64
+
+struct peer {
+	int fd;
+	pid_t pid;
+	int hello, ready, app;
+	struct gk_msg ready_msg;
+};
+
+struct ckpt {
+	struct gk_shepherd *sh;
+	pid_t pids[GK_SHEP_MAX_PROCS];
+	size_t npids;
+	pid_t cuda[GK_SHEP_MAX_PROCS];
+	size_t ncuda;
+	size_t nlocked, ncheckpointed;
+	struct peer peers[MAX_PEERS];
+	size_t npeers;
+	char tmpname[256];
+	uint64_t sequence;
+	int own_txn;
+	struct gk_store_txn txn;
+	int ckptfd, criufd;
+	char err[GK_SHEP_ERRLEN];
+};
+
+double gk_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void close_peers(struct ckpt *c, const char *abort_reason)
+{
+	for (size_t i = 0; i < c->npeers; i++) {
+		if (c->peers[i].fd < 0)
+			continue;
+		if (abort_reason)
+			gk_sock_send(c->peers[i].fd, "ABORT", abort_reason);
+		gk_sock_close(c->peers[i].fd);
+		c->peers[i].fd = -1;
+	}
+}
+
+static int all_ready(const struct ckpt *c)
+{
+	for (size_t i = 0; i < c->ncuda; i++) {
+		int found = 0;
+
+		for (size_t k = 0; k < c->npeers; k++)
+			if (c->peers[k].pid == c->cuda[i] && (c->peers[k].ready || c->peers[k].app))
+				found = 1;
+		if (!found)
+			return 0;
+	}
+	return 1;
+}
+
+/* A message from a peer; a peer that breaks the protocol is dropped. */
+static void read_peer(struct ckpt *c, struct peer *p)
+{
+	char buf[GK_SHEP_MSG_MAX + 1];
+	struct gk_msg m;
+	ssize_t n = recv(p->fd, buf, sizeof(buf), MSG_DONTWAIT);
+
+	if (n < 0 && (errno == EAGAIN || errno == EINTR))
+		return;
+	if (n <= 0 || gk_msg_parse(buf, (size_t)n, &m) < 0 ||
+	    (m.type == GK_MSG_READY && !p->hello) || (m.type != GK_MSG_READY && p->hello) ||
+	    p->ready) {
+		if (n > 0)
+			gk_warn(
+			    "transparent: socket: pid %d: not a message of the protocol; closed",
+			    (int)p->pid);
+		close(p->fd);
+		p->fd = -1;
+		return;
+	}
+	if (m.type == GK_MSG_HELLO_APP) {
+		p->hello = p->app = 1;
+	} else if (m.type == GK_MSG_HELLO_TRANSPARENT) {
+		p->hello = 1;
+	} else {
+		p->ready = 1;
+		p->ready_msg = m;
+	}
+	(void)c;
+}
+
+/* Step 1. Returns 1 when a process checkpoints itself (application mode). */
+static int gather(struct ckpt *c)
+{
+	struct gk_shepherd *sh = c->sh;
+	/* Without CUDA processes nobody is expected; a short look still
+	 * answers a runtime that connected anyway. */
+	double deadline = gk_now() + (c->ncuda ? sh->o->ready_timeout : 0.1);
+
+	while (!c->ncuda || !all_ready(c)) {
+		struct pollfd pf[MAX_PEERS + 1];
+		double left = deadline - gk_now();
+		size_t n = 0;
+
+		if (left <= 0)
+			break;
+		pf[n++] = (struct pollfd){.fd = sh->listener, .events = POLLIN};
+		for (size_t i = 0; i < c->npeers; i++)
+			pf[n++] = (struct pollfd){.fd = c->peers[i].fd, .events = POLLIN};
+		if (poll(pf, n, (int)(left * 1000) + 1) < 0 && errno != EINTR)
+			break;
+		if (pf[0].revents & POLLIN && c->npeers < MAX_PEERS) {
+			struct peer *p = &c->peers[c->npeers];
+
+			memset(p, 0, sizeof(*p));
+			if (gk_sock_accept(sh->listener, sh->o->uid, sh->init, &p->fd, &p->pid) ==
+				0 &&
+			    p->fd >= 0)
+				c->npeers++;
+		}
+		for (size_t i = 1; i < n; i++)
+			if (pf[i].revents && c->peers[i - 1].fd >= 0)
+				read_peer(c, &c->peers[i - 1]);
+	}
+	for (size_t i = 0; i < c->npeers; i++)
+		if (c->peers[i].app)
+			return 1;
+	/* A runtime that said HELLO but is not drained in time is told so;
+	 * its process goes to the driver alone, as one without a runtime.
+	 * Its socket must close anyway: CRIU cannot dump it. */
+	for (size_t i = 0; i < c->npeers; i++) {
+		struct peer *p = &c->peers[i];
+
+		if (p->fd >= 0 && !p->ready) {
+			gk_sock_send(p->fd, "ABORT", "not ready within --ready-timeout");
+			gk_sock_close(p->fd);
+			p->fd = -1;
+		}
+	}
+	for (size_t i = 0; i < c->ncuda; i++) {
+		int found = 0;
+
+		for (size_t k = 0; k < c->npeers; k++)
+			found |= c->peers[k].pid == c->cuda[i] && c->peers[k].ready;
+		if (!found)
+			gk_notice(
+			    "transparent: pid %d did not report; the driver checkpoints it alone",
+			    (int)c->cuda[i]);
+	}
+	return 0;
+}
+
+/* The one folder the runtime wrote; several are refused (one runtime
+ * checkpoint per task: they would need one ckpt.N each). */
+static int pick_folder(struct ckpt *c)
+{
+	for (size_t i = 0; i < c->npeers; i++) {
+		struct peer *p = &c->peers[i];
+
+		if (!p->ready)
+			continue;
+		if (c->tmpname[0] && strcmp(c->tmpname, p->ready_msg.name)) {
+			snprintf(c->err, sizeof(c->err),
+				 "several processes wrote checkpoints (%s, %s); transparent mode "
+				 "takes one runtime checkpoint per task",
+				 c->tmpname, p->ready_msg.name);
+			return -ENOTSUP;
+		}
+		snprintf(c->tmpname, sizeof(c->tmpname), "%s", p->ready_msg.name);
+	}
+	if (c->tmpname[0] && sscanf(c->tmpname, ".tmp.ckpt.%" SCNu64 ".", &c->sequence) != 1) {
+		snprintf(c->err, sizeof(c->err), "%s: not a checkpoint folder", c->tmpname);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+/* Unlock what was locked, restoring first what the driver checkpointed. */
+static void release(struct ckpt *c)
+{
+	const struct gk_cudackpt *cu = &c->sh->cuda;
+
+	for (size_t i = 0; i < c->nlocked; i++) {
+		CUcheckpointRestoreArgs ra;
+		CUcheckpointUnlockArgs ua;
+
+		memset(&ra, 0, sizeof(ra));
+		memset(&ua, 0, sizeof(ua));
+		if (i < c->ncheckpointed)
+			gk_cuda_check(cu, cu->cuCheckpointProcessRestore(c->cuda[i], &ra),
+				      "cuCheckpointProcessRestore", c->cuda[i]);
+		gk_cuda_check(cu, cu->cuCheckpointProcessUnlock(c->cuda[i], &ua),
+			      "cuCheckpointProcessUnlock", c->cuda[i]);
+	}
+	c->nlocked = c->ncheckpointed = 0;
+}
+
+/* Step 2: lock, LOCKED, wait for the runtimes to close their sockets. */
+static int lock_all(struct ckpt *c)
+{
+	struct gk_shepherd *sh = c->sh;
+	const struct gk_cudackpt *cu = &sh->cuda;
+	double deadline;
+
+	for (size_t i = 0; i < c->ncuda; i++) {
+		CUcheckpointLockArgs la;
+
+		memset(&la, 0, sizeof(la));
+		la.timeoutMs = (unsigned)(sh->o->lock_timeout * 1000);
+		if (gk_cuda_check(cu, cu->cuCheckpointProcessLock(c->cuda[i], &la),
+				  "cuCheckpointProcessLock", c->cuda[i]) < 0) {
+			snprintf(c->err, sizeof(c->err), "pid %d: the driver could not lock it",
+				 (int)c->cuda[i]);
+			return -EIO;
+		}
+		c->nlocked++;
+	}
+	for (size_t i = 0; i < c->npeers; i++)
+		if (c->peers[i].fd >= 0 && gk_sock_send(c->peers[i].fd, "LOCKED", NULL) < 0)
+			gk_warn("transparent: socket: pid %d: cannot send LOCKED",
+				(int)c->peers[i].pid);
+	deadline = gk_now() + sh->o->ready_timeout;
+	for (size_t i = 0; i < c->npeers; i++) {
+		struct peer *p = &c->peers[i];
+		char buf[64];
+
+		while (p->fd >= 0) {
+			double left = deadline - gk_now();
+			struct pollfd pf = {.fd = p->fd, .events = POLLIN};
+
+			if (left <= 0) {
+				snprintf(c->err, sizeof(c->err),
+					 "pid %d did not close its socket after LOCKED",
+					 (int)p->pid);
+				return -ETIMEDOUT;
+			}
+			ssize_t r;
+
+			if (poll(&pf, 1, (int)(left * 1000) + 1) <= 0)
+				continue;
+			/* Only the close is expected; anything said now is
+			 * ignored, the close still awaited. */
+			r = recv(p->fd, buf, sizeof(buf), MSG_DONTWAIT);
+			if (r == 0 || (r < 0 && errno != EAGAIN && errno != EINTR)) {
+				close(p->fd);
+				p->fd = -1;
+			}
+		}
+	}
+	return 0;
+}
+
+static int checkpoint_all(struct ckpt *c)
+{
+	const struct gk_cudackpt *cu = &c->sh->cuda;
+
+	for (size_t i = 0; i < c->ncuda; i++) {
+		CUcheckpointCheckpointArgs ca;
+
+		memset(&ca, 0, sizeof(ca));
+		if (gk_cuda_check(cu, cu->cuCheckpointProcessCheckpoint(c->cuda[i], &ca),
+				  "cuCheckpointProcessCheckpoint", c->cuda[i]) < 0) {
+			snprintf(c->err, sizeof(c->err),
+				 "pid %d: the driver could not checkpoint it", (int)c->cuda[i]);
+			return -EIO;
+		}
+		c->ncheckpointed++;
+	}
+	return 0;
+}
+
+/* An empty manifest for a tree without a runtime, in a folder that is the
+ * job's user's like any checkpoint (only criu/ is root's). Unsigned: a Munge
+ * credential made here would be root's, and the seal covers it anyway. */
+static int begin_own(struct ckpt *c)
+{
+	struct gk_shep_opts *o = c->sh->o;
+	struct gk_manifest *m = gk_manifest_new();
+	char hostname[256] = "";
+	time_t now = time(NULL);
+	struct tm tm;
+	int ret;
+
+	if (!m)
+		return -ENOMEM;
+	ret = gk_store_begin(o->dir, &c->txn, c->err, sizeof(c->err));
+	if (ret < 0)
+		goto out;
+	c->own_txn = 1;
+	gmtime_r(&now, &tm);
+	strftime(m->created, sizeof(m->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	m->created_unix = now;
+	gethostname(hostname, sizeof(hostname) - 1);
+	snprintf(m->hostname, sizeof(m->hostname), "%s", hostname);
+	m->uid = o->uid;
+	m->pid = c->sh->init;
+	m->slurm = o->job[0] != 0;
+	snprintf(m->job_id, sizeof(m->job_id), "%s", o->job);
+	snprintf(m->step_id, sizeof(m->step_id), "%s", o->step);
+	m->task = o->task;
+	snprintf(m->label, sizeof(m->label), "transparent");
+	m->chunk_size = GK_DEFAULT_CHUNK_SIZE;
+	m->va_base = 0x200000000000ull;
+	m->va_size = 1ull << 40;
+	ret = gk_store_seal(&c->txn, m, NULL, c->err, sizeof(c->err));
+	if (ret < 0) {
+		c->own_txn = 0;
+		goto out;
+	}
+	unlinkat(c->txn.dirfd, GK_SIGNATURE_FILE, 0);
+	if (fchown(c->txn.dirfd, o->uid, o->gid) < 0 ||
+	    fchownat(c->txn.dirfd, GK_MANIFEST_FILE, o->uid, o->gid, AT_SYMLINK_NOFOLLOW) < 0) {
+		ret = -errno;
+		snprintf(c->err, sizeof(c->err), "%s: chown: %s", c->txn.tmpdir, strerror(-ret));
+		goto out;
+	}
+	snprintf(c->tmpname, sizeof(c->tmpname), "%s", strrchr(c->txn.tmpdir, '/') + 1);
+	c->sequence = c->txn.sequence;
+	c->ckptfd = dup(c->txn.dirfd);
+	if (c->ckptfd < 0)
+		ret = -errno;
+out:
+	gk_manifest_free(m);
+	return ret;
+}
+
+/* criu/ inside the folder, made here as root: a name the user made first,
+ * or anything but a directory of root's alone, is refused. */
+static int make_criu_dir(struct ckpt *c)
+{
+	struct gk_shep_opts *o = c->sh->o;
+	struct stat st;
+	int rootfd;
+
+	if (c->ckptfd < 0) {
+		rootfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (rootfd < 0) {
+			snprintf(c->err, sizeof(c->err), "%s: %s", o->dir, strerror(errno));
+			return -errno;
+		}
+		c->ckptfd =
+		    openat(rootfd, c->tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		close(rootfd);
+		if (c->ckptfd < 0 || fstat(c->ckptfd, &st) < 0 || st.st_uid != o->uid) {
+			snprintf(c->err, sizeof(c->err), "%s/%s: not a folder of uid %u", o->dir,
+				 c->tmpname, (unsigned)o->uid);
+			return -EPERM;
+		}
+	}
+	if (mkdirat(c->ckptfd, GK_CRIU_DIR, 0700) < 0) {
+		snprintf(c->err, sizeof(c->err), "%s/%s/" GK_CRIU_DIR ": %s", o->dir, c->tmpname,
+			 strerror(errno));
+		return -errno;
+	}
+	c->criufd = openat(c->ckptfd, GK_CRIU_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+	if (c->criufd < 0 || fstat(c->criufd, &st) < 0 || st.st_uid != 0 ||
+	    (st.st_mode & 07777) != 0700 || fchown(c->criufd, 0, 0) < 0) {
+		snprintf(c->err, sizeof(c->err), "%s/%s/" GK_CRIU_DIR ": not root's own folder",
+			 o->dir, c->tmpname);
+		return -EPERM;
+	}
+	return 0;
+}
+
+static void remove_criu_dir(struct ckpt *c)
+{
+	struct dirent *e;
+	DIR *d;
+	int fd;
+
+	if (c->criufd < 0)
+		return;
+	fd = dup(c->criufd);
+	if (fd >= 0 && (d = fdopendir(fd))) {
+		rewinddir(d);
+		while ((e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+				unlinkat(c->criufd, e->d_name, 0);
+		closedir(d);
+	}
+	unlinkat(c->ckptfd, GK_CRIU_DIR, AT_REMOVEDIR);
+	close(c->criufd);
+	c->criufd = -1;
+}
+
+/* Device data the runtime wrote: the folder's files other than the manifest
+ * and its signature. */
+static uint64_t runtime_bytes(int ckptfd)
+{
+	uint64_t total = 0;
+	struct dirent *e;
+	DIR *d;
+	int fd = dup(ckptfd);
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return 0;
+	}
+	rewinddir(d);
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		if (strcmp(e->d_name, GK_MANIFEST_FILE) && strcmp(e->d_name, GK_SIGNATURE_FILE) &&
+		    fstatat(ckptfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode))
+			total += (uint64_t)st.st_size;
+	}
+	closedir(d);
+	return total;
+}
+
+static void record_stdio(pid_t init, struct gk_seal *s)
+{
+	for (int i = 0; i < 3; i++) {
+		char path[64];
+		ssize_t n;
+
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)init, i);
+		n = readlink(path, s->stdio[i], sizeof(s->stdio[i]) - 1);
+		s->stdio[i][n > 0 ? n : 0] = 0;
+	}
+}
+
+static int dump(struct ckpt *c, int exit_after, struct gk_seal *seal)
+{
+	struct gk_shepherd *sh = c->sh;
+	char tpid[16], dirarg[64], logpath[96];
+	const char *args[16];
+	size_t n = 0;
+
+	snprintf(tpid, sizeof(tpid), "%d", (int)sh->init);
+	/* CRIU opens the folder through the descriptor the shepherd checked:
+	 * a path could be swapped by the folder's owner in between. */
+	snprintf(dirarg, sizeof(dirarg), "/proc/self/fd/%d", c->criufd);
+	snprintf(logpath, sizeof(logpath), "/proc/self/fd/%d/" GK_SHEP_DUMP_LOG, c->criufd);
+	args[n++] = "dump";
+	args[n++] = "-t";
+	args[n++] = tpid;
+	args[n++] = "-D";
+	args[n++] = dirarg;
+	args[n++] = "-o";
+	args[n++] = GK_SHEP_DUMP_LOG;
+	args[n++] = "-v4";
+	args[n++] = "--shell-job";
+	if (!exit_after)
+		args[n++] = "--leave-running";
+	args[n] = NULL;
+	record_stdio(sh->init, seal);
+	return gk_criu_run(sh->criu, args, c->criufd, NULL, logpath, c->err, sizeof(c->err));
+}
+
+int gk_checkpoint(struct gk_shepherd *sh, int exit_after)
+{
+	struct gk_shep_opts *o = sh->o;
+	struct ckpt *c = calloc(1, sizeof(*c));
+	double t0 = gk_now(), t_runtime, t_lock, t_driver, t_criu, t_commit;
+	struct gk_seal *seal = calloc(1, sizeof(*seal));
+	uint64_t dev_bytes = 0;
+	int ret, locked_told = 0;
+
+	if (!c || !seal) {
+		free(c);
+		free(seal);
+		return -ENOMEM;
+	}
+	c->sh = sh;
+	c->ckptfd = c->criufd = -1;
+	ret = gk_tree_list(sh->init, c->pids, GK_SHEP_MAX_PROCS, &c->npids, c->err, sizeof(c->err));
+	if (ret < 0)
+		goto out_abort;
+	/* Refuse before anything is locked; checked again before the dump. */
+	ret = gk_tree_check_owner(c->pids, c->npids, o->uid, o->gid, c->err, sizeof(c->err));
+	if (ret < 0)
+		goto out_abort;
+	for (size_t i = 0; i < c->npids && sh->have_cuda; i++) {
+		CUprocessState st;
+
+		if (gk_cudackpt_is_cuda(&sh->cuda, c->pids[i], &st))
+			c->cuda[c->ncuda++] = c->pids[i];
+	}
+	if (gather(c) == 1) {
+		gk_notice("transparent: a process of the task checkpoints itself; no "
+			  "transparent checkpoint");
+		close_peers(c, "a process of the task uses application mode");
+		ret = -ECANCELED;
+		goto out;
+	}
+	/* Checked once the runtimes have spoken, so that they hear ABORT. */
+	if (!sh->criu[0]) {
+		snprintf(c->err, sizeof(c->err),
+			 "no usable CRIU on this node (gpuckpt-shepherd probe)");
+		ret = -ENOTSUP;
+		goto out_abort;
+	}
+	if (c->npeers && !sh->have_cuda) {
+		snprintf(c->err, sizeof(c->err),
+			 "the CUDA driver's checkpoint API is not available");
+		ret = -ENOTSUP;
+		goto out_abort;
+	}
+	ret = pick_folder(c);
+	if (ret < 0)
+		goto out_abort;
+	t_runtime = gk_now();
+	ret = lock_all(c);
+	locked_told = 1;
+	if (ret < 0)
+		goto out_release;
+	t_lock = gk_now();
+	ret = checkpoint_all(c);
+	if (ret < 0)
+		goto out_release;
+	t_driver = gk_now();
+	ret = gk_tree_list(sh->init, c->pids, GK_SHEP_MAX_PROCS, &c->npids, c->err, sizeof(c->err));
+	if (ret == 0)
+		ret =
+		    gk_tree_check_owner(c->pids, c->npids, o->uid, o->gid, c->err, sizeof(c->err));
+	if (ret < 0)
+		goto out_release;
+	ret = c->tmpname[0] ? 0 : begin_own(c);
+	if (ret == 0)
+		ret = make_criu_dir(c);
+	if (ret < 0)
+		goto out_folder;
+	dev_bytes = runtime_bytes(c->ckptfd);
+	ret = dump(c, exit_after, seal);
+	if (ret < 0)
+		goto out_folder;
+	t_criu = gk_now();
+	seal->uid = o->uid;
+	seal->gid = o->gid;
+	snprintf(seal->job, sizeof(seal->job), "%s", o->job);
+	snprintf(seal->step, sizeof(seal->step), "%s", o->step);
+	seal->task = o->task;
+	snprintf(seal->socket, sizeof(seal->socket), "%s", sh->sockname);
+	seal->criu_seconds = t_criu - t_driver;
+	seal->driver_seconds = t_driver - t_lock;
+	if (sh->have_cuda)
+		gk_cudackpt_gpus(&sh->cuda, seal->gpus, GK_SHEP_MAX_GPUS, &seal->ngpus, c->err,
+				 sizeof(c->err));
+	/* CRIU does not sync its images; the seal must not outlive them. */
+	syncfs(c->criufd);
+	ret = gk_seal_write(c->ckptfd, c->criufd, seal, c->err, sizeof(c->err));
+	if (ret < 0)
+		goto out_folder;
+	ret = gk_store_publish(o->dir, c->tmpname, c->sequence, o->keep, c->err, sizeof(c->err));
+	if (ret < 0)
+		goto out_folder;
+	t_commit = gk_now();
+	gk_notice("transparent: checkpoint ckpt.%06" PRIu64 " committed: runtime %.2f s, lock "
+		  "%.2f s, driver %.2f s, criu %.2f s, commit %.2f s, total %.2f s (runtime "
+		  "device data %" PRIu64 " bytes, criu images %" PRIu64 " bytes)",
+		  c->sequence, t_runtime - t0, t_lock - t_runtime, t_driver - t_lock,
+		  t_criu - t_driver, t_commit - t_criu, t_commit - t0, dev_bytes,
+		  seal->image_bytes);
+	if (c->own_txn) {
+		close(c->txn.dirfd);
+		c->own_txn = 0;
+	}
+	/* Going on: the processes get their GPUs back and run; the runtime
+	 * finds ckpt.N and loads from it. Exiting: CRIU ended the tree. */
+	if (!exit_after)
+		release(c);
+	c->nlocked = 0;
+	ret = 0;
+	goto out;
+out_folder:
+	remove_criu_dir(c);
+	if (c->own_txn)
+		gk_store_abort(&c->txn);
+out_release:
+	gk_error("transparent: checkpoint of pid %d failed: %s", (int)sh->init, c->err);
+	release(c);
+	close_peers(c, locked_told ? NULL : c->err);
+	goto out;
+out_abort:
+	gk_error("transparent: no checkpoint of pid %d: %s", (int)sh->init, c->err);
+	close_peers(c, c->err);
+out:
+	close_peers(c, NULL);
+	if (c->criufd >= 0)
+		close(c->criufd);
+	if (c->ckptfd >= 0)
+		close(c->ckptfd);
+	free(seal);
+	free(c);
+	return ret;
+}

@@ -1,0 +1,307 @@
+/*
+ * restore.c - restoring the newest transparent checkpoint of the task's root:
+ * verify (manifest for the job's user, seal), map the GPUs recorded in the
+ * seal onto those visible now (in order, same chip), criu restore (the
+ * restored init becomes the shepherd's child), then for each CUDA process
+ * cuCheckpointProcessRestore onto the new GPUs and cuCheckpointProcessUnlock.
+ */
+#include "config.h"
+
+#include "image.h"
+#include "log.h"
+#include "shepherd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+/* The newest committed checkpoint that holds criu/. */
+static int newest(const char *root, char *path, size_t n, char *err, size_t errlen)
+{
+	struct gk_store_entry *list = NULL;
+	size_t count = 0;
+	int ret = gk_store_list(root, &list, &count, err, errlen);
+
+	if (ret < 0)
+		return ret;
+	ret = -ENOENT;
+	snprintf(err, errlen, "%s: no committed transparent checkpoint", root);
+	for (size_t i = 0; i < count; i++) {
+		if (list[i].complete && list[i].transparent) {
+			snprintf(path, n, "%s", list[i].path);
+			ret = 0;
+			break;
+		}
+	}
+	free(list);
+	return ret;
+}
+
+/* Pairs old -> new by position; a different chip is refused: the driver's
+ * images of one architecture do not run on another. */
+static int map_gpus(struct gk_shepherd *sh, const struct gk_seal *seal, CUcheckpointGpuPair *pairs,
+		    char *err, size_t errlen)
+{
+	struct gk_gpu now[GK_SHEP_MAX_GPUS];
+	size_t n = 0;
+	int ret;
+
+	ret = gk_cudackpt_gpus(&sh->cuda, now, GK_SHEP_MAX_GPUS, &n, err, errlen);
+	if (ret < 0)
+		return ret;
+	if (n < seal->ngpus) {
+		snprintf(err, errlen, "the checkpoint used %zu GPU(s); this task sees %zu",
+			 seal->ngpus, n);
+		return -ENODEV;
+	}
+	for (size_t i = 0; i < seal->ngpus; i++) {
+		if (strcmp(seal->gpus[i].name, now[i].name) != 0) {
+			snprintf(err, errlen,
+				 "GPU %zu was a '%s' at checkpoint time and is a '%s' now; a "
+				 "transparent checkpoint restores only onto the same chip",
+				 i, seal->gpus[i].name, now[i].name);
+			return -ENODEV;
+		}
+		if (gk_uuid_parse(seal->gpus[i].uuid, &pairs[i].oldUuid) < 0 ||
+		    gk_uuid_parse(now[i].uuid, &pairs[i].newUuid) < 0) {
+			snprintf(err, errlen, "GPU %zu: malformed UUID", i);
+			return -EINVAL;
+		}
+		gk_info("transparent: restore: GPU %zu: %s -> %s", i, seal->gpus[i].uuid,
+			now[i].uuid);
+	}
+	return 0;
+}
+
+/* pipe:[N] and socket:[N] are the task's stdio given by slurmstepd; CRIU
+ * plugs the shepherd's own 0..2 in their place. Files and terminals are
+ * reopened by CRIU itself (--shell-job for the terminal). */
+static int inheritable(const char *res)
+{
+	return !strncmp(res, "pipe:[", 6) || !strncmp(res, "socket:[", 8);
+}
+
+static int read_pidfile(const char *path, pid_t *pid)
+{
+	char buf[32];
+	ssize_t n;
+	long v;
+	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EINVAL;
+	buf[n] = 0;
+	v = strtol(buf, NULL, 10);
+	if (v <= 1)
+		return -EINVAL;
+	*pid = (pid_t)v;
+	return 0;
+}
+
+static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal *seal, char *err,
+			size_t errlen)
+{
+	char dirarg[64], logpath[96], pidfile[128], inherit[3][4200],
+	    tmpl[] = "/run/gpuckpt-shepherd.XXXXXX";
+	const char *args[24];
+	const int self_stdio[3] = {0, 1, 2};
+	size_t n = 0;
+	int ret;
+
+	/* The pidfile in a folder of root's alone, not in the user's reach. */
+	if (!mkdtemp(tmpl)) {
+		snprintf(tmpl, sizeof(tmpl), "/tmp/gpuckpt-sh.XXXXXX");
+		if (!mkdtemp(tmpl)) {
+			snprintf(err, errlen, "mkdtemp: %s", strerror(errno));
+			return -errno;
+		}
+	}
+	snprintf(pidfile, sizeof(pidfile), "%s/init.pid", tmpl);
+	snprintf(dirarg, sizeof(dirarg), "/proc/self/fd/%d", criufd);
+	snprintf(logpath, sizeof(logpath), "/proc/self/fd/%d/" GK_SHEP_RESTORE_LOG, criufd);
+	unlinkat(criufd, GK_SHEP_RESTORE_LOG, 0);
+	args[n++] = "restore";
+	args[n++] = "-D";
+	args[n++] = dirarg;
+	args[n++] = "-o";
+	args[n++] = GK_SHEP_RESTORE_LOG;
+	args[n++] = "-v4";
+	args[n++] = "-d";
+	args[n++] = "--restore-sibling";
+	args[n++] = "--shell-job";
+	args[n++] = "--pidfile";
+	args[n++] = pidfile;
+	for (int i = 0; i < 3; i++) {
+		if (!inheritable(seal->stdio[i]))
+			continue;
+		snprintf(inherit[i], sizeof(inherit[i]), "fd[%d]:%s", i, seal->stdio[i]);
+		args[n++] = "--inherit-fd";
+		args[n++] = inherit[i];
+	}
+	args[n] = NULL;
+	ret = gk_criu_run(sh->criu, args, criufd, self_stdio, logpath, err, errlen);
+	if (ret == 0) {
+		ret = read_pidfile(pidfile, &sh->init);
+		if (ret < 0)
+			snprintf(err, errlen, "%s: no pid from CRIU", pidfile);
+	}
+	unlink(pidfile);
+	rmdir(tmpl);
+	return ret;
+}
+
+static int driver_restore(struct gk_shepherd *sh, CUcheckpointGpuPair *pairs, size_t npairs,
+			  double *t_unlock, char *err, size_t errlen)
+{
+	const struct gk_cudackpt *cu = &sh->cuda;
+	static pid_t pids[GK_SHEP_MAX_PROCS];
+	pid_t cuda[GK_SHEP_MAX_PROCS];
+	size_t n = 0, ncuda = 0;
+	int ret;
+
+	ret = gk_tree_list(sh->init, pids, GK_SHEP_MAX_PROCS, &n, err, errlen);
+	if (ret == 0)
+		ret = gk_tree_check_owner(pids, n, sh->o->uid, sh->o->gid, err, errlen);
+	if (ret < 0)
+		return ret;
+	for (size_t i = 0; i < n && sh->have_cuda; i++) {
+		CUprocessState st;
+
+		if (gk_cudackpt_is_cuda(cu, pids[i], &st) && st == CU_PROCESS_STATE_CHECKPOINTED)
+			cuda[ncuda++] = pids[i];
+	}
+	for (size_t i = 0; i < ncuda; i++) {
+		CUcheckpointRestoreArgs ra;
+		int tid = 0;
+
+		memset(&ra, 0, sizeof(ra));
+		ra.gpuPairs = npairs ? pairs : NULL;
+		ra.gpuPairsCount = (unsigned)npairs;
+		if (cu->cuCheckpointProcessGetRestoreThreadId(cuda[i], &tid) == CUDA_SUCCESS)
+			gk_debug("transparent: restore: pid %d: restore thread %d", (int)cuda[i],
+				 tid);
+		if (gk_cuda_check(cu, cu->cuCheckpointProcessRestore(cuda[i], &ra),
+				  "cuCheckpointProcessRestore", cuda[i]) < 0) {
+			snprintf(err, errlen, "pid %d: the driver could not restore it",
+				 (int)cuda[i]);
+			return -EIO;
+		}
+	}
+	*t_unlock = gk_now();
+	for (size_t i = 0; i < ncuda; i++) {
+		CUcheckpointUnlockArgs ua;
+
+		memset(&ua, 0, sizeof(ua));
+		if (gk_cuda_check(cu, cu->cuCheckpointProcessUnlock(cuda[i], &ua),
+				  "cuCheckpointProcessUnlock", cuda[i]) < 0) {
+			snprintf(err, errlen, "pid %d: the driver could not unlock it",
+				 (int)cuda[i]);
+			return -EIO;
+		}
+	}
+	return 0;
+}
+
+int gk_restore(struct gk_shepherd *sh)
+{
+	struct gk_shep_opts *o = sh->o;
+	struct gk_load_opts lo = {.uid = o->uid};
+	struct gk_manifest *m = NULL;
+	struct gk_seal *seal = calloc(1, sizeof(*seal));
+	CUcheckpointGpuPair pairs[GK_SHEP_MAX_GPUS];
+	char path[4096], err[GK_SHEP_ERRLEN];
+	double t0 = gk_now(), t_criu, t_driver, t_unlock = 0, t_end;
+	int ckptfd = -1, criufd = -1, ret;
+	const char *name;
+
+	if (!seal)
+		return -ENOMEM;
+	memset(pairs, 0, sizeof(pairs));
+	ret = newest(o->dir, path, sizeof(path), err, sizeof(err));
+	if (ret < 0)
+		goto out;
+	name = strrchr(path, '/') + 1;
+	ret = gk_image_open(path, &lo, &m, NULL, err, sizeof(err));
+	gk_manifest_free(m);
+	if (ret < 0)
+		goto out;
+	ckptfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ckptfd < 0) {
+		ret = -errno;
+		snprintf(err, sizeof(err), "%s", strerror(errno));
+		goto out;
+	}
+	ret = gk_seal_verify(ckptfd, o->uid, seal, err, sizeof(err));
+	if (ret < 0)
+		goto out;
+	if (seal->gid != o->gid || (o->job[0] && seal->job[0] && strcmp(o->job, seal->job)) ||
+	    seal->task != o->task) {
+		snprintf(err, sizeof(err),
+			 "sealed for gid %u, job %s, task %d; this is gid %u, job %s, task %d",
+			 (unsigned)seal->gid, seal->job, seal->task, (unsigned)o->gid, o->job,
+			 o->task);
+		ret = -EPERM;
+		goto out;
+	}
+	if (seal->ngpus && !sh->have_cuda) {
+		snprintf(err, sizeof(err), "the CUDA driver's checkpoint API is not available");
+		ret = -ENOTSUP;
+		goto out;
+	}
+	if (seal->ngpus) {
+		ret = map_gpus(sh, seal, pairs, err, sizeof(err));
+		if (ret < 0)
+			goto out;
+	}
+	/* The restored tree has this name in its environment. */
+	snprintf(sh->sockname, sizeof(sh->sockname), "%s", seal->socket);
+	if (seal->socket[0]) {
+		sh->listener = gk_sock_listen_on(seal->socket, err, sizeof(err));
+		if (sh->listener < 0) {
+			gk_warn("transparent: restore: socket @%s: %s; the next checkpoint goes "
+				"without the runtime's help",
+				seal->socket, err);
+			sh->listener = -1;
+		}
+	}
+	criufd = openat(ckptfd, GK_CRIU_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
+	if (criufd < 0) {
+		ret = -errno;
+		snprintf(err, sizeof(err), "criu/: %s", strerror(errno));
+		goto out;
+	}
+	ret = criu_restore(sh, criufd, seal, err, sizeof(err));
+	if (ret < 0)
+		goto out;
+	t_criu = gk_now();
+	ret = driver_restore(sh, pairs, seal->ngpus, &t_unlock, err, sizeof(err));
+	if (ret < 0) {
+		/* Half restored is never left running. */
+		kill(sh->init, SIGKILL);
+		goto out;
+	}
+	t_driver = t_unlock;
+	t_end = gk_now();
+	gk_notice("transparent: restored %s: criu %.2f s, driver %.2f s, unlock %.2f s, total "
+		  "%.2f s",
+		  name, t_criu - t0, t_driver - t_criu, t_end - t_unlock, t_end - t0);
+out:
+	if (ret < 0)
+		gk_error("transparent: restore: %s: %s", o->dir, err);
+	if (criufd >= 0)
+		close(criufd);
+	if (ckptfd >= 0)
+		close(ckptfd);
+	free(seal);
+	return ret;
+}

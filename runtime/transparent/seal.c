@@ -1,0 +1,422 @@
+/*
+ * seal.c - criu/SEAL, the shepherd's record of what it dumped: for whom (uid,
+ * gid, job, step, task), what (the SHA-256 of every file of criu/ and of the
+ * runtime's manifest.json beside it), how to plug it back (the init's stdio,
+ * for CRIU's --inherit-fd) and on what (the GPUs' UUIDs and names).
+ *
+ * The restore trusts an image only when the folder is root's alone
+ * (root:root 0700, opened without following a link) and its files are
+ * exactly those sealed: CRIU restores whatever its images say, as root, so a
+ * crafted image must never reach it.
+ */
+#include "config.h"
+
+#include "image.h"
+#include "log.h"
+#include "shepherd.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <json-c/json.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define SEAL_FORMAT "gpuckpt-seal"
+#define SEAL_VERSION 1
+#define SEAL_MAX (4u << 20)
+
+int gk_file_sha256(int dirfd, const char *name, char hex[65], uint64_t *size)
+{
+	struct gk_sha256_state s;
+	static __thread char buf[1 << 20];
+	struct stat st;
+	int fd, ret = 0;
+
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
+	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+	gk_sha256_init(&s);
+	for (;;) {
+		ssize_t r = read(fd, buf, sizeof(buf));
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			ret = -errno;
+			break;
+		}
+		if (r == 0)
+			break;
+		gk_sha256_update(&s, buf, (size_t)r);
+	}
+	close(fd);
+	if (ret == 0) {
+		gk_sha256_final(&s, hex);
+		if (size)
+			*size = (uint64_t)st.st_size;
+	}
+	return ret;
+}
+
+/* Names CRIU writes: plain file names, nothing that climbs or hides. */
+static int image_name_ok(const char *name)
+{
+	size_t len = strlen(name);
+
+	if (len == 0 || len > 255 || !strcmp(name, ".") || !strcmp(name, ".."))
+		return 0;
+	for (size_t i = 0; i < len; i++)
+		if (name[i] == '/' || (unsigned char)name[i] < 0x20 || name[i] == 0x7f)
+			return 0;
+	return 1;
+}
+
+int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, char *err, size_t errlen)
+{
+	struct json_object *root = json_object_new_object(), *files = json_object_new_object(),
+			   *stdio = json_object_new_array(), *gpus = json_object_new_array();
+	char hex[65];
+	const char *text;
+	struct dirent *e;
+	DIR *d = NULL;
+	int fd = -1, dfd, ret = 0;
+	size_t len;
+
+	if (!root || !files || !stdio || !gpus) {
+		ret = -ENOMEM;
+		goto out_json;
+	}
+	ret = gk_file_sha256(ckptfd, GK_MANIFEST_FILE, hex, NULL);
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: %s", GK_MANIFEST_FILE, strerror(-ret));
+		goto out_json;
+	}
+	json_object_object_add(root, "format", json_object_new_string(SEAL_FORMAT));
+	json_object_object_add(root, "version", json_object_new_int(SEAL_VERSION));
+	json_object_object_add(root, "uid", json_object_new_int64(s->uid));
+	json_object_object_add(root, "gid", json_object_new_int64(s->gid));
+	json_object_object_add(root, "job", json_object_new_string(s->job));
+	json_object_object_add(root, "step", json_object_new_string(s->step));
+	json_object_object_add(root, "task", json_object_new_int(s->task));
+	json_object_object_add(root, "manifest_sha256", json_object_new_string(hex));
+	json_object_object_add(root, "socket", json_object_new_string(s->socket));
+	for (int i = 0; i < 3; i++)
+		json_object_array_add(stdio, json_object_new_string(s->stdio[i]));
+	json_object_object_add(root, "stdio", stdio);
+	stdio = NULL;
+	for (size_t i = 0; i < s->ngpus; i++) {
+		struct json_object *g = json_object_new_object();
+
+		json_object_object_add(g, "uuid", json_object_new_string(s->gpus[i].uuid));
+		json_object_object_add(g, "name", json_object_new_string(s->gpus[i].name));
+		json_object_array_add(gpus, g);
+	}
+	json_object_object_add(root, "gpus", gpus);
+	gpus = NULL;
+	json_object_object_add(root, "criu_seconds", json_object_new_double(s->criu_seconds));
+	json_object_object_add(root, "driver_seconds", json_object_new_double(s->driver_seconds));
+
+	dfd = dup(criufd);
+	if (dfd < 0 || !(d = fdopendir(dfd))) {
+		ret = -errno;
+		if (dfd >= 0)
+			close(dfd);
+		snprintf(err, errlen, "criu/: %s", strerror(-ret));
+		goto out_json;
+	}
+	rewinddir(d);
+	while ((e = readdir(d))) {
+		uint64_t size;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    !strcmp(e->d_name, GK_SHEP_SEAL_FILE))
+			continue;
+		if (!image_name_ok(e->d_name)) {
+			snprintf(err, errlen, "criu/: unexpected entry");
+			ret = -EINVAL;
+			goto out_dir;
+		}
+		ret = gk_file_sha256(criufd, e->d_name, hex, &size);
+		if (ret < 0) {
+			snprintf(err, errlen, "criu/%s: %s", e->d_name,
+				 ret == -EINVAL ? "not a regular file" : strerror(-ret));
+			goto out_dir;
+		}
+		json_object_object_add(files, e->d_name, json_object_new_string(hex));
+		s->image_bytes += size;
+	}
+	json_object_object_add(root, "files", files);
+	files = NULL;
+	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY);
+	len = strlen(text);
+	fd = openat(criufd, GK_SHEP_SEAL_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+		    0600);
+	if (fd < 0 || write(fd, text, len) != (ssize_t)len || fsync(fd) < 0 || fsync(criufd) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "criu/%s: %s", GK_SHEP_SEAL_FILE, strerror(-ret));
+	}
+	if (fd >= 0)
+		close(fd);
+out_dir:
+	closedir(d);
+out_json:
+	json_object_put(files);
+	json_object_put(stdio);
+	json_object_put(gpus);
+	json_object_put(root);
+	if (ret == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	return ret;
+}
+
+static const char *get_str(struct json_object *o, const char *key)
+{
+	struct json_object *v;
+
+	return json_object_object_get_ex(o, key, &v) && json_object_is_type(v, json_type_string)
+		   ? json_object_get_string(v)
+		   : NULL;
+}
+
+static int get_int(struct json_object *o, const char *key, int64_t *out)
+{
+	struct json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v) || !json_object_is_type(v, json_type_int))
+		return -EINVAL;
+	*out = json_object_get_int64(v);
+	return 0;
+}
+
+static int copy_str(char *dst, size_t n, const char *src)
+{
+	if (!src || strlen(src) >= n)
+		return -EINVAL;
+	memcpy(dst, src, strlen(src) + 1);
+	return 0;
+}
+
+static int read_seal(int criufd, char **text, char *err, size_t errlen)
+{
+	struct stat st;
+	char *buf;
+	int fd = openat(criufd, GK_SHEP_SEAL_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+
+	if (fd < 0) {
+		snprintf(err, errlen, "criu/%s: %s", GK_SHEP_SEAL_FILE,
+			 errno == ELOOP ? "is a symbolic link" : strerror(errno));
+		return errno == ENOENT ? -ENOENT : -EPERM;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 || st.st_size > SEAL_MAX) {
+		snprintf(err, errlen, "criu/%s: not a root-owned regular file of sane size",
+			 GK_SHEP_SEAL_FILE);
+		close(fd);
+		return -EPERM;
+	}
+	buf = malloc((size_t)st.st_size + 1);
+	if (!buf || pread(fd, buf, (size_t)st.st_size, 0) != st.st_size) {
+		free(buf);
+		close(fd);
+		snprintf(err, errlen, "criu/%s: cannot read it", GK_SHEP_SEAL_FILE);
+		return -EIO;
+	}
+	buf[st.st_size] = 0;
+	close(fd);
+	*text = buf;
+	return 0;
+}
+
+static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, size_t errlen)
+{
+	struct json_object *stdio, *gpus;
+	const char *fmt = get_str(root, "format");
+	int64_t v, uid, gid, task;
+
+	if (!fmt || strcmp(fmt, SEAL_FORMAT) || get_int(root, "version", &v) < 0 ||
+	    v != SEAL_VERSION) {
+		snprintf(err, errlen, "criu/SEAL: not a version %d seal", SEAL_VERSION);
+		return -EPROTO;
+	}
+	if (get_int(root, "uid", &uid) < 0 || get_int(root, "gid", &gid) < 0 ||
+	    get_int(root, "task", &task) < 0 || uid < 0 || gid < 0 || uid > UINT32_MAX ||
+	    gid > UINT32_MAX || task < 0 || task > INT32_MAX ||
+	    copy_str(s->job, sizeof(s->job), get_str(root, "job")) < 0 ||
+	    copy_str(s->step, sizeof(s->step), get_str(root, "step")) < 0 ||
+	    copy_str(s->manifest_sha256, sizeof(s->manifest_sha256),
+		     get_str(root, "manifest_sha256")) < 0 ||
+	    copy_str(s->socket, sizeof(s->socket), get_str(root, "socket")) < 0 ||
+	    !json_object_object_get_ex(root, "stdio", &stdio) ||
+	    !json_object_is_type(stdio, json_type_array) || json_object_array_length(stdio) != 3 ||
+	    !json_object_object_get_ex(root, "gpus", &gpus) ||
+	    !json_object_is_type(gpus, json_type_array) ||
+	    json_object_array_length(gpus) > GK_SHEP_MAX_GPUS) {
+		snprintf(err, errlen, "criu/SEAL: a field is missing or malformed");
+		return -EINVAL;
+	}
+	s->uid = (uid_t)uid;
+	s->gid = (gid_t)gid;
+	s->task = (int)task;
+	for (int i = 0; i < 3; i++) {
+		struct json_object *e = json_object_array_get_idx(stdio, (size_t)i);
+
+		if (!json_object_is_type(e, json_type_string) ||
+		    copy_str(s->stdio[i], sizeof(s->stdio[i]), json_object_get_string(e)) < 0) {
+			snprintf(err, errlen, "criu/SEAL: stdio %d is malformed", i);
+			return -EINVAL;
+		}
+	}
+	s->ngpus = json_object_array_length(gpus);
+	for (size_t i = 0; i < s->ngpus; i++) {
+		struct json_object *g = json_object_array_get_idx(gpus, i);
+		CUuuid u;
+
+		if (copy_str(s->gpus[i].uuid, sizeof(s->gpus[i].uuid), get_str(g, "uuid")) < 0 ||
+		    gk_uuid_parse(s->gpus[i].uuid, &u) < 0 ||
+		    copy_str(s->gpus[i].name, sizeof(s->gpus[i].name), get_str(g, "name")) < 0) {
+			snprintf(err, errlen, "criu/SEAL: GPU %zu is malformed", i);
+			return -EINVAL;
+		}
+	}
+	return 0;
+}
+
+/* Every file of the folder is sealed with its hash, and every sealed file is
+ * there; only SEAL itself and the log of an earlier restore are not sealed. */
+static int check_files(int criufd, struct json_object *files, uint64_t *bytes, char *err,
+		       size_t errlen)
+{
+	struct dirent *e;
+	size_t seen = 0;
+	DIR *d;
+	int dfd = dup(criufd), ret = 0;
+
+	if (dfd < 0 || !(d = fdopendir(dfd))) {
+		if (dfd >= 0)
+			close(dfd);
+		snprintf(err, errlen, "criu/: %s", strerror(errno));
+		return -EIO;
+	}
+	rewinddir(d);
+	while ((e = readdir(d))) {
+		struct json_object *want;
+		struct stat st;
+		uint64_t size = 0;
+		char hex[65];
+		int r;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    !strcmp(e->d_name, GK_SHEP_SEAL_FILE))
+			continue;
+		if (fstatat(criufd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode) || st.st_uid != 0) {
+			snprintf(err, errlen, "criu/%s: not a root-owned regular file", e->d_name);
+			ret = -EPERM;
+			break;
+		}
+		if (!strcmp(e->d_name, GK_SHEP_RESTORE_LOG))
+			continue;
+		if (!json_object_object_get_ex(files, e->d_name, &want) ||
+		    !json_object_is_type(want, json_type_string)) {
+			snprintf(err, errlen, "criu/%s: not in the seal", e->d_name);
+			ret = -EBADMSG;
+			break;
+		}
+		r = gk_file_sha256(criufd, e->d_name, hex, &size);
+		if (r < 0 || strcmp(hex, json_object_get_string(want)) != 0) {
+			snprintf(err, errlen, "criu/%s: %s", e->d_name,
+				 r < 0 ? strerror(-r) : "SHA-256 differs from the seal");
+			ret = -EBADMSG;
+			break;
+		}
+		*bytes += size;
+		seen++;
+	}
+	closedir(d);
+	if (ret == 0 && seen != (size_t)json_object_object_length(files)) {
+		json_object_object_foreach(files, name, val)
+		{
+			(void)val;
+			if (faccessat(criufd, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
+				snprintf(err, errlen, "criu/%s: sealed but missing", name);
+				break;
+			}
+		}
+		ret = -EBADMSG;
+	}
+	return ret;
+}
+
+int gk_seal_verify(int ckptfd, uid_t uid, struct gk_seal *s, char *err, size_t errlen)
+{
+	struct json_object *root = NULL, *files;
+	char *text = NULL, hex[65];
+	struct stat st;
+	int criufd, ret;
+
+	memset(s, 0, sizeof(*s));
+	criufd = openat(ckptfd, GK_CRIU_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (criufd < 0) {
+		ret = errno;
+		snprintf(err, errlen, "criu/: %s",
+			 ret == ELOOP || ret == ENOTDIR ? "not a directory (a symbolic link?)"
+							: strerror(ret));
+		return ret == ENOENT ? -ENOENT : -EPERM;
+	}
+	if (fstat(criufd, &st) < 0 || st.st_uid != 0 || st.st_gid != 0 ||
+	    (st.st_mode & 07777) != 0700) {
+		snprintf(err, errlen, "criu/: owned by %u:%u mode %04o, not root:root 0700",
+			 (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777));
+		ret = -EPERM;
+		goto out_dir;
+	}
+	ret = read_seal(criufd, &text, err, errlen);
+	if (ret < 0)
+		goto out_dir;
+	root = json_tokener_parse(text);
+	if (!root || !json_object_is_type(root, json_type_object)) {
+		snprintf(err, errlen, "criu/SEAL: not JSON");
+		ret = -EINVAL;
+		goto out_json;
+	}
+	ret = parse_seal(root, s, err, errlen);
+	if (ret < 0)
+		goto out_json;
+	if (s->uid != uid) {
+		snprintf(err, errlen, "criu/SEAL: sealed for uid %u, not for uid %u",
+			 (unsigned)s->uid, (unsigned)uid);
+		ret = -EPERM;
+		goto out_json;
+	}
+	if (!json_object_object_get_ex(root, "files", &files) ||
+	    !json_object_is_type(files, json_type_object)) {
+		snprintf(err, errlen, "criu/SEAL: no file list");
+		ret = -EINVAL;
+		goto out_json;
+	}
+	ret = check_files(criufd, files, &s->image_bytes, err, errlen);
+	if (ret < 0)
+		goto out_json;
+	ret = gk_file_sha256(ckptfd, GK_MANIFEST_FILE, hex, NULL);
+	if (ret < 0 || strcmp(hex, s->manifest_sha256) != 0) {
+		/* criu/ moved under another checkpoint's manifest. */
+		snprintf(err, errlen, "%s: %s", GK_MANIFEST_FILE,
+			 ret < 0 ? strerror(-ret) : "not the manifest the seal was made with");
+		ret = -EBADMSG;
+	}
+out_json:
+	json_object_put(root);
+	free(text);
+out_dir:
+	close(criufd);
+	return ret;
+}

@@ -1,0 +1,224 @@
+/*
+ * shepherd.h - gpuckpt-shepherd: the root helper of transparent mode, one per
+ * task (README.md beside this file). One header for its modules:
+ *
+ *	cudackpt.c    the CUDA driver's checkpoint API, dlopen'ed into a table
+ *	criu.c        finding CRIU, running dump and restore
+ *	tree.c        the processes of the task's namespace and their owners
+ *	seal.c        criu/SEAL: writing and verifying it
+ *	sock.c        the socket to the runtime: peers and messages
+ *	checkpoint.c  the checkpoint sequence
+ *	restore.c     the restore sequence
+ *	supervise.c   waiting for the tree, reacting to trigger signals
+ *	options.c     the command line
+ *
+ * Every function returns 0 or a negative errno and, where it takes err,
+ * says there what failed on what.
+ */
+#ifndef GK_SHEPHERD_H
+#define GK_SHEPHERD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include <cuda.h>
+
+#include "settings.h"
+
+#define GK_SHEP_ERRLEN 10240 /* room for a path or two */
+#define GK_SHEP_MAX_GPUS 64
+#define GK_SHEP_MAX_PROCS 4096
+#define GK_SHEP_MSG_MAX 4096
+#define GK_SHEP_ENV "GPUCKPT_SHEPHERD"
+#define GK_SHEP_SEAL_FILE "SEAL"
+#define GK_SHEP_RESTORE_LOG "restore.log"
+#define GK_SHEP_DUMP_LOG "dump.log"
+#define GK_CRIU_MIN_MAJOR 4
+
+/* ---- the command line (options.c) ---- */
+
+enum gk_shep_cmd { GK_SHEP_PROBE, GK_SHEP_RUN, GK_SHEP_RESTORE, GK_SHEP_ATTACH };
+
+struct gk_shep_opts {
+	enum gk_shep_cmd cmd;
+	char dir[4096];
+	uid_t uid;
+	gid_t gid;
+	int have_uid, have_gid;
+	char criu[4096]; /* empty: the default places */
+	int assist;
+	double ready_timeout; /* seconds */
+	double lock_timeout;
+	unsigned keep;
+	char job[32], step[32];
+	int task;
+	pid_t child;
+	struct gk_trigger triggers[GK_MAX_TRIGGERS];
+	unsigned ntriggers;
+	char **argv; /* run: PROGRAM [ARG...] */
+};
+
+/* Parse argv (argv[0] is the program). 0, or -EINVAL with the reason in err;
+ * 1 when --help was printed. */
+int gk_shep_parse(int argc, char **argv, struct gk_shep_opts *o, char *err, size_t errlen);
+extern const char gk_shep_usage[];
+
+/* ---- the driver's checkpoint API (cudackpt.c) ---- */
+
+struct gk_cudackpt {
+	void *lib;
+	CUresult (*cuInit)(unsigned int);
+	CUresult (*cuGetErrorName)(CUresult, const char **);
+	CUresult (*cuGetErrorString)(CUresult, const char **);
+	CUresult (*cuDriverGetVersion)(int *);
+	CUresult (*cuDeviceGetCount)(int *);
+	CUresult (*cuDeviceGet)(CUdevice *, int);
+	CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+	CUresult (*cuDeviceGetUuid)(CUuuid *, CUdevice);
+	CUresult (*cuCheckpointProcessGetState)(int, CUprocessState *);
+	CUresult (*cuCheckpointProcessGetRestoreThreadId)(int, int *);
+	CUresult (*cuCheckpointProcessLock)(int, CUcheckpointLockArgs *);
+	CUresult (*cuCheckpointProcessCheckpoint)(int, CUcheckpointCheckpointArgs *);
+	CUresult (*cuCheckpointProcessRestore)(int, CUcheckpointRestoreArgs *);
+	CUresult (*cuCheckpointProcessUnlock)(int, CUcheckpointUnlockArgs *);
+};
+
+struct gk_gpu {
+	char uuid[64]; /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
+	char name[256];
+};
+
+/* dlopen libcuda.so.1 and look up every entry. -ENOENT: no driver;
+ * -ENOTSUP: a driver without the checkpoint API (err names the entry). */
+int gk_cudackpt_load(struct gk_cudackpt *c, char *err, size_t errlen);
+
+/* The one checked helper: 0 for CUDA_SUCCESS, else logs
+ * "<op>: pid <pid>: <error name>: <error string>" and returns -EIO. */
+int gk_cuda_check(const struct gk_cudackpt *c, CUresult r, const char *op, pid_t pid);
+
+/* The GPUs this process sees, in order (CUDA_VISIBLE_DEVICES applies). */
+int gk_cudackpt_gpus(const struct gk_cudackpt *c, struct gk_gpu *gpus, size_t max, size_t *n,
+		     char *err, size_t errlen);
+
+/* 1 when the driver answers for pid (a CUDA process), with its state. */
+int gk_cudackpt_is_cuda(const struct gk_cudackpt *c, pid_t pid, CUprocessState *state);
+
+int gk_uuid_format(const CUuuid *u, char out[64]);
+int gk_uuid_parse(const char *text, CUuuid *u);
+
+/* ---- CRIU (criu.c) ---- */
+
+/* The CRIU to use: `want` when given, else the first of the default places;
+ * checks that it runs and is version GK_CRIU_MIN_MAJOR or later. */
+int gk_criu_find(const char *want, char *path, size_t pathlen, char *err, size_t errlen);
+
+/* Run CRIU with argv[1..] = args (NULL-terminated), no shell, keep_fd kept
+ * open in the child (for -D /proc/self/fd/N; -1 for none), and the fds of
+ * inherit[0..2] as the child's 0..2 (NULL: /dev/null). On failure err holds
+ * the last error lines of `logpath` (a file CRIU wrote). */
+int gk_criu_run(const char *criu, const char *const *args, int keep_fd, const int *inherit,
+		const char *logpath, char *err, size_t errlen);
+
+/* ---- the process tree (tree.c) ---- */
+
+/* Every process of the tree under `init` (init included), parents first. */
+int gk_tree_list(pid_t init, pid_t *pids, size_t max, size_t *n, char *err, size_t errlen);
+
+/* Refuse (-EPERM, naming pid and uid) unless every process has real,
+ * effective and saved uid == uid and gid == gid. */
+int gk_tree_check_owner(const pid_t *pids, size_t n, uid_t uid, gid_t gid, char *err,
+			size_t errlen);
+
+/* 1 when `pid` is inside a child PID namespace (NSpid has more than one
+ * level) and its ancestry reaches `init`. */
+int gk_pid_in_tree(pid_t pid, pid_t init);
+
+/* ---- the seal (seal.c) ---- */
+
+struct gk_seal {
+	uid_t uid;
+	gid_t gid;
+	char job[32], step[32];
+	int task;
+	char manifest_sha256[65];
+	char stdio[3][4096]; /* readlink of the init's fd 0..2 */
+	size_t ngpus;
+	struct gk_gpu gpus[GK_SHEP_MAX_GPUS];
+	char socket[108]; /* GPUCKPT_SHEPHERD of the tree: listened on again after a restore */
+	double criu_seconds, driver_seconds;
+	uint64_t image_bytes; /* filled by gk_seal_write and gk_seal_verify */
+};
+
+/* Write criu/SEAL in the folder `criufd` (the checkpoint folder is
+ * `ckptfd`): s plus the SHA-256 of every file of the folder. */
+int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, char *err, size_t errlen);
+
+/* Verify ckptfd/criu: root:root 0700, not a link, files exactly those of
+ * the seal (plus a restore log), hashes match, manifest hash matches, seal's
+ * uid == uid. Fills *s. */
+int gk_seal_verify(int ckptfd, uid_t uid, struct gk_seal *s, char *err, size_t errlen);
+
+/* The SHA-256 of a file under dirfd, not following a link. */
+int gk_file_sha256(int dirfd, const char *name, char hex[65], uint64_t *size);
+
+/* ---- the socket (sock.c) ---- */
+
+enum gk_msg_type { GK_MSG_HELLO_APP, GK_MSG_HELLO_TRANSPARENT, GK_MSG_READY };
+
+struct gk_msg {
+	enum gk_msg_type type;
+	char name[256]; /* READY: the .tmp folder */
+	int assisted;
+};
+
+/* Parse one packet from the runtime; -EPROTO for anything but the
+ * vocabulary, spelled exactly. */
+int gk_msg_parse(const char *buf, size_t len, struct gk_msg *m);
+
+/* Listen on a fresh abstract name; *name is what GPUCKPT_SHEPHERD holds. */
+int gk_sock_listen(char *name, size_t namelen, char *err, size_t errlen);
+
+/* Accept one peer that is the job's user inside the tree of init; others
+ * are closed without a word (and 0 is returned with *conn = -1). */
+int gk_sock_accept(int listener, uid_t uid, pid_t init, int *conn, pid_t *peer);
+
+/* Listen on a given name (the one the restored tree has in its
+ * environment, or the one the plugin chose). */
+int gk_sock_listen_on(const char *name, char *err, size_t errlen);
+
+/* 1 when name may be a socket name: 1 to 100 of [A-Za-z0-9._-]. */
+int gk_sock_name_ok(const char *name);
+
+/* Close a peer's connection without losing what was sent to it. */
+void gk_sock_close(int conn);
+
+/* Send LOCKED or ABORT <reason> (reason made printable, one line). */
+int gk_sock_send(int conn, const char *what, const char *reason);
+
+/* ---- the sequences ---- */
+
+struct gk_shepherd {
+	struct gk_shep_opts *o;
+	pid_t init;   /* PID 1 of the namespace, as the shepherd sees it */
+	int listener; /* -1: none */
+	char sockname[108];
+	char criu[4096];
+	struct gk_cudackpt cuda;
+	int have_cuda;
+};
+
+/* Returns 0 when the tree was checkpointed (and, for an exit trigger, is
+ * gone); <0 when it goes on running. */
+int gk_checkpoint(struct gk_shepherd *sh, int exit_after);
+
+/* Restore the newest transparent checkpoint of o->dir; sets sh->init. */
+int gk_restore(struct gk_shepherd *sh);
+
+/* Wait for the tree; returns the exit status for the shepherd. */
+int gk_supervise(struct gk_shepherd *sh);
+
+/* Seconds on a monotonic clock. */
+double gk_now(void);
+
+#endif

@@ -1,0 +1,253 @@
+/*
+ * shepherd_main.c - gpuckpt-shepherd: the commands (probe, run, restore,
+ * attach) and how a tree is started under it. README.md beside this file
+ * says who runs it and why it needs root; it is never installed setuid and
+ * refuses to run without root, so a user running it by hand gets nothing.
+ */
+#include "config.h"
+
+#include "log.h"
+#include "shepherd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#ifndef GK_LIBEXECDIR
+#define GK_LIBEXECDIR "/usr/local/libexec"
+#endif
+
+static int probe(const struct gk_shep_opts *o)
+{
+	char path[4096], err[GK_SHEP_ERRLEN];
+	struct gk_cudackpt cu;
+	int bad = 0;
+
+	if (gk_criu_find(o->criu, path, sizeof(path), err, sizeof(err)) < 0) {
+		printf("criu: %s\n", err);
+		bad = 1;
+	}
+	if (gk_cudackpt_load(&cu, err, sizeof(err)) < 0) {
+		printf("driver: %s\n", err);
+		bad = 1;
+	}
+	if (!bad)
+		printf("ok\n");
+	return bad;
+}
+
+/* Become the job's user for good: groups, gid, uid, in that order, and
+ * make sure root cannot be regained. */
+static int drop_to(uid_t uid, gid_t gid)
+{
+	struct passwd *pw = getpwuid(uid);
+
+	if ((pw ? initgroups(pw->pw_name, gid) : setgroups(1, &gid)) < 0 || setgid(gid) < 0 ||
+	    setuid(uid) < 0)
+		return -errno;
+	if (uid != 0 && (setuid(0) == 0 || geteuid() == 0))
+		return -EPERM;
+	return 0;
+}
+
+/* The checkpoint root exists before the tree starts, made by the user (an
+ * application-mode checkpoint is written there as the user). */
+static int make_dir_as_user(const struct gk_shep_opts *o)
+{
+	struct stat st;
+	int status;
+	pid_t pid;
+
+	if (stat(o->dir, &st) == 0)
+		return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
+	pid = fork();
+	if (pid < 0)
+		return -errno;
+	if (pid == 0) {
+		char path[4096];
+
+		if (drop_to(o->uid, o->gid) < 0)
+			_exit(1);
+		snprintf(path, sizeof(path), "%s", o->dir);
+		for (char *p = path + 1;; p++) {
+			char saved = *p;
+
+			if (saved != '/' && saved != 0)
+				continue;
+			*p = 0;
+			if (mkdir(path, 0700) < 0 && errno != EEXIST)
+				_exit(1);
+			*p = saved;
+			if (!saved)
+				break;
+		}
+		_exit(0);
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EACCES;
+}
+
+/* CRIU and everything else the shepherd forks must stay outside the task's
+ * namespace: after unshare(CLONE_NEWPID) (ours in `run`, the plugin's in
+ * `attach`) new children would land in it. */
+static int children_outside(void)
+{
+	int fd = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC), ret = 0;
+
+	if (fd < 0 || setns(fd, CLONE_NEWPID) < 0)
+		ret = -errno;
+	if (fd >= 0)
+		close(fd);
+	return ret;
+}
+
+/* run: PID 1 (gpuckpt-init, the user) and PID 2 (the program, the user). */
+static int start_tree(struct gk_shepherd *sh)
+{
+	const char *init = getenv("GPUCKPT_INIT");
+	pid_t pid;
+
+	/* Only for tests of an uninstalled build: it runs as the user. */
+	if (!init || init[0] != '/')
+		init = GK_LIBEXECDIR "/gpuckpt/gpuckpt-init";
+	if (unshare(CLONE_NEWPID) < 0) {
+		gk_error("transparent: run: unshare(CLONE_NEWPID): %s", strerror(errno));
+		return -errno;
+	}
+	pid = fork();
+	if (pid < 0) {
+		gk_error("transparent: run: fork: %s", strerror(errno));
+		return -errno;
+	}
+	if (pid == 0) {
+		sigset_t none;
+		pid_t prog;
+
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		prog = fork();
+		if (prog < 0)
+			_exit(127);
+		if (prog == 0) {
+			/* What plugin's task environment would hold: the socket,
+			 * and whether the runtime dumps device memory itself. */
+			if (setenv(GK_SHEP_ENV, sh->sockname, 1) < 0 ||
+			    setenv("GPUCKPT_ASSIST", sh->o->assist ? "on" : "off", 1) < 0 ||
+			    drop_to(sh->o->uid, sh->o->gid) < 0) {
+				fprintf(stderr, "gpuckpt-shepherd: run: cannot become uid %u: %s\n",
+					(unsigned)sh->o->uid, strerror(errno));
+				_exit(127);
+			}
+			execvp(sh->o->argv[0], sh->o->argv);
+			fprintf(stderr, "gpuckpt-shepherd: run: %s: %s\n", sh->o->argv[0],
+				strerror(errno));
+			_exit(127);
+		}
+		if (drop_to(sh->o->uid, sh->o->gid) < 0)
+			_exit(127);
+		execl(init, "gpuckpt-init", (char *)NULL);
+		_exit(127);
+	}
+	sh->init = pid;
+	return children_outside();
+}
+
+static void block_signals(const struct gk_shep_opts *o)
+{
+	sigset_t set;
+
+	sigemptyset(&set);
+	sigaddset(&set, SIGCHLD);
+	for (unsigned i = 0; i < o->ntriggers; i++)
+		sigaddset(&set, o->triggers[i].signo);
+	sigprocmask(SIG_BLOCK, &set, NULL);
+}
+
+int main(int argc, char **argv)
+{
+	static struct gk_shep_opts o;
+	static struct gk_shepherd sh;
+	char err[GK_SHEP_ERRLEN];
+	const char *name;
+	int ret;
+
+	ret = gk_shep_parse(argc, argv, &o, err, sizeof(err));
+	if (ret == 1) {
+		fputs(gk_shep_usage, stdout);
+		return 0;
+	}
+	if (ret < 0) {
+		fprintf(stderr, "gpuckpt-shepherd: %s\nTry 'gpuckpt-shepherd --help'.\n", err);
+		return 2;
+	}
+	if (o.cmd == GK_SHEP_PROBE)
+		return probe(&o);
+	if (geteuid() != 0) {
+		fprintf(stderr, "gpuckpt-shepherd: must run as root (the gpuckpt SPANK plugin "
+				"starts it); refusing\n");
+		return 1;
+	}
+	sh.o = &o;
+	sh.listener = -1;
+	if (gk_criu_find(o.criu, sh.criu, sizeof(sh.criu), err, sizeof(err)) < 0)
+		gk_warn("transparent: %s; checkpoints will fail", err);
+	if (gk_cudackpt_load(&sh.cuda, err, sizeof(err)) == 0)
+		sh.have_cuda = 1;
+	else
+		gk_info("transparent: %s", err);
+	/* Before any child exists, so that no signal is lost in between. */
+	block_signals(&o);
+	ret = make_dir_as_user(&o);
+	if (ret < 0) {
+		gk_error("transparent: %s: cannot make it as uid %u: %s", o.dir, (unsigned)o.uid,
+			 strerror(-ret));
+		return 1;
+	}
+	switch (o.cmd) {
+	case GK_SHEP_RUN:
+		sh.listener = gk_sock_listen(sh.sockname, sizeof(sh.sockname), err, sizeof(err));
+		if (sh.listener < 0) {
+			gk_error("transparent: socket: %s", err);
+			return 1;
+		}
+		if (start_tree(&sh) < 0)
+			return 1;
+		break;
+	case GK_SHEP_ATTACH:
+		/* The plugin chose the name and put it in the task's environment
+		 * (and so in ours) before it forked the tree. */
+		name = getenv(GK_SHEP_ENV);
+		if (name && gk_sock_name_ok(name)) {
+			snprintf(sh.sockname, sizeof(sh.sockname), "%s", name);
+			sh.listener = gk_sock_listen_on(name, err, sizeof(err));
+		} else {
+			snprintf(err, sizeof(err), "%s is not set", GK_SHEP_ENV);
+		}
+		if (sh.listener < 0)
+			gk_warn(
+			    "transparent: socket: %s; checkpoints go without the runtime's help",
+			    err);
+		sh.init = o.child;
+		if (children_outside() < 0)
+			gk_warn("transparent: setns: %s", strerror(errno));
+		break;
+	case GK_SHEP_RESTORE:
+		if (gk_restore(&sh) < 0)
+			return 1;
+		break;
+	default:
+		return 2;
+	}
+	return gk_supervise(&sh);
+}

@@ -1,0 +1,188 @@
+/*
+ * tree.c - the processes of the task's PID namespace, and who owns them.
+ * The shepherd is root; before it hands a process to CRIU or to the driver it
+ * makes sure that process is the job's user's, in every one of its ids, so
+ * that a user who got another user's process into the tree (or a setuid
+ * program that kept its privileges) cannot have it dumped on its behalf.
+ */
+#include "config.h"
+
+#include "shepherd.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int read_text(const char *path, char *buf, size_t len)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	ssize_t got;
+
+	if (fd < 0)
+		return -errno;
+	got = read(fd, buf, len - 1);
+	close(fd);
+	if (got < 0)
+		return -errno;
+	buf[got] = 0;
+	return 0;
+}
+
+/* The children of every thread of pid (a thread may be the parent). */
+static int add_children(pid_t pid, pid_t *pids, size_t max, size_t *n)
+{
+	char path[64], buf[8192];
+	struct dirent *e;
+	DIR *d;
+	int ret = 0;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return errno == ENOENT ? 0 : -errno;
+	while ((e = readdir(d)) && ret == 0) {
+		char *p, *end;
+
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/task/%.16s/children", (int)pid, e->d_name);
+		if (read_text(path, buf, sizeof(buf)) < 0)
+			continue; /* the thread ended meanwhile */
+		for (p = buf;; p = end) {
+			long v = strtol(p, &end, 10);
+
+			if (end == p)
+				break;
+			if (*n == max) {
+				ret = -E2BIG;
+				break;
+			}
+			pids[(*n)++] = (pid_t)v;
+		}
+	}
+	closedir(d);
+	return ret;
+}
+
+int gk_tree_list(pid_t init, pid_t *pids, size_t max, size_t *n, char *err, size_t errlen)
+{
+	int ret;
+
+	*n = 0;
+	if (max == 0)
+		return -E2BIG;
+	pids[(*n)++] = init;
+	/* Breadth first: pids[] grows while it is walked. */
+	for (size_t i = 0; i < *n; i++) {
+		ret = add_children(pids[i], pids, max, n);
+		if (ret < 0) {
+			snprintf(err, errlen, "the tree of pid %d: %s", (int)init,
+				 ret == -E2BIG ? "more processes than the shepherd handles"
+					       : strerror(-ret));
+			return ret;
+		}
+	}
+	return 0;
+}
+
+/* "Uid:\t1000\t1000\t1000\t1000": real, effective, saved, filesystem. */
+static int ids_of(const char *status, const char *key, unsigned v[4])
+{
+	const char *p = strstr(status, key);
+
+	return p && sscanf(p + strlen(key), "%u %u %u %u", &v[0], &v[1], &v[2], &v[3]) == 4
+		   ? 0
+		   : -EINVAL;
+}
+
+int gk_tree_check_owner(const pid_t *pids, size_t n, uid_t uid, gid_t gid, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < n; i++) {
+		char path[64], status[8192];
+		unsigned u[4], g[4];
+		int ret;
+
+		snprintf(path, sizeof(path), "/proc/%d/status", (int)pids[i]);
+		ret = read_text(path, status, sizeof(status));
+		if (ret < 0 || ids_of(status, "\nUid:", u) < 0 || ids_of(status, "\nGid:", g) < 0) {
+			snprintf(err, errlen, "pid %d: cannot read its owner: %s", (int)pids[i],
+				 ret < 0 ? strerror(-ret) : "malformed status");
+			return ret < 0 ? ret : -EIO;
+		}
+		for (int k = 0; k < 3; k++) {
+			if (u[k] != uid) {
+				snprintf(err, errlen,
+					 "pid %d runs as uid %u (%s), not the job's uid %u: "
+					 "refusing to checkpoint it",
+					 (int)pids[i], u[k],
+					 k == 0	  ? "real"
+					 : k == 1 ? "effective"
+						  : "saved",
+					 (unsigned)uid);
+				return -EPERM;
+			}
+			if (g[k] != gid) {
+				snprintf(err, errlen,
+					 "pid %d runs as gid %u (%s), not the job's gid %u: "
+					 "refusing to checkpoint it",
+					 (int)pids[i], g[k],
+					 k == 0	  ? "real"
+					 : k == 1 ? "effective"
+						  : "saved",
+					 (unsigned)gid);
+				return -EPERM;
+			}
+		}
+	}
+	return 0;
+}
+
+static int status_field(pid_t pid, const char *key, char *out, size_t outlen)
+{
+	char path[64], status[8192], *p, *end;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	if (read_text(path, status, sizeof(status)) < 0)
+		return -ESRCH;
+	p = strstr(status, key);
+	if (!p)
+		return -ENOENT;
+	p += strlen(key);
+	end = strchr(p, '\n');
+	if (!end)
+		end = p + strlen(p);
+	snprintf(out, outlen, "%.*s", (int)(end - p), p);
+	return 0;
+}
+
+int gk_pid_in_tree(pid_t pid, pid_t init)
+{
+	char field[512];
+	int levels = 0;
+
+	if (pid <= 1 || status_field(pid, "\nNSpid:", field, sizeof(field)) < 0)
+		return 0;
+	for (char *t = strtok(field, " \t"); t; t = strtok(NULL, " \t"))
+		levels++;
+	if (levels < 2)
+		return 0;
+	/* Up the parents to the init; a process reparented away from it (to
+	 * the node's init or a subreaper) is no longer of the task. */
+	for (int hops = 0; hops < 4096 && pid > 1; hops++) {
+		long ppid;
+
+		if (pid == init)
+			return 1;
+		if (status_field(pid, "\nPPid:", field, sizeof(field)) < 0)
+			return 0;
+		ppid = strtol(field, NULL, 10);
+		if (ppid <= 0)
+			return 0;
+		pid = (pid_t)ppid;
+	}
+	return pid == init;
+}

@@ -1,0 +1,153 @@
+#!/bin/bash
+# gpuckpt-shepherd's command line and probe, without CRIU or a GPU: every bad
+# argument refused with a message that names it (exit 2), no run without root
+# (tried as nobody), probe saying why a node cannot do transparent mode (no
+# CRIU, CRIU too old or writable by others, the stand-in driver without the
+# checkpoint API), and `run` starting a program as the user under gpuckpt-init
+# in its own PID namespace, passing its exit status back, and letting a
+# SIGTERM take its course when no checkpoint can be made.
+. "${top_srcdir:-.}/tests/lib/helpers.sh"
+SHEP=$top_builddir/runtime/gpuckpt-shepherd
+INIT=$top_builddir/runtime/gpuckpt-init
+PLAN=54
+tap_plan $PLAN
+gk_scratch
+
+if [ ! -x "$SHEP" ] || [ ! -x "$INIT" ]; then
+	for i in $(seq $PLAN); do tap_skip "gpuckpt-shepherd was not built"; done
+	exit 0
+fi
+
+# usage DESC PATTERN ARGS...: exit 2 and PATTERN in the message.
+usage() {
+	local desc=$1 pattern=$2 rc; shift 2
+	"$SHEP" "$@" >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err"; rc=$?
+	if [ $rc -eq 2 ] && grep -qF -- "$pattern" "$GK_SCRATCH/err"; then
+		tap_ok "$desc"
+	else
+		tap_not_ok "$desc (exit $rc)"
+		tap_diag "$(cat "$GK_SCRATCH/err")"
+	fi
+}
+
+OK=(--dir /tmp/gk-x --uid 0 --gid 0)
+
+"$SHEP" --help >"$GK_SCRATCH/help" 2>&1
+check "--help prints the manual, exit 0" grep -q "^SYNOPSIS" "$GK_SCRATCH/help"
+usage "no command" "no command given"
+usage "an unknown command" "'frobnicate': unknown command" frobnicate
+for cmd in run restore attach; do
+	usage "$cmd: an unknown option" "$cmd: unknown option '--frob'" $cmd --frob 1
+	usage "$cmd: an option without its value" "needs a value" $cmd --dir
+done
+usage "probe: an unknown option" "probe: unknown option" probe --frob
+usage "probe takes only --criu" "probe: takes only --criu" probe --dir /tmp
+usage "--dir relative" "--dir 'rel/dir': must be an absolute path" restore --dir rel/dir --uid 0 --gid 0
+usage "--criu relative" "--criu 'criu': must be an absolute path" restore "${OK[@]}" --criu criu
+usage "--uid unknown" "--uid 'no-such-user-gk': no such user" restore --dir /x --uid no-such-user-gk --gid 0
+usage "--uid out of range" "no such user" restore --dir /x --uid 99999999999 --gid 0
+usage "--gid unknown" "--gid '4294967290': no such group" restore --dir /x --uid 0 --gid 4294967290
+usage "--keep not a number" "--keep 'two': must be a whole number" restore "${OK[@]}" --keep two
+usage "--keep negative" "--keep '-1'" restore "${OK[@]}" --keep -1
+usage "--keep too large" "--keep '1001'" restore "${OK[@]}" --keep 1001
+usage "--keep with junk" "--keep '2x'" restore "${OK[@]}" --keep 2x
+usage "--ready-timeout zero" "--ready-timeout '0'" restore "${OK[@]}" --ready-timeout 0
+usage "--ready-timeout not a number" "--ready-timeout 'soon'" restore "${OK[@]}" --ready-timeout soon
+usage "--lock-timeout too large" "--lock-timeout '1e9'" restore "${OK[@]}" --lock-timeout 1e9
+usage "--lock-timeout nan" "--lock-timeout 'nan'" restore "${OK[@]}" --lock-timeout nan
+usage "--task negative" "--task '-3'" restore "${OK[@]}" --task -3
+usage "--job with a slash" "--job 'a/b'" restore "${OK[@]}" --job a/b
+usage "--step empty" "--step ''" restore "${OK[@]}" --step ''
+usage "--assist neither on nor off" "--assist 'yes': must be on or off" restore "${OK[@]}" --assist yes
+usage "--signals unknown" "--signals 'BOGUS:exit'" restore "${OK[@]}" --signals BOGUS:exit
+usage "--child not a number" "--child 'abc'" attach "${OK[@]}" --child abc
+usage "--child 1" "--child '1': must be a process id" attach "${OK[@]}" --child 1
+usage "--child not a child of the shepherd" "not a child process of this shepherd" attach "${OK[@]}" --child $$
+usage "--child for run" "--child is for attach only" run "${OK[@]}" --child 5 -- true
+usage "attach without --child" "attach: --child is required" attach "${OK[@]}"
+usage "restore without --dir" "restore: --dir is required" restore --uid 0 --gid 0
+usage "restore without --uid" "--uid and --gid are required" restore --dir /x --gid 0
+usage "run without a program" "run: give the program after '--'" run "${OK[@]}"
+usage "run without '--'" "run: give the program after '--'" run "${OK[@]}" true
+usage "restore with a stray argument" "unexpected argument 'extra'" restore "${OK[@]}" extra
+
+# Without root: refused, whatever the arguments; probe still answers.
+if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null; then
+	for i in 1 2 3; do tap_skip "needs root and setpriv to try as nobody"; done
+else
+	AS_NOBODY=(setpriv --reuid=nobody --regid=nogroup --clear-groups)
+	for cmd in run restore; do
+		"${AS_NOBODY[@]}" "$SHEP" $cmd --dir /tmp/gk-x --uid nobody --gid nogroup \
+			$([ $cmd = run ] && echo -- true) >/dev/null 2>"$GK_SCRATCH/err"
+		rc=$?
+		check "$cmd as nobody: refused without root" \
+			test $rc -eq 1 -a -n "$(grep "must run as root" "$GK_SCRATCH/err")"
+	done
+	"${AS_NOBODY[@]}" "$SHEP" probe --criu /nonexistent >"$GK_SCRATCH/out" 2>&1
+	check "probe as nobody answers (it needs no root)" grep -q "^criu: /nonexistent" "$GK_SCRATCH/out"
+fi
+
+# probe: what is missing, by name.
+"$SHEP" probe --criu /nonexistent >"$GK_SCRATCH/out" 2>&1; rc=$?
+check "probe --criu /nonexistent: exit 1" test $rc -eq 1
+check "probe names the missing CRIU" grep -q "^criu: /nonexistent: No such file or directory" "$GK_SCRATCH/out"
+if [ -e "$GK_STANDIN_DIR/libcuda.so.1" ]; then
+	with_standin "$SHEP" probe --criu /nonexistent >"$GK_SCRATCH/out" 2>&1
+	check "probe on the stand-in driver names the missing checkpoint API" \
+		grep -q "^driver: libcuda.so.1: the driver has no cuCheckpoint.* driver 570 or later" "$GK_SCRATCH/out"
+else
+	tap_skip "the stand-in driver was not built"
+fi
+# Fake CRIUs: only what `criu --version` says and who may change it matter.
+fake_criu() {
+	printf '#!/bin/sh\n[ "$1" = --version ] && echo "Version: %s" && exit 0\nexit 1\n' "$1" >"$GK_SCRATCH/criu-$1"
+	chmod 0755 "$GK_SCRATCH/criu-$1"
+}
+fake_criu 3.17; fake_criu 4.1
+if [ "$(stat -c %u "$GK_SCRATCH/criu-4.1")" -ne 0 ]; then
+	for i in 1 2 3; do tap_skip "fake CRIUs must be root's (run as root)"; done
+else
+	with_standin "$SHEP" probe --criu "$GK_SCRATCH/criu-3.17" >"$GK_SCRATCH/out" 2>&1
+	check "probe refuses CRIU 3" grep -q "is CRIU 3.17; transparent mode needs 4 or later" "$GK_SCRATCH/out"
+	with_standin "$SHEP" probe --criu "$GK_SCRATCH/criu-4.1" >"$GK_SCRATCH/out" 2>&1
+	check "probe accepts CRIU 4.1 (only the driver is missing)" \
+		test "$(grep -c "" "$GK_SCRATCH/out")" -eq 1 -a "$(grep -c "^driver:" "$GK_SCRATCH/out")" -eq 1
+	chmod 0777 "$GK_SCRATCH/criu-4.1"
+	"$SHEP" probe --criu "$GK_SCRATCH/criu-4.1" >"$GK_SCRATCH/out" 2>&1
+	check "probe refuses a CRIU that others can change" grep -q "only root can change" "$GK_SCRATCH/out"
+fi
+
+# run: a program under gpuckpt-init in a PID namespace, as the user.
+RUNDIR=$GK_SCRATCH/nb
+chmod 0711 "$GK_SCRATCH"; mkdir -p "$RUNDIR" && chmod 0777 "$RUNDIR"
+export GPUCKPT_INIT=$(cd "$(dirname "$INIT")" && pwd)/$(basename "$INIT")
+if [ "$(id -u)" -ne 0 ] || ! unshare --pid --fork true 2>/dev/null; then
+	for i in 1 2 3 4 5 6; do tap_skip "needs root and PID namespaces"; done
+else
+	"$SHEP" run --dir "$RUNDIR/ckpt" --uid nobody --gid nogroup -- /bin/sh -c \
+		'echo "$(id -u) $$ $GPUCKPT_SHEPHERD"; exit 7' >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err"
+	rc=$?
+	read -r uid pid sock <"$GK_SCRATCH/out"
+	check "run: the program's exit status comes back (7)" test $rc -eq 7
+	check "run: the program runs as the user" test "$uid" = "$(id -u nobody)"
+	check "run: the program is PID 2 of its namespace" test "$pid" = 2
+	check "run: GPUCKPT_SHEPHERD names the socket" test -n "$(echo "$sock" | grep '^gpuckpt-shepherd\.[0-9]*\.[0-9a-f]\{16\}$')"
+	# SIGTERM to the shepherd and the program, as Slurm sends it: no CRIU
+	# here, so no checkpoint, and the program ends the way it would.
+	"$SHEP" run --criu /nonexistent --dir "$RUNDIR/ckpt" --uid nobody --gid nogroup -- \
+		/bin/sleep 60 >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
+	spid=$!
+	for i in $(seq 50); do
+		init=$(cat /proc/$spid/task/$spid/children 2>/dev/null | awk '{print $1}')
+		prog=$([ -n "$init" ] && awk '{print $1}' /proc/$init/task/$init/children 2>/dev/null)
+		[ -n "$prog" ] && break
+		sleep 0.1
+	done
+	kill -TERM $spid
+	sleep 0.5
+	[ -n "$prog" ] && kill -TERM "$prog"
+	wait $spid; rc=$?
+	check "run: SIGTERM without CRIU ends the program as SIGTERM would (143)" test $rc -eq 143
+	check "run: and says why there was no checkpoint" grep -q "no checkpoint of pid .*: no usable CRIU" "$GK_SCRATCH/err"
+fi
+tap_done

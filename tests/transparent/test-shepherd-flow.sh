@@ -1,0 +1,149 @@
+#!/bin/bash
+# The shepherd's sequences as far as they go without CRIU or a GPU, with a
+# fake CRIU (root's script: `dump` writes an image, `restore` fails with an
+# error line) and a stand-in for the runtime's side of the socket:
+#   - a runtime that connects with no trigger signal is told ABORT;
+#   - a runtime on a node without the driver's checkpoint API is told ABORT,
+#     as is one that does not say READY in time, and one in application mode;
+#   - a tree without CUDA processes is checkpointed: the shepherd's own
+#     folder, criu/ root:root 0700 sealed, ckpt.000001 committed, the
+#     timing line, exit 128+SIGTERM;
+#   - restore verifies that checkpoint and runs CRIU (whose error lines it
+#     reports), and refuses it once an image is changed, once criu/ is the
+#     user's, and for another uid.
+. "${top_srcdir:-.}/tests/lib/helpers.sh"
+SHEP=$top_builddir/runtime/gpuckpt-shepherd
+INIT=$top_builddir/runtime/gpuckpt-init
+CLIENT=$(cd "$top_builddir/tests/transparent" 2>/dev/null && pwd)/shep-client
+PLAN=19
+tap_plan $PLAN
+gk_scratch
+
+if [ "$(id -u)" -ne 0 ] || ! unshare --pid --fork true 2>/dev/null || [ ! -x "$SHEP" ] ||
+	[ ! -x "$CLIENT" ]; then
+	for i in $(seq $PLAN); do tap_skip "needs root, PID namespaces and the built shepherd"; done
+	exit 0
+fi
+export GPUCKPT_INIT=$(cd "$(dirname "$INIT")" && pwd)/$(basename "$INIT")
+export GPUCKPT_LOG_LEVEL=info
+chmod 0711 "$GK_SCRATCH"
+ROOT=$GK_SCRATCH/nb/ckpt
+mkdir -p "$GK_SCRATCH/nb" && chown nobody "$GK_SCRATCH/nb"
+USER_ARGS=(--dir "$ROOT" --uid nobody --gid nogroup --job 77 --step 0 --task 0)
+
+FAKE=$GK_SCRATCH/criu
+cat >"$FAKE" <<'EOS'
+#!/bin/sh
+[ "$1" = --version ] && { echo "Version: 4.1"; exit 0; }
+cmd=$1; shift
+while [ $# -gt 0 ]; do
+	case $1 in -D) D=$2; shift ;; -o) LOG=$2; shift ;; esac
+	shift
+done
+case $cmd in
+dump) echo "core of the tree" >"$D/core-1.img"; echo "dump: fine" >"$D/$LOG"; exit 0 ;;
+restore) printf 'restoring\nError (criu/cr-restore.c:42): fake restore fails\n' >"$D/$LOG"; exit 1 ;;
+esac
+exit 1
+EOS
+chmod 0755 "$FAKE"
+
+# children_of PID: its children, from every thread.
+children_of() { cat /proc/"$1"/task/*/children 2>/dev/null; }
+# wait_prog SHEPHERD: the pid of PID 2 (the program), once it runs.
+wait_prog() {
+	local init prog
+	for i in $(seq 100); do
+		init=$(children_of "$1" | awk '{print $1}')
+		prog=$([ -n "$init" ] && children_of "$init" | awk '{print $1}')
+		[ -n "$prog" ] && { echo "$prog"; return; }
+		sleep 0.05
+	done
+}
+wait_line() { # FILE PATTERN
+	for i in $(seq 100); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
+	return 1
+}
+
+# 1. A runtime that connects on its own.
+"$SHEP" run --criu "$FAKE" --ready-timeout 0.5 "${USER_ARGS[@]}" -- \
+	"$CLIENT" "HELLO 1 transparent" >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err"
+rc=$?
+check "a runtime that connects without a trigger signal is told ABORT" \
+	grep -q "^ABORT the shepherd received no trigger signal" "$GK_SCRATCH/out"
+check "and the program's exit status comes back" test $rc -eq 0
+
+# 2. A trigger, a runtime, no checkpoint API on this node.
+"$SHEP" run --criu "$FAKE" --ready-timeout 2 "${USER_ARGS[@]}" -- \
+	"$CLIENT" --on-signal USR1 "HELLO 1 transparent" "READY .tmp.ckpt.000001.h.1 1" \
+	>"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
+spid=$!
+prog=$(wait_prog $spid)
+wait_line "$GK_SCRATCH/out" waiting
+kill -USR1 "$prog"
+sleep 0.2
+kill -USR1 $spid
+wait $spid
+check "a runtime on a node without the checkpoint API is told ABORT" \
+	grep -q "^ABORT the CUDA driver's checkpoint API is not available" "$GK_SCRATCH/out"
+check "nothing was committed" test ! -e "$ROOT/ckpt.000001"
+
+# trigger_client ARGS...: a run whose program is shep-client --on-signal USR1;
+# USR1 goes to the program, then to the shepherd, as Slurm's signal would.
+trigger_client() {
+	"$SHEP" run --criu "$FAKE" --ready-timeout 2 "${USER_ARGS[@]}" -- \
+		"$CLIENT" --on-signal USR1 "$@" >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
+	spid=$!
+	prog=$(wait_prog $spid)
+	wait_line "$GK_SCRATCH/out" waiting
+	kill -USR1 "$prog"
+	sleep 0.2
+	kill -USR1 $spid
+	wait $spid
+}
+trigger_client "HELLO 1 transparent"
+check "a runtime that does not say READY in time is told ABORT" \
+	grep -q "^ABORT not ready within --ready-timeout" "$GK_SCRATCH/out"
+trigger_client "HELLO 1 app"
+check "a runtime in application mode is told ABORT: no transparent checkpoint" \
+	grep -q "^ABORT a process of the task uses application mode" "$GK_SCRATCH/out"
+
+# 3. A tree without CUDA: checkpointed by CRIU alone.
+"$SHEP" run --criu "$FAKE" "${USER_ARGS[@]}" -- /bin/sleep 60 >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
+spid=$!
+prog=$(wait_prog $spid)
+kill -TERM $spid
+wait_line "$GK_SCRATCH/err" "committed"
+[ -n "$prog" ] && kill -TERM "$prog" # Slurm signals the program too
+wait $spid; rc=$?
+check "the checkpoint is committed as ckpt.000001 with criu/SEAL" test -f "$ROOT/ckpt.000001/criu/SEAL"
+check "criu/ is root:root 0700" test "$(stat -c '%u:%g %a' "$ROOT/ckpt.000001/criu")" = "0:0 700"
+check "the checkpoint and its manifest are the user's" \
+	test "$(stat -c %U "$ROOT/ckpt.000001") $(stat -c %U "$ROOT/ckpt.000001/manifest.json")" = "nobody nobody"
+check "the timing line" grep -Eq "gpuckpt: transparent: checkpoint ckpt.000001 committed: runtime [0-9.]+ s, lock [0-9.]+ s, driver [0-9.]+ s, criu [0-9.]+ s, commit [0-9.]+ s, total [0-9.]+ s \(runtime device data 0 bytes, criu images [0-9]+ bytes\)" "$GK_SCRATCH/err"
+check "the shepherd exits 128+SIGTERM after a checkpoint on SIGTERM" test $rc -eq 143
+grep -Eq "\"uid\": ?65534" "$ROOT/ckpt.000001/criu/SEAL" && grep -Eq "\"job\": ?\"77\"" "$ROOT/ckpt.000001/criu/SEAL"
+check "the seal names the user and the job" test $? -eq 0
+"$top_builddir/runtime/gpuckpt" list "$ROOT" >"$GK_SCRATCH/list" 2>&1
+check "gpuckpt list shows it" grep -Eq "^000001 +[0-9TZ:-]+ +transparent" "$GK_SCRATCH/list"
+
+# 4. Restore.
+restore() { "$SHEP" restore --criu "$FAKE" "${USER_ARGS[@]}" "$@" >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err"; }
+restore; rc=$?
+check "restore verifies the seal and runs CRIU, whose failure it reports" \
+	test $rc -eq 1 -a -n "$(grep "criu restore failed (exit 1) | Error (criu/cr-restore.c:42): fake restore fails" "$GK_SCRATCH/err")"
+check "CRIU's restore log is kept in criu/" test -f "$ROOT/ckpt.000001/criu/restore.log"
+restore; rc=$?
+check "a second restore is not refused for the log of the first" \
+	test -n "$(grep "fake restore fails" "$GK_SCRATCH/err")"
+"$SHEP" restore --criu "$FAKE" --dir "$ROOT" --uid root --gid root --task 0 >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err"
+check "restore for another uid is refused" grep -q "is owned by nobody" "$GK_SCRATCH/err"
+echo more >>"$ROOT/ckpt.000001/criu/core-1.img"
+restore
+check "restore refuses a changed image" grep -q "criu/core-1.img: SHA-256 differs from the seal" "$GK_SCRATCH/err"
+mv "$ROOT/ckpt.000001/criu" "$GK_SCRATCH/criu.root"
+mkdir "$ROOT/ckpt.000001/criu" && cp -p "$GK_SCRATCH/criu.root/"* "$ROOT/ckpt.000001/criu/" &&
+	chown -R nobody "$ROOT/ckpt.000001/criu"
+restore
+check "restore refuses a criu/ that is the user's" grep -q "not root:root 0700" "$GK_SCRATCH/err"
+tap_done

@@ -1,0 +1,429 @@
+/*
+ * test-shepherd - the shepherd's checks that need neither CRIU nor a GPU:
+ * the socket's message vocabulary (every malformed message refused), the
+ * socket's peers (another uid, a process outside the namespace), the tree's
+ * owner check (a process that changed uid, or kept root as its saved uid),
+ * and the seal (tampered, extra, missing file; folder not root's, wrong
+ * mode, a link in place of criu/; another user's seal; another manifest).
+ */
+#include "config.h"
+#include "image.h"
+#include "log.h"
+#include "shepherd.h"
+#include "tap.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <pwd.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+static char err[GK_SHEP_ERRLEN];
+
+/* ---- messages ---- */
+
+static void messages(void)
+{
+	static const char *const bad[] = {
+	    "",
+	    "\n",
+	    "HELLO",
+	    "HELLO 1",
+	    "HELLO 2 app",
+	    "HELLO 1 App",
+	    "HELLO 1 app ",
+	    " HELLO 1 app",
+	    "HELLO  1 app",
+	    "HELLO 1 app\n\n",
+	    "HELLO 1 app\r",
+	    "HELLO 1 transparentx",
+	    "hello 1 app",
+	    "READY",
+	    "READY .tmp.ckpt.000003.node1.42",
+	    "READY .tmp.ckpt.000003.node1.42 2",
+	    "READY .tmp.ckpt.000003.node1.42 01",
+	    "READY .tmp.ckpt.000003.node1.42 1 1",
+	    "READY ckpt.000003 1",
+	    "READY ../ckpt.000003 1",
+	    "READY .tmp.ckpt.000003/../../etc 1",
+	    "READY .tmp.ckpt.000003.node1..42 1",
+	    "READY .tmp.ckpt.0000\x01.node1.42 1",
+	    "READY .tmp.ckpt.000003.nöde.42 1",
+	    "READY\t.tmp.ckpt.000003.node1.42 1",
+	    "LOCKED",
+	    "ABORT because",
+	};
+	struct gk_msg m;
+	char big[GK_SHEP_MSG_MAX + 2];
+	size_t refused = 0;
+
+	ok(gk_msg_parse("HELLO 1 app", 11, &m) == 0 && m.type == GK_MSG_HELLO_APP, "HELLO 1 app");
+	ok(gk_msg_parse("HELLO 1 transparent\n", 20, &m) == 0 && m.type == GK_MSG_HELLO_TRANSPARENT,
+	   "HELLO 1 transparent, with one trailing newline");
+	ok(gk_msg_parse("READY .tmp.ckpt.000003.node-1.42 1", 34, &m) == 0 &&
+	       m.type == GK_MSG_READY && !strcmp(m.name, ".tmp.ckpt.000003.node-1.42") &&
+	       m.assisted == 1,
+	   "READY <name> 1");
+	ok(gk_msg_parse("READY .tmp.ckpt.000003.node1.42 0", 33, &m) == 0 && m.assisted == 0,
+	   "READY <name> 0");
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (gk_msg_parse(bad[i], strlen(bad[i]), &m) == -EPROTO)
+			refused++;
+		else
+			printf("#   accepted: '%s'\n", bad[i]);
+	}
+	ok(refused == sizeof(bad) / sizeof(bad[0]), "every malformed message is refused (%zu)",
+	   refused);
+	ok(gk_msg_parse("HELLO 1 app\0junk", 16, &m) == -EPROTO, "a NUL inside is refused");
+	memset(big, 'A', sizeof(big));
+	ok(gk_msg_parse(big, GK_SHEP_MSG_MAX + 1, &m) == -EPROTO,
+	   "a packet over %d bytes is refused", GK_SHEP_MSG_MAX);
+}
+
+/* ---- socket peers ---- */
+
+static int connect_to(const char *name)
+{
+	struct sockaddr_un sa;
+	int fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	memcpy(sa.sun_path + 1, name, strlen(name));
+	if (connect(fd, (struct sockaddr *)&sa,
+		    (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name))) < 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* Accept what is pending, after waiting for it. */
+static int accept_one(int listener, uid_t uid, pid_t init, pid_t *peer)
+{
+	struct pollfd pf = {.fd = listener, .events = POLLIN};
+	int conn = -1;
+
+	if (poll(&pf, 1, 5000) != 1)
+		return -2;
+	if (gk_sock_accept(listener, uid, init, &conn, peer) < 0)
+		return -3;
+	return conn;
+}
+
+/* A peer that connects, then waits for the test to let it go. */
+static pid_t peer_as(const char *name, uid_t uid, int newns, int *go)
+{
+	int p[2];
+	pid_t pid;
+
+	if (pipe(p) < 0)
+		return -1;
+	if (newns && unshare(CLONE_NEWPID) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		char c;
+		int fd;
+
+		close(p[1]);
+		if (uid != 0 && setuid(uid) < 0)
+			_exit(1);
+		fd = connect_to(name);
+		if (read(p[0], &c, 1) < 0)
+			_exit(1);
+		_exit(fd >= 0 ? 0 : 1);
+	}
+	close(p[0]);
+	*go = p[1];
+	return pid;
+}
+
+static void finish(pid_t pid, int go)
+{
+	close(go);
+	waitpid(pid, NULL, 0);
+}
+
+static void peers(void)
+{
+	struct passwd *nobody = getpwnam("nobody");
+	char name[108];
+	pid_t pid, peer;
+	int listener, conn, go, nsfd;
+
+	listener = gk_sock_listen(name, sizeof(name), err, sizeof(err));
+	ok(listener >= 0 && gk_sock_name_ok(name), "listen on an abstract name (%s)", name);
+	if (geteuid() != 0 || !nobody) {
+		for (int i = 0; i < 3; i++)
+			skip("needs root (a peer of another uid, a PID namespace)");
+		close(listener);
+		return;
+	}
+	/* A peer inside a namespace, as the job's user would be, but of
+	 * another uid: closed. */
+	nsfd = open("/proc/self/ns/pid", O_RDONLY);
+	pid = peer_as(name, nobody->pw_uid, 1, &go);
+	setns(nsfd, CLONE_NEWPID);
+	conn = accept_one(listener, 0, pid, &peer);
+	ok(pid > 0 && conn == -1, "a peer of another uid is closed");
+	finish(pid, go);
+
+	/* The job's uid (root here), but not in a child namespace: closed. */
+	pid = peer_as(name, 0, 0, &go);
+	conn = accept_one(listener, 0, pid, &peer);
+	ok(pid > 0 && conn == -1, "a peer outside the task's namespace is closed");
+	finish(pid, go);
+
+	/* The job's uid inside the namespace: accepted. */
+	pid = peer_as(name, 0, 1, &go);
+	setns(nsfd, CLONE_NEWPID);
+	conn = accept_one(listener, 0, pid, &peer);
+	ok(pid > 0 && conn >= 0 && peer == pid, "a peer of the job's uid in the namespace is "
+						"accepted");
+	if (conn >= 0)
+		close(conn);
+	finish(pid, go);
+	close(nsfd);
+	close(listener);
+}
+
+/* ---- the tree's owners ---- */
+
+static pid_t child_with_ids(uid_t r, uid_t e, uid_t s, gid_t g, int *go)
+{
+	int p[2], q[2];
+	pid_t pid;
+	char c;
+
+	if (pipe(p) < 0 || pipe(q) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		close(p[1]);
+		close(q[0]);
+		if (setresgid(g, g, g) < 0 || setresuid(r, e, s) < 0)
+			_exit(1);
+		close(q[1]); /* ready */
+		if (read(p[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(p[0]);
+	close(q[1]);
+	if (read(q[0], &c, 1) < 0)
+		c = 0;
+	close(q[0]);
+	*go = p[1];
+	return pid;
+}
+
+static void tree(void)
+{
+	struct passwd *nobody = getpwnam("nobody");
+	pid_t pids[16], list[16];
+	size_t n = 0;
+	int go[3];
+	uid_t u;
+	gid_t g;
+
+	if (geteuid() != 0 || !nobody) {
+		for (int i = 0; i < 4; i++)
+			skip("needs root to make processes of another uid");
+		return;
+	}
+	u = nobody->pw_uid;
+	g = nobody->pw_gid;
+	pids[0] = child_with_ids(u, u, u, g, &go[0]);
+	pids[1] = child_with_ids(u, u, 0, g, &go[1]);
+	pids[2] = child_with_ids(0, 0, 0, 0, &go[2]);
+	ok(gk_tree_list(getpid(), list, 16, &n, err, sizeof(err)) == 0 && n >= 4 &&
+	       list[0] == getpid(),
+	   "the tree lists this process and its children");
+	ok(gk_tree_check_owner(&pids[0], 1, u, g, err, sizeof(err)) == 0,
+	   "a process of the job's user, in every id, passes");
+	snprintf(err, sizeof(err), "none");
+	ok(gk_tree_check_owner(pids, 2, u, g, err, sizeof(err)) == -EPERM && strstr(err, "saved") &&
+	       strstr(err, "uid 0"),
+	   "a process that kept root as its saved uid is refused: %s", err);
+	{
+		char want[32];
+
+		snprintf(want, sizeof(want), "pid %d", (int)pids[2]);
+		ok(gk_tree_check_owner(&pids[2], 1, u, g, err, sizeof(err)) == -EPERM &&
+		       strstr(err, want),
+		   "a process of another uid is refused, naming it: %s", err);
+	}
+	/* Each child holds the others' pipes too: end them by pid. */
+	for (int i = 0; i < 3; i++) {
+		close(go[i]);
+		kill(pids[i], SIGKILL);
+		waitpid(pids[i], NULL, 0);
+	}
+}
+
+/* ---- the seal ---- */
+
+static int write_at(int dirfd, const char *name, const char *text)
+{
+	int fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	ssize_t w;
+
+	if (fd < 0)
+		return -1;
+	w = write(fd, text, strlen(text));
+	close(fd);
+	return w == (ssize_t)strlen(text) ? 0 : -1;
+}
+
+/* A sealed checkpoint folder: manifest.json beside criu/ with two images. */
+static int make_sealed(const char *dir, int *ckptfd_out)
+{
+	struct gk_seal s;
+	int ckptfd, criufd, ret;
+
+	mkdir(dir, 0700);
+	ckptfd = open(dir, O_RDONLY | O_DIRECTORY);
+	if (ckptfd < 0 || write_at(ckptfd, GK_MANIFEST_FILE, "{\"format\": \"x\"}") < 0 ||
+	    mkdirat(ckptfd, GK_CRIU_DIR, 0700) < 0)
+		return -1;
+	criufd = openat(ckptfd, GK_CRIU_DIR, O_RDONLY | O_DIRECTORY);
+	if (write_at(criufd, "core-2.img", "core") < 0 || write_at(criufd, "pages-1.img", "pg") < 0)
+		return -1;
+	memset(&s, 0, sizeof(s));
+	s.uid = 1234;
+	s.gid = 1235;
+	snprintf(s.job, sizeof(s.job), "77");
+	snprintf(s.step, sizeof(s.step), "0");
+	snprintf(s.stdio[1], sizeof(s.stdio[1]), "pipe:[4242]");
+	snprintf(s.socket, sizeof(s.socket), "gpuckpt-shepherd.1.00");
+	s.ngpus = 1;
+	snprintf(s.gpus[0].uuid, sizeof(s.gpus[0].uuid),
+		 "GPU-0123abcd-0000-1111-2222-333344445555");
+	snprintf(s.gpus[0].name, sizeof(s.gpus[0].name), "NVIDIA H100 80GB HBM3");
+	ret = gk_seal_write(ckptfd, criufd, &s, err, sizeof(err));
+	close(criufd);
+	*ckptfd_out = ckptfd;
+	return ret;
+}
+
+static int verify(int ckptfd, uid_t uid, const char *want_in_err, int want_ret, const char *what)
+{
+	struct gk_seal s;
+	int ret;
+
+	err[0] = 0;
+	ret = gk_seal_verify(ckptfd, uid, &s, err, sizeof(err));
+	if (!ok(ret == want_ret && (!want_in_err || strstr(err, want_in_err)), "%s", what))
+		printf("#   returned %d: %s\n", ret, err);
+	return ret;
+}
+
+static void seal(void)
+{
+	char base[] = "/tmp/gpuckpt-test-seal.XXXXXX", dir[256], other[256], cmd[600];
+	struct gk_seal s;
+	int ckptfd, otherfd;
+
+	if (geteuid() != 0) {
+		for (int i = 0; i < 13; i++)
+			skip("needs root: criu/ must be root's");
+		return;
+	}
+	if (!mkdtemp(base))
+		return;
+	snprintf(dir, sizeof(dir), "%s/ckpt.000001", base);
+	ok(make_sealed(dir, &ckptfd) == 0, "seal a folder of two images");
+	if (verify(ckptfd, 1234, NULL, 0, "the sealed folder verifies") == 0) {
+		gk_seal_verify(ckptfd, 1234, &s, err, sizeof(err));
+		ok(s.gid == 1235 && !strcmp(s.job, "77") && !strcmp(s.stdio[1], "pipe:[4242]") &&
+		       s.ngpus == 1 && !strcmp(s.gpus[0].name, "NVIDIA H100 80GB HBM3") &&
+		       !strcmp(s.socket, "gpuckpt-shepherd.1.00") && s.image_bytes == 6,
+		   "and gives back what was sealed");
+	} else {
+		skip("nothing to compare");
+	}
+	verify(ckptfd, 1000, "sealed for uid 1234", -EPERM, "another user's seal is refused");
+
+	write_at(ckptfd, GK_CRIU_DIR "/" GK_SHEP_RESTORE_LOG, "log");
+	verify(ckptfd, 1234, NULL, 0, "a restore log beside the images is allowed");
+
+	write_at(ckptfd, GK_CRIU_DIR "/pages-1.img", "PG");
+	verify(ckptfd, 1234, "pages-1.img: SHA-256 differs", -EBADMSG,
+	       "a changed image is refused");
+	write_at(ckptfd, GK_CRIU_DIR "/pages-1.img", "pg");
+
+	write_at(ckptfd, GK_CRIU_DIR "/extra.img", "x");
+	verify(ckptfd, 1234, "extra.img: not in the seal", -EBADMSG, "an extra file is refused");
+	unlinkat(ckptfd, GK_CRIU_DIR "/extra.img", 0);
+
+	rename(strcat(strcpy(other, dir), "/criu/core-2.img"), strcat(strcpy(cmd, base), "/core"));
+	verify(ckptfd, 1234, "core-2.img: sealed but missing", -EBADMSG,
+	       "a missing file is refused");
+	rename(cmd, other);
+
+	write_at(ckptfd, GK_MANIFEST_FILE, "{\"format\": \"y\"}");
+	verify(ckptfd, 1234, "not the manifest the seal was made with", -EBADMSG,
+	       "criu/ under another manifest is refused");
+	write_at(ckptfd, GK_MANIFEST_FILE, "{\"format\": \"x\"}");
+
+	fchownat(ckptfd, GK_CRIU_DIR, 1234, 1234, 0);
+	verify(ckptfd, 1234, "not root:root 0700", -EPERM, "criu/ not root's is refused");
+	fchownat(ckptfd, GK_CRIU_DIR, 0, 0, 0);
+
+	fchmodat(ckptfd, GK_CRIU_DIR, 0755, 0);
+	verify(ckptfd, 1234, "mode 0755", -EPERM, "criu/ of mode 0755 is refused");
+	fchmodat(ckptfd, GK_CRIU_DIR, 0700, 0);
+
+	/* A link in place of criu/, to a folder that is itself valid. */
+	snprintf(other, sizeof(other), "%s/ckpt.000002", base);
+	make_sealed(other, &otherfd);
+	renameat(ckptfd, GK_CRIU_DIR, ckptfd, "criu.real");
+	snprintf(cmd, sizeof(cmd), "%s/criu", other);
+	if (symlinkat(cmd, ckptfd, GK_CRIU_DIR) < 0)
+		printf("# symlink: %s\n", strerror(errno));
+	verify(ckptfd, 1234, "not a directory", -EPERM,
+	       "a symbolic link in place of criu/ is "
+	       "refused");
+	unlinkat(ckptfd, GK_CRIU_DIR, 0);
+	renameat(ckptfd, "criu.real", ckptfd, GK_CRIU_DIR);
+	verify(ckptfd, 1234, NULL, 0, "put back, it verifies again");
+	close(otherfd);
+	close(ckptfd);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+	if (system(cmd) != 0)
+		printf("# cannot remove %s\n", base);
+}
+
+int main(void)
+{
+	CUuuid u;
+	char text[64];
+
+	plan(7 + 4 + 4 + 13 + 3);
+	gk_log_set_level(GK_LOG_ERROR);
+	messages();
+	peers();
+	tree();
+	seal();
+	ok(gk_uuid_parse("GPU-0123abcd-0000-1111-2222-333344445555", &u) == 0 &&
+	       gk_uuid_format(&u, text) == 0 &&
+	       !strcmp(text, "GPU-0123abcd-0000-1111-2222-333344445555"),
+	   "GPU UUIDs parse and print back the same");
+	ok(gk_uuid_parse("GPU-0123abcd-0000-1111-2222-33334444555", &u) < 0 &&
+	       gk_uuid_parse("MIG-0123abcd-0000-1111-2222-333344445555", &u) < 0 &&
+	       gk_uuid_parse("GPU-0123ABCD-0000-1111-2222-333344445555", &u) < 0,
+	   "malformed UUIDs are refused");
+	ok(!gk_sock_name_ok("") && !gk_sock_name_ok("a/b") && !gk_sock_name_ok("a b") &&
+	       gk_sock_name_ok("gpuckpt-shepherd.1.ab"),
+	   "socket names are checked");
+	return done_testing();
+}
