@@ -109,7 +109,7 @@ void gk_arena_drop_unclaimed(struct gk_arena *a);
 void gk_arena_restore_done(struct gk_arena *a, uint64_t next_order);
 
 /*
- * Transparent mode (transparent.c): give the physical memory under the live
+ * Transparent mode (agent.c): give the physical memory under the live
  * blocks back to the driver, addresses staying reserved and the blocks
  * listed, so that the driver's checkpoint has no device memory left to copy
  * (returns the bytes released); then, after the driver's restore, back the

@@ -20,7 +20,7 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/io.c %reldir%/io.h \
 	%reldir%/numa.c %reldir%/numa.h \
 	%reldir%/dump.c %reldir%/dump.h \
-	%reldir%/transparent.c %reldir%/transparent.h \
+	%reldir%/agent.c %reldir%/agent.h \
 	%reldir%/restore.c %reldir%/restore.h \
 	%reldir%/api.c %reldir%/api.h \
 	%reldir%/runtime.c %reldir%/runtime.h

@@ -8,7 +8,7 @@
 #include "gate.h"
 #include "log.h"
 #include "restore.h"
-#include "transparent.h"
+#include "agent.h"
 #include "trigger.h"
 
 #include <pthread.h>

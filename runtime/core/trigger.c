@@ -4,7 +4,7 @@
 #include "driver.h"
 #include "log.h"
 #include "runtime.h"
-#include "transparent.h"
+#include "agent.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -140,9 +140,11 @@ static int start_tree(struct gk_shepherd *sh)
 		if (prog < 0)
 			_exit(127);
 		if (prog == 0) {
-			/* What plugin's task environment would hold: the socket,
-			 * and whether the runtime dumps device memory itself. */
+			/* What the plugin's task environment would hold: the
+			 * socket, the folder, and whether the runtime dumps device
+			 * memory itself. */
 			if (setenv(GK_SHEP_ENV, sh->sockname, 1) < 0 ||
+			    setenv("GPUCKPT_DIR", sh->o->dir, 1) < 0 ||
 			    setenv("GPUCKPT_ASSIST", sh->o->assist ? "on" : "off", 1) < 0 ||
 			    drop_to(sh->o->uid, sh->o->gid) < 0) {
 				fprintf(stderr, "gpuckpt-shepherd: run: cannot become uid %u: %s\n",

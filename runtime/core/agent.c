@@ -1,5 +1,5 @@
 /*
- * transparent.c - the runtime's part of transparent mode (see
+ * agent.c - the runtime's part of transparent mode (see
  * runtime/transparent/README.md for the whole design and the protocol).
  *
  * In a process started under gpuckpt-shepherd (GPUCKPT_SHEPHERD set), a
@@ -15,7 +15,7 @@
  */
 #include "config.h"
 
-#include "transparent.h"
+#include "agent.h"
 #include "arena.h"
 #include "driver.h"
 #include "dump.h"
@@ -80,6 +80,8 @@ void gk_transparent_signal(int signo)
 static int shepherd_connect(char *err, size_t errlen)
 {
 	struct sockaddr_un sa;
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
 	size_t n = strlen(gk_rt.settings.shepherd);
 	int fd;
 
@@ -94,6 +96,14 @@ static int shepherd_connect(char *err, size_t errlen)
 			 strerror(errno));
 		if (fd >= 0)
 			close(fd);
+		return -1;
+	}
+	/* Anyone can bind an abstract name the shepherd has not bound (yet, or
+	 * again after a restore): only root's socket is the shepherd. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || cred.uid != 0) {
+		snprintf(err, errlen, "@%s is not the shepherd's socket (its owner is not root)",
+			 gk_rt.settings.shepherd);
+		close(fd);
 		return -1;
 	}
 	return fd;

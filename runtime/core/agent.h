@@ -1,6 +1,6 @@
-/* transparent.h - the runtime's part of transparent mode (transparent.c). */
-#ifndef GK_TRANSPARENT_H
-#define GK_TRANSPARENT_H
+/* agent.h - the runtime's part of transparent mode (agent.c). */
+#ifndef GK_AGENT_H
+#define GK_AGENT_H
 
 /* Start the runtime's transparent thread when the process runs under a
  * shepherd (GPUCKPT_SHEPHERD) and the mode allows it. */
