@@ -20,7 +20,7 @@
  *	log_level          (the runtime's: warn)      error | warn | info | debug
  *	mode               auto                       auto | app | transparent (transparent.h)
  *	criu               (the shepherd's default)   CRIU for transparent mode
- *	shepherd           LIBEXECDIR/gpuckpt         folder of gpuckpt-shepherd and gpuckpt-init
+ *	shepherd           LIBEXECDIR/gpuckpt         folder of gpuckpt-shepherd
  */
 #ifndef GK_SITE_ARGS_H
 #define GK_SITE_ARGS_H
@@ -51,7 +51,7 @@ struct gk_site {
 	char log_level[16]; /* "" = not set here */
 	enum gk_mode mode;
 	char criu[PATH_MAX];	 /* "" = the shepherd's default */
-	char shepherd[PATH_MAX]; /* folder holding gpuckpt-shepherd and gpuckpt-init */
+	char shepherd[PATH_MAX]; /* folder holding gpuckpt-shepherd */
 };
 
 void gk_site_defaults(struct gk_site *s);

@@ -157,7 +157,6 @@ int gk_transparent_prepare(const struct gk_site *s, const struct gk_opts *o,
 	p->keep = s->keep;
 	snprintf(p->dir, sizeof(p->dir), "%s", r->dir);
 	snprintf(p->shepherd, sizeof(p->shepherd), "%s/gpuckpt-shepherd", s->shepherd);
-	snprintf(p->init, sizeof(p->init), "%s/gpuckpt-init", s->shepherd);
 	snprintf(p->criu, sizeof(p->criu), "%s", s->criu);
 
 	have = env->get(env->ctx, GK_ENV_MODE, value, sizeof(value));
@@ -382,25 +381,6 @@ static int recv_stdio(int sock, int fds[3], pid_t *pid)
 	return got ? 0 : -EPROTO;
 }
 
-static int send_fds(int sock, const int fds[3])
-{
-	int saved[3], rc;
-
-	/* send_stdio sends 0, 1, 2: put fds there for the call. */
-	for (int i = 0; i < 3; i++)
-		saved[i] = fcntl(i, F_DUPFD_CLOEXEC, 3);
-	for (int i = 0; i < 3; i++)
-		dup2(fds[i], i);
-	rc = send_stdio(sock);
-	for (int i = 0; i < 3; i++) {
-		if (saved[i] >= 0) {
-			dup2(saved[i], i);
-			close(saved[i]);
-		}
-	}
-	return rc;
-}
-
 /* The task's stdio on 0, 1, 2, nothing else open (no descriptor of
  * slurmstepd's reaches the shepherd, init, or CRIU's images), signals as a
  * fresh process has them: slurmstepd's task child still blocks its signals
@@ -488,35 +468,9 @@ static void die_after_fork(const char *what, int e)
 	_exit(127);
 }
 
-/* PID 1 of the namespace: wait for the stdio, become the user, run gpuckpt-init. */
-static void run_init(const struct gk_tplan *p, int sock) __attribute__((noreturn));
-static void run_init(const struct gk_tplan *p, int sock)
-{
-	char *argv[] = {(char *)p->init, NULL};
-	int fds[3], rc;
-
-	/* Nothing comes when the shepherd's side failed: then the namespace goes. */
-	rc = recv_stdio(sock, fds, NULL);
-	if (rc < 0)
-		_exit(127);
-	become_clean(fds);
-	if (setgroups(0, NULL) < 0)
-		die_after_fork("gpuckpt-init: setgroups", errno);
-	if (setgid(p->ids.gid) < 0)
-		die_after_fork("gpuckpt-init: setgid", errno);
-	if (setuid(p->ids.uid) < 0)
-		die_after_fork("gpuckpt-init: setuid", errno);
-	/* Checked: a setuid that "worked" but left root behind is a hole. */
-	if (p->ids.uid != 0 && (setuid(0) == 0 || geteuid() == 0))
-		die_after_fork("gpuckpt-init: still root after setuid", EPERM);
-	execv(p->init, argv);
-	die_after_fork(p->init, errno);
-}
-
-/* The task's own process: wait for the stdio, place the others, become the shepherd. */
-static void run_shepherd(const struct gk_tplan *p, pid_t child, int up, int down)
-	__attribute__((noreturn));
-static void run_shepherd(const struct gk_tplan *p, pid_t child, int up, int down)
+/* The task's own process: wait for the stdio, place the program, become the shepherd. */
+static void run_shepherd(const struct gk_tplan *p, pid_t child, int up) __attribute__((noreturn));
+static void run_shepherd(const struct gk_tplan *p, pid_t child, int up)
 {
 	char *argv[GK_SHEPHERD_MAXARGS + 1], buf[3 * PATH_MAX + 512], err[GK_ERRLEN];
 	pid_t prog = 0;
@@ -534,20 +488,12 @@ static void run_shepherd(const struct gk_tplan *p, pid_t child, int up, int down
 	}
 	become_clean(fds);
 	err[0] = '\0';
-	if (p->kind == GK_TPLAN_ATTACH) {
-		rc = place_like_me(child, err, sizeof(err));
-		if (!rc && prog > 0)
-			rc = place_like_me(prog, err, sizeof(err));
-		if (!rc && send_fds(down, fds) < 0)
-			rc = -EPIPE;
-	} else {
-		rc = 0;
-	}
+	(void)prog; /* the child itself */
+	rc = p->kind == GK_TPLAN_ATTACH ? place_like_me(child, err, sizeof(err)) : 0;
 	if (rc < 0) {
 		if (child > 0)
 			kill(child, SIGKILL);
-		dprintf(2, "gpuckpt: transparent: %s; the task does not start\n",
-			err[0] ? err : "cannot start gpuckpt-init");
+		dprintf(2, "gpuckpt: transparent: %s; the task does not start\n", err);
 		_exit(127);
 	}
 	if (write(up, &go, 1) != 1)
@@ -559,8 +505,6 @@ static void run_shepherd(const struct gk_tplan *p, pid_t child, int up, int down
 		child = 0;
 	}
 	close(up);
-	if (down >= 0)
-		close(down);
 	if (gk_shepherd_argv(p, child, argv, buf, sizeof(buf)) < 0)
 		die_after_fork("shepherd arguments", ENAMETOOLONG);
 	execv(argv[0], argv);
@@ -569,7 +513,7 @@ static void run_shepherd(const struct gk_tplan *p, pid_t child, int up, int down
 
 int gk_transparent_launch(const struct gk_tplan *p, char *err, size_t errlen)
 {
-	int up[2] = {-1, -1}, down[2] = {-1, -1}, one = 1, rc;
+	int up[2] = {-1, -1}, one = 1, rc;
 	pid_t child;
 
 	if (p->kind != GK_TPLAN_ATTACH && p->kind != GK_TPLAN_RESTORE)
@@ -580,20 +524,8 @@ int gk_transparent_launch(const struct gk_tplan *p, char *err, size_t errlen)
 		snprintf(err, errlen, "transparent: socket pair: %s", strerror(-rc));
 		goto out_close;
 	}
-	if (p->kind == GK_TPLAN_ATTACH) {
-		if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, down) < 0) {
-			rc = -errno;
-			snprintf(err, errlen, "transparent: socket pair: %s", strerror(-rc));
-			goto out_close;
-		}
-		/* Our next child becomes PID 1 of a new PID namespace; this process stays. */
-		if (unshare(CLONE_NEWPID) < 0) {
-			rc = -errno;
-			snprintf(err, errlen, "transparent: cannot make a PID namespace: %s",
-				 strerror(-rc));
-			goto out_close;
-		}
-	}
+	/* No PID namespace: the CUDA driver fails in one without a /proc of its
+	 * own (runtime/transparent/README.md). The child becomes the program. */
 	child = fork();
 	if (child < 0) {
 		rc = -errno;
@@ -602,35 +534,17 @@ int gk_transparent_launch(const struct gk_tplan *p, char *err, size_t errlen)
 	}
 	if (child > 0) {
 		close(up[1]);
-		if (down[1] >= 0)
-			close(down[1]);
-		run_shepherd(p, child, up[0], down[0]);
+		run_shepherd(p, child, up[0]);
 	}
 	close(up[0]);
-	if (p->kind == GK_TPLAN_RESTORE) {
-		handoff_fd = up[1];
-		handoff_exit = 1;
-		return 0;
-	}
-	close(down[0]);
-	child = fork();
-	if (child < 0)
-		_exit(127); /* the shepherd's side sees the socket close and ends */
-	if (child > 0) {
-		close(up[1]);
-		run_init(p, down[1]);
-	}
-	close(down[1]);
 	handoff_fd = up[1];
+	handoff_exit = p->kind == GK_TPLAN_RESTORE;
 	return 0;
 
 out_close:
-	for (int i = 0; i < 2; i++) {
+	for (int i = 0; i < 2; i++)
 		if (up[i] >= 0)
 			close(up[i]);
-		if (down[i] >= 0)
-			close(down[i]);
-	}
 	return rc;
 }
 

@@ -52,7 +52,6 @@ struct gk_tplan {
 	int note;		/* NONE: this task writes the line into the job's output */
 	char socket[96];	/* ATTACH: GPUCKPT_SHEPHERD (abstract socket name) */
 	char shepherd[PATH_MAX + 32];
-	char init[PATH_MAX + 32];
 	char criu[PATH_MAX]; /* "" = the shepherd's default */
 	char dir[PATH_MAX];
 	char newest[64]; /* RESTORE: the checkpoint */

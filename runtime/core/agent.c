@@ -195,20 +195,33 @@ static void reload_all(const char *dir, const struct gk_manifest *m)
 		  (unsigned long long)bytes, now() - t0);
 }
 
-/* Any driver call blocks while the shepherd holds the process locked. */
+/*
+ * Until the driver lets the process run again: after a restore, or after the
+ * shepherd gave up. Not every driver call waits for the lock (on the H100,
+ * driver 580, cuCtxSynchronize of an idle context returned at once), so the
+ * process's own checkpoint state is watched; a driver without that query
+ * gets a call that does wait.
+ */
 static void wait_for_unlock(void)
 {
-	int n;
+	pid_t self = getpid();
+	size_t free_b, total_b;
 
-	for (int i = 0; i < GK_MAX_DEVICES; i++) {
-		if (!gk_arenas[i] || !gk_arenas[i]->ctx)
-			continue;
-		gk_real.cuCtxPushCurrent_v2(gk_arenas[i]->ctx);
-		gk_real.cuCtxSynchronize();
-		gk_real.cuCtxPopCurrent_v2(NULL);
-		return;
+	for (;;) {
+		CUprocessState st;
+		CUresult r = gk_real.cuCheckpointProcessGetState
+				 ? gk_real.cuCheckpointProcessGetState(self, &st)
+				 : CUDA_ERROR_NOT_SUPPORTED;
+		struct timespec ts = {0, 2000000};
+
+		if (r == CUDA_SUCCESS && st == CU_PROCESS_STATE_RUNNING)
+			return;
+		if (r != CUDA_SUCCESS) {
+			gk_real.cuMemGetInfo_v2(&free_b, &total_b);
+			return;
+		}
+		nanosleep(&ts, NULL);
 	}
-	gk_real.cuDeviceGetCount(&n);
 }
 
 static int have_devices(void)
@@ -263,6 +276,10 @@ static int checkpoint(int signo)
 		gk_manifest_free(m);
 		m = NULL;
 	} else {
+		/* CRIU would record the open folder under a name the commit
+		 * changes, and the restore could not reopen it. */
+		close(txn.dirfd);
+		txn.dirfd = -1;
 		name = strrchr(txn.tmpdir, '/') + 1;
 		if (assisted)
 			released = release_all();

@@ -15,6 +15,16 @@ static void load_topology(void)
 {
 	if (hwloc_topology_init(&topo) < 0)
 		return;
+#if HWLOC_API_VERSION >= 0x00020100
+	/* hwloc's GPU plugins open the devices themselves (its NVML plugin
+	 * maps /dev/nvidiactl into the process): a mapping the CUDA driver's
+	 * checkpoint does not release, and CRIU then refuses to dump the
+	 * process ("non-regular mapping"). The PCI tree is all that is needed. */
+	hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "nvml");
+	hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "cuda");
+	hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "opencl");
+	hwloc_topology_set_components(topo, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "gl");
+#endif
 	/* PCI devices are needed to find the GPU; bridges and the rest are not. */
 	hwloc_topology_set_io_types_filter(topo, HWLOC_TYPE_FILTER_KEEP_IMPORTANT);
 	if (hwloc_topology_load(topo) < 0) {

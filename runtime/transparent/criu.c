@@ -21,7 +21,7 @@
 static const char *const default_criu[] = {"/usr/sbin/criu", "/usr/local/sbin/criu"};
 
 /* Close what the shepherd may have inherited (slurmstepd's descriptors):
- * CRIU restores into the namespace whatever it holds open. */
+ * CRIU restores into the task whatever it holds open. */
 static void close_others(int keep)
 {
 	sigset_t none;

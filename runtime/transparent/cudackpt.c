@@ -65,6 +65,7 @@ int gk_cudackpt_load(struct gk_cudackpt *c, char *err, size_t errlen)
 		memcpy((char *)c + entries[i].offset, &p, sizeof(p));
 	}
 	r = c->cuInit(0);
+	gk_debug("transparent: cuInit: %d", (int)r);
 	if (r != CUDA_SUCCESS && r != CUDA_ERROR_NO_DEVICE) {
 		const char *name = NULL;
 

@@ -1,5 +1,4 @@
-# Transparent mode (README.md): gpuckpt-shepherd (root, one per task) and
-# gpuckpt-init (PID 1 of the task's namespace, the job's user). Installed in
+# Transparent mode (README.md): gpuckpt-shepherd (root, one per task). Installed in
 # $(pkglibexecdir) = $(libexecdir)/gpuckpt, 0755, never setuid. The modules
 # are a library of their own so that the unit tests link them.
 noinst_LTLIBRARIES += libgkshepherd.la
@@ -18,12 +17,11 @@ libgkshepherd_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/%reldir%
 libgkshepherd_la_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS)
 libgkshepherd_la_LIBADD = libgkimage.la libgkcommon.la $(JSON_C_LIBS)
 
-pkglibexec_PROGRAMS += gpuckpt-shepherd gpuckpt-init
+pkglibexec_PROGRAMS += gpuckpt-shepherd
 gpuckpt_shepherd_SOURCES = %reldir%/shepherd_main.c
 # GK_LIBEXECDIR means $(libexecdir), as in spank-plugin/Makefile.am, where the
 # plugin finds $(GK_LIBEXECDIR)/gpuckpt/gpuckpt-shepherd the same way.
 gpuckpt_shepherd_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/%reldir% \
 	-DGK_LIBEXECDIR='"$(libexecdir)"' 
 gpuckpt_shepherd_LDADD = libgkshepherd.la
-gpuckpt_init_SOURCES = %reldir%/init.c
 EXTRA_DIST += %reldir%/README.md

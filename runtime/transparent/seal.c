@@ -1,6 +1,6 @@
 /*
  * seal.c - criu/SEAL, the shepherd's record of what it dumped: for whom (uid,
- * gid, job, step, task), what (the SHA-256 of every file of criu/ and of the
+ * gid, job, step, task), what (the digest of every file of criu/, the SHA-256 of the
  * runtime's manifest.json beside it), how to plug it back (the init's stdio,
  * for CRIU's --inherit-fd) and on what (the GPUs' UUIDs and names).
  *
@@ -27,12 +27,13 @@
 #include <unistd.h>
 
 #define SEAL_FORMAT "gpuckpt-seal"
-#define SEAL_VERSION 1
+#define SEAL_VERSION 2
 #define SEAL_MAX (4u << 20)
 
-int gk_file_sha256(int dirfd, const char *name, char hex[65], uint64_t *size)
+/* Read a regular file of dirfd through `add`, one 1 MiB block at a time. */
+static int read_blocks(int dirfd, const char *name, uint64_t *size,
+		       void (*add)(void *ctx, const void *buf, size_t len), void *ctx)
 {
-	struct gk_sha256_state s;
 	static __thread char buf[1 << 20];
 	struct stat st;
 	int fd, ret = 0;
@@ -45,7 +46,6 @@ int gk_file_sha256(int dirfd, const char *name, char hex[65], uint64_t *size)
 		return -EINVAL;
 	}
 	posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-	gk_sha256_init(&s);
 	for (;;) {
 		ssize_t r = read(fd, buf, sizeof(buf));
 
@@ -57,14 +57,52 @@ int gk_file_sha256(int dirfd, const char *name, char hex[65], uint64_t *size)
 		}
 		if (r == 0)
 			break;
-		gk_sha256_update(&s, buf, (size_t)r);
+		add(ctx, buf, (size_t)r);
 	}
 	close(fd);
-	if (ret == 0) {
+	if (ret == 0 && size)
+		*size = (uint64_t)st.st_size;
+	return ret;
+}
+
+static void add_sha256(void *ctx, const void *buf, size_t len)
+{
+	gk_sha256_update(ctx, buf, len);
+}
+
+int gk_file_sha256(int dirfd, const char *name, char hex[65], uint64_t *size)
+{
+	struct gk_sha256_state s;
+	int ret;
+
+	gk_sha256_init(&s);
+	ret = read_blocks(dirfd, name, size, add_sha256, &s);
+	if (ret == 0)
 		gk_sha256_final(&s, hex);
-		if (size)
-			*size = (uint64_t)st.st_size;
-	}
+	return ret;
+}
+
+static void add_xxh64(void *ctx, const void *buf, size_t len)
+{
+	uint64_t *h = ctx;
+
+	*h = gk_xxh64(buf, len, *h);
+}
+
+/*
+ * The images' digest: XXH64 chained over 1 MiB blocks (each block's seed is
+ * the hash so far). What makes the images trustworthy is that only root can
+ * write criu/; the digest catches corruption, and must not cost more than
+ * CRIU itself: SHA-256 ran at about 0.25 GB/s here, a driver-only checkpoint
+ * of 16 GiB writes 16 GiB of images.
+ */
+int gk_file_digest(int dirfd, const char *name, char hex[65], uint64_t *size)
+{
+	uint64_t h = 0;
+	int ret = read_blocks(dirfd, name, size, add_xxh64, &h);
+
+	if (ret == 0)
+		snprintf(hex, 65, "xxh64:%016llx", (unsigned long long)h);
 	return ret;
 }
 
@@ -146,7 +184,7 @@ int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, char *err, size_t e
 			ret = -EINVAL;
 			goto out_dir;
 		}
-		ret = gk_file_sha256(criufd, e->d_name, hex, &size);
+		ret = gk_file_digest(criufd, e->d_name, hex, &size);
 		if (ret < 0) {
 			snprintf(err, errlen, "criu/%s: %s", e->d_name,
 				 ret == -EINVAL ? "not a regular file" : strerror(-ret));
@@ -331,10 +369,10 @@ static int check_files(int criufd, struct json_object *files, uint64_t *bytes, c
 			ret = -EBADMSG;
 			break;
 		}
-		r = gk_file_sha256(criufd, e->d_name, hex, &size);
+		r = gk_file_digest(criufd, e->d_name, hex, &size);
 		if (r < 0 || strcmp(hex, json_object_get_string(want)) != 0) {
 			snprintf(err, errlen, "criu/%s: %s", e->d_name,
-				 r < 0 ? strerror(-r) : "SHA-256 differs from the seal");
+				 r < 0 ? strerror(-r) : "its checksum differs from the seal's");
 			ret = -EBADMSG;
 			break;
 		}

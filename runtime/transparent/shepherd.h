@@ -4,7 +4,7 @@
  *
  *	cudackpt.c    the CUDA driver's checkpoint API, dlopen'ed into a table
  *	criu.c        finding CRIU, running dump and restore
- *	tree.c        the processes of the task's namespace and their owners
+ *	tree.c        the processes of the task's tree and their owners
  *	seal.c        criu/SEAL: writing and verifying it
  *	sock.c        the socket to the runtime: peers and messages
  *	checkpoint.c  the checkpoint sequence
@@ -130,8 +130,7 @@ int gk_tree_list(pid_t init, pid_t *pids, size_t max, size_t *n, char *err, size
 int gk_tree_check_owner(const pid_t *pids, size_t n, uid_t uid, gid_t gid, char *err,
 			size_t errlen);
 
-/* 1 when `pid` is inside a child PID namespace (NSpid has more than one
- * level) and its ancestry reaches `init`. */
+/* 1 when the ancestry of `pid` reaches `init`, the root of the task's tree. */
 int gk_pid_in_tree(pid_t pid, pid_t init);
 
 /* ---- the seal (seal.c) ---- */
@@ -161,6 +160,8 @@ int gk_seal_verify(int ckptfd, uid_t uid, struct gk_seal *s, char *err, size_t e
 
 /* The SHA-256 of a file under dirfd, not following a link. */
 int gk_file_sha256(int dirfd, const char *name, char hex[65], uint64_t *size);
+/* "xxh64:<16 hex>", chained over 1 MiB blocks: the CRIU images' digest. */
+int gk_file_digest(int dirfd, const char *name, char hex[65], uint64_t *size);
 
 /* ---- the socket (sock.c) ---- */
 

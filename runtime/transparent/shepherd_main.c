@@ -98,71 +98,43 @@ static int make_dir_as_user(const struct gk_shep_opts *o)
 	return WIFEXITED(status) && WEXITSTATUS(status) == 0 ? 0 : -EACCES;
 }
 
-/* CRIU and everything else the shepherd forks must stay outside the task's
- * namespace: after unshare(CLONE_NEWPID) (ours in `run`, the plugin's in
- * `attach`) new children would land in it. */
-static int children_outside(void)
-{
-	int fd = open("/proc/self/ns/pid", O_RDONLY | O_CLOEXEC), ret = 0;
-
-	if (fd < 0 || setns(fd, CLONE_NEWPID) < 0)
-		ret = -errno;
-	if (fd >= 0)
-		close(fd);
-	return ret;
-}
-
-/* run: PID 1 (gpuckpt-init, the user) and PID 2 (the program, the user). */
+/*
+ * run: the program, as the user, the shepherd's child. No PID namespace: the
+ * CUDA driver fails in one whose /proc is the node's (cudaErrorOperatingSystem
+ * at the first stream, H100, driver 580), and a namespace of its own with a
+ * /proc of its own is a mount namespace CRIU would have to dump. The price:
+ * a restore needs the program's process ids free on the new node (CRIU says
+ * so when one is taken).
+ */
 static int start_tree(struct gk_shepherd *sh)
 {
-	const char *init = getenv("GPUCKPT_INIT");
-	pid_t pid;
+	pid_t pid = fork();
 
-	/* Only for tests of an uninstalled build: it runs as the user. */
-	if (!init || init[0] != '/')
-		init = GK_LIBEXECDIR "/gpuckpt/gpuckpt-init";
-	if (unshare(CLONE_NEWPID) < 0) {
-		gk_error("transparent: run: unshare(CLONE_NEWPID): %s", strerror(errno));
-		return -errno;
-	}
-	pid = fork();
 	if (pid < 0) {
 		gk_error("transparent: run: fork: %s", strerror(errno));
 		return -errno;
 	}
 	if (pid == 0) {
 		sigset_t none;
-		pid_t prog;
 
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
-		prog = fork();
-		if (prog < 0)
-			_exit(127);
-		if (prog == 0) {
-			/* What the plugin's task environment would hold: the
-			 * socket, the folder, and whether the runtime dumps device
-			 * memory itself. */
-			if (setenv(GK_SHEP_ENV, sh->sockname, 1) < 0 ||
-			    setenv("GPUCKPT_DIR", sh->o->dir, 1) < 0 ||
-			    setenv("GPUCKPT_ASSIST", sh->o->assist ? "on" : "off", 1) < 0 ||
-			    drop_to(sh->o->uid, sh->o->gid) < 0) {
-				fprintf(stderr, "gpuckpt-shepherd: run: cannot become uid %u: %s\n",
-					(unsigned)sh->o->uid, strerror(errno));
-				_exit(127);
-			}
-			execvp(sh->o->argv[0], sh->o->argv);
-			fprintf(stderr, "gpuckpt-shepherd: run: %s: %s\n", sh->o->argv[0],
-				strerror(errno));
+		/* What the plugin's task environment would hold: the socket, the
+		 * folder, and whether the runtime dumps device memory itself. */
+		if (setenv(GK_SHEP_ENV, sh->sockname, 1) < 0 ||
+		    setenv("GPUCKPT_DIR", sh->o->dir, 1) < 0 ||
+		    setenv("GPUCKPT_ASSIST", sh->o->assist ? "on" : "off", 1) < 0 ||
+		    drop_to(sh->o->uid, sh->o->gid) < 0) {
+			fprintf(stderr, "gpuckpt-shepherd: run: cannot become uid %u: %s\n",
+				(unsigned)sh->o->uid, strerror(errno));
 			_exit(127);
 		}
-		if (drop_to(sh->o->uid, sh->o->gid) < 0)
-			_exit(127);
-		execl(init, "gpuckpt-init", (char *)NULL);
+		execvp(sh->o->argv[0], sh->o->argv);
+		fprintf(stderr, "gpuckpt-shepherd: run: %s: %s\n", sh->o->argv[0], strerror(errno));
 		_exit(127);
 	}
 	sh->init = pid;
-	return children_outside();
+	return 0;
 }
 
 static void block_signals(const struct gk_shep_opts *o)
@@ -181,7 +153,8 @@ int main(int argc, char **argv)
 	static struct gk_shep_opts o;
 	static struct gk_shepherd sh;
 	char err[GK_SHEP_ERRLEN];
-	const char *name;
+	const char *name, *level;
+	enum gk_log_level lv;
 	int ret;
 
 	ret = gk_shep_parse(argc, argv, &o, err, sizeof(err));
@@ -200,6 +173,13 @@ int main(int argc, char **argv)
 				"starts it); refusing\n");
 		return 1;
 	}
+	/* First: loading the driver starts its threads, which inherit the mask
+	 * of the moment; one without the triggers blocked would take a SIGTERM
+	 * and die by it. */
+	block_signals(&o);
+	level = getenv("GPUCKPT_LOG_LEVEL");
+	if (level && *level && gk_log_parse_level(level, &lv) == 0)
+		gk_log_set_level(lv);
 	sh.o = &o;
 	sh.listener = -1;
 	if (gk_criu_find(o.criu, sh.criu, sizeof(sh.criu), err, sizeof(err)) < 0)
@@ -208,8 +188,6 @@ int main(int argc, char **argv)
 		sh.have_cuda = 1;
 	else
 		gk_info("transparent: %s", err);
-	/* Before any child exists, so that no signal is lost in between. */
-	block_signals(&o);
 	ret = make_dir_as_user(&o);
 	if (ret < 0) {
 		gk_error("transparent: %s: cannot make it as uid %u: %s", o.dir, (unsigned)o.uid,
@@ -241,8 +219,6 @@ int main(int argc, char **argv)
 			    "transparent: socket: %s; checkpoints go without the runtime's help",
 			    err);
 		sh.init = o.child;
-		if (children_outside() < 0)
-			gk_warn("transparent: setns: %s", strerror(errno));
 		break;
 	case GK_SHEP_RESTORE:
 		if (gk_restore(&sh) < 0)

@@ -1,9 +1,9 @@
 /*
- * sock.c - the socket between the runtime (the job's user, inside the
- * namespace) and the shepherd (root). Abstract names live in the network
+ * sock.c - the socket between the runtime (the job's user, in the task's
+ * tree) and the shepherd (root). Abstract names live in the network
  * namespace, which the job shares with the node: anyone on the node can
  * connect. So a peer counts only when SO_PEERCRED says it is the job's uid
- * and its pid is inside this task's PID namespace; anyone else is closed
+ * and its pid descends from the task's program; anyone else is closed
  * without a word, and what a peer may say is a fixed, strictly parsed
  * vocabulary (README.md, "The socket between runtime and shepherd").
  */

@@ -17,6 +17,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 static int trigger_action(const struct gk_shepherd *sh, int signo)
@@ -114,6 +115,10 @@ int gk_supervise(struct gk_shepherd *sh)
 		if (action < 0 || checkpointed_on)
 			continue;
 		pending_since = 0;
+		/* Slurm signals every process of the step itself; outside Slurm
+		 * the program hears of it from here, and its runtime then joins. */
+		if (!getenv("SLURM_JOB_ID"))
+			kill(sh->init, (int)si.ssi_signo);
 		gk_info("transparent: signal %d: checkpointing pid %d", (int)si.ssi_signo,
 			(int)sh->init);
 		if (gk_checkpoint(sh, action == GK_ACTION_EXIT) == 0 && action == GK_ACTION_EXIT)

@@ -1,5 +1,5 @@
 /*
- * tree.c - the processes of the task's PID namespace, and who owns them.
+ * tree.c - the processes of the task's tree, and who owns them.
  * The shepherd is root; before it hands a process to CRIU or to the driver it
  * makes sure that process is the job's user's, in every one of its ids, so
  * that a user who got another user's process into the tree (or a setuid
@@ -162,16 +162,11 @@ static int status_field(pid_t pid, const char *key, char *out, size_t outlen)
 int gk_pid_in_tree(pid_t pid, pid_t init)
 {
 	char field[512];
-	int levels = 0;
 
-	if (pid <= 1 || status_field(pid, "\nNSpid:", field, sizeof(field)) < 0)
+	if (pid <= 1)
 		return 0;
-	for (char *t = strtok(field, " \t"); t; t = strtok(NULL, " \t"))
-		levels++;
-	if (levels < 2)
-		return 0;
-	/* Up the parents to the init; a process reparented away from it (to
-	 * the node's init or a subreaper) is no longer of the task. */
+	/* Up the parents to the tree's root; a process reparented away from it
+	 * (to the node's init or a subreaper) is no longer of the task. */
 	for (int hops = 0; hops < 4096 && pid > 1; hops++) {
 		long ppid;
 

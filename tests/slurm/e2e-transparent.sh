@@ -26,8 +26,8 @@ elif [ -z "${GK_CRIU:-}" ] || [ ! -x "$GK_CRIU" ]; then
 	why="no CRIU: set GK_CRIU to CRIU 4 or later"
 elif [ "$(criu_major "$GK_CRIU")" = "" ] || [ "$(criu_major "$GK_CRIU")" -lt 4 ]; then
 	why="$GK_CRIU is CRIU $("$GK_CRIU" --version 2>/dev/null | head -n 1 | sed 's/Version: *//'); 4 or later is needed"
-elif [ ! -x "$SHEP/gpuckpt-shepherd" ] || [ ! -x "$SHEP/gpuckpt-init" ]; then
-	why="gpuckpt-shepherd and gpuckpt-init are not built in $SHEP (GK_SHEPHERD_DIR)"
+elif [ ! -x "$SHEP/gpuckpt-shepherd" ]; then
+	why="gpuckpt-shepherd is not built in $SHEP (GK_SHEPHERD_DIR)"
 elif [ ! -x "$UNAWARE" ]; then
 	why="examples/unaware is not built (needs nvcc)"
 elif ! probe=$("$SHEP/gpuckpt-shepherd" probe --criu "$GK_CRIU" 2>&1); then

@@ -1,7 +1,7 @@
 /*
  * test-shepherd - the shepherd's checks that need neither CRIU nor a GPU:
  * the socket's message vocabulary (every malformed message refused), the
- * socket's peers (another uid, a process outside the namespace), the tree's
+ * socket's peers (another uid, a process outside the task's tree), the tree's
  * owner check (a process that changed uid, or kept root as its saved uid),
  * and the seal (tampered, extra, missing file; folder not root's, wrong
  * mode, a link in place of criu/; another user's seal; another manifest).
@@ -120,14 +120,12 @@ static int accept_one(int listener, uid_t uid, pid_t init, pid_t *peer)
 }
 
 /* A peer that connects, then waits for the test to let it go. */
-static pid_t peer_as(const char *name, uid_t uid, int newns, int *go)
+static pid_t peer_as(const char *name, uid_t uid, int *go)
 {
 	int p[2];
 	pid_t pid;
 
 	if (pipe(p) < 0)
-		return -1;
-	if (newns && unshare(CLONE_NEWPID) < 0)
 		return -1;
 	pid = fork();
 	if (pid == 0) {
@@ -157,42 +155,40 @@ static void peers(void)
 {
 	struct passwd *nobody = getpwnam("nobody");
 	char name[108];
-	pid_t pid, peer;
-	int listener, conn, go, nsfd;
+	pid_t pid, other, peer;
+	int listener, conn, go, go2;
 
 	listener = gk_sock_listen(name, sizeof(name), err, sizeof(err));
 	ok(listener >= 0 && gk_sock_name_ok(name), "listen on an abstract name (%s)", name);
 	if (geteuid() != 0 || !nobody) {
 		for (int i = 0; i < 3; i++)
-			skip("needs root (a peer of another uid, a PID namespace)");
+			skip("needs root (a peer of another uid)");
 		close(listener);
 		return;
 	}
-	/* A peer inside a namespace, as the job's user would be, but of
-	 * another uid: closed. */
-	nsfd = open("/proc/self/ns/pid", O_RDONLY);
-	pid = peer_as(name, nobody->pw_uid, 1, &go);
-	setns(nsfd, CLONE_NEWPID);
+	/* The task's program itself, but of another uid: closed. */
+	pid = peer_as(name, nobody->pw_uid, &go);
 	conn = accept_one(listener, 0, pid, &peer);
 	ok(pid > 0 && conn == -1, "a peer of another uid is closed");
 	finish(pid, go);
 
-	/* The job's uid (root here), but not in a child namespace: closed. */
-	pid = peer_as(name, 0, 0, &go);
-	conn = accept_one(listener, 0, pid, &peer);
-	ok(pid > 0 && conn == -1, "a peer outside the task's namespace is closed");
+	/* The job's uid (root here), but outside the task's tree (the tree's
+	 * root is another process): closed. */
+	other = peer_as("gpuckpt-test-nobody-listens", 0, &go2);
+	pid = peer_as(name, 0, &go);
+	conn = accept_one(listener, 0, other, &peer);
+	ok(pid > 0 && other > 0 && conn == -1, "a peer outside the task's tree is closed");
 	finish(pid, go);
+	finish(other, go2);
 
-	/* The job's uid inside the namespace: accepted. */
-	pid = peer_as(name, 0, 1, &go);
-	setns(nsfd, CLONE_NEWPID);
+	/* The job's uid, the task's program: accepted. */
+	pid = peer_as(name, 0, &go);
 	conn = accept_one(listener, 0, pid, &peer);
-	ok(pid > 0 && conn >= 0 && peer == pid, "a peer of the job's uid in the namespace is "
+	ok(pid > 0 && conn >= 0 && peer == pid, "a peer of the job's uid in the task's tree is "
 						"accepted");
 	if (conn >= 0)
 		close(conn);
 	finish(pid, go);
-	close(nsfd);
 	close(listener);
 }
 
@@ -357,7 +353,7 @@ static void seal(void)
 	verify(ckptfd, 1234, NULL, 0, "a restore log beside the images is allowed");
 
 	write_at(ckptfd, GK_CRIU_DIR "/pages-1.img", "PG");
-	verify(ckptfd, 1234, "pages-1.img: SHA-256 differs", -EBADMSG,
+	verify(ckptfd, 1234, "pages-1.img: its checksum differs", -EBADMSG,
 	       "a changed image is refused");
 	write_at(ckptfd, GK_CRIU_DIR "/pages-1.img", "pg");
 
