@@ -39,6 +39,11 @@ if [ -n "$why" ]; then
 	exit 0
 fi
 e2e_require $N
+# Whose jobs: CRIU reads the rlimits of the processes it dumps, which needs
+# CAP_SYS_RESOURCE for another user's; a container whose root lacks it can
+# still run this test with GK_TRANSPARENT_USER=root.
+AS=(--as "${GK_TRANSPARENT_USER:-gkuser1}")
+[ "${GK_TRANSPARENT_USER:-gkuser1}" = root ] && AS=()
 GK_E2E_PLUGIN_ARGS="criu=$GK_CRIU shepherd=$SHEP ${GK_E2E_PLUGIN_ARGS:-}"
 e2e_start --real-gpu
 
@@ -78,7 +83,7 @@ exit \$rc"
 # requeued NAME ENV: scontrol requeue in the middle, restore, compare.
 requeued() {
 	local j
-	j=$(submit --as gkuser1 --gres=gpu:1 --gpu-checkpoint=on "$(script "$1" "$2")")
+	j=$(submit "${AS[@]}" --gres=gpu:1 --gpu-checkpoint=on "$(script "$1" "$2")")
 	requeue_when "$j" '^unaware: step 60$' || tap_diag "job $j never reached step 60"
 	wait_out "$j" '^batch: node .* restart 1 ' 180
 	wait_over "$j" 300
@@ -94,7 +99,7 @@ requeued requeue-assist-off "export GPUCKPT_ASSIST=off"
 
 # Preemption by a job of the high partition, within GraceTime.
 grace=$(sed -n 's/^PartitionName=low .*GraceTime=\([0-9]*\).*/\1/p' "$SLURM_CONF")
-low=$(submit --as gkuser1 -p low --gres=gpu:1 --gpu-checkpoint=on "$(script preempt ":")")
+low=$(submit "${AS[@]}" -p low --gres=gpu:1 --gpu-checkpoint=on "$(script preempt ":")")
 wait_out "$low" '^unaware: step 60$' 120
 high=$(submit -p high --gres=gpu:1 --exclusive --wrap 'echo high: running; sleep 10')
 t0=$(date +%s)
