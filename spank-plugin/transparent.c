@@ -486,25 +486,28 @@ static void run_shepherd(const struct gk_tplan *p, pid_t child, int up)
 			;
 		_exit(1);
 	}
-	become_clean(fds);
 	err[0] = '\0';
 	(void)prog; /* the child itself */
 	rc = p->kind == GK_TPLAN_ATTACH ? place_like_me(child, err, sizeof(err)) : 0;
 	if (rc < 0) {
 		if (child > 0)
 			kill(child, SIGKILL);
-		dprintf(2, "gpuckpt: transparent: %s; the task does not start\n", err);
+		dprintf(fds[2], "gpuckpt: transparent: %s; the task does not start\n", err);
 		_exit(127);
 	}
-	if (write(up, &go, 1) != 1)
-		die_after_fork("cannot let the program start", errno);
+	if (write(up, &go, 1) != 1) {
+		dprintf(fds[2], "gpuckpt: transparent: cannot let the program start: %s\n",
+			strerror(errno));
+		_exit(127);
+	}
 	if (p->kind == GK_TPLAN_RESTORE) {
 		/* The helper exits at once; the shepherd must not find it among its children. */
 		while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 			;
 		child = 0;
 	}
-	close(up);
+	/* Last: it closes every descriptor but the task's stdio, `up` too. */
+	become_clean(fds);
 	if (gk_shepherd_argv(p, child, argv, buf, sizeof(buf)) < 0)
 		die_after_fork("shepherd arguments", ENAMETOOLONG);
 	execv(argv[0], argv);

@@ -339,6 +339,10 @@ static void *agent(void *arg)
 		}
 		if (!checkpoint(signo))
 			gk_trigger_as_usual(signo);
+		/* The same request may have come twice (from Slurm and from the
+		 * shepherd), and a restored process must not start over at once. */
+		while (sem_trywait(&wake) == 0)
+			;
 	}
 	return NULL;
 }
