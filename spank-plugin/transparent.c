@@ -508,6 +508,13 @@ static void run_shepherd(const struct gk_tplan *p, pid_t child, int up)
 	}
 	/* Last: it closes every descriptor but the task's stdio, `up` too. */
 	become_clean(fds);
+	/* slurmstepd's own environment is what an exec here passes on; the
+	 * shepherd needs the socket the program was told about, and to know
+	 * that Slurm signals the program itself. */
+	snprintf(buf, sizeof(buf), "%u", (unsigned)p->ids.job_id);
+	if ((p->kind == GK_TPLAN_ATTACH && setenv("GPUCKPT_SHEPHERD", p->socket, 1) < 0) ||
+	    setenv("SLURM_JOB_ID", buf, 1) < 0)
+		die_after_fork("setenv", errno);
 	if (gk_shepherd_argv(p, child, argv, buf, sizeof(buf)) < 0)
 		die_after_fork("shepherd arguments", ENAMETOOLONG);
 	execv(argv[0], argv);
