@@ -31,7 +31,7 @@ static void close_others(int keep)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	for (int fd = 3; fd < 1024; fd++)
-		if (fd != keep)
+		if (fd != keep && (fd < GK_CRIU_INHERIT_FD || fd > GK_CRIU_INHERIT_FD + 2))
 			close(fd);
 }
 
@@ -222,10 +222,17 @@ int gk_criu_run(const char *criu, const char *const *args, int keep_fd, const in
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDWR), fds[3];
 
+		/* The task's stdio goes to CRIU above its own 0..2: with
+		 * --shell-job CRIU keeps its own stdin for the terminal logic, and
+		 * an --inherit-fd of fd[0] left it without one ("Can't send fd 0
+		 * into store", seen under Slurm). */
 		for (int i = 0; i < 3; i++)
-			fds[i] = inherit ? fcntl(inherit[i], F_DUPFD_CLOEXEC, 3) : null;
-		for (int i = 0; i < 3; i++)
-			dup2(fds[i] >= 0 ? fds[i] : null, i);
+			fds[i] = inherit ? fcntl(inherit[i], F_DUPFD_CLOEXEC, 3) : -1;
+		for (int i = 0; i < 3; i++) {
+			if (fds[i] >= 0)
+				dup2(fds[i], GK_CRIU_INHERIT_FD + i);
+			dup2(null, i);
+		}
 		if (keep_fd >= 0)
 			fcntl(keep_fd, F_SETFD, 0);
 		close_others(keep_fd);

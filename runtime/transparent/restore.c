@@ -144,7 +144,8 @@ static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal
 	for (int i = 0; i < 3; i++) {
 		if (!inheritable(seal->stdio[i]))
 			continue;
-		snprintf(inherit[i], sizeof(inherit[i]), "fd[%d]:%s", i, seal->stdio[i]);
+		snprintf(inherit[i], sizeof(inherit[i]), "fd[%d]:%s", GK_CRIU_INHERIT_FD + i,
+			 seal->stdio[i]);
 		args[n++] = "--inherit-fd";
 		args[n++] = inherit[i];
 	}

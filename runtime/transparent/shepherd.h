@@ -133,6 +133,9 @@ int gk_tree_check_owner(const pid_t *pids, size_t n, uid_t uid, gid_t gid, char 
 /* 1 when the ancestry of `pid` reaches `init`, the root of the task's tree. */
 int gk_pid_in_tree(pid_t pid, pid_t init);
 
+/* CRIU gets the task's stdio as these three descriptors, for --inherit-fd. */
+#define GK_CRIU_INHERIT_FD 10
+
 /* ---- the seal (seal.c) ---- */
 
 struct gk_seal {
