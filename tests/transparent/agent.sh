@@ -1,0 +1,65 @@
+#!/bin/bash
+# The runtime's side of transparent mode (runtime/core/agent.c) against the
+# real gpuckpt-shepherd, on the CUDA driver stand-in: the stand-in has no
+# checkpoint API, so the shepherd answers ABORT, and the runtime must then
+# have dumped and released device memory, loaded it back, removed its .tmp
+# folder and let SIGTERM end the program as it would without gpuckpt. (The
+# path where the shepherd locks, CRIU dumps and the process comes back needs
+# CRIU and a GPU: tests/slurm/e2e-transparent.sh and benchmarks/transparent.)
+. "${top_srcdir:-.}/tests/lib/helpers.sh"
+SHEP=$top_builddir/runtime/gpuckpt-shepherd
+HEAT=$top_builddir/examples/heat/heat-drv
+MODULE=$top_builddir/examples/heat/.libs/heat_kernels_host.so
+PLAN=7
+tap_plan $PLAN
+gk_scratch
+
+why=""
+if [ "$(id -u)" -ne 0 ]; then
+	why="needs root (the shepherd refuses to run without it)"
+elif [ ! -x "$SHEP" ] || [ ! -x "$HEAT" ] || [ ! -e "$MODULE" ] ||
+	[ ! -e "$GK_STANDIN_DIR/libcuda.so.1" ]; then
+	why="the shepherd, heat-drv, its host kernels or the stand-in were not built"
+fi
+if [ -n "$why" ]; then
+	for i in $(seq $PLAN); do tap_skip "$why"; done
+	exit 0
+fi
+
+FAKE=$GK_SCRATCH/criu
+printf '#!/bin/sh\n[ "$1" = --version ] && { echo "Version: 4.1"; exit 0; }\nexit 1\n' >"$FAKE"
+chmod 0755 "$FAKE"
+D=$GK_SCRATCH/ckpt
+ARGS=(--size 96 --steps 400 --report-every 10 --module "$MODULE" --delay-ms 10)
+check() { # DESCRIPTION COMMAND...
+	local desc=$1; shift
+	if "$@"; then tap_ok "$desc"; else
+		tap_not_ok "$desc"; tap_diag "$(tail -n 20 "$GK_SCRATCH/err")"
+	fi
+}
+
+# heat-drv uses the API; GPUCKPT_MODE=transparent makes it checkpoint
+# transparently all the same. Outside Slurm the shepherd passes SIGTERM on.
+env "${GK_STANDIN_ENV[@]}" GPUCKPT_LOG_LEVEL=info "$SHEP" run --criu "$FAKE" --dir "$D" \
+	--uid 0 --gid 0 -- env "${GK_RUNTIME_ENV[@]}" GPUCKPT_MODE=transparent \
+	GPUCKPT_LOG_LEVEL=info "$HEAT" "${ARGS[@]}" >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
+spid=$!
+for _ in $(seq 300); do grep -q "step 100" "$GK_SCRATCH/out" 2>/dev/null && break; sleep 0.1; done
+kill -TERM $spid
+wait $spid
+status=$?
+
+check "the program ends by SIGTERM, as it would without gpuckpt ($status)" test $status -eq 143
+check "the runtime wrote its part of the checkpoint and released device memory" \
+	grep -q "transparent: .tmp.ckpt.000001.*: wrote [1-9][0-9]* bytes .*released [1-9][0-9]* bytes" "$GK_SCRATCH/err"
+check "the shepherd said why it took no checkpoint" \
+	grep -q "transparent: the shepherd took no checkpoint: .*checkpoint API\|cuCheckpoint" "$GK_SCRATCH/err"
+check "the runtime loaded device memory back" \
+	grep -q "transparent: device memory loaded: [1-9][0-9]* bytes" "$GK_SCRATCH/err"
+check "then SIGTERM took its usual course, with one line saying so" \
+	grep -q "no checkpoint taken on SIGTERM; the program ends as it would without gpuckpt" "$GK_SCRATCH/err"
+check "no checkpoint was committed and no temporary folder is left" \
+	test -z "$(ls -A "$D" 2>/dev/null)"
+check "the program had not finished: it was stopped half-way" \
+	test -z "$(grep 'done:' "$GK_SCRATCH/out")"
+tap_done
