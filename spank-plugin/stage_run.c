@@ -15,7 +15,6 @@ int gk_stage_argv(const struct gk_site *s, const char *verb, uint32_t job_id, ui
 {
 	char num[4][24];
 	const char *items[GK_STAGE_MAXARGS];
-	size_t used = 0;
 	int n = 0;
 
 	snprintf(num[0], sizeof(num[0]), "%u", job_id);
@@ -40,6 +39,13 @@ int gk_stage_argv(const struct gk_site *s, const char *verb, uint32_t job_id, ui
 		items[n++] = "--tool";
 		items[n++] = s->tool;
 	}
+	return gk_pack_argv(items, n, argv, buf, buflen);
+}
+
+int gk_pack_argv(const char *const *items, int n, char *argv[], char *buf, size_t buflen)
+{
+	size_t used = 0;
+
 	for (int i = 0; i < n; i++) {
 		size_t l = strlen(items[i]) + 1;
 

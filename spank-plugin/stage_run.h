@@ -28,6 +28,10 @@ typedef void (*gk_line_fn)(void *arg, const char *line);
 int gk_stage_argv(const struct gk_site *s, const char *verb, uint32_t job_id, uid_t uid, gid_t gid,
 		  char *argv[], char *buf, size_t buflen);
 
+/* Copy items[0..n) into buf as a NULL-terminated argv (argv has n + 1
+ * slots). -ENAMETOOLONG if buf is too small. */
+int gk_pack_argv(const char *const *items, int n, char *argv[], char *buf, size_t buflen);
+
 /*
  * Run argv[0] with argv, stdin from /dev/null, stdout and stderr handed to fn
  * line by line. Returns the exit status (0-255), 128+N when killed by signal

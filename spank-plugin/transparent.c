@@ -243,7 +243,6 @@ int gk_shepherd_argv(const struct gk_tplan *p, pid_t child, char *argv[], char *
 {
 	char num[6][24], step[32];
 	const char *items[GK_SHEPHERD_MAXARGS];
-	size_t used = 0;
 	int n = 0;
 
 	if (gk_step_dirname(p->ids.step_id, step, sizeof(step)) < 0)
@@ -285,17 +284,7 @@ int gk_shepherd_argv(const struct gk_tplan *p, pid_t child, char *argv[], char *
 		items[n++] = "--assist";
 		items[n++] = p->assist;
 	}
-	for (int i = 0; i < n; i++) {
-		size_t l = strlen(items[i]) + 1;
-
-		if (used + l > buflen)
-			return -ENAMETOOLONG;
-		memcpy(buf + used, items[i], l);
-		argv[i] = buf + used;
-		used += l;
-	}
-	argv[n] = NULL;
-	return 0;
+	return gk_pack_argv(items, n, argv, buf, buflen);
 }
 
 /* ------------------------------------------------------------------ launch */

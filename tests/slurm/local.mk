@@ -15,13 +15,13 @@ TESTS += %reldir%/test_site_args %reldir%/test_job_options \
 %canon_reldir%_test_job_options_SOURCES = %reldir%/test_job_options.c
 %canon_reldir%_test_job_options_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
 %canon_reldir%_test_job_options_LDADD = $(SLURM_UNIT_LDADD)
-%canon_reldir%_test_task_env_SOURCES = %reldir%/test_task_env.c
+%canon_reldir%_test_task_env_SOURCES = %reldir%/test_task_env.c %reldir%/fake_env.h
 %canon_reldir%_test_task_env_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
 %canon_reldir%_test_task_env_LDADD = $(SLURM_UNIT_LDADD)
 %canon_reldir%_test_stage_run_SOURCES = %reldir%/test_stage_run.c
 %canon_reldir%_test_stage_run_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
 %canon_reldir%_test_stage_run_LDADD = $(SLURM_UNIT_LDADD)
-%canon_reldir%_test_transparent_SOURCES = %reldir%/test_transparent.c
+%canon_reldir%_test_transparent_SOURCES = %reldir%/test_transparent.c %reldir%/fake_env.h
 %canon_reldir%_test_transparent_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
 %canon_reldir%_test_transparent_LDADD = $(SLURM_UNIT_LDADD)
 
