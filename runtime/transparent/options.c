@@ -67,7 +67,7 @@ const char gk_shep_usage[] =
     "                         checked on restore; default: SLURM_JOB_ID,\n"
     "                         SLURM_STEP_ID, SLURM_PROCID)\n"
     "    --signals LIST       trigger signals and what follows the checkpoint\n"
-    "                         (default TERM:exit,USR1:continue,USR2:continue)\n"
+    "                         (default TERM:exit,USR1:continue, as the runtime's)\n"
     "    --child PID          attach: the task's program, a child of this process\n"
     "    -h, --help           this text\n"
     "\n"
@@ -280,7 +280,6 @@ static int parse_one(int c, const char *arg, struct gk_shep_opts *o, char *err, 
 static void defaults(struct gk_shep_opts *o)
 {
 	struct gk_settings st;
-	char sub[GK_ERRLEN_SETTINGS];
 	const char *e;
 
 	memset(o, 0, sizeof(*o));
@@ -288,8 +287,9 @@ static void defaults(struct gk_shep_opts *o)
 	o->ready_timeout = 10;
 	o->lock_timeout = 10;
 	o->keep = 2;
+	/* The runtime's own triggers: a signal the runtime does not treat as
+	 * one would leave the shepherd waiting for a READY that never comes. */
 	gk_settings_defaults(&st);
-	gk_settings_parse_signals(&st, "TERM:exit,USR1:continue,USR2:continue", sub, sizeof(sub));
 	memcpy(o->triggers, st.triggers, sizeof(o->triggers));
 	o->ntriggers = st.ntriggers;
 	/* The task's own ids, when Slurm started us; options override. */
