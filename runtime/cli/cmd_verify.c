@@ -4,13 +4,18 @@
  * act on.
  */
 #include "config.h"
+
 #include "cli.h"
 #include "image.h"
 #include "log.h"
+#include "shepherd.h"
 
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 static const char verify_help[] =
@@ -80,12 +85,42 @@ static uint64_t data_bytes(const struct gk_manifest *m)
 	return total;
 }
 
+/*
+ * A transparent checkpoint's criu/ (root's alone): its seal and every image
+ * against it, as a restore checks them. 1 checked, 0 not there, -1 failed
+ * (err says why), 2 there but unreadable to a user.
+ */
+static int verify_seal(const char *dir, uid_t uid, uint64_t *bytes, char *err, size_t errlen)
+{
+	struct gk_seal seal;
+	struct stat st;
+	char path[4200];
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, GK_CRIU_DIR);
+	if (lstat(path, &st) < 0)
+		return 0;
+	if (geteuid() != 0)
+		return 2;
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s", strerror(errno));
+		return -1;
+	}
+	memset(&seal, 0, sizeof(seal));
+	ret = gk_seal_verify(fd, uid, &seal, err, errlen);
+	close(fd);
+	*bytes = seal.image_bytes;
+	return ret < 0 ? -1 : 1;
+}
+
 static int verify_one(const char *dir, const struct gk_load_opts *lo, json_object *results)
 {
 	struct gk_manifest *m = NULL;
 	char err[GK_ERRLEN], size[32], who[64];
 	const char *sig;
-	int is_signed = 0, ret;
+	uint64_t image_bytes = 0;
+	int is_signed = 0, ret, sealed;
 
 	ret = gk_image_open(dir, lo, &m, &is_signed, err, sizeof(err));
 	if (ret < 0) {
@@ -101,6 +136,20 @@ static int verify_one(const char *dir, const struct gk_load_opts *lo, json_objec
 		return GK_EXIT_BAD;
 	}
 	sig = cli_signature_state(dir, is_signed);
+	sealed = verify_seal(dir, lo->uid, &image_bytes, err, sizeof(err));
+	if (sealed < 0) {
+		gk_error("verify: %s: transparent checkpoint: %s", dir, err);
+		if (results) {
+			json_object *o = json_object_new_object();
+
+			json_object_object_add(o, "path", json_object_new_string(dir));
+			json_object_object_add(o, "ok", json_object_new_boolean(0));
+			json_object_object_add(o, "error", json_object_new_string(err));
+			json_object_array_add(results, o);
+		}
+		gk_manifest_free(m);
+		return GK_EXIT_BAD;
+	}
 	if (results) {
 		json_object *o = json_object_new_object();
 
@@ -114,6 +163,15 @@ static int verify_one(const char *dir, const struct gk_load_opts *lo, json_objec
 		json_object_object_add(o, "bytes", json_object_new_int64((int64_t)data_bytes(m)));
 		json_object_object_add(o, "signature", json_object_new_string(sig));
 		json_object_object_add(o, "signed_by", is_signed ? cli_user_json(lo->uid) : NULL);
+		if (sealed) {
+			json_object *t = json_object_new_object();
+
+			json_object_object_add(t, "checked", json_object_new_boolean(sealed == 1));
+			if (sealed == 1)
+				json_object_object_add(t, "image_bytes",
+						       json_object_new_int64((int64_t)image_bytes));
+			json_object_object_add(o, "transparent", t);
+		}
 		json_object_array_add(results, o);
 	} else {
 		cli_human_size(data_bytes(m), size, sizeof(size));
@@ -121,11 +179,18 @@ static int verify_one(const char *dir, const struct gk_load_opts *lo, json_objec
 		printf("%s: OK (%zu allocation%s, %s, ", dir, m->nallocs,
 		       m->nallocs == 1 ? "" : "s", size);
 		if (is_signed)
-			printf("signed by %s)\n", who);
+			printf("signed by %s", who);
 		else if (strcmp(sig, "unchecked") == 0)
-			printf("signature not checked: munged is not reachable)\n");
+			printf("signature not checked: munged is not reachable");
 		else
-			printf("unsigned)\n");
+			printf("unsigned");
+		if (sealed == 1) {
+			cli_human_size(image_bytes, size, sizeof(size));
+			printf("; transparent: %s of CRIU images match their seal", size);
+		} else if (sealed == 2) {
+			printf("; transparent: criu/ not checked (only root can read it)");
+		}
+		printf(")\n");
 	}
 	gk_manifest_free(m);
 	return GK_EXIT_OK;

@@ -8,6 +8,8 @@ gpuckpt_SOURCES = \
 	%reldir%/cmd_verify.c \
 	%reldir%/cmd_list.c \
 	%reldir%/cmd_prune.c
+gpuckpt_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/transparent
 gpuckpt_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS)
-gpuckpt_LDADD = libgkimage.la libgkcommon.la $(JSON_C_LIBS)
+# libgkshepherd: the seal of a transparent checkpoint, checked by verify.
+gpuckpt_LDADD = libgkshepherd.la libgkimage.la libgkcommon.la $(JSON_C_LIBS)
 dist_man_MANS += %reldir%/gpuckpt.1

@@ -14,7 +14,7 @@
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
 CLIENT=$(cd "$top_builddir/tests/transparent" 2>/dev/null && pwd)/shep-client
-PLAN=19
+PLAN=21
 tap_plan $PLAN
 gk_scratch
 
@@ -123,6 +123,9 @@ grep -Eq "\"uid\": ?65534" "$ROOT/ckpt.000001/criu/SEAL" && grep -Eq "\"job\": ?
 check "the seal names the user and the job" test $? -eq 0
 "$top_builddir/runtime/gpuckpt" list "$ROOT" >"$GK_SCRATCH/list" 2>&1
 check "gpuckpt list shows it" grep -Eq "^000001 +[0-9TZ:-]+ +transparent" "$GK_SCRATCH/list"
+"$top_builddir/runtime/gpuckpt" verify --owner nobody "$ROOT/ckpt.000001" >"$GK_SCRATCH/verify" 2>&1
+check "gpuckpt verify (root) checks the images against the seal" \
+	grep -q "OK .*transparent: .* of CRIU images match their seal" "$GK_SCRATCH/verify"
 
 # 4. Restore.
 restore() { "$SHEP" restore --criu "$FAKE" "${USER_ARGS[@]}" "$@" >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err"; }
@@ -138,6 +141,10 @@ check "restore for another uid is refused" grep -q "is owned by nobody" "$GK_SCR
 echo more >>"$ROOT/ckpt.000001/criu/core-1.img"
 restore
 check "restore refuses a changed image" grep -q "criu/core-1.img: its checksum differs from the seal" "$GK_SCRATCH/err"
+"$top_builddir/runtime/gpuckpt" verify --owner nobody "$ROOT/ckpt.000001" >"$GK_SCRATCH/verify" 2>&1
+rc=$?
+check "... and so does gpuckpt verify, with exit status 1 ($rc)" \
+	test $rc -eq 1 -a -n "$(grep "core-1.img: its checksum differs from the seal" "$GK_SCRATCH/verify")"
 mv "$ROOT/ckpt.000001/criu" "$GK_SCRATCH/criu.root"
 mkdir "$ROOT/ckpt.000001/criu" && cp -p "$GK_SCRATCH/criu.root/"* "$ROOT/ckpt.000001/criu/" &&
 	chown -R nobody "$ROOT/ckpt.000001/criu"
