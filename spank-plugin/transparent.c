@@ -393,6 +393,23 @@ static void become_clean(const int fds[3])
  * mounted at /sys/fs/cgroup/<controllers>). slurmstepd put only the task's
  * own process into the step's cgroups, after the fork: its children were
  * left in slurmstepd's. */
+/* 1 when `line` (a line of /proc/self/cgroup) is also in /proc/PID/cgroup. */
+static int shares_cgroup(pid_t pid, const char *line)
+{
+	char path[64], other[PATH_MAX];
+	FILE *f;
+	int same = 0;
+
+	snprintf(path, sizeof(path), "/proc/%ld/cgroup", (long)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (!same && fgets(other, sizeof(other), f))
+		same = strcmp(other, line) == 0;
+	fclose(f);
+	return same;
+}
+
 static int join_my_cgroups(pid_t pid, char *err, size_t errlen)
 {
 	char line[PATH_MAX], path[2 * PATH_MAX];
@@ -405,7 +422,9 @@ static int join_my_cgroups(pid_t pid, char *err, size_t errlen)
 		char *ctrl = strchr(line, ':'), *rel;
 		int fd, v2;
 
-		if (!ctrl || !(rel = strchr(ctrl + 1, ':')))
+		/* Where the child already is (no cgroup plugin moved this
+		 * process after the fork, or it moved both): nothing to do. */
+		if (!ctrl || shares_cgroup(pid, line) || !(rel = strchr(ctrl + 1, ':')))
 			continue;
 		*rel++ = '\0';
 		rel[strcspn(rel, "\n")] = '\0';

@@ -1,0 +1,66 @@
+#!/bin/bash
+# e2e-shepherd.sh - the plugin's way of starting a task under gpuckpt-shepherd,
+# on a cluster without CRIU or a GPU: the site's shepherd folder holds a
+# wrapper whose probe says yes and which otherwise execs the real
+# gpuckpt-shepherd. So every srun task is started the transparent way (fork in
+# task_init_privileged, the stdio handed over in task_init, the shepherd
+# exec'd in the task's own process, `attach`), runs to completion with its
+# output in the job's, and a checkpoint-aware program under it still
+# checkpoints and restores in application mode when the job is requeued: its
+# runtime tells the shepherd so (HELLO 1 app), and no transparent checkpoint
+# is attempted. (The transparent dump itself needs CRIU and a GPU:
+# e2e-transparent.sh.)
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
+
+e2e_require 9
+SHEP_REAL=$top_builddir/runtime/gpuckpt-shepherd
+if [ ! -x "$SHEP_REAL" ]; then
+	tap_plan 9
+	for _ in $(seq 9); do tap_skip "gpuckpt-shepherd is not built ($SHEP_REAL)"; done
+	exit 0
+fi
+SHEPDIR=${GK_E2E_CLUSTER_DIR:-/tmp/gpuckpt-e2e}-shepherd
+rm -rf "$SHEPDIR" && mkdir -p "$SHEPDIR"
+cat >"$SHEPDIR/gpuckpt-shepherd" <<EOF
+#!/bin/sh
+# Test wrapper: this node "can" do transparent mode; everything else is real.
+[ "\$1" = probe ] && { echo ok; exit 0; }
+exec "$(cd "$(dirname "$SHEP_REAL")" && pwd)/$(basename "$SHEP_REAL")" "\$@"
+EOF
+chmod 0755 "$SHEPDIR" "$SHEPDIR/gpuckpt-shepherd"
+GK_E2E_PLUGIN_ARGS="shepherd=$SHEPDIR ${GK_E2E_PLUGIN_ARGS:-}"
+e2e_start
+SIZE=64 STEPS=300 DELAY=50
+ref=$(reference $SIZE $STEPS)
+tap_diag "reference checksum (uninterrupted, outside Slurm): $ref"
+
+# 1. A plain program: started under the shepherd, its output in the job's.
+j=$(submit --as gkuser1 --gpu-checkpoint=on --wrap "srun bash -c 'echo \"plain: shepherd=\$GPUCKPT_SHEPHERD mode=\$GPUCKPT_MODE\"; exit 3'; echo \"srun-rc: \$?\"")
+wait_over "$j" 60
+check "the task ran under the shepherd (slurmd's log says so)" \
+	grep -q "transparent mode, shepherd socket" "$E2E_DIR"/log/slurmd.*.log
+check_out "$j" "its output reached the job's output, GPUCKPT_SHEPHERD set" "^plain: shepherd=gpuckpt\\.$j\\.0\\.0\\.[0-9]+ mode="
+check_out "$j" "its exit status came back through the shepherd" "^srun-rc: 3$"
+
+# 2. A checkpoint-aware program under the shepherd, requeued.
+s=$(job_script shepherd "srun $APP $(app_args $SIZE $STEPS $DELAY)
+rc=\$?
+[ \$rc -eq 143 ] && sleep 600
+exit \$rc")
+j=$(submit --as gkuser2 --gres=gpu:1 --gpu-checkpoint=on "$s")
+requeue_when "$j" '^heat-drv: step 30$'
+wait_for 120 out_has "$j" '^batch: node .* restart 1'
+wait_over "$j" 180
+check_out "$j" "requeued: checkpointed in application mode under the shepherd" \
+	"^gpuckpt: checkpoint: $E2E_DIR/bb/$j/step.0/task.0/ckpt.[0-9]+: wrote [0-9]+ bytes"
+check_out "$j" "the shepherd left it to the program (no transparent checkpoint)" \
+	"^gpuckpt: transparent: a process of the task checkpoints itself; no transparent checkpoint$"
+check "no criu/ folder in any of its checkpoints" \
+	[ -z "$(find "$E2E_DIR/shared/$j" "$E2E_DIR/bb/$j" -name criu 2>/dev/null)" ]
+check_out "$j" "restarted: restored from its checkpoint, again under the shepherd" \
+	'^heat-drv: resumed from step [1-9][0-9]*'
+got=$(final_checksum "$j")
+check "same checksum as an uninterrupted run ($got = $ref)" [ -n "$ref" -a "$got" = "$ref" ]
+check "job completed" state_is "$j" COMPLETED
+rm -rf "$SHEPDIR"
+tap_done
