@@ -8,23 +8,28 @@
 # output in the job's, and a checkpoint-aware program under it still
 # checkpoints and restores in application mode when the job is requeued: its
 # runtime tells the shepherd so (HELLO 1 app), and no transparent checkpoint
-# is attempted. (The transparent dump itself needs CRIU and a GPU:
+# is attempted. A restart whose newest checkpoint holds a root-owned criu/
+# hands the task to `gpuckpt-shepherd restore` instead of running the program,
+# with the task's output; one whose criu/ is the user's is refused. (The
+# transparent dump and restore themselves need CRIU and a GPU:
 # e2e-transparent.sh.)
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
 
-e2e_require 9
+e2e_require 13
 SHEP_REAL=$top_builddir/runtime/gpuckpt-shepherd
 if [ ! -x "$SHEP_REAL" ]; then
-	tap_plan 9
-	for _ in $(seq 9); do tap_skip "gpuckpt-shepherd is not built ($SHEP_REAL)"; done
+	tap_plan 13
+	for _ in $(seq 13); do tap_skip "gpuckpt-shepherd is not built ($SHEP_REAL)"; done
 	exit 0
 fi
 SHEPDIR=${GK_E2E_CLUSTER_DIR:-/tmp/gpuckpt-e2e}-shepherd
 rm -rf "$SHEPDIR" && mkdir -p "$SHEPDIR"
 cat >"$SHEPDIR/gpuckpt-shepherd" <<EOF
 #!/bin/sh
-# Test wrapper: this node "can" do transparent mode; everything else is real.
+# Test wrapper: this node "can" do transparent mode; a restore only says how
+# it was asked for (there is no CRIU image to restore); the rest is real.
 [ "\$1" = probe ] && { echo ok; exit 0; }
+[ "\$1" = restore ] && { echo "fake-restore: \$*"; exit 0; }
 exec "$(cd "$(dirname "$SHEP_REAL")" && pwd)/$(basename "$SHEP_REAL")" "\$@"
 EOF
 chmod 0755 "$SHEPDIR" "$SHEPDIR/gpuckpt-shepherd"
@@ -61,6 +66,24 @@ check_out "$j" "restarted: restored from its checkpoint, again under the shepher
 	'^heat-drv: resumed from step [1-9][0-9]*'
 got=$(final_checksum "$j")
 check "same checksum as an uninterrupted run ($got = $ref)" [ -n "$ref" -a "$got" = "$ref" ]
+check "job completed" state_is "$j" COMPLETED
+
+# 3. A restart onto a transparent checkpoint: held after the requeue, a
+# root-owned criu/ is put into its staged-out checkpoint (as a shepherd would
+# have written it), then the restart goes to the shepherd's restore.
+j=$(submit --as gkuser1 --gres=gpu:1 --gpu-checkpoint=on "$s")
+wait_out "$j" '^heat-drv: step 30$' 90 && scontrol requeuehold "$j"
+ck=$E2E_DIR/shared/$j/step.0/task.0/ckpt.000001
+wait_for 60 test -f "$ck/manifest.json"
+mkdir -m 0700 "$ck/criu" && scontrol release "$j"
+wait_for 120 out_has "$j" '^batch: node .* restart 1'
+wait_over "$j" 120
+check_out "$j" "restart onto a root-owned criu/: the plugin says it restores transparently" \
+	"restart 1: restoring $E2E_DIR/bb/$j/step.0/task.0/ckpt.000001 transparently"
+check_out "$j" "... and the task's process became gpuckpt-shepherd restore, with the task's output" \
+	"^fake-restore: restore --dir $E2E_DIR/bb/$j/step.0/task.0 .*--uid $(id -u gkuser1) "
+check "... instead of the program (one fresh start, no resume)" \
+	[ "$(out_count "$j" '^heat-drv: (fresh start|resumed)')" = 1 ]
 check "job completed" state_is "$j" COMPLETED
 rm -rf "$SHEPDIR"
 tap_done
