@@ -296,15 +296,13 @@ int gk_shepherd_argv(const struct gk_tplan *p, pid_t child, char *argv[], char *
 static int handoff_fd = -1;
 static int handoff_exit; /* RESTORE helper: exit once the stdio is handed over */
 
-/* Send fds 0, 1, 2 and this process's credentials (the kernel gives the
- * receiver our pid as seen from its own PID namespace). */
+/* Send fds 0, 1, 2. */
 static int send_stdio(int sock)
 {
 	int fds[3] = {0, 1, 2};
-	struct ucred cred = {getpid(), getuid(), getgid()};
 	char data = 'S';
 	union {
-		char buf[CMSG_SPACE(sizeof(fds)) + CMSG_SPACE(sizeof(cred))];
+		char buf[CMSG_SPACE(sizeof(fds))];
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = {&data, 1};
@@ -319,11 +317,6 @@ static int send_stdio(int sock)
 	c->cmsg_type = SCM_RIGHTS;
 	c->cmsg_len = CMSG_LEN(sizeof(fds));
 	memcpy(CMSG_DATA(c), fds, sizeof(fds));
-	c = CMSG_NXTHDR(&msg, c);
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_CREDENTIALS;
-	c->cmsg_len = CMSG_LEN(sizeof(cred));
-	memcpy(CMSG_DATA(c), &cred, sizeof(cred));
 	while (sendmsg(sock, &msg, MSG_NOSIGNAL) < 0) {
 		if (errno != EINTR)
 			return -errno;
@@ -331,13 +324,12 @@ static int send_stdio(int sock)
 	return 0;
 }
 
-/* Receive three fds (and the sender's pid when pid is not NULL). -EPIPE when
- * the other side went away without sending. */
-static int recv_stdio(int sock, int fds[3], pid_t *pid)
+/* Receive three fds. -EPIPE when the other side went away without sending. */
+static int recv_stdio(int sock, int fds[3])
 {
 	char data;
 	union {
-		char buf[CMSG_SPACE(3 * sizeof(int)) + CMSG_SPACE(sizeof(struct ucred))];
+		char buf[CMSG_SPACE(3 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
 	struct iovec iov = {&data, 1};
@@ -360,18 +352,13 @@ static int recv_stdio(int sock, int fds[3], pid_t *pid)
 		if (c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN(3 * sizeof(int))) {
 			memcpy(fds, CMSG_DATA(c), 3 * sizeof(int));
 			got = 1;
-		} else if (c->cmsg_type == SCM_CREDENTIALS && pid) {
-			struct ucred cred;
-
-			memcpy(&cred, CMSG_DATA(c), sizeof(cred));
-			*pid = cred.pid;
 		}
 	}
 	return got ? 0 : -EPROTO;
 }
 
 /* The task's stdio on 0, 1, 2, nothing else open (no descriptor of
- * slurmstepd's reaches the shepherd, init, or CRIU's images), signals as a
+ * slurmstepd's reaches the shepherd or CRIU's images), signals as a
  * fresh process has them: slurmstepd's task child still blocks its signals
  * here (they are unblocked after task_init_privileged) and a mask survives exec. */
 static void become_clean(const int fds[3])
@@ -481,11 +468,10 @@ static void run_shepherd(const struct gk_tplan *p, pid_t child, int up) __attrib
 static void run_shepherd(const struct gk_tplan *p, pid_t child, int up)
 {
 	char *argv[GK_SHEPHERD_MAXARGS + 1], buf[3 * PATH_MAX + 512], err[GK_ERRLEN];
-	pid_t prog = 0;
 	int fds[3], rc, status;
 	char go = 'G';
 
-	rc = recv_stdio(up, fds, &prog);
+	rc = recv_stdio(up, fds);
 	if (rc < 0) {
 		/* The program's side is gone (Slurm ended it before task_init). */
 		if (child > 0)
@@ -495,7 +481,6 @@ static void run_shepherd(const struct gk_tplan *p, pid_t child, int up)
 		_exit(1);
 	}
 	err[0] = '\0';
-	(void)prog; /* the child itself */
 	rc = p->kind == GK_TPLAN_ATTACH ? place_like_me(child, err, sizeof(err)) : 0;
 	if (rc < 0) {
 		if (child > 0)
@@ -531,13 +516,12 @@ static void run_shepherd(const struct gk_tplan *p, pid_t child, int up)
 
 int gk_transparent_launch(const struct gk_tplan *p, char *err, size_t errlen)
 {
-	int up[2] = {-1, -1}, one = 1, rc;
+	int up[2] = {-1, -1}, rc;
 	pid_t child;
 
 	if (p->kind != GK_TPLAN_ATTACH && p->kind != GK_TPLAN_RESTORE)
 		return 0;
-	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, up) < 0 ||
-	    setsockopt(up[0], SOL_SOCKET, SO_PASSCRED, &one, sizeof(one)) < 0) {
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, up) < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "transparent: socket pair: %s", strerror(-rc));
 		goto out_close;

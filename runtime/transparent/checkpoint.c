@@ -149,7 +149,7 @@ static int gather(struct ckpt *c)
 			struct peer *p = &c->peers[c->npeers];
 
 			memset(p, 0, sizeof(*p));
-			if (gk_sock_accept(sh->listener, sh->o->uid, sh->init, &p->fd, &p->pid) ==
+			if (gk_sock_accept(sh->listener, sh->o->uid, sh->prog, &p->fd, &p->pid) ==
 				0 &&
 			    p->fd >= 0)
 				c->npeers++;
@@ -329,7 +329,7 @@ static int begin_own(struct ckpt *c)
 	gethostname(hostname, sizeof(hostname) - 1);
 	snprintf(m->hostname, sizeof(m->hostname), "%s", hostname);
 	m->uid = o->uid;
-	m->pid = c->sh->init;
+	m->pid = c->sh->prog;
 	m->slurm = o->job[0] != 0;
 	snprintf(m->job_id, sizeof(m->job_id), "%s", o->job);
 	snprintf(m->step_id, sizeof(m->step_id), "%s", o->step);
@@ -446,13 +446,13 @@ static uint64_t runtime_bytes(int ckptfd)
 	return total;
 }
 
-static void record_stdio(pid_t init, struct gk_seal *s)
+static void record_stdio(pid_t prog, struct gk_seal *s)
 {
 	for (int i = 0; i < 3; i++) {
 		char path[64];
 		ssize_t n;
 
-		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)init, i);
+		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)prog, i);
 		n = readlink(path, s->stdio[i], sizeof(s->stdio[i]) - 1);
 		s->stdio[i][n > 0 ? n : 0] = 0;
 	}
@@ -465,7 +465,7 @@ static int dump(struct ckpt *c, int exit_after, struct gk_seal *seal)
 	const char *args[16];
 	size_t n = 0;
 
-	snprintf(tpid, sizeof(tpid), "%d", (int)sh->init);
+	snprintf(tpid, sizeof(tpid), "%d", (int)sh->prog);
 	/* CRIU opens the folder through the descriptor the shepherd checked:
 	 * a path could be swapped by the folder's owner in between. */
 	snprintf(dirarg, sizeof(dirarg), "/proc/self/fd/%d", c->criufd);
@@ -482,7 +482,7 @@ static int dump(struct ckpt *c, int exit_after, struct gk_seal *seal)
 	if (!exit_after)
 		args[n++] = "--leave-running";
 	args[n] = NULL;
-	record_stdio(sh->init, seal);
+	record_stdio(sh->prog, seal);
 	return gk_criu_run(sh->criu, args, c->criufd, NULL, logpath, c->err, sizeof(c->err));
 }
 
@@ -502,7 +502,7 @@ int gk_checkpoint(struct gk_shepherd *sh, int exit_after)
 	}
 	c->sh = sh;
 	c->ckptfd = c->criufd = -1;
-	ret = gk_tree_list(sh->init, c->pids, GK_SHEP_MAX_PROCS, &c->npids, c->err, sizeof(c->err));
+	ret = gk_tree_list(sh->prog, c->pids, GK_SHEP_MAX_PROCS, &c->npids, c->err, sizeof(c->err));
 	if (ret < 0)
 		goto out_abort;
 	/* Refuse before anything is locked; checked again before the dump. */
@@ -548,7 +548,7 @@ int gk_checkpoint(struct gk_shepherd *sh, int exit_after)
 	if (ret < 0)
 		goto out_release;
 	t_driver = gk_now();
-	ret = gk_tree_list(sh->init, c->pids, GK_SHEP_MAX_PROCS, &c->npids, c->err, sizeof(c->err));
+	ret = gk_tree_list(sh->prog, c->pids, GK_SHEP_MAX_PROCS, &c->npids, c->err, sizeof(c->err));
 	if (ret == 0)
 		ret =
 		    gk_tree_check_owner(c->pids, c->npids, o->uid, o->gid, c->err, sizeof(c->err));
@@ -606,12 +606,12 @@ out_folder:
 	if (c->own_txn)
 		gk_store_abort(&c->txn);
 out_release:
-	gk_error("transparent: checkpoint of pid %d failed: %s", (int)sh->init, c->err);
+	gk_error("transparent: checkpoint of pid %d failed: %s", (int)sh->prog, c->err);
 	release(c);
 	close_peers(c, locked_told ? NULL : c->err);
 	goto out;
 out_abort:
-	gk_error("transparent: no checkpoint of pid %d: %s", (int)sh->init, c->err);
+	gk_error("transparent: no checkpoint of pid %d: %s", (int)sh->prog, c->err);
 	close_peers(c, c->err);
 out:
 	close_peers(c, NULL);

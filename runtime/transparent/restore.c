@@ -2,7 +2,7 @@
  * restore.c - restoring the newest transparent checkpoint of the task's root:
  * verify (manifest for the job's user, seal), map the GPUs recorded in the
  * seal onto those visible now (in order, same chip), criu restore (the
- * restored init becomes the shepherd's child), then for each CUDA process
+ * restored program becomes the shepherd's child), then for each CUDA process
  * cuCheckpointProcessRestore onto the new GPUs and cuCheckpointProcessUnlock.
  */
 #include "config.h"
@@ -126,7 +126,7 @@ static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal
 			return -errno;
 		}
 	}
-	snprintf(pidfile, sizeof(pidfile), "%s/init.pid", tmpl);
+	snprintf(pidfile, sizeof(pidfile), "%s/program.pid", tmpl);
 	snprintf(dirarg, sizeof(dirarg), "/proc/self/fd/%d", criufd);
 	snprintf(logpath, sizeof(logpath), "/proc/self/fd/%d/" GK_SHEP_RESTORE_LOG, criufd);
 	unlinkat(criufd, GK_SHEP_RESTORE_LOG, 0);
@@ -152,7 +152,7 @@ static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal
 	args[n] = NULL;
 	ret = gk_criu_run(sh->criu, args, criufd, self_stdio, logpath, err, errlen);
 	if (ret == 0) {
-		ret = read_pidfile(pidfile, &sh->init);
+		ret = read_pidfile(pidfile, &sh->prog);
 		if (ret < 0)
 			snprintf(err, errlen, "%s: no pid from CRIU", pidfile);
 	}
@@ -170,7 +170,7 @@ static int driver_restore(struct gk_shepherd *sh, CUcheckpointGpuPair *pairs, si
 	size_t n = 0, ncuda = 0;
 	int ret;
 
-	ret = gk_tree_list(sh->init, pids, GK_SHEP_MAX_PROCS, &n, err, errlen);
+	ret = gk_tree_list(sh->prog, pids, GK_SHEP_MAX_PROCS, &n, err, errlen);
 	if (ret == 0)
 		ret = gk_tree_check_owner(pids, n, sh->o->uid, sh->o->gid, err, errlen);
 	if (ret < 0)
@@ -288,7 +288,7 @@ int gk_restore(struct gk_shepherd *sh)
 	ret = driver_restore(sh, pairs, seal->ngpus, &t_unlock, err, sizeof(err));
 	if (ret < 0) {
 		/* Half restored is never left running. */
-		kill(sh->init, SIGKILL);
+		kill(sh->prog, SIGKILL);
 		goto out;
 	}
 	t_driver = t_unlock;

@@ -1,7 +1,7 @@
 /*
  * seal.c - criu/SEAL, the shepherd's record of what it dumped: for whom (uid,
  * gid, job, step, task), what (the digest of every file of criu/, the SHA-256 of the
- * runtime's manifest.json beside it), how to plug it back (the init's stdio,
+ * runtime's manifest.json beside it), how to plug it back (the program's stdio,
  * for CRIU's --inherit-fd) and on what (the GPUs' UUIDs and names).
  *
  * The restore trusts an image only when the folder is root's alone

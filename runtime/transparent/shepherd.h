@@ -122,16 +122,16 @@ int gk_criu_run(const char *criu, const char *const *args, int keep_fd, const in
 
 /* ---- the process tree (tree.c) ---- */
 
-/* Every process of the tree under `init` (init included), parents first. */
-int gk_tree_list(pid_t init, pid_t *pids, size_t max, size_t *n, char *err, size_t errlen);
+/* Every process of the tree under `prog` (prog included), parents first. */
+int gk_tree_list(pid_t prog, pid_t *pids, size_t max, size_t *n, char *err, size_t errlen);
 
 /* Refuse (-EPERM, naming pid and uid) unless every process has real,
  * effective and saved uid == uid and gid == gid. */
 int gk_tree_check_owner(const pid_t *pids, size_t n, uid_t uid, gid_t gid, char *err,
 			size_t errlen);
 
-/* 1 when the ancestry of `pid` reaches `init`, the root of the task's tree. */
-int gk_pid_in_tree(pid_t pid, pid_t init);
+/* 1 when the ancestry of `pid` reaches `prog`, the root of the task's tree. */
+int gk_pid_in_tree(pid_t pid, pid_t prog);
 
 /* CRIU gets the task's stdio as these three descriptors, for --inherit-fd. */
 #define GK_CRIU_INHERIT_FD 10
@@ -144,7 +144,7 @@ struct gk_seal {
 	char job[32], step[32];
 	int task;
 	char manifest_sha256[65];
-	char stdio[3][4096]; /* readlink of the init's fd 0..2 */
+	char stdio[3][4096]; /* readlink of the program's fd 0..2 */
 	size_t ngpus;
 	struct gk_gpu gpus[GK_SHEP_MAX_GPUS];
 	char socket[108]; /* GPUCKPT_SHEPHERD of the tree: listened on again after a restore */
@@ -183,9 +183,9 @@ int gk_msg_parse(const char *buf, size_t len, struct gk_msg *m);
 /* Listen on a fresh abstract name; *name is what GPUCKPT_SHEPHERD holds. */
 int gk_sock_listen(char *name, size_t namelen, char *err, size_t errlen);
 
-/* Accept one peer that is the job's user inside the tree of init; others
+/* Accept one peer that is the job's user inside the tree of prog; others
  * are closed without a word (and 0 is returned with *conn = -1). */
-int gk_sock_accept(int listener, uid_t uid, pid_t init, int *conn, pid_t *peer);
+int gk_sock_accept(int listener, uid_t uid, pid_t prog, int *conn, pid_t *peer);
 
 /* Listen on a given name (the one the restored tree has in its
  * environment, or the one the plugin chose). */
@@ -204,7 +204,7 @@ int gk_sock_send(int conn, const char *what, const char *reason);
 
 struct gk_shepherd {
 	struct gk_shep_opts *o;
-	pid_t init;   /* PID 1 of the namespace, as the shepherd sees it */
+	pid_t prog;   /* the task's program: the root of its tree, the shepherd's child */
 	int listener; /* -1: none */
 	char sockname[108];
 	char criu[4096];
@@ -216,7 +216,7 @@ struct gk_shepherd {
  * gone); <0 when it goes on running. */
 int gk_checkpoint(struct gk_shepherd *sh, int exit_after);
 
-/* Restore the newest transparent checkpoint of o->dir; sets sh->init. */
+/* Restore the newest transparent checkpoint of o->dir; sets sh->prog. */
 int gk_restore(struct gk_shepherd *sh);
 
 /* Wait for the tree; returns the exit status for the shepherd. */

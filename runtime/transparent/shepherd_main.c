@@ -103,8 +103,8 @@ static int make_dir_as_user(const struct gk_shep_opts *o)
  * CUDA driver fails in one whose /proc is the node's (cudaErrorOperatingSystem
  * at the first stream, H100, driver 580), and a namespace of its own with a
  * /proc of its own is a mount namespace CRIU would have to dump. The price:
- * a restore needs the program's process ids free on the new node (CRIU says
- * so when one is taken).
+ * a restore needs the program's process ids free on the new node (CRIU
+ * fails the restore when one is taken).
  */
 static int start_tree(struct gk_shepherd *sh)
 {
@@ -133,7 +133,7 @@ static int start_tree(struct gk_shepherd *sh)
 		fprintf(stderr, "gpuckpt-shepherd: run: %s: %s\n", sh->o->argv[0], strerror(errno));
 		_exit(127);
 	}
-	sh->init = pid;
+	sh->prog = pid;
 	return 0;
 }
 
@@ -218,7 +218,7 @@ int main(int argc, char **argv)
 			gk_warn(
 			    "transparent: socket: %s; checkpoints go without the runtime's help",
 			    err);
-		sh.init = o.child;
+		sh.prog = o.child;
 		break;
 	case GK_SHEP_RESTORE:
 		if (gk_restore(&sh) < 0)

@@ -135,7 +135,7 @@ int gk_sock_listen_on(const char *name, char *err, size_t errlen)
 	return fd;
 }
 
-int gk_sock_accept(int listener, uid_t uid, pid_t init, int *conn, pid_t *peer)
+int gk_sock_accept(int listener, uid_t uid, pid_t prog, int *conn, pid_t *peer)
 {
 	struct ucred cred;
 	socklen_t len = sizeof(cred);
@@ -155,7 +155,7 @@ int gk_sock_accept(int listener, uid_t uid, pid_t init, int *conn, pid_t *peer)
 		close(fd);
 		return 0;
 	}
-	if (!gk_pid_in_tree(cred.pid, init)) {
+	if (!gk_pid_in_tree(cred.pid, prog)) {
 		gk_warn("transparent: socket: pid %d is not a process of this task; closed",
 			(int)cred.pid);
 		close(fd);

@@ -28,14 +28,14 @@ static int trigger_action(const struct gk_shepherd *sh, int signo)
 	return -1;
 }
 
-/* Reap; 1 with *code set when the init is gone. */
+/* Reap; 1 with *code set when the program is gone. */
 static int reap(struct gk_shepherd *sh, int *code)
 {
 	int status, done = 0;
 	pid_t p;
 
 	while ((p = waitpid(-1, &status, WNOHANG)) > 0) {
-		if (p != sh->init)
+		if (p != sh->prog)
 			continue;
 		*code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 		done = 1;
@@ -51,7 +51,7 @@ static void refuse_pending(struct gk_shepherd *sh)
 		pid_t peer;
 		int conn;
 
-		if (gk_sock_accept(sh->listener, sh->o->uid, sh->init, &conn, &peer) < 0)
+		if (gk_sock_accept(sh->listener, sh->o->uid, sh->prog, &conn, &peer) < 0)
 			return;
 		if (conn < 0) {
 			struct pollfd pf = {.fd = sh->listener, .events = POLLIN};
@@ -78,7 +78,7 @@ int gk_supervise(struct gk_shepherd *sh)
 	sfd = signalfd(-1, &set, SFD_CLOEXEC);
 	if (sfd < 0) {
 		gk_error("transparent: signalfd: %s", strerror(errno));
-		kill(sh->init, SIGKILL);
+		kill(sh->prog, SIGKILL);
 	}
 	for (;;) {
 		struct signalfd_siginfo si;
@@ -118,9 +118,9 @@ int gk_supervise(struct gk_shepherd *sh)
 		/* Slurm signals every process of the step itself; outside Slurm
 		 * the program hears of it from here, and its runtime then joins. */
 		if (!getenv("SLURM_JOB_ID"))
-			kill(sh->init, (int)si.ssi_signo);
+			kill(sh->prog, (int)si.ssi_signo);
 		gk_info("transparent: signal %d: checkpointing pid %d", (int)si.ssi_signo,
-			(int)sh->init);
+			(int)sh->prog);
 		if (gk_checkpoint(sh, action == GK_ACTION_EXIT) == 0 && action == GK_ACTION_EXIT)
 			checkpointed_on = (int)si.ssi_signo;
 	}

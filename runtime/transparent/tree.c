@@ -68,19 +68,19 @@ static int add_children(pid_t pid, pid_t *pids, size_t max, size_t *n)
 	return ret;
 }
 
-int gk_tree_list(pid_t init, pid_t *pids, size_t max, size_t *n, char *err, size_t errlen)
+int gk_tree_list(pid_t prog, pid_t *pids, size_t max, size_t *n, char *err, size_t errlen)
 {
 	int ret;
 
 	*n = 0;
 	if (max == 0)
 		return -E2BIG;
-	pids[(*n)++] = init;
+	pids[(*n)++] = prog;
 	/* Breadth first: pids[] grows while it is walked. */
 	for (size_t i = 0; i < *n; i++) {
 		ret = add_children(pids[i], pids, max, n);
 		if (ret < 0) {
-			snprintf(err, errlen, "the tree of pid %d: %s", (int)init,
+			snprintf(err, errlen, "the tree of pid %d: %s", (int)prog,
 				 ret == -E2BIG ? "more processes than the shepherd handles"
 					       : strerror(-ret));
 			return ret;
@@ -159,18 +159,18 @@ static int status_field(pid_t pid, const char *key, char *out, size_t outlen)
 	return 0;
 }
 
-int gk_pid_in_tree(pid_t pid, pid_t init)
+int gk_pid_in_tree(pid_t pid, pid_t prog)
 {
 	char field[512];
 
 	if (pid <= 1)
 		return 0;
 	/* Up the parents to the tree's root; a process reparented away from it
-	 * (to the node's init or a subreaper) is no longer of the task. */
+	 * (to the node's init process or a subreaper) is no longer of the task. */
 	for (int hops = 0; hops < 4096 && pid > 1; hops++) {
 		long ppid;
 
-		if (pid == init)
+		if (pid == prog)
 			return 1;
 		if (status_field(pid, "\nPPid:", field, sizeof(field)) < 0)
 			return 0;
@@ -179,5 +179,5 @@ int gk_pid_in_tree(pid_t pid, pid_t init)
 			return 0;
 		pid = (pid_t)ppid;
 	}
-	return pid == init;
+	return pid == prog;
 }

@@ -107,14 +107,14 @@ static int connect_to(const char *name)
 }
 
 /* Accept what is pending, after waiting for it. */
-static int accept_one(int listener, uid_t uid, pid_t init, pid_t *peer)
+static int accept_one(int listener, uid_t uid, pid_t prog, pid_t *peer)
 {
 	struct pollfd pf = {.fd = listener, .events = POLLIN};
 	int conn = -1;
 
 	if (poll(&pf, 1, 5000) != 1)
 		return -2;
-	if (gk_sock_accept(listener, uid, init, &conn, peer) < 0)
+	if (gk_sock_accept(listener, uid, prog, &conn, peer) < 0)
 		return -3;
 	return conn;
 }
