@@ -24,6 +24,7 @@
 #include "log.h"
 #include "restore.h"
 #include "runtime.h"
+#include "track.h"
 #include "transfer.h"
 #include "trigger.h"
 
@@ -240,7 +241,8 @@ static int have_devices(void)
  */
 static int checkpoint(int signo)
 {
-	char err[GK_ERRLEN], msg[4096], path[4200];
+	char err[GK_ERRLEN], msg[4096], path[4200], why[1024];
+	const char *cannot;
 	struct gk_manifest *m = NULL;
 	struct gk_store_txn txn;
 	const char *name = "-";
@@ -256,12 +258,29 @@ static int checkpoint(int signo)
 	}
 	if (say(fd, "HELLO 1 transparent") < 0)
 		goto out_close;
+	/* What the driver cannot save either is refused before anything is
+	 * locked: a checkpoint that cannot be restored is worse than none. */
+	if (gk_track_driver_cannot(&cannot, why, sizeof(why))) {
+		gk_error("transparent: refused, no checkpoint taken: this process holds %s, which "
+			 "the CUDA driver's checkpoint cannot save",
+			 why);
+		if (say(fd, "REFUSE %s", cannot) == 0)
+			hear(fd, msg, sizeof(msg));
+		goto out_close;
+	}
 	gk_gate_close();
 	if (gk_dump_drain() < 0)
 		gk_warn("transparent: draining failed; the driver's checkpoint will see the error");
 	/* Without the runtime's dump the driver copies device memory itself; the
-	 * manifest still records the devices, for the shepherd's GPU mapping. */
+	 * manifest still records the devices, for the shepherd's GPU mapping.
+	 * So does it where the runtime's own dump could not hold everything. */
 	assisted = gk_rt.settings.assist && have_devices();
+	if (assisted && gk_track_report(why, sizeof(why))) {
+		gk_notice("transparent: this process holds %s; the driver copies device memory "
+			  "itself",
+			  why);
+		assisted = 0;
+	}
 	if (gk_dump_image(0, assisted, &txn, &m, &bytes, err, sizeof(err)) == 0) {
 		snprintf(m->label, sizeof(m->label), "transparent (%s)", gk_signal_name(signo));
 		m->write_seconds = now() - t0;

@@ -71,6 +71,37 @@ int gk_track_report(char *buf, size_t len)
 	return n;
 }
 
+long gk_track_live(enum gk_unsupported kind)
+{
+	return __atomic_load_n(&live[kind], __ATOMIC_RELAXED);
+}
+
+int gk_track_driver_cannot(const char **word, char *buf, size_t len)
+{
+	static const struct {
+		enum gk_unsupported kind;
+		const char *word;
+	} cannot[] = {
+	    {GK_UNSUP_MANAGED, "managed"},
+	    {GK_UNSUP_IPC_OPEN, "ipc"},
+	    {GK_UNSUP_POOL_IPC, "ipc"},
+	    {GK_UNSUP_VMM_IMPORT, "ipc"},
+	};
+
+	for (size_t i = 0; i < sizeof(cannot) / sizeof(cannot[0]); i++) {
+		long c = gk_track_live(cannot[i].kind);
+
+		if (c > 0) {
+			*word = cannot[i].word;
+			snprintf(buf, len, "%s (%ld)", what[cannot[i].kind], c);
+			return 1;
+		}
+	}
+	*word = NULL;
+	buf[0] = 0;
+	return 0;
+}
+
 void gk_track_ptr_add(enum gk_unsupported kind, unsigned long long ptr)
 {
 	pthread_mutex_lock(&lock);
@@ -360,6 +391,20 @@ CUresult gk_on_cuMemPoolExportPointer(CUmemPoolPtrExportData *out, CUdeviceptr p
 	if (gk_enabled())
 		gk_track(GK_UNSUP_POOL_IPC, 1);
 	return gk_real.cuMemPoolExportPointer(out, ptr);
+}
+
+/* Counted and never forgotten (the handle may be mapped and released in any
+ * order): a process that took memory from another stays on the safe side. */
+CUresult gk_on_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+					      CUmemAllocationHandleType type)
+{
+	CUresult r;
+
+	PASS(cuMemImportFromShareableHandle);
+	r = gk_real.cuMemImportFromShareableHandle(handle, osHandle, type);
+	if (r == CUDA_SUCCESS && gk_enabled())
+		gk_track(GK_UNSUP_VMM_IMPORT, 1);
+	return r;
 }
 
 CUresult gk_on_cuMemPoolImportPointer(CUdeviceptr *out, CUmemoryPool pool,

@@ -18,6 +18,7 @@
 	X(PEER, "peer access between GPUs (cuCtxEnablePeerAccess)")                               \
 	X(GRAPH_MEMORY, "memory allocated inside a CUDA graph or during stream capture")          \
 	X(POOL_IPC, "memory pool pointers shared between processes")                              \
+	X(VMM_IMPORT, "device memory imported from another process (cuMemImportFromShareableHandle)") \
 	X(UNPLACED, "device memory the runtime could not place at a fixed address")
 
 enum gk_unsupported {
@@ -29,6 +30,16 @@ enum gk_unsupported {
 
 /* One more (delta 1) or one fewer (delta -1) live thing of this kind. */
 void gk_track(enum gk_unsupported kind, long delta);
+
+/* How many of this kind are alive now. */
+long gk_track_live(enum gk_unsupported kind);
+
+/* Whether the CUDA driver's own checkpoint cannot save what this process
+ * holds either (memory shared with other processes, managed memory: NVIDIA's
+ * cuda-checkpoint documents neither UVM nor IPC memory as supported). Writes
+ * the protocol word of transparent mode ("managed", "ipc") into *word and
+ * the reason into buf; returns 0 when nothing stands in the driver's way. */
+int gk_track_driver_cannot(const char **word, char *buf, size_t len);
 
 /* A device was used from a second context. */
 void gk_track_multi_context(int device);

@@ -40,6 +40,7 @@ struct peer {
 	int fd;
 	pid_t pid;
 	int hello, ready, app;
+	const char *refused; /* REFUSE: what it holds */
 	struct gk_msg ready_msg;
 };
 
@@ -100,12 +101,14 @@ static void read_peer(struct ckpt *c, struct peer *p)
 	char buf[GK_SHEP_MSG_MAX + 1];
 	struct gk_msg m;
 	ssize_t n = recv(p->fd, buf, sizeof(buf), MSG_DONTWAIT);
+	int valid;
 
 	if (n < 0 && (errno == EAGAIN || errno == EINTR))
 		return;
-	if (n <= 0 || gk_msg_parse(buf, (size_t)n, &m) < 0 ||
-	    (m.type == GK_MSG_READY && !p->hello) || (m.type != GK_MSG_READY && p->hello) ||
-	    p->ready) {
+	/* HELLO first, then one READY or REFUSE, then nothing. */
+	valid = n > 0 && gk_msg_parse(buf, (size_t)n, &m) == 0 && !p->ready && !p->refused &&
+		(m.type == GK_MSG_READY || m.type == GK_MSG_REFUSE) == !!p->hello;
+	if (!valid) {
 		if (n > 0)
 			gk_warn(
 			    "transparent: socket: pid %d: not a message of the protocol; closed",
@@ -118,11 +121,22 @@ static void read_peer(struct ckpt *c, struct peer *p)
 		p->hello = p->app = 1;
 	} else if (m.type == GK_MSG_HELLO_TRANSPARENT) {
 		p->hello = 1;
+	} else if (m.type == GK_MSG_REFUSE) {
+		p->refused = m.refused;
 	} else {
 		p->ready = 1;
 		p->ready_msg = m;
 	}
 	(void)c;
+}
+
+/* A peer that said the driver cannot checkpoint what it holds, or NULL. */
+static const struct peer *refusing(const struct ckpt *c)
+{
+	for (size_t i = 0; i < c->npeers; i++)
+		if (c->peers[i].refused)
+			return &c->peers[i];
+	return NULL;
 }
 
 /* Step 1. Returns 1 when a process checkpoints itself (application mode). */
@@ -138,7 +152,7 @@ static int gather(struct ckpt *c)
 		double left = deadline - gk_now();
 		size_t n = 0;
 
-		if (left <= 0)
+		if (left <= 0 || refusing(c))
 			break;
 		pf[n++] = (struct pollfd){.fd = sh->listener, .events = POLLIN};
 		for (size_t i = 0; i < c->npeers; i++)
@@ -161,6 +175,8 @@ static int gather(struct ckpt *c)
 	for (size_t i = 0; i < c->npeers; i++)
 		if (c->peers[i].app)
 			return 1;
+	if (refusing(c))
+		return 0; /* limits() says why; every peer is told ABORT */
 	/* A runtime that said HELLO but is not drained in time is told so;
 	 * its process goes to the driver alone, as one without a runtime.
 	 * Its socket must close anyway: CRIU cannot dump it. */
@@ -182,6 +198,43 @@ static int gather(struct ckpt *c)
 			gk_notice(
 			    "transparent: pid %d did not report; the driver checkpoints it alone",
 			    (int)c->cuda[i]);
+	}
+	return 0;
+}
+
+/*
+ * What neither the runtime nor the driver can checkpoint is refused before
+ * anything is locked, naming it: a checkpoint that cannot be restored is
+ * the one outcome never acceptable (runtime/transparent/README.md, "Limits").
+ */
+static int limits(struct ckpt *c)
+{
+	const struct peer *p = refusing(c);
+	char path[256];
+	pid_t pid;
+
+	if (p) {
+		snprintf(c->err, sizeof(c->err),
+			 "pid %d holds %s, which the CUDA driver's checkpoint cannot save",
+			 (int)p->pid, p->refused);
+		return -ENOTSUP;
+	}
+	/* A MIG instance is reached through its capability devices. */
+	if (gk_tree_find_open(c->pids, c->npids, GK_SHEP_MIG_CAPS, &pid, path, sizeof(path))) {
+		snprintf(c->err, sizeof(c->err),
+			 "pid %d uses a MIG instance (%s open); gpuckpt does not checkpoint MIG "
+			 "instances",
+			 (int)pid, path);
+		return -ENOTSUP;
+	}
+	/* MPS clients hold their GPU state in the MPS server, outside the tree. */
+	pid = gk_find_process(GK_SHEP_MPS_COMM);
+	if (pid > 0) {
+		snprintf(c->err, sizeof(c->err),
+			 "an MPS daemon runs on this node (pid %d): the tree's GPU work may live in "
+			 "it, outside the tree, and the CUDA driver cannot checkpoint MPS clients",
+			 (int)pid);
+		return -ENOTSUP;
 	}
 	return 0;
 }
@@ -523,6 +576,9 @@ int gk_checkpoint(struct gk_shepherd *sh, int exit_after)
 		goto out;
 	}
 	/* Checked once the runtimes have spoken, so that they hear ABORT. */
+	ret = limits(c);
+	if (ret < 0)
+		goto out_abort;
 	if (!sh->criu[0]) {
 		snprintf(c->err, sizeof(c->err),
 			 "no usable CRIU on this node (gpuckpt-shepherd probe)");

@@ -133,6 +133,19 @@ int gk_tree_check_owner(const pid_t *pids, size_t n, uid_t uid, gid_t gid, char 
 /* 1 when the ancestry of `pid` reaches `prog`, the root of the task's tree. */
 int gk_pid_in_tree(pid_t pid, pid_t prog);
 
+/* What the shepherd refuses to checkpoint (checkpoint.c, limits()). */
+#define GK_SHEP_MIG_CAPS "/dev/nvidia-caps/"
+#define GK_SHEP_MPS_COMM "nvidia-cuda-mps"
+
+/* The first process of pids with a descriptor open on a path that begins
+ * with prefix: 1 with *pid and path (the link's target) filled, 0 none. */
+int gk_tree_find_open(const pid_t *pids, size_t n, const char *prefix, pid_t *pid, char *path,
+		      size_t pathlen);
+
+/* The first process of the node whose name (comm) begins with prefix:
+ * its pid, or 0. */
+pid_t gk_find_process(const char *prefix);
+
 /* CRIU gets the task's stdio as these three descriptors, for --inherit-fd. */
 #define GK_CRIU_INHERIT_FD 10
 
@@ -168,12 +181,13 @@ int gk_file_digest(int dirfd, const char *name, char hex[65], uint64_t *size);
 
 /* ---- the socket (sock.c) ---- */
 
-enum gk_msg_type { GK_MSG_HELLO_APP, GK_MSG_HELLO_TRANSPARENT, GK_MSG_READY };
+enum gk_msg_type { GK_MSG_HELLO_APP, GK_MSG_HELLO_TRANSPARENT, GK_MSG_READY, GK_MSG_REFUSE };
 
 struct gk_msg {
 	enum gk_msg_type type;
 	char name[256]; /* READY: the .tmp folder */
 	int assisted;
+	const char *refused; /* REFUSE: what the process holds, in words */
 };
 
 /* Parse one packet from the runtime; -EPROTO for anything but the

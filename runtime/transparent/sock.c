@@ -58,6 +58,18 @@ int gk_msg_parse(const char *buf, size_t len, struct gk_msg *m)
 		m->type = GK_MSG_HELLO_TRANSPARENT;
 		return 0;
 	}
+	if (!strncmp(line, "REFUSE ", 7)) {
+		/* What the driver cannot checkpoint, by a fixed word; the text
+		 * the job's output shows is the shepherd's own. */
+		if (!strcmp(line + 7, "managed"))
+			m->refused = "managed (unified) memory";
+		else if (!strcmp(line + 7, "ipc"))
+			m->refused = "device memory shared with another process (CUDA IPC)";
+		else
+			return -EPROTO;
+		m->type = GK_MSG_REFUSE;
+		return 0;
+	}
 	if (strncmp(line, "READY ", 6) != 0)
 		return -EPROTO;
 	sp = strchr(line + 6, ' ');

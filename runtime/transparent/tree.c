@@ -181,3 +181,63 @@ int gk_pid_in_tree(pid_t pid, pid_t prog)
 	}
 	return pid == prog;
 }
+
+int gk_tree_find_open(const pid_t *pids, size_t n, const char *prefix, pid_t *pid, char *path,
+		      size_t pathlen)
+{
+	size_t plen = strlen(prefix);
+
+	for (size_t i = 0; i < n; i++) {
+		char dir[64], link[320];
+		struct dirent *e;
+		DIR *d;
+
+		snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pids[i]);
+		d = opendir(dir);
+		if (!d)
+			continue; /* ended meanwhile */
+		while ((e = readdir(d))) {
+			ssize_t len;
+
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(link, sizeof(link), "%s/%.200s", dir, e->d_name);
+			len = readlink(link, path, pathlen - 1);
+			if (len <= 0)
+				continue;
+			path[len] = 0;
+			if (!strncmp(path, prefix, plen)) {
+				closedir(d);
+				*pid = pids[i];
+				return 1;
+			}
+		}
+		closedir(d);
+	}
+	path[0] = 0;
+	return 0;
+}
+
+pid_t gk_find_process(const char *prefix)
+{
+	struct dirent *e;
+	DIR *d = opendir("/proc");
+	pid_t found = 0;
+
+	if (!d)
+		return 0;
+	while (!found && (e = readdir(d))) {
+		char path[64], comm[64];
+		char *end;
+		long v = strtol(e->d_name, &end, 10);
+
+		if (*end || v <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/comm", v);
+		if (read_text(path, comm, sizeof(comm)) == 0 &&
+		    !strncmp(comm, prefix, strlen(prefix)))
+			found = (pid_t)v;
+	}
+	closedir(d);
+	return found;
+}

@@ -1,17 +1,22 @@
 /* A CUDA program that knows nothing of gpuckpt: on SIGTERM it must end as it
- * would without gpuckpt, with one line saying no checkpoint was taken. */
+ * would without gpuckpt, with one line saying no checkpoint was taken.
+ * With --managed it also holds managed memory, which transparent mode must
+ * refuse to checkpoint (tests/transparent/agent.sh). */
 #include <cuda.h>
 #include <stdio.h>
+#include <string.h>
 #include <unistd.h>
 
-int main(void)
+int main(int argc, char **argv)
 {
+	int managed = argc > 1 && !strcmp(argv[1], "--managed");
 	CUdevice dev;
 	CUcontext ctx;
-	CUdeviceptr d;
+	CUdeviceptr d, m;
 
 	if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
-	    cuCtxSetCurrent(ctx) || cuMemAlloc(&d, 1024)) {
+	    cuCtxSetCurrent(ctx) || cuMemAlloc(&d, 1024) ||
+	    (managed && cuMemAllocManaged(&m, 1 << 20, CU_MEM_ATTACH_GLOBAL))) {
 		fprintf(stderr, "prog-unaware: CUDA setup failed\n");
 		return 1;
 	}

@@ -6,18 +6,22 @@
 # folder and let SIGTERM end the program as it would without gpuckpt. (The
 # path where the shepherd locks, CRIU dumps and the process comes back needs
 # CRIU and a GPU: tests/slurm/e2e-transparent.sh and benchmarks/transparent.)
+# Then a program holding managed memory, which the driver cannot checkpoint
+# either: the runtime refuses before anything is written, and both it and the
+# shepherd say why.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
 HEAT=$top_builddir/examples/heat/heat-drv
 MODULE=$top_builddir/examples/heat/.libs/heat_kernels_host.so
-PLAN=7
+UNAWARE=$top_builddir/tests/runtime/prog-unaware
+PLAN=11
 tap_plan $PLAN
 gk_scratch
 
 why=""
 if [ "$(id -u)" -ne 0 ]; then
 	why="needs root (the shepherd refuses to run without it)"
-elif [ ! -x "$SHEP" ] || [ ! -x "$HEAT" ] || [ ! -e "$MODULE" ] ||
+elif [ ! -x "$SHEP" ] || [ ! -x "$HEAT" ] || [ ! -e "$MODULE" ] || [ ! -x "$UNAWARE" ] ||
 	[ ! -e "$GK_STANDIN_DIR/libcuda.so.1" ]; then
 	why="the shepherd, heat-drv, its host kernels or the stand-in were not built"
 fi
@@ -62,4 +66,22 @@ check "no checkpoint was committed and no temporary folder is left" \
 	test -z "$(ls -A "$D" 2>/dev/null)"
 check "the program had not finished: it was stopped half-way" \
 	test -z "$(grep 'done:' "$GK_SCRATCH/out")"
+
+# Managed memory: refused, named by both sides, nothing written.
+rm -rf "$D"
+env "${GK_STANDIN_ENV[@]}" GPUCKPT_LOG_LEVEL=info "$SHEP" run --criu "$FAKE" --dir "$D" \
+	--uid 0 --gid 0 -- env "${GK_RUNTIME_ENV[@]}" GPUCKPT_LOG_LEVEL=info "$UNAWARE" --managed \
+	>"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
+spid=$!
+for _ in $(seq 300); do grep -q "ready" "$GK_SCRATCH/out" 2>/dev/null && break; sleep 0.1; done
+kill -TERM $spid
+wait $spid
+status=$?
+check "a program holding managed memory ends by SIGTERM, not checkpointed ($status)" test $status -eq 143
+check "the runtime refused, naming managed memory" \
+	grep -q "transparent: refused, no checkpoint taken: this process holds managed (unified) memory.*which the CUDA driver's checkpoint cannot save" "$GK_SCRATCH/err"
+check "the shepherd said the same, naming the process" \
+	grep -q "transparent: no checkpoint of pid [0-9]*: pid [0-9]* holds managed (unified) memory" "$GK_SCRATCH/err"
+check "nothing was written: no checkpoint, no temporary folder" \
+	test -z "$(ls -A "$D" 2>/dev/null)"
 tap_done

@@ -5,6 +5,8 @@
 #   - a runtime that connects with no trigger signal is told ABORT;
 #   - a runtime on a node without the driver's checkpoint API is told ABORT,
 #     as is one that does not say READY in time, and one in application mode;
+#   - a runtime that holds what the driver cannot save (REFUSE managed) and
+#     a node where an MPS daemon runs: no checkpoint, the reason named;
 #   - a tree without CUDA processes is checkpointed: the shepherd's own
 #     folder, criu/ root:root 0700 sealed, ckpt.000001 committed, the
 #     timing line, exit 128+SIGTERM;
@@ -14,7 +16,7 @@
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
 CLIENT=$(cd "$top_builddir/tests/transparent" 2>/dev/null && pwd)/shep-client
-PLAN=21
+PLAN=25
 tap_plan $PLAN
 gk_scratch
 
@@ -104,6 +106,28 @@ check "a runtime that does not say READY in time is told ABORT" \
 trigger_client "HELLO 1 app"
 check "a runtime in application mode is told ABORT: no transparent checkpoint" \
 	grep -q "^ABORT a process of the task uses application mode" "$GK_SCRATCH/out"
+
+trigger_client "HELLO 1 transparent" "REFUSE managed"
+check "a runtime holding managed memory is told ABORT, naming it" \
+	grep -q "^ABORT pid [0-9]* holds managed (unified) memory, which the CUDA driver's checkpoint cannot save" "$GK_SCRATCH/out"
+check "the shepherd's own line says why there is no checkpoint" \
+	grep -q "transparent: no checkpoint of pid [0-9]*: pid [0-9]* holds managed" "$GK_SCRATCH/err"
+
+# An MPS daemon on the node (a process of that name): refused, naming it.
+cp /bin/sleep "$GK_SCRATCH/nvidia-cuda-mps-control"
+"$GK_SCRATCH/nvidia-cuda-mps-control" 60 &
+mps=$!
+"$SHEP" run --criu "$FAKE" "${USER_ARGS[@]}" -- /bin/sleep 60 >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
+spid=$!
+prog=$(wait_prog $spid)
+kill -TERM $spid
+wait_line "$GK_SCRATCH/err" "no checkpoint of pid"
+[ -n "$prog" ] && kill -TERM "$prog"
+wait $spid
+kill $mps; wait $mps 2>/dev/null
+check "with an MPS daemon on the node, no checkpoint: the reason is named" \
+	grep -q "no checkpoint of pid [0-9]*: an MPS daemon runs on this node (pid $mps)" "$GK_SCRATCH/err"
+check "and nothing was committed" test ! -e "$ROOT/ckpt.000001"
 
 # 3. A tree without CUDA: checkpointed by CRIU alone.
 "$SHEP" run --criu "$FAKE" "${USER_ARGS[@]}" -- /bin/sleep 60 >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &

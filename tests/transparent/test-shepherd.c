@@ -20,6 +20,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -60,6 +61,12 @@ static void messages(void)
 	    "READY\t.tmp.ckpt.000003.node1.42 1",
 	    "LOCKED",
 	    "ABORT because",
+	    "REFUSE",
+	    "REFUSE ",
+	    "REFUSE uvm",
+	    "REFUSE managed memory",
+	    "REFUSE Managed",
+	    "REFUSE  ipc",
 	};
 	struct gk_msg m;
 	char big[GK_SHEP_MSG_MAX + 2];
@@ -74,6 +81,10 @@ static void messages(void)
 	   "READY <name> 1");
 	ok(gk_msg_parse("READY .tmp.ckpt.000003.node1.42 0", 33, &m) == 0 && m.assisted == 0,
 	   "READY <name> 0");
+	ok(gk_msg_parse("REFUSE managed", 14, &m) == 0 && m.type == GK_MSG_REFUSE &&
+	       strstr(m.refused, "managed") && gk_msg_parse("REFUSE ipc", 10, &m) == 0 &&
+	       m.type == GK_MSG_REFUSE && strstr(m.refused, "IPC"),
+	   "REFUSE managed, REFUSE ipc: the shepherd's own words for them");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		if (gk_msg_parse(bad[i], strlen(bad[i]), &m) == -EPROTO)
 			refused++;
@@ -266,6 +277,55 @@ static void tree(void)
 	}
 }
 
+/* ---- what the shepherd refuses: MIG capabilities open, an MPS daemon ---- */
+
+static void limits(void)
+{
+	char dir[] = "/tmp/gk-caps.XXXXXX", file[64], path[256], prefix[64];
+	pid_t self = getpid(), found = 0, child;
+	int fd, go[2];
+
+	if (!mkdtemp(dir)) {
+		skip("mkdtemp failed");
+		skip("mkdtemp failed");
+	} else {
+		snprintf(file, sizeof(file), "%s/nvidia-cap7", dir);
+		snprintf(prefix, sizeof(prefix), "%s/", dir);
+		fd = open(file, O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+		ok(gk_tree_find_open(&self, 1, prefix, &found, path, sizeof(path)) == 1 &&
+		       found == self && !strcmp(path, file),
+		   "a process with a descriptor open under the prefix is found: %s", path);
+		close(fd);
+		ok(gk_tree_find_open(&self, 1, prefix, &found, path, sizeof(path)) == 0,
+		   "and not once it is closed");
+		unlink(file);
+		rmdir(dir);
+	}
+	/* A process named like the MPS daemons (comm is the program's name). */
+	if (pipe(go) < 0) {
+		skip("pipe");
+		skip("pipe");
+		return;
+	}
+	child = fork();
+	if (child == 0) {
+		char c;
+
+		close(go[1]);
+		prctl(PR_SET_NAME, "gk-fake-mps-ctl");
+		if (read(go[0], &c, 1) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(go[0]);
+	for (int i = 0; i < 100 && gk_find_process("gk-fake-mps") != child; i++)
+		usleep(10000);
+	ok(gk_find_process("gk-fake-mps") == child, "a process is found by the start of its name");
+	close(go[1]);
+	waitpid(child, NULL, 0);
+	ok(gk_find_process("gk-fake-mps") == 0, "and not once it ended");
+}
+
 /* ---- the seal ---- */
 
 static int write_at(int dirfd, const char *name, const char *text)
@@ -404,11 +464,12 @@ int main(void)
 	CUuuid u;
 	char text[64];
 
-	plan(7 + 4 + 4 + 13 + 3);
+	plan(8 + 4 + 4 + 4 + 13 + 3);
 	gk_log_set_level(GK_LOG_ERROR);
 	messages();
 	peers();
 	tree();
+	limits();
 	seal();
 	ok(gk_uuid_parse("GPU-0123abcd-0000-1111-2222-333344445555", &u) == 0 &&
 	       gk_uuid_format(&u, text) == 0 &&
