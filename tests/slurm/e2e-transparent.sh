@@ -45,7 +45,7 @@ e2e_require $N
 AS=(--as "${GK_TRANSPARENT_USER:-gkuser1}")
 [ "${GK_TRANSPARENT_USER:-gkuser1}" = root ] && AS=()
 GK_E2E_PLUGIN_ARGS="criu=$GK_CRIU shepherd=$SHEP ${GK_E2E_PLUGIN_ARGS:-}"
-e2e_start --real-gpu
+E2E_OWN_APP=1 e2e_start --real-gpu
 
 STEPS=${GK_UNAWARE_STEPS:-300} DELAY=${GK_UNAWARE_DELAY_MS:-30}
 ARGS="--steps $STEPS --delay-ms $DELAY --report-every 10"
@@ -92,6 +92,12 @@ requeued() {
 	check_out "$j" "$1: restored by CRIU and the driver" '^gpuckpt: transparent: restored ckpt\.[0-9]+'
 	check "$1: the job completed" state_is "$j" COMPLETED
 	same_as_reference "$1" "$j" "$JOBS/$j.data"
+	show_times "$1" "$j"
+}
+
+# The timing lines of the checkpoint and the restore, for the record.
+show_times() { # NAME JOB
+	tap_diag "$1: $(grep -hE 'gpuckpt: transparent: (checkpoint ckpt.* committed|restored|restore: GPU)|device memory loaded' "$(job_out "$2")" | tr '\n' ' ')"
 }
 
 requeued requeue ":"
@@ -115,4 +121,5 @@ wait_out "$low" '^batch: node .* restart 1 ' 180
 wait_over "$low" 300
 check_out "$low" "preempt: restored by CRIU and the driver" '^gpuckpt: transparent: restored ckpt\.[0-9]+'
 same_as_reference "preempt" "$low" "$JOBS/$low.data"
+show_times preempt "$low"
 tap_done
