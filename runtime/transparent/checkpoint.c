@@ -628,9 +628,12 @@ int gk_checkpoint(struct gk_shepherd *sh, int exit_after)
 	snprintf(seal->socket, sizeof(seal->socket), "%s", sh->sockname);
 	seal->criu_seconds = t_criu - t_driver;
 	seal->driver_seconds = t_driver - t_lock;
-	if (sh->have_cuda)
+	if (sh->have_cuda) {
 		gk_cudackpt_gpus(&sh->cuda, seal->gpus, GK_SHEP_MAX_GPUS, &seal->ngpus, c->err,
 				 sizeof(c->err));
+		if (gk_node_gpus("/proc", seal->node_gpus, GK_SHEP_MAX_GPUS, &seal->nnode_gpus) < 0)
+			seal->nnode_gpus = 0;
+	}
 	/* CRIU does not sync its images; the seal must not outlive them. */
 	syncfs(c->criufd);
 	ret = gk_seal_write(c->ckptfd, c->criufd, seal, c->err, sizeof(c->err));

@@ -8,10 +8,12 @@
 #include "log.h"
 #include "shepherd.h"
 
+#include <dirent.h>
 #include <dlfcn.h>
 #include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct {
@@ -168,4 +170,126 @@ int gk_cudackpt_is_cuda(const struct gk_cudackpt *c, pid_t pid, CUprocessState *
 	/* The driver answers only for processes that initialised CUDA;
 	 * anything else (CUDA_ERROR_NOT_FOUND, ...) means "not ours to lock". */
 	return c->cuCheckpointProcessGetState(pid, state) == CUDA_SUCCESS;
+}
+
+static int by_name(const struct dirent **a, const struct dirent **b)
+{
+	return strcmp((*a)->d_name, (*b)->d_name);
+}
+
+int gk_node_gpus(const char *proc, char (*uuids)[64], size_t max, size_t *n)
+{
+	char path[512], line[256];
+	struct dirent **list = NULL;
+	int count;
+
+	*n = 0;
+	snprintf(path, sizeof(path), "%s/driver/nvidia/gpus", proc);
+	count = scandir(path, &list, NULL, by_name);
+	if (count < 0)
+		return -errno;
+	for (int i = 0; i < count; i++) {
+		FILE *f;
+
+		if (list[i]->d_name[0] != '.' && *n < max) {
+			snprintf(path, sizeof(path), "%s/driver/nvidia/gpus/%.64s/information", proc,
+				 list[i]->d_name);
+			f = fopen(path, "re");
+			while (f && fgets(line, sizeof(line), f)) {
+				char *v;
+				CUuuid u;
+
+				if (strncmp(line, "GPU UUID:", 9))
+					continue;
+				for (v = line + 9; *v == ' ' || *v == '\t'; v++)
+					;
+				v[strcspn(v, " \t\n")] = 0;
+				if (strlen(v) < 64 && gk_uuid_parse(v, &u) == 0)
+					memcpy(uuids[(*n)++], v, strlen(v) + 1);
+				break;
+			}
+			if (f)
+				fclose(f);
+		}
+		free(list[i]);
+	}
+	free(list);
+	return 0;
+}
+
+static int listed(char (*list)[64], size_t n, const char *uuid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(list[i], uuid))
+			return 1;
+	return 0;
+}
+
+static int used(const struct gk_gpu *gpus, size_t n, const char *uuid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(gpus[i].uuid, uuid))
+			return 1;
+	return 0;
+}
+
+int gk_gpu_pairs(const struct gk_gpu *old_used, size_t nold_used, char (*old_node)[64],
+		 size_t nold_node, const struct gk_gpu *new_used, size_t nnew_used,
+		 char (*new_node)[64], size_t nnew_node, CUcheckpointGpuPair *pairs, size_t max,
+		 char *err, size_t errlen)
+{
+	size_t np = 0, k = 0;
+
+	if (nnew_used < nold_used) {
+		snprintf(err, errlen, "the checkpoint used %zu GPU(s); this task sees %zu", nold_used,
+			 nnew_used);
+		return -ENODEV;
+	}
+	if (nold_node && nnew_node) {
+		if (nold_node != nnew_node) {
+			snprintf(err, errlen,
+				 "the checkpoint's node had %zu GPU(s) and this one has %zu; the "
+				 "driver restores only onto a node with as many",
+				 nold_node, nnew_node);
+			return -ENODEV;
+		}
+		for (size_t i = 0; i < nold_used; i++)
+			if (!listed(old_node, nold_node, old_used[i].uuid) ||
+			    !listed(new_node, nnew_node, new_used[i].uuid)) {
+				snprintf(err, errlen, "GPU %zu is not among the node's GPUs", i);
+				return -EINVAL;
+			}
+	}
+	if (nold_used > max || (nold_node && nnew_node && nold_node > max)) {
+		snprintf(err, errlen, "too many GPUs");
+		return -E2BIG;
+	}
+	for (size_t i = 0; i < nold_used; i++) {
+		if (gk_uuid_parse(old_used[i].uuid, &pairs[np].oldUuid) < 0 ||
+		    gk_uuid_parse(new_used[i].uuid, &pairs[np].newUuid) < 0) {
+			snprintf(err, errlen, "GPU %zu: malformed UUID", i);
+			return -EINVAL;
+		}
+		np++;
+	}
+	if (!nold_node || !nnew_node)
+		return (int)np;
+	/* The rest of the old node onto the rest of the new one, in order. */
+	for (size_t i = 0; i < nold_node; i++) {
+		if (used(old_used, nold_used, old_node[i]))
+			continue;
+		while (k < nnew_node && used(new_used, nold_used, new_node[k]))
+			k++;
+		if (k == nnew_node) {
+			snprintf(err, errlen, "the node's GPUs do not pair up");
+			return -EINVAL;
+		}
+		if (gk_uuid_parse(old_node[i], &pairs[np].oldUuid) < 0 ||
+		    gk_uuid_parse(new_node[k++], &pairs[np].newUuid) < 0) {
+			snprintf(err, errlen, "node GPU %zu: malformed UUID", i);
+			return -EINVAL;
+		}
+		np++;
+	}
+	return (int)np;
 }

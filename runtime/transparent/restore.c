@@ -43,24 +43,21 @@ static int newest(const char *root, char *path, size_t n, char *err, size_t errl
 	return ret;
 }
 
-/* Pairs old -> new by position; a different chip is refused: the driver's
- * images of one architecture do not run on another. */
+/* The job's GPUs pair old -> new by position, and a different chip is
+ * refused: the driver's images of one architecture do not run on another.
+ * The driver wants every GPU of the node paired (gk_gpu_pairs). */
 static int map_gpus(struct gk_shepherd *sh, const struct gk_seal *seal, CUcheckpointGpuPair *pairs,
 		    char *err, size_t errlen)
 {
 	struct gk_gpu now[GK_SHEP_MAX_GPUS];
-	size_t n = 0;
+	char node[GK_SHEP_MAX_GPUS][64];
+	size_t n = 0, nnode = 0;
 	int ret;
 
 	ret = gk_cudackpt_gpus(&sh->cuda, now, GK_SHEP_MAX_GPUS, &n, err, errlen);
 	if (ret < 0)
 		return ret;
-	if (n < seal->ngpus) {
-		snprintf(err, errlen, "the checkpoint used %zu GPU(s); this task sees %zu",
-			 seal->ngpus, n);
-		return -ENODEV;
-	}
-	for (size_t i = 0; i < seal->ngpus; i++) {
+	for (size_t i = 0; i < seal->ngpus && i < n; i++) {
 		if (strcmp(seal->gpus[i].name, now[i].name) != 0) {
 			snprintf(err, errlen,
 				 "GPU %zu was a '%s' at checkpoint time and is a '%s' now; a "
@@ -68,15 +65,14 @@ static int map_gpus(struct gk_shepherd *sh, const struct gk_seal *seal, CUcheckp
 				 i, seal->gpus[i].name, now[i].name);
 			return -ENODEV;
 		}
-		if (gk_uuid_parse(seal->gpus[i].uuid, &pairs[i].oldUuid) < 0 ||
-		    gk_uuid_parse(now[i].uuid, &pairs[i].newUuid) < 0) {
-			snprintf(err, errlen, "GPU %zu: malformed UUID", i);
-			return -EINVAL;
-		}
 		gk_info("transparent: restore: GPU %zu: %s -> %s", i, seal->gpus[i].uuid,
 			now[i].uuid);
 	}
-	return 0;
+	if (gk_node_gpus("/proc", node, GK_SHEP_MAX_GPUS, &nnode) < 0)
+		nnode = 0;
+	return gk_gpu_pairs(seal->gpus, seal->ngpus, (char(*)[64])seal->node_gpus,
+			    seal->nnode_gpus, now, n, node, nnode, pairs, GK_SHEP_MAX_GPUS, err,
+			    errlen);
 }
 
 /* pipe:[N] and socket:[N] are the task's stdio given by slurmstepd; CRIU
@@ -220,6 +216,7 @@ int gk_restore(struct gk_shepherd *sh)
 	struct gk_manifest *m = NULL;
 	struct gk_seal *seal = calloc(1, sizeof(*seal));
 	CUcheckpointGpuPair pairs[GK_SHEP_MAX_GPUS];
+	size_t npairs = 0;
 	char path[4096], err[GK_SHEP_ERRLEN];
 	double t0 = gk_now(), t_criu, t_driver, t_unlock = 0, t_end;
 	int ckptfd = -1, criufd = -1, ret;
@@ -263,6 +260,7 @@ int gk_restore(struct gk_shepherd *sh)
 		ret = map_gpus(sh, seal, pairs, err, sizeof(err));
 		if (ret < 0)
 			goto out;
+		npairs = (size_t)ret;
 	}
 	/* The restored tree has this name in its environment. */
 	snprintf(sh->sockname, sizeof(sh->sockname), "%s", seal->socket);
@@ -285,7 +283,7 @@ int gk_restore(struct gk_shepherd *sh)
 	if (ret < 0)
 		goto out;
 	t_criu = gk_now();
-	ret = driver_restore(sh, pairs, seal->ngpus, &t_unlock, err, sizeof(err));
+	ret = driver_restore(sh, pairs, npairs, &t_unlock, err, sizeof(err));
 	if (ret < 0) {
 		/* Half restored is never left running. */
 		kill(sh->prog, SIGKILL);

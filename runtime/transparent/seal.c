@@ -161,6 +161,13 @@ int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, char *err, size_t e
 	}
 	json_object_object_add(root, "gpus", gpus);
 	gpus = NULL;
+	if (s->nnode_gpus) {
+		struct json_object *node = json_object_new_array();
+
+		for (size_t i = 0; node && i < s->nnode_gpus; i++)
+			json_object_array_add(node, json_object_new_string(s->node_gpus[i]));
+		json_object_object_add(root, "node_gpus", node);
+	}
 	json_object_object_add(root, "criu_seconds", json_object_new_double(s->criu_seconds));
 	json_object_object_add(root, "driver_seconds", json_object_new_double(s->driver_seconds));
 
@@ -276,7 +283,7 @@ static int read_seal(int criufd, char **text, char *err, size_t errlen)
 
 static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, size_t errlen)
 {
-	struct json_object *stdio, *gpus;
+	struct json_object *stdio, *gpus, *node;
 	const char *fmt = get_str(root, "format");
 	int64_t v, uid, gid, task;
 
@@ -323,6 +330,28 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, si
 		    copy_str(s->gpus[i].name, sizeof(s->gpus[i].name), get_str(g, "name")) < 0) {
 			snprintf(err, errlen, "criu/SEAL: GPU %zu is malformed", i);
 			return -EINVAL;
+		}
+	}
+	/* Optional: seals written before it was recorded have none. */
+	s->nnode_gpus = 0;
+	if (json_object_object_get_ex(root, "node_gpus", &node)) {
+		if (!json_object_is_type(node, json_type_array) ||
+		    json_object_array_length(node) > GK_SHEP_MAX_GPUS) {
+			snprintf(err, errlen, "criu/SEAL: node_gpus is malformed");
+			return -EINVAL;
+		}
+		for (size_t i = 0; i < json_object_array_length(node); i++) {
+			struct json_object *e = json_object_array_get_idx(node, i);
+			CUuuid u;
+
+			if (!json_object_is_type(e, json_type_string) ||
+			    copy_str(s->node_gpus[i], sizeof(s->node_gpus[i]),
+				     json_object_get_string(e)) < 0 ||
+			    gk_uuid_parse(s->node_gpus[i], &u) < 0) {
+				snprintf(err, errlen, "criu/SEAL: node GPU %zu is malformed", i);
+				return -EINVAL;
+			}
+			s->nnode_gpus = i + 1;
 		}
 	}
 	return 0;

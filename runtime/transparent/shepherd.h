@@ -101,6 +101,24 @@ int gk_cuda_check(const struct gk_cudackpt *c, CUresult r, const char *op, pid_t
 int gk_cudackpt_gpus(const struct gk_cudackpt *c, struct gk_gpu *gpus, size_t max, size_t *n,
 		     char *err, size_t errlen);
 
+/* Every GPU of the node, whatever CUDA_VISIBLE_DEVICES or the job's device
+ * cgroup say, from <proc>/driver/nvidia/gpus/ (PCI order): the driver's
+ * restore wants a GPU pair for each of them. */
+int gk_node_gpus(const char *proc, char (*uuids)[64], size_t max, size_t *n);
+
+/*
+ * The driver's restore pairs: the job's GPUs at checkpoint time (old_used,
+ * in CUDA order) onto its GPUs now (new_used), and, because the driver takes
+ * only a one-to-one map of every GPU of the node, the node's other GPUs onto
+ * the new node's others, in order. Without the node lists (nold_node or
+ * nnew_node 0: an older seal) only the job's GPUs are paired. Returns the
+ * number of pairs, or <0 with err set.
+ */
+int gk_gpu_pairs(const struct gk_gpu *old_used, size_t nold_used, char (*old_node)[64],
+		 size_t nold_node, const struct gk_gpu *new_used, size_t nnew_used,
+		 char (*new_node)[64], size_t nnew_node, CUcheckpointGpuPair *pairs, size_t max,
+		 char *err, size_t errlen);
+
 /* 1 when the driver answers for pid (a CUDA process), with its state. */
 int gk_cudackpt_is_cuda(const struct gk_cudackpt *c, pid_t pid, CUprocessState *state);
 
@@ -160,6 +178,8 @@ struct gk_seal {
 	char stdio[3][4096]; /* readlink of the program's fd 0..2 */
 	size_t ngpus;
 	struct gk_gpu gpus[GK_SHEP_MAX_GPUS];
+	size_t nnode_gpus; /* every GPU of the node (gk_node_gpus); 0 in older seals */
+	char node_gpus[GK_SHEP_MAX_GPUS][64];
 	char socket[108]; /* GPUCKPT_SHEPHERD of the tree: listened on again after a restore */
 	double criu_seconds, driver_seconds;
 	uint64_t image_bytes; /* filled by gk_seal_write and gk_seal_verify */

@@ -326,6 +326,76 @@ static void limits(void)
 	ok(gk_find_process("gk-fake-mps") == 0, "and not once it ended");
 }
 
+/* ---- the GPUs of the node and the driver's restore pairs ---- */
+
+#define UA "GPU-aaaaaaaa-0000-0000-0000-000000000000"
+#define UB "GPU-bbbbbbbb-0000-0000-0000-000000000000"
+#define UC "GPU-cccccccc-0000-0000-0000-000000000000"
+#define UD "GPU-dddddddd-0000-0000-0000-000000000000"
+
+static int pair_is(const CUcheckpointGpuPair *p, const char *from, const char *to)
+{
+	char a[64], b[64];
+
+	gk_uuid_format(&p->oldUuid, a);
+	gk_uuid_format(&p->newUuid, b);
+	return !strcmp(a, from) && !strcmp(b, to);
+}
+
+static void gpu_pairs(void)
+{
+	char proc[] = "/tmp/gk-proc.XXXXXX", path[512], node[4][64];
+	struct gk_gpu a = {UA, "H200"}, b = {UB, "H200"}, c = {UC, "H200"};
+	char n_ab[2][64] = {UA, UB}, n_cd[2][64] = {UC, UD}, n_abc[3][64] = {UA, UB, UC};
+	CUcheckpointGpuPair p[8];
+	size_t n = 0;
+	FILE *f;
+	int r;
+
+	if (!mkdtemp(proc)) {
+		skip("mkdtemp failed");
+	} else {
+		/* Written in the reverse of PCI order: the list comes back sorted. */
+		const char *bus[2] = {"0000:c1:00.0", "0000:41:00.0"}, *uuid[2] = {UB, UA};
+
+		for (int i = 0; i < 2; i++) {
+			snprintf(path, sizeof(path), "mkdir -p %s/driver/nvidia/gpus/%s", proc, bus[i]);
+			if (system(path) != 0)
+				printf("# %s failed\n", path);
+			snprintf(path, sizeof(path), "%s/driver/nvidia/gpus/%s/information", proc,
+				 bus[i]);
+			f = fopen(path, "w");
+			if (f) {
+				fprintf(f, "Model: \t\t NVIDIA H200\nGPU UUID: \t\t %s\nBus Location: "
+					   "\t %s\n",
+					uuid[i], bus[i]);
+				fclose(f);
+			}
+		}
+		r = gk_node_gpus(proc, node, 4, &n);
+		ok(r == 0 && n == 2 && !strcmp(node[0], UA) &&
+		       !strcmp(node[1], UB),
+		   "the node's GPUs are read from driver/nvidia/gpus, in PCI order (%zu)", n);
+		snprintf(path, sizeof(path), "rm -rf '%s'", proc);
+		if (system(path) != 0)
+			printf("# cannot remove %s\n", proc);
+	}
+	r = gk_gpu_pairs(&a, 1, n_ab, 2, &b, 1, n_ab, 2, p, 8, err, sizeof(err));
+	ok(r == 2 && pair_is(&p[0], UA, UB) && pair_is(&p[1], UB, UA),
+	   "same node, the job moved from GPU A to B: A->B and B->A (every GPU paired)");
+	r = gk_gpu_pairs(&b, 1, n_ab, 2, &c, 1, n_cd, 2, p, 8, err, sizeof(err));
+	ok(r == 2 && pair_is(&p[0], UB, UC) && pair_is(&p[1], UA, UD),
+	   "another node: the job's GPU first, the others in order");
+	ok(gk_gpu_pairs(&a, 1, NULL, 0, &b, 1, n_ab, 2, p, 8, err, sizeof(err)) == 1 &&
+	       pair_is(&p[0], UA, UB),
+	   "a seal without the node's GPUs: the job's GPUs alone");
+	ok(gk_gpu_pairs(&a, 1, n_ab, 2, &b, 1, n_abc, 3, p, 8, err, sizeof(err)) == -ENODEV &&
+	       strstr(err, "had 2 GPU(s) and this one has 3"),
+	   "a node with another number of GPUs is refused: %s", err);
+	ok(gk_gpu_pairs(&a, 1, n_ab, 2, &b, 0, n_ab, 2, p, 8, err, sizeof(err)) == -ENODEV,
+	   "fewer GPUs than the checkpoint used is refused: %s", err);
+}
+
 /* ---- the seal ---- */
 
 static int write_at(int dirfd, const char *name, const char *text)
@@ -464,12 +534,13 @@ int main(void)
 	CUuuid u;
 	char text[64];
 
-	plan(8 + 4 + 4 + 4 + 13 + 3);
+	plan(8 + 4 + 4 + 4 + 6 + 13 + 3);
 	gk_log_set_level(GK_LOG_ERROR);
 	messages();
 	peers();
 	tree();
 	limits();
+	gpu_pairs();
 	seal();
 	ok(gk_uuid_parse("GPU-0123abcd-0000-1111-2222-333344445555", &u) == 0 &&
 	       gk_uuid_format(&u, text) == 0 &&
