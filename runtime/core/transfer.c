@@ -281,12 +281,81 @@ static void *worker(void *arg)
 	return NULL;
 }
 
+/* The first unit of file fd at or after item *i, chunk *c; 0 when none is left. */
+static int next_of_file(const struct gk_xfer_item *items, size_t end, int fd, uint64_t chunk_size,
+			size_t *i, uint32_t *c)
+{
+	for (; *i < end; (*i)++, *c = 0)
+		if (items[*i].fd == fd && (uint64_t)*c * chunk_size < items[*i].size)
+			return 1;
+	return 0;
+}
+
+/*
+ * The order in which the threads take the chunks. In allocation order, all
+ * threads would write one allocation, so one file, at a time, and tmpfs
+ * takes new pages for one file at a time (dump.c spreads a device's
+ * allocations over several files for that reason). So consecutive units go
+ * to the device's files in turn; devices stay one after the other, since a
+ * thread's staging buffers belong to one context.
+ */
+static void order_units(const struct gk_xfer_item *items, size_t n, uint64_t chunk_size,
+			struct unit *units)
+{
+	size_t u = 0, begin = 0;
+
+	while (begin < n) {
+		size_t end = begin, nf = 0;
+		int fds[64];
+		size_t at[64];
+		uint32_t ch[64];
+		int left = 1;
+
+		while (end < n && items[end].ctx == items[begin].ctx)
+			end++;
+		/* The device's files, in order of first appearance (at most 64
+		 * interleaved; the rest follow in allocation order). */
+		for (size_t i = begin; i < end; i++) {
+			size_t f = 0;
+
+			while (f < nf && fds[f] != items[i].fd)
+				f++;
+			if (f == nf && nf < 64) {
+				fds[nf] = items[i].fd;
+				at[nf] = i;
+				ch[nf++] = 0;
+			}
+		}
+		while (left) {
+			left = 0;
+			for (size_t f = 0; f < nf; f++) {
+				if (!next_of_file(items, end, fds[f], chunk_size, &at[f], &ch[f]))
+					continue;
+				units[u++] = (struct unit){at[f], ch[f]++};
+				left = 1;
+			}
+		}
+		/* Items of files beyond the 64 interleaved ones. */
+		for (size_t i = begin; i < end; i++) {
+			size_t f = 0;
+
+			while (f < nf && fds[f] != items[i].fd)
+				f++;
+			if (f < nf)
+				continue;
+			for (uint32_t c = 0; (uint64_t)c * chunk_size < items[i].size; c++)
+				units[u++] = (struct unit){i, c};
+		}
+		begin = end;
+	}
+}
+
 static int run(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,
 	       int load, char *err, size_t errlen)
 {
 	struct job j;
 	pthread_t tid[64];
-	size_t nunits = 0, u = 0;
+	size_t nunits = 0;
 	uint64_t biggest = 0;
 	unsigned started = 0;
 	double t0 = now();
@@ -306,9 +375,7 @@ static int run(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsign
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	for (size_t i = 0; i < n; i++)
-		for (uint32_t c = 0; (uint64_t)c * chunk_size < items[i].size; c++)
-			j.units[u++] = (struct unit){i, c};
+	order_units(items, n, chunk_size, j.units);
 	j.items = items;
 	j.nunits = nunits;
 	j.chunk_size = chunk_size;
