@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "transfer.h"
+#include "order.h"
 #include "driver.h"
 #include "log.h"
 #include "io.h"
@@ -15,14 +16,9 @@
 #include <time.h>
 #include <unistd.h>
 
-struct unit {
-	size_t item;
-	uint32_t chunk;
-};
-
 struct job {
 	struct gk_xfer_item *items;
-	struct unit *units;
+	struct gk_order_unit *units;
 	size_t nunits;
 	size_t next; /* atomic */
 	uint64_t chunk_size;
@@ -136,7 +132,7 @@ static void lane_close(struct lane *l)
 	memset(l, 0, sizeof(*l));
 }
 
-static uint64_t unit_len(struct job *j, const struct unit *u, uint64_t *off)
+static uint64_t unit_len(struct job *j, const struct gk_order_unit *u, uint64_t *off)
 {
 	const struct gk_xfer_item *it = &j->items[u->item];
 	uint64_t start = (uint64_t)u->chunk * j->chunk_size;
@@ -146,7 +142,7 @@ static uint64_t unit_len(struct job *j, const struct unit *u, uint64_t *off)
 }
 
 /* Checksum and write a chunk that has arrived in host memory. */
-static void dump_finish(struct job *j, const struct unit *u, const void *buf, struct clocks *c)
+static void dump_finish(struct job *j, const struct gk_order_unit *u, const void *buf, struct clocks *c)
 {
 	struct gk_xfer_item *it = &j->items[u->item];
 	uint64_t off, len = unit_len(j, u, &off);
@@ -170,7 +166,7 @@ static void *worker(void *arg)
 {
 	struct job *j = arg;
 	struct lane lane = {0};
-	struct unit *pending = NULL;
+	struct gk_order_unit *pending = NULL;
 	int k = 0, pk = 0;
 	uint64_t bufsize = j->bufsize;
 	struct clocks c = {0};
@@ -178,7 +174,7 @@ static void *worker(void *arg)
 
 	for (;;) {
 		size_t i = __atomic_fetch_add(&j->next, 1, __ATOMIC_RELAXED);
-		struct unit *u;
+		struct gk_order_unit *u;
 		struct gk_xfer_item *it;
 		uint64_t off, len;
 		CUresult r;
@@ -281,79 +277,11 @@ static void *worker(void *arg)
 	return NULL;
 }
 
-/* The first unit of file fd at or after item *i, chunk *c; 0 when none is left. */
-static int next_of_file(const struct gk_xfer_item *items, size_t end, int fd, uint64_t chunk_size,
-			size_t *i, uint32_t *c)
-{
-	for (; *i < end; (*i)++, *c = 0)
-		if (items[*i].fd == fd && (uint64_t)*c * chunk_size < items[*i].size)
-			return 1;
-	return 0;
-}
-
-/*
- * The order in which the threads take the chunks. In allocation order, all
- * threads would write one allocation, so one file, at a time, and tmpfs
- * takes new pages for one file at a time (dump.c spreads a device's
- * allocations over several files for that reason). So consecutive units go
- * to the device's files in turn; devices stay one after the other, since a
- * thread's staging buffers belong to one context.
- */
-static void order_units(const struct gk_xfer_item *items, size_t n, uint64_t chunk_size,
-			struct unit *units)
-{
-	size_t u = 0, begin = 0;
-
-	while (begin < n) {
-		size_t end = begin, nf = 0;
-		int fds[64];
-		size_t at[64];
-		uint32_t ch[64];
-		int left = 1;
-
-		while (end < n && items[end].ctx == items[begin].ctx)
-			end++;
-		/* The device's files, in order of first appearance (at most 64
-		 * interleaved; the rest follow in allocation order). */
-		for (size_t i = begin; i < end; i++) {
-			size_t f = 0;
-
-			while (f < nf && fds[f] != items[i].fd)
-				f++;
-			if (f == nf && nf < 64) {
-				fds[nf] = items[i].fd;
-				at[nf] = i;
-				ch[nf++] = 0;
-			}
-		}
-		while (left) {
-			left = 0;
-			for (size_t f = 0; f < nf; f++) {
-				if (!next_of_file(items, end, fds[f], chunk_size, &at[f], &ch[f]))
-					continue;
-				units[u++] = (struct unit){at[f], ch[f]++};
-				left = 1;
-			}
-		}
-		/* Items of files beyond the 64 interleaved ones. */
-		for (size_t i = begin; i < end; i++) {
-			size_t f = 0;
-
-			while (f < nf && fds[f] != items[i].fd)
-				f++;
-			if (f < nf)
-				continue;
-			for (uint32_t c = 0; (uint64_t)c * chunk_size < items[i].size; c++)
-				units[u++] = (struct unit){i, c};
-		}
-		begin = end;
-	}
-}
-
 static int run(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,
 	       int load, char *err, size_t errlen)
 {
 	struct job j;
+	struct gk_order_item *order;
 	pthread_t tid[64];
 	size_t nunits = 0;
 	uint64_t biggest = 0;
@@ -375,7 +303,16 @@ static int run(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsign
 		snprintf(err, errlen, "out of memory");
 		return -ENOMEM;
 	}
-	order_units(items, n, chunk_size, j.units);
+	order = malloc(n * sizeof(*order));
+	if (!order) {
+		free(j.units);
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < n; i++)
+		order[i] = (struct gk_order_item){items[i].ctx, items[i].fd, items[i].size};
+	gk_order_chunks(order, n, chunk_size, j.units);
+	free(order);
 	j.items = items;
 	j.nunits = nunits;
 	j.chunk_size = chunk_size;

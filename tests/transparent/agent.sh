@@ -42,16 +42,26 @@ check() { # DESCRIPTION COMMAND...
 	fi
 }
 
+# sigterm_under_shepherd READY ENV-OR-PROGRAM...: run it with the runtime
+# under `gpuckpt-shepherd run`, SIGTERM the shepherd once the program printed
+# READY (outside Slurm the shepherd passes the signal on); $status is the
+# shepherd's exit status.
+sigterm_under_shepherd() {
+	local ready=$1 spid
+	shift
+	env "${GK_STANDIN_ENV[@]}" GPUCKPT_LOG_LEVEL=info "$SHEP" run --criu "$FAKE" --dir "$D" \
+		--uid 0 --gid 0 -- env "${GK_RUNTIME_ENV[@]}" GPUCKPT_LOG_LEVEL=info "$@" \
+		>"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
+	spid=$!
+	for _ in $(seq 300); do grep -q "$ready" "$GK_SCRATCH/out" 2>/dev/null && break; sleep 0.1; done
+	kill -TERM $spid
+	wait $spid
+	status=$?
+}
+
 # heat-drv uses the API; GPUCKPT_MODE=transparent makes it checkpoint
-# transparently all the same. Outside Slurm the shepherd passes SIGTERM on.
-env "${GK_STANDIN_ENV[@]}" GPUCKPT_LOG_LEVEL=info "$SHEP" run --criu "$FAKE" --dir "$D" \
-	--uid 0 --gid 0 -- env "${GK_RUNTIME_ENV[@]}" GPUCKPT_MODE=transparent \
-	GPUCKPT_LOG_LEVEL=info "$HEAT" "${ARGS[@]}" >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
-spid=$!
-for _ in $(seq 300); do grep -q "step 100" "$GK_SCRATCH/out" 2>/dev/null && break; sleep 0.1; done
-kill -TERM $spid
-wait $spid
-status=$?
+# transparently all the same.
+sigterm_under_shepherd "step 100" GPUCKPT_MODE=transparent "$HEAT" "${ARGS[@]}"
 
 check "the program ends by SIGTERM, as it would without gpuckpt ($status)" test $status -eq 143
 check "the runtime wrote its part of the checkpoint and released device memory" \
@@ -69,14 +79,7 @@ check "the program had not finished: it was stopped half-way" \
 
 # Managed memory: refused, named by both sides, nothing written.
 rm -rf "$D"
-env "${GK_STANDIN_ENV[@]}" GPUCKPT_LOG_LEVEL=info "$SHEP" run --criu "$FAKE" --dir "$D" \
-	--uid 0 --gid 0 -- env "${GK_RUNTIME_ENV[@]}" GPUCKPT_LOG_LEVEL=info "$UNAWARE" --managed \
-	>"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
-spid=$!
-for _ in $(seq 300); do grep -q "ready" "$GK_SCRATCH/out" 2>/dev/null && break; sleep 0.1; done
-kill -TERM $spid
-wait $spid
-status=$?
+sigterm_under_shepherd ready "$UNAWARE" --managed
 check "a program holding managed memory ends by SIGTERM, not checkpointed ($status)" test $status -eq 143
 check "the runtime refused, naming managed memory" \
 	grep -q "transparent: refused, no checkpoint taken: this process holds managed (unified) memory.*which the CUDA driver's checkpoint cannot save" "$GK_SCRATCH/err"
