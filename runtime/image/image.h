@@ -193,6 +193,11 @@ int gk_manifest_parse(const char *text, size_t len, struct gk_manifest **out, ch
 
 /* ---- signature (sign.c) ---- */
 
+/* Read `size` bytes (what fstat said) of an open file into a new
+ * NUL-terminated buffer. -EIO when the file shrank meanwhile, -errno when a
+ * read failed, -ENOMEM. */
+int gk_read_small(int fd, size_t size, char **out);
+
 /*
  * Sign manifest text: a Munge credential whose payload names the SHA-256 of
  * the text, written to `sigpath`. Returns -EHOSTUNREACH when munged cannot be

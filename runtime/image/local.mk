@@ -3,6 +3,7 @@ noinst_LTLIBRARIES += libgkimage.la
 libgkimage_la_SOURCES = \
 	%reldir%/image.h \
 	%reldir%/checksum.c \
+	%reldir%/smallfile.c \
 	%reldir%/manifest.c \
 	%reldir%/sign.c \
 	%reldir%/verify.c \

@@ -151,24 +151,13 @@ static int read_signature(const char *sigpath, char **out, char *err, size_t err
 		ret = -EBADMSG;
 		goto out_close;
 	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		ret = -ENOMEM;
+	ret = gk_read_small(fd, (size_t)st.st_size, &buf);
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: %s", sigpath,
+			 ret == -EIO ? "file shrank while being read" : strerror(-ret));
 		goto out_close;
 	}
-	while (n < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + n, (size_t)st.st_size - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r <= 0) {
-			ret = r < 0 ? -errno : -EIO;
-			snprintf(err, errlen, "%s: %s", sigpath,
-				 r < 0 ? strerror(-ret) : "file shrank while being read");
-			goto out_free;
-		}
-		n += (size_t)r;
-	}
+	n = (size_t)st.st_size;
 	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == ' ' || buf[n - 1] == '\r' ||
 			 buf[n - 1] == '\t'))
 		n--;

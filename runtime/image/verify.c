@@ -104,7 +104,6 @@ static int open_member(int dirfd, const char *name, uid_t uid, int *fd_out, stru
 static int read_manifest(int dirfd, uid_t uid, char **text, size_t *len, char *err, size_t errlen)
 {
 	struct stat st;
-	size_t n = 0;
 	char *buf;
 	int fd, ret;
 
@@ -120,29 +119,14 @@ static int read_manifest(int dirfd, uid_t uid, char **text, size_t *len, char *e
 		ret = -EINVAL;
 		goto out_close;
 	}
-	buf = malloc((size_t)st.st_size + 1);
-	if (!buf) {
-		ret = -ENOMEM;
+	ret = gk_read_small(fd, (size_t)st.st_size, &buf);
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: %s", GK_MANIFEST_FILE,
+			 ret == -EIO ? "file shrank while being read" : strerror(-ret));
 		goto out_close;
 	}
-	while (n < (size_t)st.st_size) {
-		ssize_t r = read(fd, buf + n, (size_t)st.st_size - n);
-
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			ret = -EIO;
-			snprintf(err, errlen, "%s: %s", GK_MANIFEST_FILE, strerror(errno));
-			free(buf);
-			goto out_close;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-	}
-	buf[n] = 0;
 	*text = buf;
-	*len = n;
+	*len = (size_t)st.st_size;
 out_close:
 	close(fd);
 	return ret;
