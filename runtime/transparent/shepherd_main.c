@@ -108,15 +108,28 @@ static int make_dir_as_user(const struct gk_shep_opts *o)
  */
 static int start_tree(struct gk_shepherd *sh)
 {
-	pid_t pid = fork();
+	int exec_seen[2];
+	pid_t pid;
+	char c;
 
+	/* Closed by the exec (or the child's end): until then the child is
+	 * still root and not yet the program, and a trigger signal in that
+	 * moment would find a process of the wrong user and refuse. */
+	if (pipe2(exec_seen, O_CLOEXEC) < 0) {
+		gk_error("transparent: run: pipe: %s", strerror(errno));
+		return -errno;
+	}
+	pid = fork();
 	if (pid < 0) {
 		gk_error("transparent: run: fork: %s", strerror(errno));
+		close(exec_seen[0]);
+		close(exec_seen[1]);
 		return -errno;
 	}
 	if (pid == 0) {
 		sigset_t none;
 
+		close(exec_seen[0]);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		/* What the plugin's task environment would hold: the socket, the
@@ -133,6 +146,10 @@ static int start_tree(struct gk_shepherd *sh)
 		fprintf(stderr, "gpuckpt-shepherd: run: %s: %s\n", sh->o->argv[0], strerror(errno));
 		_exit(127);
 	}
+	close(exec_seen[1]);
+	while (read(exec_seen[0], &c, 1) < 0 && errno == EINTR)
+		;
+	close(exec_seen[0]);
 	sh->prog = pid;
 	return 0;
 }
