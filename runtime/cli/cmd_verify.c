@@ -114,6 +114,20 @@ static int verify_seal(const char *dir, uid_t uid, uint64_t *bytes, char *err, s
 	return ret < 0 ? -1 : 1;
 }
 
+/* A checkpoint that failed, for --json (results NULL: plain output). */
+static void record_failure(json_object *results, const char *dir, const char *err)
+{
+	json_object *o;
+
+	if (!results)
+		return;
+	o = json_object_new_object();
+	json_object_object_add(o, "path", json_object_new_string(dir));
+	json_object_object_add(o, "ok", json_object_new_boolean(0));
+	json_object_object_add(o, "error", json_object_new_string(err));
+	json_object_array_add(results, o);
+}
+
 static int verify_one(const char *dir, const struct gk_load_opts *lo, json_object *results)
 {
 	struct gk_manifest *m = NULL;
@@ -125,28 +139,14 @@ static int verify_one(const char *dir, const struct gk_load_opts *lo, json_objec
 	ret = gk_image_open(dir, lo, &m, &is_signed, err, sizeof(err));
 	if (ret < 0) {
 		gk_error("verify: %s: %s", dir, err);
-		if (results) {
-			json_object *o = json_object_new_object();
-
-			json_object_object_add(o, "path", json_object_new_string(dir));
-			json_object_object_add(o, "ok", json_object_new_boolean(0));
-			json_object_object_add(o, "error", json_object_new_string(err));
-			json_object_array_add(results, o);
-		}
+		record_failure(results, dir, err);
 		return GK_EXIT_BAD;
 	}
 	sig = cli_signature_state(dir, is_signed);
 	sealed = verify_seal(dir, lo->uid, &image_bytes, err, sizeof(err));
 	if (sealed < 0) {
 		gk_error("verify: %s: transparent checkpoint: %s", dir, err);
-		if (results) {
-			json_object *o = json_object_new_object();
-
-			json_object_object_add(o, "path", json_object_new_string(dir));
-			json_object_object_add(o, "ok", json_object_new_boolean(0));
-			json_object_object_add(o, "error", json_object_new_string(err));
-			json_object_array_add(results, o);
-		}
+		record_failure(results, dir, err);
 		gk_manifest_free(m);
 		return GK_EXIT_BAD;
 	}

@@ -1,6 +1,7 @@
 # Logging and settings, used by every part of the runtime and by the tool.
 noinst_LTLIBRARIES += libgkcommon.la
 libgkcommon_la_SOURCES = \
+	%reldir%/clock.h \
 	%reldir%/log.c %reldir%/log.h \
 	%reldir%/settings.c %reldir%/settings.h
 libgkcommon_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden

@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include "agent.h"
+#include "clock.h"
 #include "arena.h"
 #include "driver.h"
 #include "dump.h"
@@ -46,14 +47,6 @@
 static sem_t wake;
 static volatile sig_atomic_t wake_signo;
 static int running; /* the thread is there */
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 int gk_transparent_takes(void)
 {
@@ -162,7 +155,7 @@ static void reload_all(const char *dir, const struct gk_manifest *m)
 	struct gk_xfer_item *items = NULL;
 	int *fds = NULL;
 	uint64_t bytes = 0;
-	double t0 = now();
+	double t0 = gk_now();
 	int ret = 0;
 
 	for (int i = 0; i < GK_MAX_DEVICES && !ret; i++) {
@@ -193,7 +186,7 @@ static void reload_all(const char *dir, const struct gk_manifest *m)
 		_exit(EXIT_FAILURE);
 	}
 	gk_notice("transparent: device memory loaded: %llu bytes in %.2f s",
-		  (unsigned long long)bytes, now() - t0);
+		  (unsigned long long)bytes, gk_now() - t0);
 }
 
 /*
@@ -248,7 +241,7 @@ static int checkpoint(int signo)
 	const char *name = "-";
 	uint64_t bytes = 0, released = 0;
 	int fd, assisted = 0, sealed = 0, is_signed = 0, restored = 0;
-	double t0 = now();
+	double t0 = gk_now();
 	struct stat st;
 
 	fd = shepherd_connect(err, sizeof(err));
@@ -283,7 +276,7 @@ static int checkpoint(int signo)
 	}
 	if (gk_dump_image(0, assisted, &txn, &m, &bytes, err, sizeof(err)) == 0) {
 		snprintf(m->label, sizeof(m->label), "transparent (%s)", gk_signal_name(signo));
-		m->write_seconds = now() - t0;
+		m->write_seconds = gk_now() - t0;
 		if (gk_store_seal(&txn, m, &is_signed, err, sizeof(err)) == 0)
 			sealed = 1;
 	}
@@ -304,7 +297,7 @@ static int checkpoint(int signo)
 			released = release_all();
 		gk_info("transparent: %s: wrote %llu bytes in %.2f s, released %llu bytes of device "
 			"memory",
-			name, (unsigned long long)bytes, now() - t0, (unsigned long long)released);
+			name, (unsigned long long)bytes, gk_now() - t0, (unsigned long long)released);
 	}
 	if (say(fd, "READY %s %d", name, assisted) < 0 || hear(fd, msg, sizeof(msg)) < 0)
 		msg[0] = 0;

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "dump.h"
+#include "clock.h"
 #include "api.h"
 #include "arena.h"
 #include "driver.h"
@@ -19,14 +20,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 static uint64_t align_up(uint64_t v, uint64_t a)
 {
@@ -387,7 +380,7 @@ int gk_dump(long step)
 	struct gk_store_txn txn;
 	int ret, is_signed = 0;
 	uint64_t bytes = 0;
-	double t0 = now(), secs;
+	double t0 = gk_now(), secs;
 
 	if (!dir[0]) {
 		gk_error("checkpoint: no checkpoint directory is set (GPUCKPT_DIR); no checkpoint "
@@ -409,11 +402,11 @@ int gk_dump(long step)
 	ret = gk_dump_image(step, 1, &txn, &m, &bytes, err, sizeof(err));
 	if (ret < 0)
 		goto out;
-	m->write_seconds = now() - t0;
+	m->write_seconds = gk_now() - t0;
 	ret = gk_store_commit(&txn, m, gk_rt.settings.keep, &is_signed, err, sizeof(err));
 out:
 	gk_gate_open();
-	secs = now() - t0;
+	secs = gk_now() - t0;
 	if (ret < 0) {
 		gk_error("checkpoint: %s: no checkpoint written: %s; the previous checkpoints are "
 			 "kept",

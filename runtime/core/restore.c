@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "restore.h"
+#include "clock.h"
 #include "api.h"
 #include "arena.h"
 #include "driver.h"
@@ -36,14 +37,6 @@ static struct {
 } R;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
 
 /* Full check of one checkpoint: owner, signature, format, every checksum. */
 static int try_open(const char *dir, struct gk_manifest **m)
@@ -462,7 +455,7 @@ int gk_restore_load(void)
 	struct gk_xfer_item *items = NULL;
 	int *fds = NULL, ret;
 	uint64_t bytes = 0;
-	double t0 = now();
+	double t0 = gk_now();
 
 	pthread_mutex_lock(&lock);
 	if (R.state != R_PENDING) {
@@ -518,7 +511,7 @@ int gk_restore_load(void)
 		gk_device_info(gk_arenas[R.m->devices[0].ordinal]->dev, &info);
 		gk_notice("restore: %s: loaded %llu bytes in %.3f s; resuming at step %lld on device "
 			"%d (%s, %s)",
-			R.dir, (unsigned long long)bytes, now() - t0, (long long)R.m->step,
+			R.dir, (unsigned long long)bytes, gk_now() - t0, (long long)R.m->step,
 			R.m->devices[0].ordinal, info.name, info.uuid);
 	} else {
 		gk_notice("restore: %s: loaded %llu bytes of host state; resuming at step %lld",

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "transfer.h"
+#include "clock.h"
 #include "order.h"
 #include "driver.h"
 #include "log.h"
@@ -46,14 +47,6 @@ static void fail(struct job *j, int code, const char *fmt, ...)
 		va_end(ap);
 	}
 	pthread_mutex_unlock(&j->err_lock);
-}
-
-static double now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 /* Per-thread phase times, added to the job's when the thread ends. */
@@ -146,17 +139,17 @@ static void dump_finish(struct job *j, const struct gk_order_unit *u, const void
 {
 	struct gk_xfer_item *it = &j->items[u->item];
 	uint64_t off, len = unit_len(j, u, &off);
-	double t0 = now(), t1;
+	double t0 = gk_now(), t1;
 	int ret;
 
 	it->chunks[u->chunk].xxh64 = gk_xxh64(buf, len, 0);
-	t1 = now();
+	t1 = gk_now();
 	c->sum += t1 - t0;
 	if (it->map)
 		ret = gk_mapped_write(it->map, it->fd, buf, len, it->file_offset + off);
 	else
 		ret = gk_pwrite_all(it->fd, buf, len, it->file_offset + off);
-	c->file += now() - t1;
+	c->file += gk_now() - t1;
 	if (ret < 0)
 		fail(j, ret, "%s: cannot write allocation %zu (0x%llx): %s", it->file, it->index,
 		     (unsigned long long)it->dev_addr, strerror(-ret));
@@ -191,10 +184,10 @@ static void *worker(void *arg)
 				pending = NULL;
 			}
 			lane_close(&lane);
-			t = now();
+			t = gk_now();
 			if (lane_open(&lane, it->ctx, bufsize, j) < 0)
 				break;
-			c.setup += now() - t;
+			c.setup += gk_now() - t;
 		}
 		if (!j->load) {
 			r = gk_real.cuMemcpyDtoHAsync_v2(lane.buf[k], it->dev_addr + off, len,
@@ -208,9 +201,9 @@ static void *worker(void *arg)
 			}
 			/* While this chunk comes over, the previous one is written. */
 			if (pending) {
-				t = now();
+				t = gk_now();
 				r = gk_real.cuEventSynchronize(lane.ev[pk]);
-				c.device += now() - t;
+				c.device += gk_now() - t;
 				if (r != CUDA_SUCCESS) {
 					fail(j, -EIO, "copying from the device: %s", gk_cu_name(r));
 					break;
@@ -223,12 +216,12 @@ static void *worker(void *arg)
 			int ret;
 
 			/* The buffer is free once its previous copy has reached the device. */
-			t = now();
+			t = gk_now();
 			r = gk_real.cuEventSynchronize(lane.ev[k]);
-			c.device += now() - t;
-			t = now();
+			c.device += gk_now() - t;
+			t = gk_now();
 			ret = gk_pread_all(it->fd, lane.buf[k], len, it->file_offset + off);
-			c.file += now() - t;
+			c.file += gk_now() - t;
 			if (ret < 0) {
 				fail(j, ret == -ENODATA ? -EBADMSG : ret,
 				     "%s: cannot read allocation %zu (0x%llx): %s", it->file,
@@ -236,14 +229,14 @@ static void *worker(void *arg)
 				     ret == -ENODATA ? "file too short" : strerror(-ret));
 				break;
 			}
-			t = now();
+			t = gk_now();
 			if (gk_xxh64(lane.buf[k], len, 0) != it->chunks[u->chunk].xxh64) {
 				fail(j, -EBADMSG,
 				     "%s: checksum mismatch in allocation %zu (0x%llx), chunk %u",
 				     it->file, it->index, (unsigned long long)it->dev_addr, u->chunk);
 				break;
 			}
-			c.sum += now() - t;
+			c.sum += gk_now() - t;
 			r = gk_real.cuMemcpyHtoDAsync_v2(it->dev_addr + off, lane.buf[k], len,
 							 lane.stream);
 			if (r == CUDA_SUCCESS)
@@ -270,9 +263,9 @@ static void *worker(void *arg)
 		if (r != CUDA_SUCCESS)
 			fail(j, -EIO, "copying to the device: %s", gk_cu_name(r));
 	}
-	t = now();
+	t = gk_now();
 	lane_close(&lane);
-	c.setup += now() - t;
+	c.setup += gk_now() - t;
 	add_clocks(j, &c);
 	return NULL;
 }
@@ -286,7 +279,7 @@ static int run(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsign
 	size_t nunits = 0;
 	uint64_t biggest = 0;
 	unsigned started = 0;
-	double t0 = now();
+	double t0 = gk_now();
 	uint64_t bytes = 0;
 
 	memset(&j, 0, sizeof(j));
@@ -337,7 +330,7 @@ static int run(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsign
 		pthread_join(tid[t], NULL);
 	gk_info("transfer: %s %llu bytes in %.3f s with %u threads; thread-seconds: staging "
 		"set-up %.3f, waiting for the device %.3f, checksums %.3f, %s %.3f",
-		load ? "loaded" : "dumped", (unsigned long long)bytes, now() - t0,
+		load ? "loaded" : "dumped", (unsigned long long)bytes, gk_now() - t0,
 		started ? started : 1, j.t_setup, j.t_device, j.t_sum,
 		load ? "file reads" : "file writes", j.t_file);
 	pthread_mutex_destroy(&j.err_lock);

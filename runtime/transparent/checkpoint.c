@@ -61,14 +61,6 @@ struct ckpt {
 	char err[GK_SHEP_ERRLEN];
 };
 
-double gk_now(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void close_peers(struct ckpt *c, const char *abort_reason)
 {
 	for (size_t i = 0; i < c->npeers; i++) {

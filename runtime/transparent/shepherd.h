@@ -24,6 +24,7 @@
 
 #include <cuda.h>
 
+#include "clock.h"
 #include "settings.h"
 
 #define GK_SHEP_ERRLEN 10240 /* room for a path or two */
@@ -255,8 +256,5 @@ int gk_restore(struct gk_shepherd *sh);
 
 /* Wait for the tree; returns the exit status for the shepherd. */
 int gk_supervise(struct gk_shepherd *sh);
-
-/* Seconds on a monotonic clock. */
-double gk_now(void);
 
 #endif
