@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -37,7 +38,7 @@ struct opts {
 	const char *tmpfs, *disk, *out, *machine, *runtime;
 	char worker[PATH_MAX];
 	int copy, storage, gpuckpt, driver;
-	int dry, timeout, writers;
+	int dry, timeout, writers, repeat;
 };
 
 static const char usage[] =
@@ -51,7 +52,9 @@ static const char usage[] =
     "                   (default $GPUCKPT_RUNTIME, else the build tree's)\n"
     "  --worker PATH    throughput-worker (default: beside this program)\n"
     "  --writers N      threads of the parallel storage measurement (default\n"
-    "                   $GPUCKPT_WRITERS, else 4: the runtime's writers)\n"
+    "                   $GPUCKPT_WRITERS, else 8: the runtime's default writers)\n"
+    "  --repeat N       run the storage, gpuckpt and driver measurements N times\n"
+    "                   each, interleaved, and report the median (default 3)\n"
     "  --skip LIST      leave out some of copy,storage,gpuckpt,driver\n"
     "  --timeout S      longest wait for a worker's next line (default 900)\n"
     "  --dry-run        print the plan; run nothing\n";
@@ -101,7 +104,8 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->out = ".";
 	o->runtime = runtime && *runtime ? runtime : TP_RUNTIME_DEFAULT;
 	o->timeout = 900;
-	o->writers = writers && atoi(writers) > 0 ? atoi(writers) : 4;
+	o->repeat = 3;
+	o->writers = writers && atoi(writers) > 0 ? atoi(writers) : 8;
 	o->sizes[0] = 1 * GIB;
 	o->sizes[1] = 4 * GIB;
 	o->sizes[2] = 16 * GIB;
@@ -159,6 +163,10 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			o->writers = atoi(v);
 			if (o->writers < 1 || o->writers > 256)
 				die("--writers '%s': expected 1 to 256", v);
+		} else if (!strcmp(a, "--repeat")) {
+			o->repeat = atoi(v);
+			if (o->repeat < 1 || o->repeat > 64)
+				die("--repeat '%s': expected 1 to 64", v);
 		} else if (!strcmp(a, "--timeout")) {
 			o->timeout = atoi(v);
 			if (o->timeout < 1)
@@ -258,6 +266,37 @@ static int room_for(const char *dir, uint64_t size, char *note, size_t len)
 	return 1;
 }
 
+/*
+ * The parallel write again, each writer from its share of `size` bytes of host
+ * memory written once, as a checkpoint's data is, rather than from a buffer
+ * that stays in the cache: on tmpfs that copy, not the storage, is what any
+ * design staging through host memory pays. The buffer comes from (and goes
+ * back to) the kernel outside the timing.
+ */
+static void storage_from_memory(const struct opts *o, uint64_t size, const char *target,
+				const char *path, struct tp_report *rep)
+{
+	char err[TP_ERRLEN], note[96];
+	double secs;
+	char *from = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+
+	if (from == MAP_FAILED) {
+		snprintf(err, sizeof(err), "skipped: %llu bytes of host memory: %s",
+			 (unsigned long long)size, strerror(errno));
+		tp_add(rep, size, "write_parallel_from_memory", target, size, -1, err);
+		return;
+	}
+	for (uint64_t i = 0; i < size; i += 4096)
+		from[i] = (char)(i >> 12) | 1;
+	snprintf(note, sizeof(note), "%d writers, a file each, from %g GiB of host memory",
+		 o->writers, (double)size / GIB);
+	if (tp_storage_write_parallel_from(path, from, size, o->writers, &secs, err, sizeof(err)))
+		tp_add(rep, size, "write_parallel_from_memory", target, size, -1, err);
+	else
+		tp_add(rep, size, "write_parallel_from_memory", target, size, secs, note);
+	munmap(from, size);
+}
+
 static void phase_storage(const struct opts *o, uint64_t size, const char *target, const char *dir,
 			  struct tp_report *rep)
 {
@@ -297,6 +336,9 @@ static void phase_storage(const struct opts *o, uint64_t size, const char *targe
 		tp_add(rep, size, "read_parallel", target, size, -1, err);
 	else
 		tp_add(rep, size, "read_parallel", target, size, secs, note);
+	tp_storage_remove_parallel(path, o->writers);
+	if (!strcmp(target, "tmpfs"))
+		storage_from_memory(o, size, target, path, rep);
 out_remove:
 	tp_storage_remove_parallel(path, o->writers);
 }
@@ -485,7 +527,7 @@ static void print_file(const char *path)
 int main(int argc, char **argv)
 {
 	char host[256], base[PATH_MAX], header[3 * PATH_MAX + 512], stamp[32], err[TP_ERRLEN];
-	struct tp_report *rep;
+	struct tp_report *rep, *passes;
 	struct opts o;
 	time_t now = time(NULL);
 	int i;
@@ -500,7 +542,8 @@ int main(int argc, char **argv)
 	/* A worker that dies must not take this process with it when we write to it. */
 	signal(SIGPIPE, SIG_IGN);
 	rep = calloc(1, sizeof(*rep));
-	if (!rep)
+	passes = calloc((size_t)o.repeat, sizeof(*passes));
+	if (!rep || !passes)
 		die("out of memory");
 	if (!o.machine) {
 		if (gethostname(host, sizeof(host)))
@@ -516,29 +559,41 @@ int main(int argc, char **argv)
 	for (i = 0; i < o.nsizes; i++) {
 		uint64_t s = o.sizes[i];
 
+		/* The copy phase takes its own median of three passes. The others run
+		 * in turn, pass after pass, so that a slow spell of the machine
+		 * spreads over all of them instead of landing on one. */
 		if (o.copy)
-			phase_copy(&o, s, rep);
-		if (o.storage) {
-			phase_storage(&o, s, "tmpfs", o.tmpfs, rep);
-			phase_storage(&o, s, "disk", o.disk, rep);
+			phase_copy(&o, s, &passes[0]);
+		for (int p = 0; p < o.repeat; p++) {
+			if (o.repeat > 1)
+				printf("throughput: %g GiB: pass %d of %d\n", (double)s / GIB, p + 1,
+				       o.repeat);
+			if (o.storage) {
+				phase_storage(&o, s, "tmpfs", o.tmpfs, &passes[p]);
+				phase_storage(&o, s, "disk", o.disk, &passes[p]);
+			}
+			if (o.gpuckpt) {
+				phase_gpuckpt(&o, s, "tmpfs", o.tmpfs, &passes[p]);
+				phase_gpuckpt(&o, s, "disk", o.disk, &passes[p]);
+			}
+			if (o.driver)
+				phase_driver(&o, s, &passes[p]);
 		}
-		if (o.gpuckpt) {
-			phase_gpuckpt(&o, s, "tmpfs", o.tmpfs, rep);
-			phase_gpuckpt(&o, s, "disk", o.disk, rep);
-		}
-		if (o.driver)
-			phase_driver(&o, s, rep);
+		tp_median_of(passes, o.repeat, rep);
 		/* Written after every size, so an interrupted run keeps what it measured. */
 		snprintf(header, sizeof(header),
 			 "# gpuckpt checkpoint throughput: %s, %s\n\n- tmpfs: %s, disk: %s\n"
-			 "- runtime: %s\n- worker: %s\n- parallel storage: %d writers",
-			 o.machine, stamp, o.tmpfs, o.disk, o.runtime, o.worker, o.writers);
+			 "- runtime: %s\n- worker: %s\n- parallel storage: %d writers\n"
+			 "- storage, gpuckpt and driver: median of %d passes (range in the note)",
+			 o.machine, stamp, o.tmpfs, o.disk, o.runtime, o.worker, o.writers,
+			 o.repeat);
 		if (tp_write_reports(rep, base, header, err, sizeof(err)))
 			die("%s", err);
 	}
 	printf("throughput: results in %s.csv and %s.md\n\n", base, base);
 	if (snprintf(header, sizeof(header), "%s.md", base) < (int)sizeof(header))
 		print_file(header);
+	free(passes);
 	free(rep);
 	return 0;
 }

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "throughput.h"
@@ -28,6 +29,60 @@ struct tp_result *tp_add(struct tp_report *rep, uint64_t size, const char *metri
 	r->seconds = seconds;
 	snprintf(r->note, sizeof(r->note), "%s", note ? note : "");
 	return r;
+}
+
+static int by_seconds(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+
+	return (x > y) - (x < y);
+}
+
+/*
+ * A measurement that failed in any pass stays failed (with that pass's note):
+ * a median over the passes that worked would hide the failure. Otherwise the
+ * median (the lower middle for an even count, a time that was measured).
+ */
+void tp_median_of(const struct tp_report *passes, int n, struct tp_report *out)
+{
+	out->n = 0;
+	for (int i = 0; i < passes[0].n; i++) {
+		const struct tp_result *r = &passes[0].r[i];
+		struct tp_result *m = tp_add(out, r->size, r->metric, r->target, r->bytes,
+					     r->seconds, r->note);
+		double t[64];
+		int k = 0, bad = 0;
+
+		if (!m)
+			return;
+		for (int p = 0; p < n && k < 64; p++)
+			for (int j = 0; j < passes[p].n; j++) {
+				const struct tp_result *q = &passes[p].r[j];
+
+				if (q->size != r->size || strcmp(q->metric, r->metric) ||
+				    strcmp(q->target, r->target))
+					continue;
+				if (q->seconds < 0 && !bad) {
+					bad = 1;
+					*m = *q;
+				}
+				/* A check that failed in one pass ("N words differ")
+				 * is what the note must say. */
+				if (!bad && strcmp(q->note, "verified") && q->note[0])
+					snprintf(m->note, sizeof(m->note), "%s", q->note);
+				t[k++] = q->seconds;
+				break;
+			}
+		if (bad || k < 2)
+			continue;
+		qsort(t, (size_t)k, sizeof(t[0]), by_seconds);
+		m->seconds = t[(k - 1) / 2];
+		if (m->note[0])
+			snprintf(m->note + strlen(m->note), sizeof(m->note) - strlen(m->note),
+				 "; ");
+		snprintf(m->note + strlen(m->note), sizeof(m->note) - strlen(m->note),
+			 "median of %d: %.3f..%.3f s", k, t[0], t[k - 1]);
+	}
 }
 
 static const struct tp_result *find(const struct tp_report *rep, uint64_t size, const char *metric,

@@ -180,6 +180,7 @@ struct io_job {
 	uint64_t bytes;
 	int write;
 	void *buf; /* readers: their own, so that they do not share cache lines with each other */
+	const char *src; /* writers from memory: their share of a host buffer, read once */
 	int rc;
 	char err[TP_ERRLEN];
 };
@@ -199,7 +200,8 @@ static void *io_thread(void *arg)
 	}
 	while (done < j->bytes) {
 		size_t len = j->bytes - done < IO_CHUNK ? (size_t)(j->bytes - done) : IO_CHUNK;
-		ssize_t n = j->write ? write(fd, j->buf, len) : read(fd, j->buf, len);
+		ssize_t n = j->src ? write(fd, j->src + done, len)
+			  : j->write ? write(fd, j->buf, len) : read(fd, j->buf, len);
 
 		if (n < 0 && errno == EINTR)
 			continue;
@@ -232,9 +234,10 @@ static uint64_t share(uint64_t bytes, int n, int i)
 	return i == n - 1 ? bytes - per * (uint64_t)(n - 1) : per;
 }
 
-static int run_jobs(const char *prefix, uint64_t bytes, int n, int write, double *seconds,
-		    char *err, size_t errlen)
+static int run_jobs(const char *prefix, uint64_t bytes, int n, int write, const char *from,
+		    double *seconds, char *err, size_t errlen)
 {
+	uint64_t at = 0;
 	struct io_job *jobs = calloc((size_t)n, sizeof(*jobs));
 	int i, started = 0, rc = 0;
 	double t0;
@@ -249,6 +252,9 @@ static int run_jobs(const char *prefix, uint64_t bytes, int n, int write, double
 		snprintf(j->path, sizeof(j->path), "%s.%d", prefix, i);
 		j->bytes = share(bytes, n, i);
 		j->write = write;
+		if (from)
+			j->src = from + at;
+		at += j->bytes;
 		if (write) {
 			j->buf = io_buffer();
 		} else if (posix_memalign(&j->buf, 4096, IO_CHUNK)) {
@@ -302,13 +308,19 @@ out_free:
 int tp_storage_write_parallel(const char *prefix, uint64_t bytes, int writers, double *seconds,
 			      char *err, size_t errlen)
 {
-	return run_jobs(prefix, bytes, writers, 1, seconds, err, errlen);
+	return run_jobs(prefix, bytes, writers, 1, NULL, seconds, err, errlen);
+}
+
+int tp_storage_write_parallel_from(const char *prefix, const void *from, uint64_t bytes,
+				   int writers, double *seconds, char *err, size_t errlen)
+{
+	return run_jobs(prefix, bytes, writers, 1, from, seconds, err, errlen);
 }
 
 int tp_storage_read_parallel(const char *prefix, uint64_t bytes, int readers, double *seconds,
 			     char *err, size_t errlen)
 {
-	return run_jobs(prefix, bytes, readers, 0, seconds, err, errlen);
+	return run_jobs(prefix, bytes, readers, 0, NULL, seconds, err, errlen);
 }
 
 void tp_storage_remove_parallel(const char *prefix, int n)

@@ -32,6 +32,9 @@ struct tp_report {
 /* report.c */
 struct tp_result *tp_add(struct tp_report *rep, uint64_t size, const char *metric,
 			 const char *target, uint64_t bytes, double seconds, const char *note);
+/* Into `out`: each measurement of the passes (the same plan run n times) once,
+ * with the median of its times and their range in its note. */
+void tp_median_of(const struct tp_report *passes, int n, struct tp_report *out);
 int tp_write_reports(const struct tp_report *rep, const char *base, const char *header, char *err,
 		     size_t errlen);
 
@@ -41,6 +44,11 @@ int tp_storage_read(const char *path, uint64_t bytes, double *seconds, char *err
 /* The same by n threads, thread i on <prefix>.<i> with its share of the bytes. */
 int tp_storage_write_parallel(const char *prefix, uint64_t bytes, int writers, double *seconds,
 			      char *err, size_t errlen);
+/* Like tp_storage_write_parallel, but thread i writes its share of `from`
+ * (bytes long, faulted in and cold) instead of one small buffer that stays in
+ * the cache: what copying a checkpoint out of host memory into files costs. */
+int tp_storage_write_parallel_from(const char *prefix, const void *from, uint64_t bytes,
+				   int writers, double *seconds, char *err, size_t errlen);
 int tp_storage_read_parallel(const char *prefix, uint64_t bytes, int readers, double *seconds,
 			     char *err, size_t errlen);
 void tp_storage_remove_parallel(const char *prefix, int n);
