@@ -153,6 +153,7 @@ static void reload_all(const char *dir, const struct gk_manifest *m)
 {
 	char err[GK_ERRLEN];
 	struct gk_xfer_item *items = NULL;
+	size_t nitems = 0;
 	int *fds = NULL;
 	uint64_t bytes = 0;
 	double t0 = gk_now();
@@ -173,9 +174,9 @@ static void reload_all(const char *dir, const struct gk_manifest *m)
 		}
 	}
 	if (!ret)
-		ret = gk_restore_items(dir, m, &items, &fds, &bytes, err, sizeof(err));
+		ret = gk_restore_items(dir, m, &items, &nitems, &fds, &bytes, err, sizeof(err));
 	if (!ret)
-		ret = gk_xfer_load(items, m->nallocs, m->chunk_size, gk_rt.settings.writers, err,
+		ret = gk_xfer_load(items, nitems, m->chunk_size, gk_rt.settings.writers, err,
 				   sizeof(err));
 	gk_restore_items_free(m, items, fds);
 	if (ret < 0) {

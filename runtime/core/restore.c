@@ -390,14 +390,19 @@ out:
 }
 
 int gk_restore_items(const char *dir, const struct gk_manifest *m, struct gk_xfer_item **out,
-		     int **fds_out, uint64_t *bytes, char *err, size_t errlen)
+		     size_t *nitems, int **fds_out, uint64_t *bytes, char *err, size_t errlen)
 {
 	char path[4200];
-	struct gk_xfer_item *items = calloc(m->nallocs ? m->nallocs : 1, sizeof(*items));
+	struct gk_xfer_item *items;
 	int *fds = malloc((m->nfiles ? m->nfiles : 1) * sizeof(*fds));
+	size_t n = 0, k = 0;
 	int ret = 0;
 
+	for (size_t i = 0; i < m->nallocs; i++)
+		n += m->allocs[i].nparts;
+	items = calloc(n ? n : 1, sizeof(*items));
 	*out = NULL;
+	*nitems = 0;
 	*fds_out = NULL;
 	if (!items || !fds) {
 		snprintf(err, errlen, "out of memory");
@@ -408,26 +413,32 @@ int gk_restore_items(const char *dir, const struct gk_manifest *m, struct gk_xfe
 		fds[f] = -1;
 	for (size_t i = 0; i < m->nallocs; i++) {
 		const struct gk_alloc_rec *r = &m->allocs[i];
-		size_t f = 0;
 
-		while (f < m->nfiles && strcmp(m->files[f].name, r->file))
-			f++;
-		if (f == m->nfiles) {
-			snprintf(err, errlen, "allocation %zu: its file %s is not listed", i, r->file);
-			ret = -EBADMSG;
-			goto out;
-		}
-		if (fds[f] < 0) {
-			snprintf(path, sizeof(path), "%s/%s", dir, r->file);
-			fds[f] = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-			if (fds[f] < 0) {
-				ret = -errno;
-				snprintf(err, errlen, "%s: %s", r->file, strerror(-ret));
+		for (uint32_t p = 0; p < r->nparts; p++) {
+			const struct gk_part *part = &r->parts[p];
+			size_t f = 0;
+
+			while (f < m->nfiles && strcmp(m->files[f].name, part->file))
+				f++;
+			if (f == m->nfiles) {
+				snprintf(err, errlen, "allocation %zu: its file %s is not listed", i,
+					 part->file);
+				ret = -EBADMSG;
 				goto out;
 			}
+			if (fds[f] < 0) {
+				snprintf(path, sizeof(path), "%s/%s", dir, part->file);
+				fds[f] = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+				if (fds[f] < 0) {
+					ret = -errno;
+					snprintf(err, errlen, "%s: %s", part->file, strerror(-ret));
+					goto out;
+				}
+			}
+			items[k++] = (struct gk_xfer_item){
+			    gk_arenas[r->device]->ctx, r->address + part->start, part->size, fds[f],
+			    part->offset, r->chunks + part->start / m->chunk_size, part->file, i};
 		}
-		items[i] = (struct gk_xfer_item){gk_arenas[r->device]->ctx, r->address, r->size,
-						 fds[f], r->offset, r->chunks, r->file, i, NULL};
 		*bytes += r->size;
 	}
 out:
@@ -436,6 +447,7 @@ out:
 		return ret;
 	}
 	*out = items;
+	*nitems = k;
 	*fds_out = fds;
 	return 0;
 }
@@ -453,6 +465,7 @@ int gk_restore_load(void)
 {
 	char why[1024], err[GK_ERRLEN];
 	struct gk_xfer_item *items = NULL;
+	size_t nitems = 0;
 	int *fds = NULL, ret;
 	uint64_t bytes = 0;
 	double t0 = gk_now();
@@ -473,7 +486,7 @@ int gk_restore_load(void)
 				gk_arena_drop_unclaimed(gk_arenas[i]);
 		return ret;
 	}
-	ret = gk_restore_items(R.dir, R.m, &items, &fds, &bytes, err, sizeof(err));
+	ret = gk_restore_items(R.dir, R.m, &items, &nitems, &fds, &bytes, err, sizeof(err));
 	if (ret == -ENOMEM) {
 		pthread_mutex_unlock(&lock);
 		return ret;
@@ -491,7 +504,7 @@ int gk_restore_load(void)
 			gk_real.cuCtxPopCurrent_v2(NULL);
 		}
 	}
-	ret = gk_xfer_load(items, R.m->nallocs, R.m->chunk_size, gk_rt.settings.writers, err,
+	ret = gk_xfer_load(items, nitems, R.m->chunk_size, gk_rt.settings.writers, err,
 			   sizeof(err));
 	if (ret == 0)
 		ret = load_regions(R.dir, err, sizeof(err));

@@ -41,11 +41,12 @@ int gk_restore_load(void);
 struct gk_manifest;
 struct gk_xfer_item;
 
-/* The transfers that load m's allocations from the checkpoint in dir into the
- * arenas, with each data file opened once (*fds, one per m->files); adds the
- * bytes to *bytes. Free both with gk_restore_items_free. */
+/* The transfers (*nitems, one per part of an allocation) that load m's
+ * allocations from the checkpoint in dir into the arenas, with each data file
+ * opened once (*fds, one per m->files); adds the bytes to *bytes. Free both
+ * with gk_restore_items_free. */
 int gk_restore_items(const char *dir, const struct gk_manifest *m, struct gk_xfer_item **items,
-		     int **fds, uint64_t *bytes, char *err, size_t errlen);
+		     size_t *nitems, int **fds, uint64_t *bytes, char *err, size_t errlen);
 void gk_restore_items_free(const struct gk_manifest *m, struct gk_xfer_item *items, int *fds);
 
 #endif

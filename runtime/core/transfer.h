@@ -22,7 +22,6 @@ struct gk_xfer_item {
 	struct gk_chunk *chunks; /* ceil(size / chunk_size): filled by dump, checked by load */
 	const char *file;     /* for messages */
 	size_t index;         /* allocation number, for messages */
-	void *map;            /* dump: the file mapped (gk_map_for_write), or NULL: pwrite */
 };
 
 /* Device to files; fills every chunk checksum. 0 or a negative errno (err says what). */

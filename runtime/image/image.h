@@ -10,6 +10,8 @@
  *		manifest.sig         Munge credential over the manifest's SHA-256
  *		                     (absent when munged was not reachable)
  *		device0.data         contents of the allocations of device 0
+ *		device0.1.data ...   more of them: a device's bytes are spread over
+ *		                     several files (see struct gk_part)
  *		host.data            contents of the registered host regions
  *	ROOT/.tmp.ckpt.000008.<host>.<pid>/   being written; never read
  *	ROOT/.trash.ckpt.000005.<pid>/        being deleted; never read
@@ -32,7 +34,9 @@
 #include <sys/types.h>
 
 #define GK_FORMAT_NAME "gpuckpt-image"
-#define GK_FORMAT_VERSION 1
+/* Version 2: an allocation's bytes lie in "parts", possibly in several files.
+ * Version 1 (one "file" and "offset" per allocation) is still read. */
+#define GK_FORMAT_VERSION 2
 #define GK_MANIFEST_FILE "manifest.json"
 #define GK_SIGNATURE_FILE "manifest.sig"
 #define GK_HOST_DATA_FILE "host.data"
@@ -90,6 +94,21 @@ struct gk_chunk {
 	uint64_t xxh64;
 };
 
+/*
+ * Where some of an allocation's bytes lie: `size` bytes from `start` of the
+ * allocation, at `offset` of `file`. An allocation's parts cover it in order,
+ * and every part but the last is a whole number of chunks, so that a chunk
+ * never straddles two files. Why parts: the copy threads write tmpfs fastest
+ * with a file each (write() holds the file's lock), and one large allocation
+ * must not put them all on one file.
+ */
+struct gk_part {
+	char file[GK_NAME_MAX];
+	uint64_t offset;
+	uint64_t start;
+	uint64_t size;
+};
+
 /* One device allocation: where it lives and where its bytes are. */
 struct gk_alloc_rec {
 	int device;           /* visible device ordinal at checkpoint time */
@@ -97,8 +116,8 @@ struct gk_alloc_rec {
 	uint64_t size;        /* bytes the application asked for */
 	uint64_t order;       /* allocation sequence number on its device */
 	char kind[16];        /* "alloc", "pitch", "async" */
-	char file[GK_NAME_MAX];
-	uint64_t offset;      /* of the bytes in `file` */
+	uint32_t nparts;      /* 0 for size 0 */
+	struct gk_part *parts;
 	uint32_t nchunks;     /* = ceil(size / chunk_size), 0 for size 0 */
 	struct gk_chunk *chunks;
 };
@@ -132,7 +151,7 @@ struct gk_file_rec {
 };
 
 struct gk_manifest {
-	int version;                 /* GK_FORMAT_VERSION */
+	int version;                 /* as read (1 or 2); written as GK_FORMAT_VERSION */
 	char created[32];            /* ISO 8601 UTC, "2026-11-22T10:00:00Z" */
 	int64_t created_unix;
 	double write_seconds;        /* how long writing the checkpoint took */

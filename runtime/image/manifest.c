@@ -37,8 +37,10 @@ void gk_manifest_free(struct gk_manifest *m)
 {
 	if (!m)
 		return;
-	for (size_t i = 0; i < m->nallocs; i++)
+	for (size_t i = 0; i < m->nallocs; i++) {
+		free(m->allocs[i].parts);
 		free(m->allocs[i].chunks);
+	}
 	for (size_t i = 0; i < m->nregions; i++)
 		free(m->regions[i].chunks);
 	free(m->allocs);
@@ -155,6 +157,24 @@ static void put_devices(struct builder *b, json_object *top, const struct gk_man
 	}
 }
 
+/* The parts' starts are implied: each begins where the one before ends. */
+static json_object *new_parts(struct builder *b, const struct gk_part *parts, uint32_t n)
+{
+	json_object *arr = json_object_new_array();
+
+	for (uint32_t i = 0; arr && i < n; i++) {
+		json_object *o = json_object_new_object();
+
+		put(b, o, "file", json_object_new_string(parts[i].file));
+		put(b, o, "offset", new_size(parts[i].offset));
+		put(b, o, "size", new_size(parts[i].size));
+		push(b, arr, o);
+	}
+	if (!arr)
+		b->failed = 1;
+	return arr;
+}
+
 static void put_allocs(struct builder *b, json_object *top, const struct gk_manifest *m)
 {
 	json_object *arr = put(b, top, "allocations", json_object_new_array());
@@ -168,8 +188,7 @@ static void put_allocs(struct builder *b, json_object *top, const struct gk_mani
 		put(b, o, "size", new_size(a->size));
 		put(b, o, "order", new_size(a->order));
 		put(b, o, "kind", json_object_new_string(a->kind));
-		put(b, o, "file", json_object_new_string(a->file));
-		put(b, o, "offset", new_size(a->offset));
+		put(b, o, "parts", new_parts(b, a->parts, a->nparts));
 		put(b, o, "xxh64", new_checksums(b, a->chunks, a->nchunks));
 		push(b, arr, o);
 	}
@@ -216,7 +235,7 @@ int gk_manifest_to_json(const struct gk_manifest *m, char **text, size_t *len)
 
 	*text = NULL;
 	put(&b, top, "format", json_object_new_string(GK_FORMAT_NAME));
-	put(&b, top, "version", json_object_new_int(m->version));
+	put(&b, top, "version", json_object_new_int(GK_FORMAT_VERSION));
 	put(&b, top, "created", json_object_new_string(m->created));
 	put(&b, top, "created_unix", json_object_new_int64(m->created_unix));
 	/* Fixed decimals: the default %.17g would print 0.1 as 0.10000000000000001. */
@@ -711,6 +730,81 @@ static int check_data_range(struct pctx *c, const struct gk_manifest *m, const c
 	return 0;
 }
 
+/* Version 1: the allocation's own "file" and "offset", one part. */
+static int parse_v1_place(struct pctx *c, json_object *o, const struct gk_manifest *m,
+			  const char *where, const char *what, struct gk_alloc_rec *a)
+{
+	struct gk_part *p = calloc(1, sizeof(*p));
+	int ret;
+
+	if (!p)
+		return -ENOMEM;
+	a->parts = p;
+	a->nparts = a->size ? 1 : 0;
+	p->size = a->size;
+	if ((ret = get_string(c, o, where, "file", p->file, sizeof(p->file))) < 0 ||
+	    (ret = get_size(c, o, where, "offset", &p->offset)) < 0)
+		return ret;
+	return check_data_range(c, m, what, where, p->file, p->offset, p->size);
+}
+
+/* Where an allocation's bytes are: parts that cover it in order, every one
+ * but the last a whole number of chunks (struct gk_part). */
+static int parse_parts(struct pctx *c, json_object *o, const struct gk_manifest *m,
+		       const char *where, const char *what, struct gk_alloc_rec *a)
+{
+	json_object *arr;
+	uint64_t start = 0;
+	size_t n;
+	int ret;
+
+	if (m->version == 1)
+		return parse_v1_place(c, o, m, where, what, a);
+	if ((ret = get_typed(c, o, where, "parts", json_type_array, &arr)) < 0)
+		return ret;
+	n = json_object_array_length(arr);
+	if (n == 0 && a->size)
+		return fail(c, "%s has no parts: its %" PRIu64 " bytes are nowhere", what, a->size);
+	if (n > a->size / c->chunk_size + 1)
+		return fail(c, "%s has %zu parts, more than its %" PRIu64 " bytes can fill", what, n,
+			    a->size);
+	a->parts = calloc(n ? n : 1, sizeof(*a->parts));
+	if (!a->parts)
+		return -ENOMEM;
+	a->nparts = (uint32_t)n;
+	for (size_t i = 0; i < n; i++) {
+		struct gk_part *p = &a->parts[i];
+		json_object *po = json_object_array_get_idx(arr, i);
+		char pwhere[80];
+
+		snprintf(pwhere, sizeof(pwhere), "%s.parts[%zu]", where, i);
+		if (!json_object_is_type(po, json_type_object))
+			return fail(c, "%s must be an object", pwhere);
+		if ((ret = get_string(c, po, pwhere, "file", p->file, sizeof(p->file))) < 0 ||
+		    (ret = get_size(c, po, pwhere, "offset", &p->offset)) < 0 ||
+		    (ret = get_size(c, po, pwhere, "size", &p->size)) < 0)
+			return ret;
+		if (p->size == 0)
+			return fail(c, "field '%s.size' is 0: a part holds at least one byte", pwhere);
+		if (p->size > a->size - start)
+			return fail(c, "the parts of %s hold more than its %" PRIu64 " bytes", what,
+				    a->size);
+		if (i + 1 < n && p->size % c->chunk_size)
+			return fail(c,
+				    "part %zu of %s (%" PRIu64 " bytes) is not a whole number "
+				    "of chunks of %" PRIu64 " bytes",
+				    i, what, p->size, c->chunk_size);
+		p->start = start;
+		start += p->size;
+		if ((ret = check_data_range(c, m, what, pwhere, p->file, p->offset, p->size)) < 0)
+			return ret;
+	}
+	if (start != a->size)
+		return fail(c, "the parts of %s hold %" PRIu64 " of its %" PRIu64 " bytes", what,
+			    start, a->size);
+	return 0;
+}
+
 static int parse_allocs(struct pctx *c, json_object *top, struct gk_manifest *m)
 {
 	json_object *arr;
@@ -742,9 +836,7 @@ static int parse_allocs(struct pctx *c, json_object *top, struct gk_manifest *m)
 		if ((ret = get_hex(c, o, where, "address", &a->address)) < 0 ||
 		    (ret = get_size(c, o, where, "size", &a->size)) < 0 ||
 		    (ret = get_size(c, o, where, "order", &a->order)) < 0 ||
-		    (ret = get_string(c, o, where, "kind", a->kind, sizeof(a->kind))) < 0 ||
-		    (ret = get_string(c, o, where, "file", a->file, sizeof(a->file))) < 0 ||
-		    (ret = get_size(c, o, where, "offset", &a->offset)) < 0)
+		    (ret = get_string(c, o, where, "kind", a->kind, sizeof(a->kind))) < 0)
 			return ret;
 		if (!a->kind[0])
 			return fail(c, "field '%s.kind' is empty", where);
@@ -784,7 +876,7 @@ static int parse_allocs(struct pctx *c, json_object *top, struct gk_manifest *m)
 			end_max = a->address + a->size;
 			end_idx = i;
 		}
-		if ((ret = check_data_range(c, m, what, where, a->file, a->offset, a->size)) < 0)
+		if ((ret = parse_parts(c, o, m, where, what, a)) < 0)
 			return ret;
 		if ((ret = parse_checksums(c, o, where, what, a->size, &a->chunks, &a->nchunks)) <
 		    0)
@@ -867,19 +959,23 @@ static void span_name(const struct gk_manifest *m, const struct span *s, char *b
 /* Two objects whose bytes share a file range cannot both be restored right. */
 static int check_spans(struct pctx *c, const struct gk_manifest *m)
 {
-	size_t n = 0, total = m->nallocs + m->nregions;
+	size_t n = 0, total = m->nregions;
 	struct span *s;
 	int ret = 0;
 
+	for (size_t i = 0; i < m->nallocs; i++)
+		total += m->allocs[i].nparts;
 	if (total < 2)
 		return 0;
 	s = calloc(total, sizeof(*s));
 	if (!s)
 		return -ENOMEM;
 	for (size_t i = 0; i < m->nallocs; i++)
-		if (m->allocs[i].size)
-			s[n++] = (struct span){m->allocs[i].file, m->allocs[i].offset,
-					       m->allocs[i].size, i, 0};
+		for (uint32_t k = 0; k < m->allocs[i].nparts; k++) {
+			const struct gk_part *p = &m->allocs[i].parts[k];
+
+			s[n++] = (struct span){p->file, p->offset, p->size, i, 0};
+		}
 	for (size_t i = 0; i < m->nregions; i++)
 		if (m->regions[i].size)
 			s[n++] = (struct span){m->regions[i].file, m->regions[i].offset,
@@ -971,9 +1067,10 @@ static int parse_top(struct pctx *c, json_object *top, struct gk_manifest *m)
 	 * changed any other field, and "too new" is the useful message then. */
 	if ((ret = get_int(c, top, "", "version", INT64_MIN, INT64_MAX, &version)) < 0)
 		return ret;
-	if (version != GK_FORMAT_VERSION) {
+	if (version < 1 || version > GK_FORMAT_VERSION) {
 		fail(c,
-		     "format version %" PRId64 " is not supported (this gpuckpt reads version %d)",
+		     "format version %" PRId64
+		     " is not supported (this gpuckpt reads versions 1 to %d)",
 		     version, GK_FORMAT_VERSION);
 		return -EPROTO;
 	}

@@ -251,11 +251,15 @@ static int file_fd(const struct gk_manifest *m, const int *fds, const char *name
 	return -1;
 }
 
+/* The chunks of `size` bytes at `offset` of a file: those of an object from
+ * its chunk `first` on. */
 static size_t add_units(struct unit *u, int fd, const char *file, uint64_t offset, uint64_t size,
-			const struct gk_chunk *chunks, uint32_t nchunks, uint64_t chunk_size,
+			const struct gk_chunk *chunks, uint32_t first, uint64_t chunk_size,
 			size_t object, int region)
 {
-	for (uint32_t c = 0; c < nchunks; c++) {
+	uint32_t n = gk_chunk_count(size, chunk_size);
+
+	for (uint32_t c = 0; c < n; c++) {
 		uint64_t start = (uint64_t)c * chunk_size;
 
 		u[c] = (struct unit){
@@ -263,13 +267,13 @@ static size_t add_units(struct unit *u, int fd, const char *file, uint64_t offse
 		    .file = file,
 		    .offset = offset + start,
 		    .len = size - start < chunk_size ? size - start : chunk_size,
-		    .expect = chunks[c].xxh64,
+		    .expect = chunks[first + c].xxh64,
 		    .object = object,
 		    .region = region,
-		    .chunk = c,
+		    .chunk = first + c,
 		};
 	}
-	return nchunks;
+	return n;
 }
 
 static int check_data(const struct gk_manifest *m, const int *fds, char *err, size_t errlen)
@@ -297,16 +301,20 @@ static int check_data(const struct gk_manifest *m, const int *fds, char *err, si
 	for (size_t i = 0; i < m->nallocs; i++) {
 		const struct gk_alloc_rec *a = &m->allocs[i];
 
-		k.nunits +=
-		    add_units(k.units + k.nunits, file_fd(m, fds, a->file), a->file, a->offset,
-			      a->size, a->chunks, a->nchunks, m->chunk_size, i, 0);
+		for (uint32_t p = 0; p < a->nparts; p++) {
+			const struct gk_part *part = &a->parts[p];
+
+			k.nunits += add_units(k.units + k.nunits, file_fd(m, fds, part->file),
+					      part->file, part->offset, part->size, a->chunks,
+					      (uint32_t)(part->start / m->chunk_size),
+					      m->chunk_size, i, 0);
+		}
 	}
 	for (size_t i = 0; i < m->nregions; i++) {
 		const struct gk_region_rec *r = &m->regions[i];
 
-		k.nunits +=
-		    add_units(k.units + k.nunits, file_fd(m, fds, r->file), r->file, r->offset,
-			      r->size, r->chunks, r->nchunks, m->chunk_size, i, 1);
+		k.nunits += add_units(k.units + k.nunits, file_fd(m, fds, r->file), r->file,
+				      r->offset, r->size, r->chunks, 0, m->chunk_size, i, 1);
 	}
 	k.first_bad = k.nunits;
 	pthread_mutex_init(&k.lock, NULL);

@@ -235,8 +235,15 @@ int main(int argc, char **argv)
 			a->address = addr;
 			a->order = dev->next_order++;
 			snprintf(a->kind, sizeof(a->kind), "%s", (i % 3) ? "alloc" : "async");
-			snprintf(a->file, sizeof(a->file), "%s", name);
-			a->offset = off;
+			a->parts = calloc(1, sizeof(*a->parts));
+			if (!a->parts) {
+				ret = -ENOMEM;
+				goto out_abort;
+			}
+			a->nparts = a->size ? 1 : 0;
+			snprintf(a->parts[0].file, sizeof(a->parts[0].file), "%s", name);
+			a->parts[0].offset = off;
+			a->parts[0].size = a->size;
 			ret = write_object(fd, off, a->size, p.chunk_size, &a->chunks, &a->nchunks);
 			if (ret < 0)
 				goto out_abort;

@@ -24,6 +24,32 @@ static void set_chunks(struct gk_chunk **c, uint32_t *n, uint32_t count, uint64_
 }
 
 /* Two devices, three allocations, one host region, three files. */
+static void set_part(struct gk_alloc_rec *a, const char *file, uint64_t offset, uint64_t start,
+		     uint64_t size)
+{
+	struct gk_part *p;
+
+	a->parts = realloc(a->parts, (a->nparts + 1) * sizeof(*a->parts));
+	p = &a->parts[a->nparts++];
+	memset(p, 0, sizeof(*p));
+	snprintf(p->file, sizeof(p->file), "%s", file);
+	p->offset = offset;
+	p->start = start;
+	p->size = size;
+}
+
+static int same_parts(const struct gk_alloc_rec *x, const struct gk_alloc_rec *y)
+{
+	if (x->nparts != y->nparts)
+		return 0;
+	for (uint32_t k = 0; k < x->nparts; k++)
+		if (strcmp(x->parts[k].file, y->parts[k].file) ||
+		    x->parts[k].offset != y->parts[k].offset ||
+		    x->parts[k].start != y->parts[k].start || x->parts[k].size != y->parts[k].size)
+			return 0;
+	return 1;
+}
+
 static struct gk_manifest *good_manifest(void)
 {
 	struct gk_manifest *m = gk_manifest_new();
@@ -67,17 +93,19 @@ static struct gk_manifest *good_manifest(void)
 	m->nallocs = 3;
 	m->allocs = calloc(3, sizeof(*m->allocs));
 	m->allocs[0] = (struct gk_alloc_rec){
-	    .device = 0, .address = 0x200000000000ull, .size = 8192, .order = 0, .offset = 0};
+	    .device = 0, .address = 0x200000000000ull, .size = 8192, .order = 0};
 	m->allocs[1] = (struct gk_alloc_rec){
-	    .device = 0, .address = 0x200000200000ull, .size = 4096, .order = 2, .offset = 8192};
+	    .device = 0, .address = 0x200000200000ull, .size = 4096, .order = 2};
 	m->allocs[2] = (struct gk_alloc_rec){
-	    .device = 1, .address = 0x210000000000ull, .size = 100, .order = 0, .offset = 0};
+	    .device = 1, .address = 0x210000000000ull, .size = 100, .order = 0};
 	strcpy(m->allocs[0].kind, "alloc");
 	strcpy(m->allocs[1].kind, "pitch");
 	strcpy(m->allocs[2].kind, "async");
-	strcpy(m->allocs[0].file, "device0.data");
-	strcpy(m->allocs[1].file, "device0.data");
-	strcpy(m->allocs[2].file, "device1.data");
+	/* Allocation 0 in two parts, in two files: a chunk each. */
+	set_part(&m->allocs[0], "device0.data", 0, 0, 4096);
+	set_part(&m->allocs[0], "device1.data", 4096, 4096, 4096);
+	set_part(&m->allocs[1], "device0.data", 8192, 0, 4096);
+	set_part(&m->allocs[2], "device1.data", 0, 0, 100);
 	set_chunks(&m->allocs[0].chunks, &m->allocs[0].nchunks, 2, 0xfedcba9876543210ull);
 	set_chunks(&m->allocs[1].chunks, &m->allocs[1].nchunks, 1, 0x1ull);
 	set_chunks(&m->allocs[2].chunks, &m->allocs[2].nchunks, 1, 0xffffffffffffffffull);
@@ -94,7 +122,7 @@ static struct gk_manifest *good_manifest(void)
 	strcpy(m->files[0].name, "device0.data");
 	m->files[0].size = 12288;
 	strcpy(m->files[1].name, "device1.data");
-	m->files[1].size = 4096;
+	m->files[1].size = 8192;
 	strcpy(m->files[2].name, "host.data");
 	m->files[2].size = 8192;
 	return m;
@@ -126,8 +154,8 @@ static int same_manifest(const struct gk_manifest *a, const struct gk_manifest *
 		const struct gk_alloc_rec *x = &a->allocs[i], *y = &b->allocs[i];
 
 		if (x->device != y->device || x->address != y->address || x->size != y->size ||
-		    x->order != y->order || strcmp(x->kind, y->kind) || strcmp(x->file, y->file) ||
-		    x->offset != y->offset || x->nchunks != y->nchunks ||
+		    x->order != y->order || strcmp(x->kind, y->kind) || !same_parts(x, y) ||
+		    x->nchunks != y->nchunks ||
 		    memcmp(x->chunks, y->chunks, x->nchunks * sizeof(*x->chunks)))
 			return 0;
 	}
@@ -219,7 +247,7 @@ static const struct bad_case bad_cases[] = {
     {"newer format version",
      {{"version", "7"}},
      -EPROTO,
-     "format version 7 is not supported (this gpuckpt reads version 1)"},
+     "format version 7 is not supported (this gpuckpt reads versions 1 to 2)"},
     {"version as a string", {{"version", "\"1\""}}, -EINVAL, "field 'version' must be an integer"},
     {"created missing", {{"created", DEL}}, -EINVAL, "missing field 'created'"},
     {"created not UTC",
@@ -280,11 +308,11 @@ static const struct bad_case bad_cases[] = {
      -EINVAL,
      "file 'device0.data' is listed twice (files[0] and files[1])"},
     {"allocation in a file climbing out",
-     {{"allocations[0].file", "\"../../etc/passwd\""}},
+     {{"allocations[0].parts[1].file", "\"../../etc/passwd\""}},
      -EINVAL,
-     "file name '../../etc/passwd' is not allowed (allocations[0].file)"},
+     "file name '../../etc/passwd' is not allowed (allocations[0].parts[1].file)"},
     {"allocation in an unlisted file",
-     {{"allocations[2].file", "\"other.data\""}},
+     {{"allocations[2].parts[0].file", "\"other.data\""}},
      -EINVAL,
      "allocation 2 is in file 'other.data', which is not listed in 'files'"},
     {"allocations overlap",
@@ -334,13 +362,42 @@ static const struct bad_case bad_cases[] = {
      "allocation 1's data (offset 8192, 4096 bytes) runs past the end of 'device0.data' "
      "(10000 bytes)"},
     {"unaligned data offset",
-     {{"allocations[1].offset", "8200"}},
+     {{"allocations[1].parts[0].offset", "8200"}},
      -EINVAL,
      "allocation 1's data offset 8200 in 'device0.data' is not a multiple of 4096"},
     {"two objects share bytes",
-     {{"allocations[1].offset", "4096"}},
+     {{"allocations[1].parts[0].offset", "0"}},
      -EINVAL,
      "the data of allocation 1 overlaps the data of allocation 0 in 'device0.data'"},
+    {"two objects share bytes in another file",
+     {{"allocations[2].parts[0].offset", "4096"}},
+     -EINVAL,
+     "the data of allocation 2 overlaps the data of allocation 0 in 'device1.data'"},
+    {"parts that leave bytes out",
+     {{"allocations[0].parts[1].size", "2048"}},
+     -EINVAL,
+     "the parts of allocation 0 hold 6144 of its 8192 bytes"},
+    {"parts that hold too much",
+     {{"allocations[0].parts[1].size", "8192"}},
+     -EINVAL,
+     "the parts of allocation 0 hold more than its 8192 bytes"},
+    {"a part that splits a chunk",
+     {{"allocations[0].parts[0].size", "2048"}, {"allocations[0].parts[1].size", "6144"}},
+     -EINVAL,
+     "part 0 of allocation 0 (2048 bytes) is not a whole number of chunks of 4096 bytes"},
+    {"an empty part",
+     {{"allocations[0].parts[1].size", "0"}},
+     -EINVAL,
+     "field 'allocations[0].parts[1].size' is 0: a part holds at least one byte"},
+    {"no parts",
+     {{"allocations[0].parts", "[]"}},
+     -EINVAL,
+     "allocation 0 has no parts: its 8192 bytes are nowhere"},
+    {"parts missing", {{"allocations[1].parts", DEL}}, -EINVAL, "allocations[1].parts"},
+    {"version 1: one file and offset per allocation",
+     {{"version", "1"}},
+     -EINVAL,
+     "allocations[0].file"},
     {"region name with a slash",
      {{"host_regions[0].name", "\"a/b\""}},
      -EINVAL,
@@ -398,7 +455,7 @@ int main(void)
 	size_t len = 0, len2 = 0, pos, nbad = sizeof(bad_cases) / sizeof(bad_cases[0]);
 	int ret;
 
-	plan((int)(16 + nbad));
+	plan((int)(17 + nbad));
 
 	is_int(gk_manifest_to_json(m, &text, &len), 0, "a manifest serialises");
 	ret = gk_manifest_parse(text, len, &back, err, sizeof(err));
@@ -438,6 +495,35 @@ int main(void)
 		ret = gk_manifest_parse(t, strlen(t), &back, err, sizeof(err));
 		if (!ok(ret == 0 && back, "unknown extra fields are ignored"))
 			printf("#   %s\n", err);
+		gk_manifest_free(back);
+		back = NULL;
+		json_object_put(top);
+	}
+
+	/* A version 1 manifest (gpuckpt before parts) is still read: each
+	 * allocation's "file" and "offset" become its one part. */
+	{
+		json_object *top = json_tokener_parse(text);
+		const struct gk_part *p;
+		const char *t;
+
+		edit(top, "version", "1");
+		edit(top, "allocations[0]", DEL);
+		edit(top, "allocations[0].parts", DEL);
+		edit(top, "allocations[0].file", "\"device0.data\"");
+		edit(top, "allocations[0].offset", "8192");
+		edit(top, "allocations[1].parts", DEL);
+		edit(top, "allocations[1].file", "\"device1.data\"");
+		edit(top, "allocations[1].offset", "0");
+		t = json_object_to_json_string(top);
+		ret = gk_manifest_parse(t, strlen(t), &back, err, sizeof(err));
+		p = ret == 0 && back && back->nallocs == 2 && back->allocs[0].nparts == 1
+			? &back->allocs[0].parts[0]
+			: NULL;
+		if (!ok(p && !strcmp(p->file, "device0.data") && p->offset == 8192 &&
+			    p->start == 0 && p->size == 4096 && back->version == 1,
+			"a version 1 manifest is read, each allocation one part"))
+			printf("#   ret %d: %s\n", ret, err);
 		gk_manifest_free(back);
 		back = NULL;
 		json_object_put(top);

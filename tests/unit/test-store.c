@@ -70,7 +70,10 @@ static struct gk_manifest *manifest_for(const uint8_t *data, uint64_t size, cons
 	a->address = m->va_base;
 	a->size = size;
 	strcpy(a->kind, "alloc");
-	strcpy(a->file, "device0.data");
+	a->parts = calloc(1, sizeof(*a->parts));
+	a->nparts = size ? 1 : 0;
+	strcpy(a->parts[0].file, "device0.data");
+	a->parts[0].size = size;
 	a->nchunks = gk_chunk_count(size, m->chunk_size);
 	a->chunks = calloc(a->nchunks ? a->nchunks : 1, sizeof(*a->chunks));
 	for (uint32_t c = 0; c < a->nchunks; c++) {
