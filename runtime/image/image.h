@@ -23,7 +23,7 @@
  * the new one).
  *
  * Data files hold each object's bytes at the offset the manifest gives,
- * 4096-aligned. An object is checksummed in chunks of manifest.chunk_size
+ * 4096-aligned; an allocation's may be cut into parts in several files. An object is checksummed in chunks of manifest.chunk_size
  * bytes (the last chunk may be shorter) with XXH64, seed 0.
  */
 #ifndef GK_IMAGE_H
