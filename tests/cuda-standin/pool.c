@@ -303,6 +303,15 @@ CUresult cuMemPoolTrimTo(CUmemoryPool pool, size_t minBytesToKeep)
 	SI_RETF(rc, "%p keep=%zu", (void *)pool, minBytesToKeep);
 }
 
+/* Sharing pool memory with another process: as with legacy IPC, there is
+ * no other stand-in process to share with. */
+CUresult cuMemPoolExportPointer(CUmemPoolPtrExportData *shareData_out, CUdeviceptr ptr)
+{
+	(void)shareData_out;
+	SI_RETF(CUDA_ERROR_NOT_SUPPORTED, "%#llx (no IPC between stand-in processes)",
+		(unsigned long long)ptr);
+}
+
 CUresult si_api_alloc_async(CUdeviceptr *dptr, size_t n, CUmemoryPool pool, CUstream h, bool ptds)
 {
 	struct CUmemPoolHandle_st *p = NULL;

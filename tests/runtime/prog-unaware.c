@@ -1,7 +1,8 @@
 /* A CUDA program that knows nothing of gpuckpt: on SIGTERM it must end as it
  * would without gpuckpt, with one line saying no checkpoint was taken.
- * With --managed it also holds managed memory, which transparent mode must
- * refuse to checkpoint (tests/transparent/agent.sh). */
+ * With --managed it also holds managed memory, and with --pool-export it has
+ * tried to share pool memory with another process: transparent mode must
+ * refuse to checkpoint either (tests/transparent/agent.sh). */
 #include <cuda.h>
 #include <stdio.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 int main(int argc, char **argv)
 {
 	int managed = argc > 1 && !strcmp(argv[1], "--managed");
+	int pool_export = argc > 1 && !strcmp(argv[1], "--pool-export");
 	CUdevice dev;
 	CUcontext ctx;
 	CUdeviceptr d, m;
@@ -19,6 +21,13 @@ int main(int argc, char **argv)
 	    (managed && cuMemAllocManaged(&m, 1 << 20, CU_MEM_ATTACH_GLOBAL))) {
 		fprintf(stderr, "prog-unaware: CUDA setup failed\n");
 		return 1;
+	}
+	if (pool_export) {
+		CUmemPoolPtrExportData data;
+
+		/* Whether the export worked or not, the process may now share
+		 * memory with another: the runtime must not let it be dumped. */
+		cuMemPoolExportPointer(&data, d);
 	}
 	printf("prog-unaware: ready\n");
 	fflush(stdout);

@@ -14,7 +14,7 @@ SHEP=$top_builddir/runtime/gpuckpt-shepherd
 HEAT=$top_builddir/examples/heat/heat-drv
 MODULE=$top_builddir/examples/heat/.libs/heat_kernels_host.so
 UNAWARE=$top_builddir/tests/runtime/prog-unaware
-PLAN=11
+PLAN=14
 tap_plan $PLAN
 gk_scratch
 
@@ -87,4 +87,15 @@ check "the shepherd said the same, naming the process" \
 	grep -q "transparent: no checkpoint of pid [0-9]*: pid [0-9]* holds managed (unified) memory" "$GK_SCRATCH/err"
 check "nothing was written: no checkpoint, no temporary folder" \
 	test -z "$(ls -A "$D" 2>/dev/null)"
+
+# Memory shared with another process (here: a pool pointer exported): the
+# runtime sends REFUSE ipc, the shepherd names it, nothing is written.
+rm -rf "$D"
+sigterm_under_shepherd ready "$UNAWARE" --pool-export
+check "a program that shared pool memory ends by SIGTERM, not checkpointed ($status)" \
+	test $status -eq 143
+check "the runtime refused, naming memory shared between processes" \
+	grep -q "transparent: refused, no checkpoint taken: this process holds memory pool pointers shared between processes" "$GK_SCRATCH/err"
+check "the shepherd said the same, and nothing was written" \
+	test -z "$(ls -A "$D" 2>/dev/null)" -a -n "$(grep "transparent: no checkpoint of pid [0-9]*: pid [0-9]* holds device memory shared with another process" "$GK_SCRATCH/err")"
 tap_done
