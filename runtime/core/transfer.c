@@ -143,28 +143,9 @@ static uint64_t unit_len(struct job *j, const struct gk_order_unit *u, uint64_t 
  */
 #define PIECE (256u << 10)
 
-static int store_chunk(struct gk_xfer_item *it, const char *buf, uint64_t len, uint64_t pos,
-		       uint64_t *sum, struct clocks *c)
-{
-	struct gk_xxh64_state st;
-	int ret = 0;
-
-	gk_xxh64_init(&st, 0);
-	for (uint64_t o = 0; o < len && ret == 0; o += PIECE) {
-		size_t n = len - o < PIECE ? (size_t)(len - o) : PIECE;
-		double t0 = gk_now(), t1;
-
-		ret = gk_pwrite_all(it->fd, buf + o, n, pos + o);
-		t1 = gk_now();
-		gk_xxh64_update(&st, buf + o, n);
-		c->file += t1 - t0;
-		c->sum += gk_now() - t1;
-	}
-	*sum = gk_xxh64_digest(&st);
-	return ret;
-}
-
-static int load_chunk(struct gk_xfer_item *it, char *buf, uint64_t len, uint64_t pos,
+/* Write buf to the item's file at pos (or, with load, read it from there),
+ * and hash the bytes; *sum gets the chunk's checksum. */
+static int move_chunk(struct gk_xfer_item *it, char *buf, uint64_t len, uint64_t pos, int load,
 		      uint64_t *sum, struct clocks *c)
 {
 	struct gk_xxh64_state st;
@@ -175,7 +156,8 @@ static int load_chunk(struct gk_xfer_item *it, char *buf, uint64_t len, uint64_t
 		size_t n = len - o < PIECE ? (size_t)(len - o) : PIECE;
 		double t0 = gk_now(), t1;
 
-		ret = gk_pread_all(it->fd, buf + o, n, pos + o);
+		ret = load ? gk_pread_all(it->fd, buf + o, n, pos + o)
+			   : gk_pwrite_all(it->fd, buf + o, n, pos + o);
 		t1 = gk_now();
 		if (ret == 0)
 			gk_xxh64_update(&st, buf + o, n);
@@ -187,11 +169,11 @@ static int load_chunk(struct gk_xfer_item *it, char *buf, uint64_t len, uint64_t
 }
 
 /* Write a chunk that has arrived in host memory, and record its checksum. */
-static void dump_finish(struct job *j, const struct gk_order_unit *u, const void *buf, struct clocks *c)
+static void dump_finish(struct job *j, const struct gk_order_unit *u, void *buf, struct clocks *c)
 {
 	struct gk_xfer_item *it = &j->items[u->item];
 	uint64_t off, len = unit_len(j, u, &off);
-	int ret = store_chunk(it, buf, len, it->file_offset + off, &it->chunks[u->chunk].xxh64, c);
+	int ret = move_chunk(it, buf, len, it->file_offset + off, 0, &it->chunks[u->chunk].xxh64, c);
 
 	if (ret < 0)
 		fail(j, ret, "%s: cannot write allocation %zu (0x%llx): %s", it->file, it->index,
@@ -263,7 +245,7 @@ static void *worker(void *arg)
 			t = gk_now();
 			r = gk_real.cuEventSynchronize(lane.ev[k]);
 			c.device += gk_now() - t;
-			ret = load_chunk(it, lane.buf[k], len, it->file_offset + off, &sum, &c);
+			ret = move_chunk(it, lane.buf[k], len, it->file_offset + off, 1, &sum, &c);
 			if (ret < 0) {
 				fail(j, ret == -ENODATA ? -EBADMSG : ret,
 				     "%s: cannot read allocation %zu (0x%llx): %s", it->file,
