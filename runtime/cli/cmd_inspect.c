@@ -26,8 +26,9 @@ static const char inspect_help[] =
     "    number, label and step, when and where it was written, the Slurm job,\n"
     "    step, task and restart count, who signed it, the GPUs it was taken on\n"
     "    (ordinal, name, UUID, compute capability, memory) and totals; then\n"
-    "    every device allocation (device, address, size, order, kind) and every\n"
-    "    registered host region.\n"
+    "    every device allocation (device, address, size, order, kind, and the\n"
+    "    data files holding its bytes: a large one is cut across several) and\n"
+    "    every registered host region.\n"
     "\n"
     "    The manifest, the ownership of the files (by the owner of DIR) and the\n"
     "    signature are checked; the data is not read (use gpuckpt verify).\n"
@@ -144,15 +145,20 @@ static void print_allocs(const struct gk_manifest *m)
 		printf("  (none)\n");
 		return;
 	}
-	printf("  %-4s %-18s %-12s %-8s %s\n", "DEV", "ADDRESS", "SIZE", "ORDER", "KIND");
+	printf("  %-4s %-18s %-12s %-8s %-6s %s\n", "DEV", "ADDRESS", "SIZE", "ORDER", "KIND",
+	       "FILES");
 	for (size_t i = 0; i < m->nallocs; i++) {
 		const struct gk_alloc_rec *a = &m->allocs[i];
 		char size[32], addr[24];
 
 		cli_human_size(a->size, size, sizeof(size));
 		snprintf(addr, sizeof(addr), "0x%" PRIx64, a->address);
-		printf("  %-4d %-18s %-12s %-8" PRIu64 " %s\n", a->device, addr, size, a->order,
+		printf("  %-4d %-18s %-12s %-8" PRIu64 " %-6s", a->device, addr, size, a->order,
 		       a->kind);
+		/* An allocation cut into parts lies in several files, in order. */
+		for (uint32_t k = 0; k < a->nparts; k++)
+			printf("%s%s", k ? ", " : " ", a->parts[k].file);
+		printf("\n");
 	}
 }
 

@@ -8,7 +8,7 @@
 HEAT=$top_builddir/examples/heat/heat-drv
 MODULE=$top_builddir/examples/heat/.libs/heat_kernels_host.so
 SLOWIO=$top_builddir/tests/runtime/.libs/slowio.so
-PLAN=33
+PLAN=34
 tap_plan $PLAN
 gk_scratch
 
@@ -166,6 +166,9 @@ nparts=$(grep -c '"file": "device0' "$M" 2>/dev/null)
 expect "three writers: the device data is in three files, parts of ${nallocs:-?} allocations in ${nparts:-?} places" parts \
 	test -s "$D/ckpt.000001/device0.2.data" -a ! -e "$D/ckpt.000001/device0.3.data" -a \
 	"${nparts:-0}" -gt "${nallocs:-0}"
+"$GK_TOOL" inspect "$D/ckpt.000001" >"$GK_SCRATCH/parts-inspect.out" 2>&1
+expect "gpuckpt inspect lists the files an allocation was cut across" parts-inspect \
+	grep -Eq "device0(\.[0-9])?\.data, device0\.[0-9]\.data" "$GK_SCRATCH/parts-inspect.out"
 "$GK_TOOL" verify "$D/ckpt.000001" >"$GK_SCRATCH/parts-verify.out" 2>&1
 expect "gpuckpt verify checks every part against its checksums" parts-verify test $? -eq 0
 cp -r "$D/ckpt.000001" "$GK_SCRATCH/parts-bad"
