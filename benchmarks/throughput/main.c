@@ -194,13 +194,13 @@ static void parse_args(int argc, char **argv, struct opts *o)
 
 /*
  * Run a worker to its end. Its "RESULT name bytes seconds" lines become
- * results; "verify_mismatches" becomes the note of the result before it.
+ * results; "verify_mismatches" becomes the note of every result it gave.
  */
 static int run_worker(const struct opts *o, const char *mode, uint64_t size, char *const env[],
 		      const char *target, struct tp_report *rep, char *err, size_t errlen)
 {
 	char bytes[32], line[512], name[64], *argv[4];
-	struct tp_result *last = NULL;
+	int first = rep->n;
 	unsigned long long b;
 	struct tp_worker w;
 	double secs;
@@ -217,14 +217,17 @@ static int run_worker(const struct opts *o, const char *mode, uint64_t size, cha
 	while ((rc = tp_worker_line(&w, line, sizeof(line), o->timeout)) == 0) {
 		if (sscanf(line, "RESULT %63s %llu %lf", name, &b, &secs) != 3)
 			continue;
-		if (!strcmp(name, "verify_mismatches") && last) {
-			if (b)
-				snprintf(last->note, sizeof(last->note), "%llu words differ", b);
-			else
-				snprintf(last->note, sizeof(last->note), "verified");
+		if (!strcmp(name, "verify_mismatches")) {
+			for (int i = first; i < rep->n; i++) {
+				if (b)
+					snprintf(rep->r[i].note, sizeof(rep->r[i].note),
+						 "%llu words differ", b);
+				else
+					snprintf(rep->r[i].note, sizeof(rep->r[i].note), "verified");
+			}
 			continue;
 		}
-		last = tp_add(rep, size, name, target, b, secs, NULL);
+		tp_add(rep, size, name, target, b, secs, NULL);
 	}
 	status = tp_worker_wait(&w, rc == -ETIMEDOUT ? 0 : 60);
 	if (rc == -ETIMEDOUT) {

@@ -132,7 +132,8 @@ static double ceiling(const struct tp_report *rep, const struct tp_result *r, ch
 		b = best_storage(rep, r->size, "write", r->target);
 		an = "pinned D2H";
 		bn = b ? b->metric : "write";
-	} else if (!strcmp(r->metric, "gpuckpt_restore")) {
+	} else if (!strcmp(r->metric, "gpuckpt_restore") ||
+		   !strcmp(r->metric, "gpuckpt_restart")) {
 		a = find(rep, r->size, "h2d_pinned", "");
 		b = best_storage(rep, r->size, "read", r->target);
 		an = "pinned H2D";

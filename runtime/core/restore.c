@@ -116,6 +116,7 @@ static int same_program(const struct gk_manifest *m)
 void gk_restore_prepare(void)
 {
 	struct gk_manifest *m = NULL;
+	double t0 = gk_now();
 	int ret;
 
 	if (!gk_rt.settings.restore[0])
@@ -146,9 +147,12 @@ void gk_restore_prepare(void)
 		R.m = m;
 		R.state = R_PENDING;
 		__atomic_or_fetch(&gk_rt.due, GK_DUE_RESTORE, __ATOMIC_RELEASE);
-		gk_info("restore: %s: verified (step %lld, %zu allocations); it will be loaded at "
-			"the first checkpoint point",
-			R.dir, (long long)m->step, m->nallocs);
+		/* Every checksum is checked here, before the program starts, so
+		 * that a damaged newest checkpoint falls back to the one before
+		 * rather than failing half-way through the load. */
+		gk_info("restore: %s: verified in %.3f s (step %lld, %zu allocations); it will be "
+			"loaded at the first checkpoint point",
+			R.dir, gk_now() - t0, (long long)m->step, m->nallocs);
 	}
 	pthread_mutex_unlock(&lock);
 }
