@@ -1,9 +1,8 @@
 /*
  * order.h - the order in which the copy threads take the chunks of a
- * checkpoint. In allocation order all threads would write one allocation,
- * so one file, at any moment, and tmpfs adds pages to one file at a time
- * (about 4 GB/s on the H100 machine, against 8-9 GB/s for four files
- * written at once). So consecutive chunks go to a device's files in turn.
+ * checkpoint. In the order of the items all threads would write one file at
+ * any moment, and write() into a tmpfs file holds that file's lock, so they
+ * would take turns. So consecutive chunks go to a device's files in turn.
  * Devices stay one after the other: a thread's staging buffers belong to
  * one device's context, and changing it costs a new pinned buffer.
  */
