@@ -339,6 +339,7 @@ static void phase_storage(const struct opts *o, uint64_t size, const char *targe
 		tp_add(rep, size, "read_parallel", target, size, -1, err);
 	else
 		tp_add(rep, size, "read_parallel", target, size, secs, note);
+	/* Removed before the write from memory needs the room, and again after. */
 	tp_storage_remove_parallel(path, o->writers);
 	if (!strcmp(target, "tmpfs"))
 		storage_from_memory(o, size, target, path, rep);
