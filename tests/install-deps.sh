@@ -5,7 +5,7 @@
 # /usr/local/cuda (or configure --with-cuda=DIR).
 set -euo pipefail
 packages=(
-	autoconf automake libtool pkg-config make gcc
+	autoconf automake libtool pkg-config make gcc g++
 	libjson-c-dev libhwloc-dev libmunge-dev munge
 	slurmctld slurmd slurm-client libslurm-dev
 	bats iproute2 lua5.1 procps psmisc util-linux jq groff-base
