@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "dump.h"
+#include "eventlog.h"
 #include "clock.h"
 #include "api.h"
 #include "arena.h"
@@ -407,6 +408,7 @@ int gk_dump(long step)
 		gk_error("checkpoint: %s: refused, no checkpoint written: this process holds %s, "
 			 "which gpuckpt cannot checkpoint",
 			 dir, why);
+		gk_eventlog_checkpoint(-ENOTSUP, 0, 0, gk_now() - t0, 0);
 		return -ENOTSUP;
 	}
 	gk_gate_close();
@@ -439,6 +441,9 @@ out:
 			dir, (unsigned long long)m->sequence, (unsigned long long)bytes, size_text,
 			m->nallocs, m->nregions, secs, is_signed ? "" : ", unsigned");
 	}
+	/* -ENOTSUP here is not a refusal: that was decided above. */
+	gk_eventlog_checkpoint(ret == -ENOTSUP ? -EIO : ret, ret == 0 ? m->sequence : 0, bytes, secs,
+			       ret == 0 ? (unsigned)m->ndevices : 0);
 	gk_manifest_free(m);
 	return ret;
 }

@@ -21,6 +21,7 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/io.c %reldir%/io.h \
 	%reldir%/numa.c %reldir%/numa.h \
 	%reldir%/dump.c %reldir%/dump.h \
+	%reldir%/eventlog.c %reldir%/eventlog.h \
 	%reldir%/agent.c %reldir%/agent.h \
 	%reldir%/restore.c %reldir%/restore.h \
 	%reldir%/api.c %reldir%/api.h \
