@@ -12,7 +12,9 @@
  *	    gpuckpt-shepherd (transparent).
  *	slurmd prolog and epilog (job-script context), as root: the staging
  *	    script moves checkpoints between the node's burst buffer and the
- *	    shared root (scheduler-hooks/gpuckpt-stage).
+ *	    shared root (scheduler-hooks/gpuckpt-stage); what the job's tasks
+ *	    did on the node goes into the job's record, its AdminComment and
+ *	    the node's metrics (job_record, metrics).
  */
 #include "config.h"
 
@@ -22,11 +24,15 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <slurm/spank.h>
 
 #include "ckpt_dir.h"
 #include "job_options.h"
+#include "job_record.h"
+#include "metrics.h"
 #include "site_args.h"
 #include "stage_run.h"
 #include "task_env.h"
@@ -335,14 +341,34 @@ out_free:
 struct stage_log {
 	const char *verb;
 	uint32_t job_id;
+	const char *node;
+	struct gk_job_events *events; /* the staging events go here too */
 };
+
+static double wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static void stage_line(void *arg, const char *line)
 {
 	const struct stage_log *l = arg;
+	struct gk_event e;
 
+	if (!line[0])
+		return;
+	slurm_info("gpuckpt: stage-%s: job %u: %s", l->verb, l->job_id, line);
+	if (gk_stage_line_event(l->verb, line, l->node, wall_now(), &e) == 1)
+		gk_job_events_add(l->events, &e);
+}
+
+static void comment_line(void *arg, const char *line)
+{
 	if (line[0])
-		slurm_info("gpuckpt: stage-%s: job %u: %s", l->verb, l->job_id, line);
+		slurm_error("gpuckpt: AdminComment of job %u: %s", *(const uint32_t *)arg, line);
 }
 
 static int env_u32(const char *name, uint32_t *out)
@@ -361,17 +387,63 @@ static int env_u32(const char *name, uint32_t *out)
 	return 0;
 }
 
-/*
- * Prolog and epilog: run the staging script. A failure is logged and the job
- * goes on: a failed prolog or epilog would drain the node, and the runtime
- * never trusts a checkpoint that did not arrive whole anyway.
- */
-static int run_stage(const char *verb, int ac, char **av)
+/* The staging script, its lines to slurmd's log and, as events, to l->events. */
+static void run_stage(struct stage_log *l, uid_t uid, gid_t gid)
 {
-	struct stage_log l = {verb, 0};
-	uint32_t uid, gid;
 	char *argv[GK_STAGE_MAXARGS + 1];
-	char buf[4 * PATH_MAX + 512], err[GK_ERRLEN];
+	char buf[4 * PATH_MAX + 512];
+	int rc;
+
+	if (gk_stage_argv(&site, l->verb, l->job_id, uid, gid, argv, buf, sizeof(buf)) < 0) {
+		slurm_error("gpuckpt: stage-%s: job %u: arguments too long", l->verb, l->job_id);
+		return;
+	}
+	rc = gk_run_logged(argv, stage_line, l);
+	if (rc < 0)
+		slurm_error("gpuckpt: stage-%s: job %u: cannot run %s: %s", l->verb, l->job_id,
+			    site.stage, strerror(-rc));
+	else if (rc != 0)
+		slurm_error("gpuckpt: stage-%s: job %u: %s exited with status %d", l->verb,
+			    l->job_id, site.stage, rc);
+}
+
+/* The job's summary into its AdminComment, by scontrol, bounded in time. */
+static void set_admin_comment(uint32_t job_id, const struct gk_job_events *all)
+{
+	struct gk_job_stats st;
+	char text[256], *argv[GK_COMMENT_ARGS];
+	char buf[PATH_MAX + 512];
+	int rc;
+
+	gk_job_stats_compute(all, &st);
+	if (gk_job_stats_comment(&st, text, sizeof(text)) < 0 ||
+	    gk_admin_comment_argv(site.scontrol, job_id, text, argv, buf, sizeof(buf)) < 0)
+		return;
+	rc = gk_run_logged_timeout(argv, 30, comment_line, &job_id);
+	if (rc != 0)
+		slurm_error("gpuckpt: job %u: %s update failed (%s %d); AdminComment not set",
+			    job_id, site.scontrol, rc < 0 ? "error" : "status", rc < 0 ? -rc : rc);
+	else
+		slurm_info("gpuckpt: job %u: AdminComment: %s", job_id, text);
+}
+
+/*
+ * Prolog ("in") and epilog ("out"), as root on each node of the job: the
+ * runtime's events of the job's tasks here (epilog), the staging, then the
+ * job's record, its AdminComment (epilog) and the node's metrics. A failure
+ * is logged and the job goes on: a failed prolog or epilog would drain the
+ * node, and the runtime never trusts a checkpoint that did not arrive whole
+ * anyway.
+ */
+static int job_script(const char *verb, int ac, char **av)
+{
+	struct gk_job_events events = {0}, all = {0};
+	struct gk_metrics delta = {0};
+	struct stage_log l = {verb, 0, NULL, &events};
+	char node[GK_EVENT_NAME_MAX], err[GK_ERRLEN];
+	int epilog = strcmp(verb, "out") == 0;
+	uint32_t uid, gid;
+	const char *v;
 	int rc;
 
 	if (spank_context() != S_CTX_JOB_SCRIPT)
@@ -381,35 +453,58 @@ static int run_stage(const char *verb, int ac, char **av)
 		slurm_error("gpuckpt: plugstack.conf: %s", err);
 		return 0;
 	}
-	if (!site.stage[0] || !site.shared_root[0])
-		return 0;
 	if (env_u32("SLURM_JOB_ID", &l.job_id) < 0 || env_u32("SLURM_JOB_UID", &uid) < 0) {
 		slurm_error("gpuckpt: stage-%s: SLURM_JOB_ID or SLURM_JOB_UID missing", verb);
 		return 0;
 	}
 	if (env_u32("SLURM_JOB_GID", &gid) < 0)
 		gid = uid;
-	if (gk_stage_argv(&site, verb, l.job_id, (uid_t)uid, (gid_t)gid, argv, buf, sizeof(buf)) <
-	    0) {
-		slurm_error("gpuckpt: stage-%s: job %u: arguments too long", verb, l.job_id);
-		return 0;
+	v = getenv("SLURMD_NODENAME");
+	if (!v || !gk_event_name_ok(v)) {
+		if (gethostname(node, sizeof(node)) < 0)
+			snprintf(node, sizeof(node), "unknown");
+		node[sizeof(node) - 1] = '\0';
+	} else {
+		snprintf(node, sizeof(node), "%s", v);
 	}
-	rc = gk_run_logged(argv, stage_line, &l);
-	if (rc < 0)
-		slurm_error("gpuckpt: stage-%s: job %u: cannot run %s: %s", verb, l.job_id,
-			    site.stage, strerror(-rc));
-	else if (rc != 0)
-		slurm_error("gpuckpt: stage-%s: job %u: %s exited with status %d", verb, l.job_id,
-			    site.stage, rc);
+	l.node = node;
+
+	/* Before staging out, which removes the job's folder from the node. */
+	if (epilog) {
+		rc = gk_record_collect(site.bb_root, l.job_id, (uid_t)uid, node, 1, &events, err,
+				       sizeof(err));
+		if (rc < 0)
+			slurm_error("gpuckpt: job %u: events on this node not read: %s", l.job_id,
+				    err);
+	}
+	if (site.stage[0] && site.shared_root[0])
+		run_stage(&l, (uid_t)uid, (gid_t)gid);
+
+	if (site.shared_root[0] && (events.n || epilog)) {
+		rc = gk_record_append(site.shared_root, l.job_id, &events, epilog ? &all : NULL,
+				      err, sizeof(err));
+		if (rc < 0)
+			slurm_error("gpuckpt: job %u: record not written: %s", l.job_id, err);
+		else if (epilog && site.admin_comment && all.n)
+			set_admin_comment(l.job_id, &all);
+	}
+	if (site.metrics[0]) {
+		gk_metrics_add_events(&delta, &events);
+		delta.jobs = epilog;
+		if (gk_metrics_update(site.metrics, &delta, err, sizeof(err)) < 0)
+			slurm_error("gpuckpt: job %u: %s", l.job_id, err);
+	}
+	gk_job_events_free(&events);
+	gk_job_events_free(&all);
 	return 0;
 }
 
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 {
-	return run_stage("in", ac, av);
+	return job_script("in", ac, av);
 }
 
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
-	return run_stage("out", ac, av);
+	return job_script("out", ac, av);
 }

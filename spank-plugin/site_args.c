@@ -17,13 +17,16 @@
 #ifndef GK_BINDIR
 #define GK_BINDIR "/usr/local/bin"
 #endif
+#ifndef GK_SCONTROL
+#define GK_SCONTROL "/usr/bin/scontrol"
+#endif
 #ifndef GK_LOCALSTATEDIR
 #define GK_LOCALSTATEDIR "/var"
 #endif
 
 #define KNOWN_KEYS                                                                                 \
 	"default, bb_root, shared_root, runtime, stage, tool, config, keep, on_bad_checkpoint, "   \
-	"interval, log_level, mode, criu, shepherd"
+	"interval, log_level, mode, criu, shepherd, metrics, admin_comment, scontrol"
 
 void gk_site_defaults(struct gk_site *s)
 {
@@ -38,6 +41,8 @@ void gk_site_defaults(struct gk_site *s)
 	s->interval = -1;
 	s->mode = GK_MODE_AUTO;
 	snprintf(s->shepherd, sizeof(s->shepherd), "%s/gpuckpt", GK_LIBEXECDIR);
+	s->admin_comment = 1;
+	snprintf(s->scontrol, sizeof(s->scontrol), "%s", GK_SCONTROL);
 }
 
 /* A path setting: absolute, fits; "none" or "" clears it where that is allowed. */
@@ -139,6 +144,18 @@ int gk_site_set(struct gk_site *s, const char *key, const char *value, char *err
 		return set_path(s->criu, sizeof(s->criu), key, value, 1, err, errlen);
 	if (strcmp(key, "shepherd") == 0)
 		return set_path(s->shepherd, sizeof(s->shepherd), key, value, 0, err, errlen);
+	if (strcmp(key, "metrics") == 0)
+		return set_path(s->metrics, sizeof(s->metrics), key, value, 1, err, errlen);
+	if (strcmp(key, "admin_comment") == 0) {
+		if (gk_parse_onoff(value, &s->admin_comment) < 0) {
+			snprintf(err, errlen, "admin_comment: invalid value '%s' (expected on or off)",
+				 value);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (strcmp(key, "scontrol") == 0)
+		return set_path(s->scontrol, sizeof(s->scontrol), key, value, 0, err, errlen);
 	snprintf(err, errlen, "unknown argument '%s' (known: " KNOWN_KEYS ")", key);
 	return -EINVAL;
 }

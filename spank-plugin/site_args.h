@@ -21,6 +21,10 @@
  *	mode               auto                       auto | app | transparent (transparent.h)
  *	criu               (the shepherd's default)   CRIU for transparent mode
  *	shepherd           LIBEXECDIR/gpuckpt         folder of gpuckpt-shepherd
+ *	metrics            (none)                     node_exporter textfile (metrics.h)
+ *	admin_comment      on                         on: the job's AdminComment gets its
+ *	                                              checkpoint summary (job_record.h)
+ *	scontrol           (configure's scontrol)     scontrol, for the AdminComment
  */
 #ifndef GK_SITE_ARGS_H
 #define GK_SITE_ARGS_H
@@ -52,6 +56,9 @@ struct gk_site {
 	enum gk_mode mode;
 	char criu[PATH_MAX];	 /* "" = the shepherd's default */
 	char shepherd[PATH_MAX]; /* folder holding gpuckpt-shepherd */
+	char metrics[PATH_MAX];	 /* "" = no metrics file */
+	int admin_comment;
+	char scontrol[PATH_MAX];
 };
 
 void gk_site_defaults(struct gk_site *s);

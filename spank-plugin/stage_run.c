@@ -82,6 +82,11 @@ static void flush_lines(char *buf, size_t *len, int final, gk_line_fn fn, void *
 
 int gk_run_logged(char *const argv[], gk_line_fn fn, void *arg)
 {
+	return gk_run_logged_timeout(argv, 0, fn, arg);
+}
+
+int gk_run_logged_timeout(char *const argv[], unsigned seconds, gk_line_fn fn, void *arg)
+{
 	char buf[4097];
 	size_t len = 0;
 	int fds[2], status, rc;
@@ -99,6 +104,10 @@ int gk_run_logged(char *const argv[], gk_line_fn fn, void *arg)
 
 		if (null < 0 || dup2(null, 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[1], 2) < 0)
 			_exit(127);
+		/* Pending alarms survive exec: the command ends by SIGALRM if it
+		 * hangs (an unreachable slurmctld must not hold up an epilog). */
+		if (seconds)
+			alarm(seconds);
 		execv(argv[0], argv);
 		dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);

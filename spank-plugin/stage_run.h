@@ -39,4 +39,7 @@ int gk_pack_argv(const char *const *items, int n, char *argv[], char *buf, size_
  */
 int gk_run_logged(char *const argv[], gk_line_fn fn, void *arg);
 
+/* The same, killed by SIGALRM (status 128+14) after `seconds` (0: never). */
+int gk_run_logged_timeout(char *const argv[], unsigned seconds, gk_line_fn fn, void *arg);
+
 #endif
