@@ -25,7 +25,8 @@ struct gk_cmd {
 	int (*run)(int argc, char **argv);
 };
 
-extern const struct gk_cmd gk_cmd_inspect, gk_cmd_verify, gk_cmd_list, gk_cmd_prune;
+extern const struct gk_cmd gk_cmd_inspect, gk_cmd_verify, gk_cmd_list, gk_cmd_prune,
+    gk_cmd_checkpoint, gk_cmd_report;
 
 /* ---- options ---- */
 
