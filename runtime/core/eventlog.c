@@ -83,6 +83,10 @@ static void append(const struct gk_event *e)
 	}
 	snprintf(path, sizeof(path), "%s/%s", gk_rt.settings.dir, GK_EVENTS_FILE);
 	fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* Outside Slurm the folder may not be there yet: the first checkpoint
+	 * would make it anyway. */
+	if (fd < 0 && errno == ENOENT && mkdir(gk_rt.settings.dir, 0700) == 0)
+		fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		err = errno;
 		goto out;

@@ -8,7 +8,7 @@
 HEAT=$top_builddir/examples/heat/heat-drv
 MODULE=$top_builddir/examples/heat/.libs/heat_kernels_host.so
 SLOWIO=$top_builddir/tests/runtime/.libs/slowio.so
-PLAN=34
+PLAN=38
 tap_plan $PLAN
 gk_scratch
 
@@ -60,7 +60,11 @@ kill -TERM $HEAT_PID; wait $HEAT_PID; status=$?
 expect "SIGTERM half-way: the program checkpoints, then dies by SIGTERM ($status)" term \
 	test $status -eq 143
 expect "the checkpoint is committed as ckpt.000001, with no temporary left" term \
-	test -f "$D/ckpt.000001/manifest.json" -a -z "$(ls -A "$D" | grep -v '^ckpt\.')"
+	test -f "$D/ckpt.000001/manifest.json" -a -z "$(ls -A "$D" | grep -v '^ckpt\.' | grep -vx gpuckpt.events)"
+expect "the runtime's event file says it started, once" term \
+	test "$(grep -c "^gpuckpt-event 1 kind=start result=ok time=[0-9.]* pid=$HEAT_PID pstart=[0-9]*$" "$D/gpuckpt.events")" = 1
+expect "... and the checkpoint: ckpt 1, its bytes, its time, 1 GPU" term \
+	grep -q "^gpuckpt-event 1 kind=checkpoint result=ok time=[0-9.]* pid=$HEAT_PID pstart=[0-9]* ckpt=1 bytes=[1-9][0-9]* seconds=[0-9.]* elapsed=[0-9.]* gpus=1$" "$D/gpuckpt.events"
 expect "the runtime logged what it wrote" term grep -q "checkpoint: .*ckpt.000001: wrote" "$GK_SCRATCH/term.err"
 "$GK_TOOL" verify "$D/ckpt.000001" >"$GK_SCRATCH/verify.out" 2>&1
 expect "gpuckpt verify accepts it" verify test $? -eq 0
@@ -78,6 +82,8 @@ expect "... on a GPU with another UUID" resume \
 	"$(grep -o 'GPU-[0-9a-f-]*' "$GK_SCRATCH/term.out" | head -1)"
 expect "and finishes with the uninterrupted run's checksum" resume \
 	test "$(checksum_of "$GK_SCRATCH/resume.out")" = "$REF"
+expect "the restore is in the event file: ckpt 1, its bytes" resume \
+	grep -q "^gpuckpt-event 1 kind=restore result=ok .* ckpt=1 bytes=[1-9][0-9]* seconds=[0-9.]*$" "$D/gpuckpt.events"
 
 # --- several checkpoints in one run ---------------------------------------------
 D=$GK_SCRATCH/multi
@@ -89,7 +95,9 @@ wait $HEAT_PID; status=$?
 expect "SIGUSR1 twice then SIGTERM: three checkpoints, the program ends by SIGTERM" multi \
 	test $status -eq 143 -a "$(grep -c 'wrote' "$GK_SCRATCH/multi.err")" -eq 3
 expect "only the newest two are kept (GPUCKPT_KEEP=2)" multi \
-	test "$(ls "$D")" = "$(printf 'ckpt.000002\nckpt.000003')"
+	test "$(ls "$D" | grep -vx gpuckpt.events)" = "$(printf 'ckpt.000002\nckpt.000003')"
+expect "the event file has the three, numbered 1 to 3" multi \
+	test "$(sed -n 's/.*kind=checkpoint result=ok .* ckpt=\([0-9]*\) .*/\1/p' "$D/gpuckpt.events" | tr '\n' ' ')" = "1 2 3 "
 step3=$(sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$D/ckpt.000003/manifest.json" | head -1)
 step2=$(sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$D/ckpt.000002/manifest.json" | head -1)
 with_runtime env GPUCKPT_DIR="$D" GPUCKPT_RESTORE=auto "$HEAT" "${ARGS[@]}" \
