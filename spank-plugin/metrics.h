@@ -31,8 +31,8 @@ struct gk_metrics {
 	uint64_t stage[2][2]; /* [0 in, 1 out][0 ok, 1 failed] */
 	uint64_t stage_bytes[2];
 	double stage_seconds[2];
-	uint64_t jobs;          /* epilogs that collected a job's events */
-	uint64_t rejected;      /* lines of the runtime's files that were refused */
+	uint64_t jobs;	   /* epilogs that found a job's event files here */
+	uint64_t rejected; /* lines of the runtime's files that were refused */
 };
 
 /* Add the events (and rejected lines) of ev to m. */

@@ -57,9 +57,10 @@ int gk_root_dir_open(const char *path, char *err, size_t errlen)
 		n = strcspn(p, "/");
 		/* fd is the folder reached so far: the last one when n is 0. */
 		if (fstat(fd, &st) < 0 || !root_only(&st, n != 0)) {
-			snprintf(err, errlen,
-				 "%.*s: not root's, or writable by others: root will not write below it",
-				 (int)(p - path) ? (int)(p - path) : 1, path);
+			snprintf(
+			    err, errlen,
+			    "%.*s: not root's, or writable by others: root will not write below it",
+			    (int)(p - path) ? (int)(p - path) : 1, path);
 			close(fd);
 			return -EPERM;
 		}

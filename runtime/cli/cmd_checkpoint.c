@@ -109,8 +109,16 @@ static const char checkpoint_help[] =
     "    gpuckpt checkpoint --exit 1234 && echo \"held; scontrol release 1234 resumes it\"\n"
     "    gpuckpt checkpoint --json 1234 | jq -r '.tasks[].checkpoint'\n";
 
-enum { OPT_EXIT = 1, OPT_REQUEUE, OPT_FULL, OPT_TIMEOUT, OPT_SIGNAL, OPT_BB_ROOT, OPT_JSON,
-       OPT_ON_NODE };
+enum {
+	OPT_EXIT = 1,
+	OPT_REQUEUE,
+	OPT_FULL,
+	OPT_TIMEOUT,
+	OPT_SIGNAL,
+	OPT_BB_ROOT,
+	OPT_JSON,
+	OPT_ON_NODE
+};
 
 static const struct cli_opt checkpoint_opts[] = {
     {"exit", 0, 0, OPT_EXIT},
@@ -130,7 +138,7 @@ static const struct cli_opt checkpoint_opts[] = {
 
 struct opts {
 	const char *job;
-	int end;   /* 0, OPT_EXIT, OPT_REQUEUE */
+	int end; /* 0, OPT_EXIT, OPT_REQUEUE */
 	int full;
 	unsigned timeout;
 	char signal[16];
@@ -350,12 +358,30 @@ static const struct ptask *find(const struct snapshot *s, const struct ptask *t)
 	return NULL;
 }
 
+/* Steps as numbers (batch and the like after them), then tasks. */
+static int by_step_task(const void *a, const void *b)
+{
+	const struct ptask *x = a, *y = b;
+	int xn = x->step[0] >= '0' && x->step[0] <= '9',
+	    yn = y->step[0] >= '0' && y->step[0] <= '9';
+	long long d;
+
+	if (xn != yn)
+		return yn - xn;
+	d = xn ? atoll(x->step) - atoll(y->step) : strcmp(x->step, y->step);
+	if (d)
+		return d < 0 ? -1 : 1;
+	return (x->task > y->task) - (x->task < y->task);
+}
+
 /* The steps to signal: those with a task running the runtime. */
 static int pick(struct snapshot *base, const struct opts *o, const char *job, char *err,
 		size_t errlen)
 {
 	size_t waited = 0, in_batch = 0;
 
+	if (base->n)
+		qsort(base->t, base->n, sizeof(*base->t), by_step_task);
 	for (size_t i = 0; i < base->n; i++) {
 		struct ptask *t = &base->t[i];
 
@@ -536,11 +562,12 @@ static void print_result(const struct job_info *j, const struct snapshot *base,
 			json_object_object_add(x, "step", json_object_new_string(t->step));
 			json_object_object_add(x, "task", json_object_new_int64(t->task));
 			json_object_object_add(x, "status", json_object_new_string(t->status));
-			json_object_object_add(x, "checkpoint", ok ? json_object_new_string(path) : NULL);
-			json_object_object_add(x, "bytes", ok ? json_object_new_int64(t->newest_bytes)
-							      : NULL);
-			json_object_object_add(x, "reason",
-					       t->reason[0] ? json_object_new_string(t->reason) : NULL);
+			json_object_object_add(x, "checkpoint",
+					       ok ? json_object_new_string(path) : NULL);
+			json_object_object_add(x, "bytes",
+					       ok ? json_object_new_int64(t->newest_bytes) : NULL);
+			json_object_object_add(
+			    x, "reason", t->reason[0] ? json_object_new_string(t->reason) : NULL);
 			json_object_array_add(arr, x);
 		}
 		json_object_object_add(top, "tasks", arr);
@@ -560,8 +587,8 @@ static void print_result(const struct job_info *j, const struct snapshot *base,
 			continue;
 		if (!strcmp(t->status, "committed")) {
 			cli_human_size((uint64_t)t->newest_bytes, size, sizeof(size));
-			printf("  step %s task %u  %s:%s/ckpt.%06lld  %s\n", t->step, t->task, t->node,
-			       t->dir, t->newest, size);
+			printf("  step %s task %u  %s:%s/ckpt.%06lld  %s\n", t->step, t->task,
+			       t->node, t->dir, t->newest, size);
 		} else {
 			printf("  step %s task %u  %s: %s: %s\n", t->step, t->task, t->node,
 			       t->status, t->reason);
@@ -610,9 +637,9 @@ static int parse_opts(int argc, char **argv, struct opts *o, int *on_node)
 						       "one job at a time ('%s' and '%s')", o->job,
 						       arg);
 			if (!job_id_ok(arg))
-				return cli_usage_error(&gk_cmd_checkpoint,
-						       "'%s' is not a job id (such as 1234 or 1234_5)",
-						       arg);
+				return cli_usage_error(
+				    &gk_cmd_checkpoint,
+				    "'%s' is not a job id (such as 1234 or 1234_5)", arg);
 			o->job = arg;
 			break;
 		case OPT_EXIT:
@@ -648,7 +675,8 @@ static int parse_opts(int argc, char **argv, struct opts *o, int *on_node)
 		case OPT_BB_ROOT:
 			if (arg[0] != '/')
 				return cli_usage_error(&gk_cmd_checkpoint,
-						       "--bb-root: '%s' is not an absolute path", arg);
+						       "--bb-root: '%s' is not an absolute path",
+						       arg);
 			o->bb_root = arg;
 			break;
 		case OPT_JSON:
@@ -744,8 +772,10 @@ static int checkpoint_run(int argc, char **argv)
 			/* The job may have ended under us. */
 			if (get_job(j.id, &again, ended_err, sizeof(ended_err)) == 0 &&
 			    strcmp(again.state, "RUNNING") != 0) {
-				snprintf(err, sizeof(err), "job %s ended (%s) before its checkpoint "
-					 "was committed", j.id, again.state);
+				snprintf(err, sizeof(err),
+					 "job %s ended (%s) before its checkpoint "
+					 "was committed",
+					 j.id, again.state);
 				committed = 0;
 				break;
 			}
@@ -778,8 +808,10 @@ static int checkpoint_run(int argc, char **argv)
 		if (end_run(&j, &o, err, sizeof(err)) == 0)
 			ended = o.end == OPT_EXIT ? "held" : "requeued";
 	} else if (!committed && o.end && !err[0]) {
-		snprintf(err, sizeof(err), "job %s was left running: its checkpoint was not "
-			 "committed", j.id);
+		snprintf(err, sizeof(err),
+			 "job %s was left running: its checkpoint was not "
+			 "committed",
+			 j.id);
 	}
 	print_result(&j, &base, &o, committed, mono() - t0, ended, err[0] ? err : NULL);
 	snapshot_free(&base);

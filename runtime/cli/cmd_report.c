@@ -242,7 +242,8 @@ static json_object *stats_json(const struct gk_job_stats *s, int total)
 		}
 		json_object_object_add(o, "last_checkpoint", last);
 	}
-	json_object_object_add(o, "gpu_seconds_saved", json_object_new_double(s->gpu_seconds_saved));
+	json_object_object_add(o, "gpu_seconds_saved",
+			       json_object_new_double(s->gpu_seconds_saved));
 	json_object_object_add(o, "first_event",
 			       s->first_time ? json_object_new_double(s->first_time) : NULL);
 	json_object_object_add(o, "last_event",
@@ -318,8 +319,9 @@ static int report_run(int argc, char **argv)
 		d = NULL;
 	} else if (dirfd < 0) {
 		gk_error("report: %s: %s%s", path, strerror(errno),
-			 errno == EACCES ? " (the job records are root's: run gpuckpt report as root)"
-					 : "");
+			 errno == EACCES
+			     ? " (the job records are root's: run gpuckpt report as root)"
+			     : "");
 		return GK_EXIT_BAD;
 	} else {
 		d = fdopendir(dirfd);
@@ -375,7 +377,8 @@ static int report_run(int argc, char **argv)
 		for (size_t i = 0; i < nrows; i++) {
 			json_object *o = stats_json(&rows[i].st, 0);
 
-			json_object_object_add(o, "job", json_object_new_int64((int64_t)rows[i].job));
+			json_object_object_add(o, "job",
+					       json_object_new_int64((int64_t)rows[i].job));
 			json_object_array_add(arr, o);
 		}
 		json_object_object_add(top, "jobs", arr);

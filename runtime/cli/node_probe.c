@@ -248,8 +248,9 @@ static int probe_task(void *arg, const char *step, uint32_t task, int taskfd)
 	if (t.have_failure) {
 		json_object *l = json_object_new_object();
 
-		json_object_object_add(l, "result",
-				       json_object_new_string(gk_event_result_name(t.last_failure.result)));
+		json_object_object_add(
+		    l, "result",
+		    json_object_new_string(gk_event_result_name(t.last_failure.result)));
 		json_object_object_add(l, "errno", json_object_new_int((int)t.last_failure.err));
 		json_object_object_add(o, "last_failure", l);
 	} else {
@@ -294,7 +295,7 @@ int node_probe(const char *job, const char *bb_root)
 		close(fd);
 	json_object_object_add(top, "tasks", p.tasks);
 	printf("%s\n", json_object_to_json_string_ext(top, JSON_C_TO_STRING_PLAIN |
-								JSON_C_TO_STRING_NOSLASHESCAPE));
+							       JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(top);
 	return fflush(stdout) == 0 ? GK_EXIT_OK : GK_EXIT_BAD;
 }

@@ -13,10 +13,10 @@
 #include <sys/types.h>
 
 struct cmd_result {
-	int status;   /* exit status; 128+N when killed by signal N; -errno when not run */
-	char *out;    /* stdout, NUL-terminated (malloc'ed; at most 4 MiB kept) */
+	int status; /* exit status; 128+N when killed by signal N; -errno when not run */
+	char *out;  /* stdout, NUL-terminated (malloc'ed; at most 4 MiB kept) */
 	size_t outlen;
-	char *err;    /* stderr, the same */
+	char *err; /* stderr, the same */
 	size_t errlen;
 };
 
@@ -33,14 +33,14 @@ void cmd_last_line(const char *text, char *buf, size_t len);
 
 /* What the tool needs to know of a job (scontrol show job -o). */
 struct job_info {
-	char id[32];           /* JobId, as Slurm names it */
+	char id[32]; /* JobId, as Slurm names it */
 	uid_t uid;
 	char user[64];
-	char state[32];        /* RUNNING, PENDING, ... */
-	int requeue;           /* Requeue=1 */
-	int batch;             /* BatchFlag=1 */
+	char state[32]; /* RUNNING, PENDING, ... */
+	int requeue;	/* Requeue=1 */
+	int batch;	/* BatchFlag=1 */
 	unsigned nnodes;
-	char nodes[1024];      /* NodeList */
+	char nodes[1024]; /* NodeList */
 };
 
 /* The value of `key` in a one-line `scontrol show job -o` text, into buf:

@@ -12,8 +12,8 @@
 #include <stdio.h>
 #include <string.h>
 
-static const char *const kind_names[GK_EV_KINDS] = {"start", "checkpoint", "restore",
-						    "stage-in", "stage-out"};
+static const char *const kind_names[GK_EV_KINDS] = {"start", "checkpoint", "restore", "stage-in",
+						    "stage-out"};
 static const char *const result_names[GK_EV_RESULTS] = {"ok", "failed", "refused"};
 
 const char *gk_event_kind_name(enum gk_event_kind k)

@@ -118,8 +118,8 @@ int gk_event_parse(const char *line, size_t len, struct gk_event *e);
  * its newline is taken as cut off (a writer killed half-way, or the read
  * bound) and passed as NULL. Stops when fn returns non-zero and returns that.
  */
-int gk_events_each(const char *buf, size_t len,
-		   int (*fn)(void *arg, const struct gk_event *e), void *arg);
+int gk_events_each(const char *buf, size_t len, int (*fn)(void *arg, const struct gk_event *e),
+		   void *arg);
 
 /* 1 when `s` may be a node or step name: 1-63 of [A-Za-z0-9._-]. */
 int gk_event_name_ok(const char *s);

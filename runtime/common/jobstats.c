@@ -155,8 +155,9 @@ void gk_job_stats_compute(const struct gk_job_events *j, struct gk_job_stats *s)
 
 			/* Counted once per (step, N), at its first task. */
 			for (k = 0; k < i; k++)
-				if (is_ok(&j->ev[k], GK_EV_CHECKPOINT) && has(&j->ev[k], GK_EVF_CKPT) &&
-				    j->ev[k].ckpt == e->ckpt && same_step(&j->ev[k], e))
+				if (is_ok(&j->ev[k], GK_EV_CHECKPOINT) &&
+				    has(&j->ev[k], GK_EVF_CKPT) && j->ev[k].ckpt == e->ckpt &&
+				    same_step(&j->ev[k], e))
 					break;
 			if (k == i)
 				s->checkpoints++;

@@ -30,11 +30,11 @@ struct gk_job_events {
 
 struct gk_job_stats {
 	uint64_t n[GK_EV_KINDS][GK_EV_RESULTS]; /* events by kind and result */
-	uint64_t bytes[GK_EV_KINDS];            /* of the ok ones */
-	double seconds[GK_EV_KINDS];            /* of the ok ones */
-	uint64_t checkpoints;                   /* distinct (step, ckpt.N) committed */
-	uint64_t restores;                      /* distinct (step, restart) restored */
-	uint64_t failures;                      /* events failed or refused */
+	uint64_t bytes[GK_EV_KINDS];		/* of the ok ones */
+	double seconds[GK_EV_KINDS];		/* of the ok ones */
+	uint64_t checkpoints;			/* distinct (step, ckpt.N) committed */
+	uint64_t restores;			/* distinct (step, restart) restored */
+	uint64_t failures;			/* events failed or refused */
 	int have_last;
 	char last_step[16];
 	uint64_t last_ckpt;  /* N of the newest committed checkpoint */

@@ -17,8 +17,8 @@
 #include <time.h>
 #include <unistd.h>
 
-static uint64_t pstart;    /* clock ticks after boot */
-static double start_boot;  /* the same, in seconds */
+static uint64_t pstart;	  /* clock ticks after boot */
+static double start_boot; /* the same, in seconds */
 static int have_pstart;
 
 static double boot_seconds(void)
@@ -70,7 +70,8 @@ static void fill(struct gk_event *e, enum gk_event_kind kind, enum gk_event_resu
 static void append(const struct gk_event *e)
 {
 	static int said;
-	char path[sizeof(gk_rt.settings.dir) + sizeof(GK_EVENTS_FILE) + 1], line[GK_EVENT_LINE_MAX + 1];
+	char path[sizeof(gk_rt.settings.dir) + sizeof(GK_EVENTS_FILE) + 1],
+	    line[GK_EVENT_LINE_MAX + 1];
 	struct stat st;
 	int fd, n, err = 0;
 
@@ -121,7 +122,9 @@ void gk_eventlog_checkpoint(int ret, uint64_t seq, uint64_t bytes, double second
 	struct gk_event e;
 
 	fill(&e, GK_EV_CHECKPOINT,
-	     ret == 0 ? GK_EV_OK : ret == -ENOTSUP ? GK_EV_REFUSED : GK_EV_FAILED);
+	     ret == 0	       ? GK_EV_OK
+	     : ret == -ENOTSUP ? GK_EV_REFUSED
+			       : GK_EV_FAILED);
 	e.seconds = seconds;
 	e.have |= GK_EVF_SECONDS;
 	if (ret == 0) {

@@ -24,11 +24,10 @@ void gk_eventlog_start(void);
 
 /* A checkpoint: ret 0 (written as ckpt.seq), -ENOTSUP (refused: something
  * in the process cannot be checkpointed) or another negative errno (failed). */
-void gk_eventlog_checkpoint(int ret, uint64_t seq, uint64_t bytes, double seconds,
-			    unsigned gpus);
+void gk_eventlog_checkpoint(int ret, uint64_t seq, uint64_t bytes, double seconds, unsigned gpus);
 
 /* A restore: result, the ckpt.N loaded (has_ckpt), bytes, seconds, errno. */
-void gk_eventlog_restore(enum gk_event_result result, int has_ckpt, uint64_t seq,
-			 uint64_t bytes, double seconds, int err);
+void gk_eventlog_restore(enum gk_event_result result, int has_ckpt, uint64_t seq, uint64_t bytes,
+			 double seconds, int err);
 
 #endif

@@ -67,19 +67,20 @@ static void stage_lines(void)
 	       e.seconds > 0.51 && e.seconds < 0.53 && !strcmp(e.step, "0") && e.task == 1 &&
 	       e.ckpt == 3 && !strcmp(e.node, "gk1"),
 	   "stage: its bytes, seconds, step, task, ckpt and node");
-	is_int(gk_stage_line_event("in", "staged in step.batch/task.0/ckpt.000001: 5 bytes in 0.00 s from /x",
-				   "gk2", 100, &e),
+	is_int(gk_stage_line_event(
+		   "in", "staged in step.batch/task.0/ckpt.000001: 5 bytes in 0.00 s from /x",
+		   "gk2", 100, &e),
 	       1, "stage: a 'staged in' line");
 	ok(e.kind == GK_EV_STAGE_IN && !strcmp(e.step, "batch"), "stage: in, step batch");
-	is_int(gk_stage_line_event("out", "error: /bb/7/step.0/task.0/ckpt.000001: copy failed", "gk1",
-				   100, &e),
+	is_int(gk_stage_line_event("out", "error: /bb/7/step.0/task.0/ckpt.000001: copy failed",
+				   "gk1", 100, &e),
 	       1, "stage: an error line");
 	ok(e.result == GK_EV_FAILED, "stage: is a failed copy");
 	is_int(gk_stage_line_event("out", "kept /bb/7: not every checkpoint reached /shared", "gk1",
 				   100, &e),
 	       0, "stage: other lines are no event");
-	is_int(gk_stage_line_event("out", "staged out ../../etc/task.0/ckpt.1: 5 bytes in 1 s", "gk1",
-				   100, &e),
+	is_int(gk_stage_line_event("out", "staged out ../../etc/task.0/ckpt.1: 5 bytes in 1 s",
+				   "gk1", 100, &e),
 	       0, "stage: a path that is not step.S/task.T/ckpt.N is no event");
 }
 
@@ -202,7 +203,8 @@ static void collect_and_record(void)
 	n = gk_record_collect(bb, 7, 1, "gk1", 1, &ev, err, sizeof(err));
 	is_int(n, 2, "collect: the two event files read (the link and the FIFO not)");
 	is_int(ev.n, 3, "collect: 3 events (start, 2 checkpoints)");
-	is_int(ev.bad_lines, 2, "collect: the garbage line and the staging line from a user are refused");
+	is_int(ev.bad_lines, 2,
+	       "collect: the garbage line and the staging line from a user are refused");
 	ok(ev.n == 3 && !strcmp(ev.ev[1].node, "gk1") && !strcmp(ev.ev[1].step, "0") &&
 	       ev.ev[1].task == 0,
 	   "collect: node, step and task are root's, not the line's");

@@ -46,11 +46,12 @@ static void roundtrip(void)
 	n = gk_event_format(&e, line, sizeof(line));
 	ok(n > 0 && line[n - 1] == '\n', "format: a line with its newline (%d bytes)", n);
 	line[n - 1] = '\0';
-	is_str(line,
-	       "gpuckpt-event 1 kind=checkpoint result=ok time=1732400000.125 node=gk1.example-site "
-	       "step=batch task=5 pid=4242 pstart=987654321 restart=3 ckpt=7 bytes=1099511627776 "
-	       "seconds=0.520 elapsed=3600.250 gpus=2",
-	       "format: the fields in their order");
+	is_str(
+	    line,
+	    "gpuckpt-event 1 kind=checkpoint result=ok time=1732400000.125 node=gk1.example-site "
+	    "step=batch task=5 pid=4242 pstart=987654321 restart=3 ckpt=7 bytes=1099511627776 "
+	    "seconds=0.520 elapsed=3600.250 gpus=2",
+	    "format: the fields in their order");
 	is_int(gk_event_parse(line, (size_t)n - 1, &back), 0, "parse: the line reads back");
 	line[n - 1] = '\n';
 	ok(back.kind == e.kind && back.result == e.result && back.have == e.have &&
@@ -71,7 +72,8 @@ static void roundtrip(void)
 
 	snprintf(e.node, sizeof(e.node), "a b");
 	e.have = GK_EVF_NODE;
-	is_int(gk_event_format(&e, line, sizeof(line)), -EINVAL, "format: a node name with a blank is refused");
+	is_int(gk_event_format(&e, line, sizeof(line)), -EINVAL,
+	       "format: a node name with a blank is refused");
 	e.have = 0;
 	is_int(gk_event_format(&e, line, 20), -ENOSPC, "format: a buffer too small is -ENOSPC");
 }
@@ -82,18 +84,18 @@ static void bad_lines(void)
 	    "",
 	    "gpuckpt-event 1",
 	    "gpuckpt-event 2 kind=start result=ok time=1",
-	    "gpuckpt-event 1 kind=start result=ok",              /* no time */
-	    "gpuckpt-event 1 result=ok time=1",                  /* no kind */
-	    "gpuckpt-event 1 kind=start time=1",                 /* no result */
+	    "gpuckpt-event 1 kind=start result=ok", /* no time */
+	    "gpuckpt-event 1 result=ok time=1",	    /* no kind */
+	    "gpuckpt-event 1 kind=start time=1",    /* no result */
 	    "gpuckpt-event 1 kind=explode result=ok time=1",
 	    "gpuckpt-event 1 kind=start result=maybe time=1",
 	    "gpuckpt-event 1 kind=start result=ok time=-1",
 	    "gpuckpt-event 1 kind=start result=ok time=1e9",
 	    "gpuckpt-event 1 kind=start result=ok time=1.",
 	    "gpuckpt-event 1 kind=start result=ok time=99999999999999",
-	    "gpuckpt-event 1 kind=start result=ok time=1 time=2",          /* twice */
+	    "gpuckpt-event 1 kind=start result=ok time=1 time=2", /* twice */
 	    "gpuckpt-event 1 kind=start result=ok time=1 pid=+5",
-	    "gpuckpt-event 1 kind=start result=ok time=1 pid=4294967296",  /* > 32 bits */
+	    "gpuckpt-event 1 kind=start result=ok time=1 pid=4294967296", /* > 32 bits */
 	    "gpuckpt-event 1 kind=start result=ok time=1 bytes=99999999999999999999",
 	    "gpuckpt-event 1 kind=start result=ok time=1 bytes=",
 	    "gpuckpt-event 1 kind=start result=ok time=1 gpus=70000",
@@ -101,8 +103,8 @@ static void bad_lines(void)
 	    "gpuckpt-event 1 kind=start result=ok time=1 node=../../etc",
 	    "gpuckpt-event 1 kind=start result=ok time=1 node=a/b",
 	    "gpuckpt-event 1 kind=start result=ok time=1 step=",
-	    "gpuckpt-event 1 kind=start result=ok time=1  pid=1",           /* two blanks */
-	    "gpuckpt-event 1 kind=start result=ok time=1 ",                 /* trailing blank */
+	    "gpuckpt-event 1 kind=start result=ok time=1  pid=1", /* two blanks */
+	    "gpuckpt-event 1 kind=start result=ok time=1 ",	  /* trailing blank */
 	    "gpuckpt-event 1 kind=start result=ok time=1 =5",
 	    "gpuckpt-event 1 kind=start result=ok time=1 pid",
 	    "gpuckpt-event 1 kind=start result=ok time=1 node=\x01",
@@ -250,7 +252,8 @@ static void stats(void)
 	is_int(gk_job_stats_comment(&s, text, sizeof(text)) > 0, 1, "comment formatted");
 	is_str(text, "gpuckpt: 3 checkpoints, 2 restores, last ckpt.3 (4.0 GiB), 2 failed",
 	       "the AdminComment text");
-	is_int(gk_job_stats_comment(&s, text, 20), -ENOSPC, "comment: too small a buffer is -ENOSPC");
+	is_int(gk_job_stats_comment(&s, text, 20), -ENOSPC,
+	       "comment: too small a buffer is -ENOSPC");
 	gk_job_events_free(&j);
 
 	gk_job_stats_compute(&j, &s);
