@@ -14,7 +14,9 @@
 # real CUDA_VISIBLE_DEVICES) and its own burst-buffer folder, bind-mounted at the
 # same path ($GK_CLUSTER_DIR/bb) in the node's own mount namespace: one path,
 # different contents on each node, as with a real node-local NVMe. All nodes
-# share $GK_CLUSTER_DIR/shared, the shared checkpoint root.
+# share $GK_CLUSTER_DIR/shared, the shared checkpoint root. Each node's
+# plugin writes its Prometheus metrics to $GK_CLUSTER_DIR/metrics/gpuckpt.prom,
+# also a folder of the node's own ($GK_CLUSTER_DIR/nodes/NODE/metrics).
 #
 # --real-gpu (the GPU machine): one node, File=/dev/nvidia0 (GK_GPU_DEVICE), no network
 # namespaces; the node still gets its own mount namespace for the burst buffer.
@@ -170,7 +172,7 @@ enter_cmd() {
 make_fake_gpus() {
 	local n
 	for n in $(nodes_list); do
-		mkdir -p "$C/nodes/$n/dev" "$C/nodes/$n/bb"
+		mkdir -p "$C/nodes/$n/dev" "$C/nodes/$n/bb" "$C/nodes/$n/metrics"
 		# Major 195 is NVIDIA's; with no driver loaded an open() gets ENXIO, so a
 		# job that tries to use one fails plainly instead of reaching a real device.
 		[ -e "$C/nodes/$n/dev/nvidia0" ] || mknod -m 0666 "$C/nodes/$n/dev/nvidia0" c 195 0
@@ -181,7 +183,7 @@ make_fake_gpus() {
 write_config() {
 	local n mode real_host gres_files ngpu
 	mode=$(cat "$C/mode")
-	mkdir -p "$C/etc" "$C/state" "$C/log" "$C/jobs" "$C/bb" "$C/shared"
+	mkdir -p "$C/etc" "$C/state" "$C/log" "$C/jobs" "$C/bb" "$C/shared" "$C/metrics"
 	chmod 1777 "$C/jobs"
 	chmod 0755 "$C/shared"
 	real_host=$(hostname)
@@ -269,7 +271,7 @@ write_config() {
 	# A sanitizer build's runtime needs ASan's own runtime loaded before it.
 	if [ -n "${ASAN_RUNTIME:-}" ] && [ -f "$ASAN_RUNTIME" ]; then runtime=$ASAN_RUNTIME:$runtime; fi
 	if [ -f "$GK_PLUGIN" ]; then
-		echo "required $GK_PLUGIN bb_root=$C/bb shared_root=$C/shared runtime=$runtime stage=$GK_STAGE tool=$GK_TOOL $GK_PLUGIN_ARGS" \
+		echo "required $GK_PLUGIN bb_root=$C/bb shared_root=$C/shared runtime=$runtime stage=$GK_STAGE tool=$GK_TOOL metrics=$C/metrics/gpuckpt.prom $GK_PLUGIN_ARGS" \
 			>"$C/etc/plugstack.conf"
 	else
 		say "no plugin at $GK_PLUGIN: plugstack.conf left empty"
@@ -301,12 +303,18 @@ write_clients() {
 	chmod 0755 "$C/bin/nodeexec"
 	# asuser USER CMD ARGS...: a Slurm client command run as USER (the wrappers
 	# above need root to enter the namespace, so privileges are dropped after).
+	# CMD with a '/' is another program (the gpuckpt tool): it runs as it is,
+	# and finds Slurm's own commands first in its PATH.
 	cat >"$C/bin/asuser" <<-EOF
 	#!/bin/sh
 	u=\$1; cmd=\$2; shift 2
 	g=\$(id -g "\$u") || exit 1
+	case \$cmd in
+	*/*) set -- env PATH=/usr/bin:/bin:/usr/sbin:/sbin "\$cmd" "\$@" ;;
+	*) set -- /usr/bin/"\$cmd" "\$@" ;;
+	esac
 	exec $(enter_cmd $CTL) setpriv --reuid="\$u" --regid="\$g" --init-groups \\
-		env HOME=/tmp USER="\$u" LOGNAME="\$u" SLURM_CONF=$C/etc/slurm.conf /usr/bin/"\$cmd" "\$@"
+		env HOME=/tmp USER="\$u" LOGNAME="\$u" SLURM_CONF=$C/etc/slurm.conf "\$@"
 	EOF
 	chmod 0755 "$C/bin/asuser"
 	cat >"$C/env.sh" <<-EOF
@@ -328,7 +336,10 @@ wait_pidfile() {
 daemon_setup() {
 	local node=$1
 	if [ -f "$C/etc/hosts" ]; then echo "mount --bind '$C/etc/hosts' /etc/hosts &&"; fi
-	if [ -n "$node" ]; then echo "mount --bind '$C/nodes/$node/bb' '$C/bb' &&"; fi
+	if [ -n "$node" ]; then
+		echo "mount --bind '$C/nodes/$node/bb' '$C/bb' &&"
+		echo "mount --bind '$C/nodes/$node/metrics' '$C/metrics' &&"
+	fi
 }
 
 start_daemons() {

@@ -6,7 +6,9 @@
 # GPUCKPT_INTERVAL; checkpoints at its next step when sent SIGTERM (then dies
 # by SIGTERM) or SIGUSR1 (then goes on); commits ckpt.NNNNNN/ with a
 # manifest.json atomically (written as .tmp.*, renamed); refuses on restore a
-# checkpoint whose checksum, owner or job does not match; and prints the same
+# checkpoint whose checksum, owner or job does not match; appends the
+# runtime's event lines to GPUCKPT_DIR/gpuckpt.events (runtime/common/
+# events.h: started, checkpoint and restore taken); and prints the same
 # lines heat-drv and the runtime print. It proves the Slurm side only: no GPU
 # state is involved.
 #
@@ -49,6 +51,17 @@ advance() {
 
 checksum_of() { sha256sum "$1" | cut -c1-16; }
 
+# event KIND RESULT FIELDS...: one line of the runtime's event file, as it writes it.
+pstart=$(sed 's/.*) //' "/proc/$$/stat" | cut -d' ' -f20)
+event() {
+	local kind=$1 result=$2
+	shift 2
+	[ -n "$dir" ] && [ "$runtime_loaded" = 1 ] || return 0
+	printf 'gpuckpt-event 1 kind=%s result=%s time=%s pid=%s pstart=%s restart=%s%s\n' "$kind" \
+		"$result" "$(date +%s.%3N)" $$ "$pstart" "${SLURM_RESTART_COUNT:-0}" "${*:+ $*}" \
+		>>"$dir/gpuckpt.events"
+}
+
 # restore_one CKPT: load CKPT if it passes its checks; 0 on success.
 restore_one() {
 	local c=$1 m f_uid f_job f_sum f_step f_state
@@ -76,6 +89,7 @@ restore_one() {
 	step=$f_step
 	sum=$f_state
 	echo "gpuckpt: restore: $c: loaded $(stat -c %s "$c/data") bytes (GPU ${CUDA_VISIBLE_DEVICES:-none} on $(hostname))" >&2
+	event restore ok "ckpt=$((10#${c##*.})) bytes=$(stat -c %s "$c/data") seconds=0.001"
 	return 0
 }
 
@@ -89,6 +103,7 @@ restore() {
 			restore_one "$c" && return 0
 		done
 	fi
+	event restore refused "errno=22"
 	if [ "$on_bad" = fresh ]; then
 		echo "gpuckpt: restore: ${dir:-$want}: no checkpoint passed its checks; starting afresh (on_bad_checkpoint=fresh)" >&2
 		return 1
@@ -128,6 +143,7 @@ checkpoint() {
 	bytes=$(du -sb "$dir/$name" | cut -f1)
 	t1=$(date +%s.%N)
 	echo "gpuckpt: checkpoint: $dir/$name: wrote $bytes bytes in $(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') s" >&2
+	event checkpoint ok "ckpt=$n bytes=$bytes seconds=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", b - a }') elapsed=$SECONDS.000 gpus=1"
 }
 
 want_ckpt=""
@@ -138,6 +154,7 @@ if [ "$runtime_loaded" = 1 ]; then
 	trap on_usr1 USR1
 fi
 
+event start ok
 if restore; then
 	echo "heat-drv: resumed from step $step"
 else
