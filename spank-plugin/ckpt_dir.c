@@ -38,22 +38,39 @@ int gk_task_dir_path(const char *root, const struct gk_task_ids *ids, char *buf,
 }
 
 /*
- * One level: make name under parent (0700), open it without following a
- * link, check it is a folder owned by uid (or new), give it to uid:gid, 0700.
+ * One level: make name under parent (0700, given to uid:gid), or open the one
+ * there without following a link and check it is a folder owned by uid, 0700.
  * Returns the open folder or a negative errno; *made says whether it was new.
  */
 static int make_level(int parent, const char *path, const char *name, uid_t uid, gid_t gid,
 		      int *made, char *err, size_t errlen)
 {
 	struct stat st;
+	char tmp[64];
 	int fd, rc;
 
-	*made = mkdirat(parent, name, 0700) == 0;
-	if (!*made && errno != EEXIST) {
+	/* The tasks of a step start at once and each makes the step's folder:
+	 * made under a name of its own, given to the user, then renamed into
+	 * place (never over anything), it is never seen at its name while it is
+	 * still root's, which a sibling task would refuse. */
+	*made = 0;
+	snprintf(tmp, sizeof(tmp), ".tmp.%.32s.%ld", name, (long)getpid());
+	if (mkdirat(parent, tmp, 0700) == 0) {
+		fd = openat(parent, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 && fchown(fd, uid, gid) == 0 &&
+		    renameat2(parent, tmp, parent, name, RENAME_NOREPLACE) == 0) {
+			*made = 1;
+			return fd;
+		}
+		if (fd >= 0)
+			close(fd);
+		unlinkat(parent, tmp, AT_REMOVEDIR);
+	} else if (errno != EEXIST) {
 		rc = -errno;
 		snprintf(err, errlen, "%s: cannot create: %s", path, strerror(-rc));
 		return rc;
 	}
+	/* There already (made by a sibling, or an earlier step): it must be the user's. */
 	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
@@ -62,21 +79,14 @@ static int make_level(int parent, const char *path, const char *name, uid_t uid,
 				 "%s: not a folder (a symbolic link or a file); refused", path);
 		else
 			snprintf(err, errlen, "%s: cannot open: %s", path, strerror(-rc));
-		goto out_rmdir;
+		return rc;
 	}
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(-rc));
 		goto out_close;
 	}
-	/* Made just now by root: hand it over. Found: it must already be the user's. */
-	if (*made && st.st_uid != uid && fchown(fd, uid, gid) < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "%s: cannot give to uid %u: %s", path, (unsigned)uid,
-			 strerror(-rc));
-		goto out_close;
-	}
-	if (!*made && st.st_uid != uid) {
+	if (st.st_uid != uid) {
 		rc = -EPERM;
 		snprintf(err, errlen,
 			 "%s: belongs to uid %u, not to the job's user (uid %u); refused", path,
@@ -92,10 +102,6 @@ static int make_level(int parent, const char *path, const char *name, uid_t uid,
 
 out_close:
 	close(fd);
-out_rmdir:
-	if (*made)
-		unlinkat(parent, name, AT_REMOVEDIR);
-	*made = 0;
 	return rc;
 }
 
