@@ -10,11 +10,13 @@
  *	    starts: the runtime and its settings put into the task (task_env);
  *	    in transparent mode the task is started under, or restored by,
  *	    gpuckpt-shepherd (transparent).
+ *	    As each task ends, what its runtime recorded goes into the job's
+ *	    record and the node's metrics; the batch script's end sets the
+ *	    job's AdminComment (job_record, metrics).
  *	slurmd prolog and epilog (job-script context), as root: the staging
  *	    script moves checkpoints between the node's burst buffer and the
- *	    shared root (scheduler-hooks/gpuckpt-stage); what the job's tasks
- *	    did on the node goes into the job's record, its AdminComment and
- *	    the node's metrics (job_record, metrics).
+ *	    shared root (scheduler-hooks/gpuckpt-stage); the staging and what
+ *	    is left of the tasks' records go the same way.
  */
 #include "config.h"
 
@@ -45,6 +47,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av);
 int slurm_spank_init_post_opt(spank_t sp, int ac, char **av);
 int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av);
 int slurm_spank_task_init(spank_t sp, int ac, char **av);
+int slurm_spank_task_exit(spank_t sp, int ac, char **av);
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av);
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av);
 #pragma GCC visibility pop
@@ -365,12 +368,6 @@ static void stage_line(void *arg, const char *line)
 		gk_job_events_add(l->events, &e);
 }
 
-static void comment_line(void *arg, const char *line)
-{
-	if (line[0])
-		slurm_error("gpuckpt: AdminComment of job %u: %s", *(const uint32_t *)arg, line);
-}
-
 static int env_u32(const char *name, uint32_t *out)
 {
 	const char *v = getenv(name);
@@ -407,9 +404,26 @@ static void run_stage(struct stage_log *l, uid_t uid, gid_t gid)
 			    l->job_id, site.stage, rc);
 }
 
-/* The job's summary into its AdminComment, by scontrol, bounded in time. */
+struct comment_log {
+	uint32_t job_id;
+	int finished; /* scontrol said the job has ended */
+};
+
+static void comment_line(void *arg, const char *line)
+{
+	struct comment_log *c = arg;
+
+	if (strstr(line, "already finished"))
+		c->finished = 1;
+	else if (line[0])
+		slurm_error("gpuckpt: AdminComment of job %u: %s", c->job_id, line);
+}
+
+/* The job's summary into its AdminComment, by scontrol, bounded in time.
+ * Slurm refuses it once the job has ended: said at info level only. */
 static void set_admin_comment(uint32_t job_id, const struct gk_job_events *all)
 {
+	struct comment_log c = {job_id, 0};
 	struct gk_job_stats st;
 	char text[256], *argv[GK_COMMENT_ARGS];
 	char buf[PATH_MAX + 512];
@@ -419,32 +433,115 @@ static void set_admin_comment(uint32_t job_id, const struct gk_job_events *all)
 	if (gk_job_stats_comment(&st, text, sizeof(text)) < 0 ||
 	    gk_admin_comment_argv(site.scontrol, job_id, text, argv, buf, sizeof(buf)) < 0)
 		return;
-	rc = gk_run_logged_timeout(argv, 30, comment_line, &job_id);
-	if (rc != 0)
+	rc = gk_run_logged_timeout(argv, 30, comment_line, &c);
+	if (rc == 0)
+		slurm_info("gpuckpt: job %u: AdminComment: %s", job_id, text);
+	else if (c.finished)
+		slurm_info("gpuckpt: job %u: has ended; its AdminComment stays as its batch "
+			   "script left it (the record has the rest)",
+			   job_id);
+	else
 		slurm_error("gpuckpt: job %u: %s update failed (%s %d); AdminComment not set",
 			    job_id, site.scontrol, rc < 0 ? "error" : "status", rc < 0 ? -rc : rc);
-	else
-		slurm_info("gpuckpt: job %u: AdminComment: %s", job_id, text);
 }
 
 /*
- * Prolog ("in") and epilog ("out"), as root on each node of the job: the
- * runtime's events of the job's tasks here (epilog), the staging, then the
- * job's record, its AdminComment (epilog) and the node's metrics. A failure
- * is logged and the job goes on: a failed prolog or epilog would drain the
- * node, and the runtime never trusts a checkpoint that did not arrive whole
- * anyway.
+ * What this node saw of a job (events), kept: appended to the job's record,
+ * the node's metrics added to (jobs: a run of the job ended here), and with
+ * `comment` the AdminComment set from the whole record.
+ */
+static void keep(uint32_t job_id, struct gk_job_events *events, int comment, int jobs)
+{
+	struct gk_job_events all = {0};
+	struct gk_metrics delta = {0};
+	char err[GK_ERRLEN];
+	int rc = 0;
+
+	if (site.shared_root[0]) {
+		/* Jobs without gpuckpt leave no events: no record is made for them. */
+		if (events->n)
+			rc = gk_record_append(site.shared_root, job_id, events, comment ? &all : NULL,
+					      err, sizeof(err));
+		else if (comment)
+			rc = gk_record_read(site.shared_root, job_id, &all, err, sizeof(err));
+		if (rc < 0)
+			slurm_error("gpuckpt: job %u: record: %s", job_id, err);
+		else if (comment && site.admin_comment && all.n)
+			set_admin_comment(job_id, &all);
+	}
+	gk_metrics_add_events(&delta, events);
+	delta.jobs = (uint64_t)jobs;
+	if (site.metrics[0] && (events->n || events->bad_lines || jobs) &&
+	    gk_metrics_update(site.metrics, &delta, err, sizeof(err)) < 0)
+		slurm_error("gpuckpt: job %u: %s", job_id, err);
+	gk_job_events_free(&all);
+}
+
+/* This node's name, for the record: Slurm's, else the host's. */
+static void node_name(const char *slurm_name, char *node, size_t len)
+{
+	if (slurm_name && gk_event_name_ok(slurm_name)) {
+		snprintf(node, len, "%s", slurm_name);
+		return;
+	}
+	if (gethostname(node, len) < 0 || !gk_event_name_ok(node))
+		snprintf(node, len, "unknown");
+	node[len - 1] = '\0';
+}
+
+/*
+ * A task has ended (slurmstepd, as root, before the step reports it done,
+ * while the job still runs): its runtime's events into the job's record and
+ * the node's metrics. The batch script's end, after its srun steps, sets
+ * the AdminComment; so does a step's task 0 (for jobs without a batch
+ * script), when it had something to add.
+ */
+int slurm_spank_task_exit(spank_t sp, int ac, char **av)
+{
+	struct gk_job_events events = {0};
+	struct gk_record_where where;
+	struct gk_task_ids ids;
+	char step[32], node[GK_EVENT_NAME_MAX], name[GK_EVENT_NAME_MAX], err[GK_ERRLEN];
+	int rc;
+
+	if (spank_context() != S_CTX_REMOTE || get_ids(sp, &ids) < 0 ||
+	    ids.step_id == GK_STEP_EXTERN)
+		return 0;
+	gk_step_dirname(ids.step_id, step, sizeof(step));
+	where.step = step + 5; /* after "step." */
+	where.task = ids.task_id;
+	node_name(spank_getenv(sp, "SLURMD_NODENAME", name, sizeof(name)) == ESPANK_SUCCESS
+		      ? name
+		      : NULL,
+		  node, sizeof(node));
+	rc = gk_record_collect(site.bb_root, ids.job_id, ids.uid, node, &where, 1, &events, err,
+			       sizeof(err));
+	if (rc < 0)
+		slurm_error("gpuckpt: job %u %s task %u: events not read: %s", ids.job_id, step,
+			    ids.task_id, err);
+	else if (rc > 0)
+		keep(ids.job_id, &events,
+		     ids.step_id == GK_STEP_BATCH || (ids.task_id == 0 && events.n), 0);
+	gk_job_events_free(&events);
+	return 0;
+}
+
+/*
+ * Prolog ("in") and epilog ("out"), as root on each node of the job: what
+ * is left of the runtime's events of the job's tasks here (epilog; each
+ * task's exit took its own), the staging, then the job's record, the
+ * AdminComment (epilog: a requeued job can still take it) and the node's
+ * metrics. A failure is logged and the job goes on: a failed prolog or
+ * epilog would drain the node, and the runtime never trusts a checkpoint
+ * that did not arrive whole anyway.
  */
 static int job_script(const char *verb, int ac, char **av)
 {
-	struct gk_job_events events = {0}, all = {0};
-	struct gk_metrics delta = {0};
+	struct gk_job_events events = {0};
 	struct stage_log l = {verb, 0, NULL, &events};
 	char node[GK_EVENT_NAME_MAX], err[GK_ERRLEN];
-	int epilog = strcmp(verb, "out") == 0;
+	int epilog = strcmp(verb, "out") == 0, folders = 0;
 	uint32_t uid, gid;
-	const char *v;
-	int rc;
 
 	if (spank_context() != S_CTX_JOB_SCRIPT)
 		return 0;
@@ -459,43 +556,21 @@ static int job_script(const char *verb, int ac, char **av)
 	}
 	if (env_u32("SLURM_JOB_GID", &gid) < 0)
 		gid = uid;
-	v = getenv("SLURMD_NODENAME");
-	if (!v || !gk_event_name_ok(v)) {
-		if (gethostname(node, sizeof(node)) < 0)
-			snprintf(node, sizeof(node), "unknown");
-		node[sizeof(node) - 1] = '\0';
-	} else {
-		snprintf(node, sizeof(node), "%s", v);
-	}
+	node_name(getenv("SLURMD_NODENAME"), node, sizeof(node));
 	l.node = node;
 
 	/* Before staging out, which removes the job's folder from the node. */
 	if (epilog) {
-		rc = gk_record_collect(site.bb_root, l.job_id, (uid_t)uid, node, 1, &events, err,
-				       sizeof(err));
-		if (rc < 0)
+		folders = gk_record_collect(site.bb_root, l.job_id, (uid_t)uid, node, NULL, 1,
+					    &events, err, sizeof(err));
+		if (folders < 0)
 			slurm_error("gpuckpt: job %u: events on this node not read: %s", l.job_id,
 				    err);
 	}
 	if (site.stage[0] && site.shared_root[0])
 		run_stage(&l, (uid_t)uid, (gid_t)gid);
-
-	if (site.shared_root[0] && (events.n || epilog)) {
-		rc = gk_record_append(site.shared_root, l.job_id, &events, epilog ? &all : NULL,
-				      err, sizeof(err));
-		if (rc < 0)
-			slurm_error("gpuckpt: job %u: record not written: %s", l.job_id, err);
-		else if (epilog && site.admin_comment && all.n)
-			set_admin_comment(l.job_id, &all);
-	}
-	if (site.metrics[0]) {
-		gk_metrics_add_events(&delta, &events);
-		delta.jobs = epilog;
-		if (gk_metrics_update(site.metrics, &delta, err, sizeof(err)) < 0)
-			slurm_error("gpuckpt: job %u: %s", l.job_id, err);
-	}
+	keep(l.job_id, &events, epilog && events.n, epilog && folders > 0);
 	gk_job_events_free(&events);
-	gk_job_events_free(&all);
 	return 0;
 }
 

@@ -21,8 +21,9 @@ struct collect {
 	const char *node;
 	int consume;
 	struct gk_job_events *out;
-	int files;
+	int folders;
 	uid_t uid;
+	const struct gk_record_where *where;
 };
 
 struct tag {
@@ -59,9 +60,11 @@ static int collect_task(void *arg, const char *step, uint32_t task, int taskfd)
 	char *buf;
 	size_t len;
 
+	if (c->where && (strcmp(step, c->where->step) != 0 || task != c->where->task))
+		return 0;
+	c->folders++;
 	if (gk_events_read_at(taskfd, c->uid, &buf, &len) < 0)
 		return 0;
-	c->files++;
 	gk_events_each(buf, len, tag_event, &t);
 	free(buf);
 	/* Through the folder's descriptor: it removes this name, whatever the
@@ -71,10 +74,11 @@ static int collect_task(void *arg, const char *step, uint32_t task, int taskfd)
 	return 0;
 }
 
-int gk_record_collect(const char *bb_root, uint32_t job, uid_t uid, const char *node, int consume,
-		      struct gk_job_events *out, char *err, size_t errlen)
+int gk_record_collect(const char *bb_root, uint32_t job, uid_t uid, const char *node,
+		      const struct gk_record_where *where, int consume, struct gk_job_events *out,
+		      char *err, size_t errlen)
 {
-	struct collect c = {node, consume, out, 0, uid};
+	struct collect c = {node, consume, out, 0, uid, where};
 	char name[16];
 	int bbfd, jobfd, ret;
 
@@ -101,7 +105,7 @@ int gk_record_collect(const char *bb_root, uint32_t job, uid_t uid, const char *
 		snprintf(err, errlen, "%s/%s: %s", bb_root, name, strerror(-ret));
 		return ret;
 	}
-	return c.files;
+	return c.folders;
 }
 
 /* "step.S/task.T/ckpt.N" */
@@ -264,6 +268,36 @@ out_fd:
 	close(fd);
 out_rec:
 	close(recfd);
+	return ret;
+}
+
+int gk_record_read(const char *shared_root, uint32_t job, struct gk_job_events *all, char *err,
+		   size_t errlen)
+{
+	char name[16];
+	struct stat st;
+	int rootfd, recfd, fd, ret;
+
+	rootfd = gk_root_dir_open(shared_root, err, errlen);
+	if (rootfd < 0)
+		return rootfd;
+	recfd = openat(rootfd, GK_RECORDS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(rootfd);
+	if (recfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	snprintf(name, sizeof(name), "%u", job);
+	fd = openat(recfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	close(recfd);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) {
+		snprintf(err, errlen, "%s/%s/%s: not a regular file of root's", shared_root,
+			 GK_RECORDS_DIR, name);
+		close(fd);
+		return -EPERM;
+	}
+	ret = read_back(fd, all);
+	close(fd);
 	return ret;
 }
 

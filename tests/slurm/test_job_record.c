@@ -27,7 +27,7 @@
 #include "tap.h"
 
 /* Tests that need root, and the others. */
-#define NROOT 29
+#define NROOT 33
 #define NPLAIN 13
 
 static char tmp[] = "/tmp/gk-test-record.XXXXXX";
@@ -165,7 +165,8 @@ static void collect_and_record(void)
 {
 	char bb[256], shared[256], p[512], err[512], *argv[GK_COMMENT_ARGS];
 	char buf[1024];
-	struct gk_job_events ev = {0}, all = {0};
+	struct gk_job_events ev = {0}, ev1 = {0}, all = {0};
+	const struct gk_record_where one = {"0", 1};
 	struct gk_job_stats st;
 	struct stat sb;
 	int n;
@@ -200,33 +201,45 @@ static void collect_and_record(void)
 	if (mkfifo(p, 0600) < 0 || chown(p, 1, 1) < 0)
 		perror(p);
 
-	n = gk_record_collect(bb, 7, 1, "gk1", 1, &ev, err, sizeof(err));
-	is_int(n, 2, "collect: the two event files read (the link and the FIFO not)");
-	is_int(ev.n, 3, "collect: 3 events (start, 2 checkpoints)");
+	n = gk_record_collect(bb, 7, 1, "gk2", &one, 1, &ev1, err, sizeof(err));
+	ok(n == 1 && ev1.n == 1 && ev1.ev[0].task == 1 && !strcmp(ev1.ev[0].node, "gk2"),
+	   "collect: one task's folder only (a task's exit)");
+	n = gk_record_collect(bb, 7, 1, "gk1", NULL, 1, &ev, err, sizeof(err));
+	is_int(n, 4, "collect: the 4 task folders looked at (the link and the FIFO not read)");
+	is_int(ev.n, 2, "collect: the rest, 2 events (start, checkpoint; task 1's was taken)");
 	is_int(ev.bad_lines, 2,
 	       "collect: the garbage line and the staging line from a user are refused");
-	ok(ev.n == 3 && !strcmp(ev.ev[1].node, "gk1") && !strcmp(ev.ev[1].step, "0") &&
+	ok(ev.n == 2 && !strcmp(ev.ev[1].node, "gk1") && !strcmp(ev.ev[1].step, "0") &&
 	       ev.ev[1].task == 0,
 	   "collect: node, step and task are root's, not the line's");
 	snprintf(p, sizeof(p), "%s/7/step.0/task.0/" GK_EVENTS_FILE, bb);
 	ok(lstat(p, &sb) < 0 && errno == ENOENT, "collect: a file read is removed (counted once)");
 	snprintf(p, sizeof(p), "%s/secret", tmp);
 	ok(lstat(p, &sb) == 0, "collect: the file behind the link is untouched");
-	is_int(gk_record_collect(bb, 8, 1, "gk1", 1, &ev, err, sizeof(err)), 0,
+	is_int(gk_record_collect(bb, 8, 1, "gk1", NULL, 1, &ev, err, sizeof(err)), 0,
 	       "collect: a job with no folder here is 0 files");
-	ok(gk_record_collect(bb, 7, 2, "gk1", 1, &ev, err, sizeof(err)) < 0,
+	ok(gk_record_collect(bb, 7, 2, "gk1", NULL, 1, &ev, err, sizeof(err)) < 0,
 	   "collect: a job folder of another uid is refused");
-	ok(gk_record_collect(bb, 7, 1, "a b", 1, &ev, err, sizeof(err)) == -EINVAL,
+	ok(gk_record_collect(bb, 7, 1, "a b", NULL, 1, &ev, err, sizeof(err)) == -EINVAL,
 	   "collect: a node name that cannot be recorded");
 
 	snprintf(shared, sizeof(shared), "%s/shared", tmp);
 	mkdir_as(shared, 0, 0755);
 	is_int(gk_record_append(shared, 7, &ev, NULL, err, sizeof(err)), 0, "record: appended");
-	is_int(gk_record_append(shared, 7, &ev, &all, err, sizeof(err)), 0,
+	is_int(gk_record_append(shared, 7, &ev1, &all, err, sizeof(err)), 0,
 	       "record: appended again, read back");
-	is_int(all.n, 6, "record: both appends read back, every line valid");
+	is_int(all.n, 3, "record: both appends read back, every line valid");
+	gk_job_events_free(&all);
+	ok(gk_record_read(shared, 7, &all, err, sizeof(err)) == 0 && all.n == 3,
+	   "record: read without appending");
+	gk_job_events_free(&all);
+	ok(gk_record_read(shared, 9, &all, err, sizeof(err)) == 0 && all.n == 0,
+	   "record: a job without one reads as none, and none is made");
+	snprintf(p, sizeof(p), "%s/" GK_RECORDS_DIR "/9", shared);
+	ok(lstat(p, &sb) < 0, "record: (none made)");
+	gk_record_read(shared, 7, &all, err, sizeof(err));
 	gk_job_stats_compute(&all, &st);
-	is_int(st.checkpoints, 1, "record: ckpt.1 of step 0 counted once");
+	is_int(st.checkpoints, 1, "record: ckpt.1 of step 0 counted once over its two tasks");
 	snprintf(p, sizeof(p), "%s/" GK_RECORDS_DIR "/7", shared);
 	ok(stat(p, &sb) == 0 && sb.st_uid == 0 && (sb.st_mode & 0777) == 0600,
 	   "record: root's, 0600");
@@ -246,6 +259,7 @@ static void collect_and_record(void)
 	       !strcmp(argv[3], "AdminComment=gpuckpt: 1 checkpoint, 0 restores") && !argv[4],
 	   "comment: scontrol update JobId=7 AdminComment=...");
 	gk_job_events_free(&ev);
+	gk_job_events_free(&ev1);
 	gk_job_events_free(&all);
 }
 
