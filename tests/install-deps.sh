@@ -8,7 +8,7 @@ packages=(
 	autoconf automake libtool pkg-config make gcc g++
 	libjson-c-dev libhwloc-dev libmunge-dev munge
 	slurmctld slurmd slurm-client libslurm-dev
-	bats iproute2 lua5.1 procps psmisc util-linux jq groff-base
+	bats iproute2 lua5.1 procps psmisc util-linux jq groff-base debootstrap
 )
 missing=()
 for p in "${packages[@]}"; do

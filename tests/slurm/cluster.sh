@@ -210,15 +210,13 @@ write_config() {
 		SlurmctldPort=6817
 		SlurmdPort=6818
 		ProctrackType=proctrack/linuxproc
-		TaskPlugin=task/none
 		SelectType=select/cons_tres
 		SelectTypeParameters=CR_Core
 		GresTypes=gpu
-		MpiDefault=none
-		SwitchType=switch/none
-		JobAcctGatherType=jobacct_gather/none
-		AccountingStorageType=accounting_storage/none
-		JobCompType=jobcomp/none
+		# No task, MPI, switch, accounting, job completion or accounting-gather
+		# plugin: what 22.05 and 24.11 both do when these are not set (24.11 no
+		# longer ships the task/none, switch/none, ... plugins that 22.05 takes
+		# as names for "none", nor accepts MpiDefault=none).
 		SchedulerType=sched/builtin
 		# Look at pending jobs every 2 s, so a requeued job starts as soon as it may.
 		SchedulerParameters=sched_interval=2
@@ -293,12 +291,14 @@ write_clients() {
 		fi
 		chmod 0755 "$C/bin/$cmd"
 	done
-	# nodeexec NODE CMD...: run CMD as root on NODE (its network and mount namespace).
+	# nodeexec NODE CMD...: run CMD as root on NODE (its network and mount
+	# namespace, and its root: in a chroot, such as tests/slurm/debian-root.sh's,
+	# entering the mount namespace alone would land in the machine's own root).
 	cat >"$C/bin/nodeexec" <<-EOF
 	#!/bin/sh
 	node=\$1; shift
 	pid=\$(cat "$C/run/slurmd.\$node.pid" 2>/dev/null) || { echo "nodeexec: no node \$node" >&2; exit 1; }
-	exec nsenter -t "\$pid" -m -n -u "\$@"
+	exec nsenter -t "\$pid" -m -n -u -r "\$@"
 	EOF
 	chmod 0755 "$C/bin/nodeexec"
 	# asuser USER CMD ARGS...: a Slurm client command run as USER (the wrappers

@@ -96,6 +96,9 @@ inside() {
 	local root=$1
 	shift
 	mount --make-rprivate /
+	# The root a mount point of its own: inside, "/" must be one for the
+	# test cluster's `unshare --mount --propagation slave` (EINVAL otherwise).
+	mount --bind "$root" "$root"
 	mount -t proc proc "$root/proc"
 	mount --rbind /sys "$root/sys"
 	mount --rbind /dev "$root/dev"
@@ -138,6 +141,8 @@ cmd_check_slurm() {
 		top=$1 build=$2 cuda=$3
 		cd "$build" || exit 1
 		echo "=== $(. /etc/os-release && echo "$PRETTY_NAME"), Slurm $(dpkg-query -W -f="\${Version}" slurmd)"
+		# Results of an earlier run must not count for this one.
+		find . -name "*.trs" -delete
 		"$top/configure" --enable-werror --with-cuda="$cuda" >configure.out 2>&1 ||
 			{ tail -30 configure.out; exit 1; }
 		make -j"$(nproc)" >make.out 2>&1 || { grep -E -A3 "error|Error" make.out | head -60; exit 1; }

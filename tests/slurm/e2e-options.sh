@@ -34,6 +34,9 @@ refused "GPUCKPT_CHECKPOINT=yes refused at submission, variable named" \
 check "no job was queued by the refused submissions" [ -z "$(squeue -h)" ]
 
 # A plugstack.conf with an unknown key or a bad value: refused, logged, named.
+# (Slurm 24.11 reads cli_filter.lua beside the slurm.conf in use, and before
+# the plugin stack: the copy of slurm.conf gets the scripts beside it.)
+cp "$E2E_DIR"/etc/*.lua "$JOBS"/ 2>/dev/null
 for arg in colour=blue keep=lots; do
 	sed "s|^PlugStackConfig=.*|PlugStackConfig=$JOBS/plugstack-$arg.conf|" "$SLURM_CONF" >"$JOBS/slurm-$arg.conf"
 	sed "s|\$| $arg|" "$E2E_DIR/etc/plugstack.conf" >"$JOBS/plugstack-$arg.conf"
