@@ -6,10 +6,10 @@ SLURM_UNIT_LDADD = $(top_builddir)/spank-plugin/libgkspank.la
 
 check_PROGRAMS += %reldir%/test_site_args %reldir%/test_job_options \
 	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent \
-	%reldir%/test_job_record
+	%reldir%/test_job_record %reldir%/test_ckpt_dir_race
 TESTS += %reldir%/test_site_args %reldir%/test_job_options \
 	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent \
-	%reldir%/test_job_record \
+	%reldir%/test_job_record %reldir%/test_ckpt_dir_race \
 	%reldir%/stage.sh
 %canon_reldir%_test_site_args_SOURCES = %reldir%/test_site_args.c
 %canon_reldir%_test_site_args_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
@@ -29,6 +29,9 @@ TESTS += %reldir%/test_site_args %reldir%/test_job_options \
 %canon_reldir%_test_job_record_SOURCES = %reldir%/test_job_record.c
 %canon_reldir%_test_job_record_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS) -I$(top_srcdir)/runtime/common
 %canon_reldir%_test_job_record_LDADD = $(SLURM_UNIT_LDADD)
+%canon_reldir%_test_ckpt_dir_race_SOURCES = %reldir%/test_ckpt_dir_race.c
+%canon_reldir%_test_ckpt_dir_race_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
+%canon_reldir%_test_ckpt_dir_race_LDADD = $(SLURM_UNIT_LDADD)
 
 # End-to-end scenarios, each against a cluster of its own (one at a time: they
 # share the namespace names and the test users).
