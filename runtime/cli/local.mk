@@ -16,4 +16,3 @@ gpuckpt_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/transparent
 gpuckpt_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS)
 # libgkshepherd: the seal of a transparent checkpoint, checked by verify.
 gpuckpt_LDADD = libgkshepherd.la libgkimage.la libgkcommon.la $(JSON_C_LIBS)
-dist_man_MANS += %reldir%/gpuckpt.1

@@ -146,7 +146,7 @@ expect "--help: synopsis, commands, exit status, examples" \
 check "help verify is verify --help" [ "$("$GK_TOOL" help verify)" = "$("$GK_TOOL" verify --help)" ]
 expect "--version" "gpuckpt * (checkpoint format gpuckpt-image version 2)" "$("$GK_TOOL" --version)"
 if command -v groff >/dev/null; then
-	warnings=$(groff -man -Tutf8 -ww -z "$top_srcdir/runtime/cli/gpuckpt.1" 2>&1)
+	warnings=$(groff -man -Tutf8 -ww -z "$top_srcdir/man/gpuckpt.1" 2>&1)
 	check "the man page renders without warnings" [ -z "$warnings" ]
 	[ -z "$warnings" ] || tap_diag "$warnings"
 else
