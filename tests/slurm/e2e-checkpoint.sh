@@ -6,12 +6,13 @@
 # another user's job is refused with a message naming its owner, and nothing
 # is signalled; a job without --gpu-checkpoint is told so and left running;
 # a finished job, a program that ends on the signal instead of checkpointing
-# (not committed: exit 1 with the reason); bad command lines; and --exit,
+# (not committed: exit 1 with the reason), a program started by the batch
+# script itself (refused without --full); bad command lines; and --exit,
 # which checkpoints, ends the run, holds the job, and `scontrol release`
 # resumes it from the checkpoint to the uninterrupted run's result.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
 
-e2e_require 34
+e2e_require 36
 e2e_start
 TOOL=$GK_TOOL
 SIZE=64 STEPS=2400 DELAY=50
@@ -96,6 +97,18 @@ if [ -x "$UNAWARE" ] && [ -f "$GK_STANDIN_DIR/libcuda.so.1" ]; then
 else
 	for _ in 1 2 3; do tap_skip "tests/runtime/prog-unaware or the CUDA stand-in is not built"; done
 fi
+
+# 5b. A program started by the batch script itself: not signalled without --full.
+bs=$(job_script batchonly "$APP $(app_args $SIZE $STEPS $DELAY)")
+b=$(submit --as gkuser1 --gpu-checkpoint=on "$bs")
+wait_out "$b" '^heat-drv: step 20$' 90
+out=$(as1 "$TOOL" checkpoint "$b" 2>&1); rc=$?
+tap_diag "$out"
+check "program in the batch script: exit 1, says to use srun or --full with a trap" \
+	bash -c '[ $1 -eq 1 ] && grep -q "its program runs in the batch script itself (step batch).*give --full" <<<"$2"' _ $rc "$out"
+check "program in the batch script: not signalled, runs on" \
+	bash -c 'sleep 2; [ "$(scontrol show job -o "$1" | sed -n "s/.*JobState=\([A-Z]*\).*/\1/p")" = RUNNING ] && ! grep -q "SIGUSR1 received" "$2"' _ "$b" "$(job_out "$b")"
+scancel "$b"
 
 # 6. A finished job; bad command lines; --help.
 out=$(as1 "$TOOL" checkpoint "$p" 2>&1); rc=$?
