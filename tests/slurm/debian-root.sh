@@ -6,6 +6,7 @@
 #
 #   tests/slurm/debian-root.sh path SUITE         make SUITE's root unless cached; print its folder
 #   tests/slurm/debian-root.sh run SUITE CMD...   run CMD as root inside it
+#                 (GK_ROOT_THROWAWAY=DIR: in an overlay of it, changes kept in DIR)
 #   tests/slurm/debian-root.sh check-slurm SUITE [BUILD]
 #                 configure and build this tree inside the root (in BUILD,
 #                 default build/SUITE, without sanitizers) and run
@@ -92,10 +93,19 @@ cmd_path() {
 }
 
 # Inside a mount namespace of our own: mount what the root needs, chroot, run.
+# With GK_ROOT_THROWAWAY=DIR (an empty folder, not on overlayfs), the root is
+# an overlay whose changes go to DIR and vanish with it: a clean machine for
+# one run (tests/packages/deb.sh installs packages into it), the cache untouched.
 inside() {
 	local root=$1
 	shift
 	mount --make-rprivate /
+	if [ -n "${GK_ROOT_THROWAWAY:-}" ]; then
+		local t=$GK_ROOT_THROWAWAY
+		mkdir -p "$t/upper" "$t/work" "$t/merged"
+		mount -t overlay overlay -o "lowerdir=$root,upperdir=$t/upper,workdir=$t/work" "$t/merged"
+		root=$t/merged
+	fi
 	# The root a mount point of its own: inside, "/" must be one for the
 	# test cluster's `unshare --mount --propagation slave` (EINVAL otherwise).
 	mount --bind "$root" "$root"

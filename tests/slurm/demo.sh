@@ -10,6 +10,11 @@
 #                                      with fake GPUs
 #   tests/slurm/demo.sh --real-gpu     the former, or fail
 #   tests/slurm/demo.sh --fake-gpus    the latter
+#   tests/slurm/demo.sh --installed [--real-gpu | --fake-gpus]
+#                                      the plugin, runtime, staging script and
+#                                      tool installed from the packages (/usr),
+#                                      not the build tree's; the application
+#                                      (and the CUDA stand-in) still the build's
 #
 # Needs root and a built tree (./autogen.sh && ./configure && make; or set
 # top_builddir). Everything it starts is stopped at the end.
@@ -25,11 +30,13 @@ if [ -z "${top_builddir:-}" ]; then
 fi
 export top_srcdir top_builddir
 real=""
+installed=""
+[ "${1:-}" = --installed ] && { installed=1; shift; }
 case ${1:-} in
 --real-gpu) real=--real-gpu ;;
 --fake-gpus) ;;
 "") [ -c /dev/nvidia0 ] && real=--real-gpu ;;
-*) echo "usage: $0 [--real-gpu | --fake-gpus]" >&2; exit 2 ;;
+*) echo "usage: $0 [--installed] [--real-gpu | --fake-gpus]" >&2; exit 2 ;;
 esac
 
 . "$top_srcdir/tests/slurm/e2e-lib.sh"
@@ -37,8 +44,23 @@ say() { printf '%s  %s\n' "$(date +%T)" "$*"; }
 die() { say "demo: $*"; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || die "needs root (it starts slurmctld, slurmd and munged)"
-[ -f "$top_builddir/spank-plugin/.libs/spank_gpuckpt.so" ] ||
-	die "build first: ./autogen.sh && mkdir -p build && cd build && ../configure && make"
+if [ -n "$installed" ]; then
+	# What the packages put in place (debian/*.install); cluster.sh takes these.
+	multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
+	export GK_PLUGIN=/usr/lib/$multiarch/slurm-wlm/spank_gpuckpt.so
+	export GK_RUNTIME=/usr/lib/$multiarch/libgpuckpt.so.0
+	export GK_STAGE=/usr/libexec/gpuckpt/gpuckpt-stage
+	export GK_TOOL=/usr/bin/gpuckpt
+	for f in "$GK_PLUGIN" "$GK_RUNTIME" "$GK_STAGE" "$GK_TOOL"; do
+		[ -f "$f" ] || die "--installed: $f is not there (install the gpuckpt packages)"
+	done
+	say "using the installed gpuckpt: $GK_PLUGIN, $GK_RUNTIME, $GK_STAGE, $GK_TOOL"
+else
+	[ -f "$top_builddir/spank-plugin/.libs/spank_gpuckpt.so" ] ||
+		die "build first: ./autogen.sh && mkdir -p build && cd build && ../configure && make"
+	export GK_PLUGIN=$top_builddir/spank-plugin/.libs/spank_gpuckpt.so
+	export GK_RUNTIME GK_TOOL
+fi
 
 E2E_DIR=${GK_DEMO_CLUSTER_DIR:-/tmp/gpuckpt-demo}
 if [ -n "$real" ]; then
