@@ -108,7 +108,7 @@ GK_EXPORT int gpuckpt_unprotect(const char *name)
 
 static int point_slow(long step)
 {
-	int due, ret;
+	int due, ret, exiting, background;
 
 	due = __atomic_fetch_and(&gk_rt.due, ~(GK_DUE_FIRST | GK_DUE_CHECKPOINT), __ATOMIC_ACQ_REL);
 	if (due & GK_DUE_FIRST) {
@@ -128,8 +128,17 @@ static int point_slow(long step)
 	}
 	if (!(due & GK_DUE_CHECKPOINT))
 		return GPUCKPT_NOTHING;
-	ret = gk_dump(step);
-	{
+	exiting = __atomic_load_n(&gk_rt.exit_signo, __ATOMIC_ACQUIRE) != 0;
+	ret = gk_dump(step, exiting, &background);
+	if (ret == GK_DUMP_DEFERRED) {
+		/* Still due: taken at a point after the write in flight. */
+		__atomic_or_fetch(&gk_rt.due, GK_DUE_CHECKPOINT, __ATOMIC_RELEASE);
+		return GPUCKPT_NOTHING;
+	}
+	/* A terminating signal that came while a checkpoint went to the
+	 * background is left due: the next point waits for that write and ends
+	 * with a checkpoint known to be committed. */
+	if (!background) {
 		int signo = __atomic_exchange_n(&gk_rt.exit_signo, 0, __ATOMIC_ACQ_REL);
 
 		if (signo)

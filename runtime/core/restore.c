@@ -4,6 +4,7 @@
 #include "clock.h"
 #include "api.h"
 #include "arena.h"
+#include "baseline.h"
 #include "driver.h"
 #include "gate.h"
 #include "image.h"
@@ -369,7 +370,8 @@ static int load_regions(const char *dir, char *err, size_t errlen)
 		for (uint32_t c = 0; c < r->nchunks; c++) {
 			uint64_t s = (uint64_t)c * chunk, l = r->size - s < chunk ? r->size - s : chunk;
 
-			if (gk_xxh64((char *)bufs[i] + s, l, 0) != r->chunks[c].xxh64) {
+			if (gk_sum(gk_sum_algo_of(R.m->version), (char *)bufs[i] + s, l) !=
+			    r->chunks[c].sum) {
 				ret = -EBADMSG;
 				snprintf(err, errlen, "%s: checksum mismatch in host region '%s'",
 					 GK_HOST_DATA_FILE, r->name);
@@ -393,13 +395,66 @@ out:
 	return ret;
 }
 
+/* How many data files the load of m opens: its own and its references'. */
+static size_t file_count(const struct gk_manifest *m)
+{
+	size_t n = m->nfiles;
+
+	for (size_t i = 0; i < m->nrefs; i++)
+		n += m->refs[i].nfiles;
+	return n;
+}
+
+/* The slot of (sequence, name) in the file table: m's own files first, then
+ * each reference's in order; -1 if not listed. */
+static long file_slot(const struct gk_manifest *m, uint64_t sequence, const char *name)
+{
+	size_t base = m->nfiles;
+
+	if (!sequence) {
+		for (size_t f = 0; f < m->nfiles; f++)
+			if (!strcmp(m->files[f].name, name))
+				return (long)f;
+		return -1;
+	}
+	for (size_t r = 0; r < m->nrefs; r++) {
+		if (m->refs[r].sequence == sequence)
+			for (size_t f = 0; f < m->refs[r].nfiles; f++)
+				if (!strcmp(m->refs[r].files[f].name, name))
+					return (long)(base + f);
+		base += m->refs[r].nfiles;
+	}
+	return -1;
+}
+
+/* dir/name, or for a part in another checkpoint ROOT/ckpt.N/name (ROOT being
+ * the folder that holds dir). */
+static void part_path(char *path, size_t len, const char *dir, uint64_t sequence, const char *name)
+{
+	const char *slash;
+	size_t n = strlen(dir);
+
+	if (!sequence) {
+		snprintf(path, len, "%s/%s", dir, name);
+		return;
+	}
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	slash = memrchr(dir, '/', n);
+	if (!slash)
+		snprintf(path, len, "ckpt.%06llu/%s", (unsigned long long)sequence, name);
+	else
+		snprintf(path, len, "%.*s/ckpt.%06llu/%s", (int)(slash - dir), dir,
+			 (unsigned long long)sequence, name);
+}
+
 int gk_restore_items(const char *dir, const struct gk_manifest *m, struct gk_xfer_item **out,
 		     size_t *nitems, int **fds_out, uint64_t *bytes, char *err, size_t errlen)
 {
-	char path[4200];
+	char path[8400];
 	struct gk_xfer_item *items;
-	int *fds = malloc((m->nfiles ? m->nfiles : 1) * sizeof(*fds));
-	size_t n = 0, k = 0;
+	size_t n = 0, k = 0, nfds = file_count(m);
+	int *fds = malloc((nfds ? nfds : 1) * sizeof(*fds));
 	int ret = 0;
 
 	for (size_t i = 0; i < m->nallocs; i++)
@@ -413,35 +468,41 @@ int gk_restore_items(const char *dir, const struct gk_manifest *m, struct gk_xfe
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (size_t f = 0; f < m->nfiles; f++)
+	for (size_t f = 0; f < nfds; f++)
 		fds[f] = -1;
 	for (size_t i = 0; i < m->nallocs; i++) {
 		const struct gk_alloc_rec *r = &m->allocs[i];
 
 		for (uint32_t p = 0; p < r->nparts; p++) {
 			const struct gk_part *part = &r->parts[p];
-			size_t f = 0;
+			long f = file_slot(m, part->sequence, part->file);
 
-			while (f < m->nfiles && strcmp(m->files[f].name, part->file))
-				f++;
-			if (f == m->nfiles) {
+			if (f < 0) {
 				snprintf(err, errlen, "allocation %zu: its file %s is not listed", i,
 					 part->file);
 				ret = -EBADMSG;
 				goto out;
 			}
 			if (fds[f] < 0) {
-				snprintf(path, sizeof(path), "%s/%s", dir, part->file);
+				part_path(path, sizeof(path), dir, part->sequence, part->file);
 				fds[f] = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 				if (fds[f] < 0) {
 					ret = -errno;
-					snprintf(err, errlen, "%s: %s", part->file, strerror(-ret));
+					snprintf(err, errlen, "%s: %s", path, strerror(-ret));
 					goto out;
 				}
 			}
 			items[k++] = (struct gk_xfer_item){
-			    gk_arenas[r->device]->ctx, r->address + part->start, part->size, fds[f],
-			    part->offset, r->chunks + part->start / m->chunk_size, part->file, i};
+			    .ctx = gk_arenas[r->device]->ctx,
+			    .dev_addr = r->address + part->start,
+			    .size = part->size,
+			    .fd = fds[f],
+			    .file_offset = part->offset,
+			    .chunks = r->chunks + part->start / m->chunk_size,
+			    .file = part->file,
+			    .index = i,
+			    .algo = gk_sum_algo_of(m->version),
+			};
 		}
 		*bytes += r->size;
 	}
@@ -458,7 +519,9 @@ out:
 
 void gk_restore_items_free(const struct gk_manifest *m, struct gk_xfer_item *items, int *fds)
 {
-	for (size_t f = 0; fds && f < m->nfiles; f++)
+	size_t nfds = file_count(m);
+
+	for (size_t f = 0; fds && f < nfds; f++)
 		if (fds[f] >= 0)
 			close(fds[f]);
 	free(fds);
@@ -522,6 +585,9 @@ int gk_restore_load(void)
 	for (size_t i = 0; i < R.m->nregions; i++)
 		bytes += R.m->regions[i].size;
 	R.state = R_LOADED;
+	/* The memory now holds exactly this checkpoint: the next one can be an
+	 * increment of it. */
+	gk_baseline_restored(R.dir, R.m->sequence);
 	if (R.m->ndevices && gk_arenas[R.m->devices[0].ordinal]) {
 		struct gk_device_info info;
 

@@ -136,7 +136,7 @@ static int write_object(int fd, uint64_t offset, uint64_t size, uint64_t chunk_s
 		uint64_t start = (uint64_t)c * chunk_size;
 		uint64_t len = size - start < chunk_size ? size - start : chunk_size;
 
-		(*chunks)[c].xxh64 = gk_xxh64(buf + start, len, 0);
+		(*chunks)[c].sum = gk_sum(GK_SUM_XXH3, buf + start, len);
 	}
 	free(buf);
 	return 0;

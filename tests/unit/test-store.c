@@ -80,7 +80,7 @@ static struct gk_manifest *manifest_for(const uint8_t *data, uint64_t size, cons
 		uint64_t start = (uint64_t)c * m->chunk_size;
 		uint64_t len = size - start < m->chunk_size ? size - start : m->chunk_size;
 
-		a->chunks[c].xxh64 = gk_xxh64(data + start, len, 0);
+		a->chunks[c].sum = gk_sum(GK_SUM_XXH3, data + start, len);
 	}
 	return m;
 }
