@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "writer.h"
+#include "image.h"
 #include "log.h"
 #include "plan.h"
 #include "runtime.h"
@@ -85,6 +86,8 @@ static void after_fork_child(void)
 	W.what[0] = 0;
 }
 
+static void writer_at_exit(void);
+
 static int start(struct task *t, const char *what)
 {
 	static int registered;
@@ -93,8 +96,21 @@ static int start(struct task *t, const char *what)
 	pthread_t tid;
 	int ret;
 
-	if (!__atomic_exchange_n(&registered, 1, __ATOMIC_ACQ_REL))
+	if (!__atomic_exchange_n(&registered, 1, __ATOMIC_ACQ_REL)) {
+		char hex[65];
+
 		pthread_atfork(NULL, NULL, after_fork_child);
+		/*
+		 * The wait at exit must come before libcrypto's cleanup, which it
+		 * registers with atexit() when it first initialises itself, and
+		 * which frees what the commit's signature needs. atexit handlers
+		 * run newest first: so libcrypto is made to initialise now (one
+		 * digest), and ours registered after it. (A destructor would run
+		 * after every atexit handler: too late.)
+		 */
+		gk_sha256_hex("", 0, hex);
+		atexit(writer_at_exit);
+	}
 	pthread_mutex_lock(&W.lock);
 	__atomic_store_n(&W.busy, 1, __ATOMIC_RELEASE);
 	W.growing = t->kind == TASK_GROW;
@@ -164,7 +180,7 @@ void gk_writer_what(char *buf, size_t len)
 
 /* A program that ends while a checkpoint is written in the background lets
  * it finish: it was told the checkpoint was taken. */
-__attribute__((destructor)) static void writer_at_exit(void)
+static void writer_at_exit(void)
 {
 	char what[64];
 
