@@ -113,6 +113,8 @@ static int point_slow(long step)
 	due = __atomic_fetch_and(&gk_rt.due, ~(GK_DUE_FIRST | GK_DUE_CHECKPOINT), __ATOMIC_ACQ_REL);
 	if (due & GK_DUE_FIRST) {
 		become_aware();
+		/* The restore check's answer sets GK_DUE_RESTORE. */
+		gk_restore_prepare();
 		gk_trigger_interval_start();
 		/* The restore bit may have been set by the start just now. */
 		due |= __atomic_load_n(&gk_rt.due, __ATOMIC_ACQUIRE);

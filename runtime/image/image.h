@@ -297,6 +297,13 @@ struct gk_load_opts {
 	uid_t uid;             /* whose checkpoint this must be */
 	int require_signature; /* refuse unsigned manifests */
 	int check_data;        /* read every data chunk and check its checksum */
+	/* When set and the manifest records another program (exe), stop there:
+	 * -ESRCH, err names that program (a restore does not load another
+	 * program's checkpoint, so nothing more needs checking). */
+	const char *exe;
+	/* When set and it becomes non-zero, the data check stops: -ECANCELED
+	 * (the process is ending). */
+	const int *cancel;
 };
 
 /*
@@ -306,7 +313,10 @@ struct gk_load_opts {
  * nothing is returned and err names the problem, e.g.
  *	"device0.data: checksum mismatch in allocation 17 (0x200000400000), chunk 3"
  * Returns -ENOENT (no manifest), -EINVAL (malformed), -EPROTO (format version),
- * -EBADMSG (checksum or signature), -EPERM (another user's), -EIO.
+ * -EBADMSG (checksum or signature), -EPERM (another user's), -ESRCH (another
+ * program's, see opts->exe), -EIO. An increment's references are followed:
+ * the checkpoints they name are opened as siblings of dir (owner, id, files),
+ * and their chunks checked against this manifest's checksums.
  */
 int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_manifest **out,
 		  int *signed_by_munge, char *err, size_t errlen);

@@ -169,6 +169,7 @@ struct unit {
 
 struct checker {
 	const struct gk_manifest *m;
+	const int *cancel;
 	struct unit *units;
 	size_t nunits;
 	size_t next; /* next unit to take (atomic) */
@@ -254,6 +255,10 @@ static void *checker_thread(void *arg)
 
 		if (i >= k->nunits)
 			break;
+		if (k->cancel && __atomic_load_n(k->cancel, __ATOMIC_ACQUIRE)) {
+			report(k, 0, -ECANCELED, "the check was stopped: the process is ending");
+			break;
+		}
 		/* Units past a known failure cannot change the answer. */
 		pthread_mutex_lock(&k->lock);
 		if (i > k->first_bad) {
@@ -292,10 +297,10 @@ static size_t add_units(struct unit *u, int fd, const char *file, uint64_t offse
 	return n;
 }
 
-static int check_data(const struct gk_manifest *m, const struct file_table *files, char *err,
-		      size_t errlen)
+static int check_data(const struct gk_manifest *m, const struct file_table *files,
+		      const int *cancel, char *err, size_t errlen)
 {
-	struct checker k = {.m = m};
+	struct checker k = {.m = m, .cancel = cancel};
 	pthread_t tids[MAX_THREADS];
 	uint64_t bytes = 0;
 	size_t n = 0, nthreads = 1, started = 0;
@@ -602,6 +607,11 @@ int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_ma
 		snprintf(err, errlen, "%s: %s", GK_MANIFEST_FILE, sub);
 		goto out_text;
 	}
+	if (opts->exe && m->exe[0] && strcmp(opts->exe, m->exe) != 0) {
+		snprintf(err, errlen, "%s", m->exe);
+		ret = -ESRCH;
+		goto out_manifest;
+	}
 	ret = check_signature(dir, dirfd, text, len, opts, &is_signed, err, errlen);
 	if (ret < 0)
 		goto out_manifest;
@@ -615,7 +625,7 @@ int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_ma
 	}
 	ret = open_files(dir, dirfd, m, opts->uid, &files, err, errlen);
 	if (ret == 0 && opts->check_data)
-		ret = check_data(m, &files, err, errlen);
+		ret = check_data(m, &files, opts->cancel, err, errlen);
 	for (size_t i = 0; i < files.n; i++)
 		close(files.f[i].fd);
 	free(files.f);
