@@ -125,9 +125,14 @@ static int point_slow(long step)
 			/* A checkpoint asked for meanwhile is taken at the next point. */
 			if (due & GK_DUE_CHECKPOINT)
 				__atomic_or_fetch(&gk_rt.due, GK_DUE_CHECKPOINT, __ATOMIC_RELEASE);
+			gk_dump_prepare();
 			return GPUCKPT_RESTORED;
 		}
 	}
+	/* After the first point's restore, not during it: the load pins its
+	 * own buffers, which are then kept. */
+	if ((due & GK_DUE_FIRST) && !(due & GK_DUE_CHECKPOINT))
+		gk_dump_prepare();
 	if (!(due & GK_DUE_CHECKPOINT))
 		return GPUCKPT_NOTHING;
 	exiting = __atomic_load_n(&gk_rt.exit_signo, __ATOMIC_ACQUIRE) != 0;

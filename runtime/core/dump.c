@@ -12,6 +12,7 @@
 #include "plan.h"
 #include "runtime.h"
 #include "snapshot.h"
+#include "staging.h"
 #include "track.h"
 #include "writer.h"
 
@@ -184,17 +185,19 @@ int gk_dump(long step, int exiting, int *background)
 		return -ENOTSUP;
 	}
 	if (gk_writer_busy()) {
-		gk_writer_what(what, sizeof(what));
-		if (what[0] && !exiting) {
+		int writing = gk_writer_what(what, sizeof(what));
+
+		if (!exiting) {
 			/* Neither a pause nor a lost checkpoint: the program goes on
-			 * and the checkpoint waits for the write. */
+			 * and the checkpoint waits for the write (or for the pinning
+			 * of snapshot memory, done once). */
 			if (!deferred++)
-				gk_info("checkpoint: due while %s is being written in the background; "
-					"taken at the first checkpoint point after that",
-					what);
+				gk_info("checkpoint: due while %s%s; taken at the first checkpoint "
+					"point after that",
+					what, writing ? " is being written in the background" : "");
 			return GK_DUMP_DEFERRED;
 		}
-		if (what[0])
+		if (writing)
 			gk_notice("checkpoint: finishing the background write of %s before the "
 				  "checkpoint the program ends with",
 				  what);
@@ -297,5 +300,19 @@ void gk_dump_context_gone(CUcontext ctx)
 {
 	gk_writer_wait();
 	gk_snapshot_forget(ctx);
+	gk_staging_forget(ctx);
 	gk_changes_forget(ctx);
+}
+
+void gk_dump_prepare(void)
+{
+	static int done;
+	CUcontext ctx = some_context();
+
+	/* Only once the program has device memory (a context to pin in), and
+	 * only once. */
+	if (!ctx || !gk_rt.settings.dir[0] || __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (!gk_writer_busy())
+		gk_writer_staging(2 * gk_rt.settings.writers, gk_rt.settings.chunk_size, ctx);
 }

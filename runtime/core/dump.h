@@ -42,6 +42,11 @@ int gk_dump_drain(void);
 int gk_dump_image(long step, int device_data, struct gk_store_txn *txn, struct gk_manifest **mp,
 		  uint64_t *bytes, char *err, size_t errlen);
 
+/* At a checkpoint point before any checkpoint: pin the copy threads'
+ * staging buffers in the background, so that the first checkpoint does not
+ * pay for it (staging.h). Once; a no-op without device memory. */
+void gk_dump_prepare(void);
+
 /* The program destroys or resets ctx: a background write finishes first,
  * and what the checkpoint machinery held in ctx is dropped. */
 void gk_dump_context_gone(CUcontext ctx);

@@ -24,6 +24,7 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/plan.c %reldir%/plan.h \
 	%reldir%/writer.c %reldir%/writer.h \
 	%reldir%/snapshot.c %reldir%/snapshot.h \
+	%reldir%/staging.c %reldir%/staging.h \
 	%reldir%/changes.c %reldir%/changes.h %reldir%/segment_hash.h \
 	%reldir%/baseline.c %reldir%/baseline.h \
 	%reldir%/agent.c %reldir%/agent.h \

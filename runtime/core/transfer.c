@@ -8,6 +8,7 @@
 #include "io.h"
 #include "numa.h"
 #include "segment_hash.h"
+#include "staging.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -82,6 +83,7 @@ struct lane {
 	CUstream stream;
 	CUevent ev[2];
 	void *buf[2];
+	uint64_t bufsize;
 };
 
 static int lane_open(struct lane *l, CUcontext ctx, uint64_t bufsize, struct job *j)
@@ -103,8 +105,13 @@ static int lane_open(struct lane *l, CUcontext ctx, uint64_t bufsize, struct job
 		r = gk_real.cuStreamCreate(&l->stream, CU_STREAM_NON_BLOCKING);
 	for (int k = 0; k < 2 && r == CUDA_SUCCESS; k++) {
 		r = gk_real.cuEventCreate(&l->ev[k], CU_EVENT_DISABLE_TIMING);
-		if (r == CUDA_SUCCESS)
-			r = gk_real.cuMemHostAlloc(&l->buf[k], bufsize, CU_MEMHOSTALLOC_PORTABLE);
+		if (r == CUDA_SUCCESS) {
+			/* Kept from the last transfer, or pinned now (staging.c). */
+			l->buf[k] = gk_staging_take(bufsize);
+			l->bufsize = bufsize;
+			if (!l->buf[k])
+				r = CUDA_ERROR_OUT_OF_MEMORY;
+		}
 	}
 	if (r != CUDA_SUCCESS) {
 		fail(j, r == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO,
@@ -123,7 +130,7 @@ static void lane_close(struct lane *l)
 		gk_real.cuStreamSynchronize(l->stream);
 	for (int k = 0; k < 2; k++) {
 		if (l->buf[k])
-			gk_real.cuMemFreeHost(l->buf[k]);
+			gk_staging_give(l->buf[k], l->bufsize);
 		if (l->ev[k])
 			gk_real.cuEventDestroy_v2(l->ev[k]);
 	}

@@ -6,6 +6,7 @@
 #include "plan.h"
 #include "runtime.h"
 #include "snapshot.h"
+#include "staging.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -17,12 +18,14 @@
 enum task_kind {
 	TASK_WRITE,
 	TASK_GROW,
+	TASK_STAGING,
 };
 
 struct task {
 	enum task_kind kind;
 	struct gk_plan *plan;
-	uint64_t target;
+	uint64_t target; /* GROW: bytes; STAGING: bytes per buffer */
+	unsigned count;  /* STAGING: buffers */
 	CUcontext ctx;
 };
 
@@ -68,8 +71,10 @@ static void *thread_main(void *arg)
 
 	if (t->kind == TASK_WRITE)
 		write_plan(t->plan);
-	else
+	else if (t->kind == TASK_GROW)
 		gk_snapshot_grow(t->target, t->ctx);
+	else
+		gk_staging_fill(t->ctx, t->count, t->target);
 	free(t);
 	done();
 	return NULL;
@@ -157,7 +162,21 @@ void gk_writer_grow(uint64_t target, CUcontext ctx)
 	t->kind = TASK_GROW;
 	t->target = target;
 	t->ctx = ctx;
-	if (start(t, "") < 0)
+	if (start(t, "host memory for snapshots is being pinned") < 0)
+		free(t);
+}
+
+void gk_writer_staging(unsigned count, uint64_t size, CUcontext ctx)
+{
+	struct task *t = calloc(1, sizeof(*t));
+
+	if (!t)
+		return;
+	t->kind = TASK_STAGING;
+	t->target = size;
+	t->count = count;
+	t->ctx = ctx;
+	if (start(t, "the copy threads' staging buffers are being pinned") < 0)
 		free(t);
 }
 
@@ -171,11 +190,15 @@ void gk_writer_wait(void)
 	pthread_mutex_unlock(&W.lock);
 }
 
-void gk_writer_what(char *buf, size_t len)
+int gk_writer_what(char *buf, size_t len)
 {
+	int writing;
+
 	pthread_mutex_lock(&W.lock);
 	snprintf(buf, len, "%s", W.what);
+	writing = W.busy && !W.growing;
 	pthread_mutex_unlock(&W.lock);
+	return writing;
 }
 
 /* A program that ends while a checkpoint is written in the background lets
@@ -186,8 +209,7 @@ static void writer_at_exit(void)
 
 	if (!gk_writer_busy())
 		return;
-	gk_writer_what(what, sizeof(what));
-	if (what[0])
+	if (gk_writer_what(what, sizeof(what)))
 		gk_notice("checkpoint: the program ends while %s is written in the background; "
 			  "waiting for it",
 			  what);

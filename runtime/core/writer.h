@@ -1,7 +1,8 @@
 /*
  * writer.h - the background writer: one checkpoint at a time, written from
  * its snapshot in host memory while the program runs (checksums, files,
- * manifest, commit); between checkpoints, the pinning of snapshot memory.
+ * manifest, commit); between checkpoints, the pinning of snapshot memory and
+ * of the copy threads' staging buffers.
  *
  * Contract with the pause (dump.c): a checkpoint is only planned while the
  * writer is idle (one due meanwhile waits for it: dump.c), so the baseline
@@ -28,11 +29,16 @@ int gk_writer_submit(struct gk_plan *p);
 /* Pin snapshot memory up to `target` bytes in the background, in ctx. */
 void gk_writer_grow(uint64_t target, CUcontext ctx);
 
+/* Pin `count` staging buffers of `size` bytes for the copy threads in the
+ * background, in ctx (staging.h). */
+void gk_writer_staging(unsigned count, uint64_t size, CUcontext ctx);
+
 /* Wait until idle; a growth of the snapshot memory is stopped early (a
  * checkpoint needs the writer now), a write always finishes. */
 void gk_writer_wait(void);
 
-/* The checkpoint being written ("ckpt.000004"), or "" (for messages). */
-void gk_writer_what(char *buf, size_t len);
+/* What the writer is doing, for messages ("ckpt.000004", or that memory is
+ * being pinned); 1 when it is writing a checkpoint. */
+int gk_writer_what(char *buf, size_t len);
 
 #endif

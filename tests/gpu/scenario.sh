@@ -490,6 +490,11 @@ sc_increments() {
 		if [ "$n" -lt 3 ]; then
 			kill -USR1 "$SC_PID"
 			sc_wait_log "ckpt\.0*$n: wrote" || break
+			# A checkpoint due while snapshot memory is pinned waits for
+			# it, and the program goes on changing chunks meanwhile.
+			if grep -q "is pinned in the background" "$SC_ERR"; then
+				sc_wait_log "pinned for snapshots" || break
+			fi
 		else
 			kill -TERM "$SC_PID"
 		fi
