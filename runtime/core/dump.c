@@ -178,12 +178,6 @@ int gk_dump(long step, int exiting, int *background)
 			 "written");
 		return -EINVAL;
 	}
-	if (gk_track_report(why, sizeof(why))) {
-		gk_error("checkpoint: %s: refused, no checkpoint written: this process holds %s, "
-			 "which gpuckpt cannot checkpoint",
-			 dir, why);
-		return -ENOTSUP;
-	}
 	if (gk_writer_busy()) {
 		int writing = gk_writer_what(what, sizeof(what));
 
@@ -206,6 +200,14 @@ int gk_dump(long step, int exiting, int *background)
 		t0 = gk_now();
 	}
 	deferred = 0;
+	/* After the deferral: a program may reach its checkpoint point many
+	 * times a second while a write is in flight. */
+	if (gk_track_report(why, sizeof(why))) {
+		gk_error("checkpoint: %s: refused, no checkpoint written: this process holds %s, "
+			 "which gpuckpt cannot checkpoint",
+			 dir, why);
+		return -ENOTSUP;
+	}
 	p = calloc(1, sizeof(*p));
 	if (!p) {
 		gk_error("checkpoint: %s: no checkpoint written: out of memory", dir);
@@ -276,6 +278,9 @@ int gk_dump_image(long step, int device_data, struct gk_store_txn *txn, struct g
 
 	*mp = NULL;
 	*bytes = 0;
+	/* A background write of the runtime's own finishes first: the process
+	 * is about to be dumped whole. */
+	gk_writer_wait();
 	ret = gk_plan_describe(&p, step, device_data, err, errlen);
 	if (ret == 0) {
 		gk_plan_changes(&p, NULL, 0, 0);
