@@ -77,8 +77,9 @@ int gk_file_sha256(int dirfd, const char *name, char hex[65], uint64_t *size)
 
 	gk_sha256_init(&s);
 	ret = read_blocks(dirfd, name, size, add_sha256, &s);
-	if (ret == 0)
-		gk_sha256_final(&s, hex);
+	/* Always: final releases libcrypto's state. */
+	if (gk_sha256_final(&s, hex) < 0 && ret == 0)
+		ret = -ENOMEM;
 	return ret;
 }
 

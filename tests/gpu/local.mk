@@ -4,13 +4,20 @@
 # Plain C against cuda.h, no nvcc: built by make check as well. They also run
 # on the stand-in, which a sanitizer build instruments: they then carry the
 # ASan runtime themselves.
-check_PROGRAMS += %reldir%/gpu-probe %reldir%/route-drv
+check_PROGRAMS += %reldir%/gpu-probe %reldir%/route-drv %reldir%/gpu-tables
 %canon_reldir%_gpu_probe_SOURCES = %reldir%/gpu-probe.c
 %canon_reldir%_gpu_probe_CFLAGS = $(WARN_CFLAGS) $(SAN_CFLAGS)
 %canon_reldir%_gpu_probe_LDFLAGS = $(SAN_LDFLAGS)
 %canon_reldir%_route_drv_SOURCES = %reldir%/route-drv.c
 %canon_reldir%_route_drv_CFLAGS = $(WARN_CFLAGS) $(SAN_CFLAGS)
 %canon_reldir%_route_drv_LDFLAGS = $(SAN_LDFLAGS)
+# The mostly static state of the increment and background scenarios: driver
+# API copies only, linked against the toolkit's stub libcuda.
+%canon_reldir%_gpu_tables_SOURCES = %reldir%/gpu-tables.c
+%canon_reldir%_gpu_tables_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples/common
+%canon_reldir%_gpu_tables_CFLAGS = $(WARN_CFLAGS) $(SAN_CFLAGS)
+%canon_reldir%_gpu_tables_LDFLAGS = $(SAN_LDFLAGS)
+%canon_reldir%_gpu_tables_LDADD = -L$(CUDA_PREFIX)/lib64/stubs -lcuda
 
 # heat-drv on the stand-in through the checkpoint scenarios, and the heat
 # examples' options and bad input.
@@ -59,7 +66,8 @@ GPU_NVCC_RPATH = -Xlinker -rpath=$(CUDA_PREFIX)/lib64
 		-o $@ $(srcdir)/%reldir%/route-rt.cu $(GPU_NVCC_RPATH)
 
 # The examples come from the top-level `all` that check-gpu depends on there.
-check-gpu: $(GPU_TESTS) %reldir%/gpu-probe$(EXEEXT) %reldir%/route-drv$(EXEEXT)
+check-gpu: $(GPU_TESTS) %reldir%/gpu-probe$(EXEEXT) %reldir%/route-drv$(EXEEXT) \
+		%reldir%/gpu-tables$(EXEEXT)
 	@$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/%reldir%/run.sh
 
 clean-local: clean-local-gpu

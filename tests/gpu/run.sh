@@ -35,6 +35,7 @@ declare -A ARGS=(
 	[gpu-streams]="--size 1048576"
 	[gpu-linked]="--size 1024"
 	[gpu-cublas]="--size 256"
+	[gpu-tables]="--size 256"
 )
 declare -A BIN=(
 	[heat-drv]=$HEAT_DIR/heat-drv
@@ -42,15 +43,19 @@ declare -A BIN=(
 	[gpu-streams]=$GPU_DIR/gpu-streams
 	[gpu-linked]=$GPU_DIR/gpu-linked
 	[gpu-cublas]=$GPU_DIR/gpu-cublas
+	[gpu-tables]=$GPU_DIR/gpu-tables
 )
-SCENARIO_PROGS=(heat-drv heat-rt gpu-streams gpu-linked gpu-cublas)
+SCENARIO_PROGS=(heat-drv heat-rt gpu-streams gpu-linked gpu-cublas gpu-tables)
 MULTI_PROG=gpu-streams
 OTHER_PROG=heat-rt
 CORRUPT_PROG=heat-rt
+# Background and incremental checkpoints: a mostly static state.
+TABLES_PROG=gpu-tables
 ROUTE_PROGS=(route-rt-static route-rt-shared route-drv)
 
 TOTAL=$((${#SCENARIO_PROGS[@]} * SC_SCENARIO_TESTS + SC_MULTI_TESTS + SC_OTHER_GPU_TESTS +
-	SC_CORRUPT_TESTS + ${#ROUTE_PROGS[@]} * SC_ROUTE_TESTS))
+	SC_CORRUPT_TESTS + SC_BACKGROUND_TESTS + SC_INCREMENT_TESTS +
+	${#ROUTE_PROGS[@]} * SC_ROUTE_TESTS))
 
 # why_no_gpu: empty when the tests can run here, else the reason.
 why_no_gpu() {
@@ -153,6 +158,16 @@ if [ ! -x "${BIN[$CORRUPT_PROG]}" ]; then
 else
 	cmd_of "$CORRUPT_PROG"
 	sc_corrupt "$CORRUPT_PROG" "$CORRUPT_PROG" "${CKPT[$CORRUPT_PROG]}" "${CMD[@]}"
+fi
+
+if [ ! -x "${BIN[$TABLES_PROG]}" ] || [ -z "${REF[$TABLES_PROG]:-}" ]; then
+	sc_skip_n $((SC_BACKGROUND_TESTS + SC_INCREMENT_TESTS)) \
+		"$TABLES_PROG is not built, or gave no reference checksum"
+else
+	cmd_of "$TABLES_PROG"
+	SC_REF=${REF[$TABLES_PROG]}
+	sc_background "$TABLES_PROG" "$TABLES_PROG" "${CMD[@]}"
+	sc_increments "$TABLES_PROG" "$TABLES_PROG" "${CMD[@]}"
 fi
 
 for prog in "${ROUTE_PROGS[@]}"; do

@@ -16,9 +16,11 @@ GPU_DIR=$top_builddir/tests/gpu
 SC_TIMEOUT=120
 SC_WAIT=60
 CMD=("$HEAT" --module "$HEAT_MODULE" --size 96 --steps 300 --report-every 10)
+TABLES=("$GPU_DIR/gpu-tables" --size 256 --steps 300 --report-every 10)
+HASH_MODULE=$top_builddir/tests/cuda-standin/modules/.libs/hash_kernel_host.so
 
 TOTAL=$((SC_SCENARIO_TESTS + SC_MULTI_TESTS + SC_OTHER_GPU_TESTS + SC_CORRUPT_TESTS +
-	SC_ROUTE_TESTS))
+	SC_ROUTE_TESTS + SC_SCENARIO_TESTS + SC_BACKGROUND_TESTS + SC_INCREMENT_TESTS))
 tap_plan "$TOTAL"
 
 why=
@@ -26,6 +28,8 @@ if [ ! -e "$GK_STANDIN_DIR/libcuda.so.1" ]; then
 	why="the driver stand-in is not built ($GK_STANDIN_DIR/libcuda.so.1)"
 elif [ ! -f "$HEAT_MODULE" ]; then
 	why="heat_kernels_host.so is not built (make check at the top of the build tree)"
+elif [ ! -f "$HASH_MODULE" ] || [ ! -x "${TABLES[0]}" ]; then
+	why="gpu-tables or hash_kernel_host.so is not built (make check at the top of the build tree)"
 elif [ ! -f "$GK_RUNTIME" ]; then
 	why="the runtime is not built ($GK_RUNTIME)"
 elif ! nm -D --defined-only "$GK_RUNTIME" 2>/dev/null | grep -qw gpuckpt_point; then
@@ -58,5 +62,13 @@ fi
 
 sc_corrupt heat-drv heat-drv "$ckpt" "${CMD[@]}"
 sc_route route-drv route-drv "$GPU_DIR/route-drv"
+
+# Background and incremental checkpoints of a mostly static state, with the
+# stand-in's host copy of the hash kernel.
+SC_RUNTIME+=(GPUCKPT_HASH_MODULE="$HASH_MODULE")
+SC_SNAPSHOT=512M
+sc_scenario gpu-tables gpu-tables "${TABLES[@]}"
+sc_background gpu-tables gpu-tables "${TABLES[@]}"
+sc_increments gpu-tables gpu-tables "${TABLES[@]}"
 
 sc_summary
