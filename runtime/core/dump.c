@@ -139,8 +139,8 @@ static int plan_devices(struct gk_manifest *m, struct gk_xfer_item **items_out, 
 		d->cc_major = info.cc_major;
 		d->cc_minor = info.cc_minor;
 		d->total_memory = info.total_memory;
-		d->va_base = a->base;
-		d->va_size = a->size;
+		d->va_base = a->lay.base;
+		d->va_size = a->lay.size;
 		d->next_order = a->next_order;
 		d->mapped_bytes = a->mapped;
 		pthread_mutex_lock(&a->lock);

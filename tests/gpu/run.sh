@@ -35,6 +35,7 @@ declare -A ARGS=(
 	[gpu-streams]="--size 1048576"
 	[gpu-linked]="--size 1024"
 	[gpu-cublas]="--size 256"
+	[gpu-slack]="--module $GPU_DIR/slack_kernels.cubin"
 )
 declare -A BIN=(
 	[heat-drv]=$HEAT_DIR/heat-drv
@@ -42,8 +43,11 @@ declare -A BIN=(
 	[gpu-streams]=$GPU_DIR/gpu-streams
 	[gpu-linked]=$GPU_DIR/gpu-linked
 	[gpu-cublas]=$GPU_DIR/gpu-cublas
+	[gpu-slack]=$GPU_DIR/gpu-slack
 )
-SCENARIO_PROGS=(heat-drv heat-rt gpu-streams gpu-linked gpu-cublas)
+# What a program needs beside its binary.
+declare -A NEEDS=([gpu-slack]=$GPU_DIR/slack_kernels.cubin)
+SCENARIO_PROGS=(heat-drv heat-rt gpu-streams gpu-linked gpu-cublas gpu-slack)
 MULTI_PROG=gpu-streams
 OTHER_PROG=heat-rt
 CORRUPT_PROG=heat-rt
@@ -119,6 +123,10 @@ declare -A REF CKPT
 for prog in "${SCENARIO_PROGS[@]}"; do
 	if [ ! -x "${BIN[$prog]}" ]; then
 		sc_skip_n "$SC_SCENARIO_TESTS" "$prog is not built (${BIN[$prog]})"
+		continue
+	fi
+	if [ -n "${NEEDS[$prog]:-}" ] && [ ! -e "${NEEDS[$prog]}" ]; then
+		sc_skip_n "$SC_SCENARIO_TESTS" "$prog needs ${NEEDS[$prog]}, which is not built"
 		continue
 	fi
 	cmd_of "$prog"

@@ -3,9 +3,12 @@
 # driver API) on the host-memory driver stand-in, with its kernels from
 # heat_kernels_host.so, through prepare / checkpoint / verify, several
 # checkpoints in one run, restore on another (emulated) GPU and a corrupted
-# checkpoint; and route-drv's allocations in the runtime's range. The same
-# scenario code as run.sh (scenario.sh); the checksums differ from a GPU's, so
-# runs are only compared with runs on the stand-in.
+# checkpoint; and route-drv's allocations in the runtime's range. Then
+# gpu-slack, whose kernels read outside its allocations (as srad_v2 does):
+# with the runtime's guards the reads land on mapped memory through a
+# checkpoint and a restore. The same scenario code as run.sh
+# (scenario.sh); the checksums differ from a GPU's, so runs are only compared
+# with runs on the stand-in.
 
 . "$top_srcdir/tests/lib/helpers.sh"
 . "$top_srcdir/tests/gpu/scenario.sh"
@@ -13,12 +16,19 @@
 HEAT=$top_builddir/examples/heat/heat-drv
 HEAT_MODULE=$top_builddir/examples/heat/.libs/heat_kernels_host.so
 GPU_DIR=$top_builddir/tests/gpu
+SLACK=$GPU_DIR/gpu-slack
+SLACK_MODULE=$GPU_DIR/.libs/slack_kernels_host.so
+# Images of 2 MiB, a whole granule: a read past the last one's end leaves the
+# block (a size that is not would end inside its own rounded-up extent).
+SLACK_CMD=("$SLACK" --module "$SLACK_MODULE" --edges all --size 524288 --steps 300
+	--report-every 10)
+SLACK_TESTS=6
 SC_TIMEOUT=120
 SC_WAIT=60
 CMD=("$HEAT" --module "$HEAT_MODULE" --size 96 --steps 300 --report-every 10)
 
 TOTAL=$((SC_SCENARIO_TESTS + SC_MULTI_TESTS + SC_OTHER_GPU_TESTS + SC_CORRUPT_TESTS +
-	SC_ROUTE_TESTS))
+	SC_ROUTE_TESTS + SLACK_TESTS))
 tap_plan "$TOTAL"
 
 why=
@@ -26,6 +36,8 @@ if [ ! -e "$GK_STANDIN_DIR/libcuda.so.1" ]; then
 	why="the driver stand-in is not built ($GK_STANDIN_DIR/libcuda.so.1)"
 elif [ ! -f "$HEAT_MODULE" ]; then
 	why="heat_kernels_host.so is not built (make check at the top of the build tree)"
+elif [ ! -x "$SLACK" ] || [ ! -f "$SLACK_MODULE" ]; then
+	why="gpu-slack or slack_kernels_host.so is not built (make check at the top of the build tree)"
 elif [ ! -f "$GK_RUNTIME" ]; then
 	why="the runtime is not built ($GK_RUNTIME)"
 elif ! nm -D --defined-only "$GK_RUNTIME" 2>/dev/null | grep -qw gpuckpt_point; then
@@ -59,4 +71,38 @@ fi
 sc_corrupt heat-drv heat-drv "$ckpt" "${CMD[@]}"
 sc_route route-drv route-drv "$GPU_DIR/route-drv"
 
-sc_summary
+# slack_allocs FILE: the "alloc NAME ADDRESS BYTES" lines of a gpu-slack run.
+slack_allocs() { grep '^gpu-slack: alloc ' "$1"; }
+
+# The reference is a run under the runtime: natively on the stand-in the
+# allocations have no neighbours at all, and the first out-of-bounds read
+# faults (that is what the stand-in's kernels check; on a GPU, run.sh starts
+# from the native run).
+sc_start gpu-slack.reference runtime -- "${SLACK_CMD[@]}" --delay-ms 0
+sc_wait_exit
+SC_REF=$(sc_checksum gpu-slack "$SC_OUT")
+ref_allocs=$(slack_allocs "$SC_OUT")
+if [ "$SC_STATUS" = 0 ] && [ -n "$SC_REF" ] && [ "$(wc -l <<<"$ref_allocs")" = 6 ]; then
+	tap_ok "gpu-slack: under the runtime, 512-byte reads before and after each of its 6 allocations, first and last included, do not fault (checksum $SC_REF)"
+else
+	tap_not_ok "gpu-slack: under the runtime, reads before and after its allocations do not fault (exit status $SC_STATUS)"
+	sc_diag
+fi
+sc_start gpu-slack.other-gpu runtime CUDA_VISIBLE_DEVICES=2 -- "${SLACK_CMD[@]}" --steps 1
+sc_wait_exit
+if [ "$SC_STATUS" = 0 ] && [ "$(slack_allocs "$SC_OUT")" = "$ref_allocs" ]; then
+	tap_ok "gpu-slack: the same requests get the same addresses on another GPU"
+else
+	tap_not_ok "gpu-slack: the same requests get the same addresses on another GPU (exit status $SC_STATUS)"
+	tap_diag "reference: $ref_allocs"
+	sc_diag
+fi
+sc_checkpoint gpu-slack gpu-slack "$SC_LOGDIR/gpu-slack.ckpt" -- "${SLACK_CMD[@]}"
+sc_restore gpu-slack gpu-slack "$SC_LOGDIR/gpu-slack.ckpt" "$SC_SIGNAL_AT" -- "${SLACK_CMD[@]}"
+if [ "$(slack_allocs "$SC_OUT")" = "$ref_allocs" ]; then
+	tap_ok "gpu-slack: the restored run got every allocation back at its address"
+else
+	tap_not_ok "gpu-slack: the restored run got every allocation back at its address"
+	tap_diag "reference: $ref_allocs"
+	sc_diag
+fi
