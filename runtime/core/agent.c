@@ -135,6 +135,22 @@ static int hear(int fd, char *msg, size_t len)
 	return 0;
 }
 
+/* An error's name as one word of the protocol ([A-Z0-9_]), "unknown" if it
+ * is not one (a driver without cuGetErrorName for it, say). */
+static const char *error_word(CUresult r)
+{
+	const char *name = gk_cu_name(r);
+	size_t n = strlen(name);
+
+	if (n == 0 || n > 63)
+		return "unknown";
+	for (size_t i = 0; i < n; i++)
+		if (!((name[i] >= 'A' && name[i] <= 'Z') || (name[i] >= '0' && name[i] <= '9') ||
+		      name[i] == '_'))
+			return "unknown";
+	return name;
+}
+
 /* ---- device memory ---- */
 
 static uint64_t release_all(void)
@@ -241,7 +257,8 @@ static int checkpoint(int signo)
 	struct gk_store_txn txn;
 	const char *name = "-";
 	uint64_t bytes = 0, released = 0;
-	int fd, assisted = 0, sealed = 0, is_signed = 0, restored = 0;
+	int fd, assisted = 0, sealed = 0, is_signed = 0, restored = 0, drained;
+	CUresult broken = CUDA_SUCCESS;
 	double t0 = gk_now();
 	struct stat st;
 
@@ -263,7 +280,21 @@ static int checkpoint(int signo)
 		goto out_close;
 	}
 	gk_gate_close();
-	if (gk_dump_drain() < 0)
+	drained = gk_dump_drain(&broken);
+	if (drained == -ENOTRECOVERABLE) {
+		/* The program's kernel failed before the signal came: neither the
+		 * runtime nor the driver can save its context (the driver's lock
+		 * fails with CUDA_ERROR_NOT_INITIALIZED). Said once, here; the
+		 * shepherd names it too and takes no checkpoint. */
+		gk_gate_open();
+		gk_error("transparent: the program's CUDA context is broken (%s): no checkpoint "
+			 "possible",
+			 gk_cu_name(broken));
+		if (say(fd, "REFUSE broken %s", error_word(broken)) == 0)
+			hear(fd, msg, sizeof(msg));
+		goto out_close;
+	}
+	if (drained < 0)
 		gk_warn("transparent: draining failed; the driver's checkpoint will see the error");
 	/* Without the runtime's dump the driver copies device memory itself; the
 	 * manifest still records the devices, for the shepherd's GPU mapping.

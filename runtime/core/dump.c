@@ -64,8 +64,9 @@ static void describe_process(struct gk_manifest *m, long step)
 	m->chunk_size = gk_rt.settings.chunk_size;
 }
 
-/* Drain: every stream of every context holding placed memory. */
-static int drain(void)
+/* Drain: every stream of every context holding placed memory. A sticky
+ * error is not logged here (gk_dump_drain). */
+static int drain(CUresult *broken)
 {
 	for (int i = 0; i < GK_MAX_DEVICES; i++) {
 		struct gk_arena *a = gk_arenas[i];
@@ -79,6 +80,10 @@ static int drain(void)
 		if (r == CUDA_SUCCESS) {
 			r = gk_real.cuCtxSynchronize();
 			gk_real.cuCtxPopCurrent_v2(NULL);
+		}
+		if (gk_cu_broken(r)) {
+			*broken = r;
+			return -ENOTRECOVERABLE;
 		}
 		if (r != CUDA_SUCCESS)
 			return gk_cu_check(r, "cuCtxSynchronize", "checkpoint", obj);
@@ -383,9 +388,9 @@ out:
 	return 0;
 }
 
-int gk_dump_drain(void)
+int gk_dump_drain(CUresult *broken)
 {
-	return drain();
+	return drain(broken);
 }
 
 int gk_dump(long step)
@@ -396,6 +401,7 @@ int gk_dump(long step)
 	struct gk_store_txn txn;
 	int ret, is_signed = 0;
 	uint64_t bytes = 0;
+	CUresult broken = CUDA_SUCCESS;
 	double t0 = gk_now(), t_drained, t_written, secs;
 
 	if (!dir[0]) {
@@ -410,7 +416,16 @@ int gk_dump(long step)
 		return -ENOTSUP;
 	}
 	gk_gate_close();
-	ret = drain();
+	ret = drain(&broken);
+	if (ret == -ENOTRECOVERABLE) {
+		/* The program's own kernel failed before: one line that says so,
+		 * rather than the errors every later call would give. */
+		gk_gate_open();
+		gk_error("checkpoint: %s: the program's CUDA context is broken (%s): no checkpoint "
+			 "possible; the previous checkpoints are kept",
+			 dir, gk_cu_name(broken));
+		return ret;
+	}
 	if (ret < 0) {
 		snprintf(err, sizeof(err), "the device reported an error while draining its work");
 		goto out;

@@ -2,6 +2,7 @@
 #ifndef GK_DUMP_H
 #define GK_DUMP_H
 
+#include <cuda.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -18,8 +19,11 @@ struct gk_store_txn;
 struct gk_manifest;
 
 /* The parts transparent mode uses: drain every device, and write the image
- * into a new .tmp checkpoint without committing it (see dump.c). */
-int gk_dump_drain(void);
+ * into a new .tmp checkpoint without committing it (see dump.c).
+ * gk_dump_drain returns -ENOTRECOVERABLE, with the error in *broken and
+ * nothing logged, when a context has a sticky error (gk_cu_broken): the
+ * caller says so in its own words. */
+int gk_dump_drain(CUresult *broken);
 int gk_dump_image(long step, int device_data, struct gk_store_txn *txn, struct gk_manifest **mp,
 		  uint64_t *bytes, char *err, size_t errlen);
 

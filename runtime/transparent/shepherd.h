@@ -209,6 +209,7 @@ struct gk_msg {
 	char name[256]; /* READY: the .tmp folder */
 	int assisted;
 	const char *refused; /* REFUSE: what the process holds, in words */
+	char broken[64];     /* REFUSE broken: the CUDA error's name ("" otherwise) */
 };
 
 /* Parse one packet from the runtime; -EPROTO for anything but the

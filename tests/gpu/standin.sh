@@ -6,7 +6,8 @@
 # checkpoint; and route-drv's allocations in the runtime's range. Then
 # gpu-slack, whose kernels read outside its allocations (as srad_v2 does):
 # with the runtime's guards the reads land on mapped memory through a
-# checkpoint and a restore. The same scenario code as run.sh
+# checkpoint and a restore, and a read beyond any guard breaks the context,
+# which the checkpoint then names. The same scenario code as run.sh
 # (scenario.sh); the checksums differ from a GPU's, so runs are only compared
 # with runs on the stand-in.
 
@@ -22,7 +23,7 @@ SLACK_MODULE=$GPU_DIR/.libs/slack_kernels_host.so
 # block (a size that is not would end inside its own rounded-up extent).
 SLACK_CMD=("$SLACK" --module "$SLACK_MODULE" --edges all --size 524288 --steps 300
 	--report-every 10)
-SLACK_TESTS=6
+SLACK_TESTS=8
 SC_TIMEOUT=120
 SC_WAIT=60
 CMD=("$HEAT" --module "$HEAT_MODULE" --size 96 --steps 300 --report-every 10)
@@ -106,3 +107,34 @@ else
 	tap_diag "reference: $ref_allocs"
 	sc_diag
 fi
+
+# A read 3 MiB before each array is beyond any guard: the kernel faults, the
+# context keeps CUDA_ERROR_ILLEGAL_ADDRESS, and the program (which, like
+# srad, checks nothing) runs on. The checkpoint on SIGTERM must say so once,
+# not fail half-way through its staging.
+dir=$SC_LOGDIR/gpu-slack.broken.ckpt
+mkdir -p "$dir"
+sc_start gpu-slack.broken runtime GPUCKPT_DIR="$dir" -- "${SLACK_CMD[@]}" --slack 3145728 \
+	--keep-going --delay-ms "$SC_DELAY"
+if sc_wait_line "^gpu-slack: step $SC_SIGNAL_AT\$"; then
+	kill -TERM "$SC_PID"
+	sc_wait_exit
+fi
+sc_stop
+said=$(grep -c "checkpoint: $dir: the program's CUDA context is broken (CUDA_ERROR_ILLEGAL_ADDRESS): no checkpoint possible" "$SC_ERR")
+others=$(grep '^gpuckpt: ' "$SC_ERR" | grep -v "context is broken\|SIGTERM received\|no checkpoint taken on SIGTERM\|ends as it would" | grep -ci "error\|fail\|cannot")
+if [ "$SC_STATUS" = 143 ] && [ "$said" = 1 ] && [ "$others" = 0 ] &&
+	grep -q "^gpu-slack: .*CUDA_ERROR_ILLEGAL_ADDRESS; going on" "$SC_ERR"; then
+	tap_ok "gpu-slack: a broken context (a read beyond the guards) at SIGTERM: one line says the context is broken (CUDA_ERROR_ILLEGAL_ADDRESS) and no checkpoint is possible; the run ends by SIGTERM"
+else
+	tap_not_ok "gpu-slack: a broken context at SIGTERM gives one clear line and the run ends by SIGTERM (exit status $SC_STATUS, lines saying so: $said, other error lines: $others)"
+	sc_diag
+fi
+if [ -z "$(ls -A "$dir")" ]; then
+	tap_ok "gpu-slack: nothing was written for the broken context"
+else
+	tap_not_ok "gpu-slack: nothing was written for the broken context"
+	tap_diag "$(ls -la "$dir")"
+fi
+
+sc_summary

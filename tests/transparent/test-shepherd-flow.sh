@@ -5,8 +5,9 @@
 #   - a runtime that connects with no trigger signal is told ABORT;
 #   - a runtime on a node without the driver's checkpoint API is told ABORT,
 #     as is one that does not say READY in time, and one in application mode;
-#   - a runtime that holds what the driver cannot save (REFUSE managed) and
-#     a node where an MPS daemon runs: no checkpoint, the reason named;
+#   - a runtime that holds what the driver cannot save (REFUSE managed), one
+#     whose program's CUDA context is broken (REFUSE broken ERROR), and a node
+#     where an MPS daemon runs: no checkpoint, the reason named;
 #   - a tree without CUDA processes is checkpointed: the shepherd's own
 #     folder, criu/ root:root 0700 sealed, ckpt.000001 committed, the
 #     timing line, exit 128+SIGTERM;
@@ -16,7 +17,7 @@
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
 CLIENT=$(cd "$top_builddir/tests/transparent" 2>/dev/null && pwd)/shep-client
-PLAN=25
+PLAN=26
 tap_plan $PLAN
 gk_scratch
 
@@ -116,6 +117,12 @@ check "a runtime holding managed memory is told ABORT, naming it" \
 	grep -q "^ABORT pid [0-9]* holds managed (unified) memory, which the CUDA driver's checkpoint cannot save" "$GK_SCRATCH/out"
 check "the shepherd's own line says why there is no checkpoint" \
 	grep -q "transparent: no checkpoint of pid [0-9]*: pid [0-9]* holds managed" "$GK_SCRATCH/err"
+
+# A runtime whose program's context is broken (a kernel faulted before the
+# signal): no checkpoint, one reason, naming the error.
+trigger_client "HELLO 1 transparent" "REFUSE broken CUDA_ERROR_ILLEGAL_ADDRESS"
+check "a runtime whose CUDA context is broken is told ABORT, naming the error" \
+	grep -q "^ABORT pid [0-9]*: the program's CUDA context is broken (CUDA_ERROR_ILLEGAL_ADDRESS): no checkpoint possible" "$GK_SCRATCH/out"
 
 # An MPS daemon on the node (a process of that name): refused, naming it.
 cp /bin/sleep "$GK_SCRATCH/nvidia-cuda-mps-control"

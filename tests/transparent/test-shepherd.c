@@ -67,6 +67,13 @@ static void messages(void)
 	    "REFUSE managed memory",
 	    "REFUSE Managed",
 	    "REFUSE  ipc",
+	    "REFUSE broken",
+	    "REFUSE broken ",
+	    "REFUSE broken cuda_error_illegal_address",
+	    "REFUSE broken CUDA_ERROR_ILLEGAL ADDRESS",
+	    "REFUSE broken CUDA-ERROR",
+	    "REFUSE broken CUDA_ERROR_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+	    "REFUSE broken unknown CUDA_ERROR_ASSERT",
 	};
 	struct gk_msg m;
 	char big[GK_SHEP_MSG_MAX + 2];
@@ -85,6 +92,11 @@ static void messages(void)
 	       strstr(m.refused, "managed") && gk_msg_parse("REFUSE ipc", 10, &m) == 0 &&
 	       m.type == GK_MSG_REFUSE && strstr(m.refused, "IPC"),
 	   "REFUSE managed, REFUSE ipc: the shepherd's own words for them");
+	ok(gk_msg_parse("REFUSE broken CUDA_ERROR_ILLEGAL_ADDRESS", 40, &m) == 0 &&
+	       m.type == GK_MSG_REFUSE && !strcmp(m.broken, "CUDA_ERROR_ILLEGAL_ADDRESS") &&
+	       gk_msg_parse("REFUSE broken unknown", 21, &m) == 0 && !strcmp(m.broken, "unknown") &&
+	       gk_msg_parse("REFUSE managed", 14, &m) == 0 && !m.broken[0],
+	   "REFUSE broken <CUDA error name>: a broken context, with the error's name");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		if (gk_msg_parse(bad[i], strlen(bad[i]), &m) == -EPROTO)
 			refused++;
@@ -534,7 +546,7 @@ int main(void)
 	CUuuid u;
 	char text[64];
 
-	plan(8 + 4 + 4 + 4 + 6 + 13 + 3);
+	plan(9 + 4 + 4 + 4 + 6 + 13 + 3);
 	gk_log_set_level(GK_LOG_ERROR);
 	messages();
 	peers();
