@@ -132,6 +132,14 @@ int gk_uuid_parse(const char *text, CUuuid *u);
  * checks that it runs and is version GK_CRIU_MIN_MAJOR or later. */
 int gk_criu_find(const char *want, char *path, size_t pathlen, char *err, size_t errlen);
 
+/*
+ * Whether this process has the capabilities CRIU (run by it, as root) needs
+ * to dump and restore the processes of `uid` (-1: of any user), from the
+ * CapEff line of `status` (/proc/self/status). 0, or -EPERM with
+ * "CAP_X missing (CapEff ...): what CRIU cannot do then" in err.
+ */
+int gk_criu_caps(const char *status, long uid, char *err, size_t errlen);
+
 /* Run CRIU with argv[1..] = args (NULL-terminated), no shell, keep_fd kept
  * open in the child (for -D /proc/self/fd/N; -1 for none), and the fds of
  * inherit[0..2] as the child's 0..2 (NULL: /dev/null). On failure err holds

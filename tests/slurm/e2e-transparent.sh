@@ -30,7 +30,8 @@ elif [ ! -x "$SHEP/gpuckpt-shepherd" ]; then
 	why="gpuckpt-shepherd is not built in $SHEP (GK_SHEPHERD_DIR)"
 elif [ ! -x "$UNAWARE" ]; then
 	why="examples/unaware is not built (needs nvcc)"
-elif ! probe=$("$SHEP/gpuckpt-shepherd" probe --criu "$GK_CRIU" 2>&1); then
+elif ! probe=$("$SHEP/gpuckpt-shepherd" probe --criu "$GK_CRIU" \
+	--uid "$(id -u "${GK_TRANSPARENT_USER:-gkuser1}" 2>/dev/null || echo 65534)" 2>&1); then
 	why="gpuckpt-shepherd probe: $probe"
 fi
 if [ -n "$why" ]; then

@@ -541,12 +541,61 @@ static void seal(void)
 		printf("# cannot remove %s\n", base);
 }
 
+/* The capabilities CRIU needs, from crafted status files. */
+static int caps_of(const char *capeff, long uid, char *why, size_t whylen)
+{
+	char path[] = "/tmp/gk-caps.XXXXXX";
+	int fd = mkstemp(path), ret;
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+
+	if (!f)
+		return -EIO;
+	fprintf(f, "Name:\tprobe\nCapInh:\t0000000000000000\n");
+	if (capeff)
+		fprintf(f, "CapEff:\t%s\n", capeff);
+	fprintf(f, "CapBnd:\t000001ffffffffff\n");
+	fclose(f);
+	ret = gk_criu_caps(path, uid, why, whylen);
+	unlink(path);
+	return ret;
+}
+
+static void capabilities(void)
+{
+	char why[1024];
+
+	ok(caps_of("000001ffffffffff", -1, why, sizeof(why)) == 0,
+	   "capabilities: a root with all of them may run CRIU for anyone");
+	ok(caps_of("000001fffeffffff", -1, why, sizeof(why)) == -EPERM &&
+		   strstr(why, "CAP_SYS_RESOURCE missing (CapEff 000001fffeffffff): CRIU cannot read "
+			       "another user's resource limits (\"Can't get rlimit"),
+	   "capabilities: without CAP_SYS_RESOURCE (the GPU machine's root) it is named, with "
+	   "what CRIU cannot do (%s)",
+	   why);
+	ok(caps_of("000001fffeffffff", 0, why, sizeof(why)) == 0 &&
+		   caps_of("000001fffeffffff", 1000, why, sizeof(why)) == -EPERM,
+	   "capabilities: which root's own jobs do not need, and another user's do");
+	ok(caps_of("000001ffffdfffff", -1, why, sizeof(why)) == 0 &&
+		   caps_of("000000ffffdfffff", 0, why, sizeof(why)) == -EPERM &&
+		   strstr(why, "CAP_SYS_ADMIN missing"),
+	   "capabilities: CAP_CHECKPOINT_RESTORE stands in for CAP_SYS_ADMIN, and without both "
+	   "CAP_SYS_ADMIN is named");
+	ok(caps_of("000001fffef7ffdf", -1, why, sizeof(why)) == -EPERM &&
+		   strstr(why, "CAP_SYS_PTRACE, CAP_SYS_RESOURCE, CAP_KILL missing") &&
+		   strstr(why, "seize"),
+	   "capabilities: several missing are all named, the first one's consequence said (%s)",
+	   why);
+	ok(caps_of(NULL, -1, why, sizeof(why)) == -EINVAL && strstr(why, "no CapEff line") &&
+		   gk_criu_caps("/nonexistent/status", -1, why, sizeof(why)) == -ENOENT,
+	   "capabilities: a status without CapEff, or none, is an error, not a pass");
+}
+
 int main(void)
 {
 	CUuuid u;
 	char text[64];
 
-	plan(9 + 4 + 4 + 4 + 6 + 13 + 3);
+	plan(9 + 4 + 4 + 4 + 6 + 13 + 6 + 3);
 	gk_log_set_level(GK_LOG_ERROR);
 	messages();
 	peers();
@@ -554,6 +603,7 @@ int main(void)
 	limits();
 	gpu_pairs();
 	seal();
+	capabilities();
 	ok(gk_uuid_parse("GPU-0123abcd-0000-1111-2222-333344445555", &u) == 0 &&
 	       gk_uuid_format(&u, text) == 0 &&
 	       !strcmp(text, "GPU-0123abcd-0000-1111-2222-333344445555"),
