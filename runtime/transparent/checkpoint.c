@@ -517,18 +517,6 @@ static uint64_t runtime_bytes(int ckptfd)
 	return total;
 }
 
-static void record_stdio(pid_t prog, struct gk_seal *s)
-{
-	for (int i = 0; i < 3; i++) {
-		char path[64];
-		ssize_t n;
-
-		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)prog, i);
-		n = readlink(path, s->stdio[i], sizeof(s->stdio[i]) - 1);
-		s->stdio[i][n > 0 ? n : 0] = 0;
-	}
-}
-
 static int dump(struct ckpt *c, int exit_after, struct gk_seal *seal)
 {
 	struct gk_shepherd *sh = c->sh;
@@ -553,8 +541,8 @@ static int dump(struct ckpt *c, int exit_after, struct gk_seal *seal)
 	if (!exit_after)
 		args[n++] = "--leave-running";
 	args[n] = NULL;
-	record_stdio(sh->prog, seal);
-	return gk_criu_run(sh->criu, args, c->criufd, NULL, logpath, c->err, sizeof(c->err));
+	gk_stdio_record("/proc", sh->prog, seal);
+	return gk_criu_run(sh->criu, args, c->criufd, NULL, -1, logpath, c->err, sizeof(c->err));
 }
 
 int gk_checkpoint(struct gk_shepherd *sh, int exit_after)

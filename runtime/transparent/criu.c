@@ -269,7 +269,7 @@ static void log_tail(const char *logpath, char *err, size_t errlen)
 }
 
 int gk_criu_run(const char *criu, const char *const *args, int keep_fd, const int *inherit,
-		const char *logpath, char *err, size_t errlen)
+		int stdin_fd, const char *logpath, char *err, size_t errlen)
 {
 	const char *argv[64];
 	size_t n = 0, used;
@@ -286,18 +286,20 @@ int gk_criu_run(const char *criu, const char *const *args, int keep_fd, const in
 		return -errno;
 	}
 	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR), fds[3];
+		int null = open("/dev/null", O_RDWR), fds[3],
+		    in = stdin_fd >= 0 ? fcntl(stdin_fd, F_DUPFD_CLOEXEC, 3) : -1;
 
 		/* The task's stdio goes to CRIU above its own 0..2: with
-		 * --shell-job CRIU keeps its own stdin for the terminal logic, and
-		 * an --inherit-fd of fd[0] left it without one ("Can't send fd 0
-		 * into store", seen under Slurm). */
+		 * --shell-job CRIU keeps its own stdin for the terminal logic (a
+		 * terminal to inherit, or /dev/null), and an --inherit-fd of
+		 * fd[0] left it without one ("Can't send fd 0 into store", seen
+		 * under Slurm). */
 		for (int i = 0; i < 3; i++)
 			fds[i] = inherit ? fcntl(inherit[i], F_DUPFD_CLOEXEC, 3) : -1;
 		for (int i = 0; i < 3; i++) {
 			if (fds[i] >= 0)
 				dup2(fds[i], GK_CRIU_INHERIT_FD + i);
-			dup2(null, i);
+			dup2(i == 0 && in >= 0 ? in : null, i);
 		}
 		if (keep_fd >= 0)
 			fcntl(keep_fd, F_SETFD, 0);

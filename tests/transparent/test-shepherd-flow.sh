@@ -13,11 +13,16 @@
 #     timing line, exit 128+SIGTERM;
 #   - restore verifies that checkpoint and runs CRIU (whose error lines it
 #     reports), and refuses it once an image is changed, once criu/ is the
-#     user's, and for another uid.
+#     user's, and for another uid;
+#   - the task's stdio of each kind (/dev/null, a file in append mode, a
+#     pipe; a terminal) is recorded in the seal, and restore hands CRIU its
+#     own in their place (--inherit-fd; its stdin for a terminal), which the
+#     fake CRIU records. That CRIU then really restores the program that way
+#     is for a machine where CRIU runs (tests/transparent/stdio-criu.sh).
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
 CLIENT=$(cd "$top_builddir/tests/transparent" 2>/dev/null && pwd)/shep-client
-PLAN=26
+PLAN=33
 tap_plan $PLAN
 gk_scratch
 
@@ -37,6 +42,8 @@ cat >"$FAKE" <<'EOS'
 #!/bin/sh
 [ "$1" = --version ] && { echo "Version: 4.1"; exit 0; }
 cmd=$1; shift
+# What it was asked, and whether its stdin is a terminal (for the stdio tests).
+[ -n "${FAKE_CRIU_ARGS:-}" ] && { echo "$cmd $*"; [ -t 0 ] && echo "stdin: terminal"; } >>"$FAKE_CRIU_ARGS"
 while [ $# -gt 0 ]; do
 	case $1 in -D) D=$2; shift ;; -o) LOG=$2; shift ;; esac
 	shift
@@ -189,4 +196,87 @@ mkdir "$ROOT/ckpt.000001/criu" && cp -p "$GK_SCRATCH/criu.root/"* "$ROOT/ckpt.00
 	chown -R nobody "$ROOT/ckpt.000001/criu"
 restore
 check "restore refuses a criu/ that is the user's" grep -q "not root:root 0700" "$GK_SCRATCH/err"
+
+# 5. The task's stdio. A checkpoint of a program whose stdin is /dev/null,
+# whose stdout is a file opened for appending and whose stderr is a pipe,
+# each also the shepherd's own (as slurmstepd gives them to both). The
+# program ignores SIGTERM, which the shepherd passes on outside Slurm: its
+# fds must still be there when they are recorded.
+OUTFILE=$GK_SCRATCH/job.out
+STUBBORN=(/bin/sh -c 'trap "" TERM; exec /bin/sleep 60')
+seal_of() { ls -d "$ROOT"/ckpt.* | sort -V | tail -n 1; }
+# wait_stubborn PID: until it ignores SIGTERM (the shell set the trap and
+# exec'd sleep).
+wait_stubborn() {
+	for i in $(seq 100); do
+		[ "$(cat /proc/"$1"/comm 2>/dev/null)" = sleep ] && return
+		sleep 0.05
+	done
+}
+echo "before the job" >"$OUTFILE"
+exec 7> >(cat >"$GK_SCRATCH/err") # an anonymous pipe, the shell's child
+"$SHEP" run --criu "$FAKE" "${USER_ARGS[@]}" -- "${STUBBORN[@]}" </dev/null >>"$OUTFILE" 2>&7 &
+spid=$!
+exec 7>&-
+prog=$(wait_prog $spid)
+wait_stubborn "$prog"
+kill -TERM $spid
+wait_outcome
+[ -n "$prog" ] && kill -KILL "$prog"
+wait $spid
+SEAL=$(seal_of)/criu/SEAL
+tr -d ' \n' <"$SEAL" | grep -q '"stdio_task":\["null","file","pipe"\]'
+check "the seal records the task's stdio kinds: null, file, pipe" test $? -eq 0
+tr -d ' \n' <"$SEAL" | grep -q '"stdio_task":\["null","file","pipe"\]' ||
+	tap_diag "$(cat "$SEAL" 2>&1; cat "$GK_SCRATCH/err")"
+# The output file grows after the dump, as a job's output file does.
+echo "written after the dump" >>"$OUTFILE"
+export FAKE_CRIU_ARGS=$GK_SCRATCH/criu-args
+rm -f "$FAKE_CRIU_ARGS"
+restore
+pipe=$(tr -d ' \n' <"$SEAL" | sed -n 's/.*"stdio":\["[^"]*","[^"]*","\(pipe:\[[0-9]*\]\)"\].*/\1/p')
+args=$(grep "^restore " "$FAKE_CRIU_ARGS" 2>/dev/null)
+check "restore hands CRIU its own stdin for /dev/null (--inherit-fd fd[10]:dev/null)" \
+	grep -qF -- "--inherit-fd fd[10]:dev/null" <<<"$args"
+check "... its own stdout for the output file, by the file's path (fd[11]:${OUTFILE#/})" \
+	grep -qF -- "--inherit-fd fd[11]:${OUTFILE#/}" <<<"$args"
+check "... and its own stderr for the pipe (fd[12]:$pipe)" \
+	test -n "$pipe" -a -n "$(grep -F -- "--inherit-fd fd[12]:$pipe" <<<"$args")"
+[ -n "$args" ] || tap_diag "CRIU was run with: $(cat "$FAKE_CRIU_ARGS" 2>&1); the shepherd said: $(cat "$GK_SCRATCH/err")"
+
+# A terminal (srun --pty, or run by hand): script(1) gives the shepherd one.
+if ! command -v script >/dev/null; then
+	for i in 1 2 3; do tap_skip "script(1) is not installed (util-linux)"; done
+else
+	# script runs a shell on the terminal, which execs the shepherd.
+	script -qec "exec $(printf '%q ' "$SHEP" run --criu "$FAKE" "${USER_ARGS[@]}" -- \
+		"${STUBBORN[@]}") 2>$GK_SCRATCH/err.tty" /dev/null </dev/null >/dev/null &
+	tpid=$!
+	spid=
+	for i in $(seq 100); do
+		spid=$(children_of $tpid | awk '{print $1}')
+		[ -n "$spid" ] && [ "$(readlink /proc/"$spid"/exe)" = "$(readlink -f "$SHEP")" ] && break
+		sleep 0.05
+	done
+	prog=$(wait_prog "$spid")
+	wait_stubborn "$prog"
+	kill -TERM "$spid"
+	wait_line "$GK_SCRATCH/err.tty" "$OUTCOME" 60
+	[ -n "$prog" ] && kill -KILL "$prog"
+	wait $tpid
+	SEAL=$(seal_of)/criu/SEAL
+	tr -d ' \n' <"$SEAL" | grep -q '"stdio_task":\["tty","tty","file"\]'
+	check "a terminal is recorded as the task's terminal (stderr stays a file here)" test $? -eq 0
+	rm -f "$FAKE_CRIU_ARGS"
+	restore </dev/null
+	check "restore without a terminal refuses, saying the program had one" \
+		grep -q "the program's fd 0 was the task's terminal (/dev/pts/[0-9]*); restore it from a terminal" "$GK_SCRATCH/err"
+	script -qec "$(printf '%q ' "$SHEP" restore --criu "$FAKE" "${USER_ARGS[@]}")" /dev/null \
+		</dev/null >/dev/null 2>&1
+	check "restore from a terminal gives it to CRIU as its stdin, not as --inherit-fd" \
+		test -n "$(grep "^stdin: terminal" "$FAKE_CRIU_ARGS" 2>/dev/null)" -a \
+		-z "$(grep -- "--inherit-fd fd\[1[01]\]" "$FAKE_CRIU_ARGS" 2>/dev/null)" -a \
+		-n "$(grep -- "--inherit-fd fd\[12\]:" "$FAKE_CRIU_ARGS" 2>/dev/null)"
+fi
+unset FAKE_CRIU_ARGS
 tap_done
