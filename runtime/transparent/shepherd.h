@@ -163,6 +163,15 @@ int gk_tree_check_owner(const pid_t *pids, size_t n, uid_t uid, gid_t gid, char 
 /* 1 when the ancestry of `pid` reaches `prog`, the root of the task's tree. */
 int gk_pid_in_tree(pid_t pid, pid_t prog);
 
+/* 1 when pid has the gpuckpt runtime loaded and catches signo (its
+ * /proc status SigCgt): the runtime acts on the signal itself. */
+int gk_pid_runtime_catches(pid_t pid, int signo);
+
+/* Send signo to the processes of the tree under prog that have the runtime
+ * and catch it (runtime 1), or to all the others (runtime 0). Returns how
+ * many were sent it. */
+int gk_tree_signal(pid_t prog, int signo, int runtime);
+
 /* What the shepherd refuses to checkpoint (checkpoint.c, limits()). */
 #define GK_SHEP_MIG_CAPS "/dev/nvidia-caps/"
 #define GK_SHEP_MPS_COMM "nvidia-cuda-mps"

@@ -10,7 +10,9 @@
 # either: the runtime refuses before anything is written, and both it and the
 # shepherd say why. And a program whose context a faulting kernel broke:
 # one reason from each side (REFUSE broken), no protocol error, nothing
-# written.
+# written. And SIGTERM to the shepherd alone under Slurm (proctrack/cgroup
+# signals only slurmstepd's children): the runtime hears of it from the
+# shepherd.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
 HEAT=$top_builddir/examples/heat/heat-drv
@@ -18,7 +20,7 @@ MODULE=$top_builddir/examples/heat/.libs/heat_kernels_host.so
 UNAWARE=$top_builddir/tests/runtime/prog-unaware
 SLACK=$top_builddir/tests/gpu/gpu-slack
 SLACK_MODULE=$top_builddir/tests/gpu/.libs/slack_kernels_host.so
-PLAN=18
+PLAN=20
 tap_plan $PLAN
 gk_scratch
 
@@ -102,6 +104,16 @@ check "the runtime refused, naming memory shared between processes" \
 	grep -q "transparent: refused, no checkpoint taken: this process holds memory pool pointers shared between processes" "$GK_SCRATCH/err"
 check "the shepherd said the same, and nothing was written" \
 	test -z "$(ls -A "$D" 2>/dev/null)" -a -n "$(grep "transparent: no checkpoint of pid [0-9]*: pid [0-9]* holds device memory shared with another process" "$GK_SCRATCH/err")"
+
+# SIGTERM to the shepherd alone, under Slurm: proctrack/cgroup signals only
+# slurmstepd's children, which the shepherd is. The runtime must hear of it
+# from the shepherd (it used to pass signals on only outside Slurm).
+rm -rf "$D"
+SLURM_JOB_ID=4242 sigterm_under_shepherd "step 100" GPUCKPT_MODE=transparent "$HEAT" "${ARGS[@]}"
+check "under Slurm, SIGTERM to the shepherd alone: the shepherd passes it to the runtime" \
+	grep -q "transparent: signal 15: checkpointing pid [0-9]* (passed on to 1 process(es) with the runtime)" "$GK_SCRATCH/err"
+check "... which writes its part and releases device memory, and the program ends by SIGTERM ($status)" \
+	test $status -eq 143 -a -n "$(grep "transparent: .tmp.ckpt.000001.*: wrote [1-9][0-9]* bytes .*released [1-9][0-9]* bytes" "$GK_SCRATCH/err")"
 
 # A broken context: gpu-slack reads 3 MiB before its arrays, beyond the
 # runtime's guards; its kernel faults and it goes on, as srad would. Before,

@@ -8,7 +8,7 @@
 # SIGTERM take its course when no checkpoint can be made.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
-PLAN=59
+PLAN=60
 tap_plan $PLAN
 gk_scratch
 
@@ -142,7 +142,7 @@ fi
 RUNDIR=$GK_SCRATCH/nb
 chmod 0711 "$GK_SCRATCH"; mkdir -p "$RUNDIR" && chmod 0777 "$RUNDIR"
 if [ "$(id -u)" -ne 0 ]; then
-	for i in 1 2 3 4 5 6; do tap_skip "needs root"; done
+	for i in 1 2 3 4 5 6 7; do tap_skip "needs root"; done
 else
 	"$SHEP" run --dir "$RUNDIR/ckpt" --uid nobody --gid nogroup -- /bin/sh -c \
 		'echo "$(id -u) $GPUCKPT_DIR $GPUCKPT_SHEPHERD"; exit 7' >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err"
@@ -168,5 +168,24 @@ else
 	wait $spid; rc=$?
 	check "run: SIGTERM without CRIU ends the program as SIGTERM would (143)" test $rc -eq 143
 	check "run: and says why there was no checkpoint" grep -q "no checkpoint of pid .*: no usable CRIU" "$GK_SCRATCH/err"
+	# SIGTERM to the shepherd alone (outside Slurm, or Slurm's
+	# proctrack/cgroup, which signals only slurmstepd's children): the
+	# program has no runtime, so it hears of it only once no checkpoint
+	# came of it, and then ends as SIGTERM ends it.
+	"$SHEP" run --criu /nonexistent --dir "$RUNDIR/ckpt" --uid nobody --gid nogroup -- \
+		/bin/sleep 60 >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
+	spid=$!
+	for i in $(seq 50); do
+		prog=$(cat /proc/$spid/task/$spid/children 2>/dev/null | awk '{print $1}')
+		[ -n "$prog" ] && [ "$(cat /proc/"$prog"/comm 2>/dev/null)" = sleep ] && break
+		sleep 0.1
+	done
+	kill -TERM $spid
+	( sleep 20; kill -KILL "$prog" 2>/dev/null ) &
+	guard=$!
+	wait $spid; rc=$?
+	kill $guard 2>/dev/null
+	check "run: SIGTERM to the shepherd alone, no checkpoint: the program then ends by SIGTERM (143)" \
+		test $rc -eq 143
 fi
 tap_done

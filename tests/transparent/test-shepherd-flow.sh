@@ -22,7 +22,7 @@
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
 CLIENT=$(cd "$top_builddir/tests/transparent" 2>/dev/null && pwd)/shep-client
-PLAN=33
+PLAN=35
 tap_plan $PLAN
 gk_scratch
 
@@ -44,6 +44,12 @@ cat >"$FAKE" <<'EOS'
 cmd=$1; shift
 # What it was asked, and whether its stdin is a terminal (for the stdio tests).
 [ -n "${FAKE_CRIU_ARGS:-}" ] && { echo "$cmd $*"; [ -t 0 ] && echo "stdin: terminal"; } >>"$FAKE_CRIU_ARGS"
+# Whether the process it is to dump is still there (the signal rules).
+if [ -n "${FAKE_CRIU_ARGS:-}" ] && [ "$cmd" = dump ]; then
+	t=$(printf '%s\n' "$@" | sed -n '/^-t$/{n;p}')
+	state=$(sed 's/.*) \(.\).*/\1/' "/proc/$t/stat" 2>/dev/null)
+	[ -n "$state" ] && [ "$state" != Z ] && echo "dump: pid $t alive" >>"$FAKE_CRIU_ARGS"
+fi
 while [ $# -gt 0 ]; do
 	case $1 in -D) D=$2; shift ;; -o) LOG=$2; shift ;; esac
 	shift
@@ -58,12 +64,15 @@ chmod 0755 "$FAKE"
 
 # children_of PID: its children, from every thread.
 children_of() { cat /proc/"$1"/task/*/children 2>/dev/null; }
-# wait_prog SHEPHERD: the pid of the program (its child), once it runs.
+# wait_prog SHEPHERD NAMES: the pid of the program (its child whose name
+# matches NAMES, a grep -E pattern), once it runs. Not just any child: the
+# shepherd's own short-lived ones (CRIU's version check) come first.
 wait_prog() {
-	local prog
+	local c
 	for i in $(seq 100); do
-		prog=$(children_of "$1" | awk '{print $1}')
-		[ -n "$prog" ] && { echo "$prog"; return; }
+		for c in $(children_of "$1"); do
+			grep -Eqx "$2" /proc/"$c"/comm 2>/dev/null && { echo "$c"; return; }
+		done
 		sleep 0.05
 	done
 }
@@ -89,7 +98,7 @@ check "and the program's exit status comes back" test $rc -eq 0
 	"$CLIENT" --on-signal USR1 "HELLO 1 transparent" "READY .tmp.ckpt.000001.h.1 1" \
 	>"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
 spid=$!
-prog=$(wait_prog $spid)
+prog=$(wait_prog $spid shep-client)
 wait_line "$GK_SCRATCH/out" waiting
 kill -USR1 "$prog"
 sleep 0.2
@@ -105,7 +114,7 @@ trigger_client() {
 	"$SHEP" run --criu "$FAKE" --ready-timeout 2 "${USER_ARGS[@]}" -- \
 		"$CLIENT" --on-signal USR1 "$@" >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
 	spid=$!
-	prog=$(wait_prog $spid)
+	prog=$(wait_prog $spid shep-client)
 	wait_line "$GK_SCRATCH/out" waiting
 	kill -USR1 "$prog"
 	sleep 0.2
@@ -139,7 +148,7 @@ mps=$!
 for i in $(seq 200); do [ "$(cat /proc/$mps/comm 2>/dev/null)" = nvidia-cuda-mps ] && break; sleep 0.05; done
 "$SHEP" run --criu "$FAKE" "${USER_ARGS[@]}" -- /bin/sleep 60 >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
 spid=$!
-prog=$(wait_prog $spid)
+prog=$(wait_prog $spid "sh|sleep")
 kill -TERM $spid
 wait_outcome
 [ -n "$prog" ] && kill -TERM "$prog"
@@ -153,7 +162,7 @@ check "and nothing was committed" test ! -e "$ROOT/ckpt.000001"
 # 3. A tree without CUDA: checkpointed by CRIU alone.
 "$SHEP" run --criu "$FAKE" "${USER_ARGS[@]}" -- /bin/sleep 60 >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
 spid=$!
-prog=$(wait_prog $spid)
+prog=$(wait_prog $spid "sh|sleep")
 kill -TERM $spid
 wait_outcome
 [ -n "$prog" ] && kill -TERM "$prog" # Slurm signals the program too
@@ -218,7 +227,7 @@ exec 7> >(cat >"$GK_SCRATCH/err") # an anonymous pipe, the shell's child
 "$SHEP" run --criu "$FAKE" "${USER_ARGS[@]}" -- "${STUBBORN[@]}" </dev/null >>"$OUTFILE" 2>&7 &
 spid=$!
 exec 7>&-
-prog=$(wait_prog $spid)
+prog=$(wait_prog $spid "sh|sleep")
 wait_stubborn "$prog"
 kill -TERM $spid
 wait_outcome
@@ -258,7 +267,7 @@ else
 		[ -n "$spid" ] && [ "$(readlink /proc/"$spid"/exe)" = "$(readlink -f "$SHEP")" ] && break
 		sleep 0.05
 	done
-	prog=$(wait_prog "$spid")
+	prog=$(wait_prog "$spid" "sh|sleep")
 	wait_stubborn "$prog"
 	kill -TERM "$spid"
 	wait_line "$GK_SCRATCH/err.tty" "$OUTCOME" 60
@@ -278,5 +287,33 @@ else
 		-z "$(grep -- "--inherit-fd fd\[1[01]\]" "$FAKE_CRIU_ARGS" 2>/dev/null)" -a \
 		-n "$(grep -- "--inherit-fd fd\[12\]:" "$FAKE_CRIU_ARGS" 2>/dev/null)"
 fi
+
+# 6. Signals: a program without the runtime that does not handle SIGTERM,
+# and SIGTERM to the shepherd alone (outside Slurm, or proctrack/cgroup):
+# the shepherd does not pass it on before the dump, so CRIU finds the
+# program alive (it used to be killed first: "Unable to detach from PID").
+rm -f "$FAKE_CRIU_ARGS"
+"$SHEP" run --criu "$FAKE" "${USER_ARGS[@]}" -- /bin/sleep 60 </dev/null >/dev/null \
+	2>"$GK_SCRATCH/err" &
+spid=$!
+# The program, once it is sleep (the shepherd's own short-lived children,
+# such as CRIU's version check, come and go before it).
+prog=
+for i in $(seq 100); do
+	for c in $(children_of $spid); do
+		[ "$(cat /proc/"$c"/comm 2>/dev/null)" = sleep ] && prog=$c
+	done
+	[ -n "$prog" ] && break
+	sleep 0.05
+done
+kill -TERM $spid
+wait_outcome
+wait $spid; rc=$?
+check "a program without the runtime is not sent SIGTERM before the dump: CRIU finds it alive" \
+	grep -q "^dump: pid $prog alive" "$FAKE_CRIU_ARGS"
+grep -q "^dump: pid $prog alive" "$FAKE_CRIU_ARGS" ||
+	tap_diag "program $prog; CRIU: $(cat "$FAKE_CRIU_ARGS" 2>&1); the shepherd: $(cat "$GK_SCRATCH/err")"
+check "the checkpoint is taken and the shepherd ends 128+SIGTERM ($rc)" test $rc -eq 143
+[ -n "$prog" ] && kill -KILL "$prog" 2>/dev/null
 unset FAKE_CRIU_ARGS
 tap_done
