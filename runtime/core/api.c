@@ -188,7 +188,8 @@ GK_EXPORT const char *gpuckpt_strerror(int err)
 	case -EINVAL:
 		return "invalid argument or setting (see the log)";
 	case -ENOTRECOVERABLE:
-		return "the program's CUDA context is broken: no checkpoint is possible (see the log)";
+		return "the program's CUDA context is broken: no checkpoint is possible (see the "
+		       "log)";
 	default:
 		return err < 0 ? strerror(-err) : "unknown status";
 	}

@@ -50,7 +50,7 @@ struct gk_arena {
 	int ordinal;
 	CUdevice dev;
 	CUcontext ctx; /* where the program allocates; the runtime's copies run there */
-	struct gk_layout lay; /* the slice (lay.base, lay.size) and its regions */
+	struct gk_layout lay;	      /* the slice (lay.base, lay.size) and its regions */
 	struct gk_itree small, large; /* live blocks */
 	struct gk_itree segs;         /* mapped physical memory */
 	/* A range known to be mapped throughout, so that an allocation that

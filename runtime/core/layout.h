@@ -4,8 +4,9 @@
  * memory must be mapped around it. arena.c maps what this says; the unit test
  * (tests/runtime/test-layout.c) checks it on its own.
  *
- *	base            + GK_GRANULE                     small_end         end - GK_GRANULE   end
- *	|  edge granule | small blocks (<= 1 MiB, 512-byte aligned) | large blocks (2 MiB aligned) | edge |
+ *	base     +GK_GRANULE                    small_end                 end-GK_GRANULE   end
+ *	| edge   | small blocks (<= 1 MiB,      | large blocks            | edge    |
+ *	|granule | 512-byte aligned)            | (2 MiB aligned)         | granule |
  *
  * Slack. Programs that run natively may read a little outside their
  * allocations: Rodinia's srad_v2 reads up to 512 bytes before one. The

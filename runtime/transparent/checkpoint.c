@@ -226,9 +226,10 @@ static int limits(struct ckpt *c)
 	pid_t pid;
 
 	if (p && p->broken[0]) {
-		snprintf(c->err, sizeof(c->err),
-			 "pid %d: the program's CUDA context is broken (%s): no checkpoint possible",
-			 (int)p->pid, p->broken);
+		snprintf(
+		    c->err, sizeof(c->err),
+		    "pid %d: the program's CUDA context is broken (%s): no checkpoint possible",
+		    (int)p->pid, p->broken);
 		return -ENOTRECOVERABLE;
 	}
 	if (p) {

@@ -216,8 +216,9 @@ int gk_criu_caps(const char *status, long uid, char *err, size_t errlen)
 			has |= (eff >> criu_caps[i].alt) & 1;
 		if (has || (criu_caps[i].others && uid == 0))
 			continue;
-		used += (size_t)snprintf(names + used, used < sizeof(names) ? sizeof(names) - used : 0,
-					 "%s%s", used ? ", " : "", criu_caps[i].name);
+		used +=
+		    (size_t)snprintf(names + used, used < sizeof(names) ? sizeof(names) - used : 0,
+				     "%s%s", used ? ", " : "", criu_caps[i].name);
 		if (!first)
 			first = criu_caps[i].without;
 	}

@@ -115,10 +115,11 @@ static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal
 			if (isatty(k))
 				terminal = k;
 		if (terminal < 0) {
-			snprintf(err, errlen,
-				 "the program's fd %d was the task's terminal (%s); restore it from a "
-				 "terminal (srun --pty), none of this task's stdio is one",
-				 i, seal->stdio[i]);
+			snprintf(
+			    err, errlen,
+			    "the program's fd %d was the task's terminal (%s); restore it from a "
+			    "terminal (srun --pty), none of this task's stdio is one",
+			    i, seal->stdio[i]);
 			return -ENOTTY;
 		}
 	}

@@ -1032,8 +1032,8 @@ static void test_kernel_fault(CUcontext primary)
 	      "CUDA_ERROR_ILLEGAL_ADDRESS");
 	is_rc(cuMemAlloc(&more, 64), CUDA_ERROR_ILLEGAL_ADDRESS, "the error is sticky: cuMemAlloc");
 	ok(cuStreamCreate(&s, 0) == CUDA_ERROR_ILLEGAL_ADDRESS &&
-		   cuMemHostAlloc(&host, 4096, 0) == CUDA_ERROR_ILLEGAL_ADDRESS &&
-		   cuMemcpyDtoH(&got, d, sizeof(got)) == CUDA_ERROR_ILLEGAL_ADDRESS,
+	       cuMemHostAlloc(&host, 4096, 0) == CUDA_ERROR_ILLEGAL_ADDRESS &&
+	       cuMemcpyDtoH(&got, d, sizeof(got)) == CUDA_ERROR_ILLEGAL_ADDRESS,
 	   "... cuStreamCreate, cuMemHostAlloc, cuMemcpyDtoH");
 	offset = 0;
 	cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL);

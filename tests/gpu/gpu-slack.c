@@ -105,8 +105,17 @@ static void usage(FILE *out)
 
 static int parse(int argc, char **argv, struct opts *o)
 {
-	enum { O_MODULE = 256, O_SIZE, O_STEPS, O_REPORT, O_DELAY, O_SLACK, O_EDGES, O_KEEP,
-	       O_HELP };
+	enum {
+		O_MODULE = 256,
+		O_SIZE,
+		O_STEPS,
+		O_REPORT,
+		O_DELAY,
+		O_SLACK,
+		O_EDGES,
+		O_KEEP,
+		O_HELP
+	};
 	static const struct option longopts[] = {
 	    {"module", required_argument, NULL, O_MODULE},
 	    {"size", required_argument, NULL, O_SIZE},
@@ -277,15 +286,17 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (rc > 0)
-		printf("%s: resumed from step %ld on device=%s (%s)\n", PROG, from, name, uuid_text);
+		printf("%s: resumed from step %ld on device=%s (%s)\n", PROG, from, name,
+		       uuid_text);
 	else
-		printf("%s: fresh start: size=%ld steps=%ld device=%s (%s)\n", PROG, o.size, o.steps,
-		       name, uuid_text);
+		printf("%s: fresh start: size=%ld steps=%ld device=%s (%s)\n", PROG, o.size,
+		       o.steps, name, uuid_text);
 	fflush(stdout);
 	for (; step < o.steps; step++) {
 		rc = ckpt_point(step);
 		if (rc < 0) {
-			fprintf(stderr, "%s: gpuckpt_point(%ld): %s\n", PROG, step, ckpt_strerror(rc));
+			fprintf(stderr, "%s: gpuckpt_point(%ld): %s\n", PROG, step,
+				ckpt_strerror(rc));
 			return 1;
 		}
 		if (o.report_every && step % o.report_every == 0) {

@@ -68,7 +68,7 @@ static void clear(struct run *r)
 /* A program's requests, srad-like: large images first, then small ones, a
  * free in between and requests after it. */
 static const uint64_t sizes[] = {16u << 20, 16u << 20, 16u << 20, 3u << 20, 1000,
-				 4096,      1u << 20,  512,       64,      (16u << 20) - 4};
+				 4096,	    1u << 20,  512,	  64,	    (16u << 20) - 4};
 
 static void program(struct run *r, uint64_t base)
 {
@@ -120,14 +120,14 @@ int main(void)
 	gk_layout_region(&a.lay, 2 * G, &lo, &hi, &align);
 	ok(lo == BASE + SLICE / 8 && hi == BASE + SLICE - G && align == G,
 	   "large blocks go from there to the slice's last granule, 2 MiB aligned");
-	ok(gk_layout_extent(0) == 0 && gk_layout_extent(~0ull) == 0 &&
-		   gk_layout_extent(1) == 512 && gk_layout_extent(GK_SMALL_MAX) == GK_SMALL_MAX &&
-		   gk_layout_extent(GK_SMALL_MAX + 1) == G && gk_layout_extent(3 * G + 1) == 4 * G,
+	ok(gk_layout_extent(0) == 0 && gk_layout_extent(~0ull) == 0 && gk_layout_extent(1) == 512 &&
+	       gk_layout_extent(GK_SMALL_MAX) == GK_SMALL_MAX &&
+	       gk_layout_extent(GK_SMALL_MAX + 1) == G && gk_layout_extent(3 * G + 1) == 4 * G,
 	   "extents: 512-byte steps up to 1 MiB, 2 MiB steps above; 0 for nothing or too much");
 
 	program(&a, BASE);
 	ok(a.addr[0] == BASE + SLICE / 8 && a.addr[1] == a.addr[0] + (16u << 20) &&
-		   a.addr[4] == BASE + G && a.addr[5] == BASE + G + 1024,
+	       a.addr[4] == BASE + G && a.addr[5] == BASE + G + 1024,
 	   "the lowest place that fits: images packed from the large region's start, small "
 	   "blocks from the second granule");
 	ok(a.addr[9] == a.addr[1] && a.addr[3] == a.addr[2] + (16u << 20),
@@ -172,7 +172,7 @@ int main(void)
 	/* What trim may give back: memory near no block. */
 	gk_layout_near(&a.lay, a.addr[0] - G, a.addr[0], &lo, &hi);
 	ok(lo == a.addr[0] - 2 * G && hi == a.addr[0] + G &&
-		   gk_itree_first_overlap(&a.large, lo, hi),
+	       gk_itree_first_overlap(&a.large, lo, hi),
 	   "the granule before the first image is near it (its guard), so it stays mapped");
 	gk_layout_near(&a.lay, a.addr[0] - 2 * G, a.addr[0] - G, &lo, &hi);
 	ok(!gk_itree_first_overlap(&a.large, lo, hi) && !gk_itree_first_overlap(&a.small, lo, hi),

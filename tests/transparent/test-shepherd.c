@@ -72,7 +72,8 @@ static void messages(void)
 	    "REFUSE broken cuda_error_illegal_address",
 	    "REFUSE broken CUDA_ERROR_ILLEGAL ADDRESS",
 	    "REFUSE broken CUDA-ERROR",
-	    "REFUSE broken CUDA_ERROR_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+	    "REFUSE broken "
+	    "CUDA_ERROR_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
 	    "REFUSE broken unknown CUDA_ERROR_ASSERT",
 	};
 	struct gk_msg m;
@@ -585,8 +586,8 @@ static void stdio_plans(void)
 	for (int i = 0; i < 3; i++)
 		h[i] = gk_stdio_plan(&s, i, a[i], sizeof(a[i]));
 	ok(h[0] == GK_STDIO_INHERIT && !strcmp(a[0], "fd[10]:dev/null") &&
-		   h[1] == GK_STDIO_INHERIT && !strcmp(a[1], "fd[11]:bb/77/slurm-77.out") &&
-		   h[2] == GK_STDIO_INHERIT && !strcmp(a[2], "fd[12]:pipe:[4242]"),
+	       h[1] == GK_STDIO_INHERIT && !strcmp(a[1], "fd[11]:bb/77/slurm-77.out") &&
+	       h[2] == GK_STDIO_INHERIT && !strcmp(a[2], "fd[12]:pipe:[4242]"),
 	   "stdio: the task's /dev/null, file and pipe are inherited, a file by its path from "
 	   "the root (%s %s %s)",
 	   a[0], a[1], a[2]);
@@ -594,17 +595,17 @@ static void stdio_plans(void)
 	snprintf(s.stdio_task[0], sizeof(s.stdio_task[0]), "tty");
 	snprintf(s.stdio[0], sizeof(s.stdio[0]), "/dev/pts/3");
 	ok(gk_stdio_plan(&s, 1, a[1], sizeof(a[1])) == GK_STDIO_CRIU &&
-		   gk_stdio_plan(&s, 0, a[0], sizeof(a[0])) == GK_STDIO_TERMINAL,
+	       gk_stdio_plan(&s, 0, a[0], sizeof(a[0])) == GK_STDIO_TERMINAL,
 	   "stdio: a file the program opened itself is CRIU's to reopen; a terminal is "
 	   "handed over as CRIU's stdin");
 	s.have_stdio_task = 0;
 	ok(gk_stdio_plan(&s, 2, a[2], sizeof(a[2])) == GK_STDIO_INHERIT &&
-		   !strcmp(a[2], "fd[12]:pipe:[4242]") &&
-		   gk_stdio_plan(&s, 1, a[1], sizeof(a[1])) == GK_STDIO_CRIU,
+	       !strcmp(a[2], "fd[12]:pipe:[4242]") &&
+	       gk_stdio_plan(&s, 1, a[1], sizeof(a[1])) == GK_STDIO_CRIU,
 	   "stdio: a seal from before the kinds were recorded: its pipes are inherited, as "
 	   "then");
 	ok(gk_stdio_kind_ok("file") && gk_stdio_kind_ok("") && !gk_stdio_kind_ok("tape") &&
-		   !gk_stdio_kind_ok("FILE"),
+	       !gk_stdio_kind_ok("FILE"),
 	   "stdio: only the kinds the shepherd records are valid in a seal");
 }
 
@@ -634,26 +635,26 @@ static void capabilities(void)
 	ok(caps_of("000001ffffffffff", -1, why, sizeof(why)) == 0,
 	   "capabilities: a root with all of them may run CRIU for anyone");
 	ok(caps_of("000001fffeffffff", -1, why, sizeof(why)) == -EPERM &&
-		   strstr(why, "CAP_SYS_RESOURCE missing (CapEff 000001fffeffffff): CRIU cannot read "
-			       "another user's resource limits (\"Can't get rlimit"),
+	       strstr(why, "CAP_SYS_RESOURCE missing (CapEff 000001fffeffffff): CRIU cannot read "
+			   "another user's resource limits (\"Can't get rlimit"),
 	   "capabilities: without CAP_SYS_RESOURCE (the GPU machine's root) it is named, with "
 	   "what CRIU cannot do (%s)",
 	   why);
 	ok(caps_of("000001fffeffffff", 0, why, sizeof(why)) == 0 &&
-		   caps_of("000001fffeffffff", 1000, why, sizeof(why)) == -EPERM,
+	       caps_of("000001fffeffffff", 1000, why, sizeof(why)) == -EPERM,
 	   "capabilities: which root's own jobs do not need, and another user's do");
 	ok(caps_of("000001ffffdfffff", -1, why, sizeof(why)) == 0 &&
-		   caps_of("000000ffffdfffff", 0, why, sizeof(why)) == -EPERM &&
-		   strstr(why, "CAP_SYS_ADMIN missing"),
+	       caps_of("000000ffffdfffff", 0, why, sizeof(why)) == -EPERM &&
+	       strstr(why, "CAP_SYS_ADMIN missing"),
 	   "capabilities: CAP_CHECKPOINT_RESTORE stands in for CAP_SYS_ADMIN, and without both "
 	   "CAP_SYS_ADMIN is named");
 	ok(caps_of("000001fffef7ffdf", -1, why, sizeof(why)) == -EPERM &&
-		   strstr(why, "CAP_SYS_PTRACE, CAP_SYS_RESOURCE, CAP_KILL missing") &&
-		   strstr(why, "seize"),
+	       strstr(why, "CAP_SYS_PTRACE, CAP_SYS_RESOURCE, CAP_KILL missing") &&
+	       strstr(why, "seize"),
 	   "capabilities: several missing are all named, the first one's consequence said (%s)",
 	   why);
 	ok(caps_of(NULL, -1, why, sizeof(why)) == -EINVAL && strstr(why, "no CapEff line") &&
-		   gk_criu_caps("/nonexistent/status", -1, why, sizeof(why)) == -ENOENT,
+	       gk_criu_caps("/nonexistent/status", -1, why, sizeof(why)) == -ENOENT,
 	   "capabilities: a status without CapEff, or none, is an error, not a pass");
 }
 
