@@ -85,7 +85,8 @@ check "lintian: no errors ($(grep -c '^W: ' <<<"$lint") warnings)" [ -z "$errors
 holds() {
 	local pkg=$1 list missing="" f
 	shift
-	list=$(dpkg-deb -c "$out/${pkg}_"*.deb 2>/dev/null | awk '{ print $NF }')
+	# Each entry's path (a link's: the name before "->").
+	list=$(dpkg-deb -c "$out/${pkg}_"*.deb 2>/dev/null | awk '{ print ($(NF - 1) == "->") ? $(NF - 2) : $NF }')
 	for f in "$@"; do grep -qE "^\./$f\$" <<<"$list" || missing+=" $f"; done
 	[ -z "$missing" ] || tap_diag "$pkg lacks:$missing"
 	[ -z "$missing" ]
