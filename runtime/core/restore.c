@@ -10,6 +10,7 @@
 #include "image.h"
 #include "io.h"
 #include "log.h"
+#include "peer.h"
 #include "runtime.h"
 #include "transfer.h"
 
@@ -335,6 +336,9 @@ int gk_restore_populate(struct gk_arena *a)
 	if (strcmp(info.uuid, d->uuid) != 0)
 		gk_info("restore: device %d is now %s (%s); the checkpoint was taken on %s (%s)",
 			a->ordinal, info.name, info.uuid, d->name, d->uuid);
+	/* Granted before the memory is mapped, so that arena.c grants it too. */
+	if (d->peer_access && gk_peer_restore(a->ordinal, d->peer_access, R.dir) < 0)
+		return -EXDEV;
 	for (size_t i = 0; i < R.m->nallocs; i++) {
 		const struct gk_alloc_rec *r = &R.m->allocs[i];
 		int ret;

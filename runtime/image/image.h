@@ -38,13 +38,19 @@
 #include <sys/types.h>
 
 #define GK_FORMAT_NAME "gpuckpt-image"
-/* Version 3: XXH3-64 chunk checksums ("xxh3"); a checkpoint may be an
+/* Version 4: a device may list the devices that were granted peer access to
+ * its memory ("peer_access"); written only by a checkpoint that has such
+ * grants (others stay version 3), so that a gpuckpt that could not grant them
+ * again refuses it by its version number instead of restoring it without.
+ * Version 3: XXH3-64 chunk checksums ("xxh3"); a checkpoint may be an
  * increment whose parts lie in earlier checkpoints' files ("references");
  * change keys per chunk. Version 2: an allocation's bytes lie in "parts",
  * possibly in several files. Version 1: one "file" and "offset" per
- * allocation. All three are read; a gpuckpt that reads only up to 2 refuses
+ * allocation. All four are read; a gpuckpt that reads only up to 2 refuses
  * version 3 by its version number. */
-#define GK_FORMAT_VERSION 3
+#define GK_FORMAT_VERSION 4
+/* Peer access is recorded as a mask of device ordinals: they stay below this. */
+#define GK_PEER_ORDINALS 64
 #define GK_MANIFEST_FILE "manifest.json"
 #define GK_SIGNATURE_FILE "manifest.sig"
 #define GK_HOST_DATA_FILE "host.data"
@@ -172,6 +178,8 @@ struct gk_device_rec {
 	uint64_t va_size;
 	uint64_t next_order;   /* allocation counter when the checkpoint was taken */
 	uint64_t mapped_bytes; /* physical memory the allocations need on restore */
+	uint64_t peer_access;  /* bit i: device i may read and write this device's
+	                          memory (format 4; 0: no peer) */
 };
 
 struct gk_file_rec {

@@ -264,7 +264,7 @@ static const struct bad_case bad_cases[] = {
     {"newer format version",
      {{"version", "7"}},
      -EPROTO,
-     "format version 7 is not supported (this gpuckpt reads versions 1 to 3)"},
+     "format version 7 is not supported (this gpuckpt reads versions 1 to 4)"},
     {"version as a string", {{"version", "\"1\""}}, -EINVAL, "field 'version' must be an integer"},
     {"created missing", {{"created", DEL}}, -EINVAL, "missing field 'created'"},
     {"created not UTC",
