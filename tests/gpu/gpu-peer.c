@@ -50,7 +50,9 @@ struct bufs {
 	CUdeviceptr a1, c1; /* on device 1: what comes from device 0; allocated later */
 };
 
-/* Both devices must have read/write access to every buffer. */
+/* Both devices must have read/write access to every buffer. Only memory
+ * mapped through the VMM API (the runtime's) answers cuMemGetAccess; without
+ * the runtime, cuCtxEnablePeerAccess alone gives the access. */
 static void check_access(const struct bufs *b, const char *when)
 {
 	const struct {
@@ -58,6 +60,10 @@ static void check_access(const struct bufs *b, const char *when)
 		const char *name;
 	} all[] = {{b->a0, "a0"}, {b->b0, "b0"}, {b->a1, "a1"}, {b->c1, "c1"}};
 
+	if (!ckpt_present()) {
+		printf(PROG ": %s: no runtime, peer access is the driver's\n", when);
+		return;
+	}
 	for (size_t i = 0; i < sizeof(all) / sizeof(all[0]); i++) {
 		for (int d = 0; d < 2; d++) {
 			CUmemLocation loc = {.type = CU_MEM_LOCATION_TYPE_DEVICE, .id = d};
@@ -75,6 +81,21 @@ static void check_access(const struct bufs *b, const char *when)
 		}
 	}
 	printf(PROG ": %s: both devices reach all four buffers\n", when);
+}
+
+/* "NAME (GPU-...)" of device 0, as tests/gpu/scenario.sh reads it. */
+static void describe(CUdevice dev, char *buf, size_t len)
+{
+	char name[256];
+	CUuuid u;
+	const unsigned char *b = (const unsigned char *)u.bytes;
+
+	CK(cuDeviceGetName(name, sizeof(name), dev));
+	CK(cuDeviceGetUuid(&u, dev));
+	snprintf(buf, len,
+		 "%s (GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x)",
+		 name, b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+		 b[12], b[13], b[14], b[15]);
 }
 
 static uint64_t checksum(const struct bufs *b, uint32_t *host)
@@ -118,6 +139,7 @@ int main(int argc, char **argv)
 	struct bufs b;
 	CUdevice dev[2];
 	uint32_t *host;
+	char where[384];
 	int n = 0, can01 = 0, can10 = 0, route_check = 1, rc;
 
 	for (int i = 1; i < argc; i++) {
@@ -157,6 +179,7 @@ int main(int argc, char **argv)
 	host = malloc(BYTES);
 	if (!host)
 		return 1;
+	describe(dev[0], where, sizeof(where));
 
 	/* Setup, the same in a fresh and a restored run: memory on both
 	 * devices, peer access both ways, then more memory on device 1. */
@@ -186,9 +209,9 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (rc > 0)
-		printf(PROG ": resumed from step %ld\n", resumed);
+		printf(PROG ": resumed from step %ld on device=%s\n", resumed, where);
 	else
-		printf(PROG ": fresh start: steps=%ld devices=2\n", steps);
+		printf(PROG ": fresh start: steps=%ld devices=2 device=%s\n", steps, where);
 	fflush(stdout);
 
 	for (;;) {

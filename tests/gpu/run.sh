@@ -57,10 +57,13 @@ CORRUPT_PROG=heat-rt
 TABLES_PROG=gpu-tables
 ROUTE_PROGS=(route-rt-static route-rt-shared route-drv)
 BROKEN_TESTS=2
+# Peer access between two GPUs of one process: a scenario, and a restore with
+# the two GPUs in the other order.
+PEER_TESTS=$((SC_SCENARIO_TESTS + SC_OTHER_GPU_TESTS))
 
 TOTAL=$((${#SCENARIO_PROGS[@]} * SC_SCENARIO_TESTS + SC_MULTI_TESTS + SC_OTHER_GPU_TESTS +
 	SC_CORRUPT_TESTS + SC_BACKGROUND_TESTS + SC_INCREMENT_TESTS +
-	${#ROUTE_PROGS[@]} * SC_ROUTE_TESTS + BROKEN_TESTS))
+	${#ROUTE_PROGS[@]} * SC_ROUTE_TESTS + BROKEN_TESTS + PEER_TESTS))
 
 # why_no_gpu: empty when the tests can run here, else the reason.
 why_no_gpu() {
@@ -237,6 +240,22 @@ else
 			-- env GPUCKPT_LOG_LEVEL=info "$SHEPHERD" run --dir "$dir" --uid 0 --gid 0 -- \
 			env "${SC_RUNTIME[@]}" GPUCKPT_MODE=transparent "$GPU_DIR/gpu-slack" "${BROKEN[@]}"
 	fi
+fi
+
+# gpu-peer says itself (exit 77) when the machine has no two GPUs with a peer
+# route; the first two of CUDA_VISIBLE_DEVICES, as above.
+PEER=("$GPU_DIR/gpu-peer" --steps 400)
+if [ ! -x "${PEER[0]}" ]; then
+	sc_skip_n "$PEER_TESTS" "gpu-peer is not built"
+elif [ "${ndev:-0}" -lt 2 ]; then
+	sc_skip_n "$PEER_TESTS" "peer access needs two GPUs, this machine shows ${ndev:-0}"
+elif ! why=$(timeout 60 "${PEER[@]}" --steps 1 2>&1) && grep -q "SKIP" <<<"$why"; then
+	sc_skip_n "$PEER_TESTS" "$(sed -n 's/^gpu-peer: SKIP: //p' <<<"$why")"
+else
+	IFS=, read -r -a visible <<<"${CUDA_VISIBLE_DEVICES:-0,1}"
+	sc_scenario gpu-peer gpu-peer "${PEER[@]}"
+	sc_other_gpu gpu-peer gpu-peer "${visible[0]},${visible[1]}" "${visible[1]},${visible[0]}" \
+		"${PEER[@]}"
 fi
 
 for prog in "${ROUTE_PROGS[@]}"; do
