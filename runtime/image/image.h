@@ -49,6 +49,8 @@
  * allocation. All four are read; a gpuckpt that reads only up to 2 refuses
  * version 3 by its version number. */
 #define GK_FORMAT_VERSION 4
+/* What a new checkpoint is written in unless it holds peer access. */
+#define GK_FORMAT_WRITTEN 3
 /* Peer access is recorded as a mask of device ordinals: they stay below this. */
 #define GK_PEER_ORDINALS 64
 #define GK_MANIFEST_FILE "manifest.json"
@@ -204,7 +206,7 @@ struct gk_ref {
 };
 
 struct gk_manifest {
-	int version;                 /* as read (1 to 3); gk_manifest_new: GK_FORMAT_VERSION */
+	int version;                 /* as read (1 to 4); gk_manifest_new: GK_FORMAT_WRITTEN */
 	char created[32];            /* ISO 8601 UTC, "2026-11-22T10:00:00Z" */
 	int64_t created_unix;
 	double write_seconds;        /* how long writing the checkpoint took */
@@ -251,7 +253,7 @@ int gk_name_valid(const char *name);
 uint32_t gk_chunk_count(uint64_t size, uint64_t chunk_size);
 
 /* Allocate the arrays of a manifest being built (zeroed); gk_manifest_free frees all.
- * gk_manifest_new sets version (GK_FORMAT_VERSION), chunk_size
+ * gk_manifest_new sets version (GK_FORMAT_WRITTEN), chunk_size
  * (GK_DEFAULT_CHUNK_SIZE) and a fresh random id (NULL when the kernel gives
  * no random bytes); the caller malloc's devices, allocs, regions, files,
  * refs and each object's chunks, which gk_manifest_free releases. */
@@ -259,7 +261,8 @@ struct gk_manifest *gk_manifest_new(void);
 void gk_manifest_free(struct gk_manifest *m);
 
 /* Serialise to JSON text (malloc'ed, NUL-terminated), in m->version's format
- * (a version 1 manifest as version 2: its one part per allocation). */
+ * (a version 1 manifest as version 2: its one part per allocation; one
+ * holding peer access as version 4). */
 int gk_manifest_to_json(const struct gk_manifest *m, char **text, size_t *len);
 
 /*

@@ -50,7 +50,7 @@ struct gk_manifest *gk_manifest_new(void)
 		free(m);
 		return NULL;
 	}
-	m->version = GK_FORMAT_VERSION;
+	m->version = GK_FORMAT_WRITTEN;
 	m->chunk_size = GK_DEFAULT_CHUNK_SIZE;
 	return m;
 }
@@ -286,16 +286,16 @@ static void put_refs(struct builder *b, json_object *top, const struct gk_manife
 	}
 }
 
-/* The oldest version that holds everything m has (a version 1 manifest is
- * written as version 2; peer access needs version 4). */
+/* m's version, raised to what holds everything m has: a version 1 manifest
+ * is written as version 2, one with peer access as version 4. */
 static int written_version(const struct gk_manifest *m)
 {
 	if (m->version < 3)
 		return 2;
 	for (size_t i = 0; i < m->ndevices; i++)
-		if (m->devices[i].peer_access && m->version >= 4)
+		if (m->devices[i].peer_access)
 			return 4;
-	return 3;
+	return m->version;
 }
 
 int gk_manifest_to_json(const struct gk_manifest *m, char **text, size_t *len)
@@ -695,13 +695,16 @@ static int parse_header(struct pctx *c, json_object *top, struct gk_manifest *m)
 }
 
 /* "peer_access": the ordinals of the devices granted access to d's memory. */
-static int parse_peers(struct pctx *c, json_object *o, const char *where,
-		       struct gk_device_rec *d)
+static int parse_peers(struct pctx *c, json_object *o, const char *where, struct gk_device_rec *d)
 {
 	json_object *arr;
 
 	if (!json_object_object_get_ex(o, "peer_access", &arr))
 		return 0;
+	/* An older gpuckpt would ignore it and restore without the grants. */
+	if (c->version < 4)
+		return fail(c, "field '%s.peer_access' needs format version 4 (this is %d)", where,
+			    c->version);
 	if (!json_object_is_type(arr, json_type_array))
 		return fail(c, "field '%s.peer_access' must be an array", where);
 	for (size_t k = 0; k < json_object_array_length(arr); k++) {
@@ -763,7 +766,7 @@ static int parse_devices(struct pctx *c, json_object *top, struct gk_manifest *m
 			return fail(
 			    c, "device %d's range 0x%" PRIx64 " + %" PRIu64 " bytes wraps around",
 			    d->ordinal, d->va_base, d->va_size);
-		if (c->version >= 4 && (ret = parse_peers(c, o, where, d)) < 0)
+		if ((ret = parse_peers(c, o, where, d)) < 0)
 			return ret;
 		for (size_t j = 0; j < i; j++) {
 			const struct gk_device_rec *e = &m->devices[j];
