@@ -308,9 +308,11 @@ static int checkpoint(int signo)
 	assisted = gk_rt.settings.assist && have_devices();
 	/* The runtime grants peer access again only in application mode
 	 * (peer.h); here the driver keeps it, with the memory it copies. */
-	if (gk_peer_any())
+	if (assisted && gk_peer_any())
 		snprintf(why, sizeof(why), "peer access between GPUs");
-	if (assisted && (gk_peer_any() || gk_track_report(why, sizeof(why)))) {
+	else if (assisted && !gk_track_report(why, sizeof(why)))
+		why[0] = 0;
+	if (assisted && why[0]) {
 		gk_notice("transparent: this process holds %s; the driver copies device memory "
 			  "itself",
 			  why);

@@ -2,7 +2,9 @@
  * peer.c - peer access between the emulated devices. Every pair of distinct
  * devices has a peer route (host memory is shared by all of them), except the
  * pairs of physical devices listed in GPUCKPT_STANDIN_NO_PEER ("0-1,2-3"),
- * so that a test can move a job onto GPUs that lack a route it had.
+ * so that a test can move a job onto GPUs that lack a route it had. A
+ * malformed list gives no route at all, and cuDeviceCanAccessPeer fails
+ * with CUDA_ERROR_INVALID_VALUE.
  *
  * As on the GPU, peer access is what cuCtxEnablePeerAccess records for a
  * context; for memory mapped through the VMM API it is what cuMemSetAccess
@@ -13,35 +15,39 @@
 
 #include "standin.h"
 
-/* Whether the physical devices a and b are listed as a pair without a route. */
-static bool listed_unreachable(int a, int b)
+/* 1 when the physical devices a and b are listed as a pair without a route,
+ * 0 when not, -1 when the list is malformed (said on stderr). Read at each
+ * question, so that a test may change it between runs of one program. */
+static int listed_unreachable(int a, int b)
 {
-	const char *s = getenv("GPUCKPT_STANDIN_NO_PEER");
+	const char *list = getenv("GPUCKPT_STANDIN_NO_PEER"), *s = list;
+	int found = 0;
 
 	while (s && *s) {
 		char *end;
 		long x = strtol(s, &end, 10), y;
 
 		if (end == s || *end != '-')
-			break; /* malformed: no pair more */
+			goto malformed;
 		s = end + 1;
 		y = strtol(s, &end, 10);
-		if (end == s)
-			break;
+		if (end == s || (*end && *end != ','))
+			goto malformed;
 		if ((x == a && y == b) || (x == b && y == a))
-			return true;
-		s = *end == ',' ? end + 1 : end;
-		if (*end != ',')
-			break;
+			found = 1;
+		s = *end ? end + 1 : end;
 	}
-	return false;
+	return found;
+malformed:
+	si_msg("GPUCKPT_STANDIN_NO_PEER: '%s' is not a list like 0-1,2-3", list);
+	return -1;
 }
 
 bool si_peer_route(int dev, int peer)
 {
 	if (dev == peer || dev < 0 || peer < 0 || dev >= si.ndev || peer >= si.ndev)
 		return false;
-	return !listed_unreachable(si.dev[dev].phys, si.dev[peer].phys);
+	return listed_unreachable(si.dev[dev].phys, si.dev[peer].phys) == 0;
 }
 
 CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDev)
@@ -54,6 +60,8 @@ CUresult cuDeviceCanAccessPeer(int *canAccessPeer, CUdevice dev, CUdevice peerDe
 		SI_RETF(CUDA_ERROR_INVALID_VALUE, "%d %d", dev, peerDev);
 	if (si_check_device(dev) || si_check_device(peerDev))
 		SI_RETF(CUDA_ERROR_INVALID_DEVICE, "%d %d", dev, peerDev);
+	if (listed_unreachable(0, 0) < 0)
+		SI_RETF(CUDA_ERROR_INVALID_VALUE, "%d %d (GPUCKPT_STANDIN_NO_PEER)", dev, peerDev);
 	*canAccessPeer = si_peer_route(dev, peerDev);
 	SI_RETF(CUDA_SUCCESS, "%d %d -> %d", dev, peerDev, *canAccessPeer);
 }
