@@ -249,7 +249,8 @@ if [ ! -x "${PEER[0]}" ]; then
 	sc_skip_n "$PEER_TESTS" "gpu-peer is not built"
 elif [ "${ndev:-0}" -lt 2 ]; then
 	sc_skip_n "$PEER_TESTS" "peer access needs two GPUs, this machine shows ${ndev:-0}"
-elif ! why=$(timeout 60 "${PEER[@]}" --steps 1 2>&1) && grep -q "SKIP" <<<"$why"; then
+elif ! why=$(env "${SC_NATIVE[@]}" timeout 60 "${PEER[@]}" --steps 1 2>&1) &&
+	grep -q "SKIP" <<<"$why"; then
 	sc_skip_n "$PEER_TESTS" "$(sed -n 's/^gpu-peer: SKIP: //p' <<<"$why")"
 else
 	IFS=, read -r -a visible <<<"${CUDA_VISIBLE_DEVICES:-0,1}"
