@@ -12,7 +12,10 @@
  * cuMemGetAccess after setup, after a restore, and at the end: this is what
  * the runtime must re-establish.
  *
- *	gpu-peer [--steps N] [--delay-ms MS] [--no-route-check]
+ *	gpu-peer [--steps N] [--delay-ms MS] [--no-route-check] [--no-enable]
+ *
+ * --no-enable leaves peer access off, for a restore whose access must come
+ * from the checkpoint alone (tests/runtime/peer.sh).
  *
  * Prints the lines of gpu_test.h ("gpu-peer: done: steps=S checksum=0x...").
  * Exits 77 (with the reason) when the machine has fewer than two GPUs or no
@@ -140,18 +143,21 @@ int main(int argc, char **argv)
 	CUdevice dev[2];
 	uint32_t *host;
 	char where[384];
-	int n = 0, can01 = 0, can10 = 0, route_check = 1, rc;
+	int n = 0, can01 = 0, can10 = 0, route_check = 1, enable = 1, rc;
 
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--steps") && i + 1 < argc)
 			steps = strtol(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--delay-ms") && i + 1 < argc)
 			delay_ms = strtol(argv[++i], NULL, 10);
+		else if (!strcmp(argv[i], "--no-enable"))
+			enable = 0; /* a restore's grants alone must give the access */
 		else if (!strcmp(argv[i], "--no-route-check"))
 			route_check = 0; /* let the runtime find the missing route */
 		else {
 			fprintf(stderr,
-				"usage: " PROG " [--steps N] [--delay-ms MS] [--no-route-check]\n");
+				"usage: " PROG " [--steps N] [--delay-ms MS] [--no-route-check] "
+				"[--no-enable]\n");
 			return 2;
 		}
 	}
@@ -188,9 +194,11 @@ int main(int argc, char **argv)
 	CK(cuMemAlloc(&b.b0, BYTES));
 	CK(cuCtxSetCurrent(b.ctx[1]));
 	CK(cuMemAlloc(&b.a1, BYTES));
-	CK(cuCtxEnablePeerAccess(b.ctx[0], 0));
+	if (enable)
+		CK(cuCtxEnablePeerAccess(b.ctx[0], 0));
 	CK(cuCtxSetCurrent(b.ctx[0]));
-	CK(cuCtxEnablePeerAccess(b.ctx[1], 0));
+	if (enable)
+		CK(cuCtxEnablePeerAccess(b.ctx[1], 0));
 	CK(cuCtxSetCurrent(b.ctx[1]));
 	CK(cuMemAlloc(&b.c1, BYTES));
 	for (uint32_t w = 0; w < WORDS; w++)

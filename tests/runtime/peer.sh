@@ -8,7 +8,7 @@
 # a GPU: make check-gpu runs gpu-peer on a machine with two GPUs.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 PROG=$top_builddir/tests/gpu/gpu-peer
-PLAN=14
+PLAN=16
 tap_plan $PLAN
 gk_scratch
 
@@ -59,6 +59,8 @@ expect "device 0's memory is recorded as accessible from device 1, and device 1'
 	test "$(tr -d ' \n' <"$M" | grep -o '"peer_access":\[[0-9,]*\]' | tr '\n' ' ')" = \
 	'"peer_access":[1] "peer_access":[0] '
 expect "gpuckpt verify accepts it" first "$GK_TOOL" verify "$CK"
+expect "gpuckpt inspect shows the peer access" first \
+	test "$("$GK_TOOL" inspect "$CK" | grep -c "peer access to device [01]'s memory from device [01]$")" = 2
 
 # Restored on the same GPUs.
 run same GPUCKPT_DIR="$DIR" GPUCKPT_RESTORE="$CK" -- "${ARGS[@]}"
@@ -66,6 +68,13 @@ expect "restored on the same GPUs: peer access is granted again" same \
 	has same "restored: both devices reach all four buffers"
 expect "restored on the same GPUs: the uninterrupted run's checksum" same \
 	test "$(checksum_of "$GK_SCRATCH/same.out")" = "$REF"
+
+# The access comes from the checkpoint, not only from the program enabling
+# peer access again in its setup.
+run noenable GPUCKPT_DIR="$DIR" GPUCKPT_RESTORE="$CK" -- "${ARGS[@]}" --no-enable
+expect "a restored program that does not enable peer access again still has it" noenable \
+	test "$(grep -c "both devices reach all four buffers" "$GK_SCRATCH/noenable.out")" = 3 -a \
+	"$(checksum_of "$GK_SCRATCH/noenable.out")" = "$REF"
 
 # Restored on other physical GPUs, in another order (devices 0 and 1 of the
 # process are physical 3 and 2 now).
