@@ -46,11 +46,12 @@ TESTS += %reldir%/standin.sh %reldir%/heat-options.sh
 EXTRA_DIST += %reldir%/standin.sh %reldir%/heat-options.sh %reldir%/run.sh \
 	%reldir%/scenario.sh %reldir%/README.md %reldir%/gpu_test.h \
 	%reldir%/gpu-streams.cu %reldir%/gpu-linked.cu %reldir%/gpu-cublas.cu \
-	%reldir%/route-rt.cu %reldir%/slack_kernels.cu %reldir%/first-checkpoint.sh
+	%reldir%/route-rt.cu %reldir%/slack_kernels.cu %reldir%/first-checkpoint.sh \
+	%reldir%/gpu-peer-rt.cu
 
 # The CUDA runtime programs, built by nvcc for make check-gpu only.
 GPU_NVCC_BINS = %reldir%/gpu-streams %reldir%/gpu-linked %reldir%/gpu-cublas \
-	%reldir%/route-rt-static %reldir%/route-rt-shared
+	%reldir%/route-rt-static %reldir%/route-rt-shared %reldir%/gpu-peer-rt
 if HAVE_NVCC
 GPU_TESTS += $(GPU_NVCC_BINS) %reldir%/slack_kernels.cubin
 endif
@@ -70,6 +71,10 @@ GPU_NVCC_RPATH = -Xlinker -rpath=$(CUDA_PREFIX)/lib64
 %reldir%/gpu-linked: $(srcdir)/%reldir%/gpu-linked.cu $(GPU_NVCC_DEPS)
 	@$(MKDIR_P) %reldir%
 	$(AM_V_GEN)$(NVCC) $(GPU_NVCCFLAGS) -o $@ $(srcdir)/%reldir%/gpu-linked.cu
+
+%reldir%/gpu-peer-rt: $(srcdir)/%reldir%/gpu-peer-rt.cu $(GPU_NVCC_DEPS)
+	@$(MKDIR_P) %reldir%
+	$(AM_V_GEN)$(NVCC) $(GPU_NVCCFLAGS) -o $@ $(srcdir)/%reldir%/gpu-peer-rt.cu
 
 %reldir%/gpu-cublas: $(srcdir)/%reldir%/gpu-cublas.cu $(GPU_NVCC_DEPS)
 	@$(MKDIR_P) %reldir%
