@@ -287,6 +287,13 @@ int gk_settings_set(struct gk_settings *s, const char *key, const char *value, c
 		    (size & 4095))
 			goto bad;
 		s->chunk_size = size;
+	} else if (!strcmp(key, "copy_piece")) {
+		/* 0: a chunk per copy. Whole pages, at least 64 KiB: smaller copies
+		 * cost more in the driver than they could save. */
+		if (gk_parse_size(value, &size) < 0 || (size && size < (64u << 10)) ||
+		    (size & 4095) || size > (1ull << 30))
+			goto bad;
+		s->copy_piece = size;
 	} else if (!strcmp(key, "snapshot_memory")) {
 		size_t n = strlen(value);
 		unsigned pct;
@@ -400,6 +407,7 @@ int gk_settings_load(struct gk_settings *s, char *err, size_t errlen)
 		{"GPUCKPT_VA_SIZE", "va_size"},
 		{"GPUCKPT_WRITERS", "writers"},
 		{"GPUCKPT_CHUNK_SIZE", "chunk_size"},
+		{"GPUCKPT_COPY_PIECE", "copy_piece"},
 		{"GPUCKPT_SNAPSHOT_MEMORY", "snapshot_memory"},
 		{"GPUCKPT_INCREMENTS", "increments"},
 		{"GPUCKPT_HASH_MODULE", "hash_module"},

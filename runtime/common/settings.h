@@ -16,6 +16,9 @@
  *	GPUCKPT_VA_SIZE             va_size             0x10000000000 (1 TiB per device)
  *	GPUCKPT_WRITERS             writers             8
  *	GPUCKPT_CHUNK_SIZE          chunk_size          8M
+ *	GPUCKPT_COPY_PIECE          copy_piece          0 (a chunk): a checkpoint's copies
+ *	                                                from the device in pieces of this
+ *	                                                size, 4 in flight per copy thread
  *	GPUCKPT_SNAPSHOT_MEMORY     snapshot_memory     auto (or: off, a size like 32G, or
  *	                                                a share like 25%); host memory for
  *	                                                checkpoints written in the background
@@ -68,6 +71,7 @@ struct gk_settings {
 	uint64_t va_size;
 	unsigned writers;
 	uint64_t chunk_size;
+	uint64_t copy_piece; /* 0: a chunk */
 	int snapshot_mode;         /* enum gk_snapshot_mode */
 	uint64_t snapshot_bytes;   /* GK_SNAPSHOT_BYTES */
 	unsigned snapshot_percent; /* GK_SNAPSHOT_PERCENT */

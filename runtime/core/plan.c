@@ -20,13 +20,13 @@
 #include <unistd.h>
 
 /*
- * A device's bytes are spread evenly over up to this many files (one per copy
- * thread), an allocation cut into parts where a file is full. Why: write()
- * into a tmpfs file holds that file's lock, so threads sharing a file take
- * turns; with a file each they do not (H100 machine, 4 GiB in 4 allocations:
- * 10.6 GB/s in 8 files, 7.3 GB/s in 4).
+ * A device's bytes are spread evenly over a file per copy thread (up to the
+ * most threads a transfer runs), an allocation cut into parts where a file
+ * is full. Why: write() into a tmpfs file holds that file's lock, so threads
+ * sharing a file take turns; with a file each they do not (H100 machine,
+ * 4 GiB in 4 allocations: 10.6 GB/s in 8 files, 7.3 GB/s in 4).
  */
-#define GK_FILES_PER_DEVICE 8
+#define GK_FILES_PER_DEVICE 64
 
 static uint64_t align_up(uint64_t v, uint64_t a)
 {
@@ -484,7 +484,8 @@ out:
 
 int gk_plan_write(struct gk_plan *p, unsigned writers, char *err, size_t errlen)
 {
-	int ret = gk_xfer_dump(p->items, p->nitems, p->m->chunk_size, writers, err, errlen);
+	int ret = gk_xfer_dump(p->items, p->nitems, p->m->chunk_size, gk_rt.settings.copy_piece, writers,
+			       err, errlen);
 
 	if (ret == 0)
 		ret = write_regions(p, err, errlen);

@@ -20,7 +20,7 @@ static const char *const env_vars[] = {
     "GPUCKPT_KEEP",	 "GPUCKPT_SIGNALS", "GPUCKPT_INTERVAL", "GPUCKPT_REQUIRE_SIGNATURE",
     "GPUCKPT_VA_BASE",	 "GPUCKPT_VA_SIZE", "GPUCKPT_WRITERS",	"GPUCKPT_CHUNK_SIZE",
     "GPUCKPT_LOG_LEVEL", "GPUCKPT_ENABLE",  "GPUCKPT_SNAPSHOT_MEMORY", "GPUCKPT_INCREMENTS",
-    "GPUCKPT_HASH_MODULE",
+    "GPUCKPT_HASH_MODULE", "GPUCKPT_COPY_PIECE",
 };
 
 static char conf[] = "/tmp/gpuckpt-test-settings.XXXXXX";
@@ -73,6 +73,10 @@ static const struct {
     {"chunk_size", "4097"},
     {"chunk_size", "2G"},
     {"chunk_size", "0"},
+    {"copy_piece", "32K"},  /* below 64 KiB */
+    {"copy_piece", "100000"}, /* not whole pages */
+    {"copy_piece", "2G"},
+    {"copy_piece", "-64K"},
     {"log_level", "loud"},
     {"signals", "KILL"},
     {"signals", "TERM:stop"},
@@ -115,7 +119,7 @@ int main(void)
 	uint64_t size;
 	int fd, ret;
 
-	plan(34 + (int)(sizeof(bad_values) / sizeof(bad_values[0])));
+	plan(35 + (int)(sizeof(bad_values) / sizeof(bad_values[0])));
 	clear_env();
 	fd = mkstemp(conf);
 	if (fd < 0) {
@@ -249,6 +253,11 @@ int main(void)
 	ok(gk_settings_set(&s, "va_size", "2T", err, sizeof(err)) == 0 && s.va_size == (2ull << 40),
 	   "va_size accepts a size with a suffix");
 
+	gk_settings_defaults(&s);
+	ok(s.copy_piece == 0 && gk_settings_set(&s, "copy_piece", "256K", err, sizeof(err)) == 0 &&
+	       s.copy_piece == (256u << 10) && gk_settings_set(&s, "copy_piece", "0", err, sizeof(err)) == 0 &&
+	       s.copy_piece == 0,
+	   "copy_piece: a chunk per copy by default; 256K, or 0 again");
 	gk_settings_defaults(&s);
 	ok(s.snapshot_mode == GK_SNAPSHOT_AUTO && s.increments == 4 && !s.hash_module[0],
 	   "defaults: snapshot memory auto, 4 increments, the built-in hash kernel");
