@@ -11,7 +11,7 @@
 PROG=$top_builddir/tests/gpu/gpu-tables
 HASH=$top_builddir/tests/cuda-standin/modules/.libs/hash_kernel_host.so
 SLOWIO=$top_builddir/tests/runtime/.libs/slowio.so
-PLAN=18
+PLAN=19
 tap_plan $PLAN
 gk_scratch
 
@@ -78,6 +78,10 @@ expect "... the copies were pieces of 64 KiB, 4 in flight, in 16 threads" pieces
 	grep -q "dumped .* with 16 threads, copies of 64 KiB, 4 in flight per thread" "$GK_SCRATCH/pieces.err"
 expect "... ckpt.000001 holds the device's data in 16 files, one per thread ($(data_files "$D/ckpt.000001"))" \
 	pieces test "$(data_files "$D/ckpt.000001")" -eq 16
+sizes=$(find "$D/ckpt.000001" -maxdepth 1 -name 'device0*.data' -printf '%s\n' | sort -n)
+expect "... each holds its share: none empty, none a chunk larger than another ($(echo $sizes | tr ' ' ,))" \
+	pieces test "$(head -1 <<<"$sizes")" -gt 0 -a \
+	"$(($(tail -1 <<<"$sizes") - $(head -1 <<<"$sizes")))" -le $((1 << 20))
 expect "... ckpt.000002 is an increment of it" pieces grep -q "ckpt.000002: wrote .*increment 1 of ckpt.000001" \
 	"$GK_SCRATCH/pieces.err"
 "$GK_TOOL" verify "$D/ckpt.000001" >"$GK_SCRATCH/v1.out" 2>&1 &&
