@@ -80,7 +80,7 @@ static const char usage[] =
     "  --worker PATH    throughput-worker (default: beside this program)\n"
     "  --writers N      threads of the parallel storage measurement (default\n"
     "                   $GPUCKPT_WRITERS, else 8: the runtime's default writers)\n"
-    "  --wide-writers N the parallel storage measurement again with N threads\n"
+    "  --wide-writers N the parallel tmpfs measurement again with N threads\n"
     "                   (default 16; 0: not)\n"
     "  --disk-sizes LIST  the sizes measured on --disk (default: all of --sizes)\n"
     "  --variants LIST  the gpuckpt measurement again for each NAME:VAR=VALUE[:VAR=VALUE]\n"
@@ -424,7 +424,7 @@ static void phase_storage(const struct opts *o, uint64_t size, const char *targe
 
 	printf("throughput: %g GiB: %s (%s) write and read, %s%d writers%s\n", (double)size / GIB,
 	       target, dir, o->single ? "one writer and " : "", o->writers,
-	       o->wide_writers ? " and more" : "");
+	       o->wide_writers && !strcmp(target, "tmpfs") ? " and more" : "");
 	fflush(stdout);
 	if (!room_for(dir, size, err, sizeof(err))) {
 		tp_add(rep, size, "write_parallel", target, size, -1, err);
@@ -448,9 +448,9 @@ static void phase_storage(const struct opts *o, uint64_t size, const char *targe
 		storage_parallel(size, target, path, o->writers, "", rep);
 		tp_storage_remove_parallel(path, o->writers);
 	}
-	/* What the storage takes from more threads than the runtime's default
-	 * (tmpfs is bound by each writer's CPU time). */
-	if (o->wide_writers >= 2) {
+	/* What tmpfs takes from more threads than the runtime's default: it is
+	 * bound by each writer's processor time. */
+	if (o->wide_writers >= 2 && !strcmp(target, "tmpfs")) {
 		storage_parallel(size, target, path, o->wide_writers, "_wide", rep);
 		tp_storage_remove_parallel(path, o->wide_writers);
 	}
@@ -821,7 +821,7 @@ static void print_plan(const struct opts *o)
 			    "           %sby %d threads with a file each%s\n",
 			    (unsigned long long)s, o->tmpfs, on_disk(o, s) ? " and " : "",
 			    on_disk(o, s) ? o->disk : "", o->single ? "by one writer, then " : "",
-			    o->writers, o->wide_writers ? ", then by more" : "");
+			    o->writers, o->wide_writers ? ", then (tmpfs) by more" : "");
 		if (o->start)
 			printf("  start:   %s start %llu, natively, then under the runtime (CUDA's "
 			       "start and the allocations)\n",
