@@ -6,12 +6,14 @@
 # than the 8 of the default (a data file each). Each must give checkpoints
 # that gpuckpt verify accepts and that restore with the uninterrupted run's
 # checksum, whole and as increments; kill -9 during a write in pieces leaves
-# the previous checkpoint intact. The stand-in says nothing of speed.
+# the previous checkpoint intact; a state on two devices (the copy threads
+# move from one device's context to the other's). The stand-in says nothing
+# of speed.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 PROG=$top_builddir/tests/gpu/gpu-tables
 HASH=$top_builddir/tests/cuda-standin/modules/.libs/hash_kernel_host.so
 SLOWIO=$top_builddir/tests/runtime/.libs/slowio.so
-PLAN=19
+PLAN=23
 tap_plan $PLAN
 gk_scratch
 
@@ -121,6 +123,26 @@ expect "pieces of more than half a chunk: copies of whole chunks, double-buffere
 restore big-r auto "$D"
 expect "... and it restores with the uninterrupted checksum" big-r \
 	test "$(checksum_of "$GK_SCRATCH/big-r.out")" = "$REF"
+
+# --- two devices: each copy thread goes from one context to the other --------------
+with_standin "$PROG" "${ARGS[@]}" --devices 2 >"$GK_SCRATCH/native2.out" 2>&1
+expect "on two devices, an uninterrupted run without gpuckpt gives the same checksum" native2 \
+	test "$(checksum_of "$GK_SCRATCH/native2.out")" = "$REF"
+D=$GK_SCRATCH/two
+ONE_DEVICE=("${ARGS[@]}")
+ARGS+=(--devices 2)
+run_bg two GPUCKPT_DIR="$D" GPUCKPT_COPY_PIECE=128K GPUCKPT_WRITERS=5 GPUCKPT_INCREMENTS=0
+wait_for two "step 50"; kill -TERM $PID; wait $PID; status=$?
+expect "two devices, pieces of 128 KiB, 5 threads: the exit checkpoint is written ($status)" two \
+	sh -c "test $status -eq 143 && test -f '$D/ckpt.000001/manifest.json'"
+expect "... with each device's data in 5 files of its own" two \
+	test "$(find "$D/ckpt.000001" -maxdepth 1 -name 'device1*.data' -size +0 | wc -l)" -eq 5 -a \
+	"$(find "$D/ckpt.000001" -maxdepth 1 -name 'device0*.data' -size +0 | wc -l)" -eq 5
+"$GK_TOOL" verify "$D/ckpt.000001" >"$GK_SCRATCH/v3.out" 2>&1 &&
+	restore two-r auto "$D"
+expect "... it verifies and restores with the uninterrupted checksum" two-r \
+	test "$(checksum_of "$GK_SCRATCH/two-r.out")" = "$REF" -a -n "$(resumed_step "$GK_SCRATCH/two-r.out")"
+ARGS=("${ONE_DEVICE[@]}")
 
 # --- kill -9 while a checkpoint is written in pieces --------------------------------
 D=$GK_SCRATCH/kill
