@@ -203,6 +203,9 @@ GK_EXPORT const char *gpuckpt_strerror(int err)
 		return "the process holds state gpuckpt cannot checkpoint (see the log)";
 	case -EINVAL:
 		return "invalid argument or setting (see the log)";
+	case -ENOTRECOVERABLE:
+		return "the program's CUDA context is broken: no checkpoint is possible (see the "
+		       "log)";
 	default:
 		return err < 0 ? strerror(-err) : "unknown status";
 	}

@@ -21,8 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Drain: every stream of every context holding placed memory. */
-static int drain(void)
+/* Drain: every stream of every context holding placed memory. A sticky
+ * error is not logged here (gk_dump_drain). */
+static int drain(CUresult *broken)
 {
 	for (int i = 0; i < GK_MAX_DEVICES; i++) {
 		struct gk_arena *a = gk_arenas[i];
@@ -37,15 +38,19 @@ static int drain(void)
 			r = gk_real.cuCtxSynchronize();
 			gk_real.cuCtxPopCurrent_v2(NULL);
 		}
+		if (gk_cu_broken(r)) {
+			*broken = r;
+			return -ENOTRECOVERABLE;
+		}
 		if (r != CUDA_SUCCESS)
 			return gk_cu_check(r, "cuCtxSynchronize", "checkpoint", obj);
 	}
 	return 0;
 }
 
-int gk_dump_drain(void)
+int gk_dump_drain(CUresult *broken)
 {
-	return drain();
+	return drain(broken);
 }
 
 /* A context to pin snapshot memory in: the first device's. */
@@ -170,6 +175,7 @@ int gk_dump(long step, int exiting, int *background)
 	struct times times;
 	uint64_t grow_to = 0;
 	double t0 = gk_now(), t_drained, t_planned;
+	CUresult broken = CUDA_SUCCESS;
 	int ret, bg;
 
 	*background = 0;
@@ -214,7 +220,17 @@ int gk_dump(long step, int exiting, int *background)
 		return -ENOMEM;
 	}
 	gk_gate_close();
-	ret = drain();
+	ret = drain(&broken);
+	if (ret == -ENOTRECOVERABLE) {
+		/* The program's own kernel failed before: one line that says so,
+		 * rather than the errors every later call would give. */
+		gk_gate_open();
+		free(p);
+		gk_error("checkpoint: %s: the program's CUDA context is broken (%s): no checkpoint "
+			 "possible; the previous checkpoints are kept",
+			 dir, gk_cu_name(broken));
+		return ret;
+	}
 	if (ret < 0) {
 		snprintf(err, sizeof(err), "the device reported an error while draining its work");
 		goto out_open;

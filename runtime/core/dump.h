@@ -37,8 +37,11 @@ struct gk_manifest;
 
 /* The parts transparent mode uses: drain every device, and write the image
  * (whole, never an increment) into a new .tmp checkpoint without committing
- * it. The gate is closed and the devices drained by the caller. */
-int gk_dump_drain(void);
+ * it. The gate is closed and the devices drained by the caller.
+ * gk_dump_drain returns -ENOTRECOVERABLE, with the error in *broken and
+ * nothing logged, when a context has a sticky error (gk_cu_broken): the
+ * caller says so in its own words. */
+int gk_dump_drain(CUresult *broken);
 int gk_dump_image(long step, int device_data, struct gk_store_txn *txn, struct gk_manifest **mp,
 		  uint64_t *bytes, char *err, size_t errlen);
 

@@ -112,8 +112,8 @@ static int describe_devices(struct gk_plan *p, int device_data, char *err, size_
 		d->cc_major = info.cc_major;
 		d->cc_minor = info.cc_minor;
 		d->total_memory = info.total_memory;
-		d->va_base = a->base;
-		d->va_size = a->size;
+		d->va_base = a->lay.base;
+		d->va_size = a->lay.size;
 		d->next_order = a->next_order;
 		d->mapped_bytes = a->mapped;
 		if (!device_data)
