@@ -585,12 +585,12 @@ static void stdio_plans(void)
 	snprintf(s.stdio_task[2], sizeof(s.stdio_task[2]), "pipe");
 	for (int i = 0; i < 3; i++)
 		h[i] = gk_stdio_plan(&s, i, a[i], sizeof(a[i]));
-	ok(h[0] == GK_STDIO_INHERIT && !strcmp(a[0], "fd[10]:dev/null") &&
-	       h[1] == GK_STDIO_INHERIT && !strcmp(a[1], "fd[11]:bb/77/slurm-77.out") &&
-	       h[2] == GK_STDIO_INHERIT && !strcmp(a[2], "fd[12]:pipe:[4242]"),
-	   "stdio: the task's /dev/null, file and pipe are inherited, a file by its path from "
-	   "the root (%s %s %s)",
-	   a[0], a[1], a[2]);
+	ok(h[0] == GK_STDIO_CRIU && h[1] == GK_STDIO_INHERIT &&
+	       !strcmp(a[1], "fd[11]:bb/77/slurm-77.out") && h[2] == GK_STDIO_INHERIT &&
+	       !strcmp(a[2], "fd[12]:pipe:[4242]"),
+	   "stdio: the task's file and pipe are inherited, a file by its path from the root; "
+	   "its /dev/null is CRIU's to reopen (%s %s)",
+	   a[1], a[2]);
 	snprintf(s.stdio_task[1], sizeof(s.stdio_task[1]), "%s", "");
 	snprintf(s.stdio_task[0], sizeof(s.stdio_task[0]), "tty");
 	snprintf(s.stdio[0], sizeof(s.stdio[0]), "/dev/pts/3");
