@@ -369,7 +369,7 @@ static int check_signature(const char *dir, int dirfd, const char *text, size_t 
 			   const struct gk_load_opts *opts, int *signed_out, char *err,
 			   size_t errlen)
 {
-	char path[4096 + 32], sub[GK_ERRLEN];
+	char sub[GK_ERRLEN];
 	struct stat st;
 	int ret;
 
@@ -394,8 +394,9 @@ static int check_signature(const char *dir, int dirfd, const char *text, size_t 
 	ret = check_owner(GK_SIGNATURE_FILE, &st, opts->uid, err, errlen);
 	if (ret < 0)
 		return ret;
-	snprintf(path, sizeof(path), "%s/%s", dir, GK_SIGNATURE_FILE);
-	ret = gk_check_signature(text, len, path, opts->uid, sub, sizeof(sub));
+	/* Whoever wrote the file, the credential in it says who signed. */
+	ret = gk_check_signature_at(text, len, dirfd, GK_SIGNATURE_FILE, opts->uid, sub,
+				    sizeof(sub));
 	if (ret == -EHOSTUNREACH && !opts->require_signature) {
 		gk_warn("open: %s: signature not checked: %s", dir, sub);
 		return 0;
@@ -408,48 +409,34 @@ static int check_signature(const char *dir, int dirfd, const char *text, size_t 
 	return 0;
 }
 
-int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_manifest **out,
-		  int *signed_by_munge, char *err, size_t errlen)
+int gk_image_open_at(int dirfd, const char *dir, const struct gk_load_opts *opts,
+		     struct gk_manifest **out, int *signed_by_munge, char *err, size_t errlen)
 {
 	struct gk_manifest *m = NULL;
 	char *text = NULL, sub[GK_ERRLEN];
 	size_t len = 0;
 	struct stat st;
-	int dirfd, *fds = NULL, is_signed = 0, ret;
+	int *fds = NULL, is_signed = 0, ret;
 
 	*out = NULL;
 	if (signed_by_munge)
 		*signed_by_munge = 0;
-	if (lstat(dir, &st) < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s", strerror(-ret));
-		return ret == -ENOENT ? -ENOENT : ret == -EACCES ? -EPERM : -EIO;
-	}
-	if (S_ISLNK(st.st_mode)) {
-		snprintf(err, errlen, "is a symbolic link; give the checkpoint directory itself");
-		return -EPERM;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "not a directory");
-		return -EINVAL;
-	}
-	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dirfd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s", strerror(-ret));
-		return ret == -EACCES ? -EPERM : -EIO;
-	}
 	if (fstat(dirfd, &st) < 0) {
 		ret = -EIO;
 		snprintf(err, errlen, "%s", strerror(errno));
-		goto out_dir;
+		goto out;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "not a directory");
+		ret = -EINVAL;
+		goto out;
 	}
 	ret = check_owner("the directory", &st, opts->uid, err, errlen);
 	if (ret < 0)
-		goto out_dir;
+		goto out;
 	ret = read_manifest(dirfd, opts->uid, &text, &len, err, errlen);
 	if (ret < 0)
-		goto out_dir;
+		goto out;
 	ret = gk_manifest_parse(text, len, &m, sub, sizeof(sub));
 	if (ret < 0) {
 		snprintf(err, errlen, "%s: %s", GK_MANIFEST_FILE, sub);
@@ -482,9 +469,41 @@ out_manifest:
 	gk_manifest_free(m);
 out_text:
 	free(text);
-out_dir:
-	close(dirfd);
+out:
 	if (ret == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
+	return ret;
+}
+
+int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_manifest **out,
+		  int *signed_by_munge, char *err, size_t errlen)
+{
+	struct stat st;
+	int dirfd, ret;
+
+	*out = NULL;
+	if (signed_by_munge)
+		*signed_by_munge = 0;
+	if (lstat(dir, &st) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s", strerror(-ret));
+		return ret == -ENOENT ? -ENOENT : ret == -EACCES ? -EPERM : -EIO;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		snprintf(err, errlen, "is a symbolic link; give the checkpoint directory itself");
+		return -EPERM;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "not a directory");
+		return -EINVAL;
+	}
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dirfd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s", strerror(-ret));
+		return ret == -EACCES ? -EPERM : -EIO;
+	}
+	ret = gk_image_open_at(dirfd, dir, opts, out, signed_by_munge, err, errlen);
+	close(dirfd);
 	return ret;
 }
