@@ -7,7 +7,7 @@
  *
  *   1. a site folder (bb_root, shared_root): every folder on its path must be
  *      root's and writable by nobody else, so that only root can change what
- *      the path names. A sticky folder (/tmp) is allowed on the way: its
+ *      the path names (for a caller that is not root: root's or its own). A sticky folder (/tmp) is allowed on the way: its
  *      entries can be renamed only by their owners. Links on the way are
  *      followed only where root made them in such a folder.
  *   2. below it, one level at a time: openat(O_NOFOLLOW | O_DIRECTORY) from
