@@ -9,3 +9,9 @@ check_PROGRAMS += %reldir%/seal-tool
 %canon_reldir%_seal_tool_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/transparent
 %canon_reldir%_seal_tool_LDADD = $(top_builddir)/runtime/libgkshepherd.la \
 	$(top_builddir)/runtime/libgkimage.la $(top_builddir)/runtime/libgkcommon.la
+check_PROGRAMS += %reldir%/racer
+%canon_reldir%_racer_SOURCES = %reldir%/racer.c
+
+TESTS += %reldir%/stage-attacks.sh %reldir%/seal-attacks.sh %reldir%/cli-labels.sh
+EXTRA_DIST += %reldir%/lib.sh %reldir%/stage-attacks.sh %reldir%/seal-attacks.sh \
+	%reldir%/cli-labels.sh

@@ -105,7 +105,7 @@ static int seal(const char *dir, unsigned uid, unsigned gid)
 {
 	struct gk_seal *s = calloc(1, sizeof(*s));
 	char err[GK_SHEP_ERRLEN];
-	int ckptfd = open(dir, O_RDONLY | O_DIRECTORY), criufd;
+	int ckptfd = open(dir, O_RDONLY | O_DIRECTORY), criufd, ret;
 
 	if (!s || ckptfd < 0 || (criufd = openat(ckptfd, "criu", O_RDONLY | O_DIRECTORY)) < 0) {
 		perror(dir);
@@ -115,11 +115,13 @@ static int seal(const char *dir, unsigned uid, unsigned gid)
 	s->gid = gid;
 	snprintf(s->job, sizeof(s->job), "77");
 	snprintf(s->step, sizeof(s->step), "0");
-	if (gk_seal_write(ckptfd, criufd, s, err, sizeof(err)) < 0) {
+	ret = gk_seal_write(ckptfd, criufd, s, err, sizeof(err));
+	if (ret < 0)
 		fprintf(stderr, "seal-tool: %s\n", err);
-		return 1;
-	}
-	return 0;
+	free(s);
+	close(criufd);
+	close(ckptfd);
+	return ret < 0;
 }
 
 int main(int argc, char **argv)
