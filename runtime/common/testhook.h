@@ -12,7 +12,8 @@
 
 #include <stddef.h>
 
-/* Arm "POINT:DIR". -EINVAL or -EPERM with err naming what is wrong. */
+/* Arm "POINT:DIR" (POINT names have no ':'). -EINVAL or -EPERM with err
+ * naming what is wrong. */
 int gk_test_hook_arm(const char *spec, char *err, size_t errlen);
 
 /* Wait at `point` if it is the armed one (once). */

@@ -160,7 +160,7 @@ static int move_one(struct stage *st, int srcfd, const char *label, int areafd, 
 	ret = copyfd < 0 ? copyfd : check_copy(st, copyfd, label);
 	if (copyfd >= 0)
 		close(copyfd);
-	gk_test_hook("stage:copied");
+	gk_test_hook("stage-copied");
 	/* One rename publishes it, into the folder that was checked. */
 	if (ret == 0 && renameat2(areafd, tmp, dstdir, name, RENAME_NOREPLACE) < 0) {
 		ret = -errno;
@@ -282,7 +282,7 @@ static int task_out(struct stage *st, int taskfd, int s_taskfd, const char *rel)
 			continue;
 		}
 		/* Tests pause here to swap the folders around. */
-		gk_test_hook("stage-out:opened");
+		gk_test_hook("stage-out-opened");
 		if (move_one(st, ckptfd, src, st->shared_area, s_taskfd, names[i], dst, what) < 0)
 			unsafe = 1;
 		close(ckptfd);

@@ -63,7 +63,10 @@ racer_start() {
 	shift
 	RACER_OUT=$(mktemp "$GK_SCRATCH/racer.XXXXXX")
 	chmod 0666 "$RACER_OUT"
-	as "$u" "$RACER" "$@" >"$RACER_OUT" 2>&1 &
+	# setpriv execs the racer: $! is the racer itself (a function run with &
+	# would put a subshell in between, and killing it would leave the racer).
+	setpriv --reuid="$(id -u "$u")" --regid="$(id -g "$u")" --clear-groups -- \
+		"$RACER" "$@" >"$RACER_OUT" 2>&1 &
 	RACER_PID=$!
 	for _ in $(seq 200); do grep -q ready "$RACER_OUT" && return 0; sleep 0.01; done
 	return 1

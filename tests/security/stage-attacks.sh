@@ -81,12 +81,12 @@ if has_hooks "$STAGE"; then
 	ckpt gksec1 "$SH/102/step.0/task.0" ckpt.000001 payload 3
 	chmod 4755 "$SH/102/step.0/task.0/ckpt.000001/data"*
 	userdirs gksec1 "$BB/102" "$BB/102/step.0" "$BB/102/step.0/task.0"
-	stage in 102 gksec1 "$DOWN" --test-hook "stage:copied:$HOOKS" >"$GK_SCRATCH/out" 2>&1 &
+	stage in 102 gksec1 "$DOWN" --test-hook "stage-copied:$HOOKS" >"$GK_SCRATCH/out" 2>&1 &
 	spid=$!
-	hook_wait stage:copied
+	hook_wait stage-copied
 	as gksec1 mv "$BB/102/step.0/task.0" "$BB/102/step.0/task.0.away"
 	as gksec1 ln -s "$GK_SCRATCH/rootonly" "$BB/102/step.0/task.0"
-	hook_go stage:copied
+	hook_go stage-copied
 	wait $spid
 	check "attack 1, paused before publishing: the copy goes into the folder root checked, not behind the link" \
 		[ -z "$(ls -A "$GK_SCRATCH/rootonly")" -a -f "$BB/102/step.0/task.0.away/ckpt.000001/data1" ]
@@ -125,11 +125,11 @@ if [ "$OLD" = 1 ]; then
 	kill "$RACER_PID" 2>/dev/null
 	racer_end
 elif has_hooks "$STAGE"; then
-	stage out 121 gksec1 "$DOWN" --test-hook "stage-out:opened:$HOOKS" >"$GK_SCRATCH/out" 2>&1 &
+	stage out 121 gksec1 "$DOWN" --test-hook "stage-out-opened:$HOOKS" >"$GK_SCRATCH/out" 2>&1 &
 	spid=$!
-	hook_wait stage-out:opened
+	hook_wait stage-out-opened
 	as gksec1 sh -c "$swap_step"
-	hook_go stage-out:opened
+	hook_go stage-out-opened
 	wait $spid
 fi
 check "attack 5: another user's checkpoint never reaches the attacker's shared folder" \
@@ -257,13 +257,13 @@ if [ "$OLD" = 1 ]; then
 	stage out 160 gksec1 "$DOWN" >"$GK_SCRATCH/out2" 2>&1 &
 	p2=$!
 else
-	stage out 160 gksec1 "$DOWN" --test-hook "stage:copied:$HOOKS" >"$GK_SCRATCH/out1" 2>&1 &
+	stage out 160 gksec1 "$DOWN" --test-hook "stage-copied:$HOOKS" >"$GK_SCRATCH/out1" 2>&1 &
 	p1=$!
-	hook_wait stage:copied
+	hook_wait stage-copied
 	stage out 160 gksec1 "$DOWN" >"$GK_SCRATCH/out2" 2>&1 &
 	p2=$!
 	sleep 0.5
-	hook_go stage:copied
+	hook_go stage-copied
 fi
 wait $p1; rc1=$?
 wait $p2; rc2=$?
