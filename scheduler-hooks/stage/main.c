@@ -19,6 +19,8 @@
 #include <string.h>
 #include <unistd.h>
 
+extern char **environ;
+
 #ifndef GK_SQUEUE
 #define GK_SQUEUE "/usr/bin/squeue"
 #endif
@@ -201,6 +203,21 @@ int main(int argc, char **argv)
 	if (geteuid() != 0)
 		BAD("must run as root (the gpuckpt SPANK plugin runs it from the prolog and "
 		    "epilog)");
+	/* Nothing of gpuckpt's is taken from the environment (the prolog's holds
+	 * SLURM_* and SPANK_* values the job chose): no munged socket, no log
+	 * level, no site file. */
+	for (char **e = environ; *e;) {
+		char name[256];
+		size_t n = strcspn(*e, "=");
+
+		if (!strncmp(*e, "GPUCKPT_", 8) && n < sizeof(name)) {
+			memcpy(name, *e, n);
+			name[n] = 0;
+			unsetenv(name);
+			continue; /* the entries after it moved down */
+		}
+		e++;
+	}
 	/* slurmd may have left SIGPIPE ignored or SIGCHLD odd; reset what matters. */
 	signal(SIGPIPE, SIG_DFL);
 	signal(SIGCHLD, SIG_DFL);
