@@ -418,6 +418,11 @@ static int shared_job_in(struct stage *st, int sjobfd, const char *jobname)
 		   "%s/%s holds the checkpoints of an earlier job with this id (%s), not of this "
 		   "one (%s); not staged in",
 		   st->shared_root, jobname, was, is);
+	/* That job is over (its id is someone's again): its folder goes, so
+	 * that this job never takes it for its own, even once requeued. Only
+	 * on the controller's word, never on a guess. */
+	if (rec.known && now.known && area_discard(st, st->shared_area, st->sharedfd, jobname) == 0)
+		say("removed %s/%s (%s)", st->shared_root, jobname, was);
 	return 0;
 }
 

@@ -10,9 +10,14 @@
  *
  * Slurm 22.05 sets a job's SubmitTime anew when it is requeued (seen on the
  * test cluster: 21:51:03, then 21:51:09 after scontrol requeue), so the
- * submit time alone cannot tell a requeued job from a new one. A requeued
- * job has a restart count above the one its folder was last written with,
- * and a submit time no earlier; a new job that got an old id starts from 0.
+ * submit time alone cannot tell a requeued job from a new one; and it counts
+ * the requeue before the epilog of the run that was requeued runs (that
+ * epilog already records restart 1, the next prolog sees 1 too: seen on the
+ * test cluster). So: a later run of the same job has a restart count above 0
+ * and no lower than the record's, and a submit time no earlier. A job's
+ * first run (restart count 0) has no folder of its own yet: one there is an
+ * earlier job's, and its prolog removes it; so by the time a job with an old
+ * id is requeued, nothing of the earlier job is left to be taken for its own.
  */
 #include "config.h"
 
@@ -90,8 +95,9 @@ int record_ours(const struct job_ident *rec, const struct job_ident *now)
 		return 1;
 	if (!strcmp(rec->submit, now->submit))
 		return 1;
-	/* A later run of the same job: requeued since the record was written. */
-	return now->restarts > rec->restarts && strcmp(rec->submit, now->submit) <= 0;
+	/* A later run of the same job, requeued since the record was written. */
+	return now->restarts > 0 && now->restarts >= rec->restarts &&
+	       strcmp(rec->submit, now->submit) <= 0;
 }
 
 void record_show(const struct job_ident *rec, char *buf, size_t len)

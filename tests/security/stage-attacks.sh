@@ -21,7 +21,7 @@
 
 STAGE=${GK_STAGE:-$top_builddir/scheduler-hooks/gpuckpt-stage}
 GK_TOOL=${GK_TOOL:-$top_builddir/runtime/gpuckpt}
-sec_setup 17
+sec_setup 18
 
 BB=$GK_SCRATCH/bb SH=$GK_SCRATCH/shared
 mkdir -p "$BB" "$SH" && chmod 0755 "$BB" && chmod 0700 "$SH"
@@ -190,13 +190,22 @@ fake_squeue "$GK_SCRATCH/sq141" "" "$U1 $T2" 1
 stage in 141 gksec1 "$GK_SCRATCH/sq141" >"$GK_SCRATCH/out" 2>&1
 check "a requeued job (restart 1, submitted again) gets its own checkpoints back" \
 	[ -f "$BB/141/step.0/task.0/ckpt.000001/data1" ]
+# Slurm counts a requeue before the epilog of the requeued run: that epilog
+# records restart 1 already, and the next prolog sees 1 as well.
+shared 143
+ckpt gksec1 "$SH/143/step.0/task.0" ckpt.000001 mine
+record 143 "$U1" $T1 1
+fake_squeue "$GK_SCRATCH/sq143" "" "$U1 $T2" 1
+stage in 143 gksec1 "$GK_SCRATCH/sq143" >"$GK_SCRATCH/out" 2>&1
+check "... also when the epilog before it already counted the requeue" \
+	[ -f "$BB/143/step.0/task.0/ckpt.000001/data1" ]
 shared 142
 ckpt gksec1 "$SH/142/step.0/task.0" ckpt.000001 earlier
 record 142 "$U1" $T0 0
 fake_squeue "$GK_SCRATCH/sq142" "" "$U1 $T1" 0
 stage in 142 gksec1 "$GK_SCRATCH/sq142" >"$GK_SCRATCH/out" 2>&1
 check "id reused by the same user: an earlier job's checkpoints are not restored into a new one" \
-	[ ! -e "$BB/142/step.0/task.0/ckpt.000001" ]
+	[ ! -e "$BB/142/step.0/task.0/ckpt.000001" -a ! -e "$SH/142/step.0/task.0/ckpt.000001" ]
 grep -q "earlier job" "$GK_SCRATCH/out" && tap_diag "$(grep earlier "$GK_SCRATCH/out")"
 userdirs gksec1 "$BB/142" "$BB/142/step.0" "$BB/142/step.0/task.0"
 ckpt gksec1 "$BB/142/step.0/task.0" ckpt.000001 new
