@@ -44,7 +44,7 @@ j=$(submit --as gkuser1 --gpu-checkpoint=on --wrap "srun bash -c 'echo \"plain: 
 wait_over "$j" 60
 check "the task ran under the shepherd (slurmd's log says so)" \
 	grep -q "transparent mode, shepherd socket" "$E2E_DIR"/log/slurmd.*.log
-check_out "$j" "its output reached the job's output, GPUCKPT_SHEPHERD set" "^plain: shepherd=gpuckpt\\.$j\\.0\\.0\\.[0-9]+ mode="
+check_out "$j" "its output reached the job's output, GPUCKPT_SHEPHERD set (128 random bits in its name)" "^plain: shepherd=gpuckpt\\.$j\\.0\\.0\\.[0-9a-f]{32} mode="
 check_out "$j" "its exit status came back through the shepherd" "^srun-rc: 3$"
 
 # 2. A checkpoint-aware program under the shepherd, requeued.
