@@ -104,7 +104,7 @@ static const char *why(int ret)
  * checks again on restore, and decides then (fail or start afresh, as the
  * job asked): here a problem is only reported.
  */
-static int check_copy(struct stage *st, int copyfd, const char *label)
+static int check_copy(struct stage *st, int copyfd, int dstdir, const char *label)
 {
 	struct gk_load_opts lo = {.uid = st->uid, .check_data = 1};
 	struct gk_manifest *m = NULL;
@@ -113,7 +113,9 @@ static int check_copy(struct stage *st, int copyfd, const char *label)
 	struct stat sb;
 	int ret;
 
-	ret = gk_image_open_at(copyfd, label, &lo, &m, NULL, err, sizeof(err));
+	/* An increment's bases are looked for where it is published: they
+	 * are staged before it (oldest first). */
+	ret = gk_image_open_in(dstdir, copyfd, label, &lo, &m, NULL, err, sizeof(err));
 	gk_manifest_free(m);
 	if (ret < 0)
 		warn_line("%s fails its checks (%s); staged anyway: the restore checks it again "
@@ -157,7 +159,7 @@ static int move_one(struct stage *st, int srcfd, const char *label, int areafd, 
 		return ret;
 	}
 	copyfd = gk_open_dir_at(areafd, tmp, st->uid, NULL);
-	ret = copyfd < 0 ? copyfd : check_copy(st, copyfd, label);
+	ret = copyfd < 0 ? copyfd : check_copy(st, copyfd, dstdir, label);
 	if (copyfd >= 0)
 		close(copyfd);
 	gk_test_hook("stage-copied");
@@ -180,8 +182,15 @@ static int move_one(struct stage *st, int srcfd, const char *label, int areafd, 
 	return 0;
 }
 
-/* The newest `keep` committed checkpoints of a task folder, newest first. */
-static int newest(const struct stage *st, int taskfd, const char *label, char names[][64],
+/*
+ * What staging copies from a task folder: the newest `keep` committed
+ * checkpoints and the older ones they are increments of (their unchanged data
+ * lies in those: the manifest's references), oldest first, so that a base is
+ * published before an increment that refers to it. The rule is the prune's
+ * (gk_store_prune_plan_at): what a prune keeps is what is staged, and a
+ * checkpoint whose references cannot be read keeps every older one.
+ */
+static int wanted(const struct stage *st, int taskfd, const char *label, char names[][64],
 		  size_t *n)
 {
 	struct gk_store_entry *list = NULL;
@@ -192,20 +201,32 @@ static int newest(const struct stage *st, int taskfd, const char *label, char na
 	*n = 0;
 	if (ret < 0)
 		return ret;
-	for (size_t i = 0; i < count && *n < st->keep; i++) {
-		const char *name = strrchr(list[i].path, '/') + 1;
+	/* Committed: a folder ckpt.N holding its manifest (scan_root already
+	 * refused links named like one). One without is neither counted nor
+	 * staged. */
+	for (size_t k = 0; k < count; k++) {
+		const char *name = strrchr(list[k].path, '/') + 1;
 		char manifest[96];
 		struct stat sb;
 
 		snprintf(manifest, sizeof(manifest), "%s/%s", name, GK_MANIFEST_FILE);
-		/* Committed: a folder ckpt.N holding its manifest (scan_root
-		 * already refused links named like one). */
-		if (!list[i].complete ||
-		    fstatat(taskfd, manifest, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(sb.st_mode))
-			continue;
-		snprintf(names[(*n)++], 64, "%s", name);
+		if (list[k].complete && (fstatat(taskfd, manifest, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+					 !S_ISREG(sb.st_mode)))
+			list[k].complete = list[k].stale = 0;
 	}
+	gk_store_prune_plan_at(taskfd, list, count, st->keep);
+	for (size_t k = 0; k < count && *n < STAGE_MAX_CKPTS; k++)
+		if (list[k].complete && !list[k].remove)
+			snprintf(names[(*n)++], 64, "%s", strrchr(list[k].path, '/') + 1);
 	free(list);
+	/* The listing is newest first: oldest first for publishing. */
+	for (size_t i = 0; i < *n / 2; i++) {
+		char t[64];
+
+		memcpy(t, names[i], 64);
+		memcpy(names[i], names[*n - 1 - i], 64);
+		memcpy(names[*n - 1 - i], t, 64);
+	}
 	return 0;
 }
 
@@ -251,16 +272,16 @@ static int shared_job_out(struct stage *st, const char *jobname)
 	return fd;
 }
 
-/* One task: its newest checkpoints to the shared task folder. 0 when all
+/* One task: its newest checkpoints (and their bases) to the shared task folder. 0 when all
  * of them are there now. */
 static int task_out(struct stage *st, int taskfd, int s_taskfd, const char *rel)
 {
-	char label[4300], dst[4300], names[1000][64], err[GK_ERRLEN], what[200];
+	char label[4300], dst[4300], names[STAGE_MAX_CKPTS][64], err[GK_ERRLEN], what[200];
 	size_t n = 0;
 	int unsafe = 0, ret;
 
 	snprintf(label, sizeof(label), "%s/%u/%s", st->bb_root, st->job, rel);
-	ret = newest(st, taskfd, label, names, &n);
+	ret = wanted(st, taskfd, label, names, &n);
 	if (ret < 0) {
 		error_line(st, "%s: %s", label, strerror(-ret));
 		return ret;
@@ -430,12 +451,12 @@ static int task_in(struct stage *st, int s_taskfd, uint32_t step_id, uint32_t ta
 		   const char *rel)
 {
 	struct gk_task_ids ids = {st->job, step_id, task_id, st->uid, st->gid};
-	char label[4300], names[1000][64], err[GK_ERRLEN];
+	char label[4300], names[STAGE_MAX_CKPTS][64], err[GK_ERRLEN];
 	size_t n = 0;
 	int taskfd, ret;
 
 	snprintf(label, sizeof(label), "%s/%u/%s", st->shared_root, st->job, rel);
-	ret = newest(st, s_taskfd, label, names, &n);
+	ret = wanted(st, s_taskfd, label, names, &n);
 	if (ret < 0 || n == 0)
 		return ret;
 	/* The job, step and task folders the plugin would make, the user's. */
