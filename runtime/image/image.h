@@ -290,6 +290,9 @@ int gk_read_small(int fd, size_t size, char **out);
  * reached (the checkpoint is then written unsigned, with a warning).
  */
 int gk_sign(const char *text, size_t len, const char *sigpath, char *err, size_t errlen);
+/* The same into dirfd/name (never through a link). */
+int gk_sign_at(const char *text, size_t len, int dirfd, const char *name, char *err,
+	       size_t errlen);
 
 /*
  * Check the signature beside manifest text. 0: signed by `uid`, unchanged.
@@ -301,6 +304,22 @@ int gk_sign(const char *text, size_t len, const char *sigpath, char *err, size_t
  */
 int gk_check_signature(const char *text, size_t len, const char *sigpath, uid_t uid,
 		       char *err, size_t errlen);
+int gk_check_signature_at(const char *text, size_t len, int dirfd, const char *name, uid_t uid,
+			  char *err, size_t errlen);
+
+/*
+ * Root's signature (a transparent checkpoint's criu/SEAL.sig): a Munge
+ * credential made by uid 0 over the SHA-256 of text, with a payload of its
+ * own kind, so that no other credential passes for it. Always through the
+ * node's own munged (GPUCKPT_MUNGE_SOCKET is not read). gk_root_sign_at
+ * refuses to run as anyone but root; gk_root_check_at returns 0 only for a
+ * credential of uid 0 over this very text (-EPERM for another signer,
+ * -EBADMSG, -ENOENT, -EHOSTUNREACH as above).
+ */
+int gk_root_sign_at(const char *text, size_t len, int dirfd, const char *name, char *err,
+		    size_t errlen);
+int gk_root_check_at(const char *text, size_t len, int dirfd, const char *name, char *err,
+		     size_t errlen);
 
 /* ---- loading and verifying (verify.c) ---- */
 
@@ -331,6 +350,16 @@ struct gk_load_opts {
  */
 int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_manifest **out,
 		  int *signed_by_munge, char *err, size_t errlen);
+
+/* The same on an open directory (`dir` names it in messages): the one a
+ * root-run caller checked is the one read, whatever happens to its path. */
+int gk_image_open_at(int dirfd, const char *dir, const struct gk_load_opts *opts,
+		     struct gk_manifest **out, int *signed_by_munge, char *err, size_t errlen);
+/* The same with the checkpoint root given too: an increment's references
+ * are opened in rootfd, never through `dir` (gk_image_open_at opens dir's
+ * parent by path). What root-run code uses: no path is followed at all. */
+int gk_image_open_in(int rootfd, int dirfd, const char *dir, const struct gk_load_opts *opts,
+		     struct gk_manifest **out, int *signed_by_munge, char *err, size_t errlen);
 
 /* ---- increments (chain.c) ---- */
 
@@ -379,12 +408,30 @@ struct gk_store_txn {
 	char root[4096];
 	char tmpdir[4096];
 	uint64_t sequence;
-	int dirfd; /* of tmpdir */
+	int dirfd;  /* of tmpdir */
+	int rootfd; /* of root: the transaction never goes back to it by path */
 };
 
 /* Start a checkpoint: create ROOT (0700) if needed, pick N = newest + 1,
  * create ROOT/.tmp.ckpt.N.<host>.<pid> (0700). */
 int gk_store_begin(const char *root, struct gk_store_txn *txn, char *err, size_t errlen);
+
+/*
+ * The same in an open root (rootfd; `root` only names it in messages).
+ * Every function taking a path has such a variant (_at): a root-run caller
+ * (the shepherd, gpuckpt-stage) opens the folder once, checked (fsafe.h),
+ * and never goes back to it by a path its owner could change.
+ */
+int gk_store_begin_at(int rootfd, const char *root, struct gk_store_txn *txn, char *err,
+		      size_t errlen);
+
+/* Close a transaction that is over (sealed and published elsewhere, or
+ * given up on without removing its folder). */
+void gk_store_end(struct gk_store_txn *txn);
+
+/* Close its descriptors but keep it: a process that CRIU is about to dump
+ * must hold none. gk_store_abort then finds the folder by its path. */
+void gk_store_detach(struct gk_store_txn *txn);
 
 /* Create a data file in the checkpoint being written (0600, must not exist). */
 int gk_store_create(struct gk_store_txn *txn, const char *name, int *fd, char *err,
@@ -423,6 +470,8 @@ int gk_store_seal(struct gk_store_txn *txn, struct gk_manifest *m, int *signed_o
 		  size_t errlen);
 int gk_store_publish(const char *root, const char *tmpname, uint64_t sequence, unsigned keep,
 		     char *err, size_t errlen);
+int gk_store_publish_at(int rootfd, const char *root, const char *tmpname, uint64_t sequence,
+			unsigned keep, char *err, size_t errlen);
 
 /* Abandon a checkpoint being written: remove its .tmp directory. */
 void gk_store_abort(struct gk_store_txn *txn);
@@ -446,6 +495,8 @@ struct gk_store_entry {
  * (*entries is malloc'ed; free() it). */
 int gk_store_list(const char *root, struct gk_store_entry **entries, size_t *n, char *err,
 		  size_t errlen);
+int gk_store_list_at(int rootfd, const char *root, struct gk_store_entry **entries, size_t *n,
+		     char *err, size_t errlen);
 
 /*
  * What gk_store_prune removes from a listing of root (gk_store_list's, newest
@@ -457,6 +508,9 @@ int gk_store_list(const char *root, struct gk_store_entry **entries, size_t *n, 
  */
 int gk_store_prune_plan(const char *root, struct gk_store_entry *entries, size_t n, unsigned keep,
 			char *err, size_t errlen);
+/* The same on an open root (root-run code: staging reads the references
+ * through rootfd, never through a path). */
+void gk_store_prune_plan_at(int rootfd, struct gk_store_entry *entries, size_t n, unsigned keep);
 
 /* Keep the newest `keep` committed checkpoints and what they refer to; delete
  * the rest (renamed to .trash first so that a half-deleted checkpoint never
@@ -466,5 +520,6 @@ int gk_store_prune_plan(const char *root, struct gk_store_entry *entries, size_t
  * warning: their criu/ is root's, it could rename them but not delete them,
  * and the shepherd (root) prunes them itself. */
 int gk_store_prune(const char *root, unsigned keep, char *err, size_t errlen);
+int gk_store_prune_at(int rootfd, const char *root, unsigned keep, char *err, size_t errlen);
 
 #endif
