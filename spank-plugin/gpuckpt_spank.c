@@ -10,13 +10,13 @@
  *	    starts: the runtime and its settings put into the task (task_env);
  *	    in transparent mode the task is started under, or restored by,
  *	    gpuckpt-shepherd (transparent).
- *	    As each task ends, what its runtime recorded goes into the job's
- *	    record and the node's metrics; the batch script's end sets the
- *	    job's AdminComment (job_record, metrics).
- *	slurmd prolog and epilog (job-script context), as root: the staging
- *	    script moves checkpoints between the node's burst buffer and the
- *	    shared root (scheduler-hooks/gpuckpt-stage); the staging and what
- *	    is left of the tasks' records go the same way.
+ *	slurmd prolog and epilog (job-script context), as root: gpuckpt-stage
+ *	    moves checkpoints between the node's burst buffer and the shared
+ *	    root (scheduler-hooks/stage/), within the site's stage_timeout;
+ *	    the staging and what is left of the tasks' records go into the
+ *	    job's record and the node's metrics (job_record, metrics).
+ *	As each task ends (slurmstepd, root), what its runtime recorded goes
+ *	    the same way; the batch script's end sets the job's AdminComment.
  */
 #include "config.h"
 
@@ -32,6 +32,7 @@
 #include <slurm/spank.h>
 
 #include "ckpt_dir.h"
+#include "fsafe.h"
 #include "job_options.h"
 #include "job_record.h"
 #include "metrics.h"
@@ -315,6 +316,8 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		goto out_free;
 	}
 	rc = gk_transparent_prepare(&site, &opts, &ids, &env, r, plan, err, sizeof(err));
+	/* Nothing of the task folder's descriptor goes into the forks below. */
+	gk_inject_release(r);
 	if (rc < 0) {
 		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
 		goto out_free;
@@ -337,6 +340,7 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 
 out_free:
 	free(plan);
+	gk_inject_release(r);
 	free(r);
 	return rc < 0 ? -1 : 0;
 }
@@ -384,6 +388,22 @@ static int env_u32(const char *name, uint32_t *out)
 	return 0;
 }
 
+/* A site folder that someone other than root could change is never used:
+ * root would copy into and out of whatever it was made to point at. */
+static int root_ok(const char *path, const char *setting, const char *verb, uint32_t job)
+{
+	char err[GK_ERRLEN];
+	int fd = gk_open_trusted_dir(path, setting, err, sizeof(err));
+
+	if (fd < 0) {
+		slurm_error("gpuckpt: stage-%s: job %u: plugstack.conf: %s; nothing staged", verb,
+			    job, err);
+		return 0;
+	}
+	close(fd);
+	return 1;
+}
+
 /* The staging script, its lines to slurmd's log and, as events, to l->events. */
 static void run_stage(struct stage_log *l, uid_t uid, gid_t gid)
 {
@@ -395,8 +415,12 @@ static void run_stage(struct stage_log *l, uid_t uid, gid_t gid)
 		slurm_error("gpuckpt: stage-%s: job %u: arguments too long", l->verb, l->job_id);
 		return;
 	}
-	rc = gk_run_logged(argv, stage_line, l);
-	if (rc < 0)
+	rc = gk_run_logged(argv, site.stage_timeout, stage_line, l);
+	if (rc == -ETIME)
+		slurm_error("gpuckpt: stage-%s: job %u: %s did not finish within stage_timeout=%u "
+			    "s; stopped (what it had not published is not staged)",
+			    l->verb, l->job_id, site.stage, site.stage_timeout);
+	else if (rc < 0)
 		slurm_error("gpuckpt: stage-%s: job %u: cannot run %s: %s", l->verb, l->job_id,
 			    site.stage, strerror(-rc));
 	else if (rc != 0)
@@ -433,7 +457,7 @@ static void set_admin_comment(uint32_t job_id, const struct gk_job_events *all)
 	if (gk_job_stats_comment(&st, text, sizeof(text)) < 0 ||
 	    gk_admin_comment_argv(site.scontrol, job_id, text, argv, buf, sizeof(buf)) < 0)
 		return;
-	rc = gk_run_logged_timeout(argv, 30, comment_line, &c);
+	rc = gk_run_logged(argv, 30, comment_line, &c);
 	if (rc == 0)
 		slurm_info("gpuckpt: job %u: AdminComment: %s", job_id, text);
 	else if (c.finished)
@@ -567,7 +591,8 @@ static int job_script(const char *verb, int ac, char **av)
 			slurm_error("gpuckpt: job %u: events on this node not read: %s", l.job_id,
 				    err);
 	}
-	if (site.stage[0] && site.shared_root[0])
+	if (site.stage[0] && site.shared_root[0] && root_ok(site.bb_root, "bb_root", verb, l.job_id) &&
+	    root_ok(site.shared_root, "shared_root", verb, l.job_id))
 		run_stage(&l, (uid_t)uid, (gid_t)gid);
 	keep(l.job_id, &events, epilog && events.n, epilog && folders > 0);
 	gk_job_events_free(&events);

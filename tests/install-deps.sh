@@ -9,7 +9,7 @@ packages=(
 	libjson-c-dev libhwloc-dev libmunge-dev munge libxxhash-dev libssl-dev
 	slurmctld slurmd slurm-client libslurm-dev
 	bats iproute2 lua5.1 procps psmisc util-linux jq groff-base debootstrap
-	dpkg-dev debhelper lintian
+	dpkg-dev debhelper lintian clang-14 libclang-rt-14-dev
 )
 missing=()
 for p in "${packages[@]}"; do

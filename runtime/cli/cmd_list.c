@@ -104,7 +104,7 @@ static void fill_row(struct row *r, const struct gk_store_entry *e)
 static void print_table(const char *root, const struct row *rows, size_t n)
 {
 	if (n == 0) {
-		printf("%s: no checkpoints\n", root);
+		printf("%s: no checkpoints\n", cli_printable(root));
 		return;
 	}
 	printf("%-8s %-21s %-24s %-10s %s\n", "SEQ", "CREATED", "LABEL", "SIZE", "STATUS");
@@ -114,12 +114,14 @@ static void print_table(const char *root, const struct row *rows, size_t n)
 
 		snprintf(seq, sizeof(seq), "%06" PRIu64, r->e->sequence);
 		cli_human_size(r->bytes, size, sizeof(size));
-		printf("%-8s %-21s %-24s %-10s %s", seq, r->created[0] ? r->created : "-",
-		       r->m && r->m->label[0] ? r->m->label : "-", size, r->status);
+		/* Labels, host names and errors hold what the checkpoint's
+		 * writer chose: shown through cli_printable. */
+		printf("%-8s %-21s %-24s %-10s %s", seq, r->created[0] ? cli_printable(r->created) : "-",
+		       r->m && r->m->label[0] ? cli_printable(r->m->label) : "-", size, r->status);
 		if (!r->e->complete)
-			printf(" %s pid %d", r->e->writer_host, (int)r->e->writer_pid);
+			printf(" %s pid %d", cli_printable(r->e->writer_host), (int)r->e->writer_pid);
 		if (r->error[0])
-			printf(": %s", r->error);
+			printf(": %s", cli_printable(r->error));
 		printf("\n");
 	}
 }

@@ -12,7 +12,7 @@
 export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 MAN=$top_srcdir/man
 SHEPHERD=$top_builddir/runtime/gpuckpt-shepherd
-STAGE=$top_srcdir/scheduler-hooks/gpuckpt-stage
+STAGE=$top_builddir/scheduler-hooks/gpuckpt-stage
 PAGES="gpuckpt.1 gpuckpt.conf.5 spank-gpuckpt.8 gpuckpt-shepherd.8 gpuckpt-stage.8"
 gk_scratch
 

@@ -27,7 +27,7 @@
 # the namespaces, the users and munged it made, and the cluster folder.
 #
 # Environment: GK_CLUSTER_DIR (default /tmp/gpuckpt-cluster), GK_PLUGIN (the
-# SPANK plugin; default the build's), GK_RUNTIME, GK_STAGE (staging script),
+# SPANK plugin; default the build's), GK_RUNTIME, GK_STAGE (gpuckpt-stage),
 # GK_PLUGIN_ARGS (extra key=value plugin arguments), top_srcdir, top_builddir.
 set -Eeuo pipefail
 
@@ -37,8 +37,7 @@ here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 C=${GK_CLUSTER_DIR:-/tmp/gpuckpt-cluster}
 : "${GK_PLUGIN:=$top_builddir/spank-plugin/.libs/spank_gpuckpt.so}"
 : "${GK_RUNTIME:=$top_builddir/runtime/.libs/libgpuckpt.so}"
-: "${GK_STAGE:=$top_srcdir/scheduler-hooks/gpuckpt-stage}"
-: "${GK_TOOL:=$top_builddir/runtime/gpuckpt}"
+: "${GK_STAGE:=$top_builddir/scheduler-hooks/gpuckpt-stage}"
 : "${GK_PLUGIN_ARGS:=}"
 
 NS_PREFIX=gpuckpt-
@@ -269,7 +268,7 @@ write_config() {
 	# A sanitizer build's runtime needs ASan's own runtime loaded before it.
 	if [ -n "${ASAN_RUNTIME:-}" ] && [ -f "$ASAN_RUNTIME" ]; then runtime=$ASAN_RUNTIME:$runtime; fi
 	if [ -f "$GK_PLUGIN" ]; then
-		echo "required $GK_PLUGIN bb_root=$C/bb shared_root=$C/shared runtime=$runtime stage=$GK_STAGE tool=$GK_TOOL metrics=$C/metrics/gpuckpt.prom $GK_PLUGIN_ARGS" \
+		echo "required $GK_PLUGIN bb_root=$C/bb shared_root=$C/shared runtime=$runtime stage=$GK_STAGE metrics=$C/metrics/gpuckpt.prom $GK_PLUGIN_ARGS" \
 			>"$C/etc/plugstack.conf"
 	else
 		say "no plugin at $GK_PLUGIN: plugstack.conf left empty"
