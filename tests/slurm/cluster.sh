@@ -268,12 +268,10 @@ write_config() {
 	local runtime=$GK_RUNTIME
 	# A sanitizer build's runtime needs ASan's own runtime loaded before it.
 	if [ -n "${ASAN_RUNTIME:-}" ] && [ -f "$ASAN_RUNTIME" ]; then runtime=$ASAN_RUNTIME:$runtime; fi
-	if [ -f "$GK_PLUGIN" ]; then
-		echo "required $GK_PLUGIN bb_root=$C/bb shared_root=$C/shared runtime=$runtime stage=$GK_STAGE tool=$GK_TOOL $GK_PLUGIN_ARGS" \
-			>"$C/etc/plugstack.conf"
-	else
-		say "no plugin at $GK_PLUGIN: plugstack.conf left empty"
-	fi
+	# A cluster without the plugin would run every test's jobs untouched.
+	[ -f "$GK_PLUGIN" ] || die "no plugin at $GK_PLUGIN (build first, or set GK_PLUGIN)"
+	echo "required $GK_PLUGIN bb_root=$C/bb shared_root=$C/shared runtime=$runtime stage=$GK_STAGE tool=$GK_TOOL $GK_PLUGIN_ARGS" \
+		>"$C/etc/plugstack.conf"
 }
 
 write_clients() {

@@ -47,23 +47,23 @@ else
 	say "starting a two-node Slurm cluster in $E2E_DIR (network namespaces, fake GPU device files: no GPU here)"
 fi
 tap_diag() { :; } # e2e-lib's diagnostics are for the tests
+e2e_bail() { die "$*"; }
+[ -n "$real" ] || e2e_pick_app
 e2e_start $real
 nodes=$(sinfo -h -N -o %N | sort -u | paste -sd' ' -)
 say "cluster up: nodes $nodes; partitions low (preemptable, GraceTime) and high"
 
-# What runs: the real heat app on a real GPU, the heat app on the CUDA
-# stand-in, or the stand-in app. Said plainly.
+# What runs: the heat app on the real GPU, or on the CUDA stand-in. Said plainly.
 SIZE=256 STEPS=600 DELAY=40
-if [ -n "$real" ] && [ -x "$top_builddir/examples/heat/heat-drv" ] && [ -f "$top_builddir/examples/heat/heat_kernels.cubin" ]; then
+if [ -n "$real" ]; then
+	[ -f "$top_builddir/examples/heat/heat_kernels.cubin" ] ||
+		die "examples/heat/heat_kernels.cubin is not built (nvcc): cannot run on the GPU"
 	APP="$top_builddir/examples/heat/heat-drv --module $top_builddir/examples/heat/heat_kernels.cubin"
 	APP_ENV=":"
 	say "application: examples/heat/heat-drv on the real GPU"
 	ref=$($APP $(app_args $SIZE $STEPS 0) 2>/dev/null | sed -n 's/.*checksum=\(0x[0-9a-f]*\).*/\1/p')
-elif [ "$APP_KIND" = heat ]; then
-	say "application: examples/heat/heat-drv on the CUDA driver stand-in (host memory; this machine has no GPU)"
-	ref=$(reference $SIZE $STEPS)
 else
-	say "application: tests/slurm/standin-app.sh, a stand-in for heat-drv and the runtime (they are not built here); no GPU state is involved"
+	say "application: examples/heat/heat-drv on the CUDA driver stand-in (host memory; this machine has no GPU)"
 	ref=$(reference $SIZE $STEPS)
 fi
 say "reference: an uninterrupted run outside Slurm ends with checksum $ref"
@@ -84,7 +84,7 @@ report_ckpt() {
 	local l
 	l=$(ckpt_line "$1")
 	if [ -n "$l" ]; then
-		say "checkpointed: $(sed 's/.*checkpoint: \([^:]*\): wrote \([0-9]*\) bytes in \([0-9.]*\) s.*/\2 bytes in \3 s to \1/' <<<"$l")"
+		say "checkpointed: $(sed 's/.*checkpoint: \([^:]*\): wrote \([0-9]*\) bytes ([^)]*) in \([0-9.]*\) s.*/\2 bytes in \3 s to \1/' <<<"$l")"
 	else
 		say "no checkpoint line in the job's output:"
 		tail -n 5 "$(job_out "$j")"

@@ -38,6 +38,7 @@ if [ -n "$why" ]; then
 	for _ in $(seq $N); do tap_skip "$why"; done
 	exit 0
 fi
+E2E_OWN_APP=1
 e2e_require $N
 # Whose jobs: CRIU reads the rlimits of the processes it dumps, which needs
 # CAP_SYS_RESOURCE for another user's; a container whose root lacks it can
@@ -45,7 +46,7 @@ e2e_require $N
 AS=(--as "${GK_TRANSPARENT_USER:-gkuser1}")
 [ "${GK_TRANSPARENT_USER:-gkuser1}" = root ] && AS=()
 GK_E2E_PLUGIN_ARGS="criu=$GK_CRIU shepherd=$SHEP ${GK_E2E_PLUGIN_ARGS:-}"
-E2E_OWN_APP=1 e2e_start --real-gpu
+e2e_start --real-gpu
 
 STEPS=${GK_UNAWARE_STEPS:-300} DELAY=${GK_UNAWARE_DELAY_MS:-30}
 ARGS="--steps $STEPS --delay-ms $DELAY --report-every 10"

@@ -20,9 +20,9 @@ PLAN=25
 tap_plan $PLAN
 gk_scratch
 
-if [ "$(id -u)" -ne 0 ] || [ ! -x "$SHEP" ] ||
-	[ ! -x "$CLIENT" ]; then
-	for i in $(seq $PLAN); do tap_skip "needs root and the built shepherd"; done
+gk_need_built "$SHEP" "$CLIENT"
+if [ "$(id -u)" -ne 0 ]; then
+	for i in $(seq $PLAN); do tap_skip "needs root (the shepherd refuses to run without it)"; done
 	exit 0
 fi
 export GPUCKPT_LOG_LEVEL=info
