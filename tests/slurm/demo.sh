@@ -11,14 +11,16 @@
 #   tests/slurm/demo.sh --real-gpu     the former, or fail
 #   tests/slurm/demo.sh --fake-gpus    the latter
 #
-# Needs root and a built tree (./autogen.sh && ./configure && make; or set
-# top_builddir). Everything it starts is stopped at the end.
+# Needs root and a built tree with the CUDA stand-in (./demo makes one; or
+# ./configure && make && make -C tests standin, or set top_builddir).
+# Everything it starts is stopped at the end.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${top_srcdir:=$(cd "$here/../.." && pwd)}"
 if [ -z "${top_builddir:-}" ]; then
-	if [ -f "$top_srcdir/build/spank-plugin/.libs/spank_gpuckpt.so" ]; then
-		top_builddir=$top_srcdir/build
+	# ./demo's build, else a build in place.
+	if [ -f "$top_srcdir/build/demo/spank-plugin/.libs/spank_gpuckpt.so" ]; then
+		top_builddir=$top_srcdir/build/demo
 	else
 		top_builddir=$top_srcdir
 	fi
@@ -38,9 +40,14 @@ die() { say "demo: $*"; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || die "needs root (it starts slurmctld, slurmd and munged)"
 [ -f "$top_builddir/spank-plugin/.libs/spank_gpuckpt.so" ] ||
-	die "build first: ./autogen.sh && mkdir -p build && cd build && ../configure && make"
+	die "build first: ./demo does, or ./autogen.sh && ./configure && make && make -C tests standin"
 
 E2E_DIR=${GK_DEMO_CLUSTER_DIR:-/tmp/gpuckpt-demo}
+# An earlier demo or test killed half-way leaves its cluster behind: say so;
+# e2e_start takes it down.
+if [ -s /run/gpuckpt-test-cluster ] && [ -e "$(cat /run/gpuckpt-test-cluster)/mode" ]; then
+	say "stopping the test cluster an earlier run left in $(cat /run/gpuckpt-test-cluster)"
+fi
 if [ -n "$real" ]; then
 	say "starting a one-node Slurm cluster in $E2E_DIR with the real GPU /dev/nvidia0"
 else

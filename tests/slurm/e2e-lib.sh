@@ -46,7 +46,10 @@ e2e_require() {
 e2e_start() {
 	export GK_CLUSTER_DIR=$E2E_DIR
 	export GK_PLUGIN_ARGS="log_level=info ${GK_E2E_PLUGIN_ARGS:-}"
+	# A cluster left set up by a run that was killed (a test, the demo) goes
+	# first: this one's folder, and the one cluster.sh has on record.
 	if [ -e "$E2E_DIR/mode" ]; then "$CLUSTER" stop >/dev/null 2>&1 || true; fi
+	if [ -s /run/gpuckpt-test-cluster ]; then env -u GK_CLUSTER_DIR "$CLUSTER" stop >/dev/null 2>&1 || true; fi
 	GK_E2E_START_LOG=$(mktemp /tmp/gpuckpt-e2e-start.XXXXXX)
 	trap e2e_stop EXIT
 	if ! "$CLUSTER" start "$@" >"$GK_E2E_START_LOG" 2>&1; then
