@@ -41,6 +41,12 @@ static void user_name(uid_t uid, char *buf, size_t n)
 		snprintf(buf, n, "uid %u", (unsigned)uid);
 }
 
+/* Whose the files must be: the checkpoint's user's, or root's for a held copy. */
+static uid_t files_uid(const struct gk_load_opts *opts)
+{
+	return opts->held_by_root ? 0 : opts->uid;
+}
+
 /* Only the owner may have written anything the restore will trust. */
 static int check_owner(const char *what, const struct stat *st, uid_t uid, char *err, size_t errlen)
 {
@@ -366,8 +372,8 @@ static int open_files(int dirfd, const struct gk_manifest *m, uid_t uid, int *fd
 }
 
 static int check_signature(const char *dir, int dirfd, const char *text, size_t len,
-			   const struct gk_load_opts *opts, int *signed_out, char *err,
-			   size_t errlen)
+			   const struct gk_load_opts *opts, uid_t signer, int *signed_out,
+			   char *err, size_t errlen)
 {
 	char path[4096 + 32], sub[GK_ERRLEN];
 	struct stat st;
@@ -391,11 +397,11 @@ static int check_signature(const char *dir, int dirfd, const char *text, size_t 
 			 GK_SIGNATURE_FILE);
 		return -EPERM;
 	}
-	ret = check_owner(GK_SIGNATURE_FILE, &st, opts->uid, err, errlen);
+	ret = check_owner(GK_SIGNATURE_FILE, &st, files_uid(opts), err, errlen);
 	if (ret < 0)
 		return ret;
 	snprintf(path, sizeof(path), "%s/%s", dir, GK_SIGNATURE_FILE);
-	ret = gk_check_signature(text, len, path, opts->uid, sub, sizeof(sub));
+	ret = gk_check_signature(text, len, path, signer, sub, sizeof(sub));
 	if (ret == -EHOSTUNREACH && !opts->require_signature) {
 		gk_warn("open: %s: signature not checked: %s", dir, sub);
 		return 0;
@@ -415,9 +421,14 @@ int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_ma
 	char *text = NULL, sub[GK_ERRLEN];
 	size_t len = 0;
 	struct stat st;
+	uid_t signer = opts->uid;
 	int dirfd, *fds = NULL, is_signed = 0, ret;
 
 	*out = NULL;
+	if (opts->uid == GK_UID_OF_MANIFEST && !opts->held_by_root) {
+		snprintf(err, errlen, "whose checkpoint it must be was not said");
+		return -EINVAL;
+	}
 	if (signed_by_munge)
 		*signed_by_munge = 0;
 	if (lstat(dir, &st) < 0) {
@@ -444,10 +455,10 @@ int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_ma
 		snprintf(err, errlen, "%s", strerror(errno));
 		goto out_dir;
 	}
-	ret = check_owner("the directory", &st, opts->uid, err, errlen);
+	ret = check_owner("the directory", &st, files_uid(opts), err, errlen);
 	if (ret < 0)
 		goto out_dir;
-	ret = read_manifest(dirfd, opts->uid, &text, &len, err, errlen);
+	ret = read_manifest(dirfd, files_uid(opts), &text, &len, err, errlen);
 	if (ret < 0)
 		goto out_dir;
 	ret = gk_manifest_parse(text, len, &m, sub, sizeof(sub));
@@ -455,7 +466,22 @@ int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_ma
 		snprintf(err, errlen, "%s: %s", GK_MANIFEST_FILE, sub);
 		goto out_text;
 	}
-	ret = check_signature(dir, dirfd, text, len, opts, &is_signed, err, errlen);
+	if (opts->held_by_root) {
+		/* Root's files say nothing of whose checkpoint it is: the manifest
+		 * says, and the signature must agree with it. */
+		signer = opts->uid == GK_UID_OF_MANIFEST ? m->uid : opts->uid;
+		if (m->uid != signer) {
+			char have[64], want[64];
+
+			user_name(m->uid, have, sizeof(have));
+			user_name(signer, want, sizeof(want));
+			snprintf(err, errlen, "%s names %s (uid %u) as its writer, not %s (uid %u)",
+				 GK_MANIFEST_FILE, have, (unsigned)m->uid, want, (unsigned)signer);
+			ret = -EPERM;
+			goto out_manifest;
+		}
+	}
+	ret = check_signature(dir, dirfd, text, len, opts, signer, &is_signed, err, errlen);
 	if (ret < 0)
 		goto out_manifest;
 	fds = malloc((m->nfiles ? m->nfiles : 1) * sizeof(*fds));
@@ -465,7 +491,7 @@ int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_ma
 	}
 	for (size_t i = 0; i < m->nfiles; i++)
 		fds[i] = -1;
-	ret = open_files(dirfd, m, opts->uid, fds, err, errlen);
+	ret = open_files(dirfd, m, files_uid(opts), fds, err, errlen);
 	if (ret == 0 && opts->check_data)
 		ret = check_data(m, fds, err, errlen);
 	for (size_t i = 0; i < m->nfiles; i++)
