@@ -9,7 +9,7 @@
 # not an error: a checkpoint the program did not ask for must not end it).
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
 
-e2e_require 23
+e2e_require 24
 e2e_start
 SIZE=64 STEPS=300 DELAY=50
 ref=$(reference $SIZE $STEPS)
@@ -82,6 +82,8 @@ scancel --signal=USR1 "$j"
 wait_over "$j" 120
 nodeexec gk1 mount -o remount,bind,rw "$BB"
 check_out "$j" "read-only burst buffer: the plugin says no checkpoint can be written" "^gpuckpt: job $j step.0 task 0: no checkpoint can be written: .*Read-only file system"
+check "... once per step (not again as slurmstepd's own error)" \
+	[ "$(out_count "$j" "no checkpoint can be written")" = 2 -a "$(out_count "$j" "error: gpuckpt")" = 0 ]
 check_out "$j" "the checkpoint attempt says why it wrote nothing" '^gpuckpt: checkpoint: .*: no checkpoint written: .*Read-only file system'
 check_out "$j" "the program learnt that none was written and went on" '^heat-drv: step [0-9]+: no checkpoint written; going on$'
 check "the job ran on to the right result" [ "$(final_checksum "$j")" = "$ref" ]

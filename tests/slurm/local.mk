@@ -5,10 +5,11 @@ SLURM_UNIT_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/spank-plugin
 SLURM_UNIT_LDADD = $(top_builddir)/spank-plugin/libgkspank.la
 
 check_PROGRAMS += %reldir%/test_site_args %reldir%/test_job_options \
-	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent
+	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent \
+	%reldir%/test_task_program
 TESTS += %reldir%/test_site_args %reldir%/test_job_options \
 	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent \
-	%reldir%/stage.sh
+	%reldir%/test_task_program %reldir%/stage.sh
 %canon_reldir%_test_site_args_SOURCES = %reldir%/test_site_args.c
 %canon_reldir%_test_site_args_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
 %canon_reldir%_test_site_args_LDADD = $(SLURM_UNIT_LDADD)
@@ -24,6 +25,9 @@ TESTS += %reldir%/test_site_args %reldir%/test_job_options \
 %canon_reldir%_test_transparent_SOURCES = %reldir%/test_transparent.c %reldir%/fake_env.h
 %canon_reldir%_test_transparent_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
 %canon_reldir%_test_transparent_LDADD = $(SLURM_UNIT_LDADD)
+%canon_reldir%_test_task_program_SOURCES = %reldir%/test_task_program.c
+%canon_reldir%_test_task_program_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
+%canon_reldir%_test_task_program_LDADD = $(SLURM_UNIT_LDADD)
 
 # End-to-end scenarios, each against a cluster of its own (one at a time: they
 # share the namespace names and the test users).
