@@ -116,12 +116,12 @@ expect "... with the uninterrupted run's checksum" nosave \
 # --- a corrupted newest checkpoint ------------------------------------------------
 printf '\xff' | dd of="$D/ckpt.000003/device0.data" bs=1 seek=100 conv=notrunc status=none
 with_runtime env GPUCKPT_DIR="$D" GPUCKPT_RESTORE=auto "$HEAT" "${ARGS[@]}" \
-	>"$GK_SCRATCH/fallback.out" 2>"$GK_SCRATCH/fallback.err"
-expect "a corrupted newest checkpoint is refused, naming the checksum mismatch" fallback \
-	grep -q "ckpt.000003: refused: .*checksum mismatch" "$GK_SCRATCH/fallback.err"
-expect "... and the previous one is used: resumed from step ${step2:-?}, same checksum" fallback \
-	test "$(resumed_step "$GK_SCRATCH/fallback.out")" = "$step2" -a \
-	"$(checksum_of "$GK_SCRATCH/fallback.out")" = "$REF"
+	>"$GK_SCRATCH/older.out" 2>"$GK_SCRATCH/older.err"
+expect "a corrupted newest checkpoint is refused, naming the checksum mismatch" older \
+	grep -q "ckpt.000003: refused: .*checksum mismatch" "$GK_SCRATCH/older.err"
+expect "... and the previous one is used: resumed from step ${step2:-?}, same checksum" older \
+	test "$(resumed_step "$GK_SCRATCH/older.out")" = "$step2" -a \
+	"$(checksum_of "$GK_SCRATCH/older.out")" = "$REF"
 with_runtime env GPUCKPT_DIR="$D" GPUCKPT_RESTORE="$D/ckpt.000003" "$HEAT" "${ARGS[@]}" \
 	>"$GK_SCRATCH/badfail.out" 2>"$GK_SCRATCH/badfail.err"
 status=$?

@@ -5,7 +5,7 @@
 # task by the plugin) on the CUDA driver stand-in, its kernels the host
 # functions of heat_kernels_host.so: `make` builds both, `make check-slurm`
 # the stand-in. When one of them is missing the test stops with "Bail out!"
-# (an ERROR in the summary): there is no other program to fall back to.
+# (an ERROR in the summary): no other program stands in for it.
 # Sourced after top_srcdir/top_builddir are known (make check exports them).
 
 . "$top_srcdir/tests/lib/helpers.sh"
