@@ -1,8 +1,9 @@
 #!/bin/bash
 # Install, from Debian's packages, what building and testing gpuckpt needs.
 # Does nothing for packages already there; needs root for the rest.
-# The CUDA toolkit (cuda.h; nvcc for the GPU tests and CUDA examples) is not a
-# Debian package: README.md says where to get it; it is expected at
+# The CUDA toolkit (cuda.h; nvcc for the GPU tests and CUDA examples: it
+# needs g++ as its host compiler) is not a Debian package: README.md says
+# where to get it; it is expected at
 # /usr/local/cuda (or configure --with-cuda=DIR, CUDA_PREFIX for run-all/demo).
 #
 #   tests/install-deps.sh [--criu]
@@ -20,7 +21,7 @@ case ${1:-} in
 *) echo "install-deps: unknown option '$1' (expected --criu)" >&2; exit 2 ;;
 esac
 packages=(
-	autoconf automake libtool pkg-config make gcc
+	autoconf automake libtool pkg-config make gcc g++
 	libjson-c-dev libhwloc-dev libmunge-dev munge
 	slurmctld slurmd slurm-client libslurm-dev slurm-wlm-basic-plugins
 	bats iproute2 lua5.1 procps psmisc util-linux jq groff-base git
