@@ -222,40 +222,25 @@ static void tell(enum tell_kind kind, const char *fmt, ...)
 	}
 }
 
-int slurm_spank_task_init(spank_t sp, int ac, char **av)
-{
-	char err[GK_ERRLEN];
-
-	if (spank_context() != S_CTX_REMOTE)
-		return 0;
-	if (task_note[0]) {
-		fputs(task_note, stderr);
-		fflush(stderr);
-		task_note[0] = '\0';
-	}
-	/* Transparent mode: the shepherd's side gets this stdio and places us. */
-	if (gk_transparent_task_start(err, sizeof(err)) < 0) {
-		slurm_error("gpuckpt: %s", err);
-		return -1;
-	}
-	return 0;
-}
+/* task_init_privileged asks task_init to look at the program (as the user). */
+static struct {
+	int wanted;
+	uint32_t job_id;
+	char step[32];
+} program_check;
 
 /*
  * A step's program that the runtime cannot be loaded into (statically linked,
  * set-ID) is not checkpointed at all: say so when it starts, once per step
- * (task 0), not when its work is lost. A batch script is a shell: what it
- * starts is not known here.
+ * (task 0), not when its work is lost. Here, as the job's user: the path is
+ * the user's to choose, root has no business opening it.
  */
-static void tell_unpreloadable(spank_t sp, const struct gk_task_ids *ids, const char *step)
+static void tell_unpreloadable(spank_t sp)
 {
 	char path[PATH_MAX], cwd[PATH_MAX], exe[PATH_MAX], why[160];
 	char **argv = NULL;
 	int argc = 0;
 
-	if (ids->task_id != 0 || ids->step_id == GK_STEP_BATCH ||
-	    ids->step_id == GK_STEP_INTERACTIVE)
-		return;
 	if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1)
 		return;
 	if (spank_getenv(sp, "PATH", path, sizeof(path)) != ESPANK_SUCCESS)
@@ -268,7 +253,28 @@ static void tell_unpreloadable(spank_t sp, const struct gk_task_ids *ids, const 
 	tell(TELL_INFO,
 	     "job %u %s: %s %s, so it will not be checkpointed: a SIGTERM (preemption, requeue) "
 	     "ends it as it would without gpuckpt",
-	     ids->job_id, step, exe, why);
+	     program_check.job_id, program_check.step, exe, why);
+}
+
+int slurm_spank_task_init(spank_t sp, int ac, char **av)
+{
+	char err[GK_ERRLEN];
+
+	if (spank_context() != S_CTX_REMOTE)
+		return 0;
+	if (program_check.wanted)
+		tell_unpreloadable(sp);
+	if (task_note[0]) {
+		fputs(task_note, stderr);
+		fflush(stderr);
+		task_note[0] = '\0';
+	}
+	/* Transparent mode: the shepherd's side gets this stdio and places us. */
+	if (gk_transparent_task_start(err, sizeof(err)) < 0) {
+		slurm_error("gpuckpt: %s", err);
+		return -1;
+	}
+	return 0;
 }
 
 static int get_ids(spank_t sp, struct gk_task_ids *ids)
@@ -375,8 +381,11 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	else if (plan->kind == GK_TPLAN_ATTACH)
 		slurm_info("gpuckpt: job %u %s task %u: transparent mode, shepherd socket %s",
 			   ids.job_id, step, ids.task_id, plan->socket);
-	if (plan->kind != GK_TPLAN_RESTORE)
-		tell_unpreloadable(sp, &ids, step);
+	/* A batch script is a shell: what it starts is not known here. */
+	program_check.wanted = plan->kind != GK_TPLAN_RESTORE && ids.task_id == 0 &&
+			       ids.step_id != GK_STEP_BATCH && ids.step_id != GK_STEP_INTERACTIVE;
+	program_check.job_id = ids.job_id;
+	snprintf(program_check.step, sizeof(program_check.step), "%s", step);
 	/* Returns in the process that runs the program; the task's own becomes the shepherd. */
 	rc = gk_transparent_launch(plan, err, sizeof(err));
 	if (rc < 0)
