@@ -29,6 +29,10 @@ export GPUCKPT_LOG_LEVEL=info
 chmod 0711 "$GK_SCRATCH"
 ROOT=$GK_SCRATCH/nb/ckpt
 mkdir -p "$GK_SCRATCH/nb" && chown nobody "$GK_SCRATCH/nb"
+# The shepherd runs the client as nobody: a copy where nobody can reach it,
+# whatever folder the build is in (a checkout under /root is not).
+cp "$CLIENT" "$GK_SCRATCH/shep-client" && chmod 0755 "$GK_SCRATCH/shep-client"
+CLIENT=$GK_SCRATCH/shep-client
 USER_ARGS=(--dir "$ROOT" --uid nobody --gid nogroup --job 77 --step 0 --task 0)
 
 FAKE=$GK_SCRATCH/criu
