@@ -5,6 +5,20 @@
 # objects lying in the source folder for its own. Such a tree is built from a
 # copy of its sources instead, and its own build is left as it is.
 #
+# gk_others_reach DIR: can a user other than root reach DIR? The Slurm tests
+# and the demo run jobs as test users, which run the build's programs and
+# preload its runtime; a build under a folder closed to others (/root, a 0700
+# home) fails every such job. Returns 1, having said why and what to do.
+gk_others_reach() {
+	if ! setpriv --reuid=nobody --regid=nogroup --clear-groups test -x "$1" 2>/dev/null; then
+		echo "$1 cannot be reached by other users (a folder on the way, like /root or a" \
+			"0700 home, is closed to them), and the Slurm test jobs run as test users:" \
+			"put the sources (or --build DIR) under a folder others can read, such as" \
+			"/opt or /srv" >&2
+		return 1
+	fi
+}
+
 # gk_vpath_source TOP COPY: prints the folder to run configure from (TOP, or
 # COPY refreshed from TOP), with configure generated in it. Returns 1, having
 # said why, when TOP is configured in place and is not a git checkout (only
