@@ -45,7 +45,7 @@ if [ "$n" = 1 ]; then tap_ok "a bad option value is reported once"; else
 	tap_not_ok "a bad option value is reported once ($n times)"; tap_diag "$out"; fi
 
 # --gpu-checkpoint alone is on, and takes nothing that follows for its value.
-j=$(sbatch --parsable -D "$JOBS" -o "$JOBS/%j.out" --gpu-checkpoint -p low --wrap 'echo "alone: $GPUCKPT_CHECKPOINT $SLURM_JOB_PARTITION"' 2>&1)
+j=$(sbatch --parsable -D "$JOBS" -o "$JOBS/%j.out" --gpu-checkpoint -p low --wrap 'echo "alone: $GPUCKPT_CHECKPOINT $SLURM_JOB_PARTITION"')
 wait_over "$j" 60
 check_out "$j" "sbatch --gpu-checkpoint -p low: on, and -p low is still the partition" "^alone: on low$"
 out=$(srun --gpu-checkpoint bash -c 'echo "srun-alone: $GPUCKPT_CHECKPOINT"' 2>&1)
