@@ -59,7 +59,7 @@ e2e_start() {
 	if ! "$CLUSTER" start "$@" >"$GK_E2E_START_LOG" 2>&1; then
 		tap_diag "cluster.sh start failed:"
 		tap_diag "$(cat "$GK_E2E_START_LOG")"
-		e2e_bail "no cluster"
+		e2e_bail "no cluster: $(grep -v '^+' "$GK_E2E_START_LOG" | tail -n 3 | tr '\n' ' ')"
 	fi
 	. "$E2E_DIR/env.sh"
 	JOBS=$E2E_DIR/jobs
