@@ -22,7 +22,7 @@ case ${1:-} in
 esac
 packages=(
 	autoconf automake libtool pkg-config make gcc g++
-	libjson-c-dev libhwloc-dev libmunge-dev munge
+	libjson-c-dev libhwloc-dev libmunge-dev munge libxxhash-dev libssl-dev
 	slurmctld slurmd slurm-client libslurm-dev slurm-wlm-basic-plugins
 	bats iproute2 lua5.1 procps psmisc util-linux jq groff-base git
 )
