@@ -10,9 +10,9 @@
  *	    starts: the runtime and its settings put into the task (task_env);
  *	    in transparent mode the task is started under, or restored by,
  *	    gpuckpt-shepherd (transparent).
- *	slurmd prolog and epilog (job-script context), as root: the staging
- *	    script moves checkpoints between the node's burst buffer and the
- *	    shared root (scheduler-hooks/gpuckpt-stage).
+ *	slurmd prolog and epilog (job-script context), as root: gpuckpt-stage
+ *	    moves checkpoints between the node's burst buffer and the shared
+ *	    root (scheduler-hooks/stage/), within the site's stage_timeout.
  */
 #include "config.h"
 
@@ -23,10 +23,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <slurm/spank.h>
 
 #include "ckpt_dir.h"
+#include "fsafe.h"
 #include "job_options.h"
 #include "site_args.h"
 #include "stage_run.h"
@@ -352,6 +354,8 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		goto out_free;
 	}
 	rc = gk_transparent_prepare(&site, &opts, &ids, &env, r, plan, err, sizeof(err));
+	/* Nothing of the task folder's descriptor goes into the forks below. */
+	gk_inject_release(r);
 	if (rc < 0) {
 		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
 		goto out_free;
@@ -393,6 +397,7 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 
 out_free:
 	free(plan);
+	gk_inject_release(r);
 	free(r);
 	return rc < 0 ? -1 : 0;
 }
@@ -426,8 +431,24 @@ static int env_u32(const char *name, uint32_t *out)
 	return 0;
 }
 
+/* A site folder that someone other than root could change is never used:
+ * root would copy into and out of whatever it was made to point at. */
+static int root_ok(const char *path, const char *setting, const char *verb, uint32_t job)
+{
+	char err[GK_ERRLEN];
+	int fd = gk_open_trusted_dir(path, setting, err, sizeof(err));
+
+	if (fd < 0) {
+		slurm_error("gpuckpt: stage-%s: job %u: plugstack.conf: %s; nothing staged", verb,
+			    job, err);
+		return 0;
+	}
+	close(fd);
+	return 1;
+}
+
 /*
- * Prolog and epilog: run the staging script. A failure is logged and the job
+ * Prolog and epilog: run gpuckpt-stage. A failure is logged and the job
  * goes on: a failed prolog or epilog would drain the node, and the runtime
  * never trusts a checkpoint that did not arrive whole anyway.
  */
@@ -454,13 +475,20 @@ static int run_stage(const char *verb, int ac, char **av)
 	}
 	if (env_u32("SLURM_JOB_GID", &gid) < 0)
 		gid = uid;
+	if (!root_ok(site.bb_root, "bb_root", verb, l.job_id) ||
+	    !root_ok(site.shared_root, "shared_root", verb, l.job_id))
+		return 0;
 	if (gk_stage_argv(&site, verb, l.job_id, (uid_t)uid, (gid_t)gid, argv, buf, sizeof(buf)) <
 	    0) {
 		slurm_error("gpuckpt: stage-%s: job %u: arguments too long", verb, l.job_id);
 		return 0;
 	}
-	rc = gk_run_logged(argv, stage_line, &l);
-	if (rc < 0)
+	rc = gk_run_logged(argv, site.stage_timeout, stage_line, &l);
+	if (rc == -ETIME)
+		slurm_error("gpuckpt: stage-%s: job %u: %s did not finish within stage_timeout=%u "
+			    "s; stopped (what it had not published is not staged)",
+			    verb, l.job_id, site.stage, site.stage_timeout);
+	else if (rc < 0)
 		slurm_error("gpuckpt: stage-%s: job %u: cannot run %s: %s", verb, l.job_id,
 			    site.stage, strerror(-rc));
 	else if (rc != 0)

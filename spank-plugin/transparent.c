@@ -3,6 +3,7 @@
 
 #include "transparent.h"
 #include "stage_run.h"
+#include "fsafe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -59,10 +61,13 @@ int gk_shepherd_probe(const struct gk_site *s, uid_t uid, char *reason, size_t l
 		argv[5] = (char *)s->criu;
 	}
 	line[0] = '\0';
-	rc = gk_run_logged(argv, keep_lines, &f);
+	/* The probe asks CRIU its version and loads the driver: seconds. */
+	rc = gk_run_logged(argv, 60, keep_lines, &f);
 	if (rc == 0)
 		return 1;
-	if (rc < 0)
+	if (rc == -ETIME)
+		snprintf(reason, len, "%s probe did not answer within 60 s", path);
+	else if (rc < 0)
 		snprintf(reason, len, "cannot run %s: %s", path, strerror(-rc));
 	else if (line[0])
 		snprintf(reason, len, "%s", line);
@@ -77,23 +82,29 @@ int gk_shepherd_probe(const struct gk_site *s, uid_t uid, char *reason, size_t l
  * Does the newest checkpoint hold criu/? 1 yes, 0 no, -EPERM when it does but
  * root did not write it (the user can write into ckpt.N, never into a
  * root-owned criu/: one that is not root's was planted, and is refused).
+ * Looked at in the task folder the plugin opened (dirfd); the shepherd checks
+ * the seal itself, through its own descriptors, before anything is restored.
  */
-static int newest_is_transparent(const char *dir, const char *newest, char *err, size_t errlen)
+static int newest_is_transparent(int dirfd, const char *dir, const char *newest, char *err,
+				 size_t errlen)
 {
-	char path[PATH_MAX + 80];
 	struct stat st;
+	int fd = gk_open_dir_at(dirfd, newest, (uid_t)-1, NULL), ret = 0;
 
-	snprintf(path, sizeof(path), "%s/%s/criu", dir, newest);
-	if (lstat(path, &st) < 0)
+	if (fd < 0)
 		return 0;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
-		snprintf(err, errlen,
-			 "%s: not a root-owned folder of mode 0700 (not written by the shepherd); "
-			 "refused",
-			 path);
-		return -EPERM;
+	if (fstatat(fd, "criu", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		ret = 1;
+		if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
+			snprintf(err, errlen,
+				 "%s/%s/criu: not a root-owned folder of mode 0700 (not written by "
+				 "the shepherd); refused",
+				 dir, newest);
+			ret = -EPERM;
+		}
 	}
-	return 1;
+	close(fd);
+	return ret;
 }
 
 static int put(const struct gk_env *env, const char *name, const char *value, char *err,
@@ -113,6 +124,28 @@ static int drop(const struct gk_env *env, const char *name, char *err, size_t er
 	if (rc < 0)
 		snprintf(err, errlen, "cannot unset %s: %s", name, strerror(-rc));
 	return rc;
+}
+
+/*
+ * The shepherd's socket: an abstract name, which anyone on the node may bind
+ * first. With 128 random bits nobody can guess it before the shepherd binds
+ * it (job, step and task are there for people reading /proc/net/unix).
+ */
+static int name_socket(const struct gk_task_ids *ids, const struct gk_env *env,
+		       struct gk_tplan *p, char *err, size_t errlen)
+{
+	unsigned char rnd[16];
+	char hex[33];
+
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		snprintf(err, errlen, "getrandom: %s", strerror(errno));
+		return -EIO;
+	}
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+	snprintf(p->socket, sizeof(p->socket), "gpuckpt.%u.%u.%u.%s", ids->job_id, ids->step_id,
+		 ids->task_id, hex);
+	return put(env, GK_ENV_SHEPHERD, p->socket, err, errlen);
 }
 
 /*
@@ -175,7 +208,7 @@ int gk_transparent_prepare(const struct gk_site *s, const struct gk_opts *o,
 		return plan_none(env, p, err, errlen);
 	}
 	if (!shell && r->dir_rc == 0 && r->restore) {
-		ckpt_t = newest_is_transparent(r->dir, r->newest, err, errlen);
+		ckpt_t = newest_is_transparent(r->dirfd, r->dir, r->newest, err, errlen);
 		if (ckpt_t < 0)
 			return ckpt_t;
 	}
@@ -222,9 +255,7 @@ int gk_transparent_prepare(const struct gk_site *s, const struct gk_opts *o,
 		return drop(env, "GPUCKPT_RESTORE", err, errlen);
 	}
 	p->kind = GK_TPLAN_ATTACH;
-	snprintf(p->socket, sizeof(p->socket), "gpuckpt.%u.%u.%u.%ld", ids->job_id, ids->step_id,
-		 ids->task_id, (long)getpid());
-	return put(env, GK_ENV_SHEPHERD, p->socket, err, errlen);
+	return name_socket(ids, env, p, err, errlen);
 }
 
 int gk_shepherd_argv(const struct gk_tplan *p, pid_t child, char *argv[], char *buf,

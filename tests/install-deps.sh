@@ -25,6 +25,7 @@ packages=(
 	libjson-c-dev libhwloc-dev libmunge-dev munge libxxhash-dev libssl-dev
 	slurmctld slurmd slurm-client libslurm-dev slurm-wlm-basic-plugins
 	bats iproute2 lua5.1 procps psmisc util-linux jq groff-base git
+	clang-14 libclang-rt-14-dev
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -77,6 +77,11 @@ json_object *cli_user_json(uid_t uid);
 /* A user name or a numeric uid; -1 when there is no such user. */
 int cli_parse_user(const char *text, uid_t *uid);
 
+/* Text someone else wrote (a label, a host name, a GPU name), for a
+ * terminal: control characters and broken UTF-8 as \xNN, in one of a few
+ * rotating buffers (at most about 1000 bytes shown). */
+const char *cli_printable(const char *s);
+
 /* Print a JSON value to stdout, indented, and release it. */
 void cli_print_json(json_object *obj);
 

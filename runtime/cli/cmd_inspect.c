@@ -25,7 +25,8 @@ static const char inspect_help[] =
     "    Prints a summary of the checkpoint in directory DIR: its sequence\n"
     "    number, label and step, when and where it was written, the Slurm job,\n"
     "    step, task and restart count, who signed it, the GPUs it was taken on\n"
-    "    (ordinal, name, UUID, compute capability, memory) and totals; then\n"
+    "    (ordinal, name, UUID, compute capability, memory, and the peer access\n"
+    "    between them that a restore must find again) and totals; then\n"
     "    every device allocation (device, address, size, order, kind, and the\n"
     "    data files holding its bytes: a large one is cut across several) and\n"
     "    every registered host region.\n"
@@ -87,17 +88,20 @@ static void print_summary(const char *dir, const struct gk_manifest *m, const ch
 	struct totals t;
 
 	count(m, &t);
-	printf("Checkpoint %s\n", dir);
+	/* Everything below comes from the manifest, which whoever wrote the
+	 * checkpoint chose: shown through cli_printable. */
+	printf("Checkpoint %s\n", cli_printable(dir));
 	printf("  sequence      %" PRIu64 "\n", m->sequence);
-	printf("  label         %s\n", m->label[0] ? m->label : "-");
+	printf("  label         %s\n", m->label[0] ? cli_printable(m->label) : "-");
 	printf("  step          %" PRId64 "\n", m->step);
-	printf("  created       %s (written in %.2f s)\n", m->created, m->write_seconds);
+	printf("  created       %s (written in %.2f s)\n", cli_printable(m->created),
+	       m->write_seconds);
 	cli_user_name(m->uid, who, sizeof(who));
-	printf("  written by    %s (uid %u), pid %d on %s\n", who, (unsigned)m->uid, (int)m->pid,
-	       m->hostname);
+	printf("  written by    %s (uid %u), pid %d on %s\n", cli_printable(who), (unsigned)m->uid,
+	       (int)m->pid, cli_printable(m->hostname));
 	if (m->slurm)
-		printf("  slurm         job %s, step %s, task %d, restart count %d\n", m->job_id,
-		       m->step_id, m->task, m->restart_count);
+		printf("  slurm         job %s, step %s, task %d, restart count %d\n",
+		       cli_printable(m->job_id), cli_printable(m->step_id), m->task, m->restart_count);
 	else
 		printf("  slurm         - (not run under Slurm)\n");
 	cli_user_name(owner, who, sizeof(who));
@@ -121,7 +125,7 @@ static void print_summary(const char *dir, const struct gk_manifest *m, const ch
 	printf("  chunk size    %s\n", a);
 	printf("  reserved VA   0x%" PRIx64 ", %s\n", m->va_base, b);
 	if (m->version >= 3) {
-		printf("  format        %d, id %s\n", m->version, m->id);
+		printf("  format        %d, id %s\n", m->version, cli_printable(m->id));
 		if (m->increment) {
 			printf("  increment     %u: its unchanged chunks lie in", m->increment);
 			for (size_t i = 0; i < m->nrefs; i++)
@@ -151,8 +155,20 @@ static void print_devices(const struct gk_manifest *m)
 		cli_human_size(d->total_memory, mem, sizeof(mem));
 		cli_human_size(d->mapped_bytes, mapped, sizeof(mapped));
 		snprintf(cc, sizeof(cc), "%d.%d", d->cc_major, d->cc_minor);
-		printf("  %-4d %-28s %-41s %-5s %-10s %s\n", d->ordinal, d->name, d->uuid, cc, mem,
-		       mapped);
+		printf("  %-4d %-28s %-41s %-5s %-10s %s\n", d->ordinal, cli_printable(d->name),
+		       cli_printable(d->uuid), cc, mem, mapped);
+	}
+	/* Format 4: what a restore must find a peer route for. */
+	for (size_t i = 0; i < m->ndevices; i++) {
+		const struct gk_device_rec *d = &m->devices[i];
+
+		if (!d->peer_access)
+			continue;
+		printf("  peer access to device %d's memory from device", d->ordinal);
+		for (int p = 0, n = 0; p < GK_PEER_ORDINALS; p++)
+			if (d->peer_access >> p & 1)
+				printf("%s %d", n++ ? "," : "", p);
+		printf("\n");
 	}
 }
 
@@ -172,7 +188,7 @@ static void print_allocs(const struct gk_manifest *m)
 		cli_human_size(a->size, size, sizeof(size));
 		snprintf(addr, sizeof(addr), "0x%" PRIx64, a->address);
 		printf("  %-4d %-18s %-12s %-8" PRIu64 " %-6s", a->device, addr, size, a->order,
-		       a->kind);
+		       cli_printable(a->kind));
 		/* An allocation cut into parts lies in several files, in order;
 		 * an increment's unchanged parts in earlier checkpoints'. Each
 		 * file is named once, where it first holds a part. */
@@ -187,9 +203,9 @@ static void print_allocs(const struct gk_manifest *m)
 				continue;
 			if (p->sequence)
 				printf("%sckpt.%06" PRIu64 "/%s", shown++ ? ", " : " ",
-				       p->sequence, p->file);
+				       p->sequence, cli_printable(p->file));
 			else
-				printf("%s%s", shown++ ? ", " : " ", p->file);
+				printf("%s%s", shown++ ? ", " : " ", cli_printable(p->file));
 		}
 		printf("\n");
 	}
@@ -207,7 +223,8 @@ static void print_regions(const struct gk_manifest *m)
 		char size[32];
 
 		cli_human_size(m->regions[i].size, size, sizeof(size));
-		printf("  %-24s %-12s %s\n", m->regions[i].name, size, m->regions[i].file);
+		printf("  %-24s %-12s %s\n", cli_printable(m->regions[i].name), size,
+		       cli_printable(m->regions[i].file));
 	}
 }
 
@@ -294,7 +311,7 @@ static int inspect_run(int argc, char **argv)
 	cli_load_opts_for(dir, GK_UID_OF_MANIFEST, &lo);
 	ret = gk_image_open(dir, &lo, &m, &is_signed, err, sizeof(err));
 	if (ret < 0) {
-		gk_error("inspect: %s: %s", dir, err);
+		gk_error("inspect: %s: %s", cli_printable(dir), cli_printable(err));
 		return GK_EXIT_BAD;
 	}
 	owner = lo.held_by_root ? m->uid : lo.uid;

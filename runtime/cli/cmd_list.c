@@ -147,16 +147,16 @@ static void print_empty(const char *root)
 		printf("%s: no checkpoints: this is a checkpoint, not a checkpoint root; list "
 		       "takes the folder that holds the ckpt.N folders, inspect and verify take "
 		       "a checkpoint\n",
-		       root);
+		       cli_printable(root));
 		return;
 	}
 	if (holds_job_folders(root)) {
 		printf("%s: no checkpoints here: a job's checkpoint roots are its task folders, "
 		       "JOBID/step.S/task.T\n",
-		       root);
+		       cli_printable(root));
 		return;
 	}
-	printf("%s: no checkpoints\n", root);
+	printf("%s: no checkpoints\n", cli_printable(root));
 }
 
 static void print_table(const char *root, const struct row *rows, size_t n)
@@ -172,10 +172,12 @@ static void print_table(const char *root, const struct row *rows, size_t n)
 
 		snprintf(seq, sizeof(seq), "%06" PRIu64, r->e->sequence);
 		cli_human_size(r->bytes, size, sizeof(size));
-		printf("%-8s %-21s %-24s %-10s %s", seq, r->created[0] ? r->created : "-",
-		       r->m && r->m->label[0] ? r->m->label : "-", size, r->status);
+		/* Labels, host names and errors hold what the checkpoint's
+		 * writer chose: shown through cli_printable. */
+		printf("%-8s %-21s %-24s %-10s %s", seq, r->created[0] ? cli_printable(r->created) : "-",
+		       r->m && r->m->label[0] ? cli_printable(r->m->label) : "-", size, r->status);
 		if (!r->e->complete)
-			printf(" %s pid %d", r->e->writer_host, (int)r->e->writer_pid);
+			printf(" %s pid %d", cli_printable(r->e->writer_host), (int)r->e->writer_pid);
 		if (r->held) {
 			char who[64];
 
@@ -183,7 +185,7 @@ static void print_table(const char *root, const struct row *rows, size_t n)
 			printf(" (%s's, held by root)", who);
 		}
 		if (r->error[0])
-			printf(": %s", r->error);
+			printf(": %s", cli_printable(r->error));
 		printf("\n");
 	}
 	printf("(status: manifest, owner and signature checked; the data is not read: "

@@ -97,31 +97,43 @@ static uint64_t data_bytes(const struct gk_manifest *m)
 
 /*
  * A transparent checkpoint's criu/ (root's alone): its seal and every image
- * against it, as a restore checks them. 1 checked, 0 not there, -1 failed
- * (err says why), 2 there but unreadable to a user.
+ * against it, as a restore checks them, in the folder `fd` whose manifest
+ * was checked. 1 checked, 0 not there, -1 failed (err says why), 2 there
+ * but unreadable to a user.
  */
-static int verify_seal(const char *dir, uid_t uid, uint64_t *bytes, char *err, size_t errlen)
+static int verify_seal(int fd, uid_t uid, uint64_t *bytes, char *err, size_t errlen)
 {
 	struct gk_seal seal;
 	struct stat st;
-	char path[4200];
-	int fd, ret;
+	int ret;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, GK_CRIU_DIR);
-	if (lstat(path, &st) < 0)
+	if (fstatat(fd, GK_CRIU_DIR, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return 0;
 	if (geteuid() != 0)
 		return 2;
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(err, errlen, "%s", strerror(errno));
-		return -1;
-	}
 	memset(&seal, 0, sizeof(seal));
-	ret = gk_seal_verify(fd, uid, &seal, err, errlen);
-	close(fd);
+	ret = gk_seal_verify(fd, uid, &seal, NULL, err, errlen);
 	*bytes = seal.image_bytes;
 	return ret < 0 ? -1 : 1;
+}
+
+/* The checkpoint folder, opened once: everything is checked through it. */
+static int open_dir(const char *dir, char *err, size_t errlen)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0) {
+		struct stat st;
+
+		if ((errno == ELOOP || errno == ENOTDIR) && lstat(dir, &st) == 0)
+			snprintf(err, errlen, "%s",
+				 S_ISLNK(st.st_mode)
+				     ? "is a symbolic link; give the checkpoint directory itself"
+				     : "not a directory");
+		else
+			snprintf(err, errlen, "%s", strerror(errno));
+	}
+	return fd;
 }
 
 /* A checkpoint that failed, for --json (results NULL: plain output). */
@@ -148,11 +160,14 @@ static int verify_one(const char *dir, uid_t want, const struct gk_load_opts *ba
 	const char *sig;
 	uint64_t image_bytes = 0;
 	uid_t owner;
-	int is_signed = 0, ret, sealed, held;
+	int is_signed = 0, ret, sealed, held, fd;
 
 	cli_load_opts_for(dir, want, &lo);
-	ret = gk_image_open(dir, &lo, &m, &is_signed, err, sizeof(err));
+	fd = open_dir(dir, err, sizeof(err));
+	ret = fd < 0 ? -1 : gk_image_open_at(fd, dir, &lo, &m, &is_signed, err, sizeof(err));
 	if (ret < 0) {
+		if (fd >= 0)
+			close(fd);
 		gk_error("verify: %s: %s", dir, err);
 		record_failure(results, dir, err);
 		return GK_EXIT_BAD;
@@ -160,7 +175,8 @@ static int verify_one(const char *dir, uid_t want, const struct gk_load_opts *ba
 	owner = lo.held_by_root ? m->uid : lo.uid;
 	held = lo.held_by_root && owner != 0;
 	sig = cli_signature_state(dir, is_signed);
-	sealed = verify_seal(dir, owner, &image_bytes, err, sizeof(err));
+	sealed = verify_seal(fd, owner, &image_bytes, err, sizeof(err));
+	close(fd);
 	if (sealed < 0) {
 		gk_error("verify: %s: transparent checkpoint: %s", dir, err);
 		record_failure(results, dir, err);

@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "io.h"
 #include "log.h"
+#include "peer.h"
 #include "runtime.h"
 
 #include <errno.h>
@@ -116,6 +117,7 @@ static int describe_devices(struct gk_plan *p, int device_data, char *err, size_
 		d->va_size = a->lay.size;
 		d->next_order = a->next_order;
 		d->mapped_bytes = a->mapped;
+		d->peer_access = gk_peer_accessors(a->ordinal);
 		if (!device_data)
 			continue;
 		pthread_mutex_lock(&a->lock);

@@ -11,6 +11,7 @@
 #include "image.h"
 #include "io.h"
 #include "log.h"
+#include "peer.h"
 #include "runtime.h"
 #include "transfer.h"
 
@@ -338,6 +339,9 @@ int gk_restore_populate(struct gk_arena *a)
 	if (strcmp(info.uuid, d->uuid) != 0)
 		gk_info("restore: device %d is now %s (%s); the checkpoint was taken on %s (%s)",
 			a->ordinal, info.name, info.uuid, d->name, d->uuid);
+	/* Granted before the memory is mapped, so that arena.c grants it too. */
+	if (d->peer_access && gk_peer_restore(a->ordinal, d->peer_access, R.dir) < 0)
+		return -EXDEV;
 	/* The load's staging buffers are pinned in the background meanwhile. */
 	gk_dump_prepare_in(a->ctx);
 	t0 = gk_now();

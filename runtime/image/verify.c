@@ -504,21 +504,25 @@ out:
 	return ret;
 }
 
-static int open_files(const char *dir, int dirfd, const struct gk_manifest *m, uid_t uid,
-		      struct file_table *t, char *err, size_t errlen)
+static int open_files(const char *dir, int dirfd, int rootfd, const struct gk_manifest *m,
+		      uid_t uid, struct file_table *t, char *err, size_t errlen)
 {
-	int rootfd, ret = 0;
+	int own_root = -1, ret = 0;
 
 	for (size_t i = 0; i < m->nfiles && ret == 0; i++)
 		ret = open_data(dirfd, 0, &m->files[i], uid, t, err, errlen);
 	if (ret < 0 || !m->nrefs)
 		return ret;
-	rootfd = open_parent(dir, err, errlen);
-	if (rootfd < 0)
-		return rootfd;
+	if (rootfd < 0) {
+		own_root = open_parent(dir, err, errlen);
+		if (own_root < 0)
+			return own_root;
+		rootfd = own_root;
+	}
 	for (size_t i = 0; i < m->nrefs && ret == 0; i++)
 		ret = open_ref(rootfd, &m->refs[i], uid, t, err, errlen);
-	close(rootfd);
+	if (own_root >= 0)
+		close(own_root);
 	return ret;
 }
 
@@ -526,7 +530,7 @@ static int check_signature(const char *dir, int dirfd, const char *text, size_t 
 			   const struct gk_load_opts *opts, uid_t signer, int *signed_out,
 			   char *err, size_t errlen)
 {
-	char path[4096 + 32], sub[GK_ERRLEN];
+	char sub[GK_ERRLEN];
 	struct stat st;
 	int ret;
 
@@ -551,8 +555,9 @@ static int check_signature(const char *dir, int dirfd, const char *text, size_t 
 	ret = check_owner(GK_SIGNATURE_FILE, &st, files_uid(opts), err, errlen);
 	if (ret < 0)
 		return ret;
-	snprintf(path, sizeof(path), "%s/%s", dir, GK_SIGNATURE_FILE);
-	ret = gk_check_signature(text, len, path, signer, sub, sizeof(sub));
+	/* Whoever wrote the file, the credential in it says who signed. */
+	ret = gk_check_signature_at(text, len, dirfd, GK_SIGNATURE_FILE, signer, sub,
+				    sizeof(sub));
 	if (ret == -EHOSTUNREACH && !opts->require_signature) {
 		gk_warn("open: %s: signature not checked: %s", dir, sub);
 		return 0;
@@ -565,8 +570,8 @@ static int check_signature(const char *dir, int dirfd, const char *text, size_t 
 	return 0;
 }
 
-int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_manifest **out,
-		  int *signed_by_munge, char *err, size_t errlen)
+int gk_image_open_in(int rootfd, int dirfd, const char *dir, const struct gk_load_opts *opts,
+		     struct gk_manifest **out, int *signed_by_munge, char *err, size_t errlen)
 {
 	struct gk_manifest *m = NULL;
 	char *text = NULL, sub[GK_ERRLEN];
@@ -574,45 +579,31 @@ int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_ma
 	size_t len = 0, nfiles;
 	struct stat st;
 	uid_t signer = opts->uid;
-	int dirfd, is_signed = 0, ret;
+	int is_signed = 0, ret;
 
 	*out = NULL;
+	if (signed_by_munge)
+		*signed_by_munge = 0;
 	if (opts->uid == GK_UID_OF_MANIFEST && !opts->held_by_root) {
 		snprintf(err, errlen, "whose checkpoint it must be was not said");
 		return -EINVAL;
 	}
-	if (signed_by_munge)
-		*signed_by_munge = 0;
-	if (lstat(dir, &st) < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s", strerror(-ret));
-		return ret == -ENOENT ? -ENOENT : ret == -EACCES ? -EPERM : -EIO;
-	}
-	if (S_ISLNK(st.st_mode)) {
-		snprintf(err, errlen, "is a symbolic link; give the checkpoint directory itself");
-		return -EPERM;
-	}
-	if (!S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "not a directory");
-		return -EINVAL;
-	}
-	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (dirfd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "%s", strerror(-ret));
-		return ret == -EACCES ? -EPERM : -EIO;
-	}
 	if (fstat(dirfd, &st) < 0) {
 		ret = -EIO;
 		snprintf(err, errlen, "%s", strerror(errno));
-		goto out_dir;
+		goto out;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "not a directory");
+		ret = -EINVAL;
+		goto out;
 	}
 	ret = check_owner("the directory", &st, files_uid(opts), err, errlen);
 	if (ret < 0)
-		goto out_dir;
+		goto out;
 	ret = read_manifest(dirfd, files_uid(opts), &text, &len, err, errlen);
 	if (ret < 0)
-		goto out_dir;
+		goto out;
 	ret = gk_manifest_parse(text, len, &m, sub, sizeof(sub));
 	if (ret < 0) {
 		snprintf(err, errlen, "%s: %s", GK_MANIFEST_FILE, sub);
@@ -649,7 +640,7 @@ int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_ma
 		ret = -ENOMEM;
 		goto out_manifest;
 	}
-	ret = open_files(dir, dirfd, m, files_uid(opts), &files, err, errlen);
+	ret = open_files(dir, dirfd, rootfd, m, files_uid(opts), &files, err, errlen);
 	if (ret == 0 && opts->check_data)
 		ret = check_data(m, &files, opts->cancel, err, errlen);
 	for (size_t i = 0; i < files.n; i++)
@@ -665,9 +656,47 @@ out_manifest:
 	gk_manifest_free(m);
 out_text:
 	free(text);
-out_dir:
-	close(dirfd);
+out:
 	if (ret == -ENOMEM)
 		snprintf(err, errlen, "out of memory");
+	return ret;
+}
+
+int gk_image_open_at(int dirfd, const char *dir, const struct gk_load_opts *opts,
+		     struct gk_manifest **out, int *signed_by_munge, char *err, size_t errlen)
+{
+	return gk_image_open_in(-1, dirfd, dir, opts, out, signed_by_munge, err, errlen);
+}
+
+int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_manifest **out,
+		  int *signed_by_munge, char *err, size_t errlen)
+{
+	struct stat st;
+	int dirfd, ret;
+
+	*out = NULL;
+	if (signed_by_munge)
+		*signed_by_munge = 0;
+	if (lstat(dir, &st) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s", strerror(-ret));
+		return ret == -ENOENT ? -ENOENT : ret == -EACCES ? -EPERM : -EIO;
+	}
+	if (S_ISLNK(st.st_mode)) {
+		snprintf(err, errlen, "is a symbolic link; give the checkpoint directory itself");
+		return -EPERM;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "not a directory");
+		return -EINVAL;
+	}
+	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dirfd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s", strerror(-ret));
+		return ret == -EACCES ? -EPERM : -EIO;
+	}
+	ret = gk_image_open_at(dirfd, dir, opts, out, signed_by_munge, err, errlen);
+	close(dirfd);
 	return ret;
 }

@@ -30,8 +30,7 @@ plugin=$(awk '{ print $2 }' <<<"$line")
 arg() { tr ' ' '\n' <<<"$line" | sed -n "s/^$1=//p"; }
 check "its plugin is the installed one ($plugin)" [ -f "$D$plugin" -a "$plugin" = "$slurmplugindir/spank_gpuckpt.so" ]
 check "its runtime= is the installed runtime ($(arg runtime))" [ -e "$D$(arg runtime)" ]
-check "its stage= and tool= are installed ($(arg stage), $(arg tool))" \
-	[ -x "$D$(arg stage)" -a -x "$D$(arg tool)" ]
+check "its stage= is installed ($(arg stage))" [ -x "$D$(arg stage)" ]
 check "its shepherd= folder holds the installed shepherd ($(arg shepherd))" \
 	[ -x "$D$(arg shepherd)/gpuckpt-shepherd" ]
 site_file_ok() { grep -q "^# $sysconfdir/gpuckpt/gpuckpt.conf - " "$D$sysconfdir/gpuckpt/gpuckpt.conf" 2>/dev/null; }

@@ -28,7 +28,7 @@
 #
 # Environment: GK_CLUSTER_DIR (default: start /tmp/gpuckpt-cluster; stop and
 # status the cluster that is set up), GK_PLUGIN (the
-# SPANK plugin; default the build's), GK_RUNTIME, GK_STAGE (staging script),
+# SPANK plugin; default the build's), GK_RUNTIME, GK_STAGE (gpuckpt-stage),
 # GK_PLUGIN_ARGS (extra key=value plugin arguments), top_srcdir, top_builddir.
 set -Eeuo pipefail
 
@@ -48,8 +48,7 @@ else
 fi
 : "${GK_PLUGIN:=$top_builddir/spank-plugin/.libs/spank_gpuckpt.so}"
 : "${GK_RUNTIME:=$top_builddir/runtime/.libs/libgpuckpt.so}"
-: "${GK_STAGE:=$top_srcdir/scheduler-hooks/gpuckpt-stage}"
-: "${GK_TOOL:=$top_builddir/runtime/gpuckpt}"
+: "${GK_STAGE:=$top_builddir/scheduler-hooks/gpuckpt-stage}"
 : "${GK_PLUGIN_ARGS:=}"
 
 NS_PREFIX=gpuckpt-
@@ -283,7 +282,7 @@ write_config() {
 	if [ -n "${ASAN_RUNTIME:-}" ] && [ -f "$ASAN_RUNTIME" ]; then runtime=$ASAN_RUNTIME:$runtime; fi
 	# A cluster without the plugin would run every test's jobs untouched.
 	[ -f "$GK_PLUGIN" ] || die "no plugin at $GK_PLUGIN (build first, or set GK_PLUGIN)"
-	echo "required $GK_PLUGIN bb_root=$C/bb shared_root=$C/shared runtime=$runtime stage=$GK_STAGE tool=$GK_TOOL $GK_PLUGIN_ARGS" \
+	echo "required $GK_PLUGIN bb_root=$C/bb shared_root=$C/shared runtime=$runtime stage=$GK_STAGE $GK_PLUGIN_ARGS" \
 		>"$C/etc/plugstack.conf"
 }
 

@@ -70,7 +70,11 @@ c=$(newest "$j")
 rm -rf "$c" && cp -a "$E2E_DIR/foreign-ckpt" "$c"
 scontrol release "$j"
 wait_over "$j" 120
-check_out "$j" "another user's checkpoint refused on restore" '^gpuckpt: restore: .*(uid|user|owner|sign|job)'
+# gpuckpt-stage hands nothing of another owner's to this job: refused in the
+# prolog, named in slurmd's log (the runtime would refuse it too).
+check "another user's checkpoint refused: not staged in (slurmd's log names it)" \
+	grep -qs "stage-in: job $j: error: .*/ckpt.[0-9]*: belongs to someone else; refused; not staged in" \
+	"$E2E_DIR"/log/slurmd.*.log
 check "not loaded" out_lacks "$j" '^heat-drv: resumed'
 check "the job started afresh and finished right" [ "$(final_checksum "$j")" = "$ref" ]
 

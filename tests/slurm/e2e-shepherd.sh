@@ -41,7 +41,7 @@ j=$(submit --as gkuser1 --gpu-checkpoint=on --wrap "srun bash -c 'echo \"plain: 
 wait_over "$j" 60
 check "the task ran under the shepherd (slurmd's log says so)" \
 	grep -q "transparent mode, shepherd socket" "$E2E_DIR"/log/slurmd.*.log
-check_out "$j" "its output reached the job's output, GPUCKPT_SHEPHERD set" "^plain: shepherd=gpuckpt\\.$j\\.0\\.0\\.[0-9]+ mode="
+check_out "$j" "its output reached the job's output, GPUCKPT_SHEPHERD set (128 random bits in its name)" "^plain: shepherd=gpuckpt\\.$j\\.0\\.0\\.[0-9a-f]{32} mode="
 check_out "$j" "its exit status came back through the shepherd" "^srun-rc: 3$"
 
 # 2. A checkpoint-aware program under the shepherd, requeued.
@@ -67,13 +67,16 @@ check "same checksum as an uninterrupted run ($got = $ref)" [ -n "$ref" -a "$got
 check "job completed" state_is "$j" COMPLETED
 
 # 3. A restart onto a transparent checkpoint: held after the requeue, a
-# root-owned criu/ is put into its staged-out checkpoint (as a shepherd would
-# have written it), then the restart goes to the shepherd's restore.
+# root-owned criu/ with root's seal is put into its staged-out checkpoint (as
+# a shepherd would have written it; staging in checks the seal), then the
+# restart goes to the shepherd's restore.
 j=$(submit --as gkuser1 --gres=gpu:1 --gpu-checkpoint=on "$s")
 wait_out "$j" '^heat-drv: step 30$' 90 && scontrol requeuehold "$j"
 ck=$E2E_DIR/shared/$j/step.0/task.0/ckpt.000001
 wait_for 60 test -f "$ck/manifest.json"
-mkdir -m 0700 "$ck/criu" && scontrol release "$j"
+mkdir -m 0700 "$ck/criu" &&
+	"$top_builddir/tests/security/seal-tool" seal "$ck" "$(id -u gkuser1)" "$(id -g gkuser1)"
+scontrol release "$j"
 wait_for 120 out_has "$j" '^batch: node .* restart 1'
 wait_over "$j" 120
 check_out "$j" "restart onto a root-owned criu/: the plugin says it restores transparently" \

@@ -60,7 +60,7 @@ int main(void)
 	enum gk_mode m;
 	int rc;
 
-	plan(47);
+	plan(48);
 	if (!mkdtemp(root)) {
 		printf("Bail out! mkdtemp: %s\n", strerror(errno));
 		return 1;
@@ -133,6 +133,7 @@ int main(void)
 
 	/* Plans. */
 	snprintf(r.dir, sizeof(r.dir), "%s", root);
+	r.dirfd = open(root, O_RDONLY | O_DIRECTORY);
 	gk_opts_init(&o);
 	fset(&fe, "GPUCKPT_MODE", "app", 1);
 	is_int(gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err)), 0, "app: prepared");
@@ -150,8 +151,19 @@ int main(void)
 	funset(&fe, "GPUCKPT_MODE");
 	is_int(gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err)), 0, "auto on a node that can: prepared");
 	ok(p.kind == GK_TPLAN_ATTACH, "auto: the step runs under the shepherd");
-	snprintf(path, sizeof(path), "gpuckpt.12.0.0.%ld", (long)getpid());
-	is_str(val(&fe, "GPUCKPT_SHEPHERD"), path, "auto: GPUCKPT_SHEPHERD names the task's socket");
+	{
+		const char *sock = val(&fe, "GPUCKPT_SHEPHERD");
+		static char first[128];
+
+		ok(sock && !strncmp(sock, "gpuckpt.12.0.0.", 15) && strlen(sock) == 15 + 32 &&
+		       strspn(sock + 15, "0123456789abcdef") == 32,
+		   "auto: GPUCKPT_SHEPHERD names the task's socket, with 128 random bits (%s)",
+		   sock ? sock : "unset");
+		snprintf(first, sizeof(first), "%s", sock ? sock : "");
+		gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+		sock = val(&fe, "GPUCKPT_SHEPHERD");
+		ok(sock && strcmp(sock, first) != 0, "and a name nobody can guess: another each time");
+	}
 	ok(!val(&fe, "GPUCKPT_NO_TRANSPARENT") && strcmp(val(&fe, "GPUCKPT_MODE"), "auto") == 0,
 	   "auto: GPUCKPT_MODE=auto, no GPUCKPT_NO_TRANSPARENT");
 	gk_shepherd_argv(&p, 77, argv, buf, sizeof(buf));

@@ -133,7 +133,7 @@ fi
 
 # run: a program as the user, the shepherd's child.
 RUNDIR=$GK_SCRATCH/nb
-chmod 0711 "$GK_SCRATCH"; mkdir -p "$RUNDIR" && chmod 0777 "$RUNDIR"
+chmod 0711 "$GK_SCRATCH"; mkdir -p "$RUNDIR" && chown nobody "$RUNDIR"
 if [ "$(id -u)" -ne 0 ]; then
 	for i in 1 2 3 4 5 6 7; do tap_skip "needs root"; done
 else
