@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -39,6 +40,7 @@
 #include "site_args.h"
 #include "stage_run.h"
 #include "task_env.h"
+#include "task_program.h"
 #include "transparent.h"
 
 /* Only Slurm's interface leaves the plugin (see spank_gpuckpt.map). */
@@ -58,11 +60,14 @@ static struct gk_opts opts;
 
 static int option_cb(int val, const char *optarg, int remote);
 
+/* --gpu-checkpoint's value is optional (has_arg 2): alone it means on, and only
+ * --gpu-checkpoint=off gives it one, so it never takes the next word of the
+ * command line (a partition, the script) for its value. */
 static struct spank_option options[] = {
     {"gpu-checkpoint", "on|off",
      "Checkpoint the job's GPU state when it is preempted or requeued and restore it when "
-     "it runs again [env: GPUCKPT_CHECKPOINT]",
-     1, GK_OPT_CHECKPOINT, option_cb},
+     "it runs again; alone: on [env: GPUCKPT_CHECKPOINT]",
+     2, GK_OPT_CHECKPOINT, option_cb},
     {"gpu-checkpoint-interval", "SECONDS",
      "With --gpu-checkpoint=on, also checkpoint every SECONDS (0: only when signalled) "
      "[env: GPUCKPT_INTERVAL]",
@@ -80,10 +85,13 @@ static struct spank_option options[] = {
 
 static int option_cb(int val, const char *optarg, int remote)
 {
+	enum gk_option_id id = (enum gk_option_id)val;
 	char err[GK_ERRLEN];
 
-	if (gk_opts_set(&opts, (enum gk_option_id)val, optarg, err, sizeof(err)) < 0) {
-		slurm_error("gpuckpt: %s", err);
+	if (gk_opts_set(&opts, id, optarg, err, sizeof(err)) < 0) {
+		/* Slurm itself then says "Invalid --OPTION argument: VALUE": say
+		 * only what it leaves out, so that nothing is said twice. */
+		slurm_error("gpuckpt: --%s takes %s", gk_option_name(id), gk_option_expected(id));
 		return -1;
 	}
 	return 0;
@@ -121,7 +129,7 @@ static int submit_post_opt(spank_t sp)
 	const int given[] = {opts.checkpoint >= 0, opts.interval >= 0, opts.on_bad_fresh >= 0,
 			     opts.mode >= 0};
 	char err[GK_ERRLEN], num[24];
-	int on;
+	int on, rc;
 
 	for (unsigned i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
 		const char *v = getenv(gk_option_env(ids[i]));
@@ -143,8 +151,15 @@ static int submit_post_opt(spank_t sp)
 		setenv(GK_ENV_ON_BAD, opts.on_bad_fresh ? "fresh" : "fail", 1);
 	if (opts.mode >= 0)
 		setenv(GK_ENV_MODE, gk_mode_name((enum gk_mode)opts.mode), 1);
+	rc = gk_opts_enabled(&opts, getenv(GK_ENV_CHECKPOINT), &site, &on, err, sizeof(err));
+	/* An interval (or mode, or on-bad) for a job that is not checkpointed
+	 * would be accepted and do nothing. */
+	if (rc == 0 && gk_opts_check_given(&opts, on, err, sizeof(err)) < 0) {
+		slurm_error("gpuckpt: %s", err);
+		return -1;
+	}
 	/* For job_submit.lua (job_desc.spank_job_env) and the prolog/epilog. */
-	if (gk_opts_enabled(&opts, getenv(GK_ENV_CHECKPOINT), &site, &on, err, sizeof(err)) == 0)
+	if (rc == 0)
 		spank_job_control_setenv(sp, GK_ENV_CHECKPOINT, on ? "on" : "off", 1);
 	return 0;
 }
@@ -206,16 +221,49 @@ static void tell(enum tell_kind kind, const char *fmt, ...)
 	va_end(ap);
 	snprintf(task_note + strlen(task_note), sizeof(task_note) - strlen(task_note),
 		 "gpuckpt: %s\n", line);
-	if (kind == TELL_INFO) {
-		slurm_info("gpuckpt: %s", line);
-		return;
-	}
-	slurm_error("gpuckpt: %s", line);
+	/* slurmstepd copies its own errors into the job's output as well
+	 * ("slurmstepd-NODE: error: ..."): the line would be there twice. So
+	 * slurmd's log gets it at info level, marked as an error in the text. */
+	slurm_info("gpuckpt: %s%s", kind == TELL_INFO ? "" : "error: ", line);
 	if (kind == TELL_FATAL) {
 		fputs(task_note, stderr);
 		fflush(stderr);
 		task_note[0] = '\0';
 	}
+}
+
+/* task_init_privileged asks task_init to look at the program (as the user). */
+static struct {
+	int wanted;
+	uint32_t job_id;
+	char step[32];
+} program_check;
+
+/*
+ * A step's program that the runtime cannot be loaded into (statically linked,
+ * set-ID) is not checkpointed at all: say so when it starts, once per step
+ * (task 0), not when its work is lost. Here, as the job's user: the path is
+ * the user's to choose, root has no business opening it.
+ */
+static void tell_unpreloadable(spank_t sp)
+{
+	char path[PATH_MAX], cwd[PATH_MAX], exe[PATH_MAX], why[160];
+	char **argv = NULL;
+	int argc = 0;
+
+	if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1)
+		return;
+	if (spank_getenv(sp, "PATH", path, sizeof(path)) != ESPANK_SUCCESS)
+		path[0] = '\0';
+	if (spank_getenv(sp, "PWD", cwd, sizeof(cwd)) != ESPANK_SUCCESS)
+		cwd[0] = '\0';
+	if (gk_program_find(argv[0], path, cwd, exe, sizeof(exe)) < 0 ||
+	    gk_program_preloadable(exe, why, sizeof(why)) != 0)
+		return;
+	tell(TELL_INFO,
+	     "job %u %s: %s %s, so it will not be checkpointed: a SIGTERM (preemption, requeue) "
+	     "ends it as it would without gpuckpt",
+	     program_check.job_id, program_check.step, exe, why);
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
@@ -224,6 +272,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 
 	if (spank_context() != S_CTX_REMOTE)
 		return 0;
+	if (program_check.wanted)
+		tell_unpreloadable(sp);
 	if (task_note[0]) {
 		fputs(task_note, stderr);
 		fflush(stderr);
@@ -295,17 +345,13 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	}
 	if (r->dir_rc < 0)
 		tell(TELL_ERROR,
-		     "job %u %s task %u: no checkpoint can be written: %s; the job runs on without",
+		     "job %u %s task %u: no checkpoint can be written: %s; the job runs on, "
+		     "without checkpoints",
 		     ids.job_id, step, ids.task_id, r->dir_err);
 	else if (r->restore)
 		tell(TELL_INFO, "job %u %s task %u: restart %u: restoring from %s (newest: %s)",
 		     ids.job_id, step, ids.task_id, r->restart_count, r->dir, r->newest);
-	else if (r->restart_count > 0)
-		tell(
-		    TELL_INFO,
-		    "job %u %s task %u: restart %u: no committed checkpoint in %s; starting afresh",
-		    ids.job_id, step, ids.task_id, r->restart_count, r->dir);
-	else
+	else if (r->restart_count == 0)
 		slurm_info("gpuckpt: job %u %s task %u: checkpoints go to %s", ids.job_id, step,
 			   ids.task_id, r->dir);
 
@@ -322,17 +368,36 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
 		goto out_free;
 	}
-	if (plan->note)
+	/*
+	 * A restart with nothing to restore: the run before may have lost its
+	 * work to what this node lacks too. The runtime said so when the signal
+	 * came, but a step's last lines are often lost when Slurm stops srun at
+	 * the same moment; this line, before the program starts, is not.
+	 */
+	if (r->dir_rc == 0 && !r->restore && r->restart_count > 0 && plan->kind != GK_TPLAN_NONE)
 		tell(TELL_INFO,
-		     "job %u: programs that do not use the gpuckpt API will not be checkpointed on "
-		     "this node: %s",
-		     ids.job_id, plan->reason);
+		     "job %u %s task %u: restart %u: no committed checkpoint in %s; starting afresh",
+		     ids.job_id, step, ids.task_id, r->restart_count, r->dir);
+	else if (r->dir_rc == 0 && !r->restore && r->restart_count > 0)
+		tell(TELL_INFO,
+		     "job %u %s task %u: restart %u: no committed checkpoint in %s; starting "
+		     "afresh (a program that does not use the gpuckpt API is not checkpointed "
+		     "here: %s)",
+		     ids.job_id, step, ids.task_id, r->restart_count, r->dir, plan->reason);
+	if (plan->kind == GK_TPLAN_NONE)
+		slurm_info("gpuckpt: job %u %s task %u: no transparent mode: %s", ids.job_id, step,
+			   ids.task_id, plan->reason);
 	else if (plan->kind == GK_TPLAN_RESTORE)
 		tell(TELL_INFO, "job %u %s task %u: restart %u: restoring %s/%s transparently",
 		     ids.job_id, step, ids.task_id, r->restart_count, r->dir, plan->newest);
 	else if (plan->kind == GK_TPLAN_ATTACH)
 		slurm_info("gpuckpt: job %u %s task %u: transparent mode, shepherd socket %s",
 			   ids.job_id, step, ids.task_id, plan->socket);
+	/* A batch script is a shell: what it starts is not known here. */
+	program_check.wanted = plan->kind != GK_TPLAN_RESTORE && ids.task_id == 0 &&
+			       ids.step_id != GK_STEP_BATCH && ids.step_id != GK_STEP_INTERACTIVE;
+	program_check.job_id = ids.job_id;
+	snprintf(program_check.step, sizeof(program_check.step), "%s", step);
 	/* Returns in the process that runs the program; the task's own becomes the shepherd. */
 	rc = gk_transparent_launch(plan, err, sizeof(err));
 	if (rc < 0)

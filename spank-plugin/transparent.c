@@ -21,24 +21,26 @@
 
 /* ------------------------------------------------------------------ probe */
 
-struct first_line {
+struct reason_lines {
 	char *buf;
 	size_t len;
 };
 
-static void keep_first(void *arg, const char *line)
+/* The probe prints one line per thing the node lacks: all of them, joined. */
+static void keep_lines(void *arg, const char *line)
 {
-	struct first_line *f = arg;
+	struct reason_lines *f = arg;
+	size_t used = strlen(f->buf);
 
-	if (!f->buf[0] && line[0])
-		snprintf(f->buf, f->len, "%s", line);
+	if (line[0] && used < f->len)
+		snprintf(f->buf + used, f->len - used, "%s%s", used ? "; " : "", line);
 }
 
 int gk_shepherd_probe(const struct gk_site *s, uid_t uid, char *reason, size_t len)
 {
 	char path[PATH_MAX + 32], line[GK_ERRLEN], uidtext[16];
 	char *argv[] = {path, "probe", "--uid", uidtext, NULL, NULL, NULL};
-	struct first_line f = {line, sizeof(line)};
+	struct reason_lines f = {line, sizeof(line)};
 	int rc;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/gpuckpt-shepherd", s->shepherd) >=
@@ -60,7 +62,7 @@ int gk_shepherd_probe(const struct gk_site *s, uid_t uid, char *reason, size_t l
 	}
 	line[0] = '\0';
 	/* The probe asks CRIU its version and loads the driver: seconds. */
-	rc = gk_run_logged(argv, 60, keep_first, &f);
+	rc = gk_run_logged(argv, 60, keep_lines, &f);
 	if (rc == 0)
 		return 1;
 	if (rc == -ETIME)
@@ -75,15 +77,6 @@ int gk_shepherd_probe(const struct gk_site *s, uid_t uid, char *reason, size_t l
 }
 
 /* ------------------------------------------------------------------ plan */
-
-static int env_has(const struct gk_env *env, const char *name, char *buf, size_t len)
-{
-	int rc = env->get(env->ctx, name, buf, len);
-
-	if (rc <= 0)
-		buf[0] = '\0';
-	return rc;
-}
 
 /*
  * Does the newest checkpoint hold criu/? 1 yes, 0 no, -EPERM when it does but
@@ -155,11 +148,14 @@ static int name_socket(const struct gk_task_ids *ids, const struct gk_env *env,
 	return put(env, GK_ENV_SHEPHERD, p->socket, err, errlen);
 }
 
-/* No shepherd: tell the runtime why, and the job once. */
-static int plan_none(const struct gk_task_ids *ids, const struct gk_env *env, struct gk_tplan *p,
-		     int may_note, char *err, size_t errlen)
+/*
+ * No shepherd: tell the runtime why. It says so, with this reason, when a
+ * program that does not use the API gets a checkpoint signal: the one moment
+ * it matters, in the one program it matters for. A line at every job's start
+ * would alarm the programs that use the API and say nothing to the others.
+ */
+static int plan_none(const struct gk_env *env, struct gk_tplan *p, char *err, size_t errlen)
 {
-	char noted[32], job[16];
 	int rc;
 
 	p->kind = GK_TPLAN_NONE;
@@ -167,13 +163,6 @@ static int plan_none(const struct gk_task_ids *ids, const struct gk_env *env, st
 	rc = drop(env, GK_ENV_SHEPHERD, err, errlen);
 	if (!rc)
 		rc = put(env, GK_ENV_NO_TRANSPARENT, p->reason, err, errlen);
-	if (rc < 0)
-		return rc;
-	snprintf(job, sizeof(job), "%u", ids->job_id);
-	env_has(env, GK_ENV_NOTED, noted, sizeof(noted));
-	p->note = may_note && ids->task_id == 0 && strcmp(noted, job) != 0;
-	if (p->note)
-		rc = put(env, GK_ENV_NOTED, job, err, errlen);
 	return rc;
 }
 
@@ -216,7 +205,7 @@ int gk_transparent_prepare(const struct gk_site *s, const struct gk_opts *o,
 	if (p->mode == GK_MODE_APP) {
 		snprintf(p->reason, sizeof(p->reason),
 			 "the job asked for application mode (GPUCKPT_MODE=app)");
-		return plan_none(ids, env, p, 1, err, errlen);
+		return plan_none(env, p, err, errlen);
 	}
 	if (!shell && r->dir_rc == 0 && r->restore) {
 		ckpt_t = newest_is_transparent(r->dirfd, r->dir, r->newest, err, errlen);
@@ -231,8 +220,7 @@ int gk_transparent_prepare(const struct gk_site *s, const struct gk_opts *o,
 				 "program with srun");
 		else
 			snprintf(p->reason, sizeof(p->reason), "%s", why);
-		/* Only a node that cannot is worth a line in the job's output. */
-		return plan_none(ids, env, p, !can, err, errlen);
+		return plan_none(env, p, err, errlen);
 	}
 	if (!can && ckpt_t) {
 		snprintf(err, errlen,
@@ -249,7 +237,7 @@ int gk_transparent_prepare(const struct gk_site *s, const struct gk_opts *o,
 	}
 	if (!can) {
 		snprintf(p->reason, sizeof(p->reason), "%s", why);
-		return plan_none(ids, env, p, 1, err, errlen);
+		return plan_none(env, p, err, errlen);
 	}
 	if (r->dir_rc < 0) {
 		snprintf(err, errlen, "transparent mode needs the checkpoint folder: %s",

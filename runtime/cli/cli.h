@@ -91,6 +91,16 @@ void cli_print_json(json_object *obj);
  * there but munged could not be reached to check it). */
 const char *cli_signature_state(const char *dir, int is_signed);
 
+/*
+ * How to open checkpoint DIR as `want`'s (GK_UID_OF_MANIFEST: whoever it
+ * belongs to; its folder's owner, unless that is root). A folder of root's
+ * that is to be someone else's is a copy root holds for them (the shared
+ * root): it is opened held_by_root, and judged as that user's checkpoint.
+ * Fills uid and held_by_root of *lo.
+ */
+struct gk_load_opts;
+void cli_load_opts_for(const char *dir, uid_t want, struct gk_load_opts *lo);
+
 /* Sum of the sizes of the regular files in a directory (links not followed). */
 uint64_t cli_dir_bytes(const char *path);
 

@@ -33,11 +33,14 @@ static const char inspect_help[] =
     "\n"
     "    The manifest, the ownership of the files (by the owner of DIR) and the\n"
     "    signature are checked; the data is not read (use gpuckpt verify).\n"
+    "    A DIR of root's whose manifest names another user is a copy root holds\n"
+    "    for that user (the shared root): it is shown as that user's checkpoint,\n"
+    "    signed by them and held by root.\n"
     "\n"
     "OPTIONS\n"
     "    --json\n"
-    "        Print one JSON object: {\"path\", \"owner\", \"signature\",\n"
-    "        \"signed_by\", \"totals\": {...}, \"manifest\": {...}}, where\n"
+    "        Print one JSON object: {\"path\", \"owner\", \"held_by_root\",\n"
+    "        \"signature\", \"signed_by\", \"totals\": {...}, \"manifest\": {...}}, where\n"
     "        \"manifest\" is the checkpoint's manifest as validated.\n"
     "    -h, --help\n"
     "        Show this text.\n"
@@ -79,7 +82,7 @@ static const char *plural(size_t n)
 }
 
 static void print_summary(const char *dir, const struct gk_manifest *m, const char *sig,
-			  uid_t owner)
+			  uid_t owner, int held)
 {
 	char a[32], b[32], c[32], who[64];
 	struct totals t;
@@ -108,6 +111,8 @@ static void print_summary(const char *dir, const struct gk_manifest *m, const ch
 		printf("  signed by     not checked: munged is not reachable\n");
 	else
 		printf("  signed by     unsigned\n");
+	if (held)
+		printf("  held by       root (a copy kept for %s, as on the shared root)\n", who);
 	cli_human_size(t.alloc_bytes, a, sizeof(a));
 	cli_human_size(t.region_bytes, b, sizeof(b));
 	cli_human_size(t.file_bytes, c, sizeof(c));
@@ -223,7 +228,8 @@ static void print_regions(const struct gk_manifest *m)
 	}
 }
 
-static int print_json(const char *dir, const struct gk_manifest *m, const char *sig, uid_t owner)
+static int print_json(const char *dir, const struct gk_manifest *m, const char *sig, uid_t owner,
+		      int held)
 {
 	json_object *top, *manifest, *totals;
 	struct totals t;
@@ -244,6 +250,7 @@ static int print_json(const char *dir, const struct gk_manifest *m, const char *
 	top = json_object_new_object();
 	json_object_object_add(top, "path", json_object_new_string(dir));
 	json_object_object_add(top, "owner", cli_user_json(owner));
+	json_object_object_add(top, "held_by_root", json_object_new_boolean(held));
 	json_object_object_add(top, "signature", json_object_new_string(sig));
 	json_object_object_add(top, "signed_by",
 			       strcmp(sig, "signed") == 0 ? cli_user_json(owner) : NULL);
@@ -270,7 +277,8 @@ static int inspect_run(int argc, char **argv)
 	char err[GK_ERRLEN];
 	struct cli_args a;
 	struct stat st;
-	int json = 0, is_signed = 0, id, ret;
+	uid_t owner;
+	int json = 0, is_signed = 0, id, ret, held;
 
 	cli_args_init(&a, &gk_cmd_inspect, argc, argv);
 	while ((id = cli_next(&a, inspect_opts, &arg)) != CLI_END) {
@@ -300,17 +308,19 @@ static int inspect_run(int argc, char **argv)
 		gk_error("inspect: %s: %s", dir, strerror(errno));
 		return GK_EXIT_BAD;
 	}
-	lo.uid = st.st_uid;
+	cli_load_opts_for(dir, GK_UID_OF_MANIFEST, &lo);
 	ret = gk_image_open(dir, &lo, &m, &is_signed, err, sizeof(err));
 	if (ret < 0) {
 		gk_error("inspect: %s: %s", cli_printable(dir), cli_printable(err));
 		return GK_EXIT_BAD;
 	}
+	owner = lo.held_by_root ? m->uid : lo.uid;
+	held = lo.held_by_root && owner != 0;
 	sig = cli_signature_state(dir, is_signed);
 	if (json) {
-		ret = print_json(dir, m, sig, lo.uid);
+		ret = print_json(dir, m, sig, owner, held);
 	} else {
-		print_summary(dir, m, sig, lo.uid);
+		print_summary(dir, m, sig, owner, held);
 		print_devices(m);
 		print_allocs(m);
 		print_regions(m);

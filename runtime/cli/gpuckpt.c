@@ -8,6 +8,7 @@
 #include "log.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct gk_cmd *const commands[] = {
@@ -76,7 +77,8 @@ static const char overview[] =
     "    Every command takes --json to print one JSON object for scripts.\n"
     "\n"
     "ENVIRONMENT\n"
-    "    GPUCKPT_LOG_LEVEL     error, warn (default), info or debug\n"
+    "    GPUCKPT_LOG_LEVEL     error, warn, notice (default), info or debug;\n"
+    "                          any other value is refused\n"
     "    GPUCKPT_MUNGE_SOCKET  munged's socket, when not the default one\n"
     "\n"
     "EXIT STATUS\n"
@@ -122,8 +124,20 @@ static int help(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	const struct gk_cmd *cmd;
-	const char *name;
+	const char *name, *level;
 
+	/* Read here, not at the first message: a bad value is refused, not ignored. */
+	level = getenv("GPUCKPT_LOG_LEVEL");
+	if (level && *level) {
+		enum gk_log_level lv;
+
+		if (gk_log_parse_level(level, &lv) < 0)
+			return cli_usage_error(NULL,
+					       "GPUCKPT_LOG_LEVEL: invalid value '%s' (expected error, "
+					       "warn, notice, info or debug)",
+					       level);
+		gk_log_set_level(lv);
+	}
 	if (argc < 2)
 		return cli_usage_error(
 		    NULL, "missing a command (inspect, verify, list, prune, checkpoint, report)");

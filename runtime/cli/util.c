@@ -221,6 +221,20 @@ uint64_t cli_dir_bytes(const char *path)
 	return total;
 }
 
+void cli_load_opts_for(const char *dir, uid_t want, struct gk_load_opts *lo)
+{
+	struct stat st;
+	int have = lstat(dir, &st) == 0;
+
+	lo->held_by_root = have && st.st_uid == 0 && want != 0;
+	if (lo->held_by_root)
+		lo->uid = want;
+	else if (want != GK_UID_OF_MANIFEST)
+		lo->uid = want;
+	else
+		lo->uid = have ? st.st_uid : getuid();
+}
+
 const char *cli_signature_state(const char *dir, int is_signed)
 {
 	char path[4096 + 32];

@@ -324,7 +324,8 @@ int gk_root_check_at(const char *text, size_t len, int dirfd, const char *name, 
 /* ---- loading and verifying (verify.c) ---- */
 
 struct gk_load_opts {
-	uid_t uid;             /* whose checkpoint this must be */
+	uid_t uid;             /* whose checkpoint this must be (GK_UID_OF_MANIFEST: held only) */
+	int held_by_root;      /* a copy root keeps for uid: its files are root's, not uid's */
 	int require_signature; /* refuse unsigned manifests */
 	int check_data;        /* read every data chunk and check its checksum */
 	/* When set and the manifest records another program (exe), stop there:
@@ -335,6 +336,9 @@ struct gk_load_opts {
 	 * (the process is ending). */
 	const int *cancel;
 };
+
+/* With held_by_root: whoever the manifest names (for looking, not restoring). */
+#define GK_UID_OF_MANIFEST ((uid_t)-1)
 
 /*
  * Open the checkpoint in `dir`: read and parse the manifest, check that the
@@ -347,6 +351,13 @@ struct gk_load_opts {
  * program's, see opts->exe), -EIO. An increment's references are followed:
  * the checkpoints they name are opened as siblings of dir (owner, id, files),
  * and their chunks checked against this manifest's checksums.
+ *
+ * held_by_root: the checkpoint is a copy on the shared root, where the staging
+ * keeps a job's checkpoints root's own so that no user can change them. The
+ * files must then be root's (and writable by no one else), the manifest must
+ * name uid as the user who wrote it, and the signature must be uid's. Only
+ * the gpuckpt tool looks at such copies; a restore never loads one (it gets
+ * the copy staged back to the burst buffer, owned by the job's user).
  */
 int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_manifest **out,
 		  int *signed_by_munge, char *err, size_t errlen);

@@ -41,6 +41,12 @@ static void user_name(uid_t uid, char *buf, size_t n)
 		snprintf(buf, n, "uid %u", (unsigned)uid);
 }
 
+/* Whose the files must be: the checkpoint's user's, or root's for a held copy. */
+static uid_t files_uid(const struct gk_load_opts *opts)
+{
+	return opts->held_by_root ? 0 : opts->uid;
+}
+
 /* Only the owner may have written anything the restore will trust. */
 static int check_owner(const char *what, const struct stat *st, uid_t uid, char *err, size_t errlen)
 {
@@ -521,8 +527,8 @@ static int open_files(const char *dir, int dirfd, int rootfd, const struct gk_ma
 }
 
 static int check_signature(const char *dir, int dirfd, const char *text, size_t len,
-			   const struct gk_load_opts *opts, int *signed_out, char *err,
-			   size_t errlen)
+			   const struct gk_load_opts *opts, uid_t signer, int *signed_out,
+			   char *err, size_t errlen)
 {
 	char sub[GK_ERRLEN];
 	struct stat st;
@@ -546,11 +552,11 @@ static int check_signature(const char *dir, int dirfd, const char *text, size_t 
 			 GK_SIGNATURE_FILE);
 		return -EPERM;
 	}
-	ret = check_owner(GK_SIGNATURE_FILE, &st, opts->uid, err, errlen);
+	ret = check_owner(GK_SIGNATURE_FILE, &st, files_uid(opts), err, errlen);
 	if (ret < 0)
 		return ret;
 	/* Whoever wrote the file, the credential in it says who signed. */
-	ret = gk_check_signature_at(text, len, dirfd, GK_SIGNATURE_FILE, opts->uid, sub,
+	ret = gk_check_signature_at(text, len, dirfd, GK_SIGNATURE_FILE, signer, sub,
 				    sizeof(sub));
 	if (ret == -EHOSTUNREACH && !opts->require_signature) {
 		gk_warn("open: %s: signature not checked: %s", dir, sub);
@@ -572,11 +578,16 @@ int gk_image_open_in(int rootfd, int dirfd, const char *dir, const struct gk_loa
 	struct file_table files = {0, NULL};
 	size_t len = 0, nfiles;
 	struct stat st;
+	uid_t signer = opts->uid;
 	int is_signed = 0, ret;
 
 	*out = NULL;
 	if (signed_by_munge)
 		*signed_by_munge = 0;
+	if (opts->uid == GK_UID_OF_MANIFEST && !opts->held_by_root) {
+		snprintf(err, errlen, "whose checkpoint it must be was not said");
+		return -EINVAL;
+	}
 	if (fstat(dirfd, &st) < 0) {
 		ret = -EIO;
 		snprintf(err, errlen, "%s", strerror(errno));
@@ -587,10 +598,10 @@ int gk_image_open_in(int rootfd, int dirfd, const char *dir, const struct gk_loa
 		ret = -EINVAL;
 		goto out;
 	}
-	ret = check_owner("the directory", &st, opts->uid, err, errlen);
+	ret = check_owner("the directory", &st, files_uid(opts), err, errlen);
 	if (ret < 0)
 		goto out;
-	ret = read_manifest(dirfd, opts->uid, &text, &len, err, errlen);
+	ret = read_manifest(dirfd, files_uid(opts), &text, &len, err, errlen);
 	if (ret < 0)
 		goto out;
 	ret = gk_manifest_parse(text, len, &m, sub, sizeof(sub));
@@ -598,12 +609,27 @@ int gk_image_open_in(int rootfd, int dirfd, const char *dir, const struct gk_loa
 		snprintf(err, errlen, "%s: %s", GK_MANIFEST_FILE, sub);
 		goto out_text;
 	}
+	if (opts->held_by_root) {
+		/* Root's files say nothing of whose checkpoint it is: the manifest
+		 * says, and the signature must agree with it. */
+		signer = opts->uid == GK_UID_OF_MANIFEST ? m->uid : opts->uid;
+		if (m->uid != signer) {
+			char have[64], want[64];
+
+			user_name(m->uid, have, sizeof(have));
+			user_name(signer, want, sizeof(want));
+			snprintf(err, errlen, "%s names %s (uid %u) as its writer, not %s (uid %u)",
+				 GK_MANIFEST_FILE, have, (unsigned)m->uid, want, (unsigned)signer);
+			ret = -EPERM;
+			goto out_manifest;
+		}
+	}
 	if (opts->exe && m->exe[0] && strcmp(opts->exe, m->exe) != 0) {
 		snprintf(err, errlen, "%s", m->exe);
 		ret = -ESRCH;
 		goto out_manifest;
 	}
-	ret = check_signature(dir, dirfd, text, len, opts, &is_signed, err, errlen);
+	ret = check_signature(dir, dirfd, text, len, opts, signer, &is_signed, err, errlen);
 	if (ret < 0)
 		goto out_manifest;
 	nfiles = m->nfiles;
@@ -614,7 +640,7 @@ int gk_image_open_in(int rootfd, int dirfd, const char *dir, const struct gk_loa
 		ret = -ENOMEM;
 		goto out_manifest;
 	}
-	ret = open_files(dir, dirfd, rootfd, m, opts->uid, &files, err, errlen);
+	ret = open_files(dir, dirfd, rootfd, m, files_uid(opts), &files, err, errlen);
 	if (ret == 0 && opts->check_data)
 		ret = check_data(m, &files, opts->cancel, err, errlen);
 	for (size_t i = 0; i < files.n; i++)

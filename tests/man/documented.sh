@@ -91,7 +91,7 @@ keys=$(grep -o 'strcmp(key, "[a-z_]*")' "$top_srcdir/runtime/common/settings.c" 
 check "runtime: gpuckpt.conf keys found ($(wc -w <<<"$keys"))" nonempty $keys
 check "gpuckpt.conf(5) documents every key the runtime accepts (an item or a name)" \
 	documents_as gpuckpt.conf.5 '^\.BR? @( |,|$)' $keys
-keys=$(sed -n 's/^#\{0,1\}\([a-z_]*\) = .*/\1/p' "$top_srcdir/etc/gpuckpt.conf")
+keys=$(sed -n 's/^#\{0,1\}\([a-z_]*\) = .*/\1/p' "$top_srcdir/etc/gpuckpt.conf.in")
 check "gpuckpt.conf(5) documents every key of the shipped file" \
 	documents_as gpuckpt.conf.5 '^\.BR? @( |,|$)' $keys
 

@@ -16,10 +16,7 @@ PLAN=28
 tap_plan $PLAN
 gk_scratch
 
-if [ ! -e "$GK_STANDIN_DIR/libcuda.so.1" ] || [ ! -x "$PROG" ] || [ ! -e "$HASH" ]; then
-	for i in $(seq $PLAN); do tap_skip "the stand-in, gpu-tables or its hash module were not built"; done
-	exit 0
-fi
+gk_need_built "$GK_STANDIN_DIR/libcuda.so.1" "$PROG" "$HASH" "$GK_RUNTIME"
 
 # 128 chunks of 1 MiB; 20 steps between checkpoints rewrite at most 20 of them.
 ARGS=(--size 128 --steps 1000 --report-every 10)

@@ -24,9 +24,12 @@
 # Client commands (sbatch, srun, scontrol, ...) must run in the controller's
 # namespace: start writes wrappers into $GK_CLUSTER_DIR/bin and an env.sh to
 # source (PATH, SLURM_CONF). stop ends every process it started, by pid, removes
-# the namespaces, the users and munged it made, and the cluster folder.
+# the namespaces, the users and munged it made, and the cluster folder. There
+# is one cluster at a time; /run/gpuckpt-test-cluster says where it is, so a
+# plain `stop` also takes down one left by a demo or a test that was killed.
 #
-# Environment: GK_CLUSTER_DIR (default /tmp/gpuckpt-cluster), GK_PLUGIN (the
+# Environment: GK_CLUSTER_DIR (default: start /tmp/gpuckpt-cluster; stop and
+# status the cluster that is set up), GK_PLUGIN (the
 # SPANK plugin; default the build's), GK_RUNTIME, GK_STAGE (gpuckpt-stage),
 # GK_PLUGIN_ARGS (extra key=value plugin arguments), top_srcdir, top_builddir.
 set -Eeuo pipefail
@@ -34,7 +37,17 @@ set -Eeuo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${top_srcdir:=$(cd "$here/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir/build}"
-C=${GK_CLUSTER_DIR:-/tmp/gpuckpt-cluster}
+# Where the cluster that is set up lives, whoever set it up (the demo, a test,
+# a person): the namespace names are fixed, so there is one at a time, and
+# `stop` finds it even after whatever started it was killed.
+CURRENT=${GK_CLUSTER_RECORD:-/run/gpuckpt-test-cluster}
+if [ -n "${GK_CLUSTER_DIR:-}" ]; then
+	C=$GK_CLUSTER_DIR
+elif [ "${1:-}" != start ] && [ -s "$CURRENT" ]; then
+	C=$(cat "$CURRENT")
+else
+	C=/tmp/gpuckpt-cluster
+fi
 : "${GK_PLUGIN:=$top_builddir/spank-plugin/.libs/spank_gpuckpt.so}"
 : "${GK_RUNTIME:=$top_builddir/runtime/.libs/libgpuckpt.so}"
 : "${GK_STAGE:=$top_builddir/scheduler-hooks/gpuckpt-stage}"
@@ -267,12 +280,10 @@ write_config() {
 	local runtime=$GK_RUNTIME
 	# A sanitizer build's runtime needs ASan's own runtime loaded before it.
 	if [ -n "${ASAN_RUNTIME:-}" ] && [ -f "$ASAN_RUNTIME" ]; then runtime=$ASAN_RUNTIME:$runtime; fi
-	if [ -f "$GK_PLUGIN" ]; then
-		echo "required $GK_PLUGIN bb_root=$C/bb shared_root=$C/shared runtime=$runtime stage=$GK_STAGE metrics=$C/metrics/gpuckpt.prom $GK_PLUGIN_ARGS" \
-			>"$C/etc/plugstack.conf"
-	else
-		say "no plugin at $GK_PLUGIN: plugstack.conf left empty"
-	fi
+	# A cluster without the plugin would run every test's jobs untouched.
+	[ -f "$GK_PLUGIN" ] || die "no plugin at $GK_PLUGIN (build first, or set GK_PLUGIN)"
+	echo "required $GK_PLUGIN bb_root=$C/bb shared_root=$C/shared runtime=$runtime stage=$GK_STAGE metrics=$C/metrics/gpuckpt.prom $GK_PLUGIN_ARGS" \
+		>"$C/etc/plugstack.conf"
 }
 
 write_clients() {
@@ -391,15 +402,20 @@ cmd_start() {
 	done
 	need_root
 	if [ -e "$C/mode" ]; then die "a cluster is already set up in $C (run: $0 stop)"; fi
+	if [ -s "$CURRENT" ] && [ "$(cat "$CURRENT")" != "$C" ] && [ -e "$(cat "$CURRENT")/mode" ]; then
+		die "another test cluster is set up in $(cat "$CURRENT") (run: $0 stop)"
+	fi
 	ensure_packages
 	[ "$mode" = real ] && { [ -c "$GPU_DEVICE" ] || die "--real-gpu: $GPU_DEVICE is not a character device"; }
 	mkdir -p "$C/run"
+	echo "$C" >"$CURRENT"
 	echo "$mode" >"$C/mode"
 	: >"$C/netns-made"
 	: >"$C/nodes.txt"
 	for i in $(seq "$nnodes"); do echo "gk$i" >>"$C/nodes.txt"; done
-	# From here on a failure leaves things half made: take them down again.
-	trap 'say "start failed; cleaning up (GK_KEEP_ON_FAIL=1 keeps $C)"; [ -n "${GK_KEEP_ON_FAIL:-}" ] || cmd_stop >&2 || true' ERR
+	# From here on a failure (a failed command, or die) leaves things half
+	# made: take them down again on the way out.
+	trap 'say "start failed; cleaning up (GK_KEEP_ON_FAIL=1 keeps $C)"; [ -n "${GK_KEEP_ON_FAIL:-}" ] || cmd_stop >&2 || true' EXIT
 	start_munge
 	make_users
 	make_fake_gpus
@@ -412,8 +428,8 @@ cmd_start() {
 	write_clients
 	if [ "$mode" = ns ]; then make_network; fi
 	start_daemons
-	wait_idle || { say "nodes did not become idle"; false; }
-	trap - ERR
+	wait_idle || die "nodes did not become idle"
+	trap - EXIT
 	say "up: $(nodes_list | paste -sd' ' -) ($mode); source $C/env.sh"
 }
 
@@ -439,7 +455,11 @@ kill_mntns() {
 cmd_stop() {
 	local f n pid u mode
 	need_root
-	[ -d "$C" ] || { say "nothing to stop in $C"; return 0; }
+	if [ ! -d "$C" ]; then
+		[ "$(cat "$CURRENT" 2>/dev/null)" != "$C" ] || rm -f "$CURRENT"
+		say "nothing to stop in $C"
+		return 0
+	fi
 	mode=$(cat "$C/mode" 2>/dev/null || echo ns)
 	if [ -f "$C/run/slurmctld.started" ] && [ -x "$C/bin/scancel" ]; then
 		timeout 10 "$C/bin/scancel" --full --signal=KILL --state=RUNNING >/dev/null 2>&1 || true
@@ -475,6 +495,7 @@ cmd_stop() {
 	if [ -f "$C/run/munge-key-made" ]; then rm -f /etc/munge/munge.key; fi
 	# Bind mounts lived in the daemons' own mount namespaces and went with them.
 	rm -rf "$C"
+	[ "$(cat "$CURRENT" 2>/dev/null)" != "$C" ] || rm -f "$CURRENT"
 	say "stopped"
 }
 

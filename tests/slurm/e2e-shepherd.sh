@@ -17,11 +17,8 @@
 
 e2e_require 13
 SHEP_REAL=$top_builddir/runtime/gpuckpt-shepherd
-if [ ! -x "$SHEP_REAL" ]; then
-	tap_plan 13
-	for _ in $(seq 13); do tap_skip "gpuckpt-shepherd is not built ($SHEP_REAL)"; done
-	exit 0
-fi
+# `make` always builds it: missing is a broken build, not a reason to skip.
+[ -x "$SHEP_REAL" ] || e2e_bail "gpuckpt-shepherd is not built ($SHEP_REAL)"
 SHEPDIR=${GK_E2E_CLUSTER_DIR:-/tmp/gpuckpt-e2e}-shepherd
 rm -rf "$SHEPDIR" && mkdir -p "$SHEPDIR"
 cat >"$SHEPDIR/gpuckpt-shepherd" <<EOF
@@ -58,10 +55,9 @@ wait_for 120 out_has "$j" '^batch: node .* restart 1'
 wait_over "$j" 180
 check_out "$j" "requeued: checkpointed in application mode under the shepherd" \
 	"^gpuckpt: checkpoint: $E2E_DIR/bb/$j/step.0/task.0/ckpt.[0-9]+: wrote [0-9]+ bytes"
-# With heat-drv, its runtime tells the shepherd it checkpoints itself; the
-# stand-in app (no runtime) gets the shepherd's own refusal: no CRIU here.
+# heat-drv's runtime tells the shepherd that it checkpoints itself.
 check_out "$j" "the shepherd left it to the program and said why (no transparent checkpoint)" \
-	"^gpuckpt: transparent: (a process of the task checkpoints itself; no transparent checkpoint|no checkpoint of pid [0-9]+: no usable CRIU on this node .*)$"
+	"^gpuckpt: transparent: a process of the task checkpoints itself; no transparent checkpoint$"
 check "no criu/ folder in any of its checkpoints" \
 	[ -z "$(find "$E2E_DIR/shared/$j" "$E2E_DIR/bb/$j" -name criu 2>/dev/null)" ]
 check_out "$j" "restarted: restored from its checkpoint, again under the shepherd" \

@@ -24,15 +24,10 @@ PLAN=20
 tap_plan $PLAN
 gk_scratch
 
-why=""
+gk_need_built "$SHEP" "$HEAT" "$MODULE" "$UNAWARE" "$SLACK" "$SLACK_MODULE" \
+	"$GK_STANDIN_DIR/libcuda.so.1" "$GK_RUNTIME"
 if [ "$(id -u)" -ne 0 ]; then
-	why="needs root (the shepherd refuses to run without it)"
-elif [ ! -x "$SHEP" ] || [ ! -x "$HEAT" ] || [ ! -e "$MODULE" ] || [ ! -x "$UNAWARE" ] ||
-	[ ! -x "$SLACK" ] || [ ! -e "$SLACK_MODULE" ] || [ ! -e "$GK_STANDIN_DIR/libcuda.so.1" ]; then
-	why="the shepherd, heat-drv, gpu-slack, their host kernels or the stand-in were not built"
-fi
-if [ -n "$why" ]; then
-	for i in $(seq $PLAN); do tap_skip "$why"; done
+	for i in $(seq $PLAN); do tap_skip "needs root (the shepherd refuses to run without it)"; done
 	exit 0
 fi
 

@@ -22,13 +22,12 @@ PLAN=$((${#KINDS[@]} * 3))
 tap_plan $PLAN
 gk_scratch
 
+gk_need_built "$SHEP"
 criu_major() { "$1" --version 2>/dev/null | sed -n 's/^Version: *\([0-9]*\).*/\1/p' | head -n 1; }
 why=
 CRIU=${GK_CRIU:-}
 if [ "$(id -u)" -ne 0 ]; then
 	why="needs root (the shepherd does)"
-elif [ ! -x "$SHEP" ]; then
-	why="gpuckpt-shepherd is not built ($SHEP)"
 elif [ -z "$CRIU" ] && [ -x /usr/local/sbin/criu ]; then
 	CRIU=/usr/local/sbin/criu
 elif [ -z "$CRIU" ] && [ -x /opt/criu/usr/sbin/criu ]; then
