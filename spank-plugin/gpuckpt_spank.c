@@ -285,6 +285,11 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
 		goto out_free;
 	}
+	if (r->flush_err[0])
+		tell(TELL_ERROR,
+		     "job %u %s task %u: checkpoints are not flushed while the job runs: %s; "
+		     "the epilog stages them",
+		     ids.job_id, step, ids.task_id, r->flush_err);
 	if (r->dir_rc < 0)
 		tell(TELL_ERROR,
 		     "job %u %s task %u: no checkpoint can be written: %s; the job runs on without",
@@ -413,6 +418,8 @@ static int run_stage(const char *verb, int ac, char **av)
 	if (!root_ok(site.bb_root, "bb_root", verb, l.job_id) ||
 	    !root_ok(site.shared_root, "shared_root", verb, l.job_id))
 		return 0;
+	if (site.flush_root[0] && !root_ok(site.flush_root, "flush_root", verb, l.job_id))
+		site.flush_root[0] = '\0';
 	if (gk_stage_argv(&site, verb, l.job_id, (uid_t)uid, (gid_t)gid, argv, buf, sizeof(buf)) <
 	    0) {
 		slurm_error("gpuckpt: stage-%s: job %u: arguments too long", verb, l.job_id);

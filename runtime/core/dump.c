@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "dump.h"
+#include "flush.h"
 #include "clock.h"
 #include "api.h"
 #include "arena.h"
@@ -422,6 +423,8 @@ int gk_dump(long step)
 	m->write_seconds = gk_now() - t0;
 	t_written = gk_now();
 	ret = gk_store_commit(&txn, m, gk_rt.settings.keep, &is_signed, err, sizeof(err));
+	if (ret == 0)
+		gk_flush_kick();
 	if (ret == 0)
 		gk_info("checkpoint: draining %.3f s, image %.3f s, commit %.3f s", t_drained - t0,
 			t_written - t_drained, gk_now() - t_written);

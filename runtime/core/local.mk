@@ -22,6 +22,7 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/numa.c %reldir%/numa.h \
 	%reldir%/dump.c %reldir%/dump.h \
 	%reldir%/agent.c %reldir%/agent.h \
+	%reldir%/flush.c %reldir%/flush.h \
 	%reldir%/restore.c %reldir%/restore.h \
 	%reldir%/api.c %reldir%/api.h \
 	%reldir%/runtime.c %reldir%/runtime.h

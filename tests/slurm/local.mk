@@ -34,7 +34,8 @@ SLURM_E2E = \
 	%reldir%/e2e-multi.sh \
 	%reldir%/e2e-faults.sh \
 	%reldir%/e2e-modes.sh \
-	%reldir%/e2e-shepherd.sh
+	%reldir%/e2e-shepherd.sh \
+	%reldir%/e2e-flush.sh
 
 # On the GPU machine only (GK_CRIU=... make check TESTS=slurm/e2e-transparent.sh):
 # it skips, with the reason, where there is no GPU or no CRIU 4.
