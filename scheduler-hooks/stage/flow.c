@@ -104,7 +104,7 @@ static const char *why(int ret)
  * checks again on restore, and decides then (fail or start afresh, as the
  * job asked): here a problem is only reported.
  */
-static int check_copy(struct stage *st, int copyfd, const char *label)
+static int check_copy(struct stage *st, int copyfd, int dstdir, const char *label)
 {
 	struct gk_load_opts lo = {.uid = st->uid, .check_data = 1};
 	struct gk_manifest *m = NULL;
@@ -113,7 +113,9 @@ static int check_copy(struct stage *st, int copyfd, const char *label)
 	struct stat sb;
 	int ret;
 
-	ret = gk_image_open_at(copyfd, label, &lo, &m, NULL, err, sizeof(err));
+	/* An increment's bases are looked for where it is published: they
+	 * are staged before it (oldest first). */
+	ret = gk_image_open_in(dstdir, copyfd, label, &lo, &m, NULL, err, sizeof(err));
 	gk_manifest_free(m);
 	if (ret < 0)
 		warn_line("%s fails its checks (%s); staged anyway: the restore checks it again "
@@ -157,7 +159,7 @@ static int move_one(struct stage *st, int srcfd, const char *label, int areafd, 
 		return ret;
 	}
 	copyfd = gk_open_dir_at(areafd, tmp, st->uid, NULL);
-	ret = copyfd < 0 ? copyfd : check_copy(st, copyfd, label);
+	ret = copyfd < 0 ? copyfd : check_copy(st, copyfd, dstdir, label);
 	if (copyfd >= 0)
 		close(copyfd);
 	gk_test_hook("stage-copied");
@@ -180,8 +182,15 @@ static int move_one(struct stage *st, int srcfd, const char *label, int areafd, 
 	return 0;
 }
 
-/* The newest `keep` committed checkpoints of a task folder, newest first. */
-static int newest(const struct stage *st, int taskfd, const char *label, char names[][64],
+/*
+ * What staging copies from a task folder: the newest `keep` committed
+ * checkpoints and the older ones they are increments of (their unchanged data
+ * lies in those: the manifest's references), oldest first, so that a base is
+ * published before an increment that refers to it. The rule is the prune's
+ * (gk_store_prune_plan_at): what a prune keeps is what is staged, and a
+ * checkpoint whose references cannot be read keeps every older one.
+ */
+static int wanted(const struct stage *st, int taskfd, const char *label, char names[][64],
 		  size_t *n)
 {
 	struct gk_store_entry *list = NULL;
@@ -192,20 +201,32 @@ static int newest(const struct stage *st, int taskfd, const char *label, char na
 	*n = 0;
 	if (ret < 0)
 		return ret;
-	for (size_t i = 0; i < count && *n < st->keep; i++) {
-		const char *name = strrchr(list[i].path, '/') + 1;
+	/* Committed: a folder ckpt.N holding its manifest (scan_root already
+	 * refused links named like one). One without is neither counted nor
+	 * staged. */
+	for (size_t k = 0; k < count; k++) {
+		const char *name = strrchr(list[k].path, '/') + 1;
 		char manifest[96];
 		struct stat sb;
 
 		snprintf(manifest, sizeof(manifest), "%s/%s", name, GK_MANIFEST_FILE);
-		/* Committed: a folder ckpt.N holding its manifest (scan_root
-		 * already refused links named like one). */
-		if (!list[i].complete ||
-		    fstatat(taskfd, manifest, &sb, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(sb.st_mode))
-			continue;
-		snprintf(names[(*n)++], 64, "%s", name);
+		if (list[k].complete && (fstatat(taskfd, manifest, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+					 !S_ISREG(sb.st_mode)))
+			list[k].complete = list[k].stale = 0;
 	}
+	gk_store_prune_plan_at(taskfd, list, count, st->keep);
+	for (size_t k = 0; k < count && *n < STAGE_MAX_CKPTS; k++)
+		if (list[k].complete && !list[k].remove)
+			snprintf(names[(*n)++], 64, "%s", strrchr(list[k].path, '/') + 1);
 	free(list);
+	/* The listing is newest first: oldest first for publishing. */
+	for (size_t i = 0; i < *n / 2; i++) {
+		char t[64];
+
+		memcpy(t, names[i], 64);
+		memcpy(names[i], names[*n - 1 - i], 64);
+		memcpy(names[*n - 1 - i], t, 64);
+	}
 	return 0;
 }
 
@@ -265,17 +286,18 @@ static int committed_at(int taskfd, const char *name, uid_t uid)
 	return fstatat(taskfd, manifest, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode);
 }
 
-/* One task: its newest checkpoints to the shared task folder, but for those
- * the runtime flushed already (f_taskfd, or -1): a stage-in takes those
- * from the flush root. 0 when all of them are in one or the other now. */
+/* One task: its newest checkpoints (and their bases) to the shared task
+ * folder, but for those the runtime flushed already (f_taskfd, or -1): a
+ * stage-in takes those from the flush root. 0 when all of them are in one
+ * or the other now. */
 static int task_out(struct stage *st, int taskfd, int s_taskfd, int f_taskfd, const char *rel)
 {
-	char label[4300], dst[4300], names[1000][64], err[GK_ERRLEN], what[200];
+	char label[4300], dst[4300], names[STAGE_MAX_CKPTS][64], err[GK_ERRLEN], what[200];
 	size_t n = 0;
 	int unsafe = 0, ret;
 
 	snprintf(label, sizeof(label), "%s/%u/%s", st->bb_root, st->job, rel);
-	ret = newest(st, taskfd, label, names, &n);
+	ret = wanted(st, taskfd, label, names, &n);
 	if (ret < 0) {
 		error_line(st, "%s: %s", label, strerror(-ret));
 		return ret;
@@ -458,12 +480,6 @@ static int shared_job_in(struct stage *st, int sjobfd, const char *jobname)
 	return 0;
 }
 
-/* ckpt.N's number (names come from newest(): well formed). */
-static unsigned long long seq_of(const char *name)
-{
-	return strtoull(name + 5, NULL, 10);
-}
-
 static int has_name(char names[][64], size_t n, const char *name)
 {
 	for (size_t i = 0; i < n; i++)
@@ -472,29 +488,59 @@ static int has_name(char names[][64], size_t n, const char *name)
 	return 0;
 }
 
+/* Copy names[0..n) (oldest first) from fromfd into the task folder, but for
+ * those already there and those in skip[0..nskip). */
+static void stage_list(struct stage *st, int taskfd, int fromfd, const char *label,
+		       char names[][64], size_t n, char skip[][64], size_t nskip, const char *rel)
+{
+	for (size_t i = 0; i < n; i++) {
+		char src[4400], dst[4400], what[200];
+		struct stat sb;
+		int ckptfd;
+
+		if (has_name(skip, nskip, names[i]))
+			continue;
+		snprintf(src, sizeof(src), "%s/%s", label, names[i]);
+		snprintf(dst, sizeof(dst), "%s/%u/%s/%s", st->bb_root, st->job, rel, names[i]);
+		snprintf(what, sizeof(what), "%s/%s", rel, names[i]);
+		if (fstatat(taskfd, names[i], &sb, AT_SYMLINK_NOFOLLOW) == 0)
+			continue;
+		/* In either root a checkpoint is its user's, as on the node it
+		 * came from: another owner's is not this job's. */
+		ckptfd = gk_open_dir_at(fromfd, names[i], st->uid, NULL);
+		if (ckptfd < 0) {
+			error_line(st, "%s: %s; not staged in", src, why(ckptfd));
+			continue;
+		}
+		move_one(st, ckptfd, src, st->bb_area, taskfd, names[i], dst, what);
+		close(ckptfd);
+	}
+}
+
 /*
- * One task: the newest `keep` committed checkpoints found in either the
- * shared root (s_taskfd, root's folders) or the flush root (f_taskfd, the
- * user's: what the runtime flushed while the job ran), each from the shared
- * root where it is in both. Either descriptor may be -1. Both are read the
- * same way: the checkpoint folder and every file in it must be the job's
- * user's and plain (copy_ckpt), and the runtime judges the content.
+ * One task: what staging takes (wanted(): the newest `keep` and their bases)
+ * from the shared root (s_taskfd, root's folders), and the same from the
+ * flush root (f_taskfd, the user's: what the runtime flushed while the job
+ * ran), each checkpoint from the shared root where it is in both. Either
+ * descriptor may be -1. Both are read the same way: the checkpoint folder
+ * and every file in it must be the job's user's and plain (copy_ckpt); the
+ * runtime judges the content and restores the newest that passes.
  */
 static int task_in(struct stage *st, int s_taskfd, int f_taskfd, uint32_t step_id,
 		   uint32_t task_id, const char *rel)
 {
 	struct gk_task_ids ids = {st->job, step_id, task_id, st->uid, st->gid};
-	static char s_names[1000][64], f_names[1000][64];
+	static char s_names[STAGE_MAX_CKPTS][64], f_names[STAGE_MAX_CKPTS][64];
 	char s_label[4300], f_label[4300], err[GK_ERRLEN];
-	size_t ns = 0, nf = 0, is = 0, jf = 0;
+	size_t ns = 0, nf = 0;
 	int taskfd;
 
 	snprintf(s_label, sizeof(s_label), "%s/%u/%s", st->shared_root, st->job, rel);
 	snprintf(f_label, sizeof(f_label), "%s/%u/%s", st->flush_root ? st->flush_root : "", st->job,
 		 rel);
-	if (s_taskfd >= 0 && newest(st, s_taskfd, s_label, s_names, &ns) < 0)
+	if (s_taskfd >= 0 && wanted(st, s_taskfd, s_label, s_names, &ns) < 0)
 		ns = 0;
-	if (f_taskfd >= 0 && newest(st, f_taskfd, f_label, f_names, &nf) < 0)
+	if (f_taskfd >= 0 && wanted(st, f_taskfd, f_label, f_names, &nf) < 0)
 		nf = 0;
 	if (ns + nf == 0)
 		return 0;
@@ -504,44 +550,10 @@ static int task_in(struct stage *st, int s_taskfd, int f_taskfd, uint32_t step_i
 		error_line(st, "%s; not staged in", err);
 		return taskfd;
 	}
-	/* Both lists are newest first: merge them, `keep` names in all. */
-	for (unsigned taken = 0; taken < st->keep && (is < ns || jf < nf); taken++) {
-		char src[4400], dst[4400], what[200];
-		const char *name, *label;
-		struct stat sb;
-		int ckptfd, from;
-
-		if (jf >= nf || (is < ns && seq_of(s_names[is]) >= seq_of(f_names[jf]))) {
-			name = s_names[is++];
-			from = s_taskfd;
-			label = s_label;
-			/* The same one flushed too: taken from the shared root. */
-			if (jf < nf && !strcmp(f_names[jf], name))
-				jf++;
-		} else {
-			name = f_names[jf++];
-			from = f_taskfd;
-			label = f_label;
-			if (has_name(s_names, ns, name)) {
-				taken--;
-				continue;
-			}
-		}
-		snprintf(src, sizeof(src), "%s/%s", label, name);
-		snprintf(dst, sizeof(dst), "%s/%u/%s/%s", st->bb_root, st->job, rel, name);
-		snprintf(what, sizeof(what), "%s/%s", rel, name);
-		if (fstatat(taskfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0)
-			continue;
-		/* A checkpoint is its user's, in either root: another owner's
-		 * is not this job's. */
-		ckptfd = gk_open_dir_at(from, name, st->uid, NULL);
-		if (ckptfd < 0) {
-			error_line(st, "%s: %s; not staged in", src, why(ckptfd));
-			continue;
-		}
-		move_one(st, ckptfd, src, st->bb_area, taskfd, name, dst, what);
-		close(ckptfd);
-	}
+	if (ns)
+		stage_list(st, taskfd, s_taskfd, s_label, s_names, ns, NULL, 0, rel);
+	if (nf)
+		stage_list(st, taskfd, f_taskfd, f_label, f_names, nf, s_names, ns, rel);
 	close(taskfd);
 	return 0;
 }

@@ -42,6 +42,9 @@
 /* More entries than any checkpoint has: one that has more is refused
  * rather than copied for hours. */
 #define STAGE_MAX_ENTRIES 65536
+/* Checkpoints staged per task at most: --keep's 1000 and the bases they
+ * are increments of. */
+#define STAGE_MAX_CKPTS 2000
 
 struct stage {
 	const char *verb;

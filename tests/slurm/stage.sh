@@ -9,7 +9,7 @@ STAGE=${GK_STAGE:-$top_builddir/scheduler-hooks/gpuckpt-stage}
 SEAL_TOOL=$top_builddir/tests/security/seal-tool
 U=4242 # a uid that owns nothing on this machine
 
-PLAN=46
+PLAN=50
 tap_plan $PLAN
 if [ "$(id -u)" -ne 0 ]; then
 	for i in $(seq $PLAN); do tap_skip "needs root (gpuckpt-stage runs as root)"; done
@@ -24,10 +24,19 @@ mkdir -p "$BB" "$SH" && chmod 0755 "$BB" && chmod 0700 "$SH"
 printf '#!/bin/sh\nexit 1\n' >"$GK_SCRATCH/squeue-down"
 chmod 0755 "$GK_SCRATCH/squeue-down"
 
+# A manifest the parser accepts, for checkpoint N (staging and pruning read
+# a kept checkpoint's references: one whose manifest cannot be read keeps
+# every older one). Its data is not there: staging only warns about that.
+manifest() {
+	local n=$((10#${1##*.}))
+	sed "s/\"sequence\":3,/\"sequence\":$n,/" <<'M'
+{"format":"gpuckpt-image","version":3,"created":"2026-11-22T10:00:00Z","created_unix":1795341600,"write_seconds":0.0,"host":"node1","uid":4242,"pid":1,"label":"","step":0,"sequence":3,"chunk_size":4096,"va":{"base":"0x200000000000","size":1099511627776},"id":"0123456789abcdef0123456789abcde3","increment":0,"references":[],"devices":[{"ordinal":0,"name":"GPU","uuid":"GPU-12345678-89ab-cdef-0123-456789abcdef","compute_capability":"0.0","total_memory":1073741824,"va_base":"0x200000000000","va_size":1099511627776,"next_order":1,"mapped_bytes":4096}],"allocations":[{"device":0,"address":"0x200000000000","size":4096,"order":0,"kind":"alloc","parts":[{"file":"device0.data","offset":0,"size":4096}],"xxh3":["0000000000000000"]}],"host_regions":[],"files":[{"name":"device0.data","size":4096}]}
+M
+}
 mkckpt() { # DIR NAME [manifest]
 	mkdir -p "$1/$2"
 	head -c 5000 /dev/urandom >"$1/$2/data"
-	[ "${3:-yes}" = yes ] && echo '{}' >"$1/$2/manifest.json"
+	[ "${3:-yes}" = yes ] && manifest "$2" >"$1/$2/manifest.json"
 	chown -R $U:$U "$1"
 	chmod -R go-rwx "$1"
 }
@@ -127,6 +136,39 @@ out=$(stage out 56 2>&1)
 check "out: a criu/ that root did not write is not staged" \
 	[ ! -e "$SH/56/step.0/task.0/ckpt.000001" -a -n "$(grep 'criu: not a folder root:root 0700 (not written by the shepherd); refused' <<<"$out")" ]
 
+# Increments (format 3): ckpt.000004 is an increment of ckpt.000001, which
+# is older than the newest --keep 2: it is staged, and kept, with it.
+T4=$BB/57/step.0/task.0
+mkckpt "$T4" ckpt.000001
+mkckpt "$T4" ckpt.000002
+mkckpt "$T4" ckpt.000003
+mkckpt "$T4" ckpt.000004
+# Manifests the parser accepts (staging reads the references with
+# gk_chain_needs, which parses a manifest whole; one it cannot read keeps
+# every older checkpoint): ckpt.000003 holds its data, ckpt.000004 is an
+# increment whose one allocation lies in ckpt.000001.
+cat >"$T4/ckpt.000003/manifest.json" <<'M'
+{"format":"gpuckpt-image","version":3,"created":"2026-11-22T10:00:00Z","created_unix":1795341600,"write_seconds":0.0,"host":"node1","uid":4242,"pid":1,"label":"","step":0,"sequence":3,"chunk_size":4096,"va":{"base":"0x200000000000","size":1099511627776},"id":"0123456789abcdef0123456789abcde3","increment":0,"references":[],"devices":[{"ordinal":0,"name":"GPU","uuid":"GPU-12345678-89ab-cdef-0123-456789abcdef","compute_capability":"0.0","total_memory":1073741824,"va_base":"0x200000000000","va_size":1099511627776,"next_order":1,"mapped_bytes":4096}],"allocations":[{"device":0,"address":"0x200000000000","size":4096,"order":0,"kind":"alloc","parts":[{"file":"device0.data","offset":0,"size":4096}],"xxh3":["0000000000000000"]}],"host_regions":[],"files":[{"name":"device0.data","size":4096}]}
+M
+cat >"$T4/ckpt.000004/manifest.json" <<'M'
+{"format":"gpuckpt-image","version":3,"created":"2026-11-22T10:00:00Z","created_unix":1795341600,"write_seconds":0.0,"host":"node1","uid":4242,"pid":1,"label":"","step":0,"sequence":4,"chunk_size":4096,"va":{"base":"0x200000000000","size":1099511627776},"id":"0123456789abcdef0123456789abcde4","increment":1,"references":[{"sequence":1,"id":"0123456789abcdef0123456789abcde1","files":[{"name":"device0.data","size":4096}]}],"devices":[{"ordinal":0,"name":"GPU","uuid":"GPU-12345678-89ab-cdef-0123-456789abcdef","compute_capability":"0.0","total_memory":1073741824,"va_base":"0x200000000000","va_size":1099511627776,"next_order":1,"mapped_bytes":4096}],"allocations":[{"device":0,"address":"0x200000000000","size":4096,"order":0,"kind":"alloc","parts":[{"sequence":1,"file":"device0.data","offset":0,"size":4096}],"xxh3":["0000000000000000"]}],"host_regions":[],"files":[]}
+M
+chown -R $U:$U "$BB/57"
+# An older one already on the shared root, that nothing needs.
+S4=$SH/57/step.0/task.0
+mkckpt "$S4" ckpt.000000
+chown -R 0:0 "$SH/57"
+stage out 57 >/dev/null 2>&1
+check "out: an increment's base is staged with it, though older than the newest 2" \
+	[ -d "$S4/ckpt.000004" -a -d "$S4/ckpt.000003" -a -d "$S4/ckpt.000001" ]
+check "out: ... and only what it refers to" [ ! -e "$S4/ckpt.000002" ]
+check "out: pruning the shared root keeps the base, removes what nothing needs" \
+	[ -d "$S4/ckpt.000001" -a ! -e "$S4/ckpt.000000" ]
+rm -rf "$BB/57"
+stage in 57 >/dev/null 2>&1
+check "in: the base comes back with the increment" \
+	[ -d "$T4/ckpt.000004" -a -d "$T4/ckpt.000001" -a ! -e "$T4/ckpt.000002" ]
+
 # Bad arguments.
 out=$("$STAGE" out --job abc --uid 1 --gid 1 --bb-root "$BB" --shared-root "$SH" 2>&1)
 rc=$?
@@ -171,8 +213,8 @@ mkdir -p "$SH/70/step.0/task.0" && mkckpt "$GK_SCRATCH/tmp70" ckpt.000002 &&
 	mv "$GK_SCRATCH/tmp70/ckpt.000002" "$SH/70/step.0/task.0/" && chown -R 0:0 "$SH/70" &&
 	chown -R $U:$U "$SH/70/step.0/task.0/ckpt.000002"
 out=$(fstage in 70)
-check "flush root: a restart stages in the newest of either root (ckpt 4 and 3 flushed, not the shared 2)" \
-	[ -f "$BB/70/step.0/task.0/ckpt.000004/data" -a -f "$BB/70/step.0/task.0/ckpt.000003/data" -a ! -e "$BB/70/step.0/task.0/ckpt.000002" ]
+check "flush root: a restart stages in the newest of either root (ckpt 4 and 3 flushed, newer than the shared 2)" \
+	[ -f "$BB/70/step.0/task.0/ckpt.000004/data" -a -f "$BB/70/step.0/task.0/ckpt.000003/data" ]
 check "flush root: the line names where it came from" grep -q "staged in step.0/task.0/ckpt.000004: .* from $FL/70/step.0/task.0/ckpt.000004" <<<"$out"
 check "flush root: the copies are the user's, 0700" [ "$(stat -c '%u %a' "$BB/70/step.0/task.0/ckpt.000004")" = "$U 700" ]
 rm -rf "$BB/70"
