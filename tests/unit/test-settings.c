@@ -87,6 +87,9 @@ static const struct {
     {"increments", "-1"},
     {"increments", "1001"},
     {"increments", "many"},
+    {"flush_dir", "relative/flush"},
+    {"flush_rate", "fast"},
+    {"flush_rate", "-1M"},
 };
 
 static void check_bad_values(void)
@@ -115,7 +118,7 @@ int main(void)
 	uint64_t size;
 	int fd, ret;
 
-	plan(34 + (int)(sizeof(bad_values) / sizeof(bad_values[0])));
+	plan(35 + (int)(sizeof(bad_values) / sizeof(bad_values[0])));
 	clear_env();
 	fd = mkstemp(conf);
 	if (fd < 0) {
@@ -248,6 +251,15 @@ int main(void)
 	   "signals: a refused list leaves the previous triggers");
 	ok(gk_settings_set(&s, "va_size", "2T", err, sizeof(err)) == 0 && s.va_size == (2ull << 40),
 	   "va_size accepts a size with a suffix");
+
+	gk_settings_defaults(&s);
+	ok(!s.flush_dir[0] && s.flush_rate == 0 &&
+	       gk_settings_set(&s, "flush_dir", "/shared/flush/7/step.0/task.0", err, sizeof(err)) ==
+		   0 &&
+	       !strcmp(s.flush_dir, "/shared/flush/7/step.0/task.0") &&
+	       gk_settings_set(&s, "flush_rate", "200M", err, sizeof(err)) == 0 &&
+	       s.flush_rate == (200ull << 20),
+	   "flush: none by default; a folder and a rate with a suffix");
 
 	gk_settings_defaults(&s);
 	ok(s.snapshot_mode == GK_SNAPSHOT_AUTO && s.increments == 4 && !s.hash_module[0],
