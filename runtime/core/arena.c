@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "arena.h"
+#include "clock.h"
 #include "driver.h"
 #include "log.h"
 #include "restore.h"
@@ -87,6 +88,7 @@ static struct gk_arena *arena_create(int ordinal, CUdevice dev, CUcontext ctx)
 {
 	struct gk_arena *a = calloc(1, sizeof(*a));
 	uint64_t base, size;
+	double t0;
 
 	if (!a)
 		return NULL;
@@ -99,14 +101,17 @@ static struct gk_arena *arena_create(int ordinal, CUdevice dev, CUcontext ctx)
 		base = gk_rt.settings.va_base + (uint64_t)ordinal * size;
 	}
 	gk_layout_init(&a->lay, base, size);
+	t0 = gk_now();
 	if (reserve_slice(a) < 0)
 		goto fail;
+	/* Timed: part of what a restart costs before the program goes on. */
+	gk_info("placement: device %d: slice 0x%llx-0x%llx reserved in %.3f s", ordinal,
+		(unsigned long long)a->lay.base, (unsigned long long)(a->lay.base + a->lay.size),
+		gk_now() - t0);
 	if (gk_restore_populate(a) < 0) {
 		gk_restore_abandon("its allocations could not be recreated on this device");
 		gk_arena_drop_unclaimed(a);
 	}
-	gk_debug("placement: device %d: slice 0x%llx-0x%llx reserved", ordinal,
-		 (unsigned long long)a->lay.base, (unsigned long long)(a->lay.base + a->lay.size));
 	return a;
 fail:
 	pthread_mutex_destroy(&a->lock);
