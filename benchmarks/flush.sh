@@ -36,7 +36,7 @@ while [ $# -gt 0 ]; do
 	--runs) RUNS=$2; shift ;;
 	--sizes) SIZES=$2; shift ;;
 	--out) OUT=$2; shift ;;
-	-h | --help) sed -n '2,25p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+	-h | --help) awk 'NR > 1 && !/^#/ { exit } NR > 1' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
 	*) echo "flush.sh: unknown option '$1' (see --help)" >&2; exit 2 ;;
 	esac
 	shift
