@@ -203,13 +203,14 @@ out_close:
 	return rc;
 }
 
-int gk_task_dir_make(const char *root, const struct gk_task_ids *ids, char *err, size_t errlen)
+int gk_task_dir_make(const char *root, const char *setting, const struct gk_task_ids *ids,
+		     char *err, size_t errlen)
 {
 	int rootfd, fd;
 
 	/* The site's folder must be one only root can change; below it every
 	 * level is the job's user's and is opened without following links. */
-	rootfd = gk_open_trusted_dir(root, "bb_root", err, errlen);
+	rootfd = gk_open_trusted_dir(root, setting, err, errlen);
 	if (rootfd < 0)
 		return rootfd;
 	fd = gk_task_dir_open(rootfd, root, ids, err, errlen);

@@ -54,7 +54,8 @@ int gk_task_dir_path(const char *root, const struct gk_task_ids *ids, char *buf,
  * Returns the task folder's descriptor (the caller closes it) or a negative
  * errno.
  */
-int gk_task_dir_make(const char *root, const struct gk_task_ids *ids, char *err, size_t errlen);
+int gk_task_dir_make(const char *root, const char *setting, const struct gk_task_ids *ids,
+		     char *err, size_t errlen);
 
 /* The same below an open root (rootfd, checked by the caller; root names it
  * in messages). */

@@ -343,6 +343,11 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
 		goto out_free;
 	}
+	if (r->flush_err[0])
+		tell(TELL_ERROR,
+		     "job %u %s task %u: checkpoints are not flushed while the job runs: %s; "
+		     "the epilog stages them",
+		     ids.job_id, step, ids.task_id, r->flush_err);
 	if (r->dir_rc < 0)
 		tell(TELL_ERROR,
 		     "job %u %s task %u: no checkpoint can be written: %s; the job runs on, "
@@ -657,8 +662,13 @@ static int job_script(const char *verb, int ac, char **av)
 				    err);
 	}
 	if (site.stage[0] && site.shared_root[0] && root_ok(site.bb_root, "bb_root", verb, l.job_id) &&
-	    root_ok(site.shared_root, "shared_root", verb, l.job_id))
+	    root_ok(site.shared_root, "shared_root", verb, l.job_id)) {
+		/* A flush root in doubt is left out: the stage then works
+		 * between the burst buffer and shared_root alone. */
+		if (site.flush_root[0] && !root_ok(site.flush_root, "flush_root", verb, l.job_id))
+			site.flush_root[0] = '\0';
 		run_stage(&l, (uid_t)uid, (gid_t)gid);
+	}
 	keep(l.job_id, &events, epilog && events.n, epilog && folders > 0);
 	gk_job_events_free(&events);
 	return 0;

@@ -22,8 +22,8 @@
 #endif
 
 #define KNOWN_KEYS                                                                                 \
-	"default, bb_root, shared_root, runtime, stage, stage_timeout, config, keep, "             \
-	"on_bad_checkpoint, interval, log_level, mode, criu, shepherd, metrics, admin_comment, "    \
+	"default, bb_root, shared_root, flush_root, runtime, stage, stage_timeout, config, keep, " \
+	"on_bad_checkpoint, interval, log_level, mode, criu, shepherd, metrics, admin_comment, "  \
 	"scontrol"
 
 void gk_site_defaults(struct gk_site *s)
@@ -80,6 +80,8 @@ int gk_site_set(struct gk_site *s, const char *key, const char *value, char *err
 		return set_path(s->bb_root, sizeof(s->bb_root), key, value, 0, err, errlen);
 	if (strcmp(key, "shared_root") == 0)
 		return set_path(s->shared_root, sizeof(s->shared_root), key, value, 1, err, errlen);
+	if (strcmp(key, "flush_root") == 0)
+		return set_path(s->flush_root, sizeof(s->flush_root), key, value, 1, err, errlen);
 	if (strcmp(key, "runtime") == 0)
 		return set_path(s->runtime, sizeof(s->runtime), key, value, 0, err, errlen);
 	if (strcmp(key, "stage") == 0)

@@ -10,6 +10,8 @@
  *	default            off                        on: jobs without the option are checkpointed
  *	bb_root            LOCALSTATEDIR/lib/gpuckpt/bb   node-local burst buffer (job folders)
  *	shared_root        (none)                     shared checkpoint root (staging)
+ *	flush_root         (none)                     shared folder the runtime flushes to while
+ *	                                              the job runs (needs shared_root)
  *	runtime            LIBDIR/libgpuckpt.so.0     the runtime put into LD_PRELOAD
  *	stage              LIBEXECDIR/gpuckpt/gpuckpt-stage   staging program; none = off
  *	stage_timeout      3600                       seconds it may take; then it is killed
@@ -45,6 +47,7 @@ struct gk_site {
 	int default_on;
 	char bb_root[PATH_MAX];
 	char shared_root[PATH_MAX]; /* "" = no shared root, no staging */
+	char flush_root[PATH_MAX];  /* "" = no flush while the job runs */
 	char runtime[PATH_MAX];
 	char stage[PATH_MAX];	/* "" = no staging */
 	unsigned stage_timeout; /* seconds; 0 = no limit */

@@ -38,6 +38,10 @@ int gk_stage_argv(const struct gk_site *s, const char *verb, uint32_t job_id, ui
 	items[n++] = s->shared_root;
 	items[n++] = "--keep";
 	items[n++] = num[3];
+	if (s->flush_root[0]) {
+		items[n++] = "--flush-root";
+		items[n++] = s->flush_root;
+	}
 	return gk_pack_argv(items, n, argv, buf, buflen);
 }
 

@@ -136,13 +136,30 @@ int gk_inject(const struct gk_site *s, const struct gk_opts *o, const struct gk_
 		snprintf(err, errlen, "%s: checkpoint folder path too long", s->bb_root);
 		return rc;
 	}
-	rc = gk_task_dir_make(s->bb_root, ids, r->dir_err, sizeof(r->dir_err));
+	rc = gk_task_dir_make(s->bb_root, "bb_root", ids, r->dir_err, sizeof(r->dir_err));
 	if (rc == -EPERM || rc == -ELOOP || rc == -ENOTDIR) {
 		snprintf(err, errlen, "%s", r->dir_err);
 		return rc;
 	}
 	r->dir_rc = rc < 0 ? rc : 0;
 	r->dirfd = rc < 0 ? -1 : rc;
+
+	/* The task's folder on shared storage, for the runtime's flush: made
+	 * like the burst buffer's, the user's below the site's root. Without
+	 * it the job runs on; the epilog still stages its checkpoints. */
+	if (s->flush_root[0] && r->dirfd >= 0) {
+		rc = gk_task_dir_path(s->flush_root, ids, r->flush_dir, sizeof(r->flush_dir));
+		if (rc == 0)
+			rc = gk_task_dir_make(s->flush_root, "flush_root", ids, r->flush_err,
+					      sizeof(r->flush_err));
+		else
+			snprintf(r->flush_err, sizeof(r->flush_err), "%.400s: path too long",
+				 s->flush_root);
+		if (rc < 0)
+			r->flush_dir[0] = '\0';
+		else
+			close(rc);
+	}
 
 	if (r->dirfd >= 0 && r->restart_count > 0) {
 		found = gk_find_committed_at(r->dirfd, r->newest, sizeof(r->newest));
@@ -178,6 +195,10 @@ int gk_inject(const struct gk_site *s, const struct gk_opts *o, const struct gk_
 		rc = set_env(env, GK_ENV_CHECKPOINT, "on", 1, err, errlen);
 	if (!rc)
 		rc = set_env(env, "GPUCKPT_DIR", r->dir, 1, err, errlen);
+	if (!rc && r->flush_dir[0])
+		rc = set_env(env, "GPUCKPT_FLUSH_DIR", r->flush_dir, 1, err, errlen);
+	else if (!rc)
+		rc = env->unset(env->ctx, "GPUCKPT_FLUSH_DIR");
 	if (!rc && r->restore)
 		rc = set_env(env, "GPUCKPT_RESTORE", "auto", 1, err, errlen);
 	else if (!rc)
@@ -236,6 +257,8 @@ int gk_uninject(const struct gk_site *s, const struct gk_env *env, char *err, si
 		rc = env->unset(env->ctx, "GPUCKPT_DIR");
 	if (!rc)
 		rc = env->unset(env->ctx, "GPUCKPT_RESTORE");
+	if (!rc)
+		rc = env->unset(env->ctx, "GPUCKPT_FLUSH_DIR");
 	if (!rc)
 		rc = set_env(env, GK_ENV_CHECKPOINT, "off", 1, err, errlen);
 	if (rc < 0 && !err[0])

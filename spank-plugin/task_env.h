@@ -40,6 +40,8 @@ struct gk_inject_result {
 	char dir[PATH_MAX];
 	int dir_rc; /* 0, or why the folder could not be made (the job runs on) */
 	char dir_err[GK_ERRLEN];
+	char flush_dir[PATH_MAX]; /* GPUCKPT_FLUSH_DIR, "" = none */
+	char flush_err[GK_ERRLEN]; /* why there is none although flush_root is set */
 	unsigned restart_count;
 	int restore;	 /* GPUCKPT_RESTORE=auto was set */
 	char newest[64]; /* the newest committed checkpoint seen, if any */

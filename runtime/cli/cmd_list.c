@@ -21,7 +21,7 @@ static const char list_help[] =
     "    gpuckpt list - list the checkpoints of a checkpoint root\n"
     "\n"
     "SYNOPSIS\n"
-    "    gpuckpt list [--json] ROOT\n"
+    "    gpuckpt list [--json] [--shared DIR] ROOT\n"
     "\n"
     "DESCRIPTION\n"
     "    ROOT is a checkpoint root (GPUCKPT_DIR of a job task): it holds\n"
@@ -49,12 +49,21 @@ static const char list_help[] =
     "    still be running, \"incomplete (writer gone)\" when gpuckpt prune would\n"
     "    remove it.\n"
     "\n"
+    "    With --shared (or GPUCKPT_FLUSH_DIR set in a job and ROOT its\n"
+    "    GPUCKPT_DIR), the checkpoints of the task's copy on shared storage are\n"
+    "    listed with them, and a column WHERE says where each one lives:\n"
+    "    \"local\" (only on the node: lost with the node), \"shared\", or \"both\".\n"
+    "\n"
     "OPTIONS\n"
     "    --json\n"
     "        Print one JSON object: {\"root\", \"checkpoints\": [{\"path\",\n"
     "        \"sequence\", \"complete\", \"status\", \"error\", \"created\",\n"
     "        \"created_unix\", \"label\", \"step\", \"bytes\", \"writer\", \"owner\",\n"
     "        \"held_by_root\"}, ...]}.\n"
+    "    --shared DIR\n"
+    "        The task's folder on shared storage (GPUCKPT_FLUSH_DIR: where the\n"
+    "        runtime flushes each checkpoint while the job runs). JSON rows get\n"
+    "        \"where\".\n"
     "    -h, --help\n"
     "        Show this text.\n"
     "\n"
@@ -65,12 +74,14 @@ static const char list_help[] =
     "\n"
     "EXAMPLES\n"
     "    gpuckpt list /bb/1234/task0\n"
+    "    gpuckpt list --shared \"$GPUCKPT_FLUSH_DIR\" \"$GPUCKPT_DIR\"\n"
     "    gpuckpt list --json /bb/1234/task0 | jq -r '.checkpoints[0].path'\n";
 
-enum { OPT_JSON = 1 };
+enum { OPT_JSON = 1, OPT_SHARED };
 
 static const struct cli_opt list_opts[] = {
     {"json", 0, 0, OPT_JSON},
+    {"shared", 0, 1, OPT_SHARED},
     {NULL, 0, 0, 0},
 };
 
@@ -84,6 +95,7 @@ struct row {
 	uint64_t bytes;
 	uid_t owner; /* whose checkpoint (m set) */
 	int held;    /* a copy root holds for owner */
+	const char *where; /* "local", "shared", "both"; NULL without --shared */
 };
 
 static void fill_row(struct row *r, const struct gk_store_entry *e)
@@ -159,13 +171,17 @@ static void print_empty(const char *root)
 	printf("%s: no checkpoints\n", cli_printable(root));
 }
 
-static void print_table(const char *root, const struct row *rows, size_t n)
+static void print_table(const char *root, const struct row *rows, size_t n, int shared)
 {
 	if (n == 0) {
 		print_empty(root);
 		return;
 	}
-	printf("%-8s %-21s %-24s %-10s %s\n", "SEQ", "CREATED", "LABEL", "SIZE", "STATUS");
+	if (shared)
+		printf("%-8s %-21s %-24s %-10s %-7s %s\n", "SEQ", "CREATED", "LABEL", "SIZE",
+		       "WHERE", "STATUS");
+	else
+		printf("%-8s %-21s %-24s %-10s %s\n", "SEQ", "CREATED", "LABEL", "SIZE", "STATUS");
 	for (size_t i = 0; i < n; i++) {
 		const struct row *r = &rows[i];
 		char seq[24], size[32];
@@ -174,8 +190,11 @@ static void print_table(const char *root, const struct row *rows, size_t n)
 		cli_human_size(r->bytes, size, sizeof(size));
 		/* Labels, host names and errors hold what the checkpoint's
 		 * writer chose: shown through cli_printable. */
-		printf("%-8s %-21s %-24s %-10s %s", seq, r->created[0] ? cli_printable(r->created) : "-",
-		       r->m && r->m->label[0] ? cli_printable(r->m->label) : "-", size, r->status);
+		printf("%-8s %-21s %-24s %-10s ", seq, r->created[0] ? cli_printable(r->created) : "-",
+		       r->m && r->m->label[0] ? cli_printable(r->m->label) : "-", size);
+		if (shared)
+			printf("%-7s ", r->where);
+		printf("%s", r->status);
 		if (!r->e->complete)
 			printf(" %s pid %d", cli_printable(r->e->writer_host), (int)r->e->writer_pid);
 		if (r->held) {
@@ -220,6 +239,8 @@ static void print_json(const char *root, const struct row *rows, size_t n)
 		json_object_object_add(o, "bytes", json_object_new_int64((int64_t)r->bytes));
 		json_object_object_add(o, "owner", r->m ? cli_user_json(r->owner) : NULL);
 		json_object_object_add(o, "held_by_root", json_object_new_boolean(r->held));
+		if (r->where)
+			json_object_object_add(o, "where", json_object_new_string(r->where));
 		if (!r->e->complete) {
 			json_object *w = json_object_new_object();
 
@@ -236,11 +257,70 @@ static void print_json(const char *root, const struct row *rows, size_t n)
 	cli_print_json(top);
 }
 
+/* Committed ones newest first, then the incomplete ones (gk_store_list's order). */
+static int row_cmp(const void *pa, const void *pb)
+{
+	const struct row *a = pa, *b = pb;
+
+	if (a->e->complete != b->e->complete)
+		return a->e->complete ? -1 : 1;
+	return a->e->sequence > b->e->sequence ? -1 : a->e->sequence < b->e->sequence;
+}
+
+/*
+ * The rows of ROOT and, with `shared`, of its shared copy: a committed
+ * checkpoint in both is one row ("both"), described from the node's copy.
+ */
+static int collect(const char *root, const char *shared, struct gk_store_entry **local,
+		   struct gk_store_entry **remote, struct row **rows, size_t *nrows)
+{
+	size_t nl = 0, nr = 0, k = 0;
+	char err[GK_ERRLEN];
+	int ret;
+
+	*local = *remote = NULL;
+	ret = gk_store_list(root, local, &nl, err, sizeof(err));
+	if (ret < 0) {
+		gk_error("list: %s", err);
+		return ret;
+	}
+	if (shared && gk_store_list(shared, remote, &nr, err, sizeof(err)) < 0) {
+		/* The node's list is still worth having: say what is wrong. */
+		gk_warn("list: %s; only the node's checkpoints are listed", err);
+		nr = 0;
+	}
+	*rows = calloc(nl + nr ? nl + nr : 1, sizeof(**rows));
+	if (!*rows) {
+		gk_error("list: out of memory");
+		return -ENOMEM;
+	}
+	for (size_t i = 0; i < nl; i++) {
+		fill_row(&(*rows)[k], &(*local)[i]);
+		(*rows)[k++].where = shared ? "local" : NULL;
+	}
+	for (size_t j = 0; j < nr; j++) {
+		const struct gk_store_entry *e = &(*remote)[j];
+		size_t i;
+
+		for (i = 0; i < nl; i++)
+			if (e->complete && (*local)[i].complete && (*local)[i].sequence == e->sequence)
+				break;
+		if (i < nl) {
+			(*rows)[i].where = "both";
+			continue;
+		}
+		fill_row(&(*rows)[k], e);
+		(*rows)[k++].where = "shared";
+	}
+	qsort(*rows, k, sizeof(**rows), row_cmp);
+	*nrows = k;
+	return 0;
+}
+
 static int list_run(int argc, char **argv)
 {
-	struct gk_store_entry *entries = NULL;
-	const char *arg, *root = NULL;
-	char err[GK_ERRLEN];
+	struct gk_store_entry *entries = NULL, *remote = NULL;
+	const char *arg, *root = NULL, *shared = NULL;
 	struct row *rows;
 	struct cli_args a;
 	size_t n = 0;
@@ -263,31 +343,32 @@ static int list_run(int argc, char **argv)
 		case OPT_JSON:
 			json = 1;
 			break;
+		case OPT_SHARED:
+			shared = arg;
+			break;
 		}
 	}
 	if (!root)
 		return cli_usage_error(&gk_cmd_list, "missing the checkpoint root ROOT");
-	ret = gk_store_list(root, &entries, &n, err, sizeof(err));
+	/* Inside a job: the task's own folder has its shared copy named. */
+	if (!shared && getenv("GPUCKPT_FLUSH_DIR") && getenv("GPUCKPT_DIR") &&
+	    *getenv("GPUCKPT_FLUSH_DIR") && !strcmp(getenv("GPUCKPT_DIR"), root))
+		shared = getenv("GPUCKPT_FLUSH_DIR");
+	ret = collect(root, shared, &entries, &remote, &rows, &n);
 	if (ret < 0) {
-		gk_error("list: %s", err);
-		return GK_EXIT_BAD;
-	}
-	rows = calloc(n ? n : 1, sizeof(*rows));
-	if (!rows) {
-		gk_error("list: out of memory");
 		free(entries);
+		free(remote);
 		return GK_EXIT_BAD;
 	}
-	for (size_t i = 0; i < n; i++)
-		fill_row(&rows[i], &entries[i]);
 	if (json)
 		print_json(root, rows, n);
 	else
-		print_table(root, rows, n);
+		print_table(root, rows, n, shared != NULL);
 	for (size_t i = 0; i < n; i++)
 		gk_manifest_free(rows[i].m);
 	free(rows);
 	free(entries);
+	free(remote);
 	return GK_EXIT_OK;
 }
 

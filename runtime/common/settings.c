@@ -277,6 +277,15 @@ int gk_settings_set(struct gk_settings *s, const char *key, const char *value, c
 		if (strlen(value) >= sizeof(s->shepherd))
 			goto bad;
 		strcpy(s->shepherd, value);
+	} else if (!strcmp(key, "flush_dir")) {
+		if (value[0] && value[0] != '/')
+			goto bad;
+		if (strlen(value) >= sizeof(s->flush_dir))
+			goto bad;
+		strcpy(s->flush_dir, value);
+	} else if (!strcmp(key, "flush_rate")) {
+		if (gk_parse_size(value, &s->flush_rate) < 0)
+			goto bad;
 	} else if (!strcmp(key, "no_transparent")) {
 		snprintf(s->no_transparent, sizeof(s->no_transparent), "%s", value);
 	} else if (!strcmp(key, "on_bad_checkpoint")) {
@@ -451,6 +460,8 @@ int gk_settings_load(struct gk_settings *s, char *err, size_t errlen)
 		{"GPUCKPT_ASSIST", "assist"},
 		{"GPUCKPT_SHEPHERD", "shepherd"},
 		{"GPUCKPT_NO_TRANSPARENT", "no_transparent"},
+		{"GPUCKPT_FLUSH_DIR", "flush_dir"},
+		{"GPUCKPT_FLUSH_RATE", "flush_rate"},
 	};
 	const char *path = getenv("GPUCKPT_CONFIG");
 	char sub[GK_ERRLEN_SETTINGS];

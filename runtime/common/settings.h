@@ -84,6 +84,8 @@ struct gk_settings {
 	int assist;
 	char shepherd[108];      /* abstract socket name, without the leading NUL */
 	char no_transparent[512];
+	char flush_dir[4096]; /* shared copy of dir, "" = no flush while running */
+	uint64_t flush_rate;  /* bytes per second the flush may write, 0 = no limit */
 };
 
 enum gk_snapshot_mode {

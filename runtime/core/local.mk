@@ -31,6 +31,7 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/changes.c %reldir%/changes.h %reldir%/segment_hash.h \
 	%reldir%/baseline.c %reldir%/baseline.h \
 	%reldir%/agent.c %reldir%/agent.h \
+	%reldir%/flush.c %reldir%/flush.h \
 	%reldir%/restore.c %reldir%/restore.h \
 	%reldir%/api.c %reldir%/api.h \
 	%reldir%/runtime.c %reldir%/runtime.h

@@ -6,6 +6,7 @@
 #include "arena.h"
 #include "baseline.h"
 #include "clock.h"
+#include "flush.h"
 #include "io.h"
 #include "log.h"
 #include "peer.h"
@@ -610,6 +611,8 @@ int gk_plan_commit(struct gk_plan *p, unsigned keep, struct gk_plan_result *res,
 	gk_baseline_set(p->m);
 	p->m = NULL;
 	p->base = NULL;
+	/* Committed: the flush thread may copy it off the node now. */
+	gk_flush_kick();
 	return 0;
 }
 

@@ -504,6 +504,11 @@ struct gk_store_entry {
 
 /* Committed checkpoints of ROOT, newest first, then incomplete ones
  * (*entries is malloc'ed; free() it). */
+/* The name a writer of checkpoint `sequence` in this process uses for its
+ * folder until it commits (".tmp.ckpt.N.HOST.PID"): what prune and list
+ * know as one in progress, and gk_store_publish_at accepts. */
+void gk_store_writer_name(uint64_t sequence, char *buf, size_t len);
+
 int gk_store_list(const char *root, struct gk_store_entry **entries, size_t *n, char *err,
 		  size_t errlen);
 int gk_store_list_at(int rootfd, const char *root, struct gk_store_entry **entries, size_t *n,

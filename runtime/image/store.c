@@ -1004,3 +1004,11 @@ int gk_store_commit(struct gk_store_txn *txn, struct gk_manifest *m, unsigned ke
 	txn_close(txn);
 	return 0;
 }
+
+void gk_store_writer_name(uint64_t sequence, char *buf, size_t len)
+{
+	char host[256];
+
+	local_host(host, sizeof(host));
+	snprintf(buf, len, TMP_PREFIX "%06" PRIu64 ".%s.%d", sequence, host, (int)getpid());
+}

@@ -272,9 +272,25 @@ static int shared_job_out(struct stage *st, const char *jobname)
 	return fd;
 }
 
-/* One task: its newest checkpoints (and their bases) to the shared task folder. 0 when all
- * of them are there now. */
-static int task_out(struct stage *st, int taskfd, int s_taskfd, const char *rel)
+/* Committed in taskfd: a folder of uid's holding its manifest. */
+static int committed_at(int taskfd, const char *name, uid_t uid)
+{
+	char manifest[96];
+	struct stat sb;
+	int fd = gk_open_dir_at(taskfd, name, uid, NULL);
+
+	if (fd < 0)
+		return 0;
+	close(fd);
+	snprintf(manifest, sizeof(manifest), "%s/%s", name, GK_MANIFEST_FILE);
+	return fstatat(taskfd, manifest, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode);
+}
+
+/* One task: its newest checkpoints (and their bases) to the shared task
+ * folder, but for those the runtime flushed already (f_taskfd, or -1): a
+ * stage-in takes those from the flush root. 0 when all of them are in one
+ * or the other now. */
+static int task_out(struct stage *st, int taskfd, int s_taskfd, int f_taskfd, const char *rel)
 {
 	char label[4300], dst[4300], names[STAGE_MAX_CKPTS][64], err[GK_ERRLEN], what[200];
 	size_t n = 0;
@@ -296,6 +312,10 @@ static int task_out(struct stage *st, int taskfd, int s_taskfd, const char *rel)
 		snprintf(what, sizeof(what), "%s/%s", rel, names[i]);
 		if (fstatat(s_taskfd, names[i], &sb, AT_SYMLINK_NOFOLLOW) == 0)
 			continue;
+		if (f_taskfd >= 0 && committed_at(f_taskfd, names[i], st->uid)) {
+			say("%s: flushed while the job ran; not copied again", what);
+			continue;
+		}
 		ckptfd = gk_open_dir_at(taskfd, names[i], st->uid, NULL);
 		if (ckptfd < 0) {
 			error_line(st, "%s: %s; not staged", src, why(ckptfd));
@@ -318,7 +338,7 @@ int stage_out(struct stage *st)
 {
 	char jobname[16], err[STAGE_ERRLEN], **steps = NULL;
 	size_t nsteps = 0;
-	int lockfd, jobfd, sjobfd = -1, all_safe = 1;
+	int lockfd, jobfd, sjobfd = -1, fjobfd = -1, all_safe = 1;
 
 	snprintf(jobname, sizeof(jobname), "%u", st->job);
 	lockfd = area_lock(st->bb_area, st->job, err, sizeof(err));
@@ -336,12 +356,14 @@ int stage_out(struct stage *st)
 	sjobfd = shared_job_out(st, jobname);
 	if (sjobfd < 0)
 		goto out;
+	if (st->flushfd >= 0)
+		fjobfd = gk_open_dir_at(st->flushfd, jobname, st->uid, NULL);
 	read_names(jobfd, &steps, &nsteps);
 	for (size_t i = 0; i < nsteps; i++) {
 		char **tasks = NULL;
 		size_t ntasks = 0;
 		uint32_t id;
-		int stepfd, s_stepfd;
+		int stepfd, s_stepfd, f_stepfd;
 
 		/* Only what gpuckpt makes is staged; the node's copy is kept
 		 * when anything else is there (it may be all there is of it). */
@@ -361,10 +383,11 @@ int stage_out(struct stage *st)
 				close(stepfd);
 			continue;
 		}
+		f_stepfd = fjobfd < 0 ? -1 : gk_open_dir_at(fjobfd, steps[i], st->uid, NULL);
 		read_names(stepfd, &tasks, &ntasks);
 		for (size_t k = 0; k < ntasks; k++) {
 			char rel[160];
-			int taskfd, s_taskfd;
+			int taskfd, s_taskfd, f_taskfd;
 
 			if (gk_task_parse(tasks[k], &id) < 0) {
 				warn_line("%s/%s/%s/%s: not a folder gpuckpt made; left on the burst "
@@ -381,8 +404,14 @@ int stage_out(struct stage *st)
 					   taskfd < 0 ? st->bb_root : st->shared_root, jobname, rel,
 					   why(taskfd < 0 ? taskfd : s_taskfd));
 				all_safe = 0;
-			} else if (task_out(st, taskfd, s_taskfd, rel) < 0) {
-				all_safe = 0;
+			} else {
+				f_taskfd = f_stepfd < 0 ? -1
+							: gk_open_dir_at(f_stepfd, tasks[k], st->uid,
+									 NULL);
+				if (task_out(st, taskfd, s_taskfd, f_taskfd, rel) < 0)
+					all_safe = 0;
+				if (f_taskfd >= 0)
+					close(f_taskfd);
 			}
 			if (taskfd >= 0)
 				close(taskfd);
@@ -392,6 +421,8 @@ int stage_out(struct stage *st)
 		free_names(tasks, ntasks);
 		close(stepfd);
 		close(s_stepfd);
+		if (f_stepfd >= 0)
+			close(f_stepfd);
 	}
 	free_names(steps, nsteps);
 	close(jobfd);
@@ -412,6 +443,8 @@ out:
 		close(jobfd);
 	if (sjobfd >= 0)
 		close(sjobfd);
+	if (fjobfd >= 0)
+		close(fjobfd);
 	close(lockfd);
 	return st->failed ? -1 : 0;
 }
@@ -447,37 +480,34 @@ static int shared_job_in(struct stage *st, int sjobfd, const char *jobname)
 	return 0;
 }
 
-static int task_in(struct stage *st, int s_taskfd, uint32_t step_id, uint32_t task_id,
-		   const char *rel)
+static int has_name(char names[][64], size_t n, const char *name)
 {
-	struct gk_task_ids ids = {st->job, step_id, task_id, st->uid, st->gid};
-	char label[4300], names[STAGE_MAX_CKPTS][64], err[GK_ERRLEN];
-	size_t n = 0;
-	int taskfd, ret;
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(names[i], name))
+			return 1;
+	return 0;
+}
 
-	snprintf(label, sizeof(label), "%s/%u/%s", st->shared_root, st->job, rel);
-	ret = wanted(st, s_taskfd, label, names, &n);
-	if (ret < 0 || n == 0)
-		return ret;
-	/* The job, step and task folders the plugin would make, the user's. */
-	taskfd = gk_task_dir_open(st->bbfd, st->bb_root, &ids, err, sizeof(err));
-	if (taskfd < 0) {
-		error_line(st, "%s; not staged in", err);
-		return taskfd;
-	}
+/* Copy names[0..n) (oldest first) from fromfd into the task folder, but for
+ * those already there and those in skip[0..nskip). */
+static void stage_list(struct stage *st, int taskfd, int fromfd, const char *label,
+		       char names[][64], size_t n, char skip[][64], size_t nskip, const char *rel)
+{
 	for (size_t i = 0; i < n; i++) {
 		char src[4400], dst[4400], what[200];
 		struct stat sb;
 		int ckptfd;
 
+		if (has_name(skip, nskip, names[i]))
+			continue;
 		snprintf(src, sizeof(src), "%s/%s", label, names[i]);
 		snprintf(dst, sizeof(dst), "%s/%u/%s/%s", st->bb_root, st->job, rel, names[i]);
 		snprintf(what, sizeof(what), "%s/%s", rel, names[i]);
 		if (fstatat(taskfd, names[i], &sb, AT_SYMLINK_NOFOLLOW) == 0)
 			continue;
-		/* In the shared root a checkpoint is its user's, as on the node
-		 * it came from: another owner's is not this job's. */
-		ckptfd = gk_open_dir_at(s_taskfd, names[i], st->uid, NULL);
+		/* In either root a checkpoint is its user's, as on the node it
+		 * came from: another owner's is not this job's. */
+		ckptfd = gk_open_dir_at(fromfd, names[i], st->uid, NULL);
 		if (ckptfd < 0) {
 			error_line(st, "%s: %s; not staged in", src, why(ckptfd));
 			continue;
@@ -485,15 +515,140 @@ static int task_in(struct stage *st, int s_taskfd, uint32_t step_id, uint32_t ta
 		move_one(st, ckptfd, src, st->bb_area, taskfd, names[i], dst, what);
 		close(ckptfd);
 	}
+}
+
+/*
+ * One task: what staging takes (wanted(): the newest `keep` and their bases)
+ * from the shared root (s_taskfd, root's folders), and the same from the
+ * flush root (f_taskfd, the user's: what the runtime flushed while the job
+ * ran), each checkpoint from the shared root where it is in both. Either
+ * descriptor may be -1. Both are read the same way: the checkpoint folder
+ * and every file in it must be the job's user's and plain (copy_ckpt); the
+ * runtime judges the content and restores the newest that passes.
+ */
+static int task_in(struct stage *st, int s_taskfd, int f_taskfd, uint32_t step_id,
+		   uint32_t task_id, const char *rel)
+{
+	struct gk_task_ids ids = {st->job, step_id, task_id, st->uid, st->gid};
+	static char s_names[STAGE_MAX_CKPTS][64], f_names[STAGE_MAX_CKPTS][64];
+	char s_label[4300], f_label[4300], err[GK_ERRLEN];
+	size_t ns = 0, nf = 0;
+	int taskfd;
+
+	snprintf(s_label, sizeof(s_label), "%s/%u/%s", st->shared_root, st->job, rel);
+	snprintf(f_label, sizeof(f_label), "%s/%u/%s", st->flush_root ? st->flush_root : "", st->job,
+		 rel);
+	if (s_taskfd >= 0 && wanted(st, s_taskfd, s_label, s_names, &ns) < 0)
+		ns = 0;
+	if (f_taskfd >= 0 && wanted(st, f_taskfd, f_label, f_names, &nf) < 0)
+		nf = 0;
+	if (ns + nf == 0)
+		return 0;
+	/* The job, step and task folders the plugin would make, the user's. */
+	taskfd = gk_task_dir_open(st->bbfd, st->bb_root, &ids, err, sizeof(err));
+	if (taskfd < 0) {
+		error_line(st, "%s; not staged in", err);
+		return taskfd;
+	}
+	if (ns)
+		stage_list(st, taskfd, s_taskfd, s_label, s_names, ns, NULL, 0, rel);
+	if (nf)
+		stage_list(st, taskfd, f_taskfd, f_label, f_names, nf, s_names, ns, rel);
 	close(taskfd);
 	return 0;
 }
 
+/*
+ * FLUSH/JOB, the user's, when it may be read: it is this job's only when
+ * Slurm says this run is a restart (a first run's prolog finds there only an
+ * earlier job's with the same id, and removes it), and only squeue can say
+ * so. -1 when there is none to read.
+ */
+static int flush_job_in(struct stage *st, const char *jobname)
+{
+	struct job_ident now;
+	char err[STAGE_ERRLEN];
+	int fd;
+
+	if (st->flushfd < 0)
+		return -1;
+	fd = gk_open_dir_at(st->flushfd, jobname, st->uid, NULL);
+	if (fd == -ENOENT)
+		return -1;
+	if (job_ident(st, &now, err, sizeof(err)) < 0 || !now.known) {
+		warn_line("%s; %s/%s not used", err, st->flush_root, jobname);
+		goto out_close;
+	}
+	if (fd == -EPERM || now.restarts == 0 || now.uid != st->uid) {
+		if (area_discard(st, st->flush_area, st->flushfd, jobname) == 0)
+			say("removed %s/%s: it held an earlier job's checkpoints (this job's "
+			    "first run)",
+			    st->flush_root, jobname);
+		goto out_close;
+	}
+	if (fd < 0)
+		error_line(st, "%s/%s: %s; not staged in", st->flush_root, jobname, why(fd));
+	return fd;
+out_close:
+	if (fd >= 0)
+		close(fd);
+	return -1;
+}
+
+/* Every task folder below jobfd (owned by uid, 0 for root's) with its
+ * counterpart below otherfd (other_uid), staged in by task_in. */
+static void in_from(struct stage *st, int jobfd, uid_t uid, int otherfd, uid_t other_uid,
+		    int jobfd_is_shared)
+{
+	char **steps = NULL;
+	size_t nsteps = 0;
+
+	read_names(jobfd, &steps, &nsteps);
+	for (size_t i = 0; i < nsteps; i++) {
+		char **tasks = NULL;
+		size_t ntasks = 0;
+		uint32_t step_id, task_id;
+		int stepfd, o_stepfd;
+
+		if (gk_step_parse(steps[i], &step_id) < 0)
+			continue; /* the record, and nothing else gpuckpt writes */
+		stepfd = gk_open_dir_at(jobfd, steps[i], uid, NULL);
+		if (stepfd < 0)
+			continue;
+		o_stepfd = otherfd < 0 ? -1 : gk_open_dir_at(otherfd, steps[i], other_uid, NULL);
+		read_names(stepfd, &tasks, &ntasks);
+		for (size_t k = 0; k < ntasks; k++) {
+			char rel[160];
+			int taskfd, o_taskfd;
+
+			if (gk_task_parse(tasks[k], &task_id) < 0)
+				continue;
+			taskfd = gk_open_dir_at(stepfd, tasks[k], uid, NULL);
+			if (taskfd < 0)
+				continue;
+			o_taskfd = o_stepfd < 0 ? -1
+						: gk_open_dir_at(o_stepfd, tasks[k], other_uid, NULL);
+			snprintf(rel, sizeof(rel), "%s/%s", steps[i], tasks[k]);
+			if (jobfd_is_shared)
+				task_in(st, taskfd, o_taskfd, step_id, task_id, rel);
+			else
+				task_in(st, o_taskfd, taskfd, step_id, task_id, rel);
+			close(taskfd);
+			if (o_taskfd >= 0)
+				close(o_taskfd);
+		}
+		free_names(tasks, ntasks);
+		close(stepfd);
+		if (o_stepfd >= 0)
+			close(o_stepfd);
+	}
+	free_names(steps, nsteps);
+}
+
 int stage_in(struct stage *st)
 {
-	char jobname[16], err[STAGE_ERRLEN], **steps = NULL;
-	size_t nsteps = 0;
-	int lockfd, sjobfd;
+	char jobname[16], err[STAGE_ERRLEN];
+	int lockfd, sjobfd, fjobfd;
 
 	snprintf(jobname, sizeof(jobname), "%u", st->job);
 	lockfd = area_lock(st->bb_area, st->job, err, sizeof(err));
@@ -502,45 +657,25 @@ int stage_in(struct stage *st)
 		return lockfd;
 	}
 	sjobfd = gk_open_dir_at(st->sharedfd, jobname, 0, NULL);
-	if (sjobfd < 0) {
-		if (sjobfd != -ENOENT)
-			error_line(st, "%s/%s: %s", st->shared_root, jobname, why(sjobfd));
-		goto out;
+	if (sjobfd < 0 && sjobfd != -ENOENT)
+		error_line(st, "%s/%s: %s", st->shared_root, jobname, why(sjobfd));
+	if (sjobfd >= 0 && !shared_job_in(st, sjobfd, jobname)) {
+		close(sjobfd);
+		sjobfd = -1;
 	}
-	if (!shared_job_in(st, sjobfd, jobname))
-		goto out;
-	read_names(sjobfd, &steps, &nsteps);
-	for (size_t i = 0; i < nsteps; i++) {
-		char **tasks = NULL;
-		size_t ntasks = 0;
-		uint32_t step_id, task_id;
-		int s_stepfd;
-
-		if (gk_step_parse(steps[i], &step_id) < 0)
-			continue; /* the record, and nothing else gpuckpt writes */
-		s_stepfd = gk_open_dir_at(sjobfd, steps[i], 0, NULL);
-		if (s_stepfd < 0)
-			continue;
-		read_names(s_stepfd, &tasks, &ntasks);
-		for (size_t k = 0; k < ntasks; k++) {
-			char rel[160];
-			int s_taskfd;
-
-			if (gk_task_parse(tasks[k], &task_id) < 0)
-				continue;
-			s_taskfd = gk_open_dir_at(s_stepfd, tasks[k], 0, NULL);
-			if (s_taskfd < 0)
-				continue;
-			snprintf(rel, sizeof(rel), "%s/%s", steps[i], tasks[k]);
-			task_in(st, s_taskfd, step_id, task_id, rel);
-			close(s_taskfd);
-		}
-		free_names(tasks, ntasks);
-		close(s_stepfd);
-	}
-	free_names(steps, nsteps);
-	close(sjobfd);
-out:
+	/* After a node failure the epilog never ran: what the runtime flushed
+	 * may be all there is. */
+	fjobfd = flush_job_in(st, jobname);
+	if (sjobfd >= 0)
+		in_from(st, sjobfd, 0, fjobfd, st->uid, 1);
+	/* Tasks only the flush root has (a task done twice finds its
+	 * checkpoints already there and copies nothing). */
+	if (fjobfd >= 0)
+		in_from(st, fjobfd, st->uid, sjobfd, 0, 0);
+	if (sjobfd >= 0)
+		close(sjobfd);
+	if (fjobfd >= 0)
+		close(fjobfd);
 	close(lockfd);
 	return st->failed ? -1 : 0;
 }

@@ -32,8 +32,9 @@ static const char usage[] =
     "\n"
     "SYNOPSIS\n"
     "    gpuckpt-stage in|out --job ID --uid UID --gid GID --bb-root DIR\n"
-    "                  --shared-root DIR [--keep N] [--squeue PATH]\n"
-    "    gpuckpt-stage sweep --bb-root DIR --shared-root DIR [--squeue PATH]\n"
+    "                  --shared-root DIR [--flush-root DIR] [--keep N] [--squeue PATH]\n"
+    "    gpuckpt-stage sweep --bb-root DIR --shared-root DIR [--flush-root DIR]\n"
+    "                  [--squeue PATH]\n"
     "\n"
     "DESCRIPTION\n"
     "    Run as root by the gpuckpt SPANK plugin: 'in' from the job's prolog\n"
@@ -49,6 +50,10 @@ static const char usage[] =
     "    is refused, naming it.\n"
     "\n"
     "OPTIONS\n"
+    "    --flush-root DIR  where the runtime copies checkpoints while the job runs\n"
+    "                      (the plugin's flush_root): 'in' takes the newest of\n"
+    "                      either root, 'out' copies only what is in neither,\n"
+    "                      'sweep' removes the folders of jobs that are over\n"
     "    --keep N          checkpoints kept per task (default 2)\n"
     "    --squeue PATH     squeue to ask (default " GK_SQUEUE ")\n"
     "    --test-hook POINT:DIR\n"
@@ -145,7 +150,7 @@ int main(int argc, char **argv)
 	uint32_t v;
 
 	st.keep = 2;
-	st.bbfd = st.sharedfd = st.bb_area = st.shared_area = -1;
+	st.bbfd = st.sharedfd = st.bb_area = st.shared_area = st.flushfd = st.flush_area = -1;
 	snprintf(st.squeue, sizeof(st.squeue), "%s", GK_SQUEUE);
 	if (argc < 2 || !strcmp(argv[1], "--help") || !strcmp(argv[1], "-h")) {
 		fputs(usage, argc < 2 ? stderr : stdout);
@@ -186,6 +191,8 @@ int main(int argc, char **argv)
 			st.bb_root = val;
 		} else if (!strcmp(opt, "--shared-root")) {
 			st.shared_root = val;
+		} else if (!strcmp(opt, "--flush-root")) {
+			st.flush_root = val;
 		} else if (!strcmp(opt, "--squeue")) {
 			if (val[0] != '/' || strlen(val) >= sizeof(st.squeue))
 				BAD("--squeue '%s' is not an absolute path", show(val));
@@ -251,6 +258,21 @@ int main(int argc, char **argv)
 	}
 	area_clean(st.bb_area, st.host);
 	area_clean(st.shared_area, st.host);
+	/* The flush root is optional: without it (or when it is not root's
+	 * alone) staging goes on with the shared root only. */
+	if (st.flush_root) {
+		st.flushfd = gk_open_trusted_dir(st.flush_root, "--flush-root", err, sizeof(err));
+		if (st.flushfd >= 0)
+			st.flush_area = area_open(st.flushfd, st.flush_root, err, sizeof(err));
+		if (st.flushfd < 0 || st.flush_area < 0) {
+			warn_line("%s; checkpoints flushed while the job ran are not used", err);
+			if (st.flushfd >= 0)
+				close(st.flushfd);
+			st.flushfd = -1;
+		} else {
+			area_clean(st.flush_area, st.host);
+		}
+	}
 
 	if (!strcmp(st.verb, "in")) {
 		ret = stage_in(&st);

@@ -55,6 +55,11 @@ struct stage {
 	const char *bb_root, *shared_root; /* as given, for messages */
 	int bbfd, sharedfd;		   /* opened checked (gk_open_trusted_dir) */
 	int bb_area, shared_area;	   /* ROOT/STAGE_AREA, root's 0700 */
+	/* Where the runtime flushes while the job runs (--flush-root; -1 and
+	 * NULL without): job folders of the user's, read as untrusted user
+	 * data, as a user's own burst-buffer folder is. */
+	const char *flush_root;
+	int flushfd, flush_area;
 	char squeue[PATH_MAX];
 	char host[65];
 	int failed; /* an "error:" line was printed: exit status 1 */

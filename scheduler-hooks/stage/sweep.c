@@ -113,7 +113,10 @@ static void sweep_root(struct stage *st, int rootfd, const char *root, const cha
 		if (fstatat(rootfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode) &&
 		    removable(again, ids[i], asked < asked_again ? asked : asked_again, sb.st_mtime,
 			      why, sizeof(why))) {
-			ret = area_discard(st, rootfd == st->bbfd ? st->bb_area : st->shared_area,
+			ret = area_discard(st,
+					   rootfd == st->bbfd	   ? st->bb_area
+					   : rootfd == st->flushfd ? st->flush_area
+								   : st->shared_area,
 					   rootfd, name);
 			if (ret == 0)
 				say("sweep: job %u is over (%s): removed %s/%s", ids[i], why, root,
@@ -139,6 +142,8 @@ int sweep(struct stage *st)
 	}
 	sweep_root(st, st->sharedfd, st->shared_root, states, asked);
 	sweep_root(st, st->bbfd, st->bb_root, states, asked);
+	if (st->flushfd >= 0)
+		sweep_root(st, st->flushfd, st->flush_root, states, asked);
 	free(states);
 	return 0;
 }

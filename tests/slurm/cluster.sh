@@ -4,6 +4,8 @@
 #   tests/slurm/cluster.sh start [--real-gpu] [--nodes N]
 #   tests/slurm/cluster.sh stop
 #   tests/slurm/cluster.sh status
+#   tests/slurm/cluster.sh crash NODE
+#   tests/slurm/cluster.sh revive NODE
 #
 # start: munged (only if none answers), slurmctld and N (default 2) slurmd "nodes".
 # Each daemon lives in its own network namespace with its own hostname; the
@@ -20,6 +22,12 @@
 #
 # --real-gpu (the GPU machine): one node, File=/dev/nvidia0 (GK_GPU_DEVICE), no network
 # namespaces; the node still gets its own mount namespace for the burst buffer.
+#
+# crash: the node "dies": SIGKILL to its slurmd and every process of its jobs
+# at once (everything in its mount namespace), and its burst buffer wiped, as
+# after a power loss. Slurm is not told: the test marks the node down, as
+# slurmctld itself would once the node stopped answering. revive: its slurmd
+# started again (a rebooted node, empty burst buffer).
 #
 # Client commands (sbatch, srun, scontrol, ...) must run in the controller's
 # namespace: start writes wrappers into $GK_CLUSTER_DIR/bin and an env.sh to
@@ -363,19 +371,50 @@ start_daemons() {
 		>>"$C/log/slurmctld.out" 2>&1 &
 	echo $! >"$C/run/slurmctld.started"
 	wait_pidfile "$C/run/slurmctld.pid" || die "slurmctld did not start: $(tail -n 5 "$C/log/slurmctld.out" 2>/dev/null)"
-	for n in $(nodes_list); do
-		mkdir -p "$C/spool/$n"
-		$(enter_cmd "$n") unshare --mount --propagation slave $uts sh -c \
-			"${uts:+hostname $n &&} $(daemon_setup "$n") exec slurmd -D -N $n -f '$SLURM_CONF'" \
-			>>"$C/log/slurmd.$n.out" 2>&1 &
-		echo $! >"$C/run/slurmd.$n.started"
-	done
-	for n in $(nodes_list); do
-		wait_pidfile "$C/run/slurmd.$n.pid" || die "slurmd $n did not start: $(tail -n 5 "$C/log/slurmd.$n.out" 2>/dev/null)"
-		readlink "/proc/$(cat "$C/run/slurmd.$n.started")/ns/mnt" >"$C/run/$n.mntns"
-		[ "$(cat "$C/run/$n.mntns")" != "$(readlink /proc/self/ns/mnt)" ] ||
-			die "slurmd $n shares this shell's mount namespace"
-	done
+	for n in $(nodes_list); do start_slurmd "$n" "$uts"; done
+	for n in $(nodes_list); do wait_slurmd "$n"; done
+}
+
+# start_slurmd NODE UTS-OPTION: the node's slurmd in its own mount namespace.
+start_slurmd() {
+	local n=$1 uts=$2
+	mkdir -p "$C/spool/$n"
+	$(enter_cmd "$n") unshare --mount --propagation slave $uts sh -c \
+		"${uts:+hostname $n &&} $(daemon_setup "$n") exec slurmd -D -N $n -f '$SLURM_CONF'" \
+		>>"$C/log/slurmd.$n.out" 2>&1 &
+	echo $! >"$C/run/slurmd.$n.started"
+}
+
+wait_slurmd() {
+	local n=$1
+	wait_pidfile "$C/run/slurmd.$n.pid" || die "slurmd $n did not start: $(tail -n 5 "$C/log/slurmd.$n.out" 2>/dev/null)"
+	readlink "/proc/$(cat "$C/run/slurmd.$n.started")/ns/mnt" >"$C/run/$n.mntns"
+	[ "$(cat "$C/run/$n.mntns")" != "$(readlink /proc/self/ns/mnt)" ] ||
+		die "slurmd $n shares this shell's mount namespace"
+}
+
+cmd_crash() {
+	local n=${1:-}
+	need_root
+	[ "$(cat "$C/mode" 2>/dev/null)" = ns ] || die "crash: needs a cluster started without --real-gpu"
+	nodes_list | grep -qx "$n" || die "crash: no node '$n' (nodes: $(nodes_list | paste -sd' ' -))"
+	[ -f "$C/run/$n.mntns" ] || die "crash: $n is not running"
+	# Every process of the node at once: slurmd, slurmstepd, the tasks.
+	kill_mntns "$(cat "$C/run/$n.mntns")"
+	rm -f "$C/run/$n.mntns" "$C/run/slurmd.$n.started" "$C/run/slurmd.$n.pid"
+	find "$C/nodes/$n/bb" -mindepth 1 -delete
+	say "crashed $n: its processes killed, its burst buffer wiped"
+}
+
+cmd_revive() {
+	local n=${1:-}
+	need_root
+	nodes_list | grep -qx "$n" || die "revive: no node '$n'"
+	[ ! -f "$C/run/$n.mntns" ] || die "revive: $n is running"
+	export SLURM_CONF=$C/etc/slurm.conf
+	start_slurmd "$n" --uts
+	wait_slurmd "$n"
+	say "revived $n"
 }
 
 wait_idle() {
@@ -516,5 +555,7 @@ case ${1:-} in
 start) shift; cmd_start "$@" ;;
 stop) cmd_stop ;;
 status) cmd_status ;;
-*) echo "usage: $0 start [--real-gpu] [--nodes N] | stop | status" >&2; exit 2 ;;
+crash) cmd_crash "${2:-}" ;;
+revive) cmd_revive "${2:-}" ;;
+*) echo "usage: $0 start [--real-gpu] [--nodes N] | stop | status | crash NODE | revive NODE" >&2; exit 2 ;;
 esac

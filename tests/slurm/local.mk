@@ -48,7 +48,8 @@ SLURM_E2E = \
 	%reldir%/e2e-shepherd.sh \
 	%reldir%/e2e-checkpoint.sh \
 	%reldir%/e2e-records.sh \
-	%reldir%/e2e-cleanup.sh
+	%reldir%/e2e-cleanup.sh \
+	%reldir%/e2e-flush.sh
 
 # On the GPU machine only (GK_CRIU=... make check TESTS=slurm/e2e-transparent.sh):
 # it skips, with the reason, where there is no GPU or no CRIU 4.

@@ -9,7 +9,7 @@ STAGE=${GK_STAGE:-$top_builddir/scheduler-hooks/gpuckpt-stage}
 SEAL_TOOL=$top_builddir/tests/security/seal-tool
 U=4242 # a uid that owns nothing on this machine
 
-PLAN=39
+PLAN=50
 tap_plan $PLAN
 if [ "$(id -u)" -ne 0 ]; then
 	for i in $(seq $PLAN); do tap_skip "needs root (gpuckpt-stage runs as root)"; done
@@ -193,4 +193,64 @@ check "sweep: says what it removed" grep -q "sweep: job 51 is over (COMPLETED): 
 mkdir -p "$SH/60" && touch -d '2 hours ago' "$SH/60"
 "$STAGE" sweep --bb-root "$BB" --shared-root "$SH" --squeue "$GK_SCRATCH/squeue-down" >/dev/null
 check "sweep: nothing removed when the controller cannot be asked" [ -d "$SH/60" ]
+# The flush root (flush_root=): what the runtime copied there while the job
+# ran is the user's data, used on a restart only (squeue says so).
+FL=$GK_SCRATCH/flush
+mkdir -p "$FL" && chmod 0755 "$FL"
+fake_squeue() { # RESTARTS: an squeue that knows job 70 as uid U's
+	printf '#!/bin/sh\ncase "$*" in *RestartCnt*) echo %s ;; *"%%U %%V"*) echo "%s 2026-11-24T00:00:00" ;; *) echo "70 RUNNING" ;; esac\n' "$1" "$U" >"$GK_SCRATCH/squeue-70"
+	chmod 0755 "$GK_SCRATCH/squeue-70"
+}
+fstage() {
+	"$STAGE" "$1" --job "$2" --uid $U --gid $U --bb-root "$BB" --shared-root "$SH" --flush-root "$FL" \
+		--keep 2 --squeue "$GK_SCRATCH/squeue-70"
+}
+fake_squeue 1
+mkckpt "$FL/70/step.0/task.0" ckpt.000003
+mkckpt "$FL/70/step.0/task.0" ckpt.000004
+chown -R $U:$U "$FL/70" # the plugin makes every level the user's
+mkdir -p "$SH/70/step.0/task.0" && mkckpt "$GK_SCRATCH/tmp70" ckpt.000002 &&
+	mv "$GK_SCRATCH/tmp70/ckpt.000002" "$SH/70/step.0/task.0/" && chown -R 0:0 "$SH/70" &&
+	chown -R $U:$U "$SH/70/step.0/task.0/ckpt.000002"
+out=$(fstage in 70)
+check "flush root: a restart stages in the newest of either root (ckpt 4 and 3 flushed, newer than the shared 2)" \
+	[ -f "$BB/70/step.0/task.0/ckpt.000004/data" -a -f "$BB/70/step.0/task.0/ckpt.000003/data" ]
+check "flush root: the line names where it came from" grep -q "staged in step.0/task.0/ckpt.000004: .* from $FL/70/step.0/task.0/ckpt.000004" <<<"$out"
+check "flush root: the copies are the user's, 0700" [ "$(stat -c '%u %a' "$BB/70/step.0/task.0/ckpt.000004")" = "$U 700" ]
+rm -rf "$BB/70"
+mkckpt "$GK_SCRATCH/tmp70" ckpt.000004 && mv "$GK_SCRATCH/tmp70/ckpt.000004" "$SH/70/step.0/task.0/"
+out=$(fstage in 70)
+check "flush root: one in both roots comes from the shared root" grep -q "staged in step.0/task.0/ckpt.000004: .* from $SH/70/step.0/task.0/ckpt.000004" <<<"$out"
+# Stage out copies only what was not flushed.
+rm -rf "$BB/70" "$SH/70"
+mkckpt "$BB/70/step.0/task.0" ckpt.000005
+mkckpt "$BB/70/step.0/task.0" ckpt.000006
+chown -R $U:$U "$BB/70"
+rm -rf "$FL/70/step.0/task.0"/ckpt.*
+mkckpt "$FL/70/step.0/task.0" ckpt.000006
+chown -R $U:$U "$FL/70" "$BB/70"
+out=$(fstage out 70)
+check "stage out: the flushed checkpoint is not copied again" \
+	[ ! -e "$SH/70/step.0/task.0/ckpt.000006" -a -f "$SH/70/step.0/task.0/ckpt.000005/data" ]
+check "stage out: says so" grep -q "step.0/task.0/ckpt.000006: flushed while the job ran; not copied again" <<<"$out"
+check "stage out: both safe, the node's copy removed" [ ! -e "$BB/70" ]
+# A first run (restart count 0): the folder is an earlier job's, and goes.
+fake_squeue 0
+out=$(fstage in 70)
+check "flush root: a first run removes an earlier job's folder, stages nothing from it" \
+	[ ! -e "$FL/70" -a -z "$(ls "$BB/70/step.0/task.0" 2>/dev/null | grep -v ckpt.000005)" ]
+# Another user's folder is never taken.
+fake_squeue 1
+mkckpt "$FL/71/step.0/task.0" ckpt.000001 && chown -R 4343:4343 "$FL/71"
+out=$("$STAGE" in --job 71 --uid $U --gid $U --bb-root "$BB" --shared-root "$SH" --flush-root "$FL" --keep 2 --squeue "$GK_SCRATCH/squeue-70")
+check "flush root: another user's folder is not staged in" [ ! -e "$BB/71/step.0/task.0/ckpt.000001" ]
+# An untrusted flush root is not used, and staging goes on.
+chmod 0777 "$FL"
+out=$(fstage in 70)
+check "flush root writable by others: refused with a warning naming it" grep -q -- "--flush-root=$FL.*writable by group or others" <<<"$out"
+chmod 0755 "$FL"
+# The sweep removes the flush folders of jobs that are over.
+mkdir -p "$FL/51/step.0"
+"$STAGE" sweep --bb-root "$BB" --shared-root "$SH" --flush-root "$FL" --squeue "$GK_SCRATCH/squeue" >"$GK_SCRATCH/out"
+check "sweep: a finished job's flush folder removed" [ ! -e "$FL/51" ]
 tap_done

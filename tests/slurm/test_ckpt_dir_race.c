@@ -56,7 +56,7 @@ int main(void)
 				/* All start when the pipe closes. */
 				if (read(go[0], &c, 1) < 0)
 					_exit(2);
-				if (gk_task_dir_make(root, &ids, err, sizeof(err)) < 0) {
+				if (gk_task_dir_make(root, "bb_root", &ids, err, sizeof(err)) < 0) {
 					printf("# task %d: %s\n", t, err);
 					_exit(1);
 				}

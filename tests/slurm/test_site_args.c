@@ -25,7 +25,7 @@ int main(void)
 	struct gk_site s;
 	char err[GK_ERRLEN];
 
-	plan(30);
+	plan(34);
 
 	is_int(parse(&s, err, 0), 0, "no arguments: defaults");
 	is_int(s.default_on, 0, "default is off");
@@ -50,6 +50,11 @@ int main(void)
 	       0, "runtime, log_level, stage=none");
 	is_str(s.stage, "", "stage=none turns staging off");
 	is_str(s.log_level, "debug", "log_level");
+
+	is_str(s.flush_root, "", "no flush root by default");
+	is_int(parse(&s, err, 1, "flush_root=/shared/flush"), 0, "flush_root");
+	is_str(s.flush_root, "/shared/flush", "flush_root set");
+	is_int(parse(&s, err, 1, "flush_root=shared/flush"), -EINVAL, "relative flush_root refused");
 
 	is_int(parse(&s, err, 2, "keep=5", "colour=blue"), -EINVAL, "unknown key refused");
 	ok(strstr(err, "unknown argument 'colour'") != NULL, "error names the key: %s", err);

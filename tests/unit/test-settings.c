@@ -92,6 +92,9 @@ static const struct {
     {"increments", "-1"},
     {"increments", "1001"},
     {"increments", "many"},
+    {"flush_dir", "relative/flush"},
+    {"flush_rate", "fast"},
+    {"flush_rate", "-1M"},
 };
 
 static void check_bad_values(void)
@@ -165,7 +168,7 @@ int main(void)
 	uint64_t size;
 	int fd, ret;
 
-	plan(37 + (int)(sizeof(bad_values) / sizeof(bad_values[0])));
+	plan(38 + (int)(sizeof(bad_values) / sizeof(bad_values[0])));
 	clear_env();
 	fd = mkstemp(conf);
 	if (fd < 0) {
@@ -304,6 +307,14 @@ int main(void)
 	ok(gk_settings_set(&s, "va_size", "2T", err, sizeof(err)) == 0 && s.va_size == (2ull << 40),
 	   "va_size accepts a size with a suffix");
 
+	gk_settings_defaults(&s);
+	ok(!s.flush_dir[0] && s.flush_rate == 0 &&
+	       gk_settings_set(&s, "flush_dir", "/shared/flush/7/step.0/task.0", err, sizeof(err)) ==
+		   0 &&
+	       !strcmp(s.flush_dir, "/shared/flush/7/step.0/task.0") &&
+	       gk_settings_set(&s, "flush_rate", "200M", err, sizeof(err)) == 0 &&
+	       s.flush_rate == (200ull << 20),
+	   "flush: none by default; a folder and a rate with a suffix");
 	gk_settings_defaults(&s);
 	ok(s.copy_piece == (256u << 10) &&
 	       gk_settings_set(&s, "copy_piece", "0", err, sizeof(err)) == 0 && s.copy_piece == 0 &&
