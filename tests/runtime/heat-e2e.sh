@@ -9,7 +9,7 @@
 HEAT=$top_builddir/examples/heat/heat-drv
 MODULE=$top_builddir/examples/heat/.libs/heat_kernels_host.so
 SLOWIO=$top_builddir/tests/runtime/.libs/slowio.so
-PLAN=38
+PLAN=42
 tap_plan $PLAN
 gk_scratch
 
