@@ -7,9 +7,12 @@
  *	    at submission; their values exported as GPUCKPT_* variables so that
  *	    what runs inside the job (srun steps, salloc's shell) inherits them.
  *	slurmstepd (remote context), once per task, as root before the task
- *	    starts: the runtime and its settings put into the task (task_env);
- *	    in transparent mode the task is started under, or restored by,
- *	    gpuckpt-shepherd (transparent).
+ *	    starts: the runtime and its settings put into the task (task_env),
+ *	    and what containers need to pass them on (container_env); in
+ *	    transparent mode the task is started under, or restored by,
+ *	    gpuckpt-shepherd (transparent). Then, as the user, just before the
+ *	    program starts: in a container that pyxis entered, whether its
+ *	    userland can load the runtime (container_check).
  *	slurmd prolog and epilog (job-script context), as root: the staging
  *	    script moves checkpoints between the node's burst buffer and the
  *	    shared root (scheduler-hooks/gpuckpt-stage).
@@ -22,10 +25,13 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <slurm/spank.h>
 
 #include "ckpt_dir.h"
+#include "container_check.h"
+#include "container_env.h"
 #include "job_options.h"
 #include "site_args.h"
 #include "stage_run.h"
@@ -208,12 +214,71 @@ static void tell(enum tell_kind kind, const char *fmt, ...)
 	}
 }
 
+/* The task, as task_init_privileged saw it: its names for messages, and the
+ * mount namespace slurmstepd gave it (another one in task_init means that a
+ * plugin listed before this one, pyxis, moved the task into a container). */
+static struct {
+	int on;
+	struct gk_task_ids ids;
+	char step[32];
+	ino_t mntns;
+} task;
+
+static ino_t mntns_ino(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/mnt", &st) == 0 ? st.st_ino : 0;
+}
+
+/* pyxis's --container-image for this step (Slurm passes other plugins' options
+ * to slurmstepd in the job's environment under this name). */
+static int pyxis_image(spank_t sp)
+{
+	char v[8];
+	int rc = env_get(sp, "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image", v, sizeof(v));
+
+	return rc == 1 || rc == -ENAMETOOLONG;
+}
+
+/*
+ * In a container, as the user, before the program: can its userland load the
+ * runtime, and does it show the task's checkpoint folder? Said now, in the
+ * job's output, rather than found out when the job is preempted.
+ */
+static void check_container(spank_t sp)
+{
+	char rt[PATH_MAX], dir[PATH_MAX], reason[GK_ERRLEN];
+	int rc;
+
+	if (!task.on)
+		return;
+	if (task.mntns == 0 || mntns_ino() == task.mntns) {
+		if (pyxis_image(sp))
+			tell(TELL_ERROR,
+			     "job %u %s task %u: plugstack.conf loads gpuckpt before pyxis, so the "
+			     "container cannot be checked for the runtime: list pyxis first",
+			     task.ids.job_id, task.step, task.ids.task_id);
+		return;
+	}
+	if (env_get(sp, GK_ENV_RUNTIME, rt, sizeof(rt)) != 1 ||
+	    env_get(sp, "GPUCKPT_DIR", dir, sizeof(dir)) != 1)
+		return;
+	rc = gk_container_check(rt, dir, reason, sizeof(reason));
+	if (rc <= 0)
+		tell(TELL_ERROR,
+		     "job %u %s task %u: this container cannot be checkpointed: %s; it runs "
+		     "without checkpoints",
+		     task.ids.job_id, task.step, task.ids.task_id, reason);
+}
+
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
 	char err[GK_ERRLEN];
 
 	if (spank_context() != S_CTX_REMOTE)
 		return 0;
+	check_container(sp);
 	if (task_note[0]) {
 		fputs(task_note, stderr);
 		fflush(stderr);
@@ -305,11 +370,23 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		tell(TELL_FATAL, "job %u %s task %u: out of memory", ids.job_id, step, ids.task_id);
 		goto out_free;
 	}
+	if (pyxis_image(sp))
+		snprintf(r->container, sizeof(r->container), "pyxis");
 	rc = gk_transparent_prepare(&site, &opts, &ids, &env, r, plan, err, sizeof(err));
 	if (rc < 0) {
 		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
 		goto out_free;
 	}
+	/* After transparent.c's variables, so that Apptainer gets them too. */
+	rc = gk_container_inject(&site, &ids, &env, err, sizeof(err));
+	if (rc < 0) {
+		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
+		goto out_free;
+	}
+	task.on = 1;
+	task.ids = ids;
+	snprintf(task.step, sizeof(task.step), "%s", step);
+	task.mntns = mntns_ino();
 	if (plan->note)
 		tell(TELL_INFO,
 		     "job %u: programs that do not use the gpuckpt API will not be checkpointed on "
