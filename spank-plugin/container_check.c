@@ -142,11 +142,12 @@ static int trace(const char *runtime, char *out, size_t len, int *status, char *
 	return 0;
 }
 
-int gk_container_check(const char *runtime, const char *dir, char *reason, size_t len)
+int gk_container_check(const char *runtime, const char *dir, int *loads, char *reason, size_t len)
 {
 	char *out;
 	int status = 0, rc;
 
+	*loads = 0;
 	if (access(runtime, R_OK) < 0) {
 		snprintf(reason, len,
 			 "the runtime %s is not visible in it (%s): the site's container hook "
@@ -185,6 +186,7 @@ int gk_container_check(const char *runtime, const char *dir, char *reason, size_
 		rc = 0;
 		goto out_free;
 	}
+	*loads = 1;
 	if (dir && access(dir, W_OK | X_OK) < 0) {
 		snprintf(reason, len,
 			 "the task's checkpoint folder %s is not %s in it (%s): the site's container "

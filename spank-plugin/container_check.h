@@ -33,9 +33,12 @@
  * checkpoint folder; NULL: not checked). Returns 1 when both are fine, 0 with
  * the reason in reason ("the container's C library is older than the runtime
  * needs: GLIBC_2.34 not found (glibc 2.34 or later is needed)"), or a negative
- * errno when the check itself could not be made (reason says why).
+ * errno when the check itself could not be made (reason says why). *loads
+ * says whether the runtime itself loads: when it does not, the caller takes
+ * it out of LD_PRELOAD, or the loader would stop the program at its start
+ * (it does for a preloaded library that asks for a newer glibc).
  */
-int gk_container_check(const char *runtime, const char *dir, char *reason, size_t len);
+int gk_container_check(const char *runtime, const char *dir, int *loads, char *reason, size_t len);
 
 /*
  * What the loader printed, read for the first problem: the highest GLIBC_x

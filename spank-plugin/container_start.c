@@ -20,6 +20,30 @@
 
 #include "container_check.h"
 
+/* cur's LD_PRELOAD entries (':' or ' ' separated) but lib, ':'-separated, into out (as long as cur). */
+static int gk_preload_strip(const char *cur, const char *lib, char *out)
+{
+	size_t n = strlen(lib), used = 0;
+	const char *p = cur ? cur : "";
+
+	out[0] = '\0';
+	while (*p) {
+		size_t m;
+
+		p += strspn(p, ": ");
+		m = strcspn(p, ": ");
+		if (m && !(m == n && strncmp(p, lib, n) == 0)) {
+			if (used)
+				out[used++] = ':';
+			memcpy(out + used, p, m);
+			used += m;
+			out[used] = '\0';
+		}
+		p += m;
+	}
+	return 0;
+}
+
 static void usage(void)
 {
 	fputs("usage: gpuckpt-container-start --runtime PATH [--refuse MESSAGE] -- COMMAND [ARG...]\n",
@@ -40,7 +64,7 @@ int main(int argc, char **argv)
 {
 	const char *runtime = NULL, *refuse = NULL;
 	char reason[1024], who[128];
-	int i, rc;
+	int i, rc, loads;
 
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--runtime") == 0 && i + 1 < argc)
@@ -59,7 +83,17 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gpuckpt: %s: %s\n", who, refuse);
 		return 1;
 	}
-	rc = gk_container_check(runtime, getenv("GPUCKPT_DIR"), reason, sizeof(reason));
+	rc = gk_container_check(runtime, getenv("GPUCKPT_DIR"), &loads, reason, sizeof(reason));
+	if (rc <= 0 && !loads) {
+		/* The loader would stop the command at its start otherwise. */
+		char *cur = getenv("LD_PRELOAD"), *rest = malloc(cur ? strlen(cur) + 1 : 1);
+
+		if (rest && gk_preload_strip(cur, runtime, rest) == 0 && rest[0])
+			setenv("LD_PRELOAD", rest, 1);
+		else
+			unsetenv("LD_PRELOAD");
+		free(rest);
+	}
 	if (rc <= 0)
 		fprintf(stderr,
 			"gpuckpt: %s: this container cannot be checkpointed: %s; it runs without "

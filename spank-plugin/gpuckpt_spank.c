@@ -11,8 +11,9 @@
  *	    and what containers need to pass them on (container_env); in
  *	    transparent mode the task is started under, or restored by,
  *	    gpuckpt-shepherd (transparent). Then, as the user, just before the
- *	    program starts: in a container that pyxis entered, whether its
- *	    userland can load the runtime (container_check).
+ *	    program starts: in a container that pyxis entered (listed before
+ *	    gpuckpt in plugstack.conf), whether its userland can load the
+ *	    runtime (container_check); transparent mode is refused there.
  *	slurmd prolog and epilog (job-script context), as root: the staging
  *	    script moves checkpoints between the node's burst buffer and the
  *	    shared root (scheduler-hooks/gpuckpt-stage).
@@ -231,45 +232,49 @@ static ino_t mntns_ino(void)
 	return stat("/proc/self/ns/mnt", &st) == 0 ? st.st_ino : 0;
 }
 
-/* pyxis's --container-image for this step (Slurm passes other plugins' options
- * to slurmstepd in the job's environment under this name). */
-static int pyxis_image(spank_t sp)
-{
-	char v[8];
-	int rc = env_get(sp, "SLURM_SPANK__SLURM_SPANK_OPTION_pyxis_container_image", v, sizeof(v));
-
-	return rc == 1 || rc == -ENAMETOOLONG;
-}
-
 /*
  * In a container, as the user, before the program: can its userland load the
  * runtime, and does it show the task's checkpoint folder? Said now, in the
  * job's output, rather than found out when the job is preempted.
  */
-static void check_container(spank_t sp)
+static int check_container(spank_t sp)
 {
-	char rt[PATH_MAX], dir[PATH_MAX], reason[GK_ERRLEN];
-	int rc;
+	char rt[PATH_MAX], dir[PATH_MAX], reason[GK_ERRLEN], *rest;
+	int rc, loads;
 
-	if (!task.on)
-		return;
-	if (task.mntns == 0 || mntns_ino() == task.mntns) {
-		if (pyxis_image(sp))
-			tell(TELL_ERROR,
-			     "job %u %s task %u: plugstack.conf loads gpuckpt before pyxis, so the "
-			     "container cannot be checked for the runtime: list pyxis first",
-			     task.ids.job_id, task.step, task.ids.task_id);
-		return;
+	if (!task.on || task.mntns == 0 || mntns_ino() == task.mntns)
+		return 0;
+	/* CRIU has not been measured on a container's tree (its mounts and
+	 * namespaces): the shepherd must not be left to find out at preemption. */
+	if (env_get(sp, GK_ENV_SHEPHERD, reason, sizeof(reason)) == 1) {
+		tell(TELL_FATAL,
+		     "job %u %s task %u: transparent mode does not reach into containers yet: run "
+		     "this step with --gpu-checkpoint-mode=app (programs that use the gpuckpt API "
+		     "are checkpointed in containers)",
+		     task.ids.job_id, task.step, task.ids.task_id);
+		return -1;
 	}
 	if (env_get(sp, GK_ENV_RUNTIME, rt, sizeof(rt)) != 1 ||
 	    env_get(sp, "GPUCKPT_DIR", dir, sizeof(dir)) != 1)
-		return;
-	rc = gk_container_check(rt, dir, reason, sizeof(reason));
-	if (rc <= 0)
-		tell(TELL_ERROR,
-		     "job %u %s task %u: this container cannot be checkpointed: %s; it runs "
-		     "without checkpoints",
-		     task.ids.job_id, task.step, task.ids.task_id, reason);
+		return 0;
+	rc = gk_container_check(rt, dir, &loads, reason, sizeof(reason));
+	if (rc > 0)
+		return 0;
+	tell(TELL_ERROR,
+	     "job %u %s task %u: this container cannot be checkpointed: %s; it runs without "
+	     "checkpoints",
+	     task.ids.job_id, task.step, task.ids.task_id, reason);
+	/* The loader stops a program whose preloaded library asks for a newer glibc. */
+	rest = malloc(8192);
+	if (!loads && rest && env_get(sp, "LD_PRELOAD", dir, sizeof(dir)) == 1 &&
+	    gk_preload_remove(dir, rt, rest, 8192) == 0) {
+		if (rest[0])
+			spank_setenv(sp, "LD_PRELOAD", rest, 1);
+		else
+			spank_unsetenv(sp, "LD_PRELOAD");
+	}
+	free(rest);
+	return 0;
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
@@ -278,7 +283,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 
 	if (spank_context() != S_CTX_REMOTE)
 		return 0;
-	check_container(sp);
+	if (check_container(sp) < 0)
+		return -1;
 	if (task_note[0]) {
 		fputs(task_note, stderr);
 		fflush(stderr);
@@ -370,8 +376,6 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		tell(TELL_FATAL, "job %u %s task %u: out of memory", ids.job_id, step, ids.task_id);
 		goto out_free;
 	}
-	if (pyxis_image(sp))
-		snprintf(r->container, sizeof(r->container), "pyxis");
 	rc = gk_transparent_prepare(&site, &opts, &ids, &env, r, plan, err, sizeof(err));
 	if (rc < 0) {
 		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);

@@ -43,8 +43,6 @@ struct gk_inject_result {
 	unsigned restart_count;
 	int restore;	 /* GPUCKPT_RESTORE=auto was set */
 	char newest[64]; /* the newest committed checkpoint seen, if any */
-	char container[16]; /* set by the caller after gk_inject: the container
-			       runtime the task will enter ("pyxis"), "" if none */
 };
 
 /*

@@ -184,22 +184,6 @@ int gk_transparent_prepare(const struct gk_site *s, const struct gk_opts *o,
 			 "the job asked for application mode (GPUCKPT_MODE=app)");
 		return plan_none(ids, env, p, 1, err, errlen);
 	}
-	if (r->container[0]) {
-		/* CRIU has not been measured on a container's tree (its mounts and
-		 * namespaces): refused at the start, not found out at preemption. */
-		if (p->mode == GK_MODE_TRANSPARENT) {
-			snprintf(err, errlen,
-				 "transparent mode was asked for (GPUCKPT_MODE=transparent) but the "
-				 "task runs in a %s container, which it does not reach yet",
-				 r->container);
-			return -ENOTSUP;
-		}
-		snprintf(p->reason, sizeof(p->reason),
-			 "the task runs in a %s container, which transparent mode does not reach "
-			 "yet; programs that use the gpuckpt API are checkpointed",
-			 r->container);
-		return plan_none(ids, env, p, 1, err, errlen);
-	}
 	if (!shell && r->dir_rc == 0 && r->restore) {
 		ckpt_t = newest_is_transparent(r->dir, r->newest, err, errlen);
 		if (ckpt_t < 0)

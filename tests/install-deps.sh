@@ -9,6 +9,8 @@ packages=(
 	libjson-c-dev libhwloc-dev libmunge-dev munge
 	slurmctld slurmd slurm-client libslurm-dev
 	bats iproute2 lua5.1 procps psmisc util-linux jq groff-base
+	# containers (tests/slurm/e2e-containers.sh): images, enroot/pyxis builds, podman
+	debootstrap squashfs-tools libbsd-dev linux-libc-dev podman runc
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -72,6 +72,9 @@ cmd_heat() {
 	rm -rf "$root"
 	mkdir -p "$root"
 	tar -C "$root" -xf "$base"
+	# Device nodes: containers get /dev from the runtime, and an unprivileged
+	# unsquashfs (enroot) cannot make them.
+	rm -rf "$root"/dev/*
 	mkdir -p "$root/opt/heat"
 	cp "$heat" "$module" "$root/opt/heat/"
 	tar -C "$root" --numeric-owner -cf "$dir/$suite.tar" .

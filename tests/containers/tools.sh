@@ -46,7 +46,7 @@ build() {
 }
 
 missing=()
-for p in musl-tools libbsd-dev linux-libc-dev libslurm-dev squashfs-tools; do
+for p in libbsd-dev linux-libc-dev libslurm-dev squashfs-tools; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
 [ ${#missing[@]} -eq 0 ] || die "missing Debian packages: ${missing[*]} (tests/install-deps.sh installs them)"

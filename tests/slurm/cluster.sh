@@ -26,7 +26,8 @@
 #
 # Environment: GK_CLUSTER_DIR (default /tmp/gpuckpt-cluster), GK_PLUGIN (the
 # SPANK plugin; default the build's), GK_RUNTIME, GK_STAGE (staging script),
-# GK_PLUGIN_ARGS (extra key=value plugin arguments), top_srcdir, top_builddir.
+# GK_PLUGIN_ARGS (extra key=value plugin arguments), GK_PLUGSTACK_BEFORE (plugstack.conf
+# lines before gpuckpt's), top_srcdir, top_builddir.
 set -Eeuo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -268,9 +269,12 @@ write_config() {
 	local runtime=$GK_RUNTIME
 	# A sanitizer build's runtime needs ASan's own runtime loaded before it.
 	if [ -n "${ASAN_RUNTIME:-}" ] && [ -f "$ASAN_RUNTIME" ]; then runtime=$ASAN_RUNTIME:$runtime; fi
+	# GK_PLUGSTACK_BEFORE: plugin lines that come before gpuckpt's (pyxis, whose
+	# task_init must run first so that gpuckpt's can check inside the container).
+	if [ -n "${GK_PLUGSTACK_BEFORE:-}" ]; then echo "$GK_PLUGSTACK_BEFORE" >"$C/etc/plugstack.conf"; fi
 	if [ -f "$GK_PLUGIN" ]; then
 		echo "required $GK_PLUGIN bb_root=$C/bb shared_root=$C/shared runtime=$runtime stage=$GK_STAGE tool=$GK_TOOL $GK_PLUGIN_ARGS" \
-			>"$C/etc/plugstack.conf"
+			>>"$C/etc/plugstack.conf"
 	else
 		say "no plugin at $GK_PLUGIN: plugstack.conf left empty"
 	fi

@@ -5,9 +5,11 @@ SLURM_UNIT_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/spank-plugin
 SLURM_UNIT_LDADD = $(top_builddir)/spank-plugin/libgkspank.la
 
 check_PROGRAMS += %reldir%/test_site_args %reldir%/test_job_options \
-	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent
+	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent \
+	%reldir%/test_container_env
 TESTS += %reldir%/test_site_args %reldir%/test_job_options \
 	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent \
+	%reldir%/test_container_env containers/oci-hook.sh \
 	%reldir%/stage.sh
 %canon_reldir%_test_site_args_SOURCES = %reldir%/test_site_args.c
 %canon_reldir%_test_site_args_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
@@ -21,6 +23,9 @@ TESTS += %reldir%/test_site_args %reldir%/test_job_options \
 %canon_reldir%_test_stage_run_SOURCES = %reldir%/test_stage_run.c
 %canon_reldir%_test_stage_run_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
 %canon_reldir%_test_stage_run_LDADD = $(SLURM_UNIT_LDADD)
+%canon_reldir%_test_container_env_SOURCES = %reldir%/test_container_env.c %reldir%/fake_env.h
+%canon_reldir%_test_container_env_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
+%canon_reldir%_test_container_env_LDADD = $(SLURM_UNIT_LDADD)
 %canon_reldir%_test_transparent_SOURCES = %reldir%/test_transparent.c %reldir%/fake_env.h
 %canon_reldir%_test_transparent_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
 %canon_reldir%_test_transparent_LDADD = $(SLURM_UNIT_LDADD)
@@ -34,13 +39,16 @@ SLURM_E2E = \
 	%reldir%/e2e-multi.sh \
 	%reldir%/e2e-faults.sh \
 	%reldir%/e2e-modes.sh \
-	%reldir%/e2e-shepherd.sh
+	%reldir%/e2e-shepherd.sh \
+	%reldir%/e2e-containers.sh
 
 # On the GPU machine only (GK_CRIU=... make check TESTS=slurm/e2e-transparent.sh):
 # it skips, with the reason, where there is no GPU or no CRIU 4.
 EXTRA_DIST += %reldir%/e2e-transparent.sh
 EXTRA_DIST += %reldir%/cluster.sh %reldir%/e2e-lib.sh %reldir%/standin-app.sh \
-	%reldir%/stage.sh %reldir%/demo.sh $(SLURM_E2E)
+	%reldir%/stage.sh %reldir%/demo.sh $(SLURM_E2E) \
+	containers/images.sh containers/tools.sh \
+	containers/podman.sh containers/oci-hook.sh
 
 check-slurm: all
 	$(MAKE) $(AM_MAKEFLAGS) -j1 check TESTS='$(SLURM_E2E)'
