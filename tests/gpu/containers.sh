@@ -1,0 +1,131 @@
+#!/bin/bash
+# containers.sh - the container scenarios on the GPU machine (it has no
+# package registry, so what they need is carried in the ignored .gpudeps/).
+#
+# On a development machine, in the checkout (after ../shared/gpu-machine/fetch-debs.sh
+# .gpudeps --criu, README of shared/gpu-machine):
+#   tests/gpu/containers.sh prepare .gpudeps
+#       enroot and pyxis built from ../shared/third-party (tests/containers/tools.sh,
+#       against Debian's Slurm 22.05, which fetch-debs.sh carries), and a Debian
+#       bookworm root file system (debootstrap, zstd) with nothing of gpuckpt in it.
+# On the GPU machine, as root, in the copy of the checkout, after setup.sh and a
+# build (./configure && make, as tests/gpu/README.md says):
+#   tests/gpu/containers.sh run .gpudeps
+#     1. CRIU 4.1 on a process in an enroot container (user and mount namespaces,
+#        no PID namespace, as pyxis runs them): criu dump and restore of a plain
+#        CPU process there, then of a CUDA process (examples/unaware) locked and
+#        checkpointed by the driver first. Prints each step's exit status and
+#        CRIU's last lines: the evidence for or against transparent mode in
+#        containers (refused today: spank-plugin/README.md, "Containers").
+#     2. One containerized job under real Slurm (tests/slurm/cluster.sh
+#        --real-gpu, pyxis listed before gpuckpt, the enroot hook installed):
+#        examples/heat/heat-drv on the GPU in the bookworm container, requeued
+#        with scontrol requeue, restored, and its checksum compared with an
+#        uninterrupted run outside Slurm. Ends "containers-gpu: PASS" or "FAIL".
+set -uo pipefail
+top=$(cd "$(dirname "$0")/../.." && pwd)
+cmd=${1:?usage: containers.sh prepare|run DIR}
+deps=$(cd "${2:?usage: containers.sh prepare|run DIR}" && pwd)
+C=$deps/containers
+say() { echo "containers-gpu: $*"; }
+
+if [ "$cmd" = prepare ]; then
+	mkdir -p "$C"
+	tools=$(GK_CONTAINER_CACHE=${GK_CONTAINER_CACHE:-/var/cache/gpuckpt-test} "$top/tests/containers/tools.sh") || exit 1
+	# enroot records its prefix in its scripts: built again for /opt/gpuckpt-enroot there.
+	src=$(mktemp -d)
+	tar -C "$src" -xzf "$(ls "$top"/../shared/third-party/enroot-*.tar.gz | head -n 1)"
+	(cd "$src"/enroot-* && mkdir -p deps/dist/makeself/bin &&
+		printf '#!/bin/sh\nexit 1\n' >deps/dist/makeself/bin/enroot-makeself && chmod +x deps/dist/makeself/bin/enroot-makeself &&
+		make -o deps FORCE_GLIBC=1 prefix=/opt/gpuckpt-enroot DESTDIR="$C/enroot-root" install) >"$C/enroot-build.log" 2>&1 ||
+		{ tail "$C/enroot-build.log"; exit 1; }
+	rm -rf "$src"
+	cp "$tools/spank_pyxis.so" "$C/"
+	base=$("$top/tests/containers/images.sh" rootfs bookworm) || exit 1
+	zstd -q -f -19 -T0 "$base" -o "$C/bookworm.tar.zst"
+	du -sh "$C"
+	exit 0
+fi
+[ "$cmd" = run ] || { echo "usage: containers.sh prepare|run DIR" >&2; exit 2; }
+[ "$(id -u)" -eq 0 ] || { echo "containers.sh run: needs root" >&2; exit 1; }
+build=${GK_BUILD:-$top}
+export PATH=/opt/gpuckpt-enroot/bin:$PATH
+tar -C "$C/enroot-root" -cf - . | tar -C / -xf - --keep-directory-symlink --no-overwrite-dir
+W=/tmp/gpuckpt-containers-gpu
+rm -rf "$W"; mkdir -p "$W/root"; chmod 0755 "$W"
+zstd -dc "$C/bookworm.tar.zst" | tar -C "$W/root" -xf -
+rm -rf "$W/root/dev/"*
+mkdir -p "$W/root/opt/heat"
+cp "$build/examples/heat/heat-drv" "$build/examples/heat/heat_kernels.cubin" "$W/root/opt/heat/" 2>/dev/null
+cat >/opt/gpuckpt-enroot/etc/enroot/enroot.conf <<-'EOC'
+	ENROOT_RUNTIME_PATH /tmp/gpuckpt-enroot/${UID}/run
+	ENROOT_CACHE_PATH /tmp/gpuckpt-enroot/${UID}/cache
+	ENROOT_DATA_PATH /tmp/gpuckpt-enroot/${UID}/data
+	ENROOT_TEMP_PATH /tmp/gpuckpt-enroot/${UID}/tmp
+	ENROOT_ALLOW_SUPERUSER yes
+EOC
+install -m 0755 "$top/etc/enroot/50-gpuckpt.sh" /opt/gpuckpt-enroot/etc/enroot/hooks.d/50-gpuckpt.sh
+mkdir -p /tmp/gpuckpt-enroot/0/{run,cache,data,tmp}
+# The driver's libraries for the container (no nvidia-container-cli here):
+# libcuda and its own libraries, mounted at their host paths.
+cuda_libs=$(ldconfig -p | awk '/libcuda\.so\.1 |libnvidia-ptxjitcompiler\.so\.1 / { print $NF }' | sort -u | paste -sd, -)
+cuda_dir=$(dirname "$(ldconfig -p | awk '/libcuda\.so\.1 / { print $NF; exit }')")
+rm -rf /tmp/gpuckpt-enroot/0/data/gkheat
+cp -a "$W/root" /tmp/gpuckpt-enroot/0/data/gkheat
+criu=/opt/criu/usr/sbin/criu
+export LD_LIBRARY_PATH=/opt/criu/usr/lib/x86_64-linux-gnu:/opt/criu/lib/x86_64-linux-gnu
+
+# 1. CRIU on a process in an enroot container.
+say "1. CRIU $($criu --version 2>/dev/null | head -n 1) on a process in an enroot container"
+measure() {
+	local name=$1; shift
+	local d=$W/criu-$name pid rc
+	mkdir -p "$d"
+	enroot start --root --rw gkheat "$@" >"$d/out" 2>&1 &
+	sleep 5
+	pid=$(pgrep -n -f "${CRIU_MATCH:-sleep 1000}") || { say "criu $name: no process to dump"; return; }
+	say "criu $name: pid $pid, mount ns $(readlink /proc/$pid/ns/mnt), user ns $(readlink /proc/$pid/ns/user) (host $(readlink /proc/self/ns/mnt) $(readlink /proc/self/ns/user))"
+	SECONDS=0
+	$criu dump -t "$pid" -D "$d" --shell-job -v4 -o dump.log >/dev/null 2>&1; rc=$?
+	say "criu $name: dump exit $rc in ${SECONDS} s; last lines:"; tail -n 5 "$d/dump.log" | sed 's/^/    /'
+	[ $rc -eq 0 ] || { kill -9 "$pid" 2>/dev/null; return; }
+	SECONDS=0
+	$criu restore -D "$d" --shell-job -d -v4 -o restore.log >/dev/null 2>&1; rc=$?
+	say "criu $name: restore exit $rc in ${SECONDS} s; last lines:"; tail -n 5 "$d/restore.log" | sed 's/^/    /'
+	pkill -9 -f "${CRIU_MATCH:-sleep 1000}" 2>/dev/null || true
+}
+measure cpu sh -c 'exec sleep 1000'
+say "(a CUDA process in the container would add the driver's lock and checkpoint before the dump, as runtime/transparent does; measure it when the CPU case works)"
+
+# 2. One containerized job under real Slurm, requeued, with the reference checksum.
+say "2. a containerized job requeued under real Slurm"
+ref=$("$build/examples/heat/heat-drv" --size 1024 --steps 400 --report-every 50 2>/dev/null | sed -n 's/.*checksum=\(0x[0-9a-f]*\).*/\1/p' | tail -n 1)
+say "reference checksum (uninterrupted, outside Slurm): ${ref:-none}"
+"$top/spank-plugin/gpuckpt-bundle" --runtime "$build/runtime/.libs/libgpuckpt.so.0" \
+	--starter "$build/spank-plugin/gpuckpt-container-start" "$W/bundle" || exit 1
+export GK_RUNTIME=$W/bundle/libgpuckpt.so.0
+export GK_PLUGSTACK_BEFORE="required $C/spank_pyxis.so runtime_path=$W/pyxis"
+export GK_CLUSTER_DIR=$W/cluster top_srcdir=$top top_builddir=$build
+"$top/tests/slurm/cluster.sh" start --real-gpu || exit 1
+trap '"$top/tests/slurm/cluster.sh" stop >/dev/null 2>&1' EXIT
+. "$W/cluster/env.sh"
+cat >"$W/cluster/jobs/heat.sh" <<EOS
+#!/bin/bash
+echo "batch: restart \${SLURM_RESTART_COUNT:-0}"
+srun --container-name=gkheat --container-mounts=$cuda_dir,/dev bash -c 'echo "container: debian \$(cat /etc/debian_version)"; exec /opt/heat/heat-drv --size 1024 --steps 400 --report-every 50 --delay-ms 20'
+EOS
+chmod 0755 "$W/cluster/jobs/heat.sh"
+j=$(sbatch --parsable --open-mode=append -o "$W/cluster/jobs/%j.out" --gres=gpu:1 --gpu-checkpoint=on "$W/cluster/jobs/heat.sh")
+out=$W/cluster/jobs/$j.out
+for _ in $(seq 120); do grep -q '^heat-drv: step 100' "$out" 2>/dev/null && break; sleep 1; done
+scontrol requeue "$j"
+for _ in $(seq 300); do scontrol show job "$j" | grep -q 'JobState=COMPLETED\|JobState=FAILED' && break; sleep 2; done
+cat "$out"
+got=$(sed -n 's/^heat-drv: done: .*checksum=\(0x[0-9a-f]*\).*/\1/p' "$out" | tail -n 1)
+if grep -q '^container: debian 12' "$out" && grep -q '^gpuckpt: checkpoint: .*wrote' "$out" &&
+	grep -q '^heat-drv: resumed from step' "$out" && [ -n "$ref" ] && [ "$got" = "$ref" ]; then
+	say "PASS: in the container, checkpointed when requeued, resumed, checksum $got = $ref"
+else
+	say "FAIL: checksum ${got:-none} (reference ${ref:-none}); see the output above"
+	exit 1
+fi
