@@ -139,7 +139,7 @@ check_out "$k" "pyxis, bullseye: the job's output names the glibc the runtime ne
 first_msg=$(grep -n 'cannot be checkpointed' "$(job_out "$k")" | head -n 1 | cut -d: -f1)
 first_out=$(grep -n '^container: debian 11' "$(job_out "$k")" | head -n 1 | cut -d: -f1)
 check "pyxis, bullseye: the line comes at the start, before the program's own output" \
-	[ -n "$first_msg" ] -a -n "$first_out" -a "${first_msg:-0}" -lt "${first_out:-0}"
+	[ -n "$first_msg" -a -n "$first_out" -a "${first_msg:-0}" -lt "${first_out:-0}" ]
 
 # --- podman (Debian's), with gpuckpt's precreate hook.
 . "$top_srcdir/tests/containers/podman.sh"
