@@ -253,3 +253,36 @@ out_free:
 	free(out);
 	return rc;
 }
+
+int gk_container_of(const struct gk_env *env, const char *argv0, char *out, size_t len)
+{
+	/* The runtimes whose command line starts the program in a container. */
+	static const char *const runtimes[] = {"podman",      "podman-hpc", "apptainer",
+					       "singularity", "enroot",	    NULL};
+	static const char *const pyxis_vars[] = {GK_ENV_CONTAINER, "PYXIS_CONTAINER_IMAGE",
+						 "PYXIS_CONTAINER_NAME", NULL};
+	char v[16];
+	const char *base;
+
+	out[0] = '\0';
+	for (int i = 0; pyxis_vars[i]; i++) {
+		int rc = env->get(env->ctx, pyxis_vars[i], v, sizeof(v));
+
+		/* GPUCKPT_CONTAINER holds "pyxis"; pyxis's own hold an image or a name. */
+		if ((i == 0 && rc == 1 && strcmp(v, "pyxis") == 0) ||
+		    (i > 0 && (rc == -ENAMETOOLONG || (rc == 1 && v[0])))) {
+			snprintf(out, len, "pyxis");
+			return 1;
+		}
+	}
+	if (!argv0)
+		return 0;
+	base = strrchr(argv0, '/');
+	base = base ? base + 1 : argv0;
+	for (int i = 0; runtimes[i]; i++)
+		if (strcmp(base, runtimes[i]) == 0) {
+			snprintf(out, len, "%s", base);
+			return 1;
+		}
+	return 0;
+}

@@ -67,6 +67,24 @@ int gk_container_inject(const struct gk_site *s, const struct gk_task_ids *ids,
 int gk_container_uninject(const struct gk_site *s, const struct gk_env *env, char *err,
 			  size_t errlen);
 
+/*
+ * GPUCKPT_CONTAINER=pyxis: set by the plugin in srun (and sbatch, salloc) when
+ * pyxis's --container-image or --container-name was given, so that
+ * slurmstepd, where Slurm shows no plugin another's options, knows before
+ * pyxis moves the task into its container.
+ */
+#define GK_ENV_CONTAINER "GPUCKPT_CONTAINER"
+
+/*
+ * The container the task's program will run in, as far as task_init_privileged
+ * can see before the program starts, into out: "pyxis" when GPUCKPT_CONTAINER
+ * says so or pyxis's own PYXIS_CONTAINER_IMAGE or PYXIS_CONTAINER_NAME is set;
+ * else the container runtime's name when the program (argv0, may be NULL) is
+ * one (podman, podman-hpc, apptainer, singularity, enroot); else "". Returns 1
+ * when one was seen, else 0.
+ */
+int gk_container_of(const struct gk_env *env, const char *argv0, char *out, size_t len);
+
 /* list (split on sep) without the entries that are in drop (split on ':'). */
 int gk_list_remove(const char *list, char sep, const char *drop, char *out, size_t len);
 

@@ -5,7 +5,8 @@
  *
  *	sbatch, salloc, srun (allocator and local contexts): the options, checked
  *	    at submission; their values exported as GPUCKPT_* variables so that
- *	    what runs inside the job (srun steps, salloc's shell) inherits them.
+ *	    what runs inside the job (srun steps, salloc's shell) inherits them,
+ *	    and GPUCKPT_CONTAINER when pyxis will run the steps in a container.
  *	slurmstepd (remote context), once per task, as root before the task
  *	    starts: the runtime and its settings put into the task (task_env),
  *	    and what containers need to pass them on (container_env); in
@@ -110,6 +111,24 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	return 0;
 }
 
+/*
+ * Did the user give pyxis's --container-image or --container-name (on the
+ * command line, or through the SLURM_SPANK_ variables sbatch leaves for the
+ * srun steps of a batch script)? Slurm looks options up by name in the one
+ * table all plugins share, so another plugin's can be asked for here, in
+ * srun, sbatch and salloc; slurmstepd shows none (it passes them to their
+ * plugin only), hence GPUCKPT_CONTAINER.
+ */
+static int pyxis_asked(spank_t sp)
+{
+	static struct spank_option image = {"container-image", "", "", 1, 0, NULL},
+				   name = {"container-name", "", "", 1, 0, NULL};
+	char *arg;
+
+	return spank_option_getopt(sp, &image, &arg) == ESPANK_SUCCESS ||
+	       spank_option_getopt(sp, &name, &arg) == ESPANK_SUCCESS;
+}
+
 /* sbatch, salloc, srun: refuse bad variables now, and pass options on as variables. */
 static int submit_post_opt(spank_t sp)
 {
@@ -140,6 +159,11 @@ static int submit_post_opt(spank_t sp)
 		setenv(GK_ENV_ON_BAD, opts.on_bad_fresh ? "fresh" : "fail", 1);
 	if (opts.mode >= 0)
 		setenv(GK_ENV_MODE, gk_mode_name((enum gk_mode)opts.mode), 1);
+	/* Whether pyxis will run the steps in a container (container_env.h). */
+	if (pyxis_asked(sp))
+		setenv(GK_ENV_CONTAINER, "pyxis", 1);
+	else
+		unsetenv(GK_ENV_CONTAINER);
 	/* For job_submit.lua (job_desc.spank_job_env) and the prolog/epilog. */
 	if (gk_opts_enabled(&opts, getenv(GK_ENV_CHECKPOINT), &site, &on, err, sizeof(err)) == 0)
 		spank_job_control_setenv(sp, GK_ENV_CHECKPOINT, on ? "on" : "off", 1);
@@ -315,8 +339,8 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	struct gk_inject_result *r;
 	struct gk_tplan *plan = NULL;
 	struct gk_task_ids ids;
-	char err[GK_ERRLEN], value[16], step[32];
-	int on, rc, have;
+	char err[GK_ERRLEN], value[16], step[32], **argv;
+	int on, rc, have, argc;
 
 	if (spank_context() != S_CTX_REMOTE)
 		return 0;
@@ -370,6 +394,10 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		slurm_info("gpuckpt: job %u %s task %u: checkpoints go to %s", ids.job_id, step,
 			   ids.task_id, r->dir);
 
+	if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1)
+		argv = NULL;
+	gk_container_of(&env, argv ? argv[0] : NULL, r->container, sizeof(r->container));
+
 	plan = malloc(sizeof(*plan));
 	if (!plan) {
 		rc = -ENOMEM;
@@ -391,7 +419,9 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	task.ids = ids;
 	snprintf(task.step, sizeof(task.step), "%s", step);
 	task.mntns = mntns_ino();
-	if (plan->note)
+	if (plan->note && r->container[0])
+		tell(TELL_INFO, "job %u %s: %s", ids.job_id, step, plan->reason);
+	else if (plan->note)
 		tell(TELL_INFO,
 		     "job %u: programs that do not use the gpuckpt API will not be checkpointed on "
 		     "this node: %s",

@@ -43,6 +43,9 @@ struct gk_inject_result {
 	unsigned restart_count;
 	int restore;	 /* GPUCKPT_RESTORE=auto was set */
 	char newest[64]; /* the newest committed checkpoint seen, if any */
+	char container[16]; /* set by the caller after gk_inject: the container
+			       the program will run in ("pyxis", "podman", ...;
+			       gk_container_of), "" if none seen */
 };
 
 /*

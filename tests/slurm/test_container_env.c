@@ -35,7 +35,7 @@ int main(void)
 	struct stat st;
 	int munge = stat(GK_MUNGE_DIR, &st) == 0 && S_ISDIR(st.st_mode);
 
-	plan(27);
+	plan(37);
 	if (!mkdtemp(root)) {
 		printf("Bail out! mkdtemp: %s\n", strerror(errno));
 		return 1;
@@ -120,6 +120,43 @@ int main(void)
 				      sizeof(reason)) == 0 &&
 		       !loads && strstr(reason, "not visible"),
 		   "check: a runtime that is not there is named (%s)", reason);
+	}
+
+	/* Which container the program will run in, seen before it starts. */
+	{
+		static struct fake_env ce;
+		struct gk_env cenv = {fget, fset, funset, &ce};
+		char c[16];
+
+		ok(gk_container_of(&cenv, "/usr/bin/heat", c, sizeof(c)) == 0 && !c[0],
+		   "container: a plain program is in none");
+		ok(gk_container_of(&cenv, NULL, c, sizeof(c)) == 0 && !c[0],
+		   "container: no argv, none");
+		ok(gk_container_of(&cenv, "/usr/bin/podman", c, sizeof(c)) == 1 &&
+		       strcmp(c, "podman") == 0,
+		   "container: the program is podman");
+		ok(gk_container_of(&cenv, "apptainer", c, sizeof(c)) == 1 &&
+		       strcmp(c, "apptainer") == 0,
+		   "container: the program is apptainer");
+		ok(gk_container_of(&cenv, "/opt/podman-hpc/bin/podman-hpc", c, sizeof(c)) == 1 &&
+		       strcmp(c, "podman-hpc") == 0,
+		   "container: the program is podman-hpc");
+		ok(gk_container_of(&cenv, "/usr/bin/podmanx", c, sizeof(c)) == 0,
+		   "container: a name that only starts like one is none");
+		fset(&ce, GK_ENV_CONTAINER, "pyxis", 1);
+		ok(gk_container_of(&cenv, "/usr/bin/heat", c, sizeof(c)) == 1 &&
+		       strcmp(c, "pyxis") == 0,
+		   "container: GPUCKPT_CONTAINER=pyxis (srun saw pyxis's option)");
+		fset(&ce, GK_ENV_CONTAINER, "other", 1);
+		ok(gk_container_of(&cenv, "/usr/bin/heat", c, sizeof(c)) == 0,
+		   "container: another GPUCKPT_CONTAINER value is none");
+		fset(&ce, "PYXIS_CONTAINER_IMAGE", "nvcr.io#nvidia/pytorch:24.01-py3-with-a-long-tag", 1);
+		ok(gk_container_of(&cenv, "/usr/bin/heat", c, sizeof(c)) == 1 &&
+		       strcmp(c, "pyxis") == 0,
+		   "container: pyxis's PYXIS_CONTAINER_IMAGE (longer than the buffer)");
+		fset(&ce, "PYXIS_CONTAINER_IMAGE", "", 1);
+		ok(gk_container_of(&cenv, "/usr/bin/heat", c, sizeof(c)) == 0,
+		   "container: an empty PYXIS_CONTAINER_IMAGE is none");
 	}
 
 	snprintf(out, sizeof(out), "rm -rf '%s'", root);
