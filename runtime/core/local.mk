@@ -24,6 +24,7 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/agent.c %reldir%/agent.h \
 	%reldir%/restore.c %reldir%/restore.h \
 	%reldir%/api.c %reldir%/api.h \
+	%reldir%/exec_guard.c %reldir%/exec_guard.h \
 	%reldir%/runtime.c %reldir%/runtime.h
 libgpuckpt_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -fvisibility=hidden
 libgpuckpt_la_LIBADD = libgkplace.la libgkimage.la libgkcommon.la $(HWLOC_LIBS) $(PTHREAD_LIBS) -ldl

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "restore.h"
 #include "agent.h"
+#include "exec_guard.h"
 #include "trigger.h"
 
 #include <pthread.h>
@@ -31,6 +32,7 @@ __attribute__((constructor)) static void gk_runtime_load(void)
 	gk_rt.enabled = gk_rt.settings.enable;
 	if (gk_rt.enabled)
 		gk_rt.due = GK_DUE_FIRST;
+	gk_exec_guard_arm();
 }
 
 static void start_once(void)
