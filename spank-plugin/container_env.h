@@ -68,10 +68,10 @@ int gk_container_uninject(const struct gk_site *s, const struct gk_env *env, cha
 			  size_t errlen);
 
 /*
- * GPUCKPT_CONTAINER=pyxis: set by the plugin in srun (and sbatch, salloc) when
- * pyxis's --container-image or --container-name was given, so that
- * slurmstepd, where Slurm shows no plugin another's options, knows before
- * pyxis moves the task into its container.
+ * GPUCKPT_CONTAINER=pyxis: set by the plugin in srun when pyxis's
+ * --container-image or --container-name was given for the step (also through
+ * sbatch's or salloc's), so that slurmstepd, where Slurm shows no plugin
+ * another's options, knows before pyxis moves the task into its container.
  */
 #define GK_ENV_CONTAINER "GPUCKPT_CONTAINER"
 

@@ -5,8 +5,8 @@
  *
  *	sbatch, salloc, srun (allocator and local contexts): the options, checked
  *	    at submission; their values exported as GPUCKPT_* variables so that
- *	    what runs inside the job (srun steps, salloc's shell) inherits them,
- *	    and GPUCKPT_CONTAINER when pyxis will run the steps in a container.
+ *	    what runs inside the job (srun steps, salloc's shell) inherits them;
+ *	    in srun, GPUCKPT_CONTAINER when pyxis will run the step in a container.
  *	slurmstepd (remote context), once per task, as root before the task
  *	    starts: the runtime and its settings put into the task (task_env),
  *	    and what containers need to pass them on (container_env); in
@@ -45,6 +45,7 @@
 SPANK_PLUGIN(gpuckpt, 1);
 int slurm_spank_init(spank_t sp, int ac, char **av);
 int slurm_spank_init_post_opt(spank_t sp, int ac, char **av);
+int slurm_spank_local_user_init(spank_t sp, int ac, char **av);
 int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av);
 int slurm_spank_task_init(spank_t sp, int ac, char **av);
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av);
@@ -111,24 +112,6 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 	return 0;
 }
 
-/*
- * Did the user give pyxis's --container-image or --container-name (on the
- * command line, or through the SLURM_SPANK_ variables sbatch leaves for the
- * srun steps of a batch script)? Slurm looks options up by name in the one
- * table all plugins share, so another plugin's can be asked for here, in
- * srun, sbatch and salloc; slurmstepd shows none (it passes them to their
- * plugin only), hence GPUCKPT_CONTAINER.
- */
-static int pyxis_asked(spank_t sp)
-{
-	static struct spank_option image = {"container-image", "", "", 1, 0, NULL},
-				   name = {"container-name", "", "", 1, 0, NULL};
-	char *arg;
-
-	return spank_option_getopt(sp, &image, &arg) == ESPANK_SUCCESS ||
-	       spank_option_getopt(sp, &name, &arg) == ESPANK_SUCCESS;
-}
-
 /* sbatch, salloc, srun: refuse bad variables now, and pass options on as variables. */
 static int submit_post_opt(spank_t sp)
 {
@@ -159,11 +142,6 @@ static int submit_post_opt(spank_t sp)
 		setenv(GK_ENV_ON_BAD, opts.on_bad_fresh ? "fresh" : "fail", 1);
 	if (opts.mode >= 0)
 		setenv(GK_ENV_MODE, gk_mode_name((enum gk_mode)opts.mode), 1);
-	/* Whether pyxis will run the steps in a container (container_env.h). */
-	if (pyxis_asked(sp))
-		setenv(GK_ENV_CONTAINER, "pyxis", 1);
-	else
-		unsetenv(GK_ENV_CONTAINER);
 	/* For job_submit.lua (job_desc.spank_job_env) and the prolog/epilog. */
 	if (gk_opts_enabled(&opts, getenv(GK_ENV_CHECKPOINT), &site, &on, err, sizeof(err)) == 0)
 		spank_job_control_setenv(sp, GK_ENV_CHECKPOINT, on ? "on" : "off", 1);
@@ -176,6 +154,33 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 
 	if (ctx == S_CTX_LOCAL || ctx == S_CTX_ALLOCATOR)
 		return submit_post_opt(sp);
+	return 0;
+}
+
+/*
+ * srun, once the step exists and just before it is launched: will pyxis run
+ * it in a container? That is, was its --container-image or --container-name
+ * given, on the command line or through the SLURM_SPANK_ variables that
+ * sbatch and salloc leave for the steps inside? Slurm looks options up by
+ * name in the one table all plugins share, so another plugin's can be asked
+ * for here (and only from this callback on); slurmstepd shows a plugin none
+ * of another's, hence GPUCKPT_CONTAINER (container_env.h), which srun copies
+ * into the step's environment after this callback. One inherited from an
+ * enclosing step is emptied, not removed: srun may hold a copy already.
+ */
+int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
+{
+	static struct spank_option image = {"container-image", "", "", 1, 0, NULL},
+				   name = {"container-name", "", "", 1, 0, NULL};
+	char *arg;
+
+	if (spank_context() != S_CTX_LOCAL)
+		return 0;
+	if (spank_option_getopt(sp, &image, &arg) == ESPANK_SUCCESS ||
+	    spank_option_getopt(sp, &name, &arg) == ESPANK_SUCCESS)
+		setenv(GK_ENV_CONTAINER, "pyxis", 1);
+	else if (getenv(GK_ENV_CONTAINER))
+		setenv(GK_ENV_CONTAINER, "", 1);
 	return 0;
 }
 
