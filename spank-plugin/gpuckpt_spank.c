@@ -14,7 +14,9 @@
  *	    gpuckpt-shepherd (transparent). Then, as the user, just before the
  *	    program starts: in a container that pyxis entered (listed before
  *	    gpuckpt in plugstack.conf), whether its userland can load the
- *	    runtime (container_check); transparent mode is refused there.
+ *	    runtime (container_check); transparent mode is refused there; the
+ *	    task becomes a child subreaper, so that what its program leaves
+ *	    behind (podman's conmon) stays in the step.
  *	slurmd prolog and epilog (job-script context), as root: the staging
  *	    script moves checkpoints between the node's burst buffer and the
  *	    shared root (scheduler-hooks/gpuckpt-stage).
@@ -27,6 +29,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 
 #include <slurm/spank.h>
@@ -306,6 +309,28 @@ static int check_container(spank_t sp)
 	return 0;
 }
 
+/*
+ * Keep what the program starts in the step: the checkpoint signal (SIGTERM at
+ * requeue and preemption) must reach it. A process that leaves its parent
+ * behind (a double fork, as podman's conmon does with the container under it)
+ * is handed to init, where Slurm's proctrack/linuxproc, which follows the
+ * tree of parent pids, no longer sees it: the container would never be told
+ * to checkpoint, nor be killed with the step. As a child subreaper (kept
+ * across execve) the task takes such orphans in, so they stay in its tree.
+ * Not under a shepherd, whose PID namespace already takes them in.
+ */
+static void keep_orphans(spank_t sp)
+{
+	char v[8];
+
+	if (!task.on || env_get(sp, GK_ENV_SHEPHERD, v, sizeof(v)) != 0)
+		return;
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		slurm_error("gpuckpt: job %u %s task %u: cannot keep the task's orphans in the "
+			    "step (prctl PR_SET_CHILD_SUBREAPER: %s)",
+			    task.ids.job_id, task.step, task.ids.task_id, strerror(errno));
+}
+
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
 	char err[GK_ERRLEN];
@@ -314,6 +339,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		return 0;
 	if (check_container(sp) < 0)
 		return -1;
+	keep_orphans(sp);
 	if (task_note[0]) {
 		fputs(task_note, stderr);
 		fflush(stderr);

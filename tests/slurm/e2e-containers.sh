@@ -14,9 +14,15 @@
 # Each runtime's job is requeued onto the other node, and preempted and moved
 # to the other node, and ends with the checksum of an uninterrupted run; the
 # bullseye container gets a clear line in the job's output at its start.
+# The nodes say they can do transparent mode (the site's shepherd folder holds
+# a wrapper whose probe says yes and which otherwise execs the real
+# gpuckpt-shepherd, as in e2e-shepherd.sh), so every job here runs with the
+# default mode, auto, where a node could put a task under a shepherd: in a
+# container that must mean application mode, with a line saying so, and an
+# explicit --gpu-checkpoint-mode=transparent must be refused at the start.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
 
-N_PYXIS=15 N_PODMAN=11
+N_PYXIS=19 N_PODMAN=18
 W=${GK_E2E_CONTAINERS_DIR:-/tmp/gpuckpt-e2e-containers}
 why=""
 heat=$top_builddir/examples/heat/heat-drv
@@ -25,6 +31,8 @@ if [ ! -x "$heat" ] || [ ! -f "$module" ] || [ ! -f "$GK_STANDIN_DIR/libcuda.so.
 	why="examples/heat, its host kernels or the CUDA stand-in are not built (make check builds them)"
 elif ! command -v debootstrap >/dev/null || ! command -v mksquashfs >/dev/null; then
 	why="debootstrap or squashfs-tools is not installed (tests/install-deps.sh)"
+elif [ ! -x "$top_builddir/runtime/gpuckpt-shepherd" ]; then
+	why="gpuckpt-shepherd is not built ($top_builddir/runtime/gpuckpt-shepherd)"
 elif [ "$(cat /proc/sys/user/max_user_namespaces 2>/dev/null || echo 0)" -eq 0 ]; then
 	why="user namespaces are off here (enroot and rootless podman need them)"
 fi
@@ -63,6 +71,15 @@ install -m 0755 "$top_srcdir/etc/enroot/50-gpuckpt.sh" "$etc/hooks.d/50-gpuckpt.
 rm -rf /tmp/gpuckpt-enroot
 mkdir -p /tmp/gpuckpt-enroot
 chmod 1777 /tmp/gpuckpt-enroot
+# A node that "can" do transparent mode (see the top of this file).
+mkdir -p "$W/shepherd"
+cat >"$W/shepherd/gpuckpt-shepherd" <<EOF
+#!/bin/sh
+[ "\$1" = probe ] && { echo ok; exit 0; }
+exec "$(cd "$top_builddir/runtime" && pwd)/gpuckpt-shepherd" "\$@"
+EOF
+chmod 0755 "$W/shepherd" "$W/shepherd/gpuckpt-shepherd"
+GK_E2E_PLUGIN_ARGS="shepherd=$W/shepherd ${GK_E2E_PLUGIN_ARGS:-}"
 # slurmstepd hands pyxis its PATH: enroot must be on it.
 export PATH=$tools/enroot/bin:$PATH
 export GK_RUNTIME=$W/bundle/libgpuckpt.so.0
@@ -103,6 +120,8 @@ wait_over "$j" 240
 resume gk1
 check_out "$j" "pyxis: the program ran in the trixie container" '^container: debian 13'
 check "pyxis: no container problem reported" out_lacks "$j" 'cannot be checkpointed'
+check_out "$j" "pyxis: mode auto on a node that could go transparent: application mode, said once" \
+	"^gpuckpt: job $j step.0: the program runs in a pyxis container, which transparent mode does not reach yet: it is checkpointed only if it uses the gpuckpt API"
 check_out "$j" "pyxis: checkpointed in the container when requeued" "^gpuckpt: checkpoint: $E2E_DIR/bb/$j/step.0/task.0/ckpt.[0-9]+: wrote"
 check_out "$j" "pyxis: restarted on gk2" '^batch: node gk2 restart 1'
 check_out "$j" "pyxis: the plugin pointed the task at its checkpoint" "restart 1: restoring from $E2E_DIR/bb/$j/step.0/task.0"
@@ -139,6 +158,24 @@ check_out "$k" "pyxis, bullseye: the job's output names the glibc the runtime ne
 first_msg=$(grep -n 'cannot be checkpointed' "$(job_out "$k")" | head -n 1 | cut -d: -f1)
 first_out=$(grep -n '^container: debian 11' "$(job_out "$k")" | head -n 1 | cut -d: -f1)
 check "pyxis, bullseye: the line comes at the start, before the program's own output" \
+	[ -n "$first_msg" -a -n "$first_out" -a "${first_msg:-0}" -lt "${first_out:-0}" ]
+
+# 4. pyxis, --gpu-checkpoint-mode=transparent: refused at the start, not found out at preemption.
+k=$(submit --as gkuser1 --gpu-checkpoint=on --wrap "srun --gpu-checkpoint-mode=transparent --container-image=$(img bookworm) bash -c 'echo \"container: debian \$(cat /etc/debian_version)\"'")
+wait_over "$k" 120
+check "pyxis, transparent asked for: refused at the start, saying what to use" \
+	eval "out_has $k 'GPUCKPT_MODE=transparent\) but the program runs in a pyxis container, which it does not reach yet: use --gpu-checkpoint-mode=app or auto' && out_lacks $k '^container: '"
+
+# 5. No container, a wrapper that empties the environment: the runtime's exec
+# functions say so before the program's first line. (Application mode: under
+# a shepherd the program is checkpointed whatever its environment holds.)
+k=$(submit --as gkuser1 --gpu-checkpoint=on --wrap "srun --gpu-checkpoint-mode=app env -i /bin/echo wrapped")
+wait_over "$k" 60
+check_out "$k" "env -i: the job's output names the wrapper and the program that loses the runtime" \
+	"^gpuckpt: job $k step.0 task 0: env starts /bin/echo without the gpuckpt runtime \(its environment no longer preloads it, as after env -i\): it will not be checkpointed"
+first_msg=$(grep -n 'without the gpuckpt runtime' "$(job_out "$k")" | head -n 1 | cut -d: -f1)
+first_out=$(grep -n '^wrapped$' "$(job_out "$k")" | head -n 1 | cut -d: -f1)
+check "env -i: the line comes before the program's own output" \
 	[ -n "$first_msg" -a -n "$first_out" -a "${first_msg:-0}" -lt "${first_out:-0}" ]
 
 # --- podman (Debian's), with gpuckpt's precreate hook.
