@@ -108,11 +108,13 @@ GK_EXPORT int gpuckpt_unprotect(const char *name)
 
 static int point_slow(long step)
 {
-	int due, ret;
+	int due, ret, exiting, background;
 
 	due = __atomic_fetch_and(&gk_rt.due, ~(GK_DUE_FIRST | GK_DUE_CHECKPOINT), __ATOMIC_ACQ_REL);
 	if (due & GK_DUE_FIRST) {
 		become_aware();
+		/* The restore check's answer sets GK_DUE_RESTORE. */
+		gk_restore_prepare();
 		gk_trigger_interval_start();
 		/* The restore bit may have been set by the start just now. */
 		due |= __atomic_load_n(&gk_rt.due, __ATOMIC_ACQUIRE);
@@ -123,13 +125,27 @@ static int point_slow(long step)
 			/* A checkpoint asked for meanwhile is taken at the next point. */
 			if (due & GK_DUE_CHECKPOINT)
 				__atomic_or_fetch(&gk_rt.due, GK_DUE_CHECKPOINT, __ATOMIC_RELEASE);
+			gk_dump_prepare();
 			return GPUCKPT_RESTORED;
 		}
 	}
+	/* After the first point's restore, not during it: the load pins its
+	 * own buffers, which are then kept. */
+	if ((due & GK_DUE_FIRST) && !(due & GK_DUE_CHECKPOINT))
+		gk_dump_prepare();
 	if (!(due & GK_DUE_CHECKPOINT))
 		return GPUCKPT_NOTHING;
-	ret = gk_dump(step);
-	{
+	exiting = __atomic_load_n(&gk_rt.exit_signo, __ATOMIC_ACQUIRE) != 0;
+	ret = gk_dump(step, exiting, &background);
+	if (ret == GK_DUMP_DEFERRED) {
+		/* Still due: taken at a point after the write in flight. */
+		__atomic_or_fetch(&gk_rt.due, GK_DUE_CHECKPOINT, __ATOMIC_RELEASE);
+		return GPUCKPT_NOTHING;
+	}
+	/* A terminating signal that came while a checkpoint went to the
+	 * background is left due: the next point waits for that write and ends
+	 * with a checkpoint known to be committed. */
+	if (!background) {
 		int signo = __atomic_exchange_n(&gk_rt.exit_signo, 0, __ATOMIC_ACQ_REL);
 
 		if (signo)
@@ -187,6 +203,9 @@ GK_EXPORT const char *gpuckpt_strerror(int err)
 		return "the process holds state gpuckpt cannot checkpoint (see the log)";
 	case -EINVAL:
 		return "invalid argument or setting (see the log)";
+	case -ENOTRECOVERABLE:
+		return "the program's CUDA context is broken: no checkpoint is possible (see the "
+		       "log)";
 	default:
 		return err < 0 ? strerror(-err) : "unknown status";
 	}

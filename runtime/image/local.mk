@@ -7,6 +7,8 @@ libgkimage_la_SOURCES = \
 	%reldir%/manifest.c \
 	%reldir%/sign.c \
 	%reldir%/verify.c \
-	%reldir%/store.c
-libgkimage_la_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS) $(MUNGE_CFLAGS) -fvisibility=hidden
-libgkimage_la_LIBADD = $(JSON_C_LIBS) $(MUNGE_LIBS) $(PTHREAD_LIBS)
+	%reldir%/store.c \
+	%reldir%/chain.c
+libgkimage_la_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS) $(MUNGE_CFLAGS) $(XXHASH_CFLAGS) \
+	$(LIBCRYPTO_CFLAGS) -fvisibility=hidden
+libgkimage_la_LIBADD = $(JSON_C_LIBS) $(MUNGE_LIBS) $(XXHASH_LIBS) $(LIBCRYPTO_LIBS) $(PTHREAD_LIBS)

@@ -9,6 +9,7 @@ libgkshepherd_la_SOURCES = \
 	%reldir%/criu.c \
 	%reldir%/tree.c \
 	%reldir%/seal.c \
+	%reldir%/stdio.c \
 	%reldir%/sock.c \
 	%reldir%/checkpoint.c \
 	%reldir%/restore.c \

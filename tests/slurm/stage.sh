@@ -7,9 +7,9 @@
 STAGE=$top_srcdir/scheduler-hooks/gpuckpt-stage
 U=4242 # a uid that owns nothing on this machine
 
-tap_plan 28
+tap_plan 32
 if [ "$(id -u)" -ne 0 ]; then
-	for i in $(seq 28); do tap_skip "needs root (the script gives folders to the job's user)"; done
+	for i in $(seq 32); do tap_skip "needs root (the script gives folders to the job's user)"; done
 	exit 0
 fi
 gk_scratch
@@ -111,6 +111,59 @@ chown -R $U:$U "$BB/56"
 out=$(stage out 56 2>&1)
 check "out: a criu/ that root did not write is not staged" \
 	[ ! -e "$SH/56/step.0/task.0/ckpt.000001" -a -n "$(grep 'criu/ not written by root' <<<"$out")" ]
+
+# Increments (format 3): ckpt.000004 is an increment of ckpt.000001, which
+# is older than the newest --keep 2: it is staged, and kept, with it.
+T4=$BB/57/step.0/task.0
+mkckpt "$T4" ckpt.000001
+mkckpt "$T4" ckpt.000002
+mkckpt "$T4" ckpt.000003
+mkckpt "$T4" ckpt.000004
+cat >"$T4/ckpt.000004/manifest.json" <<'M'
+{
+  "format": "gpuckpt-image",
+  "version": 3,
+  "sequence": 4,
+  "increment": 1,
+  "references": [
+    {
+      "sequence": 1,
+      "id": "0123456789abcdef0123456789abcdef",
+      "files": [
+        {
+          "name": "device0.data",
+          "size": 4096
+        }
+      ]
+    }
+  ],
+  "allocations": [
+    {
+      "parts": [
+        {
+          "sequence": 2,
+          "file": "device0.data"
+        }
+      ]
+    }
+  ]
+}
+M
+chown -R $U:$U "$BB/57"
+# An older one already on the shared root, that nothing needs.
+S4=$SH/57/step.0/task.0
+mkckpt "$S4" ckpt.000000
+chown -R 0:0 "$SH/57"
+stage out 57 >/dev/null 2>&1
+check "out: an increment's base is staged with it, though older than the newest 2" \
+	[ -d "$S4/ckpt.000004" -a -d "$S4/ckpt.000003" -a -d "$S4/ckpt.000001" ]
+check "out: ... and only what it refers to (a part's sequence is not a reference)" [ ! -e "$S4/ckpt.000002" ]
+check "out: pruning the shared root keeps the base, removes what nothing needs" \
+	[ -d "$S4/ckpt.000001" -a ! -e "$S4/ckpt.000000" ]
+rm -rf "$BB/57"
+stage in 57 >/dev/null 2>&1
+check "in: the base comes back with the increment" \
+	[ -d "$T4/ckpt.000004" -a -d "$T4/ckpt.000001" -a ! -e "$T4/ckpt.000002" ]
 
 # Bad arguments.
 out=$("$STAGE" out --job abc --uid 1 --gid 1 --bb-root "$BB" --shared-root "$SH" 2>&1)

@@ -3,11 +3,12 @@
 # probe in a script. Root parts report a TAP skip when run as a user.
 GK_SHEPHERD_LIBS = $(top_builddir)/runtime/libgkshepherd.la
 TESTS += %reldir%/test-shepherd %reldir%/test-shepherd-cli.sh %reldir%/test-shepherd-flow.sh \
-	%reldir%/agent.sh
+	%reldir%/agent.sh %reldir%/stdio-criu.sh
 check_PROGRAMS += %reldir%/test-shepherd %reldir%/shep-client
 %canon_reldir%_test_shepherd_SOURCES = %reldir%/test-shepherd.c
 %canon_reldir%_test_shepherd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/transparent
 %canon_reldir%_test_shepherd_LDADD = $(GK_SHEPHERD_LIBS)
 # The runtime's side of the socket, for test-shepherd-flow.sh.
 %canon_reldir%_shep_client_SOURCES = %reldir%/shep-client.c
-EXTRA_DIST += %reldir%/test-shepherd-cli.sh %reldir%/test-shepherd-flow.sh %reldir%/agent.sh
+EXTRA_DIST += %reldir%/test-shepherd-cli.sh %reldir%/test-shepherd-flow.sh %reldir%/agent.sh \
+	%reldir%/stdio-criu.sh
