@@ -8,8 +8,9 @@
 #       into .gpudeps/containers: enroot built from ../shared/third-party for
 #       the prefix /opt/gpuckpt-enroot, pyxis built against Debian's Slurm 22.05
 #       (the one fetch-debs.sh carries; tests/containers/tools.sh), and a Debian
-#       trixie root file system (debootstrap, zstd) with nothing of gpuckpt in
-#       it. Trixie: its glibc (2.41) is newer than the GPU machine's (2.39), and
+#       trixie root file system (debootstrap, compressed with xz: every Ubuntu
+#       and Debian has the xz command, not always zstd's) with nothing of
+#       gpuckpt in it. Trixie: its glibc (2.41) is newer than the GPU machine's (2.39), and
 #       the runtime built there needs that one's (gpuckpt-bundle prints it).
 # On the GPU machine, as root, in the copy of the checkout, after setup.sh and a
 # build (./configure && make, as tests/gpu/README.md says; GK_BUILD=DIR for a
@@ -58,20 +59,20 @@ if [ "$cmd" = prepare ]; then
 	rm -rf "$src"
 	cp "$tools/spank_pyxis.so" "$C/"
 	base=$("$top/tests/containers/images.sh" rootfs $SUITE) || exit 1
-	zstd -q -f -19 -T0 "$base" -o "$C/$SUITE.tar.zst" || exit 1
+	xz -9 -T0 -c "$base" >"$C/$SUITE.tar.xz" || exit 1
 	du -sh "$C"
 	exit 0
 fi
 [ "$cmd" = run ] || { echo "usage: containers.sh prepare|run DIR" >&2; exit 2; }
 [ "$(id -u)" -eq 0 ] || { echo "containers.sh run: needs root" >&2; exit 1; }
-[ -f "$C/$SUITE.tar.zst" ] && [ -f "$C/spank_pyxis.so" ] ||
+[ -f "$C/$SUITE.tar.xz" ] && [ -f "$C/spank_pyxis.so" ] ||
 	{ echo "containers.sh run: $C lacks what 'prepare' makes" >&2; exit 1; }
 build=${GK_BUILD:-$top}
 export PATH=/opt/gpuckpt-enroot/bin:$PATH
 tar -C "$C/enroot-root" -cf - . | tar -C / -xf - --keep-directory-symlink --no-overwrite-dir
 W=/tmp/gpuckpt-containers-gpu
 rm -rf "$W"; mkdir -p "$W/root"; chmod 0755 "$W"
-zstd -dc "$C/$SUITE.tar.zst" | tar -C "$W/root" -xf -
+xz -dc "$C/$SUITE.tar.xz" | tar -C "$W/root" -xf -
 rm -rf "$W/root/dev/"*
 mkdir -p "$W/root/opt/heat"
 cp "$build/examples/heat/heat-drv" "$W/root/opt/heat/" ||
