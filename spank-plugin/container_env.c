@@ -17,7 +17,9 @@ const char *const gk_container_vars[] = {
     "GPUCKPT_KEEP",	  "GPUCKPT_INTERVAL",	     "GPUCKPT_ON_BAD_CHECKPOINT",
     "GPUCKPT_LOG_LEVEL",  "GPUCKPT_CONFIG",	     "GPUCKPT_MODE",	  "GPUCKPT_NO_TRANSPARENT",
     "GPUCKPT_SIGNALS",	  "GPUCKPT_REQUIRE_SIGNATURE", "GPUCKPT_ENABLE",	  "SLURM_JOB_ID",
-    "SLURM_STEP_ID",	  "SLURM_PROCID",	     "SLURM_RESTART_COUNT", NULL,
+    "SLURM_STEP_ID",	  "SLURM_PROCID",	     "SLURM_RESTART_COUNT",
+    /* The step's tasks on this node share its memory for snapshots (snapshot.c). */
+    "SLURM_NODEID",	  "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", NULL,
 };
 
 int gk_is_bundle(const char *dir)

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define ENV_MAX 8192
 
@@ -129,6 +130,7 @@ int gk_inject(const struct gk_site *s, const struct gk_opts *o, const struct gk_
 	int rc, found;
 
 	memset(r, 0, sizeof(*r));
+	r->dirfd = -1;
 	r->restart_count = restart_count(env);
 	rc = gk_task_dir_path(s->bb_root, ids, r->dir, sizeof(r->dir));
 	if (rc < 0) {
@@ -140,10 +142,11 @@ int gk_inject(const struct gk_site *s, const struct gk_opts *o, const struct gk_
 		snprintf(err, errlen, "%s", r->dir_err);
 		return rc;
 	}
-	r->dir_rc = rc;
+	r->dir_rc = rc < 0 ? rc : 0;
+	r->dirfd = rc < 0 ? -1 : rc;
 
-	if (r->dir_rc == 0 && r->restart_count > 0) {
-		found = gk_find_committed(r->dir, r->newest, sizeof(r->newest));
+	if (r->dirfd >= 0 && r->restart_count > 0) {
+		found = gk_find_committed_at(r->dirfd, r->newest, sizeof(r->newest));
 		if (found < 0) {
 			snprintf(err, errlen, "%s: cannot look for checkpoints: %s", r->dir,
 				 strerror(-found));
@@ -190,6 +193,13 @@ out_free:
 	free(cur);
 	free(preload);
 	return rc;
+}
+
+void gk_inject_release(struct gk_inject_result *r)
+{
+	if (r->dirfd >= 0)
+		close(r->dirfd);
+	r->dirfd = -1;
 }
 
 int gk_uninject(const struct gk_site *s, const struct gk_env *env, char *err, size_t errlen)

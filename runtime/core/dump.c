@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "dump.h"
+#include "eventlog.h"
 #include "arena.h"
 #include "baseline.h"
 #include "changes.h"
@@ -212,11 +213,13 @@ int gk_dump(long step, int exiting, int *background)
 		gk_error("checkpoint: %s: refused, no checkpoint written: this process holds %s, "
 			 "which gpuckpt cannot checkpoint",
 			 dir, why);
+		gk_eventlog_checkpoint(-ENOTSUP, 0, 0, gk_now() - t0, 0);
 		return -ENOTSUP;
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p) {
 		gk_error("checkpoint: %s: no checkpoint written: out of memory", dir);
+		gk_eventlog_checkpoint(-ENOMEM, 0, 0, gk_now() - t0, 0);
 		return -ENOMEM;
 	}
 	gk_gate_close();
@@ -229,6 +232,7 @@ int gk_dump(long step, int exiting, int *background)
 		gk_error("checkpoint: %s: the program's CUDA context is broken (%s): no checkpoint "
 			 "possible; the previous checkpoints are kept",
 			 dir, gk_cu_name(broken));
+		gk_eventlog_checkpoint(-EIO, 0, 0, gk_now() - t0, 0);
 		return ret;
 	}
 	if (ret < 0) {
@@ -325,15 +329,20 @@ void gk_dump_context_gone(CUcontext ctx)
 	gk_changes_forget(ctx);
 }
 
-void gk_dump_prepare(void)
+void gk_dump_prepare_in(CUcontext ctx)
 {
 	static int done;
-	CUcontext ctx = some_context();
 
-	/* Only once the program has device memory (a context to pin in), and
-	 * only once. */
-	if (!ctx || !gk_rt.settings.dir[0] || __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+	/* Only once. */
+	if (!ctx || __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
 		return;
 	if (!gk_writer_busy())
 		gk_writer_staging(2 * gk_rt.settings.writers, gk_rt.settings.chunk_size, ctx);
+}
+
+void gk_dump_prepare(void)
+{
+	/* Only once the program has device memory (a context to pin in). */
+	if (gk_rt.settings.dir[0])
+		gk_dump_prepare_in(some_context());
 }

@@ -17,11 +17,13 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/arena.c %reldir%/arena.h \
 	%reldir%/memory.c \
 	%reldir%/track.c %reldir%/track.h \
+	%reldir%/peer.c %reldir%/peer.h \
 	%reldir%/trigger.c %reldir%/trigger.h \
 	%reldir%/transfer.c %reldir%/transfer.h \
 	%reldir%/io.c %reldir%/io.h \
 	%reldir%/numa.c %reldir%/numa.h \
 	%reldir%/dump.c %reldir%/dump.h \
+	%reldir%/eventlog.c %reldir%/eventlog.h \
 	%reldir%/plan.c %reldir%/plan.h \
 	%reldir%/writer.c %reldir%/writer.h \
 	%reldir%/snapshot.c %reldir%/snapshot.h \

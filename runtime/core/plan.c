@@ -1,12 +1,14 @@
 #include "config.h"
 
 #include "plan.h"
+#include "eventlog.h"
 #include "api.h"
 #include "arena.h"
 #include "baseline.h"
 #include "clock.h"
 #include "io.h"
 #include "log.h"
+#include "peer.h"
 #include "runtime.h"
 
 #include <errno.h>
@@ -20,13 +22,13 @@
 #include <unistd.h>
 
 /*
- * A device's bytes are spread evenly over up to this many files (one per copy
- * thread), an allocation cut into parts where a file is full. Why: write()
- * into a tmpfs file holds that file's lock, so threads sharing a file take
- * turns; with a file each they do not (H100 machine, 4 GiB in 4 allocations:
- * 10.6 GB/s in 8 files, 7.3 GB/s in 4).
+ * A device's bytes are spread evenly over a file per copy thread (up to the
+ * most threads a transfer runs), an allocation cut into parts where a file
+ * is full. Why: write() into a tmpfs file holds that file's lock, so threads
+ * sharing a file take turns; with a file each they do not (H100 machine,
+ * 4 GiB in 4 allocations: 10.6 GB/s in 8 files, 7.3 GB/s in 4).
  */
-#define GK_FILES_PER_DEVICE 8
+#define GK_FILES_PER_DEVICE 64
 
 static uint64_t align_up(uint64_t v, uint64_t a)
 {
@@ -116,6 +118,7 @@ static int describe_devices(struct gk_plan *p, int device_data, char *err, size_
 		d->va_size = a->lay.size;
 		d->next_order = a->next_order;
 		d->mapped_bytes = a->mapped;
+		d->peer_access = gk_peer_accessors(a->ordinal);
 		if (!device_data)
 			continue;
 		pthread_mutex_lock(&a->lock);
@@ -287,7 +290,11 @@ count:
 
 /* The changed chunks of one device's allocations [first, end), spread over
  * up to nf files of their own: runs of changed chunks, whole chunks into
- * each file up to its quota, the rest of a run in the next file. */
+ * each file up to its share (both to the nearest chunk), the rest of a run in
+ * the next file. Rounded up, the share would leave the last files empty
+ * whenever the total is a little above a multiple of nf chunks (128 MiB and
+ * a few small allocations in 8 files of 8 MiB chunks: 5 files of 24 MiB, 2
+ * empty), and then two threads write one file. */
 static int layout_device(struct gk_plan *p, size_t first, size_t end, int ordinal, unsigned writers,
 			 char *err, size_t errlen)
 {
@@ -310,7 +317,11 @@ static int layout_device(struct gk_plan *p, size_t first, size_t end, int ordina
 		nf = GK_FILES_PER_DEVICE;
 	if (nf > chunks)
 		nf = chunks;
-	quota = (total / nf + cs - 1) / cs * cs;
+	/* At least a chunk: a state of less than a chunk per thread goes to the
+	 * first files, whole. */
+	quota = (total / nf + cs / 2) / cs * cs;
+	if (quota < cs)
+		quota = cs;
 	for (size_t f = 0; f < nf; f++) {
 		struct gk_file_rec *fr = &m->files[m->nfiles];
 
@@ -341,8 +352,12 @@ static int layout_device(struct gk_plan *p, size_t first, size_t end, int ordina
 			run_end = e == r->nchunks ? r->size : (uint64_t)e * cs;
 			while (start < run_end) {
 				uint64_t left = run_end - start, room = quota > used ? quota - used : 0;
-				uint64_t take = j == nf - 1 || left <= room ? left : room / cs * cs;
+				uint64_t take = (room + cs / 2) / cs * cs;
 				struct gk_file_rec *fr = &m->files[file0 + j];
+
+				/* The last file, or the rest of the run where it fits. */
+				if (j == nf - 1 || left <= room || left <= take)
+					take = left;
 
 				if (take == 0) {
 					j++;
@@ -484,7 +499,8 @@ out:
 
 int gk_plan_write(struct gk_plan *p, unsigned writers, char *err, size_t errlen)
 {
-	int ret = gk_xfer_dump(p->items, p->nitems, p->m->chunk_size, writers, err, errlen);
+	int ret = gk_xfer_dump(p->items, p->nitems, p->m->chunk_size, gk_rt.settings.copy_piece, writers,
+			       err, errlen);
 
 	if (ret == 0)
 		ret = write_regions(p, err, errlen);
@@ -587,6 +603,7 @@ int gk_plan_commit(struct gk_plan *p, unsigned keep, struct gk_plan_result *res,
 	res->sequence = p->m->sequence;
 	res->nallocs = p->m->nallocs;
 	res->nregions = p->m->nregions;
+	res->ndevices = (unsigned)p->m->ndevices;
 	res->increment = p->m->increment;
 	res->base_sequence = p->m->increment && p->base ? p->base->sequence : 0;
 	/* From here on the plan's base may be gone: the new one replaces it. */
@@ -613,6 +630,12 @@ void gk_plan_say(const struct gk_plan *p, int ret, const struct gk_plan_result *
 	uint64_t written = p->changed_bytes + p->region_bytes;
 	char size[32], kept[32], how[256] = "", when[160];
 
+	/* The record for the node's admins: every checkpoint's outcome passes
+	 * here, written in the foreground or the background. A refusal was
+	 * recorded where it was decided; -ENOTSUP from a write is a failure. */
+	gk_eventlog_checkpoint(ret == -ENOTSUP ? -EIO : ret, ret == 0 ? res->sequence : 0,
+			       ret == 0 ? written : 0, p->t_start > 0 ? gk_now() - p->t_start : 0,
+			       ret == 0 ? res->ndevices : 0);
 	if (ret < 0) {
 		gk_error("checkpoint: %s: no checkpoint written%s: %s; the previous checkpoints are "
 			 "kept",

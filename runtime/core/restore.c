@@ -1,15 +1,18 @@
 #include "config.h"
 
 #include "restore.h"
+#include "eventlog.h"
 #include "clock.h"
 #include "api.h"
 #include "arena.h"
 #include "baseline.h"
 #include "driver.h"
+#include "dump.h"
 #include "gate.h"
 #include "image.h"
 #include "io.h"
 #include "log.h"
+#include "peer.h"
 #include "runtime.h"
 #include "transfer.h"
 
@@ -39,6 +42,23 @@ static struct {
 } R;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The event log's line for this restore: N of the chosen ckpt.N, if any. */
+static void log_restore(enum gk_event_result result, uint64_t bytes, double seconds, int err)
+{
+	const char *base = strrchr(R.dir, '/');
+	char *end;
+	unsigned long long seq = 0;
+	int has = 0;
+
+	base = base ? base + 1 : R.dir;
+	if (strncmp(base, "ckpt.", 5) == 0 && base[5] >= '0' && base[5] <= '9') {
+		seq = strtoull(base + 5, &end, 10);
+		has = *end == '\0';
+	}
+	gk_eventlog_restore(result, has, seq, bytes, seconds, err);
+}
+
 
 /*
  * The check of every checksum reads the whole checkpoint: started at the
@@ -233,6 +253,7 @@ static void settle_locked(void)
 			R.state = R_REFUSED;
 			R.error = ret;
 		}
+		log_restore(GK_EV_REFUSED, 0, 0, ret);
 	} else {
 		R.m = m;
 		R.state = R_PENDING;
@@ -316,8 +337,10 @@ int gk_restore_populate(struct gk_arena *a)
 {
 	const struct gk_device_rec *d = device_rec(a->ordinal);
 	struct gk_device_info info;
-	size_t free_mem = 0, total = 0;
+	size_t free_mem = 0, total = 0, n = 0;
 	char have[32], need[32];
+	uint64_t bytes = 0;
+	double t0;
 
 	if (!d)
 		return 0;
@@ -335,6 +358,12 @@ int gk_restore_populate(struct gk_arena *a)
 	if (strcmp(info.uuid, d->uuid) != 0)
 		gk_info("restore: device %d is now %s (%s); the checkpoint was taken on %s (%s)",
 			a->ordinal, info.name, info.uuid, d->name, d->uuid);
+	/* Granted before the memory is mapped, so that arena.c grants it too. */
+	if (d->peer_access && gk_peer_restore(a->ordinal, d->peer_access, R.dir) < 0)
+		return -EXDEV;
+	/* The load's staging buffers are pinned in the background meanwhile. */
+	gk_dump_prepare_in(a->ctx);
+	t0 = gk_now();
 	for (size_t i = 0; i < R.m->nallocs; i++) {
 		const struct gk_alloc_rec *r = &R.m->allocs[i];
 		int ret;
@@ -349,7 +378,11 @@ int gk_restore_populate(struct gk_arena *a)
 				 (unsigned long long)r->size, a->ordinal, strerror(-ret));
 			return ret;
 		}
+		n++;
+		bytes += r->size;
 	}
+	gk_info("restore: device %d: %zu allocations (%.2f GiB) recreated in %.3f s", a->ordinal, n,
+		bytes / 1073741824.0, gk_now() - t0);
 	return 0;
 }
 
@@ -358,6 +391,7 @@ static void abandon_locked(const char *why)
 	if (R.state != R_PENDING)
 		return;
 	R.state = R_ABANDONED;
+	log_restore(GK_EV_FAILED, 0, 0, ECANCELED);
 	__atomic_and_fetch(&gk_rt.due, ~GK_DUE_RESTORE, __ATOMIC_RELEASE);
 	if (!__atomic_load_n(&gk_rt.aware, __ATOMIC_ACQUIRE)) {
 		/* Not (yet) using the gpuckpt API: maybe not the program that was
@@ -708,6 +742,7 @@ int gk_restore_load(void)
 			R.dir, (unsigned long long)bytes, (long long)R.m->step);
 	}
 	gk_restore_items_free(R.m, items, fds);
+	log_restore(GK_EV_OK, bytes, gk_now() - t0, 0);
 	pthread_mutex_unlock(&lock);
 	return 0;
 fatal:
@@ -716,6 +751,7 @@ fatal:
 	gk_error("restore: %s: loading failed half-way: %s; stopping the program rather than "
 		 "letting it run on half-restored state",
 		 R.dir, err);
+	log_restore(GK_EV_FAILED, 0, 0, ret < 0 ? ret : -EIO);
 	fflush(NULL);
 	_exit(EXIT_FAILURE);
 }
