@@ -5,11 +5,18 @@
  *
  *	sbatch, salloc, srun (allocator and local contexts): the options, checked
  *	    at submission; their values exported as GPUCKPT_* variables so that
- *	    what runs inside the job (srun steps, salloc's shell) inherits them.
+ *	    what runs inside the job (srun steps, salloc's shell) inherits them;
+ *	    in srun, GPUCKPT_CONTAINER when pyxis will run the step in a container.
  *	slurmstepd (remote context), once per task, as root before the task
- *	    starts: the runtime and its settings put into the task (task_env);
- *	    in transparent mode the task is started under, or restored by,
- *	    gpuckpt-shepherd (transparent).
+ *	    starts: the runtime and its settings put into the task (task_env),
+ *	    and what containers need to pass them on (container_env); in
+ *	    transparent mode the task is started under, or restored by,
+ *	    gpuckpt-shepherd (transparent). Then, as the user, just before the
+ *	    program starts: in a container that pyxis entered (listed before
+ *	    gpuckpt in plugstack.conf), whether its userland can load the
+ *	    runtime (container_check); transparent mode is refused there; the
+ *	    task becomes a child subreaper, so that what its program leaves
+ *	    behind (podman's conmon) stays in the step.
  *	slurmd prolog and epilog (job-script context), as root: gpuckpt-stage
  *	    moves checkpoints between the node's burst buffer and the shared
  *	    root (scheduler-hooks/stage/), within the site's stage_timeout;
@@ -27,12 +34,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include <slurm/spank.h>
 
 #include "ckpt_dir.h"
+#include "container_check.h"
+#include "container_env.h"
 #include "fsafe.h"
 #include "job_options.h"
 #include "job_record.h"
@@ -48,6 +59,7 @@
 SPANK_PLUGIN(gpuckpt, 1);
 int slurm_spank_init(spank_t sp, int ac, char **av);
 int slurm_spank_init_post_opt(spank_t sp, int ac, char **av);
+int slurm_spank_local_user_init(spank_t sp, int ac, char **av);
 int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av);
 int slurm_spank_task_init(spank_t sp, int ac, char **av);
 int slurm_spank_task_exit(spank_t sp, int ac, char **av);
@@ -173,6 +185,33 @@ int slurm_spank_init_post_opt(spank_t sp, int ac, char **av)
 	return 0;
 }
 
+/*
+ * srun, once the step exists and just before it is launched: will pyxis run
+ * it in a container? That is, was its --container-image or --container-name
+ * given, on the command line or through the SLURM_SPANK_ variables that
+ * sbatch and salloc leave for the steps inside? Slurm looks options up by
+ * name in the one table all plugins share, so another plugin's can be asked
+ * for here (and only from this callback on); slurmstepd shows a plugin none
+ * of another's, hence GPUCKPT_CONTAINER (container_env.h), which srun copies
+ * into the step's environment after this callback. One inherited from an
+ * enclosing step is emptied, not removed: srun may hold a copy already.
+ */
+int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
+{
+	static struct spank_option image = {"container-image", "", "", 1, 0, NULL},
+				   name = {"container-name", "", "", 1, 0, NULL};
+	char *arg;
+
+	if (spank_context() != S_CTX_LOCAL)
+		return 0;
+	if (spank_option_getopt(sp, &image, &arg) == ESPANK_SUCCESS ||
+	    spank_option_getopt(sp, &name, &arg) == ESPANK_SUCCESS)
+		setenv(GK_ENV_CONTAINER, "pyxis", 1);
+	else if (getenv(GK_ENV_CONTAINER))
+		setenv(GK_ENV_CONTAINER, "", 1);
+	return 0;
+}
+
 static int env_get(void *ctx, const char *name, char *buf, size_t len)
 {
 	spank_err_t rc = spank_getenv(ctx, name, buf, (int)len);
@@ -232,6 +271,90 @@ static void tell(enum tell_kind kind, const char *fmt, ...)
 	}
 }
 
+/* The task, as task_init_privileged saw it: its names for messages, and the
+ * mount namespace slurmstepd gave it (another one in task_init means that a
+ * plugin listed before this one, pyxis, moved the task into a container). */
+static struct {
+	int on;
+	struct gk_task_ids ids;
+	char step[32];
+	ino_t mntns;
+} task;
+
+static ino_t mntns_ino(void)
+{
+	struct stat st;
+
+	return stat("/proc/self/ns/mnt", &st) == 0 ? st.st_ino : 0;
+}
+
+/*
+ * In a container, as the user, before the program: can its userland load the
+ * runtime, and does it show the task's checkpoint folder? Said now, in the
+ * job's output, rather than found out when the job is preempted.
+ */
+static int check_container(spank_t sp)
+{
+	char rt[PATH_MAX], dir[PATH_MAX], reason[GK_ERRLEN], *rest;
+	int rc, loads;
+
+	if (!task.on || task.mntns == 0 || mntns_ino() == task.mntns)
+		return 0;
+	/* CRIU has not been measured on a container's tree (its mounts and
+	 * namespaces): the shepherd must not be left to find out at preemption. */
+	if (env_get(sp, GK_ENV_SHEPHERD, reason, sizeof(reason)) == 1) {
+		tell(TELL_FATAL,
+		     "job %u %s task %u: transparent mode does not reach into containers yet: run "
+		     "this step with --gpu-checkpoint-mode=app (programs that use the gpuckpt API "
+		     "are checkpointed in containers)",
+		     task.ids.job_id, task.step, task.ids.task_id);
+		return -1;
+	}
+	if (env_get(sp, GK_ENV_RUNTIME, rt, sizeof(rt)) != 1 ||
+	    env_get(sp, "GPUCKPT_DIR", dir, sizeof(dir)) != 1)
+		return 0;
+	rc = gk_container_check(rt, dir, &loads, reason, sizeof(reason));
+	if (rc > 0)
+		return 0;
+	tell(TELL_ERROR,
+	     "job %u %s task %u: this container cannot be checkpointed: %s; it runs without "
+	     "checkpoints",
+	     task.ids.job_id, task.step, task.ids.task_id, reason);
+	/* The loader stops a program whose preloaded library asks for a newer glibc. */
+	rest = malloc(8192);
+	if (!loads && rest && env_get(sp, "LD_PRELOAD", dir, sizeof(dir)) == 1 &&
+	    gk_preload_remove(dir, rt, rest, 8192) == 0) {
+		if (rest[0])
+			spank_setenv(sp, "LD_PRELOAD", rest, 1);
+		else
+			spank_unsetenv(sp, "LD_PRELOAD");
+	}
+	free(rest);
+	return 0;
+}
+
+/*
+ * Keep what the program starts in the step: the checkpoint signal (SIGTERM at
+ * requeue and preemption) must reach it. A process that leaves its parent
+ * behind (a double fork, as podman's conmon does with the container under it)
+ * is handed to init, where Slurm's proctrack/linuxproc, which follows the
+ * tree of parent pids, no longer sees it: the container would never be told
+ * to checkpoint, nor be killed with the step. As a child subreaper (kept
+ * across execve) the task takes such orphans in, so they stay in its tree.
+ * Not under a shepherd, whose PID namespace already takes them in.
+ */
+static void keep_orphans(spank_t sp)
+{
+	char v[8];
+
+	if (!task.on || env_get(sp, GK_ENV_SHEPHERD, v, sizeof(v)) != 0)
+		return;
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		slurm_error("gpuckpt: job %u %s task %u: cannot keep the task's orphans in the "
+			    "step (prctl PR_SET_CHILD_SUBREAPER: %s)",
+			    task.ids.job_id, task.step, task.ids.task_id, strerror(errno));
+}
+
 /* task_init_privileged asks task_init to look at the program (as the user). */
 static struct {
 	int wanted;
@@ -272,6 +395,9 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 
 	if (spank_context() != S_CTX_REMOTE)
 		return 0;
+	if (check_container(sp) < 0)
+		return -1;
+	keep_orphans(sp);
 	if (program_check.wanted)
 		tell_unpreloadable(sp);
 	if (task_note[0]) {
@@ -304,8 +430,8 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	struct gk_inject_result *r;
 	struct gk_tplan *plan = NULL;
 	struct gk_task_ids ids;
-	char err[GK_ERRLEN], value[16], step[32];
-	int on, rc, have;
+	char err[GK_ERRLEN], value[16], step[32], **argv;
+	int on, rc, have, argc;
 
 	if (spank_context() != S_CTX_REMOTE)
 		return 0;
@@ -360,6 +486,10 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		slurm_info("gpuckpt: job %u %s task %u: checkpoints go to %s", ids.job_id, step,
 			   ids.task_id, r->dir);
 
+	if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1)
+		argv = NULL;
+	gk_container_of(&env, argv ? argv[0] : NULL, r->container, sizeof(r->container));
+
 	plan = malloc(sizeof(*plan));
 	if (!plan) {
 		rc = -ENOMEM;
@@ -373,6 +503,16 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
 		goto out_free;
 	}
+	/* After transparent.c's variables, so that Apptainer gets them too. */
+	rc = gk_container_inject(&site, &ids, &env, err, sizeof(err));
+	if (rc < 0) {
+		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
+		goto out_free;
+	}
+	task.on = 1;
+	task.ids = ids;
+	snprintf(task.step, sizeof(task.step), "%s", step);
+	task.mntns = mntns_ino();
 	/*
 	 * A restart with nothing to restore: the run before may have lost its
 	 * work to what this node lacks too. The runtime said so when the signal

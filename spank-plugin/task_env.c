@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "task_env.h"
+#include "container_env.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -261,6 +262,8 @@ int gk_uninject(const struct gk_site *s, const struct gk_env *env, char *err, si
 		rc = env->unset(env->ctx, "GPUCKPT_FLUSH_DIR");
 	if (!rc)
 		rc = set_env(env, GK_ENV_CHECKPOINT, "off", 1, err, errlen);
+	if (!rc)
+		rc = gk_container_uninject(s, env, err, errlen);
 	if (rc < 0 && !err[0])
 		snprintf(err, errlen, "cannot change the environment: %s", strerror(-rc));
 

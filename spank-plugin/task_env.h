@@ -45,6 +45,9 @@ struct gk_inject_result {
 	unsigned restart_count;
 	int restore;	 /* GPUCKPT_RESTORE=auto was set */
 	char newest[64]; /* the newest committed checkpoint seen, if any */
+	char container[16]; /* set by the caller after gk_inject: the container
+			       the program will run in ("pyxis", "podman", ...;
+			       gk_container_of), "" if none seen */
 	int dirfd;	 /* dir, opened and checked, or -1: what the plugin looks
 			  * at later is in this folder, not wherever the path
 			  * leads by then (gk_inject_release closes it) */

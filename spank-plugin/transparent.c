@@ -207,6 +207,25 @@ int gk_transparent_prepare(const struct gk_site *s, const struct gk_opts *o,
 			 "the job asked for application mode (GPUCKPT_MODE=app)");
 		return plan_none(env, p, err, errlen);
 	}
+	if (!shell && r->container[0]) {
+		/* CRIU has not been measured on a container's tree (its mounts and
+		 * namespaces, a runtime's monitor): refused at the start rather than
+		 * found out at preemption; auto means the API's way there. */
+		if (p->mode == GK_MODE_TRANSPARENT) {
+			snprintf(err, errlen,
+				 "transparent mode was asked for (GPUCKPT_MODE=transparent) but the "
+				 "program runs in a %s container, which it does not reach yet: use "
+				 "--gpu-checkpoint-mode=app or auto (programs that use the gpuckpt "
+				 "API are checkpointed in containers)",
+				 r->container);
+			return -ENOTSUP;
+		}
+		snprintf(p->reason, sizeof(p->reason),
+			 "the program runs in a %s container, which transparent mode does not "
+			 "reach yet: it is checkpointed only if it uses the gpuckpt API",
+			 r->container);
+		return plan_none(env, p, err, errlen);
+	}
 	if (!shell && r->dir_rc == 0 && r->restore) {
 		ckpt_t = newest_is_transparent(r->dirfd, r->dir, r->newest, err, errlen);
 		if (ckpt_t < 0)

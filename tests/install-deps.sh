@@ -26,6 +26,8 @@ packages=(
 	slurmctld slurmd slurm-client libslurm-dev slurm-wlm-basic-plugins
 	bats iproute2 lua5.1 procps psmisc util-linux jq groff-base git debootstrap
 	dpkg-dev debhelper lintian clang-14 libclang-rt-14-dev
+	# containers (tests/slurm/e2e-containers.sh): images, enroot/pyxis builds, podman
+	squashfs-tools libbsd-dev linux-libc-dev podman runc
 )
 missing=()
 for p in "${packages[@]}"; do

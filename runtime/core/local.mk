@@ -34,11 +34,16 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/flush.c %reldir%/flush.h \
 	%reldir%/restore.c %reldir%/restore.h \
 	%reldir%/api.c %reldir%/api.h \
+	%reldir%/exec_guard.c %reldir%/exec_guard.h \
 	%reldir%/runtime.c %reldir%/runtime.h
 libgpuckpt_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -fvisibility=hidden
 libgpuckpt_la_LIBADD = libgkplace.la libgkimage.la libgkcommon.la $(HWLOC_LIBS) $(PTHREAD_LIBS) -ldl
+# RPATH $ORIGIN (DT_RPATH, which the libraries it loads inherit, not RUNPATH):
+# a copy of the runtime in a folder with its libraries beside it (what
+# containers mount, containers/README.md) loads those, whatever the
+# container's userland holds.
 libgpuckpt_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -no-undefined -Wl,--no-undefined -Wl,-Bsymbolic-functions \
-	-Wl,--version-script=$(srcdir)/%reldir%/libgpuckpt.map
+	-Wl,--version-script=$(srcdir)/%reldir%/libgpuckpt.map '-Wl,-rpath,$$ORIGIN' -Wl,--disable-new-dtags
 EXTRA_DIST += %reldir%/libgpuckpt.map
 
 # The change-key kernel (hash_kernel.cu), built by nvcc into a fatbinary -

@@ -9,6 +9,7 @@
 #include "log.h"
 #include "restore.h"
 #include "agent.h"
+#include "exec_guard.h"
 #include "trigger.h"
 #include "eventlog.h"
 
@@ -34,6 +35,7 @@ __attribute__((constructor)) static void gk_runtime_load(void)
 		gk_rt.due = GK_DUE_FIRST;
 		gk_eventlog_init();
 	}
+	gk_exec_guard_arm();
 }
 
 static void start_once(void)

@@ -43,7 +43,7 @@ check_LTLIBRARIES += %reldir%/slack_kernels_host.la
 # heat-drv on the stand-in through the checkpoint scenarios, and the heat
 # examples' options and bad input.
 TESTS += %reldir%/standin.sh %reldir%/heat-options.sh
-EXTRA_DIST += %reldir%/standin.sh %reldir%/heat-options.sh %reldir%/run.sh \
+EXTRA_DIST += %reldir%/containers.sh %reldir%/standin.sh %reldir%/heat-options.sh %reldir%/run.sh \
 	%reldir%/scenario.sh %reldir%/README.md %reldir%/gpu_test.h \
 	%reldir%/gpu-streams.cu %reldir%/gpu-linked.cu %reldir%/gpu-cublas.cu \
 	%reldir%/route-rt.cu %reldir%/slack_kernels.cu %reldir%/first-checkpoint.sh \

@@ -1,8 +1,8 @@
 #!/bin/bash
 # documented.sh - the manual pages document what the programs accept: every
 # option in the OPTIONS part of each --help (gpuckpt and each of its commands,
-# gpuckpt-shepherd, gpuckpt-stage), every sbatch/srun option the SPANK plugin
-# registers and every plugstack.conf argument it parses, every gpuckpt.conf key
+# gpuckpt-shepherd, gpuckpt-stage, gpuckpt-bundle), every sbatch/srun option
+# the SPANK plugin registers and every plugstack.conf argument it parses, every gpuckpt.conf key
 # the runtime parses. The names are taken from the built programs' --help and
 # from the one place in the source where each parser names its keys, so a new
 # option without a line in its page fails here. Each page renders without groff
@@ -13,7 +13,8 @@ export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=1}
 MAN=$top_srcdir/man
 SHEPHERD=$top_builddir/runtime/gpuckpt-shepherd
 STAGE=$top_builddir/scheduler-hooks/gpuckpt-stage
-PAGES="gpuckpt.1 gpuckpt.conf.5 spank-gpuckpt.8 gpuckpt-shepherd.8 gpuckpt-stage.8"
+BUNDLE=$top_builddir/spank-plugin/gpuckpt-bundle
+PAGES="gpuckpt.1 gpuckpt.conf.5 spank-gpuckpt.8 gpuckpt-shepherd.8 gpuckpt-stage.8 gpuckpt-bundle.8"
 gk_scratch
 
 # The long options of a --help text: in its option lines (indented, starting
@@ -75,6 +76,11 @@ check "gpuckpt-stage --help exits 0 and lists options ($(wc -w <<<"$opts"))" non
 check "gpuckpt-stage(8) documents every option of its --help" documents gpuckpt-stage.8 $opts
 check "gpuckpt-stage(8) documents its commands" documents gpuckpt-stage.8 in out sweep
 
+# gpuckpt-bundle (a script: its usage line names the options).
+opts=$("$BUNDLE" --help | grep -o -- '--[a-z][a-z-]*' | sort -u)
+check "gpuckpt-bundle --help exits 0 and names options ($(wc -w <<<"$opts"))" nonempty $opts
+check "gpuckpt-bundle(8) documents every option of its --help" documents gpuckpt-bundle.8 $opts --help
+
 # The SPANK plugin: the option table and the plugstack.conf parser.
 opts=$(sed -n 's/^ *{"\(gpu-checkpoint[a-z-]*\)",.*/--\1/p' "$top_srcdir/spank-plugin/gpuckpt_spank.c")
 check "spank plugin: options found in its option table ($(wc -w <<<"$opts"))" nonempty $opts
@@ -115,7 +121,7 @@ missing=""
 for p in $PAGES; do
 	[ -f "$(find "$dest" -path "*/man${p##*.}/$p" -print -quit)" ] || missing+=" $p"
 done
-check "make install: all five pages in their sections${missing:+ (missing:$missing)}" [ -z "$missing" ]
+check "make install: all six pages in their sections${missing:+ (missing:$missing)}" [ -z "$missing" ]
 
 tap_plan "$TAP_N"
 tap_done

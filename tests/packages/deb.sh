@@ -7,7 +7,8 @@
 #    $top_builddir/packages/ (inside the tree, which is what the root sees);
 # 2. lintian over them: no errors;
 # 3. what each package holds: the library, header, tool, shepherd, plugin
-#    with its plugstack.conf.d drop-in, staging script, the five man pages;
+#    with its plugstack.conf.d drop-in, staging script, the six man pages,
+#    the containers' bundle maker and hooks;
 #    the plugin's dependency names the Slurm release it was built against;
 # 4. a throw-away Debian bookworm root (tests/slurm/debian-root.sh, an
 #    overlay over the cached root, so nothing stays): apt-get installs the
@@ -99,9 +100,11 @@ check "gpuckpt: the tool, its site file, gpuckpt(1) and gpuckpt.conf(5)" holds g
 	etc/gpuckpt/gpuckpt.conf 'usr/share/man/man1/gpuckpt\.1\.gz' 'usr/share/man/man5/gpuckpt\.conf\.5\.gz'
 check "gpuckpt-shepherd: the shepherd and its page" holds gpuckpt-shepherd \
 	usr/libexec/gpuckpt/gpuckpt-shepherd 'usr/share/man/man8/gpuckpt-shepherd\.8\.gz'
-check "slurm-spank-gpuckpt: the plugin, the plugstack.conf.d drop-in, spank-gpuckpt(8)" holds slurm-spank-gpuckpt \
+check "slurm-spank-gpuckpt: the plugin, the plugstack.conf.d drop-in, spank-gpuckpt(8), the containers' parts" holds slurm-spank-gpuckpt \
 	'usr/lib/[^/]+/slurm-wlm/spank_gpuckpt\.so' etc/slurm/plugstack.conf.d/gpuckpt.conf \
-	'usr/share/man/man8/spank-gpuckpt\.8\.gz'
+	'usr/share/man/man8/spank-gpuckpt\.8\.gz' usr/sbin/gpuckpt-bundle \
+	usr/libexec/gpuckpt/gpuckpt-oci-hook usr/libexec/gpuckpt/gpuckpt-container-start \
+	'usr/share/man/man8/gpuckpt-bundle\.8\.gz' usr/share/doc/slurm-spank-gpuckpt/enroot/50-gpuckpt.sh
 check "gpuckpt-stage: the staging script, the hooks, gpuckpt-stage(8)" holds gpuckpt-stage \
 	usr/libexec/gpuckpt/gpuckpt-stage usr/share/gpuckpt/job_submit.lua 'usr/share/man/man8/gpuckpt-stage\.8\.gz'
 slurm=$(dpkg-query -W -f='${Version}' libslurm-dev 2>/dev/null | sed -E 's/^([0-9]+:)?([0-9]+\.[0-9]+).*/\2/')

@@ -27,7 +27,7 @@ check_LTLIBRARIES += %reldir%/slowio.la
 # Driver-API programs, linked against the toolkit's stub libcuda; at run time
 # libcuda.so.1 is the stand-in (or a real driver).
 GK_CUDA_STUB = -L$(CUDA_PREFIX)/lib64/stubs -lcuda
-check_PROGRAMS += %reldir%/prog-dlnext %reldir%/prog-routes %reldir%/prog-managed \
+check_PROGRAMS += %reldir%/prog-exec %reldir%/prog-dlnext %reldir%/prog-routes %reldir%/prog-managed \
 	%reldir%/prog-unaware %reldir%/prog-hostonly
 %canon_reldir%_prog_dlnext_SOURCES = %reldir%/prog-dlnext.c
 %canon_reldir%_prog_dlnext_LDADD = %reldir%/libgkdlnexta.la %reldir%/libgkdlnextb.la
@@ -40,7 +40,9 @@ check_PROGRAMS += %reldir%/prog-dlnext %reldir%/prog-routes %reldir%/prog-manage
 %canon_reldir%_prog_unaware_SOURCES = %reldir%/prog-unaware.c
 %canon_reldir%_prog_unaware_LDADD = $(GK_CUDA_STUB)
 
+%canon_reldir%_prog_exec_SOURCES = %reldir%/prog-exec.c
+
 TESTS += %reldir%/interpose.sh %reldir%/heat-e2e.sh %reldir%/background.sh \
-	%reldir%/increments.sh %reldir%/copy-paths.sh %reldir%/peer.sh
+	%reldir%/increments.sh %reldir%/copy-paths.sh %reldir%/peer.sh %reldir%/exec-guard.sh
 EXTRA_DIST += %reldir%/interpose.sh %reldir%/heat-e2e.sh %reldir%/background.sh \
-	%reldir%/increments.sh %reldir%/copy-paths.sh %reldir%/peer.sh
+	%reldir%/increments.sh %reldir%/copy-paths.sh %reldir%/peer.sh %reldir%/exec-guard.sh

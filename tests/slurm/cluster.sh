@@ -39,7 +39,8 @@
 # Environment: GK_CLUSTER_DIR (default: start /tmp/gpuckpt-cluster; stop and
 # status the cluster that is set up), GK_PLUGIN (the
 # SPANK plugin; default the build's), GK_RUNTIME, GK_STAGE (gpuckpt-stage),
-# GK_PLUGIN_ARGS (extra key=value plugin arguments), top_srcdir, top_builddir.
+# GK_PLUGIN_ARGS (extra key=value plugin arguments), GK_PLUGSTACK_BEFORE
+# (plugstack.conf lines before gpuckpt's), top_srcdir, top_builddir.
 set -Eeuo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -290,8 +291,11 @@ write_config() {
 	if [ -n "${ASAN_RUNTIME:-}" ] && [ -f "$ASAN_RUNTIME" ]; then runtime=$ASAN_RUNTIME:$runtime; fi
 	# A cluster without the plugin would run every test's jobs untouched.
 	[ -f "$GK_PLUGIN" ] || die "no plugin at $GK_PLUGIN (build first, or set GK_PLUGIN)"
+	# GK_PLUGSTACK_BEFORE: plugin lines that come before gpuckpt's (pyxis, whose
+	# task_init must run first so that gpuckpt's can check inside the container).
+	if [ -n "${GK_PLUGSTACK_BEFORE:-}" ]; then echo "$GK_PLUGSTACK_BEFORE" >>"$C/etc/plugstack.conf"; fi
 	echo "required $GK_PLUGIN bb_root=$C/bb shared_root=$C/shared runtime=$runtime stage=$GK_STAGE metrics=$C/metrics/gpuckpt.prom $GK_PLUGIN_ARGS" \
-		>"$C/etc/plugstack.conf"
+		>>"$C/etc/plugstack.conf"
 }
 
 write_clients() {

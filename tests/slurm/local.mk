@@ -6,10 +6,12 @@ SLURM_UNIT_LDADD = $(top_builddir)/spank-plugin/libgkspank.la
 
 check_PROGRAMS += %reldir%/test_site_args %reldir%/test_job_options \
 	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent \
-	%reldir%/test_job_record %reldir%/test_ckpt_dir_race %reldir%/test_task_program
+	%reldir%/test_job_record %reldir%/test_ckpt_dir_race %reldir%/test_task_program \
+	%reldir%/test_container_env
 TESTS += %reldir%/test_site_args %reldir%/test_job_options \
 	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent \
 	%reldir%/test_job_record %reldir%/test_ckpt_dir_race %reldir%/test_task_program \
+	%reldir%/test_container_env containers/oci-hook.sh \
 	%reldir%/stage.sh
 %canon_reldir%_test_site_args_SOURCES = %reldir%/test_site_args.c
 %canon_reldir%_test_site_args_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
@@ -23,6 +25,9 @@ TESTS += %reldir%/test_site_args %reldir%/test_job_options \
 %canon_reldir%_test_stage_run_SOURCES = %reldir%/test_stage_run.c
 %canon_reldir%_test_stage_run_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
 %canon_reldir%_test_stage_run_LDADD = $(SLURM_UNIT_LDADD)
+%canon_reldir%_test_container_env_SOURCES = %reldir%/test_container_env.c %reldir%/fake_env.h
+%canon_reldir%_test_container_env_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
+%canon_reldir%_test_container_env_LDADD = $(SLURM_UNIT_LDADD)
 %canon_reldir%_test_transparent_SOURCES = %reldir%/test_transparent.c %reldir%/fake_env.h
 %canon_reldir%_test_transparent_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
 %canon_reldir%_test_transparent_LDADD = $(SLURM_UNIT_LDADD)
@@ -49,13 +54,16 @@ SLURM_E2E = \
 	%reldir%/e2e-checkpoint.sh \
 	%reldir%/e2e-records.sh \
 	%reldir%/e2e-cleanup.sh \
-	%reldir%/e2e-flush.sh
+	%reldir%/e2e-flush.sh \
+	%reldir%/e2e-containers.sh
 
 # On the GPU machine only (GK_CRIU=... make check TESTS=slurm/e2e-transparent.sh):
 # it skips, with the reason, where there is no GPU or no CRIU 4.
 EXTRA_DIST += %reldir%/e2e-transparent.sh
 EXTRA_DIST += %reldir%/cluster.sh %reldir%/e2e-lib.sh \
-	%reldir%/stage.sh %reldir%/demo.sh $(SLURM_E2E)
+	%reldir%/stage.sh %reldir%/demo.sh $(SLURM_E2E) \
+	containers/images.sh containers/tools.sh \
+	containers/podman.sh containers/oci-hook.sh
 
 check-slurm: all
 	$(MAKE) $(AM_MAKEFLAGS) -j1 check TESTS='$(SLURM_E2E)'

@@ -60,7 +60,7 @@ int main(void)
 	enum gk_mode m;
 	int rc;
 
-	plan(48);
+	plan(52);
 	if (!mkdtemp(root)) {
 		printf("Bail out! mkdtemp: %s\n", strerror(errno));
 		return 1;
@@ -178,6 +178,28 @@ int main(void)
 	ok(p.kind == GK_TPLAN_NONE && !val(&fe, "GPUCKPT_SHEPHERD"),
 	   "batch step: never under a shepherd");
 	ids.step_id = 0;
+
+	/* In a container (container_env.h's gk_container_of): auto means the API's way. */
+	snprintf(r.container, sizeof(r.container), "pyxis");
+	is_int(gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err)), 0,
+	       "auto in a pyxis container on a node that can: prepared, not refused");
+	ok(p.kind == GK_TPLAN_NONE && !val(&fe, "GPUCKPT_SHEPHERD") &&
+	       strstr(p.reason, "runs in a pyxis container") &&
+	       strstr(val(&fe, "GPUCKPT_NO_TRANSPARENT"), "pyxis container"),
+	   "auto in a container: no shepherd, GPUCKPT_NO_TRANSPARENT says why (%s)",
+	   p.reason);
+	fset(&fe, "GPUCKPT_MODE", "transparent", 1);
+	rc = gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	ok(rc == -ENOTSUP && strstr(err, "runs in a pyxis container") &&
+	       strstr(err, "--gpu-checkpoint-mode=app"),
+	   "transparent forced in a container: refused at the start, naming the way out (%s)", err);
+	ids.step_id = GK_STEP_BATCH;
+	rc = gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	ok(rc == 0 && p.kind == GK_TPLAN_NONE,
+	   "a batch script in a container is no shepherd's either way: not refused");
+	ids.step_id = 0;
+	funset(&fe, "GPUCKPT_MODE");
+	r.container[0] = '\0';
 
 	/* A node that cannot. */
 	fake_shepherd(root, "no CRIU at /usr/sbin/criu", 1);

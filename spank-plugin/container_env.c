@@ -1,0 +1,290 @@
+#include "config.h"
+
+#include "container_env.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ENV_MAX 8192
+
+const char *const gk_container_vars[] = {
+    "GPUCKPT_CHECKPOINT", "GPUCKPT_DIR",	     "GPUCKPT_RESTORE",	  "GPUCKPT_RESTART_COUNT",
+    "GPUCKPT_KEEP",	  "GPUCKPT_INTERVAL",	     "GPUCKPT_ON_BAD_CHECKPOINT",
+    "GPUCKPT_LOG_LEVEL",  "GPUCKPT_CONFIG",	     "GPUCKPT_MODE",	  "GPUCKPT_NO_TRANSPARENT",
+    "GPUCKPT_SIGNALS",	  "GPUCKPT_REQUIRE_SIGNATURE", "GPUCKPT_ENABLE",	  "SLURM_JOB_ID",
+    "SLURM_STEP_ID",	  "SLURM_PROCID",	     "SLURM_RESTART_COUNT",
+    /* The step's tasks on this node share its memory for snapshots (snapshot.c). */
+    "SLURM_NODEID",	  "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", NULL,
+};
+
+int gk_is_bundle(const char *dir)
+{
+	char p[PATH_MAX];
+	struct stat st;
+
+	if (snprintf(p, sizeof(p), "%s/%s", dir, GK_BUNDLE_MARK) >= (int)sizeof(p))
+		return 0;
+	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+/* Append entry to out (sep-separated) unless it is there already. */
+static int list_add(char *out, size_t len, char sep, const char *entry)
+{
+	size_t n = strlen(entry), used = strlen(out);
+	const char *p = out;
+
+	while (*p) {
+		size_t m = strcspn(p, (char[]){sep, 0});
+
+		if (m == n && strncmp(p, entry, n) == 0)
+			return 0;
+		p += m;
+		if (*p)
+			p++;
+	}
+	if (used + n + 2 > len)
+		return -ENAMETOOLONG;
+	if (used)
+		out[used++] = sep;
+	memcpy(out + used, entry, n + 1);
+	return 0;
+}
+
+/* A path that a ':' or ',' list can hold (Apptainer splits on both). */
+static int listable(const char *path)
+{
+	return path[0] == '/' && !strpbrk(path, ":,");
+}
+
+int gk_container_binds(const struct gk_site *s, const struct gk_task_ids *ids, const char *config,
+		       char *out, size_t len)
+{
+	char dir[PATH_MAX];
+	struct stat st;
+	char *slash;
+	int rc = 0;
+
+	if (len == 0)
+		return -ENAMETOOLONG;
+	out[0] = '\0';
+	snprintf(dir, sizeof(dir), "%s", s->runtime);
+	slash = strrchr(dir, '/');
+	if (slash && slash != dir) {
+		*slash = '\0';
+		if (listable(dir) && gk_is_bundle(dir))
+			rc = list_add(out, len, ':', dir);
+	}
+	if (snprintf(dir, sizeof(dir), "%s/%u", s->bb_root, ids->job_id) >= (int)sizeof(dir))
+		return -ENAMETOOLONG;
+	if (!rc && listable(dir))
+		rc = list_add(out, len, ':', dir);
+	if (!rc && stat(GK_MUNGE_DIR, &st) == 0 && S_ISDIR(st.st_mode))
+		rc = list_add(out, len, ':', GK_MUNGE_DIR);
+	if (!rc && config && config[0] && listable(config))
+		rc = list_add(out, len, ':', config);
+	return rc;
+}
+
+int gk_list_remove(const char *list, char sep, const char *drop, char *out, size_t len)
+{
+	const char *p = list ? list : "";
+
+	if (len == 0)
+		return -ENAMETOOLONG;
+	out[0] = '\0';
+	while (*p) {
+		size_t m = strcspn(p, (char[]){sep, 0});
+		const char *d = drop;
+		int dropped = 0;
+
+		while (*d && m) {
+			size_t k = strcspn(d, ":");
+
+			if (k == m && strncmp(d, p, m) == 0)
+				dropped = 1;
+			d += k;
+			if (*d)
+				d++;
+		}
+		if (m && !dropped) {
+			size_t used = strlen(out);
+
+			if (used + m + 2 > len)
+				return -ENAMETOOLONG;
+			if (used)
+				out[used++] = sep;
+			memcpy(out + used, p, m);
+			out[used + m] = '\0';
+		}
+		p += m;
+		if (*p)
+			p++;
+	}
+	return 0;
+}
+
+static int set_or_fail(const struct gk_env *env, const char *name, const char *value, char *err,
+		       size_t errlen)
+{
+	int rc = env->set(env->ctx, name, value, 1);
+
+	if (rc < 0)
+		snprintf(err, errlen, "cannot set %s: %s", name, strerror(-rc));
+	return rc;
+}
+
+int gk_container_inject(const struct gk_site *s, const struct gk_task_ids *ids,
+			const struct gk_env *env, char *err, size_t errlen)
+{
+	char *binds, *cur, *val, name[64];
+	int rc, have;
+
+	binds = malloc(ENV_MAX);
+	cur = malloc(ENV_MAX);
+	val = malloc(ENV_MAX);
+	if (!binds || !cur || !val) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out_free;
+	}
+	have = env->get(env->ctx, "GPUCKPT_CONFIG", cur, ENV_MAX);
+	rc = gk_container_binds(s, ids, have == 1 ? cur : NULL, binds, ENV_MAX);
+	if (rc < 0) {
+		snprintf(err, errlen, "%s: too long", GK_ENV_BIND);
+		goto out_free;
+	}
+	rc = set_or_fail(env, GK_ENV_BIND, binds, err, errlen);
+	if (!rc)
+		rc = set_or_fail(env, GK_ENV_RUNTIME, s->runtime, err, errlen);
+
+	/* Apptainer: its bind list, the user's entries first. */
+	if (!rc) {
+		have = env->get(env->ctx, "APPTAINER_BIND", cur, ENV_MAX);
+		if (have != 1)
+			cur[0] = '\0';
+		for (const char *p = binds; !rc && *p;) {
+			size_t m = strcspn(p, ":");
+
+			snprintf(val, ENV_MAX, "%.*s", (int)m, p);
+			rc = list_add(cur, ENV_MAX, ',', val);
+			p += m + (p[m] == ':');
+		}
+		if (!rc && cur[0])
+			rc = set_or_fail(env, "APPTAINER_BIND", cur, err, errlen);
+		else if (rc)
+			snprintf(err, errlen, "APPTAINER_BIND: too long");
+	}
+	/* The runtime after whatever the user asked Apptainer to preload. */
+	if (!rc) {
+		have = env->get(env->ctx, "APPTAINERENV_LD_PRELOAD", cur, ENV_MAX);
+		rc = gk_preload_add(have == 1 ? cur : "", s->runtime, val, ENV_MAX);
+		if (!rc)
+			rc = set_or_fail(env, "APPTAINERENV_LD_PRELOAD", val, err, errlen);
+		else
+			snprintf(err, errlen, "APPTAINERENV_LD_PRELOAD: too long");
+	}
+	for (const char *const *v = gk_container_vars; !rc && *v; v++) {
+		snprintf(name, sizeof(name), "APPTAINERENV_%s", *v);
+		have = env->get(env->ctx, *v, val, ENV_MAX);
+		if (have == 1)
+			rc = set_or_fail(env, name, val, err, errlen);
+		else if (strncmp(*v, "GPUCKPT_", 8) == 0)
+			/* Not set for this task (GPUCKPT_RESTORE on a fresh start):
+			 * none inherited from an enclosing step either. */
+			rc = env->unset(env->ctx, name);
+	}
+
+out_free:
+	free(binds);
+	free(cur);
+	free(val);
+	return rc;
+}
+
+int gk_container_uninject(const struct gk_site *s, const struct gk_env *env, char *err,
+			  size_t errlen)
+{
+	char *binds, *cur, *out, name[64];
+	int rc = 0;
+
+	binds = malloc(ENV_MAX);
+	cur = malloc(ENV_MAX);
+	out = malloc(ENV_MAX);
+	if (!binds || !cur || !out) {
+		rc = -ENOMEM;
+		snprintf(err, errlen, "out of memory");
+		goto out_free;
+	}
+	if (env->get(env->ctx, GK_ENV_BIND, binds, ENV_MAX) != 1)
+		binds[0] = '\0';
+	if (binds[0] && env->get(env->ctx, "APPTAINER_BIND", cur, ENV_MAX) == 1) {
+		rc = gk_list_remove(cur, ',', binds, out, ENV_MAX);
+		if (!rc)
+			rc = out[0] ? env->set(env->ctx, "APPTAINER_BIND", out, 1)
+				    : env->unset(env->ctx, "APPTAINER_BIND");
+	}
+	if (!rc && env->get(env->ctx, "APPTAINERENV_LD_PRELOAD", cur, ENV_MAX) == 1) {
+		rc = gk_preload_remove(cur, s->runtime, out, ENV_MAX);
+		if (!rc)
+			rc = out[0] ? env->set(env->ctx, "APPTAINERENV_LD_PRELOAD", out, 1)
+				    : env->unset(env->ctx, "APPTAINERENV_LD_PRELOAD");
+	}
+	for (const char *const *v = gk_container_vars; !rc && *v; v++) {
+		if (strncmp(*v, "GPUCKPT_", 8) != 0 || strcmp(*v, "GPUCKPT_CHECKPOINT") == 0)
+			continue;
+		snprintf(name, sizeof(name), "APPTAINERENV_%s", *v);
+		rc = env->unset(env->ctx, name);
+	}
+	if (!rc)
+		rc = env->set(env->ctx, "APPTAINERENV_GPUCKPT_CHECKPOINT", "off", 1);
+	if (!rc)
+		rc = env->unset(env->ctx, GK_ENV_BIND);
+	if (!rc)
+		rc = env->unset(env->ctx, GK_ENV_RUNTIME);
+	if (rc < 0)
+		snprintf(err, errlen, "cannot change the containers' environment: %s", strerror(-rc));
+
+out_free:
+	free(binds);
+	free(cur);
+	free(out);
+	return rc;
+}
+
+int gk_container_of(const struct gk_env *env, const char *argv0, char *out, size_t len)
+{
+	/* The runtimes whose command line starts the program in a container. */
+	static const char *const runtimes[] = {"podman",      "podman-hpc", "apptainer",
+					       "singularity", "enroot",	    NULL};
+	static const char *const pyxis_vars[] = {GK_ENV_CONTAINER, "PYXIS_CONTAINER_IMAGE",
+						 "PYXIS_CONTAINER_NAME", NULL};
+	char v[16];
+	const char *base;
+
+	out[0] = '\0';
+	for (int i = 0; pyxis_vars[i]; i++) {
+		int rc = env->get(env->ctx, pyxis_vars[i], v, sizeof(v));
+
+		/* GPUCKPT_CONTAINER holds "pyxis"; pyxis's own hold an image or a name. */
+		if ((i == 0 && rc == 1 && strcmp(v, "pyxis") == 0) ||
+		    (i > 0 && (rc == -ENAMETOOLONG || (rc == 1 && v[0])))) {
+			snprintf(out, len, "pyxis");
+			return 1;
+		}
+	}
+	if (!argv0)
+		return 0;
+	base = strrchr(argv0, '/');
+	base = base ? base + 1 : argv0;
+	for (int i = 0; runtimes[i]; i++)
+		if (strcmp(base, runtimes[i]) == 0) {
+			snprintf(out, len, "%s", base);
+			return 1;
+		}
+	return 0;
+}

@@ -1,0 +1,279 @@
+/*
+ * gpuckpt-oci-hook - podman's precreate hook for tasks with
+ * --gpu-checkpoint=on (etc/containers/oci/hooks.d/50-gpuckpt.json). Podman
+ * runs it with the container's OCI configuration on stdin and creates the
+ * container from what it writes to stdout. Podman gives a hook an empty
+ * environment; the task's is that of podman itself, its parent.
+ *
+ * When podman's environment has GPUCKPT_CHECKPOINT=on and GPUCKPT_BIND (set by
+ * the SPANK plugin, container_env.h), the configuration gets:
+ *	- each path of GPUCKPT_BIND bind-mounted at the same path (the runtime's
+ *	  bundle folder read-only);
+ *	- the runtime appended to the container's LD_PRELOAD, and the variables of
+ *	  gk_container_vars that podman's environment holds;
+ *	- gpuckpt-container-start from the bundle folder in front of the
+ *	  command, which says at the start when the image cannot load the runtime;
+ *	  under a transparent-mode shepherd (GPUCKPT_SHEPHERD) it refuses instead:
+ *	  CRIU has not been measured on containers (spank-plugin/README.md).
+ * Any other container passes through unchanged. A configuration it cannot
+ * read or write fails the hook, and with it `podman run`, rather than letting
+ * the container start without checkpoints.
+ *
+ *	gpuckpt-oci-hook [--environ FILE]   FILE: NUL-separated environment
+ *	                                    (default /proc/<parent>/environ)
+ */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <json-c/json.h>
+
+#include "container_env.h"
+#include "task_env.h"
+
+#define ENV_MAX (1 << 20)
+
+static char *penv;
+static size_t penv_len;
+
+static const char *pget(const char *name)
+{
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < penv_len; i += strlen(penv + i) + 1)
+		if (strncmp(penv + i, name, n) == 0 && penv[i + n] == '=')
+			return penv + i + n + 1;
+	return NULL;
+}
+
+static int read_all(int fd, char **buf, size_t *len)
+{
+	size_t cap = 65536, used = 0;
+	char *b = malloc(cap);
+
+	if (!b)
+		return -ENOMEM;
+	for (;;) {
+		ssize_t n;
+
+		if (used + 1 >= cap) {
+			char *nb = realloc(b, cap * 2);
+
+			if (!nb) {
+				free(b);
+				return -ENOMEM;
+			}
+			b = nb;
+			cap *= 2;
+		}
+		n = read(fd, b + used, cap - 1 - used);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0) {
+			int e = errno;
+
+			free(b);
+			return -e;
+		}
+		if (n == 0)
+			break;
+		used += (size_t)n;
+	}
+	b[used] = '\0';
+	*buf = b;
+	*len = used;
+	return 0;
+}
+
+static json_object *obj_get(json_object *o, const char *key, json_type type)
+{
+	json_object *v;
+
+	if (!json_object_object_get_ex(o, key, &v)) {
+		v = type == json_type_array ? json_object_new_array() : json_object_new_object();
+		json_object_object_add(o, key, v);
+	}
+	return json_object_is_type(v, type) ? v : NULL;
+}
+
+static void add_mount(json_object *mounts, const char *path, int ro)
+{
+	struct stat st;
+	json_object *m, *opts;
+
+	for (size_t i = 0; i < json_object_array_length(mounts); i++) {
+		json_object *d;
+
+		if (json_object_object_get_ex(json_object_array_get_idx(mounts, i), "destination",
+					      &d) &&
+		    strcmp(json_object_get_string(d), path) == 0)
+			return; /* the user mounted it already */
+	}
+	if (stat(path, &st) < 0)
+		return; /* gpuckpt-container-start will name what is missing */
+	m = json_object_new_object();
+	opts = json_object_new_array();
+	json_object_object_add(m, "destination", json_object_new_string(path));
+	json_object_object_add(m, "type", json_object_new_string("bind"));
+	json_object_object_add(m, "source", json_object_new_string(path));
+	json_object_array_add(opts, json_object_new_string("rbind"));
+	json_object_array_add(opts, json_object_new_string(ro ? "ro" : "rw"));
+	json_object_array_add(opts, json_object_new_string("nosuid"));
+	json_object_array_add(opts, json_object_new_string("nodev"));
+	json_object_object_add(m, "options", opts);
+	json_object_array_add(mounts, m);
+}
+
+/* Set NAME=value in the process's env array (replacing NAME's entry). */
+static void env_put(json_object *env, const char *name, const char *value)
+{
+	size_t n = strlen(name);
+	char *kv;
+
+	if (asprintf(&kv, "%s=%s", name, value) < 0)
+		return;
+	for (size_t i = 0; i < json_object_array_length(env); i++) {
+		const char *e = json_object_get_string(json_object_array_get_idx(env, i));
+
+		if (e && strncmp(e, name, n) == 0 && e[n] == '=') {
+			json_object_array_put_idx(env, i, json_object_new_string(kv));
+			free(kv);
+			return;
+		}
+	}
+	json_object_array_add(env, json_object_new_string(kv));
+	free(kv);
+}
+
+static const char *env_find(json_object *env, const char *name)
+{
+	size_t n = strlen(name);
+
+	for (size_t i = 0; i < json_object_array_length(env); i++) {
+		const char *e = json_object_get_string(json_object_array_get_idx(env, i));
+
+		if (e && strncmp(e, name, n) == 0 && e[n] == '=')
+			return e + n + 1;
+	}
+	return NULL;
+}
+
+static int edit(json_object *spec)
+{
+	const char *binds = pget(GK_ENV_BIND), *runtime = pget(GK_ENV_RUNTIME);
+	json_object *process, *env, *args, *mounts, *nargs;
+	char bundle[PATH_MAX], starter[PATH_MAX + 32], preload[8192], *slash;
+	const char *cur;
+	int have_starter;
+
+	process = obj_get(spec, "process", json_type_object);
+	mounts = obj_get(spec, "mounts", json_type_array);
+	if (!process || !mounts)
+		return -EINVAL;
+	env = obj_get(process, "env", json_type_array);
+	args = obj_get(process, "args", json_type_array);
+	if (!env || !args)
+		return -EINVAL;
+
+	snprintf(bundle, sizeof(bundle), "%s", runtime ? runtime : "");
+	slash = strrchr(bundle, '/');
+	if (slash)
+		*slash = '\0';
+	for (const char *p = binds; p && *p;) {
+		size_t m = strcspn(p, ":");
+		char path[PATH_MAX];
+
+		snprintf(path, sizeof(path), "%.*s", (int)m, p);
+		add_mount(mounts, path, strcmp(path, bundle) == 0);
+		p += m + (p[m] == ':');
+	}
+	for (const char *const *v = gk_container_vars; *v; v++) {
+		const char *val = pget(*v);
+
+		if (val)
+			env_put(env, *v, val);
+	}
+	if (runtime) {
+		cur = env_find(env, "LD_PRELOAD");
+		if (gk_preload_add(cur ? cur : "", runtime, preload, sizeof(preload)) == 0)
+			env_put(env, "LD_PRELOAD", preload);
+	}
+
+	snprintf(starter, sizeof(starter), "%s/gpuckpt-container-start", bundle);
+	have_starter = runtime && slash && access(starter, X_OK) == 0;
+	if (!have_starter)
+		return 0;
+	nargs = json_object_new_array();
+	json_object_array_add(nargs, json_object_new_string(starter));
+	json_object_array_add(nargs, json_object_new_string("--runtime"));
+	json_object_array_add(nargs, json_object_new_string(runtime));
+	if (pget("GPUCKPT_SHEPHERD")) {
+		json_object_array_add(nargs, json_object_new_string("--refuse"));
+		json_object_array_add(
+		    nargs, json_object_new_string(
+			       "transparent mode does not reach into podman containers (CRIU on a "
+			       "container is not measured yet): run this step with "
+			       "--gpu-checkpoint-mode=app; programs that use the gpuckpt API are "
+			       "checkpointed in containers"));
+	}
+	json_object_array_add(nargs, json_object_new_string("--"));
+	for (size_t i = 0; i < json_object_array_length(args); i++)
+		json_object_array_add(nargs, json_object_get(json_object_array_get_idx(args, i)));
+	json_object_object_add(process, "args", nargs);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	char path[64], *in = NULL;
+	const char *envfile = NULL, *on, *outs;
+	size_t in_len;
+	json_object *spec;
+	int fd, rc;
+
+	if (argc == 3 && strcmp(argv[1], "--environ") == 0)
+		envfile = argv[2];
+	else if (argc != 1) {
+		fputs("usage: gpuckpt-oci-hook [--environ FILE] < config.json > config.json\n", stderr);
+		return 2;
+	}
+	if (!envfile) {
+		snprintf(path, sizeof(path), "/proc/%d/environ", (int)getppid());
+		envfile = path;
+	}
+	fd = open(envfile, O_RDONLY | O_CLOEXEC);
+	if (fd < 0 || read_all(fd, &penv, &penv_len) < 0) {
+		fprintf(stderr, "gpuckpt-oci-hook: %s: %s\n", envfile, strerror(errno));
+		return 1;
+	}
+	close(fd);
+	rc = read_all(0, &in, &in_len);
+	if (rc < 0) {
+		fprintf(stderr, "gpuckpt-oci-hook: reading the configuration: %s\n", strerror(-rc));
+		return 1;
+	}
+	on = pget("GPUCKPT_CHECKPOINT");
+	if (!on || strcmp(on, "on") != 0 || !pget(GK_ENV_BIND)) {
+		/* Not a checkpointed task: the configuration as it came. */
+		fwrite(in, 1, in_len, stdout);
+		return fflush(stdout) == 0 ? 0 : 1;
+	}
+	spec = json_tokener_parse(in);
+	if (!spec || !json_object_is_type(spec, json_type_object) || edit(spec) < 0) {
+		fputs("gpuckpt-oci-hook: the container's configuration is not what OCI describes\n",
+		      stderr);
+		return 1;
+	}
+	outs = json_object_to_json_string_ext(spec, JSON_C_TO_STRING_PLAIN);
+	fputs(outs, stdout);
+	json_object_put(spec);
+	free(in);
+	free(penv);
+	return fflush(stdout) == 0 ? 0 : 1;
+}
