@@ -33,6 +33,11 @@ elif ! command -v debootstrap >/dev/null || ! command -v mksquashfs >/dev/null; 
 	why="debootstrap or squashfs-tools is not installed (tests/install-deps.sh)"
 elif [ ! -x "$top_builddir/runtime/gpuckpt-shepherd" ]; then
 	why="gpuckpt-shepherd is not built ($top_builddir/runtime/gpuckpt-shepherd)"
+elif ! ls "${GK_THIRD_PARTY:-$(cd "$top_srcdir/.." && pwd)/shared/third-party}"/enroot-*.tar.gz \
+	"${GK_THIRD_PARTY:-$(cd "$top_srcdir/.." && pwd)/shared/third-party}"/pyxis-*.tar.gz >/dev/null 2>&1; then
+	# Not Debian packages: the unmodified sources sit beside the checkout in
+	# the project's shared folder, which a bare clone (CI) does not have.
+	why="no enroot and pyxis source archives in ../shared/third-party (set GK_THIRD_PARTY): they are not Debian packages"
 elif [ "$(cat /proc/sys/user/max_user_namespaces 2>/dev/null || echo 0)" -eq 0 ]; then
 	why="user namespaces are off here (enroot and rootless podman need them)"
 fi
