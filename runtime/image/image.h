@@ -170,6 +170,12 @@ struct gk_manifest {
 	char exe[1024];
 	int64_t step;
 	uint64_t sequence;           /* N of ckpt.N, set by gk_store_commit */
+	/* A member of a step's checkpoint set (setfile.h): the set's random id,
+	 * the step's task count and this task's index; set_members 0 when the
+	 * checkpoint belongs to no set (a step of one task, or independent tasks). */
+	uint64_t set_id;
+	uint32_t set_members, set_member;
+	char set_agreement[16];      /* "mpi", "pmix" */
 	uint64_t chunk_size;
 	uint64_t va_base, va_size;   /* the whole reserved range */
 
@@ -239,6 +245,9 @@ int gk_check_signature(const char *text, size_t len, const char *sigpath, uid_t 
 
 struct gk_load_opts {
 	uid_t uid;             /* whose checkpoint this must be */
+	/* The files are root's copies (a shared checkpoint root, read by the
+	 * prolog): they must belong to root; the signature must still be uid's. */
+	int owned_by_root;
 	int require_signature; /* refuse unsigned manifests */
 	int check_data;        /* read every data chunk and check its checksum */
 };
@@ -267,6 +276,16 @@ struct gk_store_txn {
 /* Start a checkpoint: create ROOT (0700) if needed, pick N = newest + 1,
  * create ROOT/.tmp.ckpt.N.<host>.<pid> (0700). */
 int gk_store_begin(const char *root, struct gk_store_txn *txn, char *err, size_t errlen);
+
+/* The same with N given (0: the next free one): every member of a step's
+ * checkpoint set writes the number the tasks agreed on. -EEXIST when ROOT
+ * already uses N or a later number. */
+int gk_store_begin_at(const char *root, uint64_t sequence, struct gk_store_txn *txn, char *err,
+		      size_t errlen);
+
+/* The number gk_store_begin would pick now: 1 + the highest in use (1 when
+ * ROOT does not exist yet). */
+int gk_store_next(const char *root, uint64_t *next, char *err, size_t errlen);
 
 /* Create a data file in the checkpoint being written (0600, must not exist). */
 int gk_store_create(struct gk_store_txn *txn, const char *name, int *fd, char *err,
@@ -333,5 +352,11 @@ int gk_store_list(const char *root, struct gk_store_entry **entries, size_t *n, 
  * warning: their criu/ is root's, it could rename them but not delete them,
  * and the shepherd (root) prunes them itself. */
 int gk_store_prune(const char *root, unsigned keep, char *err, size_t errlen);
+
+/* Delete the committed checkpoints numbered from..to (renamed to .trash
+ * first, as prune does). Returns how many were removed. For a step's sets: a
+ * member withdraws its ckpt.N when the set fell short elsewhere, and drops
+ * what is older than the sets it keeps. */
+int gk_store_remove(const char *root, uint64_t from, uint64_t to, char *err, size_t errlen);
 
 #endif

@@ -7,6 +7,8 @@ libgkimage_la_SOURCES = \
 	%reldir%/manifest.c \
 	%reldir%/sign.c \
 	%reldir%/verify.c \
-	%reldir%/store.c
+	%reldir%/store.c \
+	%reldir%/setfile.c %reldir%/setfile.h \
+	%reldir%/stepset.c %reldir%/stepset.h
 libgkimage_la_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS) $(MUNGE_CFLAGS) -fvisibility=hidden
 libgkimage_la_LIBADD = $(JSON_C_LIBS) $(MUNGE_LIBS) $(PTHREAD_LIBS)

@@ -64,6 +64,13 @@ static int check_owner(const char *what, const struct stat *st, uid_t uid, char 
 	return 0;
 }
 
+/* Who must own the directory and its files: the user, or root for copies in
+ * a shared root (whose signature still names the user). */
+static uid_t files_owner(const struct gk_load_opts *opts)
+{
+	return opts->owned_by_root ? 0 : opts->uid;
+}
+
 /* Open a file of the checkpoint without following a symbolic link, and check
  * that it is a regular file of the right owner. */
 static int open_member(int dirfd, const char *name, uid_t uid, int *fd_out, struct stat *st,
@@ -391,7 +398,7 @@ static int check_signature(const char *dir, int dirfd, const char *text, size_t 
 			 GK_SIGNATURE_FILE);
 		return -EPERM;
 	}
-	ret = check_owner(GK_SIGNATURE_FILE, &st, opts->uid, err, errlen);
+	ret = check_owner(GK_SIGNATURE_FILE, &st, files_owner(opts), err, errlen);
 	if (ret < 0)
 		return ret;
 	snprintf(path, sizeof(path), "%s/%s", dir, GK_SIGNATURE_FILE);
@@ -444,10 +451,10 @@ int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_ma
 		snprintf(err, errlen, "%s", strerror(errno));
 		goto out_dir;
 	}
-	ret = check_owner("the directory", &st, opts->uid, err, errlen);
+	ret = check_owner("the directory", &st, files_owner(opts), err, errlen);
 	if (ret < 0)
 		goto out_dir;
-	ret = read_manifest(dirfd, opts->uid, &text, &len, err, errlen);
+	ret = read_manifest(dirfd, files_owner(opts), &text, &len, err, errlen);
 	if (ret < 0)
 		goto out_dir;
 	ret = gk_manifest_parse(text, len, &m, sub, sizeof(sub));
@@ -465,7 +472,7 @@ int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_ma
 	}
 	for (size_t i = 0; i < m->nfiles; i++)
 		fds[i] = -1;
-	ret = open_files(dirfd, m, opts->uid, fds, err, errlen);
+	ret = open_files(dirfd, m, files_owner(opts), fds, err, errlen);
 	if (ret == 0 && opts->check_data)
 		ret = check_data(m, fds, err, errlen);
 	for (size_t i = 0; i < m->nfiles; i++)
