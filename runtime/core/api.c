@@ -5,6 +5,7 @@
 
 #include "gpuckpt.h"
 #include "api.h"
+#include "coord.h"
 #include "dump.h"
 #include "log.h"
 #include "restore.h"
@@ -106,11 +107,11 @@ GK_EXPORT int gpuckpt_unprotect(const char *name)
 	return gk_enabled() ? ret : 0;
 }
 
-static int point_slow(long step)
+int gk_point_prepare(int *due_out)
 {
-	int due, ret;
+	int due;
 
-	due = __atomic_fetch_and(&gk_rt.due, ~(GK_DUE_FIRST | GK_DUE_CHECKPOINT), __ATOMIC_ACQ_REL);
+	due = __atomic_fetch_and(&gk_rt.due, ~GK_DUE_FIRST, __ATOMIC_ACQ_REL);
 	if (due & GK_DUE_FIRST) {
 		become_aware();
 		gk_trigger_interval_start();
@@ -119,22 +120,34 @@ static int point_slow(long step)
 	}
 	if (due & GK_DUE_RESTORE) {
 		__atomic_and_fetch(&gk_rt.due, ~GK_DUE_RESTORE, __ATOMIC_ACQ_REL);
+		/* A checkpoint asked for meanwhile stays due, for the next point. */
 		if (gk_restore_load() == 0) {
-			/* A checkpoint asked for meanwhile is taken at the next point. */
-			if (due & GK_DUE_CHECKPOINT)
-				__atomic_or_fetch(&gk_rt.due, GK_DUE_CHECKPOINT, __ATOMIC_RELEASE);
+			*due_out = __atomic_load_n(&gk_rt.due, __ATOMIC_ACQUIRE);
 			return GPUCKPT_RESTORED;
 		}
 	}
-	if (!(due & GK_DUE_CHECKPOINT))
-		return GPUCKPT_NOTHING;
-	ret = gk_dump(step);
-	{
-		int signo = __atomic_exchange_n(&gk_rt.exit_signo, 0, __ATOMIC_ACQ_REL);
+	*due_out = __atomic_load_n(&gk_rt.due, __ATOMIC_ACQUIRE);
+	return GPUCKPT_NOTHING;
+}
 
-		if (signo)
-			gk_trigger_finish_exit(signo);
-	}
+static int point_slow(long step)
+{
+	int due, ret, signo;
+
+	ret = gk_point_prepare(&due);
+	if (ret == GPUCKPT_RESTORED || !(due & GK_DUE_CHECKPOINT))
+		return ret;
+	/* The step's tasks agree through a layer (gpuckpt_mpi_point): it takes
+	 * the checkpoint at its own point, at the same one in every task. */
+	if (gk_coord_attached())
+		return GPUCKPT_NOTHING;
+	__atomic_and_fetch(&gk_rt.due, ~GK_DUE_CHECKPOINT, __ATOMIC_ACQ_REL);
+	ret = gk_coord_refuse_alone();
+	if (ret == 0)
+		ret = gk_dump(step);
+	signo = __atomic_exchange_n(&gk_rt.exit_signo, 0, __ATOMIC_ACQ_REL);
+	if (signo)
+		gk_trigger_finish_exit(signo);
 	return ret < 0 ? ret : GPUCKPT_SAVED;
 }
 

@@ -314,8 +314,17 @@ static void human(char *buf, size_t len, uint64_t bytes)
  * is closed and the devices drained by the caller. *mp gets the manifest to
  * commit, *bytes what was written.
  */
+static int dump_image_at(long step, int device_data, uint64_t sequence, struct gk_store_txn *txn,
+			 struct gk_manifest **mp, uint64_t *bytes, char *err, size_t errlen);
+
 int gk_dump_image(long step, int device_data, struct gk_store_txn *txn, struct gk_manifest **mp,
 		  uint64_t *bytes, char *err, size_t errlen)
+{
+	return dump_image_at(step, device_data, 0, txn, mp, bytes, err, errlen);
+}
+
+static int dump_image_at(long step, int device_data, uint64_t sequence, struct gk_store_txn *txn,
+			 struct gk_manifest **mp, uint64_t *bytes, char *err, size_t errlen)
 {
 	const char *dir = gk_rt.settings.dir;
 	struct gk_manifest *m = NULL;
@@ -333,7 +342,7 @@ int gk_dump_image(long step, int device_data, struct gk_store_txn *txn, struct g
 	}
 	for (size_t i = 0; i < nfds; i++)
 		fds[i] = -1;
-	ret = gk_store_begin(dir, txn, err, errlen);
+	ret = gk_store_begin_at(dir, sequence, txn, err, errlen);
 	if (ret < 0)
 		goto out;
 	began = 1;
@@ -388,7 +397,19 @@ int gk_dump_drain(void)
 	return drain();
 }
 
+static int dump_to(long step, const struct gk_member *mem);
+
 int gk_dump(long step)
+{
+	return dump_to(step, NULL);
+}
+
+int gk_dump_member(long step, const struct gk_member *mem)
+{
+	return dump_to(step, mem);
+}
+
+static int dump_to(long step, const struct gk_member *mem)
 {
 	const char *dir = gk_rt.settings.dir;
 	char why[1024], err[GK_ERRLEN], size_text[32];
@@ -416,12 +437,19 @@ int gk_dump(long step)
 		goto out;
 	}
 	t_drained = gk_now();
-	ret = gk_dump_image(step, 1, &txn, &m, &bytes, err, sizeof(err));
+	ret = dump_image_at(step, 1, mem ? mem->sequence : 0, &txn, &m, &bytes, err, sizeof(err));
 	if (ret < 0)
 		goto out;
+	if (mem) {
+		m->set_id = mem->id;
+		m->set_members = mem->members;
+		m->set_member = mem->member;
+		snprintf(m->set_agreement, sizeof(m->set_agreement), "%s", mem->agreement);
+	}
 	m->write_seconds = gk_now() - t0;
 	t_written = gk_now();
-	ret = gk_store_commit(&txn, m, gk_rt.settings.keep, &is_signed, err, sizeof(err));
+	ret = gk_store_commit(&txn, m, mem ? 0 : gk_rt.settings.keep, &is_signed, err,
+			      sizeof(err));
 	if (ret == 0)
 		gk_info("checkpoint: draining %.3f s, image %.3f s, commit %.3f s", t_drained - t0,
 			t_written - t_drained, gk_now() - t_written);
@@ -435,9 +463,10 @@ out:
 	} else {
 		human(size_text, sizeof(size_text), bytes);
 		gk_notice("checkpoint: %s/ckpt.%06llu: wrote %llu bytes (%s: %zu allocations, %zu host "
-			"regions) in %.3f s%s",
+			"regions) in %.3f s%s%s",
 			dir, (unsigned long long)m->sequence, (unsigned long long)bytes, size_text,
-			m->nallocs, m->nregions, secs, is_signed ? "" : ", unsigned");
+			m->nallocs, m->nregions, secs, is_signed ? "" : ", unsigned",
+			mem ? "; waiting for the step's other tasks" : "");
 	}
 	gk_manifest_free(m);
 	return ret;

@@ -23,6 +23,7 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/dump.c %reldir%/dump.h \
 	%reldir%/agent.c %reldir%/agent.h \
 	%reldir%/restore.c %reldir%/restore.h \
+	%reldir%/coord.c %reldir%/coord.h \
 	%reldir%/api.c %reldir%/api.h \
 	%reldir%/runtime.c %reldir%/runtime.h
 libgpuckpt_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -fvisibility=hidden
