@@ -21,6 +21,7 @@ static const char list_help[] =
     "\n"
     "SYNOPSIS\n"
     "    gpuckpt list [--json] ROOT\n"
+    "    gpuckpt list [--json] STEPDIR\n"
     "\n"
     "DESCRIPTION\n"
     "    ROOT is a checkpoint root (GPUCKPT_DIR of a job task): it holds\n"
@@ -35,6 +36,16 @@ static const char list_help[] =
     "    Status of an incomplete one: \"incomplete (writing)\" while its writer may\n"
     "    still be running, \"incomplete (writer gone)\" when gpuckpt prune would\n"
     "    remove it.\n"
+    "\n"
+    "    STEPDIR is the folder of a step of several tasks (BB/JOB/step.S,\n"
+    "    holding task.T roots and set.NNNNNN records): its checkpoint sets are\n"
+    "    listed newest first, each with when its record was written, the\n"
+    "    program's step, how many tasks hold it, how the tasks agreed, and\n"
+    "    whether it is complete (recorded, and every task has it) or what it\n"
+    "    lacks. Only a complete set is ever restored. --json: {\"step_dir\",\n"
+    "    \"task_folders\", \"sets\": [{\"sequence\", \"status\", \"complete\",\n"
+    "    \"tasks\", \"tasks_present\", \"record\", \"id\", \"step\", \"agreement\",\n"
+    "    \"created\", \"why\"}, ...]}.\n"
     "\n"
     "OPTIONS\n"
     "    --json\n"
@@ -197,6 +208,8 @@ static int list_run(int argc, char **argv)
 	}
 	if (!root)
 		return cli_usage_error(&gk_cmd_list, "missing the checkpoint root ROOT");
+	if (cli_is_step_dir(root))
+		return cli_list_step(root, json);
 	ret = gk_store_list(root, &entries, &n, err, sizeof(err));
 	if (ret < 0) {
 		gk_error("list: %s", err);

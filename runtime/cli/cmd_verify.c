@@ -24,6 +24,7 @@ static const char verify_help[] =
     "\n"
     "SYNOPSIS\n"
     "    gpuckpt verify [--owner USER|UID] [--require-signature] [--json] DIR...\n"
+    "    gpuckpt verify [--owner USER|UID] [--require-signature] [--json] STEPDIR\n"
     "\n"
     "DESCRIPTION\n"
     "    Checks each checkpoint directory DIR the way a restore would, and reads\n"
@@ -38,6 +39,13 @@ static const char verify_help[] =
     "        DIR: OK (N allocations, SIZE, signed by USER)\n"
     "    and for a bad one it names the first problem on standard error.\n"
     "    Nothing in DIR is modified.\n"
+    "\n"
+    "    STEPDIR, the folder of a step of several tasks (BB/JOB/step.S), is\n"
+    "    checked set by set, newest first: every member of a complete set gets\n"
+    "    the checks above, and must say in its manifest that it was written for\n"
+    "    this set as this task. The exit status is that of the newest complete\n"
+    "    set, the one a restart restores unless it falls back; incomplete sets\n"
+    "    are named, and never restored.\n"
     "\n"
     "OPTIONS\n"
     "    --owner USER|UID\n"
@@ -255,9 +263,13 @@ static int verify_run(int argc, char **argv)
 		results = json_object_new_array();
 		json_object_object_add(top, "owner", cli_user_json(lo.uid));
 	}
-	for (size_t i = 0; i < ndirs; i++)
-		if (verify_one(dirs[i], &lo, results) != GK_EXIT_OK)
+	for (size_t i = 0; i < ndirs; i++) {
+		int r = cli_is_step_dir(dirs[i]) ? cli_verify_step(dirs[i], &lo, results)
+						 : verify_one(dirs[i], &lo, results);
+
+		if (r != GK_EXIT_OK)
 			status = GK_EXIT_BAD;
+	}
 	if (json) {
 		json_object_object_add(top, "ok", json_object_new_boolean(status == GK_EXIT_OK));
 		json_object_object_add(top, "checkpoints", results);

@@ -7,7 +7,9 @@ gpuckpt_SOURCES = \
 	%reldir%/cmd_inspect.c \
 	%reldir%/cmd_verify.c \
 	%reldir%/cmd_list.c \
-	%reldir%/cmd_prune.c
+	%reldir%/cmd_prune.c \
+	%reldir%/cmd_plan.c \
+	%reldir%/stepdir.c
 gpuckpt_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/transparent
 gpuckpt_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS)
 # libgkshepherd: the seal of a transparent checkpoint, checked by verify.
