@@ -455,6 +455,13 @@ static int dump_to(long step, const struct gk_member *mem)
 			t_written - t_drained, gk_now() - t_written);
 out:
 	gk_gate_open();
+	{
+		struct timespec now;
+
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		__atomic_store_n(&gk_rt.last_checkpoint_ns,
+				 (int64_t)now.tv_sec * 1000000000 + now.tv_nsec, __ATOMIC_RELEASE);
+	}
 	secs = gk_now() - t0;
 	if (ret < 0) {
 		gk_error("checkpoint: %s: no checkpoint written: %s; the previous checkpoints are "
