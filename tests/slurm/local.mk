@@ -1,13 +1,15 @@
 # The Slurm side: unit tests of the SPANK plugin's modules and of the staging
 # script (make check), and end-to-end tests against a real Slurm cluster
 # started on this machine by cluster.sh (make check-slurm: needs root).
-SLURM_UNIT_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/spank-plugin
+SLURM_UNIT_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/spank-plugin -I$(top_srcdir)/runtime/image
 SLURM_UNIT_LDADD = $(top_builddir)/spank-plugin/libgkspank.la
 
 check_PROGRAMS += %reldir%/test_site_args %reldir%/test_job_options \
-	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent
+	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent \
+	%reldir%/test_step_restore
 TESTS += %reldir%/test_site_args %reldir%/test_job_options \
 	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent \
+	%reldir%/test_step_restore \
 	%reldir%/stage.sh
 %canon_reldir%_test_site_args_SOURCES = %reldir%/test_site_args.c
 %canon_reldir%_test_site_args_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
@@ -21,6 +23,9 @@ TESTS += %reldir%/test_site_args %reldir%/test_job_options \
 %canon_reldir%_test_stage_run_SOURCES = %reldir%/test_stage_run.c
 %canon_reldir%_test_stage_run_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
 %canon_reldir%_test_stage_run_LDADD = $(SLURM_UNIT_LDADD)
+%canon_reldir%_test_step_restore_SOURCES = %reldir%/test_step_restore.c %reldir%/fake_env.h
+%canon_reldir%_test_step_restore_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
+%canon_reldir%_test_step_restore_LDADD = $(SLURM_UNIT_LDADD)
 %canon_reldir%_test_transparent_SOURCES = %reldir%/test_transparent.c %reldir%/fake_env.h
 %canon_reldir%_test_transparent_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
 %canon_reldir%_test_transparent_LDADD = $(SLURM_UNIT_LDADD)
@@ -32,6 +37,7 @@ SLURM_E2E = \
 	%reldir%/e2e-requeue.sh \
 	%reldir%/e2e-preempt.sh \
 	%reldir%/e2e-multi.sh \
+	%reldir%/e2e-mpi.sh \
 	%reldir%/e2e-faults.sh \
 	%reldir%/e2e-modes.sh \
 	%reldir%/e2e-shepherd.sh

@@ -53,7 +53,7 @@ int main(void)
 	struct gk_env env = {fget, fset, funset, &fe};
 	struct gk_site site;
 	struct gk_opts o;
-	struct gk_task_ids ids = {12, 0, 0, getuid(), getgid()};
+	struct gk_task_ids ids = {12, 0, 0, getuid(), getgid(), 0};
 	char root[] = "/tmp/gk-test-transparent.XXXXXX", path[4096], err[GK_ERRLEN],
 	     reason[GK_ERRLEN], buf[8192];
 	char *argv[GK_SHEPHERD_MAXARGS + 1];
