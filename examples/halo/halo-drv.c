@@ -14,8 +14,8 @@
  * uninterrupted one, with any number of ranks.
  *
  * Output (rank 0 unless noted; tests parse it):
- *	halo: fresh start: ranks=P size=N steps=S device=NAME (UUID)   every rank
- *	halo: resumed from step K on device=NAME (UUID)                every rank
+ *	halo: fresh start: ranks=P size=N steps=S host=H device=NAME (UUID)   every rank
+ *	halo: resumed from step K on host=H device=NAME (UUID)                every rank
  *	halo: step K
  *	halo: done: ranks=P steps=S checksum=0x%016llx
  *
@@ -306,8 +306,10 @@ static int run(struct halo *h, const struct opts *o)
 	float top = 100.0f;
 	unsigned long long heat = 0;
 	uint64_t sum = 0;
+	char host[256] = "";
 	int rc;
 
+	gethostname(host, sizeof(host) - 1);
 	if ((rc = ckpt_protect("step", &step, sizeof(step))) < 0 ||
 	    (rc = ckpt_protect("top", &top, sizeof(top))) < 0) {
 		fprintf(stderr, "%s: rank %d: gpuckpt_protect: %s\n", PROG, h->rank,
@@ -321,10 +323,11 @@ static int run(struct halo *h, const struct opts *o)
 		return rc;
 	}
 	if (rc > 0)
-		printf("%s: resumed from step %ld on device=%s (%s)\n", PROG, from, h->name, h->uuid);
+		printf("%s: resumed from step %ld on host=%s device=%s (%s)\n", PROG, from, host,
+		       h->name, h->uuid);
 	else
-		printf("%s: fresh start: ranks=%d size=%ld steps=%ld device=%s (%s)\n", PROG,
-		       h->nranks, o->size, o->steps, h->name, h->uuid);
+		printf("%s: fresh start: ranks=%d size=%ld steps=%ld host=%s device=%s (%s)\n", PROG,
+		       h->nranks, o->size, o->steps, host, h->name, h->uuid);
 	fflush(stdout);
 	for (; step < o->steps; step++) {
 		rc = gpuckpt_mpi_point(step);

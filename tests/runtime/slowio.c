@@ -3,7 +3,9 @@
  * moment, so that a test can kill it there with SIGKILL:
  *   GK_SLOWIO_AT=write   the first pwrite() into a checkpoint being written
  *   GK_SLOWIO_AT=fsync   the first fsync() (data all written, not committed)
- * It creates the file GK_SLOWIO_MARK when it stops, then sleeps.
+ * It creates the file GK_SLOWIO_MARK when it stops (holding its pid), then
+ * sleeps. GK_SLOWIO_SKIP=N lets the first N checkpoints through (a test that
+ * needs a good one before the one it kills).
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -18,27 +20,52 @@ ssize_t pwrite64(int fd, const void *buf, size_t n, off_t off);
 int fsync(int fd);
 int fdatasync(int fd);
 
-static int in_checkpoint(int fd)
+/* Is fd a file of a checkpoint being written? *which gets that checkpoint's
+ * folder name, so that checkpoints can be counted. */
+static int in_checkpoint(int fd, char *which, size_t len)
 {
-	char link[64], path[4096];
-	ssize_t len;
+	char link[64], path[4096], *p, *slash;
+	ssize_t n;
 
 	snprintf(link, sizeof(link), "/proc/self/fd/%d", fd);
-	len = readlink(link, path, sizeof(path) - 1);
-	if (len <= 0)
+	n = readlink(link, path, sizeof(path) - 1);
+	if (n <= 0)
 		return 0;
-	path[len] = 0;
-	return strstr(path, "/.tmp.ckpt.") != NULL;
+	path[n] = 0;
+	p = strstr(path, "/.tmp.ckpt.");
+	if (!p)
+		return 0;
+	slash = strchr(p + 1, '/');
+	if (slash)
+		*slash = 0;
+	snprintf(which, len, "%s", p);
+	return 1;
 }
 
 static void maybe_stop(const char *at, int fd)
 {
 	const char *want = getenv("GK_SLOWIO_AT"), *mark = getenv("GK_SLOWIO_MARK");
+	const char *skip = getenv("GK_SLOWIO_SKIP");
+	static char last[4096];
+	static long seen;
+	char which[4096];
 
-	if (!want || strcmp(want, at) || !in_checkpoint(fd))
+	if (!want || strcmp(want, at) || !in_checkpoint(fd, which, sizeof(which)))
 		return;
-	if (mark)
-		close(open(mark, O_CREAT | O_WRONLY, 0644));
+	if (strcmp(which, last) != 0) {
+		snprintf(last, sizeof(last), "%s", which);
+		seen++;
+	}
+	if (skip && seen <= atol(skip))
+		return;
+	if (mark) {
+		int m = open(mark, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+
+		if (m >= 0) {
+			dprintf(m, "%d\n", (int)getpid());
+			close(m);
+		}
+	}
 	for (;;)
 		pause();
 }
