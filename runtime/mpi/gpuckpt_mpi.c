@@ -2,13 +2,19 @@
  * gpuckpt_mpi.c - libgpuckpt-mpi: the collective checkpoint point of
  * gpuckpt_mpi.h, over the runtime's gpuckpt_coord.h.
  *
- * The agreement at each point is pipelined: point k waits for the
- * all-reduce (bitwise or of the ranks' GPUCKPT_DUE_* bits) that point k-1
- * started, and starts the one for point k+1. Since every rank calls the point
- * once per iteration, every rank learns the same answer at the same point, and
- * checkpoints there. Waiting for point k-1's all-reduce cannot deadlock a
- * program whose iterations only talk between consecutive points: a rank still
- * before point k-1 needs nothing from this rank but what it has already sent.
+ * The ranks agree at every K-th point, pipelined: agreement point a waits for
+ * the all-reduce that the agreement point before it started (the ranks'
+ * "checkpoint due" and "exiting" flags, and each rank's proposal for K), and
+ * starts the next. Since every rank counts the same points, every rank learns
+ * the same answer at the same point, and checkpoints there. K is agreed too
+ * (the smallest proposal): each rank proposes as many points as it runs in
+ * GPUCKPT_AGREE_PERIOD_MS (10 ms), so a program with a thousand points a
+ * second agrees a hundred times a second, and a checkpoint asked for on any
+ * rank is taken within two such periods. A rank may run one period ahead of
+ * the slowest before it waits, which absorbs the jitter of the ranks'
+ * schedules. Waiting cannot deadlock a program whose iterations only talk
+ * between consecutive points: a rank still before the previous agreement
+ * point needs nothing from this rank but what it has already sent.
  *
  * Deciding the set, and learning that every rank committed, use collectives
  * with a time limit (GPUCKPT_AGREE_TIMEOUT): a rank that died half-way must
@@ -25,6 +31,7 @@
 #include "gpuckpt_coord.h"
 
 #include <errno.h>
+#include <stdint.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,9 +62,15 @@ static struct {
 	MPI_Comm comm;
 	int rank, size;
 	double timeout;
-	/* The due all-reduce started at the previous point. */
+	int64_t period_ns;  /* GPUCKPT_AGREE_PERIOD_MS */
+	/* Points counted since init; the next agreement point; K. */
+	long index, next_agree, every;
+	int64_t last_agree_ns;
+	long last_agree_index;
+	/* The all-reduce started at the previous agreement point: checkpoint
+	 * due, exiting, -(proposed K), reduced by MPI_MAX. */
 	MPI_Request due_req;
-	int due_pending, due_send, due_recv;
+	int due_pending, due_done, due_send[3], due_recv[3];
 	/* The buffers of a checkpoint's collectives; they must outlive a
 	 * request given up on, which is completed later. */
 	unsigned long long set_send[2], set_recv[2];
@@ -86,24 +99,30 @@ static void say(const char *fmt, ...)
 	fflush(stderr);
 }
 
-static double now(void)
+static int64_t now_ns(void)
 {
 	struct timespec ts;
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-static double timeout_setting(void)
+static double now(void)
 {
-	const char *v = getenv("GPUCKPT_AGREE_TIMEOUT");
+	return (double)now_ns() * 1e-9;
+}
+
+/* A whole number of a variable, or the default when unset or not valid. */
+static long setting(const char *name, long dflt, long max)
+{
+	const char *v = getenv(name);
 	char *end;
 	long s;
 
 	if (!v || !*v)
-		return 300;
+		return dflt;
 	s = strtol(v, &end, 10);
-	return *end || s <= 0 || s > 86400 ? 300 : (double)s;
+	return *end || s <= 0 || s > max ? dflt : s;
 }
 
 /*
@@ -155,7 +174,9 @@ GK_EXPORT int gpuckpt_mpi_init(MPI_Comm comm)
 	if (all) {
 		M.on = 1;
 		M.first = 1;
-		M.timeout = timeout_setting();
+		M.timeout = (double)setting("GPUCKPT_AGREE_TIMEOUT", 300, 86400);
+		M.period_ns = setting("GPUCKPT_AGREE_PERIOD_MS", 10, 60000) * 1000000;
+		M.every = 1;
 		return 0;
 	}
 	if (ok)
@@ -241,9 +262,25 @@ out_finish:
 	return ret < 0 ? ret : GPUCKPT_SAVED;
 }
 
+/* How many points this rank runs in one agreement period, from the last window. */
+static int propose(long i)
+{
+	int64_t t = now_ns(), per;
+	long k = 1;
+
+	if (M.last_agree_ns && i > M.last_agree_index) {
+		per = (t - M.last_agree_ns) / (i - M.last_agree_index);
+		k = per > 0 ? (long)(M.period_ns / per) : 1000000;
+	}
+	M.last_agree_ns = t;
+	M.last_agree_index = i;
+	return k < 1 ? 1 : k > 1000000 ? 1000000 : (int)k;
+}
+
 GK_EXPORT int gpuckpt_mpi_point(long step)
 {
 	int rc, due = 0, agreed = 0, ret;
+	long i;
 
 	if (!M.on)
 		return gpuckpt_point ? gpuckpt_point(step) : GPUCKPT_NOTHING;
@@ -258,10 +295,24 @@ GK_EXPORT int gpuckpt_mpi_point(long step)
 		M.first = 0;
 		check_restored();
 	}
+	/* Between agreement points: the local poll above, and a test of the
+	 * all-reduce in flight until it completes. Without an MPI call here
+	 * its rounds would only progress at the next agreement point, making
+	 * every rank wait there for the last one to arrive. */
+	i = M.index++;
+	if (i != M.next_agree) {
+		if (M.due_pending && !M.due_done)
+			MPI_Test(&M.due_req, &M.due_done, MPI_STATUS_IGNORE);
+		return rc;
+	}
 	if (M.due_pending) {
-		MPI_Wait(&M.due_req, MPI_STATUS_IGNORE);
+		if (!M.due_done)
+			MPI_Wait(&M.due_req, MPI_STATUS_IGNORE);
 		M.due_pending = 0;
-		agreed = M.due_recv;
+		M.due_done = 0;
+		agreed = (M.due_recv[0] ? GPUCKPT_DUE_CHECKPOINT : 0) |
+			 (M.due_recv[1] ? GPUCKPT_DUE_EXIT : 0);
+		M.every = -M.due_recv[2];
 	}
 	if (agreed & GPUCKPT_DUE_CHECKPOINT) {
 		ret = take(step, agreed);
@@ -272,9 +323,12 @@ GK_EXPORT int gpuckpt_mpi_point(long step)
 		if (gpuckpt_coord_poll(step, &due) < 0)
 			due = 0;
 	}
-	M.due_send = due;
-	MPI_Iallreduce(&M.due_send, &M.due_recv, 1, MPI_INT, MPI_BOR, M.comm, &M.due_req);
+	M.due_send[0] = !!(due & GPUCKPT_DUE_CHECKPOINT);
+	M.due_send[1] = !!(due & GPUCKPT_DUE_EXIT);
+	M.due_send[2] = -propose(i);
+	MPI_Iallreduce(M.due_send, M.due_recv, 3, MPI_INT, MPI_MAX, M.comm, &M.due_req);
 	M.due_pending = 1;
+	M.next_agree = i + M.every;
 	return rc;
 }
 
@@ -282,7 +336,7 @@ GK_EXPORT int gpuckpt_mpi_finalize(void)
 {
 	if (!M.on)
 		return 0;
-	if (M.due_pending)
+	if (M.due_pending && !M.due_done)
 		MPI_Wait(&M.due_req, MPI_STATUS_IGNORE);
 	/* Requests given up on belong to ranks that are gone or stuck; waiting
 	 * for them could hang the finalize. */
