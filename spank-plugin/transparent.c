@@ -121,6 +121,15 @@ static int drop(const struct gk_env *env, const char *name, char *err, size_t er
 	return rc;
 }
 
+/* GPUCKPT_TASKS=independent: the tasks of the step never talk to each other. */
+static int independent(const struct gk_env *env)
+{
+	char v[16];
+
+	return env->get(env->ctx, "GPUCKPT_TASKS", v, sizeof(v)) == 1 &&
+	       strcmp(v, "independent") == 0;
+}
+
 /* No shepherd: tell the runtime why, and the job once. */
 static int plan_none(const struct gk_task_ids *ids, const struct gk_env *env, struct gk_tplan *p,
 		     int may_note, char *err, size_t errlen)
@@ -182,6 +191,22 @@ int gk_transparent_prepare(const struct gk_site *s, const struct gk_opts *o,
 	if (p->mode == GK_MODE_APP) {
 		snprintf(p->reason, sizeof(p->reason),
 			 "the job asked for application mode (GPUCKPT_MODE=app)");
+		return plan_none(ids, env, p, 1, err, errlen);
+	}
+	/* A step of several tasks: one task's tree alone is not the step, and
+	 * without the API its tasks cannot agree on one point to dump at. Only
+	 * tasks declared independent are dumped, and restored, each alone. */
+	if (!shell && ids->ntasks > 1 && !independent(env)) {
+		snprintf(p->reason, sizeof(p->reason),
+			 "a step of several tasks is not checkpointed transparently: without the "
+			 "gpuckpt API its tasks cannot agree on one point, and one task's processes "
+			 "alone are not the step (MPI programs: gpuckpt_mpi.h; tasks that never talk "
+			 "to each other: GPUCKPT_TASKS=independent)");
+		if (p->mode == GK_MODE_TRANSPARENT) {
+			snprintf(err, errlen, "transparent mode was asked for (GPUCKPT_MODE=transparent), "
+				 "but %s", p->reason);
+			return -ENOTSUP;
+		}
 		return plan_none(ids, env, p, 1, err, errlen);
 	}
 	if (!shell && r->dir_rc == 0 && r->restore) {

@@ -60,7 +60,7 @@ int main(void)
 	enum gk_mode m;
 	int rc;
 
-	plan(46);
+	plan(48);
 	if (!mkdtemp(root)) {
 		printf("Bail out! mkdtemp: %s\n", strerror(errno));
 		return 1;
@@ -156,6 +156,19 @@ int main(void)
 	   strcmp(argv[3], "77") == 0 && strcmp(argv[5], root) == 0 && strcmp(argv[13], "0") == 0 &&
 	   strcmp(argv[17], "2") == 0 && strcmp(argv[19], "/opt/criu/sbin/criu") == 0 && !argv[20],
 	   "argv: attach --child 77 --dir ... --step 0 --keep 2 --criu ...");
+
+	/* A step of several tasks: not transparently, unless declared independent. */
+	ids.ntasks = 2;
+	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	ok(p.kind == GK_TPLAN_NONE && p.note && strstr(p.reason, "a step of several tasks") &&
+	       strstr(p.reason, "GPUCKPT_TASKS=independent"),
+	   "a step of two tasks: no shepherd, the line says why and what to do");
+	fset(&fe, "GPUCKPT_TASKS", "independent", 1);
+	funset(&fe, "GPUCKPT_NOTED");
+	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	ok(p.kind == GK_TPLAN_ATTACH, "independent tasks: each under its shepherd");
+	funset(&fe, "GPUCKPT_TASKS");
+	ids.ntasks = 0;
 
 	ids.step_id = GK_STEP_BATCH;
 	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
