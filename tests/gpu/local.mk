@@ -18,7 +18,7 @@ TESTS += %reldir%/standin.sh %reldir%/heat-options.sh
 EXTRA_DIST += %reldir%/standin.sh %reldir%/heat-options.sh %reldir%/run.sh \
 	%reldir%/scenario.sh %reldir%/README.md %reldir%/gpu_test.h \
 	%reldir%/gpu-streams.cu %reldir%/gpu-linked.cu %reldir%/gpu-cublas.cu \
-	%reldir%/route-rt.cu
+	%reldir%/route-rt.cu %reldir%/mpi-debs.sh %reldir%/mpi-slurm.sh
 
 # The CUDA runtime programs, built by nvcc for make check-gpu only.
 GPU_NVCC_BINS = %reldir%/gpu-streams %reldir%/gpu-linked %reldir%/gpu-cublas \

@@ -45,6 +45,8 @@ SLURM_E2E = \
 # On the GPU machine only (GK_CRIU=... make check TESTS=slurm/e2e-transparent.sh):
 # it skips, with the reason, where there is no GPU or no CRIU 4.
 EXTRA_DIST += %reldir%/e2e-transparent.sh
+# On the GPU machine only (tests/gpu/mpi-slurm.sh runs it): MPI ranks sharing the GPU.
+EXTRA_DIST += %reldir%/e2e-mpi-gpu.sh
 EXTRA_DIST += %reldir%/cluster.sh %reldir%/e2e-lib.sh %reldir%/standin-app.sh \
 	%reldir%/stage.sh %reldir%/demo.sh $(SLURM_E2E)
 
