@@ -9,6 +9,7 @@ packages=(
 	libjson-c-dev libhwloc-dev libmunge-dev munge
 	slurmctld slurmd slurm-client libslurm-dev
 	bats iproute2 lua5.1 procps psmisc util-linux jq groff-base
+	openmpi-bin libopenmpi-dev libpmix-dev
 )
 missing=()
 for p in "${packages[@]}"; do
