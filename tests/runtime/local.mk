@@ -38,5 +38,5 @@ check_PROGRAMS += %reldir%/prog-dlnext %reldir%/prog-routes %reldir%/prog-manage
 %canon_reldir%_prog_unaware_SOURCES = %reldir%/prog-unaware.c
 %canon_reldir%_prog_unaware_LDADD = $(GK_CUDA_STUB)
 
-TESTS += %reldir%/interpose.sh %reldir%/heat-e2e.sh
-EXTRA_DIST += %reldir%/interpose.sh %reldir%/heat-e2e.sh
+TESTS += %reldir%/interpose.sh %reldir%/heat-e2e.sh %reldir%/mpi-sets.sh
+EXTRA_DIST += %reldir%/interpose.sh %reldir%/heat-e2e.sh %reldir%/mpi-sets.sh
