@@ -20,9 +20,11 @@ export GPUCKPT_SQUEUE=false
 BB=$GK_SCRATCH/bb SH=$GK_SCRATCH/shared
 mkdir -p "$BB" "$SH"
 
-# A fake gpuckpt tool: "verify DIR" fails when DIR holds a file named BAD.
+# A fake gpuckpt tool: "verify DIR" fails when DIR holds a file named BAD;
+# "plan" gives the restore plan of a job without steps of several tasks.
 cat >"$GK_SCRATCH/tool" <<'T'
 #!/bin/sh
+[ "$1" = plan ] && { echo "gpuckpt-plan 1"; exit 0; }
 [ "$1" = verify ] && [ ! -e "$2/BAD" ]
 T
 chmod 0755 "$GK_SCRATCH/tool"
