@@ -7,9 +7,9 @@
 STAGE=$top_srcdir/scheduler-hooks/gpuckpt-stage
 U=4242 # a uid that owns nothing on this machine
 
-tap_plan 28
+tap_plan 33
 if [ "$(id -u)" -ne 0 ]; then
-	for i in $(seq 28); do tap_skip "needs root (the script gives folders to the job's user)"; done
+	for i in $(seq 33); do tap_skip "needs root (the script gives folders to the job's user)"; done
 	exit 0
 fi
 gk_scratch
@@ -113,6 +113,30 @@ chown -R $U:$U "$BB/56"
 out=$(stage out 56 2>&1)
 check "out: a criu/ that root did not write is not staged" \
 	[ ! -e "$SH/56/step.0/task.0/ckpt.000001" -a -n "$(grep 'criu/ not written by root' <<<"$out")" ]
+
+# A step of several tasks: members of its checkpoint sets (manifests naming a
+# set) are staged all, never pruned by count; the set records travel; the
+# prolog writes the restore plan, root's, beside the job folders.
+S0=$BB/57/step.0
+for t in 0 1; do
+	for n in 1 2 3; do
+		mkckpt "$S0/task.$t" "ckpt.00000$n"
+		echo '{"set": {"id": "0x1"}}' >"$S0/task.$t/ckpt.00000$n/manifest.json"
+	done
+done
+echo "gpuckpt-set 1 sequence=3 id=0000000000000001 members=2 step=3 agreement=mpi created=1" >"$S0/set.000003"
+chown -R $U:$U "$BB/57"
+chmod -R go-rwx "$BB/57"
+stage out 57 >/dev/null 2>&1
+check "out: every committed part of a set member's folder is staged, none pruned by count" \
+	[ -d "$SH/57/step.0/task.1/ckpt.000001" -a -d "$SH/57/step.0/task.1/ckpt.000003" ]
+check "out: the set record reaches the shared root, root's" [ "$(stat -c %u "$SH/57/step.0/set.000003" 2>/dev/null)" = 0 ]
+stage in 57 >/dev/null 2>&1
+check "in: the restore plan is written, root's alone" \
+	[ "$(head -n 1 "$BB/.plan.57" 2>/dev/null) $(stat -c '%u %a' "$BB/.plan.57" 2>/dev/null)" = "gpuckpt-plan 1 0 600" ]
+check "in: the set record is staged back, the user's" [ "$(stat -c %u "$S0/set.000003" 2>/dev/null)" = "$U" ]
+stage out 57 >/dev/null 2>&1
+check "out: the plan goes with the run it was for" [ ! -e "$BB/.plan.57" ]
 
 # Bad arguments.
 out=$("$STAGE" out --job abc --uid 1 --gid 1 --bb-root "$BB" --shared-root "$SH" 2>&1)
