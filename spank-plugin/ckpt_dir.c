@@ -38,8 +38,55 @@ int gk_task_dir_path(const char *root, const struct gk_task_ids *ids, char *buf,
 }
 
 /*
- * One level: make name under parent (0700), open it without following a
- * link, check it is a folder owned by uid (or new), give it to uid:gid, 0700.
+ * A new level appears whole or not at all: made under a temporary name, given
+ * to uid:gid, then renamed into place (never over an existing one). The tasks
+ * of a step that share a node start at once and each make the same job and
+ * step folders: made in place, one task could find the folder another had
+ * just made, still root's, and refuse it as not the user's. -EEXIST when the
+ * level exists (made by another task, or earlier).
+ */
+static int make_new(int parent, const char *name, uid_t uid, gid_t gid)
+{
+	char tmp[96];
+	struct stat st;
+	int fd, rc;
+
+	snprintf(tmp, sizeof(tmp), ".new.%.40s.%d", name, (int)getpid());
+	if (mkdirat(parent, tmp, 0700) < 0)
+		return -errno;
+	fd = openat(parent, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		rc = -errno;
+		goto out_rmdir;
+	}
+	if (fchown(fd, uid, gid) < 0 || fchmod(fd, 0700) < 0) {
+		rc = -errno;
+		goto out_close;
+	}
+	if (renameat2(parent, tmp, parent, name, RENAME_NOREPLACE) < 0) {
+		rc = -errno;
+		/* Filesystems without RENAME_NOREPLACE: look, then rename. */
+		if ((rc != -EINVAL && rc != -ENOSYS) ||
+		    fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+			goto out_close;
+		if (renameat(parent, tmp, parent, name) < 0) {
+			rc = -errno;
+			goto out_close;
+		}
+	}
+	close(fd);
+	return 0;
+
+out_close:
+	close(fd);
+out_rmdir:
+	unlinkat(parent, tmp, AT_REMOVEDIR);
+	return rc == -ENOTEMPTY ? -EEXIST : rc;
+}
+
+/*
+ * One level: make name under parent (0700, the user's), open it without
+ * following a link, check it is a folder owned by uid (or new), mode 0700.
  * Returns the open folder or a negative errno; *made says whether it was new.
  */
 static int make_level(int parent, const char *path, const char *name, uid_t uid, gid_t gid,
@@ -48,9 +95,9 @@ static int make_level(int parent, const char *path, const char *name, uid_t uid,
 	struct stat st;
 	int fd, rc;
 
-	*made = mkdirat(parent, name, 0700) == 0;
-	if (!*made && errno != EEXIST) {
-		rc = -errno;
+	rc = make_new(parent, name, uid, gid);
+	*made = rc == 0;
+	if (rc < 0 && rc != -EEXIST) {
 		snprintf(err, errlen, "%s: cannot create: %s", path, strerror(-rc));
 		return rc;
 	}
