@@ -12,7 +12,9 @@
 #   run (GPU machine, in the copy of the checkout):
 #       bash .gpudeps/setup.sh .gpudeps && tests/gpu/mpi-slurm.sh .gpudeps/mpi
 #
-# Prints the test's TAP lines and its summary; exits non-zero if a test failed.
+# Prints the test's TAP lines and its summary, then the agreement's cost on
+# this machine (benchmarks/agree/run, 2, 4 and 8 ranks, 10,000 points each);
+# exits non-zero if a test failed.
 set -euo pipefail
 deps=${1:-.gpudeps/mpi}
 top=$(cd "$(dirname "$0")/../.." && pwd)
@@ -27,4 +29,5 @@ make -j"$(nproc)" check TESTS= >make-check.out 2>&1 || { tail -n 30 make-check.o
 rc=0
 make -C tests check TESTS=slurm/e2e-mpi-gpu.sh >/dev/null 2>&1 || rc=$?
 cat tests/slurm/e2e-mpi-gpu.log
+"$top/benchmarks/agree/run" --build "$top/build" --points 10000 --repeat 1 || true
 exit $rc

@@ -37,7 +37,7 @@ fi
 e2e_require $N
 E2E_OWN_APP=1 e2e_start --real-gpu
 APP_ENV=":"
-SIZE=${GK_HALO_SIZE:-2048} STEPS=${GK_HALO_STEPS:-600} DELAY=${GK_HALO_DELAY_MS:-20}
+SIZE=${GK_HALO_SIZE:-2048} STEPS=${GK_HALO_STEPS:-400} DELAY=${GK_HALO_DELAY_MS:-20}
 ref=$("$HALO" --size "$SIZE" --steps "$STEPS" --report-every 0 2>/dev/null |
 	sed -n 's/^halo: done: .*checksum=\(0x[0-9a-f]*\).*/\1/p')
 tap_diag "reference checksum (one process, uninterrupted, outside Slurm): ${ref:-none}"
