@@ -162,11 +162,12 @@ GK_EXPORT int gpuckpt_mpi_init(MPI_Comm comm)
 	memset(&M, 0, sizeof(M));
 	MPI_Comm_rank(comm, &M.rank);
 	MPI_Comm_size(comm, &M.size);
-	if (!runtime_present())
-		return 0; /* no gpuckpt in this process: nothing to agree on */
+	/* Collective on every rank, with or without the runtime: a rank that
+	 * skipped it would leave the others waiting. */
 	if (MPI_Comm_dup(comm, &M.comm) != MPI_SUCCESS)
 		return -ENOMEM;
-	rc = gpuckpt_coord_attach("mpi", M.size, M.rank);
+	if (runtime_present())
+		rc = gpuckpt_coord_attach("mpi", M.size, M.rank);
 	/* On or off everywhere: one rank agreeing alone would wait forever. */
 	ok = rc == 0;
 	mine = rc == -EINVAL;
@@ -180,7 +181,7 @@ GK_EXPORT int gpuckpt_mpi_init(MPI_Comm comm)
 		return 0;
 	}
 	if (ok)
-		gpuckpt_coord_detach();
+		gpuckpt_coord_detach(); /* another rank cannot: nobody agrees */
 	MPI_Allreduce(&mine, &all, 1, MPI_INT, MPI_MAX, M.comm);
 	MPI_Comm_free(&M.comm);
 	if (all && M.rank == 0)
