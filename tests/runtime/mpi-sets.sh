@@ -139,9 +139,10 @@ expect "gpuckpt plan keeps to set 2 ($(echo $plan))" killed grep -q "^step.0 set
 expect "... naming set 3 as not used" killed grep -q "set 3 not used" "$GK_SCRATCH/plan.err"
 
 # Rank 1's part of set 2 damaged: the plan falls back to set 1 for all.
-f=$B/task.1/ckpt.000002/device0.data
-size=$(stat -c %s "$f")
-printf 'XXXXXXXX' | dd of="$f" bs=1 seek=$((size / 2)) conv=notrunc status=none
+# In the middle of its first allocation's bytes (between allocations a data
+# file holds padding that no checksum covers).
+read -r file off size < <(jq -r '[.allocations[] | select(.size > 1024)][0].parts[0] | "\(.file) \(.offset) \(.size)"' "$B/task.1/ckpt.000002/manifest.json")
+printf 'XXXXXXXX' | dd of="$B/task.1/ckpt.000002/$file" bs=1 seek=$((off + size / 2)) conv=notrunc status=none
 plan=$("$GK_TOOL" plan "$(dirname "$B")" 2>"$GK_SCRATCH/plan.err")
 expect "one part of set 2 damaged: the plan falls back to set 1 ($(echo $plan))" killed \
 	grep -q "^step.0 set sequence=1 " <<<"$plan"

@@ -42,6 +42,14 @@ ref1=$(with_standin mpirun --allow-run-as-root --oversubscribe -n 4 "$HALO" --si
 tap_diag "reference checksum (uninterrupted, outside Slurm): one rank $ref, four ranks $ref1"
 check "the result does not depend on the number of ranks ($ref = $ref1)" [ -n "$ref" -a "$ref" = "$ref1" ]
 
+# corrupt_part CKPT: flip bytes in the middle of its first allocation's data
+# (between allocations a data file holds padding that no checksum covers).
+corrupt_part() {
+	local file off size
+	read -r file off size < <(jq -r '[.allocations[] | select(.size > 1024)][0].parts[0] | "\(.file) \(.offset) \(.size)"' "$1/manifest.json")
+	printf 'XXXXXXXX' | dd of="$1/$file" bs=1 seek=$((off + size / 2)) conv=notrunc status=none
+}
+
 # halo_job NAME SIZE [PREFIX]: a batch script running 4 ranks, 2 per node.
 # PREFIX is put before the program in each task (a shell snippet).
 halo_job() {
@@ -135,9 +143,7 @@ wait_until 90 '[ "$(job_state "$j")" = PENDING ]'
 n=$(newest_set "$j")
 prev=$(ls "$SH/$j/step.0" | sed -n 's/^set\.0*\([0-9][0-9]*\)$/\1/p' | sort -n | tail -n 2 | head -n 1)
 check "two sets on the shared root ($prev, $n)" [ -n "$n" -a -n "$prev" -a "$prev" != "$n" ]
-f=$(find "$SH/$j/step.0/task.2/ckpt.$(printf %06d "$n")" -name '*.data' -size +1k | head -n 1)
-size=$(stat -c %s "$f")
-printf 'XXXXXXXX' | dd of="$f" bs=1 seek=$((size / 2)) conv=notrunc status=none
+corrupt_part "$SH/$j/step.0/task.2/ckpt.$(printf %06d "$n")"
 scontrol release "$j"
 wait_over "$j" 240
 check "the prolog refused set $n, naming rank 2's copy" grep -Eq "plan: .*step.0: set $n refused: task 2: .*checksum" "$E2E_DIR/log/slurmd.gk1.log" "$E2E_DIR/log/slurmd.gk2.log" "$E2E_DIR/log/slurmd.gk3.log"
