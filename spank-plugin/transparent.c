@@ -32,10 +32,10 @@ static void keep_first(void *arg, const char *line)
 		snprintf(f->buf, f->len, "%s", line);
 }
 
-int gk_shepherd_probe(const struct gk_site *s, char *reason, size_t len)
+int gk_shepherd_probe(const struct gk_site *s, uid_t uid, char *reason, size_t len)
 {
-	char path[PATH_MAX + 32], line[GK_ERRLEN];
-	char *argv[] = {path, "probe", NULL, NULL, NULL};
+	char path[PATH_MAX + 32], line[GK_ERRLEN], uidtext[16];
+	char *argv[] = {path, "probe", "--uid", uidtext, NULL, NULL, NULL};
 	struct first_line f = {line, sizeof(line)};
 	int rc;
 
@@ -51,9 +51,10 @@ int gk_shepherd_probe(const struct gk_site *s, char *reason, size_t len)
 			snprintf(reason, len, "%s: %s", path, strerror(errno));
 		return 0;
 	}
+	snprintf(uidtext, sizeof(uidtext), "%u", (unsigned)uid);
 	if (s->criu[0]) {
-		argv[2] = "--criu";
-		argv[3] = (char *)s->criu;
+		argv[4] = "--criu";
+		argv[5] = (char *)s->criu;
 	}
 	line[0] = '\0';
 	rc = gk_run_logged(argv, keep_first, &f);
@@ -214,7 +215,7 @@ int gk_transparent_prepare(const struct gk_site *s, const struct gk_opts *o,
 		if (ckpt_t < 0)
 			return ckpt_t;
 	}
-	can = gk_shepherd_probe(s, why, sizeof(why));
+	can = gk_shepherd_probe(s, ids->uid, why, sizeof(why));
 	if (shell) {
 		if (can)
 			snprintf(p->reason, sizeof(p->reason),

@@ -61,11 +61,13 @@ struct gk_tplan {
 };
 
 /*
- * Can this node do transparent mode? Runs <shepherd>/gpuckpt-shepherd probe
- * [--criu PATH], without a shell. Returns 1, or 0 with the one-line reason in
- * reason (missing binary: "gpuckpt-shepherd not installed at PATH").
+ * Can this node do transparent mode for the jobs of uid? Runs
+ * <shepherd>/gpuckpt-shepherd probe --uid UID [--criu PATH], without a shell
+ * (the uid: root's capabilities CRIU needs depend on whose processes it
+ * dumps). Returns 1, or 0 with the one-line reason in reason (missing binary:
+ * "gpuckpt-shepherd not installed at PATH").
  */
-int gk_shepherd_probe(const struct gk_site *s, char *reason, size_t len);
+int gk_shepherd_probe(const struct gk_site *s, uid_t uid, char *reason, size_t len);
 
 /*
  * Decide how the task runs and put GPUCKPT_MODE, GPUCKPT_SHEPHERD or

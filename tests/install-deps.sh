@@ -6,7 +6,7 @@
 set -euo pipefail
 packages=(
 	autoconf automake libtool pkg-config make gcc
-	libjson-c-dev libhwloc-dev libmunge-dev munge
+	libjson-c-dev libhwloc-dev libmunge-dev munge libxxhash-dev libssl-dev
 	slurmctld slurmd slurm-client libslurm-dev
 	bats iproute2 lua5.1 procps psmisc util-linux jq groff-base
 	openmpi-bin libopenmpi-dev libpmix-dev

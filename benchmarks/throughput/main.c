@@ -5,7 +5,13 @@
  *	storage  write+fsync and cold read of files of that size, on tmpfs and disk,
  *	         by one writer and by several (the storage's parallel ceiling)
  *	gpuckpt  a checkpoint through the API in one worker (runtime preloaded),
- *	         restored and checked word by word in a second
+ *	         written the blocking way (as after SIGTERM), restored and checked
+ *	         word by word in a second; the check of its data with XXH64 and
+ *	         with XXH3 (the image formats' checksums)
+ *	tables   a mostly static state in one worker: checkpointed whole, then
+ *	         every chunk changed (in the background: the pause), then 10 % of
+ *	         the chunks changed (an increment: the pause, the bytes written);
+ *	         both restored and checked word by word
  *	driver   cuCheckpointProcessLock/Checkpoint/Restore/Unlock on a worker,
  *	         driven from this process; the worker then checks its memory
  * and writes <out>/throughput-<machine>-<date>.{csv,md}.
@@ -37,7 +43,7 @@ struct opts {
 	int nsizes;
 	const char *tmpfs, *disk, *out, *machine, *runtime;
 	char worker[PATH_MAX];
-	int copy, storage, gpuckpt, driver;
+	int copy, storage, gpuckpt, driver, on_disk, tables;
 	int dry, timeout, writers, repeat;
 };
 
@@ -55,7 +61,8 @@ static const char usage[] =
     "                   $GPUCKPT_WRITERS, else 8: the runtime's default writers)\n"
     "  --repeat N       run the storage, gpuckpt and driver measurements N times\n"
     "                   each, interleaved, and report the median (default 3)\n"
-    "  --skip LIST      leave out some of copy,storage,gpuckpt,driver\n"
+    "  --skip LIST      leave out some of copy,storage,gpuckpt,tables,driver,disk\n"
+    "                   (disk: every measurement on --disk)\n"
     "  --timeout S      longest wait for a worker's next line (default 900)\n"
     "  --dry-run        print the plan; run nothing\n";
 
@@ -175,7 +182,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			die("unknown option '%s' (see --help)", a);
 		}
 	}
-	o->copy = o->storage = o->gpuckpt = o->driver = 1;
+	o->copy = o->storage = o->gpuckpt = o->driver = o->on_disk = o->tables = 1;
 	list = strdup(skip);
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(tok, "copy"))
@@ -186,8 +193,13 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			o->gpuckpt = 0;
 		else if (!strcmp(tok, "driver"))
 			o->driver = 0;
+		else if (!strcmp(tok, "disk"))
+			o->on_disk = 0;
+		else if (!strcmp(tok, "tables"))
+			o->tables = 0;
 		else
-			die("--skip: unknown part '%s' (copy, storage, gpuckpt, driver)", tok);
+			die("--skip: unknown part '%s' (copy, storage, gpuckpt, tables, driver, disk)",
+			    tok);
 	}
 	free(list);
 }
@@ -347,13 +359,122 @@ out_remove:
 	tp_storage_remove_parallel(path, o->writers);
 }
 
+/*
+ * The check a restore makes of every checksum, by each of the image formats'
+ * algorithms, over the checkpoint just written: as many threads as the
+ * runtime's check uses (runtime/image/verify.c: up to 16, one per CPU).
+ */
+static void phase_check(const struct opts *o, uint64_t size, const char *target,
+			const char *ckdir, struct tp_report *rep)
+{
+	char dir[PATH_MAX + 16], err[TP_ERRLEN], note[96];
+	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+	int threads = cpus > 16 ? 16 : cpus < 1 ? 1 : (int)cpus;
+	uint64_t bytes;
+	double secs;
+
+	(void)o;
+	snprintf(dir, sizeof(dir), "%s/ckpt.000001", ckdir);
+	snprintf(note, sizeof(note), "%d threads, 8 MiB chunks, the data files of the checkpoint",
+		 threads);
+	for (int xxh3 = 0; xxh3 <= 1; xxh3++) {
+		const char *metric = xxh3 ? "check_xxh3" : "check_xxh64";
+
+		if (tp_check_files(dir, xxh3, threads, &bytes, &secs, err, sizeof(err)))
+			tp_add(rep, size, metric, target, size, -1, err);
+		else
+			tp_add(rep, size, metric, target, bytes, secs, note);
+	}
+}
+
+/* Rename the results added since index `first` from `from` to `to`. */
+static void rename_since(struct tp_report *rep, int first, const char *from, const char *to)
+{
+	for (int i = first; i < rep->n; i++)
+		if (!strcmp(rep->r[i].metric, from))
+			snprintf(rep->r[i].metric, sizeof(rep->r[i].metric), "%s", to);
+}
+
+/*
+ * The mostly static state (worker gpuckpt-tables): three checkpoints, the
+ * second in the background, the third an increment with 10 % of the chunks
+ * changed; then restores of the increment (a chain: its unchanged chunks
+ * are read from the second) and of the second, each checked word by word.
+ * The snapshot memory is the runtime's default (half the memory available).
+ */
+static void phase_tables(const struct opts *o, uint64_t size, const char *target, const char *dir,
+			 struct tp_report *rep)
+{
+	char ckdir[PATH_MAX], preload[PATH_MAX + 16], gdir[PATH_MAX + 16], err[TP_ERRLEN];
+	char sub[PATH_MAX + 32], restore[PATH_MAX + 48];
+	char *env[] = {preload,		  "GPUCKPT_ENABLE=1",	  gdir, "GPUCKPT_LOG_LEVEL=info",
+		       "GPUCKPT_INTERVAL=0", "GPUCKPT_INCREMENTS=4", "GPUCKPT_KEEP=10",
+		       NULL,		  NULL};
+	uint64_t image;
+	int rc, first;
+
+	printf("throughput: %g GiB: mostly static state: background and incremental checkpoints "
+	       "on %s (%s)\n",
+	       (double)size / GIB, target, dir);
+	fflush(stdout);
+	if (!room_for(dir, 2 * size, err, sizeof(err))) {
+		tp_add(rep, size, "gpuckpt_async_pause", target, size, -1, err);
+		return;
+	}
+	snprintf(ckdir, sizeof(ckdir), "%s/gpuckpt-tables.%d", dir, (int)getpid());
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", o->runtime);
+	snprintf(gdir, sizeof(gdir), "GPUCKPT_DIR=%s", ckdir);
+	if (mkdir(ckdir, 0700) && errno != EEXIST) {
+		snprintf(err, sizeof(err), "skipped: mkdir %s: %s", ckdir, strerror(errno));
+		tp_add(rep, size, "gpuckpt_async_pause", target, size, -1, err);
+		return;
+	}
+	rc = run_worker(o, "gpuckpt-tables", size, env, target, rep, err, sizeof(err));
+	if (rc) {
+		tp_add(rep, size, "gpuckpt_async_pause", target, size, -1, err);
+		goto out_remove;
+	}
+	snprintf(sub, sizeof(sub), "%s/ckpt.000003", ckdir);
+	if (!tp_dir_bytes(sub, &image))
+		tp_add(rep, size, "gpuckpt_incr_image", target, image, -1,
+		       "what the increment wrote (10 % of the chunks changed)");
+	rc = tp_dir_evict(ckdir);
+	if (rc)
+		fprintf(stderr, "throughput: %s: dropping cached pages: %s\n", ckdir,
+			strerror(-rc));
+	env[7] = "GPUCKPT_RESTORE=auto";
+	first = rep->n;
+	if (run_worker(o, "gpuckpt-restore", size, env, target, rep, err, sizeof(err)))
+		tp_add(rep, size, "gpuckpt_incr_restore", target, size, -1, err);
+	rename_since(rep, first, "gpuckpt_restore", "gpuckpt_incr_restore");
+	rename_since(rep, first, "gpuckpt_restart", "gpuckpt_incr_restart");
+	snprintf(restore, sizeof(restore), "GPUCKPT_RESTORE=%s/ckpt.000002", ckdir);
+	env[7] = restore;
+	first = rep->n;
+	if (run_worker(o, "gpuckpt-restore", size, env, target, rep, err, sizeof(err)))
+		tp_add(rep, size, "gpuckpt_async_restore", target, size, -1, err);
+	rename_since(rep, first, "gpuckpt_restore", "gpuckpt_async_restore");
+	rename_since(rep, first, "gpuckpt_restart", "gpuckpt_async_restart");
+out_remove:
+	rc = tp_dir_remove(ckdir);
+	if (rc)
+		fprintf(stderr, "throughput: removing %s: %s\n", ckdir, strerror(-rc));
+}
+
 static void phase_gpuckpt(const struct opts *o, uint64_t size, const char *target, const char *dir,
 			  struct tp_report *rep)
 {
 	char ckdir[PATH_MAX], preload[PATH_MAX + 16], gdir[PATH_MAX + 16], err[TP_ERRLEN];
-	char *env[] = {
-	    preload, "GPUCKPT_ENABLE=1", gdir, "GPUCKPT_LOG_LEVEL=info", "GPUCKPT_INTERVAL=0", NULL,
-	    NULL};
+	/* GPUCKPT_SNAPSHOT_MEMORY=off: written the blocking way, as the exit
+	 * checkpoint after SIGTERM always is. */
+	char *env[] = {preload,
+		       "GPUCKPT_ENABLE=1",
+		       gdir,
+		       "GPUCKPT_LOG_LEVEL=info",
+		       "GPUCKPT_INTERVAL=0",
+		       "GPUCKPT_SNAPSHOT_MEMORY=off",
+		       NULL,
+		       NULL};
 	uint64_t image;
 	int rc;
 
@@ -384,12 +505,14 @@ static void phase_gpuckpt(const struct opts *o, uint64_t size, const char *targe
 	}
 	if (!tp_dir_bytes(ckdir, &image))
 		tp_add(rep, size, "gpuckpt_image", target, image, -1, "checkpoint size on storage");
+	if (!strcmp(target, "tmpfs"))
+		phase_check(o, size, target, ckdir, rep);
 	/* The restore must read the storage, not the pages the checkpoint left in memory. */
 	rc = tp_dir_evict(ckdir);
 	if (rc)
 		fprintf(stderr, "throughput: %s: dropping cached pages: %s\n", ckdir,
 			strerror(-rc));
-	env[5] = "GPUCKPT_RESTORE=auto";
+	env[6] = "GPUCKPT_RESTORE=auto";
 	if (run_worker(o, "gpuckpt-restore", size, env, target, rep, err, sizeof(err)))
 		tp_add(rep, size, "gpuckpt_restore", target, size, -1, err);
 out_remove:
@@ -496,17 +619,27 @@ static void print_plan(const struct opts *o)
 			    o->worker, (unsigned long long)s);
 		if (o->storage)
 			printf(
-			    "  storage: write+fsync, then cold read, of %llu bytes in %s and %s,\n"
+			    "  storage: write+fsync, then cold read, of %llu bytes in %s%s%s,\n"
 			    "           by one writer, then by %d threads with a file each\n",
-			    (unsigned long long)s, o->tmpfs, o->disk, o->writers);
+			    (unsigned long long)s, o->tmpfs, o->on_disk ? " and " : "",
+			    o->on_disk ? o->disk : "", o->writers);
+		if (o->tables)
+			printf("  tables:  GPUCKPT_DIR=%s/gpuckpt-tables.PID GPUCKPT_INCREMENTS=4 %s "
+			       "gpuckpt-tables %llu\n"
+			       "           (whole; all changed, in the background: pause; 10%% "
+			       "changed: pause and bytes);\n"
+			       "           GPUCKPT_RESTORE=auto (the increment), then =ckpt.000002: "
+			       "gpuckpt-restore, every word checked\n",
+			       o->tmpfs, o->worker, (unsigned long long)s);
 		if (o->gpuckpt)
 			printf(
-			    "  gpuckpt: LD_PRELOAD=%s GPUCKPT_DIR=<%s|%s>/gpuckpt-throughput.PID\n"
-			    "           %s gpuckpt-save %llu; drop its pages from the cache;\n"
+			    "  gpuckpt: LD_PRELOAD=%s GPUCKPT_DIR=<%s%s%s>/gpuckpt-throughput.PID\n"
+			    "           GPUCKPT_SNAPSHOT_MEMORY=off %s gpuckpt-save %llu (blocking);\n"
+			    "           check its data with XXH64 and XXH3 (tmpfs); drop its pages;\n"
 			    "           GPUCKPT_RESTORE=auto %s gpuckpt-restore %llu (checks every "
 			    "word)\n",
-			    o->runtime, o->tmpfs, o->disk, o->worker, (unsigned long long)s,
-			    o->worker, (unsigned long long)s);
+			    o->runtime, o->tmpfs, o->on_disk ? "|" : "", o->on_disk ? o->disk : "",
+			    o->worker, (unsigned long long)s, o->worker, (unsigned long long)s);
 		if (o->driver)
 			printf(
 			    "  driver:  %s hold %llu; from here: cuCheckpointProcessLock, "
@@ -574,12 +707,16 @@ int main(int argc, char **argv)
 				       o.repeat);
 			if (o.storage) {
 				phase_storage(&o, s, "tmpfs", o.tmpfs, &passes[p]);
-				phase_storage(&o, s, "disk", o.disk, &passes[p]);
+				if (o.on_disk)
+					phase_storage(&o, s, "disk", o.disk, &passes[p]);
 			}
 			if (o.gpuckpt) {
 				phase_gpuckpt(&o, s, "tmpfs", o.tmpfs, &passes[p]);
-				phase_gpuckpt(&o, s, "disk", o.disk, &passes[p]);
+				if (o.on_disk)
+					phase_gpuckpt(&o, s, "disk", o.disk, &passes[p]);
 			}
+			if (o.tables)
+				phase_tables(&o, s, "tmpfs", o.tmpfs, &passes[p]);
 			if (o.driver)
 				phase_driver(&o, s, &passes[p]);
 		}

@@ -132,8 +132,17 @@ static double ceiling(const struct tp_report *rep, const struct tp_result *r, ch
 		b = best_storage(rep, r->size, "write", r->target);
 		an = "pinned D2H";
 		bn = b ? b->metric : "write";
+	} else if (!strcmp(r->metric, "gpuckpt_async_pause")) {
+		/* The pause copies the state to pinned host memory: that copy's
+		 * rate is its ceiling. */
+		a = find(rep, r->size, "d2h_pinned", "");
+		an = "pinned D2H";
 	} else if (!strcmp(r->metric, "gpuckpt_restore") ||
-		   !strcmp(r->metric, "gpuckpt_restart")) {
+		   !strcmp(r->metric, "gpuckpt_restart") ||
+		   !strcmp(r->metric, "gpuckpt_incr_restore") ||
+		   !strcmp(r->metric, "gpuckpt_incr_restart") ||
+		   !strcmp(r->metric, "gpuckpt_async_restore") ||
+		   !strcmp(r->metric, "gpuckpt_async_restart")) {
 		a = find(rep, r->size, "h2d_pinned", "");
 		b = best_storage(rep, r->size, "read", r->target);
 		an = "pinned H2D";
@@ -157,6 +166,103 @@ static double ceiling(const struct tp_report *rep, const struct tp_result *r, ch
 	}
 	snprintf(what, len, "%s %s", r->target, bn);
 	return y;
+}
+
+static double secs_of(const struct tp_report *rep, uint64_t size, const char *metric,
+		      const char *target)
+{
+	const struct tp_result *r = find(rep, size, metric, target);
+
+	return r ? r->seconds : -1.0;
+}
+
+/* "a / b" of two times, or "-" when either is missing. */
+static void ratio(char *buf, size_t len, double a, double b)
+{
+	if (a > 0 && b > 0)
+		snprintf(buf, len, "%.2f", a / b);
+	else
+		snprintf(buf, len, "-");
+}
+
+/*
+ * The goals of the checkpoint-pause work (issue 16), each beside what it is
+ * measured against in the same run: written under the table, one line per
+ * goal and state size.
+ */
+static void write_goals(FILE *md, const struct tp_report *rep)
+{
+	uint64_t sizes[64];
+	int nsizes = 0;
+
+	for (int i = 0; i < rep->n && nsizes < 64; i++) {
+		int k = 0;
+
+		while (k < nsizes && sizes[k] != rep->r[i].size)
+			k++;
+		if (k == nsizes)
+			sizes[nsizes++] = rep->r[i].size;
+	}
+	fprintf(md, "\n## Against the goals (same run)\n\n");
+	fprintf(md, "| state GiB | goal | measured | against | ratio |\n");
+	fprintf(md, "| ---: | --- | --- | --- | ---: |\n");
+	for (int k = 0; k < nsizes; k++) {
+		uint64_t s = sizes[k];
+		double gib = (double)s / (1ull << 30);
+		const struct tp_result *img = NULL, *ck, *w8;
+		char r1[32];
+		double a, b;
+
+		a = secs_of(rep, s, "gpuckpt_async_pause", "tmpfs");
+		b = secs_of(rep, s, "d2h_pinned", "");
+		ratio(r1, sizeof(r1), a, b);
+		fprintf(md, "| %g | background checkpoint: pause <= 1.5 x the pinned D2H copy | %.3f s "
+			    "| D2H %.3f s | %s |\n",
+			gib, a, b, r1);
+		for (int i = 0; i < rep->n; i++)
+			if (rep->r[i].size == s && !strcmp(rep->r[i].metric, "gpuckpt_incr_image"))
+				img = &rep->r[i];
+		a = secs_of(rep, s, "gpuckpt_incr_pause", "tmpfs");
+		fprintf(md, "| %g | increment, 10 %% of chunks changed: writes <= 1/8 of the state, "
+			    "pauses <= 0.15 s (16 GiB) | %.3f s, %.2f GiB written | %.2f GiB state | "
+			    "%s |\n",
+			gib, a, img ? (double)img->bytes / (1ull << 30) : -1.0, gib,
+			img ? (snprintf(r1, sizeof(r1), "%.3f", (double)img->bytes / (double)s), r1)
+			    : "-");
+		a = secs_of(rep, s, "gpuckpt_incr_restore", "tmpfs");
+		b = secs_of(rep, s, "gpuckpt_restore", "tmpfs");
+		ratio(r1, sizeof(r1), a, b);
+		fprintf(md, "| %g | restore of the increment no slower than of a whole checkpoint | "
+			    "%.3f s | whole %.3f s | %s |\n",
+			gib, a, b, r1);
+		ck = find(rep, s, "gpuckpt_checkpoint", "tmpfs");
+		w8 = find(rep, s, "write_parallel", "tmpfs");
+		fprintf(md, "| %g | exit checkpoint >= 90 %% of tmpfs with 8 writers | %.2f GB/s | "
+			    "%.2f GB/s | %s |\n",
+			gib, gbps(ck), gbps(w8),
+			gbps(ck) > 0 && gbps(w8) > 0
+			    ? (snprintf(r1, sizeof(r1), "%.0f %%", 100 * gbps(ck) / gbps(w8)), r1)
+			    : "-");
+		ck = find(rep, s, "gpuckpt_checkpoint", "disk");
+		w8 = find(rep, s, "write_parallel", "disk");
+		if (ck && w8)
+			fprintf(md, "| %g | disk checkpoint >= 90 %% of the disk with 8 writers | "
+				    "%.2f GB/s | %.2f GB/s | %.0f %% |\n",
+				gib, gbps(ck), gbps(w8), 100 * gbps(ck) / gbps(w8));
+		a = secs_of(rep, s, "gpuckpt_restart", "tmpfs");
+		b = secs_of(rep, s, "gpuckpt_restore", "tmpfs");
+		ratio(r1, sizeof(r1), a, b);
+		fprintf(md, "| %g | restart (main to going on, with the check) <= 1.2 x the load | "
+			    "%.3f s | load %.3f s | %s |\n",
+			gib, a, b, r1);
+		a = secs_of(rep, s, "check_xxh3", "tmpfs");
+		b = secs_of(rep, s, "check_xxh64", "tmpfs");
+		ratio(r1, sizeof(r1), a, b);
+		fprintf(md, "| %g | check of every checksum: XXH3 (format 3) against XXH64 (before) | "
+			    "%.3f s | %.3f s | %s |\n",
+			gib, a, b, r1);
+	}
+	fprintf(md, "\n(-1 or -: not measured in this run.)\n");
 }
 
 int tp_write_reports(const struct tp_report *rep, const char *base, const char *header, char *err,
@@ -207,6 +313,7 @@ int tp_write_reports(const struct tp_report *rep, const char *base, const char *
 	}
 	fprintf(md, "\nGB/s are 10^9 bytes per second. Storage rates include fsync; reads "
 		    "start with the file's pages dropped from the page cache.\n");
+	write_goals(md, rep);
 	if (fclose(md) | fclose(csv)) {
 		snprintf(err, errlen, "report: %s: write failed", base);
 		return -EIO;

@@ -84,4 +84,10 @@ const char *tp_driver_state(int pid);
 
 double tp_now(void);
 
+/* check.c: read the *.data files of a checkpoint folder with `threads`
+ * threads in 8 MiB chunks, hashing each with XXH3-64 (xxh3) or XXH64;
+ * *bytes read in *seconds. 0 or -errno. */
+int tp_check_files(const char *dir, int xxh3, int threads, uint64_t *bytes, double *seconds,
+		   char *err, size_t errlen);
+
 #endif

@@ -9,11 +9,19 @@
  * Modes:
  *	copy             pinned and pageable device<->host copies of the state
  *	gpuckpt-save     gpuckpt_request() + gpuckpt_point(): one checkpoint, timed
+ *	gpuckpt-tables   a mostly static state, checkpointed three times: once
+ *	                 (written the blocking way while the runtime pins host
+ *	                 memory for snapshots), then with every chunk rewritten
+ *	                 (a checkpoint that goes to the background: its pause is
+ *	                 timed), then with 10 % of the chunks rewritten (an
+ *	                 increment: its pause is timed; the controller measures
+ *	                 what it wrote)
  *	gpuckpt-restore  the first gpuckpt_point() of a restart, timed (the load),
  *	                 and the time from the start of main to its end (the
- *	                 restart: CUDA set-up, the runtime's check of every
- *	                 checksum before the program goes on, the load); then a
- *	                 check of every word
+ *	                 restart: CUDA set-up and the program's allocations, with
+ *	                 the runtime's check of every checksum running meanwhile,
+ *	                 then the load); then a check of every word against what
+ *	                 the registered state says was written
  *	hold             prints READY, waits for VERIFY on stdin (meanwhile another
  *	                 process checkpoints and restores it through the driver),
  *	                 then checks every word
@@ -33,33 +41,55 @@
 #define REPS 3
 #define MAGIC 0x7470636b70740001ull
 
+/*
+ * What the device memory holds, registered with the runtime so that a
+ * restored worker knows what to check: every word is pattern(allocation,
+ * index, generation), the generation `base` except in every `every`-th
+ * region of `region` bytes (counted over the whole state), where it is
+ * `changed` (0: none).
+ */
 struct state {
 	uint64_t magic;
 	uint64_t bytes;
+	uint32_t base, changed, every;
+	uint64_t region;
 };
 
-__host__ __device__ static inline uint64_t pattern(unsigned a, size_t i)
+__host__ __device__ static inline uint64_t pattern(unsigned a, size_t i, unsigned gen)
 {
-	return bench_hash2(a + 1, i);
+	return bench_hash2(((uint64_t)gen << 32) | (a + 1), i);
 }
 
-__global__ void tp_fill(uint64_t *p, size_t words, unsigned a)
+__host__ __device__ static inline unsigned gen_of(const struct state *st, unsigned a, size_t i)
+{
+	uint64_t at = (uint64_t)a * CHUNK + (uint64_t)i * 8;
+
+	return st->changed && (at / st->region) % st->every == 0 ? st->changed : st->base;
+}
+
+/* Words whose generation is `only` (0: every word) get their pattern. */
+__global__ void tp_fill(uint64_t *p, size_t words, unsigned a, struct state st, unsigned only)
 {
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	size_t stride = (size_t)gridDim.x * blockDim.x;
 
-	for (; i < words; i += stride)
-		p[i] = pattern(a, i);
+	for (; i < words; i += stride) {
+		unsigned g = gen_of(&st, a, i);
+
+		if (!only || g == only)
+			p[i] = pattern(a, i, g);
+	}
 }
 
-__global__ void tp_check(const uint64_t *p, size_t words, unsigned a, unsigned long long *bad)
+__global__ void tp_check(const uint64_t *p, size_t words, unsigned a, struct state st,
+			 unsigned long long *bad)
 {
 	size_t i = (size_t)blockIdx.x * blockDim.x + threadIdx.x;
 	size_t stride = (size_t)gridDim.x * blockDim.x;
 	unsigned long long n = 0;
 
 	for (; i < words; i += stride)
-		n += p[i] != pattern(a, i);
+		n += p[i] != pattern(a, i, gen_of(&st, a, i));
 	if (n)
 		atomicAdd(bad, n);
 }
@@ -98,18 +128,19 @@ static uint64_t **alloc_state(uint64_t bytes)
 	return p;
 }
 
-static void fill_state(uint64_t **p, uint64_t bytes)
+/* Write what st says into the words of generation `only` (0: all). */
+static void fill_state(uint64_t **p, uint64_t bytes, const struct state *st, unsigned only)
 {
 	size_t c;
 
 	for (c = 0; c < nchunks(bytes); c++) {
-		tp_fill<<<4096, 256>>>(p[c], chunk_len(bytes, c) / 8, (unsigned)c);
+		tp_fill<<<4096, 256>>>(p[c], chunk_len(bytes, c) / 8, (unsigned)c, *st, only);
 		CK_LAUNCH("tp_fill");
 	}
 	CK(cudaDeviceSynchronize());
 }
 
-static unsigned long long check_state(uint64_t **p, uint64_t bytes)
+static unsigned long long check_state(uint64_t **p, uint64_t bytes, const struct state *st)
 {
 	unsigned long long *bad_d, bad = 0;
 	size_t c;
@@ -117,7 +148,7 @@ static unsigned long long check_state(uint64_t **p, uint64_t bytes)
 	CK(cudaMalloc((void **)&bad_d, sizeof(*bad_d)));
 	CK(cudaMemset(bad_d, 0, sizeof(*bad_d)));
 	for (c = 0; c < nchunks(bytes); c++) {
-		tp_check<<<4096, 256>>>(p[c], chunk_len(bytes, c) / 8, (unsigned)c, bad_d);
+		tp_check<<<4096, 256>>>(p[c], chunk_len(bytes, c) / 8, (unsigned)c, *st, bad_d);
 		CK_LAUNCH("tp_check");
 	}
 	CK(cudaMemcpy(&bad, bad_d, sizeof(bad), cudaMemcpyDeviceToHost));
@@ -204,6 +235,68 @@ static void mode_save(uint64_t bytes, struct state *st)
 	(void)st;
 }
 
+/*
+ * Ask for a checkpoint until one is taken: while the previous one is still
+ * being written (or memory pinned for it) the runtime answers GPUCKPT_NOTHING
+ * and takes it at a later point. The pause of the point that took it.
+ */
+static double checkpoint_when_ready(void)
+{
+	for (int tries = 0; tries < 60000; tries++) {
+		double t0;
+		int rc = gpuckpt_request();
+
+		if (rc < 0)
+			bench_die("gpuckpt_request failed: %s", bench_strerror(rc));
+		t0 = bench_now();
+		rc = gpuckpt_point(1);
+		if (rc == GPUCKPT_SAVED)
+			return bench_now() - t0;
+		if (rc < 0)
+			bench_die("gpuckpt_point failed: %s", bench_strerror(rc));
+		usleep(10000);
+	}
+	bench_die("no checkpoint was taken in 10 minutes of asking");
+	return -1;
+}
+
+static uint64_t chunk_size_setting(void)
+{
+	const char *v = getenv("GPUCKPT_CHUNK_SIZE");
+	char *end;
+	unsigned long long n;
+
+	if (!v || !*v)
+		return 8ull << 20;
+	n = strtoull(v, &end, 10);
+	if (*end == 'M' || *end == 'm')
+		n <<= 20;
+	else if (*end == 'K' || *end == 'k')
+		n <<= 10;
+	return n ? n : 8ull << 20;
+}
+
+static void mode_tables(uint64_t **p, uint64_t bytes, struct state *st)
+{
+	double pause;
+
+	/* 1: written the blocking way; the runtime pins memory meanwhile. */
+	checkpoint_when_ready();
+	/* 2: every chunk changed, in the background. */
+	st->base = 2;
+	fill_state(p, bytes, st, 0);
+	pause = checkpoint_when_ready();
+	result("gpuckpt_async_pause", bytes, pause);
+	/* 3: a tenth of the chunks (of the runtime's chunk size) changed. */
+	st->changed = 3;
+	st->every = 10;
+	st->region = chunk_size_setting();
+	fill_state(p, bytes, st, 3);
+	pause = checkpoint_when_ready();
+	result("gpuckpt_incr_pause", bytes, pause);
+	/* Returning from main waits for the write of 3 (the runtime's atexit). */
+}
+
 static double t_main; /* when main began */
 
 static void mode_restore(uint64_t **p, uint64_t bytes, struct state *st)
@@ -224,12 +317,14 @@ static void mode_restore(uint64_t **p, uint64_t bytes, struct state *st)
 	if (st->magic != MAGIC || st->bytes != bytes)
 		bench_die("restore: the registered state came back wrong (magic %#llx, %llu bytes)",
 			  (unsigned long long)st->magic, (unsigned long long)st->bytes);
-	bad = check_state(p, bytes);
+	bad = check_state(p, bytes, st);
 	result("verify_mismatches", bad, 0.0);
 	if (bad)
 		bench_die("restore: %llu of %llu words differ from what was saved", bad,
 			  (unsigned long long)(bytes / 8));
 }
+
+static const struct state st_hold = {MAGIC, 0, 1, 0, 1, 1};
 
 static void mode_hold(uint64_t **p, uint64_t bytes)
 {
@@ -243,7 +338,7 @@ static void mode_hold(uint64_t **p, uint64_t bytes)
 	line[strcspn(line, "\n")] = 0;
 	if (strcmp(line, "VERIFY"))
 		bench_die("hold: expected VERIFY, got '%s'", line);
-	bad = check_state(p, bytes);
+	bad = check_state(p, bytes, &st_hold);
 	result("verify_mismatches", bad, 0.0);
 	if (bad)
 		bench_die("hold: %llu of %llu words changed across the driver's checkpoint", bad,
@@ -253,9 +348,10 @@ static void mode_hold(uint64_t **p, uint64_t bytes)
 int main(int argc, char **argv)
 {
 	static const char usage[] =
-	    "usage: throughput-worker copy|gpuckpt-save|gpuckpt-restore|hold BYTES\n"
+	    "usage: throughput-worker copy|gpuckpt-save|gpuckpt-tables|gpuckpt-restore|hold "
+	    "BYTES\n"
 	    "(started by the throughput benchmark; see benchmarks/README.md)\n";
-	struct state st = {0, 0};
+	struct state st = {0, 0, 1, 0, 1, 1};
 	const char *mode;
 	uint64_t bytes, **p;
 	long long b;
@@ -269,23 +365,24 @@ int main(int argc, char **argv)
 	if (b % 8)
 		bench_die("BYTES %lld: must be a multiple of 8", b);
 	bytes = (uint64_t)b;
-	if (strcmp(mode, "copy") && strcmp(mode, "gpuckpt-save") &&
+	if (strcmp(mode, "copy") && strcmp(mode, "gpuckpt-save") && strcmp(mode, "gpuckpt-tables") &&
 	    strcmp(mode, "gpuckpt-restore") && strcmp(mode, "hold"))
 		bench_die("unknown mode '%s' (see --help)", mode);
 	/* Not linked against libgpuckpt (bench.h): the gpuckpt modes need it preloaded. */
 	if (!strncmp(mode, "gpuckpt", 7) && (!bench_runtime_present() || !gpuckpt_request))
 		bench_die("%s: the gpuckpt runtime is not loaded (LD_PRELOAD=libgpuckpt.so)",
 			  mode);
+	CK(cudaSetDevice(0));
+	p = alloc_state(bytes);
+	/* After the allocations, as a program would: the runtime's check of the
+	 * checkpoint runs meanwhile. */
 	if (!strcmp(mode, "gpuckpt-restore") && gpuckpt_restarting(NULL) != 1)
 		bench_die("gpuckpt-restore: the runtime reports no checkpoint to restore "
 			  "(GPUCKPT_RESTORE set? runtime preloaded?)");
-
-	CK(cudaSetDevice(0));
-	p = alloc_state(bytes);
 	if (strcmp(mode, "gpuckpt-restore")) {
-		fill_state(p, bytes);
 		st.magic = MAGIC;
 		st.bytes = bytes;
+		fill_state(p, bytes, &st, 0);
 	} else {
 		/* Stale contents must not pass the check. */
 		for (size_t c = 0; c < nchunks(bytes); c++)
@@ -298,6 +395,8 @@ int main(int argc, char **argv)
 		mode_copy(p, bytes);
 	else if (!strcmp(mode, "gpuckpt-save"))
 		mode_save(bytes, &st);
+	else if (!strcmp(mode, "gpuckpt-tables"))
+		mode_tables(p, bytes, &st);
 	else if (!strcmp(mode, "gpuckpt-restore"))
 		mode_restore(p, bytes, &st);
 	else

@@ -115,6 +115,19 @@ static void print_summary(const char *dir, const struct gk_manifest *m, const ch
 	cli_human_size(m->va_size, b, sizeof(b));
 	printf("  chunk size    %s\n", a);
 	printf("  reserved VA   0x%" PRIx64 ", %s\n", m->va_base, b);
+	if (m->version >= 3) {
+		printf("  format        %d, id %s\n", m->version, m->id);
+		if (m->increment) {
+			printf("  increment     %u: its unchanged chunks lie in", m->increment);
+			for (size_t i = 0; i < m->nrefs; i++)
+				printf("%s ckpt.%06" PRIu64, i ? "," : "", m->refs[i].sequence);
+			printf(" (all needed to restore it)\n");
+		} else {
+			printf("  increment     - (it holds all its data)\n");
+		}
+	} else {
+		printf("  format        %d\n", m->version);
+	}
 }
 
 static void print_devices(const struct gk_manifest *m)
@@ -155,9 +168,24 @@ static void print_allocs(const struct gk_manifest *m)
 		snprintf(addr, sizeof(addr), "0x%" PRIx64, a->address);
 		printf("  %-4d %-18s %-12s %-8" PRIu64 " %-6s", a->device, addr, size, a->order,
 		       a->kind);
-		/* An allocation cut into parts lies in several files, in order. */
-		for (uint32_t k = 0; k < a->nparts; k++)
-			printf("%s%s", k ? ", " : " ", a->parts[k].file);
+		/* An allocation cut into parts lies in several files, in order;
+		 * an increment's unchanged parts in earlier checkpoints'. Each
+		 * file is named once, where it first holds a part. */
+		for (uint32_t k = 0, shown = 0; k < a->nparts; k++) {
+			const struct gk_part *p = &a->parts[k];
+			uint32_t j = 0;
+
+			while (j < k && !(a->parts[j].sequence == p->sequence &&
+					  !strcmp(a->parts[j].file, p->file)))
+				j++;
+			if (j < k)
+				continue;
+			if (p->sequence)
+				printf("%sckpt.%06" PRIu64 "/%s", shown++ ? ", " : " ",
+				       p->sequence, p->file);
+			else
+				printf("%s%s", shown++ ? ", " : " ", p->file);
+		}
 		printf("\n");
 	}
 }

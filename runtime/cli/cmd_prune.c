@@ -22,9 +22,11 @@ static const char prune_help[] =
     "    gpuckpt prune --keep N [--dry-run] [--json] ROOT\n"
     "\n"
     "DESCRIPTION\n"
-    "    Keeps the newest N committed checkpoints of ROOT and removes the older\n"
-    "    ones, and removes incomplete checkpoints whose writer is gone (its\n"
-    "    process no longer runs on this host, or it is more than a day old).\n"
+    "    Keeps the newest N committed checkpoints of ROOT, and every older one\n"
+    "    that one of them is an increment of (whose files hold some of its\n"
+    "    data), and removes the other older ones; and removes incomplete\n"
+    "    checkpoints whose writer is gone (its process no longer runs on this\n"
+    "    host, or it is more than a day old).\n"
     "    An incomplete checkpoint that may still be being written is left alone.\n"
     "\n"
     "    A checkpoint is first renamed to .trash.ckpt.NNNNNN.PID and then\n"
@@ -59,20 +61,6 @@ static const struct cli_opt prune_opts[] = {
     {"json", 0, 0, OPT_JSON},
     {NULL, 0, 0, 0},
 };
-
-/* What gk_store_prune removes: committed ones past the newest `keep`, and
- * incomplete ones whose writer is gone. */
-static int planned(const struct gk_store_entry *e, unsigned *kept, unsigned keep)
-{
-	if (e->complete) {
-		if (*kept < keep) {
-			(*kept)++;
-			return 0;
-		}
-		return 1;
-	}
-	return e->stale;
-}
 
 static int parse_keep(const char *text, unsigned *keep)
 {
@@ -138,8 +126,11 @@ static int prune_run(int argc, char **argv)
 	if (!keep_text)
 		return cli_usage_error(&gk_cmd_prune, "missing --keep N (how many to keep)");
 	ret = gk_store_list(root, &entries, &n, err, sizeof(err));
+	if (ret == 0)
+		ret = gk_store_prune_plan(root, entries, n, keep, err, sizeof(err));
 	if (ret < 0) {
 		gk_error("prune: %s", err);
+		free(entries);
 		return GK_EXIT_BAD;
 	}
 	if (!dry_run) {
@@ -158,9 +149,16 @@ static int prune_run(int argc, char **argv)
 		struct stat st;
 		int gone;
 
-		if (!planned(e, &kept, keep)) {
-			if (json && e->complete)
-				json_object_array_add(kept_list, json_object_new_string(e->path));
+		if (!e->remove) {
+			if (e->complete) {
+				kept++;
+				if (json)
+					json_object_array_add(kept_list,
+							      json_object_new_string(e->path));
+				else if (e->referenced)
+					printf("kept %s: a kept checkpoint's data lies in it\n",
+					       e->path);
+			}
 			continue;
 		}
 		/* What was actually removed, not what was planned: another

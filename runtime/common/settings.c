@@ -35,6 +35,10 @@ void gk_settings_defaults(struct gk_settings *s)
 	 * runs at about 1 GB/s, in the driver, one thread at a time): 8 threads
 	 * pin 128 MiB. */
 	s->chunk_size = 8ull << 20;
+	s->snapshot_mode = GK_SNAPSHOT_AUTO;
+	/* A damaged checkpoint loses every increment built on it, so chains are
+	 * kept short; a restore reads from at most this many + 1 checkpoints. */
+	s->increments = 4;
 	s->log_level = GK_LOG_NOTICE;
 	s->mode = GK_MODE_AUTO;
 	s->assist = 1;
@@ -311,6 +315,38 @@ int gk_settings_set(struct gk_settings *s, const char *key, const char *value, c
 		    (size & 4095))
 			goto bad;
 		s->chunk_size = size;
+	} else if (!strcmp(key, "snapshot_memory")) {
+		size_t n = strlen(value);
+		unsigned pct;
+
+		if (!strcmp(value, "auto")) {
+			s->snapshot_mode = GK_SNAPSHOT_AUTO;
+		} else if (!strcmp(value, "off") || !strcmp(value, "0")) {
+			s->snapshot_mode = GK_SNAPSHOT_OFF;
+		} else if (n > 1 && value[n - 1] == '%') {
+			char num[16];
+
+			if (n - 1 >= sizeof(num))
+				goto bad;
+			memcpy(num, value, n - 1);
+			num[n - 1] = 0;
+			if (parse_uint(num, 100, &pct) < 0 || pct == 0)
+				goto bad;
+			s->snapshot_mode = GK_SNAPSHOT_PERCENT;
+			s->snapshot_percent = pct;
+		} else {
+			if (gk_parse_size(value, &size) < 0)
+				goto bad;
+			s->snapshot_mode = GK_SNAPSHOT_BYTES;
+			s->snapshot_bytes = size;
+		}
+	} else if (!strcmp(key, "increments")) {
+		if (parse_uint(value, 1000, &s->increments) < 0)
+			goto bad;
+	} else if (!strcmp(key, "hash_module")) {
+		if (strlen(value) >= sizeof(s->hash_module))
+			goto bad;
+		strcpy(s->hash_module, value);
 	} else if (!strcmp(key, "log_level")) {
 		enum gk_log_level l;
 
@@ -392,6 +428,9 @@ int gk_settings_load(struct gk_settings *s, char *err, size_t errlen)
 		{"GPUCKPT_VA_SIZE", "va_size"},
 		{"GPUCKPT_WRITERS", "writers"},
 		{"GPUCKPT_CHUNK_SIZE", "chunk_size"},
+		{"GPUCKPT_SNAPSHOT_MEMORY", "snapshot_memory"},
+		{"GPUCKPT_INCREMENTS", "increments"},
+		{"GPUCKPT_HASH_MODULE", "hash_module"},
 		{"GPUCKPT_LOG_LEVEL", "log_level"},
 		{"GPUCKPT_ENABLE", "enable"},
 		{"GPUCKPT_MODE", "mode"},

@@ -16,6 +16,13 @@
  *	GPUCKPT_VA_SIZE             va_size             0x10000000000 (1 TiB per device)
  *	GPUCKPT_WRITERS             writers             8
  *	GPUCKPT_CHUNK_SIZE          chunk_size          8M
+ *	GPUCKPT_SNAPSHOT_MEMORY     snapshot_memory     auto (or: off, a size like 32G, or
+ *	                                                a share like 25%); host memory for
+ *	                                                checkpoints written in the background
+ *	GPUCKPT_INCREMENTS          increments          4 (increments after a checkpoint
+ *	                                                written whole; 0: every one whole)
+ *	GPUCKPT_HASH_MODULE         hash_module         (none: the built-in kernel) a module
+ *	                                                file with the change-key kernel
  *	GPUCKPT_LOG_LEVEL           log_level           notice
  *	GPUCKPT_ENABLE              enable              yes (no: pass every call through)
  *	GPUCKPT_MODE                mode                auto (or: app, transparent; see
@@ -73,6 +80,11 @@ struct gk_settings {
 	uint64_t va_size;
 	unsigned writers;
 	uint64_t chunk_size;
+	int snapshot_mode;         /* enum gk_snapshot_mode */
+	uint64_t snapshot_bytes;   /* GK_SNAPSHOT_BYTES */
+	unsigned snapshot_percent; /* GK_SNAPSHOT_PERCENT */
+	unsigned increments;
+	char hash_module[4096];
 	int log_level;
 	int mode; /* enum gk_mode */
 	int assist;
@@ -85,6 +97,13 @@ struct gk_settings {
 	int restore_set_given;
 	char shepherd[108];      /* abstract socket name, without the leading NUL */
 	char no_transparent[512];
+};
+
+enum gk_snapshot_mode {
+	GK_SNAPSHOT_AUTO = 0,    /* half of the memory available, shared by the node's tasks */
+	GK_SNAPSHOT_OFF = 1,     /* every checkpoint blocks the program until written */
+	GK_SNAPSHOT_BYTES = 2,
+	GK_SNAPSHOT_PERCENT = 3, /* of the memory available to the process */
 };
 
 enum gk_mode {

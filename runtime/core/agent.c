@@ -23,6 +23,7 @@
 #include "gate.h"
 #include "image.h"
 #include "log.h"
+#include "numa.h"
 #include "restore.h"
 #include "runtime.h"
 #include "track.h"
@@ -135,6 +136,22 @@ static int hear(int fd, char *msg, size_t len)
 	return 0;
 }
 
+/* An error's name as one word of the protocol ([A-Z0-9_]), "unknown" if it
+ * is not one (a driver without cuGetErrorName for it, say). */
+static const char *error_word(CUresult r)
+{
+	const char *name = gk_cu_name(r);
+	size_t n = strlen(name);
+
+	if (n == 0 || n > 63)
+		return "unknown";
+	for (size_t i = 0; i < n; i++)
+		if (!((name[i] >= 'A' && name[i] <= 'Z') || (name[i] >= '0' && name[i] <= '9') ||
+		      name[i] == '_'))
+			return "unknown";
+	return name;
+}
+
 /* ---- device memory ---- */
 
 static uint64_t release_all(void)
@@ -241,8 +258,10 @@ static int checkpoint(int signo)
 	struct gk_store_txn txn;
 	const char *name = "-";
 	uint64_t bytes = 0, released = 0;
-	int fd, assisted = 0, sealed = 0, is_signed = 0, restored = 0;
-	double t0 = gk_now();
+	int fd, assisted = 0, sealed = 0, is_signed = 0, restored = 0, drained;
+	CUresult broken = CUDA_SUCCESS;
+	/* Phase times, for the info line that says where a slow one went. */
+	double t0 = gk_now(), t_hello = 0, t_gate = 0, t_drain = 0, t_image = 0, t_seal = 0;
 	struct stat st;
 
 	fd = shepherd_connect(err, sizeof(err));
@@ -252,6 +271,7 @@ static int checkpoint(int signo)
 	}
 	if (say(fd, "HELLO 1 transparent") < 0)
 		goto out_close;
+	t_hello = gk_now();
 	/* What the driver cannot save either is refused before anything is
 	 * locked: a checkpoint that cannot be restored is worse than none. */
 	if (gk_track_driver_cannot(&cannot, why, sizeof(why))) {
@@ -263,7 +283,23 @@ static int checkpoint(int signo)
 		goto out_close;
 	}
 	gk_gate_close();
-	if (gk_dump_drain() < 0)
+	t_gate = gk_now();
+	drained = gk_dump_drain(&broken);
+	t_drain = gk_now();
+	if (drained == -ENOTRECOVERABLE) {
+		/* The program's kernel failed before the signal came: neither the
+		 * runtime nor the driver can save its context (the driver's lock
+		 * fails with CUDA_ERROR_NOT_INITIALIZED). Said once, here; the
+		 * shepherd names it too and takes no checkpoint. */
+		gk_gate_open();
+		gk_error("transparent: the program's CUDA context is broken (%s): no checkpoint "
+			 "possible",
+			 gk_cu_name(broken));
+		if (say(fd, "REFUSE broken %s", error_word(broken)) == 0)
+			hear(fd, msg, sizeof(msg));
+		goto out_close;
+	}
+	if (drained < 0)
 		gk_warn("transparent: draining failed; the driver's checkpoint will see the error");
 	/* Without the runtime's dump the driver copies device memory itself; the
 	 * manifest still records the devices, for the shepherd's GPU mapping.
@@ -276,10 +312,12 @@ static int checkpoint(int signo)
 		assisted = 0;
 	}
 	if (gk_dump_image(0, assisted, &txn, &m, &bytes, err, sizeof(err)) == 0) {
+		t_image = gk_now();
 		snprintf(m->label, sizeof(m->label), "transparent (%s)", gk_signal_name(signo));
 		m->write_seconds = gk_now() - t0;
 		if (gk_store_seal(&txn, m, &is_signed, err, sizeof(err)) == 0)
 			sealed = 1;
+		t_seal = gk_now();
 	}
 	if (!sealed) {
 		gk_warn("transparent: the runtime could not write its part of the checkpoint (%s); "
@@ -299,6 +337,10 @@ static int checkpoint(int signo)
 		gk_info("transparent: %s: wrote %llu bytes in %.2f s, released %llu bytes of device "
 			"memory",
 			name, (unsigned long long)bytes, gk_now() - t0, (unsigned long long)released);
+		gk_info("transparent: %s: phases: hello %.3f s, gate %.3f s, drain %.3f s, image "
+			"%.3f s, seal %.3f s, release %.3f s",
+			name, t_hello - t0, t_gate - t_hello, t_drain - t_gate, t_image - t_drain,
+			t_seal - t_image, gk_now() - t_seal);
 	}
 	if (say(fd, "READY %s %d", name, assisted) < 0 || hear(fd, msg, sizeof(msg)) < 0)
 		msg[0] = 0;
@@ -333,6 +375,9 @@ out_close:
 static void *agent(void *arg)
 {
 	(void)arg;
+	/* Idle until a signal: learn the machine's topology now rather than
+	 * in the first checkpoint's copy threads, inside Slurm's GraceTime. */
+	gk_numa_preload();
 	for (;;) {
 		int signo, fd;
 		char err[GK_ERRLEN];

@@ -114,6 +114,8 @@ int gk_point_prepare(int *due_out)
 	due = __atomic_fetch_and(&gk_rt.due, ~GK_DUE_FIRST, __ATOMIC_ACQ_REL);
 	if (due & GK_DUE_FIRST) {
 		become_aware();
+		/* The restore check's answer sets GK_DUE_RESTORE. */
+		gk_restore_prepare();
 		gk_trigger_interval_start();
 		/* The restore bit may have been set by the start just now. */
 		due |= __atomic_load_n(&gk_rt.due, __ATOMIC_ACQUIRE);
@@ -122,17 +124,22 @@ int gk_point_prepare(int *due_out)
 		__atomic_and_fetch(&gk_rt.due, ~GK_DUE_RESTORE, __ATOMIC_ACQ_REL);
 		/* A checkpoint asked for meanwhile stays due, for the next point. */
 		if (gk_restore_load() == 0) {
+			gk_dump_prepare();
 			*due_out = __atomic_load_n(&gk_rt.due, __ATOMIC_ACQUIRE);
 			return GPUCKPT_RESTORED;
 		}
 	}
 	*due_out = __atomic_load_n(&gk_rt.due, __ATOMIC_ACQUIRE);
+	/* After the first point's restore, not during it: the load pins its
+	 * own buffers, which are then kept. */
+	if ((due & GK_DUE_FIRST) && !(*due_out & GK_DUE_CHECKPOINT))
+		gk_dump_prepare();
 	return GPUCKPT_NOTHING;
 }
 
 static int point_slow(long step)
 {
-	int due, ret, signo;
+	int due, ret, exiting, background;
 
 	ret = gk_point_prepare(&due);
 	if (ret == GPUCKPT_RESTORED || !(due & GK_DUE_CHECKPOINT))
@@ -142,12 +149,25 @@ static int point_slow(long step)
 	if (gk_coord_attached())
 		return GPUCKPT_NOTHING;
 	__atomic_and_fetch(&gk_rt.due, ~GK_DUE_CHECKPOINT, __ATOMIC_ACQ_REL);
+	exiting = __atomic_load_n(&gk_rt.exit_signo, __ATOMIC_ACQUIRE) != 0;
+	background = 0;
 	ret = gk_coord_refuse_alone();
 	if (ret == 0)
-		ret = gk_dump(step);
-	signo = __atomic_exchange_n(&gk_rt.exit_signo, 0, __ATOMIC_ACQ_REL);
-	if (signo)
-		gk_trigger_finish_exit(signo);
+		ret = gk_dump(step, exiting, &background);
+	if (ret == GK_DUMP_DEFERRED) {
+		/* Still due: taken at a point after the write in flight. */
+		__atomic_or_fetch(&gk_rt.due, GK_DUE_CHECKPOINT, __ATOMIC_RELEASE);
+		return GPUCKPT_NOTHING;
+	}
+	/* A terminating signal that came while a checkpoint went to the
+	 * background is left due: the next point waits for that write and ends
+	 * with a checkpoint known to be committed. */
+	if (!background) {
+		int signo = __atomic_exchange_n(&gk_rt.exit_signo, 0, __ATOMIC_ACQ_REL);
+
+		if (signo)
+			gk_trigger_finish_exit(signo);
+	}
 	return ret < 0 ? ret : GPUCKPT_SAVED;
 }
 
@@ -200,6 +220,9 @@ GK_EXPORT const char *gpuckpt_strerror(int err)
 		return "the process holds state gpuckpt cannot checkpoint (see the log)";
 	case -EINVAL:
 		return "invalid argument or setting (see the log)";
+	case -ENOTRECOVERABLE:
+		return "the program's CUDA context is broken: no checkpoint is possible (see the "
+		       "log)";
 	default:
 		return err < 0 ? strerror(-err) : "unknown status";
 	}

@@ -32,14 +32,9 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 	return (v + a - 1) & ~(a - 1);
 }
 
-static uint64_t extent_of(uint64_t size)
-{
-	return size <= GK_SMALL_MAX ? align_up(size, GK_SMALL_ALIGN) : align_up(size, GK_GRANULE);
-}
-
 static struct gk_itree *tree_for(struct gk_arena *a, uint64_t addr)
 {
-	return addr < a->small_end ? &a->small : &a->large;
+	return addr < a->lay.small_end ? &a->small : &a->large;
 }
 
 int gk_device_info(CUdevice dev, struct gk_device_info *info)
@@ -74,12 +69,12 @@ static int reserve_slice(struct gk_arena *a)
 	CUresult r;
 
 	snprintf(obj, sizeof(obj), "device %d slice 0x%llx", a->ordinal,
-		 (unsigned long long)a->base);
-	r = gk_real.cuMemAddressReserve(&got, a->size, GK_GRANULE, a->base, 0);
+		 (unsigned long long)a->lay.base);
+	r = gk_real.cuMemAddressReserve(&got, a->lay.size, GK_GRANULE, a->lay.base, 0);
 	if (r != CUDA_SUCCESS)
 		return gk_cu_check(r, "cuMemAddressReserve", "placement", obj);
-	if (got != a->base) {
-		gk_real.cuMemAddressFree(got, a->size);
+	if (got != a->lay.base) {
+		gk_real.cuMemAddressFree(got, a->lay.size);
 		gk_error("placement: %s: the driver would only reserve it at 0x%llx; set GPUCKPT_VA_BASE "
 			 "to a free range",
 			 obj, (unsigned long long)got);
@@ -103,9 +98,7 @@ static struct gk_arena *arena_create(int ordinal, CUdevice dev, CUcontext ctx)
 		size = gk_rt.settings.va_size;
 		base = gk_rt.settings.va_base + (uint64_t)ordinal * size;
 	}
-	a->base = base;
-	a->size = size;
-	a->small_end = base + size / 8;
+	gk_layout_init(&a->lay, base, size);
 	if (reserve_slice(a) < 0)
 		goto fail;
 	if (gk_restore_populate(a) < 0) {
@@ -113,7 +106,7 @@ static struct gk_arena *arena_create(int ordinal, CUdevice dev, CUcontext ctx)
 		gk_arena_drop_unclaimed(a);
 	}
 	gk_debug("placement: device %d: slice 0x%llx-0x%llx reserved", ordinal,
-		 (unsigned long long)a->base, (unsigned long long)(a->base + a->size));
+		 (unsigned long long)a->lay.base, (unsigned long long)(a->lay.base + a->lay.size));
 	return a;
 fail:
 	pthread_mutex_destroy(&a->lock);
@@ -171,7 +164,7 @@ struct gk_arena *gk_arena_of(uint64_t addr)
 	for (int i = 0; i < GK_MAX_DEVICES; i++) {
 		struct gk_arena *a = __atomic_load_n(&gk_arenas[i], __ATOMIC_ACQUIRE);
 
-		if (a && addr >= a->base && addr < a->base + a->size)
+		if (a && addr >= a->lay.base && addr < a->lay.base + a->lay.size)
 			return a;
 	}
 	return NULL;
@@ -186,6 +179,7 @@ static void unmap_segment(struct gk_arena *a, struct segment *s)
 {
 	uint64_t len = s->iv.end - s->iv.start;
 
+	a->known_lo = a->known_hi = 0;
 	gk_real.cuMemUnmap(s->iv.start, len);
 	gk_real.cuMemRelease(s->handle);
 	gk_itree_remove(&a->segs, &s->iv);
@@ -193,14 +187,19 @@ static void unmap_segment(struct gk_arena *a, struct segment *s)
 	free(s);
 }
 
+/* Mapped memory in use: under or guarding a live block, or under a pending fence. */
 static int range_in_use(struct gk_arena *a, uint64_t start, uint64_t end)
 {
-	return gk_itree_first_overlap(&a->small, start, end) ||
-	       gk_itree_first_overlap(&a->large, start, end) ||
+	uint64_t lo, hi;
+
+	gk_layout_near(&a->lay, start, end, &lo, &hi);
+	return gk_itree_first_overlap(&a->small, lo, hi) ||
+	       gk_itree_first_overlap(&a->large, lo, hi) ||
 	       gk_itree_first_overlap(&a->fences, start, end);
 }
 
-/* Give back physical memory under no live block and no pending fence. */
+/* Give back physical memory under no live block, guarding none, and under no
+ * pending fence. */
 static uint64_t trim(struct gk_arena *a)
 {
 	struct gk_ival *n = gk_itree_first(&a->segs);
@@ -298,6 +297,39 @@ static CUresult ensure_mapped(struct gk_arena *a, uint64_t start, uint64_t end)
 	return CUDA_SUCCESS;
 }
 
+/*
+ * Map a block's memory and its guards (layout.h). Guards are slack the
+ * program may use by accident, not memory it asked for: when the device has
+ * no room for them, the block is mapped alone.
+ */
+static CUresult map_block(struct gk_arena *a, uint64_t start, uint64_t end)
+{
+	uint64_t lo, hi;
+	CUresult r;
+
+	gk_layout_mapped(&a->lay, start, end, &lo, &hi);
+	/* An alloc/free loop maps nothing new: no lookup at all. */
+	if (lo >= a->known_lo && hi <= a->known_hi)
+		return CUDA_SUCCESS;
+	r = ensure_mapped(a, lo, hi);
+	if (r == CUDA_SUCCESS) {
+		/* Two ranges mapped throughout that meet are one. */
+		if (lo <= a->known_hi && hi >= a->known_lo && a->known_hi) {
+			a->known_lo = lo < a->known_lo ? lo : a->known_lo;
+			a->known_hi = hi > a->known_hi ? hi : a->known_hi;
+		} else {
+			a->known_lo = lo;
+			a->known_hi = hi;
+		}
+	}
+	if (r == CUDA_ERROR_OUT_OF_MEMORY) {
+		gk_debug("placement: device %d: no memory for the guards of 0x%llx-0x%llx",
+			 a->ordinal, (unsigned long long)start, (unsigned long long)end);
+		r = ensure_mapped(a, start, end);
+	}
+	return r;
+}
+
 static void drop_fence(struct gk_arena *a, struct fence *f)
 {
 	gk_itree_remove(&a->fences, &f->iv);
@@ -350,13 +382,12 @@ static struct gk_block *claim_restored(struct gk_arena *a, uint64_t order)
 CUresult gk_arena_alloc(struct gk_arena *a, uint64_t size, enum gk_kind kind, int async,
 			CUstream stream, CUdeviceptr *out)
 {
-	uint64_t extent = extent_of(size), addr, order;
-	struct gk_itree *tree;
+	uint64_t extent = gk_layout_extent(size), addr, order;
+	struct gk_itree *tree = gk_layout_is_small(size) ? &a->small : &a->large;
 	struct gk_block *b;
 	CUresult r;
-	int small = size <= GK_SMALL_MAX;
 
-	if (size == 0 || extent < size)
+	if (!extent)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_mutex_lock(&a->lock);
 	order = a->next_order++;
@@ -381,21 +412,11 @@ CUresult gk_arena_alloc(struct gk_arena *a, uint64_t size, enum gk_kind kind, in
 			pthread_mutex_lock(&a->lock);
 		}
 	}
-	if (small) {
-		tree = &a->small;
-		r = gk_itree_first_fit(tree, extent, GK_SMALL_ALIGN, a->base, a->small_end, &addr)
-			    ? CUDA_ERROR_OUT_OF_MEMORY
-			    : CUDA_SUCCESS;
-	} else {
-		tree = &a->large;
-		r = gk_itree_first_fit(tree, extent, GK_GRANULE, a->small_end, a->base + a->size,
-				       &addr)
-			    ? CUDA_ERROR_OUT_OF_MEMORY
-			    : CUDA_SUCCESS;
-	}
-	if (r != CUDA_SUCCESS)
+	if (gk_layout_place(&a->lay, tree, size, &addr) < 0) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
 		goto out;
-	r = ensure_mapped(a, addr, addr + extent);
+	}
+	r = map_block(a, addr, addr + extent);
 	if (r != CUDA_SUCCESS)
 		goto out;
 	r = wait_fences(a, addr, addr + extent, async, stream);
@@ -529,7 +550,7 @@ struct gk_block *gk_arena_next(struct gk_arena *a, struct gk_block *b)
 {
 	struct gk_ival *n = gk_itree_next(tree_for(a, b->iv.start), &b->iv);
 
-	if (!n && b->iv.start < a->small_end)
+	if (!n && b->iv.start < a->lay.small_end)
 		n = gk_itree_first(&a->large);
 	return (struct gk_block *)n;
 }
@@ -537,18 +558,21 @@ struct gk_block *gk_arena_next(struct gk_arena *a, struct gk_block *b)
 int gk_arena_recreate(struct gk_arena *a, uint64_t addr, uint64_t size, uint64_t order,
 		      enum gk_kind kind)
 {
-	uint64_t extent = extent_of(size);
+	uint64_t extent = gk_layout_extent(size);
 	struct gk_itree *tree;
 	struct gk_block *b, **grown;
 	CUresult r;
 
-	if (addr < a->base || addr + extent > a->base + a->size || extent < size)
+	/* Anywhere in the slice: a checkpoint of a version that placed blocks
+	 * in the edge granules too is recreated where it was. */
+	if (!extent || addr < a->lay.base || addr - a->lay.base > a->lay.size ||
+	    extent > a->lay.base + a->lay.size - addr)
 		return -EINVAL;
 	tree = tree_for(a, addr);
-	if ((tree == &a->small) != (size <= GK_SMALL_MAX) ||
+	if ((tree == &a->small) != gk_layout_is_small(size) ||
 	    gk_itree_first_overlap(tree, addr, addr + extent))
 		return -EINVAL;
-	r = ensure_mapped(a, addr, addr + extent);
+	r = map_block(a, addr, addr + extent);
 	if (r != CUDA_SUCCESS)
 		return gk_cu_check(r, "cuMemCreate/cuMemMap", "restore", "recreating an allocation");
 	b = calloc(1, sizeof(*b));
@@ -628,6 +652,7 @@ uint64_t gk_arena_release_memory(struct gk_arena *a)
 	while ((n = a->fences.root))
 		drop_fence(a, (struct fence *)n);
 	trim(a);
+	a->known_lo = a->known_hi = 0;
 	for (n = gk_itree_first(&a->segs); n; n = gk_itree_next(&a->segs, n)) {
 		struct segment *s = (struct segment *)n;
 

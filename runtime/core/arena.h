@@ -8,6 +8,9 @@
  * granules). Within each, a block goes to the lowest address where it fits:
  * where an allocation lands depends only on what is live, so a program that
  * makes the same requests gets the same addresses in every run, on any GPU.
+ * layout.h holds that policy, and the guards: the granule before and the
+ * granule after every live block stay mapped, so that a program reading a
+ * little out of bounds finds memory there, as it does natively.
  *
  * Physical memory is mapped under blocks on demand and kept mapped when they
  * are freed (a freed range is usually reused by the next request of the same
@@ -20,15 +23,13 @@
 #define GK_ARENA_H
 
 #include "intervals.h"
+#include "layout.h"
 
 #include <cuda.h>
 #include <pthread.h>
 #include <stdint.h>
 
 #define GK_MAX_DEVICES 64
-#define GK_GRANULE (2ull << 20)
-#define GK_SMALL_MAX (1ull << 20)
-#define GK_SMALL_ALIGN 512ull
 
 enum gk_kind {
 	GK_KIND_ALLOC = 0,
@@ -49,9 +50,12 @@ struct gk_arena {
 	int ordinal;
 	CUdevice dev;
 	CUcontext ctx; /* where the program allocates; the runtime's copies run there */
-	uint64_t base, size, small_end;
+	struct gk_layout lay;	      /* the slice (lay.base, lay.size) and its regions */
 	struct gk_itree small, large; /* live blocks */
 	struct gk_itree segs;         /* mapped physical memory */
+	/* A range known to be mapped throughout, so that an allocation that
+	 * reuses memory costs no lookup of segs; emptied by every unmap. */
+	uint64_t known_lo, known_hi;
 	struct gk_itree fences;       /* ranges freed in stream order, maybe in use */
 	uint64_t next_order;
 	uint64_t live_extent; /* bytes of address space under live blocks */

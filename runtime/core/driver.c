@@ -136,6 +136,31 @@ const char *gk_cu_name(CUresult r)
 	return "unknown CUDA error";
 }
 
+int gk_cu_broken(CUresult r)
+{
+	/* By number: CUDA_ERROR_CONTAINED and CUDA_ERROR_TENSOR_MEMORY_LEAK are
+	 * newer than the oldest cuda.h gpuckpt builds with (12.0). */
+	static const int sticky[] = {
+	    700, /* CUDA_ERROR_ILLEGAL_ADDRESS */
+	    702, /* CUDA_ERROR_LAUNCH_TIMEOUT */
+	    710, /* CUDA_ERROR_ASSERT: "the context cannot be used anymore" */
+	    714, /* CUDA_ERROR_HARDWARE_STACK_ERROR */
+	    715, /* CUDA_ERROR_ILLEGAL_INSTRUCTION */
+	    716, /* CUDA_ERROR_MISALIGNED_ADDRESS */
+	    717, /* CUDA_ERROR_INVALID_ADDRESS_SPACE */
+	    718, /* CUDA_ERROR_INVALID_PC */
+	    719, /* CUDA_ERROR_LAUNCH_FAILED */
+	    721, /* CUDA_ERROR_TENSOR_MEMORY_LEAK */
+	    226, /* CUDA_ERROR_CONTAINED */
+	    911, /* CUDA_ERROR_EXTERNAL_DEVICE */
+	};
+
+	for (size_t i = 0; i < sizeof(sticky) / sizeof(sticky[0]); i++)
+		if ((int)r == sticky[i])
+			return 1;
+	return 0;
+}
+
 int gk_cu_check(CUresult r, const char *call, const char *op, const char *object)
 {
 	const char *text = NULL;

@@ -48,4 +48,11 @@ int gk_cu_check(CUresult r, const char *call, const char *op, const char *object
 /* The name of a CUresult, for messages. */
 const char *gk_cu_name(CUresult r);
 
+/*
+ * 1 when r is a sticky error: one after which, cuda.h says, "any further CUDA
+ * work will return the same error" (a kernel faulted, trapped, timed out).
+ * The program's context is broken for good: no checkpoint of it is possible.
+ */
+int gk_cu_broken(CUresult r);
+
 #endif

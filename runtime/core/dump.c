@@ -1,71 +1,30 @@
 #include "config.h"
 
 #include "dump.h"
-#include "clock.h"
-#include "api.h"
 #include "arena.h"
+#include "baseline.h"
+#include "changes.h"
+#include "clock.h"
 #include "driver.h"
 #include "gate.h"
 #include "image.h"
-#include "io.h"
 #include "log.h"
+#include "plan.h"
 #include "runtime.h"
+#include "snapshot.h"
+#include "staging.h"
 #include "track.h"
-#include "transfer.h"
+#include "writer.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
 
-static uint64_t align_up(uint64_t v, uint64_t a)
-{
-	return (v + a - 1) & ~(a - 1);
-}
-
-static void copy_env(char *dst, size_t len, const char *name)
-{
-	const char *v = getenv(name);
-
-	snprintf(dst, len, "%s", v ? v : "");
-}
-
-static void describe_process(struct gk_manifest *m, long step)
-{
-	struct timespec ts;
-	struct tm tm;
-	const char *job = getenv("SLURM_JOB_ID");
-
-	clock_gettime(CLOCK_REALTIME, &ts);
-	m->version = GK_FORMAT_VERSION;
-	m->created_unix = ts.tv_sec;
-	gmtime_r(&ts.tv_sec, &tm);
-	strftime(m->created, sizeof(m->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	gethostname(m->hostname, sizeof(m->hostname) - 1);
-	m->uid = getuid();
-	m->pid = getpid();
-	if (job && *job) {
-		const char *v;
-
-		m->slurm = 1;
-		copy_env(m->job_id, sizeof(m->job_id), "SLURM_JOB_ID");
-		copy_env(m->step_id, sizeof(m->step_id), "SLURM_STEP_ID");
-		v = getenv("SLURM_PROCID");
-		m->task = v ? atoi(v) : 0;
-		v = getenv("SLURM_RESTART_COUNT");
-		m->restart_count = v ? atoi(v) : 0;
-	}
-	m->step = step;
-	snprintf(m->label, sizeof(m->label), "step %ld", step);
-	gk_program_exe(m->exe, sizeof(m->exe));
-	m->chunk_size = gk_rt.settings.chunk_size;
-}
-
-/* Drain: every stream of every context holding placed memory. */
-static int drain(void)
+/* Drain: every stream of every context holding placed memory. A sticky
+ * error is not logged here (gk_dump_drain). */
+static int drain(CUresult *broken)
 {
 	for (int i = 0; i < GK_MAX_DEVICES; i++) {
 		struct gk_arena *a = gk_arenas[i];
@@ -80,401 +39,388 @@ static int drain(void)
 			r = gk_real.cuCtxSynchronize();
 			gk_real.cuCtxPopCurrent_v2(NULL);
 		}
+		if (gk_cu_broken(r)) {
+			*broken = r;
+			return -ENOTRECOVERABLE;
+		}
 		if (r != CUDA_SUCCESS)
 			return gk_cu_check(r, "cuCtxSynchronize", "checkpoint", obj);
 	}
 	return 0;
 }
 
-/*
- * A device's bytes are spread evenly over up to this many files (one per copy
- * thread), an allocation cut into parts where a file is full. Why: write()
- * into a tmpfs file holds that file's lock, so threads sharing a file take
- * turns; with a file each they do not (H100 machine, 4 GiB in 4 allocations:
- * 10.6 GB/s in 8 files, 7.3 GB/s in 4).
- */
-#define GK_FILES_PER_DEVICE 8
-
-/* Describe every live allocation and lay its bytes out in its device's files;
- * fds[] gets one descriptor per file of m->files. */
-static int plan_devices(struct gk_manifest *m, struct gk_xfer_item **items_out, size_t *nitems,
-			struct gk_store_txn *txn, int *fds, int device_data, char *err,
-			size_t errlen)
+int gk_dump_drain(CUresult *broken)
 {
-	size_t nallocs = 0, ndev = 0, k = 0;
-	struct gk_xfer_item *items = NULL;
+	return drain(broken);
+}
+
+/* A context to pin snapshot memory in: the first device's. */
+static CUcontext some_context(void)
+{
+	for (int i = 0; i < GK_MAX_DEVICES; i++)
+		if (gk_arenas[i] && gk_arenas[i]->ctx)
+			return gk_arenas[i]->ctx;
+	return NULL;
+}
+
+/*
+ * Whether this checkpoint can go to the background: the process goes on,
+ * there is a budget, and the changed chunks fit in the memory pinned so
+ * far. *grow_to: how much to pin (in the background, after this checkpoint)
+ * so that the next one fits.
+ */
+static int can_go_background(const struct gk_plan *p, int exiting, uint64_t *grow_to)
+{
+	static int said_off, said_too_big;
+	const char *how;
+	uint64_t budget, need = p->changed_bytes, want;
+
+	*grow_to = 0;
+	if (exiting || !p->m->nallocs)
+		return 0;
+	budget = gk_snapshot_budget(&how);
+	if (!budget) {
+		if (!said_off++)
+			gk_info("checkpoint: no host memory for snapshots (%s): every checkpoint "
+				"holds the program until it is written",
+				how);
+		return 0;
+	}
+	if (need > budget) {
+		if (!said_too_big++)
+			gk_notice("checkpoint: the %.2f GiB to write do not fit in the host memory for "
+				  "snapshots (%s): this checkpoint holds the program until it is "
+				  "written, and so does every other one that does not fit",
+				  need / 1073741824.0, how);
+		return 0;
+	}
+	if (need <= gk_snapshot_pinned())
+		return 1;
+	/* Room for a whole state, so that the next checkpoint fits whatever
+	 * changes; the budget caps it. */
+	want = p->state_bytes - p->region_bytes;
+	*grow_to = want < budget ? want : budget;
+	if (*grow_to < need)
+		*grow_to = need;
+	gk_info("checkpoint: written the blocking way this time; %.2f GiB of host memory is "
+		"pinned in the background so that the next checkpoints are (%s)",
+		*grow_to / 1073741824.0, how);
+	return 0;
+}
+
+/* The pause is over: the changed chunks are in snapshot memory, the host
+ * regions copied. The writer takes the plan. */
+static int go_background(struct gk_plan *p, double t0, char *err, size_t errlen)
+{
+	struct gk_xfer_item *items;
+	size_t n;
 	int ret;
 
-	for (int i = 0; i < GK_MAX_DEVICES; i++) {
-		if (!gk_arenas[i])
-			continue;
-		ndev++;
-		nallocs += gk_arenas[i]->nlive;
-	}
-	m->devices = calloc(ndev ? ndev : 1, sizeof(*m->devices));
-	m->allocs = calloc(nallocs ? nallocs : 1, sizeof(*m->allocs));
-	m->files = calloc(ndev * GK_FILES_PER_DEVICE + 1, sizeof(*m->files));
-	/* Each allocation is one part, but where a file fills up: at most
-	 * GK_FILES_PER_DEVICE - 1 more parts per device. */
-	items = calloc(nallocs + ndev * GK_FILES_PER_DEVICE, sizeof(*items));
-	if (!m->devices || !m->allocs || !m->files || !items) {
-		free(items);
-		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
-	}
-	for (int i = 0; i < GK_MAX_DEVICES; i++) {
-		struct gk_arena *a = gk_arenas[i];
-		struct gk_device_rec *d;
-		struct gk_device_info info;
-		uint64_t off[GK_FILES_PER_DEVICE] = {0}, used = 0, quota, total = 0, chunks = 0;
-		size_t first = m->nfiles, nf = gk_rt.settings.writers, j = 0;
-
-		if (!a)
-			continue;
-		d = &m->devices[m->ndevices++];
-		gk_device_info(a->dev, &info);
-		d->ordinal = a->ordinal;
-		snprintf(d->name, sizeof(d->name), "%s", info.name);
-		snprintf(d->uuid, sizeof(d->uuid), "%s", info.uuid);
-		d->cc_major = info.cc_major;
-		d->cc_minor = info.cc_minor;
-		d->total_memory = info.total_memory;
-		d->va_base = a->base;
-		d->va_size = a->size;
-		d->next_order = a->next_order;
-		d->mapped_bytes = a->mapped;
-		pthread_mutex_lock(&a->lock);
-		for (struct gk_block *b = device_data ? gk_arena_first(a) : NULL; b;
-		     b = gk_arena_next(a, b)) {
-			total += b->size;
-			chunks += gk_chunk_count(b->size, m->chunk_size);
-		}
-		/* No more files than threads, nor than chunks to put in them. */
-		if (nf > GK_FILES_PER_DEVICE)
-			nf = GK_FILES_PER_DEVICE;
-		if (nf > chunks)
-			nf = chunks;
-		if (nf == 0)
-			nf = 1;
-		quota = (total / nf + m->chunk_size - 1) / m->chunk_size * m->chunk_size;
-		for (size_t f = 0; f < nf; f++) {
-			struct gk_file_rec *fr = &m->files[m->nfiles];
-
-			if (f == 0)
-				snprintf(fr->name, sizeof(fr->name), "device%d.data", a->ordinal);
-			else
-				snprintf(fr->name, sizeof(fr->name), "device%d.%zu.data", a->ordinal, f);
-			ret = gk_store_create(txn, fr->name, &fds[m->nfiles], err, errlen);
-			if (ret < 0) {
-				pthread_mutex_unlock(&a->lock);
-				goto fail;
-			}
-			m->nfiles++;
-		}
-		for (struct gk_block *b = device_data ? gk_arena_first(a) : NULL; b;
-		     b = gk_arena_next(a, b)) {
-			struct gk_alloc_rec *r = &m->allocs[m->nallocs];
-			static const char *const kinds[] = {"alloc", "pitch", "async"};
-			uint64_t start = 0;
-
-			if (m->nallocs == nallocs)
-				break;
-			r->device = a->ordinal;
-			r->address = b->iv.start;
-			r->size = b->size;
-			r->order = b->order;
-			snprintf(r->kind, sizeof(r->kind), "%s", kinds[b->kind]);
-			r->nchunks = gk_chunk_count(b->size, m->chunk_size);
-			r->chunks = calloc(r->nchunks ? r->nchunks : 1, sizeof(*r->chunks));
-			r->parts = calloc(nf, sizeof(*r->parts));
-			m->nallocs++;
-			if (!r->chunks || !r->parts) {
-				pthread_mutex_unlock(&a->lock);
-				snprintf(err, errlen, "out of memory");
-				ret = -ENOMEM;
-				goto fail;
-			}
-			/* Whole chunks into the current file up to its quota; the rest
-			 * of the allocation goes on in the next file. */
-			while (start < b->size) {
-				uint64_t left = b->size - start, room = quota > used ? quota - used : 0;
-				uint64_t take = j == nf - 1 || left <= room
-						    ? left
-						    : room / m->chunk_size * m->chunk_size;
-				struct gk_part *p = &r->parts[r->nparts];
-
-				if (take == 0) {
-					j++;
-					used = 0;
-					continue;
-				}
-				snprintf(p->file, sizeof(p->file), "%s", m->files[first + j].name);
-				p->offset = off[j];
-				p->start = start;
-				p->size = take;
-				r->nparts++;
-				items[k++] = (struct gk_xfer_item){a->ctx,
-								   b->iv.start + start,
-								   take,
-								   fds[first + j],
-								   off[j],
-								   r->chunks + start / m->chunk_size,
-								   p->file,
-								   m->nallocs - 1};
-				m->files[first + j].size = off[j] + take;
-				off[j] = align_up(off[j] + take, GK_DATA_ALIGN);
-				used += take;
-				start += take;
-			}
-		}
-		pthread_mutex_unlock(&a->lock);
-	}
-	*items_out = items;
-	*nitems = k;
-	return 0;
-fail:
-	free(items);
-	return ret;
-}
-
-/* Host regions are the program's own memory: written from where they are. */
-static int write_regions(struct gk_manifest *m, struct gk_store_txn *txn, char *err,
-			 size_t errlen)
-{
-	uint64_t off = 0, end = 0;
-	int fd = -1, ret = 0;
-	struct gk_file_rec *f;
-
-	pthread_mutex_lock(&gk_regions_lock);
-	if (!gk_nregions)
-		goto out;
-	m->regions = calloc(gk_nregions, sizeof(*m->regions));
-	if (!m->regions) {
-		ret = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-	ret = gk_store_create(txn, GK_HOST_DATA_FILE, &fd, err, errlen);
+	ret = gk_snapshot_capture(p->items, p->nitems, p->m->chunk_size, &items, &n, err, errlen);
 	if (ret < 0)
-		goto out;
-	for (size_t i = 0; i < gk_nregions; i++) {
-		struct gk_region_rec *r = &m->regions[m->nregions++];
-		const struct gk_region *g = &gk_regions[i];
-
-		snprintf(r->name, sizeof(r->name), "%s", g->name);
-		snprintf(r->file, sizeof(r->file), "%s", GK_HOST_DATA_FILE);
-		r->size = g->size;
-		r->offset = off;
-		r->nchunks = gk_chunk_count(g->size, m->chunk_size);
-		r->chunks = calloc(r->nchunks ? r->nchunks : 1, sizeof(*r->chunks));
-		if (!r->chunks) {
-			ret = -ENOMEM;
-			snprintf(err, errlen, "out of memory");
-			goto out;
-		}
-		for (uint32_t c = 0; c < r->nchunks; c++) {
-			uint64_t start = (uint64_t)c * m->chunk_size;
-			uint64_t len = g->size - start < m->chunk_size ? g->size - start : m->chunk_size;
-
-			r->chunks[c].xxh64 = gk_xxh64((const char *)g->addr + start, len, 0);
-		}
-		ret = gk_pwrite_all(fd, g->addr, g->size, off);
-		if (ret < 0) {
-			snprintf(err, errlen, "%s: cannot write host region '%s': %s",
-				 GK_HOST_DATA_FILE, g->name, strerror(-ret));
-			goto out;
-		}
-		end = off + g->size;
-		off = align_up(end, GK_DATA_ALIGN);
-	}
-	f = &m->files[m->nfiles++];
-	snprintf(f->name, sizeof(f->name), "%s", GK_HOST_DATA_FILE);
-	f->size = end;
-out:
-	pthread_mutex_unlock(&gk_regions_lock);
-	if (fd >= 0)
-		close(fd);
-	return ret;
-}
-
-static void human(char *buf, size_t len, uint64_t bytes)
-{
-	if (bytes >= (1ull << 30))
-		snprintf(buf, len, "%.2f GiB", bytes / 1073741824.0);
-	else if (bytes >= (1ull << 20))
-		snprintf(buf, len, "%.1f MiB", bytes / 1048576.0);
-	else
-		snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
-}
-
-/*
- * Write this process's image into a new checkpoint folder (txn): device
- * memory (unless device_data is 0: then the manifest only lists the devices)
- * and registered host regions, everything but the manifest. The gate
- * is closed and the devices drained by the caller. *mp gets the manifest to
- * commit, *bytes what was written.
- */
-static int dump_image_at(long step, int device_data, uint64_t sequence, struct gk_store_txn *txn,
-			 struct gk_manifest **mp, uint64_t *bytes, char *err, size_t errlen);
-
-int gk_dump_image(long step, int device_data, struct gk_store_txn *txn, struct gk_manifest **mp,
-		  uint64_t *bytes, char *err, size_t errlen)
-{
-	return dump_image_at(step, device_data, 0, txn, mp, bytes, err, errlen);
-}
-
-static int dump_image_at(long step, int device_data, uint64_t sequence, struct gk_store_txn *txn,
-			 struct gk_manifest **mp, uint64_t *bytes, char *err, size_t errlen)
-{
-	const char *dir = gk_rt.settings.dir;
-	struct gk_manifest *m = NULL;
-	struct gk_xfer_item *items = NULL;
-	size_t nitems = 0, nfds = GK_MAX_DEVICES * GK_FILES_PER_DEVICE;
-	int *fds, ret = -ENOMEM, began = 0;
-	double t[4] = {0};
-
-	*mp = NULL;
-	*bytes = 0;
-	fds = malloc(nfds * sizeof(*fds));
-	if (!fds) {
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-	for (size_t i = 0; i < nfds; i++)
-		fds[i] = -1;
-	ret = gk_store_begin_at(dir, sequence, txn, err, errlen);
-	if (ret < 0)
-		goto out;
-	began = 1;
-	m = gk_manifest_new();
-	if (!m) {
-		ret = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
-		goto out;
-	}
-	describe_process(m, step);
-	m->va_base = gk_rt.settings.va_base;
-	m->va_size = gk_rt.settings.va_size;
-	t[0] = gk_now();
-	ret = plan_devices(m, &items, &nitems, txn, fds, device_data, err, errlen);
-	if (ret < 0)
-		goto out;
-	t[1] = gk_now();
-	ret = gk_xfer_dump(items, nitems, m->chunk_size, gk_rt.settings.writers, err, errlen);
-	if (ret < 0)
-		goto out;
-	t[2] = gk_now();
-	ret = write_regions(m, txn, err, errlen);
-	if (ret < 0)
-		goto out;
-	t[3] = gk_now();
-	for (size_t i = 0; i < m->nallocs; i++)
-		*bytes += m->allocs[i].size;
-	for (size_t i = 0; i < m->nregions; i++)
-		*bytes += m->regions[i].size;
-out:
-	for (size_t i = 0; fds && i < nfds; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-	free(fds);
-	free(items);
-	if (ret == 0)
-		gk_info("checkpoint: image: files %.3f s, device data %.3f s, host regions %.3f s, "
-			"closing %.3f s",
-			t[1] - t[0], t[2] - t[1], t[3] - t[2], gk_now() - t[3]);
-	if (ret < 0) {
-		if (began)
-			gk_store_abort(txn);
-		gk_manifest_free(m);
 		return ret;
-	}
-	*mp = m;
+	free(p->items);
+	p->items = items;
+	p->nitems = n;
+	ret = gk_plan_copy_regions(p, err, errlen);
+	if (ret < 0)
+		return ret;
+	p->background = 1;
+	p->paused = gk_now() - t0;
 	return 0;
 }
 
-int gk_dump_drain(void)
+/* A checkpoint was taken (or tried): the interval timer counts from now,
+ * so that the step's tasks, whose timers started a little apart, do not each
+ * ask for another one right after an agreed checkpoint (trigger.c). */
+static void stamp(void)
 {
-	return drain();
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	__atomic_store_n(&gk_rt.last_checkpoint_ns, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec,
+			 __ATOMIC_RELEASE);
 }
 
-static int dump_to(long step, const struct gk_member *mem);
+/* When the steps of a blocking checkpoint ended, for the info line. */
+struct times {
+	double start, drained, planned;
+};
 
-int gk_dump(long step)
+/* Write and commit in this thread; the gate (closed when times is given:
+ * the data still comes from the device) is opened once the data is out. */
+static int write_here(struct gk_plan *p, unsigned keep, uint64_t grow_to, const struct times *t)
 {
-	return dump_to(step, NULL);
+	struct gk_plan_result res = {0};
+	char err[GK_ERRLEN] = "";
+	double t_written;
+	int ret = gk_plan_write(p, gk_rt.settings.writers, err, sizeof(err));
+
+	t_written = gk_now();
+	if (t) {
+		gk_gate_open();
+		p->paused = t_written - t->start;
+	}
+	if (ret == 0)
+		ret = gk_plan_commit(p, keep, &res, err, sizeof(err));
+	if (ret == 0 && t)
+		gk_info("checkpoint: draining %.3f s, finding what changed and planning %.3f s, "
+			"writing %.3f s, commit %.3f s",
+			t->drained - t->start, t->planned - t->drained, t_written - t->planned,
+			gk_now() - t_written);
+	gk_plan_say(p, ret, &res, err);
+	gk_plan_free(p);
+	free(p);
+	stamp();
+	if (ret == 0 && grow_to)
+		gk_writer_grow(grow_to, some_context());
+	return ret;
 }
 
-int gk_dump_member(long step, const struct gk_member *mem)
+int gk_dump(long step, int exiting, int *background)
 {
-	return dump_to(step, mem);
-}
-
-static int dump_to(long step, const struct gk_member *mem)
-{
+	static int deferred;
 	const char *dir = gk_rt.settings.dir;
-	char why[1024], err[GK_ERRLEN], size_text[32];
-	struct gk_manifest *m = NULL;
-	struct gk_store_txn txn;
-	int ret, is_signed = 0;
-	uint64_t bytes = 0;
-	double t0 = gk_now(), t_drained, t_written, secs;
+	unsigned k = gk_rt.settings.increments;
+	const struct gk_manifest *base = NULL;
+	char why[1024], err[GK_ERRLEN] = "", what[64];
+	struct gk_plan_result res = {0};
+	struct gk_plan *p;
+	struct times times;
+	uint64_t grow_to = 0;
+	double t0 = gk_now(), t_drained, t_planned;
+	CUresult broken = CUDA_SUCCESS;
+	int ret, bg;
 
+	*background = 0;
 	if (!dir[0]) {
 		gk_error("checkpoint: no checkpoint directory is set (GPUCKPT_DIR); no checkpoint "
 			 "written");
 		return -EINVAL;
 	}
+	if (gk_writer_busy()) {
+		int writing = gk_writer_what(what, sizeof(what));
+
+		if (!exiting) {
+			/* Neither a pause nor a lost checkpoint: the program goes on
+			 * and the checkpoint waits for the write (or for the pinning
+			 * of snapshot memory, done once). */
+			if (!deferred++)
+				gk_info("checkpoint: due while %s%s; taken at the first checkpoint "
+					"point after that",
+					what, writing ? " is being written in the background" : "");
+			return GK_DUMP_DEFERRED;
+		}
+		if (writing)
+			gk_notice("checkpoint: finishing the background write of %s before the "
+				  "checkpoint the program ends with",
+				  what);
+		/* A growth of the snapshot memory stops at once. */
+		gk_writer_wait();
+		t0 = gk_now();
+	}
+	deferred = 0;
+	/* After the deferral: a program may reach its checkpoint point many
+	 * times a second while a write is in flight. */
 	if (gk_track_report(why, sizeof(why))) {
 		gk_error("checkpoint: %s: refused, no checkpoint written: this process holds %s, "
 			 "which gpuckpt cannot checkpoint",
 			 dir, why);
 		return -ENOTSUP;
 	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		gk_error("checkpoint: %s: no checkpoint written: out of memory", dir);
+		return -ENOMEM;
+	}
 	gk_gate_close();
-	ret = drain();
+	ret = drain(&broken);
+	if (ret == -ENOTRECOVERABLE) {
+		/* The program's own kernel failed before: one line that says so,
+		 * rather than the errors every later call would give. */
+		gk_gate_open();
+		free(p);
+		gk_error("checkpoint: %s: the program's CUDA context is broken (%s): no checkpoint "
+			 "possible; the previous checkpoints are kept",
+			 dir, gk_cu_name(broken));
+		return ret;
+	}
 	if (ret < 0) {
 		snprintf(err, sizeof(err), "the device reported an error while draining its work");
-		goto out;
+		goto out_open;
 	}
 	t_drained = gk_now();
-	ret = dump_image_at(step, 1, mem ? mem->sequence : 0, &txn, &m, &bytes, err, sizeof(err));
+	ret = gk_plan_describe(p, step, 1, err, sizeof(err));
 	if (ret < 0)
-		goto out;
-	if (mem) {
-		m->set_id = mem->id;
-		m->set_members = mem->members;
-		m->set_member = mem->member;
-		snprintf(m->set_agreement, sizeof(m->set_agreement), "%s", mem->agreement);
+		goto out_open;
+	p->t_start = t0;
+	p->exiting = exiting;
+	if (k) {
+		base = gk_baseline_get();
+		/* After k increments, a checkpoint that holds all its data. */
+		if (base && base->increment >= k)
+			base = NULL;
 	}
-	m->write_seconds = gk_now() - t0;
-	t_written = gk_now();
-	ret = gk_store_commit(&txn, m, mem ? 0 : gk_rt.settings.keep, &is_signed, err,
-			      sizeof(err));
-	if (ret == 0)
-		gk_info("checkpoint: draining %.3f s, image %.3f s, commit %.3f s", t_drained - t0,
-			t_written - t_drained, gk_now() - t_written);
-out:
+	/* Keys on the host cost a copy of everything: only when they pay, for
+	 * an increment now or for the next checkpoint of a process that goes on. */
+	gk_plan_changes(p, base, k > 0, !exiting || base);
+	ret = gk_plan_layout(p, gk_rt.settings.writers, err, sizeof(err));
+	if (ret < 0)
+		goto out_open;
+	t_planned = gk_now();
+	times = (struct times){t0, t_drained, t_planned};
+	bg = can_go_background(p, exiting, &grow_to);
+	if (bg) {
+		ret = go_background(p, t0, err, sizeof(err));
+		if (ret == 0) {
+			gk_gate_open();
+			gk_info("checkpoint: paused the program %.3f s (draining %.3f s, finding what "
+				"changed and planning %.3f s, copying %.3f s); the rest in the "
+				"background",
+				p->paused, t_drained - t0, t_planned - t_drained, gk_now() - t_planned);
+			if (gk_writer_submit(p) == 0) {
+				stamp();
+				*background = 1;
+				return 0;
+			}
+			/* No thread: written here, from the snapshot, all the same. */
+			p->background = 0;
+			return write_here(p, gk_rt.settings.keep, grow_to, NULL);
+		}
+		gk_warn("checkpoint: %s; writing it the blocking way", err);
+		/* Pieces of the same device ranges, now read from the device. */
+		for (size_t i = 0; i < p->nitems; i++)
+			p->items[i].host = NULL;
+	}
+	return write_here(p, gk_rt.settings.keep, grow_to, &times);
+out_open:
 	gk_gate_open();
-	{
-		struct timespec now;
-
-		clock_gettime(CLOCK_MONOTONIC, &now);
-		__atomic_store_n(&gk_rt.last_checkpoint_ns,
-				 (int64_t)now.tv_sec * 1000000000 + now.tv_nsec, __ATOMIC_RELEASE);
-	}
-	secs = gk_now() - t0;
-	if (ret < 0) {
-		gk_error("checkpoint: %s: no checkpoint written: %s; the previous checkpoints are "
-			 "kept",
-			 dir, err);
-	} else {
-		human(size_text, sizeof(size_text), bytes);
-		gk_notice("checkpoint: %s/ckpt.%06llu: wrote %llu bytes (%s: %zu allocations, %zu host "
-			"regions) in %.3f s%s%s",
-			dir, (unsigned long long)m->sequence, (unsigned long long)bytes, size_text,
-			m->nallocs, m->nregions, secs, is_signed ? "" : ", unsigned",
-			mem ? "; waiting for the step's other tasks" : "");
-	}
-	gk_manifest_free(m);
+	gk_plan_say(p, ret, &res, err);
+	gk_plan_free(p);
+	free(p);
+	stamp();
 	return ret;
+}
+
+int gk_dump_member(long step, const struct gk_member *mem)
+{
+	const char *dir = gk_rt.settings.dir;
+	char why[1024], err[GK_ERRLEN] = "";
+	struct gk_plan_result res = {0};
+	struct gk_plan *p;
+	struct times times;
+	double t0, t_drained;
+	CUresult broken = CUDA_SUCCESS;
+	int ret;
+
+	if (!dir[0]) {
+		gk_error("checkpoint: no checkpoint directory is set (GPUCKPT_DIR); no checkpoint "
+			 "written");
+		return -EINVAL;
+	}
+	/* A part is written whole and committed before the task says so to
+	 * the others: never in the background. Whatever the writer does (the
+	 * pinning of staging buffers) ends first. */
+	gk_writer_wait();
+	t0 = gk_now();
+	if (gk_track_report(why, sizeof(why))) {
+		gk_error("checkpoint: %s: refused, no checkpoint written: this process holds %s, "
+			 "which gpuckpt cannot checkpoint",
+			 dir, why);
+		return -ENOTSUP;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		gk_error("checkpoint: %s: no checkpoint written: out of memory", dir);
+		return -ENOMEM;
+	}
+	gk_gate_close();
+	ret = drain(&broken);
+	if (ret == -ENOTRECOVERABLE) {
+		snprintf(err, sizeof(err), "the program's CUDA context is broken (%s)",
+			 gk_cu_name(broken));
+		goto out_open;
+	}
+	if (ret < 0) {
+		snprintf(err, sizeof(err), "the device reported an error while draining its work");
+		goto out_open;
+	}
+	t_drained = gk_now();
+	ret = gk_plan_describe_at(p, step, 1, mem->sequence, err, sizeof(err));
+	if (ret < 0)
+		goto out_open;
+	p->t_start = t0;
+	p->m->set_id = mem->id;
+	p->m->set_members = mem->members;
+	p->m->set_member = mem->member;
+	snprintf(p->m->set_agreement, sizeof(p->m->set_agreement), "%s", mem->agreement);
+	/* Whole, never an increment: a set that falls short is withdrawn, and
+	 * sets are pruned by the step (coord.c), so a part must not lean on
+	 * another task-local checkpoint that may go. */
+	gk_plan_changes(p, NULL, 0, 0);
+	ret = gk_plan_layout(p, gk_rt.settings.writers, err, sizeof(err));
+	if (ret < 0)
+		goto out_open;
+	times = (struct times){t0, t_drained, gk_now()};
+	/* Nothing pruned here: coord.c prunes once the set is complete. */
+	return write_here(p, 0, 0, &times);
+out_open:
+	gk_gate_open();
+	gk_plan_say(p, ret, &res, err);
+	gk_plan_free(p);
+	free(p);
+	stamp();
+	return ret;
+}
+
+int gk_dump_image(long step, int device_data, struct gk_store_txn *txn, struct gk_manifest **mp,
+		  uint64_t *bytes, char *err, size_t errlen)
+{
+	struct gk_plan p;
+	int ret;
+
+	*mp = NULL;
+	*bytes = 0;
+	/* A background write of the runtime's own finishes first: the process
+	 * is about to be dumped whole. */
+	gk_writer_wait();
+	ret = gk_plan_describe(&p, step, device_data, err, errlen);
+	if (ret == 0) {
+		gk_plan_changes(&p, NULL, 0, 0);
+		ret = gk_plan_layout(&p, gk_rt.settings.writers, err, errlen);
+	}
+	if (ret == 0)
+		ret = gk_plan_write(&p, gk_rt.settings.writers, err, errlen);
+	if (ret == 0)
+		ret = gk_plan_finish_uncommitted(&p, err, errlen);
+	if (ret == 0) {
+		*txn = p.txn;
+		p.began = 0;
+		*mp = p.m;
+		p.m = NULL;
+		*bytes = p.state_bytes;
+	}
+	gk_plan_free(&p);
+	return ret;
+}
+
+void gk_dump_context_gone(CUcontext ctx)
+{
+	gk_writer_wait();
+	gk_snapshot_forget(ctx);
+	gk_staging_forget(ctx);
+	gk_changes_forget(ctx);
+}
+
+void gk_dump_prepare(void)
+{
+	static int done;
+	CUcontext ctx = some_context();
+
+	/* Only once the program has device memory (a context to pin in), and
+	 * only once. */
+	if (!ctx || !gk_rt.settings.dir[0] || __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+		return;
+	if (!gk_writer_busy())
+		gk_writer_staging(2 * gk_rt.settings.writers, gk_rt.settings.chunk_size, ctx);
 }

@@ -1,18 +1,36 @@
-/* dump.h - writing a checkpoint: quiesce, copy out, commit. */
+/*
+ * dump.h - taking a checkpoint: the pause (hold the program's threads at the
+ * driver, drain every stream, find what changed), then either
+ *  - the blocking path: the changed chunks go from the device straight to
+ *    storage through the copy threads, then commit (an exit checkpoint, or
+ *    when the snapshot memory is too small), or
+ *  - the background path: the changed chunks are copied to pinned host
+ *    memory, the program goes on, and the writer (writer.c) writes and
+ *    commits them (a checkpoint after which the program goes on: the
+ *    interval, SIGUSR1, gpuckpt_request()).
+ * plan.h has the steps, baseline.h what an increment builds on.
+ */
 #ifndef GK_DUMP_H
 #define GK_DUMP_H
 
+#include <cuda.h>
 #include <stddef.h>
 #include <stdint.h>
 
+/* gk_dump's answer when a checkpoint is due while the previous one is still
+ * being written: it is taken at the first checkpoint point after that. */
+#define GK_DUMP_DEFERRED 1
+
 /*
- * Take a checkpoint now, labelled with the program's step. Holds every other
- * thread back at the driver, drains every stream of every context in use, writes
- * device memory and the registered host regions, commits. 0 on success; a
- * negative errno when no checkpoint was written (the reason is logged; the
- * previous checkpoints are untouched).
+ * Take a checkpoint now, labelled with the program's step. `exiting`: the
+ * process ends after it (SIGTERM): it waits for a background write in
+ * flight, then writes the blocking way. *background says whether the write
+ * goes on in the background (then a failure is only logged). 0 on success
+ * (or on a successful pause); GK_DUMP_DEFERRED; a negative errno when no
+ * checkpoint was written (the reason is logged; the previous checkpoints are
+ * untouched).
  */
-int gk_dump(long step);
+int gk_dump(long step, int exiting, int *background);
 
 /* A member of a step's checkpoint set (runtime/image/setfile.h). */
 struct gk_member {
@@ -31,9 +49,22 @@ struct gk_store_txn;
 struct gk_manifest;
 
 /* The parts transparent mode uses: drain every device, and write the image
- * into a new .tmp checkpoint without committing it (see dump.c). */
-int gk_dump_drain(void);
+ * (whole, never an increment) into a new .tmp checkpoint without committing
+ * it. The gate is closed and the devices drained by the caller.
+ * gk_dump_drain returns -ENOTRECOVERABLE, with the error in *broken and
+ * nothing logged, when a context has a sticky error (gk_cu_broken): the
+ * caller says so in its own words. */
+int gk_dump_drain(CUresult *broken);
 int gk_dump_image(long step, int device_data, struct gk_store_txn *txn, struct gk_manifest **mp,
 		  uint64_t *bytes, char *err, size_t errlen);
+
+/* At a checkpoint point before any checkpoint: pin the copy threads'
+ * staging buffers in the background, so that the first checkpoint does not
+ * pay for it (staging.h). Once; a no-op without device memory. */
+void gk_dump_prepare(void);
+
+/* The program destroys or resets ctx: a background write finishes first,
+ * and what the checkpoint machinery held in ctx is dropped. */
+void gk_dump_context_gone(CUcontext ctx);
 
 #endif

@@ -1,9 +1,10 @@
 # libgpuckpt.so: interposition of the CUDA driver, placement of device memory,
 # quiesce, dump, restore, triggers and the application interface.
-# The placement data structure and the copy order on their own, so that tests
-# can exercise them.
+# The placement policy, its data structure and the copy order on their own, so
+# that tests can exercise them.
 noinst_LTLIBRARIES += libgkplace.la
-libgkplace_la_SOURCES = %reldir%/intervals.c %reldir%/intervals.h %reldir%/order.c %reldir%/order.h
+libgkplace_la_SOURCES = %reldir%/intervals.c %reldir%/intervals.h %reldir%/layout.c \
+	%reldir%/layout.h %reldir%/order.c %reldir%/order.h
 libgkplace_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 
 lib_LTLIBRARIES += libgpuckpt.la
@@ -21,6 +22,12 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/io.c %reldir%/io.h \
 	%reldir%/numa.c %reldir%/numa.h \
 	%reldir%/dump.c %reldir%/dump.h \
+	%reldir%/plan.c %reldir%/plan.h \
+	%reldir%/writer.c %reldir%/writer.h \
+	%reldir%/snapshot.c %reldir%/snapshot.h \
+	%reldir%/staging.c %reldir%/staging.h \
+	%reldir%/changes.c %reldir%/changes.h %reldir%/segment_hash.h \
+	%reldir%/baseline.c %reldir%/baseline.h \
 	%reldir%/agent.c %reldir%/agent.h \
 	%reldir%/restore.c %reldir%/restore.h \
 	%reldir%/coord.c %reldir%/coord.h \
@@ -31,3 +38,24 @@ libgpuckpt_la_LIBADD = libgkplace.la libgkimage.la libgkcommon.la $(HWLOC_LIBS) 
 libgpuckpt_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -no-undefined -Wl,--no-undefined -Wl,-Bsymbolic-functions \
 	-Wl,--version-script=$(srcdir)/%reldir%/libgpuckpt.map
 EXTRA_DIST += %reldir%/libgpuckpt.map
+
+# The change-key kernel (hash_kernel.cu), built by nvcc into a fatbinary -
+# machine code for NVCC_ARCH and PTX for compute_75, which the driver compiles
+# for any newer GPU - and embedded in the runtime as a byte array. Without
+# nvcc the runtime has none, and finds changed chunks on the host.
+EXTRA_DIST += %reldir%/hash_kernel.cu %reldir%/embed.sh
+if HAVE_NVCC
+nodist_libgpuckpt_la_SOURCES = %reldir%/hash_kernel_image.c
+CLEANFILES += %reldir%/hash_kernel_image.c %reldir%/hash_kernel.fatbin
+%reldir%/hash_kernel.fatbin: %reldir%/hash_kernel.cu %reldir%/segment_hash.h
+	@$(MKDIR_P) %reldir%
+	$(AM_V_GEN)$(NVCC) -fatbin -O3 -I$(srcdir)/%reldir% \
+		-gencode arch=compute_75,code=compute_75 \
+		-gencode arch=`echo $(NVCC_ARCH) | sed 's/^sm_/compute_/'`,code=$(NVCC_ARCH) \
+		-o $@ $(srcdir)/%reldir%/hash_kernel.cu
+%reldir%/hash_kernel_image.c: %reldir%/hash_kernel.fatbin $(srcdir)/%reldir%/embed.sh
+	$(AM_V_GEN)$(SHELL) $(srcdir)/%reldir%/embed.sh gk_hash_image %reldir%/hash_kernel.fatbin \
+		>$@.tmp && mv $@.tmp $@
+else
+libgpuckpt_la_SOURCES += %reldir%/hash_kernel_none.c
+endif

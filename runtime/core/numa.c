@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "numa.h"
+#include "clock.h"
 #include "driver.h"
 #include "log.h"
 
@@ -32,6 +33,14 @@ static void load_topology(void)
 		return;
 	}
 	topo_ok = 1;
+}
+
+void gk_numa_preload(void)
+{
+	double t0 = gk_now();
+
+	pthread_once(&once, load_topology);
+	gk_debug("numa: topology %s in %.3f s", topo_ok ? "loaded" : "not loaded", gk_now() - t0);
 }
 
 void gk_numa_bind_near(CUdevice dev)

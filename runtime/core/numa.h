@@ -12,4 +12,7 @@
  * topology does not show the GPU (a VM, the stand-in), nothing changes. */
 void gk_numa_bind_near(CUdevice dev);
 
+/* Load the topology gk_numa_bind_near needs, if not yet (once per process). */
+void gk_numa_preload(void);
+
 #endif

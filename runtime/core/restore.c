@@ -5,6 +5,7 @@
 #include "api.h"
 #include "arena.h"
 #include "coord.h"
+#include "baseline.h"
 #include "driver.h"
 #include "gate.h"
 #include "image.h"
@@ -16,6 +17,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -64,18 +66,50 @@ static int check_set(const struct gk_manifest *m, char *err, size_t errlen)
 	return 0;
 }
 
-/* Full check of one checkpoint: owner, signature, format, every checksum. */
+/*
+ * The check of every checksum reads the whole checkpoint: started at the
+ * first use of CUDA (or of the API), it runs while CUDA starts and the
+ * program sets itself up, and is waited for only where its answer is needed
+ * (the first allocation, gpuckpt_restarting(), the first checkpoint point).
+ */
+static struct {
+	pthread_t tid;
+	int started;  /* a thread is checking */
+	int joined;
+	int settled;  /* atomic: the answer is applied to R */
+	int cancel;   /* atomic: the process is ending; stop */
+	int ret;
+	char dir[4096];
+	struct gk_manifest *m;
+	double t0, t1;
+} C;
+
+/* Full check of one checkpoint: owner, signature, format, every checksum
+ * (unless it is another program's: it will not be loaded then). */
 static int try_open(const char *dir, struct gk_manifest **m)
 {
+	char exe[1024];
 	struct gk_load_opts opts = {
 		.uid = getuid(),
 		.require_signature = gk_rt.settings.require_signature,
 		.check_data = 1,
+		.exe = exe,
+		.cancel = &C.cancel,
 	};
 	char err[GK_ERRLEN];
 	int is_signed = 0, ret;
 
+	gk_program_exe(exe, sizeof(exe));
 	ret = gk_image_open(dir, &opts, m, &is_signed, err, sizeof(err));
+	if (ret == -ESRCH) {
+		/* Another CUDA process of the task (a preparation step, a tool):
+		 * the checkpoint is not its to load, nor to check. */
+		gk_info("restore: %s: taken by another program (%s); this process starts fresh",
+			dir, err);
+		return 2;
+	}
+	if (ret == -ECANCELED)
+		return ret;
 	if (ret < 0) {
 		gk_error("restore: %s: refused: %s", dir, err);
 		return ret;
@@ -123,6 +157,8 @@ static int choose(char *chosen, size_t len, struct gk_manifest **m)
 		 * restores it, never a fresh run of the program. */
 		if (!e[i].complete || e[i].transparent)
 			continue;
+		if (__atomic_load_n(&C.cancel, __ATOMIC_ACQUIRE))
+			break;
 		if (tried)
 			gk_warn("restore: trying the previous checkpoint, %s", e[i].path);
 		tried = 1;
@@ -131,35 +167,93 @@ static int choose(char *chosen, size_t len, struct gk_manifest **m)
 			snprintf(chosen, len, "%s", e[i].path);
 			break;
 		}
+		if (ret == 2)
+			break;
 	}
 	free(e);
 	return ret;
 }
 
-static int same_program(const struct gk_manifest *m)
+static void *check_thread(void *arg)
 {
-	char exe[1024];
-
-	if (!m->exe[0])
-		return 1; /* written without the record: cannot tell */
-	gk_program_exe(exe, sizeof(exe));
-	return strcmp(exe, m->exe) == 0;
+	(void)arg;
+	C.ret = choose(C.dir, sizeof(C.dir), &C.m);
+	C.t1 = gk_now();
+	return NULL;
 }
 
-void gk_restore_prepare(void)
+static void forget_check_in_child(void)
 {
-	struct gk_manifest *m = NULL;
-	double t0 = gk_now();
+	/* The checking thread did not come along: the child checks itself. */
+	if (!__atomic_load_n(&C.settled, __ATOMIC_ACQUIRE)) {
+		C.started = 0;
+		C.joined = 0;
+		C.m = NULL;
+	}
+	pthread_mutex_init(&lock, NULL);
+}
+
+/* A process that ends while its check runs (a wrapper script, a tool, a
+ * program that fails early) stops the check and waits for the thread: it
+ * must not be inside libcrypto or json-c while exit() tears them down. */
+static void stop_check_at_exit(void)
+{
+	__atomic_store_n(&C.cancel, 1, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&lock);
+	if (C.started && !C.joined) {
+		pthread_join(C.tid, NULL);
+		C.joined = 1;
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+void gk_restore_begin(void)
+{
+	sigset_t all, old;
+	char hex[65];
+
+	if (!gk_rt.settings.restore[0] || C.started)
+		return;
+	pthread_atfork(NULL, NULL, forget_check_in_child);
+	/* libcrypto registers its cleanup with atexit() when it first sets
+	 * itself up; atexit handlers run newest first, so it is set up here,
+	 * before ours is registered (one digest). */
+	gk_sha256_hex("", 0, hex);
+	atexit(stop_check_at_exit);
+	C.t0 = gk_now();
+	/* The runtime's threads never take the program's signals. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	C.started = pthread_create(&C.tid, NULL, check_thread, NULL) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
+
+/* Apply the check's answer (waiting for it, or making it here). */
+static void settle_locked(void)
+{
+	struct gk_manifest *m;
+	double waited = gk_now();
 	int ret;
 
-	if (!gk_rt.settings.restore[0])
+	if (__atomic_load_n(&C.settled, __ATOMIC_ACQUIRE) || !gk_rt.settings.restore[0])
 		return;
-	pthread_mutex_lock(&lock);
-	ret = choose(R.dir, sizeof(R.dir), &m);
+	if (C.started && !C.joined) {
+		pthread_join(C.tid, NULL);
+		C.joined = 1;
+	} else if (!C.started) {
+		C.t0 = gk_now();
+		C.ret = choose(C.dir, sizeof(C.dir), &C.m);
+		C.t1 = gk_now();
+	}
+	waited = gk_now() - waited;
+	ret = C.ret;
+	m = C.m;
+	C.m = NULL;
+	snprintf(R.dir, sizeof(R.dir), "%s", C.dir);
 	if (ret == 1) {
 		gk_info("restore: %s: no checkpoint yet; starting from the beginning",
 			gk_rt.settings.dir);
-	} else if (ret < 0 && gk_rt.settings.restore_set_given) {
+	} else if ((ret < 0 || ret == 2) && gk_rt.settings.restore_set_given) {
 		/* The other tasks of the step restore this set: starting afresh
 		 * here would run this task at another step than theirs. */
 		gk_error("restore: %s: this task's part of set %016llx cannot be restored; the task "
@@ -168,6 +262,8 @@ void gk_restore_prepare(void)
 			 R.dir, (unsigned long long)gk_rt.settings.restore_set);
 		fflush(NULL);
 		_exit(EXIT_FAILURE);
+	} else if (ret == 2) {
+		/* Another program's: said by try_open; this one starts fresh. */
 	} else if (ret < 0) {
 		if (gk_rt.settings.restore_fresh_on_bad) {
 			gk_warn("restore: no usable checkpoint; starting from the beginning "
@@ -179,29 +275,35 @@ void gk_restore_prepare(void)
 			R.state = R_REFUSED;
 			R.error = ret;
 		}
-	} else if (!same_program(m)) {
-		/* Another CUDA process of the task (a preparation step, a tool):
-		 * the checkpoint is not its to load. */
-		gk_info("restore: %s: taken by another program (%s); this process starts fresh",
-			R.dir, m->exe[0] ? m->exe : "unknown");
-		gk_manifest_free(m);
 	} else {
 		R.m = m;
 		R.state = R_PENDING;
 		__atomic_or_fetch(&gk_rt.due, GK_DUE_RESTORE, __ATOMIC_RELEASE);
-		/* Every checksum is checked here, before the program starts, so
-		 * that a damaged newest checkpoint falls back to the one before
-		 * rather than failing half-way through the load. */
-		gk_info("restore: %s: verified in %.3f s (step %lld, %zu allocations); it will be "
-			"loaded at the first checkpoint point",
-			R.dir, gk_now() - t0, (long long)m->step, m->nallocs);
+		/* Every checksum is checked before the program goes on, so that a
+		 * damaged newest checkpoint falls back to the one before rather
+		 * than failing half-way through the load. */
+		gk_info("restore: %s: verified in %.3f s (step %lld, %zu allocations), the program "
+			"waiting %.3f s of it; it will be loaded at the first checkpoint point",
+			R.dir, C.t1 - C.t0, (long long)m->step, m->nallocs, waited);
 	}
+	__atomic_store_n(&C.settled, 1, __ATOMIC_RELEASE);
+}
+
+void gk_restore_prepare(void)
+{
+	if (__atomic_load_n(&C.settled, __ATOMIC_ACQUIRE))
+		return;
+	pthread_mutex_lock(&lock);
+	settle_locked();
 	pthread_mutex_unlock(&lock);
 }
 
 int gk_restore_active(long *step)
 {
-	int active = R.state == R_PENDING || R.state == R_LOADED;
+	int active;
+
+	gk_restore_prepare();
+	active = R.state == R_PENDING || R.state == R_LOADED;
 
 	if (active && step)
 		*step = (long)R.m->step;
@@ -210,6 +312,7 @@ int gk_restore_active(long *step)
 
 int gk_restore_refused(void)
 {
+	gk_restore_prepare();
 	return R.state == R_REFUSED ? R.error : 0;
 }
 
@@ -225,7 +328,10 @@ static const struct gk_device_rec *device_rec(int ordinal)
 
 int gk_restore_slice(int ordinal, uint64_t *base, uint64_t *size)
 {
-	const struct gk_device_rec *d = device_rec(ordinal);
+	const struct gk_device_rec *d;
+
+	gk_restore_prepare();
+	d = device_rec(ordinal);
 
 	if (!d)
 		return 0;
@@ -322,6 +428,7 @@ static void abandon_locked(const char *why)
 void gk_restore_abandon(const char *why)
 {
 	pthread_mutex_lock(&lock);
+	settle_locked();
 	abandon_locked(why);
 	pthread_mutex_unlock(&lock);
 	for (int i = 0; i < GK_MAX_DEVICES; i++)
@@ -414,7 +521,8 @@ static int load_regions(const char *dir, char *err, size_t errlen)
 		for (uint32_t c = 0; c < r->nchunks; c++) {
 			uint64_t s = (uint64_t)c * chunk, l = r->size - s < chunk ? r->size - s : chunk;
 
-			if (gk_xxh64((char *)bufs[i] + s, l, 0) != r->chunks[c].xxh64) {
+			if (gk_sum(gk_sum_algo_of(R.m->version), (char *)bufs[i] + s, l) !=
+			    r->chunks[c].sum) {
 				ret = -EBADMSG;
 				snprintf(err, errlen, "%s: checksum mismatch in host region '%s'",
 					 GK_HOST_DATA_FILE, r->name);
@@ -438,13 +546,66 @@ out:
 	return ret;
 }
 
+/* How many data files the load of m opens: its own and its references'. */
+static size_t file_count(const struct gk_manifest *m)
+{
+	size_t n = m->nfiles;
+
+	for (size_t i = 0; i < m->nrefs; i++)
+		n += m->refs[i].nfiles;
+	return n;
+}
+
+/* The slot of (sequence, name) in the file table: m's own files first, then
+ * each reference's in order; -1 if not listed. */
+static long file_slot(const struct gk_manifest *m, uint64_t sequence, const char *name)
+{
+	size_t base = m->nfiles;
+
+	if (!sequence) {
+		for (size_t f = 0; f < m->nfiles; f++)
+			if (!strcmp(m->files[f].name, name))
+				return (long)f;
+		return -1;
+	}
+	for (size_t r = 0; r < m->nrefs; r++) {
+		if (m->refs[r].sequence == sequence)
+			for (size_t f = 0; f < m->refs[r].nfiles; f++)
+				if (!strcmp(m->refs[r].files[f].name, name))
+					return (long)(base + f);
+		base += m->refs[r].nfiles;
+	}
+	return -1;
+}
+
+/* dir/name, or for a part in another checkpoint ROOT/ckpt.N/name (ROOT being
+ * the folder that holds dir). */
+static void part_path(char *path, size_t len, const char *dir, uint64_t sequence, const char *name)
+{
+	const char *slash;
+	size_t n = strlen(dir);
+
+	if (!sequence) {
+		snprintf(path, len, "%s/%s", dir, name);
+		return;
+	}
+	while (n > 1 && dir[n - 1] == '/')
+		n--;
+	slash = memrchr(dir, '/', n);
+	if (!slash)
+		snprintf(path, len, "ckpt.%06llu/%s", (unsigned long long)sequence, name);
+	else
+		snprintf(path, len, "%.*s/ckpt.%06llu/%s", (int)(slash - dir), dir,
+			 (unsigned long long)sequence, name);
+}
+
 int gk_restore_items(const char *dir, const struct gk_manifest *m, struct gk_xfer_item **out,
 		     size_t *nitems, int **fds_out, uint64_t *bytes, char *err, size_t errlen)
 {
-	char path[4200];
+	char path[8400];
 	struct gk_xfer_item *items;
-	int *fds = malloc((m->nfiles ? m->nfiles : 1) * sizeof(*fds));
-	size_t n = 0, k = 0;
+	size_t n = 0, k = 0, nfds = file_count(m);
+	int *fds = malloc((nfds ? nfds : 1) * sizeof(*fds));
 	int ret = 0;
 
 	for (size_t i = 0; i < m->nallocs; i++)
@@ -458,35 +619,41 @@ int gk_restore_items(const char *dir, const struct gk_manifest *m, struct gk_xfe
 		ret = -ENOMEM;
 		goto out;
 	}
-	for (size_t f = 0; f < m->nfiles; f++)
+	for (size_t f = 0; f < nfds; f++)
 		fds[f] = -1;
 	for (size_t i = 0; i < m->nallocs; i++) {
 		const struct gk_alloc_rec *r = &m->allocs[i];
 
 		for (uint32_t p = 0; p < r->nparts; p++) {
 			const struct gk_part *part = &r->parts[p];
-			size_t f = 0;
+			long f = file_slot(m, part->sequence, part->file);
 
-			while (f < m->nfiles && strcmp(m->files[f].name, part->file))
-				f++;
-			if (f == m->nfiles) {
+			if (f < 0) {
 				snprintf(err, errlen, "allocation %zu: its file %s is not listed", i,
 					 part->file);
 				ret = -EBADMSG;
 				goto out;
 			}
 			if (fds[f] < 0) {
-				snprintf(path, sizeof(path), "%s/%s", dir, part->file);
+				part_path(path, sizeof(path), dir, part->sequence, part->file);
 				fds[f] = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 				if (fds[f] < 0) {
 					ret = -errno;
-					snprintf(err, errlen, "%s: %s", part->file, strerror(-ret));
+					snprintf(err, errlen, "%s: %s", path, strerror(-ret));
 					goto out;
 				}
 			}
 			items[k++] = (struct gk_xfer_item){
-			    gk_arenas[r->device]->ctx, r->address + part->start, part->size, fds[f],
-			    part->offset, r->chunks + part->start / m->chunk_size, part->file, i};
+			    .ctx = gk_arenas[r->device]->ctx,
+			    .dev_addr = r->address + part->start,
+			    .size = part->size,
+			    .fd = fds[f],
+			    .file_offset = part->offset,
+			    .chunks = r->chunks + part->start / m->chunk_size,
+			    .file = part->file,
+			    .index = i,
+			    .algo = gk_sum_algo_of(m->version),
+			};
 		}
 		*bytes += r->size;
 	}
@@ -503,7 +670,9 @@ out:
 
 void gk_restore_items_free(const struct gk_manifest *m, struct gk_xfer_item *items, int *fds)
 {
-	for (size_t f = 0; fds && f < m->nfiles; f++)
+	size_t nfds = file_count(m);
+
+	for (size_t f = 0; fds && f < nfds; f++)
 		if (fds[f] >= 0)
 			close(fds[f]);
 	free(fds);
@@ -520,6 +689,7 @@ int gk_restore_load(void)
 	double t0 = gk_now();
 
 	pthread_mutex_lock(&lock);
+	settle_locked();
 	if (R.state != R_PENDING) {
 		pthread_mutex_unlock(&lock);
 		return -ENOENT;
@@ -568,6 +738,9 @@ int gk_restore_load(void)
 		bytes += R.m->regions[i].size;
 	R.state = R_LOADED;
 	gk_coord_restored_from(R.m);
+	/* The memory now holds exactly this checkpoint: the next one can be an
+	 * increment of it. */
+	gk_baseline_restored(R.dir, R.m->sequence);
 	if (R.m->ndevices && gk_arenas[R.m->devices[0].ordinal]) {
 		struct gk_device_info info;
 

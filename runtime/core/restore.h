@@ -1,9 +1,10 @@
 /*
  * restore.h - bringing a checkpoint back.
  *
- * At the first use of CUDA the checkpoint named by GPUCKPT_RESTORE (or the
- * newest good one, for "auto") is checked whole: owner, signature, format,
- * every checksum. Its device slices are then reserved at the addresses they had
+ * At the first use of CUDA, a thread starts checking the checkpoint named by
+ * GPUCKPT_RESTORE (or the newest good one, for "auto") whole: owner,
+ * signature, format, every checksum; its answer is waited for at the first
+ * allocation (or gpuckpt_restarting(), or the first checkpoint point). Its device slices are then reserved at the addresses they had
  * and its allocations recreated there, before the program allocates anything;
  * the program's setup runs again and each of its requests gets back the
  * allocation it made in the checkpointed run. The contents are loaded at the
@@ -16,7 +17,13 @@
 
 #include <stdint.h>
 
-/* Choose and verify the checkpoint to restore, if any (once, at start). */
+/* Start choosing and verifying the checkpoint to restore, if any, in a
+ * thread of its own (at the runtime's start, so that the check of every
+ * checksum overlaps CUDA's start and the program's setup). */
+void gk_restore_begin(void);
+
+/* The answer of that check, waited for (or made here, if none was begun);
+ * every function below settles it first. */
 void gk_restore_prepare(void);
 
 /* 1 while a restore is pending or done; the step it resumes from. */

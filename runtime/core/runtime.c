@@ -41,7 +41,15 @@ static void start_once(void)
 	if (gk_rt.settings.dir[0])
 		gk_triggers_install();
 	gk_transparent_start();
-	gk_restore_prepare();
+	/*
+	 * The check of the checkpoint to restore runs in a thread while CUDA
+	 * starts and the program sets itself up (restore.c). Not earlier, at
+	 * load: every process of the task loads the runtime (shells, tools),
+	 * and a thread running while a program starts races with what is not
+	 * thread-safe there (setlocale at the start of ls and bash corrupted
+	 * the heap of a check running meanwhile).
+	 */
+	gk_restore_begin();
 	__atomic_store_n(&gk_rt.started, 1, __ATOMIC_RELEASE);
 }
 

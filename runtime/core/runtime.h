@@ -5,8 +5,8 @@
  *  - load (constructor in runtime.c): settings are read; nothing else happens,
  *    so shells and tools started in a job with LD_PRELOAD pay nothing.
  *  - first use of CUDA (cuInit) or of the API: signals are taken over
- *    (trigger.c) and, when this run is a restart, the checkpoint is chosen and
- *    verified (restore.c).
+ *    (trigger.c) and, when this run is a restart, a thread starts choosing and
+ *    verifying the checkpoint (restore.c), waited for at the first allocation.
  *  - every device allocation is placed by the arena of its device (arena.c).
  *  - gpuckpt_point() (api.c) writes a checkpoint (dump.c) when one is due, or
  *    loads one (restore.c) on the first call of a restart.

@@ -3,6 +3,7 @@
 #include "track.h"
 #include "arena.h"
 #include "driver.h"
+#include "dump.h"
 #include "gate.h"
 #include "handlers.h"
 #include "log.h"
@@ -280,6 +281,7 @@ CUresult gk_on_cuCtxDestroy_v2(CUcontext ctx)
 		}
 		release_arena_of_context(ctx);
 		gk_gate_leave();
+		gk_dump_context_gone(ctx);
 	}
 	return gk_real.cuCtxDestroy_v2(ctx);
 }
@@ -291,14 +293,18 @@ CUresult gk_on_cuDevicePrimaryCtxReset_v2(CUdevice dev)
 		struct gk_arena *a = __atomic_load_n(&gk_arenas[dev], __ATOMIC_ACQUIRE);
 
 		if (a) {
+			CUcontext ctx = a->ctx;
+
 			gk_gate_enter();
-			if (a->ctx) {
-				gk_real.cuCtxPushCurrent_v2(a->ctx);
+			if (ctx) {
+				gk_real.cuCtxPushCurrent_v2(ctx);
 				gk_real.cuCtxSynchronize();
 				gk_real.cuCtxPopCurrent_v2(NULL);
 			}
 			gk_arena_reset(a);
 			gk_gate_leave();
+			if (ctx)
+				gk_dump_context_gone(ctx);
 		}
 	}
 	return gk_real.cuDevicePrimaryCtxReset_v2(dev);

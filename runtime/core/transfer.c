@@ -7,6 +7,8 @@
 #include "log.h"
 #include "io.h"
 #include "numa.h"
+#include "segment_hash.h"
+#include "staging.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -17,6 +19,12 @@
 #include <time.h>
 #include <unistd.h>
 
+enum op {
+	OP_DUMP,
+	OP_LOAD,
+	OP_KEYS,
+};
+
 struct job {
 	struct gk_xfer_item *items;
 	struct gk_order_unit *units;
@@ -24,7 +32,7 @@ struct job {
 	size_t next; /* atomic */
 	uint64_t chunk_size;
 	uint64_t bufsize; /* staging buffer: a chunk, or less for small images */
-	int load;
+	enum op op;
 	int failed; /* atomic: first error wins */
 	/* Thread-seconds spent in each phase, for the info-level summary that
 	 * tells where a slow transfer's time went. */
@@ -75,6 +83,7 @@ struct lane {
 	CUstream stream;
 	CUevent ev[2];
 	void *buf[2];
+	uint64_t bufsize;
 };
 
 static int lane_open(struct lane *l, CUcontext ctx, uint64_t bufsize, struct job *j)
@@ -96,8 +105,13 @@ static int lane_open(struct lane *l, CUcontext ctx, uint64_t bufsize, struct job
 		r = gk_real.cuStreamCreate(&l->stream, CU_STREAM_NON_BLOCKING);
 	for (int k = 0; k < 2 && r == CUDA_SUCCESS; k++) {
 		r = gk_real.cuEventCreate(&l->ev[k], CU_EVENT_DISABLE_TIMING);
-		if (r == CUDA_SUCCESS)
-			r = gk_real.cuMemHostAlloc(&l->buf[k], bufsize, CU_MEMHOSTALLOC_PORTABLE);
+		if (r == CUDA_SUCCESS) {
+			/* Kept from the last transfer, or pinned now (staging.c). */
+			l->buf[k] = gk_staging_take(bufsize);
+			l->bufsize = bufsize;
+			if (!l->buf[k])
+				r = CUDA_ERROR_OUT_OF_MEMORY;
+		}
 	}
 	if (r != CUDA_SUCCESS) {
 		fail(j, r == CUDA_ERROR_OUT_OF_MEMORY ? -ENOMEM : -EIO,
@@ -116,7 +130,7 @@ static void lane_close(struct lane *l)
 		gk_real.cuStreamSynchronize(l->stream);
 	for (int k = 0; k < 2; k++) {
 		if (l->buf[k])
-			gk_real.cuMemFreeHost(l->buf[k]);
+			gk_staging_give(l->buf[k], l->bufsize);
 		if (l->ev[k])
 			gk_real.cuEventDestroy_v2(l->ev[k]);
 	}
@@ -145,36 +159,47 @@ static uint64_t unit_len(struct job *j, const struct gk_order_unit *u, uint64_t 
 
 /* Write buf to the item's file at pos (or, with load, read it from there),
  * and hash the bytes; *sum gets the chunk's checksum. */
-static int move_chunk(struct gk_xfer_item *it, char *buf, uint64_t len, uint64_t pos, int load,
-		      uint64_t *sum, struct clocks *c)
+static int move_chunk(struct gk_xfer_item *it, const char *buf, uint64_t len, uint64_t pos, int load,
+		      enum gk_sum_algo algo, uint64_t *sum, struct clocks *c)
 {
-	struct gk_xxh64_state st;
+	struct gk_sum_state st;
 	int ret = 0;
 
-	gk_xxh64_init(&st, 0);
+	gk_sum_init(&st, algo);
 	for (uint64_t o = 0; o < len && ret == 0; o += PIECE) {
 		size_t n = len - o < PIECE ? (size_t)(len - o) : PIECE;
 		double t0 = gk_now(), t1;
 
-		ret = load ? gk_pread_all(it->fd, buf + o, n, pos + o)
+		ret = load ? gk_pread_all(it->fd, (char *)buf + o, n, pos + o)
 			   : gk_pwrite_all(it->fd, buf + o, n, pos + o);
 		t1 = gk_now();
 		if (ret == 0)
-			gk_xxh64_update(&st, buf + o, n);
+			gk_sum_update(&st, buf + o, n);
 		c->file += t1 - t0;
 		c->sum += gk_now() - t1;
 	}
-	*sum = gk_xxh64_digest(&st);
+	*sum = gk_sum_digest(&st);
 	return ret;
 }
 
-/* Write a chunk that has arrived in host memory, and record its checksum. */
-static void dump_finish(struct job *j, const struct gk_order_unit *u, void *buf, struct clocks *c)
+/* A chunk that has arrived in host memory: written with its checksum
+ * recorded (dump), or its change key computed (keys). */
+static void dump_finish(struct job *j, const struct gk_order_unit *u, const void *buf,
+			struct clocks *c)
 {
 	struct gk_xfer_item *it = &j->items[u->item];
 	uint64_t off, len = unit_len(j, u, &off);
-	int ret = move_chunk(it, buf, len, it->file_offset + off, 0, &it->chunks[u->chunk].xxh64, c);
+	int ret;
 
+	if (j->op == OP_KEYS) {
+		double t0 = gk_now();
+
+		it->chunks[u->chunk].key = gk_sh_chunk_host(buf, len);
+		c->sum += gk_now() - t0;
+		return;
+	}
+	ret = move_chunk(it, buf, len, it->file_offset + off, 0, it->algo, &it->chunks[u->chunk].sum,
+			 c);
 	if (ret < 0)
 		fail(j, ret, "%s: cannot write allocation %zu (0x%llx): %s", it->file, it->index,
 		     (unsigned long long)it->dev_addr, strerror(-ret));
@@ -202,6 +227,11 @@ static void *worker(void *arg)
 		u = &j->units[i];
 		it = &j->items[u->item];
 		len = unit_len(j, u, &off);
+		if (it->host) {
+			/* A snapshot: the bytes are in host memory already. */
+			dump_finish(j, u, (const char *)it->host + off, &c);
+			continue;
+		}
 		if (lane.ctx != it->ctx) {
 			if (pending) {
 				gk_real.cuEventSynchronize(lane.ev[pk]);
@@ -214,7 +244,7 @@ static void *worker(void *arg)
 				break;
 			c.setup += gk_now() - t;
 		}
-		if (!j->load) {
+		if (j->op != OP_LOAD) {
 			r = gk_real.cuMemcpyDtoHAsync_v2(lane.buf[k], it->dev_addr + off, len,
 							 lane.stream);
 			if (r == CUDA_SUCCESS)
@@ -245,7 +275,8 @@ static void *worker(void *arg)
 			t = gk_now();
 			r = gk_real.cuEventSynchronize(lane.ev[k]);
 			c.device += gk_now() - t;
-			ret = move_chunk(it, lane.buf[k], len, it->file_offset + off, 1, &sum, &c);
+			ret = move_chunk(it, lane.buf[k], len, it->file_offset + off, 1, it->algo, &sum,
+					 &c);
 			if (ret < 0) {
 				fail(j, ret == -ENODATA ? -EBADMSG : ret,
 				     "%s: cannot read allocation %zu (0x%llx): %s", it->file,
@@ -253,7 +284,7 @@ static void *worker(void *arg)
 				     ret == -ENODATA ? "file too short" : strerror(-ret));
 				break;
 			}
-			if (sum != it->chunks[u->chunk].xxh64) {
+			if (sum != it->chunks[u->chunk].sum) {
 				fail(j, -EBADMSG,
 				     "%s: checksum mismatch in allocation %zu (0x%llx), chunk %u",
 				     it->file, it->index, (unsigned long long)it->dev_addr, u->chunk);
@@ -293,7 +324,7 @@ static void *worker(void *arg)
 }
 
 static int run(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,
-	       int load, char *err, size_t errlen)
+	       enum op op, char *err, size_t errlen)
 {
 	struct job j;
 	struct gk_order_item *order;
@@ -333,7 +364,7 @@ static int run(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsign
 	j.chunk_size = chunk_size;
 	/* Small images get small staging buffers: pinning memory is not free. */
 	j.bufsize = biggest < chunk_size ? (biggest + 4095) & ~4095ull : chunk_size;
-	j.load = load;
+	j.op = op;
 	j.err = err;
 	j.errlen = errlen;
 	pthread_mutex_init(&j.err_lock, NULL);
@@ -351,10 +382,11 @@ static int run(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsign
 	for (unsigned t = 0; t < started; t++)
 		pthread_join(tid[t], NULL);
 	gk_info("transfer: %s %llu bytes in %.3f s with %u threads; thread-seconds: staging "
-		"set-up %.3f, waiting for the device %.3f, checksums %.3f, %s %.3f",
-		load ? "loaded" : "dumped", (unsigned long long)bytes, gk_now() - t0,
-		started ? started : 1, j.t_setup, j.t_device, j.t_sum,
-		load ? "file reads" : "file writes", j.t_file);
+		"set-up %.3f, waiting for the device %.3f, %s %.3f, %s %.3f",
+		op == OP_LOAD ? "loaded" : op == OP_KEYS ? "hashed" : "dumped",
+		(unsigned long long)bytes, gk_now() - t0, started ? started : 1, j.t_setup,
+		j.t_device, op == OP_KEYS ? "change keys" : "checksums", j.t_sum,
+		op == OP_LOAD ? "file reads" : "file writes", j.t_file);
 	pthread_mutex_destroy(&j.err_lock);
 	free(j.units);
 	return j.failed;
@@ -363,11 +395,17 @@ static int run(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsign
 int gk_xfer_dump(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,
 		 char *err, size_t errlen)
 {
-	return run(items, n, chunk_size, threads, 0, err, errlen);
+	return run(items, n, chunk_size, threads, OP_DUMP, err, errlen);
 }
 
 int gk_xfer_load(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,
 		 char *err, size_t errlen)
 {
-	return run(items, n, chunk_size, threads, 1, err, errlen);
+	return run(items, n, chunk_size, threads, OP_LOAD, err, errlen);
+}
+
+int gk_xfer_keys(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,
+		 char *err, size_t errlen)
+{
+	return run(items, n, chunk_size, threads, OP_KEYS, err, errlen);
 }

@@ -16,20 +16,31 @@
 struct gk_xfer_item {
 	CUcontext ctx;        /* a context of the device holding the memory */
 	uint64_t dev_addr;
+	const void *host;     /* dump: the same bytes, already in host memory (a
+	                         snapshot): written from there, the device untouched */
 	uint64_t size;
 	int fd;               /* data file */
 	uint64_t file_offset;
-	struct gk_chunk *chunks; /* ceil(size / chunk_size): filled by dump, checked by load */
+	struct gk_chunk *chunks; /* ceil(size / chunk_size): sums filled by dump, checked by
+	                            load; keys filled by gk_xfer_keys */
 	const char *file;     /* for messages */
 	size_t index;         /* allocation number, for messages */
+	enum gk_sum_algo algo; /* of the chunks' sums (the image's format) */
 };
 
-/* Device to files; fills every chunk checksum. 0 or a negative errno (err says what). */
+/* Device (or the items' host copies) to files; fills every chunk checksum.
+ * 0 or a negative errno (err says what). */
 int gk_xfer_dump(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,
 		 char *err, size_t errlen);
 
 /* Files to device, checking every chunk before it is copied. */
 int gk_xfer_load(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,
+		 char *err, size_t errlen);
+
+/* Device to host only, to compute each chunk's change key there
+ * (segment_hash.h): what finds changed chunks when the GPU cannot hash them
+ * itself. The items' fd and file_offset are not used. */
+int gk_xfer_keys(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,
 		 char *err, size_t errlen);
 
 #endif

@@ -20,11 +20,15 @@
  * are fsync'ed, and it is renamed to ckpt.N: the rename is the commit. Older
  * checkpoints are pruned only after that, so the last good one survives any
  * failure (a kill at any point leaves either the old set, or the old set plus
- * the new one).
+ * the new one). A checkpoint that an increment refers to is kept as long as
+ * that increment is.
  *
  * Data files hold each object's bytes at the offset the manifest gives,
- * 4096-aligned; an allocation's may be cut into parts in several files. An object is checksummed in chunks of manifest.chunk_size
- * bytes (the last chunk may be shorter) with XXH64, seed 0.
+ * 4096-aligned; an allocation's may be cut into parts in several files, and
+ * in an increment (format 3) some parts lie in earlier checkpoints' files
+ * (ROOT/ckpt.N/device0.data ...). An object is checksummed in chunks of
+ * manifest.chunk_size bytes (the last chunk may be shorter): XXH3-64 from
+ * format 3, XXH64 with seed 0 before.
  */
 #ifndef GK_IMAGE_H
 #define GK_IMAGE_H
@@ -34,9 +38,13 @@
 #include <sys/types.h>
 
 #define GK_FORMAT_NAME "gpuckpt-image"
-/* Version 2: an allocation's bytes lie in "parts", possibly in several files.
- * Version 1 (one "file" and "offset" per allocation) is still read. */
-#define GK_FORMAT_VERSION 2
+/* Version 3: XXH3-64 chunk checksums ("xxh3"); a checkpoint may be an
+ * increment whose parts lie in earlier checkpoints' files ("references");
+ * change keys per chunk. Version 2: an allocation's bytes lie in "parts",
+ * possibly in several files. Version 1: one "file" and "offset" per
+ * allocation. All three are read; a gpuckpt that reads only up to 2 refuses
+ * version 3 by its version number. */
+#define GK_FORMAT_VERSION 3
 #define GK_MANIFEST_FILE "manifest.json"
 #define GK_SIGNATURE_FILE "manifest.sig"
 #define GK_HOST_DATA_FILE "host.data"
@@ -52,46 +60,61 @@
 
 /* ---- checksums (checksum.c) ---- */
 
-/* XXH64 of a buffer (the algorithm published by Yann Collet), seed 0 in images. */
+/*
+ * The per-chunk checksum of checkpoint data (libxxhash): XXH3-64 from format
+ * 3 on, XXH64 with seed 0 in formats 1 and 2, so that checkpoints written
+ * before the change still verify.
+ */
+enum gk_sum_algo {
+	GK_SUM_XXH64 = 1,
+	GK_SUM_XXH3 = 2,
+};
+
+/* The checksum of images of format `version`, and its name for messages. */
+enum gk_sum_algo gk_sum_algo_of(int version);
+const char *gk_sum_name(enum gk_sum_algo algo);
+
+uint64_t gk_sum(enum gk_sum_algo algo, const void *data, size_t len);
+
+/* The same over data that arrives in pieces (a chunk written or read a piece
+ * at a time); the digest equals gk_sum of the concatenation. The state is
+ * libxxhash's, kept here so that it can live on the stack. */
+struct gk_sum_state {
+	enum gk_sum_algo algo;
+	_Alignas(64) unsigned char opaque[640];
+};
+
+void gk_sum_init(struct gk_sum_state *s, enum gk_sum_algo algo);
+void gk_sum_update(struct gk_sum_state *s, const void *data, size_t len);
+uint64_t gk_sum_digest(const struct gk_sum_state *s);
+
+/* XXH64 with a seed (transparent mode chains it over CRIU's images). */
 uint64_t gk_xxh64(const void *data, size_t len, uint64_t seed);
 
-/* SHA-256 (FIPS 180-4) of a buffer. */
-void gk_sha256(const void *data, size_t len, uint8_t digest[32]);
+/* SHA-256 (libcrypto) of a buffer; -ENOMEM (digest zeroed, hex "") when
+ * libcrypto could not set up its context. */
+int gk_sha256(const void *data, size_t len, uint8_t digest[32]);
 
 /* The same as 64 lowercase hex digits and a NUL. */
-void gk_sha256_hex(const void *data, size_t len, char hex[65]);
+int gk_sha256_hex(const void *data, size_t len, char hex[65]);
 
-/* SHA-256 of data that arrives in pieces (files too large to hold in
- * memory: CRIU's images); final writes 64 lowercase hex digits and a NUL. */
+/* SHA-256 of data that arrives in pieces (files too large to hold in memory:
+ * CRIU's images). final writes 64 lowercase hex digits and a NUL, or "" and
+ * -ENOMEM when libcrypto failed on the way; it releases the state, and must
+ * be called once for every init. */
 struct gk_sha256_state {
-	uint32_t h[8];
-	uint64_t total;
-	uint8_t buf[64];
-	uint32_t buflen;
+	void *ctx; /* libcrypto's EVP_MD_CTX; NULL after a failure */
 };
 
 void gk_sha256_init(struct gk_sha256_state *s);
 void gk_sha256_update(struct gk_sha256_state *s, const void *data, size_t len);
-void gk_sha256_final(struct gk_sha256_state *s, char hex[65]);
-
-/* XXH64 of data that arrives in pieces; the digest equals gk_xxh64 of the
- * concatenation. For chunks too large to hold in memory at once. */
-struct gk_xxh64_state {
-	uint64_t v[4];
-	uint64_t total;
-	uint64_t seed;
-	uint8_t buf[32];
-	uint32_t buflen;
-};
-
-void gk_xxh64_init(struct gk_xxh64_state *s, uint64_t seed);
-void gk_xxh64_update(struct gk_xxh64_state *s, const void *data, size_t len);
-uint64_t gk_xxh64_digest(const struct gk_xxh64_state *s);
+int gk_sha256_final(struct gk_sha256_state *s, char hex[65]);
 
 /* ---- manifest (manifest.c) ---- */
 
 struct gk_chunk {
-	uint64_t xxh64;
+	uint64_t sum; /* gk_sum_algo_of(version) of the chunk's bytes */
+	uint64_t key; /* its change key (gk_alloc_rec.has_keys) */
 };
 
 /*
@@ -103,6 +126,8 @@ struct gk_chunk {
  * must not put them all on one file.
  */
 struct gk_part {
+	uint64_t sequence;    /* the checkpoint whose file holds them: 0 for this one,
+	                         else one of the manifest's references (format 3) */
 	char file[GK_NAME_MAX];
 	uint64_t offset;
 	uint64_t start;
@@ -120,6 +145,10 @@ struct gk_alloc_rec {
 	struct gk_part *parts;
 	uint32_t nchunks;     /* = ceil(size / chunk_size), 0 for size 0 */
 	struct gk_chunk *chunks;
+	/* Format 3: every chunk's change key, the runtime's hash of it computed
+	 * where the data lives (segment_hash.h), so that a process restored from
+	 * this checkpoint can write increments against it. 0: none recorded. */
+	int has_keys;
 };
 
 /* One registered host region. */
@@ -150,8 +179,24 @@ struct gk_file_rec {
 	uint64_t size;
 };
 
+#define GK_ID_LEN 32 /* a checkpoint's id: 128 random bits, lowercase hex */
+
+/*
+ * Format 3: an earlier checkpoint of the same root whose files hold some of
+ * this one's data (an increment's unchanged chunks), found as the sibling
+ * folder ckpt.<sequence>. The id must match that checkpoint's own, so that a
+ * folder of the same name from another run is never taken for it; the files
+ * are those this checkpoint reads there, with their sizes.
+ */
+struct gk_ref {
+	uint64_t sequence;
+	char id[GK_ID_LEN + 1];
+	size_t nfiles;
+	struct gk_file_rec *files;
+};
+
 struct gk_manifest {
-	int version;                 /* as read (1 or 2); written as GK_FORMAT_VERSION */
+	int version;                 /* as read (1 to 3); gk_manifest_new: GK_FORMAT_VERSION */
 	char created[32];            /* ISO 8601 UTC, "2026-11-22T10:00:00Z" */
 	int64_t created_unix;
 	double write_seconds;        /* how long writing the checkpoint took */
@@ -187,6 +232,14 @@ struct gk_manifest {
 	struct gk_region_rec *regions;
 	size_t nfiles;
 	struct gk_file_rec *files;
+
+	/* Format 3. id: this checkpoint's; increment: 0 for a checkpoint that
+	 * holds all its data, n for the n-th increment since the last one that
+	 * did; refs: the checkpoints its parts refer to, older ones only. */
+	char id[GK_ID_LEN + 1];
+	uint32_t increment;
+	size_t nrefs;
+	struct gk_ref *refs;
 };
 
 /* 1 when `name` may name a data file or a host region (the GK_NAME_MAX rule). */
@@ -196,22 +249,25 @@ int gk_name_valid(const char *name);
 uint32_t gk_chunk_count(uint64_t size, uint64_t chunk_size);
 
 /* Allocate the arrays of a manifest being built (zeroed); gk_manifest_free frees all.
- * gk_manifest_new sets version (GK_FORMAT_VERSION) and chunk_size
- * (GK_DEFAULT_CHUNK_SIZE); the caller malloc's devices, allocs, regions,
- * files and each object's chunks, which gk_manifest_free releases. */
+ * gk_manifest_new sets version (GK_FORMAT_VERSION), chunk_size
+ * (GK_DEFAULT_CHUNK_SIZE) and a fresh random id (NULL when the kernel gives
+ * no random bytes); the caller malloc's devices, allocs, regions, files,
+ * refs and each object's chunks, which gk_manifest_free releases. */
 struct gk_manifest *gk_manifest_new(void);
 void gk_manifest_free(struct gk_manifest *m);
 
-/* Serialise to JSON text (malloc'ed, NUL-terminated). */
+/* Serialise to JSON text (malloc'ed, NUL-terminated), in m->version's format
+ * (a version 1 manifest as version 2: its one part per allocation). */
 int gk_manifest_to_json(const struct gk_manifest *m, char **text, size_t *len);
 
 /*
  * Parse and validate manifest text: format name and version, every required
  * field present with the right type, file names safe (no '/', no "..", known
  * files only), allocations of one device not overlapping and inside the
- * device's range, chunk counts matching sizes, data ranges inside their files.
+ * device's range, chunk counts matching sizes, data ranges inside their files
+ * (a referenced checkpoint's files as the reference lists them).
  * On failure returns -EINVAL (or -ENOMEM) and says what is wrong in err;
- * -EPROTO when the format version is not GK_FORMAT_VERSION.
+ * -EPROTO when the format version is newer than GK_FORMAT_VERSION.
  */
 int gk_manifest_parse(const char *text, size_t len, struct gk_manifest **out, char *err,
 		      size_t errlen);
@@ -250,6 +306,13 @@ struct gk_load_opts {
 	int owned_by_root;
 	int require_signature; /* refuse unsigned manifests */
 	int check_data;        /* read every data chunk and check its checksum */
+	/* When set and the manifest records another program (exe), stop there:
+	 * -ESRCH, err names that program (a restore does not load another
+	 * program's checkpoint, so nothing more needs checking). */
+	const char *exe;
+	/* When set and it becomes non-zero, the data check stops: -ECANCELED
+	 * (the process is ending). */
+	const int *cancel;
 };
 
 /*
@@ -259,10 +322,54 @@ struct gk_load_opts {
  * nothing is returned and err names the problem, e.g.
  *	"device0.data: checksum mismatch in allocation 17 (0x200000400000), chunk 3"
  * Returns -ENOENT (no manifest), -EINVAL (malformed), -EPROTO (format version),
- * -EBADMSG (checksum or signature), -EPERM (another user's), -EIO.
+ * -EBADMSG (checksum or signature), -EPERM (another user's), -ESRCH (another
+ * program's, see opts->exe), -EIO. An increment's references are followed:
+ * the checkpoints they name are opened as siblings of dir (owner, id, files),
+ * and their chunks checked against this manifest's checksums.
  */
 int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_manifest **out,
 		  int *signed_by_munge, char *err, size_t errlen);
+
+/* ---- increments (chain.c) ---- */
+
+/*
+ * Parse ROOT/ckpt.<sequence>/manifest.json, reached through rootfd without
+ * following a link anywhere (safe for root-run code: staging, the shared-root
+ * flush). Only the manifest is read and validated: no owner, signature or
+ * data check (gk_image_open makes those).
+ */
+int gk_chain_read_manifest(int rootfd, uint64_t sequence, struct gk_manifest **out, char *err,
+			   size_t errlen);
+
+/*
+ * What checkpoint `sequence` of the root needs besides its own folder: the
+ * checkpoints its data lies in, each with the files of it that are read
+ * (*refs, *n; none for a checkpoint that holds all its data, and for formats
+ * 1 and 2). A checkpoint refers directly to every one that holds bytes of it,
+ * so this set is complete: keeping (staging, flushing) a checkpoint means
+ * keeping these too. Free *refs with gk_refs_free.
+ */
+int gk_chain_needs(int rootfd, uint64_t sequence, struct gk_ref **refs, size_t *n, char *err,
+		   size_t errlen);
+void gk_refs_free(struct gk_ref *refs, size_t n);
+
+/* Where a chunk's bytes are. */
+struct gk_chunk_loc {
+	uint64_t sequence; /* the checkpoint whose file holds them */
+	char file[GK_NAME_MAX];
+	uint64_t offset;
+};
+
+/* Where chunk `chunk` of allocation a of manifest m lies (its sequence is
+ * m->sequence for a part of m's own). -ENOENT if no part covers it. */
+int gk_chunk_where(const struct gk_manifest *m, const struct gk_alloc_rec *a, uint32_t chunk,
+		   struct gk_chunk_loc *loc);
+
+/* Set a's parts from where each of its chunks lies (locs[a->nchunks]):
+ * consecutive chunks that follow each other in one file make one part; a
+ * location of sequence 0 or own_sequence is in the checkpoint itself. */
+int gk_parts_from_chunks(struct gk_alloc_rec *a, uint64_t chunk_size, uint64_t own_sequence,
+			 const struct gk_chunk_loc *locs);
 
 /* ---- the checkpoint root (store.c) ---- */
 
@@ -338,6 +445,9 @@ struct gk_store_entry {
 	char writer_host[256];
 	pid_t writer_pid;
 	int stale;
+	/* Filled by gk_store_prune_plan. */
+	int remove;     /* prune removes it */
+	int referenced; /* kept only because a kept checkpoint's data lies in it */
 };
 
 /* Committed checkpoints of ROOT, newest first, then incomplete ones
@@ -345,9 +455,21 @@ struct gk_store_entry {
 int gk_store_list(const char *root, struct gk_store_entry **entries, size_t *n, char *err,
 		  size_t errlen);
 
-/* Keep the newest `keep` committed checkpoints; delete the rest (renamed to
- * .trash first so that a half-deleted checkpoint never looks committed), and
- * incomplete ones whose writer is gone. Returns how many were removed.
+/*
+ * What gk_store_prune removes from a listing of root (gk_store_list's, newest
+ * first): committed checkpoints past the newest `keep`, except those that a
+ * kept one refers to (gk_chain_needs); incomplete ones whose writer is gone.
+ * Sets each entry's `remove` and `referenced`. A kept checkpoint whose
+ * references cannot be read keeps every older one (with a warning): whatever
+ * it needs stays.
+ */
+int gk_store_prune_plan(const char *root, struct gk_store_entry *entries, size_t n, unsigned keep,
+			char *err, size_t errlen);
+
+/* Keep the newest `keep` committed checkpoints and what they refer to; delete
+ * the rest (renamed to .trash first so that a half-deleted checkpoint never
+ * looks committed), and incomplete ones whose writer is gone. Returns how
+ * many were removed.
  * A writer that is not root leaves transparent checkpoints in place with a
  * warning: their criu/ is root's, it could rename them but not delete them,
  * and the shepherd (root) prunes them itself. */

@@ -17,10 +17,28 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 
 #include <json-c/json.h>
 
 #define MAX_CHUNK_SIZE (1ull << 30)
+
+/* 128 random bits: what tells this checkpoint from any other of the same
+ * number (a root reused by another run, a copy staged back). */
+static int new_id(char id[GK_ID_LEN + 1])
+{
+	static const char digits[] = "0123456789abcdef";
+	uint8_t rnd[GK_ID_LEN / 2];
+
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd))
+		return -1;
+	for (size_t i = 0; i < sizeof(rnd); i++) {
+		id[2 * i] = digits[rnd[i] >> 4];
+		id[2 * i + 1] = digits[rnd[i] & 15];
+	}
+	id[GK_ID_LEN] = 0;
+	return 0;
+}
 
 struct gk_manifest *gk_manifest_new(void)
 {
@@ -28,6 +46,10 @@ struct gk_manifest *gk_manifest_new(void)
 
 	if (!m)
 		return NULL;
+	if (new_id(m->id) < 0) {
+		free(m);
+		return NULL;
+	}
 	m->version = GK_FORMAT_VERSION;
 	m->chunk_size = GK_DEFAULT_CHUNK_SIZE;
 	return m;
@@ -43,6 +65,9 @@ void gk_manifest_free(struct gk_manifest *m)
 	}
 	for (size_t i = 0; i < m->nregions; i++)
 		free(m->regions[i].chunks);
+	for (size_t i = 0; i < m->nrefs; i++)
+		free(m->refs[i].files);
+	free(m->refs);
 	free(m->allocs);
 	free(m->regions);
 	free(m->devices);
@@ -119,14 +144,22 @@ static json_object *new_size(uint64_t v)
 	return json_object_new_int64((int64_t)v);
 }
 
-static json_object *new_checksums(struct builder *b, const struct gk_chunk *chunks, uint32_t n)
+/* The checksums' field: named for the algorithm of the format. */
+static const char *sums_key(int version)
+{
+	return gk_sum_algo_of(version) == GK_SUM_XXH3 ? "xxh3" : "xxh64";
+}
+
+/* Each chunk's checksum (keys 0) or change key (keys 1), 16 hex digits. */
+static json_object *new_checksums(struct builder *b, const struct gk_chunk *chunks, uint32_t n,
+				  int keys)
 {
 	json_object *arr = json_object_new_array();
 
 	for (uint32_t i = 0; arr && i < n; i++) {
 		char buf[17];
 
-		snprintf(buf, sizeof(buf), "%016" PRIx64, chunks[i].xxh64);
+		snprintf(buf, sizeof(buf), "%016" PRIx64, keys ? chunks[i].key : chunks[i].sum);
 		push(b, arr, json_object_new_string(buf));
 	}
 	if (!arr)
@@ -165,6 +198,8 @@ static json_object *new_parts(struct builder *b, const struct gk_part *parts, ui
 	for (uint32_t i = 0; arr && i < n; i++) {
 		json_object *o = json_object_new_object();
 
+		if (parts[i].sequence)
+			put(b, o, "sequence", new_size(parts[i].sequence));
 		put(b, o, "file", json_object_new_string(parts[i].file));
 		put(b, o, "offset", new_size(parts[i].offset));
 		put(b, o, "size", new_size(parts[i].size));
@@ -189,7 +224,9 @@ static void put_allocs(struct builder *b, json_object *top, const struct gk_mani
 		put(b, o, "order", new_size(a->order));
 		put(b, o, "kind", json_object_new_string(a->kind));
 		put(b, o, "parts", new_parts(b, a->parts, a->nparts));
-		put(b, o, "xxh64", new_checksums(b, a->chunks, a->nchunks));
+		put(b, o, sums_key(m->version), new_checksums(b, a->chunks, a->nchunks, 0));
+		if (a->has_keys && m->version >= 3)
+			put(b, o, "keys", new_checksums(b, a->chunks, a->nchunks, 1));
 		push(b, arr, o);
 	}
 }
@@ -206,20 +243,38 @@ static void put_regions(struct builder *b, json_object *top, const struct gk_man
 		put(b, o, "size", new_size(r->size));
 		put(b, o, "file", json_object_new_string(r->file));
 		put(b, o, "offset", new_size(r->offset));
-		put(b, o, "xxh64", new_checksums(b, r->chunks, r->nchunks));
+		put(b, o, sums_key(m->version), new_checksums(b, r->chunks, r->nchunks, 0));
 		push(b, arr, o);
 	}
 }
 
-static void put_files(struct builder *b, json_object *top, const struct gk_manifest *m)
+static json_object *new_files(struct builder *b, const struct gk_file_rec *files, size_t n)
 {
-	json_object *arr = put(b, top, "files", json_object_new_array());
+	json_object *arr = json_object_new_array();
 
-	for (size_t i = 0; arr && i < m->nfiles; i++) {
+	for (size_t i = 0; arr && i < n; i++) {
 		json_object *o = json_object_new_object();
 
-		put(b, o, "name", json_object_new_string(m->files[i].name));
-		put(b, o, "size", new_size(m->files[i].size));
+		put(b, o, "name", json_object_new_string(files[i].name));
+		put(b, o, "size", new_size(files[i].size));
+		push(b, arr, o);
+	}
+	if (!arr)
+		b->failed = 1;
+	return arr;
+}
+
+static void put_refs(struct builder *b, json_object *top, const struct gk_manifest *m)
+{
+	json_object *arr = put(b, top, "references", json_object_new_array());
+
+	for (size_t i = 0; arr && i < m->nrefs; i++) {
+		const struct gk_ref *r = &m->refs[i];
+		json_object *o = json_object_new_object();
+
+		put(b, o, "sequence", new_size(r->sequence));
+		put(b, o, "id", json_object_new_string(r->id));
+		put(b, o, "files", new_files(b, r->files, r->nfiles));
 		push(b, arr, o);
 	}
 }
@@ -235,7 +290,7 @@ int gk_manifest_to_json(const struct gk_manifest *m, char **text, size_t *len)
 
 	*text = NULL;
 	put(&b, top, "format", json_object_new_string(GK_FORMAT_NAME));
-	put(&b, top, "version", json_object_new_int(GK_FORMAT_VERSION));
+	put(&b, top, "version", json_object_new_int(m->version >= 3 ? 3 : 2));
 	put(&b, top, "created", json_object_new_string(m->created));
 	put(&b, top, "created_unix", json_object_new_int64(m->created_unix));
 	/* Fixed decimals: the default %.17g would print 0.1 as 0.10000000000000001. */
@@ -267,10 +322,15 @@ int gk_manifest_to_json(const struct gk_manifest *m, char **text, size_t *len)
 	o = put(&b, top, "va", json_object_new_object());
 	put(&b, o, "base", new_hex(m->va_base));
 	put(&b, o, "size", new_size(m->va_size));
+	if (m->version >= 3) {
+		put(&b, top, "id", json_object_new_string(m->id));
+		put(&b, top, "increment", new_size(m->increment));
+		put_refs(&b, top, m);
+	}
 	put_devices(&b, top, m);
 	put_allocs(&b, top, m);
 	put_regions(&b, top, m);
-	put_files(&b, top, m);
+	put(&b, top, "files", new_files(&b, m->files, m->nfiles));
 	if (b.failed || !top) {
 		ret = -ENOMEM;
 		goto out_put;
@@ -303,6 +363,7 @@ struct pctx {
 	char *err;
 	size_t errlen;
 	uint64_t chunk_size;
+	int version;
 };
 
 static int fail(struct pctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -498,37 +559,51 @@ static int parse_cc(const char *s, int *major, int *minor)
 	return 0;
 }
 
-static int parse_checksums(struct pctx *c, json_object *obj, const char *where, const char *what,
-			   uint64_t size, struct gk_chunk **chunks, uint32_t *nchunks)
+/* One 16-hex-digit value per chunk, in field `key`: the checksums, or
+ * (keys) the change keys of chunks already read. */
+static int parse_chunk_values(struct pctx *c, json_object *arr, const char *where, const char *key,
+			      const char *what, uint64_t size, struct gk_chunk **chunks,
+			      uint32_t *nchunks, int keys)
 {
-	json_object *arr;
 	uint32_t want = gk_chunk_count(size, c->chunk_size);
-	size_t n;
-	int ret = get_typed(c, obj, where, "xxh64", json_type_array, &arr);
+	size_t n = json_object_array_length(arr);
 
-	if (ret < 0)
-		return ret;
-	n = json_object_array_length(arr);
 	if (n != want)
 		return fail(c,
-			    "%s has %zu checksums, expected %" PRIu32 " (%" PRIu64
+			    "%s has %zu %s, expected %" PRIu32 " (%" PRIu64
 			    " bytes in chunks of %" PRIu64 " bytes)",
-			    what, n, want, size, c->chunk_size);
+			    what, n, keys ? "change keys" : "checksums", want, size,
+			    c->chunk_size);
 	if (n == 0)
 		return 0;
-	*chunks = calloc(n, sizeof(**chunks));
-	if (!*chunks)
-		return -ENOMEM;
-	*nchunks = (uint32_t)n;
+	if (!keys) {
+		*chunks = calloc(n, sizeof(**chunks));
+		if (!*chunks)
+			return -ENOMEM;
+		*nchunks = (uint32_t)n;
+	}
 	for (size_t i = 0; i < n; i++) {
 		json_object *v = json_object_array_get_idx(arr, i);
+		uint64_t *out = keys ? &(*chunks)[i].key : &(*chunks)[i].sum;
 
 		if (!json_object_is_type(v, json_type_string) ||
 		    json_object_get_string_len(v) != 16 ||
-		    parse_hex(json_object_get_string(v), 16, 0, &(*chunks)[i].xxh64) != 16)
-			return fail(c, "field '%s.xxh64[%zu]' must be 16 hex digits", where, i);
+		    parse_hex(json_object_get_string(v), 16, 0, out) != 16)
+			return fail(c, "field '%s.%s[%zu]' must be 16 hex digits", where, key, i);
 	}
 	return 0;
+}
+
+static int parse_checksums(struct pctx *c, json_object *obj, const char *where, const char *what,
+			   uint64_t size, struct gk_chunk **chunks, uint32_t *nchunks)
+{
+	const char *key = gk_sum_algo_of(c->version) == GK_SUM_XXH3 ? "xxh3" : "xxh64";
+	json_object *arr;
+	int ret = get_typed(c, obj, where, key, json_type_array, &arr);
+
+	if (ret < 0)
+		return ret;
+	return parse_chunk_values(c, arr, where, key, what, size, chunks, nchunks, 0);
 }
 
 static int parse_header(struct pctx *c, json_object *top, struct gk_manifest *m)
@@ -733,15 +808,49 @@ static const struct gk_device_rec *find_device(const struct gk_manifest *m, int 
 	return NULL;
 }
 
-/* Where an object's bytes are: in a listed file, aligned, inside it. */
+static const struct gk_ref *find_ref(const struct gk_manifest *m, uint64_t sequence)
+{
+	for (size_t i = 0; i < m->nrefs; i++)
+		if (m->refs[i].sequence == sequence)
+			return &m->refs[i];
+	return NULL;
+}
+
+static const struct gk_file_rec *find_ref_file(const struct gk_ref *r, const char *name)
+{
+	for (size_t i = 0; i < r->nfiles; i++)
+		if (strcmp(r->files[i].name, name) == 0)
+			return &r->files[i];
+	return NULL;
+}
+
+/* Where an object's bytes are: in a listed file (of this checkpoint, or of
+ * the referenced checkpoint `sequence`), aligned, inside it. */
 static int check_data_range(struct pctx *c, const struct gk_manifest *m, const char *what,
-			    const char *where, const char *file, uint64_t offset, uint64_t size)
+			    const char *where, uint64_t sequence, const char *file, uint64_t offset,
+			    uint64_t size)
 {
 	const struct gk_file_rec *f;
 
 	if (!data_file_name_ok(file))
 		return fail(c, "file name '%s' is not allowed (%s.file)", file, where);
-	f = find_file(m, file);
+	if (sequence) {
+		const struct gk_ref *r = find_ref(m, sequence);
+
+		if (!r)
+			return fail(c,
+				    "%s lies in checkpoint %" PRIu64
+				    ", which is not listed in 'references'",
+				    what, sequence);
+		f = find_ref_file(r, file);
+		if (!f)
+			return fail(c,
+				    "%s is in file '%s' of checkpoint %" PRIu64
+				    ", which its reference does not list",
+				    what, file, sequence);
+	} else {
+		f = find_file(m, file);
+	}
 	if (!f)
 		return fail(c, "%s is in file '%s', which is not listed in 'files'", what, file);
 	if (offset % GK_DATA_ALIGN)
@@ -770,7 +879,7 @@ static int parse_v1_place(struct pctx *c, json_object *o, const struct gk_manife
 	if ((ret = get_string(c, o, where, "file", p->file, sizeof(p->file))) < 0 ||
 	    (ret = get_size(c, o, where, "offset", &p->offset)) < 0)
 		return ret;
-	return check_data_range(c, m, what, where, p->file, p->offset, p->size);
+	return check_data_range(c, m, what, where, 0, p->file, p->offset, p->size);
 }
 
 /* Where an allocation's bytes are: parts that cover it in order, every one
@@ -809,6 +918,18 @@ static int parse_parts(struct pctx *c, json_object *o, const struct gk_manifest 
 		    (ret = get_size(c, po, pwhere, "offset", &p->offset)) < 0 ||
 		    (ret = get_size(c, po, pwhere, "size", &p->size)) < 0)
 			return ret;
+		if (json_object_object_get_ex(po, "sequence", NULL)) {
+			if (m->version < 3)
+				return fail(c, "%s.sequence: parts in other checkpoints need format 3",
+					    pwhere);
+			if ((ret = get_size(c, po, pwhere, "sequence", &p->sequence)) < 0)
+				return ret;
+			if (p->sequence == 0 || p->sequence == m->sequence)
+				return fail(c,
+					    "field '%s.sequence' is %" PRIu64
+					    ": name another checkpoint, or leave it out",
+					    pwhere, p->sequence);
+		}
 		if (p->size == 0)
 			return fail(c, "field '%s.size' is 0: a part holds at least one byte", pwhere);
 		if (p->size > a->size - start)
@@ -821,7 +942,8 @@ static int parse_parts(struct pctx *c, json_object *o, const struct gk_manifest 
 				    i, what, p->size, c->chunk_size);
 		p->start = start;
 		start += p->size;
-		if ((ret = check_data_range(c, m, what, pwhere, p->file, p->offset, p->size)) < 0)
+		if ((ret = check_data_range(c, m, what, pwhere, p->sequence, p->file, p->offset,
+					    p->size)) < 0)
 			return ret;
 	}
 	if (start != a->size)
@@ -906,6 +1028,15 @@ static int parse_allocs(struct pctx *c, json_object *top, struct gk_manifest *m)
 		if ((ret = parse_checksums(c, o, where, what, a->size, &a->chunks, &a->nchunks)) <
 		    0)
 			return ret;
+		if (m->version >= 3 && json_object_object_get_ex(o, "keys", NULL)) {
+			json_object *keys;
+
+			if ((ret = get_typed(c, o, where, "keys", json_type_array, &keys)) < 0 ||
+			    (ret = parse_chunk_values(c, keys, where, "keys", what, a->size,
+						      &a->chunks, &a->nchunks, 1)) < 0)
+				return ret;
+			a->has_keys = 1;
+		}
 	}
 	return 0;
 }
@@ -945,7 +1076,7 @@ static int parse_regions(struct pctx *c, json_object *top, struct gk_manifest *m
 		    (ret = get_string(c, o, where, "file", r->file, sizeof(r->file))) < 0 ||
 		    (ret = get_size(c, o, where, "offset", &r->offset)) < 0)
 			return ret;
-		if ((ret = check_data_range(c, m, what, where, r->file, r->offset, r->size)) < 0)
+		if ((ret = check_data_range(c, m, what, where, 0, r->file, r->offset, r->size)) < 0)
 			return ret;
 		if ((ret = parse_checksums(c, o, where, what, r->size, &r->chunks, &r->nchunks)) <
 		    0)
@@ -955,17 +1086,25 @@ static int parse_regions(struct pctx *c, json_object *top, struct gk_manifest *m
 }
 
 struct span {
+	uint64_t sequence;
 	const char *file;
 	uint64_t offset, size;
 	size_t index;
 	int region;
 };
 
+static int same_file(const struct span *a, const struct span *b)
+{
+	return a->sequence == b->sequence && strcmp(a->file, b->file) == 0;
+}
+
 static int span_cmp(const void *pa, const void *pb)
 {
 	const struct span *a = pa, *b = pb;
 	int r = strcmp(a->file, b->file);
 
+	if (a->sequence != b->sequence)
+		return a->sequence < b->sequence ? -1 : 1;
 	if (r)
 		return r;
 	if (a->offset != b->offset)
@@ -999,16 +1138,15 @@ static int check_spans(struct pctx *c, const struct gk_manifest *m)
 		for (uint32_t k = 0; k < m->allocs[i].nparts; k++) {
 			const struct gk_part *p = &m->allocs[i].parts[k];
 
-			s[n++] = (struct span){p->file, p->offset, p->size, i, 0};
+			s[n++] = (struct span){p->sequence, p->file, p->offset, p->size, i, 0};
 		}
 	for (size_t i = 0; i < m->nregions; i++)
 		if (m->regions[i].size)
-			s[n++] = (struct span){m->regions[i].file, m->regions[i].offset,
+			s[n++] = (struct span){0, m->regions[i].file, m->regions[i].offset,
 					       m->regions[i].size, i, 1};
 	qsort(s, n, sizeof(*s), span_cmp);
 	for (size_t i = 1, far = 0; i < n; i++) {
-		if (strcmp(s[i].file, s[far].file) == 0 &&
-		    s[i].offset < s[far].offset + s[far].size) {
+		if (same_file(&s[i], &s[far]) && s[i].offset < s[far].offset + s[far].size) {
 			char a[96], b[96];
 
 			span_name(m, &s[i], a, sizeof(a));
@@ -1017,7 +1155,7 @@ static int check_spans(struct pctx *c, const struct gk_manifest *m)
 				   s[i].file);
 			break;
 		}
-		if (strcmp(s[i].file, s[far].file) != 0 ||
+		if (!same_file(&s[i], &s[far]) ||
 		    s[i].offset + s[i].size > s[far].offset + s[far].size)
 			far = i;
 	}
@@ -1069,6 +1207,108 @@ static int check_orders(struct pctx *c, const struct gk_manifest *m)
 	return ret;
 }
 
+static int is_id(const char *s)
+{
+	size_t n = 0;
+
+	for (; s[n]; n++)
+		if (!((s[n] >= '0' && s[n] <= '9') || (s[n] >= 'a' && s[n] <= 'f')))
+			return 0;
+	return n == GK_ID_LEN;
+}
+
+/* At most this many references: far above any chain the runtime writes. */
+#define MAX_REFS 4096
+
+static int parse_ref(struct pctx *c, json_object *o, const char *where, const struct gk_manifest *m,
+		     struct gk_ref *r)
+{
+	json_object *arr;
+	size_t n;
+	int ret;
+
+	if (!json_object_is_type(o, json_type_object))
+		return fail(c, "%s must be an object", where);
+	if ((ret = get_size(c, o, where, "sequence", &r->sequence)) < 0 ||
+	    (ret = get_string(c, o, where, "id", r->id, sizeof(r->id))) < 0 ||
+	    (ret = get_typed(c, o, where, "files", json_type_array, &arr)) < 0)
+		return ret;
+	if (r->sequence == 0 || r->sequence >= m->sequence)
+		return fail(c,
+			    "%s names checkpoint %" PRIu64 ": a reference is to an older "
+			    "checkpoint than this one (%" PRIu64 ")",
+			    where, r->sequence, m->sequence);
+	if (!is_id(r->id))
+		return fail(c, "field '%s.id' must be %d lowercase hex digits", where, GK_ID_LEN);
+	n = json_object_array_length(arr);
+	if (n == 0)
+		return fail(c, "%s lists no files", where);
+	r->files = calloc(n, sizeof(*r->files));
+	if (!r->files)
+		return -ENOMEM;
+	r->nfiles = n;
+	for (size_t i = 0; i < n; i++) {
+		struct gk_file_rec *f = &r->files[i];
+		json_object *fo = json_object_array_get_idx(arr, i);
+		char fwhere[64];
+
+		snprintf(fwhere, sizeof(fwhere), "%s.files[%zu]", where, i);
+		if (!json_object_is_type(fo, json_type_object))
+			return fail(c, "%s must be an object", fwhere);
+		if ((ret = get_string(c, fo, fwhere, "name", f->name, sizeof(f->name))) < 0 ||
+		    (ret = get_size(c, fo, fwhere, "size", &f->size)) < 0)
+			return ret;
+		if (!data_file_name_ok(f->name))
+			return fail(c, "file name '%s' is not allowed (%s.name)", f->name, fwhere);
+		for (size_t j = 0; j < i; j++)
+			if (strcmp(r->files[j].name, f->name) == 0)
+				return fail(c, "%s lists file '%s' twice", where, f->name);
+	}
+	return 0;
+}
+
+/* Format 3: the checkpoint's id, its place in a chain of increments, and the
+ * checkpoints it refers to. */
+static int parse_identity(struct pctx *c, json_object *top, struct gk_manifest *m)
+{
+	json_object *arr;
+	int64_t v;
+	size_t n;
+	int ret;
+
+	if ((ret = get_string(c, top, "", "id", m->id, sizeof(m->id))) < 0)
+		return ret;
+	if (!is_id(m->id))
+		return fail(c, "field 'id' must be %d lowercase hex digits", GK_ID_LEN);
+	if ((ret = get_int(c, top, "", "increment", 0, UINT32_MAX, &v)) < 0)
+		return ret;
+	m->increment = (uint32_t)v;
+	if ((ret = get_typed(c, top, "", "references", json_type_array, &arr)) < 0)
+		return ret;
+	n = json_object_array_length(arr);
+	if (n > MAX_REFS)
+		return fail(c, "%zu references: at most %d", n, MAX_REFS);
+	if (n && m->increment == 0)
+		return fail(c, "the checkpoint refers to %zu others but is not an increment "
+			    "(field 'increment' is 0)", n);
+	if (n && !(m->refs = calloc(n, sizeof(*m->refs))))
+		return -ENOMEM;
+	m->nrefs = n;
+	for (size_t i = 0; i < n; i++) {
+		char where[32];
+
+		snprintf(where, sizeof(where), "references[%zu]", i);
+		if ((ret = parse_ref(c, json_object_array_get_idx(arr, i), where, m, &m->refs[i])) <
+		    0)
+			return ret;
+		for (size_t j = 0; j < i; j++)
+			if (m->refs[j].sequence == m->refs[i].sequence)
+				return fail(c, "checkpoint %" PRIu64 " is referenced twice",
+					    m->refs[i].sequence);
+	}
+	return 0;
+}
+
 static int parse_top(struct pctx *c, json_object *top, struct gk_manifest *m)
 {
 	json_object *v;
@@ -1100,7 +1340,10 @@ static int parse_top(struct pctx *c, json_object *top, struct gk_manifest *m)
 		return -EPROTO;
 	}
 	m->version = (int)version;
-	if ((ret = parse_header(c, top, m)) < 0 || (ret = parse_devices(c, top, m)) < 0 ||
+	c->version = m->version;
+	if ((ret = parse_header(c, top, m)) < 0 ||
+	    (m->version >= 3 && (ret = parse_identity(c, top, m)) < 0) ||
+	    (ret = parse_devices(c, top, m)) < 0 ||
 	    (ret = parse_files(c, top, m)) < 0 || (ret = parse_allocs(c, top, m)) < 0 ||
 	    (ret = parse_regions(c, top, m)) < 0 || (ret = check_spans(c, m)) < 0 ||
 	    (ret = check_orders(c, m)) < 0)

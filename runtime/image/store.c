@@ -7,6 +7,7 @@
  * same reason in reverse.
  */
 #include "config.h"
+#include "clock.h"
 #include "image.h"
 #include "log.h"
 
@@ -462,26 +463,90 @@ static void remove_dead_trash(int rootfd)
 	closedir(d);
 }
 
+static struct gk_store_entry *find_entry(struct gk_store_entry *list, size_t n, uint64_t seq)
+{
+	for (size_t i = 0; i < n; i++)
+		if (list[i].complete && list[i].sequence == seq)
+			return &list[i];
+	return NULL;
+}
+
+/* gk_store_prune_plan on an open root. */
+static void plan_fd(int rootfd, struct gk_store_entry *list, size_t n, unsigned keep)
+{
+	size_t kept = 0;
+
+	for (size_t i = 0; i < n; i++) {
+		list[i].referenced = 0;
+		if (!list[i].complete) {
+			list[i].remove = list[i].stale;
+			continue;
+		}
+		list[i].remove = kept >= keep;
+		if (!list[i].remove)
+			kept++;
+	}
+	/* Newest first, so that a checkpoint kept for a reference has its own
+	 * references (none, in what the runtime writes) looked at too. */
+	for (size_t i = 0; i < n; i++) {
+		struct gk_ref *refs = NULL;
+		size_t nrefs = 0;
+		char err[GK_ERRLEN];
+
+		if (!list[i].complete || list[i].remove)
+			continue;
+		if (gk_chain_needs(rootfd, list[i].sequence, &refs, &nrefs, err, sizeof(err)) < 0) {
+			gk_warn("prune: %s: cannot tell which checkpoints it needs (%s); keeping "
+				"every older one",
+				list[i].path, err);
+			for (size_t j = i + 1; j < n; j++)
+				if (list[j].complete && list[j].remove) {
+					list[j].remove = 0;
+					list[j].referenced = 1;
+				}
+			continue;
+		}
+		for (size_t r = 0; r < nrefs; r++) {
+			struct gk_store_entry *e = find_entry(list, n, refs[r].sequence);
+
+			if (e && e->remove) {
+				e->remove = 0;
+				e->referenced = 1;
+			}
+		}
+		gk_refs_free(refs, nrefs);
+	}
+}
+
+int gk_store_prune_plan(const char *root, struct gk_store_entry *entries, size_t n, unsigned keep,
+			char *err, size_t errlen)
+{
+	int fd = open_root(root, err, errlen);
+
+	if (fd < 0)
+		return fd;
+	plan_fd(fd, entries, n, keep);
+	close(fd);
+	return 0;
+}
+
 static int prune_fd(const char *root, int rootfd, unsigned keep, char *err, size_t errlen)
 {
 	struct gk_store_entry *list = NULL;
-	size_t n = 0, kept = 0;
+	size_t n = 0;
 	uint64_t max_seq;
 	int removed = 0, ret;
 
 	ret = scan_root(root, rootfd, &list, &n, &max_seq, err, errlen);
 	if (ret < 0)
 		return ret;
+	plan_fd(rootfd, list, n, keep);
 	for (size_t i = 0; i < n; i++) {
 		const struct gk_store_entry *e = &list[i];
 		const char *name = strrchr(e->path, '/') + 1;
 		int r;
 
-		if (e->complete && kept < keep) {
-			kept++;
-			continue;
-		}
-		if (!e->complete && !e->stale)
+		if (!e->remove)
 			continue;
 		/* criu/ is root's 0700: a user could rename the checkpoint to
 		 * .trash but never empty it, leaving root's images behind in a
@@ -844,6 +909,7 @@ int gk_store_seal(struct gk_store_txn *txn, struct gk_manifest *m, int *signed_o
 	struct gk_manifest *check = NULL;
 	char *text = NULL;
 	size_t len = 0;
+	double t0 = gk_now(), t_manifest, t_signed;
 	int ret;
 
 	if (signed_out)
@@ -875,6 +941,7 @@ int gk_store_seal(struct gk_store_txn *txn, struct gk_manifest *m, int *signed_o
 		snprintf(err, errlen, "%s/%s: %s", txn->tmpdir, GK_MANIFEST_FILE, strerror(-ret));
 		goto out_text;
 	}
+	t_manifest = gk_now();
 	snprintf(sigpath, sizeof(sigpath), "%s/%s", txn->tmpdir, GK_SIGNATURE_FILE);
 	ret = gk_sign(text, len, sigpath, sub, sizeof(sub));
 	if (ret == -EHOSTUNREACH || ret == -EPROTO) {
@@ -886,9 +953,14 @@ int gk_store_seal(struct gk_store_txn *txn, struct gk_manifest *m, int *signed_o
 	} else if (signed_out) {
 		*signed_out = 1;
 	}
+	t_signed = gk_now();
 	ret = sync_all(txn, err, errlen);
 	if (ret < 0)
 		goto out_text;
+	/* Where a slow commit's time went: the signature asks munged, the
+	 * sync waits for the storage. */
+	gk_info("commit: %s: sealed: manifest %.3f s, signature %.3f s, sync %.3f s", txn->tmpdir,
+		t_manifest - t0, t_signed - t_manifest, gk_now() - t_signed);
 	free(text);
 	return 0;
 out_text:

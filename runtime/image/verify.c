@@ -26,7 +26,7 @@
 /* Read size while checking data: large enough that the syscall cost
  * vanishes, small enough to stay in L2/L3 between read and hash. */
 #define READ_BLOCK (4u << 20)
-#define MAX_THREADS 8
+#define MAX_THREADS 16
 /* Below this much data, starting threads costs more than it saves. */
 #define THREAD_MIN_BYTES (64ull << 20)
 
@@ -141,6 +141,30 @@ out_close:
 
 /* ---- data ---- */
 
+/* The data files a checkpoint reads: its own, then those of the checkpoints
+ * it refers to (format 3), each open once. */
+struct file_table {
+	size_t n;
+	struct open_file {
+		uint64_t sequence; /* 0: the checkpoint's own */
+		const char *name;  /* the manifest's */
+		char label[GK_NAME_MAX + 32]; /* "ckpt.000005/device0.data" for messages */
+		int fd;
+	} *f;
+};
+
+static int table_fd(const struct file_table *t, uint64_t sequence, const char *name,
+		    const char **label)
+{
+	for (size_t i = 0; i < t->n; i++)
+		if (t->f[i].sequence == sequence && strcmp(t->f[i].name, name) == 0) {
+			*label = t->f[i].label;
+			return t->f[i].fd;
+		}
+	*label = name;
+	return -1;
+}
+
 struct unit {
 	int fd;
 	const char *file;
@@ -152,6 +176,7 @@ struct unit {
 
 struct checker {
 	const struct gk_manifest *m;
+	const int *cancel;
 	struct unit *units;
 	size_t nunits;
 	size_t next; /* next unit to take (atomic) */
@@ -192,11 +217,11 @@ static void unit_name(const struct checker *k, const struct unit *u, char *buf, 
 static void check_unit(struct checker *k, size_t i, uint8_t *buf)
 {
 	const struct unit *u = &k->units[i];
-	struct gk_xxh64_state st;
+	struct gk_sum_state st;
 	uint64_t done = 0;
 	char what[128];
 
-	gk_xxh64_init(&st, 0);
+	gk_sum_init(&st, gk_sum_algo_of(k->m->version));
 	while (done < u->len) {
 		size_t want = u->len - done > READ_BLOCK ? READ_BLOCK : (size_t)(u->len - done);
 		ssize_t r = pread(u->fd, buf, want, (off_t)(u->offset + done));
@@ -213,10 +238,10 @@ static void check_unit(struct checker *k, size_t i, uint8_t *buf)
 				       u->file, u->offset + done, what);
 			return;
 		}
-		gk_xxh64_update(&st, buf, (size_t)r);
+		gk_sum_update(&st, buf, (size_t)r);
 		done += (uint64_t)r;
 	}
-	if (gk_xxh64_digest(&st) != u->expect) {
+	if (gk_sum_digest(&st) != u->expect) {
 		unit_name(k, u, what, sizeof(what));
 		report(k, i, -EBADMSG, "%s: checksum mismatch in %s, chunk %" PRIu32, u->file, what,
 		       u->chunk);
@@ -237,6 +262,10 @@ static void *checker_thread(void *arg)
 
 		if (i >= k->nunits)
 			break;
+		if (k->cancel && __atomic_load_n(k->cancel, __ATOMIC_ACQUIRE)) {
+			report(k, 0, -ECANCELED, "the check was stopped: the process is ending");
+			break;
+		}
 		/* Units past a known failure cannot change the answer. */
 		pthread_mutex_lock(&k->lock);
 		if (i > k->first_bad) {
@@ -248,14 +277,6 @@ static void *checker_thread(void *arg)
 	}
 	free(buf);
 	return NULL;
-}
-
-static int file_fd(const struct gk_manifest *m, const int *fds, const char *name)
-{
-	for (size_t i = 0; i < m->nfiles; i++)
-		if (strcmp(m->files[i].name, name) == 0)
-			return fds[i];
-	return -1;
 }
 
 /* The chunks of `size` bytes at `offset` of a file: those of an object from
@@ -274,7 +295,7 @@ static size_t add_units(struct unit *u, int fd, const char *file, uint64_t offse
 		    .file = file,
 		    .offset = offset + start,
 		    .len = size - start < chunk_size ? size - start : chunk_size,
-		    .expect = chunks[first + c].xxh64,
+		    .expect = chunks[first + c].sum,
 		    .object = object,
 		    .region = region,
 		    .chunk = first + c,
@@ -283,9 +304,10 @@ static size_t add_units(struct unit *u, int fd, const char *file, uint64_t offse
 	return n;
 }
 
-static int check_data(const struct gk_manifest *m, const int *fds, char *err, size_t errlen)
+static int check_data(const struct gk_manifest *m, const struct file_table *files,
+		      const int *cancel, char *err, size_t errlen)
 {
-	struct checker k = {.m = m};
+	struct checker k = {.m = m, .cancel = cancel};
 	pthread_t tids[MAX_THREADS];
 	uint64_t bytes = 0;
 	size_t n = 0, nthreads = 1, started = 0;
@@ -310,18 +332,22 @@ static int check_data(const struct gk_manifest *m, const int *fds, char *err, si
 
 		for (uint32_t p = 0; p < a->nparts; p++) {
 			const struct gk_part *part = &a->parts[p];
+			const char *label;
+			int fd = table_fd(files, part->sequence, part->file, &label);
 
-			k.nunits += add_units(k.units + k.nunits, file_fd(m, fds, part->file),
-					      part->file, part->offset, part->size, a->chunks,
+			k.nunits += add_units(k.units + k.nunits, fd, label, part->offset,
+					      part->size, a->chunks,
 					      (uint32_t)(part->start / m->chunk_size),
 					      m->chunk_size, i, 0);
 		}
 	}
 	for (size_t i = 0; i < m->nregions; i++) {
 		const struct gk_region_rec *r = &m->regions[i];
+		const char *label;
+		int fd = table_fd(files, 0, r->file, &label);
 
-		k.nunits += add_units(k.units + k.nunits, file_fd(m, fds, r->file), r->file,
-				      r->offset, r->size, r->chunks, 0, m->chunk_size, i, 1);
+		k.nunits += add_units(k.units + k.nunits, fd, label, r->offset, r->size, r->chunks,
+				      0, m->chunk_size, i, 1);
 	}
 	k.first_bad = k.nunits;
 	pthread_mutex_init(&k.lock, NULL);
@@ -348,28 +374,153 @@ static int check_data(const struct gk_manifest *m, const int *fds, char *err, si
 
 /* ---- the checkpoint ---- */
 
-static int open_files(int dirfd, const struct gk_manifest *m, uid_t uid, int *fds, char *err,
-		      size_t errlen)
+/* Open one data file of a checkpoint into the table: no link, the owner's,
+ * the size the manifest gives. */
+static int open_data(int dirfd, uint64_t sequence, const struct gk_file_rec *f, uid_t uid,
+		     struct file_table *t, char *err, size_t errlen)
 {
-	for (size_t i = 0; i < m->nfiles; i++) {
-		const struct gk_file_rec *f = &m->files[i];
-		struct stat st;
-		int ret = open_member(dirfd, f->name, uid, &fds[i], &st, err, errlen);
+	struct open_file *o = &t->f[t->n];
+	struct stat st;
+	int ret;
 
-		if (ret == -ENOENT) {
-			snprintf(err, errlen, "%s is missing", f->name);
-			return -EBADMSG;
-		}
-		if (ret < 0)
-			return ret;
-		if ((uint64_t)st.st_size != f->size) {
-			snprintf(err, errlen, "%s is %lld bytes, the manifest says %" PRIu64,
-				 f->name, (long long)st.st_size, f->size);
-			return -EBADMSG;
-		}
-		posix_fadvise(fds[i], 0, 0, POSIX_FADV_SEQUENTIAL);
+	o->sequence = sequence;
+	o->name = f->name;
+	if (sequence)
+		snprintf(o->label, sizeof(o->label), "ckpt.%06" PRIu64 "/%s", sequence, f->name);
+	else
+		snprintf(o->label, sizeof(o->label), "%s", f->name);
+	ret = open_member(dirfd, f->name, uid, &o->fd, &st, err, errlen);
+	if (ret == -ENOENT) {
+		snprintf(err, errlen, "%s is missing", o->label);
+		return -EBADMSG;
 	}
+	if (ret < 0) {
+		/* open_member names the bare file. */
+		if (sequence) {
+			char sub[GK_ERRLEN];
+
+			snprintf(sub, sizeof(sub), "%s", err);
+			snprintf(err, errlen, "ckpt.%06" PRIu64 "/%s", sequence, sub);
+		}
+		return ret;
+	}
+	t->n++;
+	if ((uint64_t)st.st_size != f->size) {
+		snprintf(err, errlen, "%s is %lld bytes, the manifest says %" PRIu64, o->label,
+			 (long long)st.st_size, f->size);
+		return -EBADMSG;
+	}
+	posix_fadvise(o->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 	return 0;
+}
+
+/* The folder that holds the checkpoint `dir` (its checkpoint root). */
+static int open_parent(const char *dir, char *err, size_t errlen)
+{
+	char parent[4096];
+	size_t n = strlen(dir);
+	int fd;
+
+	if (n >= sizeof(parent)) {
+		snprintf(err, errlen, "path too long");
+		return -ENAMETOOLONG;
+	}
+	memcpy(parent, dir, n + 1);
+	while (n > 1 && parent[n - 1] == '/')
+		parent[--n] = 0;
+	while (n > 0 && parent[n - 1] != '/')
+		n--;
+	while (n > 1 && parent[n - 1] == '/')
+		n--;
+	if (n == 0)
+		snprintf(parent, sizeof(parent), ".");
+	else
+		parent[n] = 0;
+	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "%s: %s", parent, strerror(errno));
+		return -EIO;
+	}
+	return fd;
+}
+
+/*
+ * A checkpoint this one refers to: the sibling folder ckpt.<sequence>, the
+ * owner's, holding the checkpoint whose id the reference names, with the
+ * files it lists. Its data is checked later, chunk by chunk, against this
+ * checkpoint's own checksums; its signature is not needed for that.
+ */
+static int open_ref(int rootfd, const struct gk_ref *r, uid_t uid, struct file_table *t,
+		    char *err, size_t errlen)
+{
+	char name[32], sub[GK_ERRLEN], *text = NULL;
+	struct gk_manifest *base = NULL;
+	struct stat st;
+	size_t len;
+	int fd, ret;
+
+	snprintf(name, sizeof(name), "ckpt.%06" PRIu64, r->sequence);
+	fd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		ret = errno;
+		if (ret == ENOENT)
+			snprintf(err, errlen,
+				 "it is an increment of %s, which is not there (pruned, or not "
+				 "staged with it)",
+				 name);
+		else
+			snprintf(err, errlen, "it is an increment of %s, which cannot be opened: %s",
+				 name, ret == ELOOP || ret == ENOTDIR ? "not a folder" : strerror(ret));
+		return ret == EACCES ? -EPERM : -EBADMSG;
+	}
+	if (fstat(fd, &st) < 0) {
+		ret = -EIO;
+		snprintf(err, errlen, "%s: %s", name, strerror(errno));
+		goto out;
+	}
+	ret = check_owner(name, &st, uid, err, errlen);
+	if (ret < 0)
+		goto out;
+	ret = read_manifest(fd, uid, &text, &len, sub, sizeof(sub));
+	if (ret == 0)
+		ret = gk_manifest_parse(text, len, &base, sub, sizeof(sub));
+	if (ret < 0) {
+		snprintf(err, errlen, "its base %s is damaged: %s", name, sub);
+		ret = ret == -ENOMEM ? ret : -EBADMSG;
+		goto out;
+	}
+	if (base->version < 3 || strcmp(base->id, r->id) != 0) {
+		snprintf(err, errlen,
+			 "%s is not the checkpoint it was built on (id %s, expected %s)", name,
+			 base->version < 3 ? "none" : base->id, r->id);
+		ret = -EBADMSG;
+		goto out;
+	}
+	for (size_t i = 0; i < r->nfiles && ret == 0; i++)
+		ret = open_data(fd, r->sequence, &r->files[i], uid, t, err, errlen);
+out:
+	gk_manifest_free(base);
+	free(text);
+	close(fd);
+	return ret;
+}
+
+static int open_files(const char *dir, int dirfd, const struct gk_manifest *m, uid_t uid,
+		      struct file_table *t, char *err, size_t errlen)
+{
+	int rootfd, ret = 0;
+
+	for (size_t i = 0; i < m->nfiles && ret == 0; i++)
+		ret = open_data(dirfd, 0, &m->files[i], uid, t, err, errlen);
+	if (ret < 0 || !m->nrefs)
+		return ret;
+	rootfd = open_parent(dir, err, errlen);
+	if (rootfd < 0)
+		return rootfd;
+	for (size_t i = 0; i < m->nrefs && ret == 0; i++)
+		ret = open_ref(rootfd, &m->refs[i], uid, t, err, errlen);
+	close(rootfd);
+	return ret;
 }
 
 static int check_signature(const char *dir, int dirfd, const char *text, size_t len,
@@ -420,9 +571,10 @@ int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_ma
 {
 	struct gk_manifest *m = NULL;
 	char *text = NULL, sub[GK_ERRLEN];
-	size_t len = 0;
+	struct file_table files = {0, NULL};
+	size_t len = 0, nfiles;
 	struct stat st;
-	int dirfd, *fds = NULL, is_signed = 0, ret;
+	int dirfd, is_signed = 0, ret;
 
 	*out = NULL;
 	if (signed_by_munge)
@@ -462,23 +614,28 @@ int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_ma
 		snprintf(err, errlen, "%s: %s", GK_MANIFEST_FILE, sub);
 		goto out_text;
 	}
+	if (opts->exe && m->exe[0] && strcmp(opts->exe, m->exe) != 0) {
+		snprintf(err, errlen, "%s", m->exe);
+		ret = -ESRCH;
+		goto out_manifest;
+	}
 	ret = check_signature(dir, dirfd, text, len, opts, &is_signed, err, errlen);
 	if (ret < 0)
 		goto out_manifest;
-	fds = malloc((m->nfiles ? m->nfiles : 1) * sizeof(*fds));
-	if (!fds) {
+	nfiles = m->nfiles;
+	for (size_t i = 0; i < m->nrefs; i++)
+		nfiles += m->refs[i].nfiles;
+	files.f = calloc(nfiles ? nfiles : 1, sizeof(*files.f));
+	if (!files.f) {
 		ret = -ENOMEM;
 		goto out_manifest;
 	}
-	for (size_t i = 0; i < m->nfiles; i++)
-		fds[i] = -1;
-	ret = open_files(dirfd, m, files_owner(opts), fds, err, errlen);
+	ret = open_files(dir, dirfd, m, files_owner(opts), &files, err, errlen);
 	if (ret == 0 && opts->check_data)
-		ret = check_data(m, fds, err, errlen);
-	for (size_t i = 0; i < m->nfiles; i++)
-		if (fds[i] >= 0)
-			close(fds[i]);
-	free(fds);
+		ret = check_data(m, &files, opts->cancel, err, errlen);
+	for (size_t i = 0; i < files.n; i++)
+		close(files.f[i].fd);
+	free(files.f);
 	if (ret < 0)
 		goto out_manifest;
 	*out = m;

@@ -41,6 +41,7 @@ struct peer {
 	pid_t pid;
 	int hello, ready, app;
 	const char *refused; /* REFUSE: what it holds */
+	char broken[64];     /* REFUSE broken: the CUDA error */
 	struct gk_msg ready_msg;
 };
 
@@ -115,6 +116,7 @@ static void read_peer(struct ckpt *c, struct peer *p)
 		p->hello = 1;
 	} else if (m.type == GK_MSG_REFUSE) {
 		p->refused = m.refused;
+		snprintf(p->broken, sizeof(p->broken), "%s", m.broken);
 	} else {
 		p->ready = 1;
 		p->ready_msg = m;
@@ -131,20 +133,38 @@ static const struct peer *refusing(const struct ckpt *c)
 	return NULL;
 }
 
+/* Still to come: a CUDA process that has not reported, or a runtime that said
+ * HELLO and neither READY nor REFUSE yet (its process may be one the driver
+ * does not show, on a node without the checkpoint API: it must still hear
+ * why no checkpoint is taken, its own reason first). */
+static int pending(const struct ckpt *c)
+{
+	if (!all_ready(c))
+		return 1;
+	for (size_t i = 0; i < c->npeers; i++) {
+		const struct peer *p = &c->peers[i];
+
+		if (p->fd >= 0 && p->hello && !p->app && !p->ready && !p->refused)
+			return 1;
+	}
+	return 0;
+}
+
 /* Step 1. Returns 1 when a process checkpoints itself (application mode). */
 static int gather(struct ckpt *c)
 {
 	struct gk_shepherd *sh = c->sh;
 	/* Without CUDA processes nobody is expected; a short look still
 	 * answers a runtime that connected anyway. */
-	double deadline = gk_now() + (c->ncuda ? sh->o->ready_timeout : 0.1);
+	double start = gk_now(), look = start + 0.1, deadline = start + sh->o->ready_timeout;
 
-	while (!c->ncuda || !all_ready(c)) {
+	for (;;) {
 		struct pollfd pf[MAX_PEERS + 1];
-		double left = deadline - gk_now();
+		int waiting = pending(c);
+		double left = (waiting ? deadline : look) - gk_now();
 		size_t n = 0;
 
-		if (left <= 0 || refusing(c))
+		if (refusing(c) || (!waiting && c->ncuda) || left <= 0)
 			break;
 		pf[n++] = (struct pollfd){.fd = sh->listener, .events = POLLIN};
 		for (size_t i = 0; i < c->npeers; i++)
@@ -205,6 +225,13 @@ static int limits(struct ckpt *c)
 	char path[256];
 	pid_t pid;
 
+	if (p && p->broken[0]) {
+		snprintf(
+		    c->err, sizeof(c->err),
+		    "pid %d: the program's CUDA context is broken (%s): no checkpoint possible",
+		    (int)p->pid, p->broken);
+		return -ENOTRECOVERABLE;
+	}
 	if (p) {
 		snprintf(c->err, sizeof(c->err),
 			 "pid %d holds %s, which the CUDA driver's checkpoint cannot save",
@@ -504,18 +531,6 @@ static uint64_t runtime_bytes(int ckptfd)
 	return total;
 }
 
-static void record_stdio(pid_t prog, struct gk_seal *s)
-{
-	for (int i = 0; i < 3; i++) {
-		char path[64];
-		ssize_t n;
-
-		snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)prog, i);
-		n = readlink(path, s->stdio[i], sizeof(s->stdio[i]) - 1);
-		s->stdio[i][n > 0 ? n : 0] = 0;
-	}
-}
-
 static int dump(struct ckpt *c, int exit_after, struct gk_seal *seal)
 {
 	struct gk_shepherd *sh = c->sh;
@@ -540,8 +555,8 @@ static int dump(struct ckpt *c, int exit_after, struct gk_seal *seal)
 	if (!exit_after)
 		args[n++] = "--leave-running";
 	args[n] = NULL;
-	record_stdio(sh->prog, seal);
-	return gk_criu_run(sh->criu, args, c->criufd, NULL, logpath, c->err, sizeof(c->err));
+	gk_stdio_record("/proc", sh->prog, seal);
+	return gk_criu_run(sh->criu, args, c->criufd, NULL, -1, logpath, c->err, sizeof(c->err));
 }
 
 int gk_checkpoint(struct gk_shepherd *sh, int exit_after)

@@ -161,6 +161,73 @@ int gk_criu_find(const char *want, char *path, size_t pathlen, char *err, size_t
 	return -ENOENT;
 }
 
+/*
+ * What CRIU needs of root's capabilities. A container's root may lack some:
+ * the GPU machine's lacks CAP_SYS_RESOURCE (CapEff 000001fffeffffff), and
+ * every dump of another user's process failed there with "Can't get rlimit
+ * 0: Operation not permitted" (prlimit(2) on another user's process needs
+ * it) while the probe said ok. Those marked `others` matter only when the
+ * processes are not root's own.
+ */
+static const struct {
+	int bit;
+	int alt; /* another capability that will do, or -1 */
+	int others;
+	const char *name, *without;
+} criu_caps[] = {
+    {21, 40, 0, "CAP_SYS_ADMIN",
+     "CRIU cannot read the processes' memory mappings nor give them their pids back on "
+     "restore (CAP_CHECKPOINT_RESTORE would do too)"},
+    {19, -1, 0, "CAP_SYS_PTRACE", "CRIU cannot seize the processes to dump them"},
+    {24, -1, 1, "CAP_SYS_RESOURCE",
+     "CRIU cannot read another user's resource limits (\"Can't get rlimit 0: Operation not "
+     "permitted\"), so no dump of a job that is not root's can work"},
+    {7, -1, 1, "CAP_SETUID", "CRIU cannot give restored processes their user ids back"},
+    {6, -1, 1, "CAP_SETGID", "CRIU cannot give restored processes their group ids back"},
+    {5, -1, 1, "CAP_KILL", "CRIU cannot end another user's processes after the dump"},
+    {1, -1, 1, "CAP_DAC_OVERRIDE", "CRIU cannot reopen another user's files on restore"},
+};
+
+int gk_criu_caps(const char *status, long uid, char *err, size_t errlen)
+{
+	char line[256], names[256] = "";
+	const char *first = NULL;
+	unsigned long long eff = 0;
+	int found = 0;
+	size_t used = 0;
+	FILE *f = fopen(status, "re");
+
+	if (!f) {
+		snprintf(err, errlen, "%s: %s", status, strerror(errno));
+		return -errno;
+	}
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "CapEff: %llx", &eff) == 1)
+			found = 1;
+	fclose(f);
+	if (!found) {
+		snprintf(err, errlen, "%s: no CapEff line", status);
+		return -EINVAL;
+	}
+	for (size_t i = 0; i < sizeof(criu_caps) / sizeof(criu_caps[0]); i++) {
+		int has = (eff >> criu_caps[i].bit) & 1;
+
+		if (criu_caps[i].alt >= 0)
+			has |= (eff >> criu_caps[i].alt) & 1;
+		if (has || (criu_caps[i].others && uid == 0))
+			continue;
+		used +=
+		    (size_t)snprintf(names + used, used < sizeof(names) ? sizeof(names) - used : 0,
+				     "%s%s", used ? ", " : "", criu_caps[i].name);
+		if (!first)
+			first = criu_caps[i].without;
+	}
+	if (!first)
+		return 0;
+	snprintf(err, errlen, "%s missing (CapEff %016llx): %s", names, eff, first);
+	return -EPERM;
+}
+
 /* The last error lines of CRIU's log, joined with " | ". */
 static void log_tail(const char *logpath, char *err, size_t errlen)
 {
@@ -203,7 +270,7 @@ static void log_tail(const char *logpath, char *err, size_t errlen)
 }
 
 int gk_criu_run(const char *criu, const char *const *args, int keep_fd, const int *inherit,
-		const char *logpath, char *err, size_t errlen)
+		int stdin_fd, const char *logpath, char *err, size_t errlen)
 {
 	const char *argv[64];
 	size_t n = 0, used;
@@ -220,18 +287,20 @@ int gk_criu_run(const char *criu, const char *const *args, int keep_fd, const in
 		return -errno;
 	}
 	if (pid == 0) {
-		int null = open("/dev/null", O_RDWR), fds[3];
+		int null = open("/dev/null", O_RDWR), fds[3],
+		    in = stdin_fd >= 0 ? fcntl(stdin_fd, F_DUPFD_CLOEXEC, 3) : -1;
 
 		/* The task's stdio goes to CRIU above its own 0..2: with
-		 * --shell-job CRIU keeps its own stdin for the terminal logic, and
-		 * an --inherit-fd of fd[0] left it without one ("Can't send fd 0
-		 * into store", seen under Slurm). */
+		 * --shell-job CRIU keeps its own stdin for the terminal logic (a
+		 * terminal to inherit, or /dev/null), and an --inherit-fd of
+		 * fd[0] left it without one ("Can't send fd 0 into store", seen
+		 * under Slurm). */
 		for (int i = 0; i < 3; i++)
 			fds[i] = inherit ? fcntl(inherit[i], F_DUPFD_CLOEXEC, 3) : -1;
 		for (int i = 0; i < 3; i++) {
 			if (fds[i] >= 0)
 				dup2(fds[i], GK_CRIU_INHERIT_FD + i);
-			dup2(null, i);
+			dup2(i == 0 && in >= 0 ? in : null, i);
 		}
 		if (keep_fd >= 0)
 			fcntl(keep_fd, F_SETFD, 0);

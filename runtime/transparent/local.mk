@@ -10,6 +10,7 @@ libgkshepherd_la_SOURCES = \
 	%reldir%/tree.c \
 	%reldir%/links.c \
 	%reldir%/seal.c \
+	%reldir%/stdio.c \
 	%reldir%/sock.c \
 	%reldir%/checkpoint.c \
 	%reldir%/restore.c \

@@ -24,7 +24,7 @@ const char gk_shep_usage[] =
     "    (transparent mode: CRIU and the CUDA driver's checkpoint API)\n"
     "\n"
     "SYNOPSIS\n"
-    "    gpuckpt-shepherd probe [--criu PATH]\n"
+    "    gpuckpt-shepherd probe [--criu PATH] [--uid UID]\n"
     "    gpuckpt-shepherd run [OPTIONS] -- PROGRAM [ARG...]\n"
     "    gpuckpt-shepherd restore [OPTIONS]\n"
     "    gpuckpt-shepherd attach --child PID [OPTIONS]\n"
@@ -41,8 +41,14 @@ const char gk_shep_usage[] =
     "    ends the program).\n"
     "\n"
     "COMMANDS\n"
-    "    probe     print 'ok', or why this node cannot do transparent mode\n"
-    "              (exit 0 or 1); needs no root\n"
+    "    probe     print 'ok', or why this node cannot do transparent mode, one\n"
+    "              line per reason (exit 0 or 1): CRIU (version 4 or later, root's),\n"
+    "              the driver's checkpoint API, and the capabilities CRIU needs\n"
+    "              (CAP_SYS_ADMIN or CAP_CHECKPOINT_RESTORE, CAP_SYS_PTRACE; for\n"
+    "              the processes of a user other than root also CAP_SYS_RESOURCE,\n"
+    "              CAP_SETUID, CAP_SETGID, CAP_KILL, CAP_DAC_OVERRIDE), which a\n"
+    "              container's root may lack; with --uid, those the job of that\n"
+    "              user needs. Needs no root itself\n"
     "    run       run PROGRAM as --uid/--gid and supervise it (what the plugin\n"
     "              does, for use outside Slurm)\n"
     "    restore   restore the newest transparent checkpoint of --dir, supervise it\n"
@@ -342,8 +348,8 @@ int gk_shep_parse(int argc, char **argv, struct gk_shep_opts *o, char *err, size
 			BAD("%s: unknown option '%s'", cmd, argv[optind - 1]);
 		if (c == ':')
 			BAD("%s: option '%s' needs a value", cmd, argv[optind - 1]);
-		if (o->cmd == GK_SHEP_PROBE && c != OPT_CRIU)
-			BAD("probe: takes only --criu");
+		if (o->cmd == GK_SHEP_PROBE && c != OPT_CRIU && c != OPT_UID)
+			BAD("probe: takes only --criu and --uid");
 		if (c == OPT_CHILD && o->cmd != GK_SHEP_ATTACH)
 			BAD("%s: --child is for attach only", cmd);
 		ret = parse_one(c, optarg, o, err, errlen);

@@ -75,14 +75,6 @@ static int map_gpus(struct gk_shepherd *sh, const struct gk_seal *seal, CUcheckp
 			    errlen);
 }
 
-/* pipe:[N] and socket:[N] are the task's stdio given by slurmstepd; CRIU
- * plugs the shepherd's own 0..2 in their place. Files and terminals are
- * reopened by CRIU itself (--shell-job for the terminal). */
-static int inheritable(const char *res)
-{
-	return !strncmp(res, "pipe:[", 6) || !strncmp(res, "socket:[", 8);
-}
-
 static int read_pidfile(const char *path, pid_t *pid)
 {
 	char buf[32];
@@ -112,7 +104,25 @@ static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal
 	const char *args[24];
 	const int self_stdio[3] = {0, 1, 2};
 	size_t n = 0;
-	int ret;
+	int ret, terminal = -1;
+
+	/* The task's stdio was a terminal: CRIU takes it from its own stdin
+	 * (--shell-job), so this shepherd must have one too (stdio.c). */
+	for (int i = 0; i < 3 && terminal < 0; i++) {
+		if (gk_stdio_plan(seal, i, inherit[i], sizeof(inherit[i])) != GK_STDIO_TERMINAL)
+			continue;
+		for (int k = 0; k < 3 && terminal < 0; k++)
+			if (isatty(k))
+				terminal = k;
+		if (terminal < 0) {
+			snprintf(
+			    err, errlen,
+			    "the program's fd %d was the task's terminal (%s); restore it from a "
+			    "terminal (srun --pty), none of this task's stdio is one",
+			    i, seal->stdio[i]);
+			return -ENOTTY;
+		}
+	}
 
 	/* The pidfile in a folder of root's alone, not in the user's reach. */
 	if (!mkdtemp(tmpl)) {
@@ -138,15 +148,13 @@ static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal
 	args[n++] = "--pidfile";
 	args[n++] = pidfile;
 	for (int i = 0; i < 3; i++) {
-		if (!inheritable(seal->stdio[i]))
+		if (gk_stdio_plan(seal, i, inherit[i], sizeof(inherit[i])) != GK_STDIO_INHERIT)
 			continue;
-		snprintf(inherit[i], sizeof(inherit[i]), "fd[%d]:%s", GK_CRIU_INHERIT_FD + i,
-			 seal->stdio[i]);
 		args[n++] = "--inherit-fd";
 		args[n++] = inherit[i];
 	}
 	args[n] = NULL;
-	ret = gk_criu_run(sh->criu, args, criufd, self_stdio, logpath, err, errlen);
+	ret = gk_criu_run(sh->criu, args, criufd, self_stdio, terminal, logpath, err, errlen);
 	if (ret == 0) {
 		ret = read_pidfile(pidfile, &sh->prog);
 		if (ret < 0)

@@ -77,8 +77,9 @@ int gk_file_sha256(int dirfd, const char *name, char hex[65], uint64_t *size)
 
 	gk_sha256_init(&s);
 	ret = read_blocks(dirfd, name, size, add_sha256, &s);
-	if (ret == 0)
-		gk_sha256_final(&s, hex);
+	/* Always: final releases libcrypto's state. */
+	if (gk_sha256_final(&s, hex) < 0 && ret == 0)
+		ret = -ENOMEM;
 	return ret;
 }
 
@@ -152,6 +153,13 @@ int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, char *err, size_t e
 		json_object_array_add(stdio, json_object_new_string(s->stdio[i]));
 	json_object_object_add(root, "stdio", stdio);
 	stdio = NULL;
+	if (s->have_stdio_task) {
+		struct json_object *kinds = json_object_new_array();
+
+		for (int i = 0; kinds && i < 3; i++)
+			json_object_array_add(kinds, json_object_new_string(s->stdio_task[i]));
+		json_object_object_add(root, "stdio_task", kinds);
+	}
 	for (size_t i = 0; i < s->ngpus; i++) {
 		struct json_object *g = json_object_new_object();
 
@@ -283,7 +291,7 @@ static int read_seal(int criufd, char **text, char *err, size_t errlen)
 
 static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, size_t errlen)
 {
-	struct json_object *stdio, *gpus, *node;
+	struct json_object *stdio, *gpus, *node, *kinds;
 	const char *fmt = get_str(root, "format");
 	int64_t v, uid, gid, task;
 
@@ -317,6 +325,24 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, si
 		if (!json_object_is_type(e, json_type_string) ||
 		    copy_str(s->stdio[i], sizeof(s->stdio[i]), json_object_get_string(e)) < 0) {
 			snprintf(err, errlen, "criu/SEAL: stdio %d is malformed", i);
+			return -EINVAL;
+		}
+	}
+	/* Optional: seals written before the kinds were recorded lack it. */
+	s->have_stdio_task = json_object_object_get_ex(root, "stdio_task", &kinds);
+	if (s->have_stdio_task && (!json_object_is_type(kinds, json_type_array) ||
+				   json_object_array_length(kinds) != 3)) {
+		snprintf(err, errlen, "criu/SEAL: stdio_task is malformed");
+		return -EINVAL;
+	}
+	for (int i = 0; s->have_stdio_task && i < 3; i++) {
+		struct json_object *e = json_object_array_get_idx(kinds, (size_t)i);
+
+		if (!json_object_is_type(e, json_type_string) ||
+		    copy_str(s->stdio_task[i], sizeof(s->stdio_task[i]),
+			     json_object_get_string(e)) < 0 ||
+		    !gk_stdio_kind_ok(s->stdio_task[i])) {
+			snprintf(err, errlen, "criu/SEAL: stdio_task %d is malformed", i);
 			return -EINVAL;
 		}
 	}

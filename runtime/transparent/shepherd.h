@@ -6,6 +6,7 @@
  *	criu.c        finding CRIU, running dump and restore
  *	tree.c        the processes of the task's tree and their owners
  *	seal.c        criu/SEAL: writing and verifying it
+ *	stdio.c       the program's stdio: what it was, how CRIU gets it back
  *	sock.c        the socket to the runtime: peers and messages
  *	checkpoint.c  the checkpoint sequence
  *	restore.c     the restore sequence
@@ -132,12 +133,22 @@ int gk_uuid_parse(const char *text, CUuuid *u);
  * checks that it runs and is version GK_CRIU_MIN_MAJOR or later. */
 int gk_criu_find(const char *want, char *path, size_t pathlen, char *err, size_t errlen);
 
+/*
+ * Whether this process has the capabilities CRIU (run by it, as root) needs
+ * to dump and restore the processes of `uid` (-1: of any user), from the
+ * CapEff line of `status` (/proc/self/status). 0, or -EPERM with
+ * "CAP_X missing (CapEff ...): what CRIU cannot do then" in err.
+ */
+int gk_criu_caps(const char *status, long uid, char *err, size_t errlen);
+
 /* Run CRIU with argv[1..] = args (NULL-terminated), no shell, keep_fd kept
- * open in the child (for -D /proc/self/fd/N; -1 for none), and the fds of
- * inherit[0..2] as the child's 0..2 (NULL: /dev/null). On failure err holds
- * the last error lines of `logpath` (a file CRIU wrote). */
+ * open in the child (for -D /proc/self/fd/N; -1 for none), the fds of
+ * inherit[0..2] as the child's GK_CRIU_INHERIT_FD + 0..2 (for --inherit-fd;
+ * NULL: none), and stdin_fd as its stdin (-1: /dev/null, as its stdout and
+ * stderr always are). On failure err holds the last error lines of
+ * `logpath` (a file CRIU wrote). */
 int gk_criu_run(const char *criu, const char *const *args, int keep_fd, const int *inherit,
-		const char *logpath, char *err, size_t errlen);
+		int stdin_fd, const char *logpath, char *err, size_t errlen);
 
 /* ---- the process tree (tree.c) ---- */
 
@@ -151,6 +162,15 @@ int gk_tree_check_owner(const pid_t *pids, size_t n, uid_t uid, gid_t gid, char 
 
 /* 1 when the ancestry of `pid` reaches `prog`, the root of the task's tree. */
 int gk_pid_in_tree(pid_t pid, pid_t prog);
+
+/* 1 when pid has the gpuckpt runtime loaded and catches signo (its
+ * /proc status SigCgt): the runtime acts on the signal itself. */
+int gk_pid_runtime_catches(pid_t pid, int signo);
+
+/* Send signo to the processes of the tree under prog that have the runtime
+ * and catch it (runtime 1), or to all the others (runtime 0). Returns how
+ * many were sent it. */
+int gk_tree_signal(pid_t prog, int signo, int runtime);
 
 /* What the shepherd refuses to checkpoint (checkpoint.c, limits()). */
 #define GK_SHEP_MIG_CAPS "/dev/nvidia-caps/"
@@ -182,6 +202,11 @@ struct gk_seal {
 	int task;
 	char manifest_sha256[65];
 	char stdio[3][4096]; /* readlink of the program's fd 0..2 */
+	/* The kind of the task's stdio fd i was (the shepherd's own fd i):
+	 * "pipe", "socket", "file", "null", "tty"; "" when it was not the
+	 * task's. have_stdio_task 0: a seal from before they were recorded. */
+	char stdio_task[3][8];
+	int have_stdio_task;
 	size_t ngpus;
 	struct gk_gpu gpus[GK_SHEP_MAX_GPUS];
 	size_t nnode_gpus; /* every GPU of the node (gk_node_gpus); 0 in older seals */
@@ -205,6 +230,25 @@ int gk_file_sha256(int dirfd, const char *name, char hex[65], uint64_t *size);
 /* "xxh64:<16 hex>", chained over 1 MiB blocks: the CRIU images' digest. */
 int gk_file_digest(int dirfd, const char *name, char hex[65], uint64_t *size);
 
+/* ---- the program's stdio (stdio.c) ---- */
+
+/* Fill s->stdio and s->stdio_task from <proc>/<prog>/fd/0..2 and this
+ * process's own 0..2. */
+void gk_stdio_record(const char *proc, pid_t prog, struct gk_seal *s);
+
+/* 1 when kind is one gk_stdio_record writes ("" included). */
+int gk_stdio_kind_ok(const char *kind);
+
+enum gk_stdio_how {
+	GK_STDIO_CRIU,	   /* CRIU reopens it from its image */
+	GK_STDIO_INHERIT,  /* --inherit-fd arg: this shepherd's fd i, given to CRIU
+			    * as GK_CRIU_INHERIT_FD + i */
+	GK_STDIO_TERMINAL, /* the task's terminal: CRIU's own stdin (--shell-job) */
+};
+
+/* How restore gives the program its fd i back. */
+enum gk_stdio_how gk_stdio_plan(const struct gk_seal *s, int i, char *arg, size_t len);
+
 /* ---- the socket (sock.c) ---- */
 
 enum gk_msg_type { GK_MSG_HELLO_APP, GK_MSG_HELLO_TRANSPARENT, GK_MSG_READY, GK_MSG_REFUSE };
@@ -214,6 +258,7 @@ struct gk_msg {
 	char name[256]; /* READY: the .tmp folder */
 	int assisted;
 	const char *refused; /* REFUSE: what the process holds, in words */
+	char broken[64];     /* REFUSE broken: the CUDA error's name ("" otherwise) */
 };
 
 /* Parse one packet from the runtime; -EPROTO for anything but the

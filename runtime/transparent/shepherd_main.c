@@ -26,6 +26,7 @@
 #define GK_LIBEXECDIR "/usr/local/libexec"
 #endif
 
+/* One line per reason, the first of them the one the plugin shows. */
 static int probe(const struct gk_shep_opts *o)
 {
 	char path[4096], err[GK_SHEP_ERRLEN];
@@ -34,6 +35,13 @@ static int probe(const struct gk_shep_opts *o)
 
 	if (gk_criu_find(o->criu, path, sizeof(path), err, sizeof(err)) < 0) {
 		printf("criu: %s\n", err);
+		bad = 1;
+	}
+	/* The probe runs where the shepherd will (the plugin runs it as root
+	 * from slurmstepd), so its capabilities are the shepherd's. */
+	if (gk_criu_caps("/proc/self/status", o->have_uid ? (long)o->uid : -1, err, sizeof(err)) <
+	    0) {
+		printf("capabilities: %s\n", err);
 		bad = 1;
 	}
 	if (gk_cudackpt_load(&cu, err, sizeof(err)) < 0) {
@@ -201,6 +209,8 @@ int main(int argc, char **argv)
 	sh.listener = -1;
 	if (gk_criu_find(o.criu, sh.criu, sizeof(sh.criu), err, sizeof(err)) < 0)
 		gk_warn("transparent: %s; checkpoints will fail", err);
+	else if (gk_criu_caps("/proc/self/status", (long)o.uid, err, sizeof(err)) < 0)
+		gk_warn("transparent: capabilities: %s; CRIU will fail", err);
 	if (gk_cudackpt_load(&sh.cuda, err, sizeof(err)) == 0)
 		sh.have_cuda = 1;
 	else

@@ -28,6 +28,22 @@ static int is_name_char(char c)
 	       c == '.' || c == '_' || c == '-';
 }
 
+/* A CUDA error's name as the runtime sends it: CUDA_ERROR_... (1 to 63 of
+ * [A-Z0-9_]), or "unknown". */
+static int is_error_word(const char *w)
+{
+	size_t n = strlen(w);
+
+	if (!strcmp(w, "unknown"))
+		return 1;
+	if (n == 0 || n > 63)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (!((w[i] >= 'A' && w[i] <= 'Z') || (w[i] >= '0' && w[i] <= '9') || w[i] == '_'))
+			return 0;
+	return 1;
+}
+
 int gk_msg_parse(const char *buf, size_t len, struct gk_msg *m)
 {
 	char line[GK_SHEP_MSG_MAX + 1], *sp;
@@ -65,8 +81,12 @@ int gk_msg_parse(const char *buf, size_t len, struct gk_msg *m)
 			m->refused = "managed (unified) memory";
 		else if (!strcmp(line + 7, "ipc"))
 			m->refused = "device memory shared with another process (CUDA IPC)";
+		else if (!strncmp(line + 7, "broken ", 7) && is_error_word(line + 14))
+			memcpy(m->broken, line + 14, strlen(line + 14) + 1); /* <= 63 + NUL */
 		else
 			return -EPROTO;
+		if (m->broken[0])
+			m->refused = "a broken CUDA context";
 		m->type = GK_MSG_REFUSE;
 		return 0;
 	}

@@ -1,8 +1,20 @@
 /*
  * supervise.c - the shepherd's life between start (or restore) and the end
- * of the tree. It forwards nothing: Slurm signals every process of the step
- * itself, and the runtime acts on the signal inside the program; the
- * shepherd acts on its own copy (a trigger signal) by checkpointing.
+ * of the tree. The shepherd acts on a trigger signal by checkpointing.
+ *
+ * Who else hears of the signal depends on who sent it. Slurm's
+ * proctrack/linuxproc and proctrack/pgid signal every process of the step;
+ * proctrack/cgroup (Slurm's advice for production) signals only slurmstepd's
+ * own children, that is the shepherd, and outside Slurm it is the shepherd
+ * alone too. So the shepherd passes a trigger signal on to the processes
+ * whose runtime acts on it (gpuckpt loaded, the signal caught: a repeat of
+ * Slurm's is absorbed by the runtime), and to no other process before the
+ * checkpoint: one without the runtime would die of it before CRIU dumps it
+ * ("Unable to detach from PID: No such process"). When no checkpoint comes
+ * of an exit trigger, those others get it after all, for its usual course.
+ * Under linuxproc and pgid they already had it from Slurm: a program without
+ * the runtime that does not handle it is gone before the dump, and nothing
+ * here can change that (README.md, "Signals").
  */
 #include "config.h"
 
@@ -84,7 +96,7 @@ int gk_supervise(struct gk_shepherd *sh)
 		struct signalfd_siginfo si;
 		struct pollfd pf[2] = {{.fd = sfd, .events = POLLIN},
 				       {.fd = sh->listener, .events = POLLIN}};
-		int timeout = -1, action;
+		int timeout = -1, action, told, ret;
 
 		if (reap(sh, &code))
 			break;
@@ -115,14 +127,19 @@ int gk_supervise(struct gk_shepherd *sh)
 		if (action < 0 || checkpointed_on)
 			continue;
 		pending_since = 0;
-		/* Slurm signals every process of the step itself; outside Slurm
-		 * the program hears of it from here, and its runtime then joins. */
-		if (!getenv("SLURM_JOB_ID"))
-			kill(sh->prog, (int)si.ssi_signo);
-		gk_info("transparent: signal %d: checkpointing pid %d", (int)si.ssi_signo,
-			(int)sh->prog);
-		if (gk_checkpoint(sh, action == GK_ACTION_EXIT) == 0 && action == GK_ACTION_EXIT)
+		told = gk_tree_signal(sh->prog, (int)si.ssi_signo, 1);
+		gk_info("transparent: signal %d: checkpointing pid %d (passed on to %d process(es) "
+			"with the runtime)",
+			(int)si.ssi_signo, (int)sh->prog, told);
+		ret = gk_checkpoint(sh, action == GK_ACTION_EXIT);
+		if (ret == 0 && action == GK_ACTION_EXIT)
 			checkpointed_on = (int)si.ssi_signo;
+		/* No checkpoint on an exit trigger: the signal's usual course for
+		 * the processes that did not hear it (the runtime's re-raise it
+		 * themselves; one that checkpoints itself, -ECANCELED, ends on
+		 * its own, and its parents must not go first). */
+		else if (action == GK_ACTION_EXIT && ret != -ECANCELED)
+			gk_tree_signal(sh->prog, (int)si.ssi_signo, 0);
 	}
 	if (sfd >= 0)
 		close(sfd);

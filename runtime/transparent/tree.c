@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -180,6 +181,44 @@ int gk_pid_in_tree(pid_t pid, pid_t prog)
 		pid = (pid_t)ppid;
 	}
 	return pid == prog;
+}
+
+int gk_pid_runtime_catches(pid_t pid, int signo)
+{
+	char field[64], path[64], line[4096];
+	unsigned long long caught;
+	int found = 0;
+	FILE *f;
+
+	if (signo < 1 || signo > 64 || status_field(pid, "\nSigCgt:", field, sizeof(field)) < 0 ||
+	    sscanf(field, "%llx", &caught) != 1 || !((caught >> (signo - 1)) & 1))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/libgpuckpt.so") != NULL;
+	fclose(f);
+	return found;
+}
+
+int gk_tree_signal(pid_t prog, int signo, int runtime)
+{
+	size_t n = 0;
+	int sent = 0;
+	char err[256];
+	pid_t *pids = calloc(GK_SHEP_MAX_PROCS, sizeof(*pids));
+
+	if (!pids || gk_tree_list(prog, pids, GK_SHEP_MAX_PROCS, &n, err, sizeof(err)) < 0) {
+		free(pids);
+		return 0;
+	}
+	for (size_t i = 0; i < n; i++)
+		if (gk_pid_runtime_catches(pids[i], signo) == runtime && kill(pids[i], signo) == 0)
+			sent++;
+	free(pids);
+	return sent;
 }
 
 int gk_tree_find_open(const pid_t *pids, size_t n, const char *prefix, pid_t *pid, char *path,

@@ -44,6 +44,7 @@ static CUresult ctx_setup(struct CUctx_st *ctx)
 	CUresult rc;
 
 	atomic_fetch_add(&ctx->gen, 1);
+	atomic_store(&ctx->sticky, CUDA_SUCCESS);
 	rc = si_stream_new(ctx, 0, SI_PRIO_LEAST, SI_STREAM_LEGACY, &ctx->legacy);
 	if (rc)
 		return rc;
@@ -81,7 +82,19 @@ void si_ctx_init_primaries(void)
 	}
 }
 
-static CUresult ctx_usable(struct CUctx_st *ctx)
+CUresult si_ctx_sticky(struct CUctx_st *ctx)
+{
+	return (CUresult)atomic_load(&ctx->sticky);
+}
+
+void si_ctx_fault(struct CUctx_st *ctx, CUresult rc)
+{
+	int none = CUDA_SUCCESS;
+
+	atomic_compare_exchange_strong(&ctx->sticky, &none, (int)rc);
+}
+
+static CUresult ctx_alive(struct CUctx_st *ctx)
 {
 	if (atomic_load(&ctx->alive))
 		return CUDA_SUCCESS;
@@ -89,7 +102,16 @@ static CUresult ctx_usable(struct CUctx_st *ctx)
 	return ctx->primary ? CUDA_ERROR_INVALID_CONTEXT : CUDA_ERROR_CONTEXT_IS_DESTROYED;
 }
 
-CUresult si_ctx_current(struct CUctx_st **out)
+static CUresult ctx_usable(struct CUctx_st *ctx)
+{
+	CUresult rc = ctx_alive(ctx);
+
+	return rc ? rc : si_ctx_sticky(ctx);
+}
+
+/* The current context, alive; a sticky error does not matter (questions
+ * about the context itself, which a broken context still answers). */
+static CUresult ctx_current_alive(struct CUctx_st **out)
 {
 	CUresult rc = si_check_init();
 
@@ -98,7 +120,14 @@ CUresult si_ctx_current(struct CUctx_st **out)
 	if (ctx_depth == 0)
 		return CUDA_ERROR_INVALID_CONTEXT;
 	*out = ctx_stack[ctx_depth - 1];
-	return ctx_usable(*out);
+	return ctx_alive(*out);
+}
+
+CUresult si_ctx_current(struct CUctx_st **out)
+{
+	CUresult rc = ctx_current_alive(out);
+
+	return rc ? rc : si_ctx_sticky(*out);
 }
 
 /* A context handle that names a context (destroyed or not). */
@@ -339,7 +368,7 @@ CUresult cuCtxGetCurrent(CUcontext *pctx)
 CUresult cuCtxGetDevice(CUdevice *device)
 {
 	struct CUctx_st *ctx;
-	CUresult rc = si_ctx_current(&ctx);
+	CUresult rc = ctx_current_alive(&ctx);
 
 	if (rc)
 		SI_RET(rc);
@@ -366,7 +395,7 @@ CUresult cuCtxGetDevice_v2(CUdevice *device, CUcontext ctx)
 CUresult cuCtxGetFlags(unsigned int *flags)
 {
 	struct CUctx_st *ctx;
-	CUresult rc = si_ctx_current(&ctx);
+	CUresult rc = ctx_current_alive(&ctx);
 
 	if (rc)
 		SI_RET(rc);
@@ -383,7 +412,9 @@ CUresult cuCtxSynchronize(void)
 
 	if (rc)
 		SI_RET(rc);
-	SI_RETF(si_ctx_sync(ctx), "ctx=%p", (void *)ctx);
+	rc = si_ctx_sync(ctx);
+	/* A kernel that faulted while this waited. */
+	SI_RETF(rc ? rc : si_ctx_sticky(ctx), "ctx=%p", (void *)ctx);
 }
 
 CUresult cuCtxSynchronize_v2(CUcontext ctx)
@@ -393,7 +424,8 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx)
 
 	if (rc)
 		SI_RETF(rc, "%p", (void *)ctx);
-	SI_RETF(si_ctx_sync(c), "%p", (void *)ctx);
+	rc = si_ctx_sync(c);
+	SI_RETF(rc ? rc : si_ctx_sticky(c), "%p", (void *)ctx);
 }
 
 CUresult cuCtxGetStreamPriorityRange(int *leastPriority, int *greatestPriority)

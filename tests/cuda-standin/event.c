@@ -221,9 +221,11 @@ CUresult cuEventSynchronize(CUevent hEvent)
 	si_obj_put(&e->obj);
 	if (dep.stream) {
 		si_stream_wait_seq(dep.stream, dep.seq);
+		/* A kernel before the event faulted: the context is broken. */
+		rc = si_ctx_sticky(dep.stream->ctx);
 		si_stream_put(dep.stream);
 	}
-	SI_RETF(CUDA_SUCCESS, "%p", (void *)hEvent);
+	SI_RETF(rc, "%p", (void *)hEvent);
 }
 
 static CUresult event_time(CUevent h, uint64_t *ns)

@@ -46,6 +46,13 @@ check_LTLIBRARIES += %reldir%/modules/test_kernels.la
 %canon_reldir%_modules_test_kernels_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version \
 	-rpath /nowhere
 
+# The runtime's change-key kernel as a host function (GPUCKPT_HASH_MODULE).
+check_LTLIBRARIES += %reldir%/modules/hash_kernel_host.la
+%canon_reldir%_modules_hash_kernel_host_la_SOURCES = %reldir%/modules/hash_kernel_host.c
+%canon_reldir%_modules_hash_kernel_host_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/%reldir%
+%canon_reldir%_modules_hash_kernel_host_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version \
+	-rpath /nowhere
+
 check_PROGRAMS += %reldir%/test-standin
 %canon_reldir%_test_standin_SOURCES = %reldir%/test-standin.c
 %canon_reldir%_test_standin_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/%reldir%
@@ -57,5 +64,5 @@ TESTS += %reldir%/test-standin.sh
 EXTRA_DIST += %reldir%/test-standin.sh %reldir%/README.md %reldir%/libcuda.map \
 	%reldir%/errors.def %reldir%/procaddr.def %reldir%/standin_kernel.h
 
-standin: %reldir%/libcuda.la %reldir%/modules/test_kernels.la
+standin: %reldir%/libcuda.la %reldir%/modules/test_kernels.la %reldir%/modules/hash_kernel_host.la
 .PHONY: standin

@@ -412,15 +412,38 @@ out_put:
 struct launch_op {
 	struct si_op op;
 	struct CUfunc_st *func; /* holds a reference */
+	struct CUctx_st *ctx;	/* the stream's: faults are sticky there */
 	struct standin_launch dims;
 	void **params; /* pointers into the copied argument values */
+	bool faulted;
 };
+
+/* A kernel's question before it touches memory (standin_kernel.h). */
+static int launch_access(const struct standin_launch *launch, const void *p, size_t n, int write)
+{
+	struct launch_op *l =
+	    (struct launch_op *)((char *)launch - offsetof(struct launch_op, dims));
+
+	if (si_reg_check((uintptr_t)p, n, write) == CUDA_SUCCESS)
+		return 1;
+	if (si_tracing())
+		si_msg("kernel %s: %s of %zu bytes at %p: not device memory: the launch faults "
+		       "(CUDA_ERROR_ILLEGAL_ADDRESS)",
+		       l->func->name, write ? "write" : "read", n, p);
+	l->faulted = true;
+	return 0;
+}
 
 static void launch_run(struct si_op *op)
 {
 	struct launch_op *l = (struct launch_op *)op;
 
+	/* A broken context runs no more kernels. */
+	if (si_ctx_sticky(l->ctx))
+		return;
 	l->func->fn(&l->dims, l->params);
+	if (l->faulted)
+		si_ctx_fault(l->ctx, CUDA_ERROR_ILLEGAL_ADDRESS);
 }
 
 static void launch_fini(struct si_op *op)
@@ -500,6 +523,8 @@ CUresult si_api_launch(CUfunction h, unsigned gx, unsigned gy, unsigned gz, unsi
 	l->op.run = launch_run;
 	l->op.fini = launch_fini;
 	l->func = f;
+	l->ctx = s->ctx;
+	l->dims.access = launch_access;
 	l->dims.grid = (struct standin_dim3){gx, gy, gz};
 	l->dims.block = (struct standin_dim3){bx, by, bz};
 	l->dims.shared_bytes = shmem;

@@ -121,6 +121,9 @@ struct CUctx_st {
 	unsigned flags;
 	bool primary;
 	atomic_bool alive;
+	/* A kernel faulted (standin_kernel.h): CUresult that every later call on
+	 * this context returns, as the driver's sticky errors; 0 while none. */
+	atomic_int sticky;
 	int primary_refs; /* primary contexts: retains not yet released (prim_lock) */
 	pthread_mutex_t prim_lock;
 	/* Bumped at each (re)activation so per-thread streams of an earlier life are not reused. */
@@ -137,8 +140,13 @@ struct CUctx_st {
 	struct CUctx_st *next_destroyed; /* kept, see context.c */
 };
 
-/* The calling thread's current context, checked to be usable. */
+/* The calling thread's current context, checked to be usable (alive, and no
+ * sticky error). */
 CUresult si_ctx_current(struct CUctx_st **out);
+/* The context's sticky error, CUDA_SUCCESS while it has none. */
+CUresult si_ctx_sticky(struct CUctx_st *ctx);
+/* A kernel of ctx faulted: from now on ctx answers rc (the first one stays). */
+void si_ctx_fault(struct CUctx_st *ctx, CUresult rc);
 /* A context handle, checked to be usable; NULL means the current one. */
 CUresult si_ctx_resolve(CUcontext h, struct CUctx_st **out);
 CUresult si_ctx_sync(struct CUctx_st *ctx);

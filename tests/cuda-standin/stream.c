@@ -422,7 +422,13 @@ CUresult si_stream_resolve(CUstream h, bool ptds, struct CUstream_st **out)
 	if (!obj)
 		return CUDA_ERROR_INVALID_HANDLE;
 	*out = (struct CUstream_st *)obj;
-	return CUDA_SUCCESS;
+	/* A stream of a broken context takes no more work (context.c). */
+	rc = si_ctx_sticky((*out)->ctx);
+	if (rc) {
+		si_obj_put(obj);
+		*out = NULL;
+	}
+	return rc;
 }
 
 void si_stream_ctx_teardown(struct CUctx_st *ctx)
@@ -523,6 +529,9 @@ CUresult si_api_stream_sync(CUstream h, bool ptds)
 	if (rc)
 		return rc;
 	rc = si_stream_sync(s);
+	/* A kernel that faulted while this waited. */
+	if (!rc)
+		rc = si_ctx_sticky(s->ctx);
 	si_stream_put(s);
 	return rc;
 }

@@ -656,7 +656,7 @@ static void test_host_register(void)
 /* ---- modules, kernels, streams, events ---- */
 
 static CUmodule mod;
-static CUfunction vec_add, slow_fill, scale;
+static CUfunction vec_add, slow_fill, scale, peek;
 
 static void test_modules(void)
 {
@@ -679,6 +679,7 @@ static void test_modules(void)
 	ok(again == vec_add, "the same function handle for the same name");
 	cuModuleGetFunction(&slow_fill, mod, "slow_fill");
 	cuModuleGetFunction(&scale, mod, "scale");
+	cuModuleGetFunction(&peek, mod, "peek");
 	is_rc(cuModuleGetFunction(&f, mod, "no_such_kernel"), CUDA_ERROR_NOT_FOUND,
 	      "a missing kernel is not found");
 	is_rc(cuModuleGetFunction(&f, mod, "not_a_kernel"), CUDA_ERROR_NOT_FOUND,
@@ -994,6 +995,57 @@ static void test_per_thread_stream(CUcontext primary)
 	is_int(r.value, 42, "cuMemcpyDtoH_v2_ptds on that stream saw the kernel's result");
 }
 
+/*
+ * A kernel reading memory no device may read faults, as on a GPU: its
+ * context gets the sticky CUDA_ERROR_ILLEGAL_ADDRESS (every later call there
+ * returns it; questions about the context itself are still answered), and
+ * other contexts go on.
+ */
+static void test_kernel_fault(CUcontext primary)
+{
+	CUcontext broken;
+	CUdevice dev;
+	CUdeviceptr d = 0, out = 0, more = 0;
+	CUstream s;
+	CUfunction f;
+	CUmodule m;
+	void *host = NULL;
+	long offset = 3;
+	int vals[8] = {0, 1, 2, 3, 4, 5, 6, 7}, got = -1;
+	void *args[] = {&d, &offset, &out};
+
+	cuDeviceGet(&dev, 0);
+	cuCtxCreate(&broken, NULL, 0, dev);
+	cuModuleLoad(&m, getenv("STANDIN_TEST_MODULE"));
+	cuModuleGetFunction(&f, m, "peek");
+	cuMemAlloc(&d, sizeof(vals));
+	cuMemAlloc(&out, sizeof(int));
+	cuMemcpyHtoD(d, vals, sizeof(vals));
+	cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL);
+	cuMemcpyDtoH(&got, out, sizeof(got));
+	ok(got == 3, "a kernel may read inside an allocation (read %d)", got);
+	offset = -(1L << 20); /* 4 MiB before it: nothing there */
+	is_rc(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL), CUDA_SUCCESS,
+	      "a launch that will fault is accepted (it runs later)");
+	is_rc(cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS,
+	      "reading outside device memory faults: cuCtxSynchronize returns "
+	      "CUDA_ERROR_ILLEGAL_ADDRESS");
+	is_rc(cuMemAlloc(&more, 64), CUDA_ERROR_ILLEGAL_ADDRESS, "the error is sticky: cuMemAlloc");
+	ok(cuStreamCreate(&s, 0) == CUDA_ERROR_ILLEGAL_ADDRESS &&
+	       cuMemHostAlloc(&host, 4096, 0) == CUDA_ERROR_ILLEGAL_ADDRESS &&
+	       cuMemcpyDtoH(&got, d, sizeof(got)) == CUDA_ERROR_ILLEGAL_ADDRESS,
+	   "... cuStreamCreate, cuMemHostAlloc, cuMemcpyDtoH");
+	offset = 0;
+	cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL);
+	is_rc(cuCtxSynchronize(), CUDA_ERROR_ILLEGAL_ADDRESS, "... and it stays");
+	is_rc(cuCtxGetDevice(&dev), CUDA_SUCCESS, "the broken context still says its device");
+	cuCtxSetCurrent(primary);
+	is_rc(cuMemAlloc(&more, 64), CUDA_SUCCESS, "another context goes on");
+	cuMemFree(more);
+	is_rc(cuCtxDestroy(broken), CUDA_SUCCESS, "the broken context can be destroyed");
+	cuCtxSetCurrent(primary);
+}
+
 int main(int argc, char **argv)
 {
 	CUcontext primary;
@@ -1001,7 +1053,7 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "--probe") == 0)
 		return probe_main();
-	plan(192);
+	plan(201);
 	test_before_init();
 	test_visible_devices();
 	test_configuration();
@@ -1022,6 +1074,7 @@ int main(int argc, char **argv)
 	test_stream_ordered_alloc();
 	test_proc_address();
 	test_per_thread_stream(primary);
+	test_kernel_fault(primary);
 	is_rc(cuModuleUnload(mod), CUDA_SUCCESS, "cuModuleUnload");
 	is_rc(cuDevicePrimaryCtxRelease(dev0), CUDA_SUCCESS, "release the primary context");
 	is_rc(cuDevicePrimaryCtxRelease(dev0), CUDA_ERROR_INVALID_CONTEXT,

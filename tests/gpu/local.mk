@@ -4,13 +4,35 @@
 # Plain C against cuda.h, no nvcc: built by make check as well. They also run
 # on the stand-in, which a sanitizer build instruments: they then carry the
 # ASan runtime themselves.
-check_PROGRAMS += %reldir%/gpu-probe %reldir%/route-drv
+check_PROGRAMS += %reldir%/gpu-probe %reldir%/route-drv %reldir%/gpu-tables
 %canon_reldir%_gpu_probe_SOURCES = %reldir%/gpu-probe.c
 %canon_reldir%_gpu_probe_CFLAGS = $(WARN_CFLAGS) $(SAN_CFLAGS)
 %canon_reldir%_gpu_probe_LDFLAGS = $(SAN_LDFLAGS)
 %canon_reldir%_route_drv_SOURCES = %reldir%/route-drv.c
 %canon_reldir%_route_drv_CFLAGS = $(WARN_CFLAGS) $(SAN_CFLAGS)
 %canon_reldir%_route_drv_LDFLAGS = $(SAN_LDFLAGS)
+# The mostly static state of the increment and background scenarios: driver
+# API copies only, linked against the toolkit's stub libcuda.
+%canon_reldir%_gpu_tables_SOURCES = %reldir%/gpu-tables.c
+%canon_reldir%_gpu_tables_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples/common
+%canon_reldir%_gpu_tables_CFLAGS = $(WARN_CFLAGS) $(SAN_CFLAGS)
+%canon_reldir%_gpu_tables_LDFLAGS = $(SAN_LDFLAGS)
+%canon_reldir%_gpu_tables_LDADD = -L$(CUDA_PREFIX)/lib64/stubs -lcuda
+
+# gpu-slack: a driver-API program reading a little outside its allocations
+# (srad's pattern), with its kernels as a host module for the stand-in and as
+# a cubin for a GPU.
+check_PROGRAMS += %reldir%/gpu-slack
+%canon_reldir%_gpu_slack_SOURCES = %reldir%/gpu-slack.c
+%canon_reldir%_gpu_slack_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples/common \
+	-I$(top_srcdir)/examples/heat
+%canon_reldir%_gpu_slack_LDFLAGS = $(AM_LDFLAGS) -L$(CUDA_PREFIX)/lib64/stubs
+%canon_reldir%_gpu_slack_LDADD = -lcuda
+check_LTLIBRARIES += %reldir%/slack_kernels_host.la
+%canon_reldir%_slack_kernels_host_la_SOURCES = %reldir%/slack_kernels_host.c
+%canon_reldir%_slack_kernels_host_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/cuda-standin
+%canon_reldir%_slack_kernels_host_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version \
+	-rpath /nowhere
 
 # heat-drv on the stand-in through the checkpoint scenarios, and the heat
 # examples' options and bad input.
@@ -18,15 +40,16 @@ TESTS += %reldir%/standin.sh %reldir%/heat-options.sh
 EXTRA_DIST += %reldir%/standin.sh %reldir%/heat-options.sh %reldir%/run.sh \
 	%reldir%/scenario.sh %reldir%/README.md %reldir%/gpu_test.h \
 	%reldir%/gpu-streams.cu %reldir%/gpu-linked.cu %reldir%/gpu-cublas.cu \
-	%reldir%/route-rt.cu %reldir%/mpi-debs.sh %reldir%/mpi-slurm.sh
+	%reldir%/route-rt.cu %reldir%/slack_kernels.cu %reldir%/first-checkpoint.sh \
+	%reldir%/mpi-debs.sh %reldir%/mpi-slurm.sh
 
 # The CUDA runtime programs, built by nvcc for make check-gpu only.
 GPU_NVCC_BINS = %reldir%/gpu-streams %reldir%/gpu-linked %reldir%/gpu-cublas \
 	%reldir%/route-rt-static %reldir%/route-rt-shared
 if HAVE_NVCC
-GPU_TESTS += $(GPU_NVCC_BINS)
+GPU_TESTS += $(GPU_NVCC_BINS) %reldir%/slack_kernels.cubin
 endif
-CLEANFILES += $(GPU_NVCC_BINS)
+CLEANFILES += $(GPU_NVCC_BINS) %reldir%/slack_kernels.cubin
 
 GPU_NVCCFLAGS = -arch=$(NVCC_ARCH) -O2 -Xcompiler -Wall,-Wextra \
 	-I$(top_srcdir)/runtime/include -I$(top_srcdir)/examples/common -I$(srcdir)/%reldir%
@@ -48,6 +71,10 @@ GPU_NVCC_RPATH = -Xlinker -rpath=$(CUDA_PREFIX)/lib64
 	$(AM_V_GEN)$(NVCC) $(GPU_NVCCFLAGS) -o $@ $(srcdir)/%reldir%/gpu-cublas.cu -lcublas \
 		$(GPU_NVCC_RPATH)
 
+%reldir%/slack_kernels.cubin: $(srcdir)/%reldir%/slack_kernels.cu
+	@$(MKDIR_P) %reldir%
+	$(AM_V_GEN)$(NVCC) -cubin -arch=$(NVCC_ARCH) -O2 -o $@ $(srcdir)/%reldir%/slack_kernels.cu
+
 %reldir%/route-rt-static: $(srcdir)/%reldir%/route-rt.cu $(GPU_NVCC_DEPS)
 	@$(MKDIR_P) %reldir%
 	$(AM_V_GEN)$(NVCC) $(GPU_NVCCFLAGS) -cudart static -DROUTE_NAME='"route-rt-static"' \
@@ -59,7 +86,8 @@ GPU_NVCC_RPATH = -Xlinker -rpath=$(CUDA_PREFIX)/lib64
 		-o $@ $(srcdir)/%reldir%/route-rt.cu $(GPU_NVCC_RPATH)
 
 # The examples come from the top-level `all` that check-gpu depends on there.
-check-gpu: $(GPU_TESTS) %reldir%/gpu-probe$(EXEEXT) %reldir%/route-drv$(EXEEXT)
+check-gpu: $(GPU_TESTS) %reldir%/gpu-probe$(EXEEXT) %reldir%/route-drv$(EXEEXT) \
+		%reldir%/gpu-tables$(EXEEXT) %reldir%/gpu-slack$(EXEEXT)
 	@$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/%reldir%/run.sh
 
 clean-local: clean-local-gpu

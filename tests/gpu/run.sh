@@ -35,6 +35,8 @@ declare -A ARGS=(
 	[gpu-streams]="--size 1048576"
 	[gpu-linked]="--size 1024"
 	[gpu-cublas]="--size 256"
+	[gpu-tables]="--size 256"
+	[gpu-slack]="--module $GPU_DIR/slack_kernels.cubin"
 )
 declare -A BIN=(
 	[heat-drv]=$HEAT_DIR/heat-drv
@@ -42,15 +44,23 @@ declare -A BIN=(
 	[gpu-streams]=$GPU_DIR/gpu-streams
 	[gpu-linked]=$GPU_DIR/gpu-linked
 	[gpu-cublas]=$GPU_DIR/gpu-cublas
+	[gpu-tables]=$GPU_DIR/gpu-tables
+	[gpu-slack]=$GPU_DIR/gpu-slack
 )
-SCENARIO_PROGS=(heat-drv heat-rt gpu-streams gpu-linked gpu-cublas)
+# What a program needs beside its binary.
+declare -A NEEDS=([gpu-slack]=$GPU_DIR/slack_kernels.cubin)
+SCENARIO_PROGS=(heat-drv heat-rt gpu-streams gpu-linked gpu-cublas gpu-tables gpu-slack)
 MULTI_PROG=gpu-streams
 OTHER_PROG=heat-rt
 CORRUPT_PROG=heat-rt
+# Background and incremental checkpoints: a mostly static state.
+TABLES_PROG=gpu-tables
 ROUTE_PROGS=(route-rt-static route-rt-shared route-drv)
+BROKEN_TESTS=2
 
 TOTAL=$((${#SCENARIO_PROGS[@]} * SC_SCENARIO_TESTS + SC_MULTI_TESTS + SC_OTHER_GPU_TESTS +
-	SC_CORRUPT_TESTS + ${#ROUTE_PROGS[@]} * SC_ROUTE_TESTS))
+	SC_CORRUPT_TESTS + SC_BACKGROUND_TESTS + SC_INCREMENT_TESTS +
+	${#ROUTE_PROGS[@]} * SC_ROUTE_TESTS + BROKEN_TESTS))
 
 # why_no_gpu: empty when the tests can run here, else the reason.
 why_no_gpu() {
@@ -121,6 +131,10 @@ for prog in "${SCENARIO_PROGS[@]}"; do
 		sc_skip_n "$SC_SCENARIO_TESTS" "$prog is not built (${BIN[$prog]})"
 		continue
 	fi
+	if [ -n "${NEEDS[$prog]:-}" ] && [ ! -e "${NEEDS[$prog]}" ]; then
+		sc_skip_n "$SC_SCENARIO_TESTS" "$prog needs ${NEEDS[$prog]}, which is not built"
+		continue
+	fi
 	cmd_of "$prog"
 	sc_scenario "$prog" "$prog" "${CMD[@]}"
 	REF[$prog]=$SC_REF
@@ -153,6 +167,76 @@ if [ ! -x "${BIN[$CORRUPT_PROG]}" ]; then
 else
 	cmd_of "$CORRUPT_PROG"
 	sc_corrupt "$CORRUPT_PROG" "$CORRUPT_PROG" "${CKPT[$CORRUPT_PROG]}" "${CMD[@]}"
+fi
+
+if [ ! -x "${BIN[$TABLES_PROG]}" ] || [ -z "${REF[$TABLES_PROG]:-}" ]; then
+	sc_skip_n $((SC_BACKGROUND_TESTS + SC_INCREMENT_TESTS)) \
+		"$TABLES_PROG is not built, or gave no reference checksum"
+else
+	cmd_of "$TABLES_PROG"
+	SC_REF=${REF[$TABLES_PROG]}
+	sc_background "$TABLES_PROG" "$TABLES_PROG" "${CMD[@]}"
+	sc_increments "$TABLES_PROG" "$TABLES_PROG" "${CMD[@]}"
+fi
+
+# broken_case LABEL native|runtime DIR EXPECT... -- CMD...: run CMD
+# (gpu-slack reading 4 MiB before its arrays, beyond the runtime's 2 MiB
+# guards: its kernel faults and, with --keep-going, it runs on), SIGTERM
+# after step 100; it must end by SIGTERM, print each EXPECT line (grep -E)
+# exactly once on stderr, and leave nothing in DIR, its checkpoint folder.
+broken_case() {
+	local label=$1 mode=$2 dir=$3 missing= re n
+	local -a expect=()
+	shift 3
+	while [ "$1" != "--" ]; do
+		expect+=("$1")
+		shift
+	done
+	shift
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	sc_start "$label" "$mode" -- "$@"
+	if sc_wait_line "^gpu-slack: step $SC_SIGNAL_AT\$"; then
+		kill -TERM "$SC_PID"
+		sc_wait_exit
+	fi
+	sc_stop
+	for re in "${expect[@]}"; do
+		n=$(grep -cE -- "$re" "$SC_ERR")
+		[ "$n" = 1 ] || missing+=" [$n x: $re]"
+	done
+	if [ "$SC_STATUS" = 143 ] && [ -z "$missing" ] && [ -z "$(ls -A "$dir")" ] &&
+		! grep -q "staging\|not a message of the protocol\|cuCheckpointProcessLock" "$SC_ERR"; then
+		tap_ok "$label: a broken context (CUDA_ERROR_ILLEGAL_ADDRESS) at SIGTERM is named once, nothing is written, the run ends by SIGTERM"
+	else
+		tap_not_ok "$label: a broken context at SIGTERM is named once and the run ends by SIGTERM (exit status $SC_STATUS;$missing)"
+		sc_diag
+	fi
+}
+
+BROKEN=(--module "$GPU_DIR/slack_kernels.cubin" --steps 400 --report-every 20 --slack 4194304
+	--keep-going --delay-ms "$SC_DELAY")
+SHEPHERD=$top_builddir/runtime/gpuckpt-shepherd
+if [ ! -x "$GPU_DIR/gpu-slack" ] || [ ! -e "$GPU_DIR/slack_kernels.cubin" ]; then
+	sc_skip_n "$BROKEN_TESTS" "gpu-slack or slack_kernels.cubin is not built"
+else
+	dir=$SC_LOGDIR/gpu-slack.broken.ckpt
+	broken_case gpu-slack.broken runtime "$dir" \
+		"checkpoint: .*: the program's CUDA context is broken \(CUDA_ERROR_ILLEGAL_ADDRESS\): no checkpoint possible" \
+		-- env GPUCKPT_DIR="$dir" "$GPU_DIR/gpu-slack" "${BROKEN[@]}"
+	if [ "$(id -u)" != 0 ] || [ ! -x "$SHEPHERD" ]; then
+		sc_skip "the transparent case needs root and gpuckpt-shepherd ($SHEPHERD)"
+	else
+		# The shepherd itself without the runtime, the program with it, as
+		# the plugin does. Outside Slurm the shepherd passes SIGTERM on to
+		# the program. No CRIU is needed: the refusal comes first.
+		dir=$SC_LOGDIR/gpu-slack.broken-transparent.ckpt
+		broken_case gpu-slack.broken-transparent native "$dir" \
+			"transparent: the program's CUDA context is broken \(CUDA_ERROR_ILLEGAL_ADDRESS\): no checkpoint possible" \
+			"transparent: no checkpoint of pid [0-9]+: pid [0-9]+: the program's CUDA context is broken \(CUDA_ERROR_ILLEGAL_ADDRESS\)" \
+			-- env GPUCKPT_LOG_LEVEL=info "$SHEPHERD" run --dir "$dir" --uid 0 --gid 0 -- \
+			env "${SC_RUNTIME[@]}" GPUCKPT_MODE=transparent "$GPU_DIR/gpu-slack" "${BROKEN[@]}"
+	fi
 fi
 
 for prog in "${ROUTE_PROGS[@]}"; do

@@ -383,6 +383,166 @@ sc_multi() {
 	sc_restore "$label.multi" "$prog" "$dir" "${points[${#points[@]} - 1]}" -- "$@"
 }
 
+# sc_manifest_field DIR KEY: a top-level number of a checkpoint's manifest.
+sc_manifest_field() {
+	sed -n "s/^  \"$2\": *\([0-9]*\).*/\1/p" "$1/manifest.json" | head -n 1
+}
+
+# sc_written LOG N: the bytes the log says checkpoint N wrote.
+sc_written() {
+	sed -n "s/.*ckpt\.0*$2: wrote \([0-9]*\) bytes.*/\1/p" "$1" | tail -n 1
+}
+
+# sc_wait_log REGEX [SECONDS]: like sc_wait_line, in the runtime's log (stderr).
+sc_wait_log() {
+	local limit ticks=0
+	limit=$(sc_limit "${2:-$SC_WAIT}")
+	while ! grep -Eq -- "$1" "$SC_ERR"; do
+		[ "$ticks" -ge $((limit * 10)) ] && return 1
+		sleep 0.1
+		ticks=$((ticks + 1))
+	done
+}
+
+# sc_background LABEL PROG CMD...: a checkpoint written in the background
+# (4 tests). SIGUSR1 after the first point of SC_MULTI_AT: the first
+# checkpoint, written the blocking way while snapshot memory is pinned;
+# SIGUSR1 after the second: written in the background, the program pausing
+# only for the copy to host memory, then overwriting its whole state with
+# garbage and writing it back (--scribble) while the write goes on; SIGTERM
+# after the third: the exit checkpoint, blocking. The background one must
+# restore with the reference checksum SC_REF (CMD's, from sc_reference), as
+# must the exit one. The program must accept --scribble (gpu-tables).
+SC_BACKGROUND_TESTS=4
+sc_background() {
+	local label=$1.background prog=$2 dir=$SC_LOGDIR/$1.background.ckpt n=0 paused from sum
+	local -a points
+	shift 2
+	read -r -a points <<<"$SC_MULTI_AT"
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	sc_start "$label" runtime GPUCKPT_DIR="$dir" GPUCKPT_SNAPSHOT_MEMORY="${SC_SNAPSHOT:-4G}" -- \
+		"$@" --scribble --delay-ms "$SC_DELAY"
+	for at in "${points[@]}"; do
+		n=$((n + 1))
+		sc_wait_line "^$prog: step $at\$" || break
+		if [ "$n" -lt 3 ]; then
+			kill -USR1 "$SC_PID"
+			sc_wait_log "ckpt\.0*$n: wrote" || break
+			[ "$n" -eq 1 ] && { sc_wait_log "pinned for snapshots" || break; }
+		else
+			kill -TERM "$SC_PID"
+		fi
+	done
+	sc_wait_exit
+	paused=$(sed -n 's/.*ckpt\.000002: wrote .*the program was paused \([0-9.]*\) s, the rest in the background.*/\1/p' "$SC_ERR")
+	if [ -n "$paused" ]; then
+		tap_ok "$label: the second checkpoint paused the program $paused s and was written in the background"
+		tap_diag "$(grep -E 'paused the program|ckpt\.00000[12]: wrote|pinned' "$SC_ERR")"
+	else
+		tap_not_ok "$label: the second checkpoint (SIGUSR1 after step ${points[1]}) is written in the background"
+		sc_diag
+	fi
+	if [ "$SC_STATUS" = 143 ] && grep -q "ckpt.000003: wrote" "$SC_ERR" &&
+		! grep "ckpt.000003: wrote" "$SC_ERR" | grep -q "the rest in the background"; then
+		tap_ok "$label: SIGTERM: the exit checkpoint is written the blocking way, the run ends by SIGTERM"
+	else
+		tap_not_ok "$label: SIGTERM after step ${points[2]} writes the exit checkpoint (blocking) and ends the run by SIGTERM (exit status $SC_STATUS)"
+		sc_diag
+	fi
+	sc_start "$label.restore2" runtime GPUCKPT_DIR="$dir" GPUCKPT_RESTORE="$dir/ckpt.000002" -- \
+		"$@" --delay-ms 0
+	sc_wait_exit
+	from=$(sc_resumed "$prog" "$SC_OUT")
+	sum=$(sc_checksum "$prog" "$SC_OUT")
+	if [ "$SC_STATUS" = 0 ] && [ -n "$from" ] && [ "$from" = "$(sc_manifest_field "$dir/ckpt.000002" step)" ] &&
+		[ "$sum" = "$SC_REF" ]; then
+		tap_ok "$label: the background checkpoint (step $from) restores with the reference checksum: the garbage written during its write is not in it"
+	else
+		tap_not_ok "$label: the background checkpoint restores with the reference checksum (exit status $SC_STATUS, resumed from '${from}', checksum '${sum}', reference '${SC_REF}')"
+		sc_diag
+	fi
+	sc_restore "$label" "$prog" "$dir" "${points[2]}" -- "$@"
+}
+
+# sc_increments LABEL PROG CMD...: incremental checkpoints (5 tests). With
+# GPUCKPT_INCREMENTS=2, SIGUSR1 after the first two points of SC_INCR_AT ("60 80
+# 100") and
+# SIGTERM after the third give a whole checkpoint and two increments, which
+# must write a quarter or less of the whole one (the program must change
+# little between them: gpu-tables), with change keys from the hash kernel;
+# the newest must verify and restore with SC_REF; and with one byte of the
+# whole one flipped, the increment must be refused.
+SC_INCREMENT_TESTS=5
+sc_increments() {
+	local label=$1.increments prog=$2 dir=$SC_LOGDIR/$1.increments.ckpt n=0 full inc2 inc3 file
+	local copy=$SC_LOGDIR/$1.increments.damaged
+	local -a points
+	shift 2
+	read -r -a points <<<"${SC_INCR_AT:-60 80 100}"
+	rm -rf "$dir"
+	mkdir -p "$dir"
+	sc_start "$label" runtime GPUCKPT_DIR="$dir" GPUCKPT_INCREMENTS=2 GPUCKPT_KEEP=10 \
+		GPUCKPT_CHUNK_SIZE=1M -- "$@" --delay-ms "$SC_DELAY"
+	for at in "${points[@]}"; do
+		n=$((n + 1))
+		sc_wait_line "^$prog: step $at\$" || break
+		if [ "$n" -lt 3 ]; then
+			kill -USR1 "$SC_PID"
+			sc_wait_log "ckpt\.0*$n: wrote" || break
+			# A checkpoint due while snapshot memory is pinned waits for
+			# it, and the program goes on changing chunks meanwhile.
+			if grep -q "is pinned in the background" "$SC_ERR"; then
+				sc_wait_log "pinned for snapshots" || break
+			fi
+		else
+			kill -TERM "$SC_PID"
+		fi
+	done
+	sc_wait_exit
+	full=$(sc_written "$SC_ERR" 1)
+	inc2=$(sc_written "$SC_ERR" 2)
+	inc3=$(sc_written "$SC_ERR" 3)
+	if [ "$SC_STATUS" = 143 ] && [ -n "$full" ] && [ -n "$inc2" ] && [ -n "$inc3" ] &&
+		[ "$(sc_manifest_field "$dir/ckpt.000002" increment)" = 1 ] &&
+		[ "$(sc_manifest_field "$dir/ckpt.000003" increment)" = 2 ] &&
+		[ $((inc2 * 4)) -le "$full" ] && [ $((inc3 * 4)) -le "$full" ]; then
+		tap_ok "$label: a whole checkpoint of $full bytes, then increments of $inc2 and $inc3 bytes"
+	else
+		tap_not_ok "$label: a whole checkpoint, then two increments of a quarter of it or less (exit status $SC_STATUS, bytes written: '${full}', '${inc2}', '${inc3}')"
+		sc_diag
+	fi
+	if grep -q "the hash kernel is loaded" "$SC_ERR" && ! grep -q "found on the host" "$SC_ERR"; then
+		tap_ok "$label: the changed chunks were found by the hash kernel"
+	else
+		tap_not_ok "$label: the changed chunks are found by the hash kernel, not on the host"
+		sc_diag
+	fi
+	if sc_verify "$label.verify" "$dir/ckpt.000003"; then
+		tap_ok "$label: gpuckpt verify accepts the newest increment, following its references"
+	else
+		tap_not_ok "$label: gpuckpt verify accepts the newest increment"
+		sc_diag "$SC_LOGDIR/$label.verify.out" "$SC_LOGDIR/$label.verify.err"
+	fi
+	sc_restore "$label" "$prog" "$dir" "${points[2]}" -- "$@"
+	rm -rf "$copy"
+	cp -a "$dir" "$copy"
+	file=$(find "$copy/ckpt.000001" -type f -name 'device*.data' -printf '%s %p\n' | sort -n | tail -n 1)
+	file=${file#* }
+	printf '\377' | dd of="$file" bs=1 seek=4096 count=1 conv=notrunc status=none
+	sc_start "$label.damaged" runtime GPUCKPT_DIR="$copy" GPUCKPT_RESTORE="$copy/ckpt.000003" -- \
+		"$@" --delay-ms 0
+	sc_wait_exit
+	if [ "$SC_STATUS" != 0 ] && [ "$SC_STATUS" != timeout ] &&
+		[ -z "$(sc_checksum "$prog" "$SC_OUT")" ] && grep -q "ckpt.000001/" "$SC_ERR"; then
+		tap_ok "$label: with a byte of its base flipped, the increment is refused (exit status $SC_STATUS)"
+		tap_diag "$(grep refused "$SC_ERR" | tail -n 2)"
+	else
+		tap_not_ok "$label: with a byte of its base ckpt.000001 flipped, the increment is refused, naming the base (exit status $SC_STATUS)"
+		sc_diag
+	fi
+}
+
 # sc_other_gpu LABEL PROG DEV_A DEV_B CMD...: checkpoint on one GPU and restore
 # on another, chosen by CUDA_VISIBLE_DEVICES (2 tests). Needs SC_REF.
 SC_OTHER_GPU_TESTS=2

@@ -39,7 +39,7 @@ jq_is() {
 	fi
 }
 
-tap_plan 44
+tap_plan 49
 
 C1=$("$MKIMAGE" "$ROOT" --seed 1 --allocs 3 --regions 1)
 C2=$("$MKIMAGE" "$ROOT" --seed 2 --allocs 2 --regions 0 --unsigned)
@@ -139,12 +139,26 @@ check "prune: the older ones are gone, the newest and a live writer's remain" \
 out=$("$GK_TOOL" prune --keep 1 "$ROOT")
 expect "prune again removes nothing" "*removed 0, kept 1" "$out"
 
+# -- format 2 (XXH64 checksums), written before format 3: still verified --
+OLD=$GK_SCRATCH/old
+C4=$("$MKIMAGE" "$OLD" --seed 4 --allocs 3 --regions 1 --format 2)
+check "a format 2 checkpoint is written" grep -q '"version": 2,' "$C4/manifest.json"
+check "... with XXH64 checksums" grep -q '"xxh64": \[' "$C4/manifest.json"
+out=$("$GK_TOOL" verify "$C4" 2>&1)
+check "verify accepts a format 2 checkpoint (checked with XXH64)" [ $? -eq 0 ]
+data=$C4/device0.data
+printf '\x5a' | dd of="$data" bs=1 seek=$(($(stat -c %s "$data") / 2)) conv=notrunc status=none
+out=$("$GK_TOOL" verify "$C4" 2>&1)
+expect "... and finds a byte changed in it" "*device0.data: checksum mismatch in allocation*" "$out"
+out=$("$GK_TOOL" inspect --json "$C4")
+jq_is "inspect --json of it keeps its format" "$out" '.manifest.version' 2
+
 # -- help --
 out=$("$GK_TOOL" --help)
 expect "--help: synopsis, commands, exit status, examples" \
 	"*SYNOPSIS*gpuckpt verify*COMMANDS*EXIT STATUS*EXAMPLES*" "$out"
 check "help verify is verify --help" [ "$("$GK_TOOL" help verify)" = "$("$GK_TOOL" verify --help)" ]
-expect "--version" "gpuckpt * (checkpoint format gpuckpt-image version 2)" "$("$GK_TOOL" --version)"
+expect "--version" "gpuckpt * (checkpoint format gpuckpt-image version 3)" "$("$GK_TOOL" --version)"
 if command -v groff >/dev/null; then
 	warnings=$(groff -man -Tutf8 -ww -z "$top_srcdir/runtime/cli/gpuckpt.1" 2>&1)
 	check "the man page renders without warnings" [ -z "$warnings" ]

@@ -6,7 +6,11 @@
  *
  *	mkimage ROOT [--seed N] [--devices N] [--allocs N] [--regions N]
  *	             [--min-size BYTES] [--max-size BYTES] [--chunk-size BYTES] [--keep N]
- *	             [--label TEXT] [--unsigned] [--slurm]
+ *	             [--label TEXT] [--unsigned] [--slurm] [--format 2|3]
+ *
+ * --format 2 writes what gpuckpt wrote before format 3 (XXH64 checksums),
+ * through the same writer, so that tests can check old checkpoints still
+ * verify and restore.
  */
 #include "config.h"
 #include "image.h"
@@ -31,7 +35,7 @@ struct params {
 	unsigned devices, allocs, regions, keep;
 	uint64_t min_size, max_size, chunk_size;
 	const char *label;
-	int unsigned_only, slurm;
+	int unsigned_only, slurm, format;
 };
 
 static uint64_t rng_state;
@@ -62,7 +66,8 @@ static int parse_args(int argc, char **argv, struct params *p)
 			     .min_size = 1,
 			     .max_size = 1 << 20,
 			     .chunk_size = 64 << 10,
-			     .label = "synthetic"};
+			     .label = "synthetic",
+			     .format = GK_FORMAT_VERSION};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -102,6 +107,11 @@ static int parse_args(int argc, char **argv, struct params *p)
 			p->keep = (unsigned)strtoul(v, NULL, 0);
 		else if (!strcmp(a, "--label"))
 			p->label = v;
+		else if (!strcmp(a, "--format")) {
+			p->format = atoi(v);
+			if (p->format != 2 && p->format != GK_FORMAT_VERSION)
+				return usage("--format: 2 or the current format");
+		}
 		else
 			return usage("unknown option");
 	}
@@ -114,7 +124,7 @@ static int parse_args(int argc, char **argv, struct params *p)
 
 /* Write `size` pseudo-random bytes at `offset` of fd and checksum them. */
 static int write_object(int fd, uint64_t offset, uint64_t size, uint64_t chunk_size,
-			struct gk_chunk **chunks, uint32_t *nchunks)
+			enum gk_sum_algo algo, struct gk_chunk **chunks, uint32_t *nchunks)
 {
 	uint8_t *buf = malloc(size ? size : 1);
 	uint32_t n = gk_chunk_count(size, chunk_size);
@@ -136,7 +146,7 @@ static int write_object(int fd, uint64_t offset, uint64_t size, uint64_t chunk_s
 		uint64_t start = (uint64_t)c * chunk_size;
 		uint64_t len = size - start < chunk_size ? size - start : chunk_size;
 
-		(*chunks)[c].xxh64 = gk_xxh64(buf + start, len, 0);
+		(*chunks)[c].sum = gk_sum(algo, buf + start, len);
 	}
 	free(buf);
 	return 0;
@@ -173,6 +183,7 @@ int main(int argc, char **argv)
 	m = gk_manifest_new();
 	if (!m)
 		return 1;
+	m->version = p.format;
 	gmtime_r(&now, &tm);
 	strftime(m->created, sizeof(m->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	m->created_unix = now;
@@ -244,7 +255,8 @@ int main(int argc, char **argv)
 			snprintf(a->parts[0].file, sizeof(a->parts[0].file), "%s", name);
 			a->parts[0].offset = off;
 			a->parts[0].size = a->size;
-			ret = write_object(fd, off, a->size, p.chunk_size, &a->chunks, &a->nchunks);
+			ret = write_object(fd, off, a->size, p.chunk_size, gk_sum_algo_of(m->version),
+					   &a->chunks, &a->nchunks);
 			if (ret < 0)
 				goto out_abort;
 			off = align_up(off + a->size, GK_DATA_ALIGN);
@@ -267,8 +279,8 @@ int main(int argc, char **argv)
 		r->size = 1 + rnd() % (p.max_size / 4 + 1);
 		snprintf(r->file, sizeof(r->file), "%s", GK_HOST_DATA_FILE);
 		r->offset = host_off;
-		ret =
-		    write_object(host_fd, host_off, r->size, p.chunk_size, &r->chunks, &r->nchunks);
+		ret = write_object(host_fd, host_off, r->size, p.chunk_size,
+				   gk_sum_algo_of(m->version), &r->chunks, &r->nchunks);
 		if (ret < 0)
 			goto out_abort;
 		host_off = align_up(host_off + r->size, GK_DATA_ALIGN);

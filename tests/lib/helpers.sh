@@ -57,8 +57,13 @@ gk_envs() {
 }
 gk_envs
 
-# A scratch folder removed when the test script exits.
+# A scratch folder removed when the test script exits (kept, and named on
+# stderr, with GK_KEEP_SCRATCH=1: for looking at a failure's logs).
 gk_scratch() {
 	GK_SCRATCH=$(mktemp -d "${TMPDIR:-/tmp}/gpuckpt-test.XXXXXX")
-	trap 'rm -rf "$GK_SCRATCH"' EXIT
+	if [ -n "${GK_KEEP_SCRATCH:-}" ]; then
+		echo "scratch folder kept: $GK_SCRATCH" >&2
+	else
+		trap 'rm -rf "$GK_SCRATCH"' EXIT
+	fi
 }

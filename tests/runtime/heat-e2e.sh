@@ -81,14 +81,14 @@ expect "and finishes with the uninterrupted run's checksum" resume \
 
 # --- several checkpoints in one run ---------------------------------------------
 D=$GK_SCRATCH/multi
-heat_bg multi GPUCKPT_DIR="$D" GPUCKPT_KEEP=2
+heat_bg multi GPUCKPT_DIR="$D" GPUCKPT_KEEP=2 GPUCKPT_INCREMENTS=0
 wait_for multi "step 60"; kill -USR1 $HEAT_PID
 wait_for multi "ckpt.000001: wrote"; wait_for multi "step 120"; kill -USR1 $HEAT_PID
 wait_for multi "ckpt.000002: wrote"; wait_for multi "step 180"; kill -TERM $HEAT_PID
 wait $HEAT_PID; status=$?
 expect "SIGUSR1 twice then SIGTERM: three checkpoints, the program ends by SIGTERM" multi \
 	test $status -eq 143 -a "$(grep -c 'wrote' "$GK_SCRATCH/multi.err")" -eq 3
-expect "only the newest two are kept (GPUCKPT_KEEP=2)" multi \
+expect "only the newest two are kept (GPUCKPT_KEEP=2, every checkpoint whole)" multi \
 	test "$(ls "$D")" = "$(printf 'ckpt.000002\nckpt.000003')"
 step3=$(sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$D/ckpt.000003/manifest.json" | head -1)
 step2=$(sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$D/ckpt.000002/manifest.json" | head -1)

@@ -1,11 +1,13 @@
 # The runtime: placement data structure, interposition routes, signals, and
 # the end-to-end scenarios on the CUDA driver stand-in.
-check_PROGRAMS += %reldir%/test-intervals %reldir%/test-order
+check_PROGRAMS += %reldir%/test-intervals %reldir%/test-order %reldir%/test-layout
 %canon_reldir%_test_intervals_SOURCES = %reldir%/test-intervals.c
 %canon_reldir%_test_intervals_LDADD = $(top_builddir)/runtime/libgkplace.la
 %canon_reldir%_test_order_SOURCES = %reldir%/test-order.c
 %canon_reldir%_test_order_LDADD = $(top_builddir)/runtime/libgkplace.la
-TESTS += %reldir%/test-intervals %reldir%/test-order
+%canon_reldir%_test_layout_SOURCES = %reldir%/test-layout.c
+%canon_reldir%_test_layout_LDADD = $(top_builddir)/runtime/libgkplace.la
+TESTS += %reldir%/test-intervals %reldir%/test-order %reldir%/test-layout
 
 # Two libraries defining the same symbol, for dlsym(RTLD_NEXT) semantics.
 check_LTLIBRARIES += %reldir%/libgkdlnexta.la %reldir%/libgkdlnextb.la
@@ -38,5 +40,7 @@ check_PROGRAMS += %reldir%/prog-dlnext %reldir%/prog-routes %reldir%/prog-manage
 %canon_reldir%_prog_unaware_SOURCES = %reldir%/prog-unaware.c
 %canon_reldir%_prog_unaware_LDADD = $(GK_CUDA_STUB)
 
-TESTS += %reldir%/interpose.sh %reldir%/heat-e2e.sh %reldir%/mpi-sets.sh
-EXTRA_DIST += %reldir%/interpose.sh %reldir%/heat-e2e.sh %reldir%/mpi-sets.sh
+TESTS += %reldir%/interpose.sh %reldir%/heat-e2e.sh %reldir%/background.sh \
+	%reldir%/increments.sh %reldir%/mpi-sets.sh
+EXTRA_DIST += %reldir%/interpose.sh %reldir%/heat-e2e.sh %reldir%/background.sh \
+	%reldir%/increments.sh %reldir%/mpi-sets.sh

@@ -30,7 +30,8 @@ elif [ ! -x "$SHEP/gpuckpt-shepherd" ]; then
 	why="gpuckpt-shepherd is not built in $SHEP (GK_SHEPHERD_DIR)"
 elif [ ! -x "$UNAWARE" ]; then
 	why="examples/unaware is not built (needs nvcc)"
-elif ! probe=$("$SHEP/gpuckpt-shepherd" probe --criu "$GK_CRIU" 2>&1); then
+elif ! probe=$("$SHEP/gpuckpt-shepherd" probe --criu "$GK_CRIU" \
+	--uid "$(id -u "${GK_TRANSPARENT_USER:-gkuser1}" 2>/dev/null || echo 65534)" 2>&1); then
 	why="gpuckpt-shepherd probe: $probe"
 fi
 if [ -n "$why" ]; then
@@ -74,6 +75,7 @@ same_as_reference() {
 # Preemption stops the step but not the batch shell: wait for the requeue.
 script() { # NAME EXTRA-ENV
 	job_script "$1" "$2
+export GPUCKPT_LOG_LEVEL=info
 srun $UNAWARE $ARGS --out $JOBS/\$SLURM_JOB_ID.data
 rc=\$?
 [ \$rc -eq 143 ] && sleep 600
@@ -95,9 +97,11 @@ requeued() {
 	show_times "$1" "$j"
 }
 
-# The timing lines of the checkpoint and the restore, for the record.
+# The timing lines of the checkpoint and the restore, for the record: the
+# shepherd's, and the runtime's phases (the first checkpoint of a job was
+# seen three times slower than the next: issue 12).
 show_times() { # NAME JOB
-	tap_diag "$1: $(grep -hE 'gpuckpt: transparent: (checkpoint ckpt.* committed|restored|restore: GPU)|device memory loaded' "$(job_out "$2")" | tr '\n' ' ')"
+	tap_diag "$1: $(grep -hE 'gpuckpt: transparent: (checkpoint ckpt.* committed|restored|restore: GPU)|device memory loaded|wrote [0-9]+ bytes in|phases:|sealed: manifest|transfer: dumped' "$(job_out "$2")" | tr '\n' ' ')"
 }
 
 requeued requeue ":"

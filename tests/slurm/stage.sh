@@ -7,9 +7,9 @@
 STAGE=$top_srcdir/scheduler-hooks/gpuckpt-stage
 U=4242 # a uid that owns nothing on this machine
 
-tap_plan 33
+tap_plan 37
 if [ "$(id -u)" -ne 0 ]; then
-	for i in $(seq 33); do tap_skip "needs root (the script gives folders to the job's user)"; done
+	for i in $(seq 37); do tap_skip "needs root (the script gives folders to the job's user)"; done
 	exit 0
 fi
 gk_scratch
@@ -114,10 +114,63 @@ out=$(stage out 56 2>&1)
 check "out: a criu/ that root did not write is not staged" \
 	[ ! -e "$SH/56/step.0/task.0/ckpt.000001" -a -n "$(grep 'criu/ not written by root' <<<"$out")" ]
 
+# Increments (format 3): ckpt.000004 is an increment of ckpt.000001, which
+# is older than the newest --keep 2: it is staged, and kept, with it.
+T4=$BB/57/step.0/task.0
+mkckpt "$T4" ckpt.000001
+mkckpt "$T4" ckpt.000002
+mkckpt "$T4" ckpt.000003
+mkckpt "$T4" ckpt.000004
+cat >"$T4/ckpt.000004/manifest.json" <<'M'
+{
+  "format": "gpuckpt-image",
+  "version": 3,
+  "sequence": 4,
+  "increment": 1,
+  "references": [
+    {
+      "sequence": 1,
+      "id": "0123456789abcdef0123456789abcdef",
+      "files": [
+        {
+          "name": "device0.data",
+          "size": 4096
+        }
+      ]
+    }
+  ],
+  "allocations": [
+    {
+      "parts": [
+        {
+          "sequence": 2,
+          "file": "device0.data"
+        }
+      ]
+    }
+  ]
+}
+M
+chown -R $U:$U "$BB/57"
+# An older one already on the shared root, that nothing needs.
+S4=$SH/57/step.0/task.0
+mkckpt "$S4" ckpt.000000
+chown -R 0:0 "$SH/57"
+stage out 57 >/dev/null 2>&1
+check "out: an increment's base is staged with it, though older than the newest 2" \
+	[ -d "$S4/ckpt.000004" -a -d "$S4/ckpt.000003" -a -d "$S4/ckpt.000001" ]
+check "out: ... and only what it refers to (a part's sequence is not a reference)" [ ! -e "$S4/ckpt.000002" ]
+check "out: pruning the shared root keeps the base, removes what nothing needs" \
+	[ -d "$S4/ckpt.000001" -a ! -e "$S4/ckpt.000000" ]
+rm -rf "$BB/57"
+stage in 57 >/dev/null 2>&1
+check "in: the base comes back with the increment" \
+	[ -d "$T4/ckpt.000004" -a -d "$T4/ckpt.000001" -a ! -e "$T4/ckpt.000002" ]
+
 # A step of several tasks: members of its checkpoint sets (manifests naming a
 # set) are staged all, never pruned by count; the set records travel; the
 # prolog writes the restore plan, root's, beside the job folders.
-S0=$BB/57/step.0
+S0=$BB/58/step.0
 for t in 0 1; do
 	for n in 1 2 3; do
 		mkckpt "$S0/task.$t" "ckpt.00000$n"
@@ -125,18 +178,18 @@ for t in 0 1; do
 	done
 done
 echo "gpuckpt-set 1 sequence=3 id=0000000000000001 members=2 step=3 agreement=mpi created=1" >"$S0/set.000003"
-chown -R $U:$U "$BB/57"
-chmod -R go-rwx "$BB/57"
-stage out 57 >/dev/null 2>&1
+chown -R $U:$U "$BB/58"
+chmod -R go-rwx "$BB/58"
+stage out 58 >/dev/null 2>&1
 check "out: every committed part of a set member's folder is staged, none pruned by count" \
-	[ -d "$SH/57/step.0/task.1/ckpt.000001" -a -d "$SH/57/step.0/task.1/ckpt.000003" ]
-check "out: the set record reaches the shared root, root's" [ "$(stat -c %u "$SH/57/step.0/set.000003" 2>/dev/null)" = 0 ]
-stage in 57 >/dev/null 2>&1
+	[ -d "$SH/58/step.0/task.1/ckpt.000001" -a -d "$SH/58/step.0/task.1/ckpt.000003" ]
+check "out: the set record reaches the shared root, root's" [ "$(stat -c %u "$SH/58/step.0/set.000003" 2>/dev/null)" = 0 ]
+stage in 58 >/dev/null 2>&1
 check "in: the restore plan is written, root's alone" \
-	[ "$(head -n 1 "$BB/.plan.57" 2>/dev/null) $(stat -c '%u %a' "$BB/.plan.57" 2>/dev/null)" = "gpuckpt-plan 1 0 600" ]
+	[ "$(head -n 1 "$BB/.plan.58" 2>/dev/null) $(stat -c '%u %a' "$BB/.plan.58" 2>/dev/null)" = "gpuckpt-plan 1 0 600" ]
 check "in: the set record is staged back, the user's" [ "$(stat -c %u "$S0/set.000003" 2>/dev/null)" = "$U" ]
-stage out 57 >/dev/null 2>&1
-check "out: the plan goes with the run it was for" [ ! -e "$BB/.plan.57" ]
+stage out 58 >/dev/null 2>&1
+check "out: the plan goes with the run it was for" [ ! -e "$BB/.plan.58" ]
 
 # Bad arguments.
 out=$("$STAGE" out --job abc --uid 1 --gid 1 --bb-root "$BB" --shared-root "$SH" 2>&1)

@@ -110,21 +110,22 @@ int main(void)
 	site.mode = GK_MODE_AUTO;
 
 	/* The probe. */
-	rc = gk_shepherd_probe(&site, reason, sizeof(reason));
+	rc = gk_shepherd_probe(&site, 1000, reason, sizeof(reason));
 	snprintf(path, sizeof(path), "gpuckpt-shepherd not installed at %s/gpuckpt-shepherd", root);
 	ok(rc == 0 && strcmp(reason, path) == 0, "probe: a missing shepherd says where it was looked for (%s)", reason);
 	fake_shepherd(root, "criu 3.17 at /usr/sbin/criu is too old (4.0 or later needed)", 1);
-	rc = gk_shepherd_probe(&site, reason, sizeof(reason));
+	rc = gk_shepherd_probe(&site, 1000, reason, sizeof(reason));
 	ok(rc == 0 && strcmp(reason, "criu 3.17 at /usr/sbin/criu is too old (4.0 or later needed)") == 0,
 	   "probe: the shepherd's own reason is taken (%s)", reason);
 	snprintf(path, sizeof(path), "%s/args", root);
 	slurp(path, buf, sizeof(buf));
-	is_str(buf, "probe --criu /opt/criu/sbin/criu", "probe: run with the site's criu");
+	is_str(buf, "probe --uid 1000 --criu /opt/criu/sbin/criu",
+	       "probe: run for the job's uid with the site's criu");
 	fake_shepherd(root, "", 3);
-	gk_shepherd_probe(&site, reason, sizeof(reason));
+	gk_shepherd_probe(&site, 1000, reason, sizeof(reason));
 	ok(strstr(reason, "probe failed with status 3") != NULL, "probe: a silent failure still has a reason (%s)", reason);
 	fake_shepherd(root, "ok", 0);
-	is_int(gk_shepherd_probe(&site, reason, sizeof(reason)), 1, "probe: ok");
+	is_int(gk_shepherd_probe(&site, 1000, reason, sizeof(reason)), 1, "probe: ok");
 
 	/* Plans. */
 	snprintf(r.dir, sizeof(r.dir), "%s", root);

@@ -8,13 +8,19 @@
 # CRIU and a GPU: tests/slurm/e2e-transparent.sh and benchmarks/transparent.)
 # Then a program holding managed memory, which the driver cannot checkpoint
 # either: the runtime refuses before anything is written, and both it and the
-# shepherd say why.
+# shepherd say why. And a program whose context a faulting kernel broke:
+# one reason from each side (REFUSE broken), no protocol error, nothing
+# written. And SIGTERM to the shepherd alone under Slurm (proctrack/cgroup
+# signals only slurmstepd's children): the runtime hears of it from the
+# shepherd.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
 HEAT=$top_builddir/examples/heat/heat-drv
 MODULE=$top_builddir/examples/heat/.libs/heat_kernels_host.so
 UNAWARE=$top_builddir/tests/runtime/prog-unaware
-PLAN=14
+SLACK=$top_builddir/tests/gpu/gpu-slack
+SLACK_MODULE=$top_builddir/tests/gpu/.libs/slack_kernels_host.so
+PLAN=20
 tap_plan $PLAN
 gk_scratch
 
@@ -22,8 +28,8 @@ why=""
 if [ "$(id -u)" -ne 0 ]; then
 	why="needs root (the shepherd refuses to run without it)"
 elif [ ! -x "$SHEP" ] || [ ! -x "$HEAT" ] || [ ! -e "$MODULE" ] || [ ! -x "$UNAWARE" ] ||
-	[ ! -e "$GK_STANDIN_DIR/libcuda.so.1" ]; then
-	why="the shepherd, heat-drv, its host kernels or the stand-in were not built"
+	[ ! -x "$SLACK" ] || [ ! -e "$SLACK_MODULE" ] || [ ! -e "$GK_STANDIN_DIR/libcuda.so.1" ]; then
+	why="the shepherd, heat-drv, gpu-slack, their host kernels or the stand-in were not built"
 fi
 if [ -n "$why" ]; then
 	for i in $(seq $PLAN); do tap_skip "$why"; done
@@ -98,4 +104,31 @@ check "the runtime refused, naming memory shared between processes" \
 	grep -q "transparent: refused, no checkpoint taken: this process holds memory pool pointers shared between processes" "$GK_SCRATCH/err"
 check "the shepherd said the same, and nothing was written" \
 	test -z "$(ls -A "$D" 2>/dev/null)" -a -n "$(grep "transparent: no checkpoint of pid [0-9]*: pid [0-9]* holds device memory shared with another process" "$GK_SCRATCH/err")"
+
+# SIGTERM to the shepherd alone, under Slurm: proctrack/cgroup signals only
+# slurmstepd's children, which the shepherd is. The runtime must hear of it
+# from the shepherd (it used to pass signals on only outside Slurm).
+rm -rf "$D"
+SLURM_JOB_ID=4242 sigterm_under_shepherd "step 100" GPUCKPT_MODE=transparent "$HEAT" "${ARGS[@]}"
+check "under Slurm, SIGTERM to the shepherd alone: the shepherd passes it to the runtime" \
+	grep -q "transparent: signal 15: checkpointing pid [0-9]* (passed on to 1 process(es) with the runtime)" "$GK_SCRATCH/err"
+check "... which writes its part and releases device memory, and the program ends by SIGTERM ($status)" \
+	test $status -eq 143 -a -n "$(grep "transparent: .tmp.ckpt.000001.*: wrote [1-9][0-9]* bytes .*released [1-9][0-9]* bytes" "$GK_SCRATCH/err")"
+
+# A broken context: gpu-slack reads 3 MiB before its arrays, beyond the
+# runtime's guards; its kernel faults and it goes on, as srad would. Before,
+# this gave "cannot set up staging buffers", a protocol error and the
+# driver's CUDA_ERROR_NOT_INITIALIZED.
+rm -rf "$D"
+sigterm_under_shepherd "step 20" GPUCKPT_MODE=transparent "$SLACK" --module "$SLACK_MODULE" \
+	--edges all --size 524288 --steps 3000 --report-every 10 --delay-ms 10 --slack 3145728 \
+	--keep-going
+check "a program with a broken context ends by SIGTERM, not checkpointed ($status)" \
+	test $status -eq 143
+check "the runtime says once that the context is broken, naming the error" \
+	test "$(grep -c "transparent: the program's CUDA context is broken (CUDA_ERROR_ILLEGAL_ADDRESS): no checkpoint possible" "$GK_SCRATCH/err")" = 1
+check "the shepherd says the same, naming the process" \
+	grep -q "transparent: no checkpoint of pid [0-9]*: pid [0-9]*: the program's CUDA context is broken (CUDA_ERROR_ILLEGAL_ADDRESS): no checkpoint possible" "$GK_SCRATCH/err"
+check "no other error: no staging failure, no protocol error, nothing written" \
+	test -z "$(ls -A "$D" 2>/dev/null)" -a -z "$(grep "staging\|not a message of the protocol\|cuCheckpointProcessLock\|draining failed" "$GK_SCRATCH/err")"
 tap_done

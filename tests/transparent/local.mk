@@ -3,7 +3,7 @@
 # probe in a script. Root parts report a TAP skip when run as a user.
 GK_SHEPHERD_LIBS = $(top_builddir)/runtime/libgkshepherd.la
 TESTS += %reldir%/test-shepherd %reldir%/test-shepherd-cli.sh %reldir%/test-shepherd-flow.sh \
-	%reldir%/agent.sh %reldir%/test-links
+	%reldir%/agent.sh %reldir%/stdio-criu.sh %reldir%/test-links
 check_PROGRAMS += %reldir%/test-shepherd %reldir%/shep-client %reldir%/test-links
 # What ties a tree to processes outside it (links.c): real sockets, no CRIU.
 %canon_reldir%_test_links_SOURCES = %reldir%/test-links.c
@@ -14,4 +14,5 @@ check_PROGRAMS += %reldir%/test-shepherd %reldir%/shep-client %reldir%/test-link
 %canon_reldir%_test_shepherd_LDADD = $(GK_SHEPHERD_LIBS)
 # The runtime's side of the socket, for test-shepherd-flow.sh.
 %canon_reldir%_shep_client_SOURCES = %reldir%/shep-client.c
-EXTRA_DIST += %reldir%/test-shepherd-cli.sh %reldir%/test-shepherd-flow.sh %reldir%/agent.sh
+EXTRA_DIST += %reldir%/test-shepherd-cli.sh %reldir%/test-shepherd-flow.sh %reldir%/agent.sh \
+	%reldir%/stdio-criu.sh

@@ -8,7 +8,7 @@
 # SIGTERM take its course when no checkpoint can be made.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
-PLAN=54
+PLAN=60
 tap_plan $PLAN
 gk_scratch
 
@@ -40,7 +40,8 @@ for cmd in run restore attach; do
 	usage "$cmd: an option without its value" "needs a value" $cmd --dir
 done
 usage "probe: an unknown option" "probe: unknown option" probe --frob
-usage "probe takes only --criu" "probe: takes only --criu" probe --dir /tmp
+usage "probe takes only --criu and --uid" "probe: takes only --criu and --uid" probe --dir /tmp
+usage "probe: --uid must name a user" "--uid 'no-such-user': no such user" probe --uid no-such-user
 usage "--dir relative" "--dir 'rel/dir': must be an absolute path" restore --dir rel/dir --uid 0 --gid 0
 usage "--criu relative" "--criu 'criu': must be an absolute path" restore "${OK[@]}" --criu criu
 usage "--uid unknown" "--uid 'no-such-user-gk': no such user" restore --dir /x --uid no-such-user-gk --gid 0
@@ -109,18 +110,39 @@ else
 	with_standin "$SHEP" probe --criu "$GK_SCRATCH/criu-3.17" >"$GK_SCRATCH/out" 2>&1
 	check "probe refuses CRIU 3" grep -q "is CRIU 3.17; transparent mode needs 4 or later" "$GK_SCRATCH/out"
 	with_standin "$SHEP" probe --criu "$GK_SCRATCH/criu-4.1" >"$GK_SCRATCH/out" 2>&1
+	# (A container's root may lack capabilities: a line of their own.)
 	check "probe accepts CRIU 4.1 (only the driver is missing)" \
-		test "$(grep -c "" "$GK_SCRATCH/out")" -eq 1 -a "$(grep -c "^driver:" "$GK_SCRATCH/out")" -eq 1
+		test "$(grep -vc "^capabilities:" "$GK_SCRATCH/out")" -eq 1 -a "$(grep -c "^driver:" "$GK_SCRATCH/out")" -eq 1
 	chmod 0777 "$GK_SCRATCH/criu-4.1"
 	"$SHEP" probe --criu "$GK_SCRATCH/criu-4.1" >"$GK_SCRATCH/out" 2>&1
 	check "probe refuses a CRIU that others can change" grep -q "only root can change" "$GK_SCRATCH/out"
+fi
+
+# probe: the capabilities CRIU needs, with some taken out of the bounding set
+# (root execs the probe, whose capabilities are then what the set allows).
+if [ "$(id -u)" -ne 0 ] || ! command -v setpriv >/dev/null ||
+	! setpriv --bounding-set -sys_resource true 2>/dev/null; then
+	for i in 1 2 3 4; do tap_skip "needs root and setpriv(1) able to drop capabilities"; done
+else
+	setpriv --bounding-set -sys_resource "$SHEP" probe --criu /nonexistent >"$GK_SCRATCH/out" 2>&1
+	rc=$?
+	check "probe without CAP_SYS_RESOURCE: exit 1, the line names it and what CRIU cannot do" \
+		test $rc -eq 1 -a -n "$(grep "^capabilities: .*CAP_SYS_RESOURCE missing (CapEff [0-9a-f]*): CRIU cannot read another user's resource limits" "$GK_SCRATCH/out")"
+	setpriv --bounding-set -sys_resource "$SHEP" probe --uid 0 --criu /nonexistent >"$GK_SCRATCH/out" 2>&1
+	check "... which root's own jobs do not need (--uid 0)" \
+		test -z "$(grep CAP_SYS_RESOURCE "$GK_SCRATCH/out")"
+	setpriv --bounding-set -sys_resource "$SHEP" probe --uid nobody --criu /nonexistent >"$GK_SCRATCH/out" 2>&1
+	check "... and another user's do (--uid nobody)" grep -q "CAP_SYS_RESOURCE missing" "$GK_SCRATCH/out"
+	setpriv --bounding-set -sys_ptrace,-kill "$SHEP" probe --uid 0 --criu /nonexistent >"$GK_SCRATCH/out" 2>&1
+	check "probe without CAP_SYS_PTRACE names it, even for root's jobs" \
+		grep -q "^capabilities: CAP_SYS_PTRACE missing .*: CRIU cannot seize the processes" "$GK_SCRATCH/out"
 fi
 
 # run: a program as the user, the shepherd's child.
 RUNDIR=$GK_SCRATCH/nb
 chmod 0711 "$GK_SCRATCH"; mkdir -p "$RUNDIR" && chmod 0777 "$RUNDIR"
 if [ "$(id -u)" -ne 0 ]; then
-	for i in 1 2 3 4 5 6; do tap_skip "needs root"; done
+	for i in 1 2 3 4 5 6 7; do tap_skip "needs root"; done
 else
 	"$SHEP" run --dir "$RUNDIR/ckpt" --uid nobody --gid nogroup -- /bin/sh -c \
 		'echo "$(id -u) $GPUCKPT_DIR $GPUCKPT_SHEPHERD"; exit 7' >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err"
@@ -146,5 +168,24 @@ else
 	wait $spid; rc=$?
 	check "run: SIGTERM without CRIU ends the program as SIGTERM would (143)" test $rc -eq 143
 	check "run: and says why there was no checkpoint" grep -q "no checkpoint of pid .*: no usable CRIU" "$GK_SCRATCH/err"
+	# SIGTERM to the shepherd alone (outside Slurm, or Slurm's
+	# proctrack/cgroup, which signals only slurmstepd's children): the
+	# program has no runtime, so it hears of it only once no checkpoint
+	# came of it, and then ends as SIGTERM ends it.
+	"$SHEP" run --criu /nonexistent --dir "$RUNDIR/ckpt" --uid nobody --gid nogroup -- \
+		/bin/sleep 60 >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
+	spid=$!
+	for i in $(seq 50); do
+		prog=$(cat /proc/$spid/task/$spid/children 2>/dev/null | awk '{print $1}')
+		[ -n "$prog" ] && [ "$(cat /proc/"$prog"/comm 2>/dev/null)" = sleep ] && break
+		sleep 0.1
+	done
+	kill -TERM $spid
+	( sleep 20; kill -KILL "$prog" 2>/dev/null ) &
+	guard=$!
+	wait $spid; rc=$?
+	kill $guard 2>/dev/null
+	check "run: SIGTERM to the shepherd alone, no checkpoint: the program then ends by SIGTERM (143)" \
+		test $rc -eq 143
 fi
 tap_done

@@ -5,18 +5,24 @@
 #   - a runtime that connects with no trigger signal is told ABORT;
 #   - a runtime on a node without the driver's checkpoint API is told ABORT,
 #     as is one that does not say READY in time, and one in application mode;
-#   - a runtime that holds what the driver cannot save (REFUSE managed) and
-#     a node where an MPS daemon runs: no checkpoint, the reason named;
+#   - a runtime that holds what the driver cannot save (REFUSE managed), one
+#     whose program's CUDA context is broken (REFUSE broken ERROR), and a node
+#     where an MPS daemon runs: no checkpoint, the reason named;
 #   - a tree without CUDA processes is checkpointed: the shepherd's own
 #     folder, criu/ root:root 0700 sealed, ckpt.000001 committed, the
 #     timing line, exit 128+SIGTERM;
 #   - restore verifies that checkpoint and runs CRIU (whose error lines it
 #     reports), and refuses it once an image is changed, once criu/ is the
-#     user's, and for another uid.
+#     user's, and for another uid;
+#   - the task's stdio of each kind (/dev/null, a file in append mode, a
+#     pipe; a terminal) is recorded in the seal, and restore hands CRIU its
+#     own in their place (--inherit-fd; its stdin for a terminal), which the
+#     fake CRIU records. That CRIU then really restores the program that way
+#     is for a machine where CRIU runs (tests/transparent/stdio-criu.sh).
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
 CLIENT=$(cd "$top_builddir/tests/transparent" 2>/dev/null && pwd)/shep-client
-PLAN=25
+PLAN=35
 tap_plan $PLAN
 gk_scratch
 
@@ -36,6 +42,14 @@ cat >"$FAKE" <<'EOS'
 #!/bin/sh
 [ "$1" = --version ] && { echo "Version: 4.1"; exit 0; }
 cmd=$1; shift
+# What it was asked, and whether its stdin is a terminal (for the stdio tests).
+[ -n "${FAKE_CRIU_ARGS:-}" ] && { echo "$cmd $*"; [ -t 0 ] && echo "stdin: terminal"; } >>"$FAKE_CRIU_ARGS"
+# Whether the process it is to dump is still there (the signal rules).
+if [ -n "${FAKE_CRIU_ARGS:-}" ] && [ "$cmd" = dump ]; then
+	t=$(printf '%s\n' "$@" | sed -n '/^-t$/{n;p}')
+	state=$(sed 's/.*) \(.\).*/\1/' "/proc/$t/stat" 2>/dev/null)
+	[ -n "$state" ] && [ "$state" != Z ] && echo "dump: pid $t alive" >>"$FAKE_CRIU_ARGS"
+fi
 while [ $# -gt 0 ]; do
 	case $1 in -D) D=$2; shift ;; -o) LOG=$2; shift ;; esac
 	shift
@@ -50,12 +64,15 @@ chmod 0755 "$FAKE"
 
 # children_of PID: its children, from every thread.
 children_of() { cat /proc/"$1"/task/*/children 2>/dev/null; }
-# wait_prog SHEPHERD: the pid of the program (its child), once it runs.
+# wait_prog SHEPHERD NAMES: the pid of the program (its child whose name
+# matches NAMES, a grep -E pattern), once it runs. Not just any child: the
+# shepherd's own short-lived ones (CRIU's version check) come first.
 wait_prog() {
-	local prog
+	local c
 	for i in $(seq 100); do
-		prog=$(children_of "$1" | awk '{print $1}')
-		[ -n "$prog" ] && { echo "$prog"; return; }
+		for c in $(children_of "$1"); do
+			grep -Eqx "$2" /proc/"$c"/comm 2>/dev/null && { echo "$c"; return; }
+		done
 		sleep 0.05
 	done
 }
@@ -81,7 +98,7 @@ check "and the program's exit status comes back" test $rc -eq 0
 	"$CLIENT" --on-signal USR1 "HELLO 1 transparent" "READY .tmp.ckpt.000001.h.1 1" \
 	>"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
 spid=$!
-prog=$(wait_prog $spid)
+prog=$(wait_prog $spid shep-client)
 wait_line "$GK_SCRATCH/out" waiting
 kill -USR1 "$prog"
 sleep 0.2
@@ -97,7 +114,7 @@ trigger_client() {
 	"$SHEP" run --criu "$FAKE" --ready-timeout 2 "${USER_ARGS[@]}" -- \
 		"$CLIENT" --on-signal USR1 "$@" >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
 	spid=$!
-	prog=$(wait_prog $spid)
+	prog=$(wait_prog $spid shep-client)
 	wait_line "$GK_SCRATCH/out" waiting
 	kill -USR1 "$prog"
 	sleep 0.2
@@ -117,6 +134,12 @@ check "a runtime holding managed memory is told ABORT, naming it" \
 check "the shepherd's own line says why there is no checkpoint" \
 	grep -q "transparent: no checkpoint of pid [0-9]*: pid [0-9]* holds managed" "$GK_SCRATCH/err"
 
+# A runtime whose program's context is broken (a kernel faulted before the
+# signal): no checkpoint, one reason, naming the error.
+trigger_client "HELLO 1 transparent" "REFUSE broken CUDA_ERROR_ILLEGAL_ADDRESS"
+check "a runtime whose CUDA context is broken is told ABORT, naming the error" \
+	grep -q "^ABORT pid [0-9]*: the program's CUDA context is broken (CUDA_ERROR_ILLEGAL_ADDRESS): no checkpoint possible" "$GK_SCRATCH/out"
+
 # An MPS daemon on the node (a process of that name): refused, naming it.
 cp /bin/sleep "$GK_SCRATCH/nvidia-cuda-mps-control"
 "$GK_SCRATCH/nvidia-cuda-mps-control" 60 &
@@ -125,7 +148,7 @@ mps=$!
 for i in $(seq 200); do [ "$(cat /proc/$mps/comm 2>/dev/null)" = nvidia-cuda-mps ] && break; sleep 0.05; done
 "$SHEP" run --criu "$FAKE" "${USER_ARGS[@]}" -- /bin/sleep 60 >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
 spid=$!
-prog=$(wait_prog $spid)
+prog=$(wait_prog $spid "sh|sleep")
 kill -TERM $spid
 wait_outcome
 [ -n "$prog" ] && kill -TERM "$prog"
@@ -139,7 +162,7 @@ check "and nothing was committed" test ! -e "$ROOT/ckpt.000001"
 # 3. A tree without CUDA: checkpointed by CRIU alone.
 "$SHEP" run --criu "$FAKE" "${USER_ARGS[@]}" -- /bin/sleep 60 >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err" &
 spid=$!
-prog=$(wait_prog $spid)
+prog=$(wait_prog $spid "sh|sleep")
 kill -TERM $spid
 wait_outcome
 [ -n "$prog" ] && kill -TERM "$prog" # Slurm signals the program too
@@ -182,4 +205,115 @@ mkdir "$ROOT/ckpt.000001/criu" && cp -p "$GK_SCRATCH/criu.root/"* "$ROOT/ckpt.00
 	chown -R nobody "$ROOT/ckpt.000001/criu"
 restore
 check "restore refuses a criu/ that is the user's" grep -q "not root:root 0700" "$GK_SCRATCH/err"
+
+# 5. The task's stdio. A checkpoint of a program whose stdin is /dev/null,
+# whose stdout is a file opened for appending and whose stderr is a pipe,
+# each also the shepherd's own (as slurmstepd gives them to both). The
+# program ignores SIGTERM, which the shepherd passes on outside Slurm: its
+# fds must still be there when they are recorded.
+OUTFILE=$GK_SCRATCH/job.out
+STUBBORN=(/bin/sh -c 'trap "" TERM; exec /bin/sleep 60')
+seal_of() { ls -d "$ROOT"/ckpt.* | sort -V | tail -n 1; }
+# wait_stubborn PID: until it ignores SIGTERM (the shell set the trap and
+# exec'd sleep).
+wait_stubborn() {
+	for i in $(seq 100); do
+		[ "$(cat /proc/"$1"/comm 2>/dev/null)" = sleep ] && return
+		sleep 0.05
+	done
+}
+echo "before the job" >"$OUTFILE"
+exec 7> >(cat >"$GK_SCRATCH/err") # an anonymous pipe, the shell's child
+"$SHEP" run --criu "$FAKE" "${USER_ARGS[@]}" -- "${STUBBORN[@]}" </dev/null >>"$OUTFILE" 2>&7 &
+spid=$!
+exec 7>&-
+prog=$(wait_prog $spid "sh|sleep")
+wait_stubborn "$prog"
+kill -TERM $spid
+wait_outcome
+[ -n "$prog" ] && kill -KILL "$prog"
+wait $spid
+SEAL=$(seal_of)/criu/SEAL
+tr -d ' \n' <"$SEAL" | grep -q '"stdio_task":\["null","file","pipe"\]'
+check "the seal records the task's stdio kinds: null, file, pipe" test $? -eq 0
+tr -d ' \n' <"$SEAL" | grep -q '"stdio_task":\["null","file","pipe"\]' ||
+	tap_diag "$(cat "$SEAL" 2>&1; cat "$GK_SCRATCH/err")"
+# The output file grows after the dump, as a job's output file does.
+echo "written after the dump" >>"$OUTFILE"
+export FAKE_CRIU_ARGS=$GK_SCRATCH/criu-args
+rm -f "$FAKE_CRIU_ARGS"
+restore
+pipe=$(tr -d ' \n' <"$SEAL" | sed -n 's/.*"stdio":\["[^"]*","[^"]*","\(pipe:\[[0-9]*\]\)"\].*/\1/p')
+args=$(grep "^restore " "$FAKE_CRIU_ARGS" 2>/dev/null)
+check "restore hands CRIU its own stdin for /dev/null (--inherit-fd fd[10]:dev/null)" \
+	grep -qF -- "--inherit-fd fd[10]:dev/null" <<<"$args"
+check "... its own stdout for the output file, by the file's path (fd[11]:${OUTFILE#/})" \
+	grep -qF -- "--inherit-fd fd[11]:${OUTFILE#/}" <<<"$args"
+check "... and its own stderr for the pipe (fd[12]:$pipe)" \
+	test -n "$pipe" -a -n "$(grep -F -- "--inherit-fd fd[12]:$pipe" <<<"$args")"
+[ -n "$args" ] || tap_diag "CRIU was run with: $(cat "$FAKE_CRIU_ARGS" 2>&1); the shepherd said: $(cat "$GK_SCRATCH/err")"
+
+# A terminal (srun --pty, or run by hand): script(1) gives the shepherd one.
+if ! command -v script >/dev/null; then
+	for i in 1 2 3; do tap_skip "script(1) is not installed (util-linux)"; done
+else
+	# script runs a shell on the terminal, which execs the shepherd.
+	script -qec "exec $(printf '%q ' "$SHEP" run --criu "$FAKE" "${USER_ARGS[@]}" -- \
+		"${STUBBORN[@]}") 2>$GK_SCRATCH/err.tty" /dev/null </dev/null >/dev/null &
+	tpid=$!
+	spid=
+	for i in $(seq 100); do
+		spid=$(children_of $tpid | awk '{print $1}')
+		[ -n "$spid" ] && [ "$(readlink /proc/"$spid"/exe)" = "$(readlink -f "$SHEP")" ] && break
+		sleep 0.05
+	done
+	prog=$(wait_prog "$spid" "sh|sleep")
+	wait_stubborn "$prog"
+	kill -TERM "$spid"
+	wait_line "$GK_SCRATCH/err.tty" "$OUTCOME" 60
+	[ -n "$prog" ] && kill -KILL "$prog"
+	wait $tpid
+	SEAL=$(seal_of)/criu/SEAL
+	tr -d ' \n' <"$SEAL" | grep -q '"stdio_task":\["tty","tty","file"\]'
+	check "a terminal is recorded as the task's terminal (stderr stays a file here)" test $? -eq 0
+	rm -f "$FAKE_CRIU_ARGS"
+	restore </dev/null
+	check "restore without a terminal refuses, saying the program had one" \
+		grep -q "the program's fd 0 was the task's terminal (/dev/pts/[0-9]*); restore it from a terminal" "$GK_SCRATCH/err"
+	script -qec "$(printf '%q ' "$SHEP" restore --criu "$FAKE" "${USER_ARGS[@]}")" /dev/null \
+		</dev/null >/dev/null 2>&1
+	check "restore from a terminal gives it to CRIU as its stdin, not as --inherit-fd" \
+		test -n "$(grep "^stdin: terminal" "$FAKE_CRIU_ARGS" 2>/dev/null)" -a \
+		-z "$(grep -- "--inherit-fd fd\[1[01]\]" "$FAKE_CRIU_ARGS" 2>/dev/null)" -a \
+		-n "$(grep -- "--inherit-fd fd\[12\]:" "$FAKE_CRIU_ARGS" 2>/dev/null)"
+fi
+
+# 6. Signals: a program without the runtime that does not handle SIGTERM,
+# and SIGTERM to the shepherd alone (outside Slurm, or proctrack/cgroup):
+# the shepherd does not pass it on before the dump, so CRIU finds the
+# program alive (it used to be killed first: "Unable to detach from PID").
+rm -f "$FAKE_CRIU_ARGS"
+"$SHEP" run --criu "$FAKE" "${USER_ARGS[@]}" -- /bin/sleep 60 </dev/null >/dev/null \
+	2>"$GK_SCRATCH/err" &
+spid=$!
+# The program, once it is sleep (the shepherd's own short-lived children,
+# such as CRIU's version check, come and go before it).
+prog=
+for i in $(seq 100); do
+	for c in $(children_of $spid); do
+		[ "$(cat /proc/"$c"/comm 2>/dev/null)" = sleep ] && prog=$c
+	done
+	[ -n "$prog" ] && break
+	sleep 0.05
+done
+kill -TERM $spid
+wait_outcome
+wait $spid; rc=$?
+check "a program without the runtime is not sent SIGTERM before the dump: CRIU finds it alive" \
+	grep -q "^dump: pid $prog alive" "$FAKE_CRIU_ARGS"
+grep -q "^dump: pid $prog alive" "$FAKE_CRIU_ARGS" ||
+	tap_diag "program $prog; CRIU: $(cat "$FAKE_CRIU_ARGS" 2>&1); the shepherd: $(cat "$GK_SCRATCH/err")"
+check "the checkpoint is taken and the shepherd ends 128+SIGTERM ($rc)" test $rc -eq 143
+[ -n "$prog" ] && kill -KILL "$prog" 2>/dev/null
+unset FAKE_CRIU_ARGS
 tap_done

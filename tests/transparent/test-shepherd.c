@@ -67,6 +67,14 @@ static void messages(void)
 	    "REFUSE managed memory",
 	    "REFUSE Managed",
 	    "REFUSE  ipc",
+	    "REFUSE broken",
+	    "REFUSE broken ",
+	    "REFUSE broken cuda_error_illegal_address",
+	    "REFUSE broken CUDA_ERROR_ILLEGAL ADDRESS",
+	    "REFUSE broken CUDA-ERROR",
+	    "REFUSE broken "
+	    "CUDA_ERROR_AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA",
+	    "REFUSE broken unknown CUDA_ERROR_ASSERT",
 	};
 	struct gk_msg m;
 	char big[GK_SHEP_MSG_MAX + 2];
@@ -85,6 +93,11 @@ static void messages(void)
 	       strstr(m.refused, "managed") && gk_msg_parse("REFUSE ipc", 10, &m) == 0 &&
 	       m.type == GK_MSG_REFUSE && strstr(m.refused, "IPC"),
 	   "REFUSE managed, REFUSE ipc: the shepherd's own words for them");
+	ok(gk_msg_parse("REFUSE broken CUDA_ERROR_ILLEGAL_ADDRESS", 40, &m) == 0 &&
+	       m.type == GK_MSG_REFUSE && !strcmp(m.broken, "CUDA_ERROR_ILLEGAL_ADDRESS") &&
+	       gk_msg_parse("REFUSE broken unknown", 21, &m) == 0 && !strcmp(m.broken, "unknown") &&
+	       gk_msg_parse("REFUSE managed", 14, &m) == 0 && !m.broken[0],
+	   "REFUSE broken <CUDA error name>: a broken context, with the error's name");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		if (gk_msg_parse(bad[i], strlen(bad[i]), &m) == -EPROTO)
 			refused++;
@@ -429,7 +442,13 @@ static int make_sealed(const char *dir, int *ckptfd_out)
 	s.gid = 1235;
 	snprintf(s.job, sizeof(s.job), "77");
 	snprintf(s.step, sizeof(s.step), "0");
+	snprintf(s.stdio[0], sizeof(s.stdio[0]), "/dev/null");
 	snprintf(s.stdio[1], sizeof(s.stdio[1]), "pipe:[4242]");
+	snprintf(s.stdio[2], sizeof(s.stdio[2]), "/bb/77/slurm-77.out");
+	s.have_stdio_task = 1;
+	snprintf(s.stdio_task[0], sizeof(s.stdio_task[0]), "null");
+	snprintf(s.stdio_task[1], sizeof(s.stdio_task[1]), "pipe");
+	snprintf(s.stdio_task[2], sizeof(s.stdio_task[2]), "file");
 	snprintf(s.socket, sizeof(s.socket), "gpuckpt-shepherd.1.00");
 	s.ngpus = 1;
 	snprintf(s.gpus[0].uuid, sizeof(s.gpus[0].uuid),
@@ -460,7 +479,7 @@ static void seal(void)
 	int ckptfd, otherfd;
 
 	if (geteuid() != 0) {
-		for (int i = 0; i < 13; i++)
+		for (int i = 0; i < 14; i++)
 			skip("needs root: criu/ must be root's");
 		return;
 	}
@@ -471,13 +490,33 @@ static void seal(void)
 	if (verify(ckptfd, 1234, NULL, 0, "the sealed folder verifies") == 0) {
 		gk_seal_verify(ckptfd, 1234, &s, err, sizeof(err));
 		ok(s.gid == 1235 && !strcmp(s.job, "77") && !strcmp(s.stdio[1], "pipe:[4242]") &&
-		       s.ngpus == 1 && !strcmp(s.gpus[0].name, "NVIDIA H100 80GB HBM3") &&
+		       s.have_stdio_task && !strcmp(s.stdio_task[0], "null") &&
+		       !strcmp(s.stdio_task[2], "file") && s.ngpus == 1 &&
+		       !strcmp(s.gpus[0].name, "NVIDIA H100 80GB HBM3") &&
 		       !strcmp(s.socket, "gpuckpt-shepherd.1.00") && s.image_bytes == 6,
-		   "and gives back what was sealed");
+		   "and gives back what was sealed (the stdio kinds too)");
 	} else {
 		skip("nothing to compare");
 	}
 	verify(ckptfd, 1000, "sealed for uid 1234", -EPERM, "another user's seal is refused");
+	{
+		char text[8192] = "", *at;
+		int fd = openat(ckptfd, GK_CRIU_DIR "/" GK_SHEP_SEAL_FILE, O_RDONLY);
+		ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
+
+		if (fd >= 0)
+			close(fd);
+		text[n > 0 ? n : 0] = 0;
+		at = strstr(text, "\"file\"");
+		if (at)
+			memcpy(at + 1, "tape", 4);
+		write_at(ckptfd, GK_CRIU_DIR "/" GK_SHEP_SEAL_FILE, text);
+		verify(ckptfd, 1234, "stdio_task 2 is malformed", -EINVAL,
+		       "a stdio kind the shepherd never writes is refused");
+		if (at)
+			memcpy(at + 1, "file", 4);
+		write_at(ckptfd, GK_CRIU_DIR "/" GK_SHEP_SEAL_FILE, text);
+	}
 
 	write_at(ckptfd, GK_CRIU_DIR "/" GK_SHEP_RESTORE_LOG, "log");
 	verify(ckptfd, 1234, NULL, 0, "a restore log beside the images is allowed");
@@ -529,12 +568,102 @@ static void seal(void)
 		printf("# cannot remove %s\n", base);
 }
 
+/* How restore hands the program its stdio back (stdio.c). */
+static void stdio_plans(void)
+{
+	struct gk_seal s;
+	char a[3][4200];
+	enum gk_stdio_how h[3];
+
+	memset(&s, 0, sizeof(s));
+	snprintf(s.stdio[0], sizeof(s.stdio[0]), "/dev/null");
+	snprintf(s.stdio[1], sizeof(s.stdio[1]), "/bb/77/slurm-77.out");
+	snprintf(s.stdio[2], sizeof(s.stdio[2]), "pipe:[4242]");
+	s.have_stdio_task = 1;
+	snprintf(s.stdio_task[0], sizeof(s.stdio_task[0]), "null");
+	snprintf(s.stdio_task[1], sizeof(s.stdio_task[1]), "file");
+	snprintf(s.stdio_task[2], sizeof(s.stdio_task[2]), "pipe");
+	for (int i = 0; i < 3; i++)
+		h[i] = gk_stdio_plan(&s, i, a[i], sizeof(a[i]));
+	ok(h[0] == GK_STDIO_INHERIT && !strcmp(a[0], "fd[10]:dev/null") &&
+	       h[1] == GK_STDIO_INHERIT && !strcmp(a[1], "fd[11]:bb/77/slurm-77.out") &&
+	       h[2] == GK_STDIO_INHERIT && !strcmp(a[2], "fd[12]:pipe:[4242]"),
+	   "stdio: the task's /dev/null, file and pipe are inherited, a file by its path from "
+	   "the root (%s %s %s)",
+	   a[0], a[1], a[2]);
+	snprintf(s.stdio_task[1], sizeof(s.stdio_task[1]), "%s", "");
+	snprintf(s.stdio_task[0], sizeof(s.stdio_task[0]), "tty");
+	snprintf(s.stdio[0], sizeof(s.stdio[0]), "/dev/pts/3");
+	ok(gk_stdio_plan(&s, 1, a[1], sizeof(a[1])) == GK_STDIO_CRIU &&
+	       gk_stdio_plan(&s, 0, a[0], sizeof(a[0])) == GK_STDIO_TERMINAL,
+	   "stdio: a file the program opened itself is CRIU's to reopen; a terminal is "
+	   "handed over as CRIU's stdin");
+	s.have_stdio_task = 0;
+	ok(gk_stdio_plan(&s, 2, a[2], sizeof(a[2])) == GK_STDIO_INHERIT &&
+	       !strcmp(a[2], "fd[12]:pipe:[4242]") &&
+	       gk_stdio_plan(&s, 1, a[1], sizeof(a[1])) == GK_STDIO_CRIU,
+	   "stdio: a seal from before the kinds were recorded: its pipes are inherited, as "
+	   "then");
+	ok(gk_stdio_kind_ok("file") && gk_stdio_kind_ok("") && !gk_stdio_kind_ok("tape") &&
+	       !gk_stdio_kind_ok("FILE"),
+	   "stdio: only the kinds the shepherd records are valid in a seal");
+}
+
+/* The capabilities CRIU needs, from crafted status files. */
+static int caps_of(const char *capeff, long uid, char *why, size_t whylen)
+{
+	char path[] = "/tmp/gk-caps.XXXXXX";
+	int fd = mkstemp(path), ret;
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+
+	if (!f)
+		return -EIO;
+	fprintf(f, "Name:\tprobe\nCapInh:\t0000000000000000\n");
+	if (capeff)
+		fprintf(f, "CapEff:\t%s\n", capeff);
+	fprintf(f, "CapBnd:\t000001ffffffffff\n");
+	fclose(f);
+	ret = gk_criu_caps(path, uid, why, whylen);
+	unlink(path);
+	return ret;
+}
+
+static void capabilities(void)
+{
+	char why[1024];
+
+	ok(caps_of("000001ffffffffff", -1, why, sizeof(why)) == 0,
+	   "capabilities: a root with all of them may run CRIU for anyone");
+	ok(caps_of("000001fffeffffff", -1, why, sizeof(why)) == -EPERM &&
+	       strstr(why, "CAP_SYS_RESOURCE missing (CapEff 000001fffeffffff): CRIU cannot read "
+			   "another user's resource limits (\"Can't get rlimit"),
+	   "capabilities: without CAP_SYS_RESOURCE (the GPU machine's root) it is named, with "
+	   "what CRIU cannot do (%s)",
+	   why);
+	ok(caps_of("000001fffeffffff", 0, why, sizeof(why)) == 0 &&
+	       caps_of("000001fffeffffff", 1000, why, sizeof(why)) == -EPERM,
+	   "capabilities: which root's own jobs do not need, and another user's do");
+	ok(caps_of("000001ffffdfffff", -1, why, sizeof(why)) == 0 &&
+	       caps_of("000000ffffdfffff", 0, why, sizeof(why)) == -EPERM &&
+	       strstr(why, "CAP_SYS_ADMIN missing"),
+	   "capabilities: CAP_CHECKPOINT_RESTORE stands in for CAP_SYS_ADMIN, and without both "
+	   "CAP_SYS_ADMIN is named");
+	ok(caps_of("000001fffef7ffdf", -1, why, sizeof(why)) == -EPERM &&
+	       strstr(why, "CAP_SYS_PTRACE, CAP_SYS_RESOURCE, CAP_KILL missing") &&
+	       strstr(why, "seize"),
+	   "capabilities: several missing are all named, the first one's consequence said (%s)",
+	   why);
+	ok(caps_of(NULL, -1, why, sizeof(why)) == -EINVAL && strstr(why, "no CapEff line") &&
+	       gk_criu_caps("/nonexistent/status", -1, why, sizeof(why)) == -ENOENT,
+	   "capabilities: a status without CapEff, or none, is an error, not a pass");
+}
+
 int main(void)
 {
 	CUuuid u;
 	char text[64];
 
-	plan(8 + 4 + 4 + 4 + 6 + 13 + 3);
+	plan(9 + 4 + 4 + 4 + 6 + 14 + 6 + 4 + 3);
 	gk_log_set_level(GK_LOG_ERROR);
 	messages();
 	peers();
@@ -542,6 +671,8 @@ int main(void)
 	limits();
 	gpu_pairs();
 	seal();
+	capabilities();
+	stdio_plans();
 	ok(gk_uuid_parse("GPU-0123abcd-0000-1111-2222-333344445555", &u) == 0 &&
 	       gk_uuid_format(&u, text) == 0 &&
 	       !strcmp(text, "GPU-0123abcd-0000-1111-2222-333344445555"),

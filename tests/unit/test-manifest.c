@@ -20,7 +20,7 @@ static void set_chunks(struct gk_chunk **c, uint32_t *n, uint32_t count, uint64_
 	*n = count;
 	*c = calloc(count, sizeof(**c));
 	for (uint32_t i = 0; i < count; i++)
-		(*c)[i].xxh64 = base + i * 0x0101010101010101ull;
+		(*c)[i].sum = base + i * 0x0101010101010101ull;
 }
 
 /* Two devices, three allocations, one host region, three files. */
@@ -44,6 +44,7 @@ static int same_parts(const struct gk_alloc_rec *x, const struct gk_alloc_rec *y
 		return 0;
 	for (uint32_t k = 0; k < x->nparts; k++)
 		if (strcmp(x->parts[k].file, y->parts[k].file) ||
+		    x->parts[k].sequence != y->parts[k].sequence ||
 		    x->parts[k].offset != y->parts[k].offset ||
 		    x->parts[k].start != y->parts[k].start || x->parts[k].size != y->parts[k].size)
 			return 0;
@@ -68,6 +69,7 @@ static struct gk_manifest *good_manifest(void)
 	strcpy(m->label, "step 500");
 	m->step = 500;
 	m->sequence = 7;
+	strcpy(m->id, "0123456789abcdef0123456789abcdef");
 	m->chunk_size = 4096;
 	m->va_base = 0x200000000000ull;
 	m->va_size = 2ull << 40;
@@ -109,6 +111,10 @@ static struct gk_manifest *good_manifest(void)
 	set_chunks(&m->allocs[0].chunks, &m->allocs[0].nchunks, 2, 0xfedcba9876543210ull);
 	set_chunks(&m->allocs[1].chunks, &m->allocs[1].nchunks, 1, 0x1ull);
 	set_chunks(&m->allocs[2].chunks, &m->allocs[2].nchunks, 1, 0xffffffffffffffffull);
+	/* Change keys on allocation 0 only: they are optional. */
+	m->allocs[0].has_keys = 1;
+	m->allocs[0].chunks[0].key = 0x1111111111111111ull;
+	m->allocs[0].chunks[1].key = 0x2222222222222222ull;
 
 	m->nregions = 1;
 	m->regions = calloc(1, sizeof(*m->regions));
@@ -138,8 +144,19 @@ static int same_manifest(const struct gk_manifest *a, const struct gk_manifest *
 	    a->restart_count != b->restart_count || strcmp(a->label, b->label) ||
 	    a->step != b->step || a->sequence != b->sequence || a->chunk_size != b->chunk_size ||
 	    a->va_base != b->va_base || a->va_size != b->va_size || a->ndevices != b->ndevices ||
-	    a->nallocs != b->nallocs || a->nregions != b->nregions || a->nfiles != b->nfiles)
+	    a->nallocs != b->nallocs || a->nregions != b->nregions || a->nfiles != b->nfiles ||
+	    strcmp(a->id, b->id) || a->increment != b->increment || a->nrefs != b->nrefs)
 		return 0;
+	for (size_t i = 0; i < a->nrefs; i++) {
+		const struct gk_ref *x = &a->refs[i], *y = &b->refs[i];
+
+		if (x->sequence != y->sequence || strcmp(x->id, y->id) || x->nfiles != y->nfiles)
+			return 0;
+		for (size_t f = 0; f < x->nfiles; f++)
+			if (strcmp(x->files[f].name, y->files[f].name) ||
+			    x->files[f].size != y->files[f].size)
+				return 0;
+	}
 	for (size_t i = 0; i < a->ndevices; i++) {
 		const struct gk_device_rec *x = &a->devices[i], *y = &b->devices[i];
 
@@ -155,7 +172,7 @@ static int same_manifest(const struct gk_manifest *a, const struct gk_manifest *
 
 		if (x->device != y->device || x->address != y->address || x->size != y->size ||
 		    x->order != y->order || strcmp(x->kind, y->kind) || !same_parts(x, y) ||
-		    x->nchunks != y->nchunks ||
+		    x->nchunks != y->nchunks || x->has_keys != y->has_keys ||
 		    memcmp(x->chunks, y->chunks, x->nchunks * sizeof(*x->chunks)))
 			return 0;
 	}
@@ -247,7 +264,7 @@ static const struct bad_case bad_cases[] = {
     {"newer format version",
      {{"version", "7"}},
      -EPROTO,
-     "format version 7 is not supported (this gpuckpt reads versions 1 to 2)"},
+     "format version 7 is not supported (this gpuckpt reads versions 1 to 3)"},
     {"version as a string", {{"version", "\"1\""}}, -EINVAL, "field 'version' must be an integer"},
     {"created missing", {{"created", DEL}}, -EINVAL, "missing field 'created'"},
     {"created not UTC",
@@ -349,13 +366,40 @@ static const struct bad_case bad_cases[] = {
      -EINVAL,
      "field 'allocations[0].size' must not be negative"},
     {"a checksum missing",
-     {{"allocations[0].xxh64[1]", DEL}},
+     {{"allocations[0].xxh3[1]", DEL}},
      -EINVAL,
      "allocation 0 has 1 checksums, expected 2 (8192 bytes in chunks of 4096 bytes)"},
     {"a checksum not hex",
-     {{"allocations[0].xxh64[1]", "\"xyz\""}},
+     {{"allocations[0].xxh3[1]", "\"xyz\""}},
      -EINVAL,
-     "field 'allocations[0].xxh64[1]' must be 16 hex digits"},
+     "field 'allocations[0].xxh3[1]' must be 16 hex digits"},
+    {"checksums under the older format's name",
+     {{"allocations[2].xxh64", "[\"0000000000000000\"]"}, {"allocations[2].xxh3", DEL}},
+     -EINVAL,
+     "missing field 'allocations[2].xxh3'"},
+    {"a change key missing",
+     {{"allocations[0].keys[1]", DEL}},
+     -EINVAL,
+     "allocation 0 has 1 change keys, expected 2"},
+    {"a change key not hex",
+     {{"allocations[0].keys[0]", "\"1234\""}},
+     -EINVAL,
+     "field 'allocations[0].keys[0]' must be 16 hex digits"},
+    {"id missing", {{"id", DEL}}, -EINVAL, "missing field 'id'"},
+    {"id not 32 hex digits",
+     {{"id", "\"0123456789ABCDEF0123456789abcdef\""}},
+     -EINVAL,
+     "field 'id' must be 32 lowercase hex digits"},
+    {"increment missing", {{"increment", DEL}}, -EINVAL, "missing field 'increment'"},
+    {"references missing", {{"references", DEL}}, -EINVAL, "missing field 'references'"},
+    {"a part in another checkpoint that is not referenced",
+     {{"allocations[1].parts[0].sequence", "5"}},
+     -EINVAL,
+     "allocation 1 lies in checkpoint 5, which is not listed in 'references'"},
+    {"a part whose sequence is the checkpoint's own",
+     {{"allocations[1].parts[0].sequence", "7"}},
+     -EINVAL,
+     "field 'allocations[1].parts[0].sequence' is 7: name another checkpoint"},
     {"data past the end of its file",
      {{"files[0].size", "10000"}},
      -EINVAL,
@@ -394,6 +438,10 @@ static const struct bad_case bad_cases[] = {
      -EINVAL,
      "allocation 0 has no parts: its 8192 bytes are nowhere"},
     {"parts missing", {{"allocations[1].parts", DEL}}, -EINVAL, "allocations[1].parts"},
+    {"version 2: checksums named xxh64",
+     {{"version", "2"}},
+     -EINVAL,
+     "missing field 'allocations[0].xxh64'"},
     {"version 1: one file and offset per allocation",
      {{"version", "1"}},
      -EINVAL,
@@ -412,6 +460,67 @@ static const struct bad_case bad_cases[] = {
      -EINVAL,
      "allocations[0] must be an object"},
 };
+
+/* Edits of the increment (the good manifest with allocation 1 in
+ * checkpoint 5, see main). */
+static const struct bad_case bad_incr_cases[] = {
+    {"an increment that says it is not one",
+     {{"increment", "0"}},
+     -EINVAL,
+     "the checkpoint refers to 1 others but is not an increment"},
+    {"a reference to a newer checkpoint",
+     {{"references[0].sequence", "9"}},
+     -EINVAL,
+     "references[0] names checkpoint 9: a reference is to an older checkpoint than this one"},
+    {"a reference to itself",
+     {{"references[0].sequence", "7"}},
+     -EINVAL,
+     "a reference is to an older checkpoint than this one (7)"},
+    {"a reference with a bad id",
+     {{"references[0].id", "\"abc\""}},
+     -EINVAL,
+     "field 'references[0].id' must be 32 lowercase hex digits"},
+    {"a reference without files",
+     {{"references[0].files", "[]"}},
+     -EINVAL,
+     "references[0] lists no files"},
+    {"a referenced file climbing out",
+     {{"references[0].files[0].name", "\"../ckpt.000001/x\""}},
+     -EINVAL,
+     "file name '../ckpt.000001/x' is not allowed (references[0].files[0].name)"},
+    {"a part in a file the reference does not list",
+     {{"allocations[1].parts[0].file", "\"device1.data\""}},
+     -EINVAL,
+     "allocation 1 is in file 'device1.data' of checkpoint 5, which its reference does not list"},
+    {"a part past the end of the referenced file",
+     {{"references[0].files[0].size", "8192"}},
+     -EINVAL,
+     "allocation 1's data (offset 12288, 4096 bytes) runs past the end of 'device0.data' "
+     "(8192 bytes)"},
+    {"one checkpoint referenced twice",
+     {{"references[1]", "{\"sequence\": 5, \"id\": \"00000000000000000000000000000005\", "
+		       "\"files\": [{\"name\": \"x.data\", \"size\": 1}]}"}},
+     -EINVAL,
+     "checkpoint 5 is referenced twice"},
+};
+
+/* Format 3 JSON as formats 1 and 2 name checksums: "xxh64" for "xxh3". */
+static void rename_sums(json_object *top)
+{
+	static const char *const lists[] = {"allocations", "host_regions"};
+
+	for (int l = 0; l < 2; l++) {
+		json_object *arr = json_object_object_get(top, lists[l]);
+
+		for (size_t i = 0; arr && i < json_object_array_length(arr); i++) {
+			json_object *o = json_object_array_get_idx(arr, i);
+			json_object *sums = json_object_get(json_object_object_get(o, "xxh3"));
+
+			json_object_object_del(o, "xxh3");
+			json_object_object_add(o, "xxh64", sums);
+		}
+	}
+}
 
 static void check_bad(const char *good_text, const struct bad_case *c)
 {
@@ -455,7 +564,7 @@ int main(void)
 	size_t len = 0, len2 = 0, pos, nbad = sizeof(bad_cases) / sizeof(bad_cases[0]);
 	int ret;
 
-	plan((int)(17 + nbad));
+	plan((int)(25 + nbad + sizeof(bad_incr_cases) / sizeof(bad_incr_cases[0])));
 
 	is_int(gk_manifest_to_json(m, &text, &len), 0, "a manifest serialises");
 	ret = gk_manifest_parse(text, len, &back, err, sizeof(err));
@@ -508,6 +617,7 @@ int main(void)
 		const char *t;
 
 		edit(top, "version", "1");
+		rename_sums(top);
 		edit(top, "allocations[0]", DEL);
 		edit(top, "allocations[0].parts", DEL);
 		edit(top, "allocations[0].file", "\"device0.data\"");
@@ -531,6 +641,93 @@ int main(void)
 
 	for (size_t i = 0; i < nbad; i++)
 		check_bad(text, &bad_cases[i]);
+
+	/* Format 3: an increment whose allocation 1 lies in checkpoint 5. */
+	{
+		struct gk_manifest *inc = good_manifest();
+		struct gk_ref *r;
+		char *itext = NULL, *iagain = NULL;
+		size_t ilen = 0, ilen2 = 0;
+
+		inc->increment = 2;
+		inc->nrefs = 1;
+		inc->refs = calloc(1, sizeof(*inc->refs));
+		r = &inc->refs[0];
+		r->sequence = 5;
+		strcpy(r->id, "00000000000000000000000000000005");
+		r->nfiles = 1;
+		r->files = calloc(1, sizeof(*r->files));
+		strcpy(r->files[0].name, "device0.data");
+		r->files[0].size = 16384;
+		inc->allocs[1].parts[0].sequence = 5;
+		inc->allocs[1].parts[0].offset = 12288;
+		is_int(gk_manifest_to_json(inc, &itext, &ilen), 0, "an increment serialises");
+		ret = gk_manifest_parse(itext, ilen, &back, err, sizeof(err));
+		if (!ok(ret == 0 && back && same_manifest(inc, back),
+			"and parses back with its reference and the part that lies there"))
+			printf("#   %d: %s\n", ret, err);
+		if (back)
+			gk_manifest_to_json(back, &iagain, &ilen2);
+		ok(iagain && ilen == ilen2 && !memcmp(itext, iagain, ilen),
+		   "serialising it again gives the same text");
+		ok(strstr(itext, "\"sequence\": 5") && strstr(itext, "\"references\""),
+		   "the part names the checkpoint it lies in");
+		{
+			struct gk_chunk_loc loc;
+
+			ok(back && gk_chunk_where(back, &back->allocs[1], 0, &loc) == 0 &&
+				   loc.sequence == 5 && !strcmp(loc.file, "device0.data") &&
+				   loc.offset == 12288,
+			   "gk_chunk_where finds a chunk in the referenced checkpoint");
+			ok(back && gk_chunk_where(back, &back->allocs[0], 1, &loc) == 0 &&
+				   loc.sequence == 7 && !strcmp(loc.file, "device1.data") &&
+				   loc.offset == 4096,
+			   "... and one of the checkpoint's own under its own sequence");
+		}
+		gk_manifest_free(back);
+		back = NULL;
+		free(iagain);
+		for (size_t i = 0; i < sizeof(bad_incr_cases) / sizeof(bad_incr_cases[0]); i++)
+			check_bad(itext, &bad_incr_cases[i]);
+		free(itext);
+		gk_manifest_free(inc);
+	}
+
+	/* gk_parts_from_chunks: consecutive chunks that follow each other in a
+	 * file make one part. */
+	{
+		struct gk_alloc_rec a = {.size = 5 * 4096 - 100, .nchunks = 5};
+		struct gk_chunk_loc locs[5] = {
+		    {0, "device0.data", 0},	 {0, "device0.data", 4096}, {3, "device0.data", 0},
+		    {3, "device0.data", 4096}, {0, "device0.1.data", 0},
+		};
+
+		ok(gk_parts_from_chunks(&a, 4096, 7, locs) == 0 && a.nparts == 3 &&
+			   a.parts[0].sequence == 0 && a.parts[0].size == 8192 &&
+			   a.parts[1].sequence == 3 && a.parts[1].start == 8192 &&
+			   a.parts[1].size == 8192 && a.parts[2].start == 16384 &&
+			   a.parts[2].size == 4096 - 100 && !strcmp(a.parts[2].file, "device0.1.data"),
+		   "parts from chunk locations: runs merged, a new part where the file changes");
+		free(a.parts);
+	}
+
+	/* A version 2 manifest (XXH64 checksums) is still read. */
+	{
+		json_object *top = json_tokener_parse(text);
+		const char *t;
+
+		edit(top, "version", "2");
+		rename_sums(top);
+		t = json_object_to_json_string(top);
+		ret = gk_manifest_parse(t, strlen(t), &back, err, sizeof(err));
+		if (!ok(ret == 0 && back && back->version == 2 && !back->allocs[0].has_keys &&
+			    back->allocs[0].chunks[0].sum == 0xfedcba9876543210ull,
+			"a version 2 manifest is read, its checksums under 'xxh64'"))
+			printf("#   ret %d: %s\n", ret, err);
+		gk_manifest_free(back);
+		back = NULL;
+		json_object_put(top);
+	}
 
 	/* Damage to the text itself. */
 	check_text(text, len / 2, "manifest cut in half", "truncated or malformed JSON at offset");

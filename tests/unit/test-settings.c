@@ -19,7 +19,8 @@ static const char *const env_vars[] = {
     "GPUCKPT_CONFIG",	 "GPUCKPT_DIR",	    "GPUCKPT_RESTORE",	"GPUCKPT_ON_BAD_CHECKPOINT",
     "GPUCKPT_KEEP",	 "GPUCKPT_SIGNALS", "GPUCKPT_INTERVAL", "GPUCKPT_REQUIRE_SIGNATURE",
     "GPUCKPT_VA_BASE",	 "GPUCKPT_VA_SIZE", "GPUCKPT_WRITERS",	"GPUCKPT_CHUNK_SIZE",
-    "GPUCKPT_LOG_LEVEL", "GPUCKPT_ENABLE",
+    "GPUCKPT_LOG_LEVEL", "GPUCKPT_ENABLE",  "GPUCKPT_SNAPSHOT_MEMORY", "GPUCKPT_INCREMENTS",
+    "GPUCKPT_HASH_MODULE",
     "GPUCKPT_TASKS",	 "GPUCKPT_STEP_TASKS", "GPUCKPT_TASK",	"GPUCKPT_RESTORE_SET",
     "GPUCKPT_AGREE_TIMEOUT",
 };
@@ -87,6 +88,15 @@ static const struct {
     {"restore_set", "0123456789ABCDEF"},
     {"restore_set", "0123456789abcdefg"},
     {"agree_timeout", "0"},
+    {"snapshot_memory", "lots"},
+    {"snapshot_memory", "0%"},
+    {"snapshot_memory", "101%"},
+    {"snapshot_memory", "%"},
+    {"snapshot_memory", "-1G"},
+    {"snapshot_memory", ""},
+    {"increments", "-1"},
+    {"increments", "1001"},
+    {"increments", "many"},
 };
 
 static void check_bad_values(void)
@@ -115,7 +125,7 @@ int main(void)
 	uint64_t size;
 	int fd, ret;
 
-	plan(32 + (int)(sizeof(bad_values) / sizeof(bad_values[0])));
+	plan(36 + (int)(sizeof(bad_values) / sizeof(bad_values[0])));
 	clear_env();
 	fd = mkstemp(conf);
 	if (fd < 0) {
@@ -261,6 +271,31 @@ int main(void)
 	   "signals: a refused list leaves the previous triggers");
 	ok(gk_settings_set(&s, "va_size", "2T", err, sizeof(err)) == 0 && s.va_size == (2ull << 40),
 	   "va_size accepts a size with a suffix");
+
+	gk_settings_defaults(&s);
+	ok(s.snapshot_mode == GK_SNAPSHOT_AUTO && s.increments == 4 && !s.hash_module[0],
+	   "defaults: snapshot memory auto, 4 increments, the built-in hash kernel");
+	ok(gk_settings_set(&s, "snapshot_memory", "32G", err, sizeof(err)) == 0 &&
+	       s.snapshot_mode == GK_SNAPSHOT_BYTES && s.snapshot_bytes == (32ull << 30) &&
+	       gk_settings_set(&s, "snapshot_memory", "25%", err, sizeof(err)) == 0 &&
+	       s.snapshot_mode == GK_SNAPSHOT_PERCENT && s.snapshot_percent == 25,
+	   "snapshot_memory: a size, or a share of the memory available");
+	ok(gk_settings_set(&s, "snapshot_memory", "off", err, sizeof(err)) == 0 &&
+	       s.snapshot_mode == GK_SNAPSHOT_OFF &&
+	       gk_settings_set(&s, "snapshot_memory", "0", err, sizeof(err)) == 0 &&
+	       s.snapshot_mode == GK_SNAPSHOT_OFF &&
+	       gk_settings_set(&s, "snapshot_memory", "auto", err, sizeof(err)) == 0 &&
+	       s.snapshot_mode == GK_SNAPSHOT_AUTO,
+	   "snapshot_memory: off, 0 (off) and auto");
+	setenv("GPUCKPT_CONFIG", conf, 1);
+	write_conf("increments = 0\n");
+	setenv("GPUCKPT_SNAPSHOT_MEMORY", "8G", 1);
+	setenv("GPUCKPT_HASH_MODULE", "/opt/hash.so", 1);
+	ret = gk_settings_load(&s, err, sizeof(err));
+	ok(ret == 0 && s.increments == 0 && s.snapshot_mode == GK_SNAPSHOT_BYTES &&
+	       s.snapshot_bytes == (8ull << 30) && !strcmp(s.hash_module, "/opt/hash.so"),
+	   "increments from the file, snapshot memory and the hash module from the environment");
+	clear_env();
 
 	check_bad_values();
 	unlink(conf);

@@ -68,7 +68,7 @@ static const char *small_checkpoint(void)
 	m->regions[0].size = sizeof(data);
 	m->regions[0].nchunks = 1;
 	m->regions[0].chunks = calloc(1, sizeof(struct gk_chunk));
-	m->regions[0].chunks[0].xxh64 = gk_xxh64(data, sizeof(data), 0);
+	m->regions[0].chunks[0].sum = gk_sum(GK_SUM_XXH3, data, sizeof(data));
 	if (gk_store_begin(in_dir("root"), &txn, err, sizeof(err)) < 0 ||
 	    gk_store_create(&txn, GK_HOST_DATA_FILE, &fd, err, sizeof(err)) < 0)
 		return NULL;

@@ -171,7 +171,7 @@ static int member(uint32_t t, uint64_t seq, uint64_t id, uint32_t members, int a
 	a->parts[0].size = sizeof(data);
 	a->nchunks = 2;
 	a->chunks = calloc(2, sizeof(*a->chunks));
-	a->chunks[0].xxh64 = a->chunks[1].xxh64 = gk_xxh64(data, 4096, 0);
+	a->chunks[0].sum = a->chunks[1].sum = gk_sum(gk_sum_algo_of(m->version), data, 4096);
 	if (as >= 0) {
 		m->set_id = id;
 		m->set_members = members;

@@ -2,7 +2,8 @@
  * test-store - the checkpoint root: begin/commit/abort, numbering, prune
  * keeping the newest N, a crashed writer's .tmp never listed as complete,
  * a failed commit leaving the previous checkpoints alone, and deletion that
- * never follows a symbolic link.
+ * never follows a symbolic link; increments: what a checkpoint needs, and a
+ * prune that keeps what a kept checkpoint refers to.
  */
 #include "config.h"
 #include "image.h"
@@ -80,7 +81,7 @@ static struct gk_manifest *manifest_for(const uint8_t *data, uint64_t size, cons
 		uint64_t start = (uint64_t)c * m->chunk_size;
 		uint64_t len = size - start < m->chunk_size ? size - start : m->chunk_size;
 
-		a->chunks[c].xxh64 = gk_xxh64(data + start, len, 0);
+		a->chunks[c].sum = gk_sum(GK_SUM_XXH3, data + start, len);
 	}
 	return m;
 }
@@ -112,6 +113,44 @@ static int64_t write_checkpoint(unsigned keep, const char *label)
 	if (gk_store_commit(&txn, m, keep, &is_signed, err, sizeof(err)) == 0)
 		seq = (int64_t)m->sequence;
 	gk_manifest_free(m);
+	return seq;
+}
+
+/*
+ * An increment: its allocation's data lies in checkpoint `base`'s
+ * device0.data (10000 bytes, as write_checkpoint writes it), with the
+ * checksums of `base`'s manifest (no data file of its own).
+ */
+static int64_t write_increment(uint64_t base, unsigned keep)
+{
+	struct gk_manifest *b = NULL, *m;
+	struct gk_store_txn txn;
+	int rootfd = open(root, O_RDONLY | O_DIRECTORY), is_signed;
+	int64_t seq = -1;
+	uint8_t data[10000];
+
+	if (rootfd < 0 || gk_chain_read_manifest(rootfd, base, &b, err, sizeof(err)) < 0)
+		goto out;
+	m = manifest_for(data, sizeof(data), "increment");
+	memcpy(m->allocs[0].chunks, b->allocs[0].chunks, m->allocs[0].nchunks * sizeof(struct gk_chunk));
+	m->allocs[0].parts[0].sequence = base;
+	m->increment = 1;
+	m->nrefs = 1;
+	m->refs = calloc(1, sizeof(*m->refs));
+	m->refs[0].sequence = base;
+	strcpy(m->refs[0].id, b->id);
+	m->refs[0].nfiles = 1;
+	m->refs[0].files = calloc(1, sizeof(struct gk_file_rec));
+	strcpy(m->refs[0].files[0].name, "device0.data");
+	m->refs[0].files[0].size = 10000;
+	if (gk_store_begin(root, &txn, err, sizeof(err)) == 0 &&
+	    gk_store_commit(&txn, m, keep, &is_signed, err, sizeof(err)) == 0)
+		seq = (int64_t)m->sequence;
+	gk_manifest_free(m);
+out:
+	gk_manifest_free(b);
+	if (rootfd >= 0)
+		close(rootfd);
 	return seq;
 }
 
@@ -181,7 +220,7 @@ int main(void)
 	int fd, ret, is_signed;
 	uint8_t data[100] = {1, 2, 3};
 
-	plan(32);
+	plan(39);
 	/* Quiet the "writing it unsigned" warning when munged is absent. */
 	gk_log_set_level(GK_LOG_ERROR);
 	if (!mkdtemp(base)) {
@@ -349,6 +388,48 @@ int main(void)
 	mkdir(path_in("ckpt.000011x"), 0700);
 	ok(strstr(listing(), "ckpt.7") == NULL && strstr(listing(), "000011x") == NULL,
 	   "names not spelled the way gpuckpt writes them are ignored");
+	rmdir(path_in("ckpt.7"));
+	rmdir(path_in("ckpt.000011x"));
+
+	/* Increments. ckpt.000011 whole, 12 an increment of it, 13 whole. */
+	gk_store_prune(root, 1, err, sizeof(err));
+	{
+		int64_t whole = write_checkpoint(0, "whole"), inc = write_increment((uint64_t)whole, 0);
+		struct gk_ref *refs = NULL;
+		size_t nrefs = 0;
+		int rootfd = open(root, O_RDONLY | O_DIRECTORY);
+
+		ok(whole == 11 && inc == 12, "an increment of ckpt.000011 is committed as ckpt.000012");
+		ok(gk_chain_needs(rootfd, 12, &refs, &nrefs, err, sizeof(err)) == 0 && nrefs == 1 &&
+			   refs[0].sequence == 11 && refs[0].nfiles == 1 &&
+			   !strcmp(refs[0].files[0].name, "device0.data"),
+		   "gk_chain_needs: ckpt.000012 needs device0.data of ckpt.000011");
+		gk_refs_free(refs, nrefs);
+		ok(gk_chain_needs(rootfd, 11, &refs, &nrefs, err, sizeof(err)) == 0 && nrefs == 0,
+		   "... and ckpt.000011 nothing else");
+		ret = gk_image_open(path_in("ckpt.000012"), &lo, &opened, NULL, err, sizeof(err));
+		ok(ret == 0, "the increment opens, its data checked in ckpt.000011");
+		gk_manifest_free(opened);
+		opened = NULL;
+		ok(write_checkpoint(0, "later") == 13 && gk_store_prune(root, 2, err, sizeof(err)) >= 0 &&
+			   !strncmp(listing(), "ckpt.000013 ckpt.000012 ckpt.000011 .tmp", 40),
+		   "keep 2 keeps the newest two and what they refer to (%s)", listing());
+		ok(gk_store_prune(root, 1, err, sizeof(err)) >= 0 &&
+			   !strncmp(listing(), "ckpt.000013 .tmp", 16),
+		   "keep 1: nothing refers to them any more, both go (%s)", listing());
+		/* A damaged base: its data changed, the increment is refused. */
+		whole = write_checkpoint(0, "whole again");
+		inc = write_increment((uint64_t)whole, 0);
+		fd = open(path_in("ckpt.000014/device0.data"), O_WRONLY);
+		ret = (int)pwrite(fd, "X", 1, 5000);
+		close(fd);
+		ret = gk_image_open(path_in("ckpt.000015"), &lo, &opened, NULL, err, sizeof(err));
+		ok(ret == -EBADMSG && strstr(err, "ckpt.000014/device0.data: checksum mismatch"),
+		   "a byte changed in the base: the increment is refused, naming the base's file");
+		gk_manifest_free(opened);
+		opened = NULL;
+		close(rootfd);
+	}
 
 	if (fork() == 0) {
 		execlp("rm", "rm", "-rf", base, (char *)NULL);

@@ -1,7 +1,8 @@
 /*
  * test_kernels.c - host "kernels" for test-standin: a vector add, a slow fill
- * that holds its stream for a while (to see what waits for what), and a scale
- * by a module global (for cuModuleGetGlobal).
+ * that holds its stream for a while (to see what waits for what), a scale
+ * by a module global (for cuModuleGetGlobal), and a peek that reads where it
+ * is told, asking first as a GPU kernel would fault (a sticky error).
  */
 #include <time.h>
 
@@ -48,6 +49,18 @@ STANDIN_KERNEL(scale, sizeof(int *), sizeof(int))
 	(void)launch;
 	for (int i = 0; i < n; i++)
 		p[i] *= scale_factor[0];
+}
+
+/* *out = p[offset], if the device may read there; else the launch faults. */
+STANDIN_KERNEL(peek, sizeof(const int *), sizeof(long), sizeof(int *))
+{
+	const int *p = STANDIN_ARG(const int *, 0);
+	long offset = STANDIN_ARG(long, 1);
+	int *out = STANDIN_ARG(int *, 2);
+
+	if (!STANDIN_CAN_READ(p + offset, sizeof(int)) || !STANDIN_CAN_WRITE(out, sizeof(int)))
+		return;
+	*out = p[offset];
 }
 
 /* A function without NAME__params: cuModuleGetFunction must refuse it. */

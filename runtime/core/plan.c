@@ -1,0 +1,670 @@
+#include "config.h"
+
+#include "plan.h"
+#include "api.h"
+#include "arena.h"
+#include "baseline.h"
+#include "clock.h"
+#include "io.h"
+#include "log.h"
+#include "runtime.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+/*
+ * A device's bytes are spread evenly over up to this many files (one per copy
+ * thread), an allocation cut into parts where a file is full. Why: write()
+ * into a tmpfs file holds that file's lock, so threads sharing a file take
+ * turns; with a file each they do not (H100 machine, 4 GiB in 4 allocations:
+ * 10.6 GB/s in 8 files, 7.3 GB/s in 4).
+ */
+#define GK_FILES_PER_DEVICE 8
+
+static uint64_t align_up(uint64_t v, uint64_t a)
+{
+	return (v + a - 1) & ~(a - 1);
+}
+
+static uint64_t chunk_len(const struct gk_alloc_rec *r, uint32_t c, uint64_t chunk_size)
+{
+	uint64_t start = (uint64_t)c * chunk_size;
+
+	return r->size - start < chunk_size ? r->size - start : chunk_size;
+}
+
+/* ---- describe ---- */
+
+static void copy_env(char *dst, size_t len, const char *name)
+{
+	const char *v = getenv(name);
+
+	snprintf(dst, len, "%s", v ? v : "");
+}
+
+static void describe_process(struct gk_manifest *m, long step)
+{
+	struct timespec ts;
+	struct tm tm;
+	const char *job = getenv("SLURM_JOB_ID");
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	m->created_unix = ts.tv_sec;
+	gmtime_r(&ts.tv_sec, &tm);
+	strftime(m->created, sizeof(m->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	gethostname(m->hostname, sizeof(m->hostname) - 1);
+	m->uid = getuid();
+	m->pid = getpid();
+	if (job && *job) {
+		const char *v;
+
+		m->slurm = 1;
+		copy_env(m->job_id, sizeof(m->job_id), "SLURM_JOB_ID");
+		copy_env(m->step_id, sizeof(m->step_id), "SLURM_STEP_ID");
+		v = getenv("SLURM_PROCID");
+		m->task = v ? atoi(v) : 0;
+		v = getenv("SLURM_RESTART_COUNT");
+		m->restart_count = v ? atoi(v) : 0;
+	}
+	m->step = step;
+	snprintf(m->label, sizeof(m->label), "step %ld", step);
+	gk_program_exe(m->exe, sizeof(m->exe));
+	m->chunk_size = gk_rt.settings.chunk_size;
+	m->va_base = gk_rt.settings.va_base;
+	m->va_size = gk_rt.settings.va_size;
+}
+
+static int describe_devices(struct gk_plan *p, int device_data, char *err, size_t errlen)
+{
+	struct gk_manifest *m = p->m;
+	size_t nallocs = 0, ndev = 0;
+
+	for (int i = 0; i < GK_MAX_DEVICES; i++) {
+		if (!gk_arenas[i])
+			continue;
+		ndev++;
+		nallocs += gk_arenas[i]->nlive;
+	}
+	m->devices = calloc(ndev ? ndev : 1, sizeof(*m->devices));
+	m->allocs = calloc(nallocs ? nallocs : 1, sizeof(*m->allocs));
+	p->a = calloc(nallocs ? nallocs : 1, sizeof(*p->a));
+	if (!m->devices || !m->allocs || !p->a)
+		goto oom;
+	for (int i = 0; i < GK_MAX_DEVICES; i++) {
+		struct gk_arena *a = gk_arenas[i];
+		struct gk_device_rec *d;
+		struct gk_device_info info;
+
+		if (!a)
+			continue;
+		d = &m->devices[m->ndevices++];
+		gk_device_info(a->dev, &info);
+		d->ordinal = a->ordinal;
+		snprintf(d->name, sizeof(d->name), "%s", info.name);
+		snprintf(d->uuid, sizeof(d->uuid), "%s", info.uuid);
+		d->cc_major = info.cc_major;
+		d->cc_minor = info.cc_minor;
+		d->total_memory = info.total_memory;
+		d->va_base = a->lay.base;
+		d->va_size = a->lay.size;
+		d->next_order = a->next_order;
+		d->mapped_bytes = a->mapped;
+		if (!device_data)
+			continue;
+		pthread_mutex_lock(&a->lock);
+		for (struct gk_block *b = gk_arena_first(a); b && m->nallocs < nallocs;
+		     b = gk_arena_next(a, b)) {
+			static const char *const kinds[] = {"alloc", "pitch", "async"};
+			struct gk_alloc_rec *r = &m->allocs[m->nallocs];
+			struct gk_plan_alloc *pa = &p->a[m->nallocs];
+			uint32_t n = gk_chunk_count(b->size, m->chunk_size);
+
+			m->nallocs++;
+			p->na = m->nallocs;
+			r->device = a->ordinal;
+			r->address = b->iv.start;
+			r->size = b->size;
+			r->order = b->order;
+			snprintf(r->kind, sizeof(r->kind), "%s", kinds[b->kind]);
+			r->nchunks = n;
+			r->chunks = calloc(n ? n : 1, sizeof(*r->chunks));
+			pa->ctx = a->ctx;
+			pa->ordinal = a->ordinal;
+			pa->changed = calloc(n ? n : 1, 1);
+			pa->locs = calloc(n ? n : 1, sizeof(*pa->locs));
+			if (!r->chunks || !pa->changed || !pa->locs) {
+				pthread_mutex_unlock(&a->lock);
+				goto oom;
+			}
+			p->state_bytes += b->size;
+		}
+		pthread_mutex_unlock(&a->lock);
+	}
+	return 0;
+oom:
+	snprintf(err, errlen, "out of memory");
+	return -ENOMEM;
+}
+
+static int describe_regions(struct gk_plan *p, char *err, size_t errlen)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&gk_regions_lock);
+	if (gk_nregions) {
+		p->regions = calloc(gk_nregions, sizeof(*p->regions));
+		if (!p->regions) {
+			snprintf(err, errlen, "out of memory");
+			ret = -ENOMEM;
+			goto out;
+		}
+	}
+	for (size_t i = 0; i < gk_nregions; i++) {
+		struct gk_plan_region *r = &p->regions[p->nregions++];
+
+		snprintf(r->name, sizeof(r->name), "%s", gk_regions[i].name);
+		r->addr = gk_regions[i].addr;
+		r->size = gk_regions[i].size;
+		p->region_bytes += r->size;
+	}
+	p->state_bytes += p->region_bytes;
+out:
+	pthread_mutex_unlock(&gk_regions_lock);
+	return ret;
+}
+
+int gk_plan_describe(struct gk_plan *p, long step, int device_data, char *err, size_t errlen)
+{
+	return gk_plan_describe_at(p, step, device_data, 0, err, errlen);
+}
+
+int gk_plan_describe_at(struct gk_plan *p, long step, int device_data, uint64_t sequence,
+			char *err, size_t errlen)
+{
+	int ret;
+
+	memset(p, 0, sizeof(*p));
+	p->t_start = gk_now();
+	p->m = gk_manifest_new();
+	if (!p->m) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	describe_process(p->m, step);
+	ret = gk_store_begin_at(gk_rt.settings.dir, sequence, &p->txn, err, errlen);
+	if (ret < 0)
+		return ret;
+	p->began = 1;
+	ret = describe_devices(p, device_data, err, errlen);
+	if (ret == 0)
+		ret = describe_regions(p, err, errlen);
+	return ret;
+}
+
+/* ---- what changed ---- */
+
+/* The checkpoints the baseline's chunks lie in are all still there (a user
+ * may have removed one by hand): otherwise nothing may refer to them. */
+static int base_present(const struct gk_manifest *b)
+{
+	int fd = open(gk_rt.settings.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ok = fd >= 0;
+	char name[32];
+	struct stat st;
+
+	for (size_t i = 0; ok && i <= b->nrefs; i++) {
+		snprintf(name, sizeof(name), "ckpt.%06" PRIu64,
+			 i < b->nrefs ? b->refs[i].sequence : b->sequence);
+		ok = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+	}
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
+
+static void all_changed(struct gk_plan *p)
+{
+	for (size_t i = 0; i < p->m->nallocs; i++) {
+		memset(p->a[i].changed, 1, p->m->allocs[i].nchunks);
+		p->m->allocs[i].has_keys = 0;
+	}
+}
+
+int gk_plan_changes(struct gk_plan *p, const struct gk_manifest *base, int want_keys,
+		    int host_keys)
+{
+	struct gk_manifest *m = p->m;
+	struct gk_key_range *ranges;
+	size_t n = 0;
+	int ret;
+
+	all_changed(p);
+	p->base = NULL;
+	if (!want_keys || !m->nallocs)
+		goto count;
+	ranges = calloc(m->nallocs, sizeof(*ranges));
+	if (!ranges)
+		goto count;
+	for (size_t i = 0; i < m->nallocs; i++)
+		if (m->allocs[i].size)
+			ranges[n++] = (struct gk_key_range){p->a[i].ctx, p->a[i].ordinal,
+							    m->allocs[i].address,
+							    m->allocs[i].size, m->allocs[i].chunks};
+	ret = gk_changes_keys(ranges, n, m->chunk_size, host_keys, &p->keys);
+	free(ranges);
+	if (ret < 0)
+		goto count;
+	for (size_t i = 0; i < m->nallocs; i++)
+		m->allocs[i].has_keys = 1;
+	if (!base || base->chunk_size != m->chunk_size || !base_present(base))
+		goto count;
+	p->base = base;
+	for (size_t i = 0; i < m->nallocs; i++) {
+		const struct gk_alloc_rec *r = &m->allocs[i];
+		const struct gk_alloc_rec *b = gk_baseline_alloc(base, r->device, r->address);
+
+		if (!b || !b->has_keys)
+			continue;
+		for (uint32_t c = 0; c < r->nchunks && c < b->nchunks; c++) {
+			if (chunk_len(r, c, m->chunk_size) != chunk_len(b, c, m->chunk_size) ||
+			    r->chunks[c].key != b->chunks[c].key ||
+			    gk_chunk_where(base, b, c, &p->a[i].locs[c]) < 0)
+				continue;
+			p->a[i].changed[c] = 0;
+			r->chunks[c].sum = b->chunks[c].sum;
+		}
+	}
+count:
+	p->changed_bytes = 0;
+	for (size_t i = 0; i < m->nallocs; i++)
+		for (uint32_t c = 0; c < m->allocs[i].nchunks; c++)
+			if (p->a[i].changed[c])
+				p->changed_bytes += chunk_len(&m->allocs[i], c, m->chunk_size);
+	return 0;
+}
+
+/* ---- layout ---- */
+
+/* The changed chunks of one device's allocations [first, end), spread over
+ * up to nf files of their own: runs of changed chunks, whole chunks into
+ * each file up to its quota, the rest of a run in the next file. */
+static int layout_device(struct gk_plan *p, size_t first, size_t end, int ordinal, unsigned writers,
+			 char *err, size_t errlen)
+{
+	struct gk_manifest *m = p->m;
+	uint64_t cs = m->chunk_size, total = 0, chunks = 0, quota, used = 0;
+	uint64_t off[GK_FILES_PER_DEVICE] = {0};
+	size_t nf = writers, j = 0, file0 = m->nfiles;
+	int ret;
+
+	for (size_t i = first; i < end; i++)
+		for (uint32_t c = 0; c < m->allocs[i].nchunks; c++)
+			if (p->a[i].changed[c]) {
+				total += chunk_len(&m->allocs[i], c, cs);
+				chunks++;
+			}
+	if (!chunks)
+		return 0;
+	/* No more files than threads, nor than chunks to put in them. */
+	if (nf > GK_FILES_PER_DEVICE)
+		nf = GK_FILES_PER_DEVICE;
+	if (nf > chunks)
+		nf = chunks;
+	quota = (total / nf + cs - 1) / cs * cs;
+	for (size_t f = 0; f < nf; f++) {
+		struct gk_file_rec *fr = &m->files[m->nfiles];
+
+		if (f == 0)
+			snprintf(fr->name, sizeof(fr->name), "device%d.data", ordinal);
+		else
+			snprintf(fr->name, sizeof(fr->name), "device%d.%zu.data", ordinal, f);
+		ret = gk_store_create(&p->txn, fr->name, &p->fds[p->nfds], err, errlen);
+		if (ret < 0)
+			return ret;
+		p->nfds++;
+		m->nfiles++;
+	}
+	for (size_t i = first; i < end; i++) {
+		struct gk_alloc_rec *r = &m->allocs[i];
+
+		for (uint32_t c = 0; c < r->nchunks;) {
+			uint64_t start, run_end;
+			uint32_t e = c;
+
+			if (!p->a[i].changed[c]) {
+				c++;
+				continue;
+			}
+			while (e < r->nchunks && p->a[i].changed[e])
+				e++;
+			start = (uint64_t)c * cs;
+			run_end = e == r->nchunks ? r->size : (uint64_t)e * cs;
+			while (start < run_end) {
+				uint64_t left = run_end - start, room = quota > used ? quota - used : 0;
+				uint64_t take = j == nf - 1 || left <= room ? left : room / cs * cs;
+				struct gk_file_rec *fr = &m->files[file0 + j];
+
+				if (take == 0) {
+					j++;
+					used = 0;
+					continue;
+				}
+				p->items[p->nitems++] = (struct gk_xfer_item){
+				    .ctx = p->a[i].ctx,
+				    .dev_addr = r->address + start,
+				    .size = take,
+				    .fd = p->fds[file0 + j],
+				    .file_offset = off[j],
+				    .chunks = r->chunks + start / cs,
+				    .file = fr->name,
+				    .index = i,
+				    .algo = gk_sum_algo_of(m->version),
+				};
+				for (uint64_t o = 0; o < take; o += cs) {
+					struct gk_chunk_loc *l = &p->a[i].locs[(start + o) / cs];
+
+					l->sequence = 0;
+					snprintf(l->file, sizeof(l->file), "%s", fr->name);
+					l->offset = off[j] + o;
+				}
+				fr->size = off[j] + take;
+				off[j] = align_up(off[j] + take, GK_DATA_ALIGN);
+				used += take;
+				start += take;
+			}
+			c = e;
+		}
+	}
+	return 0;
+}
+
+int gk_plan_layout(struct gk_plan *p, unsigned writers, char *err, size_t errlen)
+{
+	struct gk_manifest *m = p->m;
+	size_t changed = 0, ndev = m->ndevices, i = 0;
+	int ret = 0;
+
+	for (size_t k = 0; k < m->nallocs; k++)
+		for (uint32_t c = 0; c < m->allocs[k].nchunks; c++)
+			changed += p->a[k].changed[c];
+	/* A run per changed chunk at worst, plus a cut per file. */
+	p->items = calloc(changed + ndev * GK_FILES_PER_DEVICE + 1, sizeof(*p->items));
+	p->fds = malloc((ndev * GK_FILES_PER_DEVICE + 1) * sizeof(*p->fds));
+	m->files = calloc(ndev * GK_FILES_PER_DEVICE + 1, sizeof(*m->files));
+	if (!p->items || !p->fds || !m->files) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	/* Allocations are in device order: one device's are consecutive. */
+	while (i < m->nallocs && ret == 0) {
+		size_t end = i;
+
+		while (end < m->nallocs && m->allocs[end].device == m->allocs[i].device)
+			end++;
+		ret = layout_device(p, i, end, m->allocs[i].device, writers, err, errlen);
+		i = end;
+	}
+	return ret;
+}
+
+/* ---- write ---- */
+
+int gk_plan_copy_regions(struct gk_plan *p, char *err, size_t errlen)
+{
+	for (size_t i = 0; i < p->nregions; i++) {
+		struct gk_plan_region *r = &p->regions[i];
+
+		r->copy = malloc(r->size ? r->size : 1);
+		if (!r->copy) {
+			snprintf(err, errlen, "out of memory copying host region '%s' (%zu bytes)",
+				 r->name, r->size);
+			return -ENOMEM;
+		}
+		memcpy(r->copy, r->addr, r->size);
+	}
+	return 0;
+}
+
+static int write_regions(struct gk_plan *p, char *err, size_t errlen)
+{
+	struct gk_manifest *m = p->m;
+	enum gk_sum_algo algo = gk_sum_algo_of(m->version);
+	uint64_t off = 0, end = 0;
+	struct gk_file_rec *f;
+	int fd = -1, ret = 0;
+
+	if (!p->nregions)
+		return 0;
+	m->regions = calloc(p->nregions, sizeof(*m->regions));
+	if (!m->regions) {
+		snprintf(err, errlen, "out of memory");
+		return -ENOMEM;
+	}
+	ret = gk_store_create(&p->txn, GK_HOST_DATA_FILE, &fd, err, errlen);
+	if (ret < 0)
+		return ret;
+	for (size_t i = 0; i < p->nregions; i++) {
+		const struct gk_plan_region *g = &p->regions[i];
+		const char *data = g->copy ? g->copy : g->addr;
+		struct gk_region_rec *r = &m->regions[m->nregions++];
+
+		snprintf(r->name, sizeof(r->name), "%s", g->name);
+		snprintf(r->file, sizeof(r->file), "%s", GK_HOST_DATA_FILE);
+		r->size = g->size;
+		r->offset = off;
+		r->nchunks = gk_chunk_count(g->size, m->chunk_size);
+		r->chunks = calloc(r->nchunks ? r->nchunks : 1, sizeof(*r->chunks));
+		if (!r->chunks) {
+			ret = -ENOMEM;
+			snprintf(err, errlen, "out of memory");
+			goto out;
+		}
+		for (uint32_t c = 0; c < r->nchunks; c++) {
+			uint64_t start = (uint64_t)c * m->chunk_size;
+			uint64_t len = g->size - start < m->chunk_size ? g->size - start : m->chunk_size;
+
+			r->chunks[c].sum = gk_sum(algo, data + start, len);
+		}
+		ret = gk_pwrite_all(fd, data, g->size, off);
+		if (ret < 0) {
+			snprintf(err, errlen, "%s: cannot write host region '%s': %s",
+				 GK_HOST_DATA_FILE, g->name, strerror(-ret));
+			goto out;
+		}
+		end = off + g->size;
+		off = align_up(end, GK_DATA_ALIGN);
+	}
+	f = &m->files[m->nfiles++];
+	snprintf(f->name, sizeof(f->name), "%s", GK_HOST_DATA_FILE);
+	f->size = end;
+out:
+	close(fd);
+	return ret;
+}
+
+int gk_plan_write(struct gk_plan *p, unsigned writers, char *err, size_t errlen)
+{
+	int ret = gk_xfer_dump(p->items, p->nitems, p->m->chunk_size, writers, err, errlen);
+
+	if (ret == 0)
+		ret = write_regions(p, err, errlen);
+	for (size_t i = 0; i < p->nfds; i++)
+		close(p->fds[i]);
+	p->nfds = 0;
+	return ret;
+}
+
+/* ---- commit ---- */
+
+static struct gk_ref *ref_of(struct gk_manifest *m, uint64_t sequence)
+{
+	for (size_t i = 0; i < m->nrefs; i++)
+		if (m->refs[i].sequence == sequence)
+			return &m->refs[i];
+	return NULL;
+}
+
+/* Record that this checkpoint reads `file` of checkpoint `sequence`. */
+static int add_ref(struct gk_plan *p, uint64_t sequence, const char *file)
+{
+	struct gk_manifest *m = p->m;
+	struct gk_ref *r = ref_of(m, sequence);
+	struct gk_file_rec *files;
+	const char *id;
+	uint64_t size;
+
+	if (!p->base || gk_baseline_file(p->base, sequence, file, &id, &size) < 0)
+		return -ENOENT; /* cannot happen: the location came from the baseline */
+	if (!r) {
+		struct gk_ref *grown = realloc(m->refs, (m->nrefs + 1) * sizeof(*grown));
+
+		if (!grown)
+			return -ENOMEM;
+		m->refs = grown;
+		r = &m->refs[m->nrefs++];
+		memset(r, 0, sizeof(*r));
+		r->sequence = sequence;
+		snprintf(r->id, sizeof(r->id), "%s", id);
+	}
+	for (size_t i = 0; i < r->nfiles; i++)
+		if (!strcmp(r->files[i].name, file))
+			return 0;
+	files = realloc(r->files, (r->nfiles + 1) * sizeof(*files));
+	if (!files)
+		return -ENOMEM;
+	r->files = files;
+	memset(&files[r->nfiles], 0, sizeof(files[0]));
+	snprintf(files[r->nfiles].name, sizeof(files[0].name), "%s", file);
+	files[r->nfiles++].size = size;
+	return 0;
+}
+
+/* Parts from where every chunk lies; references to the checkpoints that
+ * hold the unchanged ones. */
+static int finish(struct gk_plan *p, char *err, size_t errlen)
+{
+	struct gk_manifest *m = p->m;
+	int ret;
+
+	for (size_t i = 0; i < m->nallocs; i++) {
+		struct gk_alloc_rec *r = &m->allocs[i];
+
+		for (uint32_t c = 0; c < r->nchunks; c++) {
+			const struct gk_chunk_loc *l = &p->a[i].locs[c];
+
+			if (p->a[i].changed[c] || !l->sequence)
+				continue;
+			ret = add_ref(p, l->sequence, l->file);
+			if (ret < 0) {
+				snprintf(err, errlen, "recording what this checkpoint refers to: %s",
+					 strerror(-ret));
+				return ret;
+			}
+		}
+		ret = gk_parts_from_chunks(r, m->chunk_size, 0, p->a[i].locs);
+		if (ret < 0) {
+			snprintf(err, errlen, "out of memory");
+			return ret;
+		}
+	}
+	m->increment = m->nrefs ? p->base->increment + 1 : 0;
+	return 0;
+}
+
+int gk_plan_commit(struct gk_plan *p, unsigned keep, struct gk_plan_result *res, char *err,
+		   size_t errlen)
+{
+	int ret = finish(p, err, errlen);
+
+	memset(res, 0, sizeof(*res));
+	if (ret < 0)
+		return ret;
+	p->m->write_seconds = gk_now() - p->t_start;
+	ret = gk_store_commit(&p->txn, p->m, keep, &res->is_signed, err, errlen);
+	p->began = 0; /* committed, or removed by the failed commit */
+	if (ret < 0)
+		return ret;
+	res->sequence = p->m->sequence;
+	res->nallocs = p->m->nallocs;
+	res->nregions = p->m->nregions;
+	res->increment = p->m->increment;
+	res->base_sequence = p->m->increment && p->base ? p->base->sequence : 0;
+	/* From here on the plan's base may be gone: the new one replaces it. */
+	gk_baseline_set(p->m);
+	p->m = NULL;
+	p->base = NULL;
+	return 0;
+}
+
+static void human(char *buf, size_t len, uint64_t bytes)
+{
+	if (bytes >= (1ull << 30))
+		snprintf(buf, len, "%.2f GiB", bytes / 1073741824.0);
+	else if (bytes >= (1ull << 20))
+		snprintf(buf, len, "%.1f MiB", bytes / 1048576.0);
+	else
+		snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
+}
+
+void gk_plan_say(const struct gk_plan *p, int ret, const struct gk_plan_result *res,
+		 const char *err)
+{
+	const char *dir = gk_runtime_dir();
+	uint64_t written = p->changed_bytes + p->region_bytes;
+	char size[32], kept[32], how[256] = "", when[160];
+
+	if (ret < 0) {
+		gk_error("checkpoint: %s: no checkpoint written%s: %s; the previous checkpoints are "
+			 "kept",
+			 dir, p->background ? " (in the background)" : "", err);
+		return;
+	}
+	human(size, sizeof(size), written);
+	if (res->increment) {
+		human(kept, sizeof(kept), p->state_bytes - written);
+		snprintf(how, sizeof(how), "; increment %u of ckpt.%06llu: %s unchanged", res->increment,
+			 (unsigned long long)res->base_sequence, kept);
+	}
+	if (p->background)
+		snprintf(when, sizeof(when), "; the program was paused %.3f s, the rest in the background",
+			 p->paused);
+	else
+		when[0] = 0;
+	gk_notice("checkpoint: %s/ckpt.%06llu: wrote %llu bytes (%s: %zu allocations, %zu host "
+		  "regions) in %.3f s%s%s%s",
+		  dir, (unsigned long long)res->sequence, (unsigned long long)written, size,
+		  res->nallocs, res->nregions, gk_now() - p->t_start, how, when,
+		  res->is_signed ? "" : ", unsigned");
+}
+
+/* For transparent mode: the image written, not committed (gk_dump_image). */
+int gk_plan_finish_uncommitted(struct gk_plan *p, char *err, size_t errlen)
+{
+	return finish(p, err, errlen);
+}
+
+void gk_plan_free(struct gk_plan *p)
+{
+	for (size_t i = 0; i < p->nfds; i++)
+		close(p->fds[i]);
+	if (p->began)
+		gk_store_abort(&p->txn);
+	for (size_t i = 0; p->a && i < p->na; i++) {
+		free(p->a[i].changed);
+		free(p->a[i].locs);
+	}
+	for (size_t i = 0; i < p->nregions; i++)
+		free(p->regions[i].copy);
+	free(p->regions);
+	free(p->a);
+	free(p->items);
+	free(p->fds);
+	gk_manifest_free(p->m);
+	memset(p, 0, sizeof(*p));
+}

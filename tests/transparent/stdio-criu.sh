@@ -1,0 +1,165 @@
+#!/bin/bash
+# stdio-criu.sh - the task's stdio of every kind through a real CRIU dump and
+# restore (runtime/transparent/stdio.c): a file truncated by the redirection,
+# a file in append mode, a pipe, /dev/null and a terminal. A program that
+# counts (no GPU needed: stdio is CRIU's business, not the driver's) runs under
+# `gpuckpt-shepherd run`, is checkpointed by SIGTERM half-way, its output file
+# grows after the dump (as a job's output file does, which CRIU used to refuse:
+# "File .../err.run has bad size 620 (expect 413)"), and `gpuckpt-shepherd
+# restore`, given stdio of the same kind, must bring it back to count on to
+# the end, from where it was.
+#
+# Needs root and CRIU 4 or later: GK_CRIU, else /usr/local/sbin/criu, else
+# the GPU machine's /opt/criu (shared/gpu-machine/setup.sh). Without them
+# every test is a SKIP with the reason; CRIU does not run on the development
+# and CI machines (DESIGN.md).
+#
+#   make check TESTS=transparent/stdio-criu.sh     (in build/tests)
+. "${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/lib/helpers.sh"
+SHEP=$top_builddir/runtime/gpuckpt-shepherd
+KINDS=(file append pipe null tty)
+PLAN=$((${#KINDS[@]} * 3))
+tap_plan $PLAN
+gk_scratch
+
+criu_major() { "$1" --version 2>/dev/null | sed -n 's/^Version: *\([0-9]*\).*/\1/p' | head -n 1; }
+why=
+CRIU=${GK_CRIU:-}
+if [ "$(id -u)" -ne 0 ]; then
+	why="needs root (the shepherd does)"
+elif [ ! -x "$SHEP" ]; then
+	why="gpuckpt-shepherd is not built ($SHEP)"
+elif [ -z "$CRIU" ] && [ -x /usr/local/sbin/criu ]; then
+	CRIU=/usr/local/sbin/criu
+elif [ -z "$CRIU" ] && [ -x /opt/criu/usr/sbin/criu ]; then
+	# The GPU machine's unpacked CRIU needs its libraries: a root-owned
+	# wrapper in this test's own (root-only) folder.
+	CRIU=$GK_SCRATCH/criu
+	printf '#!/bin/sh\nLD_LIBRARY_PATH=/opt/criu/usr/lib/x86_64-linux-gnu:/opt/criu/lib/x86_64-linux-gnu exec /opt/criu/usr/sbin/criu "$@"\n' >"$CRIU"
+	chmod 0755 "$CRIU"
+fi
+if [ -z "$why" ] && [ -z "$CRIU" ]; then
+	why="no CRIU: set GK_CRIU to CRIU 4 or later"
+elif [ -z "$why" ] && [ "$(criu_major "$CRIU")" = "" ]; then
+	why="$CRIU --version does not answer"
+elif [ -z "$why" ] && [ "$(criu_major "$CRIU")" -lt 4 ]; then
+	why="$CRIU is CRIU $(criu_major "$CRIU"); transparent mode needs 4 or later"
+elif [ -z "$why" ] && ! command -v script >/dev/null; then
+	why="script(1) is not installed (util-linux): no terminal for the tty case"
+fi
+if [ -n "$why" ]; then
+	for i in $(seq $PLAN); do tap_skip "$why"; done
+	exit 0
+fi
+
+N=120
+# Counts to N on stdout and stderr, a line each 50 ms. It ignores SIGTERM:
+# outside Slurm the shepherd passes the signal on, and a program without
+# the runtime would end before CRIU dumps it (the runtime's job, not
+# stdio's).
+PROG=(/bin/sh -c "trap '' TERM; i=0; while [ \$i -lt $N ]; do i=\$((i+1)); echo \"out \$i\"; echo \"err \$i\" >&2; sleep 0.05; done; echo done")
+children_of() { cat /proc/"$1"/task/*/children 2>/dev/null; }
+# shepherd_under PID: PID or the first of its descendants that is the shepherd.
+shepherd_under() {
+	local p=$1 c
+	[ "$(readlink /proc/"$p"/exe)" = "$(readlink -f "$SHEP")" ] && { echo "$p"; return 0; }
+	for c in $(children_of "$p"); do
+		shepherd_under "$c" && return 0
+	done
+	return 1
+}
+wait_for() { # FILE PATTERN SECONDS
+	for i in $(seq $(($3 * 20))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
+	return 1
+}
+
+# one KIND: run, checkpoint half-way, grow the output, restore; 3 tests.
+one() {
+	local kind=$1 dir=$GK_SCRATCH/$1 out=$GK_SCRATCH/$1.out log=$GK_SCRATCH/$1.log
+	local again=$GK_SCRATCH/$1.out
+	local args=(--criu "$CRIU" --dir "$dir" --uid 0 --gid 0 --job 1 --step 0 --task 0)
+	local spid= tpid status last1 first2 last
+	# A truncating redirection gets a new file for the restore, as a job run
+	# again without --open-mode=append does; the others go on in the same.
+	[ "$kind" = file ] && again=$GK_SCRATCH/$1.restored.out
+	mkdir -p "$dir"
+	echo "before the job" >"$out"
+	case $kind in
+	file) "$SHEP" run "${args[@]}" -- "${PROG[@]}" </dev/null >"$out" 2>&1 & ;;
+	append) "$SHEP" run "${args[@]}" -- "${PROG[@]}" </dev/null >>"$out" 2>&1 & ;;
+	pipe) { "$SHEP" run "${args[@]}" -- "${PROG[@]}" </dev/null 2>&1 | cat >>"$out"; } & ;;
+	null) "$SHEP" run "${args[@]}" -- "${PROG[@]}" </dev/null >/dev/null 2>"$log" & ;;
+	tty) script -qfec "$(printf '%q ' "$SHEP" run "${args[@]}" -- "${PROG[@]}")" "$out" \
+		</dev/null >/dev/null & ;;
+	esac
+	tpid=$!
+	for i in $(seq 200); do
+		spid=$(shepherd_under "$tpid") && break
+		sleep 0.05
+	done
+	if [ "$kind" = null ]; then
+		sleep 2
+	else
+		wait_for "$out" "out 30" 20
+	fi
+	kill -TERM "$spid" 2>/dev/null
+	wait "$tpid" 2>/dev/null
+	status=$?
+	if [ -n "$(ls -d "$dir"/ckpt.* 2>/dev/null)" ]; then
+		tap_ok "$kind: checkpointed half-way by CRIU (the shepherd ended $status)"
+	else
+		tap_not_ok "$kind: checkpointed half-way by CRIU (the shepherd ended $status)"
+		tap_diag "$(tail -n 5 "$out" "$log" 2>/dev/null; cat "$dir"/.tmp*/criu/dump.log 2>/dev/null | grep -i error | tail -n 5)"
+	fi
+	echo "written by someone else after the dump" >>"$out"
+	args=(--criu "$CRIU" --dir "$dir" --uid 0 --gid 0 --job 1 --step 0 --task 0)
+	case $kind in
+	file) "$SHEP" restore "${args[@]}" </dev/null >"$again" 2>&1 ;;
+	append) "$SHEP" restore "${args[@]}" </dev/null >>"$out" 2>&1 ;;
+	pipe) "$SHEP" restore "${args[@]}" </dev/null 2>&1 | cat >>"$out" ;;
+	null) "$SHEP" restore "${args[@]}" </dev/null >/dev/null 2>"$log" ;;
+	tty) script -qfaec "$(printf '%q ' "$SHEP" restore "${args[@]}")" "$out" </dev/null >/dev/null ;;
+	esac
+	status=${PIPESTATUS[0]}
+	if [ "$kind" = tty ]; then
+		# script(1) gives the command's status; the restored program's is in
+		# the shepherd's line, and its count in the typescript.
+		status=$(grep -q "^done" "$out" && echo 0 || echo 1)
+	fi
+	if [ "$status" = 0 ] && grep -q "restored ckpt" "$out" "$again" "$log" 2>/dev/null; then
+		tap_ok "$kind: restored by CRIU with the task's $kind as its stdio, and ran to the end"
+	else
+		tap_not_ok "$kind: restored by CRIU with the task's $kind as its stdio, and ran to the end (status $status)"
+		tap_diag "$(tail -n 8 "$out" "$again" "$log" 2>/dev/null; grep -i error "$dir"/ckpt.*/criu/restore.log 2>/dev/null | tail -n 5)"
+	fi
+	if [ "$kind" = null ]; then
+		# Nothing to read back: its end was its status (above), and the
+		# restore log says fd 0..2 came from the shepherd's /dev/null.
+		if grep -q "dev/null will be restored from fd\|Found id dev/null" "$dir"/ckpt.*/criu/restore.log 2>/dev/null; then
+			tap_ok "null: CRIU took /dev/null from the shepherd (--inherit-fd)"
+		else
+			tap_not_ok "null: CRIU took /dev/null from the shepherd (--inherit-fd)"
+			tap_diag "$(grep -i "inherit\|dev/null" "$dir"/ckpt.*/criu/restore.log 2>/dev/null | tail -n 5)"
+		fi
+		return
+	fi
+	# Before the line written after the dump: the first run, ended half-way
+	# by the checkpoint. After it: the restored one, going on from there.
+	[ "$again" = "$out" ] || cat "$again" >>"$out"
+	last1=$(sed '/after the dump/,$d' "$out" | grep -o "^out [0-9]*" | tail -n 1 | cut -d' ' -f2)
+	first2=$(sed '1,/after the dump/d' "$out" | grep -o "^out [0-9]*" | head -n 1 | cut -d' ' -f2)
+	last=$(sed '1,/after the dump/d' "$out" | grep -o "^out [0-9]*" | tail -n 1 | cut -d' ' -f2)
+	if [ -n "$last1" ] && [ "$last1" -lt "$N" ] && [ -n "$first2" ] && [ "$first2" -gt 1 ] &&
+		[ "$first2" -le $((last1 + 1)) ] && [ "$first2" -ge $((last1 - 1)) ] &&
+		[ "$last" = "$N" ] && sed '1,/after the dump/d' "$out" | grep -q "^done"; then
+		tap_ok "$kind: it went on counting from where it was (out $last1, then out $first2) to $N"
+	else
+		tap_not_ok "$kind: it went on counting from where it was to $N (first run ended at '$last1', restored run began at '$first2' and ended at '$last')"
+		tap_diag "$(grep -n "out \|after the dump\|done" "$out" | sed -n '1,2p;$p')"
+	fi
+}
+
+for kind in "${KINDS[@]}"; do
+	one "$kind"
+done
+tap_done
