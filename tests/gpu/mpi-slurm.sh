@@ -19,12 +19,14 @@
 # each of 2 and 4 ranks, requeued and preempted: every rank restored the same
 # set, resumed from one step, the uninterrupted checksum, the job completed)
 # and its summary. Exit status: non-zero if a test point failed or the build
-# did. The build is incremental (build/ in the checkout): when a run was cut
-# off, running the same command again goes on from where it was.
+# did. The build is out of tree in GK_BUILD (default /tmp/gk-mpi-build, which
+# the test users can reach: their jobs run halo-drv and preload the runtime
+# from it, and a checkout under /root is not theirs to read) and incremental:
+# when a run was cut off, the same command again goes on from where it was.
 set -euo pipefail
 deps=${1:-.gpudeps/mpi}
 top=$(cd "$(dirname "$0")/../.." && pwd)
-build=${GK_BUILD:-$top/build}
+build=${GK_BUILD:-/tmp/gk-mpi-build}
 cd "$top"
 say() { echo "mpi-slurm: $*"; }
 t=$(date +%s)
@@ -52,6 +54,11 @@ make -j"$(nproc)" >make.out 2>&1 || { tail -n 30 make.out; exit 1; }
 make -j"$(nproc)" check TESTS= >make-check.out 2>&1 || { tail -n 30 make-check.out; exit 1; }
 [ -f examples/halo/halo_kernels.cubin ] || { say "examples/halo/halo_kernels.cubin was not built (nvcc?)"; exit 1; }
 phase "build done"
+# The jobs run as the test users: everything they run must be reachable.
+if ! runuser -u nobody -- test -x "$build/examples/halo/halo-drv"; then
+	say "$build is not reachable by other users (set GK_BUILD to a folder that is)"
+	exit 1
+fi
 
 # The agreement's cost: 1,000 points a second per rank, 2, 4 and 8 ranks
 # (mpirun on this machine, shared memory), nothing due.
