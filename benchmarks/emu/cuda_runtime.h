@@ -94,6 +94,10 @@ cudaError_t cudaMallocAsync(void **p, size_t size, cudaStream_t s);
 cudaError_t cudaFreeAsync(void *p, cudaStream_t s);
 cudaError_t cudaMallocHost(void **p, size_t size);
 cudaError_t cudaFreeHost(void *p);
+#define cudaHostRegisterDefault 0u
+/* Host memory is host memory here: registering checks alignment and the range. */
+cudaError_t cudaHostRegister(void *p, size_t size, unsigned flags);
+cudaError_t cudaHostUnregister(void *p);
 cudaError_t cudaMemcpy(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind);
 cudaError_t cudaMemcpyAsync(void *dst, const void *src, size_t n, enum cudaMemcpyKind kind,
 			    cudaStream_t s = 0);

@@ -461,6 +461,21 @@ cudaError_t cudaFreeHost(void *p)
 	return cudaSuccess;
 }
 
+cudaError_t cudaHostRegister(void *p, size_t size, unsigned flags)
+{
+	(void)flags;
+	/* As the driver: page-aligned, and host memory, not a device allocation. */
+	if (((uintptr_t)p & 4095) || !size || find_alloc(p, 1))
+		return fail(cudaErrorInvalidValue, "cudaHostRegister: %p, %zu bytes", p, size);
+	return cudaSuccess;
+}
+
+cudaError_t cudaHostUnregister(void *p)
+{
+	(void)p;
+	return cudaSuccess;
+}
+
 static cudaError_t check_side(const void *p, size_t n, bool device, const char *what)
 {
 	if (device && !find_alloc(p, n))

@@ -14,6 +14,12 @@
  *	         both restored and checked word by word
  *	driver   cuCheckpointProcessLock/Checkpoint/Restore/Unlock on a worker,
  *	         driven from this process; the worker then checks its memory
+ *	start    a worker that only starts CUDA and makes the state's allocations,
+ *	         natively and under the runtime: what a restart cannot go below
+ *	variants the gpuckpt measurement again with other settings (--variants),
+ *	         side by side in the same run
+ *	direct   a probe: the device's copies straight into the pages of tmpfs
+ *	         files, mapped and pinned (no copy by the CPU), phase by phase
  * and writes <out>/throughput-<machine>-<date>.{csv,md}.
  */
 #define _GNU_SOURCE
@@ -37,14 +43,29 @@
 
 #define MAX_SIZES 16
 #define GIB (1ull << 30)
+#define MAX_VARIANTS 8
+#define MAX_VARIANT_ENV 8
+/* A variant's name ends its rows' names: "gpuckpt_restart_context:NAME" must
+ * fit a result's metric. */
+#define VARIANT_NAME_MAX 8
+
+/* The gpuckpt measurement again with other settings, e.g. w16:GPUCKPT_WRITERS=16. */
+struct variant {
+	char name[VARIANT_NAME_MAX + 1];
+	char *env[MAX_VARIANT_ENV + 1];
+};
 
 struct opts {
 	uint64_t sizes[MAX_SIZES];
 	int nsizes;
+	uint64_t disk_sizes[MAX_SIZES]; /* the sizes measured on disk */
+	int ndisk_sizes;
 	const char *tmpfs, *disk, *out, *machine, *runtime;
 	char worker[PATH_MAX];
-	int copy, storage, gpuckpt, driver, on_disk, tables;
-	int dry, timeout, writers, repeat;
+	int copy, storage, gpuckpt, driver, on_disk, tables, single, start, direct;
+	int dry, timeout, writers, wide_writers, repeat;
+	struct variant variants[MAX_VARIANTS];
+	int nvariants;
 };
 
 static const char usage[] =
@@ -58,11 +79,19 @@ static const char usage[] =
     "                   (default $GPUCKPT_RUNTIME, else the build tree's)\n"
     "  --worker PATH    throughput-worker (default: beside this program)\n"
     "  --writers N      threads of the parallel storage measurement (default\n"
-    "                   $GPUCKPT_WRITERS, else 8: the runtime's default writers)\n"
+    "                   $GPUCKPT_WRITERS, else 8: the ceiling issue 16's goal names;\n"
+    "                   the runtime's own default is the task's processors, 4 to 16)\n"
+    "  --wide-writers N the parallel tmpfs measurement again with N threads\n"
+    "                   (default 16; 0: not)\n"
+    "  --disk-sizes LIST  the sizes measured on --disk (default: all of --sizes)\n"
+    "  --variants LIST  the gpuckpt measurement again for each NAME:VAR=VALUE[:VAR=VALUE]\n"
+    "                   of a comma-separated list, its rows named <row>:NAME, e.g.\n"
+    "                   w16:GPUCKPT_WRITERS=16,p256:GPUCKPT_COPY_PIECE=256K\n"
     "  --repeat N       run the storage, gpuckpt and driver measurements N times\n"
     "                   each, interleaved, and report the median (default 3)\n"
-    "  --skip LIST      leave out some of copy,storage,gpuckpt,tables,driver,disk\n"
-    "                   (disk: every measurement on --disk)\n"
+    "  --skip LIST      leave out some of copy,storage,single,gpuckpt,tables,driver,\n"
+    "                   start,direct,disk (single: the one-stream storage rows;\n"
+    "                   disk: every measurement on --disk)\n"
     "  --timeout S      longest wait for a worker's next line (default 900)\n"
     "  --dry-run        print the plan; run nothing\n";
 
@@ -97,6 +126,53 @@ static uint64_t parse_size(const char *text)
 	return v;
 }
 
+static int parse_sizes(const char *text, uint64_t *sizes, const char *opt)
+{
+	char *list = strdup(text), *tok, *save;
+	int n = 0;
+
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		if (n == MAX_SIZES)
+			die("%s: at most %d sizes", opt, MAX_SIZES);
+		sizes[n++] = parse_size(tok);
+	}
+	free(list);
+	if (!n)
+		die("%s: empty list", opt);
+	return n;
+}
+
+/* NAME:VAR=VALUE[:VAR=VALUE...][,...] */
+static void parse_variants(const char *text, struct opts *o)
+{
+	char *list = strdup(text), *tok, *save;
+
+	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		struct variant *v;
+		char *part, *save2;
+		int k = 0;
+
+		if (o->nvariants == MAX_VARIANTS)
+			die("--variants: at most %d", MAX_VARIANTS);
+		v = &o->variants[o->nvariants++];
+		part = strtok_r(tok, ":", &save2);
+		if (!part || !*part || strlen(part) > VARIANT_NAME_MAX || strchr(part, '='))
+			die("--variants: '%s': a name of 1 to %d characters first, then :VAR=VALUE",
+			    tok, VARIANT_NAME_MAX);
+		snprintf(v->name, sizeof(v->name), "%s", part);
+		while ((part = strtok_r(NULL, ":", &save2))) {
+			if (!strchr(part, '=') || part[0] == '=')
+				die("--variants: %s: '%s' is not VAR=VALUE", v->name, part);
+			if (k == MAX_VARIANT_ENV)
+				die("--variants: %s: at most %d settings", v->name, MAX_VARIANT_ENV);
+			v->env[k++] = strdup(part);
+		}
+		if (!k)
+			die("--variants: %s: no VAR=VALUE", v->name);
+	}
+	free(list);
+}
+
 static void parse_args(int argc, char **argv, struct opts *o)
 {
 	const char *runtime = getenv("GPUCKPT_RUNTIME"), *writers = getenv("GPUCKPT_WRITERS");
@@ -113,6 +189,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 	o->timeout = 900;
 	o->repeat = 3;
 	o->writers = writers && atoi(writers) > 0 ? atoi(writers) : 8;
+	o->wide_writers = 16;
 	o->sizes[0] = 1 * GIB;
 	o->sizes[1] = 4 * GIB;
 	o->sizes[2] = 16 * GIB;
@@ -141,17 +218,15 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			die("'%s': unknown option or missing value (see --help)", a);
 		i++;
 		if (!strcmp(a, "--sizes")) {
-			list = strdup(v);
-			o->nsizes = 0;
-			for (tok = strtok_r(list, ",", &save); tok;
-			     tok = strtok_r(NULL, ",", &save)) {
-				if (o->nsizes == MAX_SIZES)
-					die("--sizes: at most %d sizes", MAX_SIZES);
-				o->sizes[o->nsizes++] = parse_size(tok);
-			}
-			free(list);
-			if (!o->nsizes)
-				die("--sizes: empty list");
+			o->nsizes = parse_sizes(v, o->sizes, a);
+		} else if (!strcmp(a, "--disk-sizes")) {
+			o->ndisk_sizes = parse_sizes(v, o->disk_sizes, a);
+		} else if (!strcmp(a, "--variants")) {
+			parse_variants(v, o);
+		} else if (!strcmp(a, "--wide-writers")) {
+			o->wide_writers = atoi(v);
+			if (o->wide_writers < 0 || o->wide_writers > 256 || (!o->wide_writers && strcmp(v, "0")))
+				die("--wide-writers '%s': expected 0 to 256", v);
 		} else if (!strcmp(a, "--tmpfs")) {
 			o->tmpfs = v;
 		} else if (!strcmp(a, "--disk")) {
@@ -183,6 +258,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
 		}
 	}
 	o->copy = o->storage = o->gpuckpt = o->driver = o->on_disk = o->tables = 1;
+	o->single = o->start = o->direct = 1;
 	list = strdup(skip);
 	for (tok = strtok_r(list, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
 		if (!strcmp(tok, "copy"))
@@ -197,8 +273,15 @@ static void parse_args(int argc, char **argv, struct opts *o)
 			o->on_disk = 0;
 		else if (!strcmp(tok, "tables"))
 			o->tables = 0;
+		else if (!strcmp(tok, "single"))
+			o->single = 0;
+		else if (!strcmp(tok, "start"))
+			o->start = 0;
+		else if (!strcmp(tok, "direct"))
+			o->direct = 0;
 		else
-			die("--skip: unknown part '%s' (copy, storage, gpuckpt, tables, driver, disk)",
+			die("--skip: unknown part '%s' (copy, storage, single, gpuckpt, tables, driver, "
+			    "start, direct, disk)",
 			    tok);
 	}
 	free(list);
@@ -312,51 +395,70 @@ static void storage_from_memory(const struct opts *o, uint64_t size, const char 
 	munmap(from, size);
 }
 
+/* write_parallel and read_parallel (or their _wide twins) with n threads. */
+static void storage_parallel(uint64_t size, const char *target, const char *path, int n,
+			     const char *suffix, struct tp_report *rep)
+{
+	char err[TP_ERRLEN], note[64], metric[32];
+	double secs;
+
+	snprintf(note, sizeof(note), "%d writers, a file each", n);
+	snprintf(metric, sizeof(metric), "write_parallel%s", suffix);
+	if (tp_storage_write_parallel(path, size, n, &secs, err, sizeof(err))) {
+		tp_add(rep, size, metric, target, size, -1, err);
+		return;
+	}
+	tp_add(rep, size, metric, target, size, secs, note);
+	snprintf(note, sizeof(note), "%d readers, a file each", n);
+	snprintf(metric, sizeof(metric), "read_parallel%s", suffix);
+	if (tp_storage_read_parallel(path, size, n, &secs, err, sizeof(err)))
+		tp_add(rep, size, metric, target, size, -1, err);
+	else
+		tp_add(rep, size, metric, target, size, secs, note);
+}
+
 static void phase_storage(const struct opts *o, uint64_t size, const char *target, const char *dir,
 			  struct tp_report *rep)
 {
-	char path[PATH_MAX], err[TP_ERRLEN], note[64];
+	char path[PATH_MAX], err[TP_ERRLEN];
 	double secs;
 
-	printf("throughput: %g GiB: %s (%s) write and read, one writer and %d\n",
-	       (double)size / GIB, target, dir, o->writers);
+	printf("throughput: %g GiB: %s (%s) write and read, %s%d writers%s\n", (double)size / GIB,
+	       target, dir, o->single ? "one writer and " : "", o->writers,
+	       o->wide_writers && !strcmp(target, "tmpfs") ? " and more" : "");
 	fflush(stdout);
 	if (!room_for(dir, size, err, sizeof(err))) {
-		tp_add(rep, size, "write", target, size, -1, err);
+		tp_add(rep, size, "write_parallel", target, size, -1, err);
 		return;
 	}
 	snprintf(path, sizeof(path), "%s/gpuckpt-throughput.%d.dat", dir, (int)getpid());
-	if (tp_storage_write(path, size, &secs, err, sizeof(err))) {
-		tp_add(rep, size, "write", target, size, -1, err);
+	if (o->single) {
+		if (tp_storage_write(path, size, &secs, err, sizeof(err))) {
+			tp_add(rep, size, "write", target, size, -1, err);
+			unlink(path);
+			return;
+		}
+		tp_add(rep, size, "write", target, size, secs, "one writer");
+		if (tp_storage_read(path, size, &secs, err, sizeof(err)))
+			tp_add(rep, size, "read", target, size, -1, err);
+		else
+			tp_add(rep, size, "read", target, size, secs, "one reader");
 		unlink(path);
-		return;
 	}
-	tp_add(rep, size, "write", target, size, secs, "one writer");
-	if (tp_storage_read(path, size, &secs, err, sizeof(err)))
-		tp_add(rep, size, "read", target, size, -1, err);
-	else
-		tp_add(rep, size, "read", target, size, secs, "one reader");
-	unlink(path);
-
-	if (o->writers < 2)
-		return;
-	snprintf(note, sizeof(note), "%d writers, a file each", o->writers);
-	if (tp_storage_write_parallel(path, size, o->writers, &secs, err, sizeof(err))) {
-		tp_add(rep, size, "write_parallel", target, size, -1, err);
-		goto out_remove;
+	if (o->writers >= 2) {
+		storage_parallel(size, target, path, o->writers, "", rep);
+		tp_storage_remove_parallel(path, o->writers);
 	}
-	tp_add(rep, size, "write_parallel", target, size, secs, note);
-	snprintf(note, sizeof(note), "%d readers, a file each", o->writers);
-	if (tp_storage_read_parallel(path, size, o->writers, &secs, err, sizeof(err)))
-		tp_add(rep, size, "read_parallel", target, size, -1, err);
-	else
-		tp_add(rep, size, "read_parallel", target, size, secs, note);
-	/* Removed before the write from memory needs the room, and again after. */
-	tp_storage_remove_parallel(path, o->writers);
-	if (!strcmp(target, "tmpfs"))
+	/* What tmpfs takes from more threads than the runtime's default: it is
+	 * bound by each writer's processor time. */
+	if (o->wide_writers >= 2 && !strcmp(target, "tmpfs")) {
+		storage_parallel(size, target, path, o->wide_writers, "_wide", rep);
+		tp_storage_remove_parallel(path, o->wide_writers);
+	}
+	if (!strcmp(target, "tmpfs") && o->writers >= 2) {
 		storage_from_memory(o, size, target, path, rep);
-out_remove:
-	tp_storage_remove_parallel(path, o->writers);
+		tp_storage_remove_parallel(path, o->writers);
+	}
 }
 
 /*
@@ -448,6 +550,8 @@ static void phase_tables(const struct opts *o, uint64_t size, const char *target
 		tp_add(rep, size, "gpuckpt_incr_restore", target, size, -1, err);
 	rename_since(rep, first, "gpuckpt_restore", "gpuckpt_incr_restore");
 	rename_since(rep, first, "gpuckpt_restart", "gpuckpt_incr_restart");
+	rename_since(rep, first, "gpuckpt_restart_context", "gpuckpt_incr_restart_context");
+	rename_since(rep, first, "gpuckpt_restart_setup", "gpuckpt_incr_restart_setup");
 	snprintf(restore, sizeof(restore), "GPUCKPT_RESTORE=%s/ckpt.000002", ckdir);
 	env[7] = restore;
 	first = rep->n;
@@ -455,40 +559,58 @@ static void phase_tables(const struct opts *o, uint64_t size, const char *target
 		tp_add(rep, size, "gpuckpt_async_restore", target, size, -1, err);
 	rename_since(rep, first, "gpuckpt_restore", "gpuckpt_async_restore");
 	rename_since(rep, first, "gpuckpt_restart", "gpuckpt_async_restart");
+	rename_since(rep, first, "gpuckpt_restart_context", "gpuckpt_async_restart_context");
+	rename_since(rep, first, "gpuckpt_restart_setup", "gpuckpt_async_restart_setup");
 out_remove:
 	rc = tp_dir_remove(ckdir);
 	if (rc)
 		fprintf(stderr, "throughput: removing %s: %s\n", ckdir, strerror(-rc));
 }
 
+/* Append ":name" to the rows added since index `first`. */
+static void suffix_since(struct tp_report *rep, int first, const char *name)
+{
+	for (int i = first; i < rep->n; i++) {
+		char *metric = rep->r[i].metric;
+		size_t len = strlen(metric);
+
+		snprintf(metric + len, sizeof(rep->r[i].metric) - len, ":%s", name);
+	}
+}
+
+/*
+ * One checkpoint written the blocking way (as the exit checkpoint after
+ * SIGTERM always is) and restored; with a variant, under its settings, its
+ * rows named <row>:<variant>.
+ */
 static void phase_gpuckpt(const struct opts *o, uint64_t size, const char *target, const char *dir,
-			  struct tp_report *rep)
+			  const struct variant *var, struct tp_report *rep)
 {
 	char ckdir[PATH_MAX], preload[PATH_MAX + 16], gdir[PATH_MAX + 16], err[TP_ERRLEN];
 	/* GPUCKPT_SNAPSHOT_MEMORY=off: written the blocking way, as the exit
 	 * checkpoint after SIGTERM always is. */
-	char *env[] = {preload,
-		       "GPUCKPT_ENABLE=1",
-		       gdir,
-		       "GPUCKPT_LOG_LEVEL=info",
-		       "GPUCKPT_INTERVAL=0",
-		       "GPUCKPT_SNAPSHOT_MEMORY=off",
-		       NULL,
-		       NULL};
+	char *env[8 + MAX_VARIANT_ENV] = {preload,
+					  "GPUCKPT_ENABLE=1",
+					  gdir,
+					  "GPUCKPT_LOG_LEVEL=info",
+					  "GPUCKPT_INTERVAL=0",
+					  "GPUCKPT_SNAPSHOT_MEMORY=off"};
+	int rc, first = rep->n, k = 6;
 	uint64_t image;
-	int rc;
 
-	printf("throughput: %g GiB: gpuckpt checkpoint and restore on %s (%s)\n",
-	       (double)size / GIB, target, dir);
+	for (int i = 0; var && var->env[i]; i++)
+		env[k++] = var->env[i];
+	printf("throughput: %g GiB: gpuckpt checkpoint and restore on %s (%s)%s%s\n",
+	       (double)size / GIB, target, dir, var ? ", variant " : "", var ? var->name : "");
 	fflush(stdout);
 	if (access(o->runtime, R_OK)) {
 		snprintf(err, sizeof(err), "skipped: runtime %s: %s", o->runtime, strerror(errno));
 		tp_add(rep, size, "gpuckpt_checkpoint", target, size, -1, err);
-		return;
+		goto out_name;
 	}
 	if (!room_for(dir, size, err, sizeof(err))) {
 		tp_add(rep, size, "gpuckpt_checkpoint", target, size, -1, err);
-		return;
+		goto out_name;
 	}
 	snprintf(ckdir, sizeof(ckdir), "%s/gpuckpt-throughput.%d", dir, (int)getpid());
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", o->runtime);
@@ -496,7 +618,7 @@ static void phase_gpuckpt(const struct opts *o, uint64_t size, const char *targe
 	if (mkdir(ckdir, 0700) && errno != EEXIST) {
 		snprintf(err, sizeof(err), "skipped: mkdir %s: %s", ckdir, strerror(errno));
 		tp_add(rep, size, "gpuckpt_checkpoint", target, size, -1, err);
-		return;
+		goto out_name;
 	}
 	rc = run_worker(o, "gpuckpt-save", size, env, target, rep, err, sizeof(err));
 	if (rc) {
@@ -505,20 +627,84 @@ static void phase_gpuckpt(const struct opts *o, uint64_t size, const char *targe
 	}
 	if (!tp_dir_bytes(ckdir, &image))
 		tp_add(rep, size, "gpuckpt_image", target, image, -1, "checkpoint size on storage");
-	if (!strcmp(target, "tmpfs"))
+	if (!strcmp(target, "tmpfs") && !var)
 		phase_check(o, size, target, ckdir, rep);
 	/* The restore must read the storage, not the pages the checkpoint left in memory. */
 	rc = tp_dir_evict(ckdir);
 	if (rc)
 		fprintf(stderr, "throughput: %s: dropping cached pages: %s\n", ckdir,
 			strerror(-rc));
-	env[6] = "GPUCKPT_RESTORE=auto";
+	env[k] = "GPUCKPT_RESTORE=auto";
 	if (run_worker(o, "gpuckpt-restore", size, env, target, rep, err, sizeof(err)))
 		tp_add(rep, size, "gpuckpt_restore", target, size, -1, err);
 out_remove:
 	rc = tp_dir_remove(ckdir);
 	if (rc)
 		fprintf(stderr, "throughput: removing %s: %s\n", ckdir, strerror(-rc));
+out_name:
+	if (var)
+		suffix_since(rep, first, var->name);
+}
+
+/*
+ * What a restart cannot go below: a worker that only starts CUDA, makes the
+ * state's allocations and clears them (what the restarted worker does before
+ * its first point), natively; then the same with the runtime preloaded and
+ * nothing to restore (its own start: the address reservation, placement).
+ */
+static void phase_start(const struct opts *o, uint64_t size, struct tp_report *rep)
+{
+	char preload[PATH_MAX + 16], err[TP_ERRLEN];
+	char *native[] = {NULL};
+	char *env[] = {preload, "GPUCKPT_ENABLE=1", "GPUCKPT_LOG_LEVEL=info", NULL};
+	int first;
+
+	printf("throughput: %g GiB: the start of CUDA and of the allocations, natively and under "
+	       "the runtime\n",
+	       (double)size / GIB);
+	fflush(stdout);
+	if (run_worker(o, "start", size, native, "", rep, err, sizeof(err)))
+		tp_add(rep, size, "cuda_start", "", size, -1, err);
+	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", o->runtime);
+	first = rep->n;
+	if (run_worker(o, "start", size, env, "", rep, err, sizeof(err)))
+		tp_add(rep, size, "runtime_start", "", size, -1, err);
+	rename_since(rep, first, "cuda_start_context", "runtime_start_context");
+	rename_since(rep, first, "cuda_start", "runtime_start");
+}
+
+/*
+ * The probe of copies from the device straight into the pages of files
+ * (worker mode direct), with as many threads as the runtime's writers.
+ */
+static void phase_direct(const struct opts *o, uint64_t size, const char *target, const char *dir,
+			 struct tp_report *rep)
+{
+	char ddir[PATH_MAX], denv[PATH_MAX + 16], tenv[32], err[TP_ERRLEN];
+	char *env[] = {denv, tenv, NULL};
+	int rc;
+
+	printf("throughput: %g GiB: probe: copies from the device into mapped, pinned pages of %s "
+	       "files (%s)\n",
+	       (double)size / GIB, target, dir);
+	fflush(stdout);
+	if (!room_for(dir, size, err, sizeof(err))) {
+		tp_add(rep, size, "direct_dma", target, size, -1, err);
+		return;
+	}
+	snprintf(ddir, sizeof(ddir), "%s/gpuckpt-direct.%d", dir, (int)getpid());
+	snprintf(denv, sizeof(denv), "TP_DIRECT_DIR=%s", ddir);
+	snprintf(tenv, sizeof(tenv), "TP_DIRECT_THREADS=%d", o->writers);
+	if (mkdir(ddir, 0700) && errno != EEXIST) {
+		snprintf(err, sizeof(err), "skipped: mkdir %s: %s", ddir, strerror(errno));
+		tp_add(rep, size, "direct_dma", target, size, -1, err);
+		return;
+	}
+	if (run_worker(o, "direct", size, env, target, rep, err, sizeof(err)))
+		tp_add(rep, size, "direct_dma", target, size, -1, err);
+	rc = tp_dir_remove(ddir);
+	if (rc)
+		fprintf(stderr, "throughput: removing %s: %s\n", ddir, strerror(-rc));
 }
 
 static void phase_driver(const struct opts *o, uint64_t size, struct tp_report *rep)
@@ -601,6 +787,19 @@ out_wait:
 			 status);
 }
 
+/* Whether size is measured on the disk folder. */
+static int on_disk(const struct opts *o, uint64_t size)
+{
+	if (!o->on_disk)
+		return 0;
+	if (!o->ndisk_sizes)
+		return 1;
+	for (int i = 0; i < o->ndisk_sizes; i++)
+		if (o->disk_sizes[i] == size)
+			return 1;
+	return 0;
+}
+
 static void print_plan(const struct opts *o)
 {
 	int i;
@@ -620,9 +819,14 @@ static void print_plan(const struct opts *o)
 		if (o->storage)
 			printf(
 			    "  storage: write+fsync, then cold read, of %llu bytes in %s%s%s,\n"
-			    "           by one writer, then by %d threads with a file each\n",
-			    (unsigned long long)s, o->tmpfs, o->on_disk ? " and " : "",
-			    o->on_disk ? o->disk : "", o->writers);
+			    "           %sby %d threads with a file each%s\n",
+			    (unsigned long long)s, o->tmpfs, on_disk(o, s) ? " and " : "",
+			    on_disk(o, s) ? o->disk : "", o->single ? "by one writer, then " : "",
+			    o->writers, o->wide_writers ? ", then (tmpfs) by more" : "");
+		if (o->start)
+			printf("  start:   %s start %llu, natively, then under the runtime (CUDA's "
+			       "start and the allocations)\n",
+			       o->worker, (unsigned long long)s);
 		if (o->tables)
 			printf("  tables:  GPUCKPT_DIR=%s/gpuckpt-tables.PID GPUCKPT_INCREMENTS=4 %s "
 			       "gpuckpt-tables %llu\n"
@@ -638,8 +842,19 @@ static void print_plan(const struct opts *o)
 			    "           check its data with XXH64 and XXH3 (tmpfs); drop its pages;\n"
 			    "           GPUCKPT_RESTORE=auto %s gpuckpt-restore %llu (checks every "
 			    "word)\n",
-			    o->runtime, o->tmpfs, o->on_disk ? "|" : "", o->on_disk ? o->disk : "",
+			    o->runtime, o->tmpfs, on_disk(o, s) ? "|" : "", on_disk(o, s) ? o->disk : "",
 			    o->worker, (unsigned long long)s, o->worker, (unsigned long long)s);
+		for (int v = 0; o->gpuckpt && v < o->nvariants; v++) {
+			printf("  variant %s: the gpuckpt measurement on %s again with", o->variants[v].name,
+			       o->tmpfs);
+			for (int k = 0; o->variants[v].env[k]; k++)
+				printf(" %s", o->variants[v].env[k]);
+			printf("\n");
+		}
+		if (o->direct)
+			printf("  direct:  TP_DIRECT_DIR=%s/gpuckpt-direct.PID %s direct %llu (first pass "
+			       "only)\n",
+			       o->tmpfs, o->worker, (unsigned long long)s);
 		if (o->driver)
 			printf(
 			    "  driver:  %s hold %llu; from here: cuCheckpointProcessLock, "
@@ -707,14 +922,22 @@ int main(int argc, char **argv)
 				       o.repeat);
 			if (o.storage) {
 				phase_storage(&o, s, "tmpfs", o.tmpfs, &passes[p]);
-				if (o.on_disk)
+				if (on_disk(&o, s))
 					phase_storage(&o, s, "disk", o.disk, &passes[p]);
 			}
+			if (o.start)
+				phase_start(&o, s, &passes[p]);
 			if (o.gpuckpt) {
-				phase_gpuckpt(&o, s, "tmpfs", o.tmpfs, &passes[p]);
-				if (o.on_disk)
-					phase_gpuckpt(&o, s, "disk", o.disk, &passes[p]);
+				phase_gpuckpt(&o, s, "tmpfs", o.tmpfs, NULL, &passes[p]);
+				for (int v = 0; v < o.nvariants; v++)
+					phase_gpuckpt(&o, s, "tmpfs", o.tmpfs, &o.variants[v],
+						      &passes[p]);
+				if (on_disk(&o, s))
+					phase_gpuckpt(&o, s, "disk", o.disk, NULL, &passes[p]);
 			}
+			/* A probe: once. */
+			if (o.direct && p == 0)
+				phase_direct(&o, s, "tmpfs", o.tmpfs, &passes[p]);
 			if (o.tables)
 				phase_tables(&o, s, "tmpfs", o.tmpfs, &passes[p]);
 			if (o.driver)

@@ -118,39 +118,44 @@ static const struct tp_result *best_storage(const struct tp_report *rep, uint64_
 	return gbps(many) > gbps(one) ? many : one;
 }
 
-/* The ceiling of r, its description in `what`; < 0 when it has none. */
+/* The ceiling of r, its description in `what`; < 0 when it has none. A
+ * variant's row (<metric>:<variant>) has its metric's ceiling. */
 static double ceiling(const struct tp_report *rep, const struct tp_result *r, char *what,
 		      size_t len)
 {
 	const struct tp_result *a = NULL, *b = NULL;
-	const char *an = "", *bn = "";
+	const char *an = "", *bn = "", *metric = r->metric;
+	char base[sizeof(r->metric)];
 	double x, y;
 
 	what[0] = 0;
-	if (!strcmp(r->metric, "gpuckpt_checkpoint")) {
+	if (strchr(metric, ':')) {
+		snprintf(base, sizeof(base), "%.*s", (int)(strchr(metric, ':') - metric), metric);
+		metric = base;
+	}
+	if (!strcmp(metric, "gpuckpt_checkpoint") || !strcmp(metric, "direct_dma")) {
 		a = find(rep, r->size, "d2h_pinned", "");
 		b = best_storage(rep, r->size, "write", r->target);
 		an = "pinned D2H";
 		bn = b ? b->metric : "write";
-	} else if (!strcmp(r->metric, "gpuckpt_async_pause")) {
+	} else if (!strcmp(metric, "gpuckpt_async_pause")) {
 		/* The pause copies the state to pinned host memory: that copy's
 		 * rate is its ceiling. */
 		a = find(rep, r->size, "d2h_pinned", "");
 		an = "pinned D2H";
-	} else if (!strcmp(r->metric, "gpuckpt_restore") ||
-		   !strcmp(r->metric, "gpuckpt_restart") ||
-		   !strcmp(r->metric, "gpuckpt_incr_restore") ||
-		   !strcmp(r->metric, "gpuckpt_incr_restart") ||
-		   !strcmp(r->metric, "gpuckpt_async_restore") ||
-		   !strcmp(r->metric, "gpuckpt_async_restart")) {
+	} else if (!strcmp(metric, "gpuckpt_restore") || !strcmp(metric, "gpuckpt_restart") ||
+		   !strcmp(metric, "gpuckpt_incr_restore") ||
+		   !strcmp(metric, "gpuckpt_incr_restart") ||
+		   !strcmp(metric, "gpuckpt_async_restore") ||
+		   !strcmp(metric, "gpuckpt_async_restart")) {
 		a = find(rep, r->size, "h2d_pinned", "");
 		b = best_storage(rep, r->size, "read", r->target);
 		an = "pinned H2D";
 		bn = b ? b->metric : "read";
-	} else if (!strcmp(r->metric, "driver_checkpoint") || !strcmp(r->metric, "d2h_pageable")) {
+	} else if (!strcmp(metric, "driver_checkpoint") || !strcmp(metric, "d2h_pageable")) {
 		a = find(rep, r->size, "d2h_pinned", "");
 		an = "pinned D2H";
-	} else if (!strcmp(r->metric, "driver_restore") || !strcmp(r->metric, "h2d_pageable")) {
+	} else if (!strcmp(metric, "driver_restore") || !strcmp(metric, "h2d_pageable")) {
 		a = find(rep, r->size, "h2d_pinned", "");
 		an = "pinned H2D";
 	} else {
@@ -185,10 +190,74 @@ static void ratio(char *buf, size_t len, double a, double b)
 		snprintf(buf, len, "-");
 }
 
+/* "a %" of b, or "-". */
+static void percent(char *buf, size_t len, double a, double b)
+{
+	if (a > 0 && b > 0)
+		snprintf(buf, len, "%.0f %%", 100 * a / b);
+	else
+		snprintf(buf, len, "-");
+}
+
+/* The variants measured at `size`: the names after "gpuckpt_checkpoint:". */
+static int variants_of(const struct tp_report *rep, uint64_t size, const char *names[], int max)
+{
+	static const char prefix[] = "gpuckpt_checkpoint:";
+	int n = 0;
+
+	for (int i = 0; i < rep->n && n < max; i++)
+		if (rep->r[i].size == size && !strncmp(rep->r[i].metric, prefix, sizeof(prefix) - 1))
+			names[n++] = rep->r[i].metric + sizeof(prefix) - 1;
+	return n;
+}
+
+/* The exit checkpoint (or a variant's: suffix ":NAME") against tmpfs with the
+ * default writers and with more. */
+static void goal_exit(FILE *md, const struct tp_report *rep, uint64_t s, const char *suffix,
+		      const char *label)
+{
+	char metric[40], p8[16], pw[16];
+	const struct tp_result *ck, *w8, *ww;
+
+	snprintf(metric, sizeof(metric), "gpuckpt_checkpoint%s", suffix);
+	ck = find(rep, s, metric, "tmpfs");
+	w8 = find(rep, s, "write_parallel", "tmpfs");
+	ww = find(rep, s, "write_parallel_wide", "tmpfs");
+	percent(p8, sizeof(p8), gbps(ck), gbps(w8));
+	percent(pw, sizeof(pw), gbps(ck), gbps(ww));
+	/* The notes of the parallel rows begin with their number of writers. */
+	fprintf(md, "| %g | %s >= 90 %% of tmpfs with 8 writers | %.2f GB/s | %.2f GB/s "
+		    "(%d writers: %.2f GB/s, %s) | %s |\n",
+		(double)s / (1ull << 30), label, gbps(ck), gbps(w8), ww ? atoi(ww->note) : 0,
+		gbps(ww), pw, p8);
+}
+
+/* The restart (or a variant's) against the load, and against what a
+ * program that only starts CUDA and allocates the same memory takes. */
+static void goal_restart(FILE *md, const struct tp_report *rep, uint64_t s, const char *suffix,
+			 const char *label)
+{
+	char m1[40], m2[40], r1[32], r2[32];
+	double restart, load, cuda = secs_of(rep, s, "cuda_start", "");
+
+	snprintf(m1, sizeof(m1), "gpuckpt_restart%s", suffix);
+	snprintf(m2, sizeof(m2), "gpuckpt_restore%s", suffix);
+	restart = secs_of(rep, s, m1, "tmpfs");
+	load = secs_of(rep, s, m2, "tmpfs");
+	ratio(r1, sizeof(r1), restart, load);
+	ratio(r2, sizeof(r2), restart, cuda > 0 && load > 0 ? cuda + load : -1);
+	fprintf(md, "| %g | %s (main to going on, with the check) <= 1.2 x the load | %.3f s | "
+		    "load %.3f s; CUDA's start and allocations alone %.3f s, + load = %.3f s "
+		    "(restart / that: %s) | %s |\n",
+		(double)s / (1ull << 30), label, restart, load, cuda,
+		cuda > 0 && load > 0 ? cuda + load : -1.0, r2, r1);
+}
+
 /*
  * The goals of the checkpoint-pause work (issue 16), each beside what it is
  * measured against in the same run: written under the table, one line per
- * goal and state size.
+ * goal and state size; then the variants (--variants) and what the restart
+ * is made of.
  */
 static void write_goals(FILE *md, const struct tp_report *rep)
 {
@@ -210,7 +279,9 @@ static void write_goals(FILE *md, const struct tp_report *rep)
 		uint64_t s = sizes[k];
 		double gib = (double)s / (1ull << 30);
 		const struct tp_result *img = NULL, *ck, *w8;
-		char r1[32];
+		const char *names[16];
+		int nv = variants_of(rep, s, names, 16);
+		char r1[32], label[64], suffix[16];
 		double a, b;
 
 		a = secs_of(rep, s, "gpuckpt_async_pause", "tmpfs");
@@ -235,32 +306,48 @@ static void write_goals(FILE *md, const struct tp_report *rep)
 		fprintf(md, "| %g | restore of the increment no slower than of a whole checkpoint | "
 			    "%.3f s | whole %.3f s | %s |\n",
 			gib, a, b, r1);
-		ck = find(rep, s, "gpuckpt_checkpoint", "tmpfs");
-		w8 = find(rep, s, "write_parallel", "tmpfs");
-		fprintf(md, "| %g | exit checkpoint >= 90 %% of tmpfs with 8 writers | %.2f GB/s | "
-			    "%.2f GB/s | %s |\n",
-			gib, gbps(ck), gbps(w8),
-			gbps(ck) > 0 && gbps(w8) > 0
-			    ? (snprintf(r1, sizeof(r1), "%.0f %%", 100 * gbps(ck) / gbps(w8)), r1)
-			    : "-");
+		goal_exit(md, rep, s, "", "exit checkpoint");
+		for (int v = 0; v < nv; v++) {
+			snprintf(suffix, sizeof(suffix), ":%s", names[v]);
+			snprintf(label, sizeof(label), "exit checkpoint, variant %s", names[v]);
+			goal_exit(md, rep, s, suffix, label);
+		}
 		ck = find(rep, s, "gpuckpt_checkpoint", "disk");
 		w8 = find(rep, s, "write_parallel", "disk");
 		if (ck && w8)
 			fprintf(md, "| %g | disk checkpoint >= 90 %% of the disk with 8 writers | "
 				    "%.2f GB/s | %.2f GB/s | %.0f %% |\n",
 				gib, gbps(ck), gbps(w8), 100 * gbps(ck) / gbps(w8));
-		a = secs_of(rep, s, "gpuckpt_restart", "tmpfs");
-		b = secs_of(rep, s, "gpuckpt_restore", "tmpfs");
-		ratio(r1, sizeof(r1), a, b);
-		fprintf(md, "| %g | restart (main to going on, with the check) <= 1.2 x the load | "
-			    "%.3f s | load %.3f s | %s |\n",
-			gib, a, b, r1);
+		goal_restart(md, rep, s, "", "restart");
+		for (int v = 0; v < nv; v++) {
+			snprintf(suffix, sizeof(suffix), ":%s", names[v]);
+			snprintf(label, sizeof(label), "restart, variant %s", names[v]);
+			goal_restart(md, rep, s, suffix, label);
+		}
 		a = secs_of(rep, s, "check_xxh3", "tmpfs");
 		b = secs_of(rep, s, "check_xxh64", "tmpfs");
 		ratio(r1, sizeof(r1), a, b);
 		fprintf(md, "| %g | check of every checksum: XXH3 (format 3) against XXH64 (before) | "
 			    "%.3f s | %.3f s | %s |\n",
 			gib, a, b, r1);
+	}
+	fprintf(md, "\n## What the restart is made of (seconds from main)\n\n");
+	fprintf(md, "| state GiB | | CUDA's context | allocations made and cleared | going on |\n");
+	fprintf(md, "| ---: | --- | ---: | ---: | ---: |\n");
+	for (int k = 0; k < nsizes; k++) {
+		uint64_t s = sizes[k];
+		double gib = (double)s / (1ull << 30);
+
+		fprintf(md, "| %g | natively (no runtime) | %.3f | %.3f | |\n", gib,
+			secs_of(rep, s, "cuda_start_context", ""), secs_of(rep, s, "cuda_start", ""));
+		fprintf(md, "| %g | the runtime, nothing to restore | %.3f | %.3f | |\n", gib,
+			secs_of(rep, s, "runtime_start_context", ""),
+			secs_of(rep, s, "runtime_start", ""));
+		fprintf(md, "| %g | the restart (its check meanwhile, then the load) | %.3f | %.3f | "
+			    "%.3f |\n",
+			gib, secs_of(rep, s, "gpuckpt_restart_context", "tmpfs"),
+			secs_of(rep, s, "gpuckpt_restart_setup", "tmpfs"),
+			secs_of(rep, s, "gpuckpt_restart", "tmpfs"));
 	}
 	fprintf(md, "\n(-1 or -: not measured in this run.)\n");
 }

@@ -35,7 +35,20 @@ static int is_controlled(const char *entry)
 	return 0;
 }
 
-/* The environment for a worker: inherited, minus the controlled variables, plus extra. */
+/* Whether extra sets the variable of entry (NAME=...): the inherited one is dropped. */
+static int set_by(char *const extra[], const char *entry)
+{
+	const char *eq = strchr(entry, '=');
+	size_t len = eq ? (size_t)(eq - entry) + 1 : strlen(entry);
+
+	for (size_t i = 0; extra && extra[i]; i++)
+		if (!strncmp(extra[i], entry, len))
+			return 1;
+	return 0;
+}
+
+/* The environment for a worker: inherited, minus the controlled variables and
+ * those extra sets, plus extra. */
 static char **worker_env(char *const extra[])
 {
 	size_t n = 0, k = 0, i;
@@ -49,7 +62,7 @@ static char **worker_env(char *const extra[])
 	if (!env)
 		return NULL;
 	for (i = 0; environ[i]; i++)
-		if (!is_controlled(environ[i]))
+		if (!is_controlled(environ[i]) && !set_by(extra, environ[i]))
 			env[k++] = environ[i];
 	for (i = 0; extra && extra[i]; i++)
 		env[k++] = extra[i];

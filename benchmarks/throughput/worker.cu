@@ -25,14 +25,28 @@
  *	hold             prints READY, waits for VERIFY on stdin (meanwhile another
  *	                 process checkpoints and restores it through the driver),
  *	                 then checks every word
+ *	start            the start of a program alone: from main to CUDA's context,
+ *	                 and to its allocations made and cleared (what a restarted
+ *	                 worker does before its first point); run natively, CUDA's
+ *	                 own start, and with the runtime preloaded, its cost
+ *	direct           a probe of writing the state without a copy by the CPU:
+ *	                 TP_DIRECT_THREADS threads (8), each maps its share of a
+ *	                 file in TP_DIRECT_DIR in windows of TP_DIRECT_WINDOW bytes
+ *	                 (8 MiB), pins the mapping, copies into it from the device,
+ *	                 hashes it, unpins and unmaps it; every phase timed
  * Results are lines "RESULT <name> <bytes> <seconds>" on stdout. Like the
  * Rodinia programs it is not linked against libgpuckpt: the gpuckpt modes run
  * with the runtime preloaded, the others without it.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <unistd.h>
+#include <xxhash.h>
 
 #include "bench.h"
 
@@ -214,27 +228,6 @@ static void mode_copy(uint64_t **p, uint64_t bytes)
 	free(pageable);
 }
 
-static void mode_save(uint64_t bytes, struct state *st)
-{
-	double t0;
-	int rc;
-
-	rc = gpuckpt_request();
-	if (rc < 0)
-		bench_die(
-		    "gpuckpt_request failed: %s (is libgpuckpt.so preloaded, GPUCKPT_DIR set?)",
-		    bench_strerror(rc));
-	t0 = bench_now();
-	rc = gpuckpt_point(1);
-	if (rc < 0)
-		bench_die("gpuckpt_point failed: %s", bench_strerror(rc));
-	if (rc != GPUCKPT_SAVED)
-		bench_die("gpuckpt_point returned %d, not GPUCKPT_SAVED: no checkpoint was written",
-			  rc);
-	result("gpuckpt_checkpoint", bytes, bench_now() - t0);
-	(void)st;
-}
-
 /*
  * Ask for a checkpoint until one is taken: while the previous one is still
  * being written (or memory pinned for it) the runtime answers GPUCKPT_NOTHING
@@ -258,6 +251,22 @@ static double checkpoint_when_ready(void)
 	}
 	bench_die("no checkpoint was taken in 10 minutes of asking");
 	return -1;
+}
+
+/*
+ * The checkpoint a program that has been running takes: it has passed a
+ * checkpoint point before (where the runtime pins its copy threads' staging
+ * buffers in the background, once), so the timed one is not its first.
+ */
+static void mode_save(uint64_t bytes, struct state *st)
+{
+	int rc = gpuckpt_point(0);
+
+	if (rc < 0)
+		bench_die("gpuckpt_point failed: %s (is libgpuckpt.so preloaded, GPUCKPT_DIR set?)",
+			  bench_strerror(rc));
+	result("gpuckpt_checkpoint", bytes, checkpoint_when_ready());
+	(void)st;
 }
 
 static uint64_t chunk_size_setting(void)
@@ -297,7 +306,9 @@ static void mode_tables(uint64_t **p, uint64_t bytes, struct state *st)
 	/* Returning from main waits for the write of 3 (the runtime's atexit). */
 }
 
-static double t_main; /* when main began */
+static double t_main;	 /* when main began */
+static double t_context; /* when CUDA's context was there (cudaSetDevice returned) */
+static double t_setup;	 /* when the allocations were made and cleared */
 
 static void mode_restore(uint64_t **p, uint64_t bytes, struct state *st)
 {
@@ -314,6 +325,11 @@ static void mode_restore(uint64_t **p, uint64_t bytes, struct state *st)
 			  rc);
 	result("gpuckpt_restore", bytes, bench_now() - t0);
 	result("gpuckpt_restart", bytes, bench_now() - t_main);
+	/* What the restart is made of: to CUDA's context, to the end of the
+	 * program's allocations (the runtime recreates the checkpoint's there,
+	 * after waiting for its check if it is still running). */
+	result("gpuckpt_restart_context", 0, t_context - t_main);
+	result("gpuckpt_restart_setup", 0, t_setup - t_main);
 	if (st->magic != MAGIC || st->bytes != bytes)
 		bench_die("restore: the registered state came back wrong (magic %#llx, %llu bytes)",
 			  (unsigned long long)st->magic, (unsigned long long)st->bytes);
@@ -345,11 +361,157 @@ static void mode_hold(uint64_t **p, uint64_t bytes)
 			  (unsigned long long)(bytes / 8));
 }
 
+/* ---- direct: DMA into the pages of a tmpfs file (a probe) ---- */
+
+struct direct_job {
+	uint64_t **p;
+	uint64_t bytes, from, len; /* this thread's share of the state */
+	uint64_t window;
+	int fd;
+	double map, reg, copy, hash, unreg, unmap; /* seconds in each phase */
+	uint64_t hashes;			   /* folded, so the hash is not optimised away */
+	unsigned long long bad;			   /* words found wrong in the file */
+	char err[256];
+};
+
+static unsigned env_uint(const char *name, unsigned dflt)
+{
+	const char *v = getenv(name);
+
+	return v && atoi(v) > 0 ? (unsigned)atoi(v) : dflt;
+}
+
+static void *direct_thread(void *arg)
+{
+	struct direct_job *j = (struct direct_job *)arg;
+	cudaStream_t s;
+
+	if (cudaStreamCreateWithFlags(&s, cudaStreamNonBlocking) != cudaSuccess) {
+		snprintf(j->err, sizeof(j->err), "cudaStreamCreate failed");
+		return NULL;
+	}
+	for (uint64_t o = 0; o < j->len && !j->err[0];) {
+		uint64_t at = j->from + o, c = at / CHUNK, in = at % CHUNK;
+		uint64_t w = j->len - o < j->window ? j->len - o : j->window;
+		const uint64_t *word;
+		cudaError_t e;
+		double t = bench_now(), t1;
+		char *m;
+
+		if (w > CHUNK - in)
+			w = CHUNK - in; /* within one allocation */
+		m = (char *)mmap(NULL, w, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, j->fd,
+				 (off_t)o);
+		t1 = bench_now();
+		j->map += t1 - t;
+		if (m == MAP_FAILED) {
+			snprintf(j->err, sizeof(j->err), "mmap: %s", strerror(errno));
+			break;
+		}
+		e = cudaHostRegister(m, w, cudaHostRegisterDefault);
+		t = bench_now();
+		j->reg += t - t1;
+		if (e != cudaSuccess) {
+			snprintf(j->err, sizeof(j->err), "cudaHostRegister of a mapping of a tmpfs file: %s",
+				 cudaGetErrorString(e));
+			munmap(m, w);
+			break;
+		}
+		e = cudaMemcpyAsync(m, (char *)j->p[c] + in, w, cudaMemcpyDeviceToHost, s);
+		if (e == cudaSuccess)
+			e = cudaStreamSynchronize(s);
+		t1 = bench_now();
+		j->copy += t1 - t;
+		if (e != cudaSuccess)
+			snprintf(j->err, sizeof(j->err), "copy: %s", cudaGetErrorString(e));
+		j->hashes ^= XXH3_64bits(m, w);
+		t = bench_now();
+		j->hash += t - t1;
+		/* The first and last word of the window: what the device holds. */
+		word = (const uint64_t *)m;
+		j->bad += word[0] != pattern((unsigned)c, in / 8, 1);
+		j->bad += word[w / 8 - 1] != pattern((unsigned)c, (in + w) / 8 - 1, 1);
+		t = bench_now();
+		cudaHostUnregister(m);
+		t1 = bench_now();
+		j->unreg += t1 - t;
+		munmap(m, w);
+		j->unmap += bench_now() - t1;
+		o += w;
+	}
+	cudaStreamDestroy(s);
+	return NULL;
+}
+
+/*
+ * Whether the copy a write() makes can be avoided: the device's copy engine
+ * writes straight into the pages of the checkpoint's files. What it costs
+ * per phase (seconds per thread, the mean) says where the time would go.
+ */
+static void mode_direct(uint64_t **p, uint64_t bytes)
+{
+	const char *dir = getenv("TP_DIRECT_DIR");
+	unsigned n = env_uint("TP_DIRECT_THREADS", 8);
+	uint64_t window = (uint64_t)env_uint("TP_DIRECT_WINDOW", 8u << 20) & ~4095ull;
+	uint64_t per = bytes / n / 4096 * 4096, hashes = 0;
+	struct direct_job *jobs = (struct direct_job *)calloc(n, sizeof(*jobs));
+	pthread_t *tid = (pthread_t *)calloc(n, sizeof(*tid));
+	double t0, wall, sum[6] = {0};
+	unsigned long long bad = 0;
+	char path[4096];
+
+	if (!dir || !jobs || !tid || !window)
+		bench_die("direct: TP_DIRECT_DIR must name a folder (and memory must suffice)");
+	for (unsigned i = 0; i < n; i++) {
+		struct direct_job *j = &jobs[i];
+
+		j->p = p;
+		j->bytes = bytes;
+		j->from = per * i;
+		j->len = i == n - 1 ? bytes - per * i : per;
+		j->window = window;
+		snprintf(path, sizeof(path), "%s/direct.%u", dir, i);
+		j->fd = open(path, O_RDWR | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+		if (j->fd < 0 || ftruncate(j->fd, (off_t)j->len))
+			bench_die("direct: %s: %s", path, strerror(errno));
+	}
+	t0 = bench_now();
+	for (unsigned i = 0; i < n; i++)
+		if (pthread_create(&tid[i], NULL, direct_thread, &jobs[i]))
+			bench_die("direct: cannot start a thread");
+	for (unsigned i = 0; i < n; i++)
+		pthread_join(tid[i], NULL);
+	wall = bench_now() - t0;
+	for (unsigned i = 0; i < n; i++) {
+		struct direct_job *j = &jobs[i];
+
+		if (j->err[0])
+			bench_die("direct: thread %u: %s", i, j->err);
+		sum[0] += j->map, sum[1] += j->reg, sum[2] += j->copy;
+		sum[3] += j->hash, sum[4] += j->unreg, sum[5] += j->unmap;
+		hashes ^= j->hashes;
+		bad += j->bad;
+		close(j->fd);
+	}
+	result("direct_dma", bytes, wall);
+	result("direct_map_populate", bytes, sum[0] / n);
+	result("direct_register", bytes, sum[1] / n);
+	result("direct_copy", bytes, sum[2] / n);
+	result("direct_hash", bytes, sum[3] / n);
+	result("direct_unregister", bytes, sum[4] / n);
+	result("direct_unmap", bytes, sum[5] / n);
+	fprintf(stderr, "throughput-worker: direct: %u threads, windows of %llu bytes, hashes %016llx\n",
+		n, (unsigned long long)window, (unsigned long long)hashes);
+	result("verify_mismatches", bad, 0.0);
+	free(jobs);
+	free(tid);
+}
+
 int main(int argc, char **argv)
 {
 	static const char usage[] =
-	    "usage: throughput-worker copy|gpuckpt-save|gpuckpt-tables|gpuckpt-restore|hold "
-	    "BYTES\n"
+	    "usage: throughput-worker copy|gpuckpt-save|gpuckpt-tables|gpuckpt-restore|hold|start|"
+	    "direct BYTES\n"
 	    "(started by the throughput benchmark; see benchmarks/README.md)\n";
 	struct state st = {0, 0, 1, 0, 1, 1};
 	const char *mode;
@@ -366,32 +528,42 @@ int main(int argc, char **argv)
 		bench_die("BYTES %lld: must be a multiple of 8", b);
 	bytes = (uint64_t)b;
 	if (strcmp(mode, "copy") && strcmp(mode, "gpuckpt-save") && strcmp(mode, "gpuckpt-tables") &&
-	    strcmp(mode, "gpuckpt-restore") && strcmp(mode, "hold"))
+	    strcmp(mode, "gpuckpt-restore") && strcmp(mode, "hold") && strcmp(mode, "start") &&
+	    strcmp(mode, "direct"))
 		bench_die("unknown mode '%s' (see --help)", mode);
 	/* Not linked against libgpuckpt (bench.h): the gpuckpt modes need it preloaded. */
 	if (!strncmp(mode, "gpuckpt", 7) && (!bench_runtime_present() || !gpuckpt_request))
 		bench_die("%s: the gpuckpt runtime is not loaded (LD_PRELOAD=libgpuckpt.so)",
 			  mode);
 	CK(cudaSetDevice(0));
+	t_context = bench_now();
 	p = alloc_state(bytes);
 	/* After the allocations, as a program would: the runtime's check of the
 	 * checkpoint runs meanwhile. */
 	if (!strcmp(mode, "gpuckpt-restore") && gpuckpt_restarting(NULL) != 1)
 		bench_die("gpuckpt-restore: the runtime reports no checkpoint to restore "
 			  "(GPUCKPT_RESTORE set? runtime preloaded?)");
-	if (strcmp(mode, "gpuckpt-restore")) {
+	if (strcmp(mode, "gpuckpt-restore") && strcmp(mode, "start")) {
 		st.magic = MAGIC;
 		st.bytes = bytes;
 		fill_state(p, bytes, &st, 0);
 	} else {
-		/* Stale contents must not pass the check. */
+		/* Stale contents must not pass the check (and a program's start
+		 * clears its memory, as the restarted worker does). */
 		for (size_t c = 0; c < nchunks(bytes); c++)
 			CK(cudaMemset(p[c], 0, chunk_len(bytes, c)));
 	}
 	if (!strncmp(mode, "gpuckpt", 7))
 		bench_protect("tp-state", &st, sizeof(st));
+	CK(cudaDeviceSynchronize());
+	t_setup = bench_now();
 
-	if (!strcmp(mode, "copy"))
+	if (!strcmp(mode, "start")) {
+		result("cuda_start_context", 0, t_context - t_main);
+		result("cuda_start", 0, t_setup - t_main);
+	} else if (!strcmp(mode, "direct"))
+		mode_direct(p, bytes);
+	else if (!strcmp(mode, "copy"))
 		mode_copy(p, bytes);
 	else if (!strcmp(mode, "gpuckpt-save"))
 		mode_save(bytes, &st);

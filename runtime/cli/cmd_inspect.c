@@ -25,7 +25,8 @@ static const char inspect_help[] =
     "    Prints a summary of the checkpoint in directory DIR: its sequence\n"
     "    number, label and step, when and where it was written, the Slurm job,\n"
     "    step, task and restart count, who signed it, the GPUs it was taken on\n"
-    "    (ordinal, name, UUID, compute capability, memory) and totals; then\n"
+    "    (ordinal, name, UUID, compute capability, memory, and the peer access\n"
+    "    between them that a restore must find again) and totals; then\n"
     "    every device allocation (device, address, size, order, kind, and the\n"
     "    data files holding its bytes: a large one is cut across several) and\n"
     "    every registered host region.\n"
@@ -148,6 +149,18 @@ static void print_devices(const struct gk_manifest *m)
 		snprintf(cc, sizeof(cc), "%d.%d", d->cc_major, d->cc_minor);
 		printf("  %-4d %-28s %-41s %-5s %-10s %s\n", d->ordinal, d->name, d->uuid, cc, mem,
 		       mapped);
+	}
+	/* Format 4: what a restore must find a peer route for. */
+	for (size_t i = 0; i < m->ndevices; i++) {
+		const struct gk_device_rec *d = &m->devices[i];
+
+		if (!d->peer_access)
+			continue;
+		printf("  peer access to device %d's memory from device", d->ordinal);
+		for (int p = 0, n = 0; p < GK_PEER_ORDINALS; p++)
+			if (d->peer_access >> p & 1)
+				printf("%s %d", n++ ? "," : "", p);
+		printf("\n");
 	}
 }
 

@@ -14,8 +14,13 @@
  *	GPUCKPT_REQUIRE_SIGNATURE   require_signature   no
  *	GPUCKPT_VA_BASE             va_base             0x200000000000
  *	GPUCKPT_VA_SIZE             va_size             0x10000000000 (1 TiB per device)
- *	GPUCKPT_WRITERS             writers             8
+ *	GPUCKPT_WRITERS             writers             auto: the processors of the task's
+ *	                                                affinity, at least 4, at most 16
+ *	                                                (or a number, 1 to 64)
  *	GPUCKPT_CHUNK_SIZE          chunk_size          8M
+ *	GPUCKPT_COPY_PIECE          copy_piece          256K: a checkpoint's copies from the
+ *	                                                device in pieces of this size, 4 in
+ *	                                                flight per copy thread (0: a chunk)
  *	GPUCKPT_SNAPSHOT_MEMORY     snapshot_memory     auto (or: off, a size like 32G, or
  *	                                                a share like 25%); host memory for
  *	                                                checkpoints written in the background
@@ -80,6 +85,7 @@ struct gk_settings {
 	uint64_t va_size;
 	unsigned writers;
 	uint64_t chunk_size;
+	uint64_t copy_piece; /* 0: a chunk */
 	int snapshot_mode;         /* enum gk_snapshot_mode */
 	uint64_t snapshot_bytes;   /* GK_SNAPSHOT_BYTES */
 	unsigned snapshot_percent; /* GK_SNAPSHOT_PERCENT */
@@ -111,6 +117,10 @@ enum gk_mode {
 	GK_MODE_APP = 1,         /* checkpoint points only */
 	GK_MODE_TRANSPARENT = 2, /* transparent even for API users */
 };
+
+/* The default number of writer threads: the processors this process may run
+ * on (its affinity, as Slurm set it for the task), at least 4, at most 16. */
+unsigned gk_settings_default_writers(void);
 
 /* Fill with the built-in defaults. */
 void gk_settings_defaults(struct gk_settings *s);

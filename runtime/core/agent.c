@@ -24,6 +24,7 @@
 #include "image.h"
 #include "log.h"
 #include "numa.h"
+#include "peer.h"
 #include "restore.h"
 #include "runtime.h"
 #include "track.h"
@@ -305,7 +306,13 @@ static int checkpoint(int signo)
 	 * manifest still records the devices, for the shepherd's GPU mapping.
 	 * So does it where the runtime's own dump could not hold everything. */
 	assisted = gk_rt.settings.assist && have_devices();
-	if (assisted && gk_track_report(why, sizeof(why))) {
+	/* The runtime grants peer access again only in application mode
+	 * (peer.h); here the driver keeps it, with the memory it copies. */
+	if (assisted && gk_peer_any())
+		snprintf(why, sizeof(why), "peer access between GPUs");
+	else if (assisted && !gk_track_report(why, sizeof(why)))
+		why[0] = 0;
+	if (assisted && why[0]) {
 		gk_notice("transparent: this process holds %s; the driver copies device memory "
 			  "itself",
 			  why);

@@ -1,8 +1,10 @@
 #include "config.h"
 
 #include "arena.h"
+#include "clock.h"
 #include "driver.h"
 #include "log.h"
+#include "peer.h"
 #include "restore.h"
 #include "runtime.h"
 #include "track.h"
@@ -87,6 +89,8 @@ static struct gk_arena *arena_create(int ordinal, CUdevice dev, CUcontext ctx)
 {
 	struct gk_arena *a = calloc(1, sizeof(*a));
 	uint64_t base, size;
+	double t0;
+	int ret;
 
 	if (!a)
 		return NULL;
@@ -99,14 +103,21 @@ static struct gk_arena *arena_create(int ordinal, CUdevice dev, CUcontext ctx)
 		base = gk_rt.settings.va_base + (uint64_t)ordinal * size;
 	}
 	gk_layout_init(&a->lay, base, size);
+	t0 = gk_now();
 	if (reserve_slice(a) < 0)
 		goto fail;
-	if (gk_restore_populate(a) < 0) {
-		gk_restore_abandon("its allocations could not be recreated on this device");
+	/* Timed: part of what a restart costs before the program goes on. */
+	gk_info("placement: device %d: slice 0x%llx-0x%llx reserved in %.3f s", ordinal,
+		(unsigned long long)a->lay.base, (unsigned long long)(a->lay.base + a->lay.size),
+		gk_now() - t0);
+	ret = gk_restore_populate(a);
+	if (ret < 0) {
+		gk_restore_abandon(ret == -EXDEV ? "the GPUs of this run lack a peer route the "
+						   "checkpointed run used"
+						 : "its allocations could not be recreated on this "
+						   "device");
 		gk_arena_drop_unclaimed(a);
 	}
-	gk_debug("placement: device %d: slice 0x%llx-0x%llx reserved", ordinal,
-		 (unsigned long long)a->lay.base, (unsigned long long)(a->lay.base + a->lay.size));
 	return a;
 fail:
 	pthread_mutex_destroy(&a->lock);
@@ -223,7 +234,9 @@ static CUresult back_range(struct gk_arena *a, uint64_t start, uint64_t len,
 			   CUmemGenericAllocationHandle *out)
 {
 	CUmemAllocationProp prop = {0};
-	CUmemAccessDesc access = {0};
+	CUmemAccessDesc access[GK_MAX_DEVICES];
+	uint64_t peers = gk_peer_accessors(a->ordinal);
+	size_t naccess = 1;
 	CUmemGenericAllocationHandle h;
 	CUresult r;
 
@@ -238,9 +251,16 @@ static CUresult back_range(struct gk_arena *a, uint64_t start, uint64_t len,
 	r = gk_real.cuMemMap(start, len, 0, h, 0);
 	if (r != CUDA_SUCCESS)
 		goto out_release;
-	access.location = prop.location;
-	access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
-	r = gk_real.cuMemSetAccess(start, len, &access, 1);
+	access[0].location = prop.location;
+	access[0].flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	/* And the devices the program enabled peer access from (peer.h). */
+	for (int p = 0; p < GK_MAX_DEVICES; p++) {
+		if (!(peers >> p & 1))
+			continue;
+		access[naccess] = access[0];
+		access[naccess++].location.id = p;
+	}
+	r = gk_real.cuMemSetAccess(start, len, access, naccess);
 	if (r != CUDA_SUCCESS)
 		goto out_unmap;
 	*out = h;
@@ -249,6 +269,22 @@ out_unmap:
 	gk_real.cuMemUnmap(start, len);
 out_release:
 	gk_real.cuMemRelease(h);
+	return r;
+}
+
+CUresult gk_arena_grant(struct gk_arena *a, int accessor)
+{
+	CUmemAccessDesc access = {0};
+	CUresult r = CUDA_SUCCESS;
+
+	access.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	access.location.id = accessor;
+	access.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	pthread_mutex_lock(&a->lock);
+	for (struct gk_ival *n = gk_itree_first(&a->segs); n && r == CUDA_SUCCESS;
+	     n = gk_itree_next(&a->segs, n))
+		r = gk_real.cuMemSetAccess(n->start, n->end - n->start, &access, 1);
+	pthread_mutex_unlock(&a->lock);
 	return r;
 }
 

@@ -120,6 +120,8 @@ void gk_arena_restore_done(struct gk_arena *a, uint64_t next_order);
  * same addresses again on the device the arena is on now.
  */
 uint64_t gk_arena_release_memory(struct gk_arena *a);
+/* Grant device accessor read/write access to everything mapped (peer.c). */
+CUresult gk_arena_grant(struct gk_arena *a, int accessor);
 CUresult gk_arena_remap_memory(struct gk_arena *a);
 
 /* Device facts for the manifest and messages. */

@@ -412,15 +412,20 @@ void gk_dump_context_gone(CUcontext ctx)
 	gk_changes_forget(ctx);
 }
 
-void gk_dump_prepare(void)
+void gk_dump_prepare_in(CUcontext ctx)
 {
 	static int done;
-	CUcontext ctx = some_context();
 
-	/* Only once the program has device memory (a context to pin in), and
-	 * only once. */
-	if (!ctx || !gk_rt.settings.dir[0] || __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
+	/* Only once. */
+	if (!ctx || __atomic_exchange_n(&done, 1, __ATOMIC_ACQ_REL))
 		return;
 	if (!gk_writer_busy())
 		gk_writer_staging(2 * gk_rt.settings.writers, gk_rt.settings.chunk_size, ctx);
+}
+
+void gk_dump_prepare(void)
+{
+	/* Only once the program has device memory (a context to pin in). */
+	if (gk_rt.settings.dir[0])
+		gk_dump_prepare_in(some_context());
 }

@@ -63,6 +63,11 @@ int gk_dump_image(long step, int device_data, struct gk_store_txn *txn, struct g
  * pay for it (staging.h). Once; a no-op without device memory. */
 void gk_dump_prepare(void);
 
+/* The same in ctx, at once: a restore's memory is being recreated, and the
+ * load at the first checkpoint point finds the buffers pinned while the
+ * program set itself up. */
+void gk_dump_prepare_in(CUcontext ctx);
+
 /* The program destroys or resets ctx: a background write finishes first,
  * and what the checkpoint machinery held in ctx is dropped. */
 void gk_dump_context_gone(CUcontext ctx);

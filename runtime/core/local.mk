@@ -17,6 +17,7 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/arena.c %reldir%/arena.h \
 	%reldir%/memory.c \
 	%reldir%/track.c %reldir%/track.h \
+	%reldir%/peer.c %reldir%/peer.h \
 	%reldir%/trigger.c %reldir%/trigger.h \
 	%reldir%/transfer.c %reldir%/transfer.h \
 	%reldir%/io.c %reldir%/io.h \

@@ -7,6 +7,7 @@
 #include "clock.h"
 #include "io.h"
 #include "log.h"
+#include "peer.h"
 #include "runtime.h"
 
 #include <errno.h>
@@ -20,13 +21,13 @@
 #include <unistd.h>
 
 /*
- * A device's bytes are spread evenly over up to this many files (one per copy
- * thread), an allocation cut into parts where a file is full. Why: write()
- * into a tmpfs file holds that file's lock, so threads sharing a file take
- * turns; with a file each they do not (H100 machine, 4 GiB in 4 allocations:
- * 10.6 GB/s in 8 files, 7.3 GB/s in 4).
+ * A device's bytes are spread evenly over a file per copy thread (up to the
+ * most threads a transfer runs), an allocation cut into parts where a file
+ * is full. Why: write() into a tmpfs file holds that file's lock, so threads
+ * sharing a file take turns; with a file each they do not (H100 machine,
+ * 4 GiB in 4 allocations: 10.6 GB/s in 8 files, 7.3 GB/s in 4).
  */
-#define GK_FILES_PER_DEVICE 8
+#define GK_FILES_PER_DEVICE 64
 
 static uint64_t align_up(uint64_t v, uint64_t a)
 {
@@ -116,6 +117,7 @@ static int describe_devices(struct gk_plan *p, int device_data, char *err, size_
 		d->va_size = a->lay.size;
 		d->next_order = a->next_order;
 		d->mapped_bytes = a->mapped;
+		d->peer_access = gk_peer_accessors(a->ordinal);
 		if (!device_data)
 			continue;
 		pthread_mutex_lock(&a->lock);
@@ -293,7 +295,11 @@ count:
 
 /* The changed chunks of one device's allocations [first, end), spread over
  * up to nf files of their own: runs of changed chunks, whole chunks into
- * each file up to its quota, the rest of a run in the next file. */
+ * each file up to its share (both to the nearest chunk), the rest of a run in
+ * the next file. Rounded up, the share would leave the last files empty
+ * whenever the total is a little above a multiple of nf chunks (128 MiB and
+ * a few small allocations in 8 files of 8 MiB chunks: 5 files of 24 MiB, 2
+ * empty), and then two threads write one file. */
 static int layout_device(struct gk_plan *p, size_t first, size_t end, int ordinal, unsigned writers,
 			 char *err, size_t errlen)
 {
@@ -316,7 +322,11 @@ static int layout_device(struct gk_plan *p, size_t first, size_t end, int ordina
 		nf = GK_FILES_PER_DEVICE;
 	if (nf > chunks)
 		nf = chunks;
-	quota = (total / nf + cs - 1) / cs * cs;
+	/* At least a chunk: a state of less than a chunk per thread goes to the
+	 * first files, whole. */
+	quota = (total / nf + cs / 2) / cs * cs;
+	if (quota < cs)
+		quota = cs;
 	for (size_t f = 0; f < nf; f++) {
 		struct gk_file_rec *fr = &m->files[m->nfiles];
 
@@ -347,8 +357,12 @@ static int layout_device(struct gk_plan *p, size_t first, size_t end, int ordina
 			run_end = e == r->nchunks ? r->size : (uint64_t)e * cs;
 			while (start < run_end) {
 				uint64_t left = run_end - start, room = quota > used ? quota - used : 0;
-				uint64_t take = j == nf - 1 || left <= room ? left : room / cs * cs;
+				uint64_t take = (room + cs / 2) / cs * cs;
 				struct gk_file_rec *fr = &m->files[file0 + j];
+
+				/* The last file, or the rest of the run where it fits. */
+				if (j == nf - 1 || left <= room || left <= take)
+					take = left;
 
 				if (take == 0) {
 					j++;
@@ -490,7 +504,8 @@ out:
 
 int gk_plan_write(struct gk_plan *p, unsigned writers, char *err, size_t errlen)
 {
-	int ret = gk_xfer_dump(p->items, p->nitems, p->m->chunk_size, writers, err, errlen);
+	int ret = gk_xfer_dump(p->items, p->nitems, p->m->chunk_size, gk_rt.settings.copy_piece, writers,
+			       err, errlen);
 
 	if (ret == 0)
 		ret = write_regions(p, err, errlen);

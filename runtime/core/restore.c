@@ -7,10 +7,12 @@
 #include "coord.h"
 #include "baseline.h"
 #include "driver.h"
+#include "dump.h"
 #include "gate.h"
 #include "image.h"
 #include "io.h"
 #include "log.h"
+#include "peer.h"
 #include "runtime.h"
 #include "transfer.h"
 
@@ -358,8 +360,10 @@ int gk_restore_populate(struct gk_arena *a)
 {
 	const struct gk_device_rec *d = device_rec(a->ordinal);
 	struct gk_device_info info;
-	size_t free_mem = 0, total = 0;
+	size_t free_mem = 0, total = 0, n = 0;
 	char have[32], need[32];
+	uint64_t bytes = 0;
+	double t0;
 
 	if (!d)
 		return 0;
@@ -377,6 +381,12 @@ int gk_restore_populate(struct gk_arena *a)
 	if (strcmp(info.uuid, d->uuid) != 0)
 		gk_info("restore: device %d is now %s (%s); the checkpoint was taken on %s (%s)",
 			a->ordinal, info.name, info.uuid, d->name, d->uuid);
+	/* Granted before the memory is mapped, so that arena.c grants it too. */
+	if (d->peer_access && gk_peer_restore(a->ordinal, d->peer_access, R.dir) < 0)
+		return -EXDEV;
+	/* The load's staging buffers are pinned in the background meanwhile. */
+	gk_dump_prepare_in(a->ctx);
+	t0 = gk_now();
 	for (size_t i = 0; i < R.m->nallocs; i++) {
 		const struct gk_alloc_rec *r = &R.m->allocs[i];
 		int ret;
@@ -391,7 +401,11 @@ int gk_restore_populate(struct gk_arena *a)
 				 (unsigned long long)r->size, a->ordinal, strerror(-ret));
 			return ret;
 		}
+		n++;
+		bytes += r->size;
 	}
+	gk_info("restore: device %d: %zu allocations (%.2f GiB) recreated in %.3f s", a->ordinal, n,
+		bytes / 1073741824.0, gk_now() - t0);
 	return 0;
 }
 

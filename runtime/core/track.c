@@ -380,17 +380,6 @@ CUresult gk_on_cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, const CU
 	return r;
 }
 
-CUresult gk_on_cuCtxEnablePeerAccess(CUcontext peer, unsigned int Flags)
-{
-	CUresult r;
-
-	PASS(cuCtxEnablePeerAccess);
-	r = gk_real.cuCtxEnablePeerAccess(peer, Flags);
-	if (r == CUDA_SUCCESS && gk_enabled())
-		gk_track(GK_UNSUP_PEER, 1);
-	return r;
-}
-
 CUresult gk_on_cuMemPoolExportPointer(CUmemPoolPtrExportData *out, CUdeviceptr ptr)
 {
 	PASS(cuMemPoolExportPointer);

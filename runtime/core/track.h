@@ -15,7 +15,6 @@
 	X(APP_VMM, "device memory the program mapped itself with cuMemMap")                       \
 	X(ARRAY, "CUDA arrays (cudaMallocArray, cuArrayCreate, mipmapped arrays)")                \
 	X(MULTI_CONTEXT, "several CUDA contexts on one device")                                   \
-	X(PEER, "peer access between GPUs (cuCtxEnablePeerAccess)")                               \
 	X(GRAPH_MEMORY, "memory allocated inside a CUDA graph or during stream capture")          \
 	X(POOL_IPC, "memory pool pointers shared between processes")                              \
 	X(VMM_IMPORT, "device memory imported from another process (cuMemImportFromShareableHandle)") \

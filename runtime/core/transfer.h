@@ -1,8 +1,8 @@
 /*
  * transfer.h - moving device memory to and from checkpoint files, near the
  * hardware's limits: several threads, each with two pinned staging buffers,
- * copying one chunk from (or to) the device while it checksums and writes (or
- * reads and verifies) the other. Chunks are the checksum units of the image.
+ * copying one chunk (or piece of one) from (or to) the device while it
+ * checksums and writes (or reads and verifies) the one before. Chunks are the checksum units of the image.
  */
 #ifndef GK_TRANSFER_H
 #define GK_TRANSFER_H
@@ -29,9 +29,10 @@ struct gk_xfer_item {
 };
 
 /* Device (or the items' host copies) to files; fills every chunk checksum.
- * 0 or a negative errno (err says what). */
-int gk_xfer_dump(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,
-		 char *err, size_t errlen);
+ * piece: copy from the device in pieces of this many bytes (0: a chunk at a
+ * time; see dump_worker in transfer.c). 0 or a negative errno (err says what). */
+int gk_xfer_dump(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, uint64_t piece,
+		 unsigned threads, char *err, size_t errlen);
 
 /* Files to device, checking every chunk before it is copied. */
 int gk_xfer_load(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,

@@ -38,13 +38,21 @@
 #include <sys/types.h>
 
 #define GK_FORMAT_NAME "gpuckpt-image"
-/* Version 3: XXH3-64 chunk checksums ("xxh3"); a checkpoint may be an
+/* Version 4: a device may list the devices that were granted peer access to
+ * its memory ("peer_access"); written only by a checkpoint that has such
+ * grants (others stay version 3), so that a gpuckpt that could not grant them
+ * again refuses it by its version number instead of restoring it without.
+ * Version 3: XXH3-64 chunk checksums ("xxh3"); a checkpoint may be an
  * increment whose parts lie in earlier checkpoints' files ("references");
  * change keys per chunk. Version 2: an allocation's bytes lie in "parts",
  * possibly in several files. Version 1: one "file" and "offset" per
- * allocation. All three are read; a gpuckpt that reads only up to 2 refuses
+ * allocation. All four are read; a gpuckpt that reads only up to 2 refuses
  * version 3 by its version number. */
-#define GK_FORMAT_VERSION 3
+#define GK_FORMAT_VERSION 4
+/* What a new checkpoint is written in unless it holds peer access. */
+#define GK_FORMAT_WRITTEN 3
+/* Peer access is recorded as a mask of device ordinals: they stay below this. */
+#define GK_PEER_ORDINALS 64
 #define GK_MANIFEST_FILE "manifest.json"
 #define GK_SIGNATURE_FILE "manifest.sig"
 #define GK_HOST_DATA_FILE "host.data"
@@ -172,6 +180,8 @@ struct gk_device_rec {
 	uint64_t va_size;
 	uint64_t next_order;   /* allocation counter when the checkpoint was taken */
 	uint64_t mapped_bytes; /* physical memory the allocations need on restore */
+	uint64_t peer_access;  /* bit i: device i may read and write this device's
+	                          memory (format 4; 0: no peer) */
 };
 
 struct gk_file_rec {
@@ -196,7 +206,7 @@ struct gk_ref {
 };
 
 struct gk_manifest {
-	int version;                 /* as read (1 to 3); gk_manifest_new: GK_FORMAT_VERSION */
+	int version;                 /* as read (1 to 4); gk_manifest_new: GK_FORMAT_WRITTEN */
 	char created[32];            /* ISO 8601 UTC, "2026-11-22T10:00:00Z" */
 	int64_t created_unix;
 	double write_seconds;        /* how long writing the checkpoint took */
@@ -249,7 +259,7 @@ int gk_name_valid(const char *name);
 uint32_t gk_chunk_count(uint64_t size, uint64_t chunk_size);
 
 /* Allocate the arrays of a manifest being built (zeroed); gk_manifest_free frees all.
- * gk_manifest_new sets version (GK_FORMAT_VERSION), chunk_size
+ * gk_manifest_new sets version (GK_FORMAT_WRITTEN), chunk_size
  * (GK_DEFAULT_CHUNK_SIZE) and a fresh random id (NULL when the kernel gives
  * no random bytes); the caller malloc's devices, allocs, regions, files,
  * refs and each object's chunks, which gk_manifest_free releases. */
@@ -257,7 +267,8 @@ struct gk_manifest *gk_manifest_new(void);
 void gk_manifest_free(struct gk_manifest *m);
 
 /* Serialise to JSON text (malloc'ed, NUL-terminated), in m->version's format
- * (a version 1 manifest as version 2: its one part per allocation). */
+ * (a version 1 manifest as version 2: its one part per allocation; one
+ * holding peer access as version 4). */
 int gk_manifest_to_json(const struct gk_manifest *m, char **text, size_t *len);
 
 /*

@@ -50,7 +50,7 @@ struct gk_manifest *gk_manifest_new(void)
 		free(m);
 		return NULL;
 	}
-	m->version = GK_FORMAT_VERSION;
+	m->version = GK_FORMAT_WRITTEN;
 	m->chunk_size = GK_DEFAULT_CHUNK_SIZE;
 	return m;
 }
@@ -186,6 +186,13 @@ static void put_devices(struct builder *b, json_object *top, const struct gk_man
 		put(b, o, "va_size", new_size(d->va_size));
 		put(b, o, "next_order", new_size(d->next_order));
 		put(b, o, "mapped_bytes", new_size(d->mapped_bytes));
+		if (d->peer_access) {
+			json_object *peers = put(b, o, "peer_access", json_object_new_array());
+
+			for (int k = 0; peers && k < GK_PEER_ORDINALS; k++)
+				if (d->peer_access >> k & 1)
+					push(b, peers, json_object_new_int(k));
+		}
 		push(b, arr, o);
 	}
 }
@@ -279,6 +286,18 @@ static void put_refs(struct builder *b, json_object *top, const struct gk_manife
 	}
 }
 
+/* m's version, raised to what holds everything m has: a version 1 manifest
+ * is written as version 2, one with peer access as version 4. */
+static int written_version(const struct gk_manifest *m)
+{
+	if (m->version < 3)
+		return 2;
+	for (size_t i = 0; i < m->ndevices; i++)
+		if (m->devices[i].peer_access)
+			return 4;
+	return m->version;
+}
+
 int gk_manifest_to_json(const struct gk_manifest *m, char **text, size_t *len)
 {
 	struct builder b = {0};
@@ -290,7 +309,7 @@ int gk_manifest_to_json(const struct gk_manifest *m, char **text, size_t *len)
 
 	*text = NULL;
 	put(&b, top, "format", json_object_new_string(GK_FORMAT_NAME));
-	put(&b, top, "version", json_object_new_int(m->version >= 3 ? 3 : 2));
+	put(&b, top, "version", json_object_new_int(written_version(m)));
 	put(&b, top, "created", json_object_new_string(m->created));
 	put(&b, top, "created_unix", json_object_new_int64(m->created_unix));
 	/* Fixed decimals: the default %.17g would print 0.1 as 0.10000000000000001. */
@@ -700,6 +719,36 @@ static int parse_header(struct pctx *c, json_object *top, struct gk_manifest *m)
 	return 0;
 }
 
+/* "peer_access": the ordinals of the devices granted access to d's memory. */
+static int parse_peers(struct pctx *c, json_object *o, const char *where, struct gk_device_rec *d)
+{
+	json_object *arr;
+
+	if (!json_object_object_get_ex(o, "peer_access", &arr))
+		return 0;
+	/* An older gpuckpt would ignore it and restore without the grants. */
+	if (c->version < 4)
+		return fail(c, "field '%s.peer_access' needs format version 4 (this is %d)", where,
+			    c->version);
+	if (!json_object_is_type(arr, json_type_array))
+		return fail(c, "field '%s.peer_access' must be an array", where);
+	for (size_t k = 0; k < json_object_array_length(arr); k++) {
+		json_object *v = json_object_array_get_idx(arr, k);
+		int64_t p = json_object_is_type(v, json_type_int) ? json_object_get_int64(v) : -1;
+
+		if (p < 0 || p >= GK_PEER_ORDINALS || p == d->ordinal)
+			return fail(c,
+				    "field '%s.peer_access[%zu]' must be another device's ordinal "
+				    "below %d",
+				    where, k, GK_PEER_ORDINALS);
+		if (d->peer_access >> p & 1)
+			return fail(c, "field '%s.peer_access' lists device %" PRId64 " twice",
+				    where, p);
+		d->peer_access |= 1ull << p;
+	}
+	return 0;
+}
+
 static int parse_devices(struct pctx *c, json_object *top, struct gk_manifest *m)
 {
 	json_object *arr;
@@ -742,6 +791,8 @@ static int parse_devices(struct pctx *c, json_object *top, struct gk_manifest *m
 			return fail(
 			    c, "device %d's range 0x%" PRIx64 " + %" PRIu64 " bytes wraps around",
 			    d->ordinal, d->va_base, d->va_size);
+		if ((ret = parse_peers(c, o, where, d)) < 0)
+			return ret;
 		for (size_t j = 0; j < i; j++) {
 			const struct gk_device_rec *e = &m->devices[j];
 

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -215,6 +216,11 @@ int main(int argc, char **argv)
 		sh.have_cuda = 1;
 	else
 		gk_info("transparent: %s", err);
+	/* The program's orphans come to us, not to init: after a checkpoint we
+	 * reap the tree CRIU killed, so that its process ids are free again for
+	 * a restore on this node (supervise.c, reap_leftovers). */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
+		gk_warn("transparent: PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
 	ret = make_dir_as_user(&o);
 	if (ret < 0) {
 		gk_error("transparent: %s: cannot make it as uid %u: %s", o.dir, (unsigned)o.uid,

@@ -55,6 +55,33 @@ static int reap(struct gk_shepherd *sh, int *code)
 	return done;
 }
 
+/*
+ * The program is gone; so, after a checkpoint, is the rest of its tree, which
+ * CRIU killed. The shepherd is the tree's subreaper (shepherd_main.c), so those
+ * processes are its zombies now: reap them before going, or they pass to init,
+ * and an init that does not reap (the GPU machine's PID 1 is not a real init)
+ * keeps their process ids taken - the ids a restore on this node must have
+ * back ("Can't fork for N: File exists"). Live processes that outlast a short
+ * wait (a daemon the program left behind) pass to init as before.
+ */
+static void reap_leftovers(void)
+{
+	double until = gk_now() + 2.0;
+	int status;
+	pid_t p;
+
+	for (;;) {
+		p = waitpid(-1, &status, WNOHANG);
+		if (p > 0)
+			continue;
+		if (p < 0 && errno == EINTR)
+			continue;
+		if (p < 0 || gk_now() >= until)
+			return;
+		usleep(10000);
+	}
+}
+
 /* A runtime that connected with no trigger signal reaching the shepherd
  * (someone signalled only the program) is told so, not left waiting. */
 static void refuse_pending(struct gk_shepherd *sh)
@@ -143,6 +170,7 @@ int gk_supervise(struct gk_shepherd *sh)
 	}
 	if (sfd >= 0)
 		close(sfd);
+	reap_leftovers();
 	/* Checkpointed on an exit trigger: CRIU ended the tree; end the way
 	 * the signal would have ended the program. */
 	return checkpointed_on ? 128 + checkpointed_on : code;

@@ -45,6 +45,7 @@ static CUresult ctx_setup(struct CUctx_st *ctx)
 
 	atomic_fetch_add(&ctx->gen, 1);
 	atomic_store(&ctx->sticky, CUDA_SUCCESS);
+	atomic_store(&ctx->peers, 0);
 	rc = si_stream_new(ctx, 0, SI_PRIO_LEAST, SI_STREAM_LEGACY, &ctx->legacy);
 	if (rc)
 		return rc;

@@ -12,6 +12,7 @@ CUDA_STANDIN_SOURCES = \
 	%reldir%/init.c \
 	%reldir%/device.c \
 	%reldir%/context.c \
+	%reldir%/peer.c \
 	%reldir%/stream.c \
 	%reldir%/event.c \
 	%reldir%/hostfn.c \

@@ -111,6 +111,11 @@ void si_uuid_format(const CUuuid *uuid, char *buf, size_t len);
 CUresult si_charge(int dev, size_t n);
 void si_uncharge(int dev, size_t n);
 
+/* ---- peer.c ---- */
+
+/* Whether device dev can reach peer's memory (GPUCKPT_STANDIN_NO_PEER). */
+bool si_peer_route(int dev, int peer);
+
 /* ---- context.c ---- */
 
 struct CUstream_st;
@@ -138,6 +143,7 @@ struct CUctx_st {
 	pthread_cond_t stream_gone; /* a worker left the list */
 	struct CUstream_st *legacy;
 	struct CUctx_st *next_destroyed; /* kept, see context.c */
+	atomic_ullong peers; /* devices whose memory it may access (peer.c), one bit each */
 };
 
 /* The calling thread's current context, checked to be usable (alive, and no

@@ -580,6 +580,66 @@ static void test_vmm(void)
 	cuMemAddressFree(va2, 4 * MiB);
 }
 
+/* Peer access between devices 0 and 1 (physical 0 and 1 here), and a route
+ * cut with GPUCKPT_STANDIN_NO_PEER. */
+#define PEER_TESTS 14
+static void test_peer(CUcontext primary)
+{
+	CUmemAllocationProp prop = {.type = CU_MEM_ALLOCATION_TYPE_PINNED,
+				    .location = {CU_MEM_LOCATION_TYPE_DEVICE, 1}};
+	CUmemAccessDesc peer = {{CU_MEM_LOCATION_TYPE_DEVICE, 0},
+				CU_MEM_ACCESS_FLAGS_PROT_READWRITE};
+	CUmemGenericAllocationHandle h;
+	unsigned long long flags = 0;
+	CUcontext ctx1;
+	CUdevice dev1;
+	CUdeviceptr va;
+	int can = -1, n = 0;
+
+	cuDeviceGetCount(&n);
+	if (n < 2) {
+		for (int i = 0; i < PEER_TESTS; i++)
+			skip("peer access needs two emulated devices");
+		return;
+	}
+	cuDeviceGet(&dev1, 1);
+	cuDevicePrimaryCtxRetain(&ctx1, dev1);
+	is_rc(cuDeviceCanAccessPeer(&can, 0, 1), CUDA_SUCCESS, "cuDeviceCanAccessPeer");
+	ok(can == 1, "devices 0 and 1 have a peer route");
+	cuDeviceCanAccessPeer(&can, 0, 0);
+	ok(can == 0, "a device is not its own peer");
+	setenv("GPUCKPT_STANDIN_NO_PEER", "3-2,1-0", 1);
+	cuDeviceCanAccessPeer(&can, 0, 1);
+	ok(can == 0, "GPUCKPT_STANDIN_NO_PEER=3-2,1-0 cuts the route between 0 and 1");
+	is_rc(cuCtxEnablePeerAccess(ctx1, 0), CUDA_ERROR_PEER_ACCESS_UNSUPPORTED,
+	      "... and cuCtxEnablePeerAccess fails");
+	cuMemAddressReserve(&va, 2 * MiB, 0, 0, 0);
+	cuMemCreate(&h, 2 * MiB, &prop, 0);
+	cuMemMap(va, 2 * MiB, 0, h, 0);
+	is_rc(cuMemSetAccess(va, 2 * MiB, &peer, 1), CUDA_ERROR_INVALID_DEVICE,
+	      "... and so does cuMemSetAccess of device 1's memory for device 0");
+	setenv("GPUCKPT_STANDIN_NO_PEER", "0+1", 1);
+	is_rc(cuDeviceCanAccessPeer(&can, 0, 1), CUDA_ERROR_INVALID_VALUE,
+	      "a malformed GPUCKPT_STANDIN_NO_PEER is refused");
+	unsetenv("GPUCKPT_STANDIN_NO_PEER");
+	is_rc(cuMemSetAccess(va, 2 * MiB, &peer, 1), CUDA_SUCCESS,
+	      "with the route, device 0 gets access to device 1's memory");
+	cuMemGetAccess(&flags, &peer.location, va);
+	is_int(flags, CU_MEM_ACCESS_FLAGS_PROT_READWRITE, "cuMemGetAccess says so");
+	is_rc(cuCtxEnablePeerAccess(ctx1, 0), CUDA_SUCCESS, "cuCtxEnablePeerAccess");
+	is_rc(cuCtxEnablePeerAccess(ctx1, 0), CUDA_ERROR_PEER_ACCESS_ALREADY_ENABLED,
+	      "twice: already enabled");
+	is_rc(cuCtxEnablePeerAccess(primary, 0), CUDA_ERROR_INVALID_DEVICE,
+	      "to the current context's own device: refused");
+	is_rc(cuCtxDisablePeerAccess(ctx1), CUDA_SUCCESS, "cuCtxDisablePeerAccess");
+	is_rc(cuCtxDisablePeerAccess(ctx1), CUDA_ERROR_PEER_ACCESS_NOT_ENABLED,
+	      "twice: not enabled");
+	cuMemUnmap(va, 2 * MiB);
+	cuMemRelease(h);
+	cuMemAddressFree(va, 2 * MiB);
+	cuDevicePrimaryCtxRelease(dev1);
+}
+
 static void test_pointer_attributes(CUcontext primary)
 {
 	CUpointer_attribute attrs[3] = {CU_POINTER_ATTRIBUTE_MEMORY_TYPE,
@@ -1053,7 +1113,7 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "--probe") == 0)
 		return probe_main();
-	plan(201);
+	plan(201 + PEER_TESTS);
 	test_before_init();
 	test_visible_devices();
 	test_configuration();
@@ -1066,6 +1126,7 @@ int main(int argc, char **argv)
 	test_contexts(primary);
 	test_capacity();
 	test_vmm();
+	test_peer(primary);
 	test_pointer_attributes(primary);
 	test_host_register();
 	test_modules();

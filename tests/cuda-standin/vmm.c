@@ -451,6 +451,13 @@ CUresult cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDesc *des
 			rc = CUDA_ERROR_INVALID_VALUE;
 			goto out_unlock;
 		}
+		/* Another device gets access only over a peer route. */
+		for (size_t i = 0; i < count; i++)
+			if (desc[i].location.id != r->dev && desc[i].flags &&
+			    !si_peer_route(desc[i].location.id, r->dev)) {
+				rc = CUDA_ERROR_INVALID_DEVICE;
+				goto out_unlock;
+			}
 		p = r->base + r->size;
 	}
 	for (p = ptr; p < end;) {

@@ -14,6 +14,10 @@
  * whole of the tables is overwritten with garbage and then written back: a
  * checkpoint still being written in the background must contain none of it.
  *
+ * --devices N: the tables spread over the first N devices (table t on device
+ * t mod N), each with its primary context: a checkpoint then copies from
+ * several contexts. The checksum does not depend on N.
+ *
  * Output (tests/gpu/scenario.sh parses it, as heat_app.h's):
  *	gpu-tables: fresh start: size=N steps=S device=NAME (UUID)
  *	gpu-tables: resumed from step K on device=NAME (UUID)
@@ -38,8 +42,10 @@
 #define NTABLES 4
 #define STATE_BYTES (64u << 10)
 
+#define MAX_DEVICES 8
+
 struct opts {
-	long size_mib, steps, report_every, delay_ms, updates;
+	long size_mib, steps, report_every, delay_ms, updates, devices;
 	int scribble;
 };
 
@@ -71,6 +77,7 @@ static void usage(FILE *out)
 		"  --updates N       blocks rewritten per step, 0..1024 (default 1)\n"
 		"  --scribble        after each checkpoint, overwrite the tables with garbage\n"
 		"                    and write them back\n"
+		"  --devices N       spread the tables over the first N devices, 1..8 (1)\n"
 		"  --help            print this and exit\n"
 		"Exit status: 0 done, 1 a CUDA or checkpoint call failed, 2 bad usage.\n");
 }
@@ -93,7 +100,7 @@ static int parse_long(const char *opt, const char *text, long min, long max, lon
 
 static int parse_opts(struct opts *o, int argc, char **argv)
 {
-	enum { O_SIZE = 256, O_STEPS, O_REPORT, O_DELAY, O_UPDATES, O_SCRIBBLE, O_HELP };
+	enum { O_SIZE = 256, O_STEPS, O_REPORT, O_DELAY, O_UPDATES, O_SCRIBBLE, O_DEVICES, O_HELP };
 	static const struct option longopts[] = {
 	    {"size", required_argument, NULL, O_SIZE},
 	    {"steps", required_argument, NULL, O_STEPS},
@@ -101,12 +108,13 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	    {"delay-ms", required_argument, NULL, O_DELAY},
 	    {"updates", required_argument, NULL, O_UPDATES},
 	    {"scribble", no_argument, NULL, O_SCRIBBLE},
+	    {"devices", required_argument, NULL, O_DEVICES},
 	    {"help", no_argument, NULL, O_HELP},
 	    {NULL, 0, NULL, 0},
 	};
 	int c, rc = 0;
 
-	*o = (struct opts){64, 400, 100, 0, 1, 0};
+	*o = (struct opts){64, 400, 100, 0, 1, 1, 0};
 	opterr = 0;
 	while (rc == 0 && (c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
 		switch (c) {
@@ -127,6 +135,9 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 			break;
 		case O_SCRIBBLE:
 			o->scribble = 1;
+			break;
+		case O_DEVICES:
+			rc = parse_long("devices", optarg, 1, MAX_DEVICES, &o->devices);
 			break;
 		case O_HELP:
 			usage(stdout);
@@ -162,6 +173,8 @@ static void fill_block(uint64_t *buf, size_t words, uint64_t block, uint64_t gen
 }
 
 struct dev_state {
+	CUcontext ctx[MAX_DEVICES]; /* table t lives in ctx[t % ndev], the state in ctx[0] */
+	int ndev;
 	CUdeviceptr tables[NTABLES];
 	size_t table_bytes;
 	size_t nblocks; /* over all tables */
@@ -170,17 +183,30 @@ struct dev_state {
 	uint64_t *buf;  /* host staging, one block */
 };
 
+/* The address of block b; its device's context made current. */
 static CUdeviceptr block_addr(const struct dev_state *s, size_t b)
 {
 	size_t per = s->table_bytes / BLOCK;
 
+	CK(cuCtxSetCurrent(s->ctx[(b / per) % (size_t)s->ndev]));
 	return s->tables[b / per] + (b % per) * (size_t)BLOCK;
 }
 
 static void write_block(struct dev_state *s, size_t b)
 {
+	CUdeviceptr at = block_addr(s, b);
+
 	fill_block(s->buf, BLOCK / 8, b, s->gens[b]);
-	CK(cuMemcpyHtoD(block_addr(s, b), s->buf, BLOCK));
+	CK(cuMemcpyHtoD(at, s->buf, BLOCK));
+}
+
+/* Every device's work finished; the first device's context current. */
+static void sync_all(const struct dev_state *s)
+{
+	for (int d = s->ndev - 1; d >= 0; d--) {
+		CK(cuCtxSetCurrent(s->ctx[d]));
+		CK(cuCtxSynchronize());
+	}
 }
 
 /* The blocks a step rewrites: spread over the tables, the same in every run. */
@@ -194,10 +220,13 @@ static uint64_t checksum(struct dev_state *s)
 	uint64_t h = 0xcbf29ce484222325ull;
 
 	for (size_t b = 0; b < s->nblocks; b++) {
-		CK(cuMemcpyDtoH(s->buf, block_addr(s, b), BLOCK));
+		CUdeviceptr at = block_addr(s, b);
+
+		CK(cuMemcpyDtoH(s->buf, at, BLOCK));
 		for (size_t i = 0; i < BLOCK / 8; i += 7)
 			h = mix(h ^ s->buf[i]);
 	}
+	CK(cuCtxSetCurrent(s->ctx[0]));
 	CK(cuMemcpyDtoH(s->buf, s->state, STATE_BYTES));
 	for (size_t i = 0; i < STATE_BYTES / 8; i++)
 		h = mix(h ^ s->buf[i]);
@@ -227,8 +256,12 @@ int main(int argc, char **argv)
 		return rc > 0 ? 0 : 2;
 	memset(&s, 0, sizeof(s));
 	CK(cuInit(0));
-	CK(cuDeviceGet(&dev, 0));
-	CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+	s.ndev = (int)o.devices;
+	for (int d = s.ndev - 1; d >= 0; d--) {
+		CK(cuDeviceGet(&dev, d));
+		CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+		s.ctx[d] = ctx;
+	}
 	CK(cuCtxSetCurrent(ctx));
 	CK(cuDeviceGetName(name, sizeof(name), dev));
 	CK(cuDeviceGetUuid(&uuid, dev));
@@ -254,11 +287,15 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": out of host memory\n");
 		return 1;
 	}
-	for (int t = 0; t < NTABLES; t++)
+	for (int t = 0; t < NTABLES; t++) {
+		CK(cuCtxSetCurrent(s.ctx[t % s.ndev]));
 		CK(cuMemAlloc(&s.tables[t], s.table_bytes));
+	}
+	CK(cuCtxSetCurrent(s.ctx[0]));
 	CK(cuMemAlloc(&s.state, STATE_BYTES));
 	for (size_t b = 0; b < s.nblocks; b++)
 		write_block(&s, b);
+	CK(cuCtxSetCurrent(s.ctx[0]));
 	CK(cuMemsetD32(s.state, 0, STATE_BYTES / 4));
 	ckpt_protect("step", &step, sizeof(step));
 	ckpt_protect("generations", s.gens, s.nblocks * sizeof(*s.gens));
@@ -285,11 +322,11 @@ int main(int argc, char **argv)
 			printf(PROG ": checkpoint at step %ld\n", step);
 			fflush(stdout);
 			if (o.scribble) {
-				CK(cuMemsetD32(s.tables[0], 0xdeadbeefu,
-					       s.table_bytes / 4));
-				for (int t = 1; t < NTABLES; t++)
+				for (int t = 0; t < NTABLES; t++) {
+					CK(cuCtxSetCurrent(s.ctx[t % s.ndev]));
 					CK(cuMemsetD32(s.tables[t], 0xdeadbeefu, s.table_bytes / 4));
-				CK(cuCtxSynchronize());
+				}
+				sync_all(&s);
 				sleep_ms(50);
 				for (size_t b = 0; b < s.nblocks; b++)
 					write_block(&s, b);
@@ -304,9 +341,10 @@ int main(int argc, char **argv)
 			s.gens[b] = (uint64_t)step;
 			write_block(&s, b);
 		}
+		CK(cuCtxSetCurrent(s.ctx[0]));
 		CK(cuMemsetD32(s.state + (size_t)(step % (STATE_BYTES / 4)) * 4,
 			       (unsigned)step, 1));
-		CK(cuCtxSynchronize());
+		sync_all(&s);
 		if (o.report_every && step % o.report_every == 0) {
 			printf(PROG ": step %ld\n", step);
 			fflush(stdout);

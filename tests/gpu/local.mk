@@ -4,7 +4,7 @@
 # Plain C against cuda.h, no nvcc: built by make check as well. They also run
 # on the stand-in, which a sanitizer build instruments: they then carry the
 # ASan runtime themselves.
-check_PROGRAMS += %reldir%/gpu-probe %reldir%/route-drv %reldir%/gpu-tables
+check_PROGRAMS += %reldir%/gpu-probe %reldir%/route-drv %reldir%/gpu-tables %reldir%/gpu-peer
 %canon_reldir%_gpu_probe_SOURCES = %reldir%/gpu-probe.c
 %canon_reldir%_gpu_probe_CFLAGS = $(WARN_CFLAGS) $(SAN_CFLAGS)
 %canon_reldir%_gpu_probe_LDFLAGS = $(SAN_LDFLAGS)
@@ -18,6 +18,12 @@ check_PROGRAMS += %reldir%/gpu-probe %reldir%/route-drv %reldir%/gpu-tables
 %canon_reldir%_gpu_tables_CFLAGS = $(WARN_CFLAGS) $(SAN_CFLAGS)
 %canon_reldir%_gpu_tables_LDFLAGS = $(SAN_LDFLAGS)
 %canon_reldir%_gpu_tables_LDADD = -L$(CUDA_PREFIX)/lib64/stubs -lcuda
+# Peer access between two GPUs of one process (SKIP with fewer).
+%canon_reldir%_gpu_peer_SOURCES = %reldir%/gpu-peer.c
+%canon_reldir%_gpu_peer_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples/common
+%canon_reldir%_gpu_peer_CFLAGS = $(WARN_CFLAGS) $(SAN_CFLAGS)
+%canon_reldir%_gpu_peer_LDFLAGS = $(SAN_LDFLAGS)
+%canon_reldir%_gpu_peer_LDADD = -L$(CUDA_PREFIX)/lib64/stubs -lcuda
 
 # gpu-slack: a driver-API program reading a little outside its allocations
 # (srad's pattern), with its kernels as a host module for the stand-in and as
@@ -41,11 +47,11 @@ EXTRA_DIST += %reldir%/standin.sh %reldir%/heat-options.sh %reldir%/run.sh \
 	%reldir%/scenario.sh %reldir%/README.md %reldir%/gpu_test.h \
 	%reldir%/gpu-streams.cu %reldir%/gpu-linked.cu %reldir%/gpu-cublas.cu \
 	%reldir%/route-rt.cu %reldir%/slack_kernels.cu %reldir%/first-checkpoint.sh \
-	%reldir%/mpi-debs.sh %reldir%/mpi-slurm.sh
+	%reldir%/gpu-peer-rt.cu %reldir%/mpi-debs.sh %reldir%/mpi-slurm.sh
 
 # The CUDA runtime programs, built by nvcc for make check-gpu only.
 GPU_NVCC_BINS = %reldir%/gpu-streams %reldir%/gpu-linked %reldir%/gpu-cublas \
-	%reldir%/route-rt-static %reldir%/route-rt-shared
+	%reldir%/route-rt-static %reldir%/route-rt-shared %reldir%/gpu-peer-rt
 if HAVE_NVCC
 GPU_TESTS += $(GPU_NVCC_BINS) %reldir%/slack_kernels.cubin
 endif
@@ -65,6 +71,10 @@ GPU_NVCC_RPATH = -Xlinker -rpath=$(CUDA_PREFIX)/lib64
 %reldir%/gpu-linked: $(srcdir)/%reldir%/gpu-linked.cu $(GPU_NVCC_DEPS)
 	@$(MKDIR_P) %reldir%
 	$(AM_V_GEN)$(NVCC) $(GPU_NVCCFLAGS) -o $@ $(srcdir)/%reldir%/gpu-linked.cu
+
+%reldir%/gpu-peer-rt: $(srcdir)/%reldir%/gpu-peer-rt.cu $(GPU_NVCC_DEPS)
+	@$(MKDIR_P) %reldir%
+	$(AM_V_GEN)$(NVCC) $(GPU_NVCCFLAGS) -o $@ $(srcdir)/%reldir%/gpu-peer-rt.cu
 
 %reldir%/gpu-cublas: $(srcdir)/%reldir%/gpu-cublas.cu $(GPU_NVCC_DEPS)
 	@$(MKDIR_P) %reldir%
@@ -87,7 +97,7 @@ GPU_NVCC_RPATH = -Xlinker -rpath=$(CUDA_PREFIX)/lib64
 
 # The examples come from the top-level `all` that check-gpu depends on there.
 check-gpu: $(GPU_TESTS) %reldir%/gpu-probe$(EXEEXT) %reldir%/route-drv$(EXEEXT) \
-		%reldir%/gpu-tables$(EXEEXT) %reldir%/gpu-slack$(EXEEXT)
+		%reldir%/gpu-tables$(EXEEXT) %reldir%/gpu-slack$(EXEEXT) %reldir%/gpu-peer$(EXEEXT)
 	@$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/%reldir%/run.sh
 
 clean-local: clean-local-gpu

@@ -57,10 +57,19 @@ CORRUPT_PROG=heat-rt
 TABLES_PROG=gpu-tables
 ROUTE_PROGS=(route-rt-static route-rt-shared route-drv)
 BROKEN_TESTS=2
+# Peer access between two GPUs of one process (the driver API's copies and
+# cuMemGetAccess; the CUDA runtime's kernels reading and writing the peer's
+# memory): each a scenario, and a restore with the two GPUs in the other order.
+PEER_PROGS=(gpu-peer gpu-peer-rt)
+declare -A PEER_CMD=(
+	[gpu-peer]="$GPU_DIR/gpu-peer --steps 400"
+	[gpu-peer-rt]="$GPU_DIR/gpu-peer-rt ${STEPS[*]}"
+)
+PEER_TESTS=$((${#PEER_PROGS[@]} * (SC_SCENARIO_TESTS + SC_OTHER_GPU_TESTS)))
 
 TOTAL=$((${#SCENARIO_PROGS[@]} * SC_SCENARIO_TESTS + SC_MULTI_TESTS + SC_OTHER_GPU_TESTS +
 	SC_CORRUPT_TESTS + SC_BACKGROUND_TESTS + SC_INCREMENT_TESTS +
-	${#ROUTE_PROGS[@]} * SC_ROUTE_TESTS + BROKEN_TESTS))
+	${#ROUTE_PROGS[@]} * SC_ROUTE_TESTS + BROKEN_TESTS + PEER_TESTS))
 
 # why_no_gpu: empty when the tests can run here, else the reason.
 why_no_gpu() {
@@ -238,6 +247,26 @@ else
 			env "${SC_RUNTIME[@]}" GPUCKPT_MODE=transparent "$GPU_DIR/gpu-slack" "${BROKEN[@]}"
 	fi
 fi
+
+# The peer programs say themselves (exit 77) when the machine has no two GPUs
+# with a peer route; the first two of CUDA_VISIBLE_DEVICES, as above.
+n_peer=$((SC_SCENARIO_TESTS + SC_OTHER_GPU_TESTS))
+for prog in "${PEER_PROGS[@]}"; do
+	read -r -a PEER <<<"${PEER_CMD[$prog]}"
+	if [ ! -x "${PEER[0]}" ]; then
+		sc_skip_n "$n_peer" "$prog is not built"
+	elif [ "${ndev:-0}" -lt 2 ]; then
+		sc_skip_n "$n_peer" "peer access needs two GPUs, this machine shows ${ndev:-0}"
+	elif ! why=$(env "${SC_NATIVE[@]}" timeout 60 "${PEER[@]}" --steps 1 2>&1) &&
+		grep -q "SKIP" <<<"$why"; then
+		sc_skip_n "$n_peer" "$(sed -n "s/^$prog: SKIP: //p" <<<"$why")"
+	else
+		IFS=, read -r -a visible <<<"${CUDA_VISIBLE_DEVICES:-0,1}"
+		sc_scenario "$prog" "$prog" "${PEER[@]}"
+		sc_other_gpu "$prog" "$prog" "${visible[0]},${visible[1]}" \
+			"${visible[1]},${visible[0]}" "${PEER[@]}"
+	fi
+done
 
 for prog in "${ROUTE_PROGS[@]}"; do
 	if [ ! -x "$GPU_DIR/$prog" ]; then

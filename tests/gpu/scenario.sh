@@ -475,7 +475,7 @@ sc_background() {
 # whole one flipped, the increment must be refused.
 SC_INCREMENT_TESTS=5
 sc_increments() {
-	local label=$1.increments prog=$2 dir=$SC_LOGDIR/$1.increments.ckpt n=0 full inc2 inc3 file
+	local label=$1.increments prog=$2 dir=$SC_LOGDIR/$1.increments.ckpt n=0 full inc2 inc3 file off
 	local copy=$SC_LOGDIR/$1.increments.damaged
 	local -a points
 	shift 2
@@ -527,18 +527,26 @@ sc_increments() {
 	sc_restore "$label" "$prog" "$dir" "${points[2]}" -- "$@"
 	rm -rf "$copy"
 	cp -a "$dir" "$copy"
-	file=$(find "$copy/ckpt.000001" -type f -name 'device*.data' -printf '%s %p\n' | sort -n | tail -n 1)
-	file=${file#* }
-	printf '\377' | dd of="$file" bs=1 seek=4096 count=1 conv=notrunc status=none
+	# A byte in the middle of the first part that the newest increment reads
+	# from the whole one (its manifest: a part with "sequence": 1).
+	# (The list of checkpoints referred to has "sequence": 1 too, without "file".)
+	read -r file off < <(awk '/"sequence": 1,/ { s = 1; next }
+		s == 1 && /"file":/ { gsub(/[",]/, "", $2); f = $2; s = 2; next }
+		s == 1 { s = 0 }
+		s == 2 && /"offset":/ { gsub(/,/, "", $2); o = $2; next }
+		s == 2 && /"size":/ { print f, o + int($2 / 2); exit }' "$copy/ckpt.000003/manifest.json")
+	[ -n "${off:-}" ] && [ -f "$copy/ckpt.000001/$file" ] &&
+		printf '\377' | dd of="$copy/ckpt.000001/$file" bs=1 seek="$off" count=1 conv=notrunc \
+			status=none
 	sc_start "$label.damaged" runtime GPUCKPT_DIR="$copy" GPUCKPT_RESTORE="$copy/ckpt.000003" -- \
 		"$@" --delay-ms 0
 	sc_wait_exit
 	if [ "$SC_STATUS" != 0 ] && [ "$SC_STATUS" != timeout ] &&
 		[ -z "$(sc_checksum "$prog" "$SC_OUT")" ] && grep -q "ckpt.000001/" "$SC_ERR"; then
-		tap_ok "$label: with a byte of its base flipped, the increment is refused (exit status $SC_STATUS)"
+		tap_ok "$label: with a byte of its base flipped ($file at $off), the increment is refused (exit status $SC_STATUS)"
 		tap_diag "$(grep refused "$SC_ERR" | tail -n 2)"
 	else
-		tap_not_ok "$label: with a byte of its base ckpt.000001 flipped, the increment is refused, naming the base (exit status $SC_STATUS)"
+		tap_not_ok "$label: with a byte of its base ckpt.000001 flipped (${file:-no part found} at ${off:-?}), the increment is refused, naming the base (exit status $SC_STATUS)"
 		sc_diag
 	fi
 }

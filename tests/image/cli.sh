@@ -158,7 +158,7 @@ out=$("$GK_TOOL" --help)
 expect "--help: synopsis, commands, exit status, examples" \
 	"*SYNOPSIS*gpuckpt verify*COMMANDS*EXIT STATUS*EXAMPLES*" "$out"
 check "help verify is verify --help" [ "$("$GK_TOOL" help verify)" = "$("$GK_TOOL" verify --help)" ]
-expect "--version" "gpuckpt * (checkpoint format gpuckpt-image version 3)" "$("$GK_TOOL" --version)"
+expect "--version" "gpuckpt * (checkpoint format gpuckpt-image version 4)" "$("$GK_TOOL" --version)"
 if command -v groff >/dev/null; then
 	warnings=$(groff -man -Tutf8 -ww -z "$top_srcdir/runtime/cli/gpuckpt.1" 2>&1)
 	check "the man page renders without warnings" [ -z "$warnings" ]

@@ -67,7 +67,7 @@ static int parse_args(int argc, char **argv, struct params *p)
 			     .max_size = 1 << 20,
 			     .chunk_size = 64 << 10,
 			     .label = "synthetic",
-			     .format = GK_FORMAT_VERSION};
+			     .format = GK_FORMAT_WRITTEN};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
@@ -109,7 +109,7 @@ static int parse_args(int argc, char **argv, struct params *p)
 			p->label = v;
 		else if (!strcmp(a, "--format")) {
 			p->format = atoi(v);
-			if (p->format != 2 && p->format != GK_FORMAT_VERSION)
+			if (p->format != 2 && p->format != GK_FORMAT_WRITTEN)
 				return usage("--format: 2 or the current format");
 		}
 		else

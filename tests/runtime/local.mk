@@ -41,6 +41,6 @@ check_PROGRAMS += %reldir%/prog-dlnext %reldir%/prog-routes %reldir%/prog-manage
 %canon_reldir%_prog_unaware_LDADD = $(GK_CUDA_STUB)
 
 TESTS += %reldir%/interpose.sh %reldir%/heat-e2e.sh %reldir%/background.sh \
-	%reldir%/increments.sh %reldir%/mpi-sets.sh
+	%reldir%/increments.sh %reldir%/copy-paths.sh %reldir%/peer.sh %reldir%/mpi-sets.sh
 EXTRA_DIST += %reldir%/interpose.sh %reldir%/heat-e2e.sh %reldir%/background.sh \
-	%reldir%/increments.sh %reldir%/mpi-sets.sh
+	%reldir%/increments.sh %reldir%/copy-paths.sh %reldir%/peer.sh %reldir%/mpi-sets.sh

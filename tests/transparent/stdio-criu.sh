@@ -131,6 +131,11 @@ one() {
 	else
 		tap_not_ok "$kind: restored by CRIU with the task's $kind as its stdio, and ran to the end (status $status)"
 		tap_diag "$(tail -n 8 "$out" "$again" "$log" 2>/dev/null; grep -i error "$dir"/ckpt.*/criu/restore.log 2>/dev/null | tail -n 5)"
+		# CRIU gives a task its old pid back: name whoever holds it.
+		local pid
+		for pid in $(grep -ho "Can't fork for [0-9]*" "$dir"/ckpt.*/criu/restore.log 2>/dev/null | grep -o "[0-9]*$"); do
+			tap_diag "pid $pid is held by: $(ps -o pid=,ppid=,stat=,args= -p "$pid" 2>/dev/null || echo nobody now)"
+		done
 	fi
 	if [ "$kind" = null ]; then
 		# Nothing to read back: its end was its status (above), and the

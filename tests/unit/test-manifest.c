@@ -264,7 +264,7 @@ static const struct bad_case bad_cases[] = {
     {"newer format version",
      {{"version", "7"}},
      -EPROTO,
-     "format version 7 is not supported (this gpuckpt reads versions 1 to 3)"},
+     "format version 7 is not supported (this gpuckpt reads versions 1 to 4)"},
     {"version as a string", {{"version", "\"1\""}}, -EINVAL, "field 'version' must be an integer"},
     {"created missing", {{"created", DEL}}, -EINVAL, "missing field 'created'"},
     {"created not UTC",
@@ -564,7 +564,7 @@ int main(void)
 	size_t len = 0, len2 = 0, pos, nbad = sizeof(bad_cases) / sizeof(bad_cases[0]);
 	int ret;
 
-	plan((int)(25 + nbad + sizeof(bad_incr_cases) / sizeof(bad_incr_cases[0])));
+	plan((int)(32 + nbad + sizeof(bad_incr_cases) / sizeof(bad_incr_cases[0])));
 
 	is_int(gk_manifest_to_json(m, &text, &len), 0, "a manifest serialises");
 	ret = gk_manifest_parse(text, len, &back, err, sizeof(err));
@@ -608,6 +608,50 @@ int main(void)
 		back = NULL;
 		json_object_put(top);
 	}
+
+	/* Peer access (format 4): written only by a checkpoint that holds it,
+	 * so that one without stays readable by a gpuckpt that reads up to 3. */
+	ok(strstr(text, "\"version\": 3,") && !strstr(text, "peer_access"),
+	   "a manifest without peer access is written as format 3");
+	m->devices[0].peer_access = 1ull << 1;
+	m->devices[1].peer_access = 1ull << 0 | 1ull << 5;
+	gk_manifest_to_json(m, &again, &len2);
+	ok(again && strstr(again, "\"version\": 4,") && strstr(again, "\"peer_access\": ["),
+	   "one with peer access is format 4 and lists the ordinals granted");
+	ret = again ? gk_manifest_parse(again, len2, &back, err, sizeof(err)) : -1;
+	if (!ok(ret == 0 && back && back->version == 4 && back->devices[0].peer_access == 2 &&
+		    back->devices[1].peer_access == 0x21,
+		"and parses back with the same grants"))
+		printf("#   %d: %s\n", ret, err);
+	gk_manifest_free(back);
+	back = NULL;
+	{
+		static const struct {
+			const char *what, *path, *value, *message;
+		} bad[] = {
+		    {"its own ordinal", "devices[0].peer_access", "[0]",
+		     "field 'devices[0].peer_access[0]' must be another device's ordinal below 64"},
+		    {"an ordinal of 64", "devices[0].peer_access", "[1, 64]",
+		     "field 'devices[0].peer_access[1]' must be another device's ordinal below 64"},
+		    {"an ordinal twice", "devices[1].peer_access", "[0, 0]",
+		     "field 'devices[1].peer_access' lists device 0 twice"},
+		    {"peer access in format 3", "version", "3",
+		     "field 'devices[0].peer_access' needs format version 4 (this is 3)"},
+		};
+
+		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+			json_object *top = json_tokener_parse(again);
+			const char *t;
+
+			edit(top, bad[i].path, bad[i].value);
+			t = json_object_to_json_string(top);
+			check_text(t, strlen(t), bad[i].what, bad[i].message);
+			json_object_put(top);
+		}
+	}
+	free(again);
+	again = NULL;
+	m->devices[0].peer_access = m->devices[1].peer_access = 0;
 
 	/* A version 1 manifest (gpuckpt before parts) is still read: each
 	 * allocation's "file" and "offset" become its one part. */

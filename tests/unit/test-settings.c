@@ -9,6 +9,7 @@
 #include "tap.h"
 
 #include <errno.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,7 +21,7 @@ static const char *const env_vars[] = {
     "GPUCKPT_KEEP",	 "GPUCKPT_SIGNALS", "GPUCKPT_INTERVAL", "GPUCKPT_REQUIRE_SIGNATURE",
     "GPUCKPT_VA_BASE",	 "GPUCKPT_VA_SIZE", "GPUCKPT_WRITERS",	"GPUCKPT_CHUNK_SIZE",
     "GPUCKPT_LOG_LEVEL", "GPUCKPT_ENABLE",  "GPUCKPT_SNAPSHOT_MEMORY", "GPUCKPT_INCREMENTS",
-    "GPUCKPT_HASH_MODULE",
+    "GPUCKPT_HASH_MODULE", "GPUCKPT_COPY_PIECE",
     "GPUCKPT_TASKS",	 "GPUCKPT_STEP_TASKS", "GPUCKPT_TASK",	"GPUCKPT_RESTORE_SET",
     "GPUCKPT_AGREE_TIMEOUT",
 };
@@ -75,6 +76,10 @@ static const struct {
     {"chunk_size", "4097"},
     {"chunk_size", "2G"},
     {"chunk_size", "0"},
+    {"copy_piece", "32K"},  /* below 64 KiB */
+    {"copy_piece", "100000"}, /* not whole pages */
+    {"copy_piece", "2G"},
+    {"copy_piece", "-64K"},
     {"log_level", "loud"},
     {"signals", "KILL"},
     {"signals", "TERM:stop"},
@@ -118,6 +123,51 @@ static void check_bad_values(void)
 	}
 }
 
+/* What the default number of writers should be, counted here from the
+ * affinity mask: its processors, at least 4, at most 16. */
+static unsigned expected_writers(void)
+{
+	cpu_set_t set;
+	int n;
+
+	if (sched_getaffinity(0, sizeof(set), &set) != 0)
+		return 0;
+	n = CPU_COUNT(&set);
+	return n < 4 ? 4 : n > 16 ? 16 : (unsigned)n;
+}
+
+/* Narrowed to one processor, the default is the floor of 4; "auto" in a file
+ * or the environment gives the same as the default. (2 tests) */
+static void check_writers_follow_affinity(void)
+{
+	struct gk_settings s;
+	char err[GK_ERRLEN_SETTINGS];
+	cpu_set_t all, one;
+
+	if (sched_getaffinity(0, sizeof(all), &all) != 0) {
+		skip("sched_getaffinity failed");
+	} else {
+		CPU_ZERO(&one);
+		for (int c = 0; c < CPU_SETSIZE; c++)
+			if (CPU_ISSET(c, &all)) {
+				CPU_SET(c, &one);
+				break;
+			}
+		if (sched_setaffinity(0, sizeof(one), &one) != 0) {
+			skip("sched_setaffinity to one processor failed");
+		} else {
+			gk_settings_defaults(&s);
+			ok(s.writers == 4, "a task on one processor gets 4 writers (%u)",
+			   s.writers);
+			sched_setaffinity(0, sizeof(all), &all);
+		}
+	}
+	s.writers = 1;
+	ok(gk_settings_set(&s, "writers", "auto", err, sizeof(err)) == 0 &&
+	       s.writers == expected_writers(),
+	   "writers = auto: the default, %u here", expected_writers());
+}
+
 int main(void)
 {
 	struct gk_settings s;
@@ -125,7 +175,7 @@ int main(void)
 	uint64_t size;
 	int fd, ret;
 
-	plan(36 + (int)(sizeof(bad_values) / sizeof(bad_values[0])));
+	plan(39 + (int)(sizeof(bad_values) / sizeof(bad_values[0])));
 	clear_env();
 	fd = mkstemp(conf);
 	if (fd < 0) {
@@ -138,9 +188,13 @@ int main(void)
 	ok(s.enable == 1 && s.keep == 2 && s.interval == 0 && s.require_signature == 0 &&
 	       s.restore_fresh_on_bad == 0 && s.dir[0] == 0 && s.restore[0] == 0,
 	   "defaults: enabled, keep 2, no interval, signature optional, no dir");
-	ok(s.va_base == 0x200000000000ull && s.va_size == 0x10000000000ull && s.writers == 8 &&
-	       s.chunk_size == (8ull << 20) && s.log_level == GK_LOG_NOTICE,
-	   "defaults: VA 0x200000000000 + 1 TiB, 8 writers, 8 MiB chunks, warn");
+	ok(s.va_base == 0x200000000000ull && s.va_size == 0x10000000000ull &&
+	       s.writers == expected_writers() && s.chunk_size == (8ull << 20) &&
+	       s.copy_piece == (256u << 10) && s.log_level == GK_LOG_NOTICE,
+	   "defaults: VA 0x200000000000 + 1 TiB, %u writers (this process's processors, 4 to 16), "
+	   "8 MiB chunks, copies of 256 KiB, notice",
+	   expected_writers());
+	check_writers_follow_affinity();
 	ok(s.ntriggers == 2 && s.triggers[0].signo == SIGTERM &&
 	       s.triggers[0].action == GK_ACTION_EXIT && s.triggers[1].signo == SIGUSR1 &&
 	       s.triggers[1].action == GK_ACTION_CONTINUE,
@@ -168,7 +222,8 @@ int main(void)
 	       s.triggers[0].action == GK_ACTION_EXIT && s.triggers[1].signo == SIGXCPU &&
 	       s.triggers[1].action == GK_ACTION_CONTINUE,
 	   "signals with blanks around items parse");
-	ok(s.writers == 8 && s.interval == 0, "keys the file does not set keep their defaults");
+	ok(s.writers == expected_writers() && s.interval == 0,
+	   "keys the file does not set keep their defaults");
 
 	setenv("GPUCKPT_KEEP", "3", 1);
 	setenv("GPUCKPT_DIR", "/bb/job42", 1);
@@ -272,6 +327,12 @@ int main(void)
 	ok(gk_settings_set(&s, "va_size", "2T", err, sizeof(err)) == 0 && s.va_size == (2ull << 40),
 	   "va_size accepts a size with a suffix");
 
+	gk_settings_defaults(&s);
+	ok(s.copy_piece == (256u << 10) &&
+	       gk_settings_set(&s, "copy_piece", "0", err, sizeof(err)) == 0 && s.copy_piece == 0 &&
+	       gk_settings_set(&s, "copy_piece", "1M", err, sizeof(err)) == 0 &&
+	       s.copy_piece == (1u << 20),
+	   "copy_piece: 256 KiB by default; 0 (a chunk per copy), or 1M");
 	gk_settings_defaults(&s);
 	ok(s.snapshot_mode == GK_SNAPSHOT_AUTO && s.increments == 4 && !s.hash_module[0],
 	   "defaults: snapshot memory auto, 4 increments, the built-in hash kernel");
