@@ -42,7 +42,7 @@ setup)
 	ln -sf mpirun.openmpi /usr/bin/mpirun
 	ln -sf mpicc.openmpi /usr/bin/mpicc
 	ldconfig
-	echo "mpi-debs.sh: $n packages unpacked; $(mpirun --version 2>&1 | head -n 1); PMIx $(ls /usr/lib/x86_64-linux-gnu/pmix2/lib/libpmix.so.2.* | sed 's/.*\.so\.//')"
+	echo "mpi-debs.sh: $n packages unpacked; $(mpirun --version 2>&1 | head -n 1); PMIx $(dpkg-deb -f "$(ls "$dir"/libpmix2_*.deb | head -n 1)" Version)"
 	;;
 *) echo "usage: $0 fetch|setup DIR" >&2; exit 2 ;;
 esac
