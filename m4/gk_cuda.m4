@@ -24,6 +24,18 @@ AC_DEFUN([GK_CHECK_CUDA], [
   AC_PATH_PROG([NVCC], [nvcc], [], [$CUDA_PREFIX/bin$PATH_SEPARATOR$PATH])
   AS_IF([test -z "$NVCC"],
     [AC_MSG_WARN([nvcc not found: the GPU tests and CUDA examples will not be built])])
+  # nvcc runs a host C++ compiler (g++); without one it fails on every file,
+  # so one that cannot compile is left out the same way, saying why.
+  AS_IF([test -n "$NVCC"], [
+    AC_MSG_CHECKING([that $NVCC can compile (it needs g++)])
+    gk_cu=conftest_nvcc.cu
+    echo 'int main(void) { return 0; }' >$gk_cu
+    AS_IF([$NVCC -c -o conftest_nvcc.o $gk_cu >conftest_nvcc.err 2>&1],
+      [AC_MSG_RESULT([yes])],
+      [AC_MSG_RESULT([no])
+       AC_MSG_WARN([$NVCC cannot compile ($(head -n 1 conftest_nvcc.err)): install g++; the GPU tests and CUDA examples will not be built])
+       NVCC=])
+    rm -f $gk_cu conftest_nvcc.o conftest_nvcc.err])
   AC_ARG_VAR([NVCC_ARCH], [nvcc -arch value for GPU tests and examples (default: sm_90)])
   AS_IF([test -z "$NVCC_ARCH"], [NVCC_ARCH=sm_90])
   AC_SUBST([CUDA_PREFIX])

@@ -14,9 +14,11 @@ AC_DEFUN([GK_CHECK_SLURM], [
   AC_MSG_CHECKING([Slurm version])
   AC_COMPUTE_INT([gk_slurm_version], [SLURM_VERSION_NUMBER], [#include <slurm/slurm_version.h>],
     [AC_MSG_ERROR([cannot read SLURM_VERSION_NUMBER from slurm/slurm_version.h])])
-  SLURM_VERSION_MAJOR=$(( gk_slurm_version >> 16 )).$(( (gk_slurm_version >> 8) & 255 ))
+  SLURM_VERSION_MAJOR=$(printf '%d.%02d' $(( gk_slurm_version >> 16 )) $(( (gk_slurm_version >> 8) & 255 )))
   AC_MSG_RESULT([$SLURM_VERSION_MAJOR])
   CPPFLAGS=$gk_save_CPPFLAGS
+  # The plugin's epilog sets the job's AdminComment with scontrol.
+  AC_PATH_PROG([SCONTROL], [scontrol], [/usr/bin/scontrol], [$with_slurm/bin$PATH_SEPARATOR$PATH])
   AC_SUBST([SLURM_CPPFLAGS])
   AC_SUBST([SLURM_VERSION_MAJOR])
 ])

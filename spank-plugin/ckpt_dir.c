@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "ckpt_dir.h"
+#include "fsafe.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -26,6 +27,57 @@ int gk_step_dirname(uint32_t step_id, char *buf, size_t len)
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
+/* A number of 1 to 10 digits without a leading zero (the one spelling). */
+static int parse_u32(const char *s, uint32_t *out)
+{
+	unsigned long long v = 0;
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 10 || (n > 1 && s[0] == '0'))
+		return -EINVAL;
+	for (size_t i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -EINVAL;
+		v = v * 10 + (unsigned)(s[i] - '0');
+	}
+	if (v > UINT32_MAX)
+		return -EINVAL;
+	*out = (uint32_t)v;
+	return 0;
+}
+
+int gk_step_parse(const char *name, uint32_t *step_id)
+{
+	char canon[32];
+
+	if (strncmp(name, "step.", 5) != 0)
+		return -EINVAL;
+	if (!strcmp(name + 5, "batch"))
+		*step_id = GK_STEP_BATCH;
+	else if (!strcmp(name + 5, "interactive"))
+		*step_id = GK_STEP_INTERACTIVE;
+	else if (!strcmp(name + 5, "extern"))
+		*step_id = GK_STEP_EXTERN;
+	else if (parse_u32(name + 5, step_id) < 0 || *step_id >= GK_STEP_INTERACTIVE)
+		return -EINVAL;
+	/* Only a name gk_step_dirname would write. */
+	if (gk_step_dirname(*step_id, canon, sizeof(canon)) < 0 || strcmp(canon, name))
+		return -EINVAL;
+	return 0;
+}
+
+int gk_task_parse(const char *name, uint32_t *task_id)
+{
+	if (strncmp(name, "task.", 5) != 0)
+		return -EINVAL;
+	return parse_u32(name + 5, task_id);
+}
+
+int gk_job_parse(const char *name, uint32_t *job_id)
+{
+	return parse_u32(name, job_id) < 0 || *job_id == 0 ? -EINVAL : 0;
+}
+
 int gk_task_dir_path(const char *root, const struct gk_task_ids *ids, char *buf, size_t len)
 {
 	char step[32];
@@ -38,69 +90,39 @@ int gk_task_dir_path(const char *root, const struct gk_task_ids *ids, char *buf,
 }
 
 /*
- * A new level appears whole or not at all: made under a temporary name, given
- * to uid:gid, then renamed into place (never over an existing one). The tasks
- * of a step that share a node start at once and each make the same job and
- * step folders: made in place, one task could find the folder another had
- * just made, still root's, and refuse it as not the user's. -EEXIST when the
- * level exists (made by another task, or earlier).
- */
-static int make_new(int parent, const char *name, uid_t uid, gid_t gid)
-{
-	char tmp[96];
-	struct stat st;
-	int fd, rc;
-
-	snprintf(tmp, sizeof(tmp), ".new.%.40s.%d", name, (int)getpid());
-	if (mkdirat(parent, tmp, 0700) < 0)
-		return -errno;
-	fd = openat(parent, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		rc = -errno;
-		goto out_rmdir;
-	}
-	if (fchown(fd, uid, gid) < 0 || fchmod(fd, 0700) < 0) {
-		rc = -errno;
-		goto out_close;
-	}
-	if (renameat2(parent, tmp, parent, name, RENAME_NOREPLACE) < 0) {
-		rc = -errno;
-		/* Filesystems without RENAME_NOREPLACE: look, then rename. */
-		if ((rc != -EINVAL && rc != -ENOSYS) ||
-		    fstatat(parent, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
-			goto out_close;
-		if (renameat(parent, tmp, parent, name) < 0) {
-			rc = -errno;
-			goto out_close;
-		}
-	}
-	close(fd);
-	return 0;
-
-out_close:
-	close(fd);
-out_rmdir:
-	unlinkat(parent, tmp, AT_REMOVEDIR);
-	return rc == -ENOTEMPTY ? -EEXIST : rc;
-}
-
-/*
- * One level: make name under parent (0700, the user's), open it without
- * following a link, check it is a folder owned by uid (or new), mode 0700.
+ * One level: make name under parent (0700, given to uid:gid), or open the one
+ * there without following a link and check it is a folder owned by uid, 0700.
  * Returns the open folder or a negative errno; *made says whether it was new.
  */
 static int make_level(int parent, const char *path, const char *name, uid_t uid, gid_t gid,
 		      int *made, char *err, size_t errlen)
 {
 	struct stat st;
+	char tmp[64];
 	int fd, rc;
 
-	rc = make_new(parent, name, uid, gid);
-	*made = rc == 0;
-	if (rc < 0 && rc != -EEXIST) {
+	/* The tasks of a step start at once and each makes the step's folder:
+	 * made under a name of its own, given to the user, then renamed into
+	 * place (never over anything), it is never seen at its name while it is
+	 * still root's, which a sibling task would refuse. */
+	*made = 0;
+	snprintf(tmp, sizeof(tmp), ".tmp.%.32s.%ld", name, (long)getpid());
+	if (mkdirat(parent, tmp, 0700) == 0) {
+		fd = openat(parent, tmp, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd >= 0 && fchown(fd, uid, gid) == 0 &&
+		    renameat2(parent, tmp, parent, name, RENAME_NOREPLACE) == 0) {
+			*made = 1;
+			return fd;
+		}
+		if (fd >= 0)
+			close(fd);
+		unlinkat(parent, tmp, AT_REMOVEDIR);
+	} else if (errno != EEXIST) {
+		rc = -errno;
 		snprintf(err, errlen, "%s: cannot create: %s", path, strerror(-rc));
 		return rc;
 	}
+	/* There already (made by a sibling, or an earlier step): it must be the user's. */
 	fd = openat(parent, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
@@ -109,21 +131,14 @@ static int make_level(int parent, const char *path, const char *name, uid_t uid,
 				 "%s: not a folder (a symbolic link or a file); refused", path);
 		else
 			snprintf(err, errlen, "%s: cannot open: %s", path, strerror(-rc));
-		goto out_rmdir;
+		return rc;
 	}
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
 		snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(-rc));
 		goto out_close;
 	}
-	/* Made just now by root: hand it over. Found: it must already be the user's. */
-	if (*made && st.st_uid != uid && fchown(fd, uid, gid) < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "%s: cannot give to uid %u: %s", path, (unsigned)uid,
-			 strerror(-rc));
-		goto out_close;
-	}
-	if (!*made && st.st_uid != uid) {
+	if (st.st_uid != uid) {
 		rc = -EPERM;
 		snprintf(err, errlen,
 			 "%s: belongs to uid %u, not to the job's user (uid %u); refused", path,
@@ -139,18 +154,15 @@ static int make_level(int parent, const char *path, const char *name, uid_t uid,
 
 out_close:
 	close(fd);
-out_rmdir:
-	if (*made)
-		unlinkat(parent, name, AT_REMOVEDIR);
-	*made = 0;
 	return rc;
 }
 
-int gk_task_dir_make(const char *root, const struct gk_task_ids *ids, char *err, size_t errlen)
+int gk_task_dir_open(int rootfd, const char *root, const struct gk_task_ids *ids, char *err,
+		     size_t errlen)
 {
 	char names[3][32];
 	char path[4096];
-	int fds[4] = {-1, -1, -1, -1};
+	int fds[4] = {rootfd, -1, -1, -1};
 	int made[3] = {0, 0, 0};
 	int level, rc = 0;
 	size_t plen;
@@ -163,13 +175,6 @@ int gk_task_dir_make(const char *root, const struct gk_task_ids *ids, char *err,
 		snprintf(err, errlen, "burst-buffer root %s: path too long", root);
 		return -ENAMETOOLONG;
 	}
-
-	fds[0] = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (fds[0] < 0) {
-		rc = -errno;
-		snprintf(err, errlen, "burst-buffer root %s: %s", root, strerror(-rc));
-		return rc;
-	}
 	plen = (size_t)snprintf(path, sizeof(path), "%s", root);
 	for (level = 0; level < 3; level++) {
 		plen += (size_t)snprintf(path + plen, sizeof(path) - plen, "/%s", names[level]);
@@ -180,6 +185,8 @@ int gk_task_dir_make(const char *root, const struct gk_task_ids *ids, char *err,
 			goto out_undo;
 		}
 	}
+	rc = fds[3];
+	fds[3] = -1;
 	goto out_close;
 
 out_undo:
@@ -189,11 +196,25 @@ out_undo:
 			unlinkat(fds[level], names[level], AT_REMOVEDIR);
 	}
 out_close:
-	for (int i = 0; i < 4; i++) {
+	for (int i = 1; i < 4; i++) {
 		if (fds[i] >= 0)
 			close(fds[i]);
 	}
 	return rc;
+}
+
+int gk_task_dir_make(const char *root, const struct gk_task_ids *ids, char *err, size_t errlen)
+{
+	int rootfd, fd;
+
+	/* The site's folder must be one only root can change; below it every
+	 * level is the job's user's and is opened without following links. */
+	rootfd = gk_open_trusted_dir(root, "bb_root", err, errlen);
+	if (rootfd < 0)
+		return rootfd;
+	fd = gk_task_dir_open(rootfd, root, ids, err, errlen);
+	close(rootfd);
+	return fd;
 }
 
 /* ckpt.<digits> and nothing else. */
@@ -208,23 +229,24 @@ static int ckpt_number(const char *name, unsigned long long *num)
 	return errno || *end ? -EINVAL : 0;
 }
 
-int gk_find_committed(const char *dir, char *newest, size_t len)
+int gk_find_committed_at(int fd, char *newest, size_t len)
 {
 	unsigned long long best = 0;
 	struct dirent *de;
-	int found = 0, fd;
+	int found = 0, dfd;
 	DIR *d;
 
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -errno;
-	d = fdopendir(fd);
+	dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (dfd < 0)
+		return -errno;
+	d = fdopendir(dfd);
 	if (!d) {
 		int e = errno;
 
-		close(fd);
+		close(dfd);
 		return -e;
 	}
+	rewinddir(d);
 	while ((de = readdir(d))) {
 		unsigned long long num;
 		struct stat st;
@@ -248,4 +270,16 @@ int gk_find_committed(const char *dir, char *newest, size_t len)
 	}
 	closedir(d);
 	return found;
+}
+
+int gk_find_committed(const char *dir, char *newest, size_t len)
+{
+	int fd, ret;
+
+	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	ret = gk_find_committed_at(fd, newest, len);
+	close(fd);
+	return ret;
 }

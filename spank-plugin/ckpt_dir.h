@@ -36,16 +36,31 @@ struct gk_task_ids {
 /* "step.0", "step.batch", "step.interactive". */
 int gk_step_dirname(uint32_t step_id, char *buf, size_t len);
 
+/* The inverse, for names found on disk: only the spelling gk_step_dirname
+ * writes (step.7, not step.07), task.<n>, and a job id. -EINVAL otherwise. */
+int gk_step_parse(const char *name, uint32_t *step_id);
+int gk_task_parse(const char *name, uint32_t *task_id);
+int gk_job_parse(const char *name, uint32_t *job_id);
+
 /* The task's checkpoint folder under root. -ENAMETOOLONG if it does not fit. */
 int gk_task_dir_path(const char *root, const struct gk_task_ids *ids, char *buf, size_t len);
 
 /*
  * Make (or check) root/job/step/task, each level owned by ids->uid:gid, mode
- * 0700. root must exist. A level that exists but is not a folder, is a
- * symbolic link, or belongs to someone else is refused (-ENOTDIR, -ELOOP,
- * -EPERM) and left alone. Errors name the path in err.
+ * 0700. root must exist and be a folder only root can change
+ * (gk_open_trusted_dir: root's, writable by nobody else, on a path of such
+ * folders), else -EPERM naming the setting bb_root. A level that exists but
+ * is not a folder, is a symbolic link, or belongs to someone else is refused
+ * (-ENOTDIR, -ELOOP, -EPERM) and left alone. Errors name the path in err.
+ * Returns the task folder's descriptor (the caller closes it) or a negative
+ * errno.
  */
 int gk_task_dir_make(const char *root, const struct gk_task_ids *ids, char *err, size_t errlen);
+
+/* The same below an open root (rootfd, checked by the caller; root names it
+ * in messages). */
+int gk_task_dir_open(int rootfd, const char *root, const struct gk_task_ids *ids, char *err,
+		     size_t errlen);
 
 /*
  * The newest committed checkpoint in dir: a folder ckpt.N holding a regular
@@ -53,5 +68,7 @@ int gk_task_dir_make(const char *root, const struct gk_task_ids *ids, char *err,
  * and its name in newest, 0 when there is none, or a negative errno.
  */
 int gk_find_committed(const char *dir, char *newest, size_t len);
+/* The same in an open folder. */
+int gk_find_committed_at(int fd, char *newest, size_t len);
 
 #endif

@@ -10,26 +10,37 @@
  *	    starts: the runtime and its settings put into the task (task_env);
  *	    in transparent mode the task is started under, or restored by,
  *	    gpuckpt-shepherd (transparent).
- *	slurmd prolog and epilog (job-script context), as root: the staging
- *	    script moves checkpoints between the node's burst buffer and the
- *	    shared root (scheduler-hooks/gpuckpt-stage).
+ *	slurmd prolog and epilog (job-script context), as root: gpuckpt-stage
+ *	    moves checkpoints between the node's burst buffer and the shared
+ *	    root (scheduler-hooks/stage/), within the site's stage_timeout;
+ *	    the staging and what is left of the tasks' records go into the
+ *	    job's record and the node's metrics (job_record, metrics).
+ *	As each task ends (slurmstepd, root), what its runtime recorded goes
+ *	    the same way; the batch script's end sets the job's AdminComment.
  */
 #include "config.h"
 
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <slurm/spank.h>
 
 #include "ckpt_dir.h"
+#include "fsafe.h"
 #include "job_options.h"
+#include "job_record.h"
+#include "metrics.h"
 #include "site_args.h"
 #include "stage_run.h"
 #include "task_env.h"
+#include "task_program.h"
 #include "transparent.h"
 
 /* Only Slurm's interface leaves the plugin (see spank_gpuckpt.map). */
@@ -39,6 +50,7 @@ int slurm_spank_init(spank_t sp, int ac, char **av);
 int slurm_spank_init_post_opt(spank_t sp, int ac, char **av);
 int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av);
 int slurm_spank_task_init(spank_t sp, int ac, char **av);
+int slurm_spank_task_exit(spank_t sp, int ac, char **av);
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av);
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av);
 #pragma GCC visibility pop
@@ -48,11 +60,14 @@ static struct gk_opts opts;
 
 static int option_cb(int val, const char *optarg, int remote);
 
+/* --gpu-checkpoint's value is optional (has_arg 2): alone it means on, and only
+ * --gpu-checkpoint=off gives it one, so it never takes the next word of the
+ * command line (a partition, the script) for its value. */
 static struct spank_option options[] = {
     {"gpu-checkpoint", "on|off",
      "Checkpoint the job's GPU state when it is preempted or requeued and restore it when "
-     "it runs again [env: GPUCKPT_CHECKPOINT]",
-     1, GK_OPT_CHECKPOINT, option_cb},
+     "it runs again; alone: on [env: GPUCKPT_CHECKPOINT]",
+     2, GK_OPT_CHECKPOINT, option_cb},
     {"gpu-checkpoint-interval", "SECONDS",
      "With --gpu-checkpoint=on, also checkpoint every SECONDS (0: only when signalled) "
      "[env: GPUCKPT_INTERVAL]",
@@ -70,10 +85,13 @@ static struct spank_option options[] = {
 
 static int option_cb(int val, const char *optarg, int remote)
 {
+	enum gk_option_id id = (enum gk_option_id)val;
 	char err[GK_ERRLEN];
 
-	if (gk_opts_set(&opts, (enum gk_option_id)val, optarg, err, sizeof(err)) < 0) {
-		slurm_error("gpuckpt: %s", err);
+	if (gk_opts_set(&opts, id, optarg, err, sizeof(err)) < 0) {
+		/* Slurm itself then says "Invalid --OPTION argument: VALUE": say
+		 * only what it leaves out, so that nothing is said twice. */
+		slurm_error("gpuckpt: --%s takes %s", gk_option_name(id), gk_option_expected(id));
 		return -1;
 	}
 	return 0;
@@ -111,7 +129,7 @@ static int submit_post_opt(spank_t sp)
 	const int given[] = {opts.checkpoint >= 0, opts.interval >= 0, opts.on_bad_fresh >= 0,
 			     opts.mode >= 0};
 	char err[GK_ERRLEN], num[24];
-	int on;
+	int on, rc;
 
 	for (unsigned i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
 		const char *v = getenv(gk_option_env(ids[i]));
@@ -133,8 +151,15 @@ static int submit_post_opt(spank_t sp)
 		setenv(GK_ENV_ON_BAD, opts.on_bad_fresh ? "fresh" : "fail", 1);
 	if (opts.mode >= 0)
 		setenv(GK_ENV_MODE, gk_mode_name((enum gk_mode)opts.mode), 1);
+	rc = gk_opts_enabled(&opts, getenv(GK_ENV_CHECKPOINT), &site, &on, err, sizeof(err));
+	/* An interval (or mode, or on-bad) for a job that is not checkpointed
+	 * would be accepted and do nothing. */
+	if (rc == 0 && gk_opts_check_given(&opts, on, err, sizeof(err)) < 0) {
+		slurm_error("gpuckpt: %s", err);
+		return -1;
+	}
 	/* For job_submit.lua (job_desc.spank_job_env) and the prolog/epilog. */
-	if (gk_opts_enabled(&opts, getenv(GK_ENV_CHECKPOINT), &site, &on, err, sizeof(err)) == 0)
+	if (rc == 0)
 		spank_job_control_setenv(sp, GK_ENV_CHECKPOINT, on ? "on" : "off", 1);
 	return 0;
 }
@@ -196,16 +221,49 @@ static void tell(enum tell_kind kind, const char *fmt, ...)
 	va_end(ap);
 	snprintf(task_note + strlen(task_note), sizeof(task_note) - strlen(task_note),
 		 "gpuckpt: %s\n", line);
-	if (kind == TELL_INFO) {
-		slurm_info("gpuckpt: %s", line);
-		return;
-	}
-	slurm_error("gpuckpt: %s", line);
+	/* slurmstepd copies its own errors into the job's output as well
+	 * ("slurmstepd-NODE: error: ..."): the line would be there twice. So
+	 * slurmd's log gets it at info level, marked as an error in the text. */
+	slurm_info("gpuckpt: %s%s", kind == TELL_INFO ? "" : "error: ", line);
 	if (kind == TELL_FATAL) {
 		fputs(task_note, stderr);
 		fflush(stderr);
 		task_note[0] = '\0';
 	}
+}
+
+/* task_init_privileged asks task_init to look at the program (as the user). */
+static struct {
+	int wanted;
+	uint32_t job_id;
+	char step[32];
+} program_check;
+
+/*
+ * A step's program that the runtime cannot be loaded into (statically linked,
+ * set-ID) is not checkpointed at all: say so when it starts, once per step
+ * (task 0), not when its work is lost. Here, as the job's user: the path is
+ * the user's to choose, root has no business opening it.
+ */
+static void tell_unpreloadable(spank_t sp)
+{
+	char path[PATH_MAX], cwd[PATH_MAX], exe[PATH_MAX], why[160];
+	char **argv = NULL;
+	int argc = 0;
+
+	if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1)
+		return;
+	if (spank_getenv(sp, "PATH", path, sizeof(path)) != ESPANK_SUCCESS)
+		path[0] = '\0';
+	if (spank_getenv(sp, "PWD", cwd, sizeof(cwd)) != ESPANK_SUCCESS)
+		cwd[0] = '\0';
+	if (gk_program_find(argv[0], path, cwd, exe, sizeof(exe)) < 0 ||
+	    gk_program_preloadable(exe, why, sizeof(why)) != 0)
+		return;
+	tell(TELL_INFO,
+	     "job %u %s: %s %s, so it will not be checkpointed: a SIGTERM (preemption, requeue) "
+	     "ends it as it would without gpuckpt",
+	     program_check.job_id, program_check.step, exe, why);
 }
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
@@ -214,6 +272,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 
 	if (spank_context() != S_CTX_REMOTE)
 		return 0;
+	if (program_check.wanted)
+		tell_unpreloadable(sp);
 	if (task_note[0]) {
 		fputs(task_note, stderr);
 		fflush(stderr);
@@ -288,7 +348,8 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	}
 	if (r->dir_rc < 0)
 		tell(TELL_ERROR,
-		     "job %u %s task %u: no checkpoint can be written: %s; the job runs on without",
+		     "job %u %s task %u: no checkpoint can be written: %s; the job runs on, "
+		     "without checkpoints",
 		     ids.job_id, step, ids.task_id, r->dir_err);
 	else if (r->restore && r->step_set)
 		tell(TELL_INFO,
@@ -305,12 +366,7 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	else if (r->restore)
 		tell(TELL_INFO, "job %u %s task %u: restart %u: restoring from %s (newest: %s)",
 		     ids.job_id, step, ids.task_id, r->restart_count, r->dir, r->newest);
-	else if (r->restart_count > 0)
-		tell(
-		    TELL_INFO,
-		    "job %u %s task %u: restart %u: no committed checkpoint in %s; starting afresh",
-		    ids.job_id, step, ids.task_id, r->restart_count, r->dir);
-	else
+	else if (r->restart_count == 0)
 		slurm_info("gpuckpt: job %u %s task %u: checkpoints go to %s", ids.job_id, step,
 			   ids.task_id, r->dir);
 
@@ -321,21 +377,42 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		goto out_free;
 	}
 	rc = gk_transparent_prepare(&site, &opts, &ids, &env, r, plan, err, sizeof(err));
+	/* Nothing of the task folder's descriptor goes into the forks below. */
+	gk_inject_release(r);
 	if (rc < 0) {
 		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
 		goto out_free;
 	}
-	if (plan->note)
+	/*
+	 * A restart with nothing to restore: the run before may have lost its
+	 * work to what this node lacks too. The runtime said so when the signal
+	 * came, but a step's last lines are often lost when Slurm stops srun at
+	 * the same moment; this line, before the program starts, is not.
+	 */
+	if (r->dir_rc == 0 && !r->restore && r->restart_count > 0 && plan->kind != GK_TPLAN_NONE)
 		tell(TELL_INFO,
-		     "job %u: programs that do not use the gpuckpt API will not be checkpointed on "
-		     "this node: %s",
-		     ids.job_id, plan->reason);
+		     "job %u %s task %u: restart %u: no committed checkpoint in %s; starting afresh",
+		     ids.job_id, step, ids.task_id, r->restart_count, r->dir);
+	else if (r->dir_rc == 0 && !r->restore && r->restart_count > 0)
+		tell(TELL_INFO,
+		     "job %u %s task %u: restart %u: no committed checkpoint in %s; starting "
+		     "afresh (a program that does not use the gpuckpt API is not checkpointed "
+		     "here: %s)",
+		     ids.job_id, step, ids.task_id, r->restart_count, r->dir, plan->reason);
+	if (plan->kind == GK_TPLAN_NONE)
+		slurm_info("gpuckpt: job %u %s task %u: no transparent mode: %s", ids.job_id, step,
+			   ids.task_id, plan->reason);
 	else if (plan->kind == GK_TPLAN_RESTORE)
 		tell(TELL_INFO, "job %u %s task %u: restart %u: restoring %s/%s transparently",
 		     ids.job_id, step, ids.task_id, r->restart_count, r->dir, plan->newest);
 	else if (plan->kind == GK_TPLAN_ATTACH)
 		slurm_info("gpuckpt: job %u %s task %u: transparent mode, shepherd socket %s",
 			   ids.job_id, step, ids.task_id, plan->socket);
+	/* A batch script is a shell: what it starts is not known here. */
+	program_check.wanted = plan->kind != GK_TPLAN_RESTORE && ids.task_id == 0 &&
+			       ids.step_id != GK_STEP_BATCH && ids.step_id != GK_STEP_INTERACTIVE;
+	program_check.job_id = ids.job_id;
+	snprintf(program_check.step, sizeof(program_check.step), "%s", step);
 	/* Returns in the process that runs the program; the task's own becomes the shepherd. */
 	rc = gk_transparent_launch(plan, err, sizeof(err));
 	if (rc < 0)
@@ -343,6 +420,7 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 
 out_free:
 	free(plan);
+	gk_inject_release(r);
 	free(r);
 	return rc < 0 ? -1 : 0;
 }
@@ -350,14 +428,28 @@ out_free:
 struct stage_log {
 	const char *verb;
 	uint32_t job_id;
+	const char *node;
+	struct gk_job_events *events; /* the staging events go here too */
 };
+
+static double wall_now(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
 
 static void stage_line(void *arg, const char *line)
 {
 	const struct stage_log *l = arg;
+	struct gk_event e;
 
-	if (line[0])
-		slurm_info("gpuckpt: stage-%s: job %u: %s", l->verb, l->job_id, line);
+	if (!line[0])
+		return;
+	slurm_info("gpuckpt: stage-%s: job %u: %s", l->verb, l->job_id, line);
+	if (gk_stage_line_event(l->verb, line, l->node, wall_now(), &e) == 1)
+		gk_job_events_add(l->events, &e);
 }
 
 static int env_u32(const char *name, uint32_t *out)
@@ -376,18 +468,184 @@ static int env_u32(const char *name, uint32_t *out)
 	return 0;
 }
 
-/*
- * Prolog and epilog: run the staging script. A failure is logged and the job
- * goes on: a failed prolog or epilog would drain the node, and the runtime
- * never trusts a checkpoint that did not arrive whole anyway.
- */
-static int run_stage(const char *verb, int ac, char **av)
+/* A site folder that someone other than root could change is never used:
+ * root would copy into and out of whatever it was made to point at. */
+static int root_ok(const char *path, const char *setting, const char *verb, uint32_t job)
 {
-	struct stage_log l = {verb, 0};
-	uint32_t uid, gid;
+	char err[GK_ERRLEN];
+	int fd = gk_open_trusted_dir(path, setting, err, sizeof(err));
+
+	if (fd < 0) {
+		slurm_error("gpuckpt: stage-%s: job %u: plugstack.conf: %s; nothing staged", verb,
+			    job, err);
+		return 0;
+	}
+	close(fd);
+	return 1;
+}
+
+/* The staging script, its lines to slurmd's log and, as events, to l->events. */
+static void run_stage(struct stage_log *l, uid_t uid, gid_t gid)
+{
 	char *argv[GK_STAGE_MAXARGS + 1];
-	char buf[4 * PATH_MAX + 512], err[GK_ERRLEN];
+	char buf[4 * PATH_MAX + 512];
 	int rc;
+
+	if (gk_stage_argv(&site, l->verb, l->job_id, uid, gid, argv, buf, sizeof(buf)) < 0) {
+		slurm_error("gpuckpt: stage-%s: job %u: arguments too long", l->verb, l->job_id);
+		return;
+	}
+	rc = gk_run_logged(argv, site.stage_timeout, stage_line, l);
+	if (rc == -ETIME)
+		slurm_error("gpuckpt: stage-%s: job %u: %s did not finish within stage_timeout=%u "
+			    "s; stopped (what it had not published is not staged)",
+			    l->verb, l->job_id, site.stage, site.stage_timeout);
+	else if (rc < 0)
+		slurm_error("gpuckpt: stage-%s: job %u: cannot run %s: %s", l->verb, l->job_id,
+			    site.stage, strerror(-rc));
+	else if (rc != 0)
+		slurm_error("gpuckpt: stage-%s: job %u: %s exited with status %d", l->verb,
+			    l->job_id, site.stage, rc);
+}
+
+struct comment_log {
+	uint32_t job_id;
+	int finished; /* scontrol said the job has ended */
+};
+
+static void comment_line(void *arg, const char *line)
+{
+	struct comment_log *c = arg;
+
+	if (strstr(line, "already finished"))
+		c->finished = 1;
+	else if (line[0])
+		slurm_error("gpuckpt: AdminComment of job %u: %s", c->job_id, line);
+}
+
+/* The job's summary into its AdminComment, by scontrol, bounded in time.
+ * Slurm refuses it once the job has ended: said at info level only. */
+static void set_admin_comment(uint32_t job_id, const struct gk_job_events *all)
+{
+	struct comment_log c = {job_id, 0};
+	struct gk_job_stats st;
+	char text[256], *argv[GK_COMMENT_ARGS];
+	char buf[PATH_MAX + 512];
+	int rc;
+
+	gk_job_stats_compute(all, &st);
+	if (gk_job_stats_comment(&st, text, sizeof(text)) < 0 ||
+	    gk_admin_comment_argv(site.scontrol, job_id, text, argv, buf, sizeof(buf)) < 0)
+		return;
+	rc = gk_run_logged(argv, 30, comment_line, &c);
+	if (rc == 0)
+		slurm_info("gpuckpt: job %u: AdminComment: %s", job_id, text);
+	else if (c.finished)
+		slurm_info("gpuckpt: job %u: has ended; its AdminComment stays as its batch "
+			   "script left it (the record has the rest)",
+			   job_id);
+	else
+		slurm_error("gpuckpt: job %u: %s update failed (%s %d); AdminComment not set",
+			    job_id, site.scontrol, rc < 0 ? "error" : "status", rc < 0 ? -rc : rc);
+}
+
+/*
+ * What this node saw of a job (events), kept: appended to the job's record,
+ * the node's metrics added to (jobs: a run of the job ended here), and with
+ * `comment` the AdminComment set from the whole record.
+ */
+static void keep(uint32_t job_id, struct gk_job_events *events, int comment, int jobs)
+{
+	struct gk_job_events all = {0};
+	struct gk_metrics delta = {0};
+	char err[GK_ERRLEN];
+	int rc = 0;
+
+	if (site.shared_root[0]) {
+		/* Jobs without gpuckpt leave no events: no record is made for them. */
+		if (events->n)
+			rc = gk_record_append(site.shared_root, job_id, events, comment ? &all : NULL,
+					      err, sizeof(err));
+		else if (comment)
+			rc = gk_record_read(site.shared_root, job_id, &all, err, sizeof(err));
+		if (rc < 0)
+			slurm_error("gpuckpt: job %u: record: %s", job_id, err);
+		else if (comment && site.admin_comment && all.n)
+			set_admin_comment(job_id, &all);
+	}
+	gk_metrics_add_events(&delta, events);
+	delta.jobs = (uint64_t)jobs;
+	if (site.metrics[0] && (events->n || events->bad_lines || jobs) &&
+	    gk_metrics_update(site.metrics, &delta, err, sizeof(err)) < 0)
+		slurm_error("gpuckpt: job %u: %s", job_id, err);
+	gk_job_events_free(&all);
+}
+
+/* This node's name, for the record: Slurm's, else the host's. */
+static void node_name(const char *slurm_name, char *node, size_t len)
+{
+	if (slurm_name && gk_event_name_ok(slurm_name)) {
+		snprintf(node, len, "%s", slurm_name);
+		return;
+	}
+	if (gethostname(node, len) < 0 || !gk_event_name_ok(node))
+		snprintf(node, len, "unknown");
+	node[len - 1] = '\0';
+}
+
+/*
+ * A task has ended (slurmstepd, as root, before the step reports it done,
+ * while the job still runs): its runtime's events into the job's record and
+ * the node's metrics. The batch script's end, after its srun steps, sets
+ * the AdminComment; so does a step's task 0 (for jobs without a batch
+ * script), when it had something to add.
+ */
+int slurm_spank_task_exit(spank_t sp, int ac, char **av)
+{
+	struct gk_job_events events = {0};
+	struct gk_record_where where;
+	struct gk_task_ids ids;
+	char step[32], node[GK_EVENT_NAME_MAX], name[GK_EVENT_NAME_MAX], err[GK_ERRLEN];
+	int rc;
+
+	if (spank_context() != S_CTX_REMOTE || get_ids(sp, &ids) < 0 ||
+	    ids.step_id == GK_STEP_EXTERN)
+		return 0;
+	gk_step_dirname(ids.step_id, step, sizeof(step));
+	where.step = step + 5; /* after "step." */
+	where.task = ids.task_id;
+	node_name(spank_getenv(sp, "SLURMD_NODENAME", name, sizeof(name)) == ESPANK_SUCCESS
+		      ? name
+		      : NULL,
+		  node, sizeof(node));
+	rc = gk_record_collect(site.bb_root, ids.job_id, ids.uid, node, &where, 1, &events, err,
+			       sizeof(err));
+	if (rc < 0)
+		slurm_error("gpuckpt: job %u %s task %u: events not read: %s", ids.job_id, step,
+			    ids.task_id, err);
+	else if (rc > 0)
+		keep(ids.job_id, &events,
+		     ids.step_id == GK_STEP_BATCH || (ids.task_id == 0 && events.n), 0);
+	gk_job_events_free(&events);
+	return 0;
+}
+
+/*
+ * Prolog ("in") and epilog ("out"), as root on each node of the job: what
+ * is left of the runtime's events of the job's tasks here (epilog; each
+ * task's exit took its own), the staging, then the job's record, the
+ * AdminComment (epilog: a requeued job can still take it) and the node's
+ * metrics. A failure is logged and the job goes on: a failed prolog or
+ * epilog would drain the node, and the runtime never trusts a checkpoint
+ * that did not arrive whole anyway.
+ */
+static int job_script(const char *verb, int ac, char **av)
+{
+	struct gk_job_events events = {0};
+	struct stage_log l = {verb, 0, NULL, &events};
+	char node[GK_EVENT_NAME_MAX], err[GK_ERRLEN];
+	int epilog = strcmp(verb, "out") == 0, folders = 0;
+	uint32_t uid, gid;
 
 	if (spank_context() != S_CTX_JOB_SCRIPT)
 		return 0;
@@ -396,35 +654,37 @@ static int run_stage(const char *verb, int ac, char **av)
 		slurm_error("gpuckpt: plugstack.conf: %s", err);
 		return 0;
 	}
-	if (!site.stage[0] || !site.shared_root[0])
-		return 0;
 	if (env_u32("SLURM_JOB_ID", &l.job_id) < 0 || env_u32("SLURM_JOB_UID", &uid) < 0) {
 		slurm_error("gpuckpt: stage-%s: SLURM_JOB_ID or SLURM_JOB_UID missing", verb);
 		return 0;
 	}
 	if (env_u32("SLURM_JOB_GID", &gid) < 0)
 		gid = uid;
-	if (gk_stage_argv(&site, verb, l.job_id, (uid_t)uid, (gid_t)gid, argv, buf, sizeof(buf)) <
-	    0) {
-		slurm_error("gpuckpt: stage-%s: job %u: arguments too long", verb, l.job_id);
-		return 0;
+	node_name(getenv("SLURMD_NODENAME"), node, sizeof(node));
+	l.node = node;
+
+	/* Before staging out, which removes the job's folder from the node. */
+	if (epilog) {
+		folders = gk_record_collect(site.bb_root, l.job_id, (uid_t)uid, node, NULL, 1,
+					    &events, err, sizeof(err));
+		if (folders < 0)
+			slurm_error("gpuckpt: job %u: events on this node not read: %s", l.job_id,
+				    err);
 	}
-	rc = gk_run_logged(argv, stage_line, &l);
-	if (rc < 0)
-		slurm_error("gpuckpt: stage-%s: job %u: cannot run %s: %s", verb, l.job_id,
-			    site.stage, strerror(-rc));
-	else if (rc != 0)
-		slurm_error("gpuckpt: stage-%s: job %u: %s exited with status %d", verb, l.job_id,
-			    site.stage, rc);
+	if (site.stage[0] && site.shared_root[0] && root_ok(site.bb_root, "bb_root", verb, l.job_id) &&
+	    root_ok(site.shared_root, "shared_root", verb, l.job_id))
+		run_stage(&l, (uid_t)uid, (gid_t)gid);
+	keep(l.job_id, &events, epilog && events.n, epilog && folders > 0);
+	gk_job_events_free(&events);
 	return 0;
 }
 
 int slurm_spank_job_prolog(spank_t sp, int ac, char **av)
 {
-	return run_stage("in", ac, av);
+	return job_script("in", ac, av);
 }
 
 int slurm_spank_job_epilog(spank_t sp, int ac, char **av)
 {
-	return run_stage("out", ac, av);
+	return job_script("out", ac, av);
 }

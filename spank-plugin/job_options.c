@@ -119,7 +119,7 @@ const char *gk_option_env(enum gk_option_id id)
 	return "?";
 }
 
-static const char *expected(enum gk_option_id id)
+const char *gk_option_expected(enum gk_option_id id)
 {
 	switch (id) {
 	case GK_OPT_CHECKPOINT:
@@ -159,9 +159,18 @@ static int parse_into(struct gk_opts *o, enum gk_option_id id, const char *value
 int gk_opts_set(struct gk_opts *o, enum gk_option_id id, const char *value, char *err,
 		size_t errlen)
 {
-	if (!value || parse_into(o, id, value) < 0) {
+	/* --gpu-checkpoint alone is on (its value is optional, so that it never
+	 * takes the next word of the command line for one). */
+	if (id == GK_OPT_CHECKPOINT && (!value || !value[0]))
+		value = "on";
+	if (!value) {
+		snprintf(err, errlen, "--%s needs a value (%s)", gk_option_name(id),
+			 gk_option_expected(id));
+		return -EINVAL;
+	}
+	if (parse_into(o, id, value) < 0) {
 		snprintf(err, errlen, "--%s: invalid value '%s' (expected %s)", gk_option_name(id),
-			 value ? value : "", expected(id));
+			 value ? value : "", gk_option_expected(id));
 		return -EINVAL;
 	}
 	return 0;
@@ -174,10 +183,38 @@ int gk_opts_check_env(enum gk_option_id id, const char *value, char *err, size_t
 	gk_opts_init(&scratch);
 	if (parse_into(&scratch, id, value) < 0) {
 		snprintf(err, errlen, "%s: invalid value '%s' (expected %s)", gk_option_env(id),
-			 value ? value : "", expected(id));
+			 value ? value : "", gk_option_expected(id));
 		return -EINVAL;
 	}
 	return 0;
+}
+
+int gk_opts_check_given(const struct gk_opts *o, int on, char *err, size_t errlen)
+{
+	char num[24];
+	enum gk_option_id id;
+	const char *value;
+
+	if (on)
+		return 0;
+	if (o->interval >= 0) {
+		id = GK_OPT_INTERVAL;
+		snprintf(num, sizeof(num), "%ld", o->interval);
+		value = num;
+	} else if (o->on_bad_fresh >= 0) {
+		id = GK_OPT_ON_BAD;
+		value = o->on_bad_fresh ? "fresh" : "fail";
+	} else if (o->mode >= 0) {
+		id = GK_OPT_MODE;
+		value = gk_mode_name((enum gk_mode)o->mode);
+	} else {
+		return 0;
+	}
+	snprintf(err, errlen,
+		 "--%s=%s has no effect: checkpointing is off for this job (add "
+		 "--gpu-checkpoint=on, or set %s=on)",
+		 gk_option_name(id), value, GK_ENV_CHECKPOINT);
+	return -EINVAL;
 }
 
 int gk_opts_enabled(const struct gk_opts *o, const char *env_value, const struct gk_site *s,

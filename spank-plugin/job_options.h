@@ -52,16 +52,26 @@ const char *gk_mode_name(enum gk_mode mode);
 /* The option's long name and the variable for an option id. */
 const char *gk_option_name(enum gk_option_id id);
 const char *gk_option_env(enum gk_option_id id);
+/* What it takes, for messages: "on or off", "fail or fresh", ... */
+const char *gk_option_expected(enum gk_option_id id);
 
 /*
- * Record an option's value (from Slurm's option callback). On a bad value
- * returns -EINVAL with err naming the option, the value and what is expected.
+ * Record an option's value (from Slurm's option callback; NULL when none was
+ * given: --gpu-checkpoint alone means on). On a bad value returns -EINVAL
+ * with err naming the option, the value and what is expected.
  */
 int gk_opts_set(struct gk_opts *o, enum gk_option_id id, const char *value, char *err,
 		size_t errlen);
 
 /* Check a variable's value the same way; err names the variable. */
 int gk_opts_check_env(enum gk_option_id id, const char *value, char *err, size_t errlen);
+
+/*
+ * --gpu-checkpoint-interval, -on-bad and -mode only do something for a job
+ * that is checkpointed: given while checkpointing is off (on = 0), the first
+ * of them is refused with err naming it. 0 otherwise.
+ */
+int gk_opts_check_given(const struct gk_opts *o, int on, char *err, size_t errlen);
 
 /*
  * Is checkpointing on for this job or step? The option if given, else the

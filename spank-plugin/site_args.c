@@ -14,16 +14,17 @@
 #ifndef GK_LIBEXECDIR
 #define GK_LIBEXECDIR "/usr/local/libexec"
 #endif
-#ifndef GK_BINDIR
-#define GK_BINDIR "/usr/local/bin"
+#ifndef GK_SCONTROL
+#define GK_SCONTROL "/usr/bin/scontrol"
 #endif
 #ifndef GK_LOCALSTATEDIR
 #define GK_LOCALSTATEDIR "/var"
 #endif
 
 #define KNOWN_KEYS                                                                                 \
-	"default, bb_root, shared_root, runtime, stage, tool, config, keep, on_bad_checkpoint, "   \
-	"interval, log_level, mode, criu, shepherd"
+	"default, bb_root, shared_root, runtime, stage, stage_timeout, config, keep, "             \
+	"on_bad_checkpoint, interval, log_level, mode, criu, shepherd, metrics, admin_comment, "    \
+	"scontrol"
 
 void gk_site_defaults(struct gk_site *s)
 {
@@ -32,12 +33,17 @@ void gk_site_defaults(struct gk_site *s)
 	snprintf(s->bb_root, sizeof(s->bb_root), "%s/lib/gpuckpt/bb", GK_LOCALSTATEDIR);
 	snprintf(s->runtime, sizeof(s->runtime), "%s/libgpuckpt.so.0", GK_LIBDIR);
 	snprintf(s->stage, sizeof(s->stage), "%s/gpuckpt/gpuckpt-stage", GK_LIBEXECDIR);
-	snprintf(s->tool, sizeof(s->tool), "%s/gpuckpt", GK_BINDIR);
+	/* A prolog or epilog that Slurm times out drains the node; one that we
+	 * time out only logs (scheduler-hooks/README.md). Sites with a
+	 * PrologEpilogTimeout set this below it. */
+	s->stage_timeout = 3600;
 	s->keep = 2;
 	s->on_bad_fresh = -1;
 	s->interval = -1;
 	s->mode = GK_MODE_AUTO;
 	snprintf(s->shepherd, sizeof(s->shepherd), "%s/gpuckpt", GK_LIBEXECDIR);
+	s->admin_comment = 1;
+	snprintf(s->scontrol, sizeof(s->scontrol), "%s", GK_SCONTROL);
 }
 
 /* A path setting: absolute, fits; "none" or "" clears it where that is allowed. */
@@ -78,8 +84,19 @@ int gk_site_set(struct gk_site *s, const char *key, const char *value, char *err
 		return set_path(s->runtime, sizeof(s->runtime), key, value, 0, err, errlen);
 	if (strcmp(key, "stage") == 0)
 		return set_path(s->stage, sizeof(s->stage), key, value, 1, err, errlen);
-	if (strcmp(key, "tool") == 0)
-		return set_path(s->tool, sizeof(s->tool), key, value, 1, err, errlen);
+	if (strcmp(key, "stage_timeout") == 0) {
+		long n;
+
+		if (gk_parse_seconds(value, &n) < 0 || n > 86400) {
+			snprintf(err, errlen,
+				 "stage_timeout: invalid value '%s' (expected seconds from 0 to 86400; "
+				 "0: no limit)",
+				 value);
+			return -EINVAL;
+		}
+		s->stage_timeout = (unsigned)n;
+		return 0;
+	}
 	if (strcmp(key, "config") == 0)
 		return set_path(s->config, sizeof(s->config), key, value, 1, err, errlen);
 	if (strcmp(key, "keep") == 0) {
@@ -139,6 +156,18 @@ int gk_site_set(struct gk_site *s, const char *key, const char *value, char *err
 		return set_path(s->criu, sizeof(s->criu), key, value, 1, err, errlen);
 	if (strcmp(key, "shepherd") == 0)
 		return set_path(s->shepherd, sizeof(s->shepherd), key, value, 0, err, errlen);
+	if (strcmp(key, "metrics") == 0)
+		return set_path(s->metrics, sizeof(s->metrics), key, value, 1, err, errlen);
+	if (strcmp(key, "admin_comment") == 0) {
+		if (gk_parse_onoff(value, &s->admin_comment) < 0) {
+			snprintf(err, errlen, "admin_comment: invalid value '%s' (expected on or off)",
+				 value);
+			return -EINVAL;
+		}
+		return 0;
+	}
+	if (strcmp(key, "scontrol") == 0)
+		return set_path(s->scontrol, sizeof(s->scontrol), key, value, 0, err, errlen);
 	snprintf(err, errlen, "unknown argument '%s' (known: " KNOWN_KEYS ")", key);
 	return -EINVAL;
 }

@@ -11,8 +11,8 @@
  *	bb_root            LOCALSTATEDIR/lib/gpuckpt/bb   node-local burst buffer (job folders)
  *	shared_root        (none)                     shared checkpoint root (staging)
  *	runtime            LIBDIR/libgpuckpt.so.0     the runtime put into LD_PRELOAD
- *	stage              LIBEXECDIR/gpuckpt/gpuckpt-stage   staging script; none = off
- *	tool               BINDIR/gpuckpt             the gpuckpt tool, for the staging script
+ *	stage              LIBEXECDIR/gpuckpt/gpuckpt-stage   staging program; none = off
+ *	stage_timeout      3600                       seconds it may take; then it is killed
  *	config             (none)                     the runtime's site file (GPUCKPT_CONFIG)
  *	keep               2                          checkpoints kept (GPUCKPT_KEEP)
  *	on_bad_checkpoint  (the runtime's: fail)      fail | fresh
@@ -21,6 +21,10 @@
  *	mode               auto                       auto | app | transparent (transparent.h)
  *	criu               (the shepherd's default)   CRIU for transparent mode
  *	shepherd           LIBEXECDIR/gpuckpt         folder of gpuckpt-shepherd
+ *	metrics            (none)                     node_exporter textfile (metrics.h)
+ *	admin_comment      on                         on: the job's AdminComment gets its
+ *	                                              checkpoint summary (job_record.h)
+ *	scontrol           (configure's scontrol)     scontrol, for the AdminComment
  */
 #ifndef GK_SITE_ARGS_H
 #define GK_SITE_ARGS_H
@@ -42,8 +46,8 @@ struct gk_site {
 	char bb_root[PATH_MAX];
 	char shared_root[PATH_MAX]; /* "" = no shared root, no staging */
 	char runtime[PATH_MAX];
-	char stage[PATH_MAX]; /* "" = no staging script */
-	char tool[PATH_MAX];
+	char stage[PATH_MAX];	/* "" = no staging */
+	unsigned stage_timeout; /* seconds; 0 = no limit */
 	char config[PATH_MAX]; /* "" = the runtime's compiled-in default */
 	unsigned keep;
 	int on_bad_fresh;   /* -1 = not set here, 0 = fail, 1 = fresh */
@@ -52,6 +56,9 @@ struct gk_site {
 	enum gk_mode mode;
 	char criu[PATH_MAX];	 /* "" = the shepherd's default */
 	char shepherd[PATH_MAX]; /* folder holding gpuckpt-shepherd */
+	char metrics[PATH_MAX];	 /* "" = no metrics file */
+	int admin_comment;
+	char scontrol[PATH_MAX];
 };
 
 void gk_site_defaults(struct gk_site *s);

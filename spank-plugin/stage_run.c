@@ -4,10 +4,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 int gk_stage_argv(const struct gk_site *s, const char *verb, uint32_t job_id, uid_t uid, gid_t gid,
@@ -35,10 +38,6 @@ int gk_stage_argv(const struct gk_site *s, const char *verb, uint32_t job_id, ui
 	items[n++] = s->shared_root;
 	items[n++] = "--keep";
 	items[n++] = num[3];
-	if (s->tool[0]) {
-		items[n++] = "--tool";
-		items[n++] = s->tool;
-	}
 	return gk_pack_argv(items, n, argv, buf, buflen);
 }
 
@@ -80,15 +79,21 @@ static void flush_lines(char *buf, size_t *len, int final, gk_line_fn fn, void *
 	*len -= start;
 }
 
-int gk_run_logged(char *const argv[], gk_line_fn fn, void *arg)
+int gk_run_logged(char *const argv[], unsigned timeout, gk_line_fn fn, void *arg)
 {
 	char buf[4097];
 	size_t len = 0;
-	int fds[2], status, rc;
+	int fds[2], status, rc, timed_out = 0;
+	struct timespec now;
+	double deadline = 0;
 	pid_t pid;
 
 	if (pipe2(fds, O_CLOEXEC) < 0)
 		return -errno;
+	if (timeout) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		deadline = (double)now.tv_sec + now.tv_nsec / 1e9 + timeout;
+	}
 	pid = fork();
 	if (pid < 0) {
 		rc = -errno;
@@ -97,18 +102,40 @@ int gk_run_logged(char *const argv[], gk_line_fn fn, void *arg)
 	if (pid == 0) {
 		int null = open("/dev/null", O_RDONLY);
 
+		/* A group of its own: on a timeout it goes with everything it
+		 * started (a squeue holding the pipe open, say). */
+		setpgid(0, 0);
 		if (null < 0 || dup2(null, 0) < 0 || dup2(fds[1], 1) < 0 || dup2(fds[1], 2) < 0)
 			_exit(127);
 		execv(argv[0], argv);
 		dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
 		_exit(127);
 	}
+	setpgid(pid, pid);
 	close(fds[1]);
 	fds[1] = -1;
 	for (;;) {
-		ssize_t n = read(fds[0], buf + len, sizeof(buf) - 1 - len);
+		struct pollfd pf = {.fd = fds[0], .events = POLLIN};
+		int wait_ms = -1;
+		ssize_t n;
 
-		if (n < 0 && errno == EINTR)
+		if (timeout && !timed_out) {
+			double left;
+
+			clock_gettime(CLOCK_MONOTONIC, &now);
+			left = deadline - ((double)now.tv_sec + now.tv_nsec / 1e9);
+			if (left <= 0) {
+				kill(-pid, SIGKILL);
+				kill(pid, SIGKILL);
+				timed_out = 1;
+				continue;
+			}
+			wait_ms = (int)(left * 1000) + 1;
+		}
+		if (poll(&pf, 1, wait_ms) == 0)
+			continue;
+		n = read(fds[0], buf + len, sizeof(buf) - 1 - len);
+		if (n < 0 && (errno == EINTR || errno == EAGAIN))
 			continue;
 		if (n <= 0)
 			break;
@@ -122,7 +149,9 @@ int gk_run_logged(char *const argv[], gk_line_fn fn, void *arg)
 			goto out_close;
 		}
 	}
-	if (WIFEXITED(status))
+	if (timed_out)
+		rc = -ETIME;
+	else if (WIFEXITED(status))
 		rc = WEXITSTATUS(status);
 	else if (WIFSIGNALED(status))
 		rc = 128 + WTERMSIG(status);

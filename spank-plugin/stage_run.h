@@ -1,14 +1,16 @@
 /*
- * stage_run.h - running the staging script (scheduler-hooks/gpuckpt-stage) from
- * the plugin's prolog and epilog callbacks, as root on the node, with the
- * site's settings from plugstack.conf as its arguments, so the script and the
- * plugin can never disagree about where checkpoints live:
+ * stage_run.h - running the staging program (scheduler-hooks/stage,
+ * gpuckpt-stage) from the plugin's prolog and epilog callbacks, as root on
+ * the node, with the site's settings from plugstack.conf as its arguments,
+ * so the program and the plugin can never disagree about where checkpoints
+ * live:
  *
  *	gpuckpt-stage in|out --job ID --uid UID --gid GID --bb-root DIR
- *	              --shared-root DIR --keep N [--tool PATH]
+ *	              --shared-root DIR --keep N
  *
  * Its output (one line per event or problem) goes to the caller line by line,
- * for Slurm's log.
+ * for Slurm's log. It runs in a process group of its own, which is killed
+ * whole when it takes longer than the site's stage_timeout.
  */
 #ifndef GK_STAGE_RUN_H
 #define GK_STAGE_RUN_H
@@ -35,8 +37,10 @@ int gk_pack_argv(const char *const *items, int n, char *argv[], char *buf, size_
 /*
  * Run argv[0] with argv, stdin from /dev/null, stdout and stderr handed to fn
  * line by line. Returns the exit status (0-255), 128+N when killed by signal
- * N, or a negative errno when it could not be started.
+ * N, -ETIME when it was still running after timeout seconds (it and
+ * everything it started are then killed; 0: no limit), or a negative errno
+ * when it could not be started.
  */
-int gk_run_logged(char *const argv[], gk_line_fn fn, void *arg);
+int gk_run_logged(char *const argv[], unsigned timeout, gk_line_fn fn, void *arg);
 
 #endif

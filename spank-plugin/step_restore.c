@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "step_restore.h"
+#include "fsafe.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -77,13 +78,27 @@ out:
 	return ret;
 }
 
+/* Task `task`'s ckpt.N is committed in the step folder: each level opened
+ * without following a link, from the step folder's descriptor. */
 static int has_member(int stepfd, uint32_t task, uint64_t seq)
 {
-	char path[96];
+	char name[64];
 	struct stat st;
+	int taskfd, ckptfd, ret = 0;
 
-	snprintf(path, sizeof(path), "task.%" PRIu32 "/ckpt.%06" PRIu64 "/manifest.json", task, seq);
-	return fstatat(stepfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode);
+	snprintf(name, sizeof(name), "task.%" PRIu32, task);
+	taskfd = openat(stepfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (taskfd < 0)
+		return 0;
+	snprintf(name, sizeof(name), "ckpt.%06" PRIu64, seq);
+	ckptfd = openat(taskfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ckptfd >= 0) {
+		ret = fstatat(ckptfd, "manifest.json", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		      S_ISREG(st.st_mode);
+		close(ckptfd);
+	}
+	close(taskfd);
+	return ret;
 }
 
 /* From the prolog's plan, root's, in the burst-buffer root. */
@@ -95,11 +110,11 @@ static int from_plan(const struct gk_site *s, const struct gk_task_ids *ids, con
 	int rootfd, ret;
 
 	snprintf(name, sizeof(name), ".plan.%u", ids->job_id);
-	rootfd = open(s->bb_root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	/* Checked as the task folder's root was: root's alone all the way. */
+	rootfd = gk_open_trusted_dir(s->bb_root, "bb_root", sub, sizeof(sub));
 	if (rootfd < 0) {
-		ret = -errno;
-		snprintf(err, errlen, "burst-buffer root %s: %s", s->bb_root, strerror(-ret));
-		return ret;
+		snprintf(err, errlen, "burst-buffer root: %s", sub);
+		return rootfd;
 	}
 	ret = read_small(rootfd, name, 0, GK_PLAN_MAX, &text, &len, sub, sizeof(sub));
 	close(rootfd);
@@ -187,32 +202,27 @@ static int from_folder(int stepfd, uint32_t ntasks, struct gk_plan_entry *e)
 }
 
 int gk_step_choose(const struct gk_site *s, const struct gk_task_ids *ids, uint32_t ntasks,
-		   const char *task_dir, struct gk_step_choice *c, char *err, size_t errlen)
+		   int taskfd, const char *task_dir, struct gk_step_choice *c, char *err,
+		   size_t errlen)
 {
 	struct gk_plan_entry e;
-	char step[32], stepdir[PATH_MAX];
-	const char *slash;
+	char step[32];
 	int stepfd, ret;
 
 	memset(c, 0, sizeof(*c));
 	gk_step_dirname(ids->step_id, step, sizeof(step));
-	slash = strrchr(task_dir, '/');
-	if (!slash || (size_t)(slash - task_dir) >= sizeof(stepdir)) {
-		snprintf(err, errlen, "%s: not a task folder", task_dir);
-		return -EINVAL;
-	}
-	snprintf(stepdir, sizeof(stepdir), "%.*s", (int)(slash - task_dir), task_dir);
-	stepfd = open(stepdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* The checked task folder's parent: what the path names by now may differ. */
+	stepfd = openat(taskfd, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (stepfd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: %s", stepdir, strerror(-ret));
+		snprintf(err, errlen, "%s/..: %s", task_dir, strerror(-ret));
 		return ret;
 	}
 	c->from_plan = s->stage[0] && s->shared_root[0];
 	ret = c->from_plan ? from_plan(s, ids, step, &e, err, errlen) : from_folder(stepfd, ntasks, &e);
 	if (ret < 0) {
 		if (!c->from_plan)
-			snprintf(err, errlen, "%s: %s", stepdir, strerror(-ret));
+			snprintf(err, errlen, "%s/..: %s", task_dir, strerror(-ret));
 		goto out;
 	}
 	c->kind = e.kind;

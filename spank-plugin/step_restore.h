@@ -40,12 +40,14 @@ int gk_plan_path(const char *bb_root, uint32_t job_id, char *buf, size_t len);
 
 /*
  * Decide for task ids->task_id of a step of ntasks tasks whose folder is
- * task_dir. Returns 0 and *c, or a negative errno with err set when the task
+ * task_dir, open (and checked, gk_task_dir_make) as taskfd: the step's folder
+ * is taken as its parent, on the descriptor, never by the path. Returns 0 and *c, or a negative errno with err set when the task
  * must not start: no plan where there must be one, a plan that is not root's
  * or is malformed, or a chosen set whose part for this task is not on this
  * node (staging it in failed).
  */
 int gk_step_choose(const struct gk_site *s, const struct gk_task_ids *ids, uint32_t ntasks,
-		   const char *task_dir, struct gk_step_choice *c, char *err, size_t errlen);
+		   int taskfd, const char *task_dir, struct gk_step_choice *c, char *err,
+		   size_t errlen);
 
 #endif

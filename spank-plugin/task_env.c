@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #define ENV_MAX 8192
 
@@ -152,7 +153,7 @@ static int choose_set(const struct gk_site *s, const struct gk_opts *o,
 	int rc;
 
 	r->step_set = 1;
-	rc = gk_step_choose(s, ids, ids->ntasks, r->dir, c, err, errlen);
+	rc = gk_step_choose(s, ids, ids->ntasks, r->dirfd, r->dir, c, err, errlen);
 	if (rc < 0)
 		return rc;
 	if (c->kind == GK_PLAN_SET) {
@@ -178,6 +179,7 @@ int gk_inject(const struct gk_site *s, const struct gk_opts *o, const struct gk_
 	int rc, found, multi;
 
 	memset(r, 0, sizeof(*r));
+	r->dirfd = -1;
 	r->restart_count = restart_count(env);
 	rc = gk_task_dir_path(s->bb_root, ids, r->dir, sizeof(r->dir));
 	if (rc < 0) {
@@ -189,15 +191,16 @@ int gk_inject(const struct gk_site *s, const struct gk_opts *o, const struct gk_
 		snprintf(err, errlen, "%s", r->dir_err);
 		return rc;
 	}
-	r->dir_rc = rc;
+	r->dir_rc = rc < 0 ? rc : 0;
+	r->dirfd = rc < 0 ? -1 : rc;
 
 	multi = ids->ntasks > 1 && !tasks_independent(env);
-	if (r->dir_rc == 0 && r->restart_count > 0 && multi) {
+	if (r->dirfd >= 0 && r->restart_count > 0 && multi) {
 		rc = choose_set(s, o, ids, env, r, err, errlen);
 		if (rc < 0)
 			return rc;
-	} else if (r->dir_rc == 0 && r->restart_count > 0) {
-		found = gk_find_committed(r->dir, r->newest, sizeof(r->newest));
+	} else if (r->dirfd >= 0 && r->restart_count > 0) {
+		found = gk_find_committed_at(r->dirfd, r->newest, sizeof(r->newest));
 		if (found < 0) {
 			snprintf(err, errlen, "%s: cannot look for checkpoints: %s", r->dir,
 				 strerror(-found));
@@ -257,6 +260,13 @@ out_free:
 	free(cur);
 	free(preload);
 	return rc;
+}
+
+void gk_inject_release(struct gk_inject_result *r)
+{
+	if (r->dirfd >= 0)
+		close(r->dirfd);
+	r->dirfd = -1;
 }
 
 int gk_uninject(const struct gk_site *s, const struct gk_env *env, char *err, size_t errlen)

@@ -50,6 +50,9 @@ struct gk_inject_result {
 	unsigned restart_count;
 	int restore;	 /* GPUCKPT_RESTORE was set (auto, or a set's member) */
 	char newest[64]; /* the newest committed checkpoint seen, if any; for a set, its member */
+	int dirfd;	 /* dir, opened and checked, or -1: what the plugin looks
+			  * at later is in this folder, not wherever the path
+			  * leads by then (gk_inject_release closes it) */
 	/* A step of several tasks (not GPUCKPT_TASKS=independent) restarting: */
 	int step_set;			 /* decided as a step (step_restore.h) */
 	struct gk_step_choice choice;	 /* what for */
@@ -65,10 +68,15 @@ struct gk_inject_result {
  * reported in r->dir_rc and the task still gets the runtime (which then says
  * at checkpoint time why none was written). A folder that exists but is not
  * the user's, or is a link, fails the call: that is tampering, and nothing is
- * restored from it. Returns 0 or a negative errno with err set.
+ * restored from it; so does a bb_root that someone other than root could
+ * change (the message names bb_root). Returns 0 or a negative errno with err
+ * set; r->dirfd may be open either way (gk_inject_release).
  */
 int gk_inject(const struct gk_site *s, const struct gk_opts *o, const struct gk_task_ids *ids,
 	      const struct gk_env *env, struct gk_inject_result *r, char *err, size_t errlen);
+
+/* Close what gk_inject left open in r (safe to call more than once). */
+void gk_inject_release(struct gk_inject_result *r);
 
 /* Checkpointing explicitly off for a step inside a job that has it on: take out
  * what an enclosing step put in (the runtime from LD_PRELOAD, GPUCKPT_DIR,

@@ -3,6 +3,7 @@
 
 #include "transparent.h"
 #include "stage_run.h"
+#include "fsafe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -12,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -19,24 +21,26 @@
 
 /* ------------------------------------------------------------------ probe */
 
-struct first_line {
+struct reason_lines {
 	char *buf;
 	size_t len;
 };
 
-static void keep_first(void *arg, const char *line)
+/* The probe prints one line per thing the node lacks: all of them, joined. */
+static void keep_lines(void *arg, const char *line)
 {
-	struct first_line *f = arg;
+	struct reason_lines *f = arg;
+	size_t used = strlen(f->buf);
 
-	if (!f->buf[0] && line[0])
-		snprintf(f->buf, f->len, "%s", line);
+	if (line[0] && used < f->len)
+		snprintf(f->buf + used, f->len - used, "%s%s", used ? "; " : "", line);
 }
 
 int gk_shepherd_probe(const struct gk_site *s, uid_t uid, char *reason, size_t len)
 {
 	char path[PATH_MAX + 32], line[GK_ERRLEN], uidtext[16];
 	char *argv[] = {path, "probe", "--uid", uidtext, NULL, NULL, NULL};
-	struct first_line f = {line, sizeof(line)};
+	struct reason_lines f = {line, sizeof(line)};
 	int rc;
 
 	if ((size_t)snprintf(path, sizeof(path), "%s/gpuckpt-shepherd", s->shepherd) >=
@@ -57,10 +61,13 @@ int gk_shepherd_probe(const struct gk_site *s, uid_t uid, char *reason, size_t l
 		argv[5] = (char *)s->criu;
 	}
 	line[0] = '\0';
-	rc = gk_run_logged(argv, keep_first, &f);
+	/* The probe asks CRIU its version and loads the driver: seconds. */
+	rc = gk_run_logged(argv, 60, keep_lines, &f);
 	if (rc == 0)
 		return 1;
-	if (rc < 0)
+	if (rc == -ETIME)
+		snprintf(reason, len, "%s probe did not answer within 60 s", path);
+	else if (rc < 0)
 		snprintf(reason, len, "cannot run %s: %s", path, strerror(-rc));
 	else if (line[0])
 		snprintf(reason, len, "%s", line);
@@ -71,36 +78,33 @@ int gk_shepherd_probe(const struct gk_site *s, uid_t uid, char *reason, size_t l
 
 /* ------------------------------------------------------------------ plan */
 
-static int env_has(const struct gk_env *env, const char *name, char *buf, size_t len)
-{
-	int rc = env->get(env->ctx, name, buf, len);
-
-	if (rc <= 0)
-		buf[0] = '\0';
-	return rc;
-}
-
 /*
  * Does the newest checkpoint hold criu/? 1 yes, 0 no, -EPERM when it does but
  * root did not write it (the user can write into ckpt.N, never into a
  * root-owned criu/: one that is not root's was planted, and is refused).
+ * Looked at in the task folder the plugin opened (dirfd); the shepherd checks
+ * the seal itself, through its own descriptors, before anything is restored.
  */
-static int newest_is_transparent(const char *dir, const char *newest, char *err, size_t errlen)
+static int newest_is_transparent(int dirfd, const char *dir, const char *newest, char *err,
+				 size_t errlen)
 {
-	char path[PATH_MAX + 80];
 	struct stat st;
+	int fd = gk_open_dir_at(dirfd, newest, (uid_t)-1, NULL), ret = 0;
 
-	snprintf(path, sizeof(path), "%s/%s/criu", dir, newest);
-	if (lstat(path, &st) < 0)
+	if (fd < 0)
 		return 0;
-	if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
-		snprintf(err, errlen,
-			 "%s: not a root-owned folder of mode 0700 (not written by the shepherd); "
-			 "refused",
-			 path);
-		return -EPERM;
+	if (fstatat(fd, "criu", &st, AT_SYMLINK_NOFOLLOW) == 0) {
+		ret = 1;
+		if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
+			snprintf(err, errlen,
+				 "%s/%s/criu: not a root-owned folder of mode 0700 (not written by "
+				 "the shepherd); refused",
+				 dir, newest);
+			ret = -EPERM;
+		}
 	}
-	return 1;
+	close(fd);
+	return ret;
 }
 
 static int put(const struct gk_env *env, const char *name, const char *value, char *err,
@@ -131,11 +135,36 @@ static int independent(const struct gk_env *env)
 	       strcmp(v, "independent") == 0;
 }
 
-/* No shepherd: tell the runtime why, and the job once. */
-static int plan_none(const struct gk_task_ids *ids, const struct gk_env *env, struct gk_tplan *p,
-		     int may_note, char *err, size_t errlen)
+/*
+ * The shepherd's socket: an abstract name, which anyone on the node may bind
+ * first. With 128 random bits nobody can guess it before the shepherd binds
+ * it (job, step and task are there for people reading /proc/net/unix).
+ */
+static int name_socket(const struct gk_task_ids *ids, const struct gk_env *env,
+		       struct gk_tplan *p, char *err, size_t errlen)
 {
-	char noted[32], job[16];
+	unsigned char rnd[16];
+	char hex[33];
+
+	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
+		snprintf(err, errlen, "getrandom: %s", strerror(errno));
+		return -EIO;
+	}
+	for (size_t i = 0; i < sizeof(rnd); i++)
+		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
+	snprintf(p->socket, sizeof(p->socket), "gpuckpt.%u.%u.%u.%s", ids->job_id, ids->step_id,
+		 ids->task_id, hex);
+	return put(env, GK_ENV_SHEPHERD, p->socket, err, errlen);
+}
+
+/*
+ * No shepherd: tell the runtime why. It says so, with this reason, when a
+ * program that does not use the API gets a checkpoint signal: the one moment
+ * it matters, in the one program it matters for. A line at every job's start
+ * would alarm the programs that use the API and say nothing to the others.
+ */
+static int plan_none(const struct gk_env *env, struct gk_tplan *p, char *err, size_t errlen)
+{
 	int rc;
 
 	p->kind = GK_TPLAN_NONE;
@@ -143,13 +172,6 @@ static int plan_none(const struct gk_task_ids *ids, const struct gk_env *env, st
 	rc = drop(env, GK_ENV_SHEPHERD, err, errlen);
 	if (!rc)
 		rc = put(env, GK_ENV_NO_TRANSPARENT, p->reason, err, errlen);
-	if (rc < 0)
-		return rc;
-	snprintf(job, sizeof(job), "%u", ids->job_id);
-	env_has(env, GK_ENV_NOTED, noted, sizeof(noted));
-	p->note = may_note && ids->task_id == 0 && strcmp(noted, job) != 0;
-	if (p->note)
-		rc = put(env, GK_ENV_NOTED, job, err, errlen);
 	return rc;
 }
 
@@ -192,7 +214,7 @@ int gk_transparent_prepare(const struct gk_site *s, const struct gk_opts *o,
 	if (p->mode == GK_MODE_APP) {
 		snprintf(p->reason, sizeof(p->reason),
 			 "the job asked for application mode (GPUCKPT_MODE=app)");
-		return plan_none(ids, env, p, 1, err, errlen);
+		return plan_none(env, p, err, errlen);
 	}
 	/* A step of several tasks: one task's tree alone is not the step, and
 	 * without the API its tasks cannot agree on one point to dump at. Only
@@ -208,10 +230,10 @@ int gk_transparent_prepare(const struct gk_site *s, const struct gk_opts *o,
 				 "but %s", p->reason);
 			return -ENOTSUP;
 		}
-		return plan_none(ids, env, p, 1, err, errlen);
+		return plan_none(env, p, err, errlen);
 	}
 	if (!shell && r->dir_rc == 0 && r->restore) {
-		ckpt_t = newest_is_transparent(r->dir, r->newest, err, errlen);
+		ckpt_t = newest_is_transparent(r->dirfd, r->dir, r->newest, err, errlen);
 		if (ckpt_t < 0)
 			return ckpt_t;
 	}
@@ -223,8 +245,7 @@ int gk_transparent_prepare(const struct gk_site *s, const struct gk_opts *o,
 				 "program with srun");
 		else
 			snprintf(p->reason, sizeof(p->reason), "%s", why);
-		/* Only a node that cannot is worth a line in the job's output. */
-		return plan_none(ids, env, p, !can, err, errlen);
+		return plan_none(env, p, err, errlen);
 	}
 	if (!can && ckpt_t) {
 		snprintf(err, errlen,
@@ -241,7 +262,7 @@ int gk_transparent_prepare(const struct gk_site *s, const struct gk_opts *o,
 	}
 	if (!can) {
 		snprintf(p->reason, sizeof(p->reason), "%s", why);
-		return plan_none(ids, env, p, 1, err, errlen);
+		return plan_none(env, p, err, errlen);
 	}
 	if (r->dir_rc < 0) {
 		snprintf(err, errlen, "transparent mode needs the checkpoint folder: %s",
@@ -259,9 +280,7 @@ int gk_transparent_prepare(const struct gk_site *s, const struct gk_opts *o,
 		return drop(env, "GPUCKPT_RESTORE", err, errlen);
 	}
 	p->kind = GK_TPLAN_ATTACH;
-	snprintf(p->socket, sizeof(p->socket), "gpuckpt.%u.%u.%u.%ld", ids->job_id, ids->step_id,
-		 ids->task_id, (long)getpid());
-	return put(env, GK_ENV_SHEPHERD, p->socket, err, errlen);
+	return name_socket(ids, env, p, err, errlen);
 }
 
 int gk_shepherd_argv(const struct gk_tplan *p, pid_t child, char *argv[], char *buf,

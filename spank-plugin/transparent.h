@@ -6,11 +6,10 @@
  * Mode: option --gpu-checkpoint-mode, else GPUCKPT_MODE, else the site's mode=.
  *
  *	app, or auto where the node cannot: no shepherd; GPUCKPT_NO_TRANSPARENT=<why>
- *	    in the task (the runtime prints it when a program that does not use the
- *	    API gets a checkpoint signal), and one line in the job's output, from
- *	    global task 0 of the first step on such a node that has not seen it yet
- *	    (the batch step when there is one: steps inside a batch script inherit
- *	    GPUCKPT_NOTED=<job id> from it and stay quiet).
+ *	    in the task. The runtime prints it when a program that does not use the
+ *	    API gets a checkpoint signal, in that program's output, saying that it
+ *	    ends without a checkpoint and why; nothing is said at the job's start,
+ *	    where it would alarm the programs that do use the API.
  *	transparent where the node cannot: the task does not start.
  *	otherwise, in a job step (srun): the task runs under the shepherd, or is
  *	    restored by it when the newest committed checkpoint holds criu/.
@@ -37,7 +36,6 @@
 
 #define GK_ENV_NO_TRANSPARENT "GPUCKPT_NO_TRANSPARENT"
 #define GK_ENV_SHEPHERD "GPUCKPT_SHEPHERD"
-#define GK_ENV_NOTED "GPUCKPT_NOTED"
 
 enum gk_tplan_kind {
 	GK_TPLAN_NONE,	  /* no shepherd (reason says why) */
@@ -49,7 +47,6 @@ struct gk_tplan {
 	enum gk_tplan_kind kind;
 	enum gk_mode mode;
 	char reason[GK_ERRLEN]; /* NONE: why programs without the API are not checkpointed */
-	int note;		/* NONE: this task writes the line into the job's output */
 	char socket[96];	/* ATTACH: GPUCKPT_SHEPHERD (abstract socket name) */
 	char shepherd[PATH_MAX + 32];
 	char criu[PATH_MAX]; /* "" = the shepherd's default */
@@ -64,14 +61,15 @@ struct gk_tplan {
  * Can this node do transparent mode for the jobs of uid? Runs
  * <shepherd>/gpuckpt-shepherd probe --uid UID [--criu PATH], without a shell
  * (the uid: root's capabilities CRIU needs depend on whose processes it
- * dumps). Returns 1, or 0 with the one-line reason in reason (missing binary:
+ * dumps). Returns 1 (it printed "ok"), or 0 with the reason: the lines it
+ * printed, one per thing the node lacks, joined by "; " (a missing binary:
  * "gpuckpt-shepherd not installed at PATH").
  */
 int gk_shepherd_probe(const struct gk_site *s, uid_t uid, char *reason, size_t len);
 
 /*
  * Decide how the task runs and put GPUCKPT_MODE, GPUCKPT_SHEPHERD or
- * GPUCKPT_NO_TRANSPARENT (and GPUCKPT_NOTED) into its environment; on a
+ * GPUCKPT_NO_TRANSPARENT into its environment; on a
  * transparent restore GPUCKPT_RESTORE is taken out again. r is what gk_inject
  * found. Returns 0, or a negative errno with err saying why the task must not
  * start (a bad GPUCKPT_MODE, transparent asked for where it cannot be had, a

@@ -1,20 +1,47 @@
 #!/bin/bash
 # Install, from Debian's packages, what building and testing gpuckpt needs.
 # Does nothing for packages already there; needs root for the rest.
-# The CUDA toolkit (cuda.h, nvcc) is not a Debian package: it is expected at
-# /usr/local/cuda (or configure --with-cuda=DIR).
+# The CUDA toolkit (cuda.h; nvcc for the GPU tests and CUDA examples: it
+# needs g++ as its host compiler) is not a Debian package: README.md says
+# where to get it; it is expected at
+# /usr/local/cuda (or configure --with-cuda=DIR, CUDA_PREFIX for run-all/demo).
+#
+#   tests/install-deps.sh [--criu]
+#
+# --criu also installs CRIU 4 or later, which transparent mode needs on the
+# nodes (optional: the tests here do not need it; CRIU does not run on
+# Debian bookworm's glibc and kernel's vDSO anyway, DESIGN.md). Only where the
+# system's own packages have it (Debian trixie and later); elsewhere it says
+# where CRIU 4 comes from and installs nothing.
 set -euo pipefail
+criu=0
+case ${1:-} in
+--criu) criu=1 ;;
+"") ;;
+*) echo "install-deps: unknown option '$1' (expected --criu)" >&2; exit 2 ;;
+esac
 packages=(
-	autoconf automake libtool pkg-config make gcc
+	autoconf automake libtool pkg-config make gcc g++
 	libjson-c-dev libhwloc-dev libmunge-dev munge libxxhash-dev libssl-dev
-	slurmctld slurmd slurm-client libslurm-dev
-	bats iproute2 lua5.1 procps psmisc util-linux jq groff-base
+	slurmctld slurmd slurm-client libslurm-dev slurm-wlm-basic-plugins
+	bats iproute2 lua5.1 procps psmisc util-linux jq groff-base git debootstrap
+	dpkg-dev debhelper lintian clang-14 libclang-rt-14-dev
 	openmpi-bin libopenmpi-dev libpmix-dev
 )
 missing=()
 for p in "${packages[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
 done
+if [ $criu -eq 1 ] && ! dpkg-query -W -f='${Status}' criu 2>/dev/null | grep -q "install ok installed"; then
+	v=$(apt-cache policy criu 2>/dev/null | sed -n 's/^ *Candidate: *\([0-9]*\).*/\1/p')
+	if [ -n "$v" ] && [ "$v" -ge 4 ] 2>/dev/null; then
+		missing+=(criu)
+	else
+		echo "install-deps: this system's packages have no CRIU 4 (candidate: ${v:-none});" \
+			"transparent mode needs it on the nodes: Debian trixie's criu 4.1.1 (or a newer" \
+			"release, or CRIU built from source, criu.org); see README.md, 'Transparent mode'" >&2
+	fi
+fi
 if [ ${#missing[@]} -eq 0 ]; then
 	echo "install-deps: everything is installed"
 	exit 0
@@ -27,9 +54,12 @@ echo "install-deps: installing ${missing[*]}"
 export DEBIAN_FRONTEND=noninteractive
 apt-get update -qq
 # Debian's slurmd/slurmctld postinst scripts try to start the daemons through
-# systemd; keep them from starting anything on this machine.
-printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
-chmod +x /usr/sbin/policy-rc.d
-trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+# systemd; keep them from starting anything on this machine. A policy the
+# machine already has (container images often ship one) is left as it is.
+if [ ! -e /usr/sbin/policy-rc.d ]; then
+	printf '#!/bin/sh\nexit 101\n' >/usr/sbin/policy-rc.d
+	chmod +x /usr/sbin/policy-rc.d
+	trap 'rm -f /usr/sbin/policy-rc.d' EXIT
+fi
 apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
 echo "install-deps: done"

@@ -281,6 +281,10 @@ static int heat_run(struct heat_rt *h, const struct heat_opts *o)
 				ckpt_strerror(rc));
 			goto out_unprotect;
 		}
+		/* Nothing was lost (the runtime said why): the run goes on. */
+		if (rc == GPUCKPT_NOT_SAVED)
+			fprintf(stderr, "%s: step %ld: no checkpoint written; going on\n", PROG,
+				step);
 		if (rc == GPUCKPT_RESTORED) {
 			rc = pairs_check(h, step);
 			if (rc)

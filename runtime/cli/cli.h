@@ -25,7 +25,8 @@ struct gk_cmd {
 	int (*run)(int argc, char **argv);
 };
 
-extern const struct gk_cmd gk_cmd_inspect, gk_cmd_verify, gk_cmd_list, gk_cmd_prune, gk_cmd_plan;
+extern const struct gk_cmd gk_cmd_inspect, gk_cmd_verify, gk_cmd_list, gk_cmd_prune, gk_cmd_plan,
+    gk_cmd_checkpoint, gk_cmd_report;
 
 /* ---- options ---- */
 
@@ -77,6 +78,11 @@ json_object *cli_user_json(uid_t uid);
 /* A user name or a numeric uid; -1 when there is no such user. */
 int cli_parse_user(const char *text, uid_t *uid);
 
+/* Text someone else wrote (a label, a host name, a GPU name), for a
+ * terminal: control characters and broken UTF-8 as \xNN, in one of a few
+ * rotating buffers (at most about 1000 bytes shown). */
+const char *cli_printable(const char *s);
+
 /* Print a JSON value to stdout, indented, and release it. */
 void cli_print_json(json_object *obj);
 
@@ -84,6 +90,16 @@ void cli_print_json(json_object *obj);
  * "signed", "unsigned" (no manifest.sig), or "unchecked" (a signature is
  * there but munged could not be reached to check it). */
 const char *cli_signature_state(const char *dir, int is_signed);
+
+/*
+ * How to open checkpoint DIR as `want`'s (GK_UID_OF_MANIFEST: whoever it
+ * belongs to; its folder's owner, unless that is root). A folder of root's
+ * that is to be someone else's is a copy root holds for them (the shared
+ * root): it is opened held_by_root, and judged as that user's checkpoint.
+ * Fills uid and held_by_root of *lo.
+ */
+struct gk_load_opts;
+void cli_load_opts_for(const char *dir, uid_t want, struct gk_load_opts *lo);
 
 /* Sum of the sizes of the regular files in a directory (links not followed). */
 uint64_t cli_dir_bytes(const char *path);

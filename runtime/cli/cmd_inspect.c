@@ -33,11 +33,14 @@ static const char inspect_help[] =
     "\n"
     "    The manifest, the ownership of the files (by the owner of DIR) and the\n"
     "    signature are checked; the data is not read (use gpuckpt verify).\n"
+    "    A DIR of root's whose manifest names another user is a copy root holds\n"
+    "    for that user (the shared root): it is shown as that user's checkpoint,\n"
+    "    signed by them and held by root.\n"
     "\n"
     "OPTIONS\n"
     "    --json\n"
-    "        Print one JSON object: {\"path\", \"owner\", \"signature\",\n"
-    "        \"signed_by\", \"totals\": {...}, \"manifest\": {...}}, where\n"
+    "        Print one JSON object: {\"path\", \"owner\", \"held_by_root\",\n"
+    "        \"signature\", \"signed_by\", \"totals\": {...}, \"manifest\": {...}}, where\n"
     "        \"manifest\" is the checkpoint's manifest as validated.\n"
     "    -h, --help\n"
     "        Show this text.\n"
@@ -79,23 +82,26 @@ static const char *plural(size_t n)
 }
 
 static void print_summary(const char *dir, const struct gk_manifest *m, const char *sig,
-			  uid_t owner)
+			  uid_t owner, int held)
 {
 	char a[32], b[32], c[32], who[64];
 	struct totals t;
 
 	count(m, &t);
-	printf("Checkpoint %s\n", dir);
+	/* Everything below comes from the manifest, which whoever wrote the
+	 * checkpoint chose: shown through cli_printable. */
+	printf("Checkpoint %s\n", cli_printable(dir));
 	printf("  sequence      %" PRIu64 "\n", m->sequence);
-	printf("  label         %s\n", m->label[0] ? m->label : "-");
+	printf("  label         %s\n", m->label[0] ? cli_printable(m->label) : "-");
 	printf("  step          %" PRId64 "\n", m->step);
-	printf("  created       %s (written in %.2f s)\n", m->created, m->write_seconds);
+	printf("  created       %s (written in %.2f s)\n", cli_printable(m->created),
+	       m->write_seconds);
 	cli_user_name(m->uid, who, sizeof(who));
-	printf("  written by    %s (uid %u), pid %d on %s\n", who, (unsigned)m->uid, (int)m->pid,
-	       m->hostname);
+	printf("  written by    %s (uid %u), pid %d on %s\n", cli_printable(who), (unsigned)m->uid,
+	       (int)m->pid, cli_printable(m->hostname));
 	if (m->slurm)
-		printf("  slurm         job %s, step %s, task %d, restart count %d\n", m->job_id,
-		       m->step_id, m->task, m->restart_count);
+		printf("  slurm         job %s, step %s, task %d, restart count %d\n",
+		       cli_printable(m->job_id), cli_printable(m->step_id), m->task, m->restart_count);
 	else
 		printf("  slurm         - (not run under Slurm)\n");
 	cli_user_name(owner, who, sizeof(who));
@@ -105,6 +111,8 @@ static void print_summary(const char *dir, const struct gk_manifest *m, const ch
 		printf("  signed by     not checked: munged is not reachable\n");
 	else
 		printf("  signed by     unsigned\n");
+	if (held)
+		printf("  held by       root (a copy kept for %s, as on the shared root)\n", who);
 	cli_human_size(t.alloc_bytes, a, sizeof(a));
 	cli_human_size(t.region_bytes, b, sizeof(b));
 	cli_human_size(t.file_bytes, c, sizeof(c));
@@ -117,7 +125,7 @@ static void print_summary(const char *dir, const struct gk_manifest *m, const ch
 	printf("  chunk size    %s\n", a);
 	printf("  reserved VA   0x%" PRIx64 ", %s\n", m->va_base, b);
 	if (m->version >= 3) {
-		printf("  format        %d, id %s\n", m->version, m->id);
+		printf("  format        %d, id %s\n", m->version, cli_printable(m->id));
 		if (m->increment) {
 			printf("  increment     %u: its unchanged chunks lie in", m->increment);
 			for (size_t i = 0; i < m->nrefs; i++)
@@ -147,8 +155,8 @@ static void print_devices(const struct gk_manifest *m)
 		cli_human_size(d->total_memory, mem, sizeof(mem));
 		cli_human_size(d->mapped_bytes, mapped, sizeof(mapped));
 		snprintf(cc, sizeof(cc), "%d.%d", d->cc_major, d->cc_minor);
-		printf("  %-4d %-28s %-41s %-5s %-10s %s\n", d->ordinal, d->name, d->uuid, cc, mem,
-		       mapped);
+		printf("  %-4d %-28s %-41s %-5s %-10s %s\n", d->ordinal, cli_printable(d->name),
+		       cli_printable(d->uuid), cc, mem, mapped);
 	}
 	/* Format 4: what a restore must find a peer route for. */
 	for (size_t i = 0; i < m->ndevices; i++) {
@@ -180,7 +188,7 @@ static void print_allocs(const struct gk_manifest *m)
 		cli_human_size(a->size, size, sizeof(size));
 		snprintf(addr, sizeof(addr), "0x%" PRIx64, a->address);
 		printf("  %-4d %-18s %-12s %-8" PRIu64 " %-6s", a->device, addr, size, a->order,
-		       a->kind);
+		       cli_printable(a->kind));
 		/* An allocation cut into parts lies in several files, in order;
 		 * an increment's unchanged parts in earlier checkpoints'. Each
 		 * file is named once, where it first holds a part. */
@@ -195,9 +203,9 @@ static void print_allocs(const struct gk_manifest *m)
 				continue;
 			if (p->sequence)
 				printf("%sckpt.%06" PRIu64 "/%s", shown++ ? ", " : " ",
-				       p->sequence, p->file);
+				       p->sequence, cli_printable(p->file));
 			else
-				printf("%s%s", shown++ ? ", " : " ", p->file);
+				printf("%s%s", shown++ ? ", " : " ", cli_printable(p->file));
 		}
 		printf("\n");
 	}
@@ -215,11 +223,13 @@ static void print_regions(const struct gk_manifest *m)
 		char size[32];
 
 		cli_human_size(m->regions[i].size, size, sizeof(size));
-		printf("  %-24s %-12s %s\n", m->regions[i].name, size, m->regions[i].file);
+		printf("  %-24s %-12s %s\n", cli_printable(m->regions[i].name), size,
+		       cli_printable(m->regions[i].file));
 	}
 }
 
-static int print_json(const char *dir, const struct gk_manifest *m, const char *sig, uid_t owner)
+static int print_json(const char *dir, const struct gk_manifest *m, const char *sig, uid_t owner,
+		      int held)
 {
 	json_object *top, *manifest, *totals;
 	struct totals t;
@@ -240,6 +250,7 @@ static int print_json(const char *dir, const struct gk_manifest *m, const char *
 	top = json_object_new_object();
 	json_object_object_add(top, "path", json_object_new_string(dir));
 	json_object_object_add(top, "owner", cli_user_json(owner));
+	json_object_object_add(top, "held_by_root", json_object_new_boolean(held));
 	json_object_object_add(top, "signature", json_object_new_string(sig));
 	json_object_object_add(top, "signed_by",
 			       strcmp(sig, "signed") == 0 ? cli_user_json(owner) : NULL);
@@ -266,7 +277,8 @@ static int inspect_run(int argc, char **argv)
 	char err[GK_ERRLEN];
 	struct cli_args a;
 	struct stat st;
-	int json = 0, is_signed = 0, id, ret;
+	uid_t owner;
+	int json = 0, is_signed = 0, id, ret, held;
 
 	cli_args_init(&a, &gk_cmd_inspect, argc, argv);
 	while ((id = cli_next(&a, inspect_opts, &arg)) != CLI_END) {
@@ -296,17 +308,19 @@ static int inspect_run(int argc, char **argv)
 		gk_error("inspect: %s: %s", dir, strerror(errno));
 		return GK_EXIT_BAD;
 	}
-	lo.uid = st.st_uid;
+	cli_load_opts_for(dir, GK_UID_OF_MANIFEST, &lo);
 	ret = gk_image_open(dir, &lo, &m, &is_signed, err, sizeof(err));
 	if (ret < 0) {
-		gk_error("inspect: %s: %s", dir, err);
+		gk_error("inspect: %s: %s", cli_printable(dir), cli_printable(err));
 		return GK_EXIT_BAD;
 	}
+	owner = lo.held_by_root ? m->uid : lo.uid;
+	held = lo.held_by_root && owner != 0;
 	sig = cli_signature_state(dir, is_signed);
 	if (json) {
-		ret = print_json(dir, m, sig, lo.uid);
+		ret = print_json(dir, m, sig, owner, held);
 	} else {
-		print_summary(dir, m, sig, lo.uid);
+		print_summary(dir, m, sig, owner, held);
 		print_devices(m);
 		print_allocs(m);
 		print_regions(m);

@@ -7,6 +7,7 @@
 #include "image.h"
 #include "log.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -31,8 +32,20 @@ static const char list_help[] =
     "    size and status; then the incomplete ones.\n"
     "\n"
     "    Status of a committed checkpoint: \"signed\", \"unsigned\", \"unchecked\"\n"
-    "    (signed, but munged was not reachable), or \"invalid\" with the reason\n"
-    "    (manifest, ownership or signature; data is not read: use gpuckpt verify).\n"
+    "    (signed, but munged was not reachable), or \"invalid\" with the reason.\n"
+    "    list checks the manifest, who owns the files and the signature; it does\n"
+    "    not read the data, so a checkpoint whose data was damaged still shows\n"
+    "    \"signed\": gpuckpt verify DIR reads it and checks every checksum.\n"
+    "\n"
+    "    A checkpoint whose folder is root's but whose manifest names another\n"
+    "    user is a copy root holds for that user (on the shared root, the staging\n"
+    "    keeps every job's checkpoints root's own, so that no user can change\n"
+    "    them): it is judged as that user's, signed by them, and shown as\n"
+    "    \"USER's, held by root\".\n"
+    "\n"
+    "    ROOT is the folder that holds the ckpt.NNNNNN folders; under Slurm that\n"
+    "    is BB_ROOT/JOBID/step.S/task.T on the node, SHARED_ROOT/JOBID/step.S/task.T\n"
+    "    on the shared root. To look at one checkpoint, use gpuckpt inspect.\n"
     "    Status of an incomplete one: \"incomplete (writing)\" while its writer may\n"
     "    still be running, \"incomplete (writer gone)\" when gpuckpt prune would\n"
     "    remove it.\n"
@@ -51,7 +64,8 @@ static const char list_help[] =
     "    --json\n"
     "        Print one JSON object: {\"root\", \"checkpoints\": [{\"path\",\n"
     "        \"sequence\", \"complete\", \"status\", \"error\", \"created\",\n"
-    "        \"created_unix\", \"label\", \"step\", \"bytes\", \"writer\"}, ...]}.\n"
+    "        \"created_unix\", \"label\", \"step\", \"bytes\", \"writer\", \"owner\",\n"
+    "        \"held_by_root\"}, ...]}.\n"
     "    -h, --help\n"
     "        Show this text.\n"
     "\n"
@@ -79,6 +93,8 @@ struct row {
 	char created[32];
 	int64_t created_unix;
 	uint64_t bytes;
+	uid_t owner; /* whose checkpoint (m set) */
+	int held;    /* a copy root holds for owner */
 };
 
 static void fill_row(struct row *r, const struct gk_store_entry *e)
@@ -96,8 +112,8 @@ static void fill_row(struct row *r, const struct gk_store_entry *e)
 		r->created_unix = (int64_t)st.st_mtime;
 		gmtime_r(&st.st_mtime, &tm);
 		strftime(r->created, sizeof(r->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
-		lo.uid = st.st_uid;
 	}
+	cli_load_opts_for(e->path, GK_UID_OF_MANIFEST, &lo);
 	if (!e->complete) {
 		snprintf(r->status, sizeof(r->status), "incomplete (%s)",
 			 e->stale ? "writer gone" : "writing");
@@ -110,12 +126,54 @@ static void fill_row(struct row *r, const struct gk_store_entry *e)
 	snprintf(r->status, sizeof(r->status), "%s", cli_signature_state(e->path, is_signed));
 	snprintf(r->created, sizeof(r->created), "%s", r->m->created);
 	r->created_unix = r->m->created_unix;
+	r->held = lo.held_by_root && r->m->uid != 0;
+	r->owner = lo.held_by_root ? r->m->uid : lo.uid;
+}
+
+/* Does dir hold step.S or task.T folders (a job's or a step's folder)? */
+static int holds_job_folders(const char *dir)
+{
+	struct dirent *e;
+	DIR *d = opendir(dir);
+	int found = 0;
+
+	if (!d)
+		return 0;
+	while (!found && (e = readdir(d)))
+		found = !strncmp(e->d_name, "step.", 5) || !strncmp(e->d_name, "task.", 5);
+	closedir(d);
+	return found;
+}
+
+/* Why ROOT lists nothing, when it can be told: a checkpoint itself, or a folder above the roots. */
+static void print_empty(const char *root)
+{
+	char path[4096 + 32];
+	struct stat st;
+	const char *base = strrchr(root, '/');
+
+	base = base && base[1] ? base + 1 : root;
+	snprintf(path, sizeof(path), "%s/%s", root, GK_MANIFEST_FILE);
+	if (lstat(path, &st) == 0 || strncmp(base, "ckpt.", 5) == 0) {
+		printf("%s: no checkpoints: this is a checkpoint, not a checkpoint root; list "
+		       "takes the folder that holds the ckpt.N folders, inspect and verify take "
+		       "a checkpoint\n",
+		       cli_printable(root));
+		return;
+	}
+	if (holds_job_folders(root)) {
+		printf("%s: no checkpoints here: a job's checkpoint roots are its task folders, "
+		       "JOBID/step.S/task.T\n",
+		       cli_printable(root));
+		return;
+	}
+	printf("%s: no checkpoints\n", cli_printable(root));
 }
 
 static void print_table(const char *root, const struct row *rows, size_t n)
 {
 	if (n == 0) {
-		printf("%s: no checkpoints\n", root);
+		print_empty(root);
 		return;
 	}
 	printf("%-8s %-21s %-24s %-10s %s\n", "SEQ", "CREATED", "LABEL", "SIZE", "STATUS");
@@ -125,14 +183,24 @@ static void print_table(const char *root, const struct row *rows, size_t n)
 
 		snprintf(seq, sizeof(seq), "%06" PRIu64, r->e->sequence);
 		cli_human_size(r->bytes, size, sizeof(size));
-		printf("%-8s %-21s %-24s %-10s %s", seq, r->created[0] ? r->created : "-",
-		       r->m && r->m->label[0] ? r->m->label : "-", size, r->status);
+		/* Labels, host names and errors hold what the checkpoint's
+		 * writer chose: shown through cli_printable. */
+		printf("%-8s %-21s %-24s %-10s %s", seq, r->created[0] ? cli_printable(r->created) : "-",
+		       r->m && r->m->label[0] ? cli_printable(r->m->label) : "-", size, r->status);
 		if (!r->e->complete)
-			printf(" %s pid %d", r->e->writer_host, (int)r->e->writer_pid);
+			printf(" %s pid %d", cli_printable(r->e->writer_host), (int)r->e->writer_pid);
+		if (r->held) {
+			char who[64];
+
+			cli_user_name(r->owner, who, sizeof(who));
+			printf(" (%s's, held by root)", who);
+		}
 		if (r->error[0])
-			printf(": %s", r->error);
+			printf(": %s", cli_printable(r->error));
 		printf("\n");
 	}
+	printf("(status: manifest, owner and signature checked; the data is not read: "
+	       "gpuckpt verify DIR checks every checksum)\n");
 }
 
 static void print_json(const char *root, const struct row *rows, size_t n)
@@ -161,6 +229,8 @@ static void print_json(const char *root, const struct row *rows, size_t n)
 				       r->m ? json_object_new_string(r->m->label) : NULL);
 		json_object_object_add(o, "step", r->m ? json_object_new_int64(r->m->step) : NULL);
 		json_object_object_add(o, "bytes", json_object_new_int64((int64_t)r->bytes));
+		json_object_object_add(o, "owner", r->m ? cli_user_json(r->owner) : NULL);
+		json_object_object_add(o, "held_by_root", json_object_new_boolean(r->held));
 		if (!r->e->complete) {
 			json_object *w = json_object_new_object();
 

@@ -39,16 +39,18 @@ static const char plan_help[] =
     "        step.1 fresh REASON      (no set was ever complete)\n"
     "        step.2 bad REASON        (complete sets, none passes the checks)\n"
     "    Each set passed over is named on standard error with the reason. The\n"
-    "    Slurm plugin's prolog runs it on the shared root; the plugin then gives\n"
-    "    every task of a step the same set, or none.\n"
+    "    Slurm plugin's prolog (gpuckpt-stage in) makes this plan from the shared\n"
+    "    root; the plugin then gives every task of a step the same set, or none.\n"
+    "    Run as root on the shared root, it shows what the prolog will decide.\n"
     "\n"
     "OPTIONS\n"
     "    --owner USER|UID\n"
     "        Whose checkpoints they must be (default: you; only root may name\n"
     "        another user).\n"
     "    --root-copies\n"
-    "        The files are root's copies (a shared checkpoint root): they must\n"
-    "        belong to root, and their signatures to the owner.\n"
+    "        The files are root's copies: they must belong to root, and their\n"
+    "        signatures to the owner. (gpuckpt-stage keeps the user's files in\n"
+    "        the shared root: without this option, with --owner.)\n"
     "    --require-signature\n"
     "        Refuse members without a valid Munge signature.\n"
     "    -h, --help\n"
@@ -60,7 +62,7 @@ static const char plan_help[] =
     "    2   the command line is wrong\n"
     "\n"
     "EXAMPLES\n"
-    "    gpuckpt plan --owner alice --root-copies /shared/ckpt/1234\n";
+    "    gpuckpt plan --owner alice /shared/ckpt/1234\n";
 
 enum { OPT_OWNER = 1, OPT_ROOT_COPIES, OPT_REQUIRE_SIGNATURE };
 
@@ -124,7 +126,7 @@ static int plan_run(int argc, char **argv)
 				return cli_usage_error(&gk_cmd_plan, "--owner: no such user '%s'", arg);
 			break;
 		case OPT_ROOT_COPIES:
-			lo.owned_by_root = 1;
+			lo.held_by_root = 1;
 			break;
 		case OPT_REQUIRE_SIGNATURE:
 			lo.require_signature = 1;

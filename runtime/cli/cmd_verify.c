@@ -39,8 +39,13 @@ static const char verify_help[] =
     "    must be there, be the owner's, carry the id the increment names, and\n"
     "    every chunk read there must match the increment's checksums.\n"
     "\n"
+    "    A DIR of root's that is to be another user's is a copy root holds for\n"
+    "    them (on the shared root, the staging keeps every job's checkpoints\n"
+    "    root's own, so that no user can change them): its files must be root's,\n"
+    "    and its manifest must name that user and be signed by them.\n"
+    "\n"
     "    For a good checkpoint it prints\n"
-    "        DIR: OK (N allocations, SIZE, signed by USER)\n"
+    "        DIR: OK (N allocations, SIZE, signed by USER[; held by root])\n"
     "    and for a bad one it names the first problem on standard error.\n"
     "    Nothing in DIR is modified.\n"
     "\n"
@@ -53,8 +58,9 @@ static const char verify_help[] =
     "\n"
     "OPTIONS\n"
     "    --owner USER|UID\n"
-    "        Whose checkpoint it must be (default: the user running gpuckpt).\n"
-    "        Only root may name another user.\n"
+    "        Whose checkpoint it must be (default: the user running gpuckpt;\n"
+    "        for root and a DIR of root's, the user its manifest names, whose\n"
+    "        signature must then be on it). Only root may name another user.\n"
     "    --require-signature\n"
     "        Refuse a checkpoint without a valid Munge signature, and one whose\n"
     "        signature cannot be checked because munged is not reachable.\n"
@@ -63,7 +69,7 @@ static const char verify_help[] =
     "        Print one JSON object: {\"ok\": true|false, \"owner\": {...},\n"
     "        \"checkpoints\": [{\"path\", \"ok\", \"error\", \"sequence\",\n"
     "        \"allocations\", \"host_regions\", \"bytes\", \"signature\",\n"
-    "        \"signed_by\"}, ...]}.\n"
+    "        \"signed_by\", \"owner\", \"held_by_root\"}, ...]}.\n"
     "    -h, --help\n"
     "        Show this text.\n"
     "\n"
@@ -99,31 +105,43 @@ static uint64_t data_bytes(const struct gk_manifest *m)
 
 /*
  * A transparent checkpoint's criu/ (root's alone): its seal and every image
- * against it, as a restore checks them. 1 checked, 0 not there, -1 failed
- * (err says why), 2 there but unreadable to a user.
+ * against it, as a restore checks them, in the folder `fd` whose manifest
+ * was checked. 1 checked, 0 not there, -1 failed (err says why), 2 there
+ * but unreadable to a user.
  */
-static int verify_seal(const char *dir, uid_t uid, uint64_t *bytes, char *err, size_t errlen)
+static int verify_seal(int fd, uid_t uid, uint64_t *bytes, char *err, size_t errlen)
 {
 	struct gk_seal seal;
 	struct stat st;
-	char path[4200];
-	int fd, ret;
+	int ret;
 
-	snprintf(path, sizeof(path), "%s/%s", dir, GK_CRIU_DIR);
-	if (lstat(path, &st) < 0)
+	if (fstatat(fd, GK_CRIU_DIR, &st, AT_SYMLINK_NOFOLLOW) < 0)
 		return 0;
 	if (geteuid() != 0)
 		return 2;
-	fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(err, errlen, "%s", strerror(errno));
-		return -1;
-	}
 	memset(&seal, 0, sizeof(seal));
-	ret = gk_seal_verify(fd, uid, &seal, err, errlen);
-	close(fd);
+	ret = gk_seal_verify(fd, uid, &seal, NULL, err, errlen);
 	*bytes = seal.image_bytes;
 	return ret < 0 ? -1 : 1;
+}
+
+/* The checkpoint folder, opened once: everything is checked through it. */
+static int open_dir(const char *dir, char *err, size_t errlen)
+{
+	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0) {
+		struct stat st;
+
+		if ((errno == ELOOP || errno == ENOTDIR) && lstat(dir, &st) == 0)
+			snprintf(err, errlen, "%s",
+				 S_ISLNK(st.st_mode)
+				     ? "is a symbolic link; give the checkpoint directory itself"
+				     : "not a directory");
+		else
+			snprintf(err, errlen, "%s", strerror(errno));
+	}
+	return fd;
 }
 
 /* A checkpoint that failed, for --json (results NULL: plain output). */
@@ -140,22 +158,33 @@ static void record_failure(json_object *results, const char *dir, const char *er
 	json_object_array_add(results, o);
 }
 
-static int verify_one(const char *dir, const struct gk_load_opts *lo, json_object *results)
+/* want: whose it must be (GK_UID_OF_MANIFEST: whoever a copy held by root names). */
+static int verify_one(const char *dir, uid_t want, const struct gk_load_opts *base,
+		      json_object *results)
 {
+	struct gk_load_opts lo = *base;
 	struct gk_manifest *m = NULL;
 	char err[GK_ERRLEN], size[32], who[64];
 	const char *sig;
 	uint64_t image_bytes = 0;
-	int is_signed = 0, ret, sealed;
+	uid_t owner;
+	int is_signed = 0, ret, sealed, held, fd;
 
-	ret = gk_image_open(dir, lo, &m, &is_signed, err, sizeof(err));
+	cli_load_opts_for(dir, want, &lo);
+	fd = open_dir(dir, err, sizeof(err));
+	ret = fd < 0 ? -1 : gk_image_open_at(fd, dir, &lo, &m, &is_signed, err, sizeof(err));
 	if (ret < 0) {
+		if (fd >= 0)
+			close(fd);
 		gk_error("verify: %s: %s", dir, err);
 		record_failure(results, dir, err);
 		return GK_EXIT_BAD;
 	}
+	owner = lo.held_by_root ? m->uid : lo.uid;
+	held = lo.held_by_root && owner != 0;
 	sig = cli_signature_state(dir, is_signed);
-	sealed = verify_seal(dir, lo->uid, &image_bytes, err, sizeof(err));
+	sealed = verify_seal(fd, owner, &image_bytes, err, sizeof(err));
+	close(fd);
 	if (sealed < 0) {
 		gk_error("verify: %s: transparent checkpoint: %s", dir, err);
 		record_failure(results, dir, err);
@@ -174,7 +203,9 @@ static int verify_one(const char *dir, const struct gk_load_opts *lo, json_objec
 				       json_object_new_int64((int64_t)m->nregions));
 		json_object_object_add(o, "bytes", json_object_new_int64((int64_t)data_bytes(m)));
 		json_object_object_add(o, "signature", json_object_new_string(sig));
-		json_object_object_add(o, "signed_by", is_signed ? cli_user_json(lo->uid) : NULL);
+		json_object_object_add(o, "signed_by", is_signed ? cli_user_json(owner) : NULL);
+		json_object_object_add(o, "owner", cli_user_json(owner));
+		json_object_object_add(o, "held_by_root", json_object_new_boolean(held));
 		if (sealed) {
 			json_object *t = json_object_new_object();
 
@@ -187,7 +218,7 @@ static int verify_one(const char *dir, const struct gk_load_opts *lo, json_objec
 		json_object_array_add(results, o);
 	} else {
 		cli_human_size(data_bytes(m), size, sizeof(size));
-		cli_user_name(lo->uid, who, sizeof(who));
+		cli_user_name(owner, who, sizeof(who));
 		printf("%s: OK (%zu allocation%s, %s, ", dir, m->nallocs,
 		       m->nallocs == 1 ? "" : "s", size);
 		if (is_signed)
@@ -202,6 +233,8 @@ static int verify_one(const char *dir, const struct gk_load_opts *lo, json_objec
 		} else if (sealed == 2) {
 			printf("; transparent: criu/ not checked (only root can read it)");
 		}
+		if (held)
+			printf("; held by root");
 		printf(")\n");
 	}
 	gk_manifest_free(m);
@@ -268,8 +301,15 @@ static int verify_run(int argc, char **argv)
 		json_object_object_add(top, "owner", cli_user_json(lo.uid));
 	}
 	for (size_t i = 0; i < ndirs; i++) {
-		int r = cli_is_step_dir(dirs[i]) ? cli_verify_step(dirs[i], &lo, results)
-						 : verify_one(dirs[i], &lo, results);
+		/* Root, no --owner: a DIR of root's is judged as a copy root holds. */
+		struct stat st;
+		uid_t want = lo.uid;
+		int r;
+
+		if (!owner_text && geteuid() == 0 && lstat(dirs[i], &st) == 0 && st.st_uid == 0)
+			want = GK_UID_OF_MANIFEST;
+		r = cli_is_step_dir(dirs[i]) ? cli_verify_step(dirs[i], &lo, results)
+					     : verify_one(dirs[i], want, &lo, results);
 
 		if (r != GK_EXIT_OK)
 			status = GK_EXIT_BAD;

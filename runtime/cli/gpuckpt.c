@@ -8,6 +8,7 @@
 #include "log.h"
 
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 static const struct gk_cmd *const commands[] = {
@@ -16,13 +17,16 @@ static const struct gk_cmd *const commands[] = {
     &gk_cmd_list,
     &gk_cmd_prune,
     &gk_cmd_plan,
+    &gk_cmd_checkpoint,
+    &gk_cmd_report,
 };
 
 #define NCOMMANDS (sizeof(commands) / sizeof(commands[0]))
 
 static const char overview[] =
     "NAME\n"
-    "    gpuckpt - inspect, verify, list and prune GPU checkpoints\n"
+    "    gpuckpt - GPU checkpoints: inspect, verify, list, prune; checkpoint a\n"
+    "    running Slurm job; report what gpuckpt did\n"
     "\n"
     "SYNOPSIS\n"
     "    gpuckpt inspect [--json] DIR\n"
@@ -30,6 +34,8 @@ static const char overview[] =
     "    gpuckpt list [--json] ROOT|STEPDIR\n"
     "    gpuckpt prune --keep N [--dry-run] [--json] ROOT\n"
     "    gpuckpt plan [--owner USER|UID] [--root-copies] JOBDIR\n"
+    "    gpuckpt checkpoint [--exit | --requeue] [--full] [--timeout SECONDS] [--json] JOBID\n"
+    "    gpuckpt report [--job ID]... [--json] SHARED_ROOT\n"
     "    gpuckpt help [COMMAND]\n"
     "    gpuckpt --help | --version\n"
     "\n"
@@ -69,13 +75,23 @@ static const char overview[] =
     "    plan JOBDIR\n"
     "        For each step of a job, the set every task restores, or why none\n"
     "        (run by the Slurm plugin's prolog on the shared checkpoint root).\n"
+    "    checkpoint JOBID\n"
+    "        Checkpoint a running Slurm job of yours now (SIGUSR1 to its steps\n"
+    "        through scancel), wait until every task has committed it, and say\n"
+    "        where and how large. --exit: then end this run and hold the job\n"
+    "        (scontrol release resumes it); --requeue: queue it again at once.\n"
+    "    report SHARED_ROOT\n"
+    "        For admins (root): per job and in total, checkpoints, restores,\n"
+    "        bytes, failures and the GPU time saved by resuming, from the job\n"
+    "        records the Slurm plugin keeps in the shared checkpoint root.\n"
     "    help COMMAND, COMMAND --help\n"
     "        The full description of a command.\n"
     "\n"
     "    Every command takes --json to print one JSON object for scripts.\n"
     "\n"
     "ENVIRONMENT\n"
-    "    GPUCKPT_LOG_LEVEL     error, warn (default), info or debug\n"
+    "    GPUCKPT_LOG_LEVEL     error, warn, notice (default), info or debug;\n"
+    "                          any other value is refused\n"
     "    GPUCKPT_MUNGE_SOCKET  munged's socket, when not the default one\n"
     "\n"
     "EXIT STATUS\n"
@@ -88,6 +104,8 @@ static const char overview[] =
     "    gpuckpt inspect /bb/1234/task0/ckpt.000007\n"
     "    gpuckpt verify --owner alice /bb/1234/task0/ckpt.000007\n"
     "    gpuckpt prune --keep 2 /bb/1234/task0\n"
+    "    gpuckpt checkpoint 1234\n"
+    "    sudo gpuckpt report /shared/gpuckpt\n"
     "\n"
     "SEE ALSO\n"
     "    gpuckpt(1), munge(7)\n";
@@ -119,10 +137,23 @@ static int help(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	const struct gk_cmd *cmd;
-	const char *name;
+	const char *name, *level;
 
+	/* Read here, not at the first message: a bad value is refused, not ignored. */
+	level = getenv("GPUCKPT_LOG_LEVEL");
+	if (level && *level) {
+		enum gk_log_level lv;
+
+		if (gk_log_parse_level(level, &lv) < 0)
+			return cli_usage_error(NULL,
+					       "GPUCKPT_LOG_LEVEL: invalid value '%s' (expected error, "
+					       "warn, notice, info or debug)",
+					       level);
+		gk_log_set_level(lv);
+	}
 	if (argc < 2)
-		return cli_usage_error(NULL, "missing a command (inspect, verify, list, prune, plan)");
+		return cli_usage_error(
+		    NULL, "missing a command (inspect, verify, list, prune, plan, checkpoint, report)");
 	name = argv[1];
 	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
 		fputs(overview, stdout);

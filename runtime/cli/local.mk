@@ -9,9 +9,12 @@ gpuckpt_SOURCES = \
 	%reldir%/cmd_list.c \
 	%reldir%/cmd_prune.c \
 	%reldir%/cmd_plan.c \
-	%reldir%/stepdir.c
+	%reldir%/stepdir.c \
+	%reldir%/cmd_checkpoint.c \
+	%reldir%/node_probe.c %reldir%/node_probe.h \
+	%reldir%/slurm_cmd.c %reldir%/slurm_cmd.h \
+	%reldir%/cmd_report.c
 gpuckpt_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/transparent
 gpuckpt_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS)
 # libgkshepherd: the seal of a transparent checkpoint, checked by verify.
 gpuckpt_LDADD = libgkshepherd.la libgkimage.la libgkcommon.la $(JSON_C_LIBS)
-dist_man_MANS += %reldir%/gpuckpt.1

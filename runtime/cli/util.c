@@ -221,6 +221,20 @@ uint64_t cli_dir_bytes(const char *path)
 	return total;
 }
 
+void cli_load_opts_for(const char *dir, uid_t want, struct gk_load_opts *lo)
+{
+	struct stat st;
+	int have = lstat(dir, &st) == 0;
+
+	lo->held_by_root = have && st.st_uid == 0 && want != 0;
+	if (lo->held_by_root)
+		lo->uid = want;
+	else if (want != GK_UID_OF_MANIFEST)
+		lo->uid = want;
+	else
+		lo->uid = have ? st.st_uid : getuid();
+}
+
 const char *cli_signature_state(const char *dir, int is_signed)
 {
 	char path[4096 + 32];
@@ -230,4 +244,60 @@ const char *cli_signature_state(const char *dir, int is_signed)
 		return "signed";
 	snprintf(path, sizeof(path), "%s/%s", dir, GK_SIGNATURE_FILE);
 	return lstat(path, &st) == 0 ? "unchecked" : "unsigned";
+}
+
+/* Length of the valid UTF-8 sequence at p (1 to 4), or 0. */
+static size_t utf8_len(const unsigned char *p)
+{
+	size_t n;
+
+	if (p[0] < 0x80)
+		return 1;
+	if (p[0] >= 0xc2 && p[0] <= 0xdf)
+		n = 2;
+	else if (p[0] >= 0xe0 && p[0] <= 0xef)
+		n = 3;
+	else if (p[0] >= 0xf0 && p[0] <= 0xf4)
+		n = 4;
+	else
+		return 0;
+	for (size_t i = 1; i < n; i++)
+		if ((p[i] & 0xc0) != 0x80)
+			return 0;
+	/* No overlong forms, surrogates or code points past U+10FFFF. */
+	if ((p[0] == 0xe0 && p[1] < 0xa0) || (p[0] == 0xed && p[1] > 0x9f) ||
+	    (p[0] == 0xf0 && p[1] < 0x90) || (p[0] == 0xf4 && p[1] > 0x8f))
+		return 0;
+	return n;
+}
+
+const char *cli_printable(const char *s)
+{
+	static char bufs[8][1024];
+	static unsigned next;
+	char *b = bufs[next++ % 8];
+	const unsigned char *p = (const unsigned char *)s;
+	size_t j = 0;
+
+	while (*p && j + 5 < sizeof(bufs[0])) {
+		size_t n = utf8_len(p);
+
+		/* Control characters (C0, DEL, C1), broken UTF-8 and the
+		 * backslash itself are shown as \xNN: a label or a host name
+		 * written by whoever made the checkpoint must not move the
+		 * cursor, change colours or start a line of its own. */
+		if (n == 0 || *p < 0x20 || *p == 0x7f || *p == '\\' ||
+		    (n == 2 && p[0] == 0xc2 && p[1] < 0xa0)) {
+			j += (size_t)snprintf(b + j, sizeof(bufs[0]) - j, "\\x%02x", *p);
+			p++;
+			continue;
+		}
+		if (j + n >= sizeof(bufs[0]))
+			break;
+		memcpy(b + j, p, n);
+		j += n;
+		p += n;
+	}
+	b[j] = 0;
+	return b;
 }

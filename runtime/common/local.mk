@@ -1,7 +1,15 @@
-# Logging and settings, used by every part of the runtime and by the tool.
+# Logging and settings, used by every part of the runtime and by the tool;
+# folders opened safely as root (fsafe) and the tests' pause points (testhook),
+# used by the root-run programs.
 noinst_LTLIBRARIES += libgkcommon.la
 libgkcommon_la_SOURCES = \
 	%reldir%/clock.h \
+	%reldir%/fsafe.c %reldir%/fsafe.h \
 	%reldir%/log.c %reldir%/log.h \
-	%reldir%/settings.c %reldir%/settings.h
+	%reldir%/settings.c %reldir%/settings.h \
+	%reldir%/events.c %reldir%/events.h \
+	%reldir%/jobstats.c %reldir%/jobstats.h \
+	%reldir%/jobdir.c %reldir%/jobdir.h \
+	%reldir%/procstat.c %reldir%/procstat.h \
+	%reldir%/testhook.c %reldir%/testhook.h
 libgkcommon_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden

@@ -336,8 +336,7 @@ static int checkpoint(int signo)
 	} else {
 		/* CRIU would record the open folder under a name the commit
 		 * changes, and the restore could not reopen it. */
-		close(txn.dirfd);
-		txn.dirfd = -1;
+		gk_store_detach(&txn);
 		name = strrchr(txn.tmpdir, '/') + 1;
 		if (assisted)
 			released = release_all();

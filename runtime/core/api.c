@@ -168,7 +168,8 @@ static int point_slow(long step)
 		if (signo)
 			gk_trigger_finish_exit(signo);
 	}
-	return ret < 0 ? ret : GPUCKPT_SAVED;
+	/* gk_dump said why; the program's state is untouched (gpuckpt.h). */
+	return ret < 0 ? GPUCKPT_NOT_SAVED : GPUCKPT_SAVED;
 }
 
 GK_EXPORT int gpuckpt_point(long step)
@@ -216,6 +217,9 @@ GK_EXPORT const char *gpuckpt_strerror(int err)
 		return "a checkpoint was written";
 	case GPUCKPT_RESTORED:
 		return "the state was restored from a checkpoint";
+	case GPUCKPT_NOT_SAVED:
+		return "a checkpoint was due but could not be written (the runtime's message says "
+		       "why); the previous checkpoints are kept";
 	case -ENOTSUP:
 		return "the process holds state gpuckpt cannot checkpoint (see the log)";
 	case -EINVAL:

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "dump.h"
+#include "eventlog.h"
 #include "arena.h"
 #include "baseline.h"
 #include "changes.h"
@@ -226,11 +227,13 @@ int gk_dump(long step, int exiting, int *background)
 		gk_error("checkpoint: %s: refused, no checkpoint written: this process holds %s, "
 			 "which gpuckpt cannot checkpoint",
 			 dir, why);
+		gk_eventlog_checkpoint(-ENOTSUP, 0, 0, gk_now() - t0, 0);
 		return -ENOTSUP;
 	}
 	p = calloc(1, sizeof(*p));
 	if (!p) {
 		gk_error("checkpoint: %s: no checkpoint written: out of memory", dir);
+		gk_eventlog_checkpoint(-ENOMEM, 0, 0, gk_now() - t0, 0);
 		return -ENOMEM;
 	}
 	gk_gate_close();
@@ -243,6 +246,7 @@ int gk_dump(long step, int exiting, int *background)
 		gk_error("checkpoint: %s: the program's CUDA context is broken (%s): no checkpoint "
 			 "possible; the previous checkpoints are kept",
 			 dir, gk_cu_name(broken));
+		gk_eventlog_checkpoint(-EIO, 0, 0, gk_now() - t0, 0);
 		return ret;
 	}
 	if (ret < 0) {

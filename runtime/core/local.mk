@@ -23,6 +23,7 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/io.c %reldir%/io.h \
 	%reldir%/numa.c %reldir%/numa.h \
 	%reldir%/dump.c %reldir%/dump.h \
+	%reldir%/eventlog.c %reldir%/eventlog.h \
 	%reldir%/plan.c %reldir%/plan.h \
 	%reldir%/writer.c %reldir%/writer.h \
 	%reldir%/snapshot.c %reldir%/snapshot.h \

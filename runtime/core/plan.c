@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "plan.h"
+#include "eventlog.h"
 #include "api.h"
 #include "arena.h"
 #include "baseline.h"
@@ -200,7 +201,7 @@ int gk_plan_describe_at(struct gk_plan *p, long step, int device_data, uint64_t 
 		return -ENOMEM;
 	}
 	describe_process(p->m, step);
-	ret = gk_store_begin_at(gk_rt.settings.dir, sequence, &p->txn, err, errlen);
+	ret = gk_store_begin_seq(gk_rt.settings.dir, sequence, &p->txn, err, errlen);
 	if (ret < 0)
 		return ret;
 	p->began = 1;
@@ -608,6 +609,7 @@ int gk_plan_commit(struct gk_plan *p, unsigned keep, struct gk_plan_result *res,
 	res->sequence = p->m->sequence;
 	res->nallocs = p->m->nallocs;
 	res->nregions = p->m->nregions;
+	res->ndevices = (unsigned)p->m->ndevices;
 	res->increment = p->m->increment;
 	res->base_sequence = p->m->increment && p->base ? p->base->sequence : 0;
 	/* From here on the plan's base may be gone: the new one replaces it. */
@@ -634,6 +636,12 @@ void gk_plan_say(const struct gk_plan *p, int ret, const struct gk_plan_result *
 	uint64_t written = p->changed_bytes + p->region_bytes;
 	char size[32], kept[32], how[256] = "", when[160];
 
+	/* The record for the node's admins: every checkpoint's outcome passes
+	 * here, written in the foreground or the background. A refusal was
+	 * recorded where it was decided; -ENOTSUP from a write is a failure. */
+	gk_eventlog_checkpoint(ret == -ENOTSUP ? -EIO : ret, ret == 0 ? res->sequence : 0,
+			       ret == 0 ? written : 0, p->t_start > 0 ? gk_now() - p->t_start : 0,
+			       ret == 0 ? res->ndevices : 0);
 	if (ret < 0) {
 		gk_error("checkpoint: %s: no checkpoint written%s: %s; the previous checkpoints are "
 			 "kept",

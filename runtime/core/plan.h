@@ -72,6 +72,7 @@ struct gk_plan_result {
 	uint64_t sequence;
 	int is_signed;
 	size_t nallocs, nregions;
+	unsigned ndevices;
 	uint32_t increment;
 	uint64_t base_sequence; /* the baseline it was built on (an increment) */
 };

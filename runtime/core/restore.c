@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "restore.h"
+#include "eventlog.h"
 #include "clock.h"
 #include "api.h"
 #include "arena.h"
@@ -67,6 +68,23 @@ static int check_set(const struct gk_manifest *m, char *err, size_t errlen)
 	}
 	return 0;
 }
+
+/* The event log's line for this restore: N of the chosen ckpt.N, if any. */
+static void log_restore(enum gk_event_result result, uint64_t bytes, double seconds, int err)
+{
+	const char *base = strrchr(R.dir, '/');
+	char *end;
+	unsigned long long seq = 0;
+	int has = 0;
+
+	base = base ? base + 1 : R.dir;
+	if (strncmp(base, "ckpt.", 5) == 0 && base[5] >= '0' && base[5] <= '9') {
+		seq = strtoull(base + 5, &end, 10);
+		has = *end == '\0';
+	}
+	gk_eventlog_restore(result, has, seq, bytes, seconds, err);
+}
+
 
 /*
  * The check of every checksum reads the whole checkpoint: started at the
@@ -277,6 +295,7 @@ static void settle_locked(void)
 			R.state = R_REFUSED;
 			R.error = ret;
 		}
+		log_restore(GK_EV_REFUSED, 0, 0, ret);
 	} else {
 		R.m = m;
 		R.state = R_PENDING;
@@ -414,6 +433,7 @@ static void abandon_locked(const char *why)
 	if (R.state != R_PENDING)
 		return;
 	R.state = R_ABANDONED;
+	log_restore(GK_EV_FAILED, 0, 0, ECANCELED);
 	__atomic_and_fetch(&gk_rt.due, ~GK_DUE_RESTORE, __ATOMIC_RELEASE);
 	if (!__atomic_load_n(&gk_rt.aware, __ATOMIC_ACQUIRE)) {
 		/* Not (yet) using the gpuckpt API: maybe not the program that was
@@ -768,6 +788,7 @@ int gk_restore_load(void)
 			R.dir, (unsigned long long)bytes, (long long)R.m->step);
 	}
 	gk_restore_items_free(R.m, items, fds);
+	log_restore(GK_EV_OK, bytes, gk_now() - t0, 0);
 	pthread_mutex_unlock(&lock);
 	return 0;
 fatal:
@@ -776,6 +797,7 @@ fatal:
 	gk_error("restore: %s: loading failed half-way: %s; stopping the program rather than "
 		 "letting it run on half-restored state",
 		 R.dir, err);
+	log_restore(GK_EV_FAILED, 0, 0, ret < 0 ? ret : -EIO);
 	fflush(NULL);
 	_exit(EXIT_FAILURE);
 }

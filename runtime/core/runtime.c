@@ -10,6 +10,7 @@
 #include "restore.h"
 #include "agent.h"
 #include "trigger.h"
+#include "eventlog.h"
 
 #include <pthread.h>
 #include <unistd.h>
@@ -29,8 +30,10 @@ __attribute__((constructor)) static void gk_runtime_load(void)
 	gk_rt.settings_ok = 1;
 	gk_log_set_level((enum gk_log_level)gk_rt.settings.log_level);
 	gk_rt.enabled = gk_rt.settings.enable;
-	if (gk_rt.enabled)
+	if (gk_rt.enabled) {
 		gk_rt.due = GK_DUE_FIRST;
+		gk_eventlog_init();
+	}
 }
 
 static void start_once(void)
@@ -38,8 +41,11 @@ static void start_once(void)
 	gk_gate_init();
 	/* Without a directory no checkpoint can be written: the signals keep
 	 * their usual meaning then. */
-	if (gk_rt.settings.dir[0])
+	if (gk_rt.settings.dir[0]) {
 		gk_triggers_install();
+		/* Tells `gpuckpt checkpoint` this process will answer its signal. */
+		gk_eventlog_start();
+	}
 	gk_transparent_start();
 	/*
 	 * The check of the checkpoint to restore runs in a thread while CUDA

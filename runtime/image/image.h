@@ -296,6 +296,9 @@ int gk_read_small(int fd, size_t size, char **out);
  * reached (the checkpoint is then written unsigned, with a warning).
  */
 int gk_sign(const char *text, size_t len, const char *sigpath, char *err, size_t errlen);
+/* The same into dirfd/name (never through a link). */
+int gk_sign_at(const char *text, size_t len, int dirfd, const char *name, char *err,
+	       size_t errlen);
 
 /*
  * Check the signature beside manifest text. 0: signed by `uid`, unchanged.
@@ -307,14 +310,28 @@ int gk_sign(const char *text, size_t len, const char *sigpath, char *err, size_t
  */
 int gk_check_signature(const char *text, size_t len, const char *sigpath, uid_t uid,
 		       char *err, size_t errlen);
+int gk_check_signature_at(const char *text, size_t len, int dirfd, const char *name, uid_t uid,
+			  char *err, size_t errlen);
+
+/*
+ * Root's signature (a transparent checkpoint's criu/SEAL.sig): a Munge
+ * credential made by uid 0 over the SHA-256 of text, with a payload of its
+ * own kind, so that no other credential passes for it. Always through the
+ * node's own munged (GPUCKPT_MUNGE_SOCKET is not read). gk_root_sign_at
+ * refuses to run as anyone but root; gk_root_check_at returns 0 only for a
+ * credential of uid 0 over this very text (-EPERM for another signer,
+ * -EBADMSG, -ENOENT, -EHOSTUNREACH as above).
+ */
+int gk_root_sign_at(const char *text, size_t len, int dirfd, const char *name, char *err,
+		    size_t errlen);
+int gk_root_check_at(const char *text, size_t len, int dirfd, const char *name, char *err,
+		     size_t errlen);
 
 /* ---- loading and verifying (verify.c) ---- */
 
 struct gk_load_opts {
-	uid_t uid;             /* whose checkpoint this must be */
-	/* The files are root's copies (a shared checkpoint root, read by the
-	 * prolog): they must belong to root; the signature must still be uid's. */
-	int owned_by_root;
+	uid_t uid;             /* whose checkpoint this must be (GK_UID_OF_MANIFEST: held only) */
+	int held_by_root;      /* a copy root keeps for uid: its files are root's, not uid's */
 	int require_signature; /* refuse unsigned manifests */
 	int check_data;        /* read every data chunk and check its checksum */
 	/* When set and the manifest records another program (exe), stop there:
@@ -325,6 +342,9 @@ struct gk_load_opts {
 	 * (the process is ending). */
 	const int *cancel;
 };
+
+/* With held_by_root: whoever the manifest names (for looking, not restoring). */
+#define GK_UID_OF_MANIFEST ((uid_t)-1)
 
 /*
  * Open the checkpoint in `dir`: read and parse the manifest, check that the
@@ -337,9 +357,26 @@ struct gk_load_opts {
  * program's, see opts->exe), -EIO. An increment's references are followed:
  * the checkpoints they name are opened as siblings of dir (owner, id, files),
  * and their chunks checked against this manifest's checksums.
+ *
+ * held_by_root: the checkpoint is a copy on the shared root, where the staging
+ * keeps a job's checkpoints root's own so that no user can change them. The
+ * files must then be root's (and writable by no one else), the manifest must
+ * name uid as the user who wrote it, and the signature must be uid's. Only
+ * the gpuckpt tool looks at such copies; a restore never loads one (it gets
+ * the copy staged back to the burst buffer, owned by the job's user).
  */
 int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_manifest **out,
 		  int *signed_by_munge, char *err, size_t errlen);
+
+/* The same on an open directory (`dir` names it in messages): the one a
+ * root-run caller checked is the one read, whatever happens to its path. */
+int gk_image_open_at(int dirfd, const char *dir, const struct gk_load_opts *opts,
+		     struct gk_manifest **out, int *signed_by_munge, char *err, size_t errlen);
+/* The same with the checkpoint root given too: an increment's references
+ * are opened in rootfd, never through `dir` (gk_image_open_at opens dir's
+ * parent by path). What root-run code uses: no path is followed at all. */
+int gk_image_open_in(int rootfd, int dirfd, const char *dir, const struct gk_load_opts *opts,
+		     struct gk_manifest **out, int *signed_by_munge, char *err, size_t errlen);
 
 /* ---- increments (chain.c) ---- */
 
@@ -388,22 +425,40 @@ struct gk_store_txn {
 	char root[4096];
 	char tmpdir[4096];
 	uint64_t sequence;
-	int dirfd; /* of tmpdir */
+	int dirfd;  /* of tmpdir */
+	int rootfd; /* of root: the transaction never goes back to it by path */
 };
 
 /* Start a checkpoint: create ROOT (0700) if needed, pick N = newest + 1,
  * create ROOT/.tmp.ckpt.N.<host>.<pid> (0700). */
 int gk_store_begin(const char *root, struct gk_store_txn *txn, char *err, size_t errlen);
 
+/*
+ * The same in an open root (rootfd; `root` only names it in messages).
+ * Every function taking a path has such a variant (_at): a root-run caller
+ * (the shepherd, gpuckpt-stage) opens the folder once, checked (fsafe.h),
+ * and never goes back to it by a path its owner could change.
+ */
+int gk_store_begin_at(int rootfd, const char *root, struct gk_store_txn *txn, char *err,
+		      size_t errlen);
+
 /* The same with N given (0: the next free one): every member of a step's
  * checkpoint set writes the number the tasks agreed on. -EEXIST when ROOT
  * already uses N or a later number. */
-int gk_store_begin_at(const char *root, uint64_t sequence, struct gk_store_txn *txn, char *err,
-		      size_t errlen);
+int gk_store_begin_seq(const char *root, uint64_t sequence, struct gk_store_txn *txn, char *err,
+		       size_t errlen);
 
 /* The number gk_store_begin would pick now: 1 + the highest in use (1 when
  * ROOT does not exist yet). */
 int gk_store_next(const char *root, uint64_t *next, char *err, size_t errlen);
+
+/* Close a transaction that is over (sealed and published elsewhere, or
+ * given up on without removing its folder). */
+void gk_store_end(struct gk_store_txn *txn);
+
+/* Close its descriptors but keep it: a process that CRIU is about to dump
+ * must hold none. gk_store_abort then finds the folder by its path. */
+void gk_store_detach(struct gk_store_txn *txn);
 
 /* Create a data file in the checkpoint being written (0600, must not exist). */
 int gk_store_create(struct gk_store_txn *txn, const char *name, int *fd, char *err,
@@ -442,6 +497,8 @@ int gk_store_seal(struct gk_store_txn *txn, struct gk_manifest *m, int *signed_o
 		  size_t errlen);
 int gk_store_publish(const char *root, const char *tmpname, uint64_t sequence, unsigned keep,
 		     char *err, size_t errlen);
+int gk_store_publish_at(int rootfd, const char *root, const char *tmpname, uint64_t sequence,
+			unsigned keep, char *err, size_t errlen);
 
 /* Abandon a checkpoint being written: remove its .tmp directory. */
 void gk_store_abort(struct gk_store_txn *txn);
@@ -465,6 +522,8 @@ struct gk_store_entry {
  * (*entries is malloc'ed; free() it). */
 int gk_store_list(const char *root, struct gk_store_entry **entries, size_t *n, char *err,
 		  size_t errlen);
+int gk_store_list_at(int rootfd, const char *root, struct gk_store_entry **entries, size_t *n,
+		     char *err, size_t errlen);
 
 /*
  * What gk_store_prune removes from a listing of root (gk_store_list's, newest
@@ -476,6 +535,9 @@ int gk_store_list(const char *root, struct gk_store_entry **entries, size_t *n, 
  */
 int gk_store_prune_plan(const char *root, struct gk_store_entry *entries, size_t n, unsigned keep,
 			char *err, size_t errlen);
+/* The same on an open root (root-run code: staging reads the references
+ * through rootfd, never through a path). */
+void gk_store_prune_plan_at(int rootfd, struct gk_store_entry *entries, size_t n, unsigned keep);
 
 /* Keep the newest `keep` committed checkpoints and what they refer to; delete
  * the rest (renamed to .trash first so that a half-deleted checkpoint never
@@ -485,6 +547,7 @@ int gk_store_prune_plan(const char *root, struct gk_store_entry *entries, size_t
  * warning: their criu/ is root's, it could rename them but not delete them,
  * and the shepherd (root) prunes them itself. */
 int gk_store_prune(const char *root, unsigned keep, char *err, size_t errlen);
+int gk_store_prune_at(int rootfd, const char *root, unsigned keep, char *err, size_t errlen);
 
 /* Delete the committed checkpoints numbered from..to (renamed to .trash
  * first, as prune does). Returns how many were removed. For a step's sets: a

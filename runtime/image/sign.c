@@ -1,8 +1,18 @@
 /*
- * sign.c - a Munge credential over the manifest's SHA-256. Munge is already
- * trusted by every Slurm cluster to say which user produced a message, so a
- * manifest signed this way cannot be forged by another user, and a restored
- * job can insist on its own user's checkpoints.
+ * sign.c - Munge credentials over a text's SHA-256: the one place where the
+ * payloads gpuckpt signs are defined.
+ *
+ *	manifest.sig   "gpuckpt-manifest-sha256:<hex>", made by the job's user
+ *	               (the runtime): a restore accepts only its own user's.
+ *	criu/SEAL.sig  "gpuckpt-seal-sha256:<hex>", made by root (the
+ *	               shepherd): only root's is accepted, so nobody else can
+ *	               make a CRIU image that root will restore.
+ *
+ * Munge is already trusted by every Slurm cluster to say which user produced
+ * a message: munged, alone holding the cluster's key, puts the caller's uid
+ * into the credential, and any node can decode it. The prefix keeps one kind
+ * from passing for the other (root also signs a manifest when the shepherd
+ * writes one).
  */
 #include "config.h"
 #include "image.h"
@@ -18,17 +28,18 @@
 
 #include <munge.h>
 
-#define PAYLOAD_PREFIX "gpuckpt-manifest-sha256:"
-#define PAYLOAD_LEN (sizeof(PAYLOAD_PREFIX) - 1 + 64)
-/* A credential over a 88-byte payload is well under 1 KiB; anything near
- * this limit is not one of ours. */
+#define MANIFEST_PREFIX "gpuckpt-manifest-sha256:"
+#define SEAL_PREFIX "gpuckpt-seal-sha256:"
+/* A credential over a payload of ~90 bytes is well under 1 KiB; anything
+ * near this limit is not one of ours. */
 #define SIG_MAX (64u << 10)
 
-static munge_ctx_t new_ctx(char *err, size_t errlen)
+static munge_ctx_t new_ctx(int allow_env, char *err, size_t errlen)
 {
 	/* Sites that run munged on another socket say so here; ignored in a
-	 * set-uid program, where the environment belongs to someone else. */
-	const char *socket = secure_getenv("GPUCKPT_MUNGE_SOCKET");
+	 * set-uid program, where the environment belongs to someone else, and
+	 * for root's seal, which must come from the node's own munged. */
+	const char *socket = allow_env ? secure_getenv("GPUCKPT_MUNGE_SOCKET") : NULL;
 	munge_ctx_t ctx = munge_ctx_create();
 
 	if (!ctx) {
@@ -71,38 +82,40 @@ static int write_all(int fd, const char *p, size_t len)
 	return 0;
 }
 
-int gk_sign(const char *text, size_t len, const char *sigpath, char *err, size_t errlen)
+/* A credential of the caller's uid over prefix + SHA-256(text), into
+ * dirfd/name (created 0600, never through a link). */
+static int sign_at(const char *prefix, int allow_env, const char *text, size_t len, int dirfd,
+		   const char *name, char *err, size_t errlen)
 {
-	char payload[PAYLOAD_LEN + 1], *cred = NULL;
+	char payload[64 + 65], *cred = NULL;
+	size_t plen = strlen(prefix);
 	munge_ctx_t ctx;
 	munge_err_t e;
 	int fd, ret = 0;
 
-	memcpy(payload, PAYLOAD_PREFIX, sizeof(PAYLOAD_PREFIX) - 1);
-	gk_sha256_hex(text, len, payload + sizeof(PAYLOAD_PREFIX) - 1);
-	ctx = new_ctx(err, errlen);
+	memcpy(payload, prefix, plen);
+	gk_sha256_hex(text, len, payload + plen);
+	ctx = new_ctx(allow_env, err, errlen);
 	if (!ctx)
 		return -ENOMEM;
 	/* The longest life munged allows: a checkpoint is restored hours or
 	 * days later, and expiry is accepted on check anyway (see below). */
 	munge_ctx_set(ctx, MUNGE_OPT_TTL, (int)MUNGE_TTL_MAXIMUM);
-	e = munge_encode(&cred, ctx, payload, (int)PAYLOAD_LEN);
+	e = munge_encode(&cred, ctx, payload, (int)(plen + 64));
 	if (e == EMUNGE_SOCKET) {
-		snprintf(err, errlen, "cannot reach munged to sign the manifest: %s",
-			 munge_ctx_strerror(ctx));
+		snprintf(err, errlen, "cannot reach munged to sign: %s", munge_ctx_strerror(ctx));
 		ret = -EHOSTUNREACH;
 		goto out_ctx;
 	}
 	if (e != EMUNGE_SUCCESS) {
-		snprintf(err, errlen, "munge could not sign the manifest: %s",
-			 munge_ctx_strerror(ctx));
+		snprintf(err, errlen, "munge could not sign: %s", munge_ctx_strerror(ctx));
 		ret = -EPROTO;
 		goto out_ctx;
 	}
-	fd = open(sigpath, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: %s", sigpath, strerror(-ret));
+		snprintf(err, errlen, "%s: %s", name, strerror(-ret));
 		goto out_cred;
 	}
 	ret = write_all(fd, cred, strlen(cred));
@@ -113,8 +126,8 @@ int gk_sign(const char *text, size_t len, const char *sigpath, char *err, size_t
 	if (close(fd) < 0 && ret == 0)
 		ret = -errno;
 	if (ret < 0) {
-		snprintf(err, errlen, "%s: %s", sigpath, strerror(-ret));
-		unlink(sigpath);
+		snprintf(err, errlen, "%s: %s", name, strerror(-ret));
+		unlinkat(dirfd, name, 0);
 	}
 out_cred:
 	free(cred);
@@ -123,37 +136,38 @@ out_ctx:
 	return ret;
 }
 
-static int read_signature(const char *sigpath, char **out, char *err, size_t errlen)
+/* The credential in dirfd/name: a regular file (not a link) of sane size. */
+static int read_cred(int dirfd, const char *name, char **out, char *err, size_t errlen)
 {
 	struct stat st;
 	char *buf = NULL;
 	size_t n = 0;
 	int fd, ret = 0;
 
-	fd = open(sigpath, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK | O_NOCTTY);
 	if (fd < 0) {
 		ret = -errno;
 		if (ret == -ELOOP) {
-			snprintf(err, errlen, "%s is a symbolic link", sigpath);
+			snprintf(err, errlen, "%s is a symbolic link", name);
 			return -EPERM;
 		}
-		snprintf(err, errlen, "%s: %s", sigpath, strerror(-ret));
+		snprintf(err, errlen, "%s: %s", name, strerror(-ret));
 		return ret;
 	}
 	if (fstat(fd, &st) < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: %s", sigpath, strerror(-ret));
+		snprintf(err, errlen, "%s: %s", name, strerror(-ret));
 		goto out_close;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size > SIG_MAX) {
-		snprintf(err, errlen, "%s is not a signature (%s)", sigpath,
+		snprintf(err, errlen, "%s is not a signature (%s)", name,
 			 S_ISREG(st.st_mode) ? "too large" : "not a regular file");
 		ret = -EBADMSG;
 		goto out_close;
 	}
 	ret = gk_read_small(fd, (size_t)st.st_size, &buf);
 	if (ret < 0) {
-		snprintf(err, errlen, "%s: %s", sigpath,
+		snprintf(err, errlen, "%s: %s", name,
 			 ret == -EIO ? "file shrank while being read" : strerror(-ret));
 		goto out_close;
 	}
@@ -163,7 +177,7 @@ static int read_signature(const char *sigpath, char **out, char *err, size_t err
 		n--;
 	buf[n] = 0;
 	if (n == 0 || strlen(buf) != n) {
-		snprintf(err, errlen, "%s is not a Munge credential", sigpath);
+		snprintf(err, errlen, "%s is not a Munge credential", name);
 		ret = -EBADMSG;
 		goto out_free;
 	}
@@ -176,26 +190,33 @@ out_close:
 	return ret;
 }
 
-int gk_check_signature(const char *text, size_t len, const char *sigpath, uid_t uid, char *err,
-		       size_t errlen)
+/*
+ * Decode the credential in dirfd/name; 0 when it carries prefix +
+ * SHA-256(text), with *signer the uid munged put into it. -EBADMSG: not a
+ * valid credential, or over something else (err says which);
+ * -EHOSTUNREACH: munged out of reach; -ENOENT, -EPERM from reading it.
+ */
+static int check_at(const char *prefix, int allow_env, const char *text, size_t len, int dirfd,
+		    const char *name, const char *what, uid_t *signer, char *err, size_t errlen)
 {
-	char *cred = NULL, hex[65], signer[64], owner[64];
+	char *cred = NULL, hex[65];
+	size_t plen = strlen(prefix);
 	void *payload = NULL;
-	int plen = 0, ret = 0;
+	int n = 0, ret = 0;
 	uid_t cuid;
 	gid_t cgid;
 	munge_ctx_t ctx;
 	munge_err_t e;
 
-	ret = read_signature(sigpath, &cred, err, errlen);
+	ret = read_cred(dirfd, name, &cred, err, errlen);
 	if (ret < 0)
 		return ret;
-	ctx = new_ctx(err, errlen);
+	ctx = new_ctx(allow_env, err, errlen);
 	if (!ctx) {
 		ret = -ENOMEM;
 		goto out_cred;
 	}
-	e = munge_decode(cred, ctx, &payload, &plen, &cuid, &cgid);
+	e = munge_decode(cred, ctx, &payload, &n, &cuid, &cgid);
 	switch (e) {
 	case EMUNGE_SUCCESS:
 	/* munged still returns the payload and the encoding uid for these
@@ -222,31 +243,127 @@ int gk_check_signature(const char *text, size_t len, const char *sigpath, uid_t 
 		ret = -EBADMSG;
 		goto out_payload;
 	}
-	if (!payload || plen != (int)PAYLOAD_LEN ||
-	    memcmp(payload, PAYLOAD_PREFIX, sizeof(PAYLOAD_PREFIX) - 1) != 0) {
-		snprintf(err, errlen, "the signature is not a gpuckpt manifest signature");
+	if (!payload || n != (int)(plen + 64) || memcmp(payload, prefix, plen) != 0) {
+		snprintf(err, errlen, "the signature is not a gpuckpt %s signature", what);
 		ret = -EBADMSG;
-		goto out_payload;
-	}
-	if (cuid != uid) {
-		user_name(cuid, signer, sizeof(signer));
-		user_name(uid, owner, sizeof(owner));
-		snprintf(err, errlen, "the manifest was signed by %s (uid %u), not by %s (uid %u)",
-			 signer, (unsigned)cuid, owner, (unsigned)uid);
-		ret = -EPERM;
 		goto out_payload;
 	}
 	gk_sha256_hex(text, len, hex);
-	if (memcmp((char *)payload + sizeof(PAYLOAD_PREFIX) - 1, hex, 64) != 0) {
+	if (memcmp((char *)payload + plen, hex, 64) != 0) {
 		snprintf(err, errlen,
-			 "the manifest was changed after it was signed (its SHA-256 "
-			 "no longer matches the signature)");
+			 "the %s was changed after it was signed (its SHA-256 no longer matches "
+			 "the signature)",
+			 what);
 		ret = -EBADMSG;
+		goto out_payload;
 	}
+	*signer = cuid;
 out_payload:
 	free(payload);
 	munge_ctx_destroy(ctx);
 out_cred:
 	free(cred);
 	return ret;
+}
+
+/* "dir/name" split for the path-taking calls (the runtime, in its own
+ * folder, and tests). */
+static int open_parent(const char *path, const char **name)
+{
+	const char *slash = strrchr(path, '/');
+	char dir[4096];
+
+	if (!slash) {
+		*name = path;
+		return open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	}
+	if ((size_t)(slash - path) >= sizeof(dir))
+		return -ENAMETOOLONG;
+	memcpy(dir, path, (size_t)(slash - path));
+	dir[slash - path] = 0;
+	*name = slash + 1;
+	return open(slash == path ? "/" : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+}
+
+int gk_sign_at(const char *text, size_t len, int dirfd, const char *name, char *err,
+	       size_t errlen)
+{
+	return sign_at(MANIFEST_PREFIX, 1, text, len, dirfd, name, err, errlen);
+}
+
+int gk_sign(const char *text, size_t len, const char *sigpath, char *err, size_t errlen)
+{
+	const char *name;
+	int dirfd = open_parent(sigpath, &name), ret;
+
+	if (dirfd < 0) {
+		snprintf(err, errlen, "%s: %s", sigpath, strerror(errno));
+		return -errno;
+	}
+	ret = sign_at(MANIFEST_PREFIX, 1, text, len, dirfd, name, err, errlen);
+	close(dirfd);
+	return ret;
+}
+
+int gk_check_signature_at(const char *text, size_t len, int dirfd, const char *name, uid_t uid,
+			  char *err, size_t errlen)
+{
+	char signer[64], owner[64];
+	uid_t cuid;
+	int ret = check_at(MANIFEST_PREFIX, 1, text, len, dirfd, name, "manifest", &cuid, err,
+			   errlen);
+
+	if (ret < 0)
+		return ret;
+	if (cuid != uid) {
+		user_name(cuid, signer, sizeof(signer));
+		user_name(uid, owner, sizeof(owner));
+		snprintf(err, errlen, "the manifest was signed by %s (uid %u), not by %s (uid %u)",
+			 signer, (unsigned)cuid, owner, (unsigned)uid);
+		return -EPERM;
+	}
+	return 0;
+}
+
+int gk_check_signature(const char *text, size_t len, const char *sigpath, uid_t uid, char *err,
+		       size_t errlen)
+{
+	const char *name;
+	int dirfd = open_parent(sigpath, &name), ret;
+
+	if (dirfd < 0) {
+		snprintf(err, errlen, "%s: %s", sigpath, strerror(errno));
+		return -errno;
+	}
+	ret = gk_check_signature_at(text, len, dirfd, name, uid, err, errlen);
+	close(dirfd);
+	return ret;
+}
+
+int gk_root_sign_at(const char *text, size_t len, int dirfd, const char *name, char *err,
+		    size_t errlen)
+{
+	if (geteuid() != 0) {
+		snprintf(err, errlen, "only root signs a seal");
+		return -EPERM;
+	}
+	return sign_at(SEAL_PREFIX, 0, text, len, dirfd, name, err, errlen);
+}
+
+int gk_root_check_at(const char *text, size_t len, int dirfd, const char *name, char *err,
+		     size_t errlen)
+{
+	char signer[64];
+	uid_t cuid;
+	int ret = check_at(SEAL_PREFIX, 0, text, len, dirfd, name, "seal", &cuid, err, errlen);
+
+	if (ret < 0)
+		return ret;
+	if (cuid != 0) {
+		user_name(cuid, signer, sizeof(signer));
+		snprintf(err, errlen, "%s was made by %s (uid %u), not by root; refused", name,
+			 signer, (unsigned)cuid);
+		return -EPERM;
+	}
+	return 0;
 }

@@ -9,6 +9,7 @@
 #include "config.h"
 #include "clock.h"
 #include "image.h"
+#include "fsafe.h"
 #include "log.h"
 
 #include <dirent.h>
@@ -139,52 +140,10 @@ static int writer_gone(const char *host, pid_t pid, time_t mtime)
 
 /* ---- removing ---- */
 
-/* Remove `name` under `parentfd` and everything below it, never following a
- * symbolic link: a link inside a checkpoint is unlinked, not its target.
- * ENOENT is fine everywhere: another prune may be deleting the same tree. */
-static int remove_tree(int parentfd, const char *name, int depth)
+/* A link inside a checkpoint is unlinked, not its target (gk_remove_tree). */
+static int remove_tree(int parentfd, const char *name)
 {
-	struct dirent *e;
-	DIR *d;
-	int fd, ret = 0;
-
-	fd = openat(parentfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		if (errno == ENOENT)
-			return 0;
-		if (errno != ENOTDIR && errno != ELOOP)
-			return -errno;
-		return unlinkat(parentfd, name, 0) < 0 && errno != ENOENT ? -errno : 0;
-	}
-	d = fdopendir(fd);
-	if (!d) {
-		ret = -errno;
-		close(fd);
-		return ret;
-	}
-	while ((e = readdir(d))) {
-		struct stat st;
-
-		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
-			continue;
-		if (fstatat(fd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			if (errno != ENOENT && !ret)
-				ret = -errno;
-			continue;
-		}
-		if (S_ISDIR(st.st_mode)) {
-			int r = depth < MAX_DEPTH ? remove_tree(fd, e->d_name, depth + 1) : -ELOOP;
-
-			if (r < 0 && !ret)
-				ret = r;
-		} else if (unlinkat(fd, e->d_name, 0) < 0 && errno != ENOENT && !ret) {
-			ret = -errno;
-		}
-	}
-	closedir(d);
-	if (unlinkat(parentfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT && !ret)
-		ret = -errno;
-	return ret;
+	return gk_remove_tree(parentfd, name, MAX_DEPTH);
 }
 
 /* A rename that refuses to replace: rename(2) would silently replace an
@@ -216,7 +175,7 @@ static int delete_committed(int rootfd, const char *name, uint64_t seq)
 		return 0;
 	if (ret < 0)
 		return ret;
-	return remove_tree(rootfd, trash, 0);
+	return remove_tree(rootfd, trash);
 }
 
 /* ---- the root ---- */
@@ -295,15 +254,20 @@ static int open_root(const char *root, char *err, size_t errlen)
 	return fd < 0 ? -errno : fd;
 }
 
-/* A transparent checkpoint: criu/ is a real directory (a link is not). */
+/* A transparent checkpoint: criu/ is a real directory (a link is not).
+ * Looked up from the checkpoint's own descriptor: "NAME/criu" as a path
+ * would follow NAME if it had just been swapped for a link (root lists
+ * users' folders). */
 static int has_criu_dir(int rootfd, const char *name)
 {
-	char path[384];
+	int fd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), yes;
 	struct stat st;
 
-	if (snprintf(path, sizeof(path), "%s/" GK_CRIU_DIR, name) >= (int)sizeof(path))
+	if (fd < 0)
 		return 0;
-	return fstatat(rootfd, path, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+	yes = fstatat(fd, GK_CRIU_DIR, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
+	close(fd);
+	return yes;
 }
 
 static int entry_cmp(const void *pa, const void *pb)
@@ -397,10 +361,19 @@ out_dir:
 	return ret;
 }
 
+int gk_store_list_at(int rootfd, const char *root, struct gk_store_entry **entries, size_t *n,
+		     char *err, size_t errlen)
+{
+	uint64_t max_seq;
+
+	*entries = NULL;
+	*n = 0;
+	return scan_root(root, rootfd, entries, n, &max_seq, err, errlen);
+}
+
 int gk_store_list(const char *root, struct gk_store_entry **entries, size_t *n, char *err,
 		  size_t errlen)
 {
-	uint64_t max_seq;
 	int fd, ret;
 
 	*entries = NULL;
@@ -408,7 +381,7 @@ int gk_store_list(const char *root, struct gk_store_entry **entries, size_t *n, 
 	fd = open_root(root, err, errlen);
 	if (fd < 0)
 		return fd;
-	ret = scan_root(root, fd, entries, n, &max_seq, err, errlen);
+	ret = gk_store_list_at(fd, root, entries, n, err, errlen);
 	close(fd);
 	return ret;
 }
@@ -458,7 +431,7 @@ static void remove_dead_trash(int rootfd)
 		    fstatat(rootfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		if (writer_gone(NULL, pid, st.st_mtime))
-			remove_tree(rootfd, e->d_name, 0);
+			remove_tree(rootfd, e->d_name);
 	}
 	closedir(d);
 }
@@ -530,6 +503,11 @@ int gk_store_prune_plan(const char *root, struct gk_store_entry *entries, size_t
 	return 0;
 }
 
+void gk_store_prune_plan_at(int rootfd, struct gk_store_entry *entries, size_t n, unsigned keep)
+{
+	plan_fd(rootfd, entries, n, keep);
+}
+
 static int prune_fd(const char *root, int rootfd, unsigned keep, char *err, size_t errlen)
 {
 	struct gk_store_entry *list = NULL;
@@ -556,7 +534,7 @@ static int prune_fd(const char *root, int rootfd, unsigned keep, char *err, size
 			continue;
 		}
 		r = e->complete ? delete_committed(rootfd, name, e->sequence)
-				: remove_tree(rootfd, name, 0);
+				: remove_tree(rootfd, name);
 		if (r < 0) {
 			if (ret == 0) {
 				snprintf(err, errlen, "%s: cannot remove: %s", e->path,
@@ -607,6 +585,11 @@ int gk_store_remove(const char *root, uint64_t from, uint64_t to, char *err, siz
 	return ret < 0 ? ret : removed;
 }
 
+int gk_store_prune_at(int rootfd, const char *root, unsigned keep, char *err, size_t errlen)
+{
+	return prune_fd(root, rootfd, keep, err, errlen);
+}
+
 int gk_store_prune(const char *root, unsigned keep, char *err, size_t errlen)
 {
 	int fd = open_root(root, err, errlen), ret;
@@ -620,42 +603,30 @@ int gk_store_prune(const char *root, unsigned keep, char *err, size_t errlen)
 
 /* ---- writing a checkpoint ---- */
 
-int gk_store_begin(const char *root, struct gk_store_txn *txn, char *err, size_t errlen)
-{
-	return gk_store_begin_at(root, 0, txn, err, errlen);
-}
-
-int gk_store_begin_at(const char *root, uint64_t sequence, struct gk_store_txn *txn, char *err,
-		      size_t errlen)
+/* A transaction in rootfd; sequence 0: the next free number. */
+static int begin_fd(int rootfd, const char *root, uint64_t sequence, struct gk_store_txn *txn,
+		    char *err, size_t errlen)
 {
 	char host[256], name[384];
 	uint64_t max_seq;
-	int rootfd, ret;
+	int ret;
 
 	memset(txn, 0, sizeof(*txn));
 	txn->dirfd = -1;
+	txn->rootfd = -1;
 	if (strlen(root) + sizeof(name) + 2 > sizeof(txn->tmpdir)) {
 		snprintf(err, errlen, "%s: path too long", root);
 		return -ENAMETOOLONG;
 	}
-	ret = make_root(root);
-	if (ret < 0) {
-		snprintf(err, errlen, "%s: cannot create: %s", root, strerror(-ret));
-		return ret;
-	}
-	rootfd = open_root(root, err, errlen);
-	if (rootfd < 0)
-		return rootfd;
 	ret = scan_root(root, rootfd, NULL, NULL, &max_seq, err, errlen);
 	if (ret < 0)
-		goto out_root;
+		return ret;
 	if (sequence && sequence <= max_seq) {
-		ret = -EEXIST;
 		snprintf(err, errlen,
 			 "%s already holds checkpoint %" PRIu64 " (or one being written or deleted); "
 			 "cannot write %" PRIu64,
 			 root, max_seq, sequence);
-		goto out_root;
+		return -EEXIST;
 	}
 	local_host(host, sizeof(host));
 	for (int tries = 0;; tries++) {
@@ -670,19 +641,55 @@ int gk_store_begin_at(const char *root, uint64_t sequence, struct gk_store_txn *
 			ret = -errno;
 			snprintf(err, errlen, "%s/%s: cannot create: %s", root, name,
 				 strerror(-ret));
-			goto out_root;
+			return ret;
 		}
 	}
 	txn->dirfd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (txn->dirfd < 0) {
+	txn->rootfd = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
+	if (txn->dirfd < 0 || txn->rootfd < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "%s/%s: %s", root, name, strerror(-ret));
 		unlinkat(rootfd, name, AT_REMOVEDIR);
-		goto out_root;
+		if (txn->dirfd >= 0)
+			close(txn->dirfd);
+		if (txn->rootfd >= 0)
+			close(txn->rootfd);
+		txn->dirfd = txn->rootfd = -1;
+		return ret;
 	}
 	snprintf(txn->root, sizeof(txn->root), "%s", root);
 	join(txn->tmpdir, sizeof(txn->tmpdir), root, name);
-out_root:
+	return 0;
+}
+
+int gk_store_begin_at(int rootfd, const char *root, struct gk_store_txn *txn, char *err,
+		      size_t errlen)
+{
+	return begin_fd(rootfd, root, 0, txn, err, errlen);
+}
+
+int gk_store_begin(const char *root, struct gk_store_txn *txn, char *err, size_t errlen)
+{
+	return gk_store_begin_seq(root, 0, txn, err, errlen);
+}
+
+int gk_store_begin_seq(const char *root, uint64_t sequence, struct gk_store_txn *txn, char *err,
+		       size_t errlen)
+{
+	int rootfd, ret;
+
+	memset(txn, 0, sizeof(*txn));
+	txn->dirfd = -1;
+	txn->rootfd = -1;
+	ret = make_root(root);
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: cannot create: %s", root, strerror(-ret));
+		return ret;
+	}
+	rootfd = open_root(root, err, errlen);
+	if (rootfd < 0)
+		return rootfd;
+	ret = begin_fd(rootfd, root, sequence, txn, err, errlen);
 	close(rootfd);
 	return ret;
 }
@@ -713,27 +720,52 @@ int gk_store_create(struct gk_store_txn *txn, const char *name, int *fd, char *e
 	return 0;
 }
 
+/* The end of a transaction, committed or not: its descriptors closed. */
+static void txn_close(struct gk_store_txn *txn)
+{
+	if (txn->dirfd >= 0)
+		close(txn->dirfd);
+	if (txn->rootfd >= 0)
+		close(txn->rootfd);
+	txn->dirfd = txn->rootfd = -1;
+	txn->tmpdir[0] = 0;
+}
+
 void gk_store_abort(struct gk_store_txn *txn)
 {
 	const char *name;
-	int rootfd;
+	int ret;
 
 	if (txn->dirfd >= 0) {
 		close(txn->dirfd);
 		txn->dirfd = -1;
 	}
-	if (!txn->tmpdir[0])
-		return;
-	name = strrchr(txn->tmpdir, '/') + 1;
-	rootfd = open(txn->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (rootfd >= 0) {
-		int ret = remove_tree(rootfd, name, 0);
-
+	if (txn->tmpdir[0] && txn->rootfd < 0)
+		/* Detached (gk_store_detach): the writer is the job's user
+		 * itself, in its own folder. */
+		txn->rootfd = open(txn->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (txn->tmpdir[0] && txn->rootfd >= 0) {
+		/* Through the root the transaction began in, not by path. */
+		name = strrchr(txn->tmpdir, '/') + 1;
+		ret = remove_tree(txn->rootfd, name);
 		if (ret < 0)
 			gk_warn("abort: %s: cannot remove: %s", txn->tmpdir, strerror(-ret));
-		close(rootfd);
 	}
-	txn->tmpdir[0] = 0;
+	txn_close(txn);
+}
+
+void gk_store_end(struct gk_store_txn *txn)
+{
+	txn_close(txn);
+}
+
+void gk_store_detach(struct gk_store_txn *txn)
+{
+	if (txn->dirfd >= 0)
+		close(txn->dirfd);
+	if (txn->rootfd >= 0)
+		close(txn->rootfd);
+	txn->dirfd = txn->rootfd = -1;
 }
 
 static int name_cmp(const void *a, const void *b)
@@ -905,7 +937,7 @@ static int sync_all(struct gk_store_txn *txn, char *err, size_t errlen)
 int gk_store_seal(struct gk_store_txn *txn, struct gk_manifest *m, int *signed_out, char *err,
 		  size_t errlen)
 {
-	char sigpath[4096 + 32], sub[GK_ERRLEN];
+	char sub[GK_ERRLEN];
 	struct gk_manifest *check = NULL;
 	char *text = NULL;
 	size_t len = 0;
@@ -942,8 +974,7 @@ int gk_store_seal(struct gk_store_txn *txn, struct gk_manifest *m, int *signed_o
 		goto out_text;
 	}
 	t_manifest = gk_now();
-	snprintf(sigpath, sizeof(sigpath), "%s/%s", txn->tmpdir, GK_SIGNATURE_FILE);
-	ret = gk_sign(text, len, sigpath, sub, sizeof(sub));
+	ret = gk_sign_at(text, len, txn->dirfd, GK_SIGNATURE_FILE, sub, sizeof(sub));
 	if (ret == -EHOSTUNREACH || ret == -EPROTO) {
 		gk_warn("commit: %s: writing it unsigned: %s", txn->tmpdir, sub);
 		unlinkat(txn->dirfd, GK_SIGNATURE_FILE, 0);
@@ -970,14 +1001,14 @@ out_abort:
 	return ret;
 }
 
-int gk_store_publish(const char *root, const char *tmpname, uint64_t sequence, unsigned keep,
-		     char *err, size_t errlen)
+int gk_store_publish_at(int rootfd, const char *root, const char *tmpname, uint64_t sequence,
+			unsigned keep, char *err, size_t errlen)
 {
 	char final[64], host[256], sub[GK_ERRLEN];
 	struct stat st;
 	uint64_t seq;
 	pid_t pid;
-	int rootfd, ret, pr;
+	int ret, pr;
 
 	/* The name may come from another process (the runtime, through the
 	 * shepherd's socket): only a writer's folder of this very sequence. */
@@ -988,24 +1019,20 @@ int gk_store_publish(const char *root, const char *tmpname, uint64_t sequence, u
 			 tmpname, sequence);
 		return -EINVAL;
 	}
-	rootfd = open_root(root, err, errlen);
-	if (rootfd < 0)
-		return rootfd;
 	if (fstatat(rootfd, tmpname, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "%s/%s: %s", root, tmpname, strerror(-ret));
-		goto out_root;
+		return ret;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		ret = -ENOTDIR;
 		snprintf(err, errlen, "%s/%s: not a directory", root, tmpname);
-		goto out_root;
+		return -ENOTDIR;
 	}
 	snprintf(final, sizeof(final), CKPT_PREFIX "%06" PRIu64, sequence);
 	ret = rename_noreplace(rootfd, tmpname, final);
 	if (ret < 0) {
 		snprintf(err, errlen, "%s/%s: cannot commit: %s", root, final, strerror(-ret));
-		goto out_root;
+		return ret;
 	}
 	if (fsync(rootfd) < 0) {
 		/* Not known to be on disk: withdraw it rather than report a
@@ -1013,7 +1040,7 @@ int gk_store_publish(const char *root, const char *tmpname, uint64_t sequence, u
 		ret = -errno;
 		snprintf(err, errlen, "%s: fsync: %s", root, strerror(-ret));
 		delete_committed(rootfd, final, sequence);
-		goto out_root;
+		return ret;
 	}
 	gk_debug("commit: %s/%s: committed", root, final);
 	if (keep) {
@@ -1021,8 +1048,17 @@ int gk_store_publish(const char *root, const char *tmpname, uint64_t sequence, u
 		if (pr < 0)
 			gk_warn("prune: %s", sub);
 	}
-	ret = 0;
-out_root:
+	return 0;
+}
+
+int gk_store_publish(const char *root, const char *tmpname, uint64_t sequence, unsigned keep,
+		     char *err, size_t errlen)
+{
+	int rootfd = open_root(root, err, errlen), ret;
+
+	if (rootfd < 0)
+		return rootfd;
+	ret = gk_store_publish_at(rootfd, root, tmpname, sequence, keep, err, errlen);
 	close(rootfd);
 	return ret;
 }
@@ -1034,14 +1070,12 @@ int gk_store_commit(struct gk_store_txn *txn, struct gk_manifest *m, unsigned ke
 
 	if (ret < 0)
 		return ret;
-	ret = gk_store_publish(txn->root, strrchr(txn->tmpdir, '/') + 1, txn->sequence, keep, err,
-			       errlen);
+	ret = gk_store_publish_at(txn->rootfd, txn->root, strrchr(txn->tmpdir, '/') + 1,
+				  txn->sequence, keep, err, errlen);
 	if (ret < 0) {
 		gk_store_abort(txn);
 		return ret;
 	}
-	close(txn->dirfd);
-	txn->dirfd = -1;
-	txn->tmpdir[0] = 0;
+	txn_close(txn);
 	return 0;
 }

@@ -41,6 +41,12 @@ static void user_name(uid_t uid, char *buf, size_t n)
 		snprintf(buf, n, "uid %u", (unsigned)uid);
 }
 
+/* Whose the files must be: the checkpoint's user's, or root's for a held copy. */
+static uid_t files_uid(const struct gk_load_opts *opts)
+{
+	return opts->held_by_root ? 0 : opts->uid;
+}
+
 /* Only the owner may have written anything the restore will trust. */
 static int check_owner(const char *what, const struct stat *st, uid_t uid, char *err, size_t errlen)
 {
@@ -62,13 +68,6 @@ static int check_owner(const char *what, const struct stat *st, uid_t uid, char 
 		return -EPERM;
 	}
 	return 0;
-}
-
-/* Who must own the directory and its files: the user, or root for copies in
- * a shared root (whose signature still names the user). */
-static uid_t files_owner(const struct gk_load_opts *opts)
-{
-	return opts->owned_by_root ? 0 : opts->uid;
 }
 
 /* Open a file of the checkpoint without following a symbolic link, and check
@@ -505,29 +504,33 @@ out:
 	return ret;
 }
 
-static int open_files(const char *dir, int dirfd, const struct gk_manifest *m, uid_t uid,
-		      struct file_table *t, char *err, size_t errlen)
+static int open_files(const char *dir, int dirfd, int rootfd, const struct gk_manifest *m,
+		      uid_t uid, struct file_table *t, char *err, size_t errlen)
 {
-	int rootfd, ret = 0;
+	int own_root = -1, ret = 0;
 
 	for (size_t i = 0; i < m->nfiles && ret == 0; i++)
 		ret = open_data(dirfd, 0, &m->files[i], uid, t, err, errlen);
 	if (ret < 0 || !m->nrefs)
 		return ret;
-	rootfd = open_parent(dir, err, errlen);
-	if (rootfd < 0)
-		return rootfd;
+	if (rootfd < 0) {
+		own_root = open_parent(dir, err, errlen);
+		if (own_root < 0)
+			return own_root;
+		rootfd = own_root;
+	}
 	for (size_t i = 0; i < m->nrefs && ret == 0; i++)
 		ret = open_ref(rootfd, &m->refs[i], uid, t, err, errlen);
-	close(rootfd);
+	if (own_root >= 0)
+		close(own_root);
 	return ret;
 }
 
 static int check_signature(const char *dir, int dirfd, const char *text, size_t len,
-			   const struct gk_load_opts *opts, int *signed_out, char *err,
-			   size_t errlen)
+			   const struct gk_load_opts *opts, uid_t signer, int *signed_out,
+			   char *err, size_t errlen)
 {
-	char path[4096 + 32], sub[GK_ERRLEN];
+	char sub[GK_ERRLEN];
 	struct stat st;
 	int ret;
 
@@ -549,11 +552,12 @@ static int check_signature(const char *dir, int dirfd, const char *text, size_t 
 			 GK_SIGNATURE_FILE);
 		return -EPERM;
 	}
-	ret = check_owner(GK_SIGNATURE_FILE, &st, files_owner(opts), err, errlen);
+	ret = check_owner(GK_SIGNATURE_FILE, &st, files_uid(opts), err, errlen);
 	if (ret < 0)
 		return ret;
-	snprintf(path, sizeof(path), "%s/%s", dir, GK_SIGNATURE_FILE);
-	ret = gk_check_signature(text, len, path, opts->uid, sub, sizeof(sub));
+	/* Whoever wrote the file, the credential in it says who signed. */
+	ret = gk_check_signature_at(text, len, dirfd, GK_SIGNATURE_FILE, signer, sub,
+				    sizeof(sub));
 	if (ret == -EHOSTUNREACH && !opts->require_signature) {
 		gk_warn("open: %s: signature not checked: %s", dir, sub);
 		return 0;
@@ -566,15 +570,109 @@ static int check_signature(const char *dir, int dirfd, const char *text, size_t 
 	return 0;
 }
 
-int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_manifest **out,
-		  int *signed_by_munge, char *err, size_t errlen)
+int gk_image_open_in(int rootfd, int dirfd, const char *dir, const struct gk_load_opts *opts,
+		     struct gk_manifest **out, int *signed_by_munge, char *err, size_t errlen)
 {
 	struct gk_manifest *m = NULL;
 	char *text = NULL, sub[GK_ERRLEN];
 	struct file_table files = {0, NULL};
 	size_t len = 0, nfiles;
 	struct stat st;
-	int dirfd, is_signed = 0, ret;
+	uid_t signer = opts->uid;
+	int is_signed = 0, ret;
+
+	*out = NULL;
+	if (signed_by_munge)
+		*signed_by_munge = 0;
+	if (opts->uid == GK_UID_OF_MANIFEST && !opts->held_by_root) {
+		snprintf(err, errlen, "whose checkpoint it must be was not said");
+		return -EINVAL;
+	}
+	if (fstat(dirfd, &st) < 0) {
+		ret = -EIO;
+		snprintf(err, errlen, "%s", strerror(errno));
+		goto out;
+	}
+	if (!S_ISDIR(st.st_mode)) {
+		snprintf(err, errlen, "not a directory");
+		ret = -EINVAL;
+		goto out;
+	}
+	ret = check_owner("the directory", &st, files_uid(opts), err, errlen);
+	if (ret < 0)
+		goto out;
+	ret = read_manifest(dirfd, files_uid(opts), &text, &len, err, errlen);
+	if (ret < 0)
+		goto out;
+	ret = gk_manifest_parse(text, len, &m, sub, sizeof(sub));
+	if (ret < 0) {
+		snprintf(err, errlen, "%s: %s", GK_MANIFEST_FILE, sub);
+		goto out_text;
+	}
+	if (opts->held_by_root) {
+		/* Root's files say nothing of whose checkpoint it is: the manifest
+		 * says, and the signature must agree with it. */
+		signer = opts->uid == GK_UID_OF_MANIFEST ? m->uid : opts->uid;
+		if (m->uid != signer) {
+			char have[64], want[64];
+
+			user_name(m->uid, have, sizeof(have));
+			user_name(signer, want, sizeof(want));
+			snprintf(err, errlen, "%s names %s (uid %u) as its writer, not %s (uid %u)",
+				 GK_MANIFEST_FILE, have, (unsigned)m->uid, want, (unsigned)signer);
+			ret = -EPERM;
+			goto out_manifest;
+		}
+	}
+	if (opts->exe && m->exe[0] && strcmp(opts->exe, m->exe) != 0) {
+		snprintf(err, errlen, "%s", m->exe);
+		ret = -ESRCH;
+		goto out_manifest;
+	}
+	ret = check_signature(dir, dirfd, text, len, opts, signer, &is_signed, err, errlen);
+	if (ret < 0)
+		goto out_manifest;
+	nfiles = m->nfiles;
+	for (size_t i = 0; i < m->nrefs; i++)
+		nfiles += m->refs[i].nfiles;
+	files.f = calloc(nfiles ? nfiles : 1, sizeof(*files.f));
+	if (!files.f) {
+		ret = -ENOMEM;
+		goto out_manifest;
+	}
+	ret = open_files(dir, dirfd, rootfd, m, files_uid(opts), &files, err, errlen);
+	if (ret == 0 && opts->check_data)
+		ret = check_data(m, &files, opts->cancel, err, errlen);
+	for (size_t i = 0; i < files.n; i++)
+		close(files.f[i].fd);
+	free(files.f);
+	if (ret < 0)
+		goto out_manifest;
+	*out = m;
+	m = NULL;
+	if (signed_by_munge)
+		*signed_by_munge = is_signed;
+out_manifest:
+	gk_manifest_free(m);
+out_text:
+	free(text);
+out:
+	if (ret == -ENOMEM)
+		snprintf(err, errlen, "out of memory");
+	return ret;
+}
+
+int gk_image_open_at(int dirfd, const char *dir, const struct gk_load_opts *opts,
+		     struct gk_manifest **out, int *signed_by_munge, char *err, size_t errlen)
+{
+	return gk_image_open_in(-1, dirfd, dir, opts, out, signed_by_munge, err, errlen);
+}
+
+int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_manifest **out,
+		  int *signed_by_munge, char *err, size_t errlen)
+{
+	struct stat st;
+	int dirfd, ret;
 
 	*out = NULL;
 	if (signed_by_munge)
@@ -598,57 +696,7 @@ int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_ma
 		snprintf(err, errlen, "%s", strerror(-ret));
 		return ret == -EACCES ? -EPERM : -EIO;
 	}
-	if (fstat(dirfd, &st) < 0) {
-		ret = -EIO;
-		snprintf(err, errlen, "%s", strerror(errno));
-		goto out_dir;
-	}
-	ret = check_owner("the directory", &st, files_owner(opts), err, errlen);
-	if (ret < 0)
-		goto out_dir;
-	ret = read_manifest(dirfd, files_owner(opts), &text, &len, err, errlen);
-	if (ret < 0)
-		goto out_dir;
-	ret = gk_manifest_parse(text, len, &m, sub, sizeof(sub));
-	if (ret < 0) {
-		snprintf(err, errlen, "%s: %s", GK_MANIFEST_FILE, sub);
-		goto out_text;
-	}
-	if (opts->exe && m->exe[0] && strcmp(opts->exe, m->exe) != 0) {
-		snprintf(err, errlen, "%s", m->exe);
-		ret = -ESRCH;
-		goto out_manifest;
-	}
-	ret = check_signature(dir, dirfd, text, len, opts, &is_signed, err, errlen);
-	if (ret < 0)
-		goto out_manifest;
-	nfiles = m->nfiles;
-	for (size_t i = 0; i < m->nrefs; i++)
-		nfiles += m->refs[i].nfiles;
-	files.f = calloc(nfiles ? nfiles : 1, sizeof(*files.f));
-	if (!files.f) {
-		ret = -ENOMEM;
-		goto out_manifest;
-	}
-	ret = open_files(dir, dirfd, m, files_owner(opts), &files, err, errlen);
-	if (ret == 0 && opts->check_data)
-		ret = check_data(m, &files, opts->cancel, err, errlen);
-	for (size_t i = 0; i < files.n; i++)
-		close(files.f[i].fd);
-	free(files.f);
-	if (ret < 0)
-		goto out_manifest;
-	*out = m;
-	m = NULL;
-	if (signed_by_munge)
-		*signed_by_munge = is_signed;
-out_manifest:
-	gk_manifest_free(m);
-out_text:
-	free(text);
-out_dir:
+	ret = gk_image_open_at(dirfd, dir, opts, out, signed_by_munge, err, errlen);
 	close(dirfd);
-	if (ret == -ENOMEM)
-		snprintf(err, errlen, "out of memory");
 	return ret;
 }

@@ -39,11 +39,20 @@ extern "C" {
 #define GPUCKPT_VERSION                                                                            \
 	((GPUCKPT_VERSION_MAJOR << 16) | (GPUCKPT_VERSION_MINOR << 8) | GPUCKPT_VERSION_PATCH)
 
-/* What gpuckpt_point() did. */
+/*
+ * What gpuckpt_point() did. A checkpoint that could not be written (a full or
+ * read-only burst buffer, state gpuckpt cannot checkpoint) is GPUCKPT_NOT_SAVED,
+ * not an error: the runtime has said why on stderr, the previous checkpoints
+ * are kept, and the program is as it was, so it goes on. Checkpoints are
+ * mostly asked for from outside (the scheduler's signals, the interval), and
+ * a program that ends on any negative result must not be ended by one that
+ * failed.
+ */
 enum gpuckpt_point_result {
-	GPUCKPT_NOTHING = 0,  /* no checkpoint was due: the common, cheap case */
-	GPUCKPT_SAVED = 1,    /* a checkpoint was written and committed */
-	GPUCKPT_RESTORED = 2, /* this run is a restart: the state was loaded here */
+	GPUCKPT_NOTHING = 0,   /* no checkpoint was due: the common, cheap case */
+	GPUCKPT_SAVED = 1,     /* a checkpoint was written and committed */
+	GPUCKPT_RESTORED = 2,  /* this run is a restart: the state was loaded here */
+	GPUCKPT_NOT_SAVED = 3, /* one was due but none was written (see above) */
 };
 
 /*
@@ -62,7 +71,10 @@ int gpuckpt_unprotect(const char *name);
  * gpuckpt_request()) or a restore is pending. `step` is the application's
  * progress label (its iteration), recorded in the checkpoint and reported on
  * restart. A checkpoint requested by SIGTERM ends the process after it is
- * committed, the way SIGTERM would have.
+ * committed (or, when it could not be written, right after the attempt), the
+ * way SIGTERM would have. Returns one of enum gpuckpt_point_result, never a
+ * negative value: a restore that fails while loading ends the process with a
+ * message, since its state would be half old, half new.
  */
 int gpuckpt_point(long step);
 

@@ -18,6 +18,7 @@
 #include "config.h"
 
 #include "image.h"
+#include "fsafe.h"
 #include "log.h"
 #include "shepherd.h"
 
@@ -390,6 +391,28 @@ static int checkpoint_all(struct ckpt *c)
 	return 0;
 }
 
+/* The folder root just made, and its manifest, to the job's user: the
+ * manifest first, through its own descriptor, while the folder is still
+ * root's 0700 and nobody else can put anything in its place. */
+static int give_folder(int dirfd, uid_t uid, gid_t gid)
+{
+	struct stat st;
+	int fd = openat(dirfd, GK_MANIFEST_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC), ret = 0;
+
+	if (fd < 0)
+		return -errno;
+	if (fstat(fd, &st) < 0)
+		ret = -errno;
+	else if (!S_ISREG(st.st_mode) || st.st_nlink != 1 || st.st_uid != 0)
+		ret = -EPERM;
+	else if (fchown(fd, uid, gid) < 0)
+		ret = -errno;
+	close(fd);
+	if (ret == 0 && fchown(dirfd, uid, gid) < 0)
+		ret = -errno;
+	return ret;
+}
+
 /* An empty manifest for a tree without a runtime, in a folder that is the
  * job's user's like any checkpoint (only criu/ is root's). Unsigned: a Munge
  * credential made here would be root's, and the seal covers it anyway. */
@@ -404,7 +427,7 @@ static int begin_own(struct ckpt *c)
 
 	if (!m)
 		return -ENOMEM;
-	ret = gk_store_begin(o->dir, &c->txn, c->err, sizeof(c->err));
+	ret = gk_store_begin_at(c->sh->dirfd, o->dir, &c->txn, c->err, sizeof(c->err));
 	if (ret < 0)
 		goto out;
 	c->own_txn = 1;
@@ -429,9 +452,8 @@ static int begin_own(struct ckpt *c)
 		goto out;
 	}
 	unlinkat(c->txn.dirfd, GK_SIGNATURE_FILE, 0);
-	if (fchown(c->txn.dirfd, o->uid, o->gid) < 0 ||
-	    fchownat(c->txn.dirfd, GK_MANIFEST_FILE, o->uid, o->gid, AT_SYMLINK_NOFOLLOW) < 0) {
-		ret = -errno;
+	ret = give_folder(c->txn.dirfd, o->uid, o->gid);
+	if (ret < 0) {
 		snprintf(c->err, sizeof(c->err), "%s: chown: %s", c->txn.tmpdir, strerror(-ret));
 		goto out;
 	}
@@ -451,20 +473,15 @@ static int make_criu_dir(struct ckpt *c)
 {
 	struct gk_shep_opts *o = c->sh->o;
 	struct stat st;
-	int rootfd;
 
 	if (c->ckptfd < 0) {
-		rootfd = open(o->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-		if (rootfd < 0) {
-			snprintf(c->err, sizeof(c->err), "%s: %s", o->dir, strerror(errno));
-			return -errno;
-		}
-		c->ckptfd =
-		    openat(rootfd, c->tmpname, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-		close(rootfd);
-		if (c->ckptfd < 0 || fstat(c->ckptfd, &st) < 0 || st.st_uid != o->uid) {
+		/* The runtime's folder, by its name in the root opened at start,
+		 * not followed if a link, and the job's user's. */
+		c->ckptfd = gk_open_dir_at(c->sh->dirfd, c->tmpname, o->uid, NULL);
+		if (c->ckptfd < 0) {
 			snprintf(c->err, sizeof(c->err), "%s/%s: not a folder of uid %u", o->dir,
 				 c->tmpname, (unsigned)o->uid);
+			c->ckptfd = -1;
 			return -EPERM;
 		}
 	}
@@ -659,7 +676,8 @@ int gk_checkpoint(struct gk_shepherd *sh, int exit_after)
 	ret = gk_seal_write(c->ckptfd, c->criufd, seal, c->err, sizeof(c->err));
 	if (ret < 0)
 		goto out_folder;
-	ret = gk_store_publish(o->dir, c->tmpname, c->sequence, o->keep, c->err, sizeof(c->err));
+	ret = gk_store_publish_at(sh->dirfd, o->dir, c->tmpname, c->sequence, o->keep, c->err,
+				  sizeof(c->err));
 	if (ret < 0)
 		goto out_folder;
 	t_commit = gk_now();
@@ -670,7 +688,7 @@ int gk_checkpoint(struct gk_shepherd *sh, int exit_after)
 		  t_criu - t_driver, t_commit - t_criu, t_commit - t0, dev_bytes,
 		  seal->image_bytes);
 	if (c->own_txn) {
-		close(c->txn.dirfd);
+		gk_store_end(&c->txn);
 		c->own_txn = 0;
 	}
 	/* Going on: the processes get their GPUs back and run; the runtime

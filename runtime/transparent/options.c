@@ -75,6 +75,9 @@ const char gk_shep_usage[] =
     "    --signals LIST       trigger signals and what follows the checkpoint\n"
     "                         (default TERM:exit,USR1:continue, as the runtime's)\n"
     "    --child PID          attach: the task's program, a child of this process\n"
+    "    --test-hook POINT:DIR\n"
+    "                         for tests (tests/security/): wait at POINT until root\n"
+    "                         makes DIR/POINT.go; DIR must be root's\n"
     "    -h, --help           this text\n"
     "\n"
     "REFUSALS\n"
@@ -113,6 +116,7 @@ enum {
 	OPT_TASK,
 	OPT_CHILD,
 	OPT_SIGNALS,
+	OPT_TEST_HOOK,
 };
 
 static const struct option long_opts[] = {
@@ -129,6 +133,7 @@ static const struct option long_opts[] = {
     {"task", required_argument, NULL, OPT_TASK},
     {"child", required_argument, NULL, OPT_CHILD},
     {"signals", required_argument, NULL, OPT_SIGNALS},
+    {"test-hook", required_argument, NULL, OPT_TEST_HOOK},
     {"help", no_argument, NULL, 'h'},
     {NULL, 0, NULL, 0},
 };
@@ -284,6 +289,11 @@ static int parse_one(int c, const char *arg, struct gk_shep_opts *o, char *err, 
 			BAD("--signals '%s': %s", arg, sub);
 		memcpy(o->triggers, st.triggers, sizeof(o->triggers));
 		o->ntriggers = st.ntriggers;
+		break;
+	case OPT_TEST_HOOK:
+		if (strlen(arg) >= sizeof(o->test_hook))
+			BAD("--test-hook '%s': too long", arg);
+		snprintf(o->test_hook, sizeof(o->test_hook), "%s", arg);
 		break;
 	default:
 		BAD("unknown option");

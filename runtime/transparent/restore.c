@@ -8,7 +8,9 @@
 #include "config.h"
 
 #include "image.h"
+#include "fsafe.h"
 #include "log.h"
+#include "testhook.h"
 #include "shepherd.h"
 
 #include <errno.h>
@@ -21,20 +23,20 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-/* The newest committed checkpoint that holds criu/. */
-static int newest(const char *root, char *path, size_t n, char *err, size_t errlen)
+/* The name of the newest committed checkpoint of the root that holds criu/. */
+static int newest(struct gk_shepherd *sh, char *name, size_t n, char *err, size_t errlen)
 {
 	struct gk_store_entry *list = NULL;
 	size_t count = 0;
-	int ret = gk_store_list(root, &list, &count, err, errlen);
+	int ret = gk_store_list_at(sh->dirfd, sh->o->dir, &list, &count, err, errlen);
 
 	if (ret < 0)
 		return ret;
 	ret = -ENOENT;
-	snprintf(err, errlen, "%s: no committed transparent checkpoint", root);
+	snprintf(err, errlen, "%s: no committed transparent checkpoint", sh->o->dir);
 	for (size_t i = 0; i < count; i++) {
 		if (list[i].complete && list[i].transparent) {
-			snprintf(path, n, "%s", list[i].path);
+			snprintf(name, n, "%s", strrchr(list[i].path, '/') + 1);
 			ret = 0;
 			break;
 		}
@@ -225,29 +227,33 @@ int gk_restore(struct gk_shepherd *sh)
 	struct gk_seal *seal = calloc(1, sizeof(*seal));
 	CUcheckpointGpuPair pairs[GK_SHEP_MAX_GPUS];
 	size_t npairs = 0;
-	char path[4096], err[GK_SHEP_ERRLEN];
+	char path[4096 + 256], name[256], err[GK_SHEP_ERRLEN];
 	double t0 = gk_now(), t_criu, t_driver, t_unlock = 0, t_end;
 	int ckptfd = -1, criufd = -1, ret;
-	const char *name;
 
 	if (!seal)
 		return -ENOMEM;
 	memset(pairs, 0, sizeof(pairs));
-	ret = newest(o->dir, path, sizeof(path), err, sizeof(err));
+	ret = newest(sh, name, sizeof(name), err, sizeof(err));
 	if (ret < 0)
 		goto out;
-	name = strrchr(path, '/') + 1;
-	ret = gk_image_open(path, &lo, &m, NULL, err, sizeof(err));
+	snprintf(path, sizeof(path), "%s/%s", o->dir, name);
+	/* One descriptor from here on: the folder whose manifest and seal are
+	 * checked is the folder whose images CRIU reads. */
+	ckptfd = gk_open_dir_at(sh->dirfd, name, o->uid, NULL);
+	if (ckptfd < 0) {
+		ret = ckptfd;
+		snprintf(err, sizeof(err), "%s: %s", path,
+			 ret == -EPERM	 ? "not the job's user's folder"
+			 : ret == -ELOOP ? "a symbolic link; refused"
+					 : strerror(-ret));
+		goto out;
+	}
+	ret = gk_image_open_in(sh->dirfd, ckptfd, path, &lo, &m, NULL, err, sizeof(err));
 	gk_manifest_free(m);
 	if (ret < 0)
 		goto out;
-	ckptfd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (ckptfd < 0) {
-		ret = -errno;
-		snprintf(err, sizeof(err), "%s", strerror(errno));
-		goto out;
-	}
-	ret = gk_seal_verify(ckptfd, o->uid, seal, err, sizeof(err));
+	ret = gk_seal_verify(ckptfd, o->uid, seal, &criufd, err, sizeof(err));
 	if (ret < 0)
 		goto out;
 	if (seal->gid != o->gid || (o->job[0] && seal->job[0] && strcmp(o->job, seal->job)) ||
@@ -281,12 +287,8 @@ int gk_restore(struct gk_shepherd *sh)
 			sh->listener = -1;
 		}
 	}
-	criufd = openat(ckptfd, GK_CRIU_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
-	if (criufd < 0) {
-		ret = -errno;
-		snprintf(err, sizeof(err), "criu/: %s", strerror(errno));
-		goto out;
-	}
+	/* Tests pause here to swap the folder's names (tests/security/). */
+	gk_test_hook("restore-verified");
 	ret = criu_restore(sh, criufd, seal, err, sizeof(err));
 	if (ret < 0)
 		goto out;

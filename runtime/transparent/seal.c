@@ -4,10 +4,17 @@
  * runtime's manifest.json beside it), how to plug it back (the program's stdio,
  * for CRIU's --inherit-fd) and on what (the GPUs' UUIDs and names).
  *
- * The restore trusts an image only when the folder is root's alone
- * (root:root 0700, opened without following a link) and its files are
- * exactly those sealed: CRIU restores whatever its images say, as root, so a
- * crafted image must never reach it.
+ * CRIU restores whatever its images say, as root, so a crafted image must
+ * never reach it. The restore trusts an image only when
+ *   - SEAL carries root's Munge credential (SEAL.sig, gk_root_sign_at): a
+ *     user can compute every digest of a seal, but cannot make munged say
+ *     that uid 0 vouched for it. This is what holds even when criu/ came
+ *     through a folder its user could write (the user's ckpt.N, the round
+ *     trip through the shared root), whatever owner and mode it shows now;
+ *   - the folder is root's alone (root:root 0700, opened without following a
+ *     link) and its files are exactly those sealed, with their digests;
+ *   - the descriptor that was checked is the one CRIU is given
+ *     (gk_seal_verify hands it back): nothing is opened by name again.
  */
 #include "config.h"
 
@@ -27,7 +34,9 @@
 #include <unistd.h>
 
 #define SEAL_FORMAT "gpuckpt-seal"
-#define SEAL_VERSION 2
+/* 3: SEAL.sig, root's credential over SEAL. Version 2 seals had none and
+ * are refused: anyone could have computed one. */
+#define SEAL_VERSION 3
 #define SEAL_MAX (4u << 20)
 
 /* Read a regular file of dirfd through `add`, one 1 MiB block at a time. */
@@ -124,7 +133,7 @@ int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, char *err, size_t e
 {
 	struct json_object *root = json_object_new_object(), *files = json_object_new_object(),
 			   *stdio = json_object_new_array(), *gpus = json_object_new_array();
-	char hex[65];
+	char hex[65], sub[GK_ERRLEN];
 	const char *text;
 	struct dirent *e;
 	DIR *d = NULL;
@@ -192,7 +201,7 @@ int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, char *err, size_t e
 		uint64_t size;
 
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-		    !strcmp(e->d_name, GK_SHEP_SEAL_FILE))
+		    !strcmp(e->d_name, GK_SHEP_SEAL_FILE) || !strcmp(e->d_name, GK_SHEP_SEAL_SIG))
 			continue;
 		if (!image_name_ok(e->d_name)) {
 			snprintf(err, errlen, "criu/: unexpected entry");
@@ -214,10 +223,22 @@ int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, char *err, size_t e
 	len = strlen(text);
 	fd = openat(criufd, GK_SHEP_SEAL_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		    0600);
-	if (fd < 0 || write(fd, text, len) != (ssize_t)len || fsync(fd) < 0 || fsync(criufd) < 0) {
+	if (fd < 0 || write(fd, text, len) != (ssize_t)len || fsync(fd) < 0) {
 		ret = -errno;
 		snprintf(err, errlen, "criu/%s: %s", GK_SHEP_SEAL_FILE, strerror(-ret));
+		goto out_fd;
 	}
+	ret = gk_root_sign_at(text, len, criufd, GK_SHEP_SEAL_SIG, sub, sizeof(sub));
+	if (ret < 0) {
+		snprintf(err, errlen, "criu/%s: %s (a transparent checkpoint needs root's Munge "
+			 "credential over its seal)", GK_SHEP_SEAL_SIG, sub);
+		goto out_fd;
+	}
+	if (fsync(criufd) < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "criu/: fsync: %s", strerror(-ret));
+	}
+out_fd:
 	if (fd >= 0)
 		close(fd);
 out_dir:
@@ -259,7 +280,7 @@ static int copy_str(char *dst, size_t n, const char *src)
 	return 0;
 }
 
-static int read_seal(int criufd, char **text, char *err, size_t errlen)
+static int read_seal(int criufd, char **text, size_t *len, char *err, size_t errlen)
 {
 	struct stat st;
 	char *buf;
@@ -286,12 +307,13 @@ static int read_seal(int criufd, char **text, char *err, size_t errlen)
 	buf[st.st_size] = 0;
 	close(fd);
 	*text = buf;
+	*len = (size_t)st.st_size;
 	return 0;
 }
 
 static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, size_t errlen)
 {
-	struct json_object *stdio, *gpus, *node, *kinds;
+	struct json_object *stdio, *gpus, *node, *files, *kinds;
 	const char *fmt = get_str(root, "format");
 	int64_t v, uid, gid, task;
 
@@ -358,6 +380,20 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, si
 			return -EINVAL;
 		}
 	}
+	if (!json_object_object_get_ex(root, "files", &files) ||
+	    !json_object_is_type(files, json_type_object)) {
+		snprintf(err, errlen, "criu/SEAL: no file list");
+		return -EINVAL;
+	}
+	json_object_object_foreach(files, fname, fval)
+	{
+		if (!image_name_ok(fname) || !strcmp(fname, GK_SHEP_SEAL_FILE) ||
+		    !strcmp(fname, GK_SHEP_SEAL_SIG) || !strcmp(fname, GK_SHEP_RESTORE_LOG) ||
+		    !json_object_is_type(fval, json_type_string)) {
+			snprintf(err, errlen, "criu/SEAL: the file list is malformed");
+			return -EINVAL;
+		}
+	}
 	/* Optional: seals written before it was recorded have none. */
 	s->nnode_gpus = 0;
 	if (json_object_object_get_ex(root, "node_gpus", &node)) {
@@ -381,6 +417,30 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, si
 		}
 	}
 	return 0;
+}
+
+int gk_seal_parse(const char *text, size_t len, struct gk_seal *s, char *err, size_t errlen)
+{
+	struct json_tokener *tok = json_tokener_new();
+	struct json_object *root;
+	int ret;
+
+	memset(s, 0, sizeof(*s));
+	if (!tok)
+		return -ENOMEM;
+	root = json_tokener_parse_ex(tok, text, (int)len);
+	/* One object and nothing after it. */
+	if (!root || !json_object_is_type(root, json_type_object) ||
+	    json_tokener_get_error(tok) != json_tokener_success ||
+	    json_tokener_get_parse_end(tok) != len) {
+		snprintf(err, errlen, "criu/SEAL: not one JSON object");
+		ret = -EINVAL;
+	} else {
+		ret = parse_seal(root, s, err, errlen);
+	}
+	json_object_put(root);
+	json_tokener_free(tok);
+	return ret;
 }
 
 /* Every file of the folder is sealed with its hash, and every sealed file is
@@ -408,7 +468,7 @@ static int check_files(int criufd, struct json_object *files, uint64_t *bytes, c
 		int r;
 
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-		    !strcmp(e->d_name, GK_SHEP_SEAL_FILE))
+		    !strcmp(e->d_name, GK_SHEP_SEAL_FILE) || !strcmp(e->d_name, GK_SHEP_SEAL_SIG))
 			continue;
 		if (fstatat(criufd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(st.st_mode) || st.st_uid != 0) {
@@ -449,14 +509,18 @@ static int check_files(int criufd, struct json_object *files, uint64_t *bytes, c
 	return ret;
 }
 
-int gk_seal_verify(int ckptfd, uid_t uid, struct gk_seal *s, char *err, size_t errlen)
+int gk_seal_verify(int ckptfd, uid_t uid, struct gk_seal *s, int *criufd_out, char *err,
+		   size_t errlen)
 {
 	struct json_object *root = NULL, *files;
-	char *text = NULL, hex[65];
+	char *text = NULL, hex[65], sub[GK_ERRLEN];
 	struct stat st;
+	size_t len = 0;
 	int criufd, ret;
 
 	memset(s, 0, sizeof(*s));
+	if (criufd_out)
+		*criufd_out = -1;
 	criufd = openat(ckptfd, GK_CRIU_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (criufd < 0) {
 		ret = errno;
@@ -472,9 +536,21 @@ int gk_seal_verify(int ckptfd, uid_t uid, struct gk_seal *s, char *err, size_t e
 		ret = -EPERM;
 		goto out_dir;
 	}
-	ret = read_seal(criufd, &text, err, errlen);
+	ret = read_seal(criufd, &text, &len, err, errlen);
 	if (ret < 0)
 		goto out_dir;
+	/* Who made it comes first: nothing else in a seal is believed before
+	 * root's credential over its exact bytes. */
+	ret = gk_root_check_at(text, len, criufd, GK_SHEP_SEAL_SIG, sub, sizeof(sub));
+	if (ret < 0) {
+		snprintf(err, errlen, "criu/%s: %s", ret == -ENOENT ? GK_SHEP_SEAL_SIG : "SEAL",
+			 ret == -ENOENT ? "missing: the seal carries no credential of root's, so "
+					  "anyone could have made it; refused"
+					: sub);
+		if (ret == -ENOENT)
+			ret = -EPERM;
+		goto out_json;
+	}
 	root = json_tokener_parse(text);
 	if (!root || !json_object_is_type(root, json_type_object)) {
 		snprintf(err, errlen, "criu/SEAL: not JSON");
@@ -490,12 +566,7 @@ int gk_seal_verify(int ckptfd, uid_t uid, struct gk_seal *s, char *err, size_t e
 		ret = -EPERM;
 		goto out_json;
 	}
-	if (!json_object_object_get_ex(root, "files", &files) ||
-	    !json_object_is_type(files, json_type_object)) {
-		snprintf(err, errlen, "criu/SEAL: no file list");
-		ret = -EINVAL;
-		goto out_json;
-	}
+	json_object_object_get_ex(root, "files", &files);
 	ret = check_files(criufd, files, &s->image_bytes, err, errlen);
 	if (ret < 0)
 		goto out_json;
@@ -510,6 +581,9 @@ out_json:
 	json_object_put(root);
 	free(text);
 out_dir:
-	close(criufd);
+	if (ret == 0 && criufd_out)
+		*criufd_out = criufd;
+	else
+		close(criufd);
 	return ret;
 }

@@ -34,6 +34,8 @@
 #define GK_SHEP_MSG_MAX 4096
 #define GK_SHEP_ENV "GPUCKPT_SHEPHERD"
 #define GK_SHEP_SEAL_FILE "SEAL"
+/* root's Munge credential over SEAL (runtime/image/sign.c, gk_root_sign_at) */
+#define GK_SHEP_SEAL_SIG "SEAL.sig"
 #define GK_SHEP_RESTORE_LOG "restore.log"
 #define GK_SHEP_DUMP_LOG "dump.log"
 #define GK_CRIU_MIN_MAJOR 4
@@ -59,6 +61,7 @@ struct gk_shep_opts {
 	struct gk_trigger triggers[GK_MAX_TRIGGERS];
 	unsigned ntriggers;
 	char **argv; /* run: PROGRAM [ARG...] */
+	char test_hook[4200]; /* --test-hook POINT:DIR, armed once root is sure */
 };
 
 /* Parse argv (argv[0] is the program). 0, or -EINVAL with the reason in err;
@@ -217,13 +220,25 @@ struct gk_seal {
 };
 
 /* Write criu/SEAL in the folder `criufd` (the checkpoint folder is
- * `ckptfd`): s plus the SHA-256 of every file of the folder. */
+ * `ckptfd`): s plus the digest of every file of the folder, then
+ * criu/SEAL.sig, root's Munge credential over it (root only; munged must
+ * answer). */
 int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, char *err, size_t errlen);
 
-/* Verify ckptfd/criu: root:root 0700, not a link, files exactly those of
- * the seal (plus a restore log), hashes match, manifest hash matches, seal's
- * uid == uid. Fills *s. */
-int gk_seal_verify(int ckptfd, uid_t uid, struct gk_seal *s, char *err, size_t errlen);
+/*
+ * Verify ckptfd/criu: root:root 0700, not a link; SEAL a root-owned file
+ * carrying root's credential (SEAL.sig); files exactly those of the seal
+ * (plus a restore log), digests match, manifest hash matches, seal's uid ==
+ * uid. Fills *s. On success, *criufd_out (when not NULL) is the descriptor
+ * of the very folder that was checked, for CRIU: the caller closes it.
+ */
+int gk_seal_verify(int ckptfd, uid_t uid, struct gk_seal *s, int *criufd_out, char *err,
+		   size_t errlen);
+
+/* Parse and check the text of a seal on its own (every field, the file
+ * list): what gk_seal_verify believes once root's credential is checked.
+ * -EINVAL or -EPROTO with err saying what is wrong. (The fuzz target.) */
+int gk_seal_parse(const char *text, size_t len, struct gk_seal *s, char *err, size_t errlen);
 
 /* The SHA-256 of a file under dirfd, not following a link. */
 int gk_file_sha256(int dirfd, const char *name, char hex[65], uint64_t *size);
@@ -289,6 +304,10 @@ int gk_sock_send(int conn, const char *what, const char *reason);
 
 struct gk_shepherd {
 	struct gk_shep_opts *o;
+	/* o->dir, opened once and checked (fsafe.h: a trusted path, then the
+	 * job's user's folders): the checkpoint root is never reached by its
+	 * path again, which its owner could point elsewhere. */
+	int dirfd;
 	pid_t prog;   /* the task's program: the root of its tree, the shepherd's child */
 	int listener; /* -1: none */
 	char sockname[108];

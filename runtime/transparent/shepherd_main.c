@@ -6,7 +6,9 @@
  */
 #include "config.h"
 
+#include "fsafe.h"
 #include "log.h"
+#include "testhook.h"
 #include "shepherd.h"
 
 #include <errno.h>
@@ -69,15 +71,13 @@ static int drop_to(uid_t uid, gid_t gid)
 }
 
 /* The checkpoint root exists before the tree starts, made by the user (an
- * application-mode checkpoint is written there as the user). */
+ * application-mode checkpoint is written there as the user); root looks at
+ * nothing on the way (it opens the result checked, gk_open_user_path). */
 static int make_dir_as_user(const struct gk_shep_opts *o)
 {
-	struct stat st;
 	int status;
 	pid_t pid;
 
-	if (stat(o->dir, &st) == 0)
-		return S_ISDIR(st.st_mode) ? 0 : -ENOTDIR;
 	pid = fork();
 	if (pid < 0)
 		return -errno;
@@ -208,6 +208,7 @@ int main(int argc, char **argv)
 		gk_log_set_level(lv);
 	sh.o = &o;
 	sh.listener = -1;
+	sh.dirfd = -1;
 	if (gk_criu_find(o.criu, sh.criu, sizeof(sh.criu), err, sizeof(err)) < 0)
 		gk_warn("transparent: %s; checkpoints will fail", err);
 	else if (gk_criu_caps("/proc/self/status", (long)o.uid, err, sizeof(err)) < 0)
@@ -221,10 +222,19 @@ int main(int argc, char **argv)
 	 * a restore on this node (supervise.c, reap_leftovers). */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		gk_warn("transparent: PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
+	if (o.test_hook[0] && gk_test_hook_arm(o.test_hook, err, sizeof(err)) < 0) {
+		fprintf(stderr, "gpuckpt-shepherd: %s\n", err);
+		return 2;
+	}
 	ret = make_dir_as_user(&o);
 	if (ret < 0) {
 		gk_error("transparent: %s: cannot make it as uid %u: %s", o.dir, (unsigned)o.uid,
 			 strerror(-ret));
+		return 1;
+	}
+	sh.dirfd = gk_open_user_path(o.dir, o.uid, err, sizeof(err));
+	if (sh.dirfd < 0) {
+		gk_error("transparent: checkpoint root: %s", err);
 		return 1;
 	}
 	switch (o.cmd) {

@@ -13,7 +13,8 @@
  * So at dump time each of the program's fds 0..2 that is the same file as the
  * shepherd's own (same device and inode) is recorded with its kind, and at
  * restore CRIU gets the restoring shepherd's fd in its place (--inherit-fd,
- * which also skips CRIU's checks of that file), whatever its kind; a terminal
+ * which also skips CRIU's checks of that file), whatever its kind but
+ * /dev/null, which CRIU reopens itself (gk_stdio_plan says why); a terminal
  * instead becomes CRIU's own stdin, which --shell-job takes the terminal
  * from. A stream the program opened itself (not the task's) is left to CRIU,
  * which reopens it from the image.
@@ -100,7 +101,12 @@ enum gk_stdio_how gk_stdio_plan(const struct gk_seal *s, int i, char *arg, size_
 	}
 	if (!strcmp(kind, "tty"))
 		return GK_STDIO_TERMINAL;
-	if (!kind[0] || !link[0])
+	/* /dev/null is on every node and has no size for CRIU to check: CRIU
+	 * reopens it from the image with the flags each fd had. Passed in
+	 * instead, stdin's and stdout's /dev/null have one key ("dev/null"), and
+	 * CRIU gave fd 1 the shepherd's read-only fd 0: every write of the
+	 * restored program failed (on the H100 machine, stdio-criu.sh). */
+	if (!kind[0] || !link[0] || !strcmp(kind, "null"))
 		return GK_STDIO_CRIU;
 	/* CRIU names a pipe or socket "pipe:[N]", a file by its path from the
 	 * root without the leading slash (what its "bad size" error says). */

@@ -44,40 +44,32 @@ run_case() {
 	rm -f "$out" "$err"
 }
 
+# heat-drv and the stand-in are always built; heat-rt whenever configure found nvcc.
+gk_need_built "$HEAT_DIR/heat-drv" "$GK_STANDIN_DIR/libcuda.so.1"
+[ -z "${NVCC:-}" ] || gk_need_built "$HEAT_DIR/heat-rt"
+
 # heat-rt
 RUN=()
 for c in "${CASES[@]}"; do
-	if [ -x "$HEAT_DIR/heat-rt" ]; then
+	if [ -n "${NVCC:-}" ]; then
 		run_case heat-rt "$c"
 	else
-		tap_skip "heat-rt is not built (no nvcc)"
+		tap_skip "heat-rt is not built: configure found no nvcc"
 	fi
 done
-if [ -x "$HEAT_DIR/heat-rt" ]; then
+if [ -n "${NVCC:-}" ]; then
 	run_case heat-rt "--module x|2|unknown option '--module'"
 else
-	tap_skip "heat-rt is not built (no nvcc)"
+	tap_skip "heat-rt is not built: configure found no nvcc"
 fi
 
 # heat-drv, on the stand-in's libcuda.so.1
 RUN=(env LD_LIBRARY_PATH="$GK_STANDIN_DIR${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 	ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=0}")
-why=
-if [ ! -e "$GK_STANDIN_DIR/libcuda.so.1" ]; then
-	why="heat-drv needs a libcuda.so.1 to start: the stand-in is not built"
-fi
 for c in "${CASES[@]}"; do
-	if [ -z "$why" ]; then
-		run_case heat-drv "$c"
-	else
-		tap_skip "$why"
-	fi
+	run_case heat-drv "$c"
 done
 # A missing kernels file is named, with the call that failed.
-if [ -z "$why" ]; then
-	run_case heat-drv "--module /nonexistent/heat.cubin --steps 1|1|cuModuleLoad\(/nonexistent/heat.cubin\) failed"
-else
-	tap_skip "$why"
-fi
+run_case heat-drv "--module /nonexistent/heat.cubin --steps 1|1|cuModuleLoad\(/nonexistent/heat.cubin\) failed"
 
 tap_done

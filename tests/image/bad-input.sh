@@ -148,7 +148,7 @@ if [ "$(id -u)" -eq 0 ]; then
 	refused "a data file owned by another user" "host.data is owned by nobody (uid 65534), not by root (uid 0)"
 	fresh
 	refused "a checkpoint of another user (--owner nobody)" \
-		"the directory is owned by root (uid 0), not by nobody (uid 65534)" --owner nobody
+		"manifest.json names root (uid 0) as its writer, not nobody (uid 65534)" --owner nobody
 else
 	tap_skip "changing a file's owner needs root"
 	tap_skip "--owner another user needs root"

@@ -39,7 +39,7 @@ jq_is() {
 	fi
 }
 
-tap_plan 49
+tap_plan 65
 
 C1=$("$MKIMAGE" "$ROOT" --seed 1 --allocs 3 --regions 1)
 C2=$("$MKIMAGE" "$ROOT" --seed 2 --allocs 2 --regions 0 --unsigned)
@@ -112,7 +112,9 @@ check "list exits 0" [ $? -eq 0 ]
 expect "list: committed newest first, then incomplete" \
 	"SEQ*STATUS*000003*step 300*000002*synthetic*unsigned*000001*000005*incomplete (writing)*000004*incomplete (writer gone)*" \
 	"$out"
-check "list: one line per checkpoint plus a header" [ "$(wc -l <<<"$out")" -eq 6 ]
+check "list: one line per checkpoint, a header and a note" [ "$(wc -l <<<"$out")" -eq 7 ]
+expect "list: says what it checked and that the data is not read" \
+	"*status: manifest, owner and signature checked; the data is not read: gpuckpt verify DIR checks every checksum)" "$out"
 json=$("$GK_TOOL" list --json "$ROOT")
 jq_is "list --json: sequences in order" "$json" '[.checkpoints[].sequence] | map(tostring) | join(",")' \
 	"3,2,1,5,4"
@@ -124,6 +126,59 @@ check "list of a missing root exits 1" [ $? -eq 1 ]
 mkdir "$GK_SCRATCH/empty"
 out=$("$GK_TOOL" list "$GK_SCRATCH/empty")
 expect "list of an empty root says so" "*: no checkpoints" "$out"
+out=$("$GK_TOOL" list "$C3")
+expect "list of a checkpoint says that list takes the root" \
+	"$C3: no checkpoints: this is a checkpoint, not a checkpoint root; list takes the folder that holds the ckpt.N folders*" "$out"
+mkdir -p "$GK_SCRATCH/1234/step.0/task.0"
+out=$("$GK_TOOL" list "$GK_SCRATCH/1234")
+expect "list of a job's folder points at its task folders" \
+	"*no checkpoints here: a job's checkpoint roots are its task folders, JOBID/step.S/task.T" "$out"
+
+# -- a copy held by root (the shared root): judged as its user's --
+if [ "$(id -u)" -eq 0 ] && [ $munge_ok -eq 1 ] && id nobody >/dev/null 2>&1; then
+	U=$GK_SCRATCH/user-bb
+	mkdir -p "$U" && chown nobody "$U" && chmod 0711 "$GK_SCRATCH"
+	UC=$(setpriv --reuid=nobody --regid=nogroup --clear-groups "$MKIMAGE" "$U/task.0" --seed 7 --allocs 2 --regions 1)
+	H=$GK_SCRATCH/shared/77/step.0/task.0
+	mkdir -p "$H" && chmod -R 0700 "$GK_SCRATCH/shared"
+	cp -r "$UC" "$H/" && chown -R root:root "$H" # as the staging copies it out
+	HC=$H/$(basename "$UC")
+	out=$("$GK_TOOL" list "$H")
+	expect "list: a copy held by root is its user's, signed by them" \
+		"*000001 *signed (nobody's, held by root)*" "$out"
+	out=$("$GK_TOOL" inspect "$HC")
+	expect "inspect: signed by its user, held by root" \
+		"*signed by     nobody (uid 65534)*held by       root (a copy kept for nobody*" "$out"
+	out=$("$GK_TOOL" verify "$HC" 2>&1)
+	expect "verify (root, no --owner): OK, signed by its user, held by root" \
+		"$HC: OK (2 allocations, *, signed by nobody; held by root)" "$out"
+	"$GK_TOOL" verify --owner nobody "$HC" >/dev/null 2>&1
+	check "verify --owner nobody: OK" [ $? -eq 0 ]
+	out=$("$GK_TOOL" verify --owner daemon "$HC" 2>&1)
+	expect "verify --owner another user: refused, naming whose it is" \
+		"*manifest.json names nobody (uid 65534) as its writer, not daemon (uid 1)*" "$out"
+	out=$("$GK_TOOL" verify --owner root "$HC" 2>&1)
+	expect "verify --owner root: not root's own checkpoint" \
+		"*signed by nobody (uid 65534), not by root (uid 0)*" "$out"
+	chown nobody "$HC/host.data"
+	out=$("$GK_TOOL" verify "$HC" 2>&1)
+	expect "a held copy with a file its user could change is refused" \
+		"*host.data is owned by nobody (uid 65534), not by root (uid 0)*" "$out"
+	chown root "$HC/host.data"
+	json=$("$GK_TOOL" list --json "$H")
+	jq_is "list --json: owner and held_by_root" "$json" \
+		'.checkpoints[0] | "\(.owner.user):\(.held_by_root)"' "nobody:true"
+else
+	for i in $(seq 8); do tap_skip "a copy held by root needs root, a reachable munged and the user nobody"; done
+fi
+
+# -- settings --
+out=$(GPUCKPT_LOG_LEVEL=bogus "$GK_TOOL" list "$ROOT" 2>&1)
+check "GPUCKPT_LOG_LEVEL=bogus is refused (exit 2)" [ $? -eq 2 ]
+expect "... naming the variable, the value and what is allowed" \
+	"gpuckpt: GPUCKPT_LOG_LEVEL: invalid value 'bogus' (expected error, warn, notice, info or debug)*" "$out"
+out=$(GPUCKPT_LOG_LEVEL=error "$GK_TOOL" list "$ROOT" 2>&1)
+check "GPUCKPT_LOG_LEVEL=error is taken" [ $? -eq 0 ]
 
 # -- prune --
 out=$("$GK_TOOL" prune --keep 1 --dry-run "$ROOT")
@@ -157,10 +212,13 @@ jq_is "inspect --json of it keeps its format" "$out" '.manifest.version' 2
 out=$("$GK_TOOL" --help)
 expect "--help: synopsis, commands, exit status, examples" \
 	"*SYNOPSIS*gpuckpt verify*COMMANDS*EXIT STATUS*EXAMPLES*" "$out"
+expect "--help: the log level's default is notice, as in the README" \
+	"*GPUCKPT_LOG_LEVEL     error, warn, notice (default), info or debug*" "$out"
+check "README gives the same default" grep -q '^| `GPUCKPT_LOG_LEVEL` | `notice` |' "$top_srcdir/README.md"
 check "help verify is verify --help" [ "$("$GK_TOOL" help verify)" = "$("$GK_TOOL" verify --help)" ]
 expect "--version" "gpuckpt * (checkpoint format gpuckpt-image version 4)" "$("$GK_TOOL" --version)"
 if command -v groff >/dev/null; then
-	warnings=$(groff -man -Tutf8 -ww -z "$top_srcdir/runtime/cli/gpuckpt.1" 2>&1)
+	warnings=$(groff -man -Tutf8 -ww -z "$top_srcdir/man/gpuckpt.1" 2>&1)
 	check "the man page renders without warnings" [ -z "$warnings" ]
 	[ -z "$warnings" ] || tap_diag "$warnings"
 else

@@ -20,6 +20,16 @@ check() {
 }
 tap_done() { [ "$TAP_FAILED" -eq 0 ]; }
 
+# gk_need_built FILE...: every FILE exists, else the test stops with "Bail
+# out!" (an ERROR): what the build makes is never a reason to skip or to test
+# something else instead.
+gk_need_built() {
+	local f
+	for f in "$@"; do
+		[ -e "$f" ] || { echo "Bail out! not built: $f"; exit 1; }
+	done
+}
+
 # The built runtime, tool and stand-in driver.
 GK_RUNTIME=$top_builddir/runtime/.libs/libgpuckpt.so
 GK_TOOL=$top_builddir/runtime/gpuckpt

@@ -16,11 +16,7 @@ PLAN=28
 tap_plan $PLAN
 gk_scratch
 
-if [ ! -e "$GK_STANDIN_DIR/libcuda.so.1" ] || [ ! -x "$PROG" ] || [ ! -e "$HASH" ] ||
-	[ ! -e "$SLOWIO" ]; then
-	for i in $(seq $PLAN); do tap_skip "the stand-in, gpu-tables, its hash module or slowio.so were not built"; done
-	exit 0
-fi
+gk_need_built "$GK_STANDIN_DIR/libcuda.so.1" "$PROG" "$HASH" "$SLOWIO" "$GK_RUNTIME"
 
 ARGS=(--size 64 --steps 1000 --report-every 10)
 export GPUCKPT_LOG_LEVEL=info GPUCKPT_HASH_MODULE=$HASH GPUCKPT_CHUNK_SIZE=1M

@@ -17,11 +17,7 @@ PLAN=23
 tap_plan $PLAN
 gk_scratch
 
-if [ ! -e "$GK_STANDIN_DIR/libcuda.so.1" ] || [ ! -x "$PROG" ] || [ ! -e "$HASH" ] ||
-	[ ! -e "$SLOWIO" ]; then
-	for i in $(seq $PLAN); do tap_skip "the stand-in, gpu-tables, its hash module or slowio.so were not built"; done
-	exit 0
-fi
+gk_need_built "$GK_STANDIN_DIR/libcuda.so.1" "$PROG" "$HASH" "$SLOWIO" "$GK_RUNTIME"
 
 ARGS=(--size 64 --steps 300 --report-every 10 --updates 4)
 # Written the blocking way, from device memory: the path under test (a

@@ -2,20 +2,18 @@
 # End-to-end on the CUDA driver stand-in, with the sample heat-drv (driver API,
 # streams, stream-ordered allocation, device pointers stored in device memory):
 # checkpoint on SIGTERM, resume on another GPU with the same result; several
-# checkpoints in one run; a corrupted newest checkpoint; too little memory; a
-# writer killed half-way; another user's checkpoint.
+# checkpoints in one run; a checkpoint that cannot be written; a corrupted
+# newest checkpoint; too little memory; a writer killed half-way; another
+# user's checkpoint.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 HEAT=$top_builddir/examples/heat/heat-drv
 MODULE=$top_builddir/examples/heat/.libs/heat_kernels_host.so
 SLOWIO=$top_builddir/tests/runtime/.libs/slowio.so
-PLAN=34
+PLAN=42
 tap_plan $PLAN
 gk_scratch
 
-if [ ! -e "$GK_STANDIN_DIR/libcuda.so.1" ] || [ ! -x "$HEAT" ] || [ ! -e "$MODULE" ]; then
-	for i in $(seq $PLAN); do tap_skip "the stand-in, heat-drv or its host kernels were not built"; done
-	exit 0
-fi
+gk_need_built "$GK_STANDIN_DIR/libcuda.so.1" "$HEAT" "$MODULE" "$GK_RUNTIME"
 
 ARGS=(--size 96 --steps 300 --report-every 10 --module "$MODULE")
 export GPUCKPT_LOG_LEVEL=info
@@ -60,7 +58,11 @@ kill -TERM $HEAT_PID; wait $HEAT_PID; status=$?
 expect "SIGTERM half-way: the program checkpoints, then dies by SIGTERM ($status)" term \
 	test $status -eq 143
 expect "the checkpoint is committed as ckpt.000001, with no temporary left" term \
-	test -f "$D/ckpt.000001/manifest.json" -a -z "$(ls -A "$D" | grep -v '^ckpt\.')"
+	test -f "$D/ckpt.000001/manifest.json" -a -z "$(ls -A "$D" | grep -v '^ckpt\.' | grep -vx gpuckpt.events)"
+expect "the runtime's event file says it started, once" term \
+	test "$(grep -c "^gpuckpt-event 1 kind=start result=ok time=[0-9.]* pid=$HEAT_PID pstart=[0-9]*$" "$D/gpuckpt.events")" = 1
+expect "... and the checkpoint: ckpt 1, its bytes, its time, 1 GPU" term \
+	grep -q "^gpuckpt-event 1 kind=checkpoint result=ok time=[0-9.]* pid=$HEAT_PID pstart=[0-9]* ckpt=1 bytes=[1-9][0-9]* seconds=[0-9.]* elapsed=[0-9.]* gpus=1$" "$D/gpuckpt.events"
 expect "the runtime logged what it wrote" term grep -q "checkpoint: .*ckpt.000001: wrote" "$GK_SCRATCH/term.err"
 "$GK_TOOL" verify "$D/ckpt.000001" >"$GK_SCRATCH/verify.out" 2>&1
 expect "gpuckpt verify accepts it" verify test $? -eq 0
@@ -78,6 +80,8 @@ expect "... on a GPU with another UUID" resume \
 	"$(grep -o 'GPU-[0-9a-f-]*' "$GK_SCRATCH/term.out" | head -1)"
 expect "and finishes with the uninterrupted run's checksum" resume \
 	test "$(checksum_of "$GK_SCRATCH/resume.out")" = "$REF"
+expect "the restore is in the event file: ckpt 1, its bytes" resume \
+	grep -q "^gpuckpt-event 1 kind=restore result=ok .* ckpt=1 bytes=[1-9][0-9]* seconds=[0-9.]*$" "$D/gpuckpt.events"
 
 # --- several checkpoints in one run ---------------------------------------------
 D=$GK_SCRATCH/multi
@@ -89,7 +93,9 @@ wait $HEAT_PID; status=$?
 expect "SIGUSR1 twice then SIGTERM: three checkpoints, the program ends by SIGTERM" multi \
 	test $status -eq 143 -a "$(grep -c 'wrote' "$GK_SCRATCH/multi.err")" -eq 3
 expect "only the newest two are kept (GPUCKPT_KEEP=2, every checkpoint whole)" multi \
-	test "$(ls "$D")" = "$(printf 'ckpt.000002\nckpt.000003')"
+	test "$(ls "$D" | grep -vx gpuckpt.events)" = "$(printf 'ckpt.000002\nckpt.000003')"
+expect "the event file has the three, numbered 1 to 3" multi \
+	test "$(sed -n 's/.*kind=checkpoint result=ok .* ckpt=\([0-9]*\) .*/\1/p' "$D/gpuckpt.events" | tr '\n' ' ')" = "1 2 3 "
 step3=$(sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$D/ckpt.000003/manifest.json" | head -1)
 step2=$(sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$D/ckpt.000002/manifest.json" | head -1)
 with_runtime env GPUCKPT_DIR="$D" GPUCKPT_RESTORE=auto "$HEAT" "${ARGS[@]}" \
@@ -98,15 +104,32 @@ expect "a restart resumes from the newest (step ${step3:-?}) with the same check
 	test "$(resumed_step "$GK_SCRATCH/multi2.out")" = "$step3" -a \
 	"$(checksum_of "$GK_SCRATCH/multi2.out")" = "$REF"
 
+# --- a checkpoint that cannot be written -------------------------------------------
+# SIGUSR1 asks for a checkpoint and for the run to go on. The folder cannot be
+# made (a file is in the way: the same for root, which a read-only folder would
+# not stop): nothing is written, the runtime says why, gpuckpt_point returns
+# GPUCKPT_NOT_SAVED and the program goes on to its result.
+: >"$GK_SCRATCH/in-the-way"
+heat_bg nosave GPUCKPT_DIR="$GK_SCRATCH/in-the-way/ckpt"
+wait_for nosave "step 60"; kill -USR1 $HEAT_PID; wait $HEAT_PID; status=$?
+expect "SIGUSR1 with a checkpoint folder that cannot be made: the program goes on and ends well ($status)" nosave \
+	test $status -eq 0
+expect "... the runtime says why no checkpoint was written" nosave \
+	grep -q "checkpoint: .*in-the-way/ckpt: no checkpoint written: .*Not a directory" "$GK_SCRATCH/nosave.err"
+expect "... the program was told (GPUCKPT_NOT_SAVED) and said it goes on" nosave \
+	grep -q "^heat-drv: step [0-9]*: no checkpoint written; going on$" "$GK_SCRATCH/nosave.err"
+expect "... with the uninterrupted run's checksum" nosave \
+	test "$(checksum_of "$GK_SCRATCH/nosave.out")" = "$REF"
+
 # --- a corrupted newest checkpoint ------------------------------------------------
 printf '\xff' | dd of="$D/ckpt.000003/device0.data" bs=1 seek=100 conv=notrunc status=none
 with_runtime env GPUCKPT_DIR="$D" GPUCKPT_RESTORE=auto "$HEAT" "${ARGS[@]}" \
-	>"$GK_SCRATCH/fallback.out" 2>"$GK_SCRATCH/fallback.err"
-expect "a corrupted newest checkpoint is refused, naming the checksum mismatch" fallback \
-	grep -q "ckpt.000003: refused: .*checksum mismatch" "$GK_SCRATCH/fallback.err"
-expect "... and the previous one is used: resumed from step ${step2:-?}, same checksum" fallback \
-	test "$(resumed_step "$GK_SCRATCH/fallback.out")" = "$step2" -a \
-	"$(checksum_of "$GK_SCRATCH/fallback.out")" = "$REF"
+	>"$GK_SCRATCH/older.out" 2>"$GK_SCRATCH/older.err"
+expect "a corrupted newest checkpoint is refused, naming the checksum mismatch" older \
+	grep -q "ckpt.000003: refused: .*checksum mismatch" "$GK_SCRATCH/older.err"
+expect "... and the previous one is used: resumed from step ${step2:-?}, same checksum" older \
+	test "$(resumed_step "$GK_SCRATCH/older.out")" = "$step2" -a \
+	"$(checksum_of "$GK_SCRATCH/older.out")" = "$REF"
 with_runtime env GPUCKPT_DIR="$D" GPUCKPT_RESTORE="$D/ckpt.000003" "$HEAT" "${ARGS[@]}" \
 	>"$GK_SCRATCH/badfail.out" 2>"$GK_SCRATCH/badfail.err"
 status=$?

@@ -14,7 +14,9 @@
 # real CUDA_VISIBLE_DEVICES) and its own burst-buffer folder, bind-mounted at the
 # same path ($GK_CLUSTER_DIR/bb) in the node's own mount namespace: one path,
 # different contents on each node, as with a real node-local NVMe. All nodes
-# share $GK_CLUSTER_DIR/shared, the shared checkpoint root.
+# share $GK_CLUSTER_DIR/shared, the shared checkpoint root. Each node's
+# plugin writes its Prometheus metrics to $GK_CLUSTER_DIR/metrics/gpuckpt.prom,
+# also a folder of the node's own ($GK_CLUSTER_DIR/nodes/NODE/metrics).
 #
 # --real-gpu (the GPU machine): one node, File=/dev/nvidia0 (GK_GPU_DEVICE), no network
 # namespaces; the node still gets its own mount namespace for the burst buffer.
@@ -22,21 +24,33 @@
 # Client commands (sbatch, srun, scontrol, ...) must run in the controller's
 # namespace: start writes wrappers into $GK_CLUSTER_DIR/bin and an env.sh to
 # source (PATH, SLURM_CONF). stop ends every process it started, by pid, removes
-# the namespaces, the users and munged it made, and the cluster folder.
+# the namespaces, the users and munged it made, and the cluster folder. There
+# is one cluster at a time; /run/gpuckpt-test-cluster says where it is, so a
+# plain `stop` also takes down one left by a demo or a test that was killed.
 #
-# Environment: GK_CLUSTER_DIR (default /tmp/gpuckpt-cluster), GK_PLUGIN (the
-# SPANK plugin; default the build's), GK_RUNTIME, GK_STAGE (staging script),
+# Environment: GK_CLUSTER_DIR (default: start /tmp/gpuckpt-cluster; stop and
+# status the cluster that is set up), GK_PLUGIN (the
+# SPANK plugin; default the build's), GK_RUNTIME, GK_STAGE (gpuckpt-stage),
 # GK_PLUGIN_ARGS (extra key=value plugin arguments), top_srcdir, top_builddir.
 set -Eeuo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${top_srcdir:=$(cd "$here/../.." && pwd)}"
 : "${top_builddir:=$top_srcdir/build}"
-C=${GK_CLUSTER_DIR:-/tmp/gpuckpt-cluster}
+# Where the cluster that is set up lives, whoever set it up (the demo, a test,
+# a person): the namespace names are fixed, so there is one at a time, and
+# `stop` finds it even after whatever started it was killed.
+CURRENT=${GK_CLUSTER_RECORD:-/run/gpuckpt-test-cluster}
+if [ -n "${GK_CLUSTER_DIR:-}" ]; then
+	C=$GK_CLUSTER_DIR
+elif [ "${1:-}" != start ] && [ -s "$CURRENT" ]; then
+	C=$(cat "$CURRENT")
+else
+	C=/tmp/gpuckpt-cluster
+fi
 : "${GK_PLUGIN:=$top_builddir/spank-plugin/.libs/spank_gpuckpt.so}"
 : "${GK_RUNTIME:=$top_builddir/runtime/.libs/libgpuckpt.so}"
-: "${GK_STAGE:=$top_srcdir/scheduler-hooks/gpuckpt-stage}"
-: "${GK_TOOL:=$top_builddir/runtime/gpuckpt}"
+: "${GK_STAGE:=$top_builddir/scheduler-hooks/gpuckpt-stage}"
 : "${GK_PLUGIN_ARGS:=}"
 
 NS_PREFIX=gpuckpt-
@@ -170,7 +184,7 @@ enter_cmd() {
 make_fake_gpus() {
 	local n
 	for n in $(nodes_list); do
-		mkdir -p "$C/nodes/$n/dev" "$C/nodes/$n/bb" "$C/nodes/$n/pmix"
+		mkdir -p "$C/nodes/$n/dev" "$C/nodes/$n/bb" "$C/nodes/$n/pmix" "$C/nodes/$n/metrics"
 		# Major 195 is NVIDIA's; with no driver loaded an open() gets ENXIO, so a
 		# job that tries to use one fails plainly instead of reaching a real device.
 		[ -e "$C/nodes/$n/dev/nvidia0" ] || mknod -m 0666 "$C/nodes/$n/dev/nvidia0" c 195 0
@@ -181,7 +195,7 @@ make_fake_gpus() {
 write_config() {
 	local n mode real_host gres_files ngpu
 	mode=$(cat "$C/mode")
-	mkdir -p "$C/etc" "$C/state" "$C/log" "$C/jobs" "$C/bb" "$C/shared"
+	mkdir -p "$C/etc" "$C/state" "$C/log" "$C/jobs" "$C/bb" "$C/shared" "$C/metrics"
 	chmod 1777 "$C/jobs"
 	chmod 0755 "$C/shared"
 	real_host=$(hostname)
@@ -208,15 +222,13 @@ write_config() {
 		SlurmctldPort=6817
 		SlurmdPort=6818
 		ProctrackType=proctrack/linuxproc
-		TaskPlugin=task/none
 		SelectType=select/cons_tres
 		SelectTypeParameters=CR_Core
 		GresTypes=gpu
-		MpiDefault=none
-		SwitchType=switch/none
-		JobAcctGatherType=jobacct_gather/none
-		AccountingStorageType=accounting_storage/none
-		JobCompType=jobcomp/none
+		# No task, MPI, switch, accounting, job completion or accounting-gather
+		# plugin: what 22.05 and 24.11 both do when these are not set (24.11 no
+		# longer ships the task/none, switch/none, ... plugins that 22.05 takes
+		# as names for "none", nor accepts MpiDefault=none).
 		SchedulerType=sched/builtin
 		# Look at pending jobs every 2 s, so a requeued job starts as soon as it may.
 		SchedulerParameters=sched_interval=2
@@ -274,12 +286,10 @@ write_config() {
 	local runtime=$GK_RUNTIME
 	# A sanitizer build's runtime needs ASan's own runtime loaded before it.
 	if [ -n "${ASAN_RUNTIME:-}" ] && [ -f "$ASAN_RUNTIME" ]; then runtime=$ASAN_RUNTIME:$runtime; fi
-	if [ -f "$GK_PLUGIN" ]; then
-		echo "required $GK_PLUGIN bb_root=$C/bb shared_root=$C/shared runtime=$runtime stage=$GK_STAGE tool=$GK_TOOL $GK_PLUGIN_ARGS" \
-			>"$C/etc/plugstack.conf"
-	else
-		say "no plugin at $GK_PLUGIN: plugstack.conf left empty"
-	fi
+	# A cluster without the plugin would run every test's jobs untouched.
+	[ -f "$GK_PLUGIN" ] || die "no plugin at $GK_PLUGIN (build first, or set GK_PLUGIN)"
+	echo "required $GK_PLUGIN bb_root=$C/bb shared_root=$C/shared runtime=$runtime stage=$GK_STAGE metrics=$C/metrics/gpuckpt.prom $GK_PLUGIN_ARGS" \
+		>"$C/etc/plugstack.conf"
 }
 
 write_clients() {
@@ -297,22 +307,30 @@ write_clients() {
 		fi
 		chmod 0755 "$C/bin/$cmd"
 	done
-	# nodeexec NODE CMD...: run CMD as root on NODE (its network and mount namespace).
+	# nodeexec NODE CMD...: run CMD as root on NODE (its network and mount
+	# namespace, and its root: in a chroot, such as tests/slurm/debian-root.sh's,
+	# entering the mount namespace alone would land in the machine's own root).
 	cat >"$C/bin/nodeexec" <<-EOF
 	#!/bin/sh
 	node=\$1; shift
 	pid=\$(cat "$C/run/slurmd.\$node.pid" 2>/dev/null) || { echo "nodeexec: no node \$node" >&2; exit 1; }
-	exec nsenter -t "\$pid" -m -n -u "\$@"
+	exec nsenter -t "\$pid" -m -n -u -r "\$@"
 	EOF
 	chmod 0755 "$C/bin/nodeexec"
 	# asuser USER CMD ARGS...: a Slurm client command run as USER (the wrappers
 	# above need root to enter the namespace, so privileges are dropped after).
+	# CMD with a '/' is another program (the gpuckpt tool): it runs as it is,
+	# and finds Slurm's own commands first in its PATH.
 	cat >"$C/bin/asuser" <<-EOF
 	#!/bin/sh
 	u=\$1; cmd=\$2; shift 2
 	g=\$(id -g "\$u") || exit 1
+	case \$cmd in
+	*/*) set -- env PATH=/usr/bin:/bin:/usr/sbin:/sbin "\$cmd" "\$@" ;;
+	*) set -- /usr/bin/"\$cmd" "\$@" ;;
+	esac
 	exec $(enter_cmd $CTL) setpriv --reuid="\$u" --regid="\$g" --init-groups \\
-		env HOME=/tmp USER="\$u" LOGNAME="\$u" SLURM_CONF=$C/etc/slurm.conf /usr/bin/"\$cmd" "\$@"
+		env HOME=/tmp USER="\$u" LOGNAME="\$u" SLURM_CONF=$C/etc/slurm.conf "\$@"
 	EOF
 	chmod 0755 "$C/bin/asuser"
 	cat >"$C/env.sh" <<-EOF
@@ -337,6 +355,7 @@ daemon_setup() {
 	if [ -n "$node" ]; then
 		echo "mount --bind '$C/nodes/$node/bb' '$C/bb' &&"
 		echo "mount --bind '$C/nodes/$node/pmix' '$C/pmix' &&"
+		echo "mount --bind '$C/nodes/$node/metrics' '$C/metrics' &&"
 	fi
 }
 
@@ -390,15 +409,20 @@ cmd_start() {
 	done
 	need_root
 	if [ -e "$C/mode" ]; then die "a cluster is already set up in $C (run: $0 stop)"; fi
+	if [ -s "$CURRENT" ] && [ "$(cat "$CURRENT")" != "$C" ] && [ -e "$(cat "$CURRENT")/mode" ]; then
+		die "another test cluster is set up in $(cat "$CURRENT") (run: $0 stop)"
+	fi
 	ensure_packages
 	[ "$mode" = real ] && { [ -c "$GPU_DEVICE" ] || die "--real-gpu: $GPU_DEVICE is not a character device"; }
 	mkdir -p "$C/run"
+	echo "$C" >"$CURRENT"
 	echo "$mode" >"$C/mode"
 	: >"$C/netns-made"
 	: >"$C/nodes.txt"
 	for i in $(seq "$nnodes"); do echo "gk$i" >>"$C/nodes.txt"; done
-	# From here on a failure leaves things half made: take them down again.
-	trap 'say "start failed; cleaning up (GK_KEEP_ON_FAIL=1 keeps $C)"; [ -n "${GK_KEEP_ON_FAIL:-}" ] || cmd_stop >&2 || true' ERR
+	# From here on a failure (a failed command, or die) leaves things half
+	# made: take them down again on the way out.
+	trap 'say "start failed; cleaning up (GK_KEEP_ON_FAIL=1 keeps $C)"; [ -n "${GK_KEEP_ON_FAIL:-}" ] || cmd_stop >&2 || true' EXIT
 	start_munge
 	make_users
 	make_fake_gpus
@@ -411,8 +435,8 @@ cmd_start() {
 	write_clients
 	if [ "$mode" = ns ]; then make_network; fi
 	start_daemons
-	wait_idle || { say "nodes did not become idle"; false; }
-	trap - ERR
+	wait_idle || die "nodes did not become idle"
+	trap - EXIT
 	say "up: $(nodes_list | paste -sd' ' -) ($mode); source $C/env.sh"
 }
 
@@ -438,7 +462,11 @@ kill_mntns() {
 cmd_stop() {
 	local f n pid u mode
 	need_root
-	[ -d "$C" ] || { say "nothing to stop in $C"; return 0; }
+	if [ ! -d "$C" ]; then
+		[ "$(cat "$CURRENT" 2>/dev/null)" != "$C" ] || rm -f "$CURRENT"
+		say "nothing to stop in $C"
+		return 0
+	fi
 	mode=$(cat "$C/mode" 2>/dev/null || echo ns)
 	if [ -f "$C/run/slurmctld.started" ] && [ -x "$C/bin/scancel" ]; then
 		timeout 10 "$C/bin/scancel" --full --signal=KILL --state=RUNNING >/dev/null 2>&1 || true
@@ -474,6 +502,7 @@ cmd_stop() {
 	if [ -f "$C/run/munge-key-made" ]; then rm -f /etc/munge/munge.key; fi
 	# Bind mounts lived in the daemons' own mount namespaces and went with them.
 	rm -rf "$C"
+	[ "$(cat "$CURRENT" 2>/dev/null)" != "$C" ] || rm -f "$CURRENT"
 	say "stopped"
 }
 

@@ -10,26 +10,35 @@
 #                                      with fake GPUs
 #   tests/slurm/demo.sh --real-gpu     the former, or fail
 #   tests/slurm/demo.sh --fake-gpus    the latter
+#   tests/slurm/demo.sh --installed [--real-gpu | --fake-gpus]
+#                                      the plugin, runtime, staging script and
+#                                      tool installed from the packages (/usr),
+#                                      not the build tree's; the application
+#                                      (and the CUDA stand-in) still the build's
 #
-# Needs root and a built tree (./autogen.sh && ./configure && make; or set
-# top_builddir). Everything it starts is stopped at the end.
+# Needs root and a built tree with the CUDA stand-in (./demo makes one; or
+# ./configure && make && make -C tests standin, or set top_builddir).
+# Everything it starts is stopped at the end.
 set -u
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 : "${top_srcdir:=$(cd "$here/../.." && pwd)}"
 if [ -z "${top_builddir:-}" ]; then
-	if [ -f "$top_srcdir/build/spank-plugin/.libs/spank_gpuckpt.so" ]; then
-		top_builddir=$top_srcdir/build
+	# ./demo's build, else a build in place.
+	if [ -f "$top_srcdir/build/demo/spank-plugin/.libs/spank_gpuckpt.so" ]; then
+		top_builddir=$top_srcdir/build/demo
 	else
 		top_builddir=$top_srcdir
 	fi
 fi
 export top_srcdir top_builddir
 real=""
+installed=""
+[ "${1:-}" = --installed ] && { installed=1; shift; }
 case ${1:-} in
 --real-gpu) real=--real-gpu ;;
 --fake-gpus) ;;
 "") [ -c /dev/nvidia0 ] && real=--real-gpu ;;
-*) echo "usage: $0 [--real-gpu | --fake-gpus]" >&2; exit 2 ;;
+*) echo "usage: $0 [--installed] [--real-gpu | --fake-gpus]" >&2; exit 2 ;;
 esac
 
 . "$top_srcdir/tests/slurm/e2e-lib.sh"
@@ -37,33 +46,53 @@ say() { printf '%s  %s\n' "$(date +%T)" "$*"; }
 die() { say "demo: $*"; exit 1; }
 
 [ "$(id -u)" -eq 0 ] || die "needs root (it starts slurmctld, slurmd and munged)"
-[ -f "$top_builddir/spank-plugin/.libs/spank_gpuckpt.so" ] ||
-	die "build first: ./autogen.sh && mkdir -p build && cd build && ../configure && make"
+if [ -n "$installed" ]; then
+	# What the packages put in place (debian/*.install); cluster.sh takes these.
+	multiarch=$(dpkg-architecture -qDEB_HOST_MULTIARCH 2>/dev/null || echo x86_64-linux-gnu)
+	export GK_PLUGIN=/usr/lib/$multiarch/slurm-wlm/spank_gpuckpt.so
+	export GK_RUNTIME=/usr/lib/$multiarch/libgpuckpt.so.0
+	export GK_STAGE=/usr/libexec/gpuckpt/gpuckpt-stage
+	export GK_TOOL=/usr/bin/gpuckpt
+	for f in "$GK_PLUGIN" "$GK_RUNTIME" "$GK_STAGE" "$GK_TOOL"; do
+		[ -f "$f" ] || die "--installed: $f is not there (install the gpuckpt packages)"
+	done
+	say "using the installed gpuckpt: $GK_PLUGIN, $GK_RUNTIME, $GK_STAGE, $GK_TOOL"
+else
+	[ -f "$top_builddir/spank-plugin/.libs/spank_gpuckpt.so" ] ||
+		die "build first: ./demo does, or ./autogen.sh && ./configure && make && make -C tests standin"
+	export GK_PLUGIN=$top_builddir/spank-plugin/.libs/spank_gpuckpt.so
+	export GK_RUNTIME GK_TOOL
+fi
 
 E2E_DIR=${GK_DEMO_CLUSTER_DIR:-/tmp/gpuckpt-demo}
+# An earlier demo or test killed half-way leaves its cluster behind: say so;
+# e2e_start takes it down.
+if [ -s /run/gpuckpt-test-cluster ] && [ -e "$(cat /run/gpuckpt-test-cluster)/mode" ]; then
+	say "stopping the test cluster an earlier run left in $(cat /run/gpuckpt-test-cluster)"
+fi
 if [ -n "$real" ]; then
 	say "starting a one-node Slurm cluster in $E2E_DIR with the real GPU /dev/nvidia0"
 else
 	say "starting a two-node Slurm cluster in $E2E_DIR (network namespaces, fake GPU device files: no GPU here)"
 fi
 tap_diag() { :; } # e2e-lib's diagnostics are for the tests
+e2e_bail() { die "$*"; }
+[ -n "$real" ] || e2e_pick_app
 e2e_start $real
 nodes=$(sinfo -h -N -o %N | sort -u | paste -sd' ' -)
 say "cluster up: nodes $nodes; partitions low (preemptable, GraceTime) and high"
 
-# What runs: the real heat app on a real GPU, the heat app on the CUDA
-# stand-in, or the stand-in app. Said plainly.
+# What runs: the heat app on the real GPU, or on the CUDA stand-in. Said plainly.
 SIZE=256 STEPS=600 DELAY=40
-if [ -n "$real" ] && [ -x "$top_builddir/examples/heat/heat-drv" ] && [ -f "$top_builddir/examples/heat/heat_kernels.cubin" ]; then
+if [ -n "$real" ]; then
+	[ -f "$top_builddir/examples/heat/heat_kernels.cubin" ] ||
+		die "examples/heat/heat_kernels.cubin is not built (nvcc): cannot run on the GPU"
 	APP="$top_builddir/examples/heat/heat-drv --module $top_builddir/examples/heat/heat_kernels.cubin"
 	APP_ENV=":"
 	say "application: examples/heat/heat-drv on the real GPU"
 	ref=$($APP $(app_args $SIZE $STEPS 0) 2>/dev/null | sed -n 's/.*checksum=\(0x[0-9a-f]*\).*/\1/p')
-elif [ "$APP_KIND" = heat ]; then
-	say "application: examples/heat/heat-drv on the CUDA driver stand-in (host memory; this machine has no GPU)"
-	ref=$(reference $SIZE $STEPS)
 else
-	say "application: tests/slurm/standin-app.sh, a stand-in for heat-drv and the runtime (they are not built here); no GPU state is involved"
+	say "application: examples/heat/heat-drv on the CUDA driver stand-in (host memory; this machine has no GPU)"
 	ref=$(reference $SIZE $STEPS)
 fi
 say "reference: an uninterrupted run outside Slurm ends with checksum $ref"
@@ -84,7 +113,7 @@ report_ckpt() {
 	local l
 	l=$(ckpt_line "$1")
 	if [ -n "$l" ]; then
-		say "checkpointed: $(sed 's/.*checkpoint: \([^:]*\): wrote \([0-9]*\) bytes in \([0-9.]*\) s.*/\2 bytes in \3 s to \1/' <<<"$l")"
+		say "checkpointed: $(sed 's/.*checkpoint: \([^:]*\): wrote \([0-9]*\) bytes ([^)]*) in \([0-9.]*\) s.*/\2 bytes in \3 s to \1/' <<<"$l")"
 	else
 		say "no checkpoint line in the job's output:"
 		tail -n 5 "$(job_out "$j")"

@@ -1,14 +1,22 @@
 # e2e-lib.sh - shared by the end-to-end Slurm tests (tests/slurm/e2e-*.sh):
 # bring up a throw-away cluster (cluster.sh), submit jobs through real
-# sbatch/srun/scontrol, wait for states and output lines, and pick the
-# application: examples/heat/heat-drv on the CUDA driver stand-in with the
-# real runtime when they are built, else tests/slurm/standin-app.sh (which
-# follows the runtime's contract; the test then says so in a diagnostic).
+# sbatch/srun/scontrol, wait for states and output lines. The application is
+# examples/heat/heat-drv with the real runtime (libgpuckpt.so, put into each
+# task by the plugin) on the CUDA driver stand-in, its kernels the host
+# functions of heat_kernels_host.so: `make` builds both, `make check-slurm`
+# the stand-in. When one of them is missing the test stops with "Bail out!"
+# (an ERROR in the summary): no other program stands in for it.
 # Sourced after top_srcdir/top_builddir are known (make check exports them).
 
 . "$top_srcdir/tests/lib/helpers.sh"
 
 E2E_DIR=${GK_E2E_CLUSTER_DIR:-/tmp/gpuckpt-e2e}
+
+# e2e_bail WHY: stop the test as an ERROR (TAP "Bail out!"), never a pass or skip.
+e2e_bail() {
+	echo "Bail out! $*"
+	exit 1
+}
 CLUSTER=$top_srcdir/tests/slurm/cluster.sh
 
 # e2e_require N: the plan, or N skips with the reason when this cannot run here.
@@ -16,8 +24,6 @@ e2e_require() {
 	local n=$1 why=""
 	if [ "$(id -u)" -ne 0 ]; then
 		why="needs root (starts slurmctld, slurmd, munged, network namespaces)"
-	elif [ ! -f "$top_builddir/spank-plugin/.libs/spank_gpuckpt.so" ]; then
-		why="the plugin is not built ($top_builddir/spank-plugin/.libs/spank_gpuckpt.so)"
 	elif ! command -v ip >/dev/null || ! ip netns list >/dev/null 2>&1; then
 		why="network namespaces are not available here"
 	elif [ -n "${ASAN_RUNTIME:-}" ]; then
@@ -30,6 +36,13 @@ e2e_require() {
 		for _ in $(seq "$n"); do tap_skip "$why"; done
 		exit 0
 	fi
+	# What the build makes is never a reason to skip.
+	gk_need_built "$top_builddir/spank-plugin/.libs/spank_gpuckpt.so"
+	# Not a skip: every job runs as a test user and would fail, yet the
+	# machine lacks nothing.
+	setpriv --reuid=nobody --regid=nogroup --clear-groups test -x "$top_builddir" 2>/dev/null ||
+		e2e_bail "the test users cannot reach $top_builddir (a folder on the way is closed to others, like /root or a 0700 home): build under a folder others can read"
+	[ -n "${E2E_OWN_APP:-}" ] || e2e_pick_app
 }
 
 # e2e_start [cluster.sh start options]: a fresh cluster, taken down on exit
@@ -37,19 +50,19 @@ e2e_require() {
 e2e_start() {
 	export GK_CLUSTER_DIR=$E2E_DIR
 	export GK_PLUGIN_ARGS="log_level=info ${GK_E2E_PLUGIN_ARGS:-}"
+	# A cluster left set up by a run that was killed (a test, the demo) goes
+	# first: this one's folder, and the one cluster.sh has on record.
 	if [ -e "$E2E_DIR/mode" ]; then "$CLUSTER" stop >/dev/null 2>&1 || true; fi
+	if [ -s /run/gpuckpt-test-cluster ]; then env -u GK_CLUSTER_DIR "$CLUSTER" stop >/dev/null 2>&1 || true; fi
 	GK_E2E_START_LOG=$(mktemp /tmp/gpuckpt-e2e-start.XXXXXX)
 	trap e2e_stop EXIT
 	if ! "$CLUSTER" start "$@" >"$GK_E2E_START_LOG" 2>&1; then
 		tap_diag "cluster.sh start failed:"
 		tap_diag "$(cat "$GK_E2E_START_LOG")"
-		echo "Bail out! no cluster"
-		exit 1
+		e2e_bail "no cluster: $(grep -v '^+' "$GK_E2E_START_LOG" | tail -n 3 | tr '\n' ' ')"
 	fi
 	. "$E2E_DIR/env.sh"
 	JOBS=$E2E_DIR/jobs
-	# A test that brings its own program sets E2E_OWN_APP.
-	[ -n "${E2E_OWN_APP:-}" ] || e2e_pick_app
 }
 
 e2e_stop() {
@@ -67,21 +80,20 @@ e2e_stop() {
 	exit $rc
 }
 
-# The application and how to run it inside a job (the heat app when built).
+# The application and how to run it inside a job: heat-drv on the stand-in.
+# (A test that brings its own program sets E2E_OWN_APP before e2e_require.)
 e2e_pick_app() {
 	local heat=$top_builddir/examples/heat/heat-drv
 	local module=$top_builddir/examples/heat/.libs/heat_kernels_host.so
-	if [ -x "$heat" ] && [ -f "$module" ] && [ -f "$GK_STANDIN_DIR/libcuda.so.1" ] &&
-		[ -z "${GK_E2E_FORCE_STANDIN:-}" ]; then
-		APP_KIND=heat
-		APP="$heat --module $module"
-		APP_ENV="export LD_LIBRARY_PATH=$GK_STANDIN_DIR\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
-	else
-		APP_KIND=standin
-		APP=$top_srcdir/tests/slurm/standin-app.sh
-		APP_ENV=":"
-		tap_diag "application: tests/slurm/standin-app.sh (examples/heat/heat-drv, its host kernels or the CUDA stand-in are not built); it follows the runtime's contract, no GPU state is involved"
+	local f missing=""
+	for f in "$heat" "$module" "$GK_STANDIN_DIR/libcuda.so.1" "$GK_RUNTIME"; do
+		[ -e "$f" ] || missing="$missing $f"
+	done
+	if [ -n "$missing" ]; then
+		e2e_bail "not built:$missing (make; make check-slurm builds the CUDA stand-in)"
 	fi
+	APP="$heat --module $module"
+	APP_ENV="export LD_LIBRARY_PATH=$GK_STANDIN_DIR\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
 }
 
 # app_args SIZE STEPS DELAY_MS: the application's arguments.
@@ -90,11 +102,7 @@ app_args() { echo "--size $1 --steps $2 --delay-ms $3 --report-every 10"; }
 # reference SIZE STEPS: the checksum of an uninterrupted run, outside Slurm.
 reference() {
 	local out
-	if [ "$APP_KIND" = heat ]; then
-		out=$(with_standin $APP $(app_args "$1" "$2" 0) 2>/dev/null)
-	else
-		out=$(LD_PRELOAD= "$APP" $(app_args "$1" "$2" 0) 2>/dev/null)
-	fi
+	out=$(with_standin $APP $(app_args "$1" "$2" 0) 2>/dev/null)
 	sed -n 's/^heat-drv: done: .*checksum=\(0x[0-9a-f]*\).*/\1/p' <<<"$out" | tail -n 1
 }
 

@@ -6,7 +6,7 @@
 # cli_filter.lua rules.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
 
-e2e_require 29
+e2e_require 34
 e2e_start
 # What the plugin puts into LD_PRELOAD (the cluster's plugstack.conf says).
 RT=$(sed -n 's/.* runtime=\([^ ]*\).*/\1/p' "$E2E_DIR/etc/plugstack.conf")
@@ -19,21 +19,43 @@ refused() { # DESC PATTERN CMD...
 	if [ $? -ne 0 ] && grep -q -- "$pat" <<<"$out"; then tap_ok "$desc"; else
 		tap_not_ok "$desc"; tap_diag "$out"; fi
 }
-refused "sbatch --gpu-checkpoint=maybe refused, option named" \
-	"gpu-checkpoint: invalid value 'maybe' (expected on or off)" sbatch --gpu-checkpoint=maybe --wrap true
-refused "srun --gpu-checkpoint=maybe refused, option named" \
-	"gpu-checkpoint: invalid value 'maybe'" srun --gpu-checkpoint=maybe true
+# (Slurm names the option and the value: "Invalid --OPT argument: VALUE"; the
+# plugin adds what the option takes.)
+refused "sbatch --gpu-checkpoint=maybe refused, option named with what it takes" \
+	"gpuckpt: --gpu-checkpoint takes on or off" sbatch --gpu-checkpoint=maybe --wrap true
+refused "srun --gpu-checkpoint=maybe refused, option and value named" \
+	"Invalid --gpu-checkpoint argument: maybe" srun --gpu-checkpoint=maybe true
 refused "salloc --gpu-checkpoint=1 refused, option named" \
-	"gpu-checkpoint: invalid value '1'" salloc --gpu-checkpoint=1 true
+	"gpuckpt: --gpu-checkpoint takes on or off" salloc --gpu-checkpoint=1 true
 refused "sbatch --gpu-checkpoint-interval=10m refused" \
-	"gpu-checkpoint-interval: invalid value '10m'" sbatch --gpu-checkpoint=on --gpu-checkpoint-interval=10m --wrap true
+	"gpuckpt: --gpu-checkpoint-interval takes seconds, 0 or more" sbatch --gpu-checkpoint=on --gpu-checkpoint-interval=10m --wrap true
 refused "sbatch --gpu-checkpoint-on-bad=retry refused" \
-	"gpu-checkpoint-on-bad: invalid value 'retry' (expected fail or fresh)" sbatch --gpu-checkpoint-on-bad=retry --wrap true
+	"gpuckpt: --gpu-checkpoint-on-bad takes fail or fresh" sbatch --gpu-checkpoint=on --gpu-checkpoint-on-bad=retry --wrap true
 refused "GPUCKPT_CHECKPOINT=yes refused at submission, variable named" \
 	"GPUCKPT_CHECKPOINT: invalid value 'yes'" env GPUCKPT_CHECKPOINT=yes sbatch --wrap true
+refused "sbatch --gpu-checkpoint-interval=60 without --gpu-checkpoint=on refused, saying what it needs" \
+	"gpu-checkpoint-interval=60 has no effect: checkpointing is off for this job (add --gpu-checkpoint=on" \
+	sbatch --gpu-checkpoint-interval=60 --wrap true
+refused "srun --gpu-checkpoint-mode=app with --gpu-checkpoint=off refused" \
+	"gpu-checkpoint-mode=app has no effect" srun --gpu-checkpoint=off --gpu-checkpoint-mode=app true
 check "no job was queued by the refused submissions" [ -z "$(squeue -h)" ]
+out=$(sbatch --gpu-checkpoint=maybe --wrap true 2>&1)
+n=$(grep -c "maybe" <<<"$out")
+if [ "$n" = 1 ]; then tap_ok "a bad option value is reported once"; else
+	tap_not_ok "a bad option value is reported once ($n times)"; tap_diag "$out"; fi
+
+# --gpu-checkpoint alone is on, and takes nothing that follows for its value.
+j=$(sbatch --parsable -D "$JOBS" -o "$JOBS/%j.out" --gpu-checkpoint -p low --wrap 'echo "alone: $GPUCKPT_CHECKPOINT $SLURM_JOB_PARTITION"')
+wait_over "$j" 60
+check_out "$j" "sbatch --gpu-checkpoint -p low: on, and -p low is still the partition" "^alone: on low$"
+out=$(srun --gpu-checkpoint bash -c 'echo "srun-alone: $GPUCKPT_CHECKPOINT"' 2>&1)
+if grep -q "^srun-alone: on$" <<<"$out"; then tap_ok "srun --gpu-checkpoint PROG: on, PROG runs"; else
+	tap_not_ok "srun --gpu-checkpoint PROG: on, PROG runs"; tap_diag "$out"; fi
 
 # A plugstack.conf with an unknown key or a bad value: refused, logged, named.
+# (Slurm 24.11 reads cli_filter.lua beside the slurm.conf in use, and before
+# the plugin stack: the copy of slurm.conf gets the scripts beside it.)
+cp "$E2E_DIR"/etc/*.lua "$JOBS"/ 2>/dev/null
 for arg in colour=blue keep=lots; do
 	sed "s|^PlugStackConfig=.*|PlugStackConfig=$JOBS/plugstack-$arg.conf|" "$SLURM_CONF" >"$JOBS/slurm-$arg.conf"
 	sed "s|\$| $arg|" "$E2E_DIR/etc/plugstack.conf" >"$JOBS/plugstack-$arg.conf"

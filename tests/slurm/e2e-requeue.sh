@@ -28,7 +28,7 @@ t0=$(date +%s)
 wait_for 120 out_has "$j" '^batch: node gk2 restart 1'
 tap_diag "requeue to restart: $(($(date +%s) - t0)) s"
 wait_over "$j" 180
-check_out "$j" "checkpointed when requeued (within KillWait)" "^gpuckpt: checkpoint: $E2E_DIR/bb/$j/step.0/task.0/ckpt.[0-9]+: wrote [0-9]+ bytes in [0-9.]+ s"
+check_out "$j" "checkpointed when requeued (within KillWait)" "^gpuckpt: checkpoint: $E2E_DIR/bb/$j/step.0/task.0/ckpt.[0-9]+: wrote [0-9]+ bytes \([^)]*allocations[^)]*\) in [0-9.]+ s"
 check "staged out to the shared root by gk1's epilog" grep -q "stage-out: job $j: staged out step.0/task.0/ckpt" "$E2E_DIR/log/slurmd.gk1.log"
 check "staged in on gk2 by its prolog" grep -q "stage-in: job $j: staged in step.0/task.0/ckpt" "$E2E_DIR/log/slurmd.gk2.log"
 check_out "$j" "restarted on gk2, GPU 1" "^batch: node gk2 restart 1 GPU 1$"

@@ -5,16 +5,17 @@
 # when preempted, restored, and ends with exactly the output of an
 # uninterrupted run; the same with GPUCKPT_ASSIST=off (driver-only device dump).
 #
-# Needs: root, a GPU (/dev/nvidia0, nvidia-smi), CRIU 4 or later at $GK_CRIU,
-# the shepherd built (GK_SHEPHERD_DIR, default the build's runtime/transparent)
-# and examples/unaware built (nvcc). Anything missing: every test point is a
-# SKIP with the reason, never a pass.
+# Needs: root, a GPU (/dev/nvidia0, nvidia-smi), CRIU 4 or later at $GK_CRIU
+# and nvcc (examples/unaware). Any of these missing: every test point is a
+# SKIP with the reason, never a pass. What the build makes (the shepherd,
+# from GK_SHEPHERD_DIR, default the build's runtime folder; examples/unaware
+# where configure found nvcc) missing is an error (Bail out!).
 #
 #   GK_CRIU=/usr/local/sbin/criu make check TESTS=slurm/e2e-transparent.sh    (in build/tests)
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
 
 N=14
-SHEP=${GK_SHEPHERD_DIR:-$top_builddir/runtime/transparent}
+SHEP=${GK_SHEPHERD_DIR:-$top_builddir/runtime}
 UNAWARE=$top_builddir/examples/unaware/unaware
 why=""
 criu_major() { "$1" --version 2>/dev/null | sed -n 's/^Version: *\([0-9]*\).*/\1/p' | head -n 1; }
@@ -26,19 +27,21 @@ elif [ -z "${GK_CRIU:-}" ] || [ ! -x "$GK_CRIU" ]; then
 	why="no CRIU: set GK_CRIU to CRIU 4 or later"
 elif [ "$(criu_major "$GK_CRIU")" = "" ] || [ "$(criu_major "$GK_CRIU")" -lt 4 ]; then
 	why="$GK_CRIU is CRIU $("$GK_CRIU" --version 2>/dev/null | head -n 1 | sed 's/Version: *//'); 4 or later is needed"
-elif [ ! -x "$SHEP/gpuckpt-shepherd" ]; then
-	why="gpuckpt-shepherd is not built in $SHEP (GK_SHEPHERD_DIR)"
-elif [ ! -x "$UNAWARE" ]; then
-	why="examples/unaware is not built (needs nvcc)"
-elif ! probe=$("$SHEP/gpuckpt-shepherd" probe --criu "$GK_CRIU" \
-	--uid "$(id -u "${GK_TRANSPARENT_USER:-gkuser1}" 2>/dev/null || echo 65534)" 2>&1); then
-	why="gpuckpt-shepherd probe: $probe"
+elif [ -z "${NVCC:-}" ]; then
+	why="configure found no nvcc: examples/unaware is not built"
+fi
+if [ -z "$why" ]; then
+	gk_need_built "$SHEP/gpuckpt-shepherd" "$UNAWARE"
+	probe=$("$SHEP/gpuckpt-shepherd" probe --criu "$GK_CRIU" \
+		--uid "$(id -u "${GK_TRANSPARENT_USER:-gkuser1}" 2>/dev/null || echo 65534)" 2>&1) ||
+		why="gpuckpt-shepherd probe: $probe"
 fi
 if [ -n "$why" ]; then
 	tap_plan $N
 	for _ in $(seq $N); do tap_skip "$why"; done
 	exit 0
 fi
+E2E_OWN_APP=1
 e2e_require $N
 # Whose jobs: CRIU reads the rlimits of the processes it dumps, which needs
 # CAP_SYS_RESOURCE for another user's; a container whose root lacks it can
@@ -46,7 +49,7 @@ e2e_require $N
 AS=(--as "${GK_TRANSPARENT_USER:-gkuser1}")
 [ "${GK_TRANSPARENT_USER:-gkuser1}" = root ] && AS=()
 GK_E2E_PLUGIN_ARGS="criu=$GK_CRIU shepherd=$SHEP ${GK_E2E_PLUGIN_ARGS:-}"
-E2E_OWN_APP=1 e2e_start --real-gpu
+e2e_start --real-gpu
 
 STEPS=${GK_UNAWARE_STEPS:-300} DELAY=${GK_UNAWARE_DELAY_MS:-30}
 ARGS="--steps $STEPS --delay-ms $DELAY --report-every 10"

@@ -6,10 +6,12 @@ SLURM_UNIT_LDADD = $(top_builddir)/spank-plugin/libgkspank.la
 
 check_PROGRAMS += %reldir%/test_site_args %reldir%/test_job_options \
 	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent \
-	%reldir%/test_step_restore
+	%reldir%/test_step_restore \
+	%reldir%/test_job_record %reldir%/test_ckpt_dir_race %reldir%/test_task_program
 TESTS += %reldir%/test_site_args %reldir%/test_job_options \
 	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent \
 	%reldir%/test_step_restore \
+	%reldir%/test_job_record %reldir%/test_ckpt_dir_race %reldir%/test_task_program \
 	%reldir%/stage.sh
 %canon_reldir%_test_site_args_SOURCES = %reldir%/test_site_args.c
 %canon_reldir%_test_site_args_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
@@ -29,6 +31,15 @@ TESTS += %reldir%/test_site_args %reldir%/test_job_options \
 %canon_reldir%_test_transparent_SOURCES = %reldir%/test_transparent.c %reldir%/fake_env.h
 %canon_reldir%_test_transparent_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
 %canon_reldir%_test_transparent_LDADD = $(SLURM_UNIT_LDADD)
+%canon_reldir%_test_job_record_SOURCES = %reldir%/test_job_record.c
+%canon_reldir%_test_job_record_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS) -I$(top_srcdir)/runtime/common
+%canon_reldir%_test_job_record_LDADD = $(SLURM_UNIT_LDADD)
+%canon_reldir%_test_ckpt_dir_race_SOURCES = %reldir%/test_ckpt_dir_race.c
+%canon_reldir%_test_ckpt_dir_race_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
+%canon_reldir%_test_ckpt_dir_race_LDADD = $(SLURM_UNIT_LDADD)
+%canon_reldir%_test_task_program_SOURCES = %reldir%/test_task_program.c
+%canon_reldir%_test_task_program_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
+%canon_reldir%_test_task_program_LDADD = $(SLURM_UNIT_LDADD)
 
 # End-to-end scenarios, each against a cluster of its own (one at a time: they
 # share the namespace names and the test users).
@@ -40,14 +51,17 @@ SLURM_E2E = \
 	%reldir%/e2e-mpi.sh \
 	%reldir%/e2e-faults.sh \
 	%reldir%/e2e-modes.sh \
-	%reldir%/e2e-shepherd.sh
+	%reldir%/e2e-shepherd.sh \
+	%reldir%/e2e-checkpoint.sh \
+	%reldir%/e2e-records.sh \
+	%reldir%/e2e-cleanup.sh
 
 # On the GPU machine only (GK_CRIU=... make check TESTS=slurm/e2e-transparent.sh):
 # it skips, with the reason, where there is no GPU or no CRIU 4.
 EXTRA_DIST += %reldir%/e2e-transparent.sh
 # On the GPU machine only (tests/gpu/mpi-slurm.sh runs it): MPI ranks sharing the GPU.
 EXTRA_DIST += %reldir%/e2e-mpi-gpu.sh
-EXTRA_DIST += %reldir%/cluster.sh %reldir%/e2e-lib.sh %reldir%/standin-app.sh \
+EXTRA_DIST += %reldir%/cluster.sh %reldir%/e2e-lib.sh \
 	%reldir%/stage.sh %reldir%/demo.sh $(SLURM_E2E)
 
 check-slurm: all

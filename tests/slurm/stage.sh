@@ -1,118 +1,140 @@
 #!/bin/bash
-# stage.sh - the staging script (scheduler-hooks/gpuckpt-stage) on its own,
-# without Slurm: what is copied, what is refused, that nothing half-copied ever
-# carries a checkpoint's name, and the sweep of finished jobs.
+# stage.sh - gpuckpt-stage on its own, without Slurm (a fake squeue stands in
+# for the controller): what is copied, what is refused, that nothing
+# half-copied ever carries a checkpoint's name, and the sweep of finished
+# jobs. The attacks on it are tests/security/stage-attacks.sh.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib/helpers.sh"
 
-STAGE=$top_srcdir/scheduler-hooks/gpuckpt-stage
+STAGE=${GK_STAGE:-$top_builddir/scheduler-hooks/gpuckpt-stage}
+SEAL_TOOL=$top_builddir/tests/security/seal-tool
 U=4242 # a uid that owns nothing on this machine
 
-tap_plan 37
+PLAN=45
+tap_plan $PLAN
 if [ "$(id -u)" -ne 0 ]; then
-	for i in $(seq 37); do tap_skip "needs root (the script gives folders to the job's user)"; done
+	for i in $(seq $PLAN); do tap_skip "needs root (gpuckpt-stage runs as root)"; done
 	exit 0
 fi
 gk_scratch
-# The tool runs as the job's user, who must reach it and the checkpoints.
 chmod 0755 "$GK_SCRATCH"
-# Never ask a real controller from here.
-export GPUCKPT_SQUEUE=false
 BB=$GK_SCRATCH/bb SH=$GK_SCRATCH/shared
-mkdir -p "$BB" "$SH"
+mkdir -p "$BB" "$SH" && chmod 0755 "$BB" && chmod 0700 "$SH"
 
-# A fake gpuckpt tool: "verify DIR" fails when DIR holds a file named BAD;
-# "plan" gives the restore plan of a job without steps of several tasks.
-cat >"$GK_SCRATCH/tool" <<'T'
-#!/bin/sh
-[ "$1" = plan ] && { echo "gpuckpt-plan 1"; exit 0; }
-[ "$1" = verify ] && [ ! -e "$2/BAD" ]
-T
-chmod 0755 "$GK_SCRATCH/tool"
+# The controller cannot be asked (in and out go on; a sweep removes nothing).
+printf '#!/bin/sh\nexit 1\n' >"$GK_SCRATCH/squeue-down"
+chmod 0755 "$GK_SCRATCH/squeue-down"
 
+# A manifest the parser accepts, for checkpoint N (staging and pruning read
+# a kept checkpoint's references: one whose manifest cannot be read keeps
+# every older one). Its data is not there: staging only warns about that.
+manifest() {
+	local n=$((10#${1##*.}))
+	sed "s/\"sequence\":3,/\"sequence\":$n,/" <<'M'
+{"format":"gpuckpt-image","version":3,"created":"2026-11-22T10:00:00Z","created_unix":1795341600,"write_seconds":0.0,"host":"node1","uid":4242,"pid":1,"label":"","step":0,"sequence":3,"chunk_size":4096,"va":{"base":"0x200000000000","size":1099511627776},"id":"0123456789abcdef0123456789abcde3","increment":0,"references":[],"devices":[{"ordinal":0,"name":"GPU","uuid":"GPU-12345678-89ab-cdef-0123-456789abcdef","compute_capability":"0.0","total_memory":1073741824,"va_base":"0x200000000000","va_size":1099511627776,"next_order":1,"mapped_bytes":4096}],"allocations":[{"device":0,"address":"0x200000000000","size":4096,"order":0,"kind":"alloc","parts":[{"file":"device0.data","offset":0,"size":4096}],"xxh3":["0000000000000000"]}],"host_regions":[],"files":[{"name":"device0.data","size":4096}]}
+M
+}
 mkckpt() { # DIR NAME [manifest]
 	mkdir -p "$1/$2"
 	head -c 5000 /dev/urandom >"$1/$2/data"
-	[ "${3:-yes}" = yes ] && echo '{}' >"$1/$2/manifest.json"
+	[ "${3:-yes}" = yes ] && manifest "$2" >"$1/$2/manifest.json"
 	chown -R $U:$U "$1"
+	chmod -R go-rwx "$1"
 }
-stage() { "$STAGE" "$1" --job "$2" --uid $U --gid $U --bb-root "$BB" --shared-root "$SH" --keep 2 --tool "$GK_SCRATCH/tool"; }
+stage() {
+	"$STAGE" "$1" --job "$2" --uid $U --gid $U --bb-root "$BB" --shared-root "$SH" --keep 2 \
+		--squeue "$GK_SCRATCH/squeue-down"
+}
 
 T0=$BB/50/step.0/task.0
 mkckpt "$T0" ckpt.000001
 mkckpt "$T0" ckpt.000002
 mkckpt "$T0" ckpt.000003
 mkckpt "$T0" ckpt.000004 no
-mkckpt "$T0" .tmp.777
-chmod -R go-rwx "$BB/50"
+mkckpt "$T0" .tmp.ckpt.000005.h.777
+chown $U:$U "$BB/50" "$BB/50/step.0"
 out=$(stage out 50 2>&1)
 check "out: succeeds" [ $? -eq 0 ]
+tap_diag "$out"
 check "out: the newest two committed checkpoints reach the shared root" \
 	[ -f "$SH/50/step.0/task.0/ckpt.000002/manifest.json" -a -f "$SH/50/step.0/task.0/ckpt.000003/data" ]
 check "out: older ones are not copied" [ ! -e "$SH/50/step.0/task.0/ckpt.000001" ]
 check "out: uncommitted and .tmp folders are not copied" \
-	[ ! -e "$SH/50/step.0/task.0/ckpt.000004" -a ! -e "$SH/50/step.0/task.0/.tmp.777" ]
-
+	[ ! -e "$SH/50/step.0/task.0/ckpt.000004" -a -z "$(ls -A "$SH/50/step.0/task.0" | grep -v '^ckpt.00000[23]$')" ]
 check "out: shared folders are root's, mode 0700" \
-	[ "$(stat -c '%u %a' "$SH/50")" = "0 700" ]
+	[ "$(stat -c '%u %a' "$SH/50") $(stat -c '%u %a' "$SH/50/step.0/task.0")" = "0 700 0 700" ]
+check "out: a checkpoint keeps its owner there, its files 0600" \
+	[ "$(stat -c '%u %a' "$SH/50/step.0/task.0/ckpt.000003/data")" = "$U 600" ]
+check "out: the shared job folder records its owner" \
+	grep -q "^uid $U$" "$SH/50/.gpuckpt-job"
 check "out: the burst buffer's copy is removed once everything is safe" [ ! -e "$BB/50" ]
-check "out: says what it staged" grep -q "staged out step.0/task.0/ckpt.000003: [0-9]* bytes" <<<"$out"
-check "out: nothing left under a temporary name" [ -z "$(find "$SH" -name '.stage.*')" ]
+check "out: says what it staged" grep -q "staged out step.0/task.0/ckpt.000003: 5[0-9]* bytes in [0-9.]* s to $SH/50/step.0/task.0/ckpt.000003" <<<"$out"
+check "out: content it cannot vouch for is staged with a warning (the restore judges it)" \
+	grep -q "warning: $T0/ckpt.000003 fails its checks .*; staged anyway" <<<"$out"
+check "out: nothing left in the staging area" [ -z "$(ls -A "$SH/.gpuckpt-stage" | grep -v '^lock$')" ]
+check "out: the staging area is root's, 0700" [ "$(stat -c '%u %a' "$SH/.gpuckpt-stage")" = "0 700" ]
 
-# A half-finished copy in the shared root (an epilog killed mid-way) is never staged in.
-mkdir -p "$SH/50/step.0/task.0/.stage.ckpt.000009.123"
-echo '{}' >"$SH/50/step.0/task.0/.stage.ckpt.000009.123/manifest.json"
+# A leftover of a killed gpuckpt-stage (its pid gone) is never staged in, and goes.
+mkdir -p "$BB/.gpuckpt-stage/in.$(hostname | tr . _).999999.0"
 out=$(stage in 50 2>&1)
 check "in: succeeds" [ $? -eq 0 ]
 check "in: both checkpoints are back on the burst buffer" \
 	[ -f "$T0/ckpt.000002/manifest.json" -a -f "$T0/ckpt.000003/manifest.json" ]
-check "in: they belong to the job's user" [ "$(stat -c %u "$T0/ckpt.000003/data")" = $U ]
+check "in: they belong to the job's user, 0600" [ "$(stat -c '%u %a' "$T0/ckpt.000003/data")" = "$U 600" ]
 check "in: job, step and task folders are the user's, mode 0700" \
 	[ "$(stat -c '%u %a' "$BB/50") $(stat -c '%u %a' "$BB/50/step.0") $(stat -c '%u %a' "$T0")" = "$U 700 $U 700 $U 700" ]
-check "in: a half-copied checkpoint in the shared root is not staged in" \
-	[ -z "$(ls -A "$T0" | grep -v -x -e ckpt.000002 -e ckpt.000003)" ]
+check "in: a killed stage's leftover is removed" [ ! -e "$BB/.gpuckpt-stage/in.$(hostname | tr . _).999999.0" ]
 cmp -s "$SH/50/step.0/task.0/ckpt.000003/data" "$T0/ckpt.000003/data"
 check "in: the data arrived intact" [ $? -eq 0 ]
+out=$(stage in 50 2>&1)
+check "in: a checkpoint already there is not copied again" [ -z "$(grep "staged in" <<<"$out")" ]
 
-# Refusals: links in a checkpoint, a checkpoint that fails verify, a linked task folder.
+# Refusals: a link in a checkpoint, a linked task folder.
 T1=$BB/51/step.batch/task.0
 mkckpt "$T1" ckpt.000001
 ln -s /etc/shadow "$T1/ckpt.000001/secret"
 mkckpt "$T1" ckpt.000002
-touch "$T1/ckpt.000002/BAD"
+chown $U:$U "$BB/51" "$BB/51/step.batch"
 out=$(stage out 51 2>&1)
 check "out: fails when a checkpoint could not be staged" [ $? -ne 0 ]
-check "out: a checkpoint holding a link is refused" grep -q "ckpt.000001: holds links or special files; not staged" <<<"$out"
-check "out: a checkpoint failing verify is staged with a warning (the restore judges it)" \
-	grep -q "warning: .*ckpt.000002 fails gpuckpt verify; staged anyway" <<<"$out"
-check "out: ... and is on the shared root" [ -f "$SH/51/step.batch/task.0/ckpt.000002/BAD" ]
+check "out: a checkpoint holding a link is refused, naming it" \
+	grep -q "error: $T1/ckpt.000001/secret is a symbolic link; refused; not staged" <<<"$out"
+check "out: ... the other one is staged" [ -f "$SH/51/step.batch/task.0/ckpt.000002/data" ]
 check "out: the burst buffer keeps what could not be staged" [ -d "$T1/ckpt.000001" ]
 mkdir -p "$SH/52/step.0/task.0" && mkckpt "$SH/52/step.0/task.0" ckpt.000001
+chown root:root "$SH/52" "$SH/52/step.0" "$SH/52/step.0/task.0"
 mkdir -p "$BB/52/step.0" && chown -R $U:$U "$BB/52" && ln -s /tmp "$BB/52/step.0/task.0"
 out=$(stage in 52 2>&1)
-check "in: a link in place of the task folder is refused" grep -q "task.0: not a folder; refused" <<<"$out"
+check "in: a link in place of the task folder is refused" \
+	grep -q "52/step.0/task.0: not a folder (a symbolic link or a file); refused" <<<"$out"
 
-# A transparent checkpoint: criu/ stays root:root 0700 both ways; one the
-# user planted is not staged.
+# A transparent checkpoint: criu/ stays root:root 0700 both ways and must
+# carry root's seal; one the user made is not staged.
 T2=$BB/55/step.0/task.0
 mkckpt "$T2" ckpt.000001
+chown $U:$U "$BB/55" "$BB/55/step.0"
 mkdir -m 0700 "$T2/ckpt.000001/criu" && echo img >"$T2/ckpt.000001/criu/pages-1.img"
 chmod 0600 "$T2/ckpt.000001/criu/pages-1.img"
-chmod -R go-rwx "$BB/55"
-stage out 55 >/dev/null 2>&1
-check "out: a transparent checkpoint reaches the shared root with its criu/" \
-	[ -f "$SH/55/step.0/task.0/ckpt.000001/criu/pages-1.img" ]
-stage in 55 >/dev/null 2>&1
-check "in: criu/ stays root:root 0700, its images root's" \
-	[ "$(stat -c '%u %g %a' "$T2/ckpt.000001/criu") $(stat -c %u "$T2/ckpt.000001/criu/pages-1.img")" = "0 0 700 0" ]
-check "in: the rest of that checkpoint is the user's" \
-	[ "$(stat -c %u "$T2/ckpt.000001/manifest.json") $(stat -c %u "$T2/ckpt.000001")" = "$U $U" ]
+if munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && [ -x "$SEAL_TOOL" ]; then
+	"$SEAL_TOOL" seal "$T2/ckpt.000001" $U $U
+	stage out 55 >"$GK_SCRATCH/out" 2>&1
+	check "out: a sealed transparent checkpoint reaches the shared root with its criu/" \
+		[ -f "$SH/55/step.0/task.0/ckpt.000001/criu/pages-1.img" ]
+	stage in 55 >/dev/null 2>&1
+	check "in: criu/ stays root:root 0700, its images root's" \
+		[ "$(stat -c '%u %g %a' "$T2/ckpt.000001/criu") $(stat -c %u "$T2/ckpt.000001/criu/pages-1.img")" = "0 0 700 0" ]
+	check "in: the rest of that checkpoint is the user's" \
+		[ "$(stat -c %u "$T2/ckpt.000001/manifest.json") $(stat -c %u "$T2/ckpt.000001")" = "$U $U" ]
+else
+	for i in 1 2 3; do tap_skip "needs munged and seal-tool: a seal carries root's Munge credential"; done
+fi
 T3=$BB/56/step.0/task.0
 mkckpt "$T3" ckpt.000001
+chown $U:$U "$BB/56" "$BB/56/step.0"
 mkdir -p "$T3/ckpt.000001/criu" && echo forged >"$T3/ckpt.000001/criu/core-1.img"
-chown -R $U:$U "$BB/56"
+chown -R $U:$U "$T3/ckpt.000001/criu"
 out=$(stage out 56 2>&1)
 check "out: a criu/ that root did not write is not staged" \
-	[ ! -e "$SH/56/step.0/task.0/ckpt.000001" -a -n "$(grep 'criu/ not written by root' <<<"$out")" ]
+	[ ! -e "$SH/56/step.0/task.0/ckpt.000001" -a -n "$(grep 'criu: not a folder root:root 0700 (not written by the shepherd); refused' <<<"$out")" ]
 
 # Increments (format 3): ckpt.000004 is an increment of ckpt.000001, which
 # is older than the newest --keep 2: it is staged, and kept, with it.
@@ -121,35 +143,15 @@ mkckpt "$T4" ckpt.000001
 mkckpt "$T4" ckpt.000002
 mkckpt "$T4" ckpt.000003
 mkckpt "$T4" ckpt.000004
+# Manifests the parser accepts (staging reads the references with
+# gk_chain_needs, which parses a manifest whole; one it cannot read keeps
+# every older checkpoint): ckpt.000003 holds its data, ckpt.000004 is an
+# increment whose one allocation lies in ckpt.000001.
+cat >"$T4/ckpt.000003/manifest.json" <<'M'
+{"format":"gpuckpt-image","version":3,"created":"2026-11-22T10:00:00Z","created_unix":1795341600,"write_seconds":0.0,"host":"node1","uid":4242,"pid":1,"label":"","step":0,"sequence":3,"chunk_size":4096,"va":{"base":"0x200000000000","size":1099511627776},"id":"0123456789abcdef0123456789abcde3","increment":0,"references":[],"devices":[{"ordinal":0,"name":"GPU","uuid":"GPU-12345678-89ab-cdef-0123-456789abcdef","compute_capability":"0.0","total_memory":1073741824,"va_base":"0x200000000000","va_size":1099511627776,"next_order":1,"mapped_bytes":4096}],"allocations":[{"device":0,"address":"0x200000000000","size":4096,"order":0,"kind":"alloc","parts":[{"file":"device0.data","offset":0,"size":4096}],"xxh3":["0000000000000000"]}],"host_regions":[],"files":[{"name":"device0.data","size":4096}]}
+M
 cat >"$T4/ckpt.000004/manifest.json" <<'M'
-{
-  "format": "gpuckpt-image",
-  "version": 3,
-  "sequence": 4,
-  "increment": 1,
-  "references": [
-    {
-      "sequence": 1,
-      "id": "0123456789abcdef0123456789abcdef",
-      "files": [
-        {
-          "name": "device0.data",
-          "size": 4096
-        }
-      ]
-    }
-  ],
-  "allocations": [
-    {
-      "parts": [
-        {
-          "sequence": 2,
-          "file": "device0.data"
-        }
-      ]
-    }
-  ]
-}
+{"format":"gpuckpt-image","version":3,"created":"2026-11-22T10:00:00Z","created_unix":1795341600,"write_seconds":0.0,"host":"node1","uid":4242,"pid":1,"label":"","step":0,"sequence":4,"chunk_size":4096,"va":{"base":"0x200000000000","size":1099511627776},"id":"0123456789abcdef0123456789abcde4","increment":1,"references":[{"sequence":1,"id":"0123456789abcdef0123456789abcde1","files":[{"name":"device0.data","size":4096}]}],"devices":[{"ordinal":0,"name":"GPU","uuid":"GPU-12345678-89ab-cdef-0123-456789abcdef","compute_capability":"0.0","total_memory":1073741824,"va_base":"0x200000000000","va_size":1099511627776,"next_order":1,"mapped_bytes":4096}],"allocations":[{"device":0,"address":"0x200000000000","size":4096,"order":0,"kind":"alloc","parts":[{"sequence":1,"file":"device0.data","offset":0,"size":4096}],"xxh3":["0000000000000000"]}],"host_regions":[],"files":[]}
 M
 chown -R $U:$U "$BB/57"
 # An older one already on the shared root, that nothing needs.
@@ -159,7 +161,7 @@ chown -R 0:0 "$SH/57"
 stage out 57 >/dev/null 2>&1
 check "out: an increment's base is staged with it, though older than the newest 2" \
 	[ -d "$S4/ckpt.000004" -a -d "$S4/ckpt.000003" -a -d "$S4/ckpt.000001" ]
-check "out: ... and only what it refers to (a part's sequence is not a reference)" [ ! -e "$S4/ckpt.000002" ]
+check "out: ... and only what it refers to" [ ! -e "$S4/ckpt.000002" ]
 check "out: pruning the shared root keeps the base, removes what nothing needs" \
 	[ -d "$S4/ckpt.000001" -a ! -e "$S4/ckpt.000000" ]
 rm -rf "$BB/57"
@@ -168,28 +170,35 @@ check "in: the base comes back with the increment" \
 	[ -d "$T4/ckpt.000004" -a -d "$T4/ckpt.000001" -a ! -e "$T4/ckpt.000002" ]
 
 # A step of several tasks: members of its checkpoint sets (manifests naming a
-# set) are staged all, never pruned by count; the set records travel; the
-# prolog writes the restore plan, root's, beside the job folders.
+# set) are staged all, never pruned by count per task; the set records travel;
+# the prolog writes the restore plan, root's, beside the job folders.
 S0=$BB/58/step.0
 for t in 0 1; do
 	for n in 1 2 3; do
-		mkckpt "$S0/task.$t" "ckpt.00000$n"
-		echo '{"set": {"id": "0x1"}}' >"$S0/task.$t/ckpt.00000$n/manifest.json"
+		mkckpt "$S0/task.$t" "ckpt.00000$n" no
+		manifest "ckpt.00000$n" |
+			sed "s/\"label\":\"\",/\"set\":{\"id\":\"0x0000000000000001\",\"members\":2,\"member\":$t,\"agreement\":\"mpi\"},\"label\":\"\",/" \
+				>"$S0/task.$t/ckpt.00000$n/manifest.json"
 	done
 done
 echo "gpuckpt-set 1 sequence=3 id=0000000000000001 members=2 step=3 agreement=mpi created=1" >"$S0/set.000003"
-chown -R $U:$U "$BB/58"
-chmod -R go-rwx "$BB/58"
-stage out 58 >/dev/null 2>&1
+chown -R $U:$U "$BB/58" && chmod -R go-rwx "$BB/58"
+out=$(stage out 58 2>&1)
+tap_diag "$out"
 check "out: every committed part of a set member's folder is staged, none pruned by count" \
 	[ -d "$SH/58/step.0/task.1/ckpt.000001" -a -d "$SH/58/step.0/task.1/ckpt.000003" ]
-check "out: the set record reaches the shared root, root's" [ "$(stat -c %u "$SH/58/step.0/set.000003" 2>/dev/null)" = 0 ]
-stage in 58 >/dev/null 2>&1
-check "in: the restore plan is written, root's alone" \
-	[ "$(head -n 1 "$BB/.plan.58" 2>/dev/null) $(stat -c '%u %a' "$BB/.plan.58" 2>/dev/null)" = "gpuckpt-plan 1 0 600" ]
+check "out: the set record reaches the shared root, root's 0600" \
+	[ "$(stat -c '%u %a' "$SH/58/step.0/set.000003" 2>/dev/null)" = "0 600" ]
+out=$(stage in 58 2>&1)
+tap_diag "$out"
+check "in: the restore plan is written, root's alone, with a line for the step" \
+	[ "$(head -n 1 "$BB/.plan.58" 2>/dev/null) $(stat -c '%u %a' "$BB/.plan.58" 2>/dev/null) $(grep -c '^step.0 ' "$BB/.plan.58" 2>/dev/null)" = "gpuckpt-plan 1 0 600 1" ]
 check "in: the set record is staged back, the user's" [ "$(stat -c %u "$S0/set.000003" 2>/dev/null)" = "$U" ]
 stage out 58 >/dev/null 2>&1
 check "out: the plan goes with the run it was for" [ ! -e "$BB/.plan.58" ]
+stage in 59 >/dev/null 2>&1
+check "in: a job with nothing in the shared root gets a plan too (every step fresh)" \
+	[ "$(cat "$BB/.plan.59" 2>/dev/null)" = "gpuckpt-plan 1" ]
 
 # Bad arguments.
 out=$("$STAGE" out --job abc --uid 1 --gid 1 --bb-root "$BB" --shared-root "$SH" 2>&1)
@@ -197,16 +206,22 @@ rc=$?
 check "bad --job refused, named" [ $rc -eq 2 -a -n "$(grep -- "--job 'abc'" <<<"$out")" ]
 out=$("$STAGE" out --colour blue 2>&1)
 check "unknown argument refused, named" grep -q "unknown argument '--colour'" <<<"$out"
+out=$(setpriv --reuid=$U --regid=$U --clear-groups "$STAGE" sweep --bb-root "$BB" --shared-root "$SH" 2>&1)
+check "refused unless root" grep -q "must run as root" <<<"$out"
 
-# Sweep: finished or forgotten jobs go, running and pending ones stay.
+# Sweep: finished jobs go; unknown ones once their folders are old; running,
+# pending and recent ones stay.
 printf '#!/bin/sh\necho "50 RUNNING"\necho "51 COMPLETED"\necho "53 PENDING"\n' >"$GK_SCRATCH/squeue"
 chmod 0755 "$GK_SCRATCH/squeue"
-mkdir -p "$SH/53" "$SH/54"
-GPUCKPT_SQUEUE=$GK_SCRATCH/squeue "$STAGE" sweep --bb-root "$BB" --shared-root "$SH" >/dev/null
-check "sweep: completed and unknown jobs removed, running and pending kept" \
-	[ -d "$SH/50" -a -d "$SH/53" -a ! -e "$SH/54" -a ! -e "$BB/51" -a ! -e "$SH/52" ]
-printf '#!/bin/sh\nexit 1\n' >"$GK_SCRATCH/squeue"
-mkdir -p "$SH/60"
-GPUCKPT_SQUEUE=$GK_SCRATCH/squeue "$STAGE" sweep --bb-root "$BB" --shared-root "$SH" >/dev/null
+mkdir -p "$SH/53" "$SH/54" "$SH/57"
+touch -d '2 hours ago' "$SH/54"
+"$STAGE" sweep --bb-root "$BB" --shared-root "$SH" --squeue "$GK_SCRATCH/squeue" >"$GK_SCRATCH/out"
+check "sweep: completed and old unknown jobs removed, running and pending kept" \
+	[ -d "$SH/50" -a -d "$SH/53" -a ! -e "$SH/54" -a ! -e "$BB/51" -a ! -e "$SH/51" ]
+check "sweep: an unknown job whose folder is new is kept (it may have started after squeue answered)" \
+	[ -d "$SH/57" ]
+check "sweep: says what it removed" grep -q "sweep: job 51 is over (COMPLETED): removed $SH/51" "$GK_SCRATCH/out"
+mkdir -p "$SH/60" && touch -d '2 hours ago' "$SH/60"
+"$STAGE" sweep --bb-root "$BB" --shared-root "$SH" --squeue "$GK_SCRATCH/squeue-down" >/dev/null
 check "sweep: nothing removed when the controller cannot be asked" [ -d "$SH/60" ]
 tap_done

@@ -14,7 +14,7 @@ int main(void)
 	char err[GK_ERRLEN];
 	int on = -1;
 
-	plan(26);
+	plan(37);
 	gk_site_defaults(&site);
 	gk_opts_init(&o);
 
@@ -26,9 +26,19 @@ int main(void)
 	ok(strstr(err, "--gpu-checkpoint") && strstr(err, "'yes'") && strstr(err, "on or off"),
 	   "error names option, value and choices: %s", err);
 	is_int(o.checkpoint, 0, "a refused value changes nothing");
-	is_int(gk_opts_set(&o, GK_OPT_CHECKPOINT, "", err, sizeof(err)), -EINVAL, "empty refused");
-	is_int(gk_opts_set(&o, GK_OPT_CHECKPOINT, NULL, err, sizeof(err)), -EINVAL,
-	       "missing value refused");
+	/* Its value is optional: --gpu-checkpoint alone is on (NULL from Slurm,
+	 * or "" where the option travels to the node without a value). */
+	o.checkpoint = 0;
+	is_int(gk_opts_set(&o, GK_OPT_CHECKPOINT, NULL, err, sizeof(err)), 0, "no value: on");
+	is_int(o.checkpoint, 1, "recorded as on");
+	o.checkpoint = 0;
+	is_int(gk_opts_set(&o, GK_OPT_CHECKPOINT, "", err, sizeof(err)), 0, "empty value: on");
+	is_int(o.checkpoint, 1, "recorded as on");
+	is_int(gk_opts_set(&o, GK_OPT_INTERVAL, NULL, err, sizeof(err)), -EINVAL,
+	       "the interval without a value is refused");
+	is_str(err, "--gpu-checkpoint-interval needs a value (seconds, 0 or more)",
+	       "... naming the option and what it takes");
+	o.checkpoint = 0;
 
 	is_int(gk_opts_set(&o, GK_OPT_INTERVAL, "300", err, sizeof(err)), 0, "interval 300");
 	is_int(o.interval, 300, "interval recorded");
@@ -62,6 +72,26 @@ int main(void)
 	is_int(gk_opts_enabled(&o, "sometimes", &site, &on, err, sizeof(err)), -EINVAL,
 	       "bad variable refused when resolving");
 	ok(strstr(err, "sometimes") != NULL, "error names the value: %s", err);
+
+	/* The other options need checkpointing on. */
+	gk_opts_init(&o);
+	is_int(gk_opts_check_given(&o, 0, err, sizeof(err)), 0, "off, nothing else given: fine");
+	gk_opts_set(&o, GK_OPT_INTERVAL, "60", err, sizeof(err));
+	is_int(gk_opts_check_given(&o, 1, err, sizeof(err)), 0, "an interval with checkpointing on");
+	is_int(gk_opts_check_given(&o, 0, err, sizeof(err)), -EINVAL,
+	       "an interval with checkpointing off is refused");
+	is_str(err,
+	       "--gpu-checkpoint-interval=60 has no effect: checkpointing is off for this job (add "
+	       "--gpu-checkpoint=on, or set GPUCKPT_CHECKPOINT=on)",
+	       "... saying what it would need");
+	gk_opts_init(&o);
+	gk_opts_set(&o, GK_OPT_MODE, "transparent", err, sizeof(err));
+	is_int(gk_opts_check_given(&o, 0, err, sizeof(err)), -EINVAL, "a mode too");
+	ok(strstr(err, "--gpu-checkpoint-mode=transparent has no effect") != NULL, "... named: %s",
+	   err);
+	gk_opts_init(&o);
+	gk_opts_set(&o, GK_OPT_ON_BAD, "fresh", err, sizeof(err));
+	is_int(gk_opts_check_given(&o, 0, err, sizeof(err)), -EINVAL, "and on-bad");
 
 	return done_testing();
 }

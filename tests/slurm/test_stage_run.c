@@ -1,4 +1,4 @@
-/* Unit tests: running the staging script (spank-plugin/stage_run.c). */
+/* Unit tests: running the staging program (spank-plugin/stage_run.c). */
 #include "config.h"
 
 #include <errno.h>
@@ -31,7 +31,7 @@ int main(void)
 	char *missing[] = {"/nonexistent/gpuckpt-stage", NULL};
 	char *killed[] = {"/bin/sh", "-c", "kill -TERM $$", NULL};
 
-	plan(16);
+	plan(18);
 	gk_site_defaults(&site);
 	strcpy(site.stage, "/usr/libexec/gpuckpt/gpuckpt-stage");
 	strcpy(site.bb_root, "/bb");
@@ -49,19 +49,28 @@ int main(void)
 	is_int(gk_stage_argv(&site, "out", 77, 1000, 100, argv, small, sizeof(small)),
 	       -ENAMETOOLONG, "too small a buffer reported");
 
-	is_int(gk_run_logged(sh, collect, &l), 3, "exit status returned");
+	is_int(gk_run_logged(sh, 0, collect, &l), 3, "exit status returned");
 	is_int(l.n, 3, "three lines");
 	ok(l.n == 3 && !strcmp(l.text[0], "one") && !strcmp(l.text[1], "two") &&
 	       !strcmp(l.text[2], "three"),
 	   "stdout, stderr and an unterminated last line, in order");
 
 	l.n = 0;
-	is_int(gk_run_logged(missing, collect, &l), 127, "missing script: 127");
+	is_int(gk_run_logged(missing, 0, collect, &l), 127, "missing script: 127");
 	ok(l.n == 1 && strstr(l.text[0], "cannot run /nonexistent/gpuckpt-stage"),
 	   "and a line saying so: %s", l.n ? l.text[0] : "(none)");
 	l.n = 0;
-	is_int(gk_run_logged(killed, collect, &l), 128 + 15, "killed by SIGTERM: 143");
+	is_int(gk_run_logged(killed, 0, collect, &l), 128 + 15, "killed by SIGTERM: 143");
 	is_int(l.n, 0, "no output");
+	{
+		/* It and what it started (the sleep keeps the pipe open) go. */
+		char *slow[] = {"/bin/sh", "-c", "echo started; sleep 60 & sleep 60", NULL};
+
+		l.n = 0;
+		is_int(gk_run_logged(slow, 1, collect, &l), -ETIME,
+		       "still running after its time limit: -ETIME, and it is stopped");
+		ok(l.n == 1 && !strcmp(l.text[0], "started"), "what it said before is kept");
+	}
 
 	return done_testing();
 }

@@ -28,7 +28,7 @@ int main(void)
 	char root[] = "/tmp/gk-test-task-env.XXXXXX", path[4096], out[256], err[GK_ERRLEN];
 	struct stat st;
 
-	plan(50);
+	plan(53);
 	if (!mkdtemp(root)) {
 		printf("Bail out! mkdtemp: %s\n", strerror(errno));
 		return 1;
@@ -165,6 +165,20 @@ int main(void)
 	is_int(r.dir_rc, -ENOENT, "reported as ENOENT");
 	ok(strstr(r.dir_err, "missing") != NULL, "message names the root: %s", r.dir_err);
 	ok(val(&fe, "GPUCKPT_RESTORE") == NULL, "nothing to restore from a missing folder");
+	snprintf(site.bb_root, sizeof(site.bb_root), "%s", root);
+
+	/* A burst-buffer root others can write: they could swap the job's folder
+	 * for a link before root makes it. Refused, naming the setting. */
+	snprintf(site.bb_root, sizeof(site.bb_root), "%s/open", root);
+	mkdir(site.bb_root, 0777);
+	chmod(site.bb_root, 0777);
+	err[0] = '\0';
+	is_int(gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)), -EPERM,
+	       "a bb_root anyone can write is refused");
+	ok(strstr(err, "bb_root=") && strstr(err, "writable by group or others"),
+	   "the message names the setting: %s", err);
+	snprintf(path, sizeof(path), "%s/open/12", root);
+	ok(access(path, F_OK) < 0, "and nothing was made in it");
 	snprintf(site.bb_root, sizeof(site.bb_root), "%s", root);
 
 	/* Off in a step inside a job that has it on: what was inherited goes. */

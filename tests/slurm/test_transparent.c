@@ -60,7 +60,7 @@ int main(void)
 	enum gk_mode m;
 	int rc;
 
-	plan(48);
+	plan(50);
 	if (!mkdtemp(root)) {
 		printf("Bail out! mkdtemp: %s\n", strerror(errno));
 		return 1;
@@ -121,6 +121,10 @@ int main(void)
 	slurp(path, buf, sizeof(buf));
 	is_str(buf, "probe --uid 1000 --criu /opt/criu/sbin/criu",
 	       "probe: run for the job's uid with the site's criu");
+	fake_shepherd(root, "criu: no CRIU at /usr/sbin/criu\ncaps: root lacks CAP_SYS_RESOURCE", 1);
+	gk_shepherd_probe(&site, 1000, reason, sizeof(reason));
+	is_str(reason, "criu: no CRIU at /usr/sbin/criu; caps: root lacks CAP_SYS_RESOURCE",
+	       "probe: every line it printed is relayed, joined");
 	fake_shepherd(root, "", 3);
 	gk_shepherd_probe(&site, 1000, reason, sizeof(reason));
 	ok(strstr(reason, "probe failed with status 3") != NULL, "probe: a silent failure still has a reason (%s)", reason);
@@ -129,26 +133,37 @@ int main(void)
 
 	/* Plans. */
 	snprintf(r.dir, sizeof(r.dir), "%s", root);
+	r.dirfd = open(root, O_RDONLY | O_DIRECTORY);
 	gk_opts_init(&o);
 	fset(&fe, "GPUCKPT_MODE", "app", 1);
 	is_int(gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err)), 0, "app: prepared");
-	ok(p.kind == GK_TPLAN_NONE && p.note, "app: no shepherd, task 0 writes the line");
+	ok(p.kind == GK_TPLAN_NONE, "app: no shepherd");
 	ok(val(&fe, "GPUCKPT_NO_TRANSPARENT") && strstr(val(&fe, "GPUCKPT_NO_TRANSPARENT"), "GPUCKPT_MODE=app"),
 	   "app: GPUCKPT_NO_TRANSPARENT says why");
-	is_str(val(&fe, "GPUCKPT_NOTED"), "12", "app: the job is marked as told");
-	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
-	ok(!p.note, "app: a later step of the same job does not write it again");
-	funset(&fe, "GPUCKPT_NOTED");
+	ok(!val(&fe, "GPUCKPT_NOTED"), "app: no mark for a line at the job's start (there is none)");
 	ids.task_id = 1;
 	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
-	ok(!p.note, "app: only task 0 writes it");
+	ok(p.kind == GK_TPLAN_NONE && val(&fe, "GPUCKPT_NO_TRANSPARENT"), "app: every task's runtime is told why");
 	ids.task_id = 0;
+	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	ok(p.kind == GK_TPLAN_NONE, "app: a later step of the same job: the same");
 
 	funset(&fe, "GPUCKPT_MODE");
 	is_int(gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err)), 0, "auto on a node that can: prepared");
-	ok(p.kind == GK_TPLAN_ATTACH && !p.note, "auto: the step runs under the shepherd");
-	snprintf(path, sizeof(path), "gpuckpt.12.0.0.%ld", (long)getpid());
-	is_str(val(&fe, "GPUCKPT_SHEPHERD"), path, "auto: GPUCKPT_SHEPHERD names the task's socket");
+	ok(p.kind == GK_TPLAN_ATTACH, "auto: the step runs under the shepherd");
+	{
+		const char *sock = val(&fe, "GPUCKPT_SHEPHERD");
+		static char first[128];
+
+		ok(sock && !strncmp(sock, "gpuckpt.12.0.0.", 15) && strlen(sock) == 15 + 32 &&
+		       strspn(sock + 15, "0123456789abcdef") == 32,
+		   "auto: GPUCKPT_SHEPHERD names the task's socket, with 128 random bits (%s)",
+		   sock ? sock : "unset");
+		snprintf(first, sizeof(first), "%s", sock ? sock : "");
+		gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+		sock = val(&fe, "GPUCKPT_SHEPHERD");
+		ok(sock && strcmp(sock, first) != 0, "and a name nobody can guess: another each time");
+	}
 	ok(!val(&fe, "GPUCKPT_NO_TRANSPARENT") && strcmp(val(&fe, "GPUCKPT_MODE"), "auto") == 0,
 	   "auto: GPUCKPT_MODE=auto, no GPUCKPT_NO_TRANSPARENT");
 	gk_shepherd_argv(&p, 77, argv, buf, sizeof(buf));
@@ -161,11 +176,11 @@ int main(void)
 	/* A step of several tasks: not transparently, unless declared independent. */
 	ids.ntasks = 2;
 	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
-	ok(p.kind == GK_TPLAN_NONE && p.note && strstr(p.reason, "a step of several tasks") &&
-	       strstr(p.reason, "GPUCKPT_TASKS=independent"),
-	   "a step of two tasks: no shepherd, the line says why and what to do");
+	ok(p.kind == GK_TPLAN_NONE && strstr(p.reason, "a step of several tasks") &&
+	       strstr(p.reason, "GPUCKPT_TASKS=independent") && val(&fe, "GPUCKPT_NO_TRANSPARENT") &&
+	       strcmp(val(&fe, "GPUCKPT_NO_TRANSPARENT"), p.reason) == 0,
+	   "a step of two tasks: no shepherd, the runtime is told why and what to do");
 	fset(&fe, "GPUCKPT_TASKS", "independent", 1);
-	funset(&fe, "GPUCKPT_NOTED");
 	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
 	ok(p.kind == GK_TPLAN_ATTACH, "independent tasks: each under its shepherd");
 	funset(&fe, "GPUCKPT_TASKS");
@@ -173,15 +188,16 @@ int main(void)
 
 	ids.step_id = GK_STEP_BATCH;
 	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
-	ok(p.kind == GK_TPLAN_NONE && !p.note && !val(&fe, "GPUCKPT_SHEPHERD"),
-	   "batch step: never under a shepherd, and no line where the node can");
+	ok(p.kind == GK_TPLAN_NONE && !val(&fe, "GPUCKPT_SHEPHERD"),
+	   "batch step: never under a shepherd");
 	ids.step_id = 0;
 
 	/* A node that cannot. */
 	fake_shepherd(root, "no CRIU at /usr/sbin/criu", 1);
 	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
-	ok(p.kind == GK_TPLAN_NONE && p.note && strcmp(p.reason, "no CRIU at /usr/sbin/criu") == 0,
-	   "auto where the node cannot: the line, with the probe's reason");
+	ok(p.kind == GK_TPLAN_NONE && strcmp(p.reason, "no CRIU at /usr/sbin/criu") == 0 &&
+	       strcmp(val(&fe, "GPUCKPT_NO_TRANSPARENT"), "no CRIU at /usr/sbin/criu") == 0,
+	   "auto where the node cannot: the runtime gets the probe's reason");
 	fset(&fe, "GPUCKPT_MODE", "transparent", 1);
 	rc = gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
 	ok(rc == -ENOTSUP && strstr(err, "GPUCKPT_MODE=transparent") && strstr(err, "no CRIU at"),

@@ -26,15 +26,19 @@ PLAN=35
 tap_plan $PLAN
 gk_scratch
 
-if [ "$(id -u)" -ne 0 ] || [ ! -x "$SHEP" ] ||
-	[ ! -x "$CLIENT" ]; then
-	for i in $(seq $PLAN); do tap_skip "needs root and the built shepherd"; done
+gk_need_built "$SHEP" "$CLIENT"
+if [ "$(id -u)" -ne 0 ]; then
+	for i in $(seq $PLAN); do tap_skip "needs root (the shepherd refuses to run without it)"; done
 	exit 0
 fi
 export GPUCKPT_LOG_LEVEL=info
 chmod 0711 "$GK_SCRATCH"
 ROOT=$GK_SCRATCH/nb/ckpt
 mkdir -p "$GK_SCRATCH/nb" && chown nobody "$GK_SCRATCH/nb"
+# The shepherd runs the client as nobody: a copy where nobody can reach it,
+# whatever folder the build is in (a checkout under /root is not).
+cp "$CLIENT" "$GK_SCRATCH/shep-client" && chmod 0755 "$GK_SCRATCH/shep-client"
+CLIENT=$GK_SCRATCH/shep-client
 USER_ARGS=(--dir "$ROOT" --uid nobody --gid nogroup --job 77 --step 0 --task 0)
 
 FAKE=$GK_SCRATCH/criu
@@ -192,7 +196,7 @@ restore; rc=$?
 check "a second restore is not refused for the log of the first" \
 	test -n "$(grep "fake restore fails" "$GK_SCRATCH/err")"
 "$SHEP" restore --criu "$FAKE" --dir "$ROOT" --uid root --gid root --task 0 >"$GK_SCRATCH/out" 2>"$GK_SCRATCH/err"
-check "restore for another uid is refused" grep -q "is owned by nobody" "$GK_SCRATCH/err"
+check "restore for another uid is refused" grep -q "nb is owned by uid 65534; it must be root.s" "$GK_SCRATCH/err"
 echo more >>"$ROOT/ckpt.000001/criu/core-1.img"
 restore
 check "restore refuses a changed image" grep -q "criu/core-1.img: its checksum differs from the seal" "$GK_SCRATCH/err"
@@ -245,8 +249,9 @@ rm -f "$FAKE_CRIU_ARGS"
 restore
 pipe=$(tr -d ' \n' <"$SEAL" | sed -n 's/.*"stdio":\["[^"]*","[^"]*","\(pipe:\[[0-9]*\]\)"\].*/\1/p')
 args=$(grep "^restore " "$FAKE_CRIU_ARGS" 2>/dev/null)
-check "restore hands CRIU its own stdin for /dev/null (--inherit-fd fd[10]:dev/null)" \
-	grep -qF -- "--inherit-fd fd[10]:dev/null" <<<"$args"
+# /dev/null is CRIU's to reopen with the flags each fd had (stdio.c says why).
+check "restore leaves /dev/null to CRIU (no --inherit-fd for it)" \
+	test -n "$args" -a -z "$(grep -F -- "dev/null" <<<"$args")"
 check "... its own stdout for the output file, by the file's path (fd[11]:${OUTFILE#/})" \
 	grep -qF -- "--inherit-fd fd[11]:${OUTFILE#/}" <<<"$args"
 check "... and its own stderr for the pipe (fd[12]:$pipe)" \

@@ -4,7 +4,10 @@
  * socket's peers (another uid, a process outside the task's tree), the tree's
  * owner check (a process that changed uid, or kept root as its saved uid),
  * and the seal (tampered, extra, missing file; folder not root's, wrong
- * mode, a link in place of criu/; another user's seal; another manifest).
+ * mode, a link in place of criu/; another user's seal; another manifest;
+ * forged: no root's credential, a user's credential over the right payload,
+ * a seal changed after root signed it). The seal carries
+ * root's Munge credential: those tests skip, saying so, without munged.
  */
 #include "config.h"
 #include "image.h"
@@ -26,6 +29,8 @@
 #include <sys/un.h>
 #include <sys/wait.h>
 #include <unistd.h>
+
+#include <munge.h>
 
 static char err[GK_SHEP_ERRLEN];
 
@@ -299,8 +304,8 @@ static void limits(void)
 	int fd, go[2];
 
 	if (!mkdtemp(dir)) {
-		skip("mkdtemp failed");
-		skip("mkdtemp failed");
+		ok(0, "mkdtemp: %s", strerror(errno));
+		ok(0, "mkdtemp: %s", strerror(errno));
 	} else {
 		snprintf(file, sizeof(file), "%s/nvidia-cap7", dir);
 		snprintf(prefix, sizeof(prefix), "%s/", dir);
@@ -316,8 +321,8 @@ static void limits(void)
 	}
 	/* A process named like the MPS daemons (comm is the program's name). */
 	if (pipe(go) < 0) {
-		skip("pipe");
-		skip("pipe");
+		ok(0, "pipe: %s", strerror(errno));
+		ok(0, "pipe: %s", strerror(errno));
 		return;
 	}
 	child = fork();
@@ -366,7 +371,7 @@ static void gpu_pairs(void)
 	int r;
 
 	if (!mkdtemp(proc)) {
-		skip("mkdtemp failed");
+		ok(0, "mkdtemp: %s", strerror(errno));
 	} else {
 		/* Written in the reverse of PCI order: the list comes back sorted. */
 		const char *bus[2] = {"0000:c1:00.0", "0000:41:00.0"}, *uuid[2] = {UB, UA};
@@ -463,39 +468,118 @@ static int make_sealed(const char *dir, int *ckptfd_out)
 static int verify(int ckptfd, uid_t uid, const char *want_in_err, int want_ret, const char *what)
 {
 	struct gk_seal s;
-	int ret;
+	int ret, criufd = -2;
 
 	err[0] = 0;
-	ret = gk_seal_verify(ckptfd, uid, &s, err, sizeof(err));
+	ret = gk_seal_verify(ckptfd, uid, &s, &criufd, err, sizeof(err));
 	if (!ok(ret == want_ret && (!want_in_err || strstr(err, want_in_err)), "%s", what))
 		printf("#   returned %d: %s\n", ret, err);
+	if (criufd >= 0)
+		close(criufd);
 	return ret;
 }
+
+static int munge_answers(void)
+{
+	char *cred = NULL;
+	int ok_ = munge_encode(&cred, NULL, NULL, 0) == EMUNGE_SUCCESS;
+
+	free(cred);
+	return ok_;
+}
+
+/* What a user can do: ask munged, as that user, for a credential over the
+ * very payload root would sign (its format is no secret), and put it in
+ * SEAL.sig. */
+static int forged_sig(uid_t uid, int ckptfd)
+{
+	char seal[1 << 16], payload[128], buf[4096], *cred = NULL;
+	int pfd[2], status, fd;
+	ssize_t n;
+	pid_t pid;
+
+	fd = openat(ckptfd, GK_CRIU_DIR "/" GK_SHEP_SEAL_FILE, O_RDONLY);
+	n = fd < 0 ? -1 : read(fd, seal, sizeof(seal));
+	if (fd >= 0)
+		close(fd);
+	if (n <= 0 || pipe(pfd) < 0)
+		return -1;
+	snprintf(payload, sizeof(payload), "gpuckpt-seal-sha256:");
+	gk_sha256_hex(seal, (size_t)n, payload + strlen(payload));
+	fflush(stdout);
+	pid = fork();
+	if (pid == 0) {
+		close(pfd[0]);
+		if (setgid(uid) < 0 || setuid(uid) < 0 ||
+		    munge_encode(&cred, NULL, payload, (int)strlen(payload)) != EMUNGE_SUCCESS ||
+		    write(pfd[1], cred, strlen(cred)) < 0)
+			_exit(1);
+		_exit(0);
+	}
+	close(pfd[1]);
+	n = read(pfd[0], buf, sizeof(buf));
+	close(pfd[0]);
+	waitpid(pid, &status, 0);
+	if (n <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+		return -1;
+	fd = openat(ckptfd, GK_CRIU_DIR "/" GK_SHEP_SEAL_SIG, O_WRONLY | O_TRUNC | O_CREAT, 0600);
+	if (fd < 0 || write(fd, buf, (size_t)n) != n)
+		return -1;
+	close(fd);
+	return 0;
+}
+
+/* Root's credential over a SEAL a test changed: what a genuine seal of that
+ * text would carry, so that what is checked next is the text itself. */
+static void resign(int ckptfd, const char *text)
+{
+	int criufd = openat(ckptfd, GK_CRIU_DIR, O_RDONLY | O_DIRECTORY);
+	char sub[GK_SHEP_ERRLEN];
+
+	if (criufd < 0 ||
+	    gk_root_sign_at(text, strlen(text), criufd, GK_SHEP_SEAL_SIG, sub, sizeof(sub)) < 0)
+		printf("# cannot sign the changed seal as root\n");
+	if (criufd >= 0)
+		close(criufd);
+}
+
+#define SEAL_TESTS 19
 
 static void seal(void)
 {
 	char base[] = "/tmp/gpuckpt-test-seal.XXXXXX", dir[256], other[256], cmd[600];
 	struct gk_seal s;
-	int ckptfd, otherfd;
+	int ckptfd, otherfd, criufd = -1;
 
 	if (geteuid() != 0) {
-		for (int i = 0; i < 14; i++)
+		for (int i = 0; i < SEAL_TESTS; i++)
 			skip("needs root: criu/ must be root's");
+		return;
+	}
+	if (!munge_answers()) {
+		for (int i = 0; i < SEAL_TESTS; i++)
+			skip("needs munged: a seal carries root's Munge credential");
 		return;
 	}
 	if (!mkdtemp(base))
 		return;
 	snprintf(dir, sizeof(dir), "%s/ckpt.000001", base);
-	ok(make_sealed(dir, &ckptfd) == 0, "seal a folder of two images");
+	err[0] = 0;
+	ok(make_sealed(dir, &ckptfd) == 0, "seal a folder of two images%s%s", err[0] ? ": " : "", err);
 	if (verify(ckptfd, 1234, NULL, 0, "the sealed folder verifies") == 0) {
-		gk_seal_verify(ckptfd, 1234, &s, err, sizeof(err));
+		gk_seal_verify(ckptfd, 1234, &s, &criufd, err, sizeof(err));
 		ok(s.gid == 1235 && !strcmp(s.job, "77") && !strcmp(s.stdio[1], "pipe:[4242]") &&
 		       s.have_stdio_task && !strcmp(s.stdio_task[0], "null") &&
 		       !strcmp(s.stdio_task[2], "file") && s.ngpus == 1 &&
 		       !strcmp(s.gpus[0].name, "NVIDIA H100 80GB HBM3") &&
 		       !strcmp(s.socket, "gpuckpt-shepherd.1.00") && s.image_bytes == 6,
 		   "and gives back what was sealed (the stdio kinds too)");
+		ok(criufd >= 0 && faccessat(criufd, "core-2.img", F_OK, 0) == 0,
+		   "and the descriptor of the very folder it checked");
+		if (criufd >= 0)
+			close(criufd);
 	} else {
+		skip("nothing to compare");
 		skip("nothing to compare");
 	}
 	verify(ckptfd, 1000, "sealed for uid 1234", -EPERM, "another user's seal is refused");
@@ -511,11 +595,13 @@ static void seal(void)
 		if (at)
 			memcpy(at + 1, "tape", 4);
 		write_at(ckptfd, GK_CRIU_DIR "/" GK_SHEP_SEAL_FILE, text);
+		resign(ckptfd, text);
 		verify(ckptfd, 1234, "stdio_task 2 is malformed", -EINVAL,
-		       "a stdio kind the shepherd never writes is refused");
+		       "a stdio kind the shepherd never writes is refused (root's credential over it)");
 		if (at)
 			memcpy(at + 1, "file", 4);
 		write_at(ckptfd, GK_CRIU_DIR "/" GK_SHEP_SEAL_FILE, text);
+		resign(ckptfd, text);
 	}
 
 	write_at(ckptfd, GK_CRIU_DIR "/" GK_SHEP_RESTORE_LOG, "log");
@@ -561,6 +647,39 @@ static void seal(void)
 	unlinkat(ckptfd, GK_CRIU_DIR, 0);
 	renameat(ckptfd, "criu.real", ckptfd, GK_CRIU_DIR);
 	verify(ckptfd, 1234, NULL, 0, "put back, it verifies again");
+
+	/* Forgeries: every digest of a seal can be computed by anyone; only
+	 * root's credential over it cannot. */
+	renameat(ckptfd, GK_CRIU_DIR "/" GK_SHEP_SEAL_SIG, ckptfd, "sig.real");
+	verify(ckptfd, 1234, "carries no credential of root's", -EPERM,
+	       "a seal without root's credential is refused");
+	if (forged_sig(65534, ckptfd) == 0)
+		verify(ckptfd, 1234, "not by root; refused", -EPERM,
+		       "a user's own credential over the right payload is refused");
+	else
+		skip("munged would not make nobody's credential");
+	renameat(ckptfd, "sig.real", ckptfd, GK_CRIU_DIR "/" GK_SHEP_SEAL_SIG);
+	verify(ckptfd, 1234, NULL, 0, "root's credential back: it verifies");
+	{
+		/* The seal edited after root signed it: another uid, say. */
+		char text[1 << 16];
+		int fd = openat(ckptfd, GK_CRIU_DIR "/" GK_SHEP_SEAL_FILE, O_RDWR);
+		ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof(text) - 1);
+		char *p;
+
+		if (n > 0) {
+			text[n] = 0;
+			p = strstr(text, "1234");
+			if (p)
+				memcpy(p, "1000", 4);
+			if (pwrite(fd, text, (size_t)n, 0) != n)
+				printf("# rewrite failed\n");
+		}
+		if (fd >= 0)
+			close(fd);
+		verify(ckptfd, 1000, "changed after it was signed", -EBADMSG,
+		       "a seal changed after root signed it is refused");
+	}
 	close(otherfd);
 	close(ckptfd);
 	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
@@ -585,12 +704,12 @@ static void stdio_plans(void)
 	snprintf(s.stdio_task[2], sizeof(s.stdio_task[2]), "pipe");
 	for (int i = 0; i < 3; i++)
 		h[i] = gk_stdio_plan(&s, i, a[i], sizeof(a[i]));
-	ok(h[0] == GK_STDIO_INHERIT && !strcmp(a[0], "fd[10]:dev/null") &&
-	       h[1] == GK_STDIO_INHERIT && !strcmp(a[1], "fd[11]:bb/77/slurm-77.out") &&
-	       h[2] == GK_STDIO_INHERIT && !strcmp(a[2], "fd[12]:pipe:[4242]"),
-	   "stdio: the task's /dev/null, file and pipe are inherited, a file by its path from "
-	   "the root (%s %s %s)",
-	   a[0], a[1], a[2]);
+	ok(h[0] == GK_STDIO_CRIU && h[1] == GK_STDIO_INHERIT &&
+	       !strcmp(a[1], "fd[11]:bb/77/slurm-77.out") && h[2] == GK_STDIO_INHERIT &&
+	       !strcmp(a[2], "fd[12]:pipe:[4242]"),
+	   "stdio: the task's file and pipe are inherited, a file by its path from the root; "
+	   "its /dev/null is CRIU's to reopen (%s %s)",
+	   a[1], a[2]);
 	snprintf(s.stdio_task[1], sizeof(s.stdio_task[1]), "%s", "");
 	snprintf(s.stdio_task[0], sizeof(s.stdio_task[0]), "tty");
 	snprintf(s.stdio[0], sizeof(s.stdio[0]), "/dev/pts/3");
@@ -663,7 +782,7 @@ int main(void)
 	CUuuid u;
 	char text[64];
 
-	plan(9 + 4 + 4 + 4 + 6 + 14 + 6 + 4 + 3);
+	plan(9 + 4 + 4 + 4 + 6 + SEAL_TESTS + 6 + 4 + 3);
 	gk_log_set_level(GK_LOG_ERROR);
 	messages();
 	peers();

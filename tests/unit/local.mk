@@ -7,7 +7,9 @@ GK_UNIT_TESTS = \
 	%reldir%/test-store \
 	%reldir%/test-store-transparent \
 	%reldir%/test-stepset \
-	%reldir%/test-settings
+	%reldir%/test-settings \
+	%reldir%/test-events \
+	%reldir%/test-slurm-cmd
 TESTS += $(GK_UNIT_TESTS)
 check_PROGRAMS += $(GK_UNIT_TESTS)
 
@@ -32,3 +34,10 @@ check_PROGRAMS += $(GK_UNIT_TESTS)
 
 %canon_reldir%_test_settings_SOURCES = %reldir%/test-settings.c
 %canon_reldir%_test_settings_LDADD = $(GK_UNIT_LIBS)
+
+%canon_reldir%_test_events_SOURCES = %reldir%/test-events.c
+%canon_reldir%_test_events_LDADD = $(GK_UNIT_LIBS)
+
+# The tool's reading of `scontrol show job -o` (runtime/cli/slurm_cmd.c).
+%canon_reldir%_test_slurm_cmd_SOURCES = %reldir%/test-slurm-cmd.c $(top_srcdir)/runtime/cli/slurm_cmd.c
+%canon_reldir%_test_slurm_cmd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/cli

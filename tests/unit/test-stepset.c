@@ -178,7 +178,7 @@ static int member(uint32_t t, uint64_t seq, uint64_t id, uint32_t members, int a
 		m->set_member = (uint32_t)as;
 		strcpy(m->set_agreement, "mpi");
 	}
-	ret = gk_store_begin_at(root, seq, &txn, err, sizeof(err));
+	ret = gk_store_begin_seq(root, seq, &txn, err, sizeof(err));
 	if (ret == 0)
 		ret = gk_store_create(&txn, "device0.data", &fd, err, sizeof(err));
 	if (ret == 0) {

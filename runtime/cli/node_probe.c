@@ -1,0 +1,301 @@
+/*
+ * node_probe.c - what this node knows of a job's checkpoints (node_probe.h).
+ */
+#include "config.h"
+#include "node_probe.h"
+#include "cli.h"
+#include "events.h"
+#include "image.h"
+#include "jobdir.h"
+#include "log.h"
+#include "procstat.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define ENVIRON_MAX (256u << 10)
+#define MAX_LIVE 64
+
+/* BB_ROOT/JOB from a GPUCKPT_DIR of BB_ROOT/JOB/step.S/task.T. */
+static int job_dir_of(const char *gpuckpt_dir, const char *job, char *out, size_t len)
+{
+	char d[PATH_MAX], step[16], *slash;
+	uint32_t task;
+
+	if (gpuckpt_dir[0] != '/' || strlen(gpuckpt_dir) >= sizeof(d))
+		return -EINVAL;
+	strcpy(d, gpuckpt_dir);
+	while (strlen(d) > 1 && d[strlen(d) - 1] == '/')
+		d[strlen(d) - 1] = '\0';
+	slash = strrchr(d, '/');
+	if (!slash || gk_parse_task_dirname(slash + 1, &task) < 0)
+		return -EINVAL;
+	*slash = '\0';
+	slash = strrchr(d, '/');
+	if (!slash || gk_parse_step_dirname(slash + 1, step, sizeof(step)) < 0)
+		return -EINVAL;
+	*slash = '\0';
+	slash = strrchr(d, '/');
+	if (!slash || strcmp(slash + 1, job) != 0)
+		return -EINVAL;
+	if ((size_t)snprintf(out, len, "%s", d) >= len)
+		return -ENAMETOOLONG;
+	return 0;
+}
+
+/* The job's folder from the environment of one of its processes here. */
+static int find_job_dir(const char *job, char *out, size_t len)
+{
+	char want[48], path[300];
+	DIR *proc = opendir("/proc");
+	struct dirent *e;
+	char *buf = malloc(ENVIRON_MAX + 1);
+	int found = -ENOENT;
+
+	if (!proc || !buf) {
+		free(buf);
+		if (proc)
+			closedir(proc);
+		return -ENOMEM;
+	}
+	snprintf(want, sizeof(want), "SLURM_JOB_ID=%s", job);
+	while (found < 0 && (e = readdir(proc))) {
+		const char *dir = NULL;
+		int is_job = 0, fd;
+		size_t n = 0;
+		ssize_t k;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/environ", e->d_name);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue; /* someone else's, or gone */
+		while (n < ENVIRON_MAX && (k = read(fd, buf + n, ENVIRON_MAX - n)) > 0)
+			n += (size_t)k;
+		close(fd);
+		buf[n] = '\0';
+		for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
+			if (strcmp(buf + i, want) == 0)
+				is_job = 1;
+			else if (strncmp(buf + i, "GPUCKPT_DIR=", 12) == 0)
+				dir = buf + i + 12;
+		}
+		if (is_job && dir && job_dir_of(dir, job, out, len) == 0)
+			found = 0;
+	}
+	closedir(proc);
+	free(buf);
+	return found;
+}
+
+struct task_probe {
+	unsigned ok, failed, refused;
+	struct gk_event last_ok, last_failure;
+	int have_ok, have_failure;
+	struct {
+		uint64_t pid, pstart;
+	} live[MAX_LIVE];
+	unsigned nlive;
+};
+
+static int task_event(void *arg, const struct gk_event *e)
+{
+	struct task_probe *t = arg;
+
+	if (!e)
+		return 0;
+	if (e->kind == GK_EV_START && (e->have & GK_EVF_PID) && (e->have & GK_EVF_PSTART) &&
+	    t->nlive < MAX_LIVE && gk_proc_alive((pid_t)e->pid, e->pstart)) {
+		for (unsigned i = 0; i < t->nlive; i++)
+			if (t->live[i].pid == e->pid && t->live[i].pstart == e->pstart)
+				return 0;
+		t->live[t->nlive].pid = e->pid;
+		t->live[t->nlive].pstart = e->pstart;
+		t->nlive++;
+	} else if (e->kind == GK_EV_CHECKPOINT) {
+		if (e->result == GK_EV_OK) {
+			t->ok++;
+			t->last_ok = *e;
+			t->have_ok = 1;
+		} else {
+			if (e->result == GK_EV_FAILED)
+				t->failed++;
+			else
+				t->refused++;
+			t->last_failure = *e;
+			t->have_failure = 1;
+		}
+	}
+	return 0;
+}
+
+/* Sum of the regular files in a checkpoint folder (what `gpuckpt list` shows). */
+static uint64_t ckpt_bytes(int ckfd)
+{
+	int dup = openat(ckfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	uint64_t total = 0;
+	struct dirent *e;
+	DIR *d;
+
+	if (dup < 0)
+		return 0;
+	d = fdopendir(dup);
+	if (!d) {
+		close(dup);
+		return 0;
+	}
+	while ((e = readdir(d))) {
+		struct stat st;
+
+		if (fstatat(ckfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode))
+			total += (uint64_t)st.st_size;
+	}
+	closedir(d);
+	return total;
+}
+
+/* The newest ckpt.N holding a regular manifest.json: N and its size. */
+static int64_t newest_committed(int taskfd, uint64_t *bytes)
+{
+	int dup = openat(taskfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int64_t best = -1;
+	struct dirent *e;
+	DIR *d;
+
+	*bytes = 0;
+	if (dup < 0)
+		return -1;
+	d = fdopendir(dup);
+	if (!d) {
+		close(dup);
+		return -1;
+	}
+	while ((e = readdir(d))) {
+		char *end;
+		unsigned long long n;
+		struct stat st;
+		int ckfd;
+
+		if (strncmp(e->d_name, "ckpt.", 5) != 0 || e->d_name[5] < '0' || e->d_name[5] > '9')
+			continue;
+		n = strtoull(e->d_name + 5, &end, 10);
+		if (*end || (int64_t)n <= best || n > INT64_MAX)
+			continue;
+		ckfd = openat(taskfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (ckfd < 0)
+			continue;
+		if (fstatat(ckfd, GK_MANIFEST_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISREG(st.st_mode)) {
+			best = (int64_t)n;
+			*bytes = ckpt_bytes(ckfd);
+		}
+		close(ckfd);
+	}
+	closedir(d);
+	return best;
+}
+
+struct probe {
+	uid_t uid;
+	const char *job_dir;
+	json_object *tasks;
+};
+
+static int probe_task(void *arg, const char *step, uint32_t task, int taskfd)
+{
+	struct probe *p = arg;
+	struct task_probe t;
+	json_object *o = json_object_new_object();
+	char path[PATH_MAX + 64], *buf;
+	uint64_t bytes;
+	int64_t newest;
+	size_t len;
+
+	memset(&t, 0, sizeof(t));
+	if (gk_events_read_at(taskfd, p->uid, &buf, &len) == 0) {
+		gk_events_each(buf, len, task_event, &t);
+		free(buf);
+	}
+	newest = newest_committed(taskfd, &bytes);
+	snprintf(path, sizeof(path), "%s/step.%s/task.%u", p->job_dir, step, task);
+	json_object_object_add(o, "step", json_object_new_string(step));
+	json_object_object_add(o, "task", json_object_new_int64(task));
+	json_object_object_add(o, "dir", json_object_new_string(path));
+	json_object_object_add(o, "live", json_object_new_int((int)t.nlive));
+	json_object_object_add(o, "ok", json_object_new_int((int)t.ok));
+	json_object_object_add(o, "failed", json_object_new_int((int)t.failed));
+	json_object_object_add(o, "refused", json_object_new_int((int)t.refused));
+	json_object_object_add(o, "newest", json_object_new_int64(newest));
+	json_object_object_add(o, "newest_bytes", json_object_new_int64((int64_t)bytes));
+	if (t.have_ok) {
+		json_object *l = json_object_new_object();
+
+		json_object_object_add(l, "ckpt", json_object_new_int64((int64_t)t.last_ok.ckpt));
+		json_object_object_add(l, "bytes", json_object_new_int64((int64_t)t.last_ok.bytes));
+		json_object_object_add(l, "seconds", json_object_new_double(t.last_ok.seconds));
+		json_object_object_add(o, "last_ok", l);
+	} else {
+		json_object_object_add(o, "last_ok", NULL);
+	}
+	if (t.have_failure) {
+		json_object *l = json_object_new_object();
+
+		json_object_object_add(
+		    l, "result",
+		    json_object_new_string(gk_event_result_name(t.last_failure.result)));
+		json_object_object_add(l, "errno", json_object_new_int((int)t.last_failure.err));
+		json_object_object_add(o, "last_failure", l);
+	} else {
+		json_object_object_add(o, "last_failure", NULL);
+	}
+	json_object_array_add(p->tasks, o);
+	return 0;
+}
+
+int node_probe(const char *job, const char *bb_root)
+{
+	char job_dir[PATH_MAX], host[256];
+	json_object *top = json_object_new_object();
+	struct probe p = {0};
+	struct stat st;
+	int fd = -1, rc;
+
+	if (gethostname(host, sizeof(host)) < 0)
+		snprintf(host, sizeof(host), "?");
+	host[sizeof(host) - 1] = '\0';
+	json_object_object_add(top, "node", json_object_new_string(host));
+	p.tasks = json_object_new_array();
+	if (bb_root)
+		rc = (size_t)snprintf(job_dir, sizeof(job_dir), "%s/%s", bb_root, job) <
+			     sizeof(job_dir)
+			 ? 0
+			 : -ENAMETOOLONG;
+	else
+		rc = find_job_dir(job, job_dir, sizeof(job_dir));
+	if (rc == 0)
+		fd = open(job_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	/* The folder's owner is the job's user; root may look at anyone's. */
+	if (fd >= 0 && fstat(fd, &st) == 0 && (getuid() == 0 || st.st_uid == getuid())) {
+		p.uid = st.st_uid;
+		p.job_dir = job_dir;
+		json_object_object_add(top, "job_dir", json_object_new_string(job_dir));
+		gk_jobdir_walk(fd, p.uid, probe_task, &p);
+	} else {
+		json_object_object_add(top, "job_dir", NULL);
+	}
+	if (fd >= 0)
+		close(fd);
+	json_object_object_add(top, "tasks", p.tasks);
+	printf("%s\n", json_object_to_json_string_ext(top, JSON_C_TO_STRING_PLAIN |
+							       JSON_C_TO_STRING_NOSLASHESCAPE));
+	json_object_put(top);
+	return fflush(stdout) == 0 ? GK_EXIT_OK : GK_EXIT_BAD;
+}

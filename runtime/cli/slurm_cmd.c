@@ -1,0 +1,231 @@
+/*
+ * slurm_cmd.c - running Slurm's commands for the tool, and reading what
+ * `scontrol show job -o` says (slurm_cmd.h).
+ */
+#include "config.h"
+#include "slurm_cmd.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#define OUT_MAX (4u << 20)
+
+extern char **environ;
+
+/* The environment for a Slurm command: ours without SLURM_* (but
+ * SLURM_CONF), plus extra. malloc'ed array of pointers into both. */
+static char **child_env(char *const extra[])
+{
+	size_t n = 0, k = 0, nextra = 0;
+	char **env;
+
+	while (environ[n])
+		n++;
+	while (extra && extra[nextra])
+		nextra++;
+	env = calloc(n + nextra + 1, sizeof(*env));
+	if (!env)
+		return NULL;
+	for (size_t i = 0; i < n; i++) {
+		int replaced = 0;
+
+		if (strncmp(environ[i], "SLURM_", 6) == 0 &&
+		    strncmp(environ[i], "SLURM_CONF=", 11) != 0)
+			continue;
+		for (size_t x = 0; x < nextra; x++) {
+			const char *eq = strchr(extra[x], '=');
+
+			if (eq && strncmp(environ[i], extra[x], (size_t)(eq - extra[x]) + 1) == 0)
+				replaced = 1;
+		}
+		if (!replaced)
+			env[k++] = environ[i];
+	}
+	for (size_t x = 0; x < nextra; x++)
+		env[k++] = extra[x];
+	env[k] = NULL;
+	return env;
+}
+
+static int append(char **buf, size_t *len, const char *data, size_t n)
+{
+	char *b;
+
+	if (*len >= OUT_MAX)
+		return 0;
+	if (n > OUT_MAX - *len)
+		n = OUT_MAX - *len;
+	b = realloc(*buf, *len + n + 1);
+	if (!b)
+		return -ENOMEM;
+	memcpy(b + *len, data, n);
+	*len += n;
+	b[*len] = '\0';
+	*buf = b;
+	return 0;
+}
+
+int cmd_run(char *const argv[], char *const extra_env[], unsigned timeout, struct cmd_result *r)
+{
+	int out[2] = {-1, -1}, err[2] = {-1, -1}, status;
+	char **env;
+	pid_t pid;
+
+	memset(r, 0, sizeof(*r));
+	r->out = calloc(1, 1);
+	r->err = calloc(1, 1);
+	env = child_env(extra_env);
+	if (!r->out || !r->err || !env || pipe2(out, O_CLOEXEC) < 0 || pipe2(err, O_CLOEXEC) < 0) {
+		r->status = -ENOMEM;
+		goto out;
+	}
+	pid = fork();
+	if (pid < 0) {
+		r->status = -errno;
+		goto out;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDONLY);
+
+		if (null < 0 || dup2(null, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
+			_exit(127);
+		if (timeout)
+			alarm(timeout);
+		environ = env;
+		execvp(argv[0], argv);
+		dprintf(2, "cannot run %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(out[1]);
+	close(err[1]);
+	out[1] = err[1] = -1;
+	for (;;) {
+		struct pollfd p[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+		char buf[8192];
+		int open_fds = 0;
+
+		for (int i = 0; i < 2; i++)
+			open_fds += p[i].fd >= 0;
+		if (!open_fds)
+			break;
+		if (poll(p, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		for (int i = 0; i < 2; i++) {
+			ssize_t n;
+
+			if (p[i].fd < 0 || !(p[i].revents & (POLLIN | POLLHUP | POLLERR)))
+				continue;
+			n = read(p[i].fd, buf, sizeof(buf));
+			if (n > 0) {
+				if (i == 0)
+					append(&r->out, &r->outlen, buf, (size_t)n);
+				else
+					append(&r->err, &r->errlen, buf, (size_t)n);
+			} else if (n == 0 || errno != EINTR) {
+				close(i == 0 ? out[0] : err[0]);
+				if (i == 0)
+					out[0] = -1;
+				else
+					err[0] = -1;
+			}
+		}
+	}
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR) {
+			r->status = -errno;
+			goto out;
+		}
+	if (WIFEXITED(status))
+		r->status = WEXITSTATUS(status);
+	else
+		r->status = WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -ECHILD;
+out:
+	for (int i = 0; i < 2; i++) {
+		if (out[i] >= 0)
+			close(out[i]);
+		if (err[i] >= 0)
+			close(err[i]);
+	}
+	free(env);
+	return r->status < 0 ? r->status : 0;
+}
+
+void cmd_result_free(struct cmd_result *r)
+{
+	free(r->out);
+	free(r->err);
+	memset(r, 0, sizeof(*r));
+}
+
+void cmd_last_line(const char *text, char *buf, size_t len)
+{
+	const char *end = text + strlen(text), *start;
+
+	while (end > text && (end[-1] == '\n' || end[-1] == ' '))
+		end--;
+	start = end;
+	while (start > text && start[-1] != '\n')
+		start--;
+	snprintf(buf, len, "%.*s", (int)(end - start), start);
+}
+
+int job_field(const char *line, const char *key, char *buf, size_t len)
+{
+	size_t kl = strlen(key);
+	const char *p = line;
+
+	/* Keys start the line or follow a blank; values end at a blank. Values
+	 * that hold blanks (Comment=, JobName=) are never asked for. */
+	for (;;) {
+		p = strstr(p, key);
+		if (!p)
+			return -ENOENT;
+		if ((p == line || p[-1] == ' ' || p[-1] == '\n') && p[kl] == '=')
+			break;
+		p += kl;
+	}
+	p += kl + 1;
+	snprintf(buf, len, "%.*s", (int)strcspn(p, " \n"), p);
+	return 0;
+}
+
+int job_info_parse(const char *text, struct job_info *j)
+{
+	char v[256], *open, *end;
+	unsigned long n;
+
+	memset(j, 0, sizeof(*j));
+	if (job_field(text, "JobId", j->id, sizeof(j->id)) < 0 || !j->id[0] ||
+	    job_field(text, "UserId", v, sizeof(v)) < 0 ||
+	    job_field(text, "JobState", j->state, sizeof(j->state)) < 0)
+		return -EINVAL;
+	/* UserId=alice(1000) */
+	open = strchr(v, '(');
+	if (!open || open == v)
+		return -EINVAL;
+	snprintf(j->user, sizeof(j->user), "%.*s", (int)(open - v), v);
+	errno = 0;
+	n = strtoul(open + 1, &end, 10);
+	if (errno || *end != ')' || end == open + 1 || n > 0xfffffffeUL)
+		return -EINVAL;
+	j->uid = (uid_t)n;
+	if (job_field(text, "Requeue", v, sizeof(v)) == 0)
+		j->requeue = strcmp(v, "1") == 0;
+	if (job_field(text, "BatchFlag", v, sizeof(v)) == 0)
+		j->batch = strcmp(v, "1") == 0;
+	if (job_field(text, "NumNodes", v, sizeof(v)) == 0)
+		j->nnodes = (unsigned)strtoul(v, NULL, 10);
+	if (job_field(text, "NodeList", j->nodes, sizeof(j->nodes)) < 0)
+		j->nodes[0] = '\0';
+	return 0;
+}

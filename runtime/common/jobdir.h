@@ -1,0 +1,41 @@
+/*
+ * jobdir.h - a job's folder on a node's burst buffer, walked through
+ * descriptors: JOB/step.S/task.T (spank-plugin/ckpt_dir.h) and the event
+ * file in each task folder. The levels belong to the job's user; whoever
+ * walks them (the plugin's epilog as root, `gpuckpt checkpoint` on a node)
+ * opens each with O_NOFOLLOW below the one before and checks its owner, so
+ * that a link or someone else's folder planted there is never followed.
+ */
+#ifndef GK_JOBDIR_H
+#define GK_JOBDIR_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+/* Called for each task folder: its step ("0", "batch", ...), its task
+ * number, an open descriptor of the folder (closed after the call). A
+ * non-zero return stops the walk and is returned by gk_jobdir_walk. */
+typedef int (*gk_task_fn)(void *arg, const char *step, uint32_t task, int taskfd);
+
+/*
+ * Every step.S/task.T folder under jobfd that is a real folder owned by
+ * `uid` (others are skipped), in no particular order. Returns 0, fn's
+ * non-zero value, or a negative errno when jobfd cannot be read.
+ */
+int gk_jobdir_walk(int jobfd, uid_t uid, gk_task_fn fn, void *arg);
+
+/*
+ * The event file (GK_EVENTS_FILE) of a task folder: a regular file owned by
+ * `uid`, opened without following a link and without blocking (a FIFO
+ * planted there is refused, not waited on), at most GK_EVENTS_FILE_MAX bytes
+ * read. *buf is malloc'ed (free it), *len its length. -ENOENT when there is
+ * none, -EPERM when it is not a regular file of uid's.
+ */
+int gk_events_read_at(int taskfd, uid_t uid, char **buf, size_t *len);
+
+/* "step.S" -> S (1-15 of [A-Za-z0-9]), "task.T" -> T. 0 or -EINVAL. */
+int gk_parse_step_dirname(const char *name, char *step, size_t len);
+int gk_parse_task_dirname(const char *name, uint32_t *task);
+
+#endif

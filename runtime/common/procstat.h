@@ -1,0 +1,19 @@
+/*
+ * procstat.h - a process's start time (field 22 of /proc/PID/stat, clock
+ * ticks after boot): with its pid, what tells one process from a later one
+ * that got the same pid. The runtime writes it into its events; whoever
+ * reads them (`gpuckpt checkpoint`) checks that the process still runs.
+ */
+#ifndef GK_PROCSTAT_H
+#define GK_PROCSTAT_H
+
+#include <stdint.h>
+#include <sys/types.h>
+
+/* 0 and *ticks, or a negative errno (-ENOENT: no such process). */
+int gk_proc_start(pid_t pid, uint64_t *ticks);
+
+/* 1 when pid runs and started at `ticks`, else 0. */
+int gk_proc_alive(pid_t pid, uint64_t ticks);
+
+#endif

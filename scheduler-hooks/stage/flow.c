@@ -1,0 +1,601 @@
+/*
+ * flow.c - stage in (prolog) and stage out (epilog).
+ *
+ *	node-local:  BB_ROOT/JOB/step.S/task.T/ckpt.N/       the job's user's, 0700
+ *	shared:      SHARED_ROOT/JOB/step.S/task.T/ckpt.N/   folders root's 0700, each
+ *	                                                     checkpoint as on the node
+ *	                                                     (the user's files, root's criu/)
+ *
+ * A checkpoint is copied into the root-only area of the destination root,
+ * checked there, and published into its task folder with one rename: it is
+ * complete under its final name or not there. A committed checkpoint never
+ * changes, so one already present under its name is not copied again.
+ * The per-job lock keeps two gpuckpt-stage of one job on a node (an epilog
+ * and a cron sweep, two epilogs run by hand) from working on it at once;
+ * across nodes, each works in its own area names (host and pid in them).
+ */
+#include "config.h"
+
+#include "stage.h"
+#include "ckpt_dir.h"
+#include "fsafe.h"
+#include "image.h"
+#include "shepherd.h"
+#include "testhook.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+static double now_s(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
+}
+
+/* The entries of a folder, by name (malloc'ed array of malloc'ed names). */
+static int read_names(int fd, char ***names, size_t *n)
+{
+	struct dirent *e;
+	size_t cap = 0;
+	DIR *d;
+	int dfd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+
+	*names = NULL;
+	*n = 0;
+	if (dfd < 0 || !(d = fdopendir(dfd))) {
+		int ret = -errno;
+
+		if (dfd >= 0)
+			close(dfd);
+		return ret;
+	}
+	rewinddir(d);
+	while ((e = readdir(d))) {
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (*n == cap) {
+			char **grown = realloc(*names, (cap = cap ? cap * 2 : 16) * sizeof(char *));
+
+			if (!grown)
+				break;
+			*names = grown;
+		}
+		(*names)[(*n)++] = strdup(e->d_name);
+	}
+	closedir(d);
+	return 0;
+}
+
+static void free_names(char **names, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(names[i]);
+	free(names);
+}
+
+/* A folder of root's below a folder of root's (the shared tree). */
+static int root_dir(int parentfd, const char *name)
+{
+	if (mkdirat(parentfd, name, 0700) < 0 && errno != EEXIST)
+		return -errno;
+	return gk_open_dir_at(parentfd, name, 0, NULL);
+}
+
+static const char *why(int ret)
+{
+	return ret == -ELOOP     ? "a symbolic link; refused"
+	       : ret == -ENOTDIR ? "not a folder; refused"
+	       : ret == -EPERM	 ? "belongs to someone else; refused"
+				 : strerror(-ret);
+}
+
+/*
+ * The copy, in the area, before it is published: criu/ must carry root's
+ * seal (else the checkpoint is not published); the rest is what the runtime
+ * checks again on restore, and decides then (fail or start afresh, as the
+ * job asked): here a problem is only reported.
+ */
+static int check_copy(struct stage *st, int copyfd, int dstdir, const char *label)
+{
+	struct gk_load_opts lo = {.uid = st->uid, .check_data = 1};
+	struct gk_manifest *m = NULL;
+	char err[GK_SHEP_ERRLEN];
+	struct gk_seal *seal;
+	struct stat sb;
+	int ret;
+
+	/* An increment's bases are looked for where it is published: they
+	 * are staged before it (oldest first). */
+	ret = gk_image_open_in(dstdir, copyfd, label, &lo, &m, NULL, err, sizeof(err));
+	gk_manifest_free(m);
+	if (ret < 0)
+		warn_line("%s fails its checks (%s); staged anyway: the restore checks it again "
+			  "and refuses it",
+			  label, err);
+	if (fstatat(copyfd, GK_CRIU_DIR, &sb, AT_SYMLINK_NOFOLLOW) < 0)
+		return 0;
+	seal = calloc(1, sizeof(*seal));
+	if (!seal)
+		return -ENOMEM;
+	ret = gk_seal_verify(copyfd, st->uid, seal, NULL, err, sizeof(err));
+	free(seal);
+	if (ret == -EHOSTUNREACH) {
+		warn_line("%s: seal not checked (%s); the restore checks it", label, err);
+		return 0;
+	}
+	if (ret < 0) {
+		error_line(st, "%s: %s; not staged", label, err);
+		return ret;
+	}
+	return 0;
+}
+
+/*
+ * Copy one checkpoint: srcfd (checked, the job's user's) into the area of
+ * the destination, check, publish as dstdir/name. 0, or <0 when it did not
+ * arrive (the line said why).
+ */
+static int move_one(struct stage *st, int srcfd, const char *label, int areafd, int dstdir,
+		    const char *name, const char *dst_label, const char *what)
+{
+	char tmp[160], err[STAGE_ERRLEN];
+	uint64_t bytes = 0;
+	double t0 = now_s();
+	int copyfd, ret;
+
+	area_name(st, st->verb, tmp, sizeof(tmp));
+	ret = copy_ckpt(srcfd, label, areafd, tmp, st->uid, st->gid, &bytes, err, sizeof(err));
+	if (ret < 0) {
+		error_line(st, "%s; not staged", err);
+		return ret;
+	}
+	copyfd = gk_open_dir_at(areafd, tmp, st->uid, NULL);
+	ret = copyfd < 0 ? copyfd : check_copy(st, copyfd, dstdir, label);
+	if (copyfd >= 0)
+		close(copyfd);
+	gk_test_hook("stage-copied");
+	/* One rename publishes it, into the folder that was checked. */
+	if (ret == 0 && renameat2(areafd, tmp, dstdir, name, RENAME_NOREPLACE) < 0) {
+		ret = -errno;
+		if (ret == -EEXIST)
+			say("%s: already there (staged meanwhile); this copy dropped", dst_label);
+		else
+			error_line(st, "%s: cannot publish: %s", dst_label, strerror(-ret));
+	}
+	if (ret < 0) {
+		area_discard(st, areafd, areafd, tmp);
+		return ret == -EEXIST ? 0 : ret;
+	}
+	fsync(dstdir);
+	say("staged %s %s: %llu bytes in %.2f s %s %s", st->verb, what, (unsigned long long)bytes,
+	    now_s() - t0, strcmp(st->verb, "out") ? "from" : "to",
+	    strcmp(st->verb, "out") ? label : dst_label);
+	return 0;
+}
+
+/*
+ * What staging copies from a task folder: the newest `keep` committed
+ * checkpoints and the older ones they are increments of (their unchanged data
+ * lies in those: the manifest's references), oldest first, so that a base is
+ * published before an increment that refers to it. The rule is the prune's
+ * (gk_store_prune_plan_at): what a prune keeps is what is staged, and a
+ * checkpoint whose references cannot be read keeps every older one. all: every
+ * committed one (a member of a step's sets, pruned by set: sets.c).
+ */
+static int wanted(const struct stage *st, int taskfd, const char *label, int all,
+		  char names[][64], size_t *n)
+{
+	struct gk_store_entry *list = NULL;
+	size_t count = 0;
+	char err[GK_ERRLEN];
+	int ret = gk_store_list_at(taskfd, label, &list, &count, err, sizeof(err));
+
+	*n = 0;
+	if (ret < 0)
+		return ret;
+	/* Committed: a folder ckpt.N holding its manifest (scan_root already
+	 * refused links named like one). One without is neither counted nor
+	 * staged. */
+	for (size_t k = 0; k < count; k++) {
+		const char *name = strrchr(list[k].path, '/') + 1;
+		char manifest[96];
+		struct stat sb;
+
+		snprintf(manifest, sizeof(manifest), "%s/%s", name, GK_MANIFEST_FILE);
+		if (list[k].complete && (fstatat(taskfd, manifest, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+					 !S_ISREG(sb.st_mode)))
+			list[k].complete = list[k].stale = 0;
+	}
+	gk_store_prune_plan_at(taskfd, list, count, all ? UINT_MAX : st->keep);
+	for (size_t k = 0; k < count && *n < STAGE_MAX_CKPTS; k++)
+		if (list[k].complete && !list[k].remove)
+			snprintf(names[(*n)++], 64, "%s", strrchr(list[k].path, '/') + 1);
+	free(list);
+	/* The listing is newest first: oldest first for publishing. */
+	for (size_t i = 0; i < *n / 2; i++) {
+		char t[64];
+
+		memcpy(t, names[i], 64);
+		memcpy(names[i], names[*n - 1 - i], 64);
+		memcpy(names[*n - 1 - i], t, 64);
+	}
+	return 0;
+}
+
+/* ---- out ---- */
+
+/* SHARED/JOB, root's, with its record; an earlier job's folder of the same
+ * id is removed first. */
+static int shared_job_out(struct stage *st, const char *jobname)
+{
+	struct job_ident now, rec;
+	char err[STAGE_ERRLEN], who[128];
+	int fd, ret;
+
+	if (job_ident(st, &now, err, sizeof(err)) < 0) {
+		warn_line("%s; the shared folder is recorded for uid %u only", err, (unsigned)st->uid);
+		memset(&now, 0, sizeof(now));
+	}
+	now.uid = st->uid;
+	fd = gk_open_dir_at(st->sharedfd, jobname, 0, NULL);
+	if (fd >= 0 && record_read(fd, &rec) == 0 && !record_ours(&rec, &now)) {
+		close(fd);
+		record_show(&rec, who, sizeof(who));
+		ret = area_discard(st, st->shared_area, st->sharedfd, jobname);
+		if (ret < 0) {
+			error_line(st, "%s/%s holds an earlier job with this id (%s) and cannot be "
+				       "removed: %s; not staged",
+				   st->shared_root, jobname, who, strerror(-ret));
+			return ret;
+		}
+		say("removed %s/%s: it held the checkpoints of an earlier job with this id (%s)",
+		    st->shared_root, jobname, who);
+		fd = -ENOENT;
+	}
+	if (fd == -ENOENT)
+		fd = root_dir(st->sharedfd, jobname);
+	if (fd < 0) {
+		error_line(st, "%s/%s: %s; not staged", st->shared_root, jobname, why(fd));
+		return fd;
+	}
+	ret = record_write(fd, &now);
+	if (ret < 0)
+		warn_line("%s/%s/%s: %s", st->shared_root, jobname, STAGE_RECORD, strerror(-ret));
+	return fd;
+}
+
+/* One task: its newest checkpoints (and their bases) to the shared task folder. 0 when all
+ * of them are there now. */
+static int task_out(struct stage *st, int taskfd, int s_taskfd, const char *rel)
+{
+	char label[4300], dst[4300], names[STAGE_MAX_CKPTS][64], err[GK_ERRLEN], what[200];
+	size_t n = 0;
+	int unsafe = 0, ret, member;
+
+	snprintf(label, sizeof(label), "%s/%u/%s", st->bb_root, st->job, rel);
+	/* A set member's parts are staged all (whole checkpoints, never
+	 * increments), and never pruned here by count per task. */
+	member = sets_task_is_member(st, taskfd);
+	ret = wanted(st, taskfd, label, member, names, &n);
+	if (ret < 0) {
+		error_line(st, "%s: %s", label, strerror(-ret));
+		return ret;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char src[4400];
+		struct stat sb;
+		int ckptfd;
+
+		snprintf(src, sizeof(src), "%s/%s", label, names[i]);
+		snprintf(dst, sizeof(dst), "%s/%u/%s/%s", st->shared_root, st->job, rel, names[i]);
+		snprintf(what, sizeof(what), "%s/%s", rel, names[i]);
+		if (fstatat(s_taskfd, names[i], &sb, AT_SYMLINK_NOFOLLOW) == 0)
+			continue;
+		ckptfd = gk_open_dir_at(taskfd, names[i], st->uid, NULL);
+		if (ckptfd < 0) {
+			error_line(st, "%s: %s; not staged", src, why(ckptfd));
+			unsafe = 1;
+			continue;
+		}
+		/* Tests pause here to swap the folders around. */
+		gk_test_hook("stage-out-opened");
+		if (move_one(st, ckptfd, src, st->shared_area, s_taskfd, names[i], dst, what) < 0)
+			unsafe = 1;
+		close(ckptfd);
+	}
+	ret = member ? 0 : gk_store_prune_at(s_taskfd, label, st->keep, err, sizeof(err));
+	if (ret < 0)
+		warn_line("prune: %s", err);
+	return unsafe ? -EAGAIN : 0;
+}
+
+int stage_out(struct stage *st)
+{
+	char jobname[16], err[STAGE_ERRLEN], **steps = NULL;
+	size_t nsteps = 0;
+	int lockfd, jobfd, sjobfd = -1, all_safe = 1;
+
+	snprintf(jobname, sizeof(jobname), "%u", st->job);
+	lockfd = area_lock(st->bb_area, st->job, err, sizeof(err));
+	if (lockfd < 0) {
+		error_line(st, "%s", err);
+		return lockfd;
+	}
+	/* The restore plan was for the run that just ended. */
+	sets_plan_drop(st, st->job);
+	jobfd = gk_open_dir_at(st->bbfd, jobname, st->uid, NULL);
+	if (jobfd == -ENOENT)
+		goto out;
+	if (jobfd < 0) {
+		error_line(st, "%s/%s: %s; not staged", st->bb_root, jobname, why(jobfd));
+		goto out;
+	}
+	sjobfd = shared_job_out(st, jobname);
+	if (sjobfd < 0)
+		goto out;
+	read_names(jobfd, &steps, &nsteps);
+	for (size_t i = 0; i < nsteps; i++) {
+		char **tasks = NULL;
+		size_t ntasks = 0;
+		uint32_t id;
+		int stepfd, s_stepfd;
+
+		/* Only what gpuckpt makes is staged; the node's copy is kept
+		 * when anything else is there (it may be all there is of it). */
+		if (gk_step_parse(steps[i], &id) < 0) {
+			warn_line("%s/%s/%s: not a folder gpuckpt made; left on the burst buffer",
+				  st->bb_root, jobname, show(steps[i]));
+			all_safe = 0;
+			continue;
+		}
+		stepfd = gk_open_dir_at(jobfd, steps[i], st->uid, NULL);
+		s_stepfd = stepfd < 0 ? -1 : root_dir(sjobfd, steps[i]);
+		if (stepfd < 0 || s_stepfd < 0) {
+			error_line(st, "%s/%s/%s: %s; not staged", stepfd < 0 ? st->bb_root : st->shared_root,
+				   jobname, steps[i], why(stepfd < 0 ? stepfd : s_stepfd));
+			all_safe = 0;
+			if (stepfd >= 0)
+				close(stepfd);
+			continue;
+		}
+		read_names(stepfd, &tasks, &ntasks);
+		for (size_t k = 0; k < ntasks; k++) {
+			char rel[160];
+			int taskfd, s_taskfd;
+
+			if (gk_task_parse(tasks[k], &id) < 0) {
+				warn_line("%s/%s/%s/%s: not a folder gpuckpt made; left on the burst "
+					  "buffer",
+					  st->bb_root, jobname, steps[i], show(tasks[k]));
+				all_safe = 0;
+				continue;
+			}
+			snprintf(rel, sizeof(rel), "%s/%s", steps[i], tasks[k]);
+			taskfd = gk_open_dir_at(stepfd, tasks[k], st->uid, NULL);
+			s_taskfd = taskfd < 0 ? -1 : root_dir(s_stepfd, tasks[k]);
+			if (taskfd < 0 || s_taskfd < 0) {
+				error_line(st, "%s/%s/%s: %s; not staged",
+					   taskfd < 0 ? st->bb_root : st->shared_root, jobname, rel,
+					   why(taskfd < 0 ? taskfd : s_taskfd));
+				all_safe = 0;
+			} else if (task_out(st, taskfd, s_taskfd, rel) < 0) {
+				all_safe = 0;
+			}
+			if (taskfd >= 0)
+				close(taskfd);
+			if (s_taskfd >= 0)
+				close(s_taskfd);
+		}
+		free_names(tasks, ntasks);
+		/* The step's set records, written by its task 0 on its node. */
+		if (sets_records_out(st, stepfd, s_stepfd, steps[i]) < 0)
+			all_safe = 0;
+		close(stepfd);
+		close(s_stepfd);
+	}
+	free_names(steps, nsteps);
+	close(jobfd);
+	jobfd = -1;
+	/* Everything that matters is on shared storage: the node's copy goes.
+	 * If the job comes back here, stage-in brings it back. */
+	if (all_safe) {
+		int ret = area_discard(st, st->bb_area, st->bbfd, jobname);
+
+		if (ret < 0)
+			warn_line("%s/%s: cannot remove: %s", st->bb_root, jobname, strerror(-ret));
+	} else {
+		say("kept %s/%s: not every checkpoint reached %s", st->bb_root, jobname,
+		    st->shared_root);
+	}
+out:
+	if (jobfd >= 0)
+		close(jobfd);
+	if (sjobfd >= 0)
+		close(sjobfd);
+	close(lockfd);
+	return st->failed ? -1 : 0;
+}
+
+/* ---- in ---- */
+
+/* Is SHARED/JOB this job's? 1 yes, 0 no (the line said why). */
+static int shared_job_in(struct stage *st, int sjobfd, const char *jobname)
+{
+	struct job_ident now, rec;
+	char err[STAGE_ERRLEN], was[128], is[128];
+
+	if (record_read(sjobfd, &rec) < 0)
+		return 1; /* written before records: the files' owners still decide */
+	if (job_ident(st, &now, err, sizeof(err)) < 0) {
+		warn_line("%s; only the owner of %s/%s is compared", err, st->shared_root, jobname);
+		memset(&now, 0, sizeof(now));
+	}
+	now.uid = st->uid;
+	if (record_ours(&rec, &now))
+		return 1;
+	record_show(&rec, was, sizeof(was));
+	record_show(&now, is, sizeof(is));
+	error_line(st,
+		   "%s/%s holds the checkpoints of an earlier job with this id (%s), not of this "
+		   "one (%s); not staged in",
+		   st->shared_root, jobname, was, is);
+	/* That job is over (its id is someone's again): its folder goes, so
+	 * that this job never takes it for its own, even once requeued. Only
+	 * on the controller's word, never on a guess. */
+	if (rec.known && now.known && area_discard(st, st->shared_area, st->sharedfd, jobname) == 0)
+		say("removed %s/%s (%s)", st->shared_root, jobname, was);
+	return 0;
+}
+
+/* Add ckpt.N (the set the plan restores) to names, in order, unless there. */
+static void add_planned(int s_taskfd, uint64_t seq, char names[][64], size_t *n)
+{
+	char name[64];
+	struct stat sb;
+	size_t at = 0;
+
+	snprintf(name, sizeof(name), "ckpt.%06" PRIu64, seq);
+	if (*n >= STAGE_MAX_CKPTS || fstatat(s_taskfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISDIR(sb.st_mode))
+		return;
+	for (size_t i = 0; i < *n; i++) {
+		if (!strcmp(names[i], name))
+			return;
+		if (strtoull(names[i] + 5, NULL, 10) < seq)
+			at = i + 1;
+	}
+	memmove(names[at + 1], names[at], (*n - at) * 64);
+	memcpy(names[at], name, 64);
+	(*n)++;
+}
+
+static int task_in(struct stage *st, int s_taskfd, uint32_t step_id, uint32_t task_id,
+		   const char *rel, uint64_t planned)
+{
+	struct gk_task_ids ids = {st->job, step_id, task_id, st->uid, st->gid, 0};
+	char label[4300], names[STAGE_MAX_CKPTS][64], err[GK_ERRLEN];
+	size_t n = 0;
+	int taskfd, ret;
+
+	snprintf(label, sizeof(label), "%s/%u/%s", st->shared_root, st->job, rel);
+	ret = wanted(st, s_taskfd, label, 0, names, &n);
+	/* The set the plan restores, whatever the task's newest are. */
+	if (ret == 0 && planned)
+		add_planned(s_taskfd, planned, names, &n);
+	if (ret < 0 || n == 0)
+		return ret;
+	/* The job, step and task folders the plugin would make, the user's. */
+	taskfd = gk_task_dir_open(st->bbfd, st->bb_root, &ids, err, sizeof(err));
+	if (taskfd < 0) {
+		error_line(st, "%s; not staged in", err);
+		return taskfd;
+	}
+	for (size_t i = 0; i < n; i++) {
+		char src[4400], dst[4400], what[200];
+		struct stat sb;
+		int ckptfd;
+
+		snprintf(src, sizeof(src), "%s/%s", label, names[i]);
+		snprintf(dst, sizeof(dst), "%s/%u/%s/%s", st->bb_root, st->job, rel, names[i]);
+		snprintf(what, sizeof(what), "%s/%s", rel, names[i]);
+		if (fstatat(taskfd, names[i], &sb, AT_SYMLINK_NOFOLLOW) == 0)
+			continue;
+		/* In the shared root a checkpoint is its user's, as on the node
+		 * it came from: another owner's is not this job's. */
+		ckptfd = gk_open_dir_at(s_taskfd, names[i], st->uid, NULL);
+		if (ckptfd < 0) {
+			error_line(st, "%s: %s; not staged in", src, why(ckptfd));
+			continue;
+		}
+		move_one(st, ckptfd, src, st->bb_area, taskfd, names[i], dst, what);
+		close(ckptfd);
+	}
+	close(taskfd);
+	return 0;
+}
+
+int stage_in(struct stage *st)
+{
+	char jobname[16], err[STAGE_ERRLEN], **steps = NULL;
+	struct planned *plan = NULL;
+	size_t nsteps = 0, nplan = 0;
+	int lockfd, sjobfd, jobfd;
+
+	snprintf(jobname, sizeof(jobname), "%u", st->job);
+	lockfd = area_lock(st->bb_area, st->job, err, sizeof(err));
+	if (lockfd < 0) {
+		error_line(st, "%s", err);
+		return lockfd;
+	}
+	sjobfd = gk_open_dir_at(st->sharedfd, jobname, 0, NULL);
+	if (sjobfd < 0 && sjobfd != -ENOENT)
+		error_line(st, "%s/%s: %s", st->shared_root, jobname, why(sjobfd));
+	if (sjobfd >= 0 && !shared_job_in(st, sjobfd, jobname)) {
+		close(sjobfd);
+		sjobfd = -1;
+	}
+	/* Before any task starts, whatever is there: the plugin refuses to
+	 * start a task of a step of several tasks without a plan. */
+	sets_plan(st, sjobfd, &plan, &nplan);
+	if (sjobfd < 0)
+		goto out;
+	read_names(sjobfd, &steps, &nsteps);
+	for (size_t i = 0; i < nsteps; i++) {
+		char **tasks = NULL;
+		size_t ntasks = 0;
+		uint32_t step_id, task_id;
+		uint64_t planned = 0;
+		int s_stepfd, stepfd;
+
+		if (gk_step_parse(steps[i], &step_id) < 0)
+			continue; /* the record, and nothing else gpuckpt writes */
+		for (size_t p = 0; p < nplan; p++)
+			if (!strcmp(plan[p].step, steps[i]))
+				planned = plan[p].sequence;
+		s_stepfd = gk_open_dir_at(sjobfd, steps[i], 0, NULL);
+		if (s_stepfd < 0)
+			continue;
+		read_names(s_stepfd, &tasks, &ntasks);
+		for (size_t k = 0; k < ntasks; k++) {
+			char rel[160];
+			int s_taskfd;
+
+			if (gk_task_parse(tasks[k], &task_id) < 0)
+				continue;
+			s_taskfd = gk_open_dir_at(s_stepfd, tasks[k], 0, NULL);
+			if (s_taskfd < 0)
+				continue;
+			snprintf(rel, sizeof(rel), "%s/%s", steps[i], tasks[k]);
+			task_in(st, s_taskfd, step_id, task_id, rel, planned);
+			close(s_taskfd);
+		}
+		free_names(tasks, ntasks);
+		/* The set records, so that gpuckpt list shows the sets on this node too. */
+		jobfd = gk_open_dir_at(st->bbfd, jobname, st->uid, NULL);
+		stepfd = jobfd < 0 ? -1 : gk_open_dir_at(jobfd, steps[i], st->uid, NULL);
+		if (stepfd >= 0) {
+			sets_records_in(st, s_stepfd, stepfd, steps[i]);
+			close(stepfd);
+		}
+		if (jobfd >= 0)
+			close(jobfd);
+		close(s_stepfd);
+	}
+	free_names(steps, nsteps);
+	close(sjobfd);
+out:
+	free(plan);
+	close(lockfd);
+	return st->failed ? -1 : 0;
+}

@@ -1,0 +1,157 @@
+/*
+ * slurm.c - asking the controller, through squeue (the one configure found,
+ * or --squeue: never a path from the environment). No shell: argv is built
+ * here; its output is read from a pipe and parsed word by word.
+ */
+#include "config.h"
+
+#include "stage.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* A few hundred thousand jobs at ~30 bytes a line, with room. */
+#define OUT_MAX (64u << 20)
+
+static int run_squeue(const struct stage *st, const char *const *args, char **out, char *err,
+		      size_t errlen)
+{
+	const char *argv[16];
+	size_t n = 0, len = 0, cap = 1 << 16;
+	char *buf = malloc(cap);
+	int pfd[2], status;
+	pid_t pid;
+
+	if (!buf)
+		return -ENOMEM;
+	argv[n++] = st->squeue;
+	for (; *args && n < 15; args++)
+		argv[n++] = *args;
+	argv[n] = NULL;
+	if (pipe2(pfd, O_CLOEXEC) < 0) {
+		free(buf);
+		return -errno;
+	}
+	pid = fork();
+	if (pid < 0) {
+		free(buf);
+		close(pfd[0]);
+		close(pfd[1]);
+		return -errno;
+	}
+	if (pid == 0) {
+		int null = open("/dev/null", O_RDWR);
+
+		dup2(null, 0);
+		dup2(pfd[1], 1);
+		dup2(null, 2);
+		execv(argv[0], (char *const *)argv);
+		_exit(127);
+	}
+	close(pfd[1]);
+	for (;;) {
+		ssize_t r;
+
+		if (len + 1 == cap) {
+			char *grown = cap < OUT_MAX ? realloc(buf, cap * 2) : NULL;
+
+			if (!grown)
+				break;
+			buf = grown;
+			cap *= 2;
+		}
+		r = read(pfd[0], buf + len, cap - 1 - len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break;
+		len += (size_t)r;
+	}
+	buf[len] = 0;
+	close(pfd[0]);
+	while (waitpid(pid, &status, 0) < 0)
+		if (errno != EINTR)
+			break;
+	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
+		snprintf(err, errlen, "%s failed (%s %d)", st->squeue,
+			 WIFEXITED(status) ? "exit" : "signal",
+			 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		free(buf);
+		return -EIO;
+	}
+	*out = buf;
+	return 0;
+}
+
+int job_ident(const struct stage *st, struct job_ident *id, char *err, size_t errlen)
+{
+	char job[16], *out = NULL, uid[32], restarts[32];
+	const char *who[] = {"-h", "-a", "-t", "all", "-j", job, "-o", "%U %V", NULL};
+	const char *runs[] = {"-h", "-a", "-t", "all", "-j", job, "-O", "RestartCnt", NULL};
+	char *end;
+	int ret, n;
+
+	memset(id, 0, sizeof(*id));
+	snprintf(job, sizeof(job), "%u", st->job);
+	ret = run_squeue(st, who, &out, err, errlen);
+	if (ret < 0)
+		return ret;
+	n = sscanf(out, "%31s %31s", uid, id->submit);
+	free(out);
+	if (n == 2) {
+		ret = run_squeue(st, runs, &out, err, errlen);
+		if (ret < 0)
+			return ret;
+		n = sscanf(out, "%31s", restarts) == 1 ? 3 : 0;
+		free(out);
+	}
+	if (n != 3) {
+		snprintf(err, errlen, "%s: no answer for job %u", st->squeue, st->job);
+		return -EIO;
+	}
+	errno = 0;
+	id->uid = (uid_t)strtoul(uid, &end, 10);
+	if (errno || *end)
+		return -EIO;
+	id->restarts = (unsigned)strtoul(restarts, &end, 10);
+	if (errno || *end)
+		return -EIO;
+	id->known = 1;
+	return 0;
+}
+
+int job_states(const struct stage *st, char **text, char *err, size_t errlen)
+{
+	const char *args[] = {"-h", "-a", "-t", "all", "-o", "%A %T", NULL};
+
+	return run_squeue(st, args, text, err, errlen);
+}
+
+const char *job_state(const char *text, uint32_t id, char *buf, size_t len)
+{
+	const char *p = text;
+
+	while (p && *p) {
+		char *end;
+		unsigned long v = strtoul(p, &end, 10);
+
+		if (end != p && v == id && *end == ' ') {
+			size_t n = strcspn(end + 1, " \n");
+
+			if (n >= len)
+				n = len - 1;
+			memcpy(buf, end + 1, n);
+			buf[n] = 0;
+			return buf;
+		}
+		p = strchr(p, '\n');
+		if (p)
+			p++;
+	}
+	return NULL;
+}

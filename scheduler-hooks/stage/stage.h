@@ -1,0 +1,164 @@
+/*
+ * stage.h - gpuckpt-stage: a job's checkpoints between the node's burst buffer
+ * and the shared root, as root, run by the SPANK plugin's prolog ("in") and
+ * epilog ("out", then "sweep"). scheduler-hooks/README.md says what it does,
+ * SECURITY.md why each of its file operations is safe.
+ *
+ * Root never acts on a path a user could change: both roots are checked to
+ * be root's alone (fsafe.h), everything below them is reached by descriptors
+ * whose owner and type were checked, copies are made in a root-only area
+ * (ROOT/.gpuckpt-stage) and published with one rename, ownership is handed
+ * over with fchown on descriptors, and nothing the user wrote is run or
+ * believed: a checkpoint's content is judged by the runtime (and criu/ by
+ * root's seal), never by a program the user can stop.
+ *
+ *	area.c    the root-only area: the per-job lock, temporary names, leftovers
+ *	copy.c    copying one checkpoint folder, refusing what is not plain
+ *	slurm.c   asking squeue (the job's identity, the states of all jobs)
+ *	record.c  who a shared job folder belongs to (id reuse)
+ *	flow.c    stage in, stage out
+ *	sets.c    steps of several tasks: set records, the restore plan, pruning by set
+ *	sweep.c   removing the folders of jobs that are over
+ *	main.c    the command line
+ */
+#ifndef GK_STAGE_H
+#define GK_STAGE_H
+
+#include <limits.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#define STAGE_ERRLEN 1024
+/* The root-only folder gpuckpt-stage keeps in each root. Not a job id, so
+ * no job's folder can be named like it. */
+#define STAGE_AREA ".gpuckpt-stage"
+/* Who a shared job folder belongs to (record.c). */
+#define STAGE_RECORD ".gpuckpt-job"
+/* The deepest a checkpoint tree goes: ckpt.N/criu/file. */
+#define STAGE_MAX_DEPTH 8
+/* How deep a removed tree may go (a job folder is the user's, who can
+ * nest folders as deep as they like; deeper ones stay in the area). */
+#define STAGE_REMOVE_DEPTH 256
+/* More entries than any checkpoint has: one that has more is refused
+ * rather than copied for hours. */
+#define STAGE_MAX_ENTRIES 65536
+/* Checkpoints staged per task at most: --keep's 1000 and the bases they
+ * are increments of. */
+#define STAGE_MAX_CKPTS 2000
+
+struct stage {
+	const char *verb;
+	uint32_t job;
+	uid_t uid;
+	gid_t gid;
+	unsigned keep;
+	const char *bb_root, *shared_root; /* as given, for messages */
+	int bbfd, sharedfd;		   /* opened checked (gk_open_trusted_dir) */
+	int bb_area, shared_area;	   /* ROOT/STAGE_AREA, root's 0700 */
+	char squeue[PATH_MAX];
+	char host[65];
+	int failed; /* an "error:" line was printed: exit status 1 */
+};
+
+/* One line for slurmd's log (the plugin copies each line there). Names a
+ * user chose go through show() first: they are printed escaped. */
+void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void warn_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+void error_line(struct stage *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* name with control characters, bytes above 0x7e and backslashes as \xNN,
+ * in one of a few rotating buffers. */
+const char *show(const char *name);
+
+/* ---- area.c ---- */
+
+/* ROOT/STAGE_AREA, made if needed: root's, 0700. */
+int area_open(int rootfd, const char *root, char *err, size_t errlen);
+/* Hold the node's lock of one job (blocks). Returns a descriptor to close. */
+int area_lock(int areafd, uint32_t job, char *err, size_t errlen);
+/* A fresh name in the area: "<kind>.<host>.<pid>.<n>". */
+void area_name(const struct stage *st, const char *kind, char *buf, size_t len);
+/* Remove what a killed gpuckpt-stage of this host left in the area, and
+ * anything there older than a day. */
+void area_clean(int areafd, const char *host);
+/* Move parentfd/name into the area under a fresh name and remove it there. */
+int area_discard(const struct stage *st, int areafd, int parentfd, const char *name);
+
+/* ---- copy.c ---- */
+
+/*
+ * Copy the checkpoint folder srcfd (the caller checked it is a folder of
+ * uid's) into a new folder `name` of dstfd. Taken: regular files of uid's
+ * with one link, and criu/, a folder root:root 0700 of root's regular files.
+ * Anything else (a symbolic link, a device, a fifo, a socket, a file with
+ * another owner or another link elsewhere, another folder) refuses the
+ * whole checkpoint, naming it (-EPERM). The copy's files are 0600, folders
+ * 0700, never setuid, setgid or sticky; they belong to uid:gid (criu/ to
+ * root), set with fchown on their descriptors; all synced. On failure the
+ * new folder is removed. *bytes: what was copied.
+ */
+int copy_ckpt(int srcfd, const char *src_label, int dstfd, const char *name, uid_t uid,
+	      gid_t gid, uint64_t *bytes, char *err, size_t errlen);
+
+/* ---- slurm.c ---- */
+
+struct job_ident {
+	int known; /* squeue answered for the job */
+	uid_t uid;
+	char submit[32]; /* SubmitTime as squeue prints it (reset on requeue) */
+	unsigned restarts;
+};
+
+/* squeue -j JOB: the job's owner, submit time and restart count. */
+int job_ident(const struct stage *st, struct job_ident *id, char *err, size_t errlen);
+
+/* Every job the controller knows with its state, as "ID STATE\n" lines
+ * (malloc'ed). -EIO when squeue failed: then nothing may be removed. */
+int job_states(const struct stage *st, char **text, char *err, size_t errlen);
+/* The state of job id in that text, or NULL. */
+const char *job_state(const char *text, uint32_t id, char *buf, size_t len);
+
+/* ---- record.c ---- */
+
+/* Read sjobfd's record into *rec; -ENOENT when there is none. */
+int record_read(int sjobfd, struct job_ident *rec);
+/* Write it (root's 0600, replaced whole). */
+int record_write(int sjobfd, const struct job_ident *rec);
+/* 1 when rec was written by this job (this run or an earlier run of it), 0
+ * when by an earlier job that had the same id. */
+int record_ours(const struct job_ident *rec, const struct job_ident *now);
+/* "uid 1001, submitted 2026-11-23T21:51:03, 2 restarts" */
+void record_show(const struct job_ident *rec, char *buf, size_t len);
+
+/* ---- flow.c ---- */
+
+int stage_in(struct stage *st);
+int stage_out(struct stage *st);
+
+/* ---- sets.c ---- */
+
+/* The set a step's plan restores. */
+struct planned {
+	char step[32];
+	uint64_t sequence;
+};
+
+/* 1 when the task folder's checkpoints are members of a step's sets (its
+ * committed checkpoints' manifests say so): staged all, pruned by set. */
+int sets_task_is_member(const struct stage *st, int taskfd);
+/* A step's set records: node (the user's) to shared (root's), and back. */
+int sets_records_out(struct stage *st, int stepfd, int s_stepfd, const char *step);
+int sets_records_in(struct stage *st, int s_stepfd, int stepfd, const char *step);
+/* Prolog: decide the restore plan of every step of the job from the shared
+ * folder sjobfd (-1: none, every step fresh), prune each step folder there by
+ * set, and publish BB_ROOT/.plan.JOB; *out: the sets restored (malloc'ed). */
+int sets_plan(struct stage *st, int sjobfd, struct planned **out, size_t *nout);
+/* Remove BB_ROOT/.plan.JOB (the run it was for is over). */
+void sets_plan_drop(const struct stage *st, uint32_t job);
+
+/* ---- sweep.c ---- */
+
+int sweep(struct stage *st);
+
+#endif

@@ -1,0 +1,318 @@
+/*
+ * job_record.c - the job's record of checkpoints, kept by root (job_record.h).
+ */
+#include "config.h"
+
+#include "job_record.h"
+#include "jobdir.h"
+#include "root_path.h"
+#include "stage_run.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct collect {
+	const char *node;
+	int consume;
+	struct gk_job_events *out;
+	int folders;
+	uid_t uid;
+	const struct gk_record_where *where;
+};
+
+struct tag {
+	struct collect *c;
+	const char *step;
+	uint32_t task;
+};
+
+/* A line of the user's file: kept only as the fields root re-writes. */
+static int tag_event(void *arg, const struct gk_event *e)
+{
+	struct tag *t = arg;
+	struct gk_event copy;
+
+	if (!e || e->kind > GK_EV_RESTORE) {
+		/* Staging events are root's to write, never the runtime's. */
+		t->c->out->bad_lines++;
+		return 0;
+	}
+	copy = *e;
+	copy.have &= ~(uint32_t)(GK_EVF_NODE | GK_EVF_STEP | GK_EVF_TASK);
+	snprintf(copy.node, sizeof(copy.node), "%s", t->c->node);
+	snprintf(copy.step, sizeof(copy.step), "%s", t->step);
+	copy.task = t->task;
+	copy.have |= GK_EVF_NODE | GK_EVF_STEP | GK_EVF_TASK;
+	gk_job_events_add(t->c->out, &copy);
+	return 0;
+}
+
+static int collect_task(void *arg, const char *step, uint32_t task, int taskfd)
+{
+	struct collect *c = arg;
+	struct tag t = {c, step, task};
+	char *buf;
+	size_t len;
+
+	if (c->where && (strcmp(step, c->where->step) != 0 || task != c->where->task))
+		return 0;
+	c->folders++;
+	if (gk_events_read_at(taskfd, c->uid, &buf, &len) < 0)
+		return 0;
+	gk_events_each(buf, len, tag_event, &t);
+	free(buf);
+	/* Through the folder's descriptor: it removes this name, whatever the
+	 * user put there since, and never follows anything. */
+	if (c->consume)
+		unlinkat(taskfd, GK_EVENTS_FILE, 0);
+	return 0;
+}
+
+int gk_record_collect(const char *bb_root, uint32_t job, uid_t uid, const char *node,
+		      const struct gk_record_where *where, int consume, struct gk_job_events *out,
+		      char *err, size_t errlen)
+{
+	struct collect c = {node, consume, out, 0, uid, where};
+	char name[16];
+	int bbfd, jobfd, ret;
+
+	if (!gk_event_name_ok(node)) {
+		snprintf(err, errlen, "node name '%s' cannot be recorded", node);
+		return -EINVAL;
+	}
+	bbfd = gk_root_dir_open(bb_root, err, errlen);
+	if (bbfd < 0)
+		return bbfd;
+	snprintf(name, sizeof(name), "%u", job);
+	jobfd = gk_user_subdir(bbfd, name, uid);
+	close(bbfd);
+	if (jobfd == -ENOENT)
+		return 0;
+	if (jobfd < 0) {
+		snprintf(err, errlen, "%s/%s: not a folder of uid %u; not read", bb_root, name,
+			 (unsigned)uid);
+		return jobfd;
+	}
+	ret = gk_jobdir_walk(jobfd, uid, collect_task, &c);
+	close(jobfd);
+	if (ret < 0) {
+		snprintf(err, errlen, "%s/%s: %s", bb_root, name, strerror(-ret));
+		return ret;
+	}
+	return c.folders;
+}
+
+/* "step.S/task.T/ckpt.N" */
+static int parse_rel(const char *rel, size_t n, struct gk_event *e)
+{
+	char part[64];
+	const char *slash1, *slash2;
+	uint32_t task;
+
+	if (n >= sizeof(part))
+		return -EINVAL;
+	memcpy(part, rel, n);
+	part[n] = '\0';
+	slash1 = strchr(part, '/');
+	slash2 = slash1 ? strchr(slash1 + 1, '/') : NULL;
+	if (!slash2)
+		return -EINVAL;
+	part[slash1 - part] = '\0';
+	part[slash2 - part] = '\0';
+	if (gk_parse_step_dirname(part, e->step, sizeof(e->step)) < 0 ||
+	    gk_parse_task_dirname(slash1 + 1, &task) < 0 || strncmp(slash2 + 1, "ckpt.", 5) != 0)
+		return -EINVAL;
+	e->task = task;
+	e->ckpt = strtoull(slash2 + 6, NULL, 10);
+	e->have |= GK_EVF_STEP | GK_EVF_TASK | GK_EVF_CKPT;
+	return 0;
+}
+
+int gk_stage_line_event(const char *verb, const char *line, const char *node, double now,
+			struct gk_event *e)
+{
+	char prefix[16];
+	const char *p, *colon;
+	unsigned long long bytes;
+	double secs;
+	int used = 0;
+
+	memset(e, 0, sizeof(*e));
+	e->kind = strcmp(verb, "in") == 0 ? GK_EV_STAGE_IN : GK_EV_STAGE_OUT;
+	e->time = now;
+	if (gk_event_name_ok(node)) {
+		snprintf(e->node, sizeof(e->node), "%s", node);
+		e->have |= GK_EVF_NODE;
+	}
+	if (strncmp(line, "error: ", 7) == 0) {
+		e->result = GK_EV_FAILED;
+		return 1;
+	}
+	snprintf(prefix, sizeof(prefix), "staged %s ", verb);
+	if (strncmp(line, prefix, strlen(prefix)) != 0)
+		return 0;
+	p = line + strlen(prefix);
+	colon = strstr(p, ": ");
+	if (!colon || parse_rel(p, (size_t)(colon - p), e) < 0)
+		return 0;
+	if (sscanf(colon + 2, "%llu bytes in %lf s%n", &bytes, &secs, &used) != 2 || !used ||
+	    !(secs >= 0 && secs < 1e9))
+		return 0;
+	e->result = GK_EV_OK;
+	e->bytes = bytes;
+	e->seconds = secs;
+	e->have |= GK_EVF_BYTES | GK_EVF_SECONDS;
+	return 1;
+}
+
+int gk_record_parse(const char *buf, size_t len, struct gk_job_events *out)
+{
+	return gk_events_each(buf, len, gk_job_events_collect, out);
+}
+
+static int write_all(int fd, const char *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		buf += n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
+static int read_back(int fd, struct gk_job_events *all)
+{
+	struct stat st;
+	size_t len = 0, want;
+	char *buf;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	want = st.st_size > (off_t)GK_RECORD_MAX ? GK_RECORD_MAX : (size_t)st.st_size;
+	buf = malloc(want + 1);
+	if (!buf)
+		return -ENOMEM;
+	while (len < want) {
+		ssize_t n = pread(fd, buf + len, want - len, (off_t)len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			break;
+		len += (size_t)n;
+	}
+	gk_record_parse(buf, len, all);
+	free(buf);
+	return 0;
+}
+
+int gk_record_append(const char *shared_root, uint32_t job, const struct gk_job_events *add,
+		     struct gk_job_events *all, char *err, size_t errlen)
+{
+	char name[16], line[GK_EVENT_LINE_MAX + 1];
+	struct stat st;
+	int rootfd, recfd, fd, ret = 0;
+
+	rootfd = gk_root_dir_open(shared_root, err, errlen);
+	if (rootfd < 0)
+		return rootfd;
+	recfd = gk_root_subdir(rootfd, GK_RECORDS_DIR, 0700, err, errlen);
+	close(rootfd);
+	if (recfd < 0)
+		return recfd;
+	snprintf(name, sizeof(name), "%u", job);
+	fd = openat(recfd, name, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		ret = -errno;
+		snprintf(err, errlen, "%s/%s/%s: %s", shared_root, GK_RECORDS_DIR, name,
+			 strerror(errno));
+		goto out_rec;
+	}
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) {
+		ret = -EPERM;
+		snprintf(err, errlen, "%s/%s/%s: not a regular file of root's", shared_root,
+			 GK_RECORDS_DIR, name);
+		goto out_fd;
+	}
+	/* The epilogs of a job's nodes append at once. (flock on a shared file
+	 * system needs its lock support, as NFSv4 has; without it, whole-line
+	 * O_APPEND writes still keep lines apart on most.) */
+	while (flock(fd, LOCK_EX) < 0 && errno == EINTR)
+		;
+	for (size_t i = 0; i < add->n && ret == 0; i++) {
+		int n = gk_event_format(&add->ev[i], line, sizeof(line));
+
+		if (n > 0)
+			ret = write_all(fd, line, (size_t)n);
+	}
+	if (ret == 0 && add->n)
+		ret = fsync(fd) < 0 ? -errno : 0;
+	if (ret < 0)
+		snprintf(err, errlen, "%s/%s/%s: %s", shared_root, GK_RECORDS_DIR, name,
+			 strerror(-ret));
+	else if (all)
+		ret = read_back(fd, all);
+	flock(fd, LOCK_UN);
+out_fd:
+	close(fd);
+out_rec:
+	close(recfd);
+	return ret;
+}
+
+int gk_record_read(const char *shared_root, uint32_t job, struct gk_job_events *all, char *err,
+		   size_t errlen)
+{
+	char name[16];
+	struct stat st;
+	int rootfd, recfd, fd, ret;
+
+	rootfd = gk_root_dir_open(shared_root, err, errlen);
+	if (rootfd < 0)
+		return rootfd;
+	recfd = openat(rootfd, GK_RECORDS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(rootfd);
+	if (recfd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	snprintf(name, sizeof(name), "%u", job);
+	fd = openat(recfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	close(recfd);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) {
+		snprintf(err, errlen, "%s/%s/%s: not a regular file of root's", shared_root,
+			 GK_RECORDS_DIR, name);
+		close(fd);
+		return -EPERM;
+	}
+	ret = read_back(fd, all);
+	close(fd);
+	return ret;
+}
+
+int gk_admin_comment_argv(const char *scontrol, uint32_t job, const char *text, char *argv[],
+			  char *buf, size_t buflen)
+{
+	char jobarg[32], comment[512];
+	const char *items[4];
+
+	snprintf(jobarg, sizeof(jobarg), "JobId=%u", job);
+	if ((size_t)snprintf(comment, sizeof(comment), "AdminComment=%s", text) >= sizeof(comment))
+		return -ENAMETOOLONG;
+	items[0] = scontrol;
+	items[1] = "update";
+	items[2] = jobarg;
+	items[3] = comment;
+	return gk_pack_argv(items, 4, argv, buf, buflen);
+}

@@ -1,0 +1,81 @@
+/*
+ * job_record.h - what the plugin keeps about a job's checkpoints, as root,
+ * from its prolog and epilog (runtime/common/events.h has the line format):
+ *
+ *	collect   the runtime's event files of the job on this node
+ *	          (BB_ROOT/JOB/step.S/task.T/gpuckpt.events), each line checked
+ *	          and tagged with the node, step and task; a file is removed once
+ *	          read, so that a folder kept on the node is not counted twice
+ *	stage     the staging script's "staged in|out ..." and "error: ..."
+ *	          lines as events
+ *	append    the events to the job's record, SHARED_ROOT/records/JOB
+ *	          (root's, 0600; written whole lines under a lock, since the
+ *	          epilogs of a job's nodes run at once), and read all of it back
+ *	comment   the scontrol command that puts the summary into the job's
+ *	          AdminComment, where `scontrol show job` and `sacct` show it
+ *
+ * When: each task's file as the task ends (slurmstepd's task_exit, as root,
+ * while the job still runs: Slurm refuses to change a job that has ended, so
+ * the AdminComment is set when the batch script ends, and the record is
+ * complete by then, the script's srun steps having ended first); what is
+ * left, and the staging, in the prolog and epilog. Nothing here needs Slurm;
+ * the plugin's callbacks call it (gpuckpt_spank.c).
+ */
+#ifndef GK_JOB_RECORD_H
+#define GK_JOB_RECORD_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "events.h"
+#include "jobstats.h"
+
+/* Which task folders gk_record_collect reads: step NULL for every one. */
+struct gk_record_where {
+	const char *step; /* "0", "batch", ...; NULL: all */
+	uint32_t task;    /* with step */
+};
+
+/*
+ * The runtime's events of `job` on this node under bb_root, added to out
+ * with node, step and task (only those of `where`, or all if where is
+ * NULL). bb_root must be root's (root_path.h); the job's folders must be
+ * uid's; other folders are skipped. consume: remove each event file after
+ * reading it. Returns the number of task folders looked at (0 when the job
+ * has none here), or a negative errno (err says why).
+ */
+int gk_record_collect(const char *bb_root, uint32_t job, uid_t uid, const char *node,
+		      const struct gk_record_where *where, int consume, struct gk_job_events *out,
+		      char *err, size_t errlen);
+
+/*
+ * A line of the staging script as an event: "staged out|in step.S/task.T/
+ * ckpt.N: B bytes in S s ..." (ok) or "error: ..." (failed). verb is "in" or
+ * "out". 1 and *e filled when it is one, 0 when the line is something else.
+ */
+int gk_stage_line_event(const char *verb, const char *line, const char *node, double now,
+			struct gk_event *e);
+
+/*
+ * Append `add` to SHARED_ROOT/records/JOB and read the whole record back
+ * into `all` (which may be NULL). shared_root must be root's. 0 or a
+ * negative errno (err says why).
+ */
+int gk_record_append(const char *shared_root, uint32_t job, const struct gk_job_events *add,
+		     struct gk_job_events *all, char *err, size_t errlen);
+
+/* Read SHARED_ROOT/records/JOB into all without making it (none: 0, no
+ * events). 0 or a negative errno. */
+int gk_record_read(const char *shared_root, uint32_t job, struct gk_job_events *all, char *err,
+		   size_t errlen);
+
+/* The record's text, for tests: parse buf into out (gk_events_each). */
+int gk_record_parse(const char *buf, size_t len, struct gk_job_events *out);
+
+#define GK_COMMENT_ARGS 5
+/* {scontrol, "update", "JobId=JOB", "AdminComment=TEXT", NULL} in argv, strings in buf. */
+int gk_admin_comment_argv(const char *scontrol, uint32_t job, const char *text, char *argv[],
+			  char *buf, size_t buflen);
+
+#endif

@@ -1,0 +1,137 @@
+/*
+ * root_path.c - folders root may write into, reached safely (root_path.h).
+ */
+#include "config.h"
+
+#include "root_path.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
+
+/* Root's, and no one else may change what it holds. A sticky folder lets
+ * others add entries but not touch root's: crossing it is safe, keeping
+ * files in it is not (a user could take a name first). */
+static int root_only(const struct stat *st, int may_be_sticky)
+{
+	if (st->st_uid != 0)
+		return 0;
+	if (!(st->st_mode & (S_IWGRP | S_IWOTH)))
+		return 1;
+	return may_be_sticky && (st->st_mode & S_ISVTX);
+}
+
+static int is_link(int dirfd, const char *name)
+{
+	struct stat st;
+
+	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
+}
+
+int gk_root_dir_open(const char *path, char *err, size_t errlen)
+{
+	char comp[256];
+	const char *p = path;
+	struct stat st;
+	int fd, next;
+
+	if (path[0] != '/') {
+		snprintf(err, errlen, "%s: not an absolute path", path);
+		return -EINVAL;
+	}
+	fd = open("/", DIR_FLAGS);
+	if (fd < 0) {
+		snprintf(err, errlen, "/: %s", strerror(errno));
+		return -errno;
+	}
+	for (;;) {
+		size_t n;
+
+		while (*p == '/')
+			p++;
+		n = strcspn(p, "/");
+		/* fd is the folder reached so far: the last one when n is 0. */
+		if (fstat(fd, &st) < 0 || !root_only(&st, n != 0)) {
+			snprintf(
+			    err, errlen,
+			    "%.*s: not root's, or writable by others: root will not write below it",
+			    (int)(p - path) ? (int)(p - path) : 1, path);
+			close(fd);
+			return -EPERM;
+		}
+		if (n == 0)
+			return fd;
+		if (n >= sizeof(comp) || (n == 2 && p[0] == '.' && p[1] == '.')) {
+			snprintf(err, errlen, "%s: bad component '%.*s'", path, (int)n, p);
+			close(fd);
+			return -EINVAL;
+		}
+		memcpy(comp, p, n);
+		comp[n] = '\0';
+		next = openat(fd, comp, DIR_FLAGS);
+		if (next < 0) {
+			int e = errno;
+
+			/* O_DIRECTORY|O_NOFOLLOW on a link fails with ENOTDIR or ELOOP. */
+			if (is_link(fd, comp))
+				e = ELOOP;
+			snprintf(err, errlen, "%.*s: %s", (int)(p - path + n), path,
+				 e == ELOOP ? "a symbolic link" : strerror(e));
+			close(fd);
+			return -e;
+		}
+		close(fd);
+		fd = next;
+		p += n;
+	}
+}
+
+int gk_root_subdir(int dirfd, const char *name, mode_t mode, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd;
+
+	if (!name[0] || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..")) {
+		snprintf(err, errlen, "'%s': not a folder name", name);
+		return -EINVAL;
+	}
+	if (mkdirat(dirfd, name, mode) < 0 && errno != EEXIST) {
+		snprintf(err, errlen, "%s: cannot create: %s", name, strerror(errno));
+		return -errno;
+	}
+	fd = openat(dirfd, name, DIR_FLAGS);
+	if (fd < 0) {
+		int e = is_link(dirfd, name) ? ELOOP : errno;
+
+		snprintf(err, errlen, "%s: %s", name, e == ELOOP ? "a symbolic link" : strerror(e));
+		return -e;
+	}
+	if (fstat(fd, &st) < 0 || !root_only(&st, 0)) {
+		snprintf(err, errlen, "%s: not root's, or writable by others", name);
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}
+
+int gk_user_subdir(int dirfd, const char *name, uid_t uid)
+{
+	struct stat st;
+	int fd;
+
+	if (!name[0] || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+		return -EINVAL;
+	fd = openat(dirfd, name, DIR_FLAGS);
+	if (fd < 0)
+		return errno == ELOOP || errno == ENOTDIR ? -EPERM : -errno;
+	if (fstat(fd, &st) < 0 || st.st_uid != uid) {
+		close(fd);
+		return -EPERM;
+	}
+	return fd;
+}

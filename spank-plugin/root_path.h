@@ -1,0 +1,42 @@
+/*
+ * root_path.h - opening folders as root without being led astray by a user.
+ *
+ * The plugin's prolog and epilog run as root on a node where the job's user
+ * may still have processes (see issue 11's threat model). So the folders root
+ * writes into (the shared root's records, the metrics folder) are opened
+ * from "/" one component at a time with O_NOFOLLOW, and each must be root's
+ * and writable by no one else (a sticky folder such as /tmp may be crossed:
+ * nobody can rename or remove root's entries in it); the files are then
+ * reached through the descriptor, never by path again. The job's own
+ * folders on the burst buffer are the user's: they are opened below a
+ * checked root the same way, their owner checked, and only read.
+ */
+#ifndef GK_ROOT_PATH_H
+#define GK_ROOT_PATH_H
+
+#include <stddef.h>
+#include <sys/types.h>
+
+/*
+ * Open the folder `path` (absolute) for root's use: every component a real
+ * folder (no links), root's, not writable by group or others except for
+ * sticky ones on the way; the last one not sticky-writable either.
+ * Returns an O_DIRECTORY descriptor, or a negative errno with err saying
+ * which component is wrong.
+ */
+int gk_root_dir_open(const char *path, char *err, size_t errlen);
+
+/*
+ * The folder `name` inside dirfd, made (mode, root's) when missing; an
+ * existing one must pass the same checks. A descriptor, or a negative errno.
+ */
+int gk_root_subdir(int dirfd, const char *name, mode_t mode, char *err, size_t errlen);
+
+/*
+ * Open `name` inside dirfd (no links, no ".." or '/'), a folder owned by
+ * `uid`. A descriptor, or a negative errno (-ENOENT when missing, -EPERM
+ * when it is someone else's or not a folder).
+ */
+int gk_user_subdir(int dirfd, const char *name, uid_t uid);
+
+#endif

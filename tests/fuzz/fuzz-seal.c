@@ -1,0 +1,23 @@
+/*
+ * fuzz-seal - libFuzzer target: the seal parser (gk_seal_parse), the part of
+ * a transparent checkpoint's criu/SEAL the shepherd believes once root's
+ * credential over it checks out.
+ */
+#include "config.h"
+#include "shepherd.h"
+
+#include <stdint.h>
+#include <stdlib.h>
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	static struct gk_seal s;
+	char err[GK_SHEP_ERRLEN];
+
+	if (gk_seal_parse((const char *)data, size, &s, err, sizeof(err)) == 0 &&
+	    (s.ngpus > GK_SHEP_MAX_GPUS || s.nnode_gpus > GK_SHEP_MAX_GPUS))
+		abort();
+	return 0;
+}

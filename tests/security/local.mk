@@ -1,0 +1,17 @@
+# The attacks of issue 11 on root-run code, each as a test with real users
+# (gksec1, gksec2: made when missing, under /tmp/gk-cluster.lock), and the
+# tools they use: racer (what the attacking user runs: swap a name the
+# moment it appears, exchange two names in a loop, stop a process of its own
+# and swap meanwhile) and seal-tool (a real seal as root; a forged one as
+# anyone). They need root; as a user they report skips.
+check_PROGRAMS += %reldir%/seal-tool
+%canon_reldir%_seal_tool_SOURCES = %reldir%/seal-tool.c
+%canon_reldir%_seal_tool_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/transparent
+%canon_reldir%_seal_tool_LDADD = $(top_builddir)/runtime/libgkshepherd.la \
+	$(top_builddir)/runtime/libgkimage.la $(top_builddir)/runtime/libgkcommon.la
+check_PROGRAMS += %reldir%/racer
+%canon_reldir%_racer_SOURCES = %reldir%/racer.c
+
+TESTS += %reldir%/stage-attacks.sh %reldir%/seal-attacks.sh %reldir%/cli-labels.sh
+EXTRA_DIST += %reldir%/lib.sh %reldir%/stage-attacks.sh %reldir%/seal-attacks.sh \
+	%reldir%/cli-labels.sh
