@@ -20,6 +20,7 @@
 #include "ckpt_dir.h"
 #include "fsafe.h"
 #include "image.h"
+#include "setfile.h"
 #include "shepherd.h"
 #include "testhook.h"
 
@@ -374,6 +375,11 @@ int stage_out(struct stage *st)
 			char rel[160];
 			int taskfd, s_taskfd;
 
+			uint64_t seq;
+
+			/* A set record: sets_records_out below. */
+			if (gk_set_name_parse(tasks[k], &seq) == 0)
+				continue;
 			if (gk_task_parse(tasks[k], &id) < 0) {
 				warn_line("%s/%s/%s/%s: not a folder gpuckpt made; left on the burst "
 					  "buffer",

@@ -110,7 +110,7 @@ int sets_task_is_member(const struct stage *st, int taskfd)
  * already there is kept (a record never changes). 0, or <0.
  */
 static int copy_record(const struct stage *st, int srcdir, const char *name, uid_t src_uid,
-		       int areafd, int dstdir, uid_t uid, gid_t gid)
+		       int areafd, int dstdir, uid_t uid, gid_t gid, const char *step)
 {
 	struct gk_set_record r;
 	char *text = NULL, tmp[160], err[GK_ERRLEN];
@@ -139,10 +139,12 @@ static int copy_record(const struct stage *st, int srcdir, const char *name, uid
 	if (write(fd, text, len) != (ssize_t)len || fchown(fd, uid, gid) < 0 || fsync(fd) < 0)
 		ret = errno ? -errno : -EIO;
 	close(fd);
-	if (ret == 0 && renameat2(areafd, tmp, dstdir, name, RENAME_NOREPLACE) < 0)
+	if (ret == 0 && renameat2(areafd, tmp, dstdir, name, RENAME_NOREPLACE) < 0) {
 		ret = errno == EEXIST ? 0 : -errno; /* another node's copy won */
-	else if (ret == 0)
+	} else if (ret == 0) {
 		fsync(dstdir);
+		say("staged %s %s/%s", st->verb, step, name);
+	}
 	unlinkat(areafd, tmp, 0);
 out:
 	free(text);
@@ -151,7 +153,7 @@ out:
 
 /* Every set record of srcdir to dstdir. */
 static int records_copy(struct stage *st, int srcdir, uid_t src_uid, int areafd, int dstdir,
-			uid_t uid, gid_t gid, const char *from, const char *to)
+			uid_t uid, gid_t gid, const char *step, const char *from, const char *to)
 {
 	struct dirent *e;
 	DIR *d;
@@ -169,7 +171,7 @@ static int records_copy(struct stage *st, int srcdir, uid_t src_uid, int areafd,
 
 		if (gk_set_name_parse(e->d_name, &seq) < 0)
 			continue;
-		ret = copy_record(st, srcdir, e->d_name, src_uid, areafd, dstdir, uid, gid);
+		ret = copy_record(st, srcdir, e->d_name, src_uid, areafd, dstdir, uid, gid, step);
 		if (ret < 0) {
 			error_line(st, "%s/%s: copy to %s failed: %s", from, show(e->d_name), to,
 				   ret == -EPERM ? "not a plain file of its owner's" : strerror(-ret));
@@ -186,7 +188,7 @@ int sets_records_out(struct stage *st, int stepfd, int s_stepfd, const char *ste
 
 	snprintf(from, sizeof(from), "%s/%u/%s", st->bb_root, st->job, step);
 	snprintf(to, sizeof(to), "%s/%u/%s", st->shared_root, st->job, step);
-	return records_copy(st, stepfd, st->uid, st->shared_area, s_stepfd, 0, 0, from, to);
+	return records_copy(st, stepfd, st->uid, st->shared_area, s_stepfd, 0, 0, step, from, to);
 }
 
 int sets_records_in(struct stage *st, int s_stepfd, int stepfd, const char *step)
@@ -195,7 +197,7 @@ int sets_records_in(struct stage *st, int s_stepfd, int stepfd, const char *step
 
 	snprintf(from, sizeof(from), "%s/%u/%s", st->shared_root, st->job, step);
 	snprintf(to, sizeof(to), "%s/%u/%s", st->bb_root, st->job, step);
-	return records_copy(st, s_stepfd, 0, st->bb_area, stepfd, st->uid, st->gid, from, to);
+	return records_copy(st, s_stepfd, 0, st->bb_area, stepfd, st->uid, st->gid, step, from, to);
 }
 
 /* ---- the plan, and the prune by set (prolog) ---- */

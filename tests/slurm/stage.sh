@@ -9,7 +9,7 @@ STAGE=${GK_STAGE:-$top_builddir/scheduler-hooks/gpuckpt-stage}
 SEAL_TOOL=$top_builddir/tests/security/seal-tool
 U=4242 # a uid that owns nothing on this machine
 
-PLAN=45
+PLAN=46
 tap_plan $PLAN
 if [ "$(id -u)" -ne 0 ]; then
 	for i in $(seq $PLAN); do tap_skip "needs root (gpuckpt-stage runs as root)"; done
@@ -187,8 +187,10 @@ out=$(stage out 58 2>&1)
 tap_diag "$out"
 check "out: every committed part of a set member's folder is staged, none pruned by count" \
 	[ -d "$SH/58/step.0/task.1/ckpt.000001" -a -d "$SH/58/step.0/task.1/ckpt.000003" ]
-check "out: the set record reaches the shared root, root's 0600" \
-	[ "$(stat -c '%u %a' "$SH/58/step.0/set.000003" 2>/dev/null)" = "0 600" ]
+check "out: the set record reaches the shared root, root's 0600, and says so" \
+	[ "$(stat -c '%u %a' "$SH/58/step.0/set.000003" 2>/dev/null)" = "0 600" -a \
+	-n "$(grep '^staged out step.0/set.000003$' <<<"$out")" ]
+check "out: the node's copy goes once every part and record is staged" [ ! -e "$BB/58" ]
 out=$(stage in 58 2>&1)
 tap_diag "$out"
 check "in: the restore plan is written, root's alone, with a line for the step" \
