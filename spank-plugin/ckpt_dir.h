@@ -30,6 +30,7 @@ struct gk_task_ids {
 	uint32_t task_id; /* global task id (SLURM_PROCID) */
 	uid_t uid;
 	gid_t gid;
+	uint32_t ntasks; /* the step's tasks (0: unknown, taken as 1) */
 };
 
 /* "step.0", "step.batch", "step.interactive". */

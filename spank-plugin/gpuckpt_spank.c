@@ -421,6 +421,9 @@ static int get_ids(spank_t sp, struct gk_task_ids *ids)
 	    spank_get_item(sp, S_JOB_UID, &ids->uid) != ESPANK_SUCCESS ||
 	    spank_get_item(sp, S_JOB_GID, &ids->gid) != ESPANK_SUCCESS)
 		return -EINVAL;
+	/* In slurmstepd, the step's own task count. */
+	if (spank_get_item(sp, S_JOB_TOTAL_TASK_COUNT, &ids->ntasks) != ESPANK_SUCCESS)
+		ids->ntasks = 0;
 	return 0;
 }
 
@@ -479,6 +482,18 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		     "job %u %s task %u: no checkpoint can be written: %s; the job runs on, "
 		     "without checkpoints",
 		     ids.job_id, step, ids.task_id, r->dir_err);
+	else if (r->restore && r->step_set)
+		tell(TELL_INFO,
+		     "job %u %s task %u: restart %u: restoring set %llu, as every one of the %u tasks "
+		     "of the step does (%s): %s",
+		     ids.job_id, step, ids.task_id, r->restart_count,
+		     (unsigned long long)r->choice.sequence, ids.ntasks,
+		     r->choice.from_plan ? "the prolog's plan, from the shared root" : "this node's step folder",
+		     r->choice.ckpt);
+	else if (r->step_set)
+		tell(TELL_INFO, "job %u %s task %u: restart %u: no checkpoint set to restore (%s); "
+		     "every task of the step starts afresh",
+		     ids.job_id, step, ids.task_id, r->restart_count, r->choice.reason);
 	else if (r->restore)
 		tell(TELL_INFO, "job %u %s task %u: restart %u: restoring from %s (newest: %s)",
 		     ids.job_id, step, ids.task_id, r->restart_count, r->dir, r->newest);

@@ -123,11 +123,61 @@ static int set_tunables(const struct gk_site *s, const struct gk_opts *o, const 
 	return rc;
 }
 
+/* GPUCKPT_TASKS=independent: the tasks checkpoint and restore one by one. */
+static int tasks_independent(const struct gk_env *env)
+{
+	char buf[16];
+
+	return env->get(env->ctx, "GPUCKPT_TASKS", buf, sizeof(buf)) == 1 &&
+	       strcmp(buf, "independent") == 0;
+}
+
+/* --gpu-checkpoint-on-bad as the runtime will see it: the option, else the
+ * job's variable, else the site's, else the runtime's default (fail). */
+static int on_bad_fresh(const struct gk_site *s, const struct gk_opts *o, const struct gk_env *env)
+{
+	char buf[16];
+
+	if (o->on_bad_fresh >= 0)
+		return o->on_bad_fresh;
+	if (env->get(env->ctx, GK_ENV_ON_BAD, buf, sizeof(buf)) == 1)
+		return strcmp(buf, "fresh") == 0;
+	return s->on_bad_fresh > 0;
+}
+
+/* The restart of a step of several tasks: the step's set, or nothing. */
+static int choose_set(const struct gk_site *s, const struct gk_opts *o,
+		      const struct gk_task_ids *ids, const struct gk_env *env,
+		      struct gk_inject_result *r, char *err, size_t errlen)
+{
+	struct gk_step_choice *c = &r->choice;
+	int rc;
+
+	r->step_set = 1;
+	rc = gk_step_choose(s, ids, ids->ntasks, r->dirfd, r->dir, c, err, errlen);
+	if (rc < 0)
+		return rc;
+	if (c->kind == GK_PLAN_SET) {
+		r->restore = 1;
+		snprintf(r->newest, sizeof(r->newest), "ckpt.%06llu", (unsigned long long)c->sequence);
+		return 0;
+	}
+	if (c->kind == GK_PLAN_BAD && !on_bad_fresh(s, o, env)) {
+		snprintf(err, errlen,
+			 "restart %u: no checkpoint set of this step passes every task's checks (%s); "
+			 "the task is not started (--gpu-checkpoint-on-bad=fail; fresh would start "
+			 "the step over)",
+			 r->restart_count, c->reason);
+		return -EBADMSG;
+	}
+	return 0;
+}
+
 int gk_inject(const struct gk_site *s, const struct gk_opts *o, const struct gk_task_ids *ids,
 	      const struct gk_env *env, struct gk_inject_result *r, char *err, size_t errlen)
 {
-	char *cur, *preload;
-	int rc, found;
+	char *cur, *preload, idtext[24];
+	int rc, found, multi;
 
 	memset(r, 0, sizeof(*r));
 	r->dirfd = -1;
@@ -162,7 +212,12 @@ int gk_inject(const struct gk_site *s, const struct gk_opts *o, const struct gk_
 			close(rc);
 	}
 
-	if (r->dirfd >= 0 && r->restart_count > 0) {
+	multi = ids->ntasks > 1 && !tasks_independent(env);
+	if (r->dirfd >= 0 && r->restart_count > 0 && multi) {
+		rc = choose_set(s, o, ids, env, r, err, errlen);
+		if (rc < 0)
+			return rc;
+	} else if (r->dirfd >= 0 && r->restart_count > 0) {
 		found = gk_find_committed_at(r->dirfd, r->newest, sizeof(r->newest));
 		if (found < 0) {
 			snprintf(err, errlen, "%s: cannot look for checkpoints: %s", r->dir,
@@ -200,10 +255,23 @@ int gk_inject(const struct gk_site *s, const struct gk_opts *o, const struct gk_
 		rc = set_env(env, "GPUCKPT_FLUSH_DIR", r->flush_dir, 1, err, errlen);
 	else if (!rc)
 		rc = env->unset(env->ctx, "GPUCKPT_FLUSH_DIR");
-	if (!rc && r->restore)
+	if (!rc && r->restore && r->step_set)
+		rc = set_env(env, "GPUCKPT_RESTORE", r->choice.ckpt, 1, err, errlen);
+	else if (!rc && r->restore)
 		rc = set_env(env, "GPUCKPT_RESTORE", "auto", 1, err, errlen);
 	else if (!rc)
 		rc = env->unset(env->ctx, "GPUCKPT_RESTORE");
+	snprintf(idtext, sizeof(idtext), "%016llx", (unsigned long long)r->choice.id);
+	if (!rc && r->restore && r->step_set)
+		rc = set_env(env, "GPUCKPT_RESTORE_SET", idtext, 1, err, errlen);
+	else if (!rc)
+		rc = env->unset(env->ctx, "GPUCKPT_RESTORE_SET");
+	if (!rc)
+		rc = set_env_num(env, "GPUCKPT_STEP_TASKS", ids->ntasks ? (long)ids->ntasks : 1, 1,
+				 err, errlen);
+	if (!rc)
+		rc = set_env_num(env, "GPUCKPT_TASK", ids->ntasks ? (long)ids->task_id : 0, 1, err,
+				 errlen);
 	if (!rc)
 		rc = set_env_num(env, "GPUCKPT_RESTART_COUNT", (long)r->restart_count, 1, err,
 				 errlen);
@@ -260,6 +328,8 @@ int gk_uninject(const struct gk_site *s, const struct gk_env *env, char *err, si
 		rc = env->unset(env->ctx, "GPUCKPT_RESTORE");
 	if (!rc)
 		rc = env->unset(env->ctx, "GPUCKPT_FLUSH_DIR");
+	if (!rc)
+		rc = env->unset(env->ctx, "GPUCKPT_RESTORE_SET");
 	if (!rc)
 		rc = set_env(env, GK_ENV_CHECKPOINT, "off", 1, err, errlen);
 	if (!rc)

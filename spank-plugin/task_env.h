@@ -9,6 +9,12 @@
  *	GPUCKPT_RESTORE            auto when the job is a restart and a committed
  *	                           checkpoint exists for this task; unset otherwise
  *	GPUCKPT_RESTART_COUNT      SLURM_RESTART_COUNT, 0 when Slurm sets none
+ *	GPUCKPT_STEP_TASKS, GPUCKPT_TASK
+ *	                           the step's task count and this task's index: a
+ *	                           step of several tasks checkpoints as sets
+ *	GPUCKPT_RESTORE_SET        with GPUCKPT_RESTORE=<the task's ckpt.N>, on the
+ *	                           restart of a step of several tasks: the set every
+ *	                           task restores (step_restore.h); unset otherwise
  *	GPUCKPT_KEEP, _INTERVAL, _ON_BAD_CHECKPOINT, _LOG_LEVEL, _CONFIG
  *	                           site settings, unless the user set them; an
  *	                           option given on the command line always wins
@@ -26,6 +32,7 @@
 #include "ckpt_dir.h"
 #include "job_options.h"
 #include "site_args.h"
+#include "step_restore.h"
 
 /* The task's environment, behind callbacks so tests need no Slurm. */
 struct gk_env {
@@ -43,18 +50,25 @@ struct gk_inject_result {
 	char flush_dir[PATH_MAX]; /* GPUCKPT_FLUSH_DIR, "" = none */
 	char flush_err[GK_ERRLEN]; /* why there is none although flush_root is set */
 	unsigned restart_count;
-	int restore;	 /* GPUCKPT_RESTORE=auto was set */
-	char newest[64]; /* the newest committed checkpoint seen, if any */
+	int restore;	 /* GPUCKPT_RESTORE was set (auto, or a set's member) */
+	char newest[64]; /* the newest committed checkpoint seen, if any; for a set, its member */
 	char container[16]; /* set by the caller after gk_inject: the container
 			       the program will run in ("pyxis", "podman", ...;
 			       gk_container_of), "" if none seen */
 	int dirfd;	 /* dir, opened and checked, or -1: what the plugin looks
 			  * at later is in this folder, not wherever the path
 			  * leads by then (gk_inject_release closes it) */
+	/* A step of several tasks (not GPUCKPT_TASKS=independent) restarting: */
+	int step_set;			 /* decided as a step (step_restore.h) */
+	struct gk_step_choice choice;	 /* what for */
 };
 
 /*
- * Put the runtime and its settings into the task's environment. A folder that
+ * Put the runtime and its settings into the task's environment. On the restart
+ * of a step of several tasks, the set to restore is the step's (step_restore.h):
+ * a step whose complete sets all fail their checks starts afresh with
+ * --gpu-checkpoint-on-bad=fresh, and otherwise fails here (err says why), as
+ * does a task whose part of the chosen set is missing on this node. A folder that
  * cannot be made because the burst buffer is missing, full or read-only is
  * reported in r->dir_rc and the task still gets the runtime (which then says
  * at checkpoint time why none was written). A folder that exists but is not

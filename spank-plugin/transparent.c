@@ -126,6 +126,15 @@ static int drop(const struct gk_env *env, const char *name, char *err, size_t er
 	return rc;
 }
 
+/* GPUCKPT_TASKS=independent: the tasks of the step never talk to each other. */
+static int independent(const struct gk_env *env)
+{
+	char v[16];
+
+	return env->get(env->ctx, "GPUCKPT_TASKS", v, sizeof(v)) == 1 &&
+	       strcmp(v, "independent") == 0;
+}
+
 /*
  * The shepherd's socket: an abstract name, which anyone on the node may bind
  * first. With 128 random bits nobody can guess it before the shepherd binds
@@ -224,6 +233,22 @@ int gk_transparent_prepare(const struct gk_site *s, const struct gk_opts *o,
 			 "the program runs in a %s container, which transparent mode does not "
 			 "reach yet: it is checkpointed only if it uses the gpuckpt API",
 			 r->container);
+		return plan_none(env, p, err, errlen);
+	}
+	/* A step of several tasks: one task's tree alone is not the step, and
+	 * without the API its tasks cannot agree on one point to dump at. Only
+	 * tasks declared independent are dumped, and restored, each alone. */
+	if (!shell && ids->ntasks > 1 && !independent(env)) {
+		snprintf(p->reason, sizeof(p->reason),
+			 "a step of several tasks is not checkpointed transparently: without the "
+			 "gpuckpt API its tasks cannot agree on one point, and one task's processes "
+			 "alone are not the step (MPI programs: gpuckpt_mpi.h; tasks that never talk "
+			 "to each other: GPUCKPT_TASKS=independent)");
+		if (p->mode == GK_MODE_TRANSPARENT) {
+			snprintf(err, errlen, "transparent mode was asked for (GPUCKPT_MODE=transparent), "
+				 "but %s", p->reason);
+			return -ENOTSUP;
+		}
 		return plan_none(env, p, err, errlen);
 	}
 	if (!shell && r->dir_rc == 0 && r->restore) {

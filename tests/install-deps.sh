@@ -28,6 +28,7 @@ packages=(
 	dpkg-dev debhelper lintian clang-14 libclang-rt-14-dev
 	# containers (tests/slurm/e2e-containers.sh): images, enroot/pyxis builds, podman
 	squashfs-tools libbsd-dev linux-libc-dev podman runc
+	openmpi-bin libopenmpi-dev libpmix-dev
 )
 missing=()
 for p in "${packages[@]}"; do

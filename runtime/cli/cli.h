@@ -25,7 +25,7 @@ struct gk_cmd {
 	int (*run)(int argc, char **argv);
 };
 
-extern const struct gk_cmd gk_cmd_inspect, gk_cmd_verify, gk_cmd_list, gk_cmd_prune,
+extern const struct gk_cmd gk_cmd_inspect, gk_cmd_verify, gk_cmd_list, gk_cmd_prune, gk_cmd_plan,
     gk_cmd_checkpoint, gk_cmd_report;
 
 /* ---- options ---- */
@@ -103,5 +103,19 @@ void cli_load_opts_for(const char *dir, uid_t want, struct gk_load_opts *lo);
 
 /* Sum of the sizes of the regular files in a directory (links not followed). */
 uint64_t cli_dir_bytes(const char *path);
+
+/* ---- step folders (stepdir.c) ---- */
+
+struct gk_load_opts;
+
+/* 1 when path is a step folder (holds task.N folders or set.N records). */
+int cli_is_step_dir(const char *path);
+
+/* `gpuckpt list STEPDIR`: the step's checkpoint sets. */
+int cli_list_step(const char *dir, int json);
+
+/* `gpuckpt verify STEPDIR`: every member of every complete set; the exit
+ * status is the newest complete set's (results: --json array, or NULL). */
+int cli_verify_step(const char *dir, const struct gk_load_opts *lo, json_object *results);
 
 #endif

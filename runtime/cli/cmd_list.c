@@ -22,6 +22,7 @@ static const char list_help[] =
     "\n"
     "SYNOPSIS\n"
     "    gpuckpt list [--json] [--shared DIR] ROOT\n"
+    "    gpuckpt list [--json] STEPDIR\n"
     "\n"
     "DESCRIPTION\n"
     "    ROOT is a checkpoint root (GPUCKPT_DIR of a job task): it holds\n"
@@ -53,6 +54,15 @@ static const char list_help[] =
     "    GPUCKPT_DIR), the checkpoints of the task's copy on shared storage are\n"
     "    listed with them, and a column WHERE says where each one lives:\n"
     "    \"local\" (only on the node: lost with the node), \"shared\", or \"both\".\n"
+    "    STEPDIR is the folder of a step of several tasks (BB/JOB/step.S,\n"
+    "    holding task.T roots and set.NNNNNN records): its checkpoint sets are\n"
+    "    listed newest first, each with when its record was written, the\n"
+    "    program's step, how many tasks hold it, how the tasks agreed, and\n"
+    "    whether it is complete (recorded, and every task has it) or what it\n"
+    "    lacks. Only a complete set is ever restored. --json: {\"step_dir\",\n"
+    "    \"task_folders\", \"sets\": [{\"sequence\", \"status\", \"complete\",\n"
+    "    \"tasks\", \"tasks_present\", \"record\", \"id\", \"step\", \"agreement\",\n"
+    "    \"created\", \"why\"}, ...]}.\n"
     "\n"
     "OPTIONS\n"
     "    --json\n"
@@ -350,6 +360,15 @@ static int list_run(int argc, char **argv)
 	}
 	if (!root)
 		return cli_usage_error(&gk_cmd_list, "missing the checkpoint root ROOT");
+	if (cli_is_step_dir(root)) {
+		/* A step folder holds sets of several tasks; --shared names one
+		 * task's copy, which is listed from that task's root. */
+		if (shared)
+			return cli_usage_error(&gk_cmd_list,
+					       "--shared lists one task's checkpoint root, not the "
+					       "step folder '%s': give its task.T root", root);
+		return cli_list_step(root, json);
+	}
 	/* Inside a job: the task's own folder has its shared copy named. */
 	if (!shared && getenv("GPUCKPT_FLUSH_DIR") && getenv("GPUCKPT_DIR") &&
 	    *getenv("GPUCKPT_FLUSH_DIR") && !strcmp(getenv("GPUCKPT_DIR"), root))

@@ -24,6 +24,7 @@ static const char verify_help[] =
     "\n"
     "SYNOPSIS\n"
     "    gpuckpt verify [--owner USER|UID] [--require-signature] [--json] DIR...\n"
+    "    gpuckpt verify [--owner USER|UID] [--require-signature] [--json] STEPDIR\n"
     "\n"
     "DESCRIPTION\n"
     "    Checks each checkpoint directory DIR the way a restore would, and reads\n"
@@ -47,6 +48,13 @@ static const char verify_help[] =
     "        DIR: OK (N allocations, SIZE, signed by USER[; held by root])\n"
     "    and for a bad one it names the first problem on standard error.\n"
     "    Nothing in DIR is modified.\n"
+    "\n"
+    "    STEPDIR, the folder of a step of several tasks (BB/JOB/step.S), is\n"
+    "    checked set by set, newest first: every member of a complete set gets\n"
+    "    the checks above, and must say in its manifest that it was written for\n"
+    "    this set as this task. The exit status is that of the newest complete\n"
+    "    set, the one a restart restores unless it falls back; incomplete sets\n"
+    "    are named, and never restored.\n"
     "\n"
     "OPTIONS\n"
     "    --owner USER|UID\n"
@@ -296,11 +304,14 @@ static int verify_run(int argc, char **argv)
 		/* Root, no --owner: a DIR of root's is judged as a copy root holds. */
 		struct stat st;
 		uid_t want = lo.uid;
+		int r;
 
 		if (!owner_text && geteuid() == 0 && lstat(dirs[i], &st) == 0 && st.st_uid == 0)
 			want = GK_UID_OF_MANIFEST;
+		r = cli_is_step_dir(dirs[i]) ? cli_verify_step(dirs[i], &lo, results)
+					     : verify_one(dirs[i], want, &lo, results);
 
-		if (verify_one(dirs[i], want, &lo, results) != GK_EXIT_OK)
+		if (r != GK_EXIT_OK)
 			status = GK_EXIT_BAD;
 	}
 	if (json) {

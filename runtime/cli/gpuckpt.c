@@ -16,6 +16,7 @@ static const struct gk_cmd *const commands[] = {
     &gk_cmd_verify,
     &gk_cmd_list,
     &gk_cmd_prune,
+    &gk_cmd_plan,
     &gk_cmd_checkpoint,
     &gk_cmd_report,
 };
@@ -30,8 +31,9 @@ static const char overview[] =
     "SYNOPSIS\n"
     "    gpuckpt inspect [--json] DIR\n"
     "    gpuckpt verify [--owner USER|UID] [--require-signature] [--json] DIR...\n"
-    "    gpuckpt list [--json] ROOT\n"
+    "    gpuckpt list [--json] ROOT|STEPDIR\n"
     "    gpuckpt prune --keep N [--dry-run] [--json] ROOT\n"
+    "    gpuckpt plan [--owner USER|UID] [--root-copies] JOBDIR\n"
     "    gpuckpt checkpoint [--exit | --requeue] [--full] [--timeout SECONDS] [--json] JOBID\n"
     "    gpuckpt report [--job ID]... [--json] SHARED_ROOT\n"
     "    gpuckpt help [COMMAND]\n"
@@ -44,6 +46,11 @@ static const char overview[] =
     "    Munge signature of it (manifest.sig) and data files. A checkpoint is\n"
     "    written under a temporary name and renamed when complete, so a\n"
     "    directory named ckpt.NNNNNN is always whole. gpuckpt looks at them.\n"
+    "\n"
+    "    The tasks of a step of several tasks checkpoint together: the step\n"
+    "    folder STEPDIR (BB/JOB/step.S) holds a root per task, task.T, and a\n"
+    "    record set.NNNNNN for each checkpoint set that every task committed;\n"
+    "    only such a set is ever restored, in every task.\n"
     "\n"
     "COMMANDS\n"
     "    inspect DIR\n"
@@ -58,10 +65,16 @@ static const char overview[] =
     "    list ROOT\n"
     "        Committed checkpoints, newest first (sequence, time, label, size,\n"
     "        status), then incomplete ones left by a killed writer.\n"
+    "    list STEPDIR, verify STEPDIR\n"
+    "        The step's sets, newest first, complete or not (and what is\n"
+    "        missing); verify checks every member of every complete set.\n"
     "    prune ROOT --keep N\n"
     "        Keep the newest N committed checkpoints, remove the older ones and\n"
     "        incomplete ones whose writer is gone. --dry-run: only say what\n"
     "        would be removed.\n"
+    "    plan JOBDIR\n"
+    "        For each step of a job, the set every task restores, or why none\n"
+    "        (run by the Slurm plugin's prolog on the shared checkpoint root).\n"
     "    checkpoint JOBID\n"
     "        Checkpoint a running Slurm job of yours now (SIGUSR1 to its steps\n"
     "        through scancel), wait until every task has committed it, and say\n"
@@ -140,7 +153,7 @@ int main(int argc, char **argv)
 	}
 	if (argc < 2)
 		return cli_usage_error(
-		    NULL, "missing a command (inspect, verify, list, prune, checkpoint, report)");
+		    NULL, "missing a command (inspect, verify, list, prune, plan, checkpoint, report)");
 	name = argv[1];
 	if (strcmp(name, "--help") == 0 || strcmp(name, "-h") == 0) {
 		fputs(overview, stdout);

@@ -8,6 +8,8 @@ gpuckpt_SOURCES = \
 	%reldir%/cmd_verify.c \
 	%reldir%/cmd_list.c \
 	%reldir%/cmd_prune.c \
+	%reldir%/cmd_plan.c \
+	%reldir%/stepdir.c \
 	%reldir%/cmd_checkpoint.c \
 	%reldir%/node_probe.c %reldir%/node_probe.h \
 	%reldir%/slurm_cmd.c %reldir%/slurm_cmd.h \

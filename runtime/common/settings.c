@@ -74,6 +74,10 @@ void gk_settings_defaults(struct gk_settings *s)
 	s->log_level = GK_LOG_NOTICE;
 	s->mode = GK_MODE_AUTO;
 	s->assist = 1;
+	s->step_tasks = 1;
+	/* Long enough for the slowest task of a set to write a large image;
+	 * a task that waits this long gives the set up (it is never used). */
+	s->agree_timeout = 300;
 }
 
 int gk_parse_size(const char *text, uint64_t *out)
@@ -286,6 +290,30 @@ int gk_settings_set(struct gk_settings *s, const char *key, const char *value, c
 	} else if (!strcmp(key, "flush_rate")) {
 		if (gk_parse_size(value, &s->flush_rate) < 0)
 			goto bad;
+	} else if (!strcmp(key, "tasks")) {
+		if (!strcmp(value, "together"))
+			s->tasks_independent = 0;
+		else if (!strcmp(value, "independent"))
+			s->tasks_independent = 1;
+		else
+			goto bad;
+	} else if (!strcmp(key, "agree_timeout")) {
+		if (parse_uint(value, 86400, &s->agree_timeout) < 0 || s->agree_timeout == 0)
+			goto bad;
+	} else if (!strcmp(key, "step_tasks")) {
+		if (parse_uint(value, 1u << 24, &s->step_tasks) < 0 || s->step_tasks == 0)
+			goto bad;
+	} else if (!strcmp(key, "task")) {
+		if (parse_uint(value, (1u << 24) - 1, &s->task) < 0)
+			goto bad;
+	} else if (!strcmp(key, "restore_set")) {
+		char *end;
+
+		errno = 0;
+		s->restore_set = strtoull(value, &end, 16);
+		if (errno || *end || strlen(value) != 16 || strspn(value, "0123456789abcdef") != 16)
+			goto bad;
+		s->restore_set_given = 1;
 	} else if (!strcmp(key, "no_transparent")) {
 		snprintf(s->no_transparent, sizeof(s->no_transparent), "%s", value);
 	} else if (!strcmp(key, "on_bad_checkpoint")) {
@@ -462,6 +490,11 @@ int gk_settings_load(struct gk_settings *s, char *err, size_t errlen)
 		{"GPUCKPT_NO_TRANSPARENT", "no_transparent"},
 		{"GPUCKPT_FLUSH_DIR", "flush_dir"},
 		{"GPUCKPT_FLUSH_RATE", "flush_rate"},
+		{"GPUCKPT_TASKS", "tasks"},
+		{"GPUCKPT_AGREE_TIMEOUT", "agree_timeout"},
+		{"GPUCKPT_STEP_TASKS", "step_tasks"},
+		{"GPUCKPT_TASK", "task"},
+		{"GPUCKPT_RESTORE_SET", "restore_set"},
 	};
 	const char *path = getenv("GPUCKPT_CONFIG");
 	char sub[GK_ERRLEN_SETTINGS];
@@ -481,6 +514,11 @@ int gk_settings_load(struct gk_settings *s, char *err, size_t errlen)
 			snprintf(err, errlen, "%s: %s", vars[i].env, sub);
 			return ret;
 		}
+	}
+	if (s->task >= s->step_tasks) {
+		snprintf(err, errlen, "GPUCKPT_TASK: %u is not below GPUCKPT_STEP_TASKS (%u)", s->task,
+			 s->step_tasks);
+		return -EINVAL;
 	}
 	return 0;
 }

@@ -38,6 +38,18 @@
  *	                                                the plugin when transparent mode is on
  *	GPUCKPT_NO_TRANSPARENT      -                   (none) why this node has no
  *	                                                transparent mode, set by the plugin
+ *	GPUCKPT_TASKS               tasks               together (or: independent; a step of
+ *	                                                several tasks checkpoints as one set,
+ *	                                                runtime/image/setfile.h)
+ *	GPUCKPT_AGREE_TIMEOUT       agree_timeout       300 (seconds a task waits for the
+ *	                                                others to commit a set)
+ *	GPUCKPT_STEP_TASKS          -                   1; the step's task count, set by the plugin
+ *	GPUCKPT_TASK                -                   0; this task's index (SLURM_PROCID),
+ *	                                                set by the plugin
+ *	GPUCKPT_RESTORE_SET         -                   (none) the id of the set GPUCKPT_RESTORE
+ *	                                                belongs to, set by the plugin: the
+ *	                                                checkpoint must name it, and a refusal
+ *	                                                stops the task (never a fresh start alone)
  *	GPUCKPT_CONFIG              -                   SYSCONFDIR/gpuckpt/gpuckpt.conf
  */
 #ifndef GK_SETTINGS_H
@@ -82,6 +94,13 @@ struct gk_settings {
 	int log_level;
 	int mode; /* enum gk_mode */
 	int assist;
+	/* A step of several tasks (setfile.h). */
+	int tasks_independent;   /* tasks=independent: each checkpoints and restores alone */
+	unsigned agree_timeout;  /* seconds */
+	unsigned step_tasks;     /* >= 1 */
+	unsigned task;           /* < step_tasks */
+	uint64_t restore_set;    /* restore_set_given: the set GPUCKPT_RESTORE belongs to */
+	int restore_set_given;
 	char shepherd[108];      /* abstract socket name, without the leading NUL */
 	char no_transparent[512];
 	char flush_dir[4096]; /* shared copy of dir, "" = no flush while running */

@@ -5,6 +5,7 @@
 
 #include "gpuckpt.h"
 #include "api.h"
+#include "coord.h"
 #include "dump.h"
 #include "log.h"
 #include "restore.h"
@@ -106,11 +107,11 @@ GK_EXPORT int gpuckpt_unprotect(const char *name)
 	return gk_enabled() ? ret : 0;
 }
 
-static int point_slow(long step)
+int gk_point_prepare(int *due_out)
 {
-	int due, ret, exiting, background;
+	int due;
 
-	due = __atomic_fetch_and(&gk_rt.due, ~(GK_DUE_FIRST | GK_DUE_CHECKPOINT), __ATOMIC_ACQ_REL);
+	due = __atomic_fetch_and(&gk_rt.due, ~GK_DUE_FIRST, __ATOMIC_ACQ_REL);
 	if (due & GK_DUE_FIRST) {
 		become_aware();
 		/* The restore check's answer sets GK_DUE_RESTORE. */
@@ -121,22 +122,38 @@ static int point_slow(long step)
 	}
 	if (due & GK_DUE_RESTORE) {
 		__atomic_and_fetch(&gk_rt.due, ~GK_DUE_RESTORE, __ATOMIC_ACQ_REL);
+		/* A checkpoint asked for meanwhile stays due, for the next point. */
 		if (gk_restore_load() == 0) {
-			/* A checkpoint asked for meanwhile is taken at the next point. */
-			if (due & GK_DUE_CHECKPOINT)
-				__atomic_or_fetch(&gk_rt.due, GK_DUE_CHECKPOINT, __ATOMIC_RELEASE);
 			gk_dump_prepare();
+			*due_out = __atomic_load_n(&gk_rt.due, __ATOMIC_ACQUIRE);
 			return GPUCKPT_RESTORED;
 		}
 	}
+	*due_out = __atomic_load_n(&gk_rt.due, __ATOMIC_ACQUIRE);
 	/* After the first point's restore, not during it: the load pins its
 	 * own buffers, which are then kept. */
-	if ((due & GK_DUE_FIRST) && !(due & GK_DUE_CHECKPOINT))
+	if ((due & GK_DUE_FIRST) && !(*due_out & GK_DUE_CHECKPOINT))
 		gk_dump_prepare();
-	if (!(due & GK_DUE_CHECKPOINT))
+	return GPUCKPT_NOTHING;
+}
+
+static int point_slow(long step)
+{
+	int due, ret, exiting, background;
+
+	ret = gk_point_prepare(&due);
+	if (ret == GPUCKPT_RESTORED || !(due & GK_DUE_CHECKPOINT))
+		return ret;
+	/* The step's tasks agree through a layer (gpuckpt_mpi_point): it takes
+	 * the checkpoint at its own point, at the same one in every task. */
+	if (gk_coord_attached())
 		return GPUCKPT_NOTHING;
+	__atomic_and_fetch(&gk_rt.due, ~GK_DUE_CHECKPOINT, __ATOMIC_ACQ_REL);
 	exiting = __atomic_load_n(&gk_rt.exit_signo, __ATOMIC_ACQUIRE) != 0;
-	ret = gk_dump(step, exiting, &background);
+	background = 0;
+	ret = gk_coord_refuse_alone();
+	if (ret == 0)
+		ret = gk_dump(step, exiting, &background);
 	if (ret == GK_DUMP_DEFERRED) {
 		/* Still due: taken at a point after the write in flight. */
 		__atomic_or_fetch(&gk_rt.due, GK_DUE_CHECKPOINT, __ATOMIC_RELEASE);

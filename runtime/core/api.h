@@ -17,4 +17,10 @@ extern struct gk_region *gk_regions;
 extern size_t gk_nregions;
 extern pthread_mutex_t gk_regions_lock;
 
+/* What a checkpoint point does before any checkpoint: marks the program
+ * checkpoint-aware at the first call, loads a pending restore
+ * (GPUCKPT_RESTORED). *due gets the GK_DUE_* bits left; the checkpoint bit is
+ * not consumed. */
+int gk_point_prepare(int *due);
+
 #endif

@@ -21,6 +21,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 /* Drain: every stream of every context holding placed memory. A sticky
  * error is not logged here (gk_dump_drain). */
@@ -130,6 +131,18 @@ static int go_background(struct gk_plan *p, double t0, char *err, size_t errlen)
 	return 0;
 }
 
+/* A checkpoint was taken (or tried): the interval timer counts from now,
+ * so that the step's tasks, whose timers started a little apart, do not each
+ * ask for another one right after an agreed checkpoint (trigger.c). */
+static void stamp(void)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	__atomic_store_n(&gk_rt.last_checkpoint_ns, (int64_t)now.tv_sec * 1000000000 + now.tv_nsec,
+			 __ATOMIC_RELEASE);
+}
+
 /* When the steps of a blocking checkpoint ended, for the info line. */
 struct times {
 	double start, drained, planned;
@@ -137,7 +150,7 @@ struct times {
 
 /* Write and commit in this thread; the gate (closed when times is given:
  * the data still comes from the device) is opened once the data is out. */
-static int write_here(struct gk_plan *p, uint64_t grow_to, const struct times *t)
+static int write_here(struct gk_plan *p, unsigned keep, uint64_t grow_to, const struct times *t)
 {
 	struct gk_plan_result res = {0};
 	char err[GK_ERRLEN] = "";
@@ -150,7 +163,7 @@ static int write_here(struct gk_plan *p, uint64_t grow_to, const struct times *t
 		p->paused = t_written - t->start;
 	}
 	if (ret == 0)
-		ret = gk_plan_commit(p, gk_rt.settings.keep, &res, err, sizeof(err));
+		ret = gk_plan_commit(p, keep, &res, err, sizeof(err));
 	if (ret == 0 && t)
 		gk_info("checkpoint: draining %.3f s, finding what changed and planning %.3f s, "
 			"writing %.3f s, commit %.3f s",
@@ -159,6 +172,7 @@ static int write_here(struct gk_plan *p, uint64_t grow_to, const struct times *t
 	gk_plan_say(p, ret, &res, err);
 	gk_plan_free(p);
 	free(p);
+	stamp();
 	if (ret == 0 && grow_to)
 		gk_writer_grow(grow_to, some_context());
 	return ret;
@@ -269,24 +283,97 @@ int gk_dump(long step, int exiting, int *background)
 				"background",
 				p->paused, t_drained - t0, t_planned - t_drained, gk_now() - t_planned);
 			if (gk_writer_submit(p) == 0) {
+				stamp();
 				*background = 1;
 				return 0;
 			}
 			/* No thread: written here, from the snapshot, all the same. */
 			p->background = 0;
-			return write_here(p, grow_to, NULL);
+			return write_here(p, gk_rt.settings.keep, grow_to, NULL);
 		}
 		gk_warn("checkpoint: %s; writing it the blocking way", err);
 		/* Pieces of the same device ranges, now read from the device. */
 		for (size_t i = 0; i < p->nitems; i++)
 			p->items[i].host = NULL;
 	}
-	return write_here(p, grow_to, &times);
+	return write_here(p, gk_rt.settings.keep, grow_to, &times);
 out_open:
 	gk_gate_open();
 	gk_plan_say(p, ret, &res, err);
 	gk_plan_free(p);
 	free(p);
+	stamp();
+	return ret;
+}
+
+int gk_dump_member(long step, const struct gk_member *mem)
+{
+	const char *dir = gk_rt.settings.dir;
+	char why[1024], err[GK_ERRLEN] = "";
+	struct gk_plan_result res = {0};
+	struct gk_plan *p;
+	struct times times;
+	double t0, t_drained;
+	CUresult broken = CUDA_SUCCESS;
+	int ret;
+
+	if (!dir[0]) {
+		gk_error("checkpoint: no checkpoint directory is set (GPUCKPT_DIR); no checkpoint "
+			 "written");
+		return -EINVAL;
+	}
+	/* A part is written whole and committed before the task says so to
+	 * the others: never in the background. Whatever the writer does (the
+	 * pinning of staging buffers) ends first. */
+	gk_writer_wait();
+	t0 = gk_now();
+	if (gk_track_report(why, sizeof(why))) {
+		gk_error("checkpoint: %s: refused, no checkpoint written: this process holds %s, "
+			 "which gpuckpt cannot checkpoint",
+			 dir, why);
+		return -ENOTSUP;
+	}
+	p = calloc(1, sizeof(*p));
+	if (!p) {
+		gk_error("checkpoint: %s: no checkpoint written: out of memory", dir);
+		return -ENOMEM;
+	}
+	gk_gate_close();
+	ret = drain(&broken);
+	if (ret == -ENOTRECOVERABLE) {
+		snprintf(err, sizeof(err), "the program's CUDA context is broken (%s)",
+			 gk_cu_name(broken));
+		goto out_open;
+	}
+	if (ret < 0) {
+		snprintf(err, sizeof(err), "the device reported an error while draining its work");
+		goto out_open;
+	}
+	t_drained = gk_now();
+	ret = gk_plan_describe_at(p, step, 1, mem->sequence, err, sizeof(err));
+	if (ret < 0)
+		goto out_open;
+	p->t_start = t0;
+	p->m->set_id = mem->id;
+	p->m->set_members = mem->members;
+	p->m->set_member = mem->member;
+	snprintf(p->m->set_agreement, sizeof(p->m->set_agreement), "%s", mem->agreement);
+	/* Whole, never an increment: a set that falls short is withdrawn, and
+	 * sets are pruned by the step (coord.c), so a part must not lean on
+	 * another task-local checkpoint that may go. */
+	gk_plan_changes(p, NULL, 0, 0);
+	ret = gk_plan_layout(p, gk_rt.settings.writers, err, sizeof(err));
+	if (ret < 0)
+		goto out_open;
+	times = (struct times){t0, t_drained, gk_now()};
+	/* Nothing pruned here: coord.c prunes once the set is complete. */
+	return write_here(p, 0, 0, &times);
+out_open:
+	gk_gate_open();
+	gk_plan_say(p, ret, &res, err);
+	gk_plan_free(p);
+	free(p);
+	stamp();
 	return ret;
 }
 

@@ -32,6 +32,19 @@
  */
 int gk_dump(long step, int exiting, int *background);
 
+/* A member of a step's checkpoint set (runtime/image/setfile.h). */
+struct gk_member {
+	uint64_t sequence; /* the agreed N */
+	uint64_t id;       /* the set's id */
+	uint32_t members, member;
+	const char *agreement;
+};
+
+/* gk_dump as a member of a set: under the agreed number, the set named in
+ * the manifest, and nothing pruned: coord.c prunes or withdraws it once every
+ * task has said whether it committed. */
+int gk_dump_member(long step, const struct gk_member *mem);
+
 struct gk_store_txn;
 struct gk_manifest;
 

@@ -33,6 +33,7 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/agent.c %reldir%/agent.h \
 	%reldir%/flush.c %reldir%/flush.h \
 	%reldir%/restore.c %reldir%/restore.h \
+	%reldir%/coord.c %reldir%/coord.h \
 	%reldir%/api.c %reldir%/api.h \
 	%reldir%/exec_guard.c %reldir%/exec_guard.h \
 	%reldir%/runtime.c %reldir%/runtime.h

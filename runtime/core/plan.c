@@ -186,6 +186,12 @@ out:
 
 int gk_plan_describe(struct gk_plan *p, long step, int device_data, char *err, size_t errlen)
 {
+	return gk_plan_describe_at(p, step, device_data, 0, err, errlen);
+}
+
+int gk_plan_describe_at(struct gk_plan *p, long step, int device_data, uint64_t sequence,
+			char *err, size_t errlen)
+{
 	int ret;
 
 	memset(p, 0, sizeof(*p));
@@ -196,7 +202,7 @@ int gk_plan_describe(struct gk_plan *p, long step, int device_data, char *err, s
 		return -ENOMEM;
 	}
 	describe_process(p->m, step);
-	ret = gk_store_begin(gk_rt.settings.dir, &p->txn, err, errlen);
+	ret = gk_store_begin_seq(gk_rt.settings.dir, sequence, &p->txn, err, errlen);
 	if (ret < 0)
 		return ret;
 	p->began = 1;

@@ -81,6 +81,11 @@ struct gk_plan_result {
  * allocation (device_data 0: devices only) and host region. Gate closed. */
 int gk_plan_describe(struct gk_plan *p, long step, int device_data, char *err, size_t errlen);
 
+/* The same under a given sequence number (a step's agreed set; 0: the next
+ * free one, as gk_plan_describe). */
+int gk_plan_describe_at(struct gk_plan *p, long step, int device_data, uint64_t sequence,
+			char *err, size_t errlen);
+
 /* Change keys and what changed since `base` (NULL: everything is written;
  * want_keys 0: no keys either). host_keys allows the host fallback. Gate
  * closed. */

@@ -5,6 +5,7 @@
 #include "clock.h"
 #include "api.h"
 #include "arena.h"
+#include "coord.h"
 #include "baseline.h"
 #include "driver.h"
 #include "dump.h"
@@ -42,6 +43,31 @@ static struct {
 } R;
 
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+
+/* A member of the step's set the plugin chose (GPUCKPT_RESTORE_SET) must
+ * say so itself: the set's id, the step's task count, this task's index. */
+static int check_set(const struct gk_manifest *m, char *err, size_t errlen)
+{
+	const struct gk_settings *s = &gk_rt.settings;
+
+	if (!s->restore_set_given)
+		return 0;
+	if (!m->set_members) {
+		snprintf(err, errlen, "it is not a member of a checkpoint set; set %016llx was asked for",
+			 (unsigned long long)s->restore_set);
+		return -EINVAL;
+	}
+	if (m->set_id != s->restore_set || m->set_members != s->step_tasks ||
+	    m->set_member != s->task) {
+		snprintf(err, errlen,
+			 "it belongs to set %016llx as task %u of %u; this is task %u of %u, and set "
+			 "%016llx was asked for",
+			 (unsigned long long)m->set_id, m->set_member, m->set_members, s->task,
+			 s->step_tasks, (unsigned long long)s->restore_set);
+		return -EINVAL;
+	}
+	return 0;
+}
 
 /* The event log's line for this restore: N of the chosen ckpt.N, if any. */
 static void log_restore(enum gk_event_result result, uint64_t bytes, double seconds, int err)
@@ -106,6 +132,13 @@ static int try_open(const char *dir, struct gk_manifest **m)
 		return ret;
 	if (ret < 0) {
 		gk_error("restore: %s: refused: %s", dir, err);
+		return ret;
+	}
+	ret = check_set(*m, err, sizeof(err));
+	if (ret < 0) {
+		gk_error("restore: %s: refused: %s", dir, err);
+		gk_manifest_free(*m);
+		*m = NULL;
 		return ret;
 	}
 	if (!is_signed)
@@ -240,6 +273,15 @@ static void settle_locked(void)
 	if (ret == 1) {
 		gk_info("restore: %s: no checkpoint yet; starting from the beginning",
 			gk_rt.settings.dir);
+	} else if ((ret < 0 || ret == 2) && gk_rt.settings.restore_set_given) {
+		/* The other tasks of the step restore this set: starting afresh
+		 * here would run this task at another step than theirs. */
+		gk_error("restore: %s: this task's part of set %016llx cannot be restored; the task "
+			 "stops (a fresh start of one task would mix steps; the step's plan was to "
+			 "restore the set in every task)",
+			 R.dir, (unsigned long long)gk_rt.settings.restore_set);
+		fflush(NULL);
+		_exit(EXIT_FAILURE);
 	} else if (ret == 2) {
 		/* Another program's: said by try_open; this one starts fresh. */
 	} else if (ret < 0) {
@@ -401,15 +443,18 @@ static void abandon_locked(const char *why)
 			R.dir, why);
 		return;
 	}
-	if (gk_rt.settings.restore_fresh_on_bad) {
+	if (gk_rt.settings.restore_fresh_on_bad && !gk_rt.settings.restore_set_given) {
 		gk_warn("restore: %s: not restored: %s; the program goes on from the beginning "
 			"(GPUCKPT_ON_BAD_CHECKPOINT=fresh)",
 			R.dir, why);
 		return;
 	}
 	gk_error("restore: %s: not restored: %s; stopping, since the program has started over "
-		 "(GPUCKPT_ON_BAD_CHECKPOINT=fail)",
-		 R.dir, why);
+		 "(%s)",
+		 R.dir, why,
+		 gk_rt.settings.restore_set_given
+			 ? "a member of a set never starts afresh alone: the step's other tasks restore it"
+			 : "GPUCKPT_ON_BAD_CHECKPOINT=fail");
 	fflush(NULL);
 	_exit(EXIT_FAILURE);
 }
@@ -726,6 +771,7 @@ int gk_restore_load(void)
 	for (size_t i = 0; i < R.m->nregions; i++)
 		bytes += R.m->regions[i].size;
 	R.state = R_LOADED;
+	gk_coord_restored_from(R.m);
 	/* The memory now holds exactly this checkpoint: the next one can be an
 	 * increment of it. */
 	gk_baseline_restored(R.dir, R.m->sequence);

@@ -34,6 +34,10 @@ struct gk_runtime {
 	int due;           /* GK_DUE_* bits, set from signal handlers and threads */
 	int exit_signo;    /* end by this signal after the next checkpoint */
 	long points;       /* checkpoint points reached */
+	/* CLOCK_MONOTONIC nanoseconds of the last checkpoint written (0: none):
+	 * the periodic timer counts from it, so a checkpoint taken for another
+	 * reason (a signal, another task of the step) pushes the next one back. */
+	int64_t last_checkpoint_ns;
 };
 
 extern struct gk_runtime gk_rt;

@@ -229,9 +229,20 @@ static void *interval_thread(void *arg)
 	(void)arg;
 	clock_gettime(CLOCK_MONOTONIC, &next);
 	for (;;) {
+		int64_t last, due_ns;
+
 		next.tv_sec += interval;
 		while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &next, NULL) == EINTR)
 			;
+		/* A checkpoint since the last tick (a signal, or the step's other
+		 * tasks, whose timers started a little apart): count from it. */
+		last = __atomic_load_n(&gk_rt.last_checkpoint_ns, __ATOMIC_ACQUIRE);
+		due_ns = (int64_t)next.tv_sec * 1000000000 + next.tv_nsec - (int64_t)interval * 1000000000;
+		if (last > due_ns) {
+			next.tv_sec = (time_t)(last / 1000000000);
+			next.tv_nsec = (long)(last % 1000000000);
+			continue;
+		}
 		__atomic_or_fetch(&gk_rt.due, GK_DUE_CHECKPOINT, __ATOMIC_RELEASE);
 	}
 	return NULL;

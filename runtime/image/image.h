@@ -225,6 +225,12 @@ struct gk_manifest {
 	char exe[1024];
 	int64_t step;
 	uint64_t sequence;           /* N of ckpt.N, set by gk_store_commit */
+	/* A member of a step's checkpoint set (setfile.h): the set's random id,
+	 * the step's task count and this task's index; set_members 0 when the
+	 * checkpoint belongs to no set (a step of one task, or independent tasks). */
+	uint64_t set_id;
+	uint32_t set_members, set_member;
+	char set_agreement[16];      /* "mpi", "pmix" */
 	uint64_t chunk_size;
 	uint64_t va_base, va_size;   /* the whole reserved range */
 
@@ -436,6 +442,16 @@ int gk_store_begin(const char *root, struct gk_store_txn *txn, char *err, size_t
 int gk_store_begin_at(int rootfd, const char *root, struct gk_store_txn *txn, char *err,
 		      size_t errlen);
 
+/* The same with N given (0: the next free one): every member of a step's
+ * checkpoint set writes the number the tasks agreed on. -EEXIST when ROOT
+ * already uses N or a later number. */
+int gk_store_begin_seq(const char *root, uint64_t sequence, struct gk_store_txn *txn, char *err,
+		       size_t errlen);
+
+/* The number gk_store_begin would pick now: 1 + the highest in use (1 when
+ * ROOT does not exist yet). */
+int gk_store_next(const char *root, uint64_t *next, char *err, size_t errlen);
+
 /* Close a transaction that is over (sealed and published elsewhere, or
  * given up on without removing its folder). */
 void gk_store_end(struct gk_store_txn *txn);
@@ -537,5 +553,11 @@ void gk_store_prune_plan_at(int rootfd, struct gk_store_entry *entries, size_t n
  * and the shepherd (root) prunes them itself. */
 int gk_store_prune(const char *root, unsigned keep, char *err, size_t errlen);
 int gk_store_prune_at(int rootfd, const char *root, unsigned keep, char *err, size_t errlen);
+
+/* Delete the committed checkpoints numbered from..to (renamed to .trash
+ * first, as prune does). Returns how many were removed. For a step's sets: a
+ * member withdraws its ckpt.N when the set fell short elsewhere, and drops
+ * what is older than the sets it keeps. */
+int gk_store_remove(const char *root, uint64_t from, uint64_t to, char *err, size_t errlen);
 
 #endif

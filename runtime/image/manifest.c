@@ -325,6 +325,13 @@ int gk_manifest_to_json(const struct gk_manifest *m, char **text, size_t *len)
 		put(&b, o, "task", json_object_new_int(m->task));
 		put(&b, o, "restart_count", json_object_new_int(m->restart_count));
 	}
+	if (m->set_members) {
+		o = put(&b, top, "set", json_object_new_object());
+		put(&b, o, "id", new_hex(m->set_id));
+		put(&b, o, "members", json_object_new_int64(m->set_members));
+		put(&b, o, "member", json_object_new_int64(m->set_member));
+		put(&b, o, "agreement", json_object_new_string(m->set_agreement));
+	}
 	put(&b, top, "label", json_object_new_string(m->label));
 	if (m->exe[0])
 		put(&b, top, "exe", json_object_new_string(m->exe));
@@ -664,6 +671,24 @@ static int parse_header(struct pctx *c, json_object *top, struct gk_manifest *m)
 		if ((ret = get_int(c, o, "slurm", "restart_count", 0, INT_MAX, &n)) < 0)
 			return ret;
 		m->restart_count = (int)n;
+	}
+	if (json_object_object_get_ex(top, "set", &o)) {
+		if (!json_object_is_type(o, json_type_object))
+			return fail(c, "field 'set' must be an object");
+		if ((ret = get_hex(c, o, "set", "id", &m->set_id)) < 0 ||
+		    (ret = get_string(c, o, "set", "agreement", m->set_agreement,
+				      sizeof(m->set_agreement))) < 0)
+			return ret;
+		if (!m->set_agreement[0] ||
+		    strspn(m->set_agreement, "abcdefghijklmnopqrstuvwxyz0123456789_-") !=
+			strlen(m->set_agreement))
+			return fail(c, "field 'set.agreement' must be a lowercase word like \"mpi\"");
+		if ((ret = get_int(c, o, "set", "members", 1, 1 << 24, &n)) < 0)
+			return ret;
+		m->set_members = (uint32_t)n;
+		if ((ret = get_int(c, o, "set", "member", 0, (int64_t)m->set_members - 1, &n)) < 0)
+			return ret;
+		m->set_member = (uint32_t)n;
 	}
 	if (json_object_object_get_ex(top, "exe", NULL) &&
 	    (ret = get_string(c, top, "", "exe", m->exe, sizeof(m->exe))) < 0)

@@ -386,6 +386,27 @@ int gk_store_list(const char *root, struct gk_store_entry **entries, size_t *n, 
 	return ret;
 }
 
+int gk_store_next(const char *root, uint64_t *next, char *err, size_t errlen)
+{
+	uint64_t max_seq = 0;
+	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
+
+	if (fd < 0) {
+		ret = -errno;
+		if (ret == -ENOENT) {
+			*next = 1;
+			return 0;
+		}
+		snprintf(err, errlen, "%s: %s", root, strerror(-ret));
+		return ret;
+	}
+	ret = scan_root(root, fd, NULL, NULL, &max_seq, err, errlen);
+	close(fd);
+	if (ret == 0)
+		*next = max_seq + 1;
+	return ret;
+}
+
 /* Leftovers of a prune that was killed half-way: never listed, never read. */
 static void remove_dead_trash(int rootfd)
 {
@@ -530,6 +551,40 @@ static int prune_fd(const char *root, int rootfd, unsigned keep, char *err, size
 	return ret < 0 ? ret : removed;
 }
 
+int gk_store_remove(const char *root, uint64_t from, uint64_t to, char *err, size_t errlen)
+{
+	struct gk_store_entry *list = NULL;
+	size_t n = 0;
+	uint64_t max_seq;
+	int fd, removed = 0, ret;
+
+	fd = open_root(root, err, errlen);
+	if (fd < 0)
+		return fd;
+	ret = scan_root(root, fd, &list, &n, &max_seq, err, errlen);
+	for (size_t i = 0; ret == 0 && i < n; i++) {
+		const struct gk_store_entry *e = &list[i];
+		int r;
+
+		if (!e->complete || e->sequence < from || e->sequence > to)
+			continue;
+		if (e->transparent && geteuid() != 0) {
+			gk_warn("remove: %s: transparent checkpoint left to the shepherd", e->path);
+			continue;
+		}
+		r = delete_committed(fd, strrchr(e->path, '/') + 1, e->sequence);
+		if (r < 0) {
+			snprintf(err, errlen, "%s: cannot remove: %s", e->path, strerror(-r));
+			ret = r;
+			break;
+		}
+		removed++;
+	}
+	free(list);
+	close(fd);
+	return ret < 0 ? ret : removed;
+}
+
 int gk_store_prune_at(int rootfd, const char *root, unsigned keep, char *err, size_t errlen)
 {
 	return prune_fd(root, rootfd, keep, err, errlen);
@@ -548,8 +603,9 @@ int gk_store_prune(const char *root, unsigned keep, char *err, size_t errlen)
 
 /* ---- writing a checkpoint ---- */
 
-int gk_store_begin_at(int rootfd, const char *root, struct gk_store_txn *txn, char *err,
-		      size_t errlen)
+/* A transaction in rootfd; sequence 0: the next free number. */
+static int begin_fd(int rootfd, const char *root, uint64_t sequence, struct gk_store_txn *txn,
+		    char *err, size_t errlen)
 {
 	char host[256], name[384];
 	uint64_t max_seq;
@@ -565,16 +621,23 @@ int gk_store_begin_at(int rootfd, const char *root, struct gk_store_txn *txn, ch
 	ret = scan_root(root, rootfd, NULL, NULL, &max_seq, err, errlen);
 	if (ret < 0)
 		return ret;
+	if (sequence && sequence <= max_seq) {
+		snprintf(err, errlen,
+			 "%s already holds checkpoint %" PRIu64 " (or one being written or deleted); "
+			 "cannot write %" PRIu64,
+			 root, max_seq, sequence);
+		return -EEXIST;
+	}
 	local_host(host, sizeof(host));
 	for (int tries = 0;; tries++) {
-		txn->sequence = max_seq + 1 + (uint64_t)tries;
+		txn->sequence = (sequence ? sequence : max_seq + 1) + (uint64_t)tries;
 		snprintf(name, sizeof(name), TMP_PREFIX "%06" PRIu64 ".%s.%d", txn->sequence, host,
 			 (int)getpid());
 		if (mkdirat(rootfd, name, 0700) == 0)
 			break;
 		/* Our own pid with this number: a transaction of this process
 		 * that was never committed nor aborted. Take the next one. */
-		if (errno != EEXIST || tries == 16) {
+		if (errno != EEXIST || tries == 16 || sequence) {
 			ret = -errno;
 			snprintf(err, errlen, "%s/%s: cannot create: %s", root, name,
 				 strerror(-ret));
@@ -599,7 +662,19 @@ int gk_store_begin_at(int rootfd, const char *root, struct gk_store_txn *txn, ch
 	return 0;
 }
 
+int gk_store_begin_at(int rootfd, const char *root, struct gk_store_txn *txn, char *err,
+		      size_t errlen)
+{
+	return begin_fd(rootfd, root, 0, txn, err, errlen);
+}
+
 int gk_store_begin(const char *root, struct gk_store_txn *txn, char *err, size_t errlen)
+{
+	return gk_store_begin_seq(root, 0, txn, err, errlen);
+}
+
+int gk_store_begin_seq(const char *root, uint64_t sequence, struct gk_store_txn *txn, char *err,
+		       size_t errlen)
 {
 	int rootfd, ret;
 
@@ -614,7 +689,7 @@ int gk_store_begin(const char *root, struct gk_store_txn *txn, char *err, size_t
 	rootfd = open_root(root, err, errlen);
 	if (rootfd < 0)
 		return rootfd;
-	ret = gk_store_begin_at(rootfd, root, txn, err, errlen);
+	ret = begin_fd(rootfd, root, sequence, txn, err, errlen);
 	close(rootfd);
 	return ret;
 }

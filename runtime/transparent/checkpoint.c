@@ -247,6 +247,19 @@ static int limits(struct ckpt *c)
 			 (int)pid, path);
 		return -ENOTSUP;
 	}
+	/* A tree that talks to processes outside it cannot be restored alone:
+	 * it would wait for peers that are not there (links.c). */
+	{
+		char what[512];
+
+		if (gk_tree_find_link(c->pids, c->npids, &pid, what, sizeof(what))) {
+			snprintf(c->err, sizeof(c->err),
+				 "pid %d holds %s; a transparent checkpoint holds one task's "
+				 "processes alone, so it is not taken",
+				 (int)pid, what);
+			return -ENOTSUP;
+		}
+	}
 	/* MPS clients hold their GPU state in the MPS server, outside the tree. */
 	pid = gk_find_process(GK_SHEP_MPS_COMM);
 	if (pid > 0) {

@@ -184,6 +184,11 @@ int gk_tree_signal(pid_t prog, int signo, int runtime);
 int gk_tree_find_open(const pid_t *pids, size_t n, const char *prefix, pid_t *pid, char *path,
 		      size_t pathlen);
 
+/* The first process of pids tied to processes outside the tree (links.c):
+ * a TCP connection, a connected UDP socket, an RDMA device, an MPI library.
+ * 1 with *pid and what (a phrase naming it) filled, 0 none. */
+int gk_tree_find_link(const pid_t *pids, size_t n, pid_t *pid, char *what, size_t len);
+
 /* The first process of the node whose name (comm) begins with prefix:
  * its pid, or 0. */
 pid_t gk_find_process(const char *prefix);

@@ -20,12 +20,15 @@
 #include "ckpt_dir.h"
 #include "fsafe.h"
 #include "image.h"
+#include "setfile.h"
 #include "shepherd.h"
 #include "testhook.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -188,10 +191,11 @@ static int move_one(struct stage *st, int srcfd, const char *label, int areafd, 
  * lies in those: the manifest's references), oldest first, so that a base is
  * published before an increment that refers to it. The rule is the prune's
  * (gk_store_prune_plan_at): what a prune keeps is what is staged, and a
- * checkpoint whose references cannot be read keeps every older one.
+ * checkpoint whose references cannot be read keeps every older one. all: every
+ * committed one (a member of a step's sets, pruned by set: sets.c).
  */
-static int wanted(const struct stage *st, int taskfd, const char *label, char names[][64],
-		  size_t *n)
+static int wanted(const struct stage *st, int taskfd, const char *label, int all,
+		  char names[][64], size_t *n)
 {
 	struct gk_store_entry *list = NULL;
 	size_t count = 0;
@@ -214,7 +218,7 @@ static int wanted(const struct stage *st, int taskfd, const char *label, char na
 					 !S_ISREG(sb.st_mode)))
 			list[k].complete = list[k].stale = 0;
 	}
-	gk_store_prune_plan_at(taskfd, list, count, st->keep);
+	gk_store_prune_plan_at(taskfd, list, count, all ? UINT_MAX : st->keep);
 	for (size_t k = 0; k < count && *n < STAGE_MAX_CKPTS; k++)
 		if (list[k].complete && !list[k].remove)
 			snprintf(names[(*n)++], 64, "%s", strrchr(list[k].path, '/') + 1);
@@ -294,10 +298,13 @@ static int task_out(struct stage *st, int taskfd, int s_taskfd, int f_taskfd, co
 {
 	char label[4300], dst[4300], names[STAGE_MAX_CKPTS][64], err[GK_ERRLEN], what[200];
 	size_t n = 0;
-	int unsafe = 0, ret;
+	int unsafe = 0, ret, member;
 
 	snprintf(label, sizeof(label), "%s/%u/%s", st->bb_root, st->job, rel);
-	ret = wanted(st, taskfd, label, names, &n);
+	/* A set member's parts are staged all (whole checkpoints, never
+	 * increments), and never pruned here by count per task. */
+	member = sets_task_is_member(st, taskfd);
+	ret = wanted(st, taskfd, label, member, names, &n);
 	if (ret < 0) {
 		error_line(st, "%s: %s", label, strerror(-ret));
 		return ret;
@@ -312,7 +319,9 @@ static int task_out(struct stage *st, int taskfd, int s_taskfd, int f_taskfd, co
 		snprintf(what, sizeof(what), "%s/%s", rel, names[i]);
 		if (fstatat(s_taskfd, names[i], &sb, AT_SYMLINK_NOFOLLOW) == 0)
 			continue;
-		if (f_taskfd >= 0 && committed_at(f_taskfd, names[i], st->uid)) {
+		/* A set member's part always goes to the shared root: the
+		 * restore plan is made from there alone (sets.c). */
+		if (!member && f_taskfd >= 0 && committed_at(f_taskfd, names[i], st->uid)) {
 			say("%s: flushed while the job ran; not copied again", what);
 			continue;
 		}
@@ -328,7 +337,7 @@ static int task_out(struct stage *st, int taskfd, int s_taskfd, int f_taskfd, co
 			unsafe = 1;
 		close(ckptfd);
 	}
-	ret = gk_store_prune_at(s_taskfd, label, st->keep, err, sizeof(err));
+	ret = member ? 0 : gk_store_prune_at(s_taskfd, label, st->keep, err, sizeof(err));
 	if (ret < 0)
 		warn_line("prune: %s", err);
 	return unsafe ? -EAGAIN : 0;
@@ -346,6 +355,8 @@ int stage_out(struct stage *st)
 		error_line(st, "%s", err);
 		return lockfd;
 	}
+	/* The restore plan was for the run that just ended. */
+	sets_plan_drop(st, st->job);
 	jobfd = gk_open_dir_at(st->bbfd, jobname, st->uid, NULL);
 	if (jobfd == -ENOENT)
 		goto out;
@@ -388,7 +399,11 @@ int stage_out(struct stage *st)
 		for (size_t k = 0; k < ntasks; k++) {
 			char rel[160];
 			int taskfd, s_taskfd, f_taskfd;
+			uint64_t seq;
 
+			/* A set record: sets_records_out below. */
+			if (gk_set_name_parse(tasks[k], &seq) == 0)
+				continue;
 			if (gk_task_parse(tasks[k], &id) < 0) {
 				warn_line("%s/%s/%s/%s: not a folder gpuckpt made; left on the burst "
 					  "buffer",
@@ -419,6 +434,9 @@ int stage_out(struct stage *st)
 				close(s_taskfd);
 		}
 		free_names(tasks, ntasks);
+		/* The step's set records, written by its task 0 on its node. */
+		if (sets_records_out(st, stepfd, s_stepfd, steps[i]) < 0)
+			all_safe = 0;
 		close(stepfd);
 		close(s_stepfd);
 		if (f_stepfd >= 0)
@@ -480,6 +498,28 @@ static int shared_job_in(struct stage *st, int sjobfd, const char *jobname)
 	return 0;
 }
 
+/* Add ckpt.N (the set the plan restores) to names, in order, unless there. */
+static void add_planned(int s_taskfd, uint64_t seq, char names[][64], size_t *n)
+{
+	char name[64];
+	struct stat sb;
+	size_t at = 0;
+
+	snprintf(name, sizeof(name), "ckpt.%06" PRIu64, seq);
+	if (*n >= STAGE_MAX_CKPTS || fstatat(s_taskfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !S_ISDIR(sb.st_mode))
+		return;
+	for (size_t i = 0; i < *n; i++) {
+		if (!strcmp(names[i], name))
+			return;
+		if (strtoull(names[i] + 5, NULL, 10) < seq)
+			at = i + 1;
+	}
+	memmove(names[at + 1], names[at], (*n - at) * 64);
+	memcpy(names[at], name, 64);
+	(*n)++;
+}
+
 static int has_name(char names[][64], size_t n, const char *name)
 {
 	for (size_t i = 0; i < n; i++)
@@ -527,9 +567,9 @@ static void stage_list(struct stage *st, int taskfd, int fromfd, const char *lab
  * runtime judges the content and restores the newest that passes.
  */
 static int task_in(struct stage *st, int s_taskfd, int f_taskfd, uint32_t step_id,
-		   uint32_t task_id, const char *rel)
+		   uint32_t task_id, const char *rel, uint64_t planned)
 {
-	struct gk_task_ids ids = {st->job, step_id, task_id, st->uid, st->gid};
+	struct gk_task_ids ids = {st->job, step_id, task_id, st->uid, st->gid, 0};
 	static char s_names[STAGE_MAX_CKPTS][64], f_names[STAGE_MAX_CKPTS][64];
 	char s_label[4300], f_label[4300], err[GK_ERRLEN];
 	size_t ns = 0, nf = 0;
@@ -538,9 +578,12 @@ static int task_in(struct stage *st, int s_taskfd, int f_taskfd, uint32_t step_i
 	snprintf(s_label, sizeof(s_label), "%s/%u/%s", st->shared_root, st->job, rel);
 	snprintf(f_label, sizeof(f_label), "%s/%u/%s", st->flush_root ? st->flush_root : "", st->job,
 		 rel);
-	if (s_taskfd >= 0 && wanted(st, s_taskfd, s_label, s_names, &ns) < 0)
+	if (s_taskfd >= 0 && wanted(st, s_taskfd, s_label, 0, s_names, &ns) < 0)
 		ns = 0;
-	if (f_taskfd >= 0 && wanted(st, f_taskfd, f_label, f_names, &nf) < 0)
+	/* The set the plan restores, whatever the task's newest are. */
+	if (s_taskfd >= 0 && planned)
+		add_planned(s_taskfd, planned, s_names, &ns);
+	if (f_taskfd >= 0 && wanted(st, f_taskfd, f_label, 0, f_names, &nf) < 0)
 		nf = 0;
 	if (ns + nf == 0)
 		return 0;
@@ -595,10 +638,28 @@ out_close:
 	return -1;
 }
 
+/* The step's set records from the shared step folder s_stepfd into the
+ * node's step folder, if the tasks' staging made one. */
+static void records_in(struct stage *st, int s_stepfd, const char *step)
+{
+	char jobname[16];
+	int jobfd, stepfd;
+
+	snprintf(jobname, sizeof(jobname), "%u", st->job);
+	jobfd = gk_open_dir_at(st->bbfd, jobname, st->uid, NULL);
+	stepfd = jobfd < 0 ? -1 : gk_open_dir_at(jobfd, step, st->uid, NULL);
+	if (stepfd >= 0) {
+		sets_records_in(st, s_stepfd, stepfd, step);
+		close(stepfd);
+	}
+	if (jobfd >= 0)
+		close(jobfd);
+}
+
 /* Every task folder below jobfd (owned by uid, 0 for root's) with its
  * counterpart below otherfd (other_uid), staged in by task_in. */
 static void in_from(struct stage *st, int jobfd, uid_t uid, int otherfd, uid_t other_uid,
-		    int jobfd_is_shared)
+		    int jobfd_is_shared, const struct planned *plan, size_t nplan)
 {
 	char **steps = NULL;
 	size_t nsteps = 0;
@@ -608,10 +669,14 @@ static void in_from(struct stage *st, int jobfd, uid_t uid, int otherfd, uid_t o
 		char **tasks = NULL;
 		size_t ntasks = 0;
 		uint32_t step_id, task_id;
+		uint64_t planned = 0;
 		int stepfd, o_stepfd;
 
 		if (gk_step_parse(steps[i], &step_id) < 0)
 			continue; /* the record, and nothing else gpuckpt writes */
+		for (size_t p = 0; p < nplan; p++)
+			if (!strcmp(plan[p].step, steps[i]))
+				planned = plan[p].sequence;
 		stepfd = gk_open_dir_at(jobfd, steps[i], uid, NULL);
 		if (stepfd < 0)
 			continue;
@@ -630,14 +695,18 @@ static void in_from(struct stage *st, int jobfd, uid_t uid, int otherfd, uid_t o
 						: gk_open_dir_at(o_stepfd, tasks[k], other_uid, NULL);
 			snprintf(rel, sizeof(rel), "%s/%s", steps[i], tasks[k]);
 			if (jobfd_is_shared)
-				task_in(st, taskfd, o_taskfd, step_id, task_id, rel);
+				task_in(st, taskfd, o_taskfd, step_id, task_id, rel, planned);
 			else
-				task_in(st, o_taskfd, taskfd, step_id, task_id, rel);
+				task_in(st, o_taskfd, taskfd, step_id, task_id, rel, planned);
 			close(taskfd);
 			if (o_taskfd >= 0)
 				close(o_taskfd);
 		}
 		free_names(tasks, ntasks);
+		/* The set records (the shared root's, root's), so that gpuckpt
+		 * list shows the sets on this node too. */
+		if (jobfd_is_shared)
+			records_in(st, stepfd, steps[i]);
 		close(stepfd);
 		if (o_stepfd >= 0)
 			close(o_stepfd);
@@ -648,6 +717,8 @@ static void in_from(struct stage *st, int jobfd, uid_t uid, int otherfd, uid_t o
 int stage_in(struct stage *st)
 {
 	char jobname[16], err[STAGE_ERRLEN];
+	struct planned *plan = NULL;
+	size_t nplan = 0;
 	int lockfd, sjobfd, fjobfd;
 
 	snprintf(jobname, sizeof(jobname), "%u", st->job);
@@ -663,19 +734,25 @@ int stage_in(struct stage *st)
 		close(sjobfd);
 		sjobfd = -1;
 	}
+	/* Before any task starts, whatever is there: the plugin refuses to
+	 * start a task of a step of several tasks without a plan. The plan is
+	 * made from the shared root alone (root's folders, every node's view
+	 * alike); stage-out copies every set member's part there. */
+	sets_plan(st, sjobfd, &plan, &nplan);
 	/* After a node failure the epilog never ran: what the runtime flushed
 	 * may be all there is. */
 	fjobfd = flush_job_in(st, jobname);
 	if (sjobfd >= 0)
-		in_from(st, sjobfd, 0, fjobfd, st->uid, 1);
+		in_from(st, sjobfd, 0, fjobfd, st->uid, 1, plan, nplan);
 	/* Tasks only the flush root has (a task done twice finds its
 	 * checkpoints already there and copies nothing). */
 	if (fjobfd >= 0)
-		in_from(st, fjobfd, st->uid, sjobfd, 0, 0);
+		in_from(st, fjobfd, st->uid, sjobfd, 0, 0, plan, nplan);
 	if (sjobfd >= 0)
 		close(sjobfd);
 	if (fjobfd >= 0)
 		close(fjobfd);
+	free(plan);
 	close(lockfd);
 	return st->failed ? -1 : 0;
 }

@@ -17,6 +17,7 @@
  *	slurm.c   asking squeue (the job's identity, the states of all jobs)
  *	record.c  who a shared job folder belongs to (id reuse)
  *	flow.c    stage in, stage out
+ *	sets.c    steps of several tasks: set records, the restore plan, pruning by set
  *	sweep.c   removing the folders of jobs that are over
  *	main.c    the command line
  */
@@ -139,6 +140,27 @@ void record_show(const struct job_ident *rec, char *buf, size_t len);
 
 int stage_in(struct stage *st);
 int stage_out(struct stage *st);
+
+/* ---- sets.c ---- */
+
+/* The set a step's plan restores. */
+struct planned {
+	char step[32];
+	uint64_t sequence;
+};
+
+/* 1 when the task folder's checkpoints are members of a step's sets (its
+ * committed checkpoints' manifests say so): staged all, pruned by set. */
+int sets_task_is_member(const struct stage *st, int taskfd);
+/* A step's set records: node (the user's) to shared (root's), and back. */
+int sets_records_out(struct stage *st, int stepfd, int s_stepfd, const char *step);
+int sets_records_in(struct stage *st, int s_stepfd, int stepfd, const char *step);
+/* Prolog: decide the restore plan of every step of the job from the shared
+ * folder sjobfd (-1: none, every step fresh), prune each step folder there by
+ * set, and publish BB_ROOT/.plan.JOB; *out: the sets restored (malloc'ed). */
+int sets_plan(struct stage *st, int sjobfd, struct planned **out, size_t *nout);
+/* Remove BB_ROOT/.plan.JOB (the run it was for is over). */
+void sets_plan_drop(const struct stage *st, uint32_t job);
 
 /* ---- sweep.c ---- */
 

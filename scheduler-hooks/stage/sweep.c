@@ -118,6 +118,8 @@ static void sweep_root(struct stage *st, int rootfd, const char *root, const cha
 					   : rootfd == st->flushfd ? st->flush_area
 								   : st->shared_area,
 					   rootfd, name);
+			if (ret == 0 && rootfd == st->bbfd)
+				sets_plan_drop(st, ids[i]);
 			if (ret == 0)
 				say("sweep: job %u is over (%s): removed %s/%s", ids[i], why, root,
 				    name);

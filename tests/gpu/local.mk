@@ -47,7 +47,7 @@ EXTRA_DIST += %reldir%/containers.sh %reldir%/standin.sh %reldir%/heat-options.s
 	%reldir%/scenario.sh %reldir%/README.md %reldir%/gpu_test.h \
 	%reldir%/gpu-streams.cu %reldir%/gpu-linked.cu %reldir%/gpu-cublas.cu \
 	%reldir%/route-rt.cu %reldir%/slack_kernels.cu %reldir%/first-checkpoint.sh \
-	%reldir%/gpu-peer-rt.cu
+	%reldir%/gpu-peer-rt.cu %reldir%/mpi-debs.sh %reldir%/mpi-slurm.sh
 
 # The CUDA runtime programs, built by nvcc for make check-gpu only.
 GPU_NVCC_BINS = %reldir%/gpu-streams %reldir%/gpu-linked %reldir%/gpu-cublas \

@@ -43,6 +43,8 @@ check_PROGRAMS += %reldir%/prog-exec %reldir%/prog-dlnext %reldir%/prog-routes %
 %canon_reldir%_prog_exec_SOURCES = %reldir%/prog-exec.c
 
 TESTS += %reldir%/interpose.sh %reldir%/heat-e2e.sh %reldir%/background.sh \
-	%reldir%/increments.sh %reldir%/copy-paths.sh %reldir%/peer.sh %reldir%/exec-guard.sh
+	%reldir%/increments.sh %reldir%/copy-paths.sh %reldir%/peer.sh %reldir%/exec-guard.sh \
+	%reldir%/mpi-sets.sh
 EXTRA_DIST += %reldir%/interpose.sh %reldir%/heat-e2e.sh %reldir%/background.sh \
-	%reldir%/increments.sh %reldir%/copy-paths.sh %reldir%/peer.sh %reldir%/exec-guard.sh
+	%reldir%/increments.sh %reldir%/copy-paths.sh %reldir%/peer.sh %reldir%/exec-guard.sh \
+	%reldir%/mpi-sets.sh

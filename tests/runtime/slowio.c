@@ -5,7 +5,8 @@
  *   GK_SLOWIO_AT=fsync   the first fsync() (data all written, not committed)
  *   GK_SLOWIO_AT=slow    every pwrite() into a checkpoint waits
  *                        GK_SLOWIO_DELAY_MS (default 20) milliseconds
- * It creates the file GK_SLOWIO_MARK when it stops (or first slows down).
+ * It creates the file GK_SLOWIO_MARK, holding its pid, when it stops (or
+ * first slows down).
  * GK_SLOWIO_SKIP=N leaves the first N checkpoints alone (told apart by their
  * .tmp.ckpt.NNNNNN folder), so that a later one, a background write, is hit.
  */
@@ -69,8 +70,15 @@ static void maybe_stop(const char *at, int fd)
 	seq = in_checkpoint(fd);
 	if (!seq || !past_skip(seq))
 		return;
-	if (mark && access(mark, F_OK) != 0)
-		close(open(mark, O_CREAT | O_WRONLY, 0644));
+	if (mark && access(mark, F_OK) != 0) {
+		/* Holding the pid: a test of several processes kills this one. */
+		int m = open(mark, O_CREAT | O_WRONLY | O_TRUNC, 0644);
+
+		if (m >= 0) {
+			dprintf(m, "%d\n", (int)getpid());
+			close(m);
+		}
+	}
 	if (!strcmp(want, "slow")) {
 		long ms = delay ? atol(delay) : 20;
 		struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};

@@ -193,7 +193,7 @@ enter_cmd() {
 make_fake_gpus() {
 	local n
 	for n in $(nodes_list); do
-		mkdir -p "$C/nodes/$n/dev" "$C/nodes/$n/bb" "$C/nodes/$n/metrics"
+		mkdir -p "$C/nodes/$n/dev" "$C/nodes/$n/bb" "$C/nodes/$n/pmix" "$C/nodes/$n/metrics"
 		# Major 195 is NVIDIA's; with no driver loaded an open() gets ENXIO, so a
 		# job that tries to use one fails plainly instead of reaching a real device.
 		[ -e "$C/nodes/$n/dev/nvidia0" ] || mknod -m 0666 "$C/nodes/$n/dev/nvidia0" c 195 0
@@ -278,6 +278,12 @@ write_config() {
 		done
 	} >"$C/etc/gres.conf"
 
+	# srun --mpi=pmix: Slurm's PMIx server puts its clients' folders under
+	# /tmp by job and step id, which every node of this cluster shares; each
+	# node gets its own at one path instead, bind-mounted like the burst buffer.
+	mkdir -p "$C/pmix"
+	echo "PMIxCliTmpDirBase=$C/pmix" >"$C/etc/mpi.conf"
+
 	# slurmd reads cgroup.conf even with proctrack/linuxproc; without systemd it
 	# must be told not to look for it.
 	cat >"$C/etc/cgroup.conf" <<-EOF
@@ -360,6 +366,7 @@ daemon_setup() {
 	if [ -f "$C/etc/hosts" ]; then echo "mount --bind '$C/etc/hosts' /etc/hosts &&"; fi
 	if [ -n "$node" ]; then
 		echo "mount --bind '$C/nodes/$node/bb' '$C/bb' &&"
+		echo "mount --bind '$C/nodes/$node/pmix' '$C/pmix' &&"
 		echo "mount --bind '$C/nodes/$node/metrics' '$C/metrics' &&"
 	fi
 }

@@ -1,15 +1,17 @@
 # The Slurm side: unit tests of the SPANK plugin's modules and of the staging
 # script (make check), and end-to-end tests against a real Slurm cluster
 # started on this machine by cluster.sh (make check-slurm: needs root).
-SLURM_UNIT_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/spank-plugin
+SLURM_UNIT_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/spank-plugin -I$(top_srcdir)/runtime/image
 SLURM_UNIT_LDADD = $(top_builddir)/spank-plugin/libgkspank.la
 
 check_PROGRAMS += %reldir%/test_site_args %reldir%/test_job_options \
 	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent \
+	%reldir%/test_step_restore \
 	%reldir%/test_job_record %reldir%/test_ckpt_dir_race %reldir%/test_task_program \
 	%reldir%/test_container_env
 TESTS += %reldir%/test_site_args %reldir%/test_job_options \
 	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent \
+	%reldir%/test_step_restore \
 	%reldir%/test_job_record %reldir%/test_ckpt_dir_race %reldir%/test_task_program \
 	%reldir%/test_container_env containers/oci-hook.sh \
 	%reldir%/stage.sh
@@ -28,6 +30,9 @@ TESTS += %reldir%/test_site_args %reldir%/test_job_options \
 %canon_reldir%_test_container_env_SOURCES = %reldir%/test_container_env.c %reldir%/fake_env.h
 %canon_reldir%_test_container_env_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
 %canon_reldir%_test_container_env_LDADD = $(SLURM_UNIT_LDADD)
+%canon_reldir%_test_step_restore_SOURCES = %reldir%/test_step_restore.c %reldir%/fake_env.h
+%canon_reldir%_test_step_restore_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
+%canon_reldir%_test_step_restore_LDADD = $(SLURM_UNIT_LDADD)
 %canon_reldir%_test_transparent_SOURCES = %reldir%/test_transparent.c %reldir%/fake_env.h
 %canon_reldir%_test_transparent_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
 %canon_reldir%_test_transparent_LDADD = $(SLURM_UNIT_LDADD)
@@ -48,6 +53,7 @@ SLURM_E2E = \
 	%reldir%/e2e-requeue.sh \
 	%reldir%/e2e-preempt.sh \
 	%reldir%/e2e-multi.sh \
+	%reldir%/e2e-mpi.sh \
 	%reldir%/e2e-faults.sh \
 	%reldir%/e2e-modes.sh \
 	%reldir%/e2e-shepherd.sh \
@@ -60,6 +66,8 @@ SLURM_E2E = \
 # On the GPU machine only (GK_CRIU=... make check TESTS=slurm/e2e-transparent.sh):
 # it skips, with the reason, where there is no GPU or no CRIU 4.
 EXTRA_DIST += %reldir%/e2e-transparent.sh
+# On the GPU machine only (tests/gpu/mpi-slurm.sh runs it): MPI ranks sharing the GPU.
+EXTRA_DIST += %reldir%/e2e-mpi-gpu.sh
 EXTRA_DIST += %reldir%/cluster.sh %reldir%/e2e-lib.sh \
 	%reldir%/stage.sh %reldir%/demo.sh $(SLURM_E2E) \
 	containers/images.sh containers/tools.sh \

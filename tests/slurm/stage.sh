@@ -9,7 +9,7 @@ STAGE=${GK_STAGE:-$top_builddir/scheduler-hooks/gpuckpt-stage}
 SEAL_TOOL=$top_builddir/tests/security/seal-tool
 U=4242 # a uid that owns nothing on this machine
 
-PLAN=50
+PLAN=58
 tap_plan $PLAN
 if [ "$(id -u)" -ne 0 ]; then
 	for i in $(seq $PLAN); do tap_skip "needs root (gpuckpt-stage runs as root)"; done
@@ -169,6 +169,39 @@ stage in 57 >/dev/null 2>&1
 check "in: the base comes back with the increment" \
 	[ -d "$T4/ckpt.000004" -a -d "$T4/ckpt.000001" -a ! -e "$T4/ckpt.000002" ]
 
+# A step of several tasks: members of its checkpoint sets (manifests naming a
+# set) are staged all, never pruned by count per task; the set records travel;
+# the prolog writes the restore plan, root's, beside the job folders.
+S0=$BB/58/step.0
+for t in 0 1; do
+	for n in 1 2 3; do
+		mkckpt "$S0/task.$t" "ckpt.00000$n" no
+		manifest "ckpt.00000$n" |
+			sed "s/\"label\":\"\",/\"set\":{\"id\":\"0x0000000000000001\",\"members\":2,\"member\":$t,\"agreement\":\"mpi\"},\"label\":\"\",/" \
+				>"$S0/task.$t/ckpt.00000$n/manifest.json"
+	done
+done
+echo "gpuckpt-set 1 sequence=3 id=0000000000000001 members=2 step=3 agreement=mpi created=1" >"$S0/set.000003"
+chown -R $U:$U "$BB/58" && chmod -R go-rwx "$BB/58"
+out=$(stage out 58 2>&1)
+tap_diag "$out"
+check "out: every committed part of a set member's folder is staged, none pruned by count" \
+	[ -d "$SH/58/step.0/task.1/ckpt.000001" -a -d "$SH/58/step.0/task.1/ckpt.000003" ]
+check "out: the set record reaches the shared root, root's 0600, and says so" \
+	[ "$(stat -c '%u %a' "$SH/58/step.0/set.000003" 2>/dev/null)" = "0 600" -a \
+	-n "$(grep '^staged out step.0/set.000003$' <<<"$out")" ]
+check "out: the node's copy goes once every part and record is staged" [ ! -e "$BB/58" ]
+out=$(stage in 58 2>&1)
+tap_diag "$out"
+check "in: the restore plan is written, root's alone, with a line for the step" \
+	[ "$(head -n 1 "$BB/.plan.58" 2>/dev/null) $(stat -c '%u %a' "$BB/.plan.58" 2>/dev/null) $(grep -c '^step.0 ' "$BB/.plan.58" 2>/dev/null)" = "gpuckpt-plan 1 0 600 1" ]
+check "in: the set record is staged back, the user's" [ "$(stat -c %u "$S0/set.000003" 2>/dev/null)" = "$U" ]
+stage out 58 >/dev/null 2>&1
+check "out: the plan goes with the run it was for" [ ! -e "$BB/.plan.58" ]
+stage in 59 >/dev/null 2>&1
+check "in: a job with nothing in the shared root gets a plan too (every step fresh)" \
+	[ "$(cat "$BB/.plan.59" 2>/dev/null)" = "gpuckpt-plan 1" ]
+
 # Bad arguments.
 out=$("$STAGE" out --job abc --uid 1 --gid 1 --bb-root "$BB" --shared-root "$SH" 2>&1)
 rc=$?
@@ -234,6 +267,19 @@ check "stage out: the flushed checkpoint is not copied again" \
 	[ ! -e "$SH/70/step.0/task.0/ckpt.000006" -a -f "$SH/70/step.0/task.0/ckpt.000005/data" ]
 check "stage out: says so" grep -q "step.0/task.0/ckpt.000006: flushed while the job ran; not copied again" <<<"$out"
 check "stage out: both safe, the node's copy removed" [ ! -e "$BB/70" ]
+# A set member's part is copied though it was flushed: the restore plan is
+# made from the shared root alone (sets.c), so every part must be there.
+for d in "$BB" "$FL"; do
+	mkckpt "$d/70/step.1/task.0" ckpt.000001 no
+	manifest ckpt.000001 |
+		sed "s/\"label\":\"\",/\"set\":{\"id\":\"0x0000000000000002\",\"members\":2,\"member\":0,\"agreement\":\"mpi\"},\"label\":\"\",/" \
+			>"$d/70/step.1/task.0/ckpt.000001/manifest.json"
+done
+chown -R $U:$U "$BB/70" "$FL/70" && chmod -R go-rwx "$BB/70" "$FL/70"
+out=$(fstage out 70)
+tap_diag "$out"
+check "stage out: a set member's part is copied to the shared root though flushed (the plan reads only there)" \
+	[ -f "$SH/70/step.1/task.0/ckpt.000001/manifest.json" -a -z "$(grep 'step.1/task.0/ckpt.000001: flushed' <<<"$out")" ]
 # A first run (restart count 0): the folder is an earlier job's, and goes.
 fake_squeue 0
 out=$(fstage in 70)

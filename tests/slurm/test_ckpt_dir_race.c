@@ -49,7 +49,7 @@ int main(void)
 			pids[t] = fork();
 			if (pids[t] == 0) {
 				struct gk_task_ids ids = {100 + (uint32_t)round, 0, (uint32_t)t,
-							  UID, UID};
+							  UID, UID, 0};
 				char err[512], c;
 
 				close(go[1]);

@@ -29,7 +29,7 @@ int main(void)
 	struct gk_inject_result r;
 	struct gk_site site;
 	struct gk_opts o;
-	struct gk_task_ids ids = {12, 0, 3, getuid(), getgid()};
+	struct gk_task_ids ids = {12, 0, 3, getuid(), getgid(), 0};
 	char root[] = "/tmp/gk-test-container-env.XXXXXX", bundle[1024], rt[2048], want[8192],
 	     out[8192], err[GK_ERRLEN], reason[GK_ERRLEN];
 	struct stat st;

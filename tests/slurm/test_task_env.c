@@ -24,7 +24,7 @@ int main(void)
 	struct gk_inject_result r;
 	struct gk_site site;
 	struct gk_opts o;
-	struct gk_task_ids ids = {12, 0, 3, getuid(), getgid()};
+	struct gk_task_ids ids = {12, 0, 3, getuid(), getgid(), 0};
 	char root[] = "/tmp/gk-test-task-env.XXXXXX", path[4096], out[256], err[GK_ERRLEN];
 	struct stat st;
 

@@ -53,14 +53,14 @@ int main(void)
 	struct gk_env env = {fget, fset, funset, &fe};
 	struct gk_site site;
 	struct gk_opts o;
-	struct gk_task_ids ids = {12, 0, 0, getuid(), getgid()};
+	struct gk_task_ids ids = {12, 0, 0, getuid(), getgid(), 0};
 	char root[] = "/tmp/gk-test-transparent.XXXXXX", path[4096], err[GK_ERRLEN],
 	     reason[GK_ERRLEN], buf[8192];
 	char *argv[GK_SHEPHERD_MAXARGS + 1];
 	enum gk_mode m;
 	int rc;
 
-	plan(52);
+	plan(54);
 	if (!mkdtemp(root)) {
 		printf("Bail out! mkdtemp: %s\n", strerror(errno));
 		return 1;
@@ -172,6 +172,19 @@ int main(void)
 	   strcmp(argv[3], "77") == 0 && strcmp(argv[5], root) == 0 && strcmp(argv[13], "0") == 0 &&
 	   strcmp(argv[17], "2") == 0 && strcmp(argv[19], "/opt/criu/sbin/criu") == 0 && !argv[20],
 	   "argv: attach --child 77 --dir ... --step 0 --keep 2 --criu ...");
+
+	/* A step of several tasks: not transparently, unless declared independent. */
+	ids.ntasks = 2;
+	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	ok(p.kind == GK_TPLAN_NONE && strstr(p.reason, "a step of several tasks") &&
+	       strstr(p.reason, "GPUCKPT_TASKS=independent") && val(&fe, "GPUCKPT_NO_TRANSPARENT") &&
+	       strcmp(val(&fe, "GPUCKPT_NO_TRANSPARENT"), p.reason) == 0,
+	   "a step of two tasks: no shepherd, the runtime is told why and what to do");
+	fset(&fe, "GPUCKPT_TASKS", "independent", 1);
+	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	ok(p.kind == GK_TPLAN_ATTACH, "independent tasks: each under its shepherd");
+	funset(&fe, "GPUCKPT_TASKS");
+	ids.ntasks = 0;
 
 	ids.step_id = GK_STEP_BATCH;
 	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));

@@ -3,8 +3,12 @@
 # probe in a script. Root parts report a TAP skip when run as a user.
 GK_SHEPHERD_LIBS = $(top_builddir)/runtime/libgkshepherd.la
 TESTS += %reldir%/test-shepherd %reldir%/test-shepherd-cli.sh %reldir%/test-shepherd-flow.sh \
-	%reldir%/agent.sh %reldir%/stdio-criu.sh
-check_PROGRAMS += %reldir%/test-shepherd %reldir%/shep-client
+	%reldir%/agent.sh %reldir%/stdio-criu.sh %reldir%/test-links
+check_PROGRAMS += %reldir%/test-shepherd %reldir%/shep-client %reldir%/test-links
+# What ties a tree to processes outside it (links.c): real sockets, no CRIU.
+%canon_reldir%_test_links_SOURCES = %reldir%/test-links.c
+%canon_reldir%_test_links_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/transparent
+%canon_reldir%_test_links_LDADD = $(GK_SHEPHERD_LIBS)
 %canon_reldir%_test_shepherd_SOURCES = %reldir%/test-shepherd.c
 %canon_reldir%_test_shepherd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/transparent
 %canon_reldir%_test_shepherd_LDADD = $(GK_SHEPHERD_LIBS)

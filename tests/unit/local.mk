@@ -6,6 +6,7 @@ GK_UNIT_TESTS = \
 	%reldir%/test-sign \
 	%reldir%/test-store \
 	%reldir%/test-store-transparent \
+	%reldir%/test-stepset \
 	%reldir%/test-settings \
 	%reldir%/test-events \
 	%reldir%/test-slurm-cmd
@@ -27,6 +28,9 @@ check_PROGRAMS += $(GK_UNIT_TESTS)
 
 %canon_reldir%_test_store_transparent_SOURCES = %reldir%/test-store-transparent.c
 %canon_reldir%_test_store_transparent_LDADD = $(GK_UNIT_LIBS)
+
+%canon_reldir%_test_stepset_SOURCES = %reldir%/test-stepset.c
+%canon_reldir%_test_stepset_LDADD = $(GK_UNIT_LIBS)
 
 %canon_reldir%_test_settings_SOURCES = %reldir%/test-settings.c
 %canon_reldir%_test_settings_LDADD = $(GK_UNIT_LIBS)

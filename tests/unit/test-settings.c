@@ -22,6 +22,8 @@ static const char *const env_vars[] = {
     "GPUCKPT_VA_BASE",	 "GPUCKPT_VA_SIZE", "GPUCKPT_WRITERS",	"GPUCKPT_CHUNK_SIZE",
     "GPUCKPT_LOG_LEVEL", "GPUCKPT_ENABLE",  "GPUCKPT_SNAPSHOT_MEMORY", "GPUCKPT_INCREMENTS",
     "GPUCKPT_HASH_MODULE", "GPUCKPT_COPY_PIECE",
+    "GPUCKPT_TASKS",	 "GPUCKPT_STEP_TASKS", "GPUCKPT_TASK",	"GPUCKPT_RESTORE_SET",
+    "GPUCKPT_AGREE_TIMEOUT",
 };
 
 static char conf[] = "/tmp/gpuckpt-test-settings.XXXXXX";
@@ -83,6 +85,14 @@ static const struct {
     {"signals", "TERM:stop"},
     {"signals", "TERM,USR1,TERM"},
     {"signals", "TERM,USR1,USR2,INT,HUP,QUIT,XCPU,ALRM,TERM:exit"},
+    {"tasks", "alone"},
+    {"step_tasks", "0"},
+    {"step_tasks", "16777217"},
+    {"task", "-1"},
+    {"restore_set", "feed"},
+    {"restore_set", "0123456789ABCDEF"},
+    {"restore_set", "0123456789abcdefg"},
+    {"agree_timeout", "0"},
     {"snapshot_memory", "lots"},
     {"snapshot_memory", "0%"},
     {"snapshot_memory", "101%"},
@@ -168,7 +178,7 @@ int main(void)
 	uint64_t size;
 	int fd, ret;
 
-	plan(38 + (int)(sizeof(bad_values) / sizeof(bad_values[0])));
+	plan(40 + (int)(sizeof(bad_values) / sizeof(bad_values[0])));
 	clear_env();
 	fd = mkstemp(conf);
 	if (fd < 0) {
@@ -261,6 +271,19 @@ int main(void)
 	ret = gk_settings_load(&s, err, sizeof(err));
 	ok(ret == -EINVAL && !strcmp(err, "GPUCKPT_INTERVAL: interval: invalid value 'soon'"),
 	   "a bad environment value names the variable, key and value");
+	clear_env();
+	setenv("GPUCKPT_CONFIG", conf, 1);
+	setenv("GPUCKPT_STEP_TASKS", "4", 1);
+	setenv("GPUCKPT_TASK", "3", 1);
+	setenv("GPUCKPT_RESTORE_SET", "0123456789abcdef", 1);
+	ret = gk_settings_load(&s, err, sizeof(err));
+	ok(ret == 0 && s.step_tasks == 4 && s.task == 3 && s.restore_set_given &&
+	       s.restore_set == 0x0123456789abcdefull && !s.tasks_independent && s.agree_timeout == 300,
+	   "a task of a step of four, restoring a set (%s)", err);
+	setenv("GPUCKPT_TASK", "4", 1);
+	ret = gk_settings_load(&s, err, sizeof(err));
+	ok(ret == -EINVAL && strstr(err, "GPUCKPT_TASK: 4 is not below GPUCKPT_STEP_TASKS (4)"),
+	   "a task index outside the step is refused (%s)", err);
 	clear_env();
 	setenv("GPUCKPT_CONFIG", conf, 1);
 	setenv("GPUCKPT_SIGNALS", "TERM:exit,BOGUS", 1);
