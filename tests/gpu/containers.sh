@@ -58,6 +58,9 @@ if [ "$cmd" = prepare ]; then
 	if grep -rq "$C" "$C/enroot-root"; then echo "containers.sh: $C is still named in enroot's files" >&2; exit 1; fi
 	rm -rf "$src"
 	cp "$tools/spank_pyxis.so" "$C/"
+	# enroot lists containers with column(1), which the GPU machine lacks
+	# (seen there: "Command not found: column").
+	(cd "$C" && apt-get download bsdextrautils >/dev/null) || exit 1
 	base=$("$top/tests/containers/images.sh" rootfs $SUITE) || exit 1
 	xz -9 -T0 -c "$base" >"$C/$SUITE.tar.xz" || exit 1
 	du -sh "$C"
@@ -87,6 +90,17 @@ cat >/opt/gpuckpt-enroot/etc/enroot/enroot.conf <<-'EOC'
 	ENROOT_ALLOW_SUPERUSER yes
 EOC
 install -m 0755 "$top/etc/enroot/50-gpuckpt.sh" /opt/gpuckpt-enroot/etc/enroot/hooks.d/50-gpuckpt.sh
+# enroot's own NVIDIA hook needs nvidia-container-cli, which is not here: the
+# driver's libraries are mounted in below instead, as that hook would.
+rm -f /opt/gpuckpt-enroot/etc/enroot/hooks.d/98-nvidia.sh
+if ! command -v column >/dev/null; then
+	# Unpacked beside /, then copied in without replacing merged-/usr links.
+	stage=$(mktemp -d)
+	dpkg -x "$(ls "$C"/bsdextrautils_*.deb | head -n 1)" "$stage" &&
+		tar -C "$stage" -cf - . | tar -C / -xf - --keep-directory-symlink --no-overwrite-dir
+	rm -rf "$stage"
+	command -v column >/dev/null || { say "FAIL: column(1) could not be installed"; exit 1; }
+fi
 rm -rf /tmp/gpuckpt-enroot
 mkdir -p /tmp/gpuckpt-enroot/0/{run,cache,data,tmp}
 # The container, already unpacked where enroot keeps them: pyxis's

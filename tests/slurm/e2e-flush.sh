@@ -28,8 +28,10 @@ e2e_start
 mkdir -p "$FLUSH"
 chmod 0755 "$FLUSH"
 
-# in_node NODE CMD...: run CMD in the node's mount namespace.
-in_node() { local n=$1; shift; nsenter -t "$(cat "$E2E_DIR/run/slurmd.$n.pid")" -m "$@"; }
+# in_node NODE CMD...: run CMD in the node's mount namespace (cluster.sh's nodeexec,
+# which also enters the Debian root of the 24.11 tests: a bare nsenter -m landed
+# outside that chroot there, and the flush root never turned read-only or full).
+in_node() { nodeexec "$@"; }
 restarts() { scontrol show job -o "$1" | sed -n 's/.* Restarts=\([0-9]*\).*/\1/p'; }
 flushed() { ls "$FLUSH/$1/step.0/task.0" 2>/dev/null | grep -E '^ckpt\.[0-9]+$' | sort | tail -n 1; }
 crash_down() {
