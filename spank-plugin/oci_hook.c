@@ -199,8 +199,8 @@ static enum bind_kind bind_check(const char *path, const char *bundle, char *why
 	if (strcmp(path, bundle) == 0) {
 		if (gk_is_bundle(path))
 			return BIND_RO;
-		snprintf(why, len, "not a folder made by gpuckpt-bundle on a path only root can "
-				   "change");
+		snprintf(why, len,
+			 "not a folder made by gpuckpt-bundle on a path only root can change");
 		return BIND_NO;
 	}
 	if (strcmp(path, GK_MUNGE_DIR) == 0)
@@ -261,8 +261,8 @@ static void add_mount(json_object *mounts, const char *path, const char *bundle)
 		return; /* gpuckpt-container-start will name what is missing */
 	kind = bind_check(path, bundle, why, sizeof(why));
 	if (kind == BIND_NO) {
-		fprintf(stderr, "gpuckpt-oci-hook: %s is not mounted into the container: %s\n", path,
-			why);
+		fprintf(stderr, "gpuckpt-oci-hook: %s is not mounted into the container: %s\n",
+			path, why);
 		return;
 	}
 	m = json_object_new_object();
