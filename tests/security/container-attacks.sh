@@ -15,9 +15,9 @@
 . "$top_srcdir/tests/security/lib.sh"
 
 HOOK=$top_builddir/spank-plugin/gpuckpt-oci-hook
-sec_setup 12
+sec_setup 13
 if [ ! -x "$HOOK" ] || ! command -v jq >/dev/null; then
-	for _ in $(seq 12); do tap_skip "gpuckpt-oci-hook is not built, or jq is missing"; done
+	for _ in $(seq 13); do tap_skip "gpuckpt-oci-hook is not built, or jq is missing"; done
 	exit 0
 fi
 S=$GK_SCRATCH
@@ -59,6 +59,8 @@ not_mounted() { ! mounted "$1" && grep -qF "$1 is not mounted" "$S/err"; }
 
 hook "GPUCKPT_BIND=$S/etc" "GPUCKPT_RUNTIME=$S/bundle/libgpuckpt.so.0"
 check "a folder of root's (a stand-in for /etc) named in GPUCKPT_BIND is not mounted, and the hook says so" not_mounted "$S/etc"
+hook "GPUCKPT_BIND=/etc" "GPUCKPT_RUNTIME=$S/bundle/libgpuckpt.so.0"
+check "the real /etc, a folder right below /, is not mounted either" not_mounted /etc
 hook "GPUCKPT_BIND=$S/etc/shadow" "GPUCKPT_RUNTIME=$S/bundle/libgpuckpt.so.0"
 check "a root-only file is not mounted, not even read-only" not_mounted "$S/etc/shadow"
 hook "GPUCKPT_BIND=$S/bb/8" "GPUCKPT_RUNTIME=$S/bundle/libgpuckpt.so.0"
