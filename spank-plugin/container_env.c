@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "container_env.h"
+#include "fsafe.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -24,12 +25,20 @@ const char *const gk_container_vars[] = {
 
 int gk_is_bundle(const char *dir)
 {
-	char p[PATH_MAX];
+	char err[GK_ERRLEN];
 	struct stat st;
+	int fd, rc;
 
-	if (snprintf(p, sizeof(p), "%s/%s", dir, GK_BUNDLE_MARK) >= (int)sizeof(p))
+	/* Root mounts it into every container of the node (podman's hook): the
+	 * folder must be one nobody but root can change, along the whole path,
+	 * and the mark root's own file in it, not a link to one. */
+	fd = gk_open_trusted_dir(dir, NULL, err, sizeof(err));
+	if (fd < 0)
 		return 0;
-	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+	rc = fstatat(fd, GK_BUNDLE_MARK, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
+	     (st.st_uid == 0 || st.st_uid == geteuid());
+	close(fd);
+	return rc;
 }
 
 /* Append entry to out (sep-separated) unless it is there already. */

@@ -52,7 +52,11 @@ extern const char *const gk_container_vars[];
 int gk_container_binds(const struct gk_site *s, const struct gk_task_ids *ids, const char *config,
 		       char *out, size_t len);
 
-/* 1 if dir holds GK_BUNDLE_MARK (a folder made by gpuckpt-bundle), else 0. */
+/*
+ * 1 if dir is a folder made by gpuckpt-bundle: a trusted path (root's folders,
+ * writable only by root, fsafe.h) holding root's regular file GK_BUNDLE_MARK,
+ * checked without following a link. Else 0.
+ */
 int gk_is_bundle(const char *dir);
 
 /*

@@ -15,6 +15,11 @@
  *	  command, which says at the start when the image cannot load the runtime;
  *	  under a transparent-mode shepherd (GPUCKPT_SHEPHERD) it refuses instead:
  *	  CRIU has not been measured on containers (spank-plugin/README.md).
+ * Podman's environment is its caller's to set: GPUCKPT_BIND is only a list of
+ * names. Where the hook has root's powers on the host (rootful podman), it
+ * mounts only what the plugin puts there, each checked on the host through
+ * descriptors (bind_check below); as anyone else (rootless podman, in the
+ * user's namespace) the mounts cannot reach past what its caller may see.
  * Any other container passes through unchanged. A configuration it cannot
  * read or write fails the hook, and with it `podman run`, rather than letting
  * the container start without checkpoints.
@@ -24,8 +29,10 @@
  */
 #include "config.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +42,7 @@
 #include <json-c/json.h>
 
 #include "container_env.h"
+#include "fsafe.h"
 #include "task_env.h"
 
 #define ENV_MAX (1 << 20)
@@ -102,10 +110,144 @@ static json_object *obj_get(json_object *o, const char *key, json_type type)
 	return json_object_is_type(v, type) ? v : NULL;
 }
 
-static void add_mount(json_object *mounts, const char *path, int ro)
+/*
+ * Root on the host: euid 0 in the first user namespace (its uid_map maps all
+ * of 0..2^32-2 to itself). Rootless podman runs its hooks in the user's
+ * namespace, where they are 0 too but hold nothing of root's.
+ */
+static int host_root(void)
+{
+	unsigned long a, b, n;
+	char line[128];
+	FILE *f;
+	int ok;
+
+	if (geteuid() != 0)
+		return 0;
+	f = fopen("/proc/self/uid_map", "re");
+	if (!f)
+		return 1; /* no user namespaces in this kernel: root is root */
+	ok = fgets(line, sizeof(line), f) && sscanf(line, "%lu %lu %lu", &a, &b, &n) == 3 &&
+	     a == 0 && b == 0 && n == 4294967295UL && !fgets(line, sizeof(line), f);
+	fclose(f);
+	return ok;
+}
+
+/* Each name of path is a real one: no "." or "..", which a walk and the
+ * kernel could resolve differently after a link. */
+static int plain_path(const char *path)
+{
+	if (path[0] != '/')
+		return 0;
+	for (const char *p = path; *p;) {
+		size_t m;
+
+		p += strspn(p, "/");
+		m = strcspn(p, "/");
+		if ((m == 1 && p[0] == '.') || (m == 2 && p[0] == '.' && p[1] == '.'))
+			return 0;
+		p += m;
+	}
+	return 1;
+}
+
+/* A job's folder on the burst buffer is named by its job id. */
+static int job_id_name(const char *name)
+{
+	if (!*name)
+		return 0;
+	for (; *name; name++)
+		if (!isdigit((unsigned char)*name))
+			return 0;
+	return 1;
+}
+
+enum bind_kind { BIND_NO, BIND_RO, BIND_RW };
+
+/*
+ * Whether root may mount path into the caller's container, and how. The
+ * caller chose the list (podman's environment is theirs), and the container
+ * may run as root: a folder of root's mounted read-write there (/etc) is the
+ * host, and a root-only file mounted read-only is read. So, as host root,
+ * only what gpuckpt's plugin puts into GPUCKPT_BIND passes:
+ *	- the bundle (the runtime's folder): gpuckpt-bundle's folder on a
+ *	  trusted path, marked by root (gk_is_bundle); read-only;
+ *	- Munge's socket folder, GK_MUNGE_DIR; read-only (connecting to a
+ *	  socket does not write to its file system);
+ *	- the job's folder BB_ROOT/JOB: a folder (not a link) named by a job id,
+ *	  0700 and owned by podman's caller (the hook's real uid), in a folder
+ *	  only root can change; read-write;
+ *	- the site's settings file: a regular file anyone may read, in a folder
+ *	  only root can change; read-only.
+ * Every folder above the last name is a trusted path (fsafe.h), and the last
+ * name is looked at without following a link: nobody but root can change
+ * what the path names between this check and runc's mount. why says what
+ * was refused.
+ */
+static enum bind_kind bind_check(const char *path, const char *bundle, char *why, size_t len)
+{
+	char parent[PATH_MAX], name[NAME_MAX + 1], err[512], *slash;
+	struct stat st;
+	int fd;
+
+	if (!host_root())
+		return strcmp(path, bundle) == 0 ? BIND_RO : BIND_RW;
+	if (!plain_path(path) || strlen(path) >= sizeof(parent)) {
+		snprintf(why, len, "not a plain absolute path");
+		return BIND_NO;
+	}
+	if (strcmp(path, bundle) == 0) {
+		if (gk_is_bundle(path))
+			return BIND_RO;
+		snprintf(why, len,
+			 "not a folder made by gpuckpt-bundle on a path only root can change");
+		return BIND_NO;
+	}
+	if (strcmp(path, GK_MUNGE_DIR) == 0)
+		return BIND_RO;
+	snprintf(parent, sizeof(parent), "%s", path);
+	while (strlen(parent) > 1 && parent[strlen(parent) - 1] == '/')
+		parent[strlen(parent) - 1] = '\0';
+	slash = strrchr(parent, '/');
+	if (strlen(slash + 1) > NAME_MAX) {
+		snprintf(why, len, "a name too long");
+		return BIND_NO;
+	}
+	snprintf(name, sizeof(name), "%s", slash + 1);
+	if (!name[0]) {
+		snprintf(why, len, "the root folder");
+		return BIND_NO;
+	}
+	slash[slash == parent ? 1 : 0] = '\0';
+	fd = gk_open_trusted_dir(parent, NULL, err, sizeof(err));
+	if (fd < 0) {
+		snprintf(why, len, "%s", err);
+		return BIND_NO;
+	}
+	if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		snprintf(why, len, "%s", strerror(errno));
+		close(fd);
+		return BIND_NO;
+	}
+	close(fd);
+	if (S_ISDIR(st.st_mode) && job_id_name(name) && st.st_uid == getuid() &&
+	    (st.st_mode & 077) == 0)
+		return BIND_RW;
+	if (S_ISREG(st.st_mode) && (st.st_mode & S_IROTH))
+		return BIND_RO;
+	snprintf(why, len,
+		 "neither a job's folder of uid %u (0700, named by its id) nor a file anyone may "
+		 "read",
+		 (unsigned)getuid());
+	return BIND_NO;
+}
+
+static void add_mount(json_object *mounts, const char *path, const char *bundle)
 {
 	struct stat st;
 	json_object *m, *opts;
+	enum bind_kind kind;
+	char why[600];
 
 	for (size_t i = 0; i < json_object_array_length(mounts); i++) {
 		json_object *d;
@@ -117,13 +259,19 @@ static void add_mount(json_object *mounts, const char *path, int ro)
 	}
 	if (stat(path, &st) < 0)
 		return; /* gpuckpt-container-start will name what is missing */
+	kind = bind_check(path, bundle, why, sizeof(why));
+	if (kind == BIND_NO) {
+		fprintf(stderr, "gpuckpt-oci-hook: %s is not mounted into the container: %s\n",
+			path, why);
+		return;
+	}
 	m = json_object_new_object();
 	opts = json_object_new_array();
 	json_object_object_add(m, "destination", json_object_new_string(path));
 	json_object_object_add(m, "type", json_object_new_string("bind"));
 	json_object_object_add(m, "source", json_object_new_string(path));
 	json_object_array_add(opts, json_object_new_string("rbind"));
-	json_object_array_add(opts, json_object_new_string(ro ? "ro" : "rw"));
+	json_object_array_add(opts, json_object_new_string(kind == BIND_RO ? "ro" : "rw"));
 	json_object_array_add(opts, json_object_new_string("nosuid"));
 	json_object_array_add(opts, json_object_new_string("nodev"));
 	json_object_object_add(m, "options", opts);
@@ -190,7 +338,7 @@ static int edit(json_object *spec)
 		char path[PATH_MAX];
 
 		snprintf(path, sizeof(path), "%.*s", (int)m, p);
-		add_mount(mounts, path, strcmp(path, bundle) == 0);
+		add_mount(mounts, path, bundle);
 		p += m + (p[m] == ':');
 	}
 	for (const char *const *v = gk_container_vars; *v; v++) {
@@ -206,7 +354,9 @@ static int edit(json_object *spec)
 	}
 
 	snprintf(starter, sizeof(starter), "%s/gpuckpt-container-start", bundle);
-	have_starter = runtime && slash && access(starter, X_OK) == 0;
+	/* Only a bundle root may mount: another folder's starter would not be there. */
+	have_starter = runtime && slash && (!host_root() || gk_is_bundle(bundle)) &&
+		       access(starter, X_OK) == 0;
 	if (!have_starter)
 		return 0;
 	nargs = json_object_new_array();

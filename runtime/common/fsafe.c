@@ -242,6 +242,8 @@ static int walk(struct walk *w, const char *path, int user_mode, uid_t uid)
 		goto out;
 	}
 	ret = w->fds[w->depth];
+	if (w->depth == 0)
+		return ret; /* "/" itself: its descriptor is the only one, and the answer */
 	w->depth--;
 out:
 	pop_to(w, 0);

@@ -15,8 +15,11 @@ if [ ! -x "$hook" ] || ! command -v jq >/dev/null; then
 fi
 gk_scratch
 B=$GK_SCRATCH/bundle
-mkdir -p "$B" "$GK_SCRATCH/bb/7"
-touch "$B/libgpuckpt.so.0"
+mkdir -p "$B" "$GK_SCRATCH/bb"
+# As gpuckpt-bundle and the plugin make them: as root, the hook mounts only
+# these (tests/security/container-attacks.sh).
+mkdir -m 0700 "$GK_SCRATCH/bb/7"
+touch "$B/libgpuckpt.so.0" "$B/.gpuckpt-bundle"
 printf '#!/bin/sh\n' >"$B/gpuckpt-container-start"
 chmod +x "$B/gpuckpt-container-start"
 config='{"ociVersion":"1.0.2","process":{"args":["bash","-c","run"],"env":["PATH=/usr/bin","LD_PRELOAD=/usr/lib/mine.so"]},"root":{"path":"/x"},"mounts":[{"destination":"/proc","type":"proc","source":"proc"}]}'

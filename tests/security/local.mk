@@ -12,6 +12,7 @@ check_PROGRAMS += %reldir%/seal-tool
 check_PROGRAMS += %reldir%/racer
 %canon_reldir%_racer_SOURCES = %reldir%/racer.c
 
-TESTS += %reldir%/stage-attacks.sh %reldir%/seal-attacks.sh %reldir%/cli-labels.sh
+TESTS += %reldir%/stage-attacks.sh %reldir%/seal-attacks.sh %reldir%/cli-labels.sh \
+	%reldir%/container-attacks.sh
 EXTRA_DIST += %reldir%/lib.sh %reldir%/stage-attacks.sh %reldir%/seal-attacks.sh \
-	%reldir%/cli-labels.sh
+	%reldir%/cli-labels.sh %reldir%/container-attacks.sh

@@ -35,7 +35,7 @@ int main(void)
 	struct stat st;
 	int munge = stat(GK_MUNGE_DIR, &st) == 0 && S_ISDIR(st.st_mode);
 
-	plan(37);
+	plan(39);
 	if (!mkdtemp(root)) {
 		printf("Bail out! mkdtemp: %s\n", strerror(errno));
 		return 1;
@@ -57,6 +57,20 @@ int main(void)
 	snprintf(out, sizeof(out), "%s/%s", bundle, GK_BUNDLE_MARK);
 	close(open(out, O_CREAT | O_WRONLY, 0644));
 	ok(gk_is_bundle(bundle), "a folder with the mark is a bundle");
+	/* Root mounts a bundle into containers: only one nobody else could have
+	 * marked, through a mark that is a file, not a link to one. */
+	chmod(bundle, 0777);
+	ok(!gk_is_bundle(bundle), "a folder others can write is no bundle, mark or not");
+	chmod(bundle, 0755);
+	snprintf(out, sizeof(out), "%s/%s", bundle, GK_BUNDLE_MARK);
+	unlink(out);
+	snprintf(want, sizeof(want), "%s/mark-elsewhere", root);
+	close(open(want, O_CREAT | O_WRONLY, 0644));
+	if (symlink(want, out) < 0)
+		printf("# symlink: %s\n", strerror(errno));
+	ok(!gk_is_bundle(bundle), "a mark that is a link is no mark");
+	unlink(out);
+	close(open(out, O_CREAT | O_WRONLY, 0644));
 	gk_container_binds(&site, &ids, "/etc/gpuckpt/site.conf", out, sizeof(out));
 	snprintf(want, sizeof(want), "%s:%s/12%s:/etc/gpuckpt/site.conf", bundle, root,
 		 munge ? ":" GK_MUNGE_DIR : "");
