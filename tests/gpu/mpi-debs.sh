@@ -117,7 +117,10 @@ setup)
 	for _ in 1 2 3 4; do
 		left=$(shadowed "$stage")
 		[ -n "$left" ] || break
-		while read -r _ other; do aside "$other"; done <<<"$left"
+		# One file can shadow several libraries (same soname): once.
+		for f in $(awk '{ print $2 }' <<<"$left" | sort -u); do
+			[ ! -e "$f" ] || aside "$f"
+		done
 		ldconfig
 	done
 	left=$(shadowed "$stage")
