@@ -14,7 +14,8 @@
 #   from .gpudeps/setup.sh):
 #       bash .gpudeps/setup.sh .gpudeps && tests/gpu/mpi-slurm.sh .gpudeps/mpi
 #
-# What it prints: a line per phase with its time, the agreement's cost (a
+# What it prints: what mpi-debs.sh moved aside of the machine's own Open MPI
+# and PMIx (their libraries would shadow Debian's), a line per phase with its time, the agreement's cost (a
 # markdown table), the test's TAP lines (the reference checksum, then for
 # each of 2 and 4 ranks, requeued and preempted: every rank restored the same
 # set, resumed from one step, the uninterrupted checksum, the job completed)

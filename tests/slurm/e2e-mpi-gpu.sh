@@ -38,9 +38,18 @@ e2e_require $N
 E2E_OWN_APP=1 e2e_start --real-gpu
 APP_ENV=":"
 SIZE=${GK_HALO_SIZE:-2048} STEPS=${GK_HALO_STEPS:-400} DELAY=${GK_HALO_DELAY_MS:-20}
-ref=$("$HALO" --size "$SIZE" --steps "$STEPS" --report-every 0 2>/dev/null |
+# The reference: one process, uninterrupted, outside Slurm. Open MPI's
+# isolated singleton starts no orted: a one-process run needs none, and the
+# reference then depends on nothing but the program and the GPU.
+ref_log=$E2E_DIR/reference.log
+ref=$(OMPI_MCA_ess_singleton_isolated=1 "$HALO" --size "$SIZE" --steps "$STEPS" --report-every 0 2>"$ref_log" |
 	sed -n 's/^halo: done: .*checksum=\(0x[0-9a-f]*\).*/\1/p')
-tap_diag "reference checksum (one process, uninterrupted, outside Slurm): ${ref:-none}"
+if [ -z "$ref" ]; then
+	tap_diag "the reference run ($HALO --size $SIZE --steps $STEPS, one process, outside Slurm) printed no checksum; its stderr:"
+	tap_diag "$(tail -n 20 "$ref_log")"
+	e2e_bail "no reference checksum: nothing to compare the restarted runs with"
+fi
+tap_diag "reference checksum (one process, uninterrupted, outside Slurm): $ref"
 grace=$(sed -n 's/^PartitionName=low .*GraceTime=\([0-9]*\).*/\1/p' "$SLURM_CONF")
 
 halo_script() { # NAME RANKS
