@@ -4,6 +4,7 @@
 noinst_LTLIBRARIES += libgkcommon.la
 libgkcommon_la_SOURCES = \
 	%reldir%/clock.h \
+	%reldir%/contract.h \
 	%reldir%/fsafe.c %reldir%/fsafe.h \
 	%reldir%/log.c %reldir%/log.h \
 	%reldir%/settings.c %reldir%/settings.h \

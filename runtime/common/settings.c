@@ -416,7 +416,7 @@ bad:
 static int load_file(struct gk_settings *s, const char *path, int must_exist, char *err,
 		     size_t errlen)
 {
-	char line[4352], sub[GK_ERRLEN_SETTINGS];
+	char line[4352], sub[GK_ERRLEN];
 	unsigned lineno = 0;
 	FILE *f = fopen(path, "re");
 	int ret = 0;
@@ -497,7 +497,7 @@ int gk_settings_load(struct gk_settings *s, char *err, size_t errlen)
 		{"GPUCKPT_RESTORE_SET", "restore_set"},
 	};
 	const char *path = getenv("GPUCKPT_CONFIG");
-	char sub[GK_ERRLEN_SETTINGS];
+	char sub[GK_ERRLEN];
 	int ret;
 
 	gk_settings_defaults(s);
