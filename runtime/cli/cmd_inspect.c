@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "image.h"
 #include "log.h"
+#include "ckptname.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -129,7 +130,7 @@ static void print_summary(const char *dir, const struct gk_manifest *m, const ch
 		if (m->increment) {
 			printf("  increment     %u: its unchanged chunks lie in", m->increment);
 			for (size_t i = 0; i < m->nrefs; i++)
-				printf("%s ckpt.%06" PRIu64, i ? "," : "", m->refs[i].sequence);
+				printf("%s " GK_CKPT_FMT, i ? "," : "", m->refs[i].sequence);
 			printf(" (all needed to restore it)\n");
 		} else {
 			printf("  increment     - (it holds all its data)\n");
@@ -202,8 +203,8 @@ static void print_allocs(const struct gk_manifest *m)
 			if (j < k)
 				continue;
 			if (p->sequence)
-				printf("%sckpt.%06" PRIu64 "/%s", shown++ ? ", " : " ",
-				       p->sequence, cli_printable(p->file));
+				printf("%s" GK_CKPT_FMT "/%s", shown++ ? ", " : " ", p->sequence,
+				       cli_printable(p->file));
 			else
 				printf("%s%s", shown++ ? ", " : " ", cli_printable(p->file));
 		}

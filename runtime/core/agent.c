@@ -30,6 +30,7 @@
 #include "track.h"
 #include "transfer.h"
 #include "trigger.h"
+#include "ckptname.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -360,8 +361,8 @@ static int checkpoint(int signo)
 	}
 	/* Restored: the shepherd committed the folder before the process ended. */
 	if (sealed) {
-		snprintf(path, sizeof(path), "%s/ckpt.%06llu", gk_rt.settings.dir,
-			 (unsigned long long)txn.sequence);
+		snprintf(path, sizeof(path), "%s/" GK_CKPT_FMT, gk_rt.settings.dir,
+			 (uint64_t)txn.sequence);
 		restored = stat(path, &st) == 0;
 		if (assisted)
 			reload_all(restored ? path : txn.tmpdir, m);

@@ -7,6 +7,7 @@
 #include "config.h"
 #include "image.h"
 #include "log.h"
+#include "ckptname.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -385,7 +386,7 @@ static int open_data(int dirfd, uint64_t sequence, const struct gk_file_rec *f, 
 	o->sequence = sequence;
 	o->name = f->name;
 	if (sequence)
-		snprintf(o->label, sizeof(o->label), "ckpt.%06" PRIu64 "/%s", sequence, f->name);
+		snprintf(o->label, sizeof(o->label), GK_CKPT_FMT "/%s", sequence, f->name);
 	else
 		snprintf(o->label, sizeof(o->label), "%s", f->name);
 	ret = open_member(dirfd, f->name, uid, &o->fd, &st, err, errlen);
@@ -399,7 +400,7 @@ static int open_data(int dirfd, uint64_t sequence, const struct gk_file_rec *f, 
 			char sub[GK_ERRLEN];
 
 			snprintf(sub, sizeof(sub), "%s", err);
-			snprintf(err, errlen, "ckpt.%06" PRIu64 "/%s", sequence, sub);
+			snprintf(err, errlen, GK_CKPT_FMT "/%s", sequence, sub);
 		}
 		return ret;
 	}
@@ -458,7 +459,7 @@ static int open_ref(int rootfd, const struct gk_ref *r, uid_t uid, struct file_t
 	size_t len;
 	int fd, ret;
 
-	snprintf(name, sizeof(name), "ckpt.%06" PRIu64, r->sequence);
+	snprintf(name, sizeof(name), GK_CKPT_FMT, r->sequence);
 	fd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		ret = errno;

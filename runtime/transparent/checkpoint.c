@@ -21,6 +21,7 @@
 #include "fsafe.h"
 #include "log.h"
 #include "shepherd.h"
+#include "ckptname.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -290,7 +291,8 @@ static int pick_folder(struct ckpt *c)
 		}
 		snprintf(c->tmpname, sizeof(c->tmpname), "%s", p->ready_msg.name);
 	}
-	if (c->tmpname[0] && sscanf(c->tmpname, ".tmp.ckpt.%" SCNu64 ".", &c->sequence) != 1) {
+	if (c->tmpname[0] &&
+	    sscanf(c->tmpname, GK_CKPT_TMP_PREFIX "%" SCNu64 ".", &c->sequence) != 1) {
 		snprintf(c->err, sizeof(c->err), "%s: not a checkpoint folder", c->tmpname);
 		return -EINVAL;
 	}
@@ -681,7 +683,7 @@ int gk_checkpoint(struct gk_shepherd *sh, int exit_after)
 	if (ret < 0)
 		goto out_folder;
 	t_commit = gk_now();
-	gk_notice("transparent: checkpoint ckpt.%06" PRIu64 " committed: runtime %.2f s, lock "
+	gk_notice("transparent: checkpoint " GK_CKPT_FMT " committed: runtime %.2f s, lock "
 		  "%.2f s, driver %.2f s, criu %.2f s, commit %.2f s, total %.2f s (runtime "
 		  "device data %" PRIu64 " bytes, criu images %" PRIu64 " bytes)",
 		  c->sequence, t_runtime - t0, t_lock - t_runtime, t_driver - t_lock,

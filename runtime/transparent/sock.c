@@ -11,6 +11,7 @@
 
 #include "log.h"
 #include "shepherd.h"
+#include "ckptname.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -98,7 +99,8 @@ int gk_msg_parse(const char *buf, size_t len, struct gk_msg *m)
 	namelen = (size_t)(sp - (line + 6));
 	/* The runtime's folder in the checkpoint root, by its .tmp name only:
 	 * gk_store_publish checks the rest (sequence, writer). */
-	if (namelen < 11 || namelen >= sizeof(m->name) || strncmp(line + 6, ".tmp.ckpt.", 10))
+	if (namelen <= strlen(GK_CKPT_TMP_PREFIX) || namelen >= sizeof(m->name) ||
+	    strncmp(line + 6, GK_CKPT_TMP_PREFIX, strlen(GK_CKPT_TMP_PREFIX)))
 		return -EPROTO;
 	for (size_t i = 6; i < 6 + namelen; i++)
 		if (!is_name_char(line[i]))
