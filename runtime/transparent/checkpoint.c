@@ -22,6 +22,7 @@
 #include "log.h"
 #include "shepherd.h"
 #include "ckptname.h"
+#include "shepherd_protocol.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -70,7 +71,7 @@ static void close_peers(struct ckpt *c, const char *abort_reason)
 		if (c->peers[i].fd < 0)
 			continue;
 		if (abort_reason)
-			gk_sock_send(c->peers[i].fd, "ABORT", abort_reason);
+			gk_sock_send(c->peers[i].fd, GK_PROTO_ABORT, abort_reason);
 		gk_sock_close(c->peers[i].fd);
 		c->peers[i].fd = -1;
 	}
@@ -93,7 +94,7 @@ static int all_ready(const struct ckpt *c)
 /* A message from a peer; a peer that breaks the protocol is dropped. */
 static void read_peer(struct ckpt *c, struct peer *p)
 {
-	char buf[GK_SHEP_MSG_MAX + 1];
+	char buf[GK_PROTO_MSG_MAX + 1];
 	struct gk_msg m;
 	ssize_t n = recv(p->fd, buf, sizeof(buf), MSG_DONTWAIT);
 	int valid;
@@ -198,7 +199,7 @@ static int gather(struct ckpt *c)
 		struct peer *p = &c->peers[i];
 
 		if (p->fd >= 0 && !p->ready) {
-			gk_sock_send(p->fd, "ABORT", "not ready within --ready-timeout");
+			gk_sock_send(p->fd, GK_PROTO_ABORT, "not ready within --ready-timeout");
 			gk_sock_close(p->fd);
 			p->fd = -1;
 		}
@@ -340,7 +341,7 @@ static int lock_all(struct ckpt *c)
 		c->nlocked++;
 	}
 	for (size_t i = 0; i < c->npeers; i++)
-		if (c->peers[i].fd >= 0 && gk_sock_send(c->peers[i].fd, "LOCKED", NULL) < 0)
+		if (c->peers[i].fd >= 0 && gk_sock_send(c->peers[i].fd, GK_PROTO_LOCKED, NULL) < 0)
 			gk_warn("transparent: socket: pid %d: cannot send LOCKED",
 				(int)c->peers[i].pid);
 	deadline = gk_now() + sh->o->ready_timeout;
