@@ -58,7 +58,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "contract.h" /* enum gk_mode */
+#include "contract.h" /* enum gk_mode, the defaults of va_base, va_size, chunk_size */
 
 #define GK_MAX_TRIGGERS 8
 

@@ -447,8 +447,8 @@ static int begin_own(struct ckpt *c)
 	m->task = o->task;
 	snprintf(m->label, sizeof(m->label), "transparent");
 	m->chunk_size = GK_DEFAULT_CHUNK_SIZE;
-	m->va_base = 0x200000000000ull;
-	m->va_size = 1ull << 40;
+	m->va_base = GK_DEFAULT_VA_BASE;
+	m->va_size = GK_DEFAULT_VA_SIZE;
 	ret = gk_store_seal(&c->txn, m, NULL, c->err, sizeof(c->err));
 	if (ret < 0) {
 		c->own_txn = 0;
