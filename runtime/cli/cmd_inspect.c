@@ -97,7 +97,7 @@ static void print_summary(const char *dir, const struct gk_manifest *m, const ch
 	printf("  step          %" PRId64 "\n", m->step);
 	printf("  created       %s (written in %.2f s)\n", cli_printable(m->created),
 	       m->write_seconds);
-	cli_user_name(m->uid, who, sizeof(who));
+	gk_user_name(m->uid, who, sizeof(who));
 	printf("  written by    %s (uid %u), pid %d on %s\n", cli_printable(who), (unsigned)m->uid,
 	       (int)m->pid, cli_printable(m->hostname));
 	if (m->slurm)
@@ -105,7 +105,7 @@ static void print_summary(const char *dir, const struct gk_manifest *m, const ch
 		       cli_printable(m->job_id), cli_printable(m->step_id), m->task, m->restart_count);
 	else
 		printf("  slurm         - (not run under Slurm)\n");
-	cli_user_name(owner, who, sizeof(who));
+	gk_user_name(owner, who, sizeof(who));
 	if (strcmp(sig, "signed") == 0)
 		printf("  signed by     %s (uid %u)\n", who, (unsigned)owner);
 	else if (strcmp(sig, "unchecked") == 0)

@@ -212,7 +212,7 @@ static void print_table(const char *root, const struct row *rows, size_t n, int 
 		if (r->held) {
 			char who[64];
 
-			cli_user_name(r->owner, who, sizeof(who));
+			gk_user_name(r->owner, who, sizeof(who));
 			printf(" (%s's, held by root)", who);
 		}
 		if (r->error[0])

@@ -23,6 +23,7 @@
 #include "gpuckpt.h"
 #include "gpuckpt_coord.h"
 #include "ckptname.h"
+#include "export.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -31,7 +32,6 @@
 #include <string.h>
 #include <time.h>
 
-#define GK_EXPORT __attribute__((visibility("default")))
 #define KNOWN_MAX 64
 
 static struct {

@@ -8,12 +8,12 @@
 #include "image.h"
 #include "log.h"
 #include "ckptname.h"
+#include "user.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -31,17 +31,6 @@
 /* Below this much data, starting threads costs more than it saves. */
 #define THREAD_MIN_BYTES (64ull << 20)
 
-static void user_name(uid_t uid, char *buf, size_t n)
-{
-	struct passwd pw, *res = NULL;
-	char tmp[1024];
-
-	if (getpwuid_r(uid, &pw, tmp, sizeof(tmp), &res) == 0 && res)
-		snprintf(buf, n, "%s", res->pw_name);
-	else
-		snprintf(buf, n, "uid %u", (unsigned)uid);
-}
-
 /* Whose the files must be: the checkpoint's user's, or root's for a held copy. */
 static uid_t files_uid(const struct gk_load_opts *opts)
 {
@@ -54,8 +43,8 @@ static int check_owner(const char *what, const struct stat *st, uid_t uid, char 
 	char have[64], want[64];
 
 	if (st->st_uid != uid) {
-		user_name(st->st_uid, have, sizeof(have));
-		user_name(uid, want, sizeof(want));
+		gk_user_name(st->st_uid, have, sizeof(have));
+		gk_user_name(uid, want, sizeof(want));
 		snprintf(err, errlen, "%s is owned by %s (uid %u), not by %s (uid %u)", what, have,
 			 (unsigned)st->st_uid, want, (unsigned)uid);
 		return -EPERM;
@@ -617,8 +606,8 @@ int gk_image_open_in(int rootfd, int dirfd, const char *dir, const struct gk_loa
 		if (m->uid != signer) {
 			char have[64], want[64];
 
-			user_name(m->uid, have, sizeof(have));
-			user_name(signer, want, sizeof(want));
+			gk_user_name(m->uid, have, sizeof(have));
+			gk_user_name(signer, want, sizeof(want));
 			snprintf(err, errlen, "%s names %s (uid %u) as its writer, not %s (uid %u)",
 				 GK_MANIFEST_FILE, have, (unsigned)m->uid, want, (unsigned)signer);
 			ret = -EPERM;
