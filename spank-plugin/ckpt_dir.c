@@ -2,6 +2,7 @@
 
 #include "ckpt_dir.h"
 #include "fsafe.h"
+#include "ckptname.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -218,16 +219,15 @@ int gk_task_dir_make(const char *root, const char *setting, const struct gk_task
 	return fd;
 }
 
-/* ckpt.<digits> and nothing else. */
+/* A committed name, as the runtime writes and reads it (ckptname.h). */
 static int ckpt_number(const char *name, unsigned long long *num)
 {
-	char *end;
+	uint64_t seq;
 
-	if (strncmp(name, "ckpt.", 5) != 0 || name[5] < '0' || name[5] > '9')
+	if (gk_ckpt_parse(name, &seq) < 0)
 		return -EINVAL;
-	errno = 0;
-	*num = strtoull(name + 5, &end, 10);
-	return errno || *end ? -EINVAL : 0;
+	*num = seq;
+	return 0;
 }
 
 int gk_find_committed_at(int fd, char *newest, size_t len)

@@ -7,6 +7,7 @@
 #include "jobdir.h"
 #include "root_path.h"
 #include "stage_run.h"
+#include "ckptname.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -126,10 +127,11 @@ static int parse_rel(const char *rel, size_t n, struct gk_event *e)
 	part[slash1 - part] = '\0';
 	part[slash2 - part] = '\0';
 	if (gk_parse_step_dirname(part, e->step, sizeof(e->step)) < 0 ||
-	    gk_parse_task_dirname(slash1 + 1, &task) < 0 || strncmp(slash2 + 1, "ckpt.", 5) != 0)
+	    gk_parse_task_dirname(slash1 + 1, &task) < 0 ||
+	    strncmp(slash2 + 1, GK_CKPT_PREFIX, sizeof(GK_CKPT_PREFIX) - 1) != 0)
 		return -EINVAL;
 	e->task = task;
-	e->ckpt = strtoull(slash2 + 6, NULL, 10);
+	e->ckpt = strtoull(slash2 + sizeof(GK_CKPT_PREFIX), NULL, 10);
 	e->have |= GK_EVF_STEP | GK_EVF_TASK | GK_EVF_CKPT;
 	return 0;
 }

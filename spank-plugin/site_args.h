@@ -34,14 +34,7 @@
 #include <limits.h>
 #include <stddef.h>
 
-#define GK_ERRLEN 512
-
-/* How programs are checkpointed (runtime/transparent/README.md). */
-enum gk_mode {
-	GK_MODE_AUTO = 0,	 /* transparent for programs that do not use the API, where it can */
-	GK_MODE_APP = 1,	 /* only programs that use the API */
-	GK_MODE_TRANSPARENT = 2, /* transparent always; a task that cannot have it does not start */
-};
+#include "contract.h" /* GK_ERRLEN, enum gk_mode: the runtime's (runtime/common) */
 
 struct gk_site {
 	int default_on;

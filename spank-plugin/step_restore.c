@@ -2,6 +2,7 @@
 
 #include "step_restore.h"
 #include "fsafe.h"
+#include "ckptname.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -90,7 +91,7 @@ static int has_member(int stepfd, uint32_t task, uint64_t seq)
 	taskfd = openat(stepfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (taskfd < 0)
 		return 0;
-	snprintf(name, sizeof(name), "ckpt.%06" PRIu64, seq);
+	snprintf(name, sizeof(name), GK_CKPT_FMT, seq);
 	ckptfd = openat(taskfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (ckptfd >= 0) {
 		ret = fstatat(ckptfd, "manifest.json", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
@@ -238,7 +239,7 @@ int gk_step_choose(const struct gk_site *s, const struct gk_task_ids *ids, uint3
 	}
 	c->sequence = e.sequence;
 	c->id = e.id;
-	snprintf(c->ckpt, sizeof(c->ckpt), "%s/ckpt.%06" PRIu64, task_dir, e.sequence);
+	snprintf(c->ckpt, sizeof(c->ckpt), "%s/" GK_CKPT_FMT, task_dir, e.sequence);
 	if (!has_member(stepfd, ids->task_id, e.sequence)) {
 		ret = -ENOENT;
 		snprintf(err, errlen,

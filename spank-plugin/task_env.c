@@ -2,6 +2,7 @@
 
 #include "task_env.h"
 #include "container_env.h"
+#include "ckptname.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -159,7 +160,7 @@ static int choose_set(const struct gk_site *s, const struct gk_opts *o,
 		return rc;
 	if (c->kind == GK_PLAN_SET) {
 		r->restore = 1;
-		snprintf(r->newest, sizeof(r->newest), "ckpt.%06llu", (unsigned long long)c->sequence);
+		snprintf(r->newest, sizeof(r->newest), GK_CKPT_FMT, (uint64_t)c->sequence);
 		return 0;
 	}
 	if (c->kind == GK_PLAN_BAD && !on_bad_fresh(s, o, env)) {

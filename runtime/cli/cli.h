@@ -11,6 +11,8 @@
 
 #include <json-c/json.h>
 
+#include "user.h" /* gk_user_name: the user name of a uid, or "uid N" */
+
 /* Exit status of every subcommand. */
 enum {
 	GK_EXIT_OK = 0,	   /* done; the checkpoint(s) are good */
@@ -68,9 +70,6 @@ int cli_print_help(const struct gk_cmd *cmd);
 
 /* "512 B", "4.0 KiB", "1.5 GiB" */
 void cli_human_size(uint64_t bytes, char *buf, size_t n);
-
-/* The user name of a uid, or "uid N" when it has none. */
-void cli_user_name(uid_t uid, char *buf, size_t n);
 
 /* {"user": NAME, "uid": UID} */
 json_object *cli_user_json(uid_t uid);

@@ -718,7 +718,7 @@ static int checkpoint_run(int argc, char **argv)
 	if (getuid() != 0 && j.uid != getuid()) {
 		char me[64];
 
-		cli_user_name(getuid(), me, sizeof(me));
+		gk_user_name(getuid(), me, sizeof(me));
 		snprintf(err, sizeof(err),
 			 "job %s belongs to %s, not to you (%s): only a job's owner (or root) can "
 			 "checkpoint it",

@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "image.h"
 #include "log.h"
+#include "ckptname.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -96,7 +97,7 @@ static void print_summary(const char *dir, const struct gk_manifest *m, const ch
 	printf("  step          %" PRId64 "\n", m->step);
 	printf("  created       %s (written in %.2f s)\n", cli_printable(m->created),
 	       m->write_seconds);
-	cli_user_name(m->uid, who, sizeof(who));
+	gk_user_name(m->uid, who, sizeof(who));
 	printf("  written by    %s (uid %u), pid %d on %s\n", cli_printable(who), (unsigned)m->uid,
 	       (int)m->pid, cli_printable(m->hostname));
 	if (m->slurm)
@@ -104,7 +105,7 @@ static void print_summary(const char *dir, const struct gk_manifest *m, const ch
 		       cli_printable(m->job_id), cli_printable(m->step_id), m->task, m->restart_count);
 	else
 		printf("  slurm         - (not run under Slurm)\n");
-	cli_user_name(owner, who, sizeof(who));
+	gk_user_name(owner, who, sizeof(who));
 	if (strcmp(sig, "signed") == 0)
 		printf("  signed by     %s (uid %u)\n", who, (unsigned)owner);
 	else if (strcmp(sig, "unchecked") == 0)
@@ -129,7 +130,7 @@ static void print_summary(const char *dir, const struct gk_manifest *m, const ch
 		if (m->increment) {
 			printf("  increment     %u: its unchanged chunks lie in", m->increment);
 			for (size_t i = 0; i < m->nrefs; i++)
-				printf("%s ckpt.%06" PRIu64, i ? "," : "", m->refs[i].sequence);
+				printf("%s " GK_CKPT_FMT, i ? "," : "", m->refs[i].sequence);
 			printf(" (all needed to restore it)\n");
 		} else {
 			printf("  increment     - (it holds all its data)\n");
@@ -202,8 +203,8 @@ static void print_allocs(const struct gk_manifest *m)
 			if (j < k)
 				continue;
 			if (p->sequence)
-				printf("%sckpt.%06" PRIu64 "/%s", shown++ ? ", " : " ",
-				       p->sequence, cli_printable(p->file));
+				printf("%s" GK_CKPT_FMT "/%s", shown++ ? ", " : " ", p->sequence,
+				       cli_printable(p->file));
 			else
 				printf("%s%s", shown++ ? ", " : " ", cli_printable(p->file));
 		}

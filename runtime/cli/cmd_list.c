@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "image.h"
 #include "log.h"
+#include "ckptname.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -165,7 +166,8 @@ static void print_empty(const char *root)
 
 	base = base && base[1] ? base + 1 : root;
 	snprintf(path, sizeof(path), "%s/%s", root, GK_MANIFEST_FILE);
-	if (lstat(path, &st) == 0 || strncmp(base, "ckpt.", 5) == 0) {
+	if (lstat(path, &st) == 0 ||
+	    strncmp(base, GK_CKPT_PREFIX, sizeof(GK_CKPT_PREFIX) - 1) == 0) {
 		printf("%s: no checkpoints: this is a checkpoint, not a checkpoint root; list "
 		       "takes the folder that holds the ckpt.N folders, inspect and verify take "
 		       "a checkpoint\n",
@@ -210,7 +212,7 @@ static void print_table(const char *root, const struct row *rows, size_t n, int 
 		if (r->held) {
 			char who[64];
 
-			cli_user_name(r->owner, who, sizeof(who));
+			gk_user_name(r->owner, who, sizeof(who));
 			printf(" (%s's, held by root)", who);
 		}
 		if (r->error[0])

@@ -218,7 +218,7 @@ static int verify_one(const char *dir, uid_t want, const struct gk_load_opts *ba
 		json_object_array_add(results, o);
 	} else {
 		cli_human_size(data_bytes(m), size, sizeof(size));
-		cli_user_name(owner, who, sizeof(who));
+		gk_user_name(owner, who, sizeof(who));
 		printf("%s: OK (%zu allocation%s, %s, ", dir, m->nallocs,
 		       m->nallocs == 1 ? "" : "s", size);
 		if (is_signed)

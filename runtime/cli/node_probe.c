@@ -9,6 +9,7 @@
 #include "jobdir.h"
 #include "log.h"
 #include "procstat.h"
+#include "ckptname.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -179,15 +180,11 @@ static int64_t newest_committed(int taskfd, uint64_t *bytes)
 		return -1;
 	}
 	while ((e = readdir(d))) {
-		char *end;
-		unsigned long long n;
+		uint64_t n;
 		struct stat st;
 		int ckfd;
 
-		if (strncmp(e->d_name, "ckpt.", 5) != 0 || e->d_name[5] < '0' || e->d_name[5] > '9')
-			continue;
-		n = strtoull(e->d_name + 5, &end, 10);
-		if (*end || (int64_t)n <= best || n > INT64_MAX)
+		if (gk_ckpt_parse(e->d_name, &n) < 0 || n > INT64_MAX || (int64_t)n <= best)
 			continue;
 		ckfd = openat(taskfd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (ckfd < 0)

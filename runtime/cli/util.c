@@ -142,23 +142,12 @@ void cli_human_size(uint64_t bytes, char *buf, size_t n)
 	snprintf(buf, n, "%.1f %s", v, units[u]);
 }
 
-void cli_user_name(uid_t uid, char *buf, size_t n)
-{
-	struct passwd pw, *res = NULL;
-	char tmp[1024];
-
-	if (getpwuid_r(uid, &pw, tmp, sizeof(tmp), &res) == 0 && res)
-		snprintf(buf, n, "%s", res->pw_name);
-	else
-		snprintf(buf, n, "uid %u", (unsigned)uid);
-}
-
 json_object *cli_user_json(uid_t uid)
 {
 	json_object *o = json_object_new_object();
 	char name[64];
 
-	cli_user_name(uid, name, sizeof(name));
+	gk_user_name(uid, name, sizeof(name));
 	json_object_object_add(o, "user", json_object_new_string(name));
 	json_object_object_add(o, "uid", json_object_new_int64((int64_t)uid));
 	return o;

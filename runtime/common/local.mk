@@ -4,6 +4,9 @@
 noinst_LTLIBRARIES += libgkcommon.la
 libgkcommon_la_SOURCES = \
 	%reldir%/clock.h \
+	%reldir%/contract.h \
+	%reldir%/export.h \
+	%reldir%/shepherd_protocol.h \
 	%reldir%/fsafe.c %reldir%/fsafe.h \
 	%reldir%/log.c %reldir%/log.h \
 	%reldir%/settings.c %reldir%/settings.h \
@@ -11,5 +14,6 @@ libgkcommon_la_SOURCES = \
 	%reldir%/jobstats.c %reldir%/jobstats.h \
 	%reldir%/jobdir.c %reldir%/jobdir.h \
 	%reldir%/procstat.c %reldir%/procstat.h \
-	%reldir%/testhook.c %reldir%/testhook.h
+	%reldir%/testhook.c %reldir%/testhook.h \
+	%reldir%/user.c %reldir%/user.h
 libgkcommon_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden

@@ -51,17 +51,10 @@ void gk_settings_defaults(struct gk_settings *s)
 	s->triggers[0] = (struct gk_trigger){SIGTERM, GK_ACTION_EXIT};
 	s->triggers[1] = (struct gk_trigger){SIGUSR1, GK_ACTION_CONTINUE};
 	s->ntriggers = 2;
-	/* 32 TiB: far above where Linux puts executables, heaps and mmaps of a
-	 * 47-bit address space, below the GPU's own limits; one 1 TiB slice per
-	 * device, more than any GPU's memory, so an allocator never runs out of
-	 * addresses before it runs out of memory. */
-	s->va_base = 0x200000000000ull;
-	s->va_size = 0x10000000000ull;
+	s->va_base = GK_DEFAULT_VA_BASE; /* contract.h says why these */
+	s->va_size = GK_DEFAULT_VA_SIZE;
 	s->writers = gk_settings_default_writers();
-	/* Small enough that each copy thread pins little staging memory (pinning
-	 * runs at about 1 GB/s, in the driver, one thread at a time): 8 threads
-	 * pin 128 MiB. */
-	s->chunk_size = 8ull << 20;
+	s->chunk_size = GK_DEFAULT_CHUNK_SIZE;
 	/* Copies from the device of 256 KiB, four in flight per writer: each
 	 * piece is written while it is still in the processor's cache. Measured
 	 * on the H100 machine: 23 % (4 GiB) and 15 % (16 GiB) faster than a
@@ -416,7 +409,7 @@ bad:
 static int load_file(struct gk_settings *s, const char *path, int must_exist, char *err,
 		     size_t errlen)
 {
-	char line[4352], sub[GK_ERRLEN_SETTINGS];
+	char line[4352], sub[GK_ERRLEN];
 	unsigned lineno = 0;
 	FILE *f = fopen(path, "re");
 	int ret = 0;
@@ -497,7 +490,7 @@ int gk_settings_load(struct gk_settings *s, char *err, size_t errlen)
 		{"GPUCKPT_RESTORE_SET", "restore_set"},
 	};
 	const char *path = getenv("GPUCKPT_CONFIG");
-	char sub[GK_ERRLEN_SETTINGS];
+	char sub[GK_ERRLEN];
 	int ret;
 
 	gk_settings_defaults(s);

@@ -58,8 +58,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "contract.h" /* enum gk_mode, the defaults of va_base, va_size, chunk_size */
+
 #define GK_MAX_TRIGGERS 8
-#define GK_ERRLEN_SETTINGS 512
 
 enum gk_trigger_action {
 	GK_ACTION_CONTINUE = 0, /* checkpoint, then let the program go on */
@@ -112,12 +113,6 @@ enum gk_snapshot_mode {
 	GK_SNAPSHOT_OFF = 1,     /* every checkpoint blocks the program until written */
 	GK_SNAPSHOT_BYTES = 2,
 	GK_SNAPSHOT_PERCENT = 3, /* of the memory available to the process */
-};
-
-enum gk_mode {
-	GK_MODE_AUTO = 0,        /* transparent for a process that never used the API */
-	GK_MODE_APP = 1,         /* checkpoint points only */
-	GK_MODE_TRANSPARENT = 2, /* transparent even for API users */
 };
 
 /* The default number of writer threads: the processors this process may run

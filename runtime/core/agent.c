@@ -30,6 +30,8 @@
 #include "track.h"
 #include "transfer.h"
 #include "trigger.h"
+#include "ckptname.h"
+#include "shepherd_protocol.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -253,7 +255,7 @@ static int have_devices(void)
  */
 static int checkpoint(int signo)
 {
-	char err[GK_ERRLEN], msg[4096], path[4200], why[1024];
+	char err[GK_ERRLEN], msg[GK_PROTO_MSG_MAX], path[4200], why[1024];
 	const char *cannot;
 	struct gk_manifest *m = NULL;
 	struct gk_store_txn txn;
@@ -270,7 +272,7 @@ static int checkpoint(int signo)
 		gk_error("transparent: %s: no checkpoint taken", err);
 		return 0;
 	}
-	if (say(fd, "HELLO 1 transparent") < 0)
+	if (say(fd, GK_PROTO_HELLO_TRANSPARENT) < 0)
 		goto out_close;
 	t_hello = gk_now();
 	/* What the driver cannot save either is refused before anything is
@@ -279,7 +281,7 @@ static int checkpoint(int signo)
 		gk_error("transparent: refused, no checkpoint taken: this process holds %s, which "
 			 "the CUDA driver's checkpoint cannot save",
 			 why);
-		if (say(fd, "REFUSE %s", cannot) == 0)
+		if (say(fd, GK_PROTO_REFUSE " %s", cannot) == 0)
 			hear(fd, msg, sizeof(msg));
 		goto out_close;
 	}
@@ -296,7 +298,8 @@ static int checkpoint(int signo)
 		gk_error("transparent: the program's CUDA context is broken (%s): no checkpoint "
 			 "possible",
 			 gk_cu_name(broken));
-		if (say(fd, "REFUSE broken %s", error_word(broken)) == 0)
+		if (say(fd, GK_PROTO_REFUSE " " GK_PROTO_REFUSE_BROKEN " %s",
+			error_word(broken)) == 0)
 			hear(fd, msg, sizeof(msg));
 		goto out_close;
 	}
@@ -348,20 +351,22 @@ static int checkpoint(int signo)
 			name, t_hello - t0, t_gate - t_hello, t_drain - t_gate, t_image - t_drain,
 			t_seal - t_image, gk_now() - t_seal);
 	}
-	if (say(fd, "READY %s %d", name, assisted) < 0 || hear(fd, msg, sizeof(msg)) < 0)
+	if (say(fd, GK_PROTO_READY " %s %d", name, assisted) < 0 || hear(fd, msg, sizeof(msg)) < 0)
 		msg[0] = 0;
-	if (!strcmp(msg, "LOCKED")) {
+	if (!strcmp(msg, GK_PROTO_LOCKED)) {
 		close(fd);
 		fd = -1;
 		wait_for_unlock();
 	} else {
 		gk_warn("transparent: the shepherd took no checkpoint: %s",
-			!strncmp(msg, "ABORT ", 6) ? msg + 6 : "it closed the connection");
+			!strncmp(msg, GK_PROTO_ABORT " ", sizeof(GK_PROTO_ABORT))
+				? msg + sizeof(GK_PROTO_ABORT)
+				: "it closed the connection");
 	}
 	/* Restored: the shepherd committed the folder before the process ended. */
 	if (sealed) {
-		snprintf(path, sizeof(path), "%s/ckpt.%06llu", gk_rt.settings.dir,
-			 (unsigned long long)txn.sequence);
+		snprintf(path, sizeof(path), "%s/" GK_CKPT_FMT, gk_rt.settings.dir,
+			 (uint64_t)txn.sequence);
 		restored = stat(path, &st) == 0;
 		if (assisted)
 			reload_all(restored ? path : txn.tmpdir, m);
@@ -396,7 +401,7 @@ static void *agent(void *arg)
 			 * know, so that it waits for the program instead. */
 			fd = shepherd_connect(err, sizeof(err));
 			if (fd >= 0) {
-				say(fd, "HELLO 1 app");
+				say(fd, GK_PROTO_HELLO_APP);
 				close(fd);
 			}
 			continue;

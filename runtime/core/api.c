@@ -11,12 +11,11 @@
 #include "restore.h"
 #include "runtime.h"
 #include "trigger.h"
+#include "export.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-#define GK_EXPORT __attribute__((visibility("default")))
 
 struct gk_region *gk_regions;
 size_t gk_nregions;

@@ -3,6 +3,7 @@
 #include "baseline.h"
 #include "log.h"
 #include "runtime.h"
+#include "ckptname.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -101,10 +102,10 @@ const struct gk_manifest *gk_baseline_get(void)
 		if (fd >= 0)
 			close(fd);
 		if (!base)
-			gk_info("checkpoint: the restored checkpoint ckpt.%06llu cannot be built on "
-				"(no change keys, or its manifest is gone): this checkpoint is "
-				"written whole",
-				(unsigned long long)restored_seq);
+			gk_info("checkpoint: the restored checkpoint " GK_CKPT_FMT
+				" cannot be built on (no change keys, or its manifest is gone): "
+				"this checkpoint is written whole",
+				(uint64_t)restored_seq);
 		restored_seq = 0;
 	}
 	m = base;

@@ -22,6 +22,8 @@
 
 #include "gpuckpt.h"
 #include "gpuckpt_coord.h"
+#include "ckptname.h"
+#include "export.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -30,7 +32,6 @@
 #include <string.h>
 #include <time.h>
 
-#define GK_EXPORT __attribute__((visibility("default")))
 #define KNOWN_MAX 64
 
 static struct {
@@ -239,11 +240,11 @@ GK_EXPORT int gpuckpt_coord_settle(const struct gpuckpt_set *set, int recorded)
 		ret = gk_store_remove(gk_rt.settings.dir, set->sequence, set->sequence, err,
 				      sizeof(err));
 		if (ret < 0)
-			gk_warn("checkpoint: %s: cannot withdraw ckpt.%06llu: %s", gk_runtime_dir(),
-				set->sequence, err);
-		gk_error("checkpoint: %s/ckpt.%06llu: withdrawn: not every task of the step "
+			gk_warn("checkpoint: %s: cannot withdraw " GK_CKPT_FMT ": %s",
+				gk_runtime_dir(), (uint64_t)set->sequence, err);
+		gk_error("checkpoint: %s/" GK_CKPT_FMT ": withdrawn: not every task of the step "
 			 "committed set %llu (see their output); the previous sets are kept",
-			 gk_runtime_dir(), set->sequence, set->sequence);
+			 gk_runtime_dir(), (uint64_t)set->sequence, set->sequence);
 		return 0;
 	}
 	pthread_mutex_lock(&C.lock);

@@ -22,6 +22,7 @@
 #include "exec_guard.h"
 #include "log.h"
 #include "runtime.h"
+#include "export.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -30,8 +31,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-#define GK_EXPORT __attribute__((visibility("default")))
 
 extern char **environ;
 

@@ -28,6 +28,7 @@
 #include "image.h"
 #include "log.h"
 #include "runtime.h"
+#include "ckptname.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -163,7 +164,7 @@ static int flush_one(int localfd, int flushfd, const struct gk_store_entry *e, c
 	struct dirent *de;
 	DIR *d;
 
-	snprintf(name, sizeof(name), "ckpt.%06" PRIu64, e->sequence);
+	snprintf(name, sizeof(name), GK_CKPT_FMT, e->sequence);
 	gk_store_writer_name(e->sequence, tmp, sizeof(tmp));
 	srcdir = openat(localfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (srcdir < 0) {
@@ -266,7 +267,7 @@ static void flush_round(char *buf, double since)
 
 		if (!list[i].complete || list[i].transparent)
 			continue;
-		snprintf(name, sizeof(name), "ckpt.%06" PRIu64, list[i].sequence);
+		snprintf(name, sizeof(name), GK_CKPT_FMT, list[i].sequence);
 		if (fstatat(flushfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0)
 			continue;
 		t0 = now_s();

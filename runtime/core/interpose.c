@@ -12,11 +12,10 @@
 #include "gate.h"
 #include "handlers.h"
 #include "runtime.h"
+#include "export.h"
 
 #include <dlfcn.h>
 #include <string.h>
-
-#define GK_EXPORT __attribute__((visibility("default")))
 
 /* Prototypes first: most _ptsz/_ptds variants have no declaration in cuda.h. */
 #define GK_OWN(name, params, args) GK_EXPORT CUresult name params;

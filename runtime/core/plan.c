@@ -11,6 +11,7 @@
 #include "log.h"
 #include "peer.h"
 #include "runtime.h"
+#include "ckptname.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -223,7 +224,7 @@ static int base_present(const struct gk_manifest *b)
 	struct stat st;
 
 	for (size_t i = 0; ok && i <= b->nrefs; i++) {
-		snprintf(name, sizeof(name), "ckpt.%06" PRIu64,
+		snprintf(name, sizeof(name), GK_CKPT_FMT,
 			 i < b->nrefs ? b->refs[i].sequence : b->sequence);
 		ok = fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(st.st_mode);
 	}
@@ -654,18 +655,18 @@ void gk_plan_say(const struct gk_plan *p, int ret, const struct gk_plan_result *
 	human(size, sizeof(size), written);
 	if (res->increment) {
 		human(kept, sizeof(kept), p->state_bytes - written);
-		snprintf(how, sizeof(how), "; increment %u of ckpt.%06llu: %s unchanged", res->increment,
-			 (unsigned long long)res->base_sequence, kept);
+		snprintf(how, sizeof(how), "; increment %u of " GK_CKPT_FMT ": %s unchanged",
+			 res->increment, (uint64_t)res->base_sequence, kept);
 	}
 	if (p->background)
 		snprintf(when, sizeof(when), "; the program was paused %.3f s, the rest in the background",
 			 p->paused);
 	else
 		when[0] = 0;
-	gk_notice("checkpoint: %s/ckpt.%06llu: wrote %llu bytes (%s: %zu allocations, %zu host "
+	gk_notice("checkpoint: %s/" GK_CKPT_FMT ": wrote %llu bytes (%s: %zu allocations, %zu host "
 		  "regions) in %.3f s%s%s%s",
-		  dir, (unsigned long long)res->sequence, (unsigned long long)written, size,
-		  res->nallocs, res->nregions, gk_now() - p->t_start, how, when,
+		  dir, (uint64_t)res->sequence, (unsigned long long)written, size, res->nallocs,
+		  res->nregions, gk_now() - p->t_start, how, when,
 		  res->is_signed ? "" : ", unsigned");
 }
 

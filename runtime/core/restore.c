@@ -16,6 +16,7 @@
 #include "peer.h"
 #include "runtime.h"
 #include "transfer.h"
+#include "ckptname.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -78,8 +79,9 @@ static void log_restore(enum gk_event_result result, uint64_t bytes, double seco
 	int has = 0;
 
 	base = base ? base + 1 : R.dir;
-	if (strncmp(base, "ckpt.", 5) == 0 && base[5] >= '0' && base[5] <= '9') {
-		seq = strtoull(base + 5, &end, 10);
+	if (strncmp(base, GK_CKPT_PREFIX, sizeof(GK_CKPT_PREFIX) - 1) == 0 &&
+	    base[sizeof(GK_CKPT_PREFIX) - 1] >= '0' && base[sizeof(GK_CKPT_PREFIX) - 1] <= '9') {
+		seq = strtoull(base + sizeof(GK_CKPT_PREFIX) - 1, &end, 10);
 		has = *end == '\0';
 	}
 	gk_eventlog_restore(result, has, seq, bytes, seconds, err);
@@ -627,10 +629,10 @@ static void part_path(char *path, size_t len, const char *dir, uint64_t sequence
 		n--;
 	slash = memrchr(dir, '/', n);
 	if (!slash)
-		snprintf(path, len, "ckpt.%06llu/%s", (unsigned long long)sequence, name);
+		snprintf(path, len, GK_CKPT_FMT "/%s", (uint64_t)sequence, name);
 	else
-		snprintf(path, len, "%.*s/ckpt.%06llu/%s", (int)(slash - dir), dir,
-			 (unsigned long long)sequence, name);
+		snprintf(path, len, "%.*s/" GK_CKPT_FMT "/%s", (int)(slash - dir), dir,
+			 (uint64_t)sequence, name);
 }
 
 int gk_restore_items(const char *dir, const struct gk_manifest *m, struct gk_xfer_item **out,

@@ -22,7 +22,7 @@ struct gk_runtime gk_rt;
  * tools): read the settings and nothing else. */
 __attribute__((constructor)) static void gk_runtime_load(void)
 {
-	char err[GK_ERRLEN_SETTINGS];
+	char err[GK_ERRLEN];
 
 	if (gk_settings_load(&gk_rt.settings, err, sizeof(err)) < 0) {
 		gk_error("settings: %s; gpuckpt is disabled in this process", err);

@@ -8,6 +8,7 @@
 #include "handlers.h"
 #include "log.h"
 #include "runtime.h"
+#include "shepherd_protocol.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -83,10 +84,10 @@ int gk_track_driver_cannot(const char **word, char *buf, size_t len)
 		enum gk_unsupported kind;
 		const char *word;
 	} cannot[] = {
-	    {GK_UNSUP_MANAGED, "managed"},
-	    {GK_UNSUP_IPC_OPEN, "ipc"},
-	    {GK_UNSUP_POOL_IPC, "ipc"},
-	    {GK_UNSUP_VMM_IMPORT, "ipc"},
+	    {GK_UNSUP_MANAGED, GK_PROTO_REFUSE_MANAGED},
+	    {GK_UNSUP_IPC_OPEN, GK_PROTO_REFUSE_IPC},
+	    {GK_UNSUP_POOL_IPC, GK_PROTO_REFUSE_IPC},
+	    {GK_UNSUP_VMM_IMPORT, GK_PROTO_REFUSE_IPC},
 	};
 
 	for (size_t i = 0; i < sizeof(cannot) / sizeof(cannot[0]); i++) {

@@ -5,6 +5,7 @@
 #include "log.h"
 #include "runtime.h"
 #include "agent.h"
+#include "export.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -14,8 +15,6 @@
 #include <string.h>
 #include <time.h>
 #include <unistd.h>
-
-#define GK_EXPORT __attribute__((visibility("default")))
 
 typedef int (*sigaction_fn)(int, const struct sigaction *, struct sigaction *);
 

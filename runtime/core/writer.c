@@ -7,6 +7,7 @@
 #include "runtime.h"
 #include "snapshot.h"
 #include "staging.h"
+#include "ckptname.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -146,7 +147,7 @@ int gk_writer_submit(struct gk_plan *p)
 		return -ENOMEM;
 	t->kind = TASK_WRITE;
 	t->plan = p;
-	snprintf(what, sizeof(what), "ckpt.%06llu", (unsigned long long)p->txn.sequence);
+	snprintf(what, sizeof(what), GK_CKPT_FMT, (uint64_t)p->txn.sequence);
 	ret = start(t, what);
 	if (ret < 0)
 		free(t);

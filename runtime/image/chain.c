@@ -12,6 +12,7 @@
  */
 #include "config.h"
 #include "image.h"
+#include "ckptname.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -33,7 +34,7 @@ int gk_chain_read_manifest(int rootfd, uint64_t sequence, struct gk_manifest **o
 	int dirfd, fd = -1, ret;
 
 	*out = NULL;
-	snprintf(name, sizeof(name), "ckpt.%06" PRIu64, sequence);
+	snprintf(name, sizeof(name), GK_CKPT_FMT, sequence);
 	dirfd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dirfd < 0) {
 		ret = -errno;

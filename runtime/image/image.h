@@ -37,6 +37,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "contract.h" /* GK_ERRLEN, GK_DEFAULT_CHUNK_SIZE (runtime/common) */
+
 #define GK_FORMAT_NAME "gpuckpt-image"
 /* Version 4: a device may list the devices that were granted peer access to
  * its memory ("peer_access"); written only by a checkpoint that has such
@@ -60,11 +62,7 @@
  * root:root 0700, CRIU's images and their seal. Never a data file. */
 #define GK_CRIU_DIR "criu"
 #define GK_DATA_ALIGN 4096u
-#define GK_DEFAULT_CHUNK_SIZE (64u << 20)
 #define GK_NAME_MAX 64 /* region names, file names: [A-Za-z0-9_.-], no "..", not empty */
-
-/* Error messages are written into a caller buffer of this size. */
-#define GK_ERRLEN 512
 
 /* ---- checksums (checksum.c) ---- */
 

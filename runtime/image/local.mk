@@ -2,6 +2,7 @@
 noinst_LTLIBRARIES += libgkimage.la
 libgkimage_la_SOURCES = \
 	%reldir%/image.h \
+	%reldir%/ckptname.h \
 	%reldir%/checksum.c \
 	%reldir%/smallfile.c \
 	%reldir%/manifest.c \

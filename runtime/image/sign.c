@@ -16,10 +16,10 @@
  */
 #include "config.h"
 #include "image.h"
+#include "user.h"
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -53,17 +53,6 @@ static munge_ctx_t new_ctx(int allow_env, char *err, size_t errlen)
 		return NULL;
 	}
 	return ctx;
-}
-
-static void user_name(uid_t uid, char *buf, size_t n)
-{
-	struct passwd pw, *res = NULL;
-	char tmp[1024];
-
-	if (getpwuid_r(uid, &pw, tmp, sizeof(tmp), &res) == 0 && res)
-		snprintf(buf, n, "%s", res->pw_name);
-	else
-		snprintf(buf, n, "uid %u", (unsigned)uid);
 }
 
 static int write_all(int fd, const char *p, size_t len)
@@ -316,8 +305,8 @@ int gk_check_signature_at(const char *text, size_t len, int dirfd, const char *n
 	if (ret < 0)
 		return ret;
 	if (cuid != uid) {
-		user_name(cuid, signer, sizeof(signer));
-		user_name(uid, owner, sizeof(owner));
+		gk_user_name(cuid, signer, sizeof(signer));
+		gk_user_name(uid, owner, sizeof(owner));
 		snprintf(err, errlen, "the manifest was signed by %s (uid %u), not by %s (uid %u)",
 			 signer, (unsigned)cuid, owner, (unsigned)uid);
 		return -EPERM;
@@ -360,7 +349,7 @@ int gk_root_check_at(const char *text, size_t len, int dirfd, const char *name, 
 	if (ret < 0)
 		return ret;
 	if (cuid != 0) {
-		user_name(cuid, signer, sizeof(signer));
+		gk_user_name(cuid, signer, sizeof(signer));
 		snprintf(err, errlen, "%s was made by %s (uid %u), not by root; refused", name,
 			 signer, (unsigned)cuid);
 		return -EPERM;

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "stepset.h"
+#include "ckptname.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -146,7 +147,7 @@ static void describe_missing(struct gk_stepset *s, const struct task_ckpts *task
 	size_t used = 0;
 	unsigned shown = 0, missing = s->members - s->present;
 
-	used = (size_t)snprintf(s->why, sizeof(s->why), "%u of %u tasks lack ckpt.%06" PRIu64 " (",
+	used = (size_t)snprintf(s->why, sizeof(s->why), "%u of %u tasks lack " GK_CKPT_FMT " (",
 				missing, s->members, s->sequence);
 	for (uint32_t t = 0; t < s->members && shown < 3; t++) {
 		if (t < ntasks && has_seq(&tasks[t], s->sequence))
@@ -257,7 +258,7 @@ int gk_stepset_list(const char *stepdir, struct gk_stepset **sets, size_t *nsets
 			if (!s->why[0])
 				snprintf(s->why, sizeof(s->why),
 					 "no set record: the tasks did not all commit it (%u of %u "
-					 "have ckpt.%06" PRIu64 ")",
+					 "have " GK_CKPT_FMT ")",
 					 s->present, s->members, s->sequence);
 		} else if (s->present < s->members) {
 			describe_missing(s, tasks, *ntasks);
@@ -293,12 +294,12 @@ int gk_stepset_check(const char *stepdir, struct gk_stepset *s, const struct gk_
 		struct gk_manifest *m = NULL;
 		int ret;
 
-		snprintf(path, sizeof(path), "%s/" TASK_PREFIX "%" PRIu32 "/ckpt.%06" PRIu64, stepdir,
+		snprintf(path, sizeof(path), "%s/" TASK_PREFIX "%" PRIu32 "/" GK_CKPT_FMT, stepdir,
 			 t, s->sequence);
 		ret = gk_image_open(path, opts, &m, NULL, err, sizeof(err));
 		if (ret < 0) {
-			snprintf(s->why, sizeof(s->why), "task %" PRIu32 ": ckpt.%06" PRIu64 ": %.440s",
-				 t, s->sequence, err);
+			snprintf(s->why, sizeof(s->why),
+				 "task %" PRIu32 ": " GK_CKPT_FMT ": %.440s", t, s->sequence, err);
 			return s->verdict;
 		}
 		/* The same number is not enough: the member must say it was
@@ -308,12 +309,12 @@ int gk_stepset_check(const char *stepdir, struct gk_stepset *s, const struct gk_
 		    m->sequence != s->sequence) {
 			if (!m->set_members)
 				snprintf(s->why, sizeof(s->why),
-					 "task %" PRIu32 ": ckpt.%06" PRIu64
+					 "task %" PRIu32 ": " GK_CKPT_FMT
 					 " was not written as a member of a set",
 					 t, s->sequence);
 			else
 				snprintf(s->why, sizeof(s->why),
-					 "task %" PRIu32 ": ckpt.%06" PRIu64 " belongs to another set "
+					 "task %" PRIu32 ": " GK_CKPT_FMT " belongs to another set "
 					 "(id %016" PRIx64 ", task %" PRIu32 " of %" PRIu32
 					 "; the record says id %016" PRIx64 ", %" PRIu32 " tasks)",
 					 t, s->sequence, m->set_id, m->set_member, m->set_members,

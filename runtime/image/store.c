@@ -9,6 +9,7 @@
 #include "config.h"
 #include "clock.h"
 #include "image.h"
+#include "ckptname.h"
 #include "fsafe.h"
 #include "log.h"
 
@@ -24,9 +25,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define CKPT_PREFIX "ckpt."
-#define TMP_PREFIX ".tmp.ckpt."
-#define TRASH_PREFIX ".trash.ckpt."
 /* A writer that has not finished in a day is gone, whatever its pid says now
  * (pids are reused; another node's pids cannot be asked at all). */
 #define STALE_SECONDS (24 * 3600)
@@ -56,39 +54,6 @@ static void local_host(char *buf, size_t n)
 	buf[j] = 0;
 }
 
-/* Digits of a sequence number, in the one spelling we write (%06), so that
- * "ckpt.7" and "ckpt.000007" can never both count. */
-static const char *parse_seq(const char *s, uint64_t *seq)
-{
-	char canon[32];
-	const char *p = s;
-	uint64_t v = 0;
-
-	while (*p >= '0' && *p <= '9') {
-		if (p - s >= 20)
-			return NULL;
-		v = v * 10 + (uint64_t)(*p - '0');
-		p++;
-	}
-	if (p == s)
-		return NULL;
-	snprintf(canon, sizeof(canon), "%06" PRIu64, v);
-	if (strlen(canon) != (size_t)(p - s) || strncmp(canon, s, (size_t)(p - s)) != 0)
-		return NULL;
-	*seq = v;
-	return p;
-}
-
-static int parse_committed(const char *name, uint64_t *seq)
-{
-	const char *end;
-
-	if (strncmp(name, CKPT_PREFIX, sizeof(CKPT_PREFIX) - 1) != 0)
-		return -1;
-	end = parse_seq(name + sizeof(CKPT_PREFIX) - 1, seq);
-	return end && *end == 0 ? 0 : -1;
-}
-
 /* ".tmp.ckpt.N.HOST.PID" or ".trash.ckpt.N.PID" (host NULL) */
 static int parse_writer(const char *name, const char *prefix, uint64_t *seq, char *host,
 			size_t hostlen, pid_t *pid)
@@ -99,7 +64,7 @@ static int parse_writer(const char *name, const char *prefix, uint64_t *seq, cha
 
 	if (strncmp(name, prefix, strlen(prefix)) != 0)
 		return -1;
-	p = parse_seq(name + strlen(prefix), seq);
+	p = gk_ckpt_parse_seq(name + strlen(prefix), seq);
 	if (!p || *p != '.')
 		return -1;
 	p++;
@@ -169,7 +134,8 @@ static int delete_committed(int rootfd, const char *name, uint64_t seq)
 	char trash[128];
 	int ret;
 
-	snprintf(trash, sizeof(trash), TRASH_PREFIX "%06" PRIu64 ".%d", seq, (int)getpid());
+	snprintf(trash, sizeof(trash), GK_CKPT_TRASH_PREFIX GK_CKPT_SEQ_FMT ".%d", seq,
+		 (int)getpid());
 	ret = rename_noreplace(rootfd, name, trash);
 	if (ret == -ENOENT)
 		return 0;
@@ -309,13 +275,14 @@ static int scan_root(const char *root, int rootfd, struct gk_store_entry **entri
 		pid_t pid;
 
 		memset(&ent, 0, sizeof(ent));
-		if (parse_committed(e->d_name, &seq) == 0) {
+		if (gk_ckpt_parse(e->d_name, &seq) == 0) {
 			ent.complete = 1;
-		} else if (parse_writer(e->d_name, TMP_PREFIX, &seq, ent.writer_host,
+		} else if (parse_writer(e->d_name, GK_CKPT_TMP_PREFIX, &seq, ent.writer_host,
 					sizeof(ent.writer_host), &pid) == 0) {
 			ent.writer_pid = pid;
 		} else {
-			if (parse_writer(e->d_name, TRASH_PREFIX, &seq, NULL, 0, &pid) == 0 &&
+			if (parse_writer(e->d_name, GK_CKPT_TRASH_PREFIX, &seq, NULL, 0, &pid) ==
+				0 &&
 			    seq > *max_seq)
 				*max_seq = seq;
 			continue;
@@ -427,7 +394,7 @@ static void remove_dead_trash(int rootfd)
 		uint64_t seq;
 		pid_t pid;
 
-		if (parse_writer(e->d_name, TRASH_PREFIX, &seq, NULL, 0, &pid) < 0 ||
+		if (parse_writer(e->d_name, GK_CKPT_TRASH_PREFIX, &seq, NULL, 0, &pid) < 0 ||
 		    fstatat(rootfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0)
 			continue;
 		if (writer_gone(NULL, pid, st.st_mtime))
@@ -631,8 +598,8 @@ static int begin_fd(int rootfd, const char *root, uint64_t sequence, struct gk_s
 	local_host(host, sizeof(host));
 	for (int tries = 0;; tries++) {
 		txn->sequence = (sequence ? sequence : max_seq + 1) + (uint64_t)tries;
-		snprintf(name, sizeof(name), TMP_PREFIX "%06" PRIu64 ".%s.%d", txn->sequence, host,
-			 (int)getpid());
+		snprintf(name, sizeof(name), GK_CKPT_TMP_PREFIX GK_CKPT_SEQ_FMT ".%s.%d",
+			 txn->sequence, host, (int)getpid());
 		if (mkdirat(rootfd, name, 0700) == 0)
 			break;
 		/* Our own pid with this number: a transaction of this process
@@ -1013,7 +980,7 @@ int gk_store_publish_at(int rootfd, const char *root, const char *tmpname, uint6
 	/* The name may come from another process (the runtime, through the
 	 * shepherd's socket): only a writer's folder of this very sequence. */
 	if (strchr(tmpname, '/') ||
-	    parse_writer(tmpname, TMP_PREFIX, &seq, host, sizeof(host), &pid) < 0 ||
+	    parse_writer(tmpname, GK_CKPT_TMP_PREFIX, &seq, host, sizeof(host), &pid) < 0 ||
 	    seq != sequence) {
 		snprintf(err, errlen, "%s: not the folder of checkpoint %" PRIu64 " being written",
 			 tmpname, sequence);
@@ -1028,7 +995,7 @@ int gk_store_publish_at(int rootfd, const char *root, const char *tmpname, uint6
 		snprintf(err, errlen, "%s/%s: not a directory", root, tmpname);
 		return -ENOTDIR;
 	}
-	snprintf(final, sizeof(final), CKPT_PREFIX "%06" PRIu64, sequence);
+	snprintf(final, sizeof(final), GK_CKPT_FMT, sequence);
 	ret = rename_noreplace(rootfd, tmpname, final);
 	if (ret < 0) {
 		snprintf(err, errlen, "%s/%s: cannot commit: %s", root, final, strerror(-ret));
@@ -1085,5 +1052,6 @@ void gk_store_writer_name(uint64_t sequence, char *buf, size_t len)
 	char host[256];
 
 	local_host(host, sizeof(host));
-	snprintf(buf, len, TMP_PREFIX "%06" PRIu64 ".%s.%d", sequence, host, (int)getpid());
+	snprintf(buf, len, GK_CKPT_TMP_PREFIX GK_CKPT_SEQ_FMT ".%s.%d", sequence, host,
+		 (int)getpid());
 }

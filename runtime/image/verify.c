@@ -7,12 +7,13 @@
 #include "config.h"
 #include "image.h"
 #include "log.h"
+#include "ckptname.h"
+#include "user.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
 #include <pthread.h>
-#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -30,17 +31,6 @@
 /* Below this much data, starting threads costs more than it saves. */
 #define THREAD_MIN_BYTES (64ull << 20)
 
-static void user_name(uid_t uid, char *buf, size_t n)
-{
-	struct passwd pw, *res = NULL;
-	char tmp[1024];
-
-	if (getpwuid_r(uid, &pw, tmp, sizeof(tmp), &res) == 0 && res)
-		snprintf(buf, n, "%s", res->pw_name);
-	else
-		snprintf(buf, n, "uid %u", (unsigned)uid);
-}
-
 /* Whose the files must be: the checkpoint's user's, or root's for a held copy. */
 static uid_t files_uid(const struct gk_load_opts *opts)
 {
@@ -53,8 +43,8 @@ static int check_owner(const char *what, const struct stat *st, uid_t uid, char 
 	char have[64], want[64];
 
 	if (st->st_uid != uid) {
-		user_name(st->st_uid, have, sizeof(have));
-		user_name(uid, want, sizeof(want));
+		gk_user_name(st->st_uid, have, sizeof(have));
+		gk_user_name(uid, want, sizeof(want));
 		snprintf(err, errlen, "%s is owned by %s (uid %u), not by %s (uid %u)", what, have,
 			 (unsigned)st->st_uid, want, (unsigned)uid);
 		return -EPERM;
@@ -385,7 +375,7 @@ static int open_data(int dirfd, uint64_t sequence, const struct gk_file_rec *f, 
 	o->sequence = sequence;
 	o->name = f->name;
 	if (sequence)
-		snprintf(o->label, sizeof(o->label), "ckpt.%06" PRIu64 "/%s", sequence, f->name);
+		snprintf(o->label, sizeof(o->label), GK_CKPT_FMT "/%s", sequence, f->name);
 	else
 		snprintf(o->label, sizeof(o->label), "%s", f->name);
 	ret = open_member(dirfd, f->name, uid, &o->fd, &st, err, errlen);
@@ -399,7 +389,7 @@ static int open_data(int dirfd, uint64_t sequence, const struct gk_file_rec *f, 
 			char sub[GK_ERRLEN];
 
 			snprintf(sub, sizeof(sub), "%s", err);
-			snprintf(err, errlen, "ckpt.%06" PRIu64 "/%s", sequence, sub);
+			snprintf(err, errlen, GK_CKPT_FMT "/%s", sequence, sub);
 		}
 		return ret;
 	}
@@ -458,7 +448,7 @@ static int open_ref(int rootfd, const struct gk_ref *r, uid_t uid, struct file_t
 	size_t len;
 	int fd, ret;
 
-	snprintf(name, sizeof(name), "ckpt.%06" PRIu64, r->sequence);
+	snprintf(name, sizeof(name), GK_CKPT_FMT, r->sequence);
 	fd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		ret = errno;
@@ -616,8 +606,8 @@ int gk_image_open_in(int rootfd, int dirfd, const char *dir, const struct gk_loa
 		if (m->uid != signer) {
 			char have[64], want[64];
 
-			user_name(m->uid, have, sizeof(have));
-			user_name(signer, want, sizeof(want));
+			gk_user_name(m->uid, have, sizeof(have));
+			gk_user_name(signer, want, sizeof(want));
 			snprintf(err, errlen, "%s names %s (uid %u) as its writer, not %s (uid %u)",
 				 GK_MANIFEST_FILE, have, (unsigned)m->uid, want, (unsigned)signer);
 			ret = -EPERM;

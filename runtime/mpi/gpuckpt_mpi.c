@@ -29,6 +29,7 @@
 
 #include "gpuckpt_mpi.h"
 #include "gpuckpt_coord.h"
+#include "export.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -40,7 +41,6 @@
 #include <time.h>
 #include <unistd.h>
 
-#define GK_EXPORT __attribute__((visibility("default")))
 #define STALE_MAX 16
 
 /* The runtime's side, present when libgpuckpt is loaded. */

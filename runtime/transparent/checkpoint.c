@@ -21,6 +21,8 @@
 #include "fsafe.h"
 #include "log.h"
 #include "shepherd.h"
+#include "ckptname.h"
+#include "shepherd_protocol.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -69,7 +71,7 @@ static void close_peers(struct ckpt *c, const char *abort_reason)
 		if (c->peers[i].fd < 0)
 			continue;
 		if (abort_reason)
-			gk_sock_send(c->peers[i].fd, "ABORT", abort_reason);
+			gk_sock_send(c->peers[i].fd, GK_PROTO_ABORT, abort_reason);
 		gk_sock_close(c->peers[i].fd);
 		c->peers[i].fd = -1;
 	}
@@ -92,7 +94,7 @@ static int all_ready(const struct ckpt *c)
 /* A message from a peer; a peer that breaks the protocol is dropped. */
 static void read_peer(struct ckpt *c, struct peer *p)
 {
-	char buf[GK_SHEP_MSG_MAX + 1];
+	char buf[GK_PROTO_MSG_MAX + 1];
 	struct gk_msg m;
 	ssize_t n = recv(p->fd, buf, sizeof(buf), MSG_DONTWAIT);
 	int valid;
@@ -197,7 +199,7 @@ static int gather(struct ckpt *c)
 		struct peer *p = &c->peers[i];
 
 		if (p->fd >= 0 && !p->ready) {
-			gk_sock_send(p->fd, "ABORT", "not ready within --ready-timeout");
+			gk_sock_send(p->fd, GK_PROTO_ABORT, "not ready within --ready-timeout");
 			gk_sock_close(p->fd);
 			p->fd = -1;
 		}
@@ -290,7 +292,8 @@ static int pick_folder(struct ckpt *c)
 		}
 		snprintf(c->tmpname, sizeof(c->tmpname), "%s", p->ready_msg.name);
 	}
-	if (c->tmpname[0] && sscanf(c->tmpname, ".tmp.ckpt.%" SCNu64 ".", &c->sequence) != 1) {
+	if (c->tmpname[0] &&
+	    sscanf(c->tmpname, GK_CKPT_TMP_PREFIX "%" SCNu64 ".", &c->sequence) != 1) {
 		snprintf(c->err, sizeof(c->err), "%s: not a checkpoint folder", c->tmpname);
 		return -EINVAL;
 	}
@@ -338,7 +341,7 @@ static int lock_all(struct ckpt *c)
 		c->nlocked++;
 	}
 	for (size_t i = 0; i < c->npeers; i++)
-		if (c->peers[i].fd >= 0 && gk_sock_send(c->peers[i].fd, "LOCKED", NULL) < 0)
+		if (c->peers[i].fd >= 0 && gk_sock_send(c->peers[i].fd, GK_PROTO_LOCKED, NULL) < 0)
 			gk_warn("transparent: socket: pid %d: cannot send LOCKED",
 				(int)c->peers[i].pid);
 	deadline = gk_now() + sh->o->ready_timeout;
@@ -444,8 +447,8 @@ static int begin_own(struct ckpt *c)
 	m->task = o->task;
 	snprintf(m->label, sizeof(m->label), "transparent");
 	m->chunk_size = GK_DEFAULT_CHUNK_SIZE;
-	m->va_base = 0x200000000000ull;
-	m->va_size = 1ull << 40;
+	m->va_base = GK_DEFAULT_VA_BASE;
+	m->va_size = GK_DEFAULT_VA_SIZE;
 	ret = gk_store_seal(&c->txn, m, NULL, c->err, sizeof(c->err));
 	if (ret < 0) {
 		c->own_txn = 0;
@@ -681,7 +684,7 @@ int gk_checkpoint(struct gk_shepherd *sh, int exit_after)
 	if (ret < 0)
 		goto out_folder;
 	t_commit = gk_now();
-	gk_notice("transparent: checkpoint ckpt.%06" PRIu64 " committed: runtime %.2f s, lock "
+	gk_notice("transparent: checkpoint " GK_CKPT_FMT " committed: runtime %.2f s, lock "
 		  "%.2f s, driver %.2f s, criu %.2f s, commit %.2f s, total %.2f s (runtime "
 		  "device data %" PRIu64 " bytes, criu images %" PRIu64 " bytes)",
 		  c->sequence, t_runtime - t0, t_lock - t_runtime, t_driver - t_lock,

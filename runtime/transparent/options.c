@@ -208,7 +208,7 @@ static int is_own_child(pid_t pid)
 static int parse_one(int c, const char *arg, struct gk_shep_opts *o, char *err, size_t errlen)
 {
 	struct gk_settings st;
-	char sub[GK_ERRLEN_SETTINGS];
+	char sub[GK_ERRLEN];
 	long long v;
 
 	switch (c) {

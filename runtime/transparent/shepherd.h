@@ -27,11 +27,11 @@
 
 #include "clock.h"
 #include "settings.h"
+#include "shepherd_protocol.h" /* the socket's words, GK_PROTO_MSG_MAX */
 
 #define GK_SHEP_ERRLEN 10240 /* room for a path or two */
 #define GK_SHEP_MAX_GPUS 64
 #define GK_SHEP_MAX_PROCS 4096
-#define GK_SHEP_MSG_MAX 4096
 #define GK_SHEP_ENV "GPUCKPT_SHEPHERD"
 #define GK_SHEP_SEAL_FILE "SEAL"
 /* root's Munge credential over SEAL (runtime/image/sign.c, gk_root_sign_at) */

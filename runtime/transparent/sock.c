@@ -11,6 +11,8 @@
 
 #include "log.h"
 #include "shepherd.h"
+#include "ckptname.h"
+#include "shepherd_protocol.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -44,13 +46,25 @@ static int is_error_word(const char *w)
 	return 1;
 }
 
+/* 1 when line is word, a space and more; *arg: what follows the space. */
+static int word_is(const char *line, const char *word, const char **arg)
+{
+	size_t n = strlen(word);
+
+	if (strncmp(line, word, n) != 0 || line[n] != ' ')
+		return 0;
+	*arg = line + n + 1;
+	return 1;
+}
+
 int gk_msg_parse(const char *buf, size_t len, struct gk_msg *m)
 {
-	char line[GK_SHEP_MSG_MAX + 1], *sp;
+	char line[GK_PROTO_MSG_MAX + 1], *sp;
+	const char *arg;
 	size_t namelen;
 
 	memset(m, 0, sizeof(*m));
-	if (len == 0 || len > GK_SHEP_MSG_MAX)
+	if (len == 0 || len > GK_PROTO_MSG_MAX)
 		return -EPROTO;
 	/* One line: a single trailing newline is allowed, nothing else that
 	 * is not printable, no NUL, no doubled or edge spaces. */
@@ -66,23 +80,25 @@ int gk_msg_parse(const char *buf, size_t len, struct gk_msg *m)
 	}
 	memcpy(line, buf, len);
 	line[len] = 0;
-	if (!strcmp(line, "HELLO 1 app")) {
+	if (!strcmp(line, GK_PROTO_HELLO_APP)) {
 		m->type = GK_MSG_HELLO_APP;
 		return 0;
 	}
-	if (!strcmp(line, "HELLO 1 transparent")) {
+	if (!strcmp(line, GK_PROTO_HELLO_TRANSPARENT)) {
 		m->type = GK_MSG_HELLO_TRANSPARENT;
 		return 0;
 	}
-	if (!strncmp(line, "REFUSE ", 7)) {
+	if (word_is(line, GK_PROTO_REFUSE, &arg)) {
+		const char *error;
+
 		/* What the driver cannot checkpoint, by a fixed word; the text
 		 * the job's output shows is the shepherd's own. */
-		if (!strcmp(line + 7, "managed"))
+		if (!strcmp(arg, GK_PROTO_REFUSE_MANAGED))
 			m->refused = "managed (unified) memory";
-		else if (!strcmp(line + 7, "ipc"))
+		else if (!strcmp(arg, GK_PROTO_REFUSE_IPC))
 			m->refused = "device memory shared with another process (CUDA IPC)";
-		else if (!strncmp(line + 7, "broken ", 7) && is_error_word(line + 14))
-			memcpy(m->broken, line + 14, strlen(line + 14) + 1); /* <= 63 + NUL */
+		else if (word_is(arg, GK_PROTO_REFUSE_BROKEN, &error) && is_error_word(error))
+			memcpy(m->broken, error, strlen(error) + 1); /* <= 63 + NUL */
 		else
 			return -EPROTO;
 		if (m->broken[0])
@@ -90,22 +106,23 @@ int gk_msg_parse(const char *buf, size_t len, struct gk_msg *m)
 		m->type = GK_MSG_REFUSE;
 		return 0;
 	}
-	if (strncmp(line, "READY ", 6) != 0)
+	if (!word_is(line, GK_PROTO_READY, &arg))
 		return -EPROTO;
-	sp = strchr(line + 6, ' ');
+	sp = strchr(arg, ' ');
 	if (!sp || strchr(sp + 1, ' ') || (strcmp(sp + 1, "0") && strcmp(sp + 1, "1")))
 		return -EPROTO;
-	namelen = (size_t)(sp - (line + 6));
+	namelen = (size_t)(sp - arg);
 	/* The runtime's folder in the checkpoint root, by its .tmp name only:
 	 * gk_store_publish checks the rest (sequence, writer). */
-	if (namelen < 11 || namelen >= sizeof(m->name) || strncmp(line + 6, ".tmp.ckpt.", 10))
+	if (namelen <= strlen(GK_CKPT_TMP_PREFIX) || namelen >= sizeof(m->name) ||
+	    strncmp(arg, GK_CKPT_TMP_PREFIX, strlen(GK_CKPT_TMP_PREFIX)))
 		return -EPROTO;
-	for (size_t i = 6; i < 6 + namelen; i++)
-		if (!is_name_char(line[i]))
+	for (size_t i = 0; i < namelen; i++)
+		if (!is_name_char(arg[i]))
 			return -EPROTO;
-	if (strstr(line + 6, ".."))
+	if (strstr(arg, ".."))
 		return -EPROTO;
-	memcpy(m->name, line + 6, namelen);
+	memcpy(m->name, arg, namelen);
 	m->name[namelen] = 0;
 	m->assisted = sp[1] == '1';
 	m->type = GK_MSG_READY;
@@ -200,7 +217,7 @@ int gk_sock_accept(int listener, uid_t uid, pid_t prog, int *conn, pid_t *peer)
 
 int gk_sock_send(int conn, const char *what, const char *reason)
 {
-	char msg[GK_SHEP_MSG_MAX];
+	char msg[GK_PROTO_MSG_MAX];
 	size_t n = (size_t)snprintf(msg, sizeof(msg), "%s", what);
 
 	if (reason) {
@@ -216,7 +233,7 @@ int gk_sock_send(int conn, const char *what, const char *reason)
 
 void gk_sock_close(int conn)
 {
-	char buf[GK_SHEP_MSG_MAX];
+	char buf[GK_PROTO_MSG_MAX];
 
 	/* A unix socket closed with unread packets resets the connection, and
 	 * the peer loses what was just sent to it (the ABORT). */

@@ -20,6 +20,7 @@
 
 #include "log.h"
 #include "shepherd.h"
+#include "shepherd_protocol.h"
 
 #include <errno.h>
 #include <poll.h>
@@ -99,7 +100,7 @@ static void refuse_pending(struct gk_shepherd *sh)
 				return;
 			continue;
 		}
-		gk_sock_send(conn, "ABORT", "the shepherd received no trigger signal");
+		gk_sock_send(conn, GK_PROTO_ABORT, "the shepherd received no trigger signal");
 		gk_sock_close(conn);
 	}
 }

@@ -23,6 +23,7 @@
 #include "setfile.h"
 #include "shepherd.h"
 #include "testhook.h"
+#include "ckptname.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -505,7 +506,7 @@ static void add_planned(int s_taskfd, uint64_t seq, char names[][64], size_t *n)
 	struct stat sb;
 	size_t at = 0;
 
-	snprintf(name, sizeof(name), "ckpt.%06" PRIu64, seq);
+	snprintf(name, sizeof(name), GK_CKPT_FMT, seq);
 	if (*n >= STAGE_MAX_CKPTS || fstatat(s_taskfd, name, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
 	    !S_ISDIR(sb.st_mode))
 		return;

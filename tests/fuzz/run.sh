@@ -32,7 +32,7 @@ CFLAGS_FUZZ=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=un
 LIBS=($(pkg-config --libs json-c) -lmunge -lxxhash -lcrypto -ldl -lpthread)
 IMAGE=("$R"/image/checksum.c "$R"/image/manifest.c "$R"/image/smallfile.c)
 SEAL=("$R"/transparent/seal.c "$R"/transparent/stdio.c "$R"/transparent/cudackpt.c
-	"$R"/image/sign.c "$R"/common/log.c "$R"/common/settings.c)
+	"$R"/image/sign.c "$R"/common/log.c "$R"/common/settings.c "$R"/common/user.c)
 
 fuzz() { # NAME SOURCES...
 	local name=$1 out=$GK_SCRATCH/fuzz-$1

@@ -82,7 +82,7 @@ static void messages(void)
 	    "REFUSE broken unknown CUDA_ERROR_ASSERT",
 	};
 	struct gk_msg m;
-	char big[GK_SHEP_MSG_MAX + 2];
+	char big[GK_PROTO_MSG_MAX + 2];
 	size_t refused = 0;
 
 	ok(gk_msg_parse("HELLO 1 app", 11, &m) == 0 && m.type == GK_MSG_HELLO_APP, "HELLO 1 app");
@@ -113,8 +113,8 @@ static void messages(void)
 	   refused);
 	ok(gk_msg_parse("HELLO 1 app\0junk", 16, &m) == -EPROTO, "a NUL inside is refused");
 	memset(big, 'A', sizeof(big));
-	ok(gk_msg_parse(big, GK_SHEP_MSG_MAX + 1, &m) == -EPROTO,
-	   "a packet over %d bytes is refused", GK_SHEP_MSG_MAX);
+	ok(gk_msg_parse(big, GK_PROTO_MSG_MAX + 1, &m) == -EPROTO,
+	   "a packet over %d bytes is refused", GK_PROTO_MSG_MAX);
 }
 
 /* ---- socket peers ---- */

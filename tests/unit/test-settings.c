@@ -110,7 +110,7 @@ static const struct {
 static void check_bad_values(void)
 {
 	struct gk_settings s;
-	char err[GK_ERRLEN_SETTINGS];
+	char err[GK_ERRLEN];
 
 	for (size_t i = 0; i < sizeof(bad_values) / sizeof(bad_values[0]); i++) {
 		int ret;
@@ -144,7 +144,7 @@ static unsigned expected_writers(void)
 static void check_writers_follow_affinity(void)
 {
 	struct gk_settings s;
-	char err[GK_ERRLEN_SETTINGS];
+	char err[GK_ERRLEN];
 	cpu_set_t all, one;
 
 	if (sched_getaffinity(0, sizeof(all), &all) != 0) {
@@ -174,7 +174,7 @@ static void check_writers_follow_affinity(void)
 int main(void)
 {
 	struct gk_settings s;
-	char err[GK_ERRLEN_SETTINGS], longval[5000];
+	char err[GK_ERRLEN], longval[5000];
 	uint64_t size;
 	int fd, ret;
 

@@ -1,0 +1,37 @@
+/*
+ * shepherd_protocol.h - the words the runtime (core/agent.c) and the shepherd
+ * (transparent/sock.c, checkpoint.c) say to each other on the shepherd's
+ * socket, defined once for both sides. One line per packet, spelled exactly;
+ * the shepherd refuses anything else. What each means and when it is sent:
+ * runtime/transparent/README.md, "The socket between runtime and shepherd".
+ *
+ *	runtime   HELLO 1 app              checkpoints itself (application mode)
+ *	runtime   HELLO 1 transparent      closing the gate and draining
+ *	runtime   READY <name> <0|1>       drained; <name>: its sealed .tmp.ckpt.N.HOST.PID
+ *	                                   folder (ckptname.h); 1: it wrote device memory
+ *	runtime   REFUSE managed|ipc       holds what the driver cannot checkpoint
+ *	runtime   REFUSE broken <error>    its CUDA context holds a sticky error
+ *	shepherd  LOCKED                   the driver holds the process locked
+ *	shepherd  ABORT <reason>           no checkpoint this time
+ */
+#ifndef GK_SHEPHERD_PROTOCOL_H
+#define GK_SHEPHERD_PROTOCOL_H
+
+/* The longest packet either side sends or reads. */
+#define GK_PROTO_MSG_MAX 4096
+
+#define GK_PROTO_HELLO_APP "HELLO 1 app"
+#define GK_PROTO_HELLO_TRANSPARENT "HELLO 1 transparent"
+#define GK_PROTO_READY "READY"	 /* READY <name> <assisted> */
+#define GK_PROTO_REFUSE "REFUSE" /* REFUSE <what> */
+#define GK_PROTO_LOCKED "LOCKED"
+#define GK_PROTO_ABORT "ABORT" /* ABORT <reason> */
+
+/* What REFUSE names (track.h): the driver cannot save managed memory, nor
+ * device memory shared with or taken from another process; a context with a
+ * sticky error, followed by the error's name. */
+#define GK_PROTO_REFUSE_MANAGED "managed"
+#define GK_PROTO_REFUSE_IPC "ipc"
+#define GK_PROTO_REFUSE_BROKEN "broken"
+
+#endif
