@@ -195,6 +195,18 @@ static int move_one(struct stage *st, int srcfd, const char *label, int areafd, 
  * checkpoint whose references cannot be read keeps every older one. all: every
  * committed one (a member of a step's sets, pruned by set: sets.c).
  */
+/* Whether the open checkpoint folder dirfd holds its manifest as a regular
+ * file. Asked of the folder's descriptor, never of "ckpt.N/manifest.json" in
+ * the task folder: the job's user can swap ckpt.N for a link between the open
+ * and the question, and root must not follow it. */
+static int holds_manifest(int dirfd)
+{
+	struct stat sb;
+
+	return fstatat(dirfd, GK_MANIFEST_FILE, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+	       S_ISREG(sb.st_mode);
+}
+
 static int wanted(const struct stage *st, int taskfd, const char *label, int all,
 		  char names[][64], size_t *n)
 {
@@ -211,13 +223,15 @@ static int wanted(const struct stage *st, int taskfd, const char *label, int all
 	 * staged. */
 	for (size_t k = 0; k < count; k++) {
 		const char *name = strrchr(list[k].path, '/') + 1;
-		char manifest[96];
-		struct stat sb;
+		int fd;
 
-		snprintf(manifest, sizeof(manifest), "%s/%s", name, GK_MANIFEST_FILE);
-		if (list[k].complete && (fstatat(taskfd, manifest, &sb, AT_SYMLINK_NOFOLLOW) < 0 ||
-					 !S_ISREG(sb.st_mode)))
+		if (!list[k].complete)
+			continue;
+		fd = openat(taskfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (fd < 0 || !holds_manifest(fd))
 			list[k].complete = list[k].stale = 0;
+		if (fd >= 0)
+			close(fd);
 	}
 	gk_store_prune_plan_at(taskfd, list, count, all ? UINT_MAX : st->keep);
 	for (size_t k = 0; k < count && *n < STAGE_MAX_CKPTS; k++)
@@ -280,15 +294,13 @@ static int shared_job_out(struct stage *st, const char *jobname)
 /* Committed in taskfd: a folder of uid's holding its manifest. */
 static int committed_at(int taskfd, const char *name, uid_t uid)
 {
-	char manifest[96];
-	struct stat sb;
-	int fd = gk_open_dir_at(taskfd, name, uid, NULL);
+	int fd = gk_open_dir_at(taskfd, name, uid, NULL), ok;
 
 	if (fd < 0)
 		return 0;
+	ok = holds_manifest(fd);
 	close(fd);
-	snprintf(manifest, sizeof(manifest), "%s/%s", name, GK_MANIFEST_FILE);
-	return fstatat(taskfd, manifest, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(sb.st_mode);
+	return ok;
 }
 
 /* One task: its newest checkpoints (and their bases) to the shared task
