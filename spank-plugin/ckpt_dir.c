@@ -251,14 +251,21 @@ int gk_find_committed_at(int fd, char *newest, size_t len)
 	while ((de = readdir(d))) {
 		unsigned long long num;
 		struct stat st;
-		char manifest[300];
+		int cfd, ok;
 
 		if (ckpt_number(de->d_name, &num) < 0)
 			continue;
-		if (fstatat(fd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
+		/* The manifest is asked of ckpt.N's own descriptor: a path
+		 * "ckpt.N/manifest.json" would follow a link swapped in for
+		 * ckpt.N after this look. O_PATH: only search permission is
+		 * needed, as for the path. */
+		cfd = openat(fd, de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (cfd < 0)
 			continue;
-		snprintf(manifest, sizeof(manifest), "%s/manifest.json", de->d_name);
-		if (fstatat(fd, manifest, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISREG(st.st_mode))
+		ok = fstatat(cfd, "manifest.json", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		     S_ISREG(st.st_mode);
+		close(cfd);
+		if (!ok)
 			continue;
 		if (!found || num > best) {
 			best = num;

@@ -7,12 +7,12 @@ SLURM_UNIT_LDADD = $(top_builddir)/spank-plugin/libgkspank.la
 check_PROGRAMS += %reldir%/test_site_args %reldir%/test_job_options \
 	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent \
 	%reldir%/test_step_restore \
-	%reldir%/test_job_record %reldir%/test_ckpt_dir_race %reldir%/test_task_program \
+	%reldir%/test_job_record %reldir%/test_ckpt_dir_race %reldir%/test_find_committed %reldir%/test_task_program \
 	%reldir%/test_container_env
 TESTS += %reldir%/test_site_args %reldir%/test_job_options \
 	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent \
 	%reldir%/test_step_restore \
-	%reldir%/test_job_record %reldir%/test_ckpt_dir_race %reldir%/test_task_program \
+	%reldir%/test_job_record %reldir%/test_ckpt_dir_race %reldir%/test_find_committed %reldir%/test_task_program \
 	%reldir%/test_container_env containers/oci-hook.sh \
 	%reldir%/stage.sh
 %canon_reldir%_test_site_args_SOURCES = %reldir%/test_site_args.c
@@ -42,6 +42,9 @@ TESTS += %reldir%/test_site_args %reldir%/test_job_options \
 %canon_reldir%_test_ckpt_dir_race_SOURCES = %reldir%/test_ckpt_dir_race.c
 %canon_reldir%_test_ckpt_dir_race_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
 %canon_reldir%_test_ckpt_dir_race_LDADD = $(SLURM_UNIT_LDADD)
+%canon_reldir%_test_find_committed_SOURCES = %reldir%/test_find_committed.c
+%canon_reldir%_test_find_committed_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
+%canon_reldir%_test_find_committed_LDADD = $(SLURM_UNIT_LDADD)
 %canon_reldir%_test_task_program_SOURCES = %reldir%/test_task_program.c
 %canon_reldir%_test_task_program_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
 %canon_reldir%_test_task_program_LDADD = $(SLURM_UNIT_LDADD)
