@@ -23,7 +23,10 @@ tap_diag "reference checksum (uninterrupted, outside Slurm): $ref"
 newest_on() { nodeexec "$1" sh -c "ls -d '$2'/ckpt.[0-9]* 2>/dev/null | sort | tail -n 1"; }
 as1() { asuser gkuser1 "$@"; }
 
-s=$(job_script ondemand "srun $APP $(app_args $SIZE $STEPS $DELAY)
+# The two tasks compute alone (GPUCKPT_TASKS=independent): a step of several
+# tasks is otherwise checkpointed only through gpuckpt_mpi.h (e2e-mpi.sh).
+s=$(job_script ondemand "export GPUCKPT_TASKS=independent
+srun $APP $(app_args $SIZE $STEPS $DELAY)
 rc=\$?
 [ \$rc -eq 143 ] && sleep 600
 exit \$rc")

@@ -26,7 +26,10 @@ OLDLINE="programs that do not use the gpuckpt API will not be checkpointed"
 
 # A plain program: no API, no CUDA, just work and a result.
 prog='s=0; for i in $(seq 1 20); do s=$((s + i * i)); sleep 0.05; done; echo "unaware $SLURM_PROCID: done sum=$s why=$GPUCKPT_NO_TRANSPARENT mode=$GPUCKPT_MODE"'
+# The tasks never talk to each other (GPUCKPT_TASKS=independent): without it a
+# step of several tasks is refused transparent mode for that reason first.
 s=$(job_script unaware "echo \"batch-why: \$GPUCKPT_NO_TRANSPARENT\"
+export GPUCKPT_TASKS=independent
 srun -n 2 bash -c '$prog'
 srun -n 2 bash -c '$prog'")
 j=$(submit --as gkuser1 -n 2 --gpu-checkpoint=on "$s")
