@@ -6,7 +6,7 @@
 # 1. dpkg-buildpackage -b from a copy of this source tree (debian/), into
 #    $top_builddir/packages/ (inside the tree, which is what the root sees);
 # 2. lintian over them: no errors;
-# 3. what each package holds: the library, header, tool, shepherd, plugin
+# 3. what each package holds: the libraries (runtime and MPI), headers, tool, shepherd, plugin
 #    with its plugstack.conf.d drop-in, staging script, the six man pages,
 #    the containers' bundle maker and hooks;
 #    the plugin's dependency names the Slurm release it was built against;
@@ -25,7 +25,7 @@
 # and needs no cluster lock.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib/helpers.sh"
 
-N=17
+N=19
 why=""
 if [ "$(id -u)" -ne 0 ]; then
 	why="needs root (builds a Debian root, installs packages into it, starts Slurm)"
@@ -51,7 +51,7 @@ fi
 
 top=$(cd "$top_srcdir" && pwd)
 out=$(cd "$top_builddir" && pwd)/packages
-PKGS="libgpuckpt0 libgpuckpt-dev gpuckpt gpuckpt-shepherd slurm-spank-gpuckpt gpuckpt-stage"
+PKGS="libgpuckpt0 libgpuckpt-dev libgpuckpt-mpi0 libgpuckpt-mpi-dev gpuckpt gpuckpt-shepherd slurm-spank-gpuckpt gpuckpt-stage"
 gk_scratch
 
 # 1. Build, in a copy: dpkg-buildpackage writes into the tree and its parent.
@@ -76,7 +76,7 @@ else
 fi
 missing=""
 for p in $PKGS; do ls "$out/${p}_"*.deb >/dev/null 2>&1 || missing+=" $p"; done
-check "six packages: $PKGS${missing:+ (missing:$missing)}" [ -z "$missing" ]
+check "eight packages: $PKGS${missing:+ (missing:$missing)}" [ -z "$missing" ]
 
 # 2. lintian.
 lint=$(lintian --tag-display-limit 0 "$out"/*.changes 2>&1)
@@ -95,7 +95,11 @@ holds() {
 	[ -z "$missing" ]
 }
 check "libgpuckpt0: the runtime library" holds libgpuckpt0 'usr/lib/[^/]+/libgpuckpt\.so\.0.*'
-check "libgpuckpt-dev: the header and the link" holds libgpuckpt-dev usr/include/gpuckpt.h 'usr/lib/[^/]+/libgpuckpt\.so'
+check "libgpuckpt-dev: the headers and the link" holds libgpuckpt-dev usr/include/gpuckpt.h \
+	usr/include/gpuckpt_coord.h 'usr/lib/[^/]+/libgpuckpt\.so'
+check "libgpuckpt-mpi0: the MPI library" holds libgpuckpt-mpi0 'usr/lib/[^/]+/libgpuckpt-mpi\.so\.0.*'
+check "libgpuckpt-mpi-dev: gpuckpt_mpi.h and the link" holds libgpuckpt-mpi-dev usr/include/gpuckpt_mpi.h \
+	'usr/lib/[^/]+/libgpuckpt-mpi\.so'
 check "gpuckpt: the tool, its site file, gpuckpt(1) and gpuckpt.conf(5)" holds gpuckpt usr/bin/gpuckpt \
 	etc/gpuckpt/gpuckpt.conf 'usr/share/man/man1/gpuckpt\.1\.gz' 'usr/share/man/man5/gpuckpt\.conf\.5\.gz'
 check "gpuckpt-shepherd: the shepherd and its page" holds gpuckpt-shepherd \
@@ -127,7 +131,7 @@ GK_ROOT_THROWAWAY=$GK_SCRATCH/root "$top/tests/slurm/debian-root.sh" run bookwor
 	dpkg -s gpuckpt >/dev/null 2>&1; r $((!$?)) "the root is clean: no gpuckpt installed before"
 	apt-get install -y -q $(ls "$out"/*.deb | grep -v -- -dbgsym_) >"$out/apt.log" 2>&1; r $? "apt-get install of the .deb files (dependencies from the mirror)"
 	ok=0; for p in "$@"; do dpkg -s "$p" 2>/dev/null | grep -q "^Status: install ok installed" || ok=1; done
-	r $ok "all six installed: $*"
+	r $ok "all eight installed: $*"
 	ok=0; for m in man1/gpuckpt.1 man5/gpuckpt.conf.5 man8/spank-gpuckpt.8 man8/gpuckpt-shepherd.8 man8/gpuckpt-stage.8; do
 		[ -f /usr/share/man/$m.gz ] || ok=1; done
 	gpuckpt --version >/dev/null || ok=1
