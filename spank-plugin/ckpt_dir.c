@@ -262,7 +262,7 @@ int gk_find_committed_at(int fd, char *newest, size_t len)
 		cfd = openat(fd, de->d_name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 		if (cfd < 0)
 			continue;
-		ok = fstatat(cfd, "manifest.json", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		ok = fstatat(cfd, GK_MANIFEST_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		     S_ISREG(st.st_mode);
 		close(cfd);
 		if (!ok)

@@ -94,7 +94,7 @@ static int has_member(int stepfd, uint32_t task, uint64_t seq)
 	snprintf(name, sizeof(name), GK_CKPT_FMT, seq);
 	ckptfd = openat(taskfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (ckptfd >= 0) {
-		ret = fstatat(ckptfd, "manifest.json", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		ret = fstatat(ckptfd, GK_MANIFEST_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 		      S_ISREG(st.st_mode);
 		close(ckptfd);
 	}

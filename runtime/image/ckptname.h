@@ -30,6 +30,8 @@
 #define GK_CKPT_FMT GK_CKPT_PREFIX GK_CKPT_SEQ_FMT
 /* A buffer for any committed name */
 #define GK_CKPT_NAME_LEN 32
+/* In a committed folder: the manifest, whose presence makes it committed */
+#define GK_MANIFEST_FILE "manifest.json"
 
 /* "ckpt.NNNNNN" into buf; the length written, as snprintf returns it. */
 static inline int gk_ckpt_name(char *buf, size_t len, uint64_t sequence)

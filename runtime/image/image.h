@@ -38,6 +38,7 @@
 #include <sys/types.h>
 
 #include "contract.h" /* GK_ERRLEN, GK_DEFAULT_CHUNK_SIZE (runtime/common) */
+#include "ckptname.h" /* the folder names, GK_MANIFEST_FILE */
 
 #define GK_FORMAT_NAME "gpuckpt-image"
 /* Version 4: a device may list the devices that were granted peer access to
@@ -55,7 +56,6 @@
 #define GK_FORMAT_WRITTEN 3
 /* Peer access is recorded as a mask of device ordinals: they stay below this. */
 #define GK_PEER_ORDINALS 64
-#define GK_MANIFEST_FILE "manifest.json"
 #define GK_SIGNATURE_FILE "manifest.sig"
 #define GK_HOST_DATA_FILE "host.data"
 /* The shepherd's folder in a transparent checkpoint (runtime/transparent):
