@@ -3,7 +3,7 @@
  * the tools must agree on, defined once here. Header only: the plugin, which
  * links nothing of the runtime's, includes it as well.
  *
- *	GK_ERRLEN               size of the caller buffers error messages go into
+ *	GK_ERRLEN               size of an error message (error.h: gk_error_t)
  *	enum gk_mode            how programs are checkpointed: GPUCKPT_MODE, the
  *	                        plugin's mode= (runtime/transparent/README.md)
  *	GK_DEFAULT_CHUNK_SIZE   chunk_size: the checksum and copy unit, 8 MiB

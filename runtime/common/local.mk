@@ -5,6 +5,7 @@ noinst_LTLIBRARIES += libgkcommon.la
 libgkcommon_la_SOURCES = \
 	%reldir%/clock.h \
 	%reldir%/contract.h \
+	%reldir%/error.h \
 	%reldir%/export.h \
 	%reldir%/shepherd_protocol.h \
 	%reldir%/fsafe.c %reldir%/fsafe.h \
