@@ -10,6 +10,7 @@
 #include "log.h"
 #include "restore.h"
 #include "runtime.h"
+#include "start.h"
 #include "trigger.h"
 #include "export.h"
 

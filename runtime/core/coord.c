@@ -17,6 +17,7 @@
 #include "image.h"
 #include "log.h"
 #include "runtime.h"
+#include "start.h"
 #include "stepset.h"
 #include "trigger.h"
 

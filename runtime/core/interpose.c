@@ -12,6 +12,7 @@
 #include "gate.h"
 #include "handlers.h"
 #include "runtime.h"
+#include "start.h"
 #include "export.h"
 
 #include <dlfcn.h>

@@ -36,6 +36,7 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/coord.c %reldir%/coord.h \
 	%reldir%/api.c %reldir%/api.h \
 	%reldir%/exec_guard.c %reldir%/exec_guard.h \
+	%reldir%/start.c %reldir%/start.h \
 	%reldir%/runtime.c %reldir%/runtime.h
 libgpuckpt_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -fvisibility=hidden
 libgpuckpt_la_LIBADD = libgkplace.la libgkimage.la libgkcommon.la $(HWLOC_LIBS) $(PTHREAD_LIBS) -ldl

@@ -1,8 +1,10 @@
 /*
  * runtime.h - the state of the runtime in one process, and how its parts meet.
+ * Every part may read it: it calls nothing (loading and starting the runtime
+ * are start.c's, at the top).
  *
  * Life of a process under gpuckpt:
- *  - load (constructor in runtime.c): settings are read; nothing else happens,
+ *  - load (constructor in start.c): settings are read; nothing else happens,
  *    so shells and tools started in a job with LD_PRELOAD pay nothing.
  *  - first use of CUDA (cuInit) or of the API: signals are taken over
  *    (trigger.c) and, when this run is a restart, a thread starts choosing and
@@ -41,9 +43,6 @@ struct gk_runtime {
 };
 
 extern struct gk_runtime gk_rt;
-
-/* Called at the first use of CUDA or of the API, in any thread; runs once. */
-void gk_runtime_start(void);
 
 /* The executable of this process, as recorded in checkpoints ("" if unknown). */
 void gk_program_exe(char *exe, size_t len);
