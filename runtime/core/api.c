@@ -1,10 +1,13 @@
 /*
- * api.c - gpuckpt.h: registering host regions, the checkpoint point, requests.
+ * api.c - gpuckpt.h: registering host regions (kept in regions.c), the
+ * checkpoint point, requests; and the two entry points of gpuckpt_coord.h
+ * that start the runtime or reach a point (the rest is coord.c's).
  */
 #include "config.h"
 
 #include "gpuckpt.h"
-#include "api.h"
+#include "gpuckpt_coord.h"
+#include "regions.h"
 #include "coord.h"
 #include "dump.h"
 #include "log.h"
@@ -17,11 +20,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-
-struct gk_region *gk_regions;
-size_t gk_nregions;
-pthread_mutex_t gk_regions_lock = PTHREAD_MUTEX_INITIALIZER;
-static size_t cap;
 
 static int valid_name(const char *name)
 {
@@ -61,53 +59,24 @@ GK_EXPORT int gpuckpt_protect(const char *name, void *addr, size_t size)
 	if (!gk_enabled())
 		return 0;
 	become_aware();
-	pthread_mutex_lock(&gk_regions_lock);
-	for (size_t i = 0; i < gk_nregions; i++) {
-		if (!strcmp(gk_regions[i].name, name)) {
-			gk_regions[i].addr = addr;
-			gk_regions[i].size = size;
-			pthread_mutex_unlock(&gk_regions_lock);
-			return 0;
-		}
-	}
-	if (gk_nregions == cap) {
-		size_t ncap = cap ? cap * 2 : 16;
-		struct gk_region *p = realloc(gk_regions, ncap * sizeof(*p));
-
-		if (!p) {
-			pthread_mutex_unlock(&gk_regions_lock);
-			return -ENOMEM;
-		}
-		gk_regions = p;
-		cap = ncap;
-	}
-	strcpy(gk_regions[gk_nregions].name, name);
-	gk_regions[gk_nregions].addr = addr;
-	gk_regions[gk_nregions].size = size;
-	gk_nregions++;
-	pthread_mutex_unlock(&gk_regions_lock);
-	return 0;
+	return gk_regions_set(name, addr, size);
 }
 
 GK_EXPORT int gpuckpt_unprotect(const char *name)
 {
-	int ret = -ENOENT;
+	int ret;
 
 	if (!name)
 		return -EINVAL;
-	pthread_mutex_lock(&gk_regions_lock);
-	for (size_t i = 0; i < gk_nregions; i++) {
-		if (!strcmp(gk_regions[i].name, name)) {
-			gk_regions[i] = gk_regions[--gk_nregions];
-			ret = 0;
-			break;
-		}
-	}
-	pthread_mutex_unlock(&gk_regions_lock);
+	ret = gk_regions_remove(name);
 	return gk_enabled() ? ret : 0;
 }
 
-int gk_point_prepare(int *due_out)
+/* What a checkpoint point does before any checkpoint: marks the program
+ * checkpoint-aware at the first call, loads a pending restore
+ * (GPUCKPT_RESTORED). *due gets the GK_DUE_* bits left; the checkpoint bit is
+ * not consumed. */
+static int point_prepare(int *due_out)
 {
 	int due;
 
@@ -141,7 +110,7 @@ static int point_slow(long step)
 {
 	int due, ret, exiting, background;
 
-	ret = gk_point_prepare(&due);
+	ret = point_prepare(&due);
 	if (ret == GPUCKPT_RESTORED || !(due & GK_DUE_CHECKPOINT))
 		return ret;
 	/* The step's tasks agree through a layer (gpuckpt_mpi_point): it takes
@@ -178,6 +147,35 @@ GK_EXPORT int gpuckpt_point(long step)
 	if (__builtin_expect(!__atomic_load_n(&gk_rt.due, __ATOMIC_ACQUIRE), 1))
 		return GPUCKPT_NOTHING;
 	return point_slow(step);
+}
+
+/* The entry points of gpuckpt_coord.h that start the runtime or reach a
+ * point; the rest of that interface is coord.c's. */
+GK_EXPORT int gpuckpt_coord_attach(const char *agreement, int ntasks, int mytask)
+{
+	int ret = gk_coord_attach(agreement, ntasks, mytask);
+
+	if (ret < 0)
+		return ret;
+	gk_runtime_start();
+	gk_info("coord: %s: task %d of %d; checkpoints are agreed through %s", gk_runtime_dir(),
+		mytask, ntasks, agreement);
+	return 0;
+}
+
+GK_EXPORT int gpuckpt_coord_poll(long step, int *due)
+{
+	int d, ret;
+
+	(void)step;
+	*due = 0;
+	if (__builtin_expect(!__atomic_load_n(&gk_rt.due, __ATOMIC_ACQUIRE), 1))
+		return GPUCKPT_NOTHING;
+	ret = point_prepare(&d);
+	if (d & GK_DUE_CHECKPOINT)
+		*due = GPUCKPT_DUE_CHECKPOINT |
+		       (__atomic_load_n(&gk_rt.exit_signo, __ATOMIC_ACQUIRE) ? GPUCKPT_DUE_EXIT : 0);
+	return ret;
 }
 
 GK_EXPORT int gpuckpt_request(void)

@@ -5,6 +5,10 @@
  * task 0 records the set, every task prunes what is older than the sets it
  * keeps, or withdraws its part when the set fell short.
  *
+ * The two entry points of gpuckpt_coord.h that start the runtime or reach a
+ * checkpoint point (gpuckpt_coord_attach, gpuckpt_coord_poll) are api.c's,
+ * above restore, which tells this module what it loaded.
+ *
  * Pruning waits for the record, because a task's older checkpoints are
  * members of older sets: deleting them before the new set is known complete
  * everywhere could leave the step without any usable set.
@@ -12,12 +16,10 @@
 #include "config.h"
 
 #include "coord.h"
-#include "api.h"
 #include "dump.h"
 #include "image.h"
 #include "log.h"
 #include "runtime.h"
-#include "start.h"
 #include "stepset.h"
 #include "trigger.h"
 
@@ -111,7 +113,7 @@ void gk_coord_restored_from(const struct gk_manifest *m)
 	pthread_mutex_unlock(&C.lock);
 }
 
-GK_EXPORT int gpuckpt_coord_attach(const char *agreement, int ntasks, int mytask)
+int gk_coord_attach(const char *agreement, int ntasks, int mytask)
 {
 	const struct gk_settings *s = &gk_rt.settings;
 	size_t n = agreement ? strlen(agreement) : 0;
@@ -144,9 +146,6 @@ GK_EXPORT int gpuckpt_coord_attach(const char *agreement, int ntasks, int mytask
 	snprintf(C.agreement, sizeof(C.agreement), "%s", agreement);
 	__atomic_store_n(&C.attached, 1, __ATOMIC_RELEASE);
 	pthread_mutex_unlock(&C.lock);
-	gk_runtime_start();
-	gk_info("coord: %s: task %d of %d; checkpoints are agreed through %s", gk_runtime_dir(),
-		mytask, ntasks, agreement);
 	return 0;
 }
 
@@ -154,21 +153,6 @@ GK_EXPORT int gpuckpt_coord_detach(void)
 {
 	__atomic_store_n(&C.attached, 0, __ATOMIC_RELEASE);
 	return 0;
-}
-
-GK_EXPORT int gpuckpt_coord_poll(long step, int *due)
-{
-	int d, ret;
-
-	(void)step;
-	*due = 0;
-	if (__builtin_expect(!__atomic_load_n(&gk_rt.due, __ATOMIC_ACQUIRE), 1))
-		return GPUCKPT_NOTHING;
-	ret = gk_point_prepare(&d);
-	if (d & GK_DUE_CHECKPOINT)
-		*due = GPUCKPT_DUE_CHECKPOINT |
-		       (__atomic_load_n(&gk_rt.exit_signo, __ATOMIC_ACQUIRE) ? GPUCKPT_DUE_EXIT : 0);
-	return ret;
 }
 
 GK_EXPORT int gpuckpt_coord_next(unsigned long long *sequence)

@@ -24,6 +24,11 @@ int gk_coord_attached(void);
  */
 int gk_coord_refuse_alone(void);
 
+/* gpuckpt_coord_attach() (api.c), up to starting the runtime: checks the
+ * agreement's name and the tasks against the step's (logging what is
+ * wrong), then attaches. 0, -EINVAL or -ENOTSUP. */
+int gk_coord_attach(const char *agreement, int ntasks, int mytask);
+
 /* restore.c: the checkpoint loaded in this run (a set's member or not). */
 void gk_coord_restored_from(const struct gk_manifest *m);
 

@@ -34,7 +34,8 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/flush.c %reldir%/flush.h \
 	%reldir%/restore.c %reldir%/restore.h \
 	%reldir%/coord.c %reldir%/coord.h \
-	%reldir%/api.c %reldir%/api.h \
+	%reldir%/regions.c %reldir%/regions.h \
+	%reldir%/api.c \
 	%reldir%/exec_guard.c %reldir%/exec_guard.h \
 	%reldir%/start.c %reldir%/start.h \
 	%reldir%/runtime.c %reldir%/runtime.h

@@ -2,7 +2,7 @@
 
 #include "plan.h"
 #include "eventlog.h"
-#include "api.h"
+#include "regions.h"
 #include "arena.h"
 #include "baseline.h"
 #include "clock.h"

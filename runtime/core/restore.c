@@ -3,7 +3,7 @@
 #include "restore.h"
 #include "eventlog.h"
 #include "clock.h"
-#include "api.h"
+#include "regions.h"
 #include "arena.h"
 #include "coord.h"
 #include "baseline.h"
