@@ -22,14 +22,13 @@
 #ifndef GK_ARENA_H
 #define GK_ARENA_H
 
+#include "driver.h"
 #include "intervals.h"
 #include "layout.h"
 
 #include <cuda.h>
 #include <pthread.h>
 #include <stdint.h>
-
-#define GK_MAX_DEVICES 64
 
 enum gk_kind {
 	GK_KIND_ALLOC = 0,

@@ -8,6 +8,11 @@
 
 #include <cuda.h>
 
+/* The device ordinals of a process the runtime handles: 0..63, so that a set
+ * of devices fits one uint64_t (peer.h). Here, at the bottom, so that every
+ * part can size its per-device tables without including placement. */
+#define GK_MAX_DEVICES 64
+
 /* cuda.h maps the plain name to _v2; the table needs both symbols apart. */
 #undef cuGetProcAddress
 

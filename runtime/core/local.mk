@@ -16,7 +16,7 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/gate.c %reldir%/gate.h \
 	%reldir%/arena.c %reldir%/arena.h \
 	%reldir%/memory.c \
-	%reldir%/track.c %reldir%/track.h \
+	%reldir%/track.c %reldir%/track.h %reldir%/track_hooks.c \
 	%reldir%/peer.c %reldir%/peer.h \
 	%reldir%/trigger.c %reldir%/trigger.h \
 	%reldir%/transfer.c %reldir%/transfer.h \
