@@ -24,7 +24,7 @@
 #include "image.h"
 #include "log.h"
 #include "numa.h"
-#include "peer.h"
+#include "peer_access.h"
 #include "restore.h"
 #include "runtime.h"
 #include "track.h"

@@ -4,7 +4,7 @@
 #include "clock.h"
 #include "driver.h"
 #include "log.h"
-#include "peer.h"
+#include "peer_access.h"
 #include "restore.h"
 #include "runtime.h"
 #include "track.h"

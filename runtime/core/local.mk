@@ -18,6 +18,7 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/memory.c \
 	%reldir%/track.c %reldir%/track.h %reldir%/track_hooks.c \
 	%reldir%/peer.c %reldir%/peer.h \
+	%reldir%/peer_access.c %reldir%/peer_access.h \
 	%reldir%/trigger.c %reldir%/trigger.h \
 	%reldir%/transfer.c %reldir%/transfer.h \
 	%reldir%/io.c %reldir%/io.h \

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "peer.h"
+#include "peer_access.h"
 #include "arena.h"
 #include "driver.h"
 #include "handlers.h"
@@ -10,28 +11,10 @@
 #include <errno.h>
 #include <stdio.h>
 
-/* accessors[owner]: bit a set when device a may access owner's memory. */
-static uint64_t accessors[GK_MAX_DEVICES];
-
 static int valid_pair(int accessor, int owner)
 {
 	return accessor >= 0 && accessor < GK_MAX_DEVICES && owner >= 0 && owner < GK_MAX_DEVICES &&
 	       accessor != owner;
-}
-
-uint64_t gk_peer_accessors(int owner)
-{
-	if (owner < 0 || owner >= GK_MAX_DEVICES)
-		return 0;
-	return __atomic_load_n(&accessors[owner], __ATOMIC_ACQUIRE);
-}
-
-int gk_peer_any(void)
-{
-	for (int i = 0; i < GK_MAX_DEVICES; i++)
-		if (gk_peer_accessors(i))
-			return 1;
-	return 0;
 }
 
 int gk_peer_grant(int accessor, int owner)
@@ -44,7 +27,7 @@ int gk_peer_grant(int accessor, int owner)
 		return -EINVAL;
 	/* The bit first: memory the arena maps from here on is granted by
 	 * arena.c; what it mapped before is granted below. */
-	old = __atomic_fetch_or(&accessors[owner], bit, __ATOMIC_ACQ_REL);
+	old = gk_peer_access_add(accessor, owner);
 	if (old & bit)
 		return 0;
 	a = __atomic_load_n(&gk_arenas[owner], __ATOMIC_ACQUIRE);
@@ -54,7 +37,7 @@ int gk_peer_grant(int accessor, int owner)
 	if (r != CUDA_SUCCESS) {
 		char obj[64];
 
-		__atomic_and_fetch(&accessors[owner], ~bit, __ATOMIC_ACQ_REL);
+		gk_peer_access_remove(accessor, owner);
 		snprintf(obj, sizeof(obj), "device %d's memory for device %d", owner, accessor);
 		return gk_cu_check(r, "cuMemSetAccess", "peer", obj);
 	}
@@ -65,7 +48,7 @@ int gk_peer_grant(int accessor, int owner)
 void gk_peer_forget(int accessor, int owner)
 {
 	if (valid_pair(accessor, owner))
-		__atomic_and_fetch(&accessors[owner], ~(1ull << accessor), __ATOMIC_ACQ_REL);
+		gk_peer_access_remove(accessor, owner);
 }
 
 /* "device 1 (NVIDIA H100 ..., GPU-...)" */

@@ -5,8 +5,8 @@
  * VMM memory only where cuMemSetAccess granted it: cuCtxEnablePeerAccess
  * alone does nothing for such memory. So when the program enables access
  * from device A to device B's memory, the runtime grants A access to all it
- * has mapped on B, and to everything it maps there later (arena.c asks
- * gk_peer_accessors). The grants go into the checkpoint (each device's
+ * has mapped on B, and to everything it maps there later (arena.c reads
+ * the table of peer_access.h). The grants go into the checkpoint (each device's
  * peer_access, image format 4); a restore checks that the GPUs the process
  * has now still have each route (the device ordinals are the process's own,
  * whatever physical GPUs CUDA_VISIBLE_DEVICES names) and grants them again.
@@ -25,12 +25,6 @@ int gk_peer_grant(int accessor, int owner);
 /* The program disabled that access: new memory on owner is not granted to
  * accessor, and checkpoints no longer record it. */
 void gk_peer_forget(int accessor, int owner);
-
-/* The devices that may access owner's memory, one bit per ordinal. */
-uint64_t gk_peer_accessors(int owner);
-
-/* Whether any peer access is granted. */
-int gk_peer_any(void);
 
 /* Before a restore recreates device owner's memory: every device the
  * checkpoint granted access to it (mask) must still reach it; then the grants

@@ -9,7 +9,7 @@
 #include "flush.h"
 #include "io.h"
 #include "log.h"
-#include "peer.h"
+#include "peer_access.h"
 #include "runtime.h"
 #include "ckptname.h"
 
