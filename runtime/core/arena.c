@@ -5,7 +5,6 @@
 #include "driver.h"
 #include "log.h"
 #include "peer_access.h"
-#include "restore.h"
 #include "runtime.h"
 #include "track.h"
 
@@ -17,6 +16,8 @@
 struct gk_arena *gk_arenas[GK_MAX_DEVICES];
 static pthread_mutex_t arenas_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t next_buffer_id = 1;
+/* Set once, while the runtime loads (arena.h). */
+static const struct gk_arena_seeder *seeder;
 
 struct segment {
 	struct gk_ival iv;
@@ -98,7 +99,7 @@ static struct gk_arena *arena_create(int ordinal, CUdevice dev, CUcontext ctx)
 	a->dev = dev;
 	a->ctx = ctx;
 	pthread_mutex_init(&a->lock, NULL);
-	if (!gk_restore_slice(ordinal, &base, &size)) {
+	if (!seeder || !seeder->slice(ordinal, &base, &size)) {
 		size = gk_rt.settings.va_size;
 		base = gk_rt.settings.va_base + (uint64_t)ordinal * size;
 	}
@@ -110,12 +111,12 @@ static struct gk_arena *arena_create(int ordinal, CUdevice dev, CUcontext ctx)
 	gk_info("placement: device %d: slice 0x%llx-0x%llx reserved in %.3f s", ordinal,
 		(unsigned long long)a->lay.base, (unsigned long long)(a->lay.base + a->lay.size),
 		gk_now() - t0);
-	ret = gk_restore_populate(a);
+	ret = seeder ? seeder->populate(a) : 0;
 	if (ret < 0) {
-		gk_restore_abandon(ret == -EXDEV ? "the GPUs of this run lack a peer route the "
-						   "checkpointed run used"
-						 : "its allocations could not be recreated on this "
-						   "device");
+		seeder->abandon(ret == -EXDEV ? "the GPUs of this run lack a peer route the "
+						"checkpointed run used"
+					      : "its allocations could not be recreated on this "
+						"device");
 		gk_arena_drop_unclaimed(a);
 	}
 	return a;
@@ -123,6 +124,11 @@ fail:
 	pthread_mutex_destroy(&a->lock);
 	free(a);
 	return NULL;
+}
+
+void gk_arena_set_seeder(const struct gk_arena_seeder *s)
+{
+	seeder = s;
 }
 
 struct gk_arena *gk_arena_current(CUresult *err)
@@ -444,7 +450,8 @@ CUresult gk_arena_alloc(struct gk_arena *a, uint64_t size, enum gk_kind kind, in
 				 (unsigned long long)order, a->ordinal, (unsigned long long)size,
 				 (unsigned long long)b->size);
 			pthread_mutex_unlock(&a->lock);
-			gk_restore_abandon(why);
+			/* Restored blocks exist only through the seeder. */
+			seeder->abandon(why);
 			pthread_mutex_lock(&a->lock);
 		}
 	}

@@ -102,6 +102,27 @@ void gk_arena_reset(struct gk_arena *a);
 struct gk_block *gk_arena_first(struct gk_arena *a);
 struct gk_block *gk_arena_next(struct gk_arena *a, struct gk_block *b);
 
+/*
+ * What a restart puts into each arena as it is created, lazily at the first
+ * allocation on its device: restore.c registers it when the runtime loads,
+ * before anything can be placed. Placement calls restore only through it, so
+ * that restore, which drives placement (gk_arena_recreate and the functions
+ * below), stays above it.
+ */
+struct gk_arena_seeder {
+	/* The slice device ordinal must use (the checkpoint's): 1, with *base
+	 * and *size set; 0 to take the settings' slice. */
+	int (*slice)(int ordinal, uint64_t *base, uint64_t *size);
+	/* Recreate the checkpoint's allocations of a's device in a, just
+	 * reserved: 0, or a negative errno (-EXDEV: the GPUs lack a peer route
+	 * the checkpointed run used). */
+	int (*populate)(struct gk_arena *a);
+	/* The program's setup asked for something else than the checkpointed
+	 * run did: the restore is given up (which may end the process). */
+	void (*abandon)(const char *why);
+};
+void gk_arena_set_seeder(const struct gk_arena_seeder *s);
+
 /* Restore support (restore.c): recreate a checkpointed block at its address. */
 int gk_arena_recreate(struct gk_arena *a, uint64_t addr, uint64_t size, uint64_t order,
 		      enum gk_kind kind);

@@ -349,7 +349,8 @@ static const struct gk_device_rec *device_rec(int ordinal)
 	return NULL;
 }
 
-int gk_restore_slice(int ordinal, uint64_t *base, uint64_t *size)
+/* The seeder (arena.h) restore hands placement: gk_restore_seed_arenas. */
+static int seed_slice(int ordinal, uint64_t *base, uint64_t *size)
 {
 	const struct gk_device_rec *d;
 
@@ -377,7 +378,7 @@ static enum gk_kind kind_of(const char *kind)
 	return GK_KIND_ALLOC;
 }
 
-int gk_restore_populate(struct gk_arena *a)
+static int seed_populate(struct gk_arena *a)
 {
 	const struct gk_device_rec *d = device_rec(a->ordinal);
 	struct gk_device_info info;
@@ -461,7 +462,7 @@ static void abandon_locked(const char *why)
 	_exit(EXIT_FAILURE);
 }
 
-void gk_restore_abandon(const char *why)
+static void seed_abandon(const char *why)
 {
 	pthread_mutex_lock(&lock);
 	settle_locked();
@@ -470,6 +471,17 @@ void gk_restore_abandon(const char *why)
 	for (int i = 0; i < GK_MAX_DEVICES; i++)
 		if (gk_arenas[i])
 			gk_arena_drop_unclaimed(gk_arenas[i]);
+}
+
+static const struct gk_arena_seeder seeder = {
+	.slice = seed_slice,
+	.populate = seed_populate,
+	.abandon = seed_abandon,
+};
+
+void gk_restore_seed_arenas(void)
+{
+	gk_arena_set_seeder(&seeder);
 }
 
 static const struct gk_region *find_region(const char *name)

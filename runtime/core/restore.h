@@ -32,14 +32,12 @@ int gk_restore_active(long *step);
 /* Refused, and the settings say fail: the error to give back. */
 int gk_restore_refused(void);
 
-/* The slice a device must use (the checkpoint's); 0 if no restore applies. */
-int gk_restore_slice(int ordinal, uint64_t *base, uint64_t *size);
-
-/* Recreate the checkpoint's allocations of this device in a new arena. */
-int gk_restore_populate(struct gk_arena *a);
-
-/* The program's setup asked for something else than the checkpointed run did. */
-void gk_restore_abandon(const char *why);
+/* Give placement the seeder of every new arena (arena.h): the slice a
+ * device must use (the checkpoint's, when a restore applies), the
+ * checkpoint's allocations recreated in it, and giving the restore up when
+ * the program's setup asks for something else than the checkpointed run did.
+ * Called once, as the runtime loads, before anything is placed. */
+void gk_restore_seed_arenas(void);
 
 /* Load contents and host regions (at the first checkpoint point). 0, or a
  * negative errno when nothing was loaded; exits when a failure came half-way. */

@@ -28,6 +28,8 @@ __attribute__((constructor)) static void gk_runtime_load(void)
 		return;
 	}
 	gk_rt.settings_ok = 1;
+	/* Before the runtime is enabled, so before any arena exists. */
+	gk_restore_seed_arenas();
 	gk_log_set_level((enum gk_log_level)gk_rt.settings.log_level);
 	gk_rt.enabled = gk_rt.settings.enable;
 	if (gk_rt.enabled) {
