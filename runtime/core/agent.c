@@ -52,7 +52,7 @@ static sem_t wake;
 static volatile sig_atomic_t wake_signo;
 static int running; /* the thread is there */
 
-int gk_transparent_takes(void)
+static int agent_takes(void)
 {
 	if (!__atomic_load_n(&running, __ATOMIC_ACQUIRE))
 		return 0;
@@ -62,12 +62,7 @@ int gk_transparent_takes(void)
 	       !__atomic_load_n(&gk_rt.aware, __ATOMIC_ACQUIRE);
 }
 
-int gk_transparent_running(void)
-{
-	return __atomic_load_n(&running, __ATOMIC_ACQUIRE);
-}
-
-void gk_transparent_signal(int signo)
+static void agent_signal(int signo)
 {
 	wake_signo = signo;
 	sem_post(&wake);
@@ -396,7 +391,7 @@ static void *agent(void *arg)
 		while (sem_wait(&wake) < 0 && errno == EINTR)
 			;
 		signo = wake_signo;
-		if (!gk_transparent_takes()) {
+		if (!agent_takes()) {
 			/* An API user checkpoints itself: the shepherd only needs to
 			 * know, so that it waits for the program instead. */
 			fd = shepherd_connect(err, sizeof(err));
@@ -416,7 +411,13 @@ static void *agent(void *arg)
 	return NULL;
 }
 
-void gk_transparent_start(void)
+/* Registered with the triggers once the thread runs (trigger.h). */
+static const struct gk_trigger_taker taker = {
+	.signal = agent_signal,
+	.takes = agent_takes,
+};
+
+void gk_agent_start(void)
 {
 	pthread_t t;
 	pthread_attr_t attr;
@@ -432,12 +433,14 @@ void gk_transparent_start(void)
 	pthread_sigmask(SIG_BLOCK, &all, &old);
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
-	if (pthread_create(&t, &attr, agent, NULL) == 0)
+	if (pthread_create(&t, &attr, agent, NULL) == 0) {
 		__atomic_store_n(&running, 1, __ATOMIC_RELEASE);
-	else
+		gk_trigger_set_taker(&taker);
+	} else {
 		gk_warn("transparent: cannot start the runtime's thread: %s; no transparent "
 			"checkpoint in this process",
 			strerror(errno));
+	}
 	pthread_attr_destroy(&attr);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 }

@@ -49,7 +49,7 @@ static void start_once(void)
 		/* Tells `gpuckpt checkpoint` this process will answer its signal. */
 		gk_eventlog_start();
 	}
-	gk_transparent_start();
+	gk_agent_start();
 	/*
 	 * The check of the checkpoint to restore runs in a thread while CUDA
 	 * starts and the program sets itself up (restore.c). Not earlier, at

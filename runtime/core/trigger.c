@@ -4,7 +4,6 @@
 #include "driver.h"
 #include "log.h"
 #include "runtime.h"
-#include "agent.h"
 #include "export.h"
 
 #include <dlfcn.h>
@@ -24,6 +23,7 @@ static uint64_t taken; /* bit n: signal n is the runtime's */
 static int action_of[NSIG];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int as_usual[NSIG]; /* the next delivery bypasses checkpointing */
+static const struct gk_trigger_taker *taker; /* set once its thread runs */
 
 static sigaction_fn real_sigaction(void)
 {
@@ -90,12 +90,13 @@ static void on_signal(int sig, siginfo_t *info, void *uc)
 	int ign = !(app.sa_flags & SA_SIGINFO) && app.sa_handler == SIG_IGN;
 
 	int bypass = __atomic_exchange_n(&as_usual[sig], 0, __ATOMIC_ACQ_REL);
+	const struct gk_trigger_taker *t = __atomic_load_n(&taker, __ATOMIC_ACQUIRE);
 
-	if (!bypass && gk_transparent_running()) {
-		gk_transparent_signal(sig);
+	if (!bypass && t) {
+		t->signal(sig);
 		/* The runtime's thread checkpoints the whole process; if it
 		 * cannot, it sends the signal again, to take its usual course. */
-		if (gk_transparent_takes()) {
+		if (t->takes()) {
 			errno = saved;
 			return;
 		}
@@ -136,6 +137,11 @@ static void on_signal(int sig, siginfo_t *info, void *uc)
 			app.sa_handler(sig);
 	}
 	errno = saved;
+}
+
+void gk_trigger_set_taker(const struct gk_trigger_taker *t)
+{
+	__atomic_store_n(&taker, t, __ATOMIC_RELEASE);
 }
 
 void gk_triggers_install(void)

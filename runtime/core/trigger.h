@@ -22,6 +22,22 @@ void gk_trigger_interval_start(void);
  * way that signal would have, had the runtime not deferred it. */
 void gk_trigger_finish_exit(int signo) __attribute__((noreturn));
 
+/*
+ * What checkpoints the whole process on a trigger signal instead of the
+ * program (the transparent agent, agent.c). It registers itself once its
+ * thread runs; from then on the handler reports every trigger signal to it.
+ * Registering, rather than this module calling the agent, keeps the agent
+ * above the triggers: it calls down here (gk_trigger_as_usual,
+ * gk_signal_name), never the other way.
+ */
+struct gk_trigger_taker {
+	/* From the signal handler (async-signal-safe): signo came. */
+	void (*signal)(int signo);
+	/* Whether a trigger signal now means the taker's checkpoint. */
+	int (*takes)(void);
+};
+void gk_trigger_set_taker(const struct gk_trigger_taker *t);
+
 /* The name of a signal, "SIGTERM". */
 const char *gk_signal_name(int signo);
 
