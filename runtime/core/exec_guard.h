@@ -6,7 +6,7 @@
 #ifndef GK_EXEC_GUARD_H
 #define GK_EXEC_GUARD_H
 
-/* After the settings are loaded (runtime.c): guard this process if it is a
+/* After the settings are loaded (start.c): guard this process if it is a
  * task's with checkpointing on. */
 void gk_exec_guard_arm(void);
 

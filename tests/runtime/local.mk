@@ -44,7 +44,7 @@ check_PROGRAMS += %reldir%/prog-exec %reldir%/prog-dlnext %reldir%/prog-routes %
 
 TESTS += %reldir%/interpose.sh %reldir%/heat-e2e.sh %reldir%/background.sh \
 	%reldir%/increments.sh %reldir%/copy-paths.sh %reldir%/peer.sh %reldir%/exec-guard.sh \
-	%reldir%/mpi-sets.sh
+	%reldir%/mpi-sets.sh %reldir%/include-cycles.sh
 EXTRA_DIST += %reldir%/interpose.sh %reldir%/heat-e2e.sh %reldir%/background.sh \
 	%reldir%/increments.sh %reldir%/copy-paths.sh %reldir%/peer.sh %reldir%/exec-guard.sh \
-	%reldir%/mpi-sets.sh
+	%reldir%/mpi-sets.sh %reldir%/include-cycles.sh
