@@ -199,7 +199,7 @@ static void print_table(const char *root, const struct row *rows, size_t n, int 
 		char seq[24], size[32];
 
 		snprintf(seq, sizeof(seq), "%06" PRIu64, r->e->sequence);
-		cli_human_size(r->bytes, size, sizeof(size));
+		gk_size_format(size, sizeof(size), r->bytes, GK_SIZE_UNIT);
 		/* Labels, host names and errors hold what the checkpoint's
 		 * writer chose: shown through cli_printable. */
 		printf("%-8s %-21s %-24s %-10s ", seq, r->created[0] ? cli_printable(r->created) : "-",

@@ -22,7 +22,6 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/peer.c %reldir%/peer.h \
 	%reldir%/trigger.c %reldir%/trigger.h \
 	%reldir%/transfer.c %reldir%/transfer.h \
-	%reldir%/io.c %reldir%/io.h \
 	%reldir%/numa.c %reldir%/numa.h \
 	%reldir%/dump.c %reldir%/dump.h \
 	%reldir%/eventlog.c %reldir%/eventlog.h \

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "peer.h"
 #include "runtime.h"
+#include "sizefmt.h"
 #include "spread.h"
 #include "ckptname.h"
 
@@ -579,16 +580,6 @@ int gk_plan_commit(struct gk_plan *p, unsigned keep, struct gk_plan_result *res,
 	return 0;
 }
 
-static void human(char *buf, size_t len, uint64_t bytes)
-{
-	if (bytes >= (1ull << 30))
-		snprintf(buf, len, "%.2f GiB", bytes / 1073741824.0);
-	else if (bytes >= (1ull << 20))
-		snprintf(buf, len, "%.1f MiB", bytes / 1048576.0);
-	else
-		snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
-}
-
 void gk_plan_say(const struct gk_plan *p, int ret, const struct gk_plan_result *res,
 		 const char *err)
 {
@@ -608,9 +599,9 @@ void gk_plan_say(const struct gk_plan *p, int ret, const struct gk_plan_result *
 			 dir, p->background ? " (in the background)" : "", err);
 		return;
 	}
-	human(size, sizeof(size), written);
+	gk_size_format(size, sizeof(size), written, GK_SIZE_LOG);
 	if (res->increment) {
-		human(kept, sizeof(kept), p->state_bytes - written);
+		gk_size_format(kept, sizeof(kept), p->state_bytes - written, GK_SIZE_LOG);
 		snprintf(how, sizeof(how), "; increment %u of " GK_CKPT_FMT ": %s unchanged",
 			 res->increment, (uint64_t)res->base_sequence, kept);
 	}
