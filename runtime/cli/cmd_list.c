@@ -5,6 +5,7 @@
 #include "config.h"
 #include "cli.h"
 #include "image.h"
+#include "jobdir.h"
 #include "log.h"
 #include "ckptname.h"
 
@@ -152,7 +153,8 @@ static int holds_job_folders(const char *dir)
 	if (!d)
 		return 0;
 	while (!found && (e = readdir(d)))
-		found = !strncmp(e->d_name, "step.", 5) || !strncmp(e->d_name, "task.", 5);
+		found = !strncmp(e->d_name, GK_STEP_PREFIX, GK_STEP_PREFIX_LEN) ||
+			!strncmp(e->d_name, GK_TASK_PREFIX, GK_TASK_PREFIX_LEN);
 	closedir(d);
 	return found;
 }
