@@ -4,6 +4,7 @@
 #include "config.h"
 
 #include "job_record.h"
+#include "io.h"
 #include "jobdir.h"
 #include "root_path.h"
 #include "stage_run.h"
@@ -178,21 +179,6 @@ int gk_record_parse(const char *buf, size_t len, struct gk_job_events *out)
 	return gk_events_each(buf, len, gk_job_events_collect, out);
 }
 
-static int write_all(int fd, const char *buf, size_t len)
-{
-	while (len) {
-		ssize_t n = write(fd, buf, len);
-
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n <= 0)
-			return n < 0 ? -errno : -EIO;
-		buf += n;
-		len -= (size_t)n;
-	}
-	return 0;
-}
-
 static int read_back(int fd, struct gk_job_events *all)
 {
 	struct stat st;
@@ -256,7 +242,7 @@ int gk_record_append(const char *shared_root, uint32_t job, const struct gk_job_
 		int n = gk_event_format(&add->ev[i], line, sizeof(line));
 
 		if (n > 0)
-			ret = write_all(fd, line, (size_t)n);
+			ret = gk_write_all(fd, line, (size_t)n);
 	}
 	if (ret == 0 && add->n)
 		ret = fsync(fd) < 0 ? -errno : 0;

@@ -12,6 +12,7 @@
 #include <json-c/json.h>
 
 #include "user.h" /* gk_user_name: the user name of a uid, or "uid N" */
+#include "sizefmt.h" /* gk_size_format: a size for people, GK_SIZE_UNIT here */
 
 /* Exit status of every subcommand. */
 enum {
@@ -67,9 +68,6 @@ int cli_usage_error(const struct gk_cmd *cmd, const char *fmt, ...)
 int cli_print_help(const struct gk_cmd *cmd);
 
 /* ---- output ---- */
-
-/* "512 B", "4.0 KiB", "1.5 GiB" */
-void cli_human_size(uint64_t bytes, char *buf, size_t n);
 
 /* {"user": NAME, "uid": UID} */
 json_object *cli_user_json(uid_t uid);

@@ -586,7 +586,7 @@ static void print_result(const struct job_info *j, const struct snapshot *base,
 		if (!t->status)
 			continue;
 		if (!strcmp(t->status, "committed")) {
-			cli_human_size((uint64_t)t->newest_bytes, size, sizeof(size));
+			gk_size_format(size, sizeof(size), (uint64_t)t->newest_bytes, GK_SIZE_UNIT);
 			printf("  step %s task %u  %s:%s/ckpt.%06lld  %s\n", t->step, t->task,
 			       t->node, t->dir, t->newest, size);
 		} else {
@@ -597,7 +597,7 @@ static void print_result(const struct job_info *j, const struct snapshot *base,
 	if (committed) {
 		char size[32];
 
-		cli_human_size((uint64_t)total, size, sizeof(size));
+		gk_size_format(size, sizeof(size), (uint64_t)total, GK_SIZE_UNIT);
 		printf("  total %s, on the nodes' burst buffers (copied to the shared root when "
 		       "the job's run ends)\n",
 		       size);

@@ -114,15 +114,15 @@ static void print_summary(const char *dir, const struct gk_manifest *m, const ch
 		printf("  signed by     unsigned\n");
 	if (held)
 		printf("  held by       root (a copy kept for %s, as on the shared root)\n", who);
-	cli_human_size(t.alloc_bytes, a, sizeof(a));
-	cli_human_size(t.region_bytes, b, sizeof(b));
-	cli_human_size(t.file_bytes, c, sizeof(c));
+	gk_size_format(a, sizeof(a), t.alloc_bytes, GK_SIZE_UNIT);
+	gk_size_format(b, sizeof(b), t.region_bytes, GK_SIZE_UNIT);
+	gk_size_format(c, sizeof(c), t.file_bytes, GK_SIZE_UNIT);
 	printf("  totals        %zu GPU%s, %zu allocation%s (%s), %zu host region%s (%s), "
 	       "%zu file%s (%s)\n",
 	       m->ndevices, plural(m->ndevices), m->nallocs, plural(m->nallocs), a, m->nregions,
 	       plural(m->nregions), b, m->nfiles, plural(m->nfiles), c);
-	cli_human_size(m->chunk_size, a, sizeof(a));
-	cli_human_size(m->va_size, b, sizeof(b));
+	gk_size_format(a, sizeof(a), m->chunk_size, GK_SIZE_UNIT);
+	gk_size_format(b, sizeof(b), m->va_size, GK_SIZE_UNIT);
 	printf("  chunk size    %s\n", a);
 	printf("  reserved VA   0x%" PRIx64 ", %s\n", m->va_base, b);
 	if (m->version >= 3) {
@@ -153,8 +153,8 @@ static void print_devices(const struct gk_manifest *m)
 		const struct gk_device_rec *d = &m->devices[i];
 		char mem[32], mapped[32], cc[16];
 
-		cli_human_size(d->total_memory, mem, sizeof(mem));
-		cli_human_size(d->mapped_bytes, mapped, sizeof(mapped));
+		gk_size_format(mem, sizeof(mem), d->total_memory, GK_SIZE_UNIT);
+		gk_size_format(mapped, sizeof(mapped), d->mapped_bytes, GK_SIZE_UNIT);
 		snprintf(cc, sizeof(cc), "%d.%d", d->cc_major, d->cc_minor);
 		printf("  %-4d %-28s %-41s %-5s %-10s %s\n", d->ordinal, cli_printable(d->name),
 		       cli_printable(d->uuid), cc, mem, mapped);
@@ -186,7 +186,7 @@ static void print_allocs(const struct gk_manifest *m)
 		const struct gk_alloc_rec *a = &m->allocs[i];
 		char size[32], addr[24];
 
-		cli_human_size(a->size, size, sizeof(size));
+		gk_size_format(size, sizeof(size), a->size, GK_SIZE_UNIT);
 		snprintf(addr, sizeof(addr), "0x%" PRIx64, a->address);
 		printf("  %-4d %-18s %-12s %-8" PRIu64 " %-6s", a->device, addr, size, a->order,
 		       cli_printable(a->kind));
@@ -223,7 +223,7 @@ static void print_regions(const struct gk_manifest *m)
 	for (size_t i = 0; i < m->nregions; i++) {
 		char size[32];
 
-		cli_human_size(m->regions[i].size, size, sizeof(size));
+		gk_size_format(size, sizeof(size), m->regions[i].size, GK_SIZE_UNIT);
 		printf("  %-24s %-12s %s\n", cli_printable(m->regions[i].name), size,
 		       cli_printable(m->regions[i].file));
 	}

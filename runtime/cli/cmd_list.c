@@ -5,6 +5,7 @@
 #include "config.h"
 #include "cli.h"
 #include "image.h"
+#include "jobdir.h"
 #include "log.h"
 #include "ckptname.h"
 
@@ -152,7 +153,8 @@ static int holds_job_folders(const char *dir)
 	if (!d)
 		return 0;
 	while (!found && (e = readdir(d)))
-		found = !strncmp(e->d_name, "step.", 5) || !strncmp(e->d_name, "task.", 5);
+		found = !strncmp(e->d_name, GK_STEP_PREFIX, GK_STEP_PREFIX_LEN) ||
+			!strncmp(e->d_name, GK_TASK_PREFIX, GK_TASK_PREFIX_LEN);
 	closedir(d);
 	return found;
 }
@@ -199,7 +201,7 @@ static void print_table(const char *root, const struct row *rows, size_t n, int 
 		char seq[24], size[32];
 
 		snprintf(seq, sizeof(seq), "%06" PRIu64, r->e->sequence);
-		cli_human_size(r->bytes, size, sizeof(size));
+		gk_size_format(size, sizeof(size), r->bytes, GK_SIZE_UNIT);
 		/* Labels, host names and errors hold what the checkpoint's
 		 * writer chose: shown through cli_printable. */
 		printf("%-8s %-21s %-24s %-10s ", seq, r->created[0] ? cli_printable(r->created) : "-",

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "cli.h"
+#include "jobdir.h"
 #include "log.h"
 #include "stepset.h"
 
@@ -88,8 +89,10 @@ static int step_name_ok(const char *name)
 {
 	size_t n = strlen(name);
 
-	return n > 5 && n < 32 && strncmp(name, "step.", 5) == 0 &&
-	       strspn(name + 5, "abcdefghijklmnopqrstuvwxyz0123456789") == n - 5;
+	return n > GK_STEP_PREFIX_LEN && n < 32 &&
+	       strncmp(name, GK_STEP_PREFIX, GK_STEP_PREFIX_LEN) == 0 &&
+	       strspn(name + GK_STEP_PREFIX_LEN, "abcdefghijklmnopqrstuvwxyz0123456789") ==
+		   n - GK_STEP_PREFIX_LEN;
 }
 
 static int name_cmp(const void *a, const void *b)

@@ -217,7 +217,7 @@ static int verify_one(const char *dir, uid_t want, const struct gk_load_opts *ba
 		}
 		json_object_array_add(results, o);
 	} else {
-		cli_human_size(data_bytes(m), size, sizeof(size));
+		gk_size_format(size, sizeof(size), data_bytes(m), GK_SIZE_UNIT);
 		gk_user_name(owner, who, sizeof(who));
 		printf("%s: OK (%zu allocation%s, %s, ", dir, m->nallocs,
 		       m->nallocs == 1 ? "" : "s", size);
@@ -228,7 +228,7 @@ static int verify_one(const char *dir, uid_t want, const struct gk_load_opts *ba
 		else
 			printf("unsigned");
 		if (sealed == 1) {
-			cli_human_size(image_bytes, size, sizeof(size));
+			gk_size_format(size, sizeof(size), image_bytes, GK_SIZE_UNIT);
 			printf("; transparent: %s of CRIU images match their seal", size);
 		} else if (sealed == 2) {
 			printf("; transparent: criu/ not checked (only root can read it)");

@@ -222,7 +222,8 @@ static int probe_task(void *arg, const char *step, uint32_t task, int taskfd)
 		free(buf);
 	}
 	newest = newest_committed(taskfd, &bytes);
-	snprintf(path, sizeof(path), "%s/step.%s/task.%u", p->job_dir, step, task);
+	snprintf(path, sizeof(path), "%s/" GK_STEP_PREFIX "%s/" GK_TASK_PREFIX "%u", p->job_dir,
+		 step, task);
 	json_object_object_add(o, "step", json_object_new_string(step));
 	json_object_object_add(o, "task", json_object_new_int64(task));
 	json_object_object_add(o, "dir", json_object_new_string(path));

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "cli.h"
+#include "jobdir.h"
 #include "log.h"
 #include "stepset.h"
 
@@ -33,8 +34,8 @@ int cli_is_step_dir(const char *path)
 		uint64_t seq;
 
 		found = gk_set_name_parse(de->d_name, &seq) == 0 ||
-			(strncmp(de->d_name, "task.", 5) == 0 && de->d_name[5] >= '0' &&
-			 de->d_name[5] <= '9');
+			(strncmp(de->d_name, GK_TASK_PREFIX, GK_TASK_PREFIX_LEN) == 0 &&
+			 de->d_name[GK_TASK_PREFIX_LEN] >= '0' && de->d_name[GK_TASK_PREFIX_LEN] <= '9');
 	}
 	closedir(d);
 	return found;

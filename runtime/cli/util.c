@@ -125,23 +125,6 @@ int cli_print_help(const struct gk_cmd *cmd)
 	return GK_EXIT_OK;
 }
 
-void cli_human_size(uint64_t bytes, char *buf, size_t n)
-{
-	static const char *const units[] = {"KiB", "MiB", "GiB", "TiB", "PiB", "EiB"};
-	double v = (double)bytes;
-	int u = -1;
-
-	if (bytes < 1024) {
-		snprintf(buf, n, "%llu B", (unsigned long long)bytes);
-		return;
-	}
-	while (v >= 1024 && u < 5) {
-		v /= 1024;
-		u++;
-	}
-	snprintf(buf, n, "%.1f %s", v, units[u]);
-}
-
 json_object *cli_user_json(uid_t uid)
 {
 	json_object *o = json_object_new_object();

@@ -20,9 +20,9 @@ int gk_parse_step_dirname(const char *name, char *step, size_t len)
 {
 	size_t n;
 
-	if (strncmp(name, "step.", 5) != 0)
+	if (strncmp(name, GK_STEP_PREFIX, GK_STEP_PREFIX_LEN) != 0)
 		return -EINVAL;
-	name += 5;
+	name += GK_STEP_PREFIX_LEN;
 	n = strlen(name);
 	if (n == 0 || n > 15 || n >= len)
 		return -EINVAL;
@@ -39,9 +39,9 @@ int gk_parse_task_dirname(const char *name, uint32_t *task)
 	uint64_t v = 0;
 	size_t n;
 
-	if (strncmp(name, "task.", 5) != 0)
+	if (strncmp(name, GK_TASK_PREFIX, GK_TASK_PREFIX_LEN) != 0)
 		return -EINVAL;
-	name += 5;
+	name += GK_TASK_PREFIX_LEN;
 	n = strlen(name);
 	if (n == 0 || n > 10 || (n > 1 && name[0] == '0'))
 		return -EINVAL;

@@ -13,6 +13,14 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+/* The levels of a job's folder, on the burst buffer and under the shared
+ * root: JOB/step.S/task.T, each task folder a checkpoint root (ckptname.h).
+ * Spelled here once for the runtime, the tool, the plugin and gpuckpt-stage. */
+#define GK_STEP_PREFIX "step."
+#define GK_TASK_PREFIX "task."
+#define GK_STEP_PREFIX_LEN (sizeof(GK_STEP_PREFIX) - 1)
+#define GK_TASK_PREFIX_LEN (sizeof(GK_TASK_PREFIX) - 1)
+
 /* Called for each task folder: its step ("0", "batch", ...), its task
  * number, an open descriptor of the folder (closed after the call). A
  * non-zero return stops the walk and is returned by gk_jobdir_walk. */

@@ -1,10 +1,12 @@
 # libgpuckpt.so: interposition of the CUDA driver, placement of device memory,
 # quiesce, dump, restore, triggers and the application interface.
-# The placement policy, its data structure and the copy order on their own, so
+# The placement policy, its data structure, the copy order and the spread of
+# a device's chunks over its files (spread.c) on their own, so
 # that tests can exercise them.
 noinst_LTLIBRARIES += libgkplace.la
 libgkplace_la_SOURCES = %reldir%/intervals.c %reldir%/intervals.h %reldir%/layout.c \
-	%reldir%/layout.h %reldir%/order.c %reldir%/order.h
+	%reldir%/layout.h %reldir%/order.c %reldir%/order.h %reldir%/spread.c \
+	%reldir%/spread.h
 libgkplace_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 
 lib_LTLIBRARIES += libgpuckpt.la
@@ -21,7 +23,6 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/peer_access.c %reldir%/peer_access.h \
 	%reldir%/trigger.c %reldir%/trigger.h \
 	%reldir%/transfer.c %reldir%/transfer.h \
-	%reldir%/io.c %reldir%/io.h \
 	%reldir%/numa.c %reldir%/numa.h \
 	%reldir%/dump.c %reldir%/dump.h \
 	%reldir%/eventlog.c %reldir%/eventlog.h \

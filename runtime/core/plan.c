@@ -11,6 +11,8 @@
 #include "log.h"
 #include "peer_access.h"
 #include "runtime.h"
+#include "sizefmt.h"
+#include "spread.h"
 #include "ckptname.h"
 
 #include <errno.h>
@@ -22,15 +24,6 @@
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
-
-/*
- * A device's bytes are spread evenly over a file per copy thread (up to the
- * most threads a transfer runs), an allocation cut into parts where a file
- * is full. Why: write() into a tmpfs file holds that file's lock, so threads
- * sharing a file take turns; with a file each they do not (H100 machine,
- * 4 GiB in 4 allocations: 10.6 GB/s in 8 files, 7.3 GB/s in 4).
- */
-#define GK_FILES_PER_DEVICE 64
 
 static uint64_t align_up(uint64_t v, uint64_t a)
 {
@@ -297,39 +290,20 @@ count:
 /* ---- layout ---- */
 
 /* The changed chunks of one device's allocations [first, end), spread over
- * up to nf files of their own: runs of changed chunks, whole chunks into
- * each file up to its share (both to the nearest chunk), the rest of a run in
- * the next file. Rounded up, the share would leave the last files empty
- * whenever the total is a little above a multiple of nf chunks (128 MiB and
- * a few small allocations in 8 files of 8 MiB chunks: 5 files of 24 MiB, 2
- * empty), and then two threads write one file. */
+ * up to `writers` files of their own (spread.c says where each goes): the
+ * files created, and a copy for each piece. sa and pieces: the caller's room,
+ * sa[i] beside m->allocs[i]. */
 static int layout_device(struct gk_plan *p, size_t first, size_t end, int ordinal, unsigned writers,
+			 const struct gk_spread_alloc *sa, struct gk_spread_piece *pieces,
 			 char *err, size_t errlen)
 {
 	struct gk_manifest *m = p->m;
-	uint64_t cs = m->chunk_size, total = 0, chunks = 0, quota, used = 0;
-	uint64_t off[GK_FILES_PER_DEVICE] = {0};
-	size_t nf = writers, j = 0, file0 = m->nfiles;
+	uint64_t cs = m->chunk_size, file_size[GK_FILES_PER_DEVICE];
+	size_t nf, file0 = m->nfiles, npieces;
 	int ret;
 
-	for (size_t i = first; i < end; i++)
-		for (uint32_t c = 0; c < m->allocs[i].nchunks; c++)
-			if (p->a[i].changed[c]) {
-				total += chunk_len(&m->allocs[i], c, cs);
-				chunks++;
-			}
-	if (!chunks)
-		return 0;
-	/* No more files than threads, nor than chunks to put in them. */
-	if (nf > GK_FILES_PER_DEVICE)
-		nf = GK_FILES_PER_DEVICE;
-	if (nf > chunks)
-		nf = chunks;
-	/* At least a chunk: a state of less than a chunk per thread goes to the
-	 * first files, whole. */
-	quota = (total / nf + cs / 2) / cs * cs;
-	if (quota < cs)
-		quota = cs;
+	npieces = gk_spread_device(sa + first, end - first, cs, GK_DATA_ALIGN, writers, pieces, &nf,
+				   file_size);
 	for (size_t f = 0; f < nf; f++) {
 		struct gk_file_rec *fr = &m->files[m->nfiles];
 
@@ -343,61 +317,33 @@ static int layout_device(struct gk_plan *p, size_t first, size_t end, int ordina
 		p->nfds++;
 		m->nfiles++;
 	}
-	for (size_t i = first; i < end; i++) {
+	for (size_t k = 0; k < npieces; k++) {
+		const struct gk_spread_piece *pc = &pieces[k];
+		size_t i = first + pc->alloc;
 		struct gk_alloc_rec *r = &m->allocs[i];
+		struct gk_file_rec *fr = &m->files[file0 + pc->file];
 
-		for (uint32_t c = 0; c < r->nchunks;) {
-			uint64_t start, run_end;
-			uint32_t e = c;
+		p->items[p->nitems++] = (struct gk_xfer_item){
+		    .ctx = p->a[i].ctx,
+		    .dev_addr = r->address + pc->start,
+		    .size = pc->size,
+		    .fd = p->fds[file0 + pc->file],
+		    .file_offset = pc->file_offset,
+		    .chunks = r->chunks + pc->start / cs,
+		    .file = fr->name,
+		    .index = i,
+		    .algo = gk_sum_algo_of(m->version),
+		};
+		for (uint64_t o = 0; o < pc->size; o += cs) {
+			struct gk_chunk_loc *l = &p->a[i].locs[(pc->start + o) / cs];
 
-			if (!p->a[i].changed[c]) {
-				c++;
-				continue;
-			}
-			while (e < r->nchunks && p->a[i].changed[e])
-				e++;
-			start = (uint64_t)c * cs;
-			run_end = e == r->nchunks ? r->size : (uint64_t)e * cs;
-			while (start < run_end) {
-				uint64_t left = run_end - start, room = quota > used ? quota - used : 0;
-				uint64_t take = (room + cs / 2) / cs * cs;
-				struct gk_file_rec *fr = &m->files[file0 + j];
-
-				/* The last file, or the rest of the run where it fits. */
-				if (j == nf - 1 || left <= room || left <= take)
-					take = left;
-
-				if (take == 0) {
-					j++;
-					used = 0;
-					continue;
-				}
-				p->items[p->nitems++] = (struct gk_xfer_item){
-				    .ctx = p->a[i].ctx,
-				    .dev_addr = r->address + start,
-				    .size = take,
-				    .fd = p->fds[file0 + j],
-				    .file_offset = off[j],
-				    .chunks = r->chunks + start / cs,
-				    .file = fr->name,
-				    .index = i,
-				    .algo = gk_sum_algo_of(m->version),
-				};
-				for (uint64_t o = 0; o < take; o += cs) {
-					struct gk_chunk_loc *l = &p->a[i].locs[(start + o) / cs];
-
-					l->sequence = 0;
-					snprintf(l->file, sizeof(l->file), "%s", fr->name);
-					l->offset = off[j] + o;
-				}
-				fr->size = off[j] + take;
-				off[j] = align_up(off[j] + take, GK_DATA_ALIGN);
-				used += take;
-				start += take;
-			}
-			c = e;
+			l->sequence = 0;
+			snprintf(l->file, sizeof(l->file), "%s", fr->name);
+			l->offset = pc->file_offset + o;
 		}
 	}
+	for (size_t f = 0; f < nf; f++)
+		m->files[file0 + f].size = file_size[f];
 	return 0;
 }
 
@@ -405,6 +351,8 @@ int gk_plan_layout(struct gk_plan *p, unsigned writers, char *err, size_t errlen
 {
 	struct gk_manifest *m = p->m;
 	size_t changed = 0, ndev = m->ndevices, i = 0;
+	struct gk_spread_alloc *sa = calloc(m->nallocs + 1, sizeof(*sa));
+	struct gk_spread_piece *pieces;
 	int ret = 0;
 
 	for (size_t k = 0; k < m->nallocs; k++)
@@ -414,19 +362,28 @@ int gk_plan_layout(struct gk_plan *p, unsigned writers, char *err, size_t errlen
 	p->items = calloc(changed + ndev * GK_FILES_PER_DEVICE + 1, sizeof(*p->items));
 	p->fds = malloc((ndev * GK_FILES_PER_DEVICE + 1) * sizeof(*p->fds));
 	m->files = calloc(ndev * GK_FILES_PER_DEVICE + 1, sizeof(*m->files));
-	if (!p->items || !p->fds || !m->files) {
+	pieces = calloc(changed + GK_FILES_PER_DEVICE + 1, sizeof(*pieces));
+	if (!sa || !p->items || !p->fds || !m->files || !pieces) {
 		snprintf(err, errlen, "out of memory");
-		return -ENOMEM;
+		ret = -ENOMEM;
+		goto out;
 	}
+	for (size_t k = 0; k < m->nallocs; k++)
+		sa[k] = (struct gk_spread_alloc){m->allocs[k].size, m->allocs[k].nchunks,
+						 p->a[k].changed};
 	/* Allocations are in device order: one device's are consecutive. */
 	while (i < m->nallocs && ret == 0) {
 		size_t end = i;
 
 		while (end < m->nallocs && m->allocs[end].device == m->allocs[i].device)
 			end++;
-		ret = layout_device(p, i, end, m->allocs[i].device, writers, err, errlen);
+		ret = layout_device(p, i, end, m->allocs[i].device, writers, sa, pieces, err,
+				    errlen);
 		i = end;
 	}
+out:
+	free(pieces);
+	free(sa);
 	return ret;
 }
 
@@ -623,16 +580,6 @@ int gk_plan_commit(struct gk_plan *p, unsigned keep, struct gk_plan_result *res,
 	return 0;
 }
 
-static void human(char *buf, size_t len, uint64_t bytes)
-{
-	if (bytes >= (1ull << 30))
-		snprintf(buf, len, "%.2f GiB", bytes / 1073741824.0);
-	else if (bytes >= (1ull << 20))
-		snprintf(buf, len, "%.1f MiB", bytes / 1048576.0);
-	else
-		snprintf(buf, len, "%llu bytes", (unsigned long long)bytes);
-}
-
 void gk_plan_say(const struct gk_plan *p, int ret, const struct gk_plan_result *res,
 		 const char *err)
 {
@@ -652,9 +599,9 @@ void gk_plan_say(const struct gk_plan *p, int ret, const struct gk_plan_result *
 			 dir, p->background ? " (in the background)" : "", err);
 		return;
 	}
-	human(size, sizeof(size), written);
+	gk_size_format(size, sizeof(size), written, GK_SIZE_LOG);
 	if (res->increment) {
-		human(kept, sizeof(kept), p->state_bytes - written);
+		gk_size_format(kept, sizeof(kept), p->state_bytes - written, GK_SIZE_LOG);
 		snprintf(how, sizeof(how), "; increment %u of " GK_CKPT_FMT ": %s unchanged",
 			 res->increment, (uint64_t)res->base_sequence, kept);
 	}

@@ -15,6 +15,7 @@
 #include "log.h"
 #include "peer.h"
 #include "runtime.h"
+#include "sizefmt.h"
 #include "transfer.h"
 #include "ckptname.h"
 
@@ -364,11 +365,6 @@ static int seed_slice(int ordinal, uint64_t *base, uint64_t *size)
 	return 1;
 }
 
-static void human(char *buf, size_t len, uint64_t bytes)
-{
-	snprintf(buf, len, "%.1f MiB", bytes / 1048576.0);
-}
-
 static enum gk_kind kind_of(const char *kind)
 {
 	if (!strcmp(kind, "pitch"))
@@ -394,8 +390,8 @@ static int seed_populate(struct gk_arena *a)
 	 * better to say so now than to fail half-way through the program's setup. */
 	if (gk_real.cuMemGetInfo_v2(&free_mem, &total) == CUDA_SUCCESS &&
 	    free_mem < d->mapped_bytes) {
-		human(have, sizeof(have), free_mem);
-		human(need, sizeof(need), d->mapped_bytes);
+		gk_size_format(have, sizeof(have), free_mem, GK_SIZE_MIB);
+		gk_size_format(need, sizeof(need), d->mapped_bytes, GK_SIZE_MIB);
 		gk_error("restore: %s: device %d (%s, %s) has %s free; the checkpoint needs %s", R.dir,
 			 a->ordinal, info.name, info.uuid, have, need);
 		return -ENOMEM;

@@ -7,6 +7,7 @@
 #include "log.h"
 #include "numa.h"
 #include "runtime.h"
+#include "sizefmt.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -146,11 +147,6 @@ static unsigned local_tasks(void)
 	return 1;
 }
 
-static void human(char *buf, size_t len, uint64_t bytes)
-{
-	snprintf(buf, len, "%.1f GiB", bytes / 1073741824.0);
-}
-
 uint64_t gk_snapshot_budget(const char **how)
 {
 	const struct gk_settings *s = &gk_rt.settings;
@@ -163,7 +159,7 @@ uint64_t gk_snapshot_budget(const char **how)
 
 		if (room && room < avail)
 			avail = room;
-		human(a, sizeof(a), avail);
+		gk_size_format(a, sizeof(a), avail, GK_SIZE_GIB);
 		switch (s->snapshot_mode) {
 		case GK_SNAPSHOT_OFF:
 			S.budget = 0;
@@ -171,18 +167,18 @@ uint64_t gk_snapshot_budget(const char **how)
 			break;
 		case GK_SNAPSHOT_BYTES:
 			S.budget = s->snapshot_bytes;
-			human(b, sizeof(b), S.budget);
+			gk_size_format(b, sizeof(b), S.budget, GK_SIZE_GIB);
 			snprintf(S.how, sizeof(S.how), "GPUCKPT_SNAPSHOT_MEMORY=%s", b);
 			break;
 		case GK_SNAPSHOT_PERCENT:
 			S.budget = avail / 100 * s->snapshot_percent;
-			human(b, sizeof(b), S.budget);
+			gk_size_format(b, sizeof(b), S.budget, GK_SIZE_GIB);
 			snprintf(S.how, sizeof(S.how), "%s: %u%% of the %s available",
 				 b, s->snapshot_percent, a);
 			break;
 		default:
 			S.budget = avail / 2 / tasks;
-			human(b, sizeof(b), S.budget);
+			gk_size_format(b, sizeof(b), S.budget, GK_SIZE_GIB);
 			snprintf(S.how, sizeof(S.how),
 				 "%s: half of the %s available, shared by %u task%s on the node", b,
 				 a, tasks, tasks == 1 ? "" : "s");

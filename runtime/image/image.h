@@ -116,7 +116,7 @@ void gk_sha256_init(struct gk_sha256_state *s);
 void gk_sha256_update(struct gk_sha256_state *s, const void *data, size_t len);
 int gk_sha256_final(struct gk_sha256_state *s, char hex[65]);
 
-/* ---- manifest (manifest.c) ---- */
+/* ---- manifest (manifest.c; manifest_write.c, manifest_read.c) ---- */
 
 struct gk_chunk {
 	uint64_t sum; /* gk_sum_algo_of(version) of the chunk's bytes */

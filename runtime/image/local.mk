@@ -6,6 +6,8 @@ libgkimage_la_SOURCES = \
 	%reldir%/checksum.c \
 	%reldir%/smallfile.c \
 	%reldir%/manifest.c \
+	%reldir%/manifest_write.c \
+	%reldir%/manifest_read.c \
 	%reldir%/sign.c \
 	%reldir%/verify.c \
 	%reldir%/store.c \

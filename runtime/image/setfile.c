@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "setfile.h"
+#include "jobdir.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -245,7 +246,8 @@ static int parse_plan_line(const char *line, size_t n, struct gk_plan_entry *e)
 	if (!sp)
 		return -EINVAL;
 	slen = (size_t)(sp - line);
-	if (slen <= 5 || memcmp(line, "step.", 5) != 0 || !word_ok(line, slen, sizeof(e->step)))
+	if (slen <= GK_STEP_PREFIX_LEN || memcmp(line, GK_STEP_PREFIX, GK_STEP_PREFIX_LEN) != 0 ||
+	    !word_ok(line, slen, sizeof(e->step)))
 		return -EINVAL;
 	memcpy(e->step, line, slen);
 	e->step[slen] = 0;

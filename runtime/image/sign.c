@@ -16,6 +16,7 @@
  */
 #include "config.h"
 #include "image.h"
+#include "io.h"
 #include "user.h"
 
 #include <errno.h>
@@ -55,22 +56,6 @@ static munge_ctx_t new_ctx(int allow_env, char *err, size_t errlen)
 	return ctx;
 }
 
-static int write_all(int fd, const char *p, size_t len)
-{
-	while (len > 0) {
-		ssize_t w = write(fd, p, len);
-
-		if (w < 0) {
-			if (errno == EINTR)
-				continue;
-			return -errno;
-		}
-		p += w;
-		len -= (size_t)w;
-	}
-	return 0;
-}
-
 /* A credential of the caller's uid over prefix + SHA-256(text), into
  * dirfd/name (created 0600, never through a link). */
 static int sign_at(const char *prefix, int allow_env, const char *text, size_t len, int dirfd,
@@ -107,9 +92,9 @@ static int sign_at(const char *prefix, int allow_env, const char *text, size_t l
 		snprintf(err, errlen, "%s: %s", name, strerror(-ret));
 		goto out_cred;
 	}
-	ret = write_all(fd, cred, strlen(cred));
+	ret = gk_write_all(fd, cred, strlen(cred));
 	if (ret == 0)
-		ret = write_all(fd, "\n", 1);
+		ret = gk_write_all(fd, "\n", 1);
 	if (ret == 0 && fsync(fd) < 0)
 		ret = -errno;
 	if (close(fd) < 0 && ret == 0)

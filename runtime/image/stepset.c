@@ -7,6 +7,7 @@
 
 #include "stepset.h"
 #include "ckptname.h"
+#include "jobdir.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,17 +19,16 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#define TASK_PREFIX "task."
 #define MAX_TASKS (1u << 24)
 
 /* "task.12" (canonical decimal, as the plugin names them): 0 and *t. */
 static int task_index(const char *name, uint32_t *t)
 {
-	const char *p = name + sizeof(TASK_PREFIX) - 1;
+	const char *p = name + GK_TASK_PREFIX_LEN;
 	uint64_t v = 0;
 	size_t n = 0;
 
-	if (strncmp(name, TASK_PREFIX, sizeof(TASK_PREFIX) - 1) != 0)
+	if (strncmp(name, GK_TASK_PREFIX, GK_TASK_PREFIX_LEN) != 0)
 		return -1;
 	for (; p[n] >= '0' && p[n] <= '9'; n++) {
 		v = v * 10 + (uint64_t)(p[n] - '0');
@@ -128,7 +128,7 @@ static int list_task(const char *stepdir, uint32_t t, struct task_ckpts *tc, cha
 	size_t n = 0, cap = 0;
 	int ret;
 
-	snprintf(path, sizeof(path), "%s/" TASK_PREFIX "%" PRIu32, stepdir, t);
+	snprintf(path, sizeof(path), "%s/" GK_TASK_PREFIX "%" PRIu32, stepdir, t);
 	ret = gk_store_list(path, &e, &n, err, errlen);
 	if (ret < 0)
 		return ret;
@@ -218,7 +218,7 @@ int gk_stepset_list(const char *stepdir, struct gk_stepset **sets, size_t *nsets
 		char name[32];
 		struct stat st;
 
-		snprintf(name, sizeof(name), TASK_PREFIX "%" PRIu32, t);
+		snprintf(name, sizeof(name), GK_TASK_PREFIX "%" PRIu32, t);
 		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
 			continue;
 		tasks[t].exists = 1;
@@ -294,7 +294,7 @@ int gk_stepset_check(const char *stepdir, struct gk_stepset *s, const struct gk_
 		struct gk_manifest *m = NULL;
 		int ret;
 
-		snprintf(path, sizeof(path), "%s/" TASK_PREFIX "%" PRIu32 "/" GK_CKPT_FMT, stepdir,
+		snprintf(path, sizeof(path), "%s/" GK_TASK_PREFIX "%" PRIu32 "/" GK_CKPT_FMT, stepdir,
 			 t, s->sequence);
 		ret = gk_image_open(path, opts, &m, NULL, err, sizeof(err));
 		if (ret < 0) {

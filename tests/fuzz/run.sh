@@ -30,9 +30,11 @@ CFLAGS_FUZZ=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=un
 	-I"$top_builddir" -I"$R/include" -I"$R/common" -I"$R/image" -I"$R/transparent"
 	-I"${CUDA_PREFIX:-/usr/local/cuda}/include" $(pkg-config --cflags json-c))
 LIBS=($(pkg-config --libs json-c) -lmunge -lxxhash -lcrypto -ldl -lpthread)
-IMAGE=("$R"/image/checksum.c "$R"/image/manifest.c "$R"/image/smallfile.c)
+IMAGE=("$R"/image/checksum.c "$R"/image/manifest.c "$R"/image/manifest_read.c
+	"$R"/image/manifest_write.c "$R"/image/smallfile.c)
 SEAL=("$R"/transparent/seal.c "$R"/transparent/stdio.c "$R"/transparent/cudackpt.c
-	"$R"/image/sign.c "$R"/common/log.c "$R"/common/settings.c "$R"/common/user.c)
+	"$R"/image/sign.c "$R"/common/log.c "$R"/common/settings.c "$R"/common/user.c
+	"$R"/common/io.c)
 
 fuzz() { # NAME SOURCES...
 	local name=$1 out=$GK_SCRATCH/fuzz-$1

@@ -1,13 +1,16 @@
 # The runtime: placement data structure, interposition routes, signals, and
 # the end-to-end scenarios on the CUDA driver stand-in.
-check_PROGRAMS += %reldir%/test-intervals %reldir%/test-order %reldir%/test-layout
+check_PROGRAMS += %reldir%/test-intervals %reldir%/test-order %reldir%/test-layout \
+	%reldir%/test-spread
 %canon_reldir%_test_intervals_SOURCES = %reldir%/test-intervals.c
 %canon_reldir%_test_intervals_LDADD = $(top_builddir)/runtime/libgkplace.la
 %canon_reldir%_test_order_SOURCES = %reldir%/test-order.c
 %canon_reldir%_test_order_LDADD = $(top_builddir)/runtime/libgkplace.la
 %canon_reldir%_test_layout_SOURCES = %reldir%/test-layout.c
 %canon_reldir%_test_layout_LDADD = $(top_builddir)/runtime/libgkplace.la
-TESTS += %reldir%/test-intervals %reldir%/test-order %reldir%/test-layout
+%canon_reldir%_test_spread_SOURCES = %reldir%/test-spread.c
+%canon_reldir%_test_spread_LDADD = $(top_builddir)/runtime/libgkplace.la
+TESTS += %reldir%/test-intervals %reldir%/test-order %reldir%/test-layout %reldir%/test-spread
 
 # Two libraries defining the same symbol, for dlsym(RTLD_NEXT) semantics.
 check_LTLIBRARIES += %reldir%/libgkdlnexta.la %reldir%/libgkdlnextb.la

@@ -1,4 +1,5 @@
-# Unit tests (TAP): checksums, manifest, signature, checkpoint root, settings.
+# Unit tests (TAP): checksums, manifest, signature, checkpoint root, settings,
+# sizes for people.
 GK_UNIT_LIBS = $(top_builddir)/runtime/libgkimage.la $(top_builddir)/runtime/libgkcommon.la
 GK_UNIT_TESTS = \
 	%reldir%/test-checksum \
@@ -8,6 +9,7 @@ GK_UNIT_TESTS = \
 	%reldir%/test-store-transparent \
 	%reldir%/test-stepset \
 	%reldir%/test-settings \
+	%reldir%/test-sizefmt \
 	%reldir%/test-events \
 	%reldir%/test-slurm-cmd
 TESTS += $(GK_UNIT_TESTS)
@@ -34,6 +36,9 @@ check_PROGRAMS += $(GK_UNIT_TESTS)
 
 %canon_reldir%_test_settings_SOURCES = %reldir%/test-settings.c
 %canon_reldir%_test_settings_LDADD = $(GK_UNIT_LIBS)
+
+%canon_reldir%_test_sizefmt_SOURCES = %reldir%/test-sizefmt.c
+%canon_reldir%_test_sizefmt_LDADD = $(GK_UNIT_LIBS)
 
 %canon_reldir%_test_events_SOURCES = %reldir%/test-events.c
 %canon_reldir%_test_events_LDADD = $(GK_UNIT_LIBS)

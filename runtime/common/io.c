@@ -22,6 +22,21 @@ int gk_pwrite_all(int fd, const void *buf, size_t len, uint64_t off)
 	return 0;
 }
 
+int gk_write_all(int fd, const void *buf, size_t len)
+{
+	while (len) {
+		ssize_t n = write(fd, buf, len);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		buf = (const char *)buf + n;
+		len -= (size_t)n;
+	}
+	return 0;
+}
+
 int gk_pread_all(int fd, void *buf, size_t len, uint64_t off)
 {
 	while (len) {
