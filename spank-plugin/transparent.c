@@ -591,7 +591,7 @@ int gk_transparent_launch(const struct gk_tplan *p, char *err, size_t errlen)
 		goto out_close;
 	}
 	/* No PID namespace: the CUDA driver fails in one without a /proc of its
-	 * own (runtime/transparent/README.md). The child becomes the program. */
+	 * own (runtime/shepherd/README.md). The child becomes the program. */
 	child = fork();
 	if (child < 0) {
 		rc = -errno;

@@ -1,5 +1,5 @@
 /*
- * transparent.h - transparent mode on the Slurm side (runtime/transparent/README.md):
+ * transparent.h - transparent mode on the Slurm side (runtime/shepherd/README.md):
  * which mode a task runs in, whether this node can do transparent mode (the
  * shepherd's probe), and starting the task under gpuckpt-shepherd.
  *

@@ -1,5 +1,5 @@
 /*
- * restore.c - restoring the newest transparent checkpoint of the task's root:
+ * restore_tree.c - restoring the newest transparent checkpoint of the task's root:
  * verify (manifest for the job's user, seal), map the GPUs recorded in the
  * seal onto those visible now (in order, same chip), criu restore (the
  * restored program becomes the shepherd's child), then for each CUDA process

@@ -13,7 +13,7 @@ libgkshepherd_la_SOURCES = \
 	%reldir%/stdio.c \
 	%reldir%/sock.c \
 	%reldir%/checkpoint.c \
-	%reldir%/restore.c \
+	%reldir%/restore_tree.c \
 	%reldir%/supervise.c
 libgkshepherd_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/%reldir%
 libgkshepherd_la_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS)

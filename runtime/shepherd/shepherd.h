@@ -2,16 +2,16 @@
  * shepherd.h - gpuckpt-shepherd: the root helper of transparent mode, one per
  * task (README.md beside this file). One header for its modules:
  *
- *	cudackpt.c    the CUDA driver's checkpoint API, dlopen'ed into a table
- *	criu.c        finding CRIU, running dump and restore
- *	tree.c        the processes of the task's tree and their owners
- *	seal.c        criu/SEAL: writing and verifying it
- *	stdio.c       the program's stdio: what it was, how CRIU gets it back
- *	sock.c        the socket to the runtime: peers and messages
- *	checkpoint.c  the checkpoint sequence
- *	restore.c     the restore sequence
- *	supervise.c   waiting for the tree, reacting to trigger signals
- *	options.c     the command line
+ *	cudackpt.c      the CUDA driver's checkpoint API, dlopen'ed into a table
+ *	criu.c          finding CRIU, running dump and restore
+ *	tree.c          the processes of the task's tree and their owners
+ *	seal.c          criu/SEAL: writing and verifying it
+ *	stdio.c         the program's stdio: what it was, how CRIU gets it back
+ *	sock.c          the socket to the runtime: peers and messages
+ *	checkpoint.c    the checkpoint sequence
+ *	restore_tree.c  the restore sequence
+ *	supervise.c     waiting for the tree, reacting to trigger signals
+ *	options.c       the command line
  *
  * Every function returns 0 or a negative errno and, where it takes err,
  * says there what failed on what.

@@ -220,7 +220,7 @@ static int gather(struct ckpt *c)
 /*
  * What neither the runtime nor the driver can checkpoint is refused before
  * anything is locked, naming it: a checkpoint that cannot be restored is
- * the one outcome never acceptable (runtime/transparent/README.md, "Limits").
+ * the one outcome never acceptable (runtime/shepherd/README.md, "Limits").
  */
 static int limits(struct ckpt *c)
 {
