@@ -669,9 +669,9 @@ int gk_checkpoint(struct gk_shepherd *sh, int exit_after)
 	seal->criu_seconds = t_criu - t_driver;
 	seal->driver_seconds = t_driver - t_lock;
 	if (sh->have_cuda) {
-		gk_cudackpt_gpus(&sh->cuda, seal->gpus, GK_SHEP_MAX_GPUS, &seal->ngpus, c->err,
+		gk_cudackpt_gpus(&sh->cuda, seal->gpus, GK_SEAL_MAX_GPUS, &seal->ngpus, c->err,
 				 sizeof(c->err));
-		if (gk_node_gpus("/proc", seal->node_gpus, GK_SHEP_MAX_GPUS, &seal->nnode_gpus) < 0)
+		if (gk_node_gpus("/proc", seal->node_gpus, GK_SEAL_MAX_GPUS, &seal->nnode_gpus) < 0)
 			seal->nnode_gpus = 0;
 	}
 	/* CRIU does not sync its images; the seal must not outlive them. */

@@ -498,7 +498,7 @@ static int forged_sig(uid_t uid, int ckptfd)
 	ssize_t n;
 	pid_t pid;
 
-	fd = openat(ckptfd, GK_CRIU_DIR "/" GK_SHEP_SEAL_FILE, O_RDONLY);
+	fd = openat(ckptfd, GK_CRIU_DIR "/" GK_SEAL_FILE, O_RDONLY);
 	n = fd < 0 ? -1 : read(fd, seal, sizeof(seal));
 	if (fd >= 0)
 		close(fd);
@@ -522,7 +522,7 @@ static int forged_sig(uid_t uid, int ckptfd)
 	waitpid(pid, &status, 0);
 	if (n <= 0 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
 		return -1;
-	fd = openat(ckptfd, GK_CRIU_DIR "/" GK_SHEP_SEAL_SIG, O_WRONLY | O_TRUNC | O_CREAT, 0600);
+	fd = openat(ckptfd, GK_CRIU_DIR "/" GK_SEAL_SIG_FILE, O_WRONLY | O_TRUNC | O_CREAT, 0600);
 	if (fd < 0 || write(fd, buf, (size_t)n) != n)
 		return -1;
 	close(fd);
@@ -537,7 +537,7 @@ static void resign(int ckptfd, const char *text)
 	char sub[GK_SHEP_ERRLEN];
 
 	if (criufd < 0 ||
-	    gk_root_sign_at(text, strlen(text), criufd, GK_SHEP_SEAL_SIG, sub, sizeof(sub)) < 0)
+	    gk_root_sign_at(text, strlen(text), criufd, GK_SEAL_SIG_FILE, sub, sizeof(sub)) < 0)
 		printf("# cannot sign the changed seal as root\n");
 	if (criufd >= 0)
 		close(criufd);
@@ -585,7 +585,7 @@ static void seal(void)
 	verify(ckptfd, 1000, "sealed for uid 1234", -EPERM, "another user's seal is refused");
 	{
 		char text[8192] = "", *at;
-		int fd = openat(ckptfd, GK_CRIU_DIR "/" GK_SHEP_SEAL_FILE, O_RDONLY);
+		int fd = openat(ckptfd, GK_CRIU_DIR "/" GK_SEAL_FILE, O_RDONLY);
 		ssize_t n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
 
 		if (fd >= 0)
@@ -594,17 +594,17 @@ static void seal(void)
 		at = strstr(text, "\"file\"");
 		if (at)
 			memcpy(at + 1, "tape", 4);
-		write_at(ckptfd, GK_CRIU_DIR "/" GK_SHEP_SEAL_FILE, text);
+		write_at(ckptfd, GK_CRIU_DIR "/" GK_SEAL_FILE, text);
 		resign(ckptfd, text);
 		verify(ckptfd, 1234, "stdio_task 2 is malformed", -EINVAL,
 		       "a stdio kind the shepherd never writes is refused (root's credential over it)");
 		if (at)
 			memcpy(at + 1, "file", 4);
-		write_at(ckptfd, GK_CRIU_DIR "/" GK_SHEP_SEAL_FILE, text);
+		write_at(ckptfd, GK_CRIU_DIR "/" GK_SEAL_FILE, text);
 		resign(ckptfd, text);
 	}
 
-	write_at(ckptfd, GK_CRIU_DIR "/" GK_SHEP_RESTORE_LOG, "log");
+	write_at(ckptfd, GK_CRIU_DIR "/" GK_SEAL_RESTORE_LOG, "log");
 	verify(ckptfd, 1234, NULL, 0, "a restore log beside the images is allowed");
 
 	write_at(ckptfd, GK_CRIU_DIR "/pages-1.img", "PG");
@@ -650,7 +650,7 @@ static void seal(void)
 
 	/* Forgeries: every digest of a seal can be computed by anyone; only
 	 * root's credential over it cannot. */
-	renameat(ckptfd, GK_CRIU_DIR "/" GK_SHEP_SEAL_SIG, ckptfd, "sig.real");
+	renameat(ckptfd, GK_CRIU_DIR "/" GK_SEAL_SIG_FILE, ckptfd, "sig.real");
 	verify(ckptfd, 1234, "carries no credential of root's", -EPERM,
 	       "a seal without root's credential is refused");
 	if (forged_sig(65534, ckptfd) == 0)
@@ -658,12 +658,12 @@ static void seal(void)
 		       "a user's own credential over the right payload is refused");
 	else
 		skip("munged would not make nobody's credential");
-	renameat(ckptfd, "sig.real", ckptfd, GK_CRIU_DIR "/" GK_SHEP_SEAL_SIG);
+	renameat(ckptfd, "sig.real", ckptfd, GK_CRIU_DIR "/" GK_SEAL_SIG_FILE);
 	verify(ckptfd, 1234, NULL, 0, "root's credential back: it verifies");
 	{
 		/* The seal edited after root signed it: another uid, say. */
 		char text[1 << 16];
-		int fd = openat(ckptfd, GK_CRIU_DIR "/" GK_SHEP_SEAL_FILE, O_RDWR);
+		int fd = openat(ckptfd, GK_CRIU_DIR "/" GK_SEAL_FILE, O_RDWR);
 		ssize_t n = fd < 0 ? -1 : read(fd, text, sizeof(text) - 1);
 		char *p;
 
