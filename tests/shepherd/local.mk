@@ -1,5 +1,6 @@
 # Transparent mode's shepherd, without CRIU or a GPU: its checks (socket
-# peers and messages, the tree's owners, the seal) in C, its command line and
+# peers and messages, the tree's owners, the stdio and GPU plans; the seal's
+# own tests are tests/image/test-seal) in C, its command line and
 # probe in a script. Root parts report a TAP skip when run as a user.
 GK_SHEPHERD_LIBS = $(top_builddir)/runtime/libgkshepherd.la
 TESTS += %reldir%/test-shepherd %reldir%/test-shepherd-cli.sh %reldir%/test-shepherd-flow.sh \
