@@ -52,7 +52,7 @@
 #include "stage_run.h"
 #include "task_env.h"
 #include "task_program.h"
-#include "transparent.h"
+#include "shepherd_launch.h"
 
 /* Only Slurm's interface leaves the plugin (see spank_gpuckpt.map). */
 #pragma GCC visibility push(default)
@@ -406,7 +406,7 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		task_note[0] = '\0';
 	}
 	/* Transparent mode: the shepherd's side gets this stdio and places us. */
-	if (gk_transparent_task_start(err, sizeof(err)) < 0) {
+	if (gk_shepherd_task_start(err, sizeof(err)) < 0) {
 		slurm_error("gpuckpt: %s", err);
 		return -1;
 	}
@@ -511,14 +511,14 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		tell(TELL_FATAL, "job %u %s task %u: out of memory", ids.job_id, step, ids.task_id);
 		goto out_free;
 	}
-	rc = gk_transparent_prepare(&site, &opts, &ids, &env, r, plan, err, sizeof(err));
+	rc = gk_shepherd_prepare(&site, &opts, &ids, &env, r, plan, err, sizeof(err));
 	/* Nothing of the task folder's descriptor goes into the forks below. */
 	gk_inject_release(r);
 	if (rc < 0) {
 		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
 		goto out_free;
 	}
-	/* After transparent.c's variables, so that Apptainer gets them too. */
+	/* After shepherd_launch.c's variables, so that Apptainer gets them too. */
 	rc = gk_container_inject(&site, &ids, &env, err, sizeof(err));
 	if (rc < 0) {
 		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
@@ -559,7 +559,7 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	program_check.job_id = ids.job_id;
 	snprintf(program_check.step, sizeof(program_check.step), "%s", step);
 	/* Returns in the process that runs the program; the task's own becomes the shepherd. */
-	rc = gk_transparent_launch(plan, err, sizeof(err));
+	rc = gk_shepherd_launch(plan, err, sizeof(err));
 	if (rc < 0)
 		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
 

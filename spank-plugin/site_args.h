@@ -20,7 +20,7 @@
  *	on_bad_checkpoint  (the runtime's: fail)      fail | fresh
  *	interval           (the runtime's: 0)         seconds between periodic checkpoints
  *	log_level          (the runtime's: warn)      error | warn | info | debug
- *	mode               auto                       auto | app | transparent (transparent.h)
+ *	mode               auto                       auto | app | transparent (shepherd_launch.h)
  *	criu               (the shepherd's default)   CRIU for transparent mode
  *	shepherd           LIBEXECDIR/gpuckpt         folder of gpuckpt-shepherd
  *	metrics            (none)                     node_exporter textfile (metrics.h)

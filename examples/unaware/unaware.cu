@@ -1,7 +1,7 @@
 /*
  * unaware.cu - a CUDA program that knows nothing of gpuckpt: no gpuckpt.h, no
  * checkpoint points, plain CUDA runtime API. gpuckpt checkpoints it only in
- * transparent mode (runtime/transparent/README.md), and the tests compare its
+ * transparent mode (runtime/shepherd/README.md), and the tests compare its
  * output after a checkpoint and restore with that of an uninterrupted run.
  *
  *	unaware [--steps N] [--size N] [--delay-ms D] [--out FILE] [--report-every K]

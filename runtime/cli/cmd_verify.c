@@ -8,7 +8,7 @@
 #include "cli.h"
 #include "image.h"
 #include "log.h"
-#include "shepherd.h"
+#include "seal.h"
 
 #include <errno.h>
 #include <fcntl.h>

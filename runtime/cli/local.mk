@@ -14,7 +14,6 @@ gpuckpt_SOURCES = \
 	%reldir%/node_probe.c %reldir%/node_probe.h \
 	%reldir%/slurm_cmd.c %reldir%/slurm_cmd.h \
 	%reldir%/cmd_report.c
-gpuckpt_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/transparent
 gpuckpt_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS)
-# libgkshepherd: the seal of a transparent checkpoint, checked by verify.
-gpuckpt_LDADD = libgkshepherd.la libgkimage.la libgkcommon.la $(JSON_C_LIBS)
+# libgkseal: the seal of a transparent checkpoint, checked by verify.
+gpuckpt_LDADD = libgkseal.la libgkimage.la libgkcommon.la $(JSON_C_LIBS)

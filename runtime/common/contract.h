@@ -5,7 +5,7 @@
  *
  *	GK_ERRLEN               size of an error message (error.h: gk_error_t)
  *	enum gk_mode            how programs are checkpointed: GPUCKPT_MODE, the
- *	                        plugin's mode= (runtime/transparent/README.md)
+ *	                        plugin's mode= (runtime/shepherd/README.md)
  *	GK_DEFAULT_CHUNK_SIZE   chunk_size: the checksum and copy unit, 8 MiB
  *	GK_DEFAULT_VA_BASE      va_base: start of the device address range the
  *	                        runtime owns, 0x200000000000
@@ -20,7 +20,7 @@
 /* Error messages are written into a caller buffer of this size. */
 #define GK_ERRLEN 512
 
-/* How programs are checkpointed (runtime/transparent/README.md). */
+/* How programs are checkpointed (runtime/shepherd/README.md). */
 enum gk_mode {
 	GK_MODE_AUTO = 0,	 /* transparent for programs that do not use the API, where it can */
 	GK_MODE_APP = 1,	 /* only programs that use the API: checkpoint points only */

@@ -31,7 +31,7 @@
  *	GPUCKPT_LOG_LEVEL           log_level           notice
  *	GPUCKPT_ENABLE              enable              yes (no: pass every call through)
  *	GPUCKPT_MODE                mode                auto (or: app, transparent; see
- *	                                                runtime/transparent/README.md)
+ *	                                                runtime/shepherd/README.md)
  *	GPUCKPT_ASSIST              assist              yes (transparent mode: the runtime
  *	                                                writes device memory itself)
  *	GPUCKPT_SHEPHERD            -                   (none) the shepherd's socket, set by

@@ -1,9 +1,9 @@
 /*
  * shepherd_protocol.h - the words the runtime (core/agent.c) and the shepherd
- * (transparent/sock.c, checkpoint.c) say to each other on the shepherd's
+ * (shepherd/sock.c, checkpoint.c) say to each other on the shepherd's
  * socket, defined once for both sides. One line per packet, spelled exactly;
  * the shepherd refuses anything else. What each means and when it is sent:
- * runtime/transparent/README.md, "The socket between runtime and shepherd".
+ * runtime/shepherd/README.md, "The socket between runtime and shepherd".
  *
  *	runtime   HELLO 1 app              checkpoints itself (application mode)
  *	runtime   HELLO 1 transparent      closing the gate and draining

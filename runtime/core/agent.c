@@ -1,6 +1,6 @@
 /*
  * agent.c - the runtime's part of transparent mode (see
- * runtime/transparent/README.md for the whole design and the protocol).
+ * runtime/shepherd/README.md for the whole design and the protocol).
  *
  * In a process started under gpuckpt-shepherd (GPUCKPT_SHEPHERD set), a
  * thread of the runtime waits for the trigger signals. When one arrives and

@@ -58,7 +58,7 @@
 #define GK_PEER_ORDINALS 64
 #define GK_SIGNATURE_FILE "manifest.sig"
 #define GK_HOST_DATA_FILE "host.data"
-/* The shepherd's folder in a transparent checkpoint (runtime/transparent):
+/* The shepherd's folder in a transparent checkpoint (runtime/shepherd):
  * root:root 0700, CRIU's images and their seal. Never a data file. */
 #define GK_CRIU_DIR "criu"
 #define GK_DATA_ALIGN 4096u

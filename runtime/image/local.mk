@@ -17,3 +17,13 @@ libgkimage_la_SOURCES = \
 libgkimage_la_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS) $(MUNGE_CFLAGS) $(XXHASH_CFLAGS) \
 	$(LIBCRYPTO_CFLAGS) -fvisibility=hidden
 libgkimage_la_LIBADD = $(JSON_C_LIBS) $(MUNGE_LIBS) $(XXHASH_LIBS) $(LIBCRYPTO_LIBS) $(PTHREAD_LIBS)
+
+# criu/SEAL, the seal of a transparent checkpoint (seal.h): written by
+# gpuckpt-shepherd, checked by it, by `gpuckpt verify` and by gpuckpt-stage,
+# none of which needs the others. A library of its own: libgpuckpt.so takes
+# the whole of libgkimage and never reads a seal, so it does not carry one
+# (nor the seal's 1 MiB read buffer per thread).
+noinst_LTLIBRARIES += libgkseal.la
+libgkseal_la_SOURCES = %reldir%/seal.c %reldir%/seal.h
+libgkseal_la_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS) -fvisibility=hidden
+libgkseal_la_LIBADD = libgkimage.la $(JSON_C_LIBS)

@@ -21,7 +21,7 @@
 #include "fsafe.h"
 #include "image.h"
 #include "setfile.h"
-#include "shepherd.h"
+#include "seal.h"
 #include "testhook.h"
 #include "ckptname.h"
 
@@ -112,7 +112,7 @@ static int check_copy(struct stage *st, int copyfd, int dstdir, const char *labe
 {
 	struct gk_load_opts lo = {.uid = st->uid, .check_data = 1};
 	struct gk_manifest *m = NULL;
-	char err[GK_SHEP_ERRLEN];
+	char err[GK_SEAL_ERRLEN];
 	struct gk_seal *seal;
 	struct stat sb;
 	int ret;

@@ -4,7 +4,7 @@
  * credential over it checks out.
  */
 #include "config.h"
-#include "shepherd.h"
+#include "seal.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,10 +14,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct gk_seal s;
-	char err[GK_SHEP_ERRLEN];
+	char err[GK_SEAL_ERRLEN];
 
 	if (gk_seal_parse((const char *)data, size, &s, err, sizeof(err)) == 0 &&
-	    (s.ngpus > GK_SHEP_MAX_GPUS || s.nnode_gpus > GK_SHEP_MAX_GPUS))
+	    (s.ngpus > GK_SEAL_MAX_GPUS || s.nnode_gpus > GK_SEAL_MAX_GPUS))
 		abort();
 	return 0;
 }

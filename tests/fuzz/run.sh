@@ -27,13 +27,12 @@ fi
 
 R=$top_srcdir/runtime
 CFLAGS_FUZZ=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-	-I"$top_builddir" -I"$R/include" -I"$R/common" -I"$R/image" -I"$R/transparent"
+	-I"$top_builddir" -I"$R/include" -I"$R/common" -I"$R/image"
 	-I"${CUDA_PREFIX:-/usr/local/cuda}/include" $(pkg-config --cflags json-c))
 LIBS=($(pkg-config --libs json-c) -lmunge -lxxhash -lcrypto -ldl -lpthread)
 IMAGE=("$R"/image/checksum.c "$R"/image/manifest.c "$R"/image/manifest_read.c
 	"$R"/image/manifest_write.c "$R"/image/smallfile.c)
-SEAL=("$R"/transparent/seal.c "$R"/transparent/stdio.c "$R"/transparent/cudackpt.c
-	"$R"/image/sign.c "$R"/common/log.c "$R"/common/settings.c "$R"/common/user.c
+SEAL=("$R"/image/seal.c "$R"/image/sign.c "$R"/common/log.c "$R"/common/settings.c "$R"/common/user.c
 	"$R"/common/io.c)
 
 fuzz() { # NAME SOURCES...

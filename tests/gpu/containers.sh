@@ -149,7 +149,7 @@ measure() {
 	kill -9 "$pid" 2>/dev/null || true
 }
 measure cpu
-say "(a CUDA process in the container would add the driver's lock and checkpoint before the dump, as runtime/transparent does; measure it when the CPU case works)"
+say "(a CUDA process in the container would add the driver's lock and checkpoint before the dump, as runtime/shepherd does; measure it when the CPU case works)"
 
 # 2. One containerized job under real Slurm, requeued, with the reference checksum.
 say "2. a containerized job requeued under real Slurm"

@@ -2,7 +2,7 @@
  * would without gpuckpt, with one line saying no checkpoint was taken.
  * With --managed it also holds managed memory, and with --pool-export it has
  * tried to share pool memory with another process: transparent mode must
- * refuse to checkpoint either (tests/transparent/agent.sh). On a real GPU,
+ * refuse to checkpoint either (tests/shepherd/agent.sh). On a real GPU,
  * --ipc-export FILE writes a legacy IPC handle of its memory to FILE (run it
  * without the runtime) and --ipc-open FILE opens one: the case of a process
  * holding another's memory. --vmm-export FILE and --vmm-import FILE do the

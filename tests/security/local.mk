@@ -6,8 +6,7 @@
 # anyone). They need root; as a user they report skips.
 check_PROGRAMS += %reldir%/seal-tool
 %canon_reldir%_seal_tool_SOURCES = %reldir%/seal-tool.c
-%canon_reldir%_seal_tool_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/transparent
-%canon_reldir%_seal_tool_LDADD = $(top_builddir)/runtime/libgkshepherd.la \
+%canon_reldir%_seal_tool_LDADD = $(top_builddir)/runtime/libgkseal.la \
 	$(top_builddir)/runtime/libgkimage.la $(top_builddir)/runtime/libgkcommon.la
 check_PROGRAMS += %reldir%/racer
 %canon_reldir%_racer_SOURCES = %reldir%/racer.c

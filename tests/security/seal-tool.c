@@ -15,7 +15,7 @@
  */
 #include "config.h"
 #include "image.h"
-#include "shepherd.h"
+#include "seal.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -104,7 +104,7 @@ static int forge(const char *dir, unsigned uid, unsigned gid)
 static int seal(const char *dir, unsigned uid, unsigned gid)
 {
 	struct gk_seal *s = calloc(1, sizeof(*s));
-	char err[GK_SHEP_ERRLEN];
+	char err[GK_SEAL_ERRLEN];
 	int ckptfd = open(dir, O_RDONLY | O_DIRECTORY), criufd, ret;
 
 	if (!s || ckptfd < 0 || (criufd = openat(ckptfd, "criu", O_RDONLY | O_DIRECTORY)) < 0) {

@@ -5,12 +5,12 @@ SLURM_UNIT_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/spank-plugin -I$(top_srcdir
 SLURM_UNIT_LDADD = $(top_builddir)/spank-plugin/libgkspank.la
 
 check_PROGRAMS += %reldir%/test_site_args %reldir%/test_job_options \
-	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent \
+	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_shepherd_launch \
 	%reldir%/test_step_restore \
 	%reldir%/test_job_record %reldir%/test_ckpt_dir_race %reldir%/test_find_committed %reldir%/test_task_program \
 	%reldir%/test_container_env
 TESTS += %reldir%/test_site_args %reldir%/test_job_options \
-	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_transparent \
+	%reldir%/test_task_env %reldir%/test_stage_run %reldir%/test_shepherd_launch \
 	%reldir%/test_step_restore \
 	%reldir%/test_job_record %reldir%/test_ckpt_dir_race %reldir%/test_find_committed %reldir%/test_task_program \
 	%reldir%/test_container_env containers/oci-hook.sh \
@@ -33,9 +33,9 @@ TESTS += %reldir%/test_site_args %reldir%/test_job_options \
 %canon_reldir%_test_step_restore_SOURCES = %reldir%/test_step_restore.c %reldir%/fake_env.h
 %canon_reldir%_test_step_restore_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
 %canon_reldir%_test_step_restore_LDADD = $(SLURM_UNIT_LDADD)
-%canon_reldir%_test_transparent_SOURCES = %reldir%/test_transparent.c %reldir%/fake_env.h
-%canon_reldir%_test_transparent_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
-%canon_reldir%_test_transparent_LDADD = $(SLURM_UNIT_LDADD)
+%canon_reldir%_test_shepherd_launch_SOURCES = %reldir%/test_shepherd_launch.c %reldir%/fake_env.h
+%canon_reldir%_test_shepherd_launch_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS)
+%canon_reldir%_test_shepherd_launch_LDADD = $(SLURM_UNIT_LDADD)
 %canon_reldir%_test_job_record_SOURCES = %reldir%/test_job_record.c
 %canon_reldir%_test_job_record_CPPFLAGS = $(SLURM_UNIT_CPPFLAGS) -I$(top_srcdir)/runtime/common
 %canon_reldir%_test_job_record_LDADD = $(SLURM_UNIT_LDADD)

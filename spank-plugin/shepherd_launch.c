@@ -1,7 +1,7 @@
 #define _GNU_SOURCE
 #include "config.h"
 
-#include "transparent.h"
+#include "shepherd_launch.h"
 #include "stage_run.h"
 #include "fsafe.h"
 
@@ -175,10 +175,10 @@ static int plan_none(const struct gk_env *env, struct gk_tplan *p, char *err, si
 	return rc;
 }
 
-int gk_transparent_prepare(const struct gk_site *s, const struct gk_opts *o,
-			   const struct gk_task_ids *ids, const struct gk_env *env,
-			   const struct gk_inject_result *r, struct gk_tplan *p, char *err,
-			   size_t errlen)
+int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
+			const struct gk_task_ids *ids, const struct gk_env *env,
+			const struct gk_inject_result *r, struct gk_tplan *p, char *err,
+			size_t errlen)
 {
 	int shell = ids->step_id == GK_STEP_BATCH || ids->step_id == GK_STEP_INTERACTIVE;
 	char value[32], why[GK_ERRLEN];
@@ -578,7 +578,7 @@ static void run_shepherd(const struct gk_tplan *p, pid_t child, int up)
 	die_after_fork(argv[0], errno);
 }
 
-int gk_transparent_launch(const struct gk_tplan *p, char *err, size_t errlen)
+int gk_shepherd_launch(const struct gk_tplan *p, char *err, size_t errlen)
 {
 	int up[2] = {-1, -1}, rc;
 	pid_t child;
@@ -591,7 +591,7 @@ int gk_transparent_launch(const struct gk_tplan *p, char *err, size_t errlen)
 		goto out_close;
 	}
 	/* No PID namespace: the CUDA driver fails in one without a /proc of its
-	 * own (runtime/transparent/README.md). The child becomes the program. */
+	 * own (runtime/shepherd/README.md). The child becomes the program. */
 	child = fork();
 	if (child < 0) {
 		rc = -errno;
@@ -614,7 +614,7 @@ out_close:
 	return rc;
 }
 
-int gk_transparent_task_start(char *err, size_t errlen)
+int gk_shepherd_task_start(char *err, size_t errlen)
 {
 	char go;
 	ssize_t n;

@@ -94,45 +94,6 @@ int gk_cuda_check(const struct gk_cudackpt *c, CUresult r, const char *op, pid_t
 	return -EIO;
 }
 
-int gk_uuid_format(const CUuuid *u, char out[64])
-{
-	const unsigned char *b = (const unsigned char *)u->bytes;
-
-	return snprintf(out, 64,
-			"GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
-			b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
-			b[12], b[13], b[14], b[15]) == 40
-		   ? 0
-		   : -EINVAL;
-}
-
-int gk_uuid_parse(const char *text, CUuuid *u)
-{
-	static const int dash[] = {8, 13, 18, 23};
-	const char *p;
-	int nb = 0;
-
-	if (strncmp(text, "GPU-", 4) != 0 || strlen(text) != 40)
-		return -EINVAL;
-	p = text + 4;
-	for (int i = 0; i < 36;) {
-		unsigned v;
-
-		if (i == dash[0] || i == dash[1] || i == dash[2] || i == dash[3]) {
-			if (p[i] != '-')
-				return -EINVAL;
-			i++;
-			continue;
-		}
-		if (sscanf(p + i, "%2x", &v) != 1 || !strchr("0123456789abcdef", p[i]) ||
-		    !strchr("0123456789abcdef", p[i + 1]))
-			return -EINVAL;
-		u->bytes[nb++] = (char)v;
-		i += 2;
-	}
-	return nb == 16 ? 0 : -EINVAL;
-}
-
 int gk_cudackpt_gpus(const struct gk_cudackpt *c, struct gk_gpu *gpus, size_t max, size_t *n,
 		     char *err, size_t errlen)
 {

@@ -1,6 +1,6 @@
 #!/bin/bash
 # stdio-criu.sh - the task's stdio of every kind through a real CRIU dump and
-# restore (runtime/transparent/stdio.c): a file truncated by the redirection,
+# restore (runtime/shepherd/stdio.c): a file truncated by the redirection,
 # a file in append mode, a pipe, /dev/null and a terminal. A program that
 # counts (no GPU needed: stdio is CRIU's business, not the driver's) runs under
 # `gpuckpt-shepherd run`, is checkpointed by SIGTERM half-way, its output file
@@ -14,7 +14,7 @@
 # every test is a SKIP with the reason; CRIU does not run on the development
 # and CI machines (DESIGN.md).
 #
-#   make check TESTS=transparent/stdio-criu.sh     (in build/tests)
+#   make check TESTS=shepherd/stdio-criu.sh     (in build/tests)
 . "${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
 KINDS=(file append pipe null tty)

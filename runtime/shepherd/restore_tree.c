@@ -1,5 +1,5 @@
 /*
- * restore.c - restoring the newest transparent checkpoint of the task's root:
+ * restore_tree.c - restoring the newest transparent checkpoint of the task's root:
  * verify (manifest for the job's user, seal), map the GPUs recorded in the
  * seal onto those visible now (in order, same chip), criu restore (the
  * restored program becomes the shepherd's child), then for each CUDA process
@@ -51,12 +51,12 @@ static int newest(struct gk_shepherd *sh, char *name, size_t n, char *err, size_
 static int map_gpus(struct gk_shepherd *sh, const struct gk_seal *seal, CUcheckpointGpuPair *pairs,
 		    char *err, size_t errlen)
 {
-	struct gk_gpu now[GK_SHEP_MAX_GPUS];
-	char node[GK_SHEP_MAX_GPUS][64];
+	struct gk_gpu now[GK_SEAL_MAX_GPUS];
+	char node[GK_SEAL_MAX_GPUS][64];
 	size_t n = 0, nnode = 0;
 	int ret;
 
-	ret = gk_cudackpt_gpus(&sh->cuda, now, GK_SHEP_MAX_GPUS, &n, err, errlen);
+	ret = gk_cudackpt_gpus(&sh->cuda, now, GK_SEAL_MAX_GPUS, &n, err, errlen);
 	if (ret < 0)
 		return ret;
 	for (size_t i = 0; i < seal->ngpus && i < n; i++) {
@@ -70,10 +70,10 @@ static int map_gpus(struct gk_shepherd *sh, const struct gk_seal *seal, CUcheckp
 		gk_info("transparent: restore: GPU %zu: %s -> %s", i, seal->gpus[i].uuid,
 			now[i].uuid);
 	}
-	if (gk_node_gpus("/proc", node, GK_SHEP_MAX_GPUS, &nnode) < 0)
+	if (gk_node_gpus("/proc", node, GK_SEAL_MAX_GPUS, &nnode) < 0)
 		nnode = 0;
 	return gk_gpu_pairs(seal->gpus, seal->ngpus, (char(*)[64])seal->node_gpus,
-			    seal->nnode_gpus, now, n, node, nnode, pairs, GK_SHEP_MAX_GPUS, err,
+			    seal->nnode_gpus, now, n, node, nnode, pairs, GK_SEAL_MAX_GPUS, err,
 			    errlen);
 }
 
@@ -136,13 +136,13 @@ static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal
 	}
 	snprintf(pidfile, sizeof(pidfile), "%s/program.pid", tmpl);
 	snprintf(dirarg, sizeof(dirarg), "/proc/self/fd/%d", criufd);
-	snprintf(logpath, sizeof(logpath), "/proc/self/fd/%d/" GK_SHEP_RESTORE_LOG, criufd);
-	unlinkat(criufd, GK_SHEP_RESTORE_LOG, 0);
+	snprintf(logpath, sizeof(logpath), "/proc/self/fd/%d/" GK_SEAL_RESTORE_LOG, criufd);
+	unlinkat(criufd, GK_SEAL_RESTORE_LOG, 0);
 	args[n++] = "restore";
 	args[n++] = "-D";
 	args[n++] = dirarg;
 	args[n++] = "-o";
-	args[n++] = GK_SHEP_RESTORE_LOG;
+	args[n++] = GK_SEAL_RESTORE_LOG;
 	args[n++] = "-v4";
 	args[n++] = "-d";
 	args[n++] = "--restore-sibling";
@@ -225,7 +225,7 @@ int gk_restore(struct gk_shepherd *sh)
 	struct gk_load_opts lo = {.uid = o->uid};
 	struct gk_manifest *m = NULL;
 	struct gk_seal *seal = calloc(1, sizeof(*seal));
-	CUcheckpointGpuPair pairs[GK_SHEP_MAX_GPUS];
+	CUcheckpointGpuPair pairs[GK_SEAL_MAX_GPUS];
 	size_t npairs = 0;
 	char path[4096 + 256], name[256], err[GK_SHEP_ERRLEN];
 	double t0 = gk_now(), t_criu, t_driver, t_unlock = 0, t_end;

@@ -18,10 +18,10 @@
 #     pipe; a terminal) is recorded in the seal, and restore hands CRIU its
 #     own in their place (--inherit-fd; its stdin for a terminal), which the
 #     fake CRIU records. That CRIU then really restores the program that way
-#     is for a machine where CRIU runs (tests/transparent/stdio-criu.sh).
+#     is for a machine where CRIU runs (tests/shepherd/stdio-criu.sh).
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
-CLIENT=$(cd "$top_builddir/tests/transparent" 2>/dev/null && pwd)/shep-client
+CLIENT=$(cd "$top_builddir/tests/shepherd" 2>/dev/null && pwd)/shep-client
 PLAN=35
 tap_plan $PLAN
 gk_scratch

@@ -9,15 +9,14 @@ libgkshepherd_la_SOURCES = \
 	%reldir%/criu.c \
 	%reldir%/tree.c \
 	%reldir%/links.c \
-	%reldir%/seal.c \
 	%reldir%/stdio.c \
 	%reldir%/sock.c \
 	%reldir%/checkpoint.c \
-	%reldir%/restore.c \
+	%reldir%/restore_tree.c \
 	%reldir%/supervise.c
 libgkshepherd_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/%reldir%
 libgkshepherd_la_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS)
-libgkshepherd_la_LIBADD = libgkimage.la libgkcommon.la $(JSON_C_LIBS)
+libgkshepherd_la_LIBADD = libgkseal.la libgkimage.la libgkcommon.la $(JSON_C_LIBS)
 
 pkglibexec_PROGRAMS += gpuckpt-shepherd
 gpuckpt_shepherd_SOURCES = %reldir%/shepherd_main.c

@@ -2,16 +2,15 @@
  * shepherd.h - gpuckpt-shepherd: the root helper of transparent mode, one per
  * task (README.md beside this file). One header for its modules:
  *
- *	cudackpt.c    the CUDA driver's checkpoint API, dlopen'ed into a table
- *	criu.c        finding CRIU, running dump and restore
- *	tree.c        the processes of the task's tree and their owners
- *	seal.c        criu/SEAL: writing and verifying it
- *	stdio.c       the program's stdio: what it was, how CRIU gets it back
- *	sock.c        the socket to the runtime: peers and messages
- *	checkpoint.c  the checkpoint sequence
- *	restore.c     the restore sequence
- *	supervise.c   waiting for the tree, reacting to trigger signals
- *	options.c     the command line
+ *	cudackpt.c      the CUDA driver's checkpoint API, dlopen'ed into a table
+ *	criu.c          finding CRIU, running dump and restore
+ *	tree.c          the processes of the task's tree and their owners
+ *	stdio.c         the program's stdio: what it was, how CRIU gets it back
+ *	sock.c          the socket to the runtime: peers and messages
+ *	checkpoint.c    the checkpoint sequence
+ *	restore_tree.c  the restore sequence
+ *	supervise.c     waiting for the tree, reacting to trigger signals
+ *	options.c       the command line
  *
  * Every function returns 0 or a negative errno and, where it takes err,
  * says there what failed on what.
@@ -26,17 +25,14 @@
 #include <cuda.h>
 
 #include "clock.h"
+#include "seal.h" /* criu/SEAL: its format, writing and checking it (runtime/image) */
 #include "settings.h"
 #include "shepherd_protocol.h" /* the socket's words, GK_PROTO_MSG_MAX */
 
-#define GK_SHEP_ERRLEN 10240 /* room for a path or two */
-#define GK_SHEP_MAX_GPUS 64
+/* The shepherd's messages carry the seal's (seal.h): room for a path or two. */
+#define GK_SHEP_ERRLEN GK_SEAL_ERRLEN
 #define GK_SHEP_MAX_PROCS 4096
 #define GK_SHEP_ENV "GPUCKPT_SHEPHERD"
-#define GK_SHEP_SEAL_FILE "SEAL"
-/* root's Munge credential over SEAL (runtime/image/sign.c, gk_root_sign_at) */
-#define GK_SHEP_SEAL_SIG "SEAL.sig"
-#define GK_SHEP_RESTORE_LOG "restore.log"
 #define GK_SHEP_DUMP_LOG "dump.log"
 #define GK_CRIU_MIN_MAJOR 4
 
@@ -89,11 +85,6 @@ struct gk_cudackpt {
 	CUresult (*cuCheckpointProcessUnlock)(int, CUcheckpointUnlockArgs *);
 };
 
-struct gk_gpu {
-	char uuid[64]; /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */
-	char name[256];
-};
-
 /* dlopen libcuda.so.1 and look up every entry. -ENOENT: no driver;
  * -ENOTSUP: a driver without the checkpoint API (err names the entry). */
 int gk_cudackpt_load(struct gk_cudackpt *c, char *err, size_t errlen);
@@ -126,9 +117,6 @@ int gk_gpu_pairs(const struct gk_gpu *old_used, size_t nold_used, char (*old_nod
 
 /* 1 when the driver answers for pid (a CUDA process), with its state. */
 int gk_cudackpt_is_cuda(const struct gk_cudackpt *c, pid_t pid, CUprocessState *state);
-
-int gk_uuid_format(const CUuuid *u, char out[64]);
-int gk_uuid_parse(const char *text, CUuuid *u);
 
 /* ---- CRIU (criu.c) ---- */
 
@@ -196,63 +184,11 @@ pid_t gk_find_process(const char *prefix);
 /* CRIU gets the task's stdio as these three descriptors, for --inherit-fd. */
 #define GK_CRIU_INHERIT_FD 10
 
-/* ---- the seal (seal.c) ---- */
-
-struct gk_seal {
-	uid_t uid;
-	gid_t gid;
-	char job[32], step[32];
-	int task;
-	char manifest_sha256[65];
-	char stdio[3][4096]; /* readlink of the program's fd 0..2 */
-	/* The kind of the task's stdio fd i was (the shepherd's own fd i):
-	 * "pipe", "socket", "file", "null", "tty"; "" when it was not the
-	 * task's. have_stdio_task 0: a seal from before they were recorded. */
-	char stdio_task[3][8];
-	int have_stdio_task;
-	size_t ngpus;
-	struct gk_gpu gpus[GK_SHEP_MAX_GPUS];
-	size_t nnode_gpus; /* every GPU of the node (gk_node_gpus); 0 in older seals */
-	char node_gpus[GK_SHEP_MAX_GPUS][64];
-	char socket[108]; /* GPUCKPT_SHEPHERD of the tree: listened on again after a restore */
-	double criu_seconds, driver_seconds;
-	uint64_t image_bytes; /* filled by gk_seal_write and gk_seal_verify */
-};
-
-/* Write criu/SEAL in the folder `criufd` (the checkpoint folder is
- * `ckptfd`): s plus the digest of every file of the folder, then
- * criu/SEAL.sig, root's Munge credential over it (root only; munged must
- * answer). */
-int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, char *err, size_t errlen);
-
-/*
- * Verify ckptfd/criu: root:root 0700, not a link; SEAL a root-owned file
- * carrying root's credential (SEAL.sig); files exactly those of the seal
- * (plus a restore log), digests match, manifest hash matches, seal's uid ==
- * uid. Fills *s. On success, *criufd_out (when not NULL) is the descriptor
- * of the very folder that was checked, for CRIU: the caller closes it.
- */
-int gk_seal_verify(int ckptfd, uid_t uid, struct gk_seal *s, int *criufd_out, char *err,
-		   size_t errlen);
-
-/* Parse and check the text of a seal on its own (every field, the file
- * list): what gk_seal_verify believes once root's credential is checked.
- * -EINVAL or -EPROTO with err saying what is wrong. (The fuzz target.) */
-int gk_seal_parse(const char *text, size_t len, struct gk_seal *s, char *err, size_t errlen);
-
-/* The SHA-256 of a file under dirfd, not following a link. */
-int gk_file_sha256(int dirfd, const char *name, char hex[65], uint64_t *size);
-/* "xxh64:<16 hex>", chained over 1 MiB blocks: the CRIU images' digest. */
-int gk_file_digest(int dirfd, const char *name, char hex[65], uint64_t *size);
-
 /* ---- the program's stdio (stdio.c) ---- */
 
 /* Fill s->stdio and s->stdio_task from <proc>/<prog>/fd/0..2 and this
  * process's own 0..2. */
 void gk_stdio_record(const char *proc, pid_t prog, struct gk_seal *s);
-
-/* 1 when kind is one gk_stdio_record writes ("" included). */
-int gk_stdio_kind_ok(const char *kind);
 
 enum gk_stdio_how {
 	GK_STDIO_CRIU,	   /* CRIU reopens it from its image */

@@ -1,4 +1,4 @@
-/* Unit tests: transparent mode on the Slurm side (spank-plugin/transparent.c, the mode option). */
+/* Unit tests: transparent mode on the Slurm side (spank-plugin/shepherd_launch.c, the mode option). */
 #include "config.h"
 
 #include <errno.h>
@@ -11,7 +11,7 @@
 
 #include "ckpt_dir.h"
 #include "task_env.h"
-#include "transparent.h"
+#include "shepherd_launch.h"
 #include "tap.h"
 
 #define RT "/opt/gk/lib/libgpuckpt.so.0"
@@ -136,20 +136,20 @@ int main(void)
 	r.dirfd = open(root, O_RDONLY | O_DIRECTORY);
 	gk_opts_init(&o);
 	fset(&fe, "GPUCKPT_MODE", "app", 1);
-	is_int(gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err)), 0, "app: prepared");
+	is_int(gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err)), 0, "app: prepared");
 	ok(p.kind == GK_TPLAN_NONE, "app: no shepherd");
 	ok(val(&fe, "GPUCKPT_NO_TRANSPARENT") && strstr(val(&fe, "GPUCKPT_NO_TRANSPARENT"), "GPUCKPT_MODE=app"),
 	   "app: GPUCKPT_NO_TRANSPARENT says why");
 	ok(!val(&fe, "GPUCKPT_NOTED"), "app: no mark for a line at the job's start (there is none)");
 	ids.task_id = 1;
-	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
 	ok(p.kind == GK_TPLAN_NONE && val(&fe, "GPUCKPT_NO_TRANSPARENT"), "app: every task's runtime is told why");
 	ids.task_id = 0;
-	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
 	ok(p.kind == GK_TPLAN_NONE, "app: a later step of the same job: the same");
 
 	funset(&fe, "GPUCKPT_MODE");
-	is_int(gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err)), 0, "auto on a node that can: prepared");
+	is_int(gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err)), 0, "auto on a node that can: prepared");
 	ok(p.kind == GK_TPLAN_ATTACH, "auto: the step runs under the shepherd");
 	{
 		const char *sock = val(&fe, "GPUCKPT_SHEPHERD");
@@ -160,7 +160,7 @@ int main(void)
 		   "auto: GPUCKPT_SHEPHERD names the task's socket, with 128 random bits (%s)",
 		   sock ? sock : "unset");
 		snprintf(first, sizeof(first), "%s", sock ? sock : "");
-		gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+		gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
 		sock = val(&fe, "GPUCKPT_SHEPHERD");
 		ok(sock && strcmp(sock, first) != 0, "and a name nobody can guess: another each time");
 	}
@@ -175,26 +175,26 @@ int main(void)
 
 	/* A step of several tasks: not transparently, unless declared independent. */
 	ids.ntasks = 2;
-	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
 	ok(p.kind == GK_TPLAN_NONE && strstr(p.reason, "a step of several tasks") &&
 	       strstr(p.reason, "GPUCKPT_TASKS=independent") && val(&fe, "GPUCKPT_NO_TRANSPARENT") &&
 	       strcmp(val(&fe, "GPUCKPT_NO_TRANSPARENT"), p.reason) == 0,
 	   "a step of two tasks: no shepherd, the runtime is told why and what to do");
 	fset(&fe, "GPUCKPT_TASKS", "independent", 1);
-	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
 	ok(p.kind == GK_TPLAN_ATTACH, "independent tasks: each under its shepherd");
 	funset(&fe, "GPUCKPT_TASKS");
 	ids.ntasks = 0;
 
 	ids.step_id = GK_STEP_BATCH;
-	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
 	ok(p.kind == GK_TPLAN_NONE && !val(&fe, "GPUCKPT_SHEPHERD"),
 	   "batch step: never under a shepherd");
 	ids.step_id = 0;
 
 	/* In a container (container_env.h's gk_container_of): auto means the API's way. */
 	snprintf(r.container, sizeof(r.container), "pyxis");
-	is_int(gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err)), 0,
+	is_int(gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err)), 0,
 	       "auto in a pyxis container on a node that can: prepared, not refused");
 	ok(p.kind == GK_TPLAN_NONE && !val(&fe, "GPUCKPT_SHEPHERD") &&
 	       strstr(p.reason, "runs in a pyxis container") &&
@@ -202,12 +202,12 @@ int main(void)
 	   "auto in a container: no shepherd, GPUCKPT_NO_TRANSPARENT says why (%s)",
 	   p.reason);
 	fset(&fe, "GPUCKPT_MODE", "transparent", 1);
-	rc = gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
 	ok(rc == -ENOTSUP && strstr(err, "runs in a pyxis container") &&
 	       strstr(err, "--gpu-checkpoint-mode=app"),
 	   "transparent forced in a container: refused at the start, naming the way out (%s)", err);
 	ids.step_id = GK_STEP_BATCH;
-	rc = gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
 	ok(rc == 0 && p.kind == GK_TPLAN_NONE,
 	   "a batch script in a container is no shepherd's either way: not refused");
 	ids.step_id = 0;
@@ -216,16 +216,16 @@ int main(void)
 
 	/* A node that cannot. */
 	fake_shepherd(root, "no CRIU at /usr/sbin/criu", 1);
-	gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
 	ok(p.kind == GK_TPLAN_NONE && strcmp(p.reason, "no CRIU at /usr/sbin/criu") == 0 &&
 	       strcmp(val(&fe, "GPUCKPT_NO_TRANSPARENT"), "no CRIU at /usr/sbin/criu") == 0,
 	   "auto where the node cannot: the runtime gets the probe's reason");
 	fset(&fe, "GPUCKPT_MODE", "transparent", 1);
-	rc = gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
 	ok(rc == -ENOTSUP && strstr(err, "GPUCKPT_MODE=transparent") && strstr(err, "no CRIU at"),
 	   "transparent forced where the node cannot: refused, saying why (%s)", err);
 	fset(&fe, "GPUCKPT_MODE", "sometimes", 1);
-	rc = gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
 	ok(rc == -EINVAL && strstr(err, "GPUCKPT_MODE: invalid value 'sometimes'"), "a bad GPUCKPT_MODE in the task is refused");
 	funset(&fe, "GPUCKPT_MODE");
 
@@ -235,12 +235,12 @@ int main(void)
 	mkdir(path, 0700);
 	r.restore = 1;
 	snprintf(r.newest, sizeof(r.newest), "ckpt.000002");
-	rc = gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
 	ok(rc == -ENOTSUP && strstr(err, "ckpt.000002 was written in transparent mode and this node cannot restore it"),
 	   "a transparent checkpoint on a node that cannot restore it: refused (%s)", err);
 	fake_shepherd(root, "ok", 0);
 	fset(&fe, "GPUCKPT_RESTORE", "auto", 1);
-	rc = gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
 	if (geteuid() == 0) {
 		ok(rc == 0 && p.kind == GK_TPLAN_RESTORE && strcmp(p.newest, "ckpt.000002") == 0,
 		   "a transparent checkpoint: the shepherd restores it");
@@ -249,7 +249,7 @@ int main(void)
 		ok(strcmp(argv[1], "restore") == 0 && strcmp(argv[2], "--dir") == 0, "argv: restore --dir ...");
 		if (chown(path, 4242, 4242) < 0)
 			printf("# chown: %s\n", strerror(errno));
-		rc = gk_transparent_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+		rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
 	} else {
 		for (int k = 0; k < 3; k++)
 			skip("needs root to make a root-owned criu/");

@@ -1,5 +1,6 @@
 # Transparent mode's shepherd, without CRIU or a GPU: its checks (socket
-# peers and messages, the tree's owners, the seal) in C, its command line and
+# peers and messages, the tree's owners, the stdio and GPU plans; the seal's
+# own tests are tests/image/test-seal) in C, its command line and
 # probe in a script. Root parts report a TAP skip when run as a user.
 GK_SHEPHERD_LIBS = $(top_builddir)/runtime/libgkshepherd.la
 TESTS += %reldir%/test-shepherd %reldir%/test-shepherd-cli.sh %reldir%/test-shepherd-flow.sh \
@@ -7,10 +8,10 @@ TESTS += %reldir%/test-shepherd %reldir%/test-shepherd-cli.sh %reldir%/test-shep
 check_PROGRAMS += %reldir%/test-shepherd %reldir%/shep-client %reldir%/test-links
 # What ties a tree to processes outside it (links.c): real sockets, no CRIU.
 %canon_reldir%_test_links_SOURCES = %reldir%/test-links.c
-%canon_reldir%_test_links_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/transparent
+%canon_reldir%_test_links_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/shepherd
 %canon_reldir%_test_links_LDADD = $(GK_SHEPHERD_LIBS)
 %canon_reldir%_test_shepherd_SOURCES = %reldir%/test-shepherd.c
-%canon_reldir%_test_shepherd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/transparent
+%canon_reldir%_test_shepherd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/shepherd
 %canon_reldir%_test_shepherd_LDADD = $(GK_SHEPHERD_LIBS)
 # The runtime's side of the socket, for test-shepherd-flow.sh.
 %canon_reldir%_shep_client_SOURCES = %reldir%/shep-client.c

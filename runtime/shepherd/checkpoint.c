@@ -63,6 +63,9 @@ struct ckpt {
 	struct gk_store_txn txn;
 	int ckptfd, criufd;
 	char err[GK_SHEP_ERRLEN];
+	/* For the timing line: when each phase ended. */
+	double t0, t_runtime, t_lock, t_driver, t_criu, t_commit;
+	uint64_t dev_bytes; /* device data the runtime wrote */
 };
 
 static void close_peers(struct ckpt *c, const char *abort_reason)
@@ -220,7 +223,7 @@ static int gather(struct ckpt *c)
 /*
  * What neither the runtime nor the driver can checkpoint is refused before
  * anything is locked, naming it: a checkpoint that cannot be restored is
- * the one outcome never acceptable (runtime/transparent/README.md, "Limits").
+ * the one outcome never acceptable (runtime/shepherd/README.md, "Limits").
  */
 static int limits(struct ckpt *c)
 {
@@ -579,117 +582,143 @@ static int dump(struct ckpt *c, int exit_after, struct gk_seal *seal)
 	return gk_criu_run(sh->criu, args, c->criufd, NULL, -1, logpath, c->err, sizeof(c->err));
 }
 
-int gk_checkpoint(struct gk_shepherd *sh, int exit_after)
+/* The tree and which of its processes use CUDA. */
+static int survey(struct ckpt *c)
 {
+	struct gk_shepherd *sh = c->sh;
 	struct gk_shep_opts *o = sh->o;
-	struct ckpt *c = calloc(1, sizeof(*c));
-	double t0 = gk_now(), t_runtime, t_lock, t_driver, t_criu, t_commit;
-	struct gk_seal *seal = calloc(1, sizeof(*seal));
-	uint64_t dev_bytes = 0;
-	int ret, locked_told = 0;
+	int ret;
 
-	if (!c || !seal) {
-		free(c);
-		free(seal);
-		return -ENOMEM;
-	}
-	c->sh = sh;
-	c->ckptfd = c->criufd = -1;
 	ret = gk_tree_list(sh->prog, c->pids, GK_SHEP_MAX_PROCS, &c->npids, c->err, sizeof(c->err));
 	if (ret < 0)
-		goto out_abort;
+		return ret;
 	/* Refuse before anything is locked; checked again before the dump. */
 	ret = gk_tree_check_owner(c->pids, c->npids, o->uid, o->gid, c->err, sizeof(c->err));
 	if (ret < 0)
-		goto out_abort;
+		return ret;
 	for (size_t i = 0; i < c->npids && sh->have_cuda; i++) {
 		CUprocessState st;
 
 		if (gk_cudackpt_is_cuda(&sh->cuda, c->pids[i], &st))
 			c->cuda[c->ncuda++] = c->pids[i];
 	}
+	return 0;
+}
+
+/*
+ * Step 1: the runtimes' HELLO and READY, then what makes the checkpoint
+ * impossible, and the folder it goes into. 1 when a process of the task
+ * checkpoints itself (application mode): no transparent checkpoint, and the
+ * runtimes were told so. <0, with c->err set, when it is refused.
+ */
+static int wait_runtimes(struct ckpt *c)
+{
+	struct gk_shepherd *sh = c->sh;
+	int ret;
+
 	if (gather(c) == 1) {
 		gk_notice("transparent: a process of the task checkpoints itself; no "
 			  "transparent checkpoint");
 		close_peers(c, "a process of the task uses application mode");
-		ret = -ECANCELED;
-		goto out;
+		return 1;
 	}
 	/* Checked once the runtimes have spoken, so that they hear ABORT. */
 	ret = limits(c);
 	if (ret < 0)
-		goto out_abort;
+		return ret;
 	if (!sh->criu[0]) {
 		snprintf(c->err, sizeof(c->err),
 			 "no usable CRIU on this node (gpuckpt-shepherd probe)");
-		ret = -ENOTSUP;
-		goto out_abort;
+		return -ENOTSUP;
 	}
 	if (c->npeers && !sh->have_cuda) {
 		snprintf(c->err, sizeof(c->err),
 			 "the CUDA driver's checkpoint API is not available");
-		ret = -ENOTSUP;
-		goto out_abort;
+		return -ENOTSUP;
 	}
-	ret = pick_folder(c);
-	if (ret < 0)
-		goto out_abort;
-	t_runtime = gk_now();
+	return pick_folder(c);
+}
+
+/* Steps 2 to 4: lock each CUDA process (LOCKED to its runtime), the
+ * driver's checkpoint of each, and the tree as it is now checked again. */
+static int freeze(struct ckpt *c)
+{
+	struct gk_shepherd *sh = c->sh;
+	struct gk_shep_opts *o = sh->o;
+	int ret;
+
 	ret = lock_all(c);
-	locked_told = 1;
 	if (ret < 0)
-		goto out_release;
-	t_lock = gk_now();
+		return ret;
+	c->t_lock = gk_now();
 	ret = checkpoint_all(c);
 	if (ret < 0)
-		goto out_release;
-	t_driver = gk_now();
+		return ret;
+	c->t_driver = gk_now();
 	ret = gk_tree_list(sh->prog, c->pids, GK_SHEP_MAX_PROCS, &c->npids, c->err, sizeof(c->err));
 	if (ret == 0)
 		ret =
 		    gk_tree_check_owner(c->pids, c->npids, o->uid, o->gid, c->err, sizeof(c->err));
-	if (ret < 0)
-		goto out_release;
-	ret = c->tmpname[0] ? 0 : begin_own(c);
+	return ret;
+}
+
+/* Step 5: criu/ in the runtime's .tmp folder, or in one the shepherd
+ * begins itself when no runtime reported, and CRIU's dump into it. */
+static int dump_tree(struct ckpt *c, int exit_after, struct gk_seal *seal)
+{
+	int ret = c->tmpname[0] ? 0 : begin_own(c);
+
 	if (ret == 0)
 		ret = make_criu_dir(c);
 	if (ret < 0)
-		goto out_folder;
-	dev_bytes = runtime_bytes(c->ckptfd);
+		return ret;
+	c->dev_bytes = runtime_bytes(c->ckptfd);
 	ret = dump(c, exit_after, seal);
 	if (ret < 0)
-		goto out_folder;
-	t_criu = gk_now();
+		return ret;
+	c->t_criu = gk_now();
+	return 0;
+}
+
+/* Step 6: the seal over what CRIU wrote, then ckpt.N published. */
+static int seal_commit(struct ckpt *c, struct gk_seal *seal)
+{
+	struct gk_shepherd *sh = c->sh;
+	struct gk_shep_opts *o = sh->o;
+	int ret;
+
 	seal->uid = o->uid;
 	seal->gid = o->gid;
 	snprintf(seal->job, sizeof(seal->job), "%s", o->job);
 	snprintf(seal->step, sizeof(seal->step), "%s", o->step);
 	seal->task = o->task;
 	snprintf(seal->socket, sizeof(seal->socket), "%s", sh->sockname);
-	seal->criu_seconds = t_criu - t_driver;
-	seal->driver_seconds = t_driver - t_lock;
+	seal->criu_seconds = c->t_criu - c->t_driver;
+	seal->driver_seconds = c->t_driver - c->t_lock;
 	if (sh->have_cuda) {
-		gk_cudackpt_gpus(&sh->cuda, seal->gpus, GK_SHEP_MAX_GPUS, &seal->ngpus, c->err,
+		gk_cudackpt_gpus(&sh->cuda, seal->gpus, GK_SEAL_MAX_GPUS, &seal->ngpus, c->err,
 				 sizeof(c->err));
-		if (gk_node_gpus("/proc", seal->node_gpus, GK_SHEP_MAX_GPUS, &seal->nnode_gpus) < 0)
+		if (gk_node_gpus("/proc", seal->node_gpus, GK_SEAL_MAX_GPUS, &seal->nnode_gpus) < 0)
 			seal->nnode_gpus = 0;
 	}
 	/* CRIU does not sync its images; the seal must not outlive them. */
 	syncfs(c->criufd);
 	ret = gk_seal_write(c->ckptfd, c->criufd, seal, c->err, sizeof(c->err));
 	if (ret < 0)
-		goto out_folder;
-	ret = gk_store_publish_at(sh->dirfd, o->dir, c->tmpname, c->sequence, o->keep, c->err,
-				  sizeof(c->err));
-	if (ret < 0)
-		goto out_folder;
-	t_commit = gk_now();
+		return ret;
+	return gk_store_publish_at(sh->dirfd, o->dir, c->tmpname, c->sequence, o->keep, c->err,
+				   sizeof(c->err));
+}
+
+/* Committed: the timing line, then the tree goes on or is gone. */
+static void resume(struct ckpt *c, int exit_after, const struct gk_seal *seal)
+{
 	gk_notice("transparent: checkpoint " GK_CKPT_FMT " committed: runtime %.2f s, lock "
 		  "%.2f s, driver %.2f s, criu %.2f s, commit %.2f s, total %.2f s (runtime "
 		  "device data %" PRIu64 " bytes, criu images %" PRIu64 " bytes)",
-		  c->sequence, t_runtime - t0, t_lock - t_runtime, t_driver - t_lock,
-		  t_criu - t_driver, t_commit - t_criu, t_commit - t0, dev_bytes,
-		  seal->image_bytes);
+		  c->sequence, c->t_runtime - c->t0, c->t_lock - c->t_runtime,
+		  c->t_driver - c->t_lock, c->t_criu - c->t_driver, c->t_commit - c->t_criu,
+		  c->t_commit - c->t0, c->dev_bytes, seal->image_bytes);
 	if (c->own_txn) {
 		gk_store_end(&c->txn);
 		c->own_txn = 0;
@@ -699,6 +728,44 @@ int gk_checkpoint(struct gk_shepherd *sh, int exit_after)
 	if (!exit_after)
 		release(c);
 	c->nlocked = 0;
+}
+
+int gk_checkpoint(struct gk_shepherd *sh, int exit_after)
+{
+	struct ckpt *c = calloc(1, sizeof(*c));
+	struct gk_seal *seal = calloc(1, sizeof(*seal));
+	int ret;
+
+	if (!c || !seal) {
+		free(c);
+		free(seal);
+		return -ENOMEM;
+	}
+	c->t0 = gk_now();
+	c->sh = sh;
+	c->ckptfd = c->criufd = -1;
+	ret = survey(c);
+	if (ret < 0)
+		goto out_abort;
+	ret = wait_runtimes(c);
+	if (ret == 1) {
+		ret = -ECANCELED;
+		goto out;
+	}
+	if (ret < 0)
+		goto out_abort;
+	c->t_runtime = gk_now();
+	ret = freeze(c);
+	if (ret < 0)
+		goto out_release;
+	ret = dump_tree(c, exit_after, seal);
+	if (ret < 0)
+		goto out_folder;
+	ret = seal_commit(c, seal);
+	if (ret < 0)
+		goto out_folder;
+	c->t_commit = gk_now();
+	resume(c, exit_after, seal);
 	ret = 0;
 	goto out;
 out_folder:
@@ -708,7 +775,8 @@ out_folder:
 out_release:
 	gk_error("transparent: checkpoint of pid %d failed: %s", (int)sh->prog, c->err);
 	release(c);
-	close_peers(c, locked_told ? NULL : c->err);
+	/* LOCKED was sent: no ABORT now (the top of this file says why). */
+	close_peers(c, NULL);
 	goto out;
 out_abort:
 	gk_error("transparent: no checkpoint of pid %d: %s", (int)sh->prog, c->err);

@@ -78,16 +78,6 @@ void gk_stdio_record(const char *proc, pid_t prog, struct gk_seal *s)
 	}
 }
 
-int gk_stdio_kind_ok(const char *kind)
-{
-	static const char *const kinds[] = {"", "pipe", "socket", "file", "null", "tty"};
-
-	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
-		if (!strcmp(kind, kinds[i]))
-			return 1;
-	return 0;
-}
-
 enum gk_stdio_how gk_stdio_plan(const struct gk_seal *s, int i, char *arg, size_t len)
 {
 	const char *link = s->stdio[i], *kind = s->stdio_task[i];

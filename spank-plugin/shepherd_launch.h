@@ -1,5 +1,5 @@
 /*
- * transparent.h - transparent mode on the Slurm side (runtime/transparent/README.md):
+ * shepherd_launch.h - transparent mode on the Slurm side (runtime/shepherd/README.md):
  * which mode a task runs in, whether this node can do transparent mode (the
  * shepherd's probe), and starting the task under gpuckpt-shepherd.
  *
@@ -21,10 +21,10 @@
  *
  * The task's stdio is set up by slurmstepd only after task_init_privileged,
  * in the task's own process; the processes forked here get it from the one
- * that goes on to run the program, in task_init (gk_transparent_task_start).
+ * that goes on to run the program, in task_init (gk_shepherd_task_start).
  */
-#ifndef GK_TRANSPARENT_H
-#define GK_TRANSPARENT_H
+#ifndef GK_SHEPHERD_LAUNCH_H
+#define GK_SHEPHERD_LAUNCH_H
 
 #include <limits.h>
 #include <stddef.h>
@@ -75,10 +75,10 @@ int gk_shepherd_probe(const struct gk_site *s, uid_t uid, char *reason, size_t l
  * start (a bad GPUCKPT_MODE, transparent asked for where it cannot be had, a
  * transparent checkpoint this node cannot restore or that root did not write).
  */
-int gk_transparent_prepare(const struct gk_site *s, const struct gk_opts *o,
-			   const struct gk_task_ids *ids, const struct gk_env *env,
-			   const struct gk_inject_result *r, struct gk_tplan *p, char *err,
-			   size_t errlen);
+int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
+			const struct gk_task_ids *ids, const struct gk_env *env,
+			const struct gk_inject_result *r, struct gk_tplan *p, char *err,
+			size_t errlen);
 
 /* The shepherd's arguments for an ATTACH (child = the namespace's init) or a
  * RESTORE plan, NULL-terminated, strings in buf. -ENAMETOOLONG if too small. */
@@ -94,7 +94,7 @@ int gk_shepherd_argv(const struct gk_tplan *p, pid_t child, char *argv[], char *
  * returns. A failure before the fork returns a negative errno with err set,
  * and nothing is left behind.
  */
-int gk_transparent_launch(const struct gk_tplan *p, char *err, size_t errlen);
+int gk_shepherd_launch(const struct gk_tplan *p, char *err, size_t errlen);
 
 /*
  * In task_init (stdio set up, privileges dropped): hand this process's stdin,
@@ -102,6 +102,6 @@ int gk_transparent_launch(const struct gk_tplan *p, char *err, size_t errlen);
  * RESTORE helper exits here. 0 when there is nothing to do or it went well,
  * else a negative errno with err set (the task must not run).
  */
-int gk_transparent_task_start(char *err, size_t errlen);
+int gk_shepherd_task_start(char *err, size_t errlen);
 
 #endif

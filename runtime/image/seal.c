@@ -19,8 +19,7 @@
 #include "config.h"
 
 #include "image.h"
-#include "log.h"
-#include "shepherd.h"
+#include "seal.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -116,6 +115,55 @@ int gk_file_digest(int dirfd, const char *name, char hex[65], uint64_t *size)
 	return ret;
 }
 
+int gk_uuid_format(const CUuuid *u, char out[64])
+{
+	const unsigned char *b = (const unsigned char *)u->bytes;
+
+	return snprintf(out, 64,
+			"GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+			b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11],
+			b[12], b[13], b[14], b[15]) == 40
+		   ? 0
+		   : -EINVAL;
+}
+
+int gk_uuid_parse(const char *text, CUuuid *u)
+{
+	static const int dash[] = {8, 13, 18, 23};
+	const char *p;
+	int nb = 0;
+
+	if (strncmp(text, "GPU-", 4) != 0 || strlen(text) != 40)
+		return -EINVAL;
+	p = text + 4;
+	for (int i = 0; i < 36;) {
+		unsigned v;
+
+		if (i == dash[0] || i == dash[1] || i == dash[2] || i == dash[3]) {
+			if (p[i] != '-')
+				return -EINVAL;
+			i++;
+			continue;
+		}
+		if (sscanf(p + i, "%2x", &v) != 1 || !strchr("0123456789abcdef", p[i]) ||
+		    !strchr("0123456789abcdef", p[i + 1]))
+			return -EINVAL;
+		u->bytes[nb++] = (char)v;
+		i += 2;
+	}
+	return nb == 16 ? 0 : -EINVAL;
+}
+
+int gk_stdio_kind_ok(const char *kind)
+{
+	static const char *const kinds[] = {"", "pipe", "socket", "file", "null", "tty"};
+
+	for (size_t i = 0; i < sizeof(kinds) / sizeof(kinds[0]); i++)
+		if (!strcmp(kind, kinds[i]))
+			return 1;
+	return 0;
+}
+
 /* Names CRIU writes: plain file names, nothing that climbs or hides. */
 static int image_name_ok(const char *name)
 {
@@ -201,7 +249,7 @@ int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, char *err, size_t e
 		uint64_t size;
 
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-		    !strcmp(e->d_name, GK_SHEP_SEAL_FILE) || !strcmp(e->d_name, GK_SHEP_SEAL_SIG))
+		    !strcmp(e->d_name, GK_SEAL_FILE) || !strcmp(e->d_name, GK_SEAL_SIG_FILE))
 			continue;
 		if (!image_name_ok(e->d_name)) {
 			snprintf(err, errlen, "criu/: unexpected entry");
@@ -221,17 +269,17 @@ int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, char *err, size_t e
 	files = NULL;
 	text = json_object_to_json_string_ext(root, JSON_C_TO_STRING_PRETTY);
 	len = strlen(text);
-	fd = openat(criufd, GK_SHEP_SEAL_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
+	fd = openat(criufd, GK_SEAL_FILE, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC,
 		    0600);
 	if (fd < 0 || write(fd, text, len) != (ssize_t)len || fsync(fd) < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "criu/%s: %s", GK_SHEP_SEAL_FILE, strerror(-ret));
+		snprintf(err, errlen, "criu/%s: %s", GK_SEAL_FILE, strerror(-ret));
 		goto out_fd;
 	}
-	ret = gk_root_sign_at(text, len, criufd, GK_SHEP_SEAL_SIG, sub, sizeof(sub));
+	ret = gk_root_sign_at(text, len, criufd, GK_SEAL_SIG_FILE, sub, sizeof(sub));
 	if (ret < 0) {
 		snprintf(err, errlen, "criu/%s: %s (a transparent checkpoint needs root's Munge "
-			 "credential over its seal)", GK_SHEP_SEAL_SIG, sub);
+			 "credential over its seal)", GK_SEAL_SIG_FILE, sub);
 		goto out_fd;
 	}
 	if (fsync(criufd) < 0) {
@@ -284,16 +332,16 @@ static int read_seal(int criufd, char **text, size_t *len, char *err, size_t err
 {
 	struct stat st;
 	char *buf;
-	int fd = openat(criufd, GK_SHEP_SEAL_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	int fd = openat(criufd, GK_SEAL_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 
 	if (fd < 0) {
-		snprintf(err, errlen, "criu/%s: %s", GK_SHEP_SEAL_FILE,
+		snprintf(err, errlen, "criu/%s: %s", GK_SEAL_FILE,
 			 errno == ELOOP ? "is a symbolic link" : strerror(errno));
 		return errno == ENOENT ? -ENOENT : -EPERM;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 || st.st_size > SEAL_MAX) {
 		snprintf(err, errlen, "criu/%s: not a root-owned regular file of sane size",
-			 GK_SHEP_SEAL_FILE);
+			 GK_SEAL_FILE);
 		close(fd);
 		return -EPERM;
 	}
@@ -301,7 +349,7 @@ static int read_seal(int criufd, char **text, size_t *len, char *err, size_t err
 	if (!buf || pread(fd, buf, (size_t)st.st_size, 0) != st.st_size) {
 		free(buf);
 		close(fd);
-		snprintf(err, errlen, "criu/%s: cannot read it", GK_SHEP_SEAL_FILE);
+		snprintf(err, errlen, "criu/%s: cannot read it", GK_SEAL_FILE);
 		return -EIO;
 	}
 	buf[st.st_size] = 0;
@@ -334,7 +382,7 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, si
 	    !json_object_is_type(stdio, json_type_array) || json_object_array_length(stdio) != 3 ||
 	    !json_object_object_get_ex(root, "gpus", &gpus) ||
 	    !json_object_is_type(gpus, json_type_array) ||
-	    json_object_array_length(gpus) > GK_SHEP_MAX_GPUS) {
+	    json_object_array_length(gpus) > GK_SEAL_MAX_GPUS) {
 		snprintf(err, errlen, "criu/SEAL: a field is missing or malformed");
 		return -EINVAL;
 	}
@@ -387,8 +435,8 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, si
 	}
 	json_object_object_foreach(files, fname, fval)
 	{
-		if (!image_name_ok(fname) || !strcmp(fname, GK_SHEP_SEAL_FILE) ||
-		    !strcmp(fname, GK_SHEP_SEAL_SIG) || !strcmp(fname, GK_SHEP_RESTORE_LOG) ||
+		if (!image_name_ok(fname) || !strcmp(fname, GK_SEAL_FILE) ||
+		    !strcmp(fname, GK_SEAL_SIG_FILE) || !strcmp(fname, GK_SEAL_RESTORE_LOG) ||
 		    !json_object_is_type(fval, json_type_string)) {
 			snprintf(err, errlen, "criu/SEAL: the file list is malformed");
 			return -EINVAL;
@@ -398,7 +446,7 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, si
 	s->nnode_gpus = 0;
 	if (json_object_object_get_ex(root, "node_gpus", &node)) {
 		if (!json_object_is_type(node, json_type_array) ||
-		    json_object_array_length(node) > GK_SHEP_MAX_GPUS) {
+		    json_object_array_length(node) > GK_SEAL_MAX_GPUS) {
 			snprintf(err, errlen, "criu/SEAL: node_gpus is malformed");
 			return -EINVAL;
 		}
@@ -468,7 +516,7 @@ static int check_files(int criufd, struct json_object *files, uint64_t *bytes, c
 		int r;
 
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
-		    !strcmp(e->d_name, GK_SHEP_SEAL_FILE) || !strcmp(e->d_name, GK_SHEP_SEAL_SIG))
+		    !strcmp(e->d_name, GK_SEAL_FILE) || !strcmp(e->d_name, GK_SEAL_SIG_FILE))
 			continue;
 		if (fstatat(criufd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(st.st_mode) || st.st_uid != 0) {
@@ -476,7 +524,7 @@ static int check_files(int criufd, struct json_object *files, uint64_t *bytes, c
 			ret = -EPERM;
 			break;
 		}
-		if (!strcmp(e->d_name, GK_SHEP_RESTORE_LOG))
+		if (!strcmp(e->d_name, GK_SEAL_RESTORE_LOG))
 			continue;
 		if (!json_object_object_get_ex(files, e->d_name, &want) ||
 		    !json_object_is_type(want, json_type_string)) {
@@ -541,9 +589,9 @@ int gk_seal_verify(int ckptfd, uid_t uid, struct gk_seal *s, int *criufd_out, ch
 		goto out_dir;
 	/* Who made it comes first: nothing else in a seal is believed before
 	 * root's credential over its exact bytes. */
-	ret = gk_root_check_at(text, len, criufd, GK_SHEP_SEAL_SIG, sub, sizeof(sub));
+	ret = gk_root_check_at(text, len, criufd, GK_SEAL_SIG_FILE, sub, sizeof(sub));
 	if (ret < 0) {
-		snprintf(err, errlen, "criu/%s: %s", ret == -ENOENT ? GK_SHEP_SEAL_SIG : "SEAL",
+		snprintf(err, errlen, "criu/%s: %s", ret == -ENOENT ? GK_SEAL_SIG_FILE : "SEAL",
 			 ret == -ENOENT ? "missing: the seal carries no credential of root's, so "
 					  "anyone could have made it; refused"
 					: sub);
