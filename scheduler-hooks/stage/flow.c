@@ -609,7 +609,7 @@ static int task_in(struct stage *st, int s_taskfd, int f_taskfd, uint32_t step_i
 	if (ns + nf == 0)
 		return 0;
 	/* The job, step and task folders the plugin would make, the user's. */
-	taskfd = gk_task_dir_open(st->bbfd, st->bb_root, &ids, err.text, sizeof(err.text));
+	taskfd = gk_task_dir_open(st->bbfd, st->bb_root, &ids, &err);
 	if (taskfd < 0) {
 		error_line(st, "%s; not staged in", err.text);
 		return taskfd;
