@@ -96,7 +96,7 @@ int gk_task_dir_path(const char *root, const struct gk_task_ids *ids, char *buf,
  * Returns the open folder or a negative errno; *made says whether it was new.
  */
 static int make_level(int parent, const char *path, const char *name, uid_t uid, gid_t gid,
-		      int *made, char *err, size_t errlen)
+		      int *made, gk_error_t *err)
 {
 	struct stat st;
 	char tmp[64];
@@ -120,7 +120,7 @@ static int make_level(int parent, const char *path, const char *name, uid_t uid,
 		unlinkat(parent, tmp, AT_REMOVEDIR);
 	} else if (errno != EEXIST) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: cannot create: %s", path, strerror(-rc));
+		gk_errprintf(err, "%s: cannot create: %s", path, strerror(-rc));
 		return rc;
 	}
 	/* There already (made by a sibling, or an earlier step): it must be the user's. */
@@ -128,27 +128,26 @@ static int make_level(int parent, const char *path, const char *name, uid_t uid,
 	if (fd < 0) {
 		rc = -errno;
 		if (rc == -ELOOP || rc == -ENOTDIR)
-			snprintf(err, errlen,
-				 "%s: not a folder (a symbolic link or a file); refused", path);
+			gk_errprintf(err, "%s: not a folder (a symbolic link or a file); refused",
+				     path);
 		else
-			snprintf(err, errlen, "%s: cannot open: %s", path, strerror(-rc));
+			gk_errprintf(err, "%s: cannot open: %s", path, strerror(-rc));
 		return rc;
 	}
 	if (fstat(fd, &st) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: cannot stat: %s", path, strerror(-rc));
+		gk_errprintf(err, "%s: cannot stat: %s", path, strerror(-rc));
 		goto out_close;
 	}
 	if (st.st_uid != uid) {
 		rc = -EPERM;
-		snprintf(err, errlen,
-			 "%s: belongs to uid %u, not to the job's user (uid %u); refused", path,
-			 (unsigned)st.st_uid, (unsigned)uid);
+		gk_errprintf(err, "%s: belongs to uid %u, not to the job's user (uid %u); refused",
+			     path, (unsigned)st.st_uid, (unsigned)uid);
 		goto out_close;
 	}
 	if ((st.st_mode & 07777) != 0700 && fchmod(fd, 0700) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "%s: cannot set mode 0700: %s", path, strerror(-rc));
+		gk_errprintf(err, "%s: cannot set mode 0700: %s", path, strerror(-rc));
 		goto out_close;
 	}
 	return fd;
@@ -158,8 +157,7 @@ out_close:
 	return rc;
 }
 
-int gk_task_dir_open(int rootfd, const char *root, const struct gk_task_ids *ids, char *err,
-		     size_t errlen)
+int gk_task_dir_open(int rootfd, const char *root, const struct gk_task_ids *ids, gk_error_t *err)
 {
 	char names[3][32];
 	char path[4096];
@@ -173,14 +171,14 @@ int gk_task_dir_open(int rootfd, const char *root, const struct gk_task_ids *ids
 		return -ENAMETOOLONG;
 	snprintf(names[2], sizeof(names[2]), "task.%u", ids->task_id);
 	if (strlen(root) + 3 + sizeof(names) >= sizeof(path)) {
-		snprintf(err, errlen, "burst-buffer root %s: path too long", root);
+		gk_errprintf(err, "burst-buffer root %s: path too long", root);
 		return -ENAMETOOLONG;
 	}
 	plen = (size_t)snprintf(path, sizeof(path), "%s", root);
 	for (level = 0; level < 3; level++) {
 		plen += (size_t)snprintf(path + plen, sizeof(path) - plen, "/%s", names[level]);
 		fds[level + 1] = make_level(fds[level], path, names[level], ids->uid, ids->gid,
-					    &made[level], err, errlen);
+					    &made[level], err);
 		if (fds[level + 1] < 0) {
 			rc = fds[level + 1];
 			goto out_undo;
@@ -205,16 +203,16 @@ out_close:
 }
 
 int gk_task_dir_make(const char *root, const char *setting, const struct gk_task_ids *ids,
-		     char *err, size_t errlen)
+		     gk_error_t *err)
 {
 	int rootfd, fd;
 
 	/* The site's folder must be one only root can change; below it every
 	 * level is the job's user's and is opened without following links. */
-	rootfd = gk_open_trusted_dir(root, setting, err, errlen);
+	rootfd = gk_open_trusted_dir(root, setting, err->text, sizeof(err->text));
 	if (rootfd < 0)
 		return rootfd;
-	fd = gk_task_dir_open(rootfd, root, ids, err, errlen);
+	fd = gk_task_dir_open(rootfd, root, ids, err);
 	close(rootfd);
 	return fd;
 }

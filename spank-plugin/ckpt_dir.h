@@ -18,6 +18,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "error.h" /* gk_error_t (runtime/common) */
+
 /* Slurm's special step ids (slurm.h), kept here so the module needs no Slurm. */
 #define GK_STEP_INTERACTIVE 0xfffffffaU
 #define GK_STEP_BATCH 0xfffffffbU
@@ -56,12 +58,11 @@ int gk_task_dir_path(const char *root, const struct gk_task_ids *ids, char *buf,
  * errno.
  */
 int gk_task_dir_make(const char *root, const char *setting, const struct gk_task_ids *ids,
-		     char *err, size_t errlen);
+		     gk_error_t *err);
 
 /* The same below an open root (rootfd, checked by the caller; root names it
  * in messages). */
-int gk_task_dir_open(int rootfd, const char *root, const struct gk_task_ids *ids, char *err,
-		     size_t errlen);
+int gk_task_dir_open(int rootfd, const char *root, const struct gk_task_ids *ids, gk_error_t *err);
 
 /*
  * The newest committed checkpoint in dir: a folder ckpt.N holding a regular

@@ -25,14 +25,14 @@ const char *const gk_container_vars[] = {
 
 int gk_is_bundle(const char *dir)
 {
-	char err[GK_ERRLEN];
+	gk_error_t err;
 	struct stat st;
 	int fd, rc;
 
 	/* Root mounts it into every container of the node (podman's hook): the
 	 * folder must be one nobody but root can change, along the whole path,
 	 * and the mark root's own file in it, not a link to one. */
-	fd = gk_open_trusted_dir(dir, NULL, err, sizeof(err));
+	fd = gk_open_trusted_dir(dir, NULL, err.text, sizeof(err.text));
 	if (fd < 0)
 		return 0;
 	rc = fstatat(fd, GK_BUNDLE_MARK, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&
@@ -137,18 +137,18 @@ int gk_list_remove(const char *list, char sep, const char *drop, char *out, size
 	return 0;
 }
 
-static int set_or_fail(const struct gk_env *env, const char *name, const char *value, char *err,
-		       size_t errlen)
+static int set_or_fail(const struct gk_env *env, const char *name, const char *value,
+		       gk_error_t *err)
 {
 	int rc = env->set(env->ctx, name, value, 1);
 
 	if (rc < 0)
-		snprintf(err, errlen, "cannot set %s: %s", name, strerror(-rc));
+		gk_errprintf(err, "cannot set %s: %s", name, strerror(-rc));
 	return rc;
 }
 
 int gk_container_inject(const struct gk_site *s, const struct gk_task_ids *ids,
-			const struct gk_env *env, char *err, size_t errlen)
+			const struct gk_env *env, gk_error_t *err)
 {
 	char *binds, *cur, *val, name[64];
 	int rc, have;
@@ -158,18 +158,18 @@ int gk_container_inject(const struct gk_site *s, const struct gk_task_ids *ids,
 	val = malloc(ENV_MAX);
 	if (!binds || !cur || !val) {
 		rc = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
+		gk_errprintf(err, "out of memory");
 		goto out_free;
 	}
 	have = env->get(env->ctx, "GPUCKPT_CONFIG", cur, ENV_MAX);
 	rc = gk_container_binds(s, ids, have == 1 ? cur : NULL, binds, ENV_MAX);
 	if (rc < 0) {
-		snprintf(err, errlen, "%s: too long", GK_ENV_BIND);
+		gk_errprintf(err, "%s: too long", GK_ENV_BIND);
 		goto out_free;
 	}
-	rc = set_or_fail(env, GK_ENV_BIND, binds, err, errlen);
+	rc = set_or_fail(env, GK_ENV_BIND, binds, err);
 	if (!rc)
-		rc = set_or_fail(env, GK_ENV_RUNTIME, s->runtime, err, errlen);
+		rc = set_or_fail(env, GK_ENV_RUNTIME, s->runtime, err);
 
 	/* Apptainer: its bind list, the user's entries first. */
 	if (!rc) {
@@ -184,24 +184,24 @@ int gk_container_inject(const struct gk_site *s, const struct gk_task_ids *ids,
 			p += m + (p[m] == ':');
 		}
 		if (!rc && cur[0])
-			rc = set_or_fail(env, "APPTAINER_BIND", cur, err, errlen);
+			rc = set_or_fail(env, "APPTAINER_BIND", cur, err);
 		else if (rc)
-			snprintf(err, errlen, "APPTAINER_BIND: too long");
+			gk_errprintf(err, "APPTAINER_BIND: too long");
 	}
 	/* The runtime after whatever the user asked Apptainer to preload. */
 	if (!rc) {
 		have = env->get(env->ctx, "APPTAINERENV_LD_PRELOAD", cur, ENV_MAX);
 		rc = gk_preload_add(have == 1 ? cur : "", s->runtime, val, ENV_MAX);
 		if (!rc)
-			rc = set_or_fail(env, "APPTAINERENV_LD_PRELOAD", val, err, errlen);
+			rc = set_or_fail(env, "APPTAINERENV_LD_PRELOAD", val, err);
 		else
-			snprintf(err, errlen, "APPTAINERENV_LD_PRELOAD: too long");
+			gk_errprintf(err, "APPTAINERENV_LD_PRELOAD: too long");
 	}
 	for (const char *const *v = gk_container_vars; !rc && *v; v++) {
 		snprintf(name, sizeof(name), "APPTAINERENV_%s", *v);
 		have = env->get(env->ctx, *v, val, ENV_MAX);
 		if (have == 1)
-			rc = set_or_fail(env, name, val, err, errlen);
+			rc = set_or_fail(env, name, val, err);
 		else if (strncmp(*v, "GPUCKPT_", 8) == 0)
 			/* Not set for this task (GPUCKPT_RESTORE on a fresh start):
 			 * none inherited from an enclosing step either. */
@@ -215,8 +215,7 @@ out_free:
 	return rc;
 }
 
-int gk_container_uninject(const struct gk_site *s, const struct gk_env *env, char *err,
-			  size_t errlen)
+int gk_container_uninject(const struct gk_site *s, const struct gk_env *env, gk_error_t *err)
 {
 	char *binds, *cur, *out, name[64];
 	int rc = 0;
@@ -226,7 +225,7 @@ int gk_container_uninject(const struct gk_site *s, const struct gk_env *env, cha
 	out = malloc(ENV_MAX);
 	if (!binds || !cur || !out) {
 		rc = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
+		gk_errprintf(err, "out of memory");
 		goto out_free;
 	}
 	if (env->get(env->ctx, GK_ENV_BIND, binds, ENV_MAX) != 1)
@@ -256,7 +255,7 @@ int gk_container_uninject(const struct gk_site *s, const struct gk_env *env, cha
 	if (!rc)
 		rc = env->unset(env->ctx, GK_ENV_RUNTIME);
 	if (rc < 0)
-		snprintf(err, errlen, "cannot change the containers' environment: %s", strerror(-rc));
+		gk_errprintf(err, "cannot change the containers' environment: %s", strerror(-rc));
 
 out_free:
 	free(binds);

@@ -64,12 +64,11 @@ int gk_is_bundle(const char *dir);
  * APPTAINERENV_* copies in the task. 0 or a negative errno with err set.
  */
 int gk_container_inject(const struct gk_site *s, const struct gk_task_ids *ids,
-			const struct gk_env *env, char *err, size_t errlen);
+			const struct gk_env *env, gk_error_t *err);
 
 /* For gk_uninject: take out what gk_container_inject put in (our entries of
  * APPTAINER_BIND and APPTAINERENV_LD_PRELOAD, the rest whole). */
-int gk_container_uninject(const struct gk_site *s, const struct gk_env *env, char *err,
-			  size_t errlen);
+int gk_container_uninject(const struct gk_site *s, const struct gk_env *env, gk_error_t *err);
 
 /*
  * GPUCKPT_CONTAINER=pyxis: set by the plugin in srun when pyxis's

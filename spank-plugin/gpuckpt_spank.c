@@ -98,9 +98,9 @@ static struct spank_option options[] = {
 static int option_cb(int val, const char *optarg, int remote)
 {
 	enum gk_option_id id = (enum gk_option_id)val;
-	char err[GK_ERRLEN];
+	gk_error_t err;
 
-	if (gk_opts_set(&opts, id, optarg, err, sizeof(err)) < 0) {
+	if (gk_opts_set(&opts, id, optarg, &err) < 0) {
 		/* Slurm itself then says "Invalid --OPTION argument: VALUE": say
 		 * only what it leaves out, so that nothing is said twice. */
 		slurm_error("gpuckpt: --%s takes %s", gk_option_name(id), gk_option_expected(id));
@@ -112,11 +112,11 @@ static int option_cb(int val, const char *optarg, int remote)
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
 	spank_context_t ctx = spank_context();
-	char err[GK_ERRLEN];
+	gk_error_t err;
 
 	gk_opts_init(&opts);
-	if (gk_site_parse(&site, ac, av, err, sizeof(err)) < 0) {
-		slurm_error("gpuckpt: plugstack.conf: %s", err);
+	if (gk_site_parse(&site, ac, av, &err) < 0) {
+		slurm_error("gpuckpt: plugstack.conf: %s", err.text);
 		return -1;
 	}
 	if (ctx == S_CTX_SLURMD)
@@ -140,14 +140,15 @@ static int submit_post_opt(spank_t sp)
 						GK_OPT_MODE};
 	const int given[] = {opts.checkpoint >= 0, opts.interval >= 0, opts.on_bad_fresh >= 0,
 			     opts.mode >= 0};
-	char err[GK_ERRLEN], num[24];
+	gk_error_t err;
+	char num[24];
 	int on, rc;
 
 	for (unsigned i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
 		const char *v = getenv(gk_option_env(ids[i]));
 
-		if (!given[i] && v && gk_opts_check_env(ids[i], v, err, sizeof(err)) < 0) {
-			slurm_error("gpuckpt: %s", err);
+		if (!given[i] && v && gk_opts_check_env(ids[i], v, &err) < 0) {
+			slurm_error("gpuckpt: %s", err.text);
 			return -1;
 		}
 	}
@@ -163,11 +164,11 @@ static int submit_post_opt(spank_t sp)
 		setenv(GK_ENV_ON_BAD, opts.on_bad_fresh ? "fresh" : "fail", 1);
 	if (opts.mode >= 0)
 		setenv(GK_ENV_MODE, gk_mode_name((enum gk_mode)opts.mode), 1);
-	rc = gk_opts_enabled(&opts, getenv(GK_ENV_CHECKPOINT), &site, &on, err, sizeof(err));
+	rc = gk_opts_enabled(&opts, getenv(GK_ENV_CHECKPOINT), &site, &on, &err);
 	/* An interval (or mode, or on-bad) for a job that is not checkpointed
 	 * would be accepted and do nothing. */
-	if (rc == 0 && gk_opts_check_given(&opts, on, err, sizeof(err)) < 0) {
-		slurm_error("gpuckpt: %s", err);
+	if (rc == 0 && gk_opts_check_given(&opts, on, &err) < 0) {
+		slurm_error("gpuckpt: %s", err.text);
 		return -1;
 	}
 	/* For job_submit.lua (job_desc.spank_job_env) and the prolog/epilog. */
@@ -244,9 +245,11 @@ static int env_unset(void *ctx, const char *name)
 static char task_note[4 * GK_ERRLEN + 32];
 
 enum tell_kind {
-	TELL_INFO,  /* to the task's output and slurmd's log */
-	TELL_ERROR, /* the same, logged as an error; the task goes on */
-	TELL_FATAL, /* the task will not start: no task_init, so now */
+	TELL_INFO,	/* to the task's output and slurmd's log */
+	TELL_ERROR,	/* the same, logged as an error; the task goes on */
+	TELL_FATAL,	/* the task will not start: no task_init, so now */
+	TELL_LOG,	/* slurmd's log only (tell_task) */
+	TELL_LOG_ERROR, /* slurmd's log only, as an error (tell_task) */
 };
 
 static void tell(enum tell_kind kind, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -269,6 +272,32 @@ static void tell(enum tell_kind kind, const char *fmt, ...)
 		fflush(stderr);
 		task_note[0] = '\0';
 	}
+}
+
+/*
+ * A line about one task, begun as every such line is: "job J step.S task T: ".
+ * TELL_LOG and TELL_LOG_ERROR put it in slurmd's log alone; the other kinds
+ * go through tell (which cuts a line at its own length, as it always has).
+ */
+static void tell_task(enum tell_kind kind, const struct gk_task_ids *ids, const char *step,
+		      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
+static void tell_task(enum tell_kind kind, const struct gk_task_ids *ids, const char *step,
+		      const char *fmt, ...)
+{
+	char line[2 * GK_ERRLEN + PATH_MAX];
+	va_list ap;
+	int n;
+
+	n = snprintf(line, sizeof(line), "job %u %s task %u: ", ids->job_id, step, ids->task_id);
+	va_start(ap, fmt);
+	vsnprintf(line + n, sizeof(line) - (size_t)n, fmt, ap);
+	va_end(ap);
+	if (kind == TELL_LOG)
+		slurm_info("gpuckpt: %s", line);
+	else if (kind == TELL_LOG_ERROR)
+		slurm_error("gpuckpt: %s", line);
+	else
+		tell(kind, "%s", line);
 }
 
 /* The task, as task_init_privileged saw it: its names for messages, and the
@@ -303,11 +332,11 @@ static int check_container(spank_t sp)
 	/* CRIU has not been measured on a container's tree (its mounts and
 	 * namespaces): the shepherd must not be left to find out at preemption. */
 	if (env_get(sp, GK_ENV_SHEPHERD, reason, sizeof(reason)) == 1) {
-		tell(TELL_FATAL,
-		     "job %u %s task %u: transparent mode does not reach into containers yet: run "
-		     "this step with --gpu-checkpoint-mode=app (programs that use the gpuckpt API "
-		     "are checkpointed in containers)",
-		     task.ids.job_id, task.step, task.ids.task_id);
+		tell_task(
+		    TELL_FATAL, &task.ids, task.step,
+		    "transparent mode does not reach into containers yet: run "
+		    "this step with --gpu-checkpoint-mode=app (programs that use the gpuckpt API "
+		    "are checkpointed in containers)");
 		return -1;
 	}
 	if (env_get(sp, GK_ENV_RUNTIME, rt, sizeof(rt)) != 1 ||
@@ -316,10 +345,8 @@ static int check_container(spank_t sp)
 	rc = gk_container_check(rt, dir, &loads, reason, sizeof(reason));
 	if (rc > 0)
 		return 0;
-	tell(TELL_ERROR,
-	     "job %u %s task %u: this container cannot be checkpointed: %s; it runs without "
-	     "checkpoints",
-	     task.ids.job_id, task.step, task.ids.task_id, reason);
+	tell_task(TELL_ERROR, &task.ids, task.step,
+		  "this container cannot be checkpointed: %s; it runs without checkpoints", reason);
 	/* The loader stops a program whose preloaded library asks for a newer glibc. */
 	rest = malloc(8192);
 	if (!loads && rest && env_get(sp, "LD_PRELOAD", dir, sizeof(dir)) == 1 &&
@@ -350,9 +377,10 @@ static void keep_orphans(spank_t sp)
 	if (!task.on || env_get(sp, GK_ENV_SHEPHERD, v, sizeof(v)) != 0)
 		return;
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
-		slurm_error("gpuckpt: job %u %s task %u: cannot keep the task's orphans in the "
-			    "step (prctl PR_SET_CHILD_SUBREAPER: %s)",
-			    task.ids.job_id, task.step, task.ids.task_id, strerror(errno));
+		tell_task(TELL_LOG_ERROR, &task.ids, task.step,
+			  "cannot keep the task's orphans in the step "
+			  "(prctl PR_SET_CHILD_SUBREAPER: %s)",
+			  strerror(errno));
 }
 
 /* task_init_privileged asks task_init to look at the program (as the user). */
@@ -391,7 +419,7 @@ static void tell_unpreloadable(spank_t sp)
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
-	char err[GK_ERRLEN];
+	gk_error_t err;
 
 	if (spank_context() != S_CTX_REMOTE)
 		return 0;
@@ -406,8 +434,8 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		task_note[0] = '\0';
 	}
 	/* Transparent mode: the shepherd's side gets this stdio and places us. */
-	if (gk_shepherd_task_start(err, sizeof(err)) < 0) {
-		slurm_error("gpuckpt: %s", err);
+	if (gk_shepherd_task_start(&err) < 0) {
+		slurm_error("gpuckpt: %s", err.text);
 		return -1;
 	}
 	return 0;
@@ -433,7 +461,8 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	struct gk_inject_result *r;
 	struct gk_tplan *plan = NULL;
 	struct gk_task_ids ids;
-	char err[GK_ERRLEN], value[16], step[32], **argv;
+	gk_error_t err;
+	char value[16], step[32], **argv;
 	int on, rc, have, argc;
 
 	if (spank_context() != S_CTX_REMOTE)
@@ -446,17 +475,15 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		return 0;
 	gk_step_dirname(ids.step_id, step, sizeof(step));
 	have = env_get(sp, GK_ENV_CHECKPOINT, value, sizeof(value));
-	if (gk_opts_enabled(&opts, have == 1 ? value : NULL, &site, &on, err, sizeof(err)) < 0 ||
-	    have < 0) {
+	if (gk_opts_enabled(&opts, have == 1 ? value : NULL, &site, &on, &err) < 0 || have < 0) {
 		if (have < 0)
-			snprintf(err, sizeof(err), "%s: value too long", GK_ENV_CHECKPOINT);
-		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
+			gk_errprintf(&err, "%s: value too long", GK_ENV_CHECKPOINT);
+		tell_task(TELL_FATAL, &ids, step, "%s", err.text);
 		return -1;
 	}
 	if (!on) {
-		if (gk_uninject(&site, &env, err, sizeof(err)) < 0) {
-			tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id,
-			     err);
+		if (gk_uninject(&site, &env, &err) < 0) {
+			tell_task(TELL_FATAL, &ids, step, "%s", err.text);
 			return -1;
 		}
 		return 0;
@@ -467,39 +494,38 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		slurm_error("gpuckpt: job %u: out of memory", ids.job_id);
 		return -1;
 	}
-	rc = gk_inject(&site, &opts, &ids, &env, r, err, sizeof(err));
+	rc = gk_inject(&site, &opts, &ids, &env, r, &err);
 	if (rc < 0) {
-		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
+		tell_task(TELL_FATAL, &ids, step, "%s", err.text);
 		goto out_free;
 	}
-	if (r->flush_err[0])
-		tell(TELL_ERROR,
-		     "job %u %s task %u: checkpoints are not flushed while the job runs: %s; "
-		     "the epilog stages them",
-		     ids.job_id, step, ids.task_id, r->flush_err);
+	if (r->flush_err.text[0])
+		tell_task(TELL_ERROR, &ids, step,
+			  "checkpoints are not flushed while the job runs: %s; "
+			  "the epilog stages them",
+			  r->flush_err.text);
 	if (r->dir_rc < 0)
-		tell(TELL_ERROR,
-		     "job %u %s task %u: no checkpoint can be written: %s; the job runs on, "
-		     "without checkpoints",
-		     ids.job_id, step, ids.task_id, r->dir_err);
+		tell_task(TELL_ERROR, &ids, step,
+			  "no checkpoint can be written: %s; the job runs on, without checkpoints",
+			  r->dir_err.text);
 	else if (r->restore && r->step_set)
-		tell(TELL_INFO,
-		     "job %u %s task %u: restart %u: restoring set %llu, as every one of the %u tasks "
-		     "of the step does (%s): %s",
-		     ids.job_id, step, ids.task_id, r->restart_count,
-		     (unsigned long long)r->choice.sequence, ids.ntasks,
-		     r->choice.from_plan ? "the prolog's plan, from the shared root" : "this node's step folder",
-		     r->choice.ckpt);
+		tell_task(TELL_INFO, &ids, step,
+			  "restart %u: restoring set %llu, as every one of the %u tasks "
+			  "of the step does (%s): %s",
+			  r->restart_count, (unsigned long long)r->choice.sequence, ids.ntasks,
+			  r->choice.from_plan ? "the prolog's plan, from the shared root"
+					      : "this node's step folder",
+			  r->choice.ckpt);
 	else if (r->step_set)
-		tell(TELL_INFO, "job %u %s task %u: restart %u: no checkpoint set to restore (%s); "
-		     "every task of the step starts afresh",
-		     ids.job_id, step, ids.task_id, r->restart_count, r->choice.reason);
+		tell_task(TELL_INFO, &ids, step,
+			  "restart %u: no checkpoint set to restore (%s); every task of the step "
+			  "starts afresh",
+			  r->restart_count, r->choice.reason);
 	else if (r->restore)
-		tell(TELL_INFO, "job %u %s task %u: restart %u: restoring from %s (newest: %s)",
-		     ids.job_id, step, ids.task_id, r->restart_count, r->dir, r->newest);
+		tell_task(TELL_INFO, &ids, step, "restart %u: restoring from %s (newest: %s)",
+			  r->restart_count, r->dir, r->newest);
 	else if (r->restart_count == 0)
-		slurm_info("gpuckpt: job %u %s task %u: checkpoints go to %s", ids.job_id, step,
-			   ids.task_id, r->dir);
+		tell_task(TELL_LOG, &ids, step, "checkpoints go to %s", r->dir);
 
 	if (spank_get_item(sp, S_JOB_ARGV, &argc, &argv) != ESPANK_SUCCESS || argc < 1)
 		argv = NULL;
@@ -508,20 +534,20 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	plan = malloc(sizeof(*plan));
 	if (!plan) {
 		rc = -ENOMEM;
-		tell(TELL_FATAL, "job %u %s task %u: out of memory", ids.job_id, step, ids.task_id);
+		tell_task(TELL_FATAL, &ids, step, "out of memory");
 		goto out_free;
 	}
-	rc = gk_shepherd_prepare(&site, &opts, &ids, &env, r, plan, err, sizeof(err));
+	rc = gk_shepherd_prepare(&site, &opts, &ids, &env, r, plan, &err);
 	/* Nothing of the task folder's descriptor goes into the forks below. */
 	gk_inject_release(r);
 	if (rc < 0) {
-		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
+		tell_task(TELL_FATAL, &ids, step, "%s", err.text);
 		goto out_free;
 	}
 	/* After shepherd_launch.c's variables, so that Apptainer gets them too. */
-	rc = gk_container_inject(&site, &ids, &env, err, sizeof(err));
+	rc = gk_container_inject(&site, &ids, &env, &err);
 	if (rc < 0) {
-		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
+		tell_task(TELL_FATAL, &ids, step, "%s", err.text);
 		goto out_free;
 	}
 	task.on = 1;
@@ -535,33 +561,32 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	 * the same moment; this line, before the program starts, is not.
 	 */
 	if (r->dir_rc == 0 && !r->restore && r->restart_count > 0 && plan->kind != GK_TPLAN_NONE)
-		tell(TELL_INFO,
-		     "job %u %s task %u: restart %u: no committed checkpoint in %s; starting afresh",
-		     ids.job_id, step, ids.task_id, r->restart_count, r->dir);
+		tell_task(TELL_INFO, &ids, step,
+			  "restart %u: no committed checkpoint in %s; starting afresh",
+			  r->restart_count, r->dir);
 	else if (r->dir_rc == 0 && !r->restore && r->restart_count > 0)
-		tell(TELL_INFO,
-		     "job %u %s task %u: restart %u: no committed checkpoint in %s; starting "
-		     "afresh (a program that does not use the gpuckpt API is not checkpointed "
-		     "here: %s)",
-		     ids.job_id, step, ids.task_id, r->restart_count, r->dir, plan->reason);
+		tell_task(TELL_INFO, &ids, step,
+			  "restart %u: no committed checkpoint in %s; starting "
+			  "afresh (a program that does not use the gpuckpt API is not checkpointed "
+			  "here: %s)",
+			  r->restart_count, r->dir, plan->reason);
 	if (plan->kind == GK_TPLAN_NONE)
-		slurm_info("gpuckpt: job %u %s task %u: no transparent mode: %s", ids.job_id, step,
-			   ids.task_id, plan->reason);
+		tell_task(TELL_LOG, &ids, step, "no transparent mode: %s", plan->reason);
 	else if (plan->kind == GK_TPLAN_RESTORE)
-		tell(TELL_INFO, "job %u %s task %u: restart %u: restoring %s/%s transparently",
-		     ids.job_id, step, ids.task_id, r->restart_count, r->dir, plan->newest);
+		tell_task(TELL_INFO, &ids, step, "restart %u: restoring %s/%s transparently",
+			  r->restart_count, r->dir, plan->newest);
 	else if (plan->kind == GK_TPLAN_ATTACH)
-		slurm_info("gpuckpt: job %u %s task %u: transparent mode, shepherd socket %s",
-			   ids.job_id, step, ids.task_id, plan->socket);
+		tell_task(TELL_LOG, &ids, step, "transparent mode, shepherd socket %s",
+			  plan->socket);
 	/* A batch script is a shell: what it starts is not known here. */
 	program_check.wanted = plan->kind != GK_TPLAN_RESTORE && ids.task_id == 0 &&
 			       ids.step_id != GK_STEP_BATCH && ids.step_id != GK_STEP_INTERACTIVE;
 	program_check.job_id = ids.job_id;
 	snprintf(program_check.step, sizeof(program_check.step), "%s", step);
 	/* Returns in the process that runs the program; the task's own becomes the shepherd. */
-	rc = gk_shepherd_launch(plan, err, sizeof(err));
+	rc = gk_shepherd_launch(plan, &err);
 	if (rc < 0)
-		tell(TELL_FATAL, "job %u %s task %u: %s", ids.job_id, step, ids.task_id, err);
+		tell_task(TELL_FATAL, &ids, step, "%s", err.text);
 
 out_free:
 	free(plan);
@@ -617,12 +642,12 @@ static int env_u32(const char *name, uint32_t *out)
  * root would copy into and out of whatever it was made to point at. */
 static int root_ok(const char *path, const char *setting, const char *verb, uint32_t job)
 {
-	char err[GK_ERRLEN];
-	int fd = gk_open_trusted_dir(path, setting, err, sizeof(err));
+	gk_error_t err;
+	int fd = gk_open_trusted_dir(path, setting, err.text, sizeof(err.text));
 
 	if (fd < 0) {
 		slurm_error("gpuckpt: stage-%s: job %u: plugstack.conf: %s; nothing staged", verb,
-			    job, err);
+			    job, err.text);
 		return 0;
 	}
 	close(fd);
@@ -703,26 +728,26 @@ static void keep(uint32_t job_id, struct gk_job_events *events, int comment, int
 {
 	struct gk_job_events all = {0};
 	struct gk_metrics delta = {0};
-	char err[GK_ERRLEN];
+	gk_error_t err;
 	int rc = 0;
 
 	if (site.shared_root[0]) {
 		/* Jobs without gpuckpt leave no events: no record is made for them. */
 		if (events->n)
-			rc = gk_record_append(site.shared_root, job_id, events, comment ? &all : NULL,
-					      err, sizeof(err));
+			rc = gk_record_append(site.shared_root, job_id, events,
+					      comment ? &all : NULL, &err);
 		else if (comment)
-			rc = gk_record_read(site.shared_root, job_id, &all, err, sizeof(err));
+			rc = gk_record_read(site.shared_root, job_id, &all, &err);
 		if (rc < 0)
-			slurm_error("gpuckpt: job %u: record: %s", job_id, err);
+			slurm_error("gpuckpt: job %u: record: %s", job_id, err.text);
 		else if (comment && site.admin_comment && all.n)
 			set_admin_comment(job_id, &all);
 	}
 	gk_metrics_add_events(&delta, events);
 	delta.jobs = (uint64_t)jobs;
 	if (site.metrics[0] && (events->n || events->bad_lines || jobs) &&
-	    gk_metrics_update(site.metrics, &delta, err, sizeof(err)) < 0)
-		slurm_error("gpuckpt: job %u: %s", job_id, err);
+	    gk_metrics_update(site.metrics, &delta, &err) < 0)
+		slurm_error("gpuckpt: job %u: %s", job_id, err.text);
 	gk_job_events_free(&all);
 }
 
@@ -750,7 +775,8 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
 	struct gk_job_events events = {0};
 	struct gk_record_where where;
 	struct gk_task_ids ids;
-	char step[32], node[GK_EVENT_NAME_MAX], name[GK_EVENT_NAME_MAX], err[GK_ERRLEN];
+	gk_error_t err;
+	char step[32], node[GK_EVENT_NAME_MAX], name[GK_EVENT_NAME_MAX];
 	int rc;
 
 	if (spank_context() != S_CTX_REMOTE || get_ids(sp, &ids) < 0 ||
@@ -763,11 +789,9 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
 		      ? name
 		      : NULL,
 		  node, sizeof(node));
-	rc = gk_record_collect(site.bb_root, ids.job_id, ids.uid, node, &where, 1, &events, err,
-			       sizeof(err));
+	rc = gk_record_collect(site.bb_root, ids.job_id, ids.uid, node, &where, 1, &events, &err);
 	if (rc < 0)
-		slurm_error("gpuckpt: job %u %s task %u: events not read: %s", ids.job_id, step,
-			    ids.task_id, err);
+		tell_task(TELL_LOG_ERROR, &ids, step, "events not read: %s", err.text);
 	else if (rc > 0)
 		keep(ids.job_id, &events,
 		     ids.step_id == GK_STEP_BATCH || (ids.task_id == 0 && events.n), 0);
@@ -788,15 +812,16 @@ static int job_script(const char *verb, int ac, char **av)
 {
 	struct gk_job_events events = {0};
 	struct stage_log l = {verb, 0, NULL, &events};
-	char node[GK_EVENT_NAME_MAX], err[GK_ERRLEN];
+	gk_error_t err;
+	char node[GK_EVENT_NAME_MAX];
 	int epilog = strcmp(verb, "out") == 0, folders = 0;
 	uint32_t uid, gid;
 
 	if (spank_context() != S_CTX_JOB_SCRIPT)
 		return 0;
 	/* Slurm does not call slurm_spank_init before the prolog and epilog. */
-	if (gk_site_parse(&site, ac, av, err, sizeof(err)) < 0) {
-		slurm_error("gpuckpt: plugstack.conf: %s", err);
+	if (gk_site_parse(&site, ac, av, &err) < 0) {
+		slurm_error("gpuckpt: plugstack.conf: %s", err.text);
 		return 0;
 	}
 	if (env_u32("SLURM_JOB_ID", &l.job_id) < 0 || env_u32("SLURM_JOB_UID", &uid) < 0) {
@@ -811,10 +836,10 @@ static int job_script(const char *verb, int ac, char **av)
 	/* Before staging out, which removes the job's folder from the node. */
 	if (epilog) {
 		folders = gk_record_collect(site.bb_root, l.job_id, (uid_t)uid, node, NULL, 1,
-					    &events, err, sizeof(err));
+					    &events, &err);
 		if (folders < 0)
 			slurm_error("gpuckpt: job %u: events on this node not read: %s", l.job_id,
-				    err);
+				    err.text);
 	}
 	if (site.stage[0] && site.shared_root[0] && root_ok(site.bb_root, "bb_root", verb, l.job_id) &&
 	    root_ok(site.shared_root, "shared_root", verb, l.job_id)) {

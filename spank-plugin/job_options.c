@@ -156,40 +156,39 @@ static int parse_into(struct gk_opts *o, enum gk_option_id id, const char *value
 	return -EINVAL;
 }
 
-int gk_opts_set(struct gk_opts *o, enum gk_option_id id, const char *value, char *err,
-		size_t errlen)
+int gk_opts_set(struct gk_opts *o, enum gk_option_id id, const char *value, gk_error_t *err)
 {
 	/* --gpu-checkpoint alone is on (its value is optional, so that it never
 	 * takes the next word of the command line for one). */
 	if (id == GK_OPT_CHECKPOINT && (!value || !value[0]))
 		value = "on";
 	if (!value) {
-		snprintf(err, errlen, "--%s needs a value (%s)", gk_option_name(id),
-			 gk_option_expected(id));
+		gk_errprintf(err, "--%s needs a value (%s)", gk_option_name(id),
+			     gk_option_expected(id));
 		return -EINVAL;
 	}
 	if (parse_into(o, id, value) < 0) {
-		snprintf(err, errlen, "--%s: invalid value '%s' (expected %s)", gk_option_name(id),
-			 value ? value : "", gk_option_expected(id));
+		gk_errprintf(err, "--%s: invalid value '%s' (expected %s)", gk_option_name(id),
+			     value ? value : "", gk_option_expected(id));
 		return -EINVAL;
 	}
 	return 0;
 }
 
-int gk_opts_check_env(enum gk_option_id id, const char *value, char *err, size_t errlen)
+int gk_opts_check_env(enum gk_option_id id, const char *value, gk_error_t *err)
 {
 	struct gk_opts scratch;
 
 	gk_opts_init(&scratch);
 	if (parse_into(&scratch, id, value) < 0) {
-		snprintf(err, errlen, "%s: invalid value '%s' (expected %s)", gk_option_env(id),
-			 value ? value : "", gk_option_expected(id));
+		gk_errprintf(err, "%s: invalid value '%s' (expected %s)", gk_option_env(id),
+			     value ? value : "", gk_option_expected(id));
 		return -EINVAL;
 	}
 	return 0;
 }
 
-int gk_opts_check_given(const struct gk_opts *o, int on, char *err, size_t errlen)
+int gk_opts_check_given(const struct gk_opts *o, int on, gk_error_t *err)
 {
 	char num[24];
 	enum gk_option_id id;
@@ -210,22 +209,22 @@ int gk_opts_check_given(const struct gk_opts *o, int on, char *err, size_t errle
 	} else {
 		return 0;
 	}
-	snprintf(err, errlen,
-		 "--%s=%s has no effect: checkpointing is off for this job (add "
-		 "--gpu-checkpoint=on, or set %s=on)",
-		 gk_option_name(id), value, GK_ENV_CHECKPOINT);
+	gk_errprintf(err,
+		     "--%s=%s has no effect: checkpointing is off for this job (add "
+		     "--gpu-checkpoint=on, or set %s=on)",
+		     gk_option_name(id), value, GK_ENV_CHECKPOINT);
 	return -EINVAL;
 }
 
 int gk_opts_enabled(const struct gk_opts *o, const char *env_value, const struct gk_site *s,
-		    int *on, char *err, size_t errlen)
+		    int *on, gk_error_t *err)
 {
 	if (o->checkpoint >= 0) {
 		*on = o->checkpoint;
 		return 0;
 	}
 	if (env_value) {
-		if (gk_opts_check_env(GK_OPT_CHECKPOINT, env_value, err, errlen) < 0)
+		if (gk_opts_check_env(GK_OPT_CHECKPOINT, env_value, err) < 0)
 			return -EINVAL;
 		return gk_parse_onoff(env_value, on);
 	}
@@ -234,14 +233,14 @@ int gk_opts_enabled(const struct gk_opts *o, const char *env_value, const struct
 }
 
 int gk_opts_mode(const struct gk_opts *o, const char *env_value, const struct gk_site *s,
-		 enum gk_mode *mode, char *err, size_t errlen)
+		 enum gk_mode *mode, gk_error_t *err)
 {
 	if (o->mode >= 0) {
 		*mode = (enum gk_mode)o->mode;
 		return 0;
 	}
 	if (env_value) {
-		if (gk_opts_check_env(GK_OPT_MODE, env_value, err, errlen) < 0)
+		if (gk_opts_check_env(GK_OPT_MODE, env_value, err) < 0)
 			return -EINVAL;
 		return gk_parse_mode(env_value, mode);
 	}

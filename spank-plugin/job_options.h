@@ -60,18 +60,17 @@ const char *gk_option_expected(enum gk_option_id id);
  * given: --gpu-checkpoint alone means on). On a bad value returns -EINVAL
  * with err naming the option, the value and what is expected.
  */
-int gk_opts_set(struct gk_opts *o, enum gk_option_id id, const char *value, char *err,
-		size_t errlen);
+int gk_opts_set(struct gk_opts *o, enum gk_option_id id, const char *value, gk_error_t *err);
 
 /* Check a variable's value the same way; err names the variable. */
-int gk_opts_check_env(enum gk_option_id id, const char *value, char *err, size_t errlen);
+int gk_opts_check_env(enum gk_option_id id, const char *value, gk_error_t *err);
 
 /*
  * --gpu-checkpoint-interval, -on-bad and -mode only do something for a job
  * that is checkpointed: given while checkpointing is off (on = 0), the first
  * of them is refused with err naming it. 0 otherwise.
  */
-int gk_opts_check_given(const struct gk_opts *o, int on, char *err, size_t errlen);
+int gk_opts_check_given(const struct gk_opts *o, int on, gk_error_t *err);
 
 /*
  * Is checkpointing on for this job or step? The option if given, else the
@@ -79,10 +78,10 @@ int gk_opts_check_given(const struct gk_opts *o, int on, char *err, size_t errle
  * variable value returns -EINVAL with err naming it.
  */
 int gk_opts_enabled(const struct gk_opts *o, const char *env_value, const struct gk_site *s,
-		    int *on, char *err, size_t errlen);
+		    int *on, gk_error_t *err);
 
 /* The mode, by the same rule: option, else variable, else the site's mode=. */
 int gk_opts_mode(const struct gk_opts *o, const char *env_value, const struct gk_site *s,
-		 enum gk_mode *mode, char *err, size_t errlen);
+		 enum gk_mode *mode, gk_error_t *err);
 
 #endif

@@ -78,17 +78,17 @@ static int collect_task(void *arg, const char *step, uint32_t task, int taskfd)
 
 int gk_record_collect(const char *bb_root, uint32_t job, uid_t uid, const char *node,
 		      const struct gk_record_where *where, int consume, struct gk_job_events *out,
-		      char *err, size_t errlen)
+		      gk_error_t *err)
 {
 	struct collect c = {node, consume, out, 0, uid, where};
 	char name[16];
 	int bbfd, jobfd, ret;
 
 	if (!gk_event_name_ok(node)) {
-		snprintf(err, errlen, "node name '%s' cannot be recorded", node);
+		gk_errprintf(err, "node name '%s' cannot be recorded", node);
 		return -EINVAL;
 	}
-	bbfd = gk_root_dir_open(bb_root, err, errlen);
+	bbfd = gk_root_dir_open(bb_root, err);
 	if (bbfd < 0)
 		return bbfd;
 	snprintf(name, sizeof(name), "%u", job);
@@ -97,14 +97,14 @@ int gk_record_collect(const char *bb_root, uint32_t job, uid_t uid, const char *
 	if (jobfd == -ENOENT)
 		return 0;
 	if (jobfd < 0) {
-		snprintf(err, errlen, "%s/%s: not a folder of uid %u; not read", bb_root, name,
-			 (unsigned)uid);
+		gk_errprintf(err, "%s/%s: not a folder of uid %u; not read", bb_root, name,
+			     (unsigned)uid);
 		return jobfd;
 	}
 	ret = gk_jobdir_walk(jobfd, uid, collect_task, &c);
 	close(jobfd);
 	if (ret < 0) {
-		snprintf(err, errlen, "%s/%s: %s", bb_root, name, strerror(-ret));
+		gk_errprintf(err, "%s/%s: %s", bb_root, name, strerror(-ret));
 		return ret;
 	}
 	return c.folders;
@@ -206,16 +206,16 @@ static int read_back(int fd, struct gk_job_events *all)
 }
 
 int gk_record_append(const char *shared_root, uint32_t job, const struct gk_job_events *add,
-		     struct gk_job_events *all, char *err, size_t errlen)
+		     struct gk_job_events *all, gk_error_t *err)
 {
 	char name[16], line[GK_EVENT_LINE_MAX + 1];
 	struct stat st;
 	int rootfd, recfd, fd, ret = 0;
 
-	rootfd = gk_root_dir_open(shared_root, err, errlen);
+	rootfd = gk_root_dir_open(shared_root, err);
 	if (rootfd < 0)
 		return rootfd;
-	recfd = gk_root_subdir(rootfd, GK_RECORDS_DIR, 0700, err, errlen);
+	recfd = gk_root_subdir(rootfd, GK_RECORDS_DIR, 0700, err);
 	close(rootfd);
 	if (recfd < 0)
 		return recfd;
@@ -223,14 +223,14 @@ int gk_record_append(const char *shared_root, uint32_t job, const struct gk_job_
 	fd = openat(recfd, name, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s/%s/%s: %s", shared_root, GK_RECORDS_DIR, name,
-			 strerror(errno));
+		gk_errprintf(err, "%s/%s/%s: %s", shared_root, GK_RECORDS_DIR, name,
+			     strerror(errno));
 		goto out_rec;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) {
 		ret = -EPERM;
-		snprintf(err, errlen, "%s/%s/%s: not a regular file of root's", shared_root,
-			 GK_RECORDS_DIR, name);
+		gk_errprintf(err, "%s/%s/%s: not a regular file of root's", shared_root,
+			     GK_RECORDS_DIR, name);
 		goto out_fd;
 	}
 	/* The epilogs of a job's nodes append at once. (flock on a shared file
@@ -247,8 +247,8 @@ int gk_record_append(const char *shared_root, uint32_t job, const struct gk_job_
 	if (ret == 0 && add->n)
 		ret = fsync(fd) < 0 ? -errno : 0;
 	if (ret < 0)
-		snprintf(err, errlen, "%s/%s/%s: %s", shared_root, GK_RECORDS_DIR, name,
-			 strerror(-ret));
+		gk_errprintf(err, "%s/%s/%s: %s", shared_root, GK_RECORDS_DIR, name,
+			     strerror(-ret));
 	else if (all)
 		ret = read_back(fd, all);
 	flock(fd, LOCK_UN);
@@ -259,14 +259,14 @@ out_rec:
 	return ret;
 }
 
-int gk_record_read(const char *shared_root, uint32_t job, struct gk_job_events *all, char *err,
-		   size_t errlen)
+int gk_record_read(const char *shared_root, uint32_t job, struct gk_job_events *all,
+		   gk_error_t *err)
 {
 	char name[16];
 	struct stat st;
 	int rootfd, recfd, fd, ret;
 
-	rootfd = gk_root_dir_open(shared_root, err, errlen);
+	rootfd = gk_root_dir_open(shared_root, err);
 	if (rootfd < 0)
 		return rootfd;
 	recfd = openat(rootfd, GK_RECORDS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
@@ -279,8 +279,8 @@ int gk_record_read(const char *shared_root, uint32_t job, struct gk_job_events *
 	if (fd < 0)
 		return errno == ENOENT ? 0 : -errno;
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) {
-		snprintf(err, errlen, "%s/%s/%s: not a regular file of root's", shared_root,
-			 GK_RECORDS_DIR, name);
+		gk_errprintf(err, "%s/%s/%s: not a regular file of root's", shared_root,
+			     GK_RECORDS_DIR, name);
 		close(fd);
 		return -EPERM;
 	}

@@ -28,6 +28,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
+#include "error.h" /* gk_error_t (runtime/common) */
 #include "events.h"
 #include "jobstats.h"
 
@@ -47,7 +48,7 @@ struct gk_record_where {
  */
 int gk_record_collect(const char *bb_root, uint32_t job, uid_t uid, const char *node,
 		      const struct gk_record_where *where, int consume, struct gk_job_events *out,
-		      char *err, size_t errlen);
+		      gk_error_t *err);
 
 /*
  * A line of the staging script as an event: "staged out|in step.S/task.T/
@@ -63,12 +64,12 @@ int gk_stage_line_event(const char *verb, const char *line, const char *node, do
  * negative errno (err says why).
  */
 int gk_record_append(const char *shared_root, uint32_t job, const struct gk_job_events *add,
-		     struct gk_job_events *all, char *err, size_t errlen);
+		     struct gk_job_events *all, gk_error_t *err);
 
 /* Read SHARED_ROOT/records/JOB into all without making it (none: 0, no
  * events). 0 or a negative errno. */
-int gk_record_read(const char *shared_root, uint32_t job, struct gk_job_events *all, char *err,
-		   size_t errlen);
+int gk_record_read(const char *shared_root, uint32_t job, struct gk_job_events *all,
+		   gk_error_t *err);
 
 /* The record's text, for tests: parse buf into out (gk_events_each). */
 int gk_record_parse(const char *buf, size_t len, struct gk_job_events *out);

@@ -218,7 +218,7 @@ static void read_old(int dirfd, const char *name, struct gk_metrics *m)
 	close(fd);
 }
 
-int gk_metrics_update(const char *path, const struct gk_metrics *d, char *err, size_t errlen)
+int gk_metrics_update(const char *path, const struct gk_metrics *d, gk_error_t *err)
 {
 	char dir[4096], tmp[300], text[16384];
 	const char *name = strrchr(path, '/');
@@ -227,13 +227,13 @@ int gk_metrics_update(const char *path, const struct gk_metrics *d, char *err, s
 	int dirfd, fd, len, ret = 0;
 
 	if (!name || !name[1] || strlen(name + 1) > 250 || (size_t)(name - path) >= sizeof(dir)) {
-		snprintf(err, errlen, "metrics: '%s' is not a file path", path);
+		gk_errprintf(err, "metrics: '%s' is not a file path", path);
 		return -EINVAL;
 	}
 	memcpy(dir, path, (size_t)(name - path));
 	dir[name - path] = '\0';
 	name++;
-	dirfd = gk_root_dir_open(dir[0] ? dir : "/", err, errlen);
+	dirfd = gk_root_dir_open(dir[0] ? dir : "/", err);
 	if (dirfd < 0)
 		return dirfd;
 	while (flock(dirfd, LOCK_EX) < 0 && errno == EINTR)
@@ -262,7 +262,7 @@ int gk_metrics_update(const char *path, const struct gk_metrics *d, char *err, s
 		unlinkat(dirfd, tmp, 0);
 out:
 	if (ret)
-		snprintf(err, errlen, "metrics: %s: %s", path, strerror(-ret));
+		gk_errprintf(err, "metrics: %s: %s", path, strerror(-ret));
 	flock(dirfd, LOCK_UN);
 	close(dirfd);
 	return ret;

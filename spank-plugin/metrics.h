@@ -18,6 +18,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "error.h" /* gk_error_t (runtime/common) */
 #include "events.h"
 #include "jobstats.h"
 
@@ -50,6 +51,6 @@ void gk_metrics_parse(const char *text, size_t len, struct gk_metrics *m);
 
 /* Add d to the counters in the file at path (made when missing). 0 or a
  * negative errno; err says why. */
-int gk_metrics_update(const char *path, const struct gk_metrics *d, char *err, size_t errlen);
+int gk_metrics_update(const char *path, const struct gk_metrics *d, gk_error_t *err);
 
 #endif

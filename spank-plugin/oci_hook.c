@@ -186,7 +186,8 @@ enum bind_kind { BIND_NO, BIND_RO, BIND_RW };
  */
 static enum bind_kind bind_check(const char *path, const char *bundle, char *why, size_t len)
 {
-	char parent[PATH_MAX], name[NAME_MAX + 1], err[512], *slash;
+	gk_error_t err;
+	char parent[PATH_MAX], name[NAME_MAX + 1], *slash;
 	struct stat st;
 	int fd;
 
@@ -219,9 +220,9 @@ static enum bind_kind bind_check(const char *path, const char *bundle, char *why
 		return BIND_NO;
 	}
 	slash[slash == parent ? 1 : 0] = '\0';
-	fd = gk_open_trusted_dir(parent, NULL, err, sizeof(err));
+	fd = gk_open_trusted_dir(parent, NULL, err.text, sizeof(err.text));
 	if (fd < 0) {
-		snprintf(why, len, "%s", err);
+		snprintf(why, len, "%s", err.text);
 		return BIND_NO;
 	}
 	if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {

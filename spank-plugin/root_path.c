@@ -33,7 +33,7 @@ static int is_link(int dirfd, const char *name)
 	return fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISLNK(st.st_mode);
 }
 
-int gk_root_dir_open(const char *path, char *err, size_t errlen)
+int gk_root_dir_open(const char *path, gk_error_t *err)
 {
 	char comp[256];
 	const char *p = path;
@@ -41,12 +41,12 @@ int gk_root_dir_open(const char *path, char *err, size_t errlen)
 	int fd, next;
 
 	if (path[0] != '/') {
-		snprintf(err, errlen, "%s: not an absolute path", path);
+		gk_errprintf(err, "%s: not an absolute path", path);
 		return -EINVAL;
 	}
 	fd = open("/", DIR_FLAGS);
 	if (fd < 0) {
-		snprintf(err, errlen, "/: %s", strerror(errno));
+		gk_errprintf(err, "/: %s", strerror(errno));
 		return -errno;
 	}
 	for (;;) {
@@ -57,8 +57,8 @@ int gk_root_dir_open(const char *path, char *err, size_t errlen)
 		n = strcspn(p, "/");
 		/* fd is the folder reached so far: the last one when n is 0. */
 		if (fstat(fd, &st) < 0 || !root_only(&st, n != 0)) {
-			snprintf(
-			    err, errlen,
+			gk_errprintf(
+			    err,
 			    "%.*s: not root's, or writable by others: root will not write below it",
 			    (int)(p - path) ? (int)(p - path) : 1, path);
 			close(fd);
@@ -67,7 +67,7 @@ int gk_root_dir_open(const char *path, char *err, size_t errlen)
 		if (n == 0)
 			return fd;
 		if (n >= sizeof(comp) || (n == 2 && p[0] == '.' && p[1] == '.')) {
-			snprintf(err, errlen, "%s: bad component '%.*s'", path, (int)n, p);
+			gk_errprintf(err, "%s: bad component '%.*s'", path, (int)n, p);
 			close(fd);
 			return -EINVAL;
 		}
@@ -80,8 +80,8 @@ int gk_root_dir_open(const char *path, char *err, size_t errlen)
 			/* O_DIRECTORY|O_NOFOLLOW on a link fails with ENOTDIR or ELOOP. */
 			if (is_link(fd, comp))
 				e = ELOOP;
-			snprintf(err, errlen, "%.*s: %s", (int)(p - path + n), path,
-				 e == ELOOP ? "a symbolic link" : strerror(e));
+			gk_errprintf(err, "%.*s: %s", (int)(p - path + n), path,
+				     e == ELOOP ? "a symbolic link" : strerror(e));
 			close(fd);
 			return -e;
 		}
@@ -91,28 +91,28 @@ int gk_root_dir_open(const char *path, char *err, size_t errlen)
 	}
 }
 
-int gk_root_subdir(int dirfd, const char *name, mode_t mode, char *err, size_t errlen)
+int gk_root_subdir(int dirfd, const char *name, mode_t mode, gk_error_t *err)
 {
 	struct stat st;
 	int fd;
 
 	if (!name[0] || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, "..")) {
-		snprintf(err, errlen, "'%s': not a folder name", name);
+		gk_errprintf(err, "'%s': not a folder name", name);
 		return -EINVAL;
 	}
 	if (mkdirat(dirfd, name, mode) < 0 && errno != EEXIST) {
-		snprintf(err, errlen, "%s: cannot create: %s", name, strerror(errno));
+		gk_errprintf(err, "%s: cannot create: %s", name, strerror(errno));
 		return -errno;
 	}
 	fd = openat(dirfd, name, DIR_FLAGS);
 	if (fd < 0) {
 		int e = is_link(dirfd, name) ? ELOOP : errno;
 
-		snprintf(err, errlen, "%s: %s", name, e == ELOOP ? "a symbolic link" : strerror(e));
+		gk_errprintf(err, "%s: %s", name, e == ELOOP ? "a symbolic link" : strerror(e));
 		return -e;
 	}
 	if (fstat(fd, &st) < 0 || !root_only(&st, 0)) {
-		snprintf(err, errlen, "%s: not root's, or writable by others", name);
+		gk_errprintf(err, "%s: not root's, or writable by others", name);
 		close(fd);
 		return -EPERM;
 	}

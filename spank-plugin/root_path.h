@@ -17,6 +17,8 @@
 #include <stddef.h>
 #include <sys/types.h>
 
+#include "error.h" /* gk_error_t (runtime/common) */
+
 /*
  * Open the folder `path` (absolute) for root's use: every component a real
  * folder (no links), root's, not writable by group or others except for
@@ -24,13 +26,13 @@
  * Returns an O_DIRECTORY descriptor, or a negative errno with err saying
  * which component is wrong.
  */
-int gk_root_dir_open(const char *path, char *err, size_t errlen);
+int gk_root_dir_open(const char *path, gk_error_t *err);
 
 /*
  * The folder `name` inside dirfd, made (mode, root's) when missing; an
  * existing one must pass the same checks. A descriptor, or a negative errno.
  */
-int gk_root_subdir(int dirfd, const char *name, mode_t mode, char *err, size_t errlen);
+int gk_root_subdir(int dirfd, const char *name, mode_t mode, gk_error_t *err);
 
 /*
  * Open `name` inside dirfd (no links, no ".." or '/'), a folder owned by

@@ -85,8 +85,7 @@ int gk_shepherd_probe(const struct gk_site *s, uid_t uid, char *reason, size_t l
  * Looked at in the task folder the plugin opened (dirfd); the shepherd checks
  * the seal itself, through its own descriptors, before anything is restored.
  */
-static int newest_is_transparent(int dirfd, const char *dir, const char *newest, char *err,
-				 size_t errlen)
+static int newest_is_transparent(int dirfd, const char *dir, const char *newest, gk_error_t *err)
 {
 	struct stat st;
 	int fd = gk_open_dir_at(dirfd, newest, (uid_t)-1, NULL), ret = 0;
@@ -96,10 +95,11 @@ static int newest_is_transparent(int dirfd, const char *dir, const char *newest,
 	if (fstatat(fd, "criu", &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		ret = 1;
 		if (!S_ISDIR(st.st_mode) || st.st_uid != 0 || (st.st_mode & 077)) {
-			snprintf(err, errlen,
-				 "%s/%s/criu: not a root-owned folder of mode 0700 (not written by "
-				 "the shepherd); refused",
-				 dir, newest);
+			gk_errprintf(
+			    err,
+			    "%s/%s/criu: not a root-owned folder of mode 0700 (not written by "
+			    "the shepherd); refused",
+			    dir, newest);
 			ret = -EPERM;
 		}
 	}
@@ -107,22 +107,21 @@ static int newest_is_transparent(int dirfd, const char *dir, const char *newest,
 	return ret;
 }
 
-static int put(const struct gk_env *env, const char *name, const char *value, char *err,
-	       size_t errlen)
+static int put(const struct gk_env *env, const char *name, const char *value, gk_error_t *err)
 {
 	int rc = env->set(env->ctx, name, value, 1);
 
 	if (rc < 0)
-		snprintf(err, errlen, "cannot set %s: %s", name, strerror(-rc));
+		gk_errprintf(err, "cannot set %s: %s", name, strerror(-rc));
 	return rc;
 }
 
-static int drop(const struct gk_env *env, const char *name, char *err, size_t errlen)
+static int drop(const struct gk_env *env, const char *name, gk_error_t *err)
 {
 	int rc = env->unset(env->ctx, name);
 
 	if (rc < 0)
-		snprintf(err, errlen, "cannot unset %s: %s", name, strerror(-rc));
+		gk_errprintf(err, "cannot unset %s: %s", name, strerror(-rc));
 	return rc;
 }
 
@@ -140,21 +139,21 @@ static int independent(const struct gk_env *env)
  * first. With 128 random bits nobody can guess it before the shepherd binds
  * it (job, step and task are there for people reading /proc/net/unix).
  */
-static int name_socket(const struct gk_task_ids *ids, const struct gk_env *env,
-		       struct gk_tplan *p, char *err, size_t errlen)
+static int name_socket(const struct gk_task_ids *ids, const struct gk_env *env, struct gk_tplan *p,
+		       gk_error_t *err)
 {
 	unsigned char rnd[16];
 	char hex[33];
 
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-		snprintf(err, errlen, "getrandom: %s", strerror(errno));
+		gk_errprintf(err, "getrandom: %s", strerror(errno));
 		return -EIO;
 	}
 	for (size_t i = 0; i < sizeof(rnd); i++)
 		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
 	snprintf(p->socket, sizeof(p->socket), "gpuckpt.%u.%u.%u.%s", ids->job_id, ids->step_id,
 		 ids->task_id, hex);
-	return put(env, GK_ENV_SHEPHERD, p->socket, err, errlen);
+	return put(env, GK_ENV_SHEPHERD, p->socket, err);
 }
 
 /*
@@ -163,22 +162,21 @@ static int name_socket(const struct gk_task_ids *ids, const struct gk_env *env,
  * it matters, in the one program it matters for. A line at every job's start
  * would alarm the programs that use the API and say nothing to the others.
  */
-static int plan_none(const struct gk_env *env, struct gk_tplan *p, char *err, size_t errlen)
+static int plan_none(const struct gk_env *env, struct gk_tplan *p, gk_error_t *err)
 {
 	int rc;
 
 	p->kind = GK_TPLAN_NONE;
 	/* One inherited from an enclosing step names a shepherd that is not ours. */
-	rc = drop(env, GK_ENV_SHEPHERD, err, errlen);
+	rc = drop(env, GK_ENV_SHEPHERD, err);
 	if (!rc)
-		rc = put(env, GK_ENV_NO_TRANSPARENT, p->reason, err, errlen);
+		rc = put(env, GK_ENV_NO_TRANSPARENT, p->reason, err);
 	return rc;
 }
 
 int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
 			const struct gk_task_ids *ids, const struct gk_env *env,
-			const struct gk_inject_result *r, struct gk_tplan *p, char *err,
-			size_t errlen)
+			const struct gk_inject_result *r, struct gk_tplan *p, gk_error_t *err)
 {
 	int shell = ids->step_id == GK_STEP_BATCH || ids->step_id == GK_STEP_INTERACTIVE;
 	char value[32], why[GK_ERRLEN];
@@ -193,47 +191,48 @@ int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
 
 	have = env->get(env->ctx, GK_ENV_MODE, value, sizeof(value));
 	if (have < 0) {
-		snprintf(err, errlen, "%s: value too long", GK_ENV_MODE);
+		gk_errprintf(err, "%s: value too long", GK_ENV_MODE);
 		return -EINVAL;
 	}
-	rc = gk_opts_mode(o, have == 1 ? value : NULL, s, &p->mode, err, errlen);
+	rc = gk_opts_mode(o, have == 1 ? value : NULL, s, &p->mode, err);
 	if (rc < 0)
 		return rc;
-	rc = put(env, GK_ENV_MODE, gk_mode_name(p->mode), err, errlen);
+	rc = put(env, GK_ENV_MODE, gk_mode_name(p->mode), err);
 	if (rc < 0)
 		return rc;
 	have = env->get(env->ctx, "GPUCKPT_ASSIST", value, sizeof(value));
 	if (have == 1 && (strcmp(value, "on") == 0 || strcmp(value, "off") == 0))
 		strcpy(p->assist, strcmp(value, "on") == 0 ? "on" : "off");
 	else if (have != 0) {
-		snprintf(err, errlen, "GPUCKPT_ASSIST: invalid value '%s' (expected on or off)",
-			 have == 1 ? value : "(too long)");
+		gk_errprintf(err, "GPUCKPT_ASSIST: invalid value '%s' (expected on or off)",
+			     have == 1 ? value : "(too long)");
 		return -EINVAL;
 	}
 
 	if (p->mode == GK_MODE_APP) {
 		snprintf(p->reason, sizeof(p->reason),
 			 "the job asked for application mode (GPUCKPT_MODE=app)");
-		return plan_none(env, p, err, errlen);
+		return plan_none(env, p, err);
 	}
 	if (!shell && r->container[0]) {
 		/* CRIU has not been measured on a container's tree (its mounts and
 		 * namespaces, a runtime's monitor): refused at the start rather than
 		 * found out at preemption; auto means the API's way there. */
 		if (p->mode == GK_MODE_TRANSPARENT) {
-			snprintf(err, errlen,
-				 "transparent mode was asked for (GPUCKPT_MODE=transparent) but the "
-				 "program runs in a %s container, which it does not reach yet: use "
-				 "--gpu-checkpoint-mode=app or auto (programs that use the gpuckpt "
-				 "API are checkpointed in containers)",
-				 r->container);
+			gk_errprintf(
+			    err,
+			    "transparent mode was asked for (GPUCKPT_MODE=transparent) but the "
+			    "program runs in a %s container, which it does not reach yet: use "
+			    "--gpu-checkpoint-mode=app or auto (programs that use the gpuckpt "
+			    "API are checkpointed in containers)",
+			    r->container);
 			return -ENOTSUP;
 		}
 		snprintf(p->reason, sizeof(p->reason),
 			 "the program runs in a %s container, which transparent mode does not "
 			 "reach yet: it is checkpointed only if it uses the gpuckpt API",
 			 r->container);
-		return plan_none(env, p, err, errlen);
+		return plan_none(env, p, err);
 	}
 	/* A step of several tasks: one task's tree alone is not the step, and
 	 * without the API its tasks cannot agree on one point to dump at. Only
@@ -245,14 +244,16 @@ int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
 			 "alone are not the step (MPI programs: gpuckpt_mpi.h; tasks that never talk "
 			 "to each other: GPUCKPT_TASKS=independent)");
 		if (p->mode == GK_MODE_TRANSPARENT) {
-			snprintf(err, errlen, "transparent mode was asked for (GPUCKPT_MODE=transparent), "
-				 "but %s", p->reason);
+			gk_errprintf(err,
+				     "transparent mode was asked for (GPUCKPT_MODE=transparent), "
+				     "but %s",
+				     p->reason);
 			return -ENOTSUP;
 		}
-		return plan_none(env, p, err, errlen);
+		return plan_none(env, p, err);
 	}
 	if (!shell && r->dir_rc == 0 && r->restore) {
-		ckpt_t = newest_is_transparent(r->dirfd, r->dir, r->newest, err, errlen);
+		ckpt_t = newest_is_transparent(r->dirfd, r->dir, r->newest, err);
 		if (ckpt_t < 0)
 			return ckpt_t;
 	}
@@ -264,42 +265,44 @@ int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
 				 "program with srun");
 		else
 			snprintf(p->reason, sizeof(p->reason), "%s", why);
-		return plan_none(env, p, err, errlen);
+		return plan_none(env, p, err);
 	}
 	if (!can && ckpt_t) {
-		snprintf(err, errlen,
-			 "%s/%s was written in transparent mode and this node cannot restore it: %s",
-			 r->dir, r->newest, why);
+		gk_errprintf(
+		    err,
+		    "%s/%s was written in transparent mode and this node cannot restore it: %s",
+		    r->dir, r->newest, why);
 		return -ENOTSUP;
 	}
 	if (!can && p->mode == GK_MODE_TRANSPARENT) {
-		snprintf(err, errlen,
-			 "transparent mode was asked for (GPUCKPT_MODE=transparent) but this node "
-			 "cannot do it: %s",
-			 why);
+		gk_errprintf(
+		    err,
+		    "transparent mode was asked for (GPUCKPT_MODE=transparent) but this node "
+		    "cannot do it: %s",
+		    why);
 		return -ENOTSUP;
 	}
 	if (!can) {
 		snprintf(p->reason, sizeof(p->reason), "%s", why);
-		return plan_none(env, p, err, errlen);
+		return plan_none(env, p, err);
 	}
 	if (r->dir_rc < 0) {
-		snprintf(err, errlen, "transparent mode needs the checkpoint folder: %s",
-			 r->dir_err);
+		gk_errprintf(err, "transparent mode needs the checkpoint folder: %s",
+			     r->dir_err.text);
 		return r->dir_rc;
 	}
 
-	rc = drop(env, GK_ENV_NO_TRANSPARENT, err, errlen);
+	rc = drop(env, GK_ENV_NO_TRANSPARENT, err);
 	if (rc < 0)
 		return rc;
 	if (ckpt_t) {
 		/* The shepherd restores the whole tree; the runtime must not load anything. */
 		p->kind = GK_TPLAN_RESTORE;
 		snprintf(p->newest, sizeof(p->newest), "%s", r->newest);
-		return drop(env, "GPUCKPT_RESTORE", err, errlen);
+		return drop(env, "GPUCKPT_RESTORE", err);
 	}
 	p->kind = GK_TPLAN_ATTACH;
-	return name_socket(ids, env, p, err, errlen);
+	return name_socket(ids, env, p, err);
 }
 
 int gk_shepherd_argv(const struct gk_tplan *p, pid_t child, char *argv[], char *buf,
@@ -461,7 +464,7 @@ static int shares_cgroup(pid_t pid, const char *line)
 	return same;
 }
 
-static int join_my_cgroups(pid_t pid, char *err, size_t errlen)
+static int join_my_cgroups(pid_t pid, gk_error_t *err)
 {
 	char line[PATH_MAX], path[2 * PATH_MAX];
 	FILE *f = fopen("/proc/self/cgroup", "re");
@@ -490,8 +493,8 @@ static int join_my_cgroups(pid_t pid, char *err, size_t errlen)
 			continue;
 		if (fd < 0 || dprintf(fd, "%ld\n", (long)pid) < 0) {
 			rc = -errno;
-			snprintf(err, errlen, "cannot move process %ld into %.300s: %s", (long)pid,
-				 path, strerror(-rc));
+			gk_errprintf(err, "cannot move process %ld into %.300s: %s", (long)pid,
+				     path, strerror(-rc));
 			if (fd >= 0)
 				close(fd);
 			break;
@@ -503,19 +506,19 @@ static int join_my_cgroups(pid_t pid, char *err, size_t errlen)
 }
 
 /* Give pid what slurmstepd gave this process after the fork: cgroups and CPUs. */
-static int place_like_me(pid_t pid, char *err, size_t errlen)
+static int place_like_me(pid_t pid, gk_error_t *err)
 {
 	cpu_set_t cpus;
 	int rc;
 
-	rc = join_my_cgroups(pid, err, errlen);
+	rc = join_my_cgroups(pid, err);
 	if (rc < 0)
 		return rc;
 	if (sched_getaffinity(0, sizeof(cpus), &cpus) == 0 &&
 	    sched_setaffinity(pid, sizeof(cpus), &cpus) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "cannot set the CPUs of process %ld: %s", (long)pid,
-			 strerror(-rc));
+		gk_errprintf(err, "cannot set the CPUs of process %ld: %s", (long)pid,
+			     strerror(-rc));
 	}
 	return rc;
 }
@@ -531,7 +534,8 @@ static void die_after_fork(const char *what, int e)
 static void run_shepherd(const struct gk_tplan *p, pid_t child, int up) __attribute__((noreturn));
 static void run_shepherd(const struct gk_tplan *p, pid_t child, int up)
 {
-	char *argv[GK_SHEPHERD_MAXARGS + 1], buf[3 * PATH_MAX + 512], err[GK_ERRLEN];
+	gk_error_t err;
+	char *argv[GK_SHEPHERD_MAXARGS + 1], buf[3 * PATH_MAX + 512];
 	int fds[3], rc, status;
 	char go = 'G';
 
@@ -544,12 +548,12 @@ static void run_shepherd(const struct gk_tplan *p, pid_t child, int up)
 			;
 		_exit(1);
 	}
-	err[0] = '\0';
-	rc = p->kind == GK_TPLAN_ATTACH ? place_like_me(child, err, sizeof(err)) : 0;
+	err.text[0] = '\0';
+	rc = p->kind == GK_TPLAN_ATTACH ? place_like_me(child, &err) : 0;
 	if (rc < 0) {
 		if (child > 0)
 			kill(child, SIGKILL);
-		dprintf(fds[2], "gpuckpt: transparent: %s; the task does not start\n", err);
+		dprintf(fds[2], "gpuckpt: transparent: %s; the task does not start\n", err.text);
 		_exit(127);
 	}
 	if (write(up, &go, 1) != 1) {
@@ -578,7 +582,7 @@ static void run_shepherd(const struct gk_tplan *p, pid_t child, int up)
 	die_after_fork(argv[0], errno);
 }
 
-int gk_shepherd_launch(const struct gk_tplan *p, char *err, size_t errlen)
+int gk_shepherd_launch(const struct gk_tplan *p, gk_error_t *err)
 {
 	int up[2] = {-1, -1}, rc;
 	pid_t child;
@@ -587,7 +591,7 @@ int gk_shepherd_launch(const struct gk_tplan *p, char *err, size_t errlen)
 		return 0;
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, up) < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "transparent: socket pair: %s", strerror(-rc));
+		gk_errprintf(err, "transparent: socket pair: %s", strerror(-rc));
 		goto out_close;
 	}
 	/* No PID namespace: the CUDA driver fails in one without a /proc of its
@@ -595,7 +599,7 @@ int gk_shepherd_launch(const struct gk_tplan *p, char *err, size_t errlen)
 	child = fork();
 	if (child < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "transparent: fork: %s", strerror(-rc));
+		gk_errprintf(err, "transparent: fork: %s", strerror(-rc));
 		goto out_close;
 	}
 	if (child > 0) {
@@ -614,7 +618,7 @@ out_close:
 	return rc;
 }
 
-int gk_shepherd_task_start(char *err, size_t errlen)
+int gk_shepherd_task_start(gk_error_t *err)
 {
 	char go;
 	ssize_t n;
@@ -634,7 +638,7 @@ int gk_shepherd_task_start(char *err, size_t errlen)
 	if (handoff_exit)
 		_exit(rc < 0 ? 1 : 0);
 	if (rc < 0)
-		snprintf(err, errlen, "transparent: the shepherd's side did not take the task: %s",
-			 strerror(-rc));
+		gk_errprintf(err, "transparent: the shepherd's side did not take the task: %s",
+			     strerror(-rc));
 	return rc;
 }

@@ -77,8 +77,7 @@ int gk_shepherd_probe(const struct gk_site *s, uid_t uid, char *reason, size_t l
  */
 int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
 			const struct gk_task_ids *ids, const struct gk_env *env,
-			const struct gk_inject_result *r, struct gk_tplan *p, char *err,
-			size_t errlen);
+			const struct gk_inject_result *r, struct gk_tplan *p, gk_error_t *err);
 
 /* The shepherd's arguments for an ATTACH (child = the namespace's init) or a
  * RESTORE plan, NULL-terminated, strings in buf. -ENAMETOOLONG if too small. */
@@ -94,7 +93,7 @@ int gk_shepherd_argv(const struct gk_tplan *p, pid_t child, char *argv[], char *
  * returns. A failure before the fork returns a negative errno with err set,
  * and nothing is left behind.
  */
-int gk_shepherd_launch(const struct gk_tplan *p, char *err, size_t errlen);
+int gk_shepherd_launch(const struct gk_tplan *p, gk_error_t *err);
 
 /*
  * In task_init (stdio set up, privileges dropped): hand this process's stdin,
@@ -102,6 +101,6 @@ int gk_shepherd_launch(const struct gk_tplan *p, char *err, size_t errlen);
  * RESTORE helper exits here. 0 when there is nothing to do or it went well,
  * else a negative errno with err set (the task must not run).
  */
-int gk_shepherd_task_start(char *err, size_t errlen);
+int gk_shepherd_task_start(gk_error_t *err);
 
 #endif

@@ -48,65 +48,66 @@ void gk_site_defaults(struct gk_site *s)
 
 /* A path setting: absolute, fits; "none" or "" clears it where that is allowed. */
 static int set_path(char *dst, size_t len, const char *key, const char *value, int may_clear,
-		    char *err, size_t errlen)
+		    gk_error_t *err)
 {
 	if (may_clear && (value[0] == '\0' || strcmp(value, "none") == 0)) {
 		dst[0] = '\0';
 		return 0;
 	}
 	if (value[0] != '/') {
-		snprintf(err, errlen, "%s: '%s' is not an absolute path", key, value);
+		gk_errprintf(err, "%s: '%s' is not an absolute path", key, value);
 		return -EINVAL;
 	}
 	if (strlen(value) >= len) {
-		snprintf(err, errlen, "%s: path too long (%zu bytes)", key, strlen(value));
+		gk_errprintf(err, "%s: path too long (%zu bytes)", key, strlen(value));
 		return -EINVAL;
 	}
 	strcpy(dst, value);
 	return 0;
 }
 
-int gk_site_set(struct gk_site *s, const char *key, const char *value, char *err, size_t errlen)
+int gk_site_set(struct gk_site *s, const char *key, const char *value, gk_error_t *err)
 {
 	if (strcmp(key, "default") == 0) {
 		if (gk_parse_onoff(value, &s->default_on) < 0) {
-			snprintf(err, errlen, "default: invalid value '%s' (expected on or off)",
-				 value);
+			gk_errprintf(err, "default: invalid value '%s' (expected on or off)",
+				     value);
 			return -EINVAL;
 		}
 		return 0;
 	}
 	if (strcmp(key, "bb_root") == 0)
-		return set_path(s->bb_root, sizeof(s->bb_root), key, value, 0, err, errlen);
+		return set_path(s->bb_root, sizeof(s->bb_root), key, value, 0, err);
 	if (strcmp(key, "shared_root") == 0)
-		return set_path(s->shared_root, sizeof(s->shared_root), key, value, 1, err, errlen);
+		return set_path(s->shared_root, sizeof(s->shared_root), key, value, 1, err);
 	if (strcmp(key, "flush_root") == 0)
-		return set_path(s->flush_root, sizeof(s->flush_root), key, value, 1, err, errlen);
+		return set_path(s->flush_root, sizeof(s->flush_root), key, value, 1, err);
 	if (strcmp(key, "runtime") == 0)
-		return set_path(s->runtime, sizeof(s->runtime), key, value, 0, err, errlen);
+		return set_path(s->runtime, sizeof(s->runtime), key, value, 0, err);
 	if (strcmp(key, "stage") == 0)
-		return set_path(s->stage, sizeof(s->stage), key, value, 1, err, errlen);
+		return set_path(s->stage, sizeof(s->stage), key, value, 1, err);
 	if (strcmp(key, "stage_timeout") == 0) {
 		long n;
 
 		if (gk_parse_seconds(value, &n) < 0 || n > 86400) {
-			snprintf(err, errlen,
-				 "stage_timeout: invalid value '%s' (expected seconds from 0 to 86400; "
-				 "0: no limit)",
-				 value);
+			gk_errprintf(
+			    err,
+			    "stage_timeout: invalid value '%s' (expected seconds from 0 to 86400; "
+			    "0: no limit)",
+			    value);
 			return -EINVAL;
 		}
 		s->stage_timeout = (unsigned)n;
 		return 0;
 	}
 	if (strcmp(key, "config") == 0)
-		return set_path(s->config, sizeof(s->config), key, value, 1, err, errlen);
+		return set_path(s->config, sizeof(s->config), key, value, 1, err);
 	if (strcmp(key, "keep") == 0) {
 		long n;
 
 		if (gk_parse_seconds(value, &n) < 0 || n < 1 || n > 1000) {
-			snprintf(
-			    err, errlen,
+			gk_errprintf(
+			    err,
 			    "keep: invalid value '%s' (expected a whole number from 1 to 1000)",
 			    value);
 			return -EINVAL;
@@ -116,18 +117,18 @@ int gk_site_set(struct gk_site *s, const char *key, const char *value, char *err
 	}
 	if (strcmp(key, "on_bad_checkpoint") == 0) {
 		if (gk_parse_on_bad(value, &s->on_bad_fresh) < 0) {
-			snprintf(err, errlen,
-				 "on_bad_checkpoint: invalid value '%s' (expected fail or fresh)",
-				 value);
+			gk_errprintf(
+			    err, "on_bad_checkpoint: invalid value '%s' (expected fail or fresh)",
+			    value);
 			return -EINVAL;
 		}
 		return 0;
 	}
 	if (strcmp(key, "interval") == 0) {
 		if (gk_parse_seconds(value, &s->interval) < 0) {
-			snprintf(err, errlen,
-				 "interval: invalid value '%s' (expected seconds, 0 or more)",
-				 value);
+			gk_errprintf(err,
+				     "interval: invalid value '%s' (expected seconds, 0 or more)",
+				     value);
 			return -EINVAL;
 		}
 		return 0;
@@ -141,40 +142,42 @@ int gk_site_set(struct gk_site *s, const char *key, const char *value, char *err
 				return 0;
 			}
 		}
-		snprintf(err, errlen,
-			 "log_level: invalid value '%s' (expected error, warn, notice, info or debug)",
-			 value);
+		gk_errprintf(
+		    err,
+		    "log_level: invalid value '%s' (expected error, warn, notice, info or debug)",
+		    value);
 		return -EINVAL;
 	}
 	if (strcmp(key, "mode") == 0) {
 		if (gk_parse_mode(value, &s->mode) < 0) {
-			snprintf(err, errlen,
-				 "mode: invalid value '%s' (expected auto, app or transparent)", value);
+			gk_errprintf(err,
+				     "mode: invalid value '%s' (expected auto, app or transparent)",
+				     value);
 			return -EINVAL;
 		}
 		return 0;
 	}
 	if (strcmp(key, "criu") == 0)
-		return set_path(s->criu, sizeof(s->criu), key, value, 1, err, errlen);
+		return set_path(s->criu, sizeof(s->criu), key, value, 1, err);
 	if (strcmp(key, "shepherd") == 0)
-		return set_path(s->shepherd, sizeof(s->shepherd), key, value, 0, err, errlen);
+		return set_path(s->shepherd, sizeof(s->shepherd), key, value, 0, err);
 	if (strcmp(key, "metrics") == 0)
-		return set_path(s->metrics, sizeof(s->metrics), key, value, 1, err, errlen);
+		return set_path(s->metrics, sizeof(s->metrics), key, value, 1, err);
 	if (strcmp(key, "admin_comment") == 0) {
 		if (gk_parse_onoff(value, &s->admin_comment) < 0) {
-			snprintf(err, errlen, "admin_comment: invalid value '%s' (expected on or off)",
-				 value);
+			gk_errprintf(err, "admin_comment: invalid value '%s' (expected on or off)",
+				     value);
 			return -EINVAL;
 		}
 		return 0;
 	}
 	if (strcmp(key, "scontrol") == 0)
-		return set_path(s->scontrol, sizeof(s->scontrol), key, value, 0, err, errlen);
-	snprintf(err, errlen, "unknown argument '%s' (known: " KNOWN_KEYS ")", key);
+		return set_path(s->scontrol, sizeof(s->scontrol), key, value, 0, err);
+	gk_errprintf(err, "unknown argument '%s' (known: " KNOWN_KEYS ")", key);
 	return -EINVAL;
 }
 
-int gk_site_parse(struct gk_site *s, int argc, char *const argv[], char *err, size_t errlen)
+int gk_site_parse(struct gk_site *s, int argc, char *const argv[], gk_error_t *err)
 {
 	gk_site_defaults(s);
 	for (int i = 0; i < argc; i++) {
@@ -184,17 +187,17 @@ int gk_site_parse(struct gk_site *s, int argc, char *const argv[], char *err, si
 		int rc;
 
 		if (!eq) {
-			snprintf(err, errlen, "argument '%s' is not key=value", argv[i]);
+			gk_errprintf(err, "argument '%s' is not key=value", argv[i]);
 			return -EINVAL;
 		}
 		klen = (size_t)(eq - argv[i]);
 		if (klen == 0 || klen >= sizeof(key)) {
-			snprintf(err, errlen, "argument '%s' has no valid key", argv[i]);
+			gk_errprintf(err, "argument '%s' has no valid key", argv[i]);
 			return -EINVAL;
 		}
 		memcpy(key, argv[i], klen);
 		key[klen] = '\0';
-		rc = gk_site_set(s, key, eq + 1, err, errlen);
+		rc = gk_site_set(s, key, eq + 1, err);
 		if (rc < 0)
 			return rc;
 	}

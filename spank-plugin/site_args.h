@@ -35,6 +35,7 @@
 #include <stddef.h>
 
 #include "contract.h" /* GK_ERRLEN, enum gk_mode: the runtime's (runtime/common) */
+#include "error.h"    /* gk_error_t: the runtime's, too */
 
 struct gk_site {
 	int default_on;
@@ -64,9 +65,9 @@ void gk_site_defaults(struct gk_site *s);
  * err naming the argument and what is wrong; *s then holds the defaults and
  * the arguments before the bad one.
  */
-int gk_site_parse(struct gk_site *s, int argc, char *const argv[], char *err, size_t errlen);
+int gk_site_parse(struct gk_site *s, int argc, char *const argv[], gk_error_t *err);
 
 /* Apply one key=value. */
-int gk_site_set(struct gk_site *s, const char *key, const char *value, char *err, size_t errlen);
+int gk_site_set(struct gk_site *s, const char *key, const char *value, gk_error_t *err);
 
 #endif

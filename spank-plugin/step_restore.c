@@ -24,8 +24,8 @@ int gk_plan_path(const char *bb_root, uint32_t job_id, char *buf, size_t len)
 /* A small file read through a descriptor: no link followed, a regular file
  * of at most max bytes, owned by `owner` (or anyone when owner < 0) and, when
  * it must be root's, writable by nobody else. */
-static int read_small(int dirfd, const char *name, long owner, size_t max, char **text,
-		      size_t *len, char *err, size_t errlen)
+static int read_small(int dirfd, const char *name, long owner, size_t max, char **text, size_t *len,
+		      gk_error_t *err)
 {
 	struct stat st;
 	char *buf = NULL;
@@ -35,25 +35,25 @@ static int read_small(int dirfd, const char *name, long owner, size_t max, char 
 	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: %s", name,
-			 ret == -ELOOP ? "a symbolic link; refused" : strerror(-ret));
+		gk_errprintf(err, "%s: %s", name,
+			     ret == -ELOOP ? "a symbolic link; refused" : strerror(-ret));
 		return ret;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (size_t)st.st_size > max) {
-		snprintf(err, errlen, "%s: not a regular file of at most %zu bytes", name, max);
+		gk_errprintf(err, "%s: not a regular file of at most %zu bytes", name, max);
 		ret = -EINVAL;
 		goto out;
 	}
 	if (owner >= 0 && (st.st_uid != (uid_t)owner || (st.st_mode & (S_IWGRP | S_IWOTH)))) {
-		snprintf(err, errlen, "%s: not root's alone (uid %u, mode %04o); refused", name,
-			 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+		gk_errprintf(err, "%s: not root's alone (uid %u, mode %04o); refused", name,
+			     (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
 		ret = -EPERM;
 		goto out;
 	}
 	buf = malloc((size_t)st.st_size + 1);
 	if (!buf) {
 		ret = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
+		gk_errprintf(err, "out of memory");
 		goto out;
 	}
 	while (got < (size_t)st.st_size) {
@@ -63,8 +63,8 @@ static int read_small(int dirfd, const char *name, long owner, size_t max, char 
 			continue;
 		if (r <= 0) {
 			ret = r < 0 ? -errno : -EIO;
-			snprintf(err, errlen, "%s: %s", name,
-				 r < 0 ? strerror(errno) : "shrank while read");
+			gk_errprintf(err, "%s: %s", name,
+				     r < 0 ? strerror(errno) : "shrank while read");
 			goto out;
 		}
 		got += (size_t)r;
@@ -104,37 +104,39 @@ static int has_member(int stepfd, uint32_t task, uint64_t seq)
 
 /* From the prolog's plan, root's, in the burst-buffer root. */
 static int from_plan(const struct gk_site *s, const struct gk_task_ids *ids, const char *step,
-		     struct gk_plan_entry *e, char *err, size_t errlen)
+		     struct gk_plan_entry *e, gk_error_t *err)
 {
-	char name[64], sub[GK_ERRLEN], *text = NULL;
+	gk_error_t sub;
+	char name[64], *text = NULL;
 	size_t len = 0;
 	int rootfd, ret;
 
 	snprintf(name, sizeof(name), ".plan.%u", ids->job_id);
 	/* Checked as the task folder's root was: root's alone all the way. */
-	rootfd = gk_open_trusted_dir(s->bb_root, "bb_root", sub, sizeof(sub));
+	rootfd = gk_open_trusted_dir(s->bb_root, "bb_root", sub.text, sizeof(sub.text));
 	if (rootfd < 0) {
-		snprintf(err, errlen, "burst-buffer root: %s", sub);
+		gk_errprintf(err, "burst-buffer root: %s", sub.text);
 		return rootfd;
 	}
-	ret = read_small(rootfd, name, 0, GK_PLAN_MAX, &text, &len, sub, sizeof(sub));
+	ret = read_small(rootfd, name, 0, GK_PLAN_MAX, &text, &len, &sub);
 	close(rootfd);
 	if (ret == -ENOENT) {
-		snprintf(err, errlen,
-			 "no restore plan from the prolog (%s/%s): it did not run or failed (see "
-			 "slurmd's log); the task is not started, rather than restoring a set other "
-			 "tasks of the step may not",
-			 s->bb_root, name);
+		gk_errprintf(
+		    err,
+		    "no restore plan from the prolog (%s/%s): it did not run or failed (see "
+		    "slurmd's log); the task is not started, rather than restoring a set other "
+		    "tasks of the step may not",
+		    s->bb_root, name);
 		return ret;
 	}
 	if (ret < 0) {
-		snprintf(err, errlen, "restore plan %s/%s", s->bb_root, sub);
+		gk_errprintf(err, "restore plan %s/%s", s->bb_root, sub.text);
 		return ret;
 	}
-	ret = gk_plan_find(text, len, step, e, sub, sizeof(sub));
+	ret = gk_plan_find(text, len, step, e, sub.text, sizeof(sub.text));
 	free(text);
 	if (ret < 0) {
-		snprintf(err, errlen, "restore plan %s/%s: %s; refused", s->bb_root, name, sub);
+		gk_errprintf(err, "restore plan %s/%s: %s; refused", s->bb_root, name, sub.text);
 		return ret;
 	}
 	if (ret == 0) {
@@ -160,16 +162,17 @@ static int from_folder(int stepfd, uint32_t ntasks, struct gk_plan_entry *e)
 	if (!d)
 		return -errno;
 	while ((de = readdir(d))) {
-		char *text = NULL, sub[GK_ERRLEN];
+		gk_error_t sub;
+		char *text = NULL;
 		size_t len = 0;
 		uint64_t seq;
 		uint32_t t;
 
 		if (gk_set_name_parse(de->d_name, &seq) < 0 || seq <= best)
 			continue;
-		if (read_small(stepfd, de->d_name, -1, GK_SETFILE_MAX, &text, &len, sub,
-			       sizeof(sub)) < 0 ||
-		    gk_set_record_parse(text, len, &r, sub, sizeof(sub)) < 0 || r.sequence != seq) {
+		if (read_small(stepfd, de->d_name, -1, GK_SETFILE_MAX, &text, &len, &sub) < 0 ||
+		    gk_set_record_parse(text, len, &r, sub.text, sizeof(sub.text)) < 0 ||
+		    r.sequence != seq) {
 			free(text);
 			continue;
 		}
@@ -203,8 +206,7 @@ static int from_folder(int stepfd, uint32_t ntasks, struct gk_plan_entry *e)
 }
 
 int gk_step_choose(const struct gk_site *s, const struct gk_task_ids *ids, uint32_t ntasks,
-		   int taskfd, const char *task_dir, struct gk_step_choice *c, char *err,
-		   size_t errlen)
+		   int taskfd, const char *task_dir, struct gk_step_choice *c, gk_error_t *err)
 {
 	struct gk_plan_entry e;
 	char step[32];
@@ -216,14 +218,14 @@ int gk_step_choose(const struct gk_site *s, const struct gk_task_ids *ids, uint3
 	stepfd = openat(taskfd, "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (stepfd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s/..: %s", task_dir, strerror(-ret));
+		gk_errprintf(err, "%s/..: %s", task_dir, strerror(-ret));
 		return ret;
 	}
 	c->from_plan = s->stage[0] && s->shared_root[0];
-	ret = c->from_plan ? from_plan(s, ids, step, &e, err, errlen) : from_folder(stepfd, ntasks, &e);
+	ret = c->from_plan ? from_plan(s, ids, step, &e, err) : from_folder(stepfd, ntasks, &e);
 	if (ret < 0) {
 		if (!c->from_plan)
-			snprintf(err, errlen, "%s/..: %s", task_dir, strerror(-ret));
+			gk_errprintf(err, "%s/..: %s", task_dir, strerror(-ret));
 		goto out;
 	}
 	c->kind = e.kind;
@@ -242,11 +244,12 @@ int gk_step_choose(const struct gk_site *s, const struct gk_task_ids *ids, uint3
 	snprintf(c->ckpt, sizeof(c->ckpt), "%s/" GK_CKPT_FMT, task_dir, e.sequence);
 	if (!has_member(stepfd, ids->task_id, e.sequence)) {
 		ret = -ENOENT;
-		snprintf(err, errlen,
-			 "set %" PRIu64 " is restored by every task of the step, but this task's part "
-			 "(%s) is not on this node (staging it in failed? see slurmd's log); the task "
-			 "is not started",
-			 e.sequence, c->ckpt);
+		gk_errprintf(
+		    err,
+		    "set %" PRIu64 " is restored by every task of the step, but this task's part "
+		    "(%s) is not on this node (staging it in failed? see slurmd's log); the task "
+		    "is not started",
+		    e.sequence, c->ckpt);
 	}
 out:
 	close(stepfd);

@@ -47,7 +47,6 @@ int gk_plan_path(const char *bb_root, uint32_t job_id, char *buf, size_t len);
  * node (staging it in failed).
  */
 int gk_step_choose(const struct gk_site *s, const struct gk_task_ids *ids, uint32_t ntasks,
-		   int taskfd, const char *task_dir, struct gk_step_choice *c, char *err,
-		   size_t errlen);
+		   int taskfd, const char *task_dir, struct gk_step_choice *c, gk_error_t *err);
 
 #endif

@@ -70,22 +70,22 @@ int gk_preload_remove(const char *cur, const char *lib, char *out, size_t len)
 }
 
 static int set_env(const struct gk_env *env, const char *name, const char *value, int overwrite,
-		   char *err, size_t errlen)
+		   gk_error_t *err)
 {
 	int rc = env->set(env->ctx, name, value, overwrite);
 
 	if (rc < 0)
-		snprintf(err, errlen, "cannot set %s=%s: %s", name, value, strerror(-rc));
+		gk_errprintf(err, "cannot set %s=%s: %s", name, value, strerror(-rc));
 	return rc;
 }
 
 static int set_env_num(const struct gk_env *env, const char *name, long value, int overwrite,
-		       char *err, size_t errlen)
+		       gk_error_t *err)
 {
 	char buf[32];
 
 	snprintf(buf, sizeof(buf), "%ld", value);
-	return set_env(env, name, buf, overwrite, err, errlen);
+	return set_env(env, name, buf, overwrite, err);
 }
 
 static unsigned restart_count(const struct gk_env *env)
@@ -102,25 +102,23 @@ static unsigned restart_count(const struct gk_env *env)
 
 /* The settings that follow the site unless the user (or a command-line option) said otherwise. */
 static int set_tunables(const struct gk_site *s, const struct gk_opts *o, const struct gk_env *env,
-			char *err, size_t errlen)
+			gk_error_t *err)
 {
 	int rc;
 
-	rc = set_env_num(env, "GPUCKPT_KEEP", (long)s->keep, 0, err, errlen);
+	rc = set_env_num(env, "GPUCKPT_KEEP", (long)s->keep, 0, err);
 	if (!rc && o->interval >= 0)
-		rc = set_env_num(env, GK_ENV_INTERVAL, o->interval, 1, err, errlen);
+		rc = set_env_num(env, GK_ENV_INTERVAL, o->interval, 1, err);
 	else if (!rc && s->interval >= 0)
-		rc = set_env_num(env, GK_ENV_INTERVAL, s->interval, 0, err, errlen);
+		rc = set_env_num(env, GK_ENV_INTERVAL, s->interval, 0, err);
 	if (!rc && o->on_bad_fresh >= 0)
-		rc =
-		    set_env(env, GK_ENV_ON_BAD, o->on_bad_fresh ? "fresh" : "fail", 1, err, errlen);
+		rc = set_env(env, GK_ENV_ON_BAD, o->on_bad_fresh ? "fresh" : "fail", 1, err);
 	else if (!rc && s->on_bad_fresh >= 0)
-		rc =
-		    set_env(env, GK_ENV_ON_BAD, s->on_bad_fresh ? "fresh" : "fail", 0, err, errlen);
+		rc = set_env(env, GK_ENV_ON_BAD, s->on_bad_fresh ? "fresh" : "fail", 0, err);
 	if (!rc && s->log_level[0])
-		rc = set_env(env, "GPUCKPT_LOG_LEVEL", s->log_level, 0, err, errlen);
+		rc = set_env(env, "GPUCKPT_LOG_LEVEL", s->log_level, 0, err);
 	if (!rc && s->config[0])
-		rc = set_env(env, "GPUCKPT_CONFIG", s->config, 0, err, errlen);
+		rc = set_env(env, "GPUCKPT_CONFIG", s->config, 0, err);
 	return rc;
 }
 
@@ -149,13 +147,13 @@ static int on_bad_fresh(const struct gk_site *s, const struct gk_opts *o, const 
 /* The restart of a step of several tasks: the step's set, or nothing. */
 static int choose_set(const struct gk_site *s, const struct gk_opts *o,
 		      const struct gk_task_ids *ids, const struct gk_env *env,
-		      struct gk_inject_result *r, char *err, size_t errlen)
+		      struct gk_inject_result *r, gk_error_t *err)
 {
 	struct gk_step_choice *c = &r->choice;
 	int rc;
 
 	r->step_set = 1;
-	rc = gk_step_choose(s, ids, ids->ntasks, r->dirfd, r->dir, c, err, errlen);
+	rc = gk_step_choose(s, ids, ids->ntasks, r->dirfd, r->dir, c, err);
 	if (rc < 0)
 		return rc;
 	if (c->kind == GK_PLAN_SET) {
@@ -164,18 +162,19 @@ static int choose_set(const struct gk_site *s, const struct gk_opts *o,
 		return 0;
 	}
 	if (c->kind == GK_PLAN_BAD && !on_bad_fresh(s, o, env)) {
-		snprintf(err, errlen,
-			 "restart %u: no checkpoint set of this step passes every task's checks (%s); "
-			 "the task is not started (--gpu-checkpoint-on-bad=fail; fresh would start "
-			 "the step over)",
-			 r->restart_count, c->reason);
+		gk_errprintf(
+		    err,
+		    "restart %u: no checkpoint set of this step passes every task's checks (%s); "
+		    "the task is not started (--gpu-checkpoint-on-bad=fail; fresh would start "
+		    "the step over)",
+		    r->restart_count, c->reason);
 		return -EBADMSG;
 	}
 	return 0;
 }
 
 int gk_inject(const struct gk_site *s, const struct gk_opts *o, const struct gk_task_ids *ids,
-	      const struct gk_env *env, struct gk_inject_result *r, char *err, size_t errlen)
+	      const struct gk_env *env, struct gk_inject_result *r, gk_error_t *err)
 {
 	char *cur, *preload, idtext[24];
 	int rc, found, multi;
@@ -185,12 +184,12 @@ int gk_inject(const struct gk_site *s, const struct gk_opts *o, const struct gk_
 	r->restart_count = restart_count(env);
 	rc = gk_task_dir_path(s->bb_root, ids, r->dir, sizeof(r->dir));
 	if (rc < 0) {
-		snprintf(err, errlen, "%s: checkpoint folder path too long", s->bb_root);
+		gk_errprintf(err, "%s: checkpoint folder path too long", s->bb_root);
 		return rc;
 	}
-	rc = gk_task_dir_make(s->bb_root, "bb_root", ids, r->dir_err, sizeof(r->dir_err));
+	rc = gk_task_dir_make(s->bb_root, "bb_root", ids, &r->dir_err);
 	if (rc == -EPERM || rc == -ELOOP || rc == -ENOTDIR) {
-		snprintf(err, errlen, "%s", r->dir_err);
+		gk_errprintf(err, "%s", r->dir_err.text);
 		return rc;
 	}
 	r->dir_rc = rc < 0 ? rc : 0;
@@ -202,11 +201,9 @@ int gk_inject(const struct gk_site *s, const struct gk_opts *o, const struct gk_
 	if (s->flush_root[0] && r->dirfd >= 0) {
 		rc = gk_task_dir_path(s->flush_root, ids, r->flush_dir, sizeof(r->flush_dir));
 		if (rc == 0)
-			rc = gk_task_dir_make(s->flush_root, "flush_root", ids, r->flush_err,
-					      sizeof(r->flush_err));
+			rc = gk_task_dir_make(s->flush_root, "flush_root", ids, &r->flush_err);
 		else
-			snprintf(r->flush_err, sizeof(r->flush_err), "%.400s: path too long",
-				 s->flush_root);
+			gk_errprintf(&r->flush_err, "%.400s: path too long", s->flush_root);
 		if (rc < 0)
 			r->flush_dir[0] = '\0';
 		else
@@ -215,14 +212,14 @@ int gk_inject(const struct gk_site *s, const struct gk_opts *o, const struct gk_
 
 	multi = ids->ntasks > 1 && !tasks_independent(env);
 	if (r->dirfd >= 0 && r->restart_count > 0 && multi) {
-		rc = choose_set(s, o, ids, env, r, err, errlen);
+		rc = choose_set(s, o, ids, env, r, err);
 		if (rc < 0)
 			return rc;
 	} else if (r->dirfd >= 0 && r->restart_count > 0) {
 		found = gk_find_committed_at(r->dirfd, r->newest, sizeof(r->newest));
 		if (found < 0) {
-			snprintf(err, errlen, "%s: cannot look for checkpoints: %s", r->dir,
-				 strerror(-found));
+			gk_errprintf(err, "%s: cannot look for checkpoints: %s", r->dir,
+				     strerror(-found));
 			return found;
 		}
 		r->restore = found;
@@ -232,52 +229,50 @@ int gk_inject(const struct gk_site *s, const struct gk_opts *o, const struct gk_
 	preload = malloc(ENV_MAX);
 	if (!cur || !preload) {
 		rc = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
+		gk_errprintf(err, "out of memory");
 		goto out_free;
 	}
 	rc = env->get(env->ctx, "LD_PRELOAD", cur, ENV_MAX);
 	if (rc < 0) {
-		snprintf(err, errlen, "cannot read LD_PRELOAD: %s", strerror(-rc));
+		gk_errprintf(err, "cannot read LD_PRELOAD: %s", strerror(-rc));
 		goto out_free;
 	}
 	if (rc == 0)
 		cur[0] = '\0';
 	rc = gk_preload_add(cur, s->runtime, preload, ENV_MAX);
 	if (rc < 0) {
-		snprintf(err, errlen, "LD_PRELOAD too long to add %s", s->runtime);
+		gk_errprintf(err, "LD_PRELOAD too long to add %s", s->runtime);
 		goto out_free;
 	}
-	rc = set_env(env, "LD_PRELOAD", preload, 1, err, errlen);
+	rc = set_env(env, "LD_PRELOAD", preload, 1, err);
 	if (!rc)
-		rc = set_env(env, GK_ENV_CHECKPOINT, "on", 1, err, errlen);
+		rc = set_env(env, GK_ENV_CHECKPOINT, "on", 1, err);
 	if (!rc)
-		rc = set_env(env, "GPUCKPT_DIR", r->dir, 1, err, errlen);
+		rc = set_env(env, "GPUCKPT_DIR", r->dir, 1, err);
 	if (!rc && r->flush_dir[0])
-		rc = set_env(env, "GPUCKPT_FLUSH_DIR", r->flush_dir, 1, err, errlen);
+		rc = set_env(env, "GPUCKPT_FLUSH_DIR", r->flush_dir, 1, err);
 	else if (!rc)
 		rc = env->unset(env->ctx, "GPUCKPT_FLUSH_DIR");
 	if (!rc && r->restore && r->step_set)
-		rc = set_env(env, "GPUCKPT_RESTORE", r->choice.ckpt, 1, err, errlen);
+		rc = set_env(env, "GPUCKPT_RESTORE", r->choice.ckpt, 1, err);
 	else if (!rc && r->restore)
-		rc = set_env(env, "GPUCKPT_RESTORE", "auto", 1, err, errlen);
+		rc = set_env(env, "GPUCKPT_RESTORE", "auto", 1, err);
 	else if (!rc)
 		rc = env->unset(env->ctx, "GPUCKPT_RESTORE");
 	snprintf(idtext, sizeof(idtext), "%016llx", (unsigned long long)r->choice.id);
 	if (!rc && r->restore && r->step_set)
-		rc = set_env(env, "GPUCKPT_RESTORE_SET", idtext, 1, err, errlen);
+		rc = set_env(env, "GPUCKPT_RESTORE_SET", idtext, 1, err);
 	else if (!rc)
 		rc = env->unset(env->ctx, "GPUCKPT_RESTORE_SET");
 	if (!rc)
 		rc = set_env_num(env, "GPUCKPT_STEP_TASKS", ids->ntasks ? (long)ids->ntasks : 1, 1,
-				 err, errlen);
+				 err);
 	if (!rc)
-		rc = set_env_num(env, "GPUCKPT_TASK", ids->ntasks ? (long)ids->task_id : 0, 1, err,
-				 errlen);
+		rc = set_env_num(env, "GPUCKPT_TASK", ids->ntasks ? (long)ids->task_id : 0, 1, err);
 	if (!rc)
-		rc = set_env_num(env, "GPUCKPT_RESTART_COUNT", (long)r->restart_count, 1, err,
-				 errlen);
+		rc = set_env_num(env, "GPUCKPT_RESTART_COUNT", (long)r->restart_count, 1, err);
 	if (!rc)
-		rc = set_tunables(s, o, env, err, errlen);
+		rc = set_tunables(s, o, env, err);
 
 out_free:
 	free(cur);
@@ -292,22 +287,22 @@ void gk_inject_release(struct gk_inject_result *r)
 	r->dirfd = -1;
 }
 
-int gk_uninject(const struct gk_site *s, const struct gk_env *env, char *err, size_t errlen)
+int gk_uninject(const struct gk_site *s, const struct gk_env *env, gk_error_t *err)
 {
 	char *cur, *preload, dir[8];
 	int rc, has_runtime, has_dir;
 
-	err[0] = '\0';
+	err->text[0] = '\0';
 	cur = malloc(ENV_MAX);
 	preload = malloc(ENV_MAX);
 	if (!cur || !preload) {
 		rc = -ENOMEM;
-		snprintf(err, errlen, "out of memory");
+		gk_errprintf(err, "out of memory");
 		goto out_free;
 	}
 	rc = env->get(env->ctx, "LD_PRELOAD", cur, ENV_MAX);
 	if (rc < 0) {
-		snprintf(err, errlen, "cannot read LD_PRELOAD: %s", strerror(-rc));
+		gk_errprintf(err, "cannot read LD_PRELOAD: %s", strerror(-rc));
 		goto out_free;
 	}
 	has_runtime = rc == 1 && has_entry(cur, s->runtime);
@@ -320,7 +315,7 @@ int gk_uninject(const struct gk_site *s, const struct gk_env *env, char *err, si
 	if (has_runtime) {
 		rc = gk_preload_remove(cur, s->runtime, preload, ENV_MAX);
 		if (!rc)
-			rc = preload[0] ? set_env(env, "LD_PRELOAD", preload, 1, err, errlen)
+			rc = preload[0] ? set_env(env, "LD_PRELOAD", preload, 1, err)
 					: env->unset(env->ctx, "LD_PRELOAD");
 	}
 	if (!rc)
@@ -332,11 +327,11 @@ int gk_uninject(const struct gk_site *s, const struct gk_env *env, char *err, si
 	if (!rc)
 		rc = env->unset(env->ctx, "GPUCKPT_RESTORE_SET");
 	if (!rc)
-		rc = set_env(env, GK_ENV_CHECKPOINT, "off", 1, err, errlen);
+		rc = set_env(env, GK_ENV_CHECKPOINT, "off", 1, err);
 	if (!rc)
-		rc = gk_container_uninject(s, env, err, errlen);
-	if (rc < 0 && !err[0])
-		snprintf(err, errlen, "cannot change the environment: %s", strerror(-rc));
+		rc = gk_container_uninject(s, env, err);
+	if (rc < 0 && !err->text[0])
+		gk_errprintf(err, "cannot change the environment: %s", strerror(-rc));
 
 out_free:
 	free(cur);

@@ -46,9 +46,9 @@ struct gk_env {
 struct gk_inject_result {
 	char dir[PATH_MAX];
 	int dir_rc; /* 0, or why the folder could not be made (the job runs on) */
-	char dir_err[GK_ERRLEN];
+	gk_error_t dir_err;
 	char flush_dir[PATH_MAX]; /* GPUCKPT_FLUSH_DIR, "" = none */
-	char flush_err[GK_ERRLEN]; /* why there is none although flush_root is set */
+	gk_error_t flush_err;	  /* why there is none although flush_root is set */
 	unsigned restart_count;
 	int restore;	 /* GPUCKPT_RESTORE was set (auto, or a set's member) */
 	char newest[64]; /* the newest committed checkpoint seen, if any; for a set, its member */
@@ -78,7 +78,7 @@ struct gk_inject_result {
  * set; r->dirfd may be open either way (gk_inject_release).
  */
 int gk_inject(const struct gk_site *s, const struct gk_opts *o, const struct gk_task_ids *ids,
-	      const struct gk_env *env, struct gk_inject_result *r, char *err, size_t errlen);
+	      const struct gk_env *env, struct gk_inject_result *r, gk_error_t *err);
 
 /* Close what gk_inject left open in r (safe to call more than once). */
 void gk_inject_release(struct gk_inject_result *r);
@@ -86,7 +86,7 @@ void gk_inject_release(struct gk_inject_result *r);
 /* Checkpointing explicitly off for a step inside a job that has it on: take out
  * what an enclosing step put in (the runtime from LD_PRELOAD, GPUCKPT_DIR,
  * GPUCKPT_RESTORE) and set GPUCKPT_CHECKPOINT=off. Anything else is untouched. */
-int gk_uninject(const struct gk_site *s, const struct gk_env *env, char *err, size_t errlen);
+int gk_uninject(const struct gk_site *s, const struct gk_env *env, gk_error_t *err);
 
 /* LD_PRELOAD with lib appended unless it is already there (entries are split
  * on ':' and ' ', as ld.so does). -ENAMETOOLONG if out is too small. */

@@ -67,7 +67,7 @@ static void *worker(void *arg)
 }
 
 int tp_check_files(const char *dir, int xxh3, int threads, uint64_t *bytes, double *seconds,
-		   char *err, size_t errlen)
+		   gk_error_t *err)
 {
 	int fds[MAX_FILES], nf = 0, rc = 0;
 	struct job j = {0};
@@ -79,7 +79,7 @@ int tp_check_files(const char *dir, int xxh3, int threads, uint64_t *bytes, doub
 
 	*bytes = 0;
 	if (!d) {
-		snprintf(err, errlen, "check: %s: %s", dir, strerror(errno));
+		gk_errprintf(err, "check: %s: %s", dir, strerror(errno));
 		return -errno;
 	}
 	while ((e = readdir(d)) && nf < MAX_FILES) {
@@ -104,7 +104,7 @@ int tp_check_files(const char *dir, int xxh3, int threads, uint64_t *bytes, doub
 				u = realloc(j.units, cap * sizeof(*u));
 				if (!u) {
 					rc = -ENOMEM;
-					snprintf(err, errlen, "check: out of memory");
+					gk_errprintf(err, "check: out of memory");
 					goto out;
 				}
 				j.units = u;
@@ -119,7 +119,7 @@ int tp_check_files(const char *dir, int xxh3, int threads, uint64_t *bytes, doub
 	}
 	if (!j.n) {
 		rc = -ENOENT;
-		snprintf(err, errlen, "check: %s: no data files", dir);
+		gk_errprintf(err, "check: %s: no data files", dir);
 		goto out;
 	}
 	if (threads < 1)
@@ -138,7 +138,7 @@ int tp_check_files(const char *dir, int xxh3, int threads, uint64_t *bytes, doub
 	*seconds = tp_now() - t0;
 	if (j.failed || !threads) {
 		rc = -EIO;
-		snprintf(err, errlen, "check: %s: a read failed", dir);
+		gk_errprintf(err, "check: %s: a read failed", dir);
 	}
 out:
 	for (int i = 0; i < nf; i++)

@@ -27,17 +27,17 @@ static struct {
 	CUresult (*get_state)(int, CUprocessState *);
 } drv;
 
-static int failed(CUresult r, const char *call, int pid, char *err, size_t errlen)
+static int failed(CUresult r, const char *call, int pid, gk_error_t *err)
 {
 	const char *name = NULL;
 
 	if (drv.error_name)
 		drv.error_name(r, &name);
-	snprintf(err, errlen, "%s(pid %d): %s", call, pid, name ? name : "unknown CUDA error");
+	gk_errprintf(err, "%s(pid %d): %s", call, pid, name ? name : "unknown CUDA error");
 	return r == CUDA_ERROR_NOT_SUPPORTED ? -ENOTSUP : -EIO;
 }
 
-int tp_driver_open(char *err, size_t errlen)
+int tp_driver_open(gk_error_t *err)
 {
 	static const struct {
 		const char *name;
@@ -58,16 +58,17 @@ int tp_driver_open(char *err, size_t errlen)
 		return 0;
 	drv.lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL);
 	if (!drv.lib) {
-		snprintf(err, errlen, "driver: cannot open libcuda.so.1: %s", dlerror());
+		gk_errprintf(err, "driver: cannot open libcuda.so.1: %s", dlerror());
 		return -ENOENT;
 	}
 	for (i = 0; i < sizeof(syms) / sizeof(syms[0]); i++) {
 		*syms[i].slot = dlsym(drv.lib, syms[i].name);
 		if (!*syms[i].slot) {
-			snprintf(err, errlen,
-				 "driver: libcuda.so.1 has no %s (the process checkpoint API needs "
-				 "driver 570 or later)",
-				 syms[i].name);
+			gk_errprintf(
+			    err,
+			    "driver: libcuda.so.1 has no %s (the process checkpoint API needs "
+			    "driver 570 or later)",
+			    syms[i].name);
 			dlclose(drv.lib);
 			memset(&drv, 0, sizeof(drv));
 			return -ENOTSUP;
@@ -76,11 +77,11 @@ int tp_driver_open(char *err, size_t errlen)
 	/* Restoring needs an initialised driver (or persistence mode) in the calling process. */
 	r = drv.init(0);
 	if (r != CUDA_SUCCESS)
-		return failed(r, "cuInit", 0, err, errlen);
+		return failed(r, "cuInit", 0, err);
 	return 0;
 }
 
-int tp_driver_lock(int pid, unsigned timeout_ms, char *err, size_t errlen)
+int tp_driver_lock(int pid, unsigned timeout_ms, gk_error_t *err)
 {
 	CUcheckpointLockArgs args;
 	CUresult r;
@@ -88,20 +89,20 @@ int tp_driver_lock(int pid, unsigned timeout_ms, char *err, size_t errlen)
 	memset(&args, 0, sizeof(args));
 	args.timeoutMs = timeout_ms;
 	r = drv.lock(pid, &args);
-	return r == CUDA_SUCCESS ? 0 : failed(r, "cuCheckpointProcessLock", pid, err, errlen);
+	return r == CUDA_SUCCESS ? 0 : failed(r, "cuCheckpointProcessLock", pid, err);
 }
 
-int tp_driver_checkpoint(int pid, char *err, size_t errlen)
+int tp_driver_checkpoint(int pid, gk_error_t *err)
 {
 	CUcheckpointCheckpointArgs args;
 	CUresult r;
 
 	memset(&args, 0, sizeof(args));
 	r = drv.checkpoint(pid, &args);
-	return r == CUDA_SUCCESS ? 0 : failed(r, "cuCheckpointProcessCheckpoint", pid, err, errlen);
+	return r == CUDA_SUCCESS ? 0 : failed(r, "cuCheckpointProcessCheckpoint", pid, err);
 }
 
-int tp_driver_restore(int pid, char *err, size_t errlen)
+int tp_driver_restore(int pid, gk_error_t *err)
 {
 	CUcheckpointRestoreArgs args;
 	CUresult r;
@@ -109,17 +110,17 @@ int tp_driver_restore(int pid, char *err, size_t errlen)
 	/* No GPU pairs: back onto the GPU it was checkpointed from. */
 	memset(&args, 0, sizeof(args));
 	r = drv.restore(pid, &args);
-	return r == CUDA_SUCCESS ? 0 : failed(r, "cuCheckpointProcessRestore", pid, err, errlen);
+	return r == CUDA_SUCCESS ? 0 : failed(r, "cuCheckpointProcessRestore", pid, err);
 }
 
-int tp_driver_unlock(int pid, char *err, size_t errlen)
+int tp_driver_unlock(int pid, gk_error_t *err)
 {
 	CUcheckpointUnlockArgs args;
 	CUresult r;
 
 	memset(&args, 0, sizeof(args));
 	r = drv.unlock(pid, &args);
-	return r == CUDA_SUCCESS ? 0 : failed(r, "cuCheckpointProcessUnlock", pid, err, errlen);
+	return r == CUDA_SUCCESS ? 0 : failed(r, "cuCheckpointProcessUnlock", pid, err);
 }
 
 const char *tp_driver_state(int pid)

@@ -292,7 +292,7 @@ static void parse_args(int argc, char **argv, struct opts *o)
  * results; "verify_mismatches" becomes the note of every result it gave.
  */
 static int run_worker(const struct opts *o, const char *mode, uint64_t size, char *const env[],
-		      const char *target, struct tp_report *rep, char *err, size_t errlen)
+		      const char *target, struct tp_report *rep, gk_error_t *err)
 {
 	char bytes[32], line[512], name[64], *argv[4];
 	int first = rep->n;
@@ -306,7 +306,7 @@ static int run_worker(const struct opts *o, const char *mode, uint64_t size, cha
 	argv[1] = (char *)mode;
 	argv[2] = bytes;
 	argv[3] = NULL;
-	rc = tp_worker_start(&w, o->worker, argv, env, err, errlen);
+	rc = tp_worker_start(&w, o->worker, argv, env, err);
 	if (rc)
 		return rc;
 	while ((rc = tp_worker_line(&w, line, sizeof(line), o->timeout)) == 0) {
@@ -326,12 +326,12 @@ static int run_worker(const struct opts *o, const char *mode, uint64_t size, cha
 	}
 	status = tp_worker_wait(&w, rc == -ETIMEDOUT ? 0 : 60);
 	if (rc == -ETIMEDOUT) {
-		snprintf(err, errlen, "worker %s: no output for %d s: killed", mode, o->timeout);
+		gk_errprintf(err, "worker %s: no output for %d s: killed", mode, o->timeout);
 		return -ETIMEDOUT;
 	}
 	if (status) {
-		snprintf(err, errlen, "worker %s exited with status %d (its message is above)",
-			 mode, status);
+		gk_errprintf(err, "worker %s exited with status %d (its message is above)", mode,
+			     status);
 		return -EIO;
 	}
 	return 0;
@@ -339,26 +339,27 @@ static int run_worker(const struct opts *o, const char *mode, uint64_t size, cha
 
 static void phase_copy(const struct opts *o, uint64_t size, struct tp_report *rep)
 {
-	char *env[] = {"GPUCKPT_ENABLE=0", NULL}, err[TP_ERRLEN];
+	gk_error_t err;
+	char *env[] = {"GPUCKPT_ENABLE=0", NULL};
 
 	printf("throughput: %g GiB: device<->host copies\n", (double)size / GIB);
 	fflush(stdout);
-	if (run_worker(o, "copy", size, env, "", rep, err, sizeof(err)))
-		tp_add(rep, size, "d2h_pinned", "", size, -1, err);
+	if (run_worker(o, "copy", size, env, "", rep, &err))
+		tp_add(rep, size, "d2h_pinned", "", size, -1, err.text);
 }
 
 /* Room for `size` bytes plus a margin in dir, or a note saying why not. */
-static int room_for(const char *dir, uint64_t size, char *note, size_t len)
+static int room_for(const char *dir, uint64_t size, gk_error_t *why)
 {
 	uint64_t free_b;
 	int rc = tp_free_space(dir, &free_b);
 
 	if (rc) {
-		snprintf(note, len, "skipped: %s: %s", dir, strerror(-rc));
+		gk_errprintf(why, "skipped: %s: %s", dir, strerror(-rc));
 		return 0;
 	}
 	if (free_b < size + GIB) {
-		snprintf(note, len, "skipped: %s has %.1f GiB free", dir, (double)free_b / GIB);
+		gk_errprintf(why, "skipped: %s has %.1f GiB free", dir, (double)free_b / GIB);
 		return 0;
 	}
 	return 1;
@@ -374,22 +375,23 @@ static int room_for(const char *dir, uint64_t size, char *note, size_t len)
 static void storage_from_memory(const struct opts *o, uint64_t size, const char *target,
 				const char *path, struct tp_report *rep)
 {
-	char err[TP_ERRLEN], note[96];
+	gk_error_t err;
+	char note[96];
 	double secs;
 	char *from = mmap(NULL, size, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 
 	if (from == MAP_FAILED) {
-		snprintf(err, sizeof(err), "skipped: %llu bytes of host memory: %s",
-			 (unsigned long long)size, strerror(errno));
-		tp_add(rep, size, "write_parallel_from_memory", target, size, -1, err);
+		gk_errprintf(&err, "skipped: %llu bytes of host memory: %s",
+			     (unsigned long long)size, strerror(errno));
+		tp_add(rep, size, "write_parallel_from_memory", target, size, -1, err.text);
 		return;
 	}
 	for (uint64_t i = 0; i < size; i += 4096)
 		from[i] = (char)(i >> 12) | 1;
 	snprintf(note, sizeof(note), "%d writers, a file each, from %g GiB of host memory",
 		 o->writers, (double)size / GIB);
-	if (tp_storage_write_parallel_from(path, from, size, o->writers, &secs, err, sizeof(err)))
-		tp_add(rep, size, "write_parallel_from_memory", target, size, -1, err);
+	if (tp_storage_write_parallel_from(path, from, size, o->writers, &secs, &err))
+		tp_add(rep, size, "write_parallel_from_memory", target, size, -1, err.text);
 	else
 		tp_add(rep, size, "write_parallel_from_memory", target, size, secs, note);
 	munmap(from, size);
@@ -399,20 +401,21 @@ static void storage_from_memory(const struct opts *o, uint64_t size, const char 
 static void storage_parallel(uint64_t size, const char *target, const char *path, int n,
 			     const char *suffix, struct tp_report *rep)
 {
-	char err[TP_ERRLEN], note[64], metric[32];
+	gk_error_t err;
+	char note[64], metric[32];
 	double secs;
 
 	snprintf(note, sizeof(note), "%d writers, a file each", n);
 	snprintf(metric, sizeof(metric), "write_parallel%s", suffix);
-	if (tp_storage_write_parallel(path, size, n, &secs, err, sizeof(err))) {
-		tp_add(rep, size, metric, target, size, -1, err);
+	if (tp_storage_write_parallel(path, size, n, &secs, &err)) {
+		tp_add(rep, size, metric, target, size, -1, err.text);
 		return;
 	}
 	tp_add(rep, size, metric, target, size, secs, note);
 	snprintf(note, sizeof(note), "%d readers, a file each", n);
 	snprintf(metric, sizeof(metric), "read_parallel%s", suffix);
-	if (tp_storage_read_parallel(path, size, n, &secs, err, sizeof(err)))
-		tp_add(rep, size, metric, target, size, -1, err);
+	if (tp_storage_read_parallel(path, size, n, &secs, &err))
+		tp_add(rep, size, metric, target, size, -1, err.text);
 	else
 		tp_add(rep, size, metric, target, size, secs, note);
 }
@@ -420,27 +423,28 @@ static void storage_parallel(uint64_t size, const char *target, const char *path
 static void phase_storage(const struct opts *o, uint64_t size, const char *target, const char *dir,
 			  struct tp_report *rep)
 {
-	char path[PATH_MAX], err[TP_ERRLEN];
+	gk_error_t err;
+	char path[PATH_MAX];
 	double secs;
 
 	printf("throughput: %g GiB: %s (%s) write and read, %s%d writers%s\n", (double)size / GIB,
 	       target, dir, o->single ? "one writer and " : "", o->writers,
 	       o->wide_writers && !strcmp(target, "tmpfs") ? " and more" : "");
 	fflush(stdout);
-	if (!room_for(dir, size, err, sizeof(err))) {
-		tp_add(rep, size, "write_parallel", target, size, -1, err);
+	if (!room_for(dir, size, &err)) {
+		tp_add(rep, size, "write_parallel", target, size, -1, err.text);
 		return;
 	}
 	snprintf(path, sizeof(path), "%s/gpuckpt-throughput.%d.dat", dir, (int)getpid());
 	if (o->single) {
-		if (tp_storage_write(path, size, &secs, err, sizeof(err))) {
-			tp_add(rep, size, "write", target, size, -1, err);
+		if (tp_storage_write(path, size, &secs, &err)) {
+			tp_add(rep, size, "write", target, size, -1, err.text);
 			unlink(path);
 			return;
 		}
 		tp_add(rep, size, "write", target, size, secs, "one writer");
-		if (tp_storage_read(path, size, &secs, err, sizeof(err)))
-			tp_add(rep, size, "read", target, size, -1, err);
+		if (tp_storage_read(path, size, &secs, &err))
+			tp_add(rep, size, "read", target, size, -1, err.text);
 		else
 			tp_add(rep, size, "read", target, size, secs, "one reader");
 		unlink(path);
@@ -469,7 +473,8 @@ static void phase_storage(const struct opts *o, uint64_t size, const char *targe
 static void phase_check(const struct opts *o, uint64_t size, const char *target,
 			const char *ckdir, struct tp_report *rep)
 {
-	char dir[PATH_MAX + 16], err[TP_ERRLEN], note[96];
+	gk_error_t err;
+	char dir[PATH_MAX + 16], note[96];
 	long cpus = sysconf(_SC_NPROCESSORS_ONLN);
 	int threads = cpus > 16 ? 16 : cpus < 1 ? 1 : (int)cpus;
 	uint64_t bytes;
@@ -482,8 +487,8 @@ static void phase_check(const struct opts *o, uint64_t size, const char *target,
 	for (int xxh3 = 0; xxh3 <= 1; xxh3++) {
 		const char *metric = xxh3 ? "check_xxh3" : "check_xxh64";
 
-		if (tp_check_files(dir, xxh3, threads, &bytes, &secs, err, sizeof(err)))
-			tp_add(rep, size, metric, target, size, -1, err);
+		if (tp_check_files(dir, xxh3, threads, &bytes, &secs, &err))
+			tp_add(rep, size, metric, target, size, -1, err.text);
 		else
 			tp_add(rep, size, metric, target, bytes, secs, note);
 	}
@@ -507,7 +512,8 @@ static void rename_since(struct tp_report *rep, int first, const char *from, con
 static void phase_tables(const struct opts *o, uint64_t size, const char *target, const char *dir,
 			 struct tp_report *rep)
 {
-	char ckdir[PATH_MAX], preload[PATH_MAX + 16], gdir[PATH_MAX + 16], err[TP_ERRLEN];
+	gk_error_t err;
+	char ckdir[PATH_MAX], preload[PATH_MAX + 16], gdir[PATH_MAX + 16];
 	char sub[PATH_MAX + 32], restore[PATH_MAX + 48];
 	char *env[] = {preload,		  "GPUCKPT_ENABLE=1",	  gdir, "GPUCKPT_LOG_LEVEL=info",
 		       "GPUCKPT_INTERVAL=0", "GPUCKPT_INCREMENTS=4", "GPUCKPT_KEEP=10",
@@ -519,21 +525,21 @@ static void phase_tables(const struct opts *o, uint64_t size, const char *target
 	       "on %s (%s)\n",
 	       (double)size / GIB, target, dir);
 	fflush(stdout);
-	if (!room_for(dir, 2 * size, err, sizeof(err))) {
-		tp_add(rep, size, "gpuckpt_async_pause", target, size, -1, err);
+	if (!room_for(dir, 2 * size, &err)) {
+		tp_add(rep, size, "gpuckpt_async_pause", target, size, -1, err.text);
 		return;
 	}
 	snprintf(ckdir, sizeof(ckdir), "%s/gpuckpt-tables.%d", dir, (int)getpid());
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", o->runtime);
 	snprintf(gdir, sizeof(gdir), "GPUCKPT_DIR=%s", ckdir);
 	if (mkdir(ckdir, 0700) && errno != EEXIST) {
-		snprintf(err, sizeof(err), "skipped: mkdir %s: %s", ckdir, strerror(errno));
-		tp_add(rep, size, "gpuckpt_async_pause", target, size, -1, err);
+		gk_errprintf(&err, "skipped: mkdir %s: %s", ckdir, strerror(errno));
+		tp_add(rep, size, "gpuckpt_async_pause", target, size, -1, err.text);
 		return;
 	}
-	rc = run_worker(o, "gpuckpt-tables", size, env, target, rep, err, sizeof(err));
+	rc = run_worker(o, "gpuckpt-tables", size, env, target, rep, &err);
 	if (rc) {
-		tp_add(rep, size, "gpuckpt_async_pause", target, size, -1, err);
+		tp_add(rep, size, "gpuckpt_async_pause", target, size, -1, err.text);
 		goto out_remove;
 	}
 	snprintf(sub, sizeof(sub), "%s/ckpt.000003", ckdir);
@@ -546,8 +552,8 @@ static void phase_tables(const struct opts *o, uint64_t size, const char *target
 			strerror(-rc));
 	env[7] = "GPUCKPT_RESTORE=auto";
 	first = rep->n;
-	if (run_worker(o, "gpuckpt-restore", size, env, target, rep, err, sizeof(err)))
-		tp_add(rep, size, "gpuckpt_incr_restore", target, size, -1, err);
+	if (run_worker(o, "gpuckpt-restore", size, env, target, rep, &err))
+		tp_add(rep, size, "gpuckpt_incr_restore", target, size, -1, err.text);
 	rename_since(rep, first, "gpuckpt_restore", "gpuckpt_incr_restore");
 	rename_since(rep, first, "gpuckpt_restart", "gpuckpt_incr_restart");
 	rename_since(rep, first, "gpuckpt_restart_context", "gpuckpt_incr_restart_context");
@@ -555,8 +561,8 @@ static void phase_tables(const struct opts *o, uint64_t size, const char *target
 	snprintf(restore, sizeof(restore), "GPUCKPT_RESTORE=%s/ckpt.000002", ckdir);
 	env[7] = restore;
 	first = rep->n;
-	if (run_worker(o, "gpuckpt-restore", size, env, target, rep, err, sizeof(err)))
-		tp_add(rep, size, "gpuckpt_async_restore", target, size, -1, err);
+	if (run_worker(o, "gpuckpt-restore", size, env, target, rep, &err))
+		tp_add(rep, size, "gpuckpt_async_restore", target, size, -1, err.text);
 	rename_since(rep, first, "gpuckpt_restore", "gpuckpt_async_restore");
 	rename_since(rep, first, "gpuckpt_restart", "gpuckpt_async_restart");
 	rename_since(rep, first, "gpuckpt_restart_context", "gpuckpt_async_restart_context");
@@ -586,7 +592,8 @@ static void suffix_since(struct tp_report *rep, int first, const char *name)
 static void phase_gpuckpt(const struct opts *o, uint64_t size, const char *target, const char *dir,
 			  const struct variant *var, struct tp_report *rep)
 {
-	char ckdir[PATH_MAX], preload[PATH_MAX + 16], gdir[PATH_MAX + 16], err[TP_ERRLEN];
+	gk_error_t err;
+	char ckdir[PATH_MAX], preload[PATH_MAX + 16], gdir[PATH_MAX + 16];
 	/* GPUCKPT_SNAPSHOT_MEMORY=off: written the blocking way, as the exit
 	 * checkpoint after SIGTERM always is. */
 	char *env[8 + MAX_VARIANT_ENV] = {preload,
@@ -604,25 +611,25 @@ static void phase_gpuckpt(const struct opts *o, uint64_t size, const char *targe
 	       (double)size / GIB, target, dir, var ? ", variant " : "", var ? var->name : "");
 	fflush(stdout);
 	if (access(o->runtime, R_OK)) {
-		snprintf(err, sizeof(err), "skipped: runtime %s: %s", o->runtime, strerror(errno));
-		tp_add(rep, size, "gpuckpt_checkpoint", target, size, -1, err);
+		gk_errprintf(&err, "skipped: runtime %s: %s", o->runtime, strerror(errno));
+		tp_add(rep, size, "gpuckpt_checkpoint", target, size, -1, err.text);
 		goto out_name;
 	}
-	if (!room_for(dir, size, err, sizeof(err))) {
-		tp_add(rep, size, "gpuckpt_checkpoint", target, size, -1, err);
+	if (!room_for(dir, size, &err)) {
+		tp_add(rep, size, "gpuckpt_checkpoint", target, size, -1, err.text);
 		goto out_name;
 	}
 	snprintf(ckdir, sizeof(ckdir), "%s/gpuckpt-throughput.%d", dir, (int)getpid());
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", o->runtime);
 	snprintf(gdir, sizeof(gdir), "GPUCKPT_DIR=%s", ckdir);
 	if (mkdir(ckdir, 0700) && errno != EEXIST) {
-		snprintf(err, sizeof(err), "skipped: mkdir %s: %s", ckdir, strerror(errno));
-		tp_add(rep, size, "gpuckpt_checkpoint", target, size, -1, err);
+		gk_errprintf(&err, "skipped: mkdir %s: %s", ckdir, strerror(errno));
+		tp_add(rep, size, "gpuckpt_checkpoint", target, size, -1, err.text);
 		goto out_name;
 	}
-	rc = run_worker(o, "gpuckpt-save", size, env, target, rep, err, sizeof(err));
+	rc = run_worker(o, "gpuckpt-save", size, env, target, rep, &err);
 	if (rc) {
-		tp_add(rep, size, "gpuckpt_checkpoint", target, size, -1, err);
+		tp_add(rep, size, "gpuckpt_checkpoint", target, size, -1, err.text);
 		goto out_remove;
 	}
 	if (!tp_dir_bytes(ckdir, &image))
@@ -635,8 +642,8 @@ static void phase_gpuckpt(const struct opts *o, uint64_t size, const char *targe
 		fprintf(stderr, "throughput: %s: dropping cached pages: %s\n", ckdir,
 			strerror(-rc));
 	env[k] = "GPUCKPT_RESTORE=auto";
-	if (run_worker(o, "gpuckpt-restore", size, env, target, rep, err, sizeof(err)))
-		tp_add(rep, size, "gpuckpt_restore", target, size, -1, err);
+	if (run_worker(o, "gpuckpt-restore", size, env, target, rep, &err))
+		tp_add(rep, size, "gpuckpt_restore", target, size, -1, err.text);
 out_remove:
 	rc = tp_dir_remove(ckdir);
 	if (rc)
@@ -654,7 +661,8 @@ out_name:
  */
 static void phase_start(const struct opts *o, uint64_t size, struct tp_report *rep)
 {
-	char preload[PATH_MAX + 16], err[TP_ERRLEN];
+	gk_error_t err;
+	char preload[PATH_MAX + 16];
 	char *native[] = {NULL};
 	char *env[] = {preload, "GPUCKPT_ENABLE=1", "GPUCKPT_LOG_LEVEL=info", NULL};
 	int first;
@@ -663,12 +671,12 @@ static void phase_start(const struct opts *o, uint64_t size, struct tp_report *r
 	       "the runtime\n",
 	       (double)size / GIB);
 	fflush(stdout);
-	if (run_worker(o, "start", size, native, "", rep, err, sizeof(err)))
-		tp_add(rep, size, "cuda_start", "", size, -1, err);
+	if (run_worker(o, "start", size, native, "", rep, &err))
+		tp_add(rep, size, "cuda_start", "", size, -1, err.text);
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", o->runtime);
 	first = rep->n;
-	if (run_worker(o, "start", size, env, "", rep, err, sizeof(err)))
-		tp_add(rep, size, "runtime_start", "", size, -1, err);
+	if (run_worker(o, "start", size, env, "", rep, &err))
+		tp_add(rep, size, "runtime_start", "", size, -1, err.text);
 	rename_since(rep, first, "cuda_start_context", "runtime_start_context");
 	rename_since(rep, first, "cuda_start", "runtime_start");
 }
@@ -680,7 +688,8 @@ static void phase_start(const struct opts *o, uint64_t size, struct tp_report *r
 static void phase_direct(const struct opts *o, uint64_t size, const char *target, const char *dir,
 			 struct tp_report *rep)
 {
-	char ddir[PATH_MAX], denv[PATH_MAX + 16], tenv[32], err[TP_ERRLEN];
+	gk_error_t err;
+	char ddir[PATH_MAX], denv[PATH_MAX + 16], tenv[32];
 	char *env[] = {denv, tenv, NULL};
 	int rc;
 
@@ -688,20 +697,20 @@ static void phase_direct(const struct opts *o, uint64_t size, const char *target
 	       "files (%s)\n",
 	       (double)size / GIB, target, dir);
 	fflush(stdout);
-	if (!room_for(dir, size, err, sizeof(err))) {
-		tp_add(rep, size, "direct_dma", target, size, -1, err);
+	if (!room_for(dir, size, &err)) {
+		tp_add(rep, size, "direct_dma", target, size, -1, err.text);
 		return;
 	}
 	snprintf(ddir, sizeof(ddir), "%s/gpuckpt-direct.%d", dir, (int)getpid());
 	snprintf(denv, sizeof(denv), "TP_DIRECT_DIR=%s", ddir);
 	snprintf(tenv, sizeof(tenv), "TP_DIRECT_THREADS=%d", o->writers);
 	if (mkdir(ddir, 0700) && errno != EEXIST) {
-		snprintf(err, sizeof(err), "skipped: mkdir %s: %s", ddir, strerror(errno));
-		tp_add(rep, size, "direct_dma", target, size, -1, err);
+		gk_errprintf(&err, "skipped: mkdir %s: %s", ddir, strerror(errno));
+		tp_add(rep, size, "direct_dma", target, size, -1, err.text);
 		return;
 	}
-	if (run_worker(o, "direct", size, env, target, rep, err, sizeof(err)))
-		tp_add(rep, size, "direct_dma", target, size, -1, err);
+	if (run_worker(o, "direct", size, env, target, rep, &err))
+		tp_add(rep, size, "direct_dma", target, size, -1, err.text);
 	rc = tp_dir_remove(ddir);
 	if (rc)
 		fprintf(stderr, "throughput: removing %s: %s\n", ddir, strerror(-rc));
@@ -709,7 +718,8 @@ static void phase_direct(const struct opts *o, uint64_t size, const char *target
 
 static void phase_driver(const struct opts *o, uint64_t size, struct tp_report *rep)
 {
-	char bytes[32], line[512], err[TP_ERRLEN], name[64], *argv[4];
+	gk_error_t err;
+	char bytes[32], line[512], name[64], *argv[4];
 	char *env[] = {"GPUCKPT_ENABLE=0", NULL};
 	struct tp_result *restored = NULL;
 	int rc, pid = -1, locked = 0, status;
@@ -719,8 +729,8 @@ static void phase_driver(const struct opts *o, uint64_t size, struct tp_report *
 
 	printf("throughput: %g GiB: driver checkpoint and restore\n", (double)size / GIB);
 	fflush(stdout);
-	if (tp_driver_open(err, sizeof(err))) {
-		tp_add(rep, size, "driver_checkpoint", "", size, -1, err);
+	if (tp_driver_open(&err)) {
+		tp_add(rep, size, "driver_checkpoint", "", size, -1, err.text);
 		return;
 	}
 	snprintf(bytes, sizeof(bytes), "%llu", (unsigned long long)size);
@@ -728,37 +738,37 @@ static void phase_driver(const struct opts *o, uint64_t size, struct tp_report *
 	argv[1] = "hold";
 	argv[2] = bytes;
 	argv[3] = NULL;
-	if (tp_worker_start(&w, o->worker, argv, env, err, sizeof(err))) {
-		tp_add(rep, size, "driver_checkpoint", "", size, -1, err);
+	if (tp_worker_start(&w, o->worker, argv, env, &err)) {
+		tp_add(rep, size, "driver_checkpoint", "", size, -1, err.text);
 		return;
 	}
 	while ((rc = tp_worker_line(&w, line, sizeof(line), o->timeout)) == 0)
 		if (sscanf(line, "READY %d", &pid) == 1)
 			break;
 	if (rc) {
-		snprintf(err, sizeof(err), "worker hold: %s before READY",
-			 rc == -ETIMEDOUT ? "timed out" : "ended");
-		tp_add(rep, size, "driver_checkpoint", "", size, -1, err);
+		gk_errprintf(&err, "worker hold: %s before READY",
+			     rc == -ETIMEDOUT ? "timed out" : "ended");
+		tp_add(rep, size, "driver_checkpoint", "", size, -1, err.text);
 		goto out_wait;
 	}
 
 	t0 = tp_now();
-	if (tp_driver_lock(pid, 60000, err, sizeof(err))) {
-		tp_add(rep, size, "driver_lock", "", 0, -1, err);
+	if (tp_driver_lock(pid, 60000, &err)) {
+		tp_add(rep, size, "driver_lock", "", 0, -1, err.text);
 		goto out_wait;
 	}
 	locked = 1;
 	tp_add(rep, size, "driver_lock", "", 0, tp_now() - t0, NULL);
 	t0 = tp_now();
-	if (tp_driver_checkpoint(pid, err, sizeof(err))) {
-		tp_add(rep, size, "driver_checkpoint", "", size, -1, err);
+	if (tp_driver_checkpoint(pid, &err)) {
+		tp_add(rep, size, "driver_checkpoint", "", size, -1, err.text);
 		goto out_unlock;
 	}
 	tp_add(rep, size, "driver_checkpoint", "", size, tp_now() - t0, NULL);
 	t0 = tp_now();
-	if (tp_driver_restore(pid, err, sizeof(err))) {
+	if (tp_driver_restore(pid, &err)) {
 		/* Its memory is gone: the worker cannot go on. */
-		tp_add(rep, size, "driver_restore", "", size, -1, err);
+		tp_add(rep, size, "driver_restore", "", size, -1, err.text);
 		kill(w.pid, SIGKILL);
 		locked = 0;
 		goto out_wait;
@@ -767,8 +777,8 @@ static void phase_driver(const struct opts *o, uint64_t size, struct tp_report *
 out_unlock:
 	if (locked) {
 		t0 = tp_now();
-		if (tp_driver_unlock(pid, err, sizeof(err)))
-			tp_add(rep, size, "driver_unlock", "", 0, -1, err);
+		if (tp_driver_unlock(pid, &err))
+			tp_add(rep, size, "driver_unlock", "", 0, -1, err.text);
 		else
 			tp_add(rep, size, "driver_unlock", "", 0, tp_now() - t0, NULL);
 	}
@@ -878,7 +888,8 @@ static void print_file(const char *path)
 
 int main(int argc, char **argv)
 {
-	char host[256], base[PATH_MAX], header[3 * PATH_MAX + 512], stamp[32], err[TP_ERRLEN];
+	gk_error_t err;
+	char host[256], base[PATH_MAX], header[3 * PATH_MAX + 512], stamp[32];
 	struct tp_report *rep, *passes;
 	struct opts o;
 	time_t now = time(NULL);
@@ -951,8 +962,8 @@ int main(int argc, char **argv)
 			 "- storage, gpuckpt and driver: median of %d passes (range in the note)",
 			 o.machine, stamp, o.tmpfs, o.disk, o.runtime, o.worker, o.writers,
 			 o.repeat);
-		if (tp_write_reports(rep, base, header, err, sizeof(err)))
-			die("%s", err);
+		if (tp_write_reports(rep, base, header, &err))
+			die("%s", err.text);
 	}
 	printf("throughput: results in %s.csv and %s.md\n\n", base, base);
 	if (snprintf(header, sizeof(header), "%s.md", base) < (int)sizeof(header))

@@ -352,8 +352,8 @@ static void write_goals(FILE *md, const struct tp_report *rep)
 	fprintf(md, "\n(-1 or -: not measured in this run.)\n");
 }
 
-int tp_write_reports(const struct tp_report *rep, const char *base, const char *header, char *err,
-		     size_t errlen)
+int tp_write_reports(const struct tp_report *rep, const char *base, const char *header,
+		     gk_error_t *err)
 {
 	char path[4096], what[64];
 	FILE *csv, *md;
@@ -362,13 +362,13 @@ int tp_write_reports(const struct tp_report *rep, const char *base, const char *
 	snprintf(path, sizeof(path), "%s.csv", base);
 	csv = fopen(path, "w");
 	if (!csv) {
-		snprintf(err, errlen, "report: %s: %s", path, strerror(errno));
+		gk_errprintf(err, "report: %s: %s", path, strerror(errno));
 		return -errno;
 	}
 	snprintf(path, sizeof(path), "%s.md", base);
 	md = fopen(path, "w");
 	if (!md) {
-		snprintf(err, errlen, "report: %s: %s", path, strerror(errno));
+		gk_errprintf(err, "report: %s: %s", path, strerror(errno));
 		fclose(csv);
 		return -errno;
 	}
@@ -402,7 +402,7 @@ int tp_write_reports(const struct tp_report *rep, const char *base, const char *
 		    "start with the file's pages dropped from the page cache.\n");
 	write_goals(md, rep);
 	if (fclose(md) | fclose(csv)) {
-		snprintf(err, errlen, "report: %s: write failed", base);
+		gk_errprintf(err, "report: %s: write failed", base);
 		return -EIO;
 	}
 	return 0;

@@ -71,7 +71,7 @@ static char **worker_env(char *const extra[])
 }
 
 int tp_worker_start(struct tp_worker *w, const char *path, char *const argv[],
-		    char *const extra_env[], char *err, size_t errlen)
+		    char *const extra_env[], gk_error_t *err)
 {
 	posix_spawn_file_actions_t fa;
 	int in[2], out[2], rc;
@@ -82,7 +82,7 @@ int tp_worker_start(struct tp_worker *w, const char *path, char *const argv[],
 	w->in_fd = w->out_fd = -1;
 	env = worker_env(extra_env);
 	if (!env) {
-		snprintf(err, errlen, "spawn %s: out of memory", path);
+		gk_errprintf(err, "spawn %s: out of memory", path);
 		return -ENOMEM;
 	}
 	if (pipe2(in, O_CLOEXEC)) {
@@ -119,7 +119,7 @@ out_in:
 	close(in[1]);
 out_env:
 	free(env);
-	snprintf(err, errlen, "spawn %s: %s", path, strerror(-rc));
+	gk_errprintf(err, "spawn %s: %s", path, strerror(-rc));
 	w->pid = -1;
 	return rc;
 }

@@ -55,7 +55,7 @@ static void *io_buffer(void)
 	return shared_buf;
 }
 
-int tp_storage_write(const char *path, uint64_t bytes, double *seconds, char *err, size_t errlen)
+int tp_storage_write(const char *path, uint64_t bytes, double *seconds, gk_error_t *err)
 {
 	void *buf = io_buffer();
 	uint64_t done = 0;
@@ -63,14 +63,14 @@ int tp_storage_write(const char *path, uint64_t bytes, double *seconds, char *er
 	int fd, rc;
 
 	if (!buf) {
-		snprintf(err, errlen, "write: out of memory for the I/O buffer");
+		gk_errprintf(err, "write: out of memory for the I/O buffer");
 		return -ENOMEM;
 	}
 	t0 = tp_now();
 	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "write: %s: %s", path, strerror(errno));
+		gk_errprintf(err, "write: %s: %s", path, strerror(errno));
 		return rc;
 	}
 	while (done < bytes) {
@@ -81,20 +81,21 @@ int tp_storage_write(const char *path, uint64_t bytes, double *seconds, char *er
 			continue;
 		if (n <= 0) {
 			rc = n < 0 ? -errno : -EIO;
-			snprintf(err, errlen, "write: %s: %s after %llu bytes", path,
-				 n < 0 ? strerror(errno) : "no progress", (unsigned long long)done);
+			gk_errprintf(err, "write: %s: %s after %llu bytes", path,
+				     n < 0 ? strerror(errno) : "no progress",
+				     (unsigned long long)done);
 			goto out_close;
 		}
 		done += (uint64_t)n;
 	}
 	if (fsync(fd)) {
 		rc = -errno;
-		snprintf(err, errlen, "write: %s: fsync: %s", path, strerror(errno));
+		gk_errprintf(err, "write: %s: fsync: %s", path, strerror(errno));
 		goto out_close;
 	}
 	if (close(fd)) {
 		rc = -errno;
-		snprintf(err, errlen, "write: %s: close: %s", path, strerror(errno));
+		gk_errprintf(err, "write: %s: close: %s", path, strerror(errno));
 		return rc;
 	}
 	*seconds = tp_now() - t0;
@@ -120,7 +121,7 @@ static int evict_file(const char *path)
 	return rc;
 }
 
-int tp_storage_read(const char *path, uint64_t bytes, double *seconds, char *err, size_t errlen)
+int tp_storage_read(const char *path, uint64_t bytes, double *seconds, gk_error_t *err)
 {
 	void *buf = io_buffer();
 	uint64_t done = 0;
@@ -128,19 +129,19 @@ int tp_storage_read(const char *path, uint64_t bytes, double *seconds, char *err
 	int fd, rc;
 
 	if (!buf) {
-		snprintf(err, errlen, "read: out of memory for the I/O buffer");
+		gk_errprintf(err, "read: out of memory for the I/O buffer");
 		return -ENOMEM;
 	}
 	rc = evict_file(path);
 	if (rc < 0) {
-		snprintf(err, errlen, "read: %s: dropping cached pages: %s", path, strerror(-rc));
+		gk_errprintf(err, "read: %s: dropping cached pages: %s", path, strerror(-rc));
 		return rc;
 	}
 	t0 = tp_now();
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		rc = -errno;
-		snprintf(err, errlen, "read: %s: %s", path, strerror(errno));
+		gk_errprintf(err, "read: %s: %s", path, strerror(errno));
 		return rc;
 	}
 	for (;;) {
@@ -150,8 +151,8 @@ int tp_storage_read(const char *path, uint64_t bytes, double *seconds, char *err
 			continue;
 		if (n < 0) {
 			rc = -errno;
-			snprintf(err, errlen, "read: %s: %s after %llu bytes", path,
-				 strerror(errno), (unsigned long long)done);
+			gk_errprintf(err, "read: %s: %s after %llu bytes", path, strerror(errno),
+				     (unsigned long long)done);
 			goto out_close;
 		}
 		if (n == 0)
@@ -161,8 +162,8 @@ int tp_storage_read(const char *path, uint64_t bytes, double *seconds, char *err
 	close(fd);
 	*seconds = tp_now() - t0;
 	if (done != bytes) {
-		snprintf(err, errlen, "read: %s: %llu bytes, expected %llu", path,
-			 (unsigned long long)done, (unsigned long long)bytes);
+		gk_errprintf(err, "read: %s: %llu bytes, expected %llu", path,
+			     (unsigned long long)done, (unsigned long long)bytes);
 		return -EIO;
 	}
 	return 0;
@@ -182,7 +183,7 @@ struct io_job {
 	void *buf; /* readers: their own, so that they do not share cache lines with each other */
 	const char *src; /* writers from memory: their share of a host buffer, read once */
 	int rc;
-	char err[TP_ERRLEN];
+	gk_error_t err;
 };
 
 static void *io_thread(void *arg)
@@ -195,7 +196,7 @@ static void *io_thread(void *arg)
 		      : open(j->path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0) {
 		j->rc = -errno;
-		snprintf(j->err, sizeof(j->err), "%s: %s", j->path, strerror(errno));
+		gk_errprintf(&j->err, "%s: %s", j->path, strerror(errno));
 		return NULL;
 	}
 	while (done < j->bytes) {
@@ -207,21 +208,22 @@ static void *io_thread(void *arg)
 			continue;
 		if (n <= 0) {
 			j->rc = n < 0 ? -errno : -EIO;
-			snprintf(j->err, sizeof(j->err), "%s: %s after %llu bytes", j->path,
-				 n < 0 ? strerror(errno) : (j->write ? "no progress" : "short file"),
-				 (unsigned long long)done);
+			gk_errprintf(&j->err, "%s: %s after %llu bytes", j->path,
+				     n < 0 ? strerror(errno)
+					   : (j->write ? "no progress" : "short file"),
+				     (unsigned long long)done);
 			goto out_close;
 		}
 		done += (uint64_t)n;
 	}
 	if (j->write && fsync(fd)) {
 		j->rc = -errno;
-		snprintf(j->err, sizeof(j->err), "%s: fsync: %s", j->path, strerror(errno));
+		gk_errprintf(&j->err, "%s: fsync: %s", j->path, strerror(errno));
 	}
 out_close:
 	if (close(fd) && !j->rc && j->write) {
 		j->rc = -errno;
-		snprintf(j->err, sizeof(j->err), "%s: close: %s", j->path, strerror(errno));
+		gk_errprintf(&j->err, "%s: close: %s", j->path, strerror(errno));
 	}
 	return NULL;
 }
@@ -235,7 +237,7 @@ static uint64_t share(uint64_t bytes, int n, int i)
 }
 
 static int run_jobs(const char *prefix, uint64_t bytes, int n, int write, const char *from,
-		    double *seconds, char *err, size_t errlen)
+		    double *seconds, gk_error_t *err)
 {
 	uint64_t at = 0;
 	struct io_job *jobs = calloc((size_t)n, sizeof(*jobs));
@@ -243,7 +245,7 @@ static int run_jobs(const char *prefix, uint64_t bytes, int n, int write, const 
 	double t0;
 
 	if (!jobs) {
-		snprintf(err, errlen, "%s: out of memory", write ? "write" : "read");
+		gk_errprintf(err, "%s: out of memory", write ? "write" : "read");
 		return -ENOMEM;
 	}
 	for (i = 0; i < n; i++) {
@@ -264,16 +266,16 @@ static int run_jobs(const char *prefix, uint64_t bytes, int n, int write, const 
 			memset(j->buf, 0, IO_CHUNK);
 		}
 		if (!j->buf) {
-			snprintf(err, errlen, "%s: out of memory for the I/O buffers",
-				 write ? "write" : "read");
+			gk_errprintf(err, "%s: out of memory for the I/O buffers",
+				     write ? "write" : "read");
 			rc = -ENOMEM;
 			goto out_free;
 		}
 		if (!write) {
 			rc = evict_file(j->path);
 			if (rc < 0) {
-				snprintf(err, errlen, "read: %s: dropping cached pages: %s",
-					 j->path, strerror(-rc));
+				gk_errprintf(err, "read: %s: dropping cached pages: %s", j->path,
+					     strerror(-rc));
 				goto out_free;
 			}
 		}
@@ -282,8 +284,8 @@ static int run_jobs(const char *prefix, uint64_t bytes, int n, int write, const 
 	for (i = 0; i < n; i++) {
 		rc = -pthread_create(&jobs[i].thread, NULL, io_thread, &jobs[i]);
 		if (rc) {
-			snprintf(err, errlen, "%s: starting thread %d: %s", write ? "write" : "read",
-				 i, strerror(-rc));
+			gk_errprintf(err, "%s: starting thread %d: %s", write ? "write" : "read", i,
+				     strerror(-rc));
 			break;
 		}
 		started++;
@@ -294,7 +296,7 @@ static int run_jobs(const char *prefix, uint64_t bytes, int n, int write, const 
 	for (i = 0; i < started && !rc; i++) {
 		if (jobs[i].rc) {
 			rc = jobs[i].rc;
-			snprintf(err, errlen, "%s: %s", write ? "write" : "read", jobs[i].err);
+			gk_errprintf(err, "%s: %s", write ? "write" : "read", jobs[i].err.text);
 		}
 	}
 out_free:
@@ -306,21 +308,21 @@ out_free:
 }
 
 int tp_storage_write_parallel(const char *prefix, uint64_t bytes, int writers, double *seconds,
-			      char *err, size_t errlen)
+			      gk_error_t *err)
 {
-	return run_jobs(prefix, bytes, writers, 1, NULL, seconds, err, errlen);
+	return run_jobs(prefix, bytes, writers, 1, NULL, seconds, err);
 }
 
 int tp_storage_write_parallel_from(const char *prefix, const void *from, uint64_t bytes,
-				   int writers, double *seconds, char *err, size_t errlen)
+				   int writers, double *seconds, gk_error_t *err)
 {
-	return run_jobs(prefix, bytes, writers, 1, from, seconds, err, errlen);
+	return run_jobs(prefix, bytes, writers, 1, from, seconds, err);
 }
 
 int tp_storage_read_parallel(const char *prefix, uint64_t bytes, int readers, double *seconds,
-			     char *err, size_t errlen)
+			     gk_error_t *err)
 {
-	return run_jobs(prefix, bytes, readers, 0, NULL, seconds, err, errlen);
+	return run_jobs(prefix, bytes, readers, 0, NULL, seconds, err);
 }
 
 void tp_storage_remove_parallel(const char *prefix, int n)

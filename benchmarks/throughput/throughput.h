@@ -11,7 +11,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define TP_ERRLEN 8192 /* room for two paths and a message */
+#include "error.h" /* gk_error_t, from runtime/common */
+
 #define TP_MAX_RESULTS 256
 
 /* One measurement: `bytes` moved in `seconds` (seconds < 0: failed or skipped, see note). */
@@ -35,22 +36,22 @@ struct tp_result *tp_add(struct tp_report *rep, uint64_t size, const char *metri
 /* Into `out`: each measurement of the passes (the same plan run n times) once,
  * with the median of its times and their range in its note. */
 void tp_median_of(const struct tp_report *passes, int n, struct tp_report *out);
-int tp_write_reports(const struct tp_report *rep, const char *base, const char *header, char *err,
-		     size_t errlen);
+int tp_write_reports(const struct tp_report *rep, const char *base, const char *header,
+		     gk_error_t *err);
 
 /* storage.c: files written and read through the page cache, synced; 0 or -errno. */
-int tp_storage_write(const char *path, uint64_t bytes, double *seconds, char *err, size_t errlen);
-int tp_storage_read(const char *path, uint64_t bytes, double *seconds, char *err, size_t errlen);
+int tp_storage_write(const char *path, uint64_t bytes, double *seconds, gk_error_t *err);
+int tp_storage_read(const char *path, uint64_t bytes, double *seconds, gk_error_t *err);
 /* The same by n threads, thread i on <prefix>.<i> with its share of the bytes. */
 int tp_storage_write_parallel(const char *prefix, uint64_t bytes, int writers, double *seconds,
-			      char *err, size_t errlen);
+			      gk_error_t *err);
 /* Like tp_storage_write_parallel, but thread i writes its share of `from`
  * (bytes long, faulted in and cold) instead of one small buffer that stays in
  * the cache: what copying a checkpoint out of host memory into files costs. */
 int tp_storage_write_parallel_from(const char *prefix, const void *from, uint64_t bytes,
-				   int writers, double *seconds, char *err, size_t errlen);
+				   int writers, double *seconds, gk_error_t *err);
 int tp_storage_read_parallel(const char *prefix, uint64_t bytes, int readers, double *seconds,
-			     char *err, size_t errlen);
+			     gk_error_t *err);
 void tp_storage_remove_parallel(const char *prefix, int n);
 int tp_dir_bytes(const char *dir, uint64_t *bytes);
 int tp_dir_evict(const char *dir);
@@ -66,7 +67,7 @@ struct tp_worker {
 };
 
 int tp_worker_start(struct tp_worker *w, const char *path, char *const argv[],
-		    char *const extra_env[], char *err, size_t errlen);
+		    char *const extra_env[], gk_error_t *err);
 /* The next line of the worker's stdout (without the newline); -ETIMEDOUT, -EPIPE at EOF. */
 int tp_worker_line(struct tp_worker *w, char *line, size_t len, int timeout_s);
 int tp_worker_send(struct tp_worker *w, const char *text);
@@ -74,11 +75,11 @@ int tp_worker_send(struct tp_worker *w, const char *text);
 int tp_worker_wait(struct tp_worker *w, int timeout_s);
 
 /* driver.c: the CUDA driver's process checkpoint API, reached through dlopen. */
-int tp_driver_open(char *err, size_t errlen);
-int tp_driver_lock(int pid, unsigned timeout_ms, char *err, size_t errlen);
-int tp_driver_checkpoint(int pid, char *err, size_t errlen);
-int tp_driver_restore(int pid, char *err, size_t errlen);
-int tp_driver_unlock(int pid, char *err, size_t errlen);
+int tp_driver_open(gk_error_t *err);
+int tp_driver_lock(int pid, unsigned timeout_ms, gk_error_t *err);
+int tp_driver_checkpoint(int pid, gk_error_t *err);
+int tp_driver_restore(int pid, gk_error_t *err);
+int tp_driver_unlock(int pid, gk_error_t *err);
 /* "running", "locked", "checkpointed", "failed" or "unknown". */
 const char *tp_driver_state(int pid);
 
@@ -88,6 +89,6 @@ double tp_now(void);
  * threads in 8 MiB chunks, hashing each with XXH3-64 (xxh3) or XXH64;
  * *bytes read in *seconds. 0 or -errno. */
 int tp_check_files(const char *dir, int xxh3, int threads, uint64_t *bytes, double *seconds,
-		   char *err, size_t errlen);
+		   gk_error_t *err);
 
 #endif

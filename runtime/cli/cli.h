@@ -11,6 +11,7 @@
 
 #include <json-c/json.h>
 
+#include "error.h" /* gk_error_t: what went wrong, for the caller to say */
 #include "user.h" /* gk_user_name: the user name of a uid, or "uid N" */
 #include "sizefmt.h" /* gk_size_format: a size for people, GK_SIZE_UNIT here */
 

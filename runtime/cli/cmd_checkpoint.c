@@ -261,8 +261,8 @@ static int parse_node_line(const char *line, struct snapshot *s)
 }
 
 /* Each node of the job, as a step of it: what its probe says. */
-static int probe(const struct opts *o, const struct job_info *j, struct snapshot *s, char *err,
-		 size_t errlen)
+static int probe(const struct opts *o, const struct job_info *j, struct snapshot *s,
+		 gk_error_t *err)
 {
 	char self[PATH_MAX], jobarg[48], nodes[32], tasks[32];
 	char *env[] = {"GPUCKPT_CHECKPOINT=off", NULL};
@@ -273,7 +273,7 @@ static int probe(const struct opts *o, const struct job_info *j, struct snapshot
 
 	memset(s, 0, sizeof(*s));
 	if (n <= 0) {
-		snprintf(err, errlen, "cannot find this program (/proc/self/exe)");
+		gk_errprintf(err, "cannot find this program (/proc/self/exe)");
 		return -ENOENT;
 	}
 	self[n] = '\0';
@@ -300,7 +300,7 @@ static int probe(const struct opts *o, const struct job_info *j, struct snapshot
 	argv[k++] = (char *)j->id;
 	argv[k] = NULL;
 	if (cmd_run(argv, env, PROBE_TIMEOUT, &r) < 0) {
-		snprintf(err, errlen, "cannot run srun: %s", strerror(-r.status));
+		gk_errprintf(err, "cannot run srun: %s", strerror(-r.status));
 		cmd_result_free(&r);
 		return -ENOENT;
 	}
@@ -314,8 +314,8 @@ static int probe(const struct opts *o, const struct job_info *j, struct snapshot
 		char last[256];
 
 		cmd_last_line(r.err, last, sizeof(last));
-		snprintf(err, errlen, "looking at the job's nodes (srun --overlap) failed: %s",
-			 last[0] ? last : "no answer from its nodes");
+		gk_errprintf(err, "looking at the job's nodes (srun --overlap) failed: %s",
+			     last[0] ? last : "no answer from its nodes");
 		cmd_result_free(&r);
 		snapshot_free(s);
 		return -EIO;
@@ -324,24 +324,24 @@ static int probe(const struct opts *o, const struct job_info *j, struct snapshot
 	return 0;
 }
 
-static int get_job(const char *id, struct job_info *j, char *err, size_t errlen)
+static int get_job(const char *id, struct job_info *j, gk_error_t *err)
 {
 	char *argv[] = {"scontrol", "show", "job", "-o", (char *)id, NULL};
 	struct cmd_result r;
 	char last[256];
 
 	if (cmd_run(argv, NULL, 60, &r) < 0) {
-		snprintf(err, errlen, "cannot run scontrol: %s", strerror(-r.status));
+		gk_errprintf(err, "cannot run scontrol: %s", strerror(-r.status));
 		cmd_result_free(&r);
 		return -ENOENT;
 	}
 	if (r.status != 0 || job_info_parse(r.out, j) < 0) {
 		cmd_last_line(r.status ? r.err : r.out, last, sizeof(last));
 		if (strstr(last, "Invalid job id"))
-			snprintf(err, errlen, "job %s: no such job (Slurm does not know it)", id);
+			gk_errprintf(err, "job %s: no such job (Slurm does not know it)", id);
 		else
-			snprintf(err, errlen, "job %s: scontrol show job failed: %s", id,
-				 last[0] ? last : "no output");
+			gk_errprintf(err, "job %s: scontrol show job failed: %s", id,
+				     last[0] ? last : "no output");
 		cmd_result_free(&r);
 		return -ENOENT;
 	}
@@ -375,8 +375,7 @@ static int by_step_task(const void *a, const void *b)
 }
 
 /* The steps to signal: those with a task running the runtime. */
-static int pick(struct snapshot *base, const struct opts *o, const char *job, char *err,
-		size_t errlen)
+static int pick(struct snapshot *base, const struct opts *o, const char *job, gk_error_t *err)
 {
 	size_t waited = 0, in_batch = 0;
 
@@ -397,23 +396,24 @@ static int pick(struct snapshot *base, const struct opts *o, const char *job, ch
 	if (waited)
 		return 0;
 	if (in_batch)
-		snprintf(err, errlen,
-			 "job %s: its program runs in the batch script itself (step batch), and "
-			 "SIGUSR1 to "
-			 "the batch step also reaches the script's shell, which it would end with "
-			 "the job; start the program with srun, or have the script ignore the "
-			 "signal (trap '' USR1) and give --full",
-			 job);
+		gk_errprintf(
+		    err,
+		    "job %s: its program runs in the batch script itself (step batch), and "
+		    "SIGUSR1 to "
+		    "the batch step also reaches the script's shell, which it would end with "
+		    "the job; start the program with srun, or have the script ignore the "
+		    "signal (trap '' USR1) and give --full",
+		    job);
 	else
-		snprintf(err, errlen,
-			 "job %s runs with --gpu-checkpoint, but no program in it uses the GPU "
-			 "under gpuckpt yet: there is nothing to checkpoint",
-			 job);
+		gk_errprintf(err,
+			     "job %s runs with --gpu-checkpoint, but no program in it uses the GPU "
+			     "under gpuckpt yet: there is nothing to checkpoint",
+			     job);
 	return -ENOENT;
 }
 
 static int signal_steps(const struct job_info *j, const struct snapshot *base, const struct opts *o,
-			char *err, size_t errlen)
+			gk_error_t *err)
 {
 	char sigarg[32], ids[64][48], *argv[72], last[256];
 	struct cmd_result r;
@@ -445,8 +445,8 @@ static int signal_steps(const struct job_info *j, const struct snapshot *base, c
 	argv[k] = NULL;
 	if (cmd_run(argv, NULL, 60, &r) < 0 || r.status != 0) {
 		cmd_last_line(r.err, last, sizeof(last));
-		snprintf(err, errlen, "scancel --signal=%s failed: %s", o->signal,
-			 last[0] ? last : strerror(r.status < 0 ? -r.status : EIO));
+		gk_errprintf(err, "scancel --signal=%s failed: %s", o->signal,
+			     last[0] ? last : strerror(r.status < 0 ? -r.status : EIO));
 		cmd_result_free(&r);
 		return -EIO;
 	}
@@ -502,7 +502,7 @@ static double mono(void)
 }
 
 /* Ends this run of the job (--exit, --requeue) and waits until it has. */
-static int end_run(const struct job_info *j, const struct opts *o, char *err, size_t errlen)
+static int end_run(const struct job_info *j, const struct opts *o, gk_error_t *err)
 {
 	char *argv[] = {"scontrol", o->end == OPT_EXIT ? "requeuehold" : "requeue", (char *)j->id,
 			NULL};
@@ -513,21 +513,21 @@ static int end_run(const struct job_info *j, const struct opts *o, char *err, si
 
 	if (cmd_run(argv, NULL, 60, &r) < 0 || r.status != 0) {
 		cmd_last_line(r.err, last, sizeof(last));
-		snprintf(err, errlen, "scontrol %s %s failed: %s", argv[1], j->id,
-			 last[0] ? last : "no reason given");
+		gk_errprintf(err, "scontrol %s %s failed: %s", argv[1], j->id,
+			     last[0] ? last : "no reason given");
 		cmd_result_free(&r);
 		return -EIO;
 	}
 	cmd_result_free(&r);
 	/* Each task now checkpoints again on SIGTERM and ends; wait for that. */
 	while (mono() < until) {
-		if (get_job(j->id, &now, err, errlen) == 0 && strcmp(now.state, "RUNNING") != 0 &&
+		if (get_job(j->id, &now, err) == 0 && strcmp(now.state, "RUNNING") != 0 &&
 		    strcmp(now.state, "COMPLETING") != 0)
 			return 0;
 		sleep(1);
 	}
-	snprintf(err, errlen, "job %s was asked to end its run, but is still running after %u s",
-		 j->id, o->timeout);
+	gk_errprintf(err, "job %s was asked to end its run, but is still running after %u s", j->id,
+		     o->timeout);
 	return -ETIMEDOUT;
 }
 
@@ -700,7 +700,7 @@ static int checkpoint_run(int argc, char **argv)
 	struct snapshot base = {0}, now;
 	struct job_info j;
 	struct opts o;
-	char err[512] = "", ended_err[512];
+	gk_error_t err = {""}, ended_err;
 	const char *ended = NULL;
 	double t0, until;
 	int on_node = 0, rc, pending = 0, committed = 1;
@@ -713,45 +713,47 @@ static int checkpoint_run(int argc, char **argv)
 	if (on_node)
 		return node_probe(o.job, o.bb_root);
 
-	if (get_job(o.job, &j, err, sizeof(err)) < 0)
+	if (get_job(o.job, &j, &err) < 0)
 		goto fail;
 	if (getuid() != 0 && j.uid != getuid()) {
 		char me[64];
 
 		gk_user_name(getuid(), me, sizeof(me));
-		snprintf(err, sizeof(err),
-			 "job %s belongs to %s, not to you (%s): only a job's owner (or root) can "
-			 "checkpoint it",
-			 j.id, j.user, me);
+		gk_errprintf(
+		    &err,
+		    "job %s belongs to %s, not to you (%s): only a job's owner (or root) can "
+		    "checkpoint it",
+		    j.id, j.user, me);
 		goto fail;
 	}
 	if (strcmp(j.state, "RUNNING") != 0) {
-		snprintf(err, sizeof(err), "job %s is %s: only a running job can be checkpointed",
-			 j.id, j.state);
+		gk_errprintf(&err, "job %s is %s: only a running job can be checkpointed", j.id,
+			     j.state);
 		goto fail;
 	}
 	if (o.end && !j.requeue) {
-		snprintf(err, sizeof(err),
-			 "job %s cannot be requeued (Requeue=0): ending it would end it for good, "
-			 "and its checkpoints would be removed with it; submit it with --requeue "
-			 "(nothing was done)",
-			 j.id);
+		gk_errprintf(
+		    &err,
+		    "job %s cannot be requeued (Requeue=0): ending it would end it for good, "
+		    "and its checkpoints would be removed with it; submit it with --requeue "
+		    "(nothing was done)",
+		    j.id);
 		goto fail;
 	}
-	if (probe(&o, &j, &base, err, sizeof(err)) < 0)
+	if (probe(&o, &j, &base, &err) < 0)
 		goto fail;
 	if (!base.nodes_with_dir) {
-		snprintf(err, sizeof(err),
-			 "job %s does not run with gpuckpt: none of its tasks on %.200s has a "
-			 "checkpoint folder (submit it with --gpu-checkpoint=on)",
-			 j.id, j.nodes);
+		gk_errprintf(&err,
+			     "job %s does not run with gpuckpt: none of its tasks on %.200s has a "
+			     "checkpoint folder (submit it with --gpu-checkpoint=on)",
+			     j.id, j.nodes);
 		goto fail;
 	}
-	if (pick(&base, &o, j.id, err, sizeof(err)) < 0)
+	if (pick(&base, &o, j.id, &err) < 0)
 		goto fail;
 	t0 = mono();
 	until = t0 + o.timeout;
-	if (signal_steps(&j, &base, &o, err, sizeof(err)) < 0)
+	if (signal_steps(&j, &base, &o, &err) < 0)
 		goto fail;
 	if (!o.json) {
 		size_t n = 0;
@@ -766,20 +768,20 @@ static int checkpoint_run(int argc, char **argv)
 	do {
 		sleep(POLL_SECONDS);
 		pending = 0;
-		if (probe(&o, &j, &now, err, sizeof(err)) < 0) {
+		if (probe(&o, &j, &now, &err) < 0) {
 			struct job_info again;
 
 			/* The job may have ended under us. */
-			if (get_job(j.id, &again, ended_err, sizeof(ended_err)) == 0 &&
+			if (get_job(j.id, &again, &ended_err) == 0 &&
 			    strcmp(again.state, "RUNNING") != 0) {
-				snprintf(err, sizeof(err),
-					 "job %s ended (%s) before its checkpoint "
-					 "was committed",
-					 j.id, again.state);
+				gk_errprintf(&err,
+					     "job %s ended (%s) before its checkpoint "
+					     "was committed",
+					     j.id, again.state);
 				committed = 0;
 				break;
 			}
-			err[0] = '\0';
+			err.text[0] = '\0';
 			pending = 1;
 			continue;
 		}
@@ -805,15 +807,15 @@ static int checkpoint_run(int argc, char **argv)
 			committed = 0;
 	}
 	if (committed && o.end) {
-		if (end_run(&j, &o, err, sizeof(err)) == 0)
+		if (end_run(&j, &o, &err) == 0)
 			ended = o.end == OPT_EXIT ? "held" : "requeued";
-	} else if (!committed && o.end && !err[0]) {
-		snprintf(err, sizeof(err),
-			 "job %s was left running: its checkpoint was not "
-			 "committed",
-			 j.id);
+	} else if (!committed && o.end && !err.text[0]) {
+		gk_errprintf(&err,
+			     "job %s was left running: its checkpoint was not "
+			     "committed",
+			     j.id);
 	}
-	print_result(&j, &base, &o, committed, mono() - t0, ended, err[0] ? err : NULL);
+	print_result(&j, &base, &o, committed, mono() - t0, ended, err.text[0] ? err.text : NULL);
 	snapshot_free(&base);
 	return committed && (!o.end || ended) ? GK_EXIT_OK : GK_EXIT_BAD;
 
@@ -826,10 +828,10 @@ fail:
 		json_object_object_add(top, "signal", json_object_new_string(o.signal));
 		json_object_object_add(top, "committed", json_object_new_boolean(0));
 		json_object_object_add(top, "tasks", json_object_new_array());
-		json_object_object_add(top, "error", json_object_new_string(err));
+		json_object_object_add(top, "error", json_object_new_string(err.text));
 		cli_print_json(top);
 	} else {
-		gk_error("checkpoint: %s", err);
+		gk_error("checkpoint: %s", err.text);
 	}
 	snapshot_free(&base);
 	return GK_EXIT_BAD;

@@ -275,7 +275,7 @@ static int inspect_run(int argc, char **argv)
 	struct gk_load_opts lo = {0};
 	struct gk_manifest *m = NULL;
 	const char *arg, *dir = NULL, *sig;
-	char err[GK_ERRLEN];
+	gk_error_t err;
 	struct cli_args a;
 	struct stat st;
 	uid_t owner;
@@ -310,9 +310,9 @@ static int inspect_run(int argc, char **argv)
 		return GK_EXIT_BAD;
 	}
 	cli_load_opts_for(dir, GK_UID_OF_MANIFEST, &lo);
-	ret = gk_image_open(dir, &lo, &m, &is_signed, err, sizeof(err));
+	ret = gk_image_open(dir, &lo, &m, &is_signed, err.text, sizeof(err.text));
 	if (ret < 0) {
-		gk_error("inspect: %s: %s", cli_printable(dir), cli_printable(err));
+		gk_error("inspect: %s: %s", cli_printable(dir), cli_printable(err.text));
 		return GK_EXIT_BAD;
 	}
 	owner = lo.held_by_root ? m->uid : lo.uid;

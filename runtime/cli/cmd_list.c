@@ -289,18 +289,18 @@ static int collect(const char *root, const char *shared, struct gk_store_entry *
 		   struct gk_store_entry **remote, struct row **rows, size_t *nrows)
 {
 	size_t nl = 0, nr = 0, k = 0;
-	char err[GK_ERRLEN];
+	gk_error_t err;
 	int ret;
 
 	*local = *remote = NULL;
-	ret = gk_store_list(root, local, &nl, err, sizeof(err));
+	ret = gk_store_list(root, local, &nl, err.text, sizeof(err.text));
 	if (ret < 0) {
-		gk_error("list: %s", err);
+		gk_error("list: %s", err.text);
 		return ret;
 	}
-	if (shared && gk_store_list(shared, remote, &nr, err, sizeof(err)) < 0) {
+	if (shared && gk_store_list(shared, remote, &nr, err.text, sizeof(err.text)) < 0) {
 		/* The node's list is still worth having: say what is wrong. */
-		gk_warn("list: %s; only the node's checkpoints are listed", err);
+		gk_warn("list: %s; only the node's checkpoints are listed", err.text);
 		nr = 0;
 	}
 	*rows = calloc(nl + nr ? nl + nr : 1, sizeof(**rows));

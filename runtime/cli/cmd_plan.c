@@ -104,7 +104,8 @@ static int plan_run(int argc, char **argv)
 {
 	struct gk_load_opts lo = {.uid = getuid(), .check_data = 1};
 	const char *arg, *jobdir = NULL, *owner_text = NULL;
-	char **steps = NULL, err[GK_ERRLEN];
+	gk_error_t err;
+	char **steps = NULL;
 	size_t nsteps = 0, cap = 0;
 	struct cli_args a;
 	struct dirent *de;
@@ -174,14 +175,15 @@ static int plan_run(int argc, char **argv)
 		struct note_ctx c = {stepdir};
 
 		snprintf(stepdir, sizeof(stepdir), "%s/%s", jobdir, steps[i]);
-		if (gk_stepset_plan(stepdir, &lo, &e, note, &c, err, sizeof(err)) < 0) {
+		if (gk_stepset_plan(stepdir, &lo, &e, note, &c, err.text, sizeof(err.text)) < 0) {
 			/* Said, not left out: a step without a line would look
 			 * like one that never checkpointed. */
-			gk_error("plan: %s", err);
+			gk_error("plan: %s", err.text);
 			status = GK_EXIT_BAD;
 			memset(&e, 0, sizeof(e));
 			e.kind = GK_PLAN_BAD;
-			snprintf(e.reason, sizeof(e.reason), "cannot read the step folder: %.400s", err);
+			snprintf(e.reason, sizeof(e.reason), "cannot read the step folder: %.400s",
+				 err.text);
 		}
 		snprintf(e.step, sizeof(e.step), "%s", steps[i]);
 		if (gk_plan_format(&e, line, sizeof(line)) > 0)

@@ -82,7 +82,7 @@ static int prune_run(int argc, char **argv)
 	struct gk_store_entry *entries = NULL;
 	const char *arg, *root = NULL, *keep_text = NULL;
 	json_object *removed = NULL, *kept_list = NULL;
-	char err[GK_ERRLEN];
+	gk_error_t err;
 	struct cli_args a;
 	unsigned keep = 0, kept = 0, nremoved = 0;
 	size_t n = 0;
@@ -125,18 +125,18 @@ static int prune_run(int argc, char **argv)
 		return cli_usage_error(&gk_cmd_prune, "missing the checkpoint root ROOT");
 	if (!keep_text)
 		return cli_usage_error(&gk_cmd_prune, "missing --keep N (how many to keep)");
-	ret = gk_store_list(root, &entries, &n, err, sizeof(err));
+	ret = gk_store_list(root, &entries, &n, err.text, sizeof(err.text));
 	if (ret == 0)
-		ret = gk_store_prune_plan(root, entries, n, keep, err, sizeof(err));
+		ret = gk_store_prune_plan(root, entries, n, keep, err.text, sizeof(err.text));
 	if (ret < 0) {
-		gk_error("prune: %s", err);
+		gk_error("prune: %s", err.text);
 		free(entries);
 		return GK_EXIT_BAD;
 	}
 	if (!dry_run) {
-		ret = gk_store_prune(root, keep, err, sizeof(err));
+		ret = gk_store_prune(root, keep, err.text, sizeof(err.text));
 		if (ret < 0) {
-			gk_error("prune: %s", err);
+			gk_error("prune: %s", err.text);
 			status = GK_EXIT_BAD;
 		}
 	}

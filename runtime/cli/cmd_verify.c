@@ -109,7 +109,7 @@ static uint64_t data_bytes(const struct gk_manifest *m)
  * was checked. 1 checked, 0 not there, -1 failed (err says why), 2 there
  * but unreadable to a user.
  */
-static int verify_seal(int fd, uid_t uid, uint64_t *bytes, char *err, size_t errlen)
+static int verify_seal(int fd, uid_t uid, uint64_t *bytes, gk_error_t *err)
 {
 	struct gk_seal seal;
 	struct stat st;
@@ -120,13 +120,13 @@ static int verify_seal(int fd, uid_t uid, uint64_t *bytes, char *err, size_t err
 	if (geteuid() != 0)
 		return 2;
 	memset(&seal, 0, sizeof(seal));
-	ret = gk_seal_verify(fd, uid, &seal, NULL, err, errlen);
+	ret = gk_seal_verify(fd, uid, &seal, NULL, err->text, sizeof(err->text));
 	*bytes = seal.image_bytes;
 	return ret < 0 ? -1 : 1;
 }
 
 /* The checkpoint folder, opened once: everything is checked through it. */
-static int open_dir(const char *dir, char *err, size_t errlen)
+static int open_dir(const char *dir, gk_error_t *err)
 {
 	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 
@@ -134,12 +134,13 @@ static int open_dir(const char *dir, char *err, size_t errlen)
 		struct stat st;
 
 		if ((errno == ELOOP || errno == ENOTDIR) && lstat(dir, &st) == 0)
-			snprintf(err, errlen, "%s",
-				 S_ISLNK(st.st_mode)
-				     ? "is a symbolic link; give the checkpoint directory itself"
-				     : "not a directory");
+			gk_errprintf(
+			    err, "%s",
+			    S_ISLNK(st.st_mode)
+				? "is a symbolic link; give the checkpoint directory itself"
+				: "not a directory");
 		else
-			snprintf(err, errlen, "%s", strerror(errno));
+			gk_errprintf(err, "%s", strerror(errno));
 	}
 	return fd;
 }
@@ -164,30 +165,32 @@ static int verify_one(const char *dir, uid_t want, const struct gk_load_opts *ba
 {
 	struct gk_load_opts lo = *base;
 	struct gk_manifest *m = NULL;
-	char err[GK_ERRLEN], size[32], who[64];
+	gk_error_t err;
+	char size[32], who[64];
 	const char *sig;
 	uint64_t image_bytes = 0;
 	uid_t owner;
 	int is_signed = 0, ret, sealed, held, fd;
 
 	cli_load_opts_for(dir, want, &lo);
-	fd = open_dir(dir, err, sizeof(err));
-	ret = fd < 0 ? -1 : gk_image_open_at(fd, dir, &lo, &m, &is_signed, err, sizeof(err));
+	fd = open_dir(dir, &err);
+	ret = fd < 0 ? -1
+		     : gk_image_open_at(fd, dir, &lo, &m, &is_signed, err.text, sizeof(err.text));
 	if (ret < 0) {
 		if (fd >= 0)
 			close(fd);
-		gk_error("verify: %s: %s", dir, err);
-		record_failure(results, dir, err);
+		gk_error("verify: %s: %s", dir, err.text);
+		record_failure(results, dir, err.text);
 		return GK_EXIT_BAD;
 	}
 	owner = lo.held_by_root ? m->uid : lo.uid;
 	held = lo.held_by_root && owner != 0;
 	sig = cli_signature_state(dir, is_signed);
-	sealed = verify_seal(fd, owner, &image_bytes, err, sizeof(err));
+	sealed = verify_seal(fd, owner, &image_bytes, &err);
 	close(fd);
 	if (sealed < 0) {
-		gk_error("verify: %s: transparent checkpoint: %s", dir, err);
-		record_failure(results, dir, err);
+		gk_error("verify: %s: transparent checkpoint: %s", dir, err.text);
+		record_failure(results, dir, err.text);
 		gk_manifest_free(m);
 		return GK_EXIT_BAD;
 	}

@@ -86,12 +86,12 @@ static json_object *set_json(const struct gk_stepset *s)
 int cli_list_step(const char *dir, int json)
 {
 	struct gk_stepset *sets = NULL;
-	char err[GK_ERRLEN];
+	gk_error_t err;
 	uint32_t ntasks;
 	size_t n;
 
-	if (gk_stepset_list(dir, &sets, &n, &ntasks, err, sizeof(err)) < 0) {
-		gk_error("list: %s", err);
+	if (gk_stepset_list(dir, &sets, &n, &ntasks, err.text, sizeof(err.text)) < 0) {
+		gk_error("list: %s", err.text);
 		return GK_EXIT_BAD;
 	}
 	if (json) {
@@ -136,19 +136,19 @@ int cli_list_step(const char *dir, int json)
 int cli_verify_step(const char *dir, const struct gk_load_opts *lo, json_object *results)
 {
 	struct gk_stepset *sets = NULL;
-	char err[GK_ERRLEN];
+	gk_error_t err;
 	uint32_t ntasks;
 	size_t n;
 	int status = GK_EXIT_BAD, seen_complete = 0;
 
-	if (gk_stepset_list(dir, &sets, &n, &ntasks, err, sizeof(err)) < 0) {
-		gk_error("verify: %s", err);
+	if (gk_stepset_list(dir, &sets, &n, &ntasks, err.text, sizeof(err.text)) < 0) {
+		gk_error("verify: %s", err.text);
 		if (results) {
 			json_object *o = json_object_new_object();
 
 			json_object_object_add(o, "path", json_object_new_string(dir));
 			json_object_object_add(o, "ok", json_object_new_boolean(0));
-			json_object_object_add(o, "error", json_object_new_string(err));
+			json_object_object_add(o, "error", json_object_new_string(err.text));
 			json_object_array_add(results, o);
 		}
 		return GK_EXIT_BAD;

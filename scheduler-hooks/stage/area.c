@@ -24,33 +24,32 @@
 
 #define STALE_SECONDS (24 * 3600)
 
-int area_open(int rootfd, const char *root, char *err, size_t errlen)
+int area_open(int rootfd, const char *root, gk_error_t *err)
 {
 	struct stat st;
 	int fd;
 
 	if (mkdirat(rootfd, STAGE_AREA, 0700) < 0 && errno != EEXIST) {
-		snprintf(err, errlen, "%s/%s: cannot create: %s", root, STAGE_AREA,
-			 strerror(errno));
+		gk_errprintf(err, "%s/%s: cannot create: %s", root, STAGE_AREA, strerror(errno));
 		return -errno;
 	}
 	fd = gk_open_dir_at(rootfd, STAGE_AREA, 0, &st);
 	if (fd < 0) {
-		snprintf(err, errlen, "%s/%s: %s", root, STAGE_AREA,
-			 fd == -EPERM	? "not root's; refused"
-			 : fd == -ELOOP ? "a symbolic link; refused"
-					: strerror(-fd));
+		gk_errprintf(err, "%s/%s: %s", root, STAGE_AREA,
+			     fd == -EPERM   ? "not root's; refused"
+			     : fd == -ELOOP ? "a symbolic link; refused"
+					    : strerror(-fd));
 		return fd;
 	}
 	if ((st.st_mode & 07777) != 0700 && fchmod(fd, 0700) < 0) {
-		snprintf(err, errlen, "%s/%s: chmod: %s", root, STAGE_AREA, strerror(errno));
+		gk_errprintf(err, "%s/%s: chmod: %s", root, STAGE_AREA, strerror(errno));
 		close(fd);
 		return -errno;
 	}
 	return fd;
 }
 
-int area_lock(int areafd, uint32_t job, char *err, size_t errlen)
+int area_lock(int areafd, uint32_t job, gk_error_t *err)
 {
 	/* One file; the lock of job N is its byte N (open file description
 	 * locks: a file per job would pile up, and removing one under a
@@ -59,13 +58,13 @@ int area_lock(int areafd, uint32_t job, char *err, size_t errlen)
 	int fd = openat(areafd, "lock", O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 
 	if (fd < 0) {
-		snprintf(err, errlen, "lock: %s", strerror(errno));
+		gk_errprintf(err, "lock: %s", strerror(errno));
 		return -errno;
 	}
 	while (fcntl(fd, F_OFD_SETLKW, &fl) < 0) {
 		if (errno == EINTR)
 			continue;
-		snprintf(err, errlen, "lock of job %u: %s", job, strerror(errno));
+		gk_errprintf(err, "lock of job %u: %s", job, strerror(errno));
 		close(fd);
 		return -errno;
 	}

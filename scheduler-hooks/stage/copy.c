@@ -82,7 +82,7 @@ static int copy_bytes(int in, int out, uint64_t *done)
 
 /* One regular file of `owner`'s, with no other link, into dstfd as to_uid. */
 static int copy_file(int srcdir, const char *name, const char *label, uid_t owner, int dstdir,
-		     uid_t to_uid, gid_t to_gid, uint64_t *bytes, char *err, size_t errlen)
+		     uid_t to_uid, gid_t to_gid, uint64_t *bytes, gk_error_t *err)
 {
 	struct timespec times[2];
 	struct stat st;
@@ -93,43 +93,43 @@ static int copy_file(int srcdir, const char *name, const char *label, uid_t owne
 	in = openat(srcdir, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC);
 	if (in < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s/%s: %s", label, show(name),
-			 ret == -ELOOP ? "a symbolic link; refused" : strerror(-ret));
+		gk_errprintf(err, "%s/%s: %s", label, show(name),
+			     ret == -ELOOP ? "a symbolic link; refused" : strerror(-ret));
 		return ret == -ELOOP ? -EPERM : ret;
 	}
 	if (fstat(in, &st) < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s/%s: %s", label, show(name), strerror(-ret));
+		gk_errprintf(err, "%s/%s: %s", label, show(name), strerror(-ret));
 		goto out_in;
 	}
 	if (!S_ISREG(st.st_mode)) {
-		snprintf(err, errlen, "%s/%s is %s; refused", label, show(name), kind_of(st.st_mode));
+		gk_errprintf(err, "%s/%s is %s; refused", label, show(name), kind_of(st.st_mode));
 		ret = -EPERM;
 		goto out_in;
 	}
 	if (st.st_uid != owner) {
-		snprintf(err, errlen, "%s/%s belongs to uid %u, not uid %u; refused", label,
-			 show(name), (unsigned)st.st_uid, (unsigned)owner);
+		gk_errprintf(err, "%s/%s belongs to uid %u, not uid %u; refused", label, show(name),
+			     (unsigned)st.st_uid, (unsigned)owner);
 		ret = -EPERM;
 		goto out_in;
 	}
 	if (st.st_nlink != 1) {
-		snprintf(err, errlen,
-			 "%s/%s has %lu hard links (a file linked in from elsewhere); refused",
-			 label, show(name), (unsigned long)st.st_nlink);
+		gk_errprintf(err,
+			     "%s/%s has %lu hard links (a file linked in from elsewhere); refused",
+			     label, show(name), (unsigned long)st.st_nlink);
 		ret = -EPERM;
 		goto out_in;
 	}
 	out = openat(dstdir, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (out < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s (copy): %s", show(name), strerror(-ret));
+		gk_errprintf(err, "%s (copy): %s", show(name), strerror(-ret));
 		goto out_in;
 	}
 	ret = copy_bytes(in, out, &done);
 	if (ret == 0 && done != (uint64_t)st.st_size) {
-		snprintf(err, errlen, "%s/%s changed while it was copied (%llu of %lld bytes)", label,
-			 show(name), (unsigned long long)done, (long long)st.st_size);
+		gk_errprintf(err, "%s/%s changed while it was copied (%llu of %lld bytes)", label,
+			     show(name), (unsigned long long)done, (long long)st.st_size);
 		ret = -EAGAIN;
 		goto out_out;
 	}
@@ -139,7 +139,7 @@ static int copy_file(int srcdir, const char *name, const char *label, uid_t owne
 			 fchown(out, to_uid, to_gid) < 0 || fchmod(out, 0600) < 0))
 		ret = -errno;
 	if (ret < 0)
-		snprintf(err, errlen, "%s (copy): %s", show(name), strerror(-ret));
+		gk_errprintf(err, "%s (copy): %s", show(name), strerror(-ret));
 	*bytes += done;
 out_out:
 	close(out);
@@ -153,7 +153,7 @@ out_in:
  * uid's, and criu/); depth 1: criu/ (files of root's only).
  */
 static int copy_dir(int srcfd, const char *label, int dstfd, int depth, uid_t uid, gid_t gid,
-		    uint64_t *bytes, char *err, size_t errlen)
+		    uint64_t *bytes, gk_error_t *err)
 {
 	uid_t owner = depth == 0 ? uid : 0;
 	struct dirent *e;
@@ -166,7 +166,7 @@ static int copy_dir(int srcfd, const char *label, int dstfd, int depth, uid_t ui
 		ret = -errno;
 		if (dfd >= 0)
 			close(dfd);
-		snprintf(err, errlen, "%s: %s", label, strerror(-ret));
+		gk_errprintf(err, "%s: %s", label, strerror(-ret));
 		return ret;
 	}
 	rewinddir(d);
@@ -176,14 +176,14 @@ static int copy_dir(int srcfd, const char *label, int dstfd, int depth, uid_t ui
 		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
 			continue;
 		if (++count > STAGE_MAX_ENTRIES) {
-			snprintf(err, errlen, "%s: more than %d entries; refused", label,
-				 STAGE_MAX_ENTRIES);
+			gk_errprintf(err, "%s: more than %d entries; refused", label,
+				     STAGE_MAX_ENTRIES);
 			ret = -EPERM;
 			break;
 		}
 		if (fstatat(srcfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 			ret = -errno;
-			snprintf(err, errlen, "%s/%s: %s", label, show(e->d_name), strerror(-ret));
+			gk_errprintf(err, "%s/%s: %s", label, show(e->d_name), strerror(-ret));
 			break;
 		}
 		if (S_ISDIR(st.st_mode) && depth == 0 && !strcmp(e->d_name, GK_CRIU_DIR)) {
@@ -194,10 +194,10 @@ static int copy_dir(int srcfd, const char *label, int dstfd, int depth, uid_t ui
 			/* The shepherd's folder: root's alone, as it made it. */
 			in = gk_open_dir_at(srcfd, GK_CRIU_DIR, 0, &st);
 			if (in < 0 || st.st_gid != 0 || (st.st_mode & 07777) != 0700) {
-				snprintf(err, errlen,
-					 "%s: not a folder root:root 0700 (not written by the "
-					 "shepherd); refused",
-					 sub);
+				gk_errprintf(err,
+					     "%s: not a folder root:root 0700 (not written by the "
+					     "shepherd); refused",
+					     sub);
 				if (in >= 0)
 					close(in);
 				ret = -EPERM;
@@ -206,11 +206,11 @@ static int copy_dir(int srcfd, const char *label, int dstfd, int depth, uid_t ui
 			if (mkdirat(dstfd, GK_CRIU_DIR, 0700) < 0 ||
 			    (out = gk_open_dir_at(dstfd, GK_CRIU_DIR, 0, NULL)) < 0) {
 				ret = -errno;
-				snprintf(err, errlen, "%s (copy): %s", sub, strerror(errno));
+				gk_errprintf(err, "%s (copy): %s", sub, strerror(errno));
 				close(in);
 				break;
 			}
-			ret = copy_dir(in, sub, out, depth + 1, uid, gid, bytes, err, errlen);
+			ret = copy_dir(in, sub, out, depth + 1, uid, gid, bytes, err);
 			if (ret == 0 && fsync(out) < 0)
 				ret = -errno;
 			close(in);
@@ -218,39 +218,39 @@ static int copy_dir(int srcfd, const char *label, int dstfd, int depth, uid_t ui
 			continue;
 		}
 		if (!S_ISREG(st.st_mode)) {
-			snprintf(err, errlen, "%s/%s is %s; refused", label, show(e->d_name),
-				 kind_of(st.st_mode));
+			gk_errprintf(err, "%s/%s is %s; refused", label, show(e->d_name),
+				     kind_of(st.st_mode));
 			ret = -EPERM;
 			break;
 		}
 		ret = copy_file(srcfd, e->d_name, label, owner, dstfd, depth == 0 ? uid : 0,
-				depth == 0 ? gid : 0, bytes, err, errlen);
+				depth == 0 ? gid : 0, bytes, err);
 	}
 	closedir(d);
 	return ret;
 }
 
-int copy_ckpt(int srcfd, const char *src_label, int dstfd, const char *name, uid_t uid,
-	      gid_t gid, uint64_t *bytes, char *err, size_t errlen)
+int copy_ckpt(int srcfd, const char *src_label, int dstfd, const char *name, uid_t uid, gid_t gid,
+	      uint64_t *bytes, gk_error_t *err)
 {
 	int out, ret;
 
 	*bytes = 0;
 	if (mkdirat(dstfd, name, 0700) < 0) {
-		snprintf(err, errlen, "%s (copy): %s", name, strerror(errno));
+		gk_errprintf(err, "%s (copy): %s", name, strerror(errno));
 		return -errno;
 	}
 	out = gk_open_dir_at(dstfd, name, 0, NULL);
 	if (out < 0) {
-		snprintf(err, errlen, "%s (copy): %s", name, strerror(-out));
+		gk_errprintf(err, "%s (copy): %s", name, strerror(-out));
 		unlinkat(dstfd, name, AT_REMOVEDIR);
 		return out;
 	}
-	ret = copy_dir(srcfd, src_label, out, 0, uid, gid, bytes, err, errlen);
+	ret = copy_dir(srcfd, src_label, out, 0, uid, gid, bytes, err);
 	/* Handed over last: until now only root could reach into it. */
 	if (ret == 0 && (fsync(out) < 0 || fchown(out, uid, gid) < 0)) {
 		ret = -errno;
-		snprintf(err, errlen, "%s (copy): %s", name, strerror(-ret));
+		gk_errprintf(err, "%s (copy): %s", name, strerror(-ret));
 	}
 	close(out);
 	if (ret < 0)

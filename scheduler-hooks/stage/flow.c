@@ -151,15 +151,16 @@ static int check_copy(struct stage *st, int copyfd, int dstdir, const char *labe
 static int move_one(struct stage *st, int srcfd, const char *label, int areafd, int dstdir,
 		    const char *name, const char *dst_label, const char *what)
 {
-	char tmp[160], err[STAGE_ERRLEN];
+	gk_error_t err;
+	char tmp[160];
 	uint64_t bytes = 0;
 	double t0 = now_s();
 	int copyfd, ret;
 
 	area_name(st, st->verb, tmp, sizeof(tmp));
-	ret = copy_ckpt(srcfd, label, areafd, tmp, st->uid, st->gid, &bytes, err, sizeof(err));
+	ret = copy_ckpt(srcfd, label, areafd, tmp, st->uid, st->gid, &bytes, &err);
 	if (ret < 0) {
-		error_line(st, "%s; not staged", err);
+		error_line(st, "%s; not staged", err.text);
 		return ret;
 	}
 	copyfd = gk_open_dir_at(areafd, tmp, st->uid, NULL);
@@ -212,8 +213,8 @@ static int wanted(const struct stage *st, int taskfd, const char *label, int all
 {
 	struct gk_store_entry *list = NULL;
 	size_t count = 0;
-	char err[GK_ERRLEN];
-	int ret = gk_store_list_at(taskfd, label, &list, &count, err, sizeof(err));
+	gk_error_t err;
+	int ret = gk_store_list_at(taskfd, label, &list, &count, err.text, sizeof(err.text));
 
 	*n = 0;
 	if (ret < 0)
@@ -256,11 +257,13 @@ static int wanted(const struct stage *st, int taskfd, const char *label, int all
 static int shared_job_out(struct stage *st, const char *jobname)
 {
 	struct job_ident now, rec;
-	char err[STAGE_ERRLEN], who[128];
+	gk_error_t err;
+	char who[128];
 	int fd, ret;
 
-	if (job_ident(st, &now, err, sizeof(err)) < 0) {
-		warn_line("%s; the shared folder is recorded for uid %u only", err, (unsigned)st->uid);
+	if (job_ident(st, &now, &err) < 0) {
+		warn_line("%s; the shared folder is recorded for uid %u only", err.text,
+			  (unsigned)st->uid);
 		memset(&now, 0, sizeof(now));
 	}
 	now.uid = st->uid;
@@ -309,7 +312,8 @@ static int committed_at(int taskfd, const char *name, uid_t uid)
  * or the other now. */
 static int task_out(struct stage *st, int taskfd, int s_taskfd, int f_taskfd, const char *rel)
 {
-	char label[4300], dst[4300], names[STAGE_MAX_CKPTS][64], err[GK_ERRLEN], what[200];
+	gk_error_t err;
+	char label[4300], dst[4300], names[STAGE_MAX_CKPTS][64], what[200];
 	size_t n = 0;
 	int unsafe = 0, ret, member;
 
@@ -350,22 +354,23 @@ static int task_out(struct stage *st, int taskfd, int s_taskfd, int f_taskfd, co
 			unsafe = 1;
 		close(ckptfd);
 	}
-	ret = member ? 0 : gk_store_prune_at(s_taskfd, label, st->keep, err, sizeof(err));
+	ret = member ? 0 : gk_store_prune_at(s_taskfd, label, st->keep, err.text, sizeof(err.text));
 	if (ret < 0)
-		warn_line("prune: %s", err);
+		warn_line("prune: %s", err.text);
 	return unsafe ? -EAGAIN : 0;
 }
 
 int stage_out(struct stage *st)
 {
-	char jobname[16], err[STAGE_ERRLEN], **steps = NULL;
+	gk_error_t err;
+	char jobname[16], **steps = NULL;
 	size_t nsteps = 0;
 	int lockfd, jobfd, sjobfd = -1, fjobfd = -1, all_safe = 1;
 
 	snprintf(jobname, sizeof(jobname), "%u", st->job);
-	lockfd = area_lock(st->bb_area, st->job, err, sizeof(err));
+	lockfd = area_lock(st->bb_area, st->job, &err);
 	if (lockfd < 0) {
-		error_line(st, "%s", err);
+		error_line(st, "%s", err.text);
 		return lockfd;
 	}
 	/* The restore plan was for the run that just ended. */
@@ -486,12 +491,14 @@ out:
 static int shared_job_in(struct stage *st, int sjobfd, const char *jobname)
 {
 	struct job_ident now, rec;
-	char err[STAGE_ERRLEN], was[128], is[128];
+	gk_error_t err;
+	char was[128], is[128];
 
 	if (record_read(sjobfd, &rec) < 0)
 		return 1; /* written before records: the files' owners still decide */
-	if (job_ident(st, &now, err, sizeof(err)) < 0) {
-		warn_line("%s; only the owner of %s/%s is compared", err, st->shared_root, jobname);
+	if (job_ident(st, &now, &err) < 0) {
+		warn_line("%s; only the owner of %s/%s is compared", err.text, st->shared_root,
+			  jobname);
 		memset(&now, 0, sizeof(now));
 	}
 	now.uid = st->uid;
@@ -584,7 +591,8 @@ static int task_in(struct stage *st, int s_taskfd, int f_taskfd, uint32_t step_i
 {
 	struct gk_task_ids ids = {st->job, step_id, task_id, st->uid, st->gid, 0};
 	static char s_names[STAGE_MAX_CKPTS][64], f_names[STAGE_MAX_CKPTS][64];
-	char s_label[4300], f_label[4300], err[GK_ERRLEN];
+	gk_error_t err;
+	char s_label[4300], f_label[4300];
 	size_t ns = 0, nf = 0;
 	int taskfd;
 
@@ -601,9 +609,9 @@ static int task_in(struct stage *st, int s_taskfd, int f_taskfd, uint32_t step_i
 	if (ns + nf == 0)
 		return 0;
 	/* The job, step and task folders the plugin would make, the user's. */
-	taskfd = gk_task_dir_open(st->bbfd, st->bb_root, &ids, err, sizeof(err));
+	taskfd = gk_task_dir_open(st->bbfd, st->bb_root, &ids, &err);
 	if (taskfd < 0) {
-		error_line(st, "%s; not staged in", err);
+		error_line(st, "%s; not staged in", err.text);
 		return taskfd;
 	}
 	if (ns)
@@ -623,7 +631,7 @@ static int task_in(struct stage *st, int s_taskfd, int f_taskfd, uint32_t step_i
 static int flush_job_in(struct stage *st, const char *jobname)
 {
 	struct job_ident now;
-	char err[STAGE_ERRLEN];
+	gk_error_t err;
 	int fd;
 
 	if (st->flushfd < 0)
@@ -631,8 +639,8 @@ static int flush_job_in(struct stage *st, const char *jobname)
 	fd = gk_open_dir_at(st->flushfd, jobname, st->uid, NULL);
 	if (fd == -ENOENT)
 		return -1;
-	if (job_ident(st, &now, err, sizeof(err)) < 0 || !now.known) {
-		warn_line("%s; %s/%s not used", err, st->flush_root, jobname);
+	if (job_ident(st, &now, &err) < 0 || !now.known) {
+		warn_line("%s; %s/%s not used", err.text, st->flush_root, jobname);
 		goto out_close;
 	}
 	if (fd == -EPERM || now.restarts == 0 || now.uid != st->uid) {
@@ -729,15 +737,16 @@ static void in_from(struct stage *st, int jobfd, uid_t uid, int otherfd, uid_t o
 
 int stage_in(struct stage *st)
 {
-	char jobname[16], err[STAGE_ERRLEN];
+	gk_error_t err;
+	char jobname[16];
 	struct planned *plan = NULL;
 	size_t nplan = 0;
 	int lockfd, sjobfd, fjobfd;
 
 	snprintf(jobname, sizeof(jobname), "%u", st->job);
-	lockfd = area_lock(st->bb_area, st->job, err, sizeof(err));
+	lockfd = area_lock(st->bb_area, st->job, &err);
 	if (lockfd < 0) {
-		error_line(st, "%s", err);
+		error_line(st, "%s", err.text);
 		return lockfd;
 	}
 	sjobfd = gk_open_dir_at(st->sharedfd, jobname, 0, NULL);

@@ -145,7 +145,7 @@ int main(int argc, char **argv)
 {
 	static struct stage st;
 	const char *hook = NULL;
-	char err[STAGE_ERRLEN];
+	gk_error_t err;
 	int have_job = 0, have_uid = 0, have_gid = 0, ret;
 	uint32_t v;
 
@@ -229,8 +229,8 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_DFL);
 	signal(SIGCHLD, SIG_DFL);
 	umask(077);
-	if (hook && gk_test_hook_arm(hook, err, sizeof(err)) < 0)
-		BAD("%s", err);
+	if (hook && gk_test_hook_arm(hook, err.text, sizeof(err.text)) < 0)
+		BAD("%s", err.text);
 	if (gethostname(st.host, sizeof(st.host) - 1) < 0 || !st.host[0])
 		snprintf(st.host, sizeof(st.host), "unknown");
 	for (char *p = st.host; *p; p++)
@@ -239,21 +239,22 @@ int main(int argc, char **argv)
 			*p = '_';
 
 	/* Both roots must be root's alone, or nothing is touched. */
-	st.bbfd = gk_open_trusted_dir(st.bb_root, "--bb-root", err, sizeof(err));
+	st.bbfd = gk_open_trusted_dir(st.bb_root, "--bb-root", err.text, sizeof(err.text));
 	if (st.bbfd < 0) {
-		error_line(&st, "%s; nothing staged", err);
+		error_line(&st, "%s; nothing staged", err.text);
 		return 1;
 	}
-	st.sharedfd = gk_open_trusted_dir(st.shared_root, "--shared-root", err, sizeof(err));
+	st.sharedfd =
+	    gk_open_trusted_dir(st.shared_root, "--shared-root", err.text, sizeof(err.text));
 	if (st.sharedfd < 0) {
-		error_line(&st, "%s; nothing staged", err);
+		error_line(&st, "%s; nothing staged", err.text);
 		return 1;
 	}
-	st.bb_area = area_open(st.bbfd, st.bb_root, err, sizeof(err));
+	st.bb_area = area_open(st.bbfd, st.bb_root, &err);
 	if (st.bb_area >= 0)
-		st.shared_area = area_open(st.sharedfd, st.shared_root, err, sizeof(err));
+		st.shared_area = area_open(st.sharedfd, st.shared_root, &err);
 	if (st.bb_area < 0 || st.shared_area < 0) {
-		error_line(&st, "%s; nothing staged", err);
+		error_line(&st, "%s; nothing staged", err.text);
 		return 1;
 	}
 	area_clean(st.bb_area, st.host);
@@ -261,11 +262,13 @@ int main(int argc, char **argv)
 	/* The flush root is optional: without it (or when it is not root's
 	 * alone) staging goes on with the shared root only. */
 	if (st.flush_root) {
-		st.flushfd = gk_open_trusted_dir(st.flush_root, "--flush-root", err, sizeof(err));
+		st.flushfd =
+		    gk_open_trusted_dir(st.flush_root, "--flush-root", err.text, sizeof(err.text));
 		if (st.flushfd >= 0)
-			st.flush_area = area_open(st.flushfd, st.flush_root, err, sizeof(err));
+			st.flush_area = area_open(st.flushfd, st.flush_root, &err);
 		if (st.flushfd < 0 || st.flush_area < 0) {
-			warn_line("%s; checkpoints flushed while the job ran are not used", err);
+			warn_line("%s; checkpoints flushed while the job ran are not used",
+				  err.text);
 			if (st.flushfd >= 0)
 				close(st.flushfd);
 			st.flushfd = -1;

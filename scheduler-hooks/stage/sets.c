@@ -77,10 +77,10 @@ int sets_task_is_member(const struct stage *st, int taskfd)
 {
 	struct gk_store_entry *list = NULL;
 	size_t count = 0;
-	char err[GK_ERRLEN];
+	gk_error_t err;
 	int member = 0;
 
-	if (gk_store_list_at(taskfd, "task", &list, &count, err, sizeof(err)) < 0)
+	if (gk_store_list_at(taskfd, "task", &list, &count, err.text, sizeof(err.text)) < 0)
 		return 0;
 	for (size_t k = 0; k < count && !member; k++) {
 		struct gk_manifest *m = NULL;
@@ -94,7 +94,7 @@ int sets_task_is_member(const struct stage *st, int taskfd)
 		if (ckptfd < 0)
 			continue;
 		if (read_plain(ckptfd, GK_MANIFEST_FILE, st->uid, 16u << 20, &text, &len) == 0 &&
-		    gk_manifest_parse(text, len, &m, err, sizeof(err)) == 0)
+		    gk_manifest_parse(text, len, &m, err.text, sizeof(err.text)) == 0)
 			member = m->set_members > 0;
 		gk_manifest_free(m);
 		free(text);
@@ -113,7 +113,8 @@ static int copy_record(const struct stage *st, int srcdir, const char *name, uid
 		       int areafd, int dstdir, uid_t uid, gid_t gid, const char *step)
 {
 	struct gk_set_record r;
-	char *text = NULL, tmp[160], err[GK_ERRLEN];
+	gk_error_t err;
+	char *text = NULL, tmp[160];
 	size_t len = 0;
 	uint64_t seq;
 	struct stat sb;
@@ -125,7 +126,8 @@ static int copy_record(const struct stage *st, int srcdir, const char *name, uid
 	if (ret < 0)
 		return ret;
 	/* Only a record the runtime would take is carried. */
-	if (gk_set_name_parse(name, &seq) < 0 || gk_set_record_parse(text, len, &r, err, sizeof(err)) < 0 ||
+	if (gk_set_name_parse(name, &seq) < 0 ||
+	    gk_set_record_parse(text, len, &r, err.text, sizeof(err.text)) < 0 ||
 	    r.sequence != seq) {
 		ret = -EBADMSG;
 		goto out;
@@ -223,7 +225,7 @@ static void prune_step(struct stage *st, int s_stepfd, const char *stepdir, cons
 		       uint64_t planned)
 {
 	struct gk_stepset *sets = NULL;
-	char err[GK_ERRLEN];
+	gk_error_t err;
 	uint64_t from = 0;
 	uint32_t ntasks;
 	unsigned complete = 0;
@@ -232,7 +234,7 @@ static void prune_step(struct stage *st, int s_stepfd, const char *stepdir, cons
 	DIR *d;
 	int dfd;
 
-	if (gk_stepset_list(stepdir, &sets, &n, &ntasks, err, sizeof(err)) < 0)
+	if (gk_stepset_list(stepdir, &sets, &n, &ntasks, err.text, sizeof(err.text)) < 0)
 		return;
 	for (size_t i = 0; i < n && !from; i++)
 		if (sets[i].complete && ++complete == st->keep)
@@ -266,7 +268,8 @@ static void prune_step(struct stage *st, int s_stepfd, const char *stepdir, cons
 		taskfd = gk_open_dir_at(s_stepfd, e->d_name, 0, NULL);
 		if (taskfd < 0)
 			continue;
-		if (gk_store_list_at(taskfd, e->d_name, &list, &count, err, sizeof(err)) == 0) {
+		if (gk_store_list_at(taskfd, e->d_name, &list, &count, err.text,
+				     sizeof(err.text)) == 0) {
 			for (size_t k = 0; k < count; k++) {
 				const char *name = strrchr(list[k].path, '/') + 1;
 
@@ -363,7 +366,8 @@ int sets_plan(struct stage *st, int sjobfd, struct planned **out, size_t *nout)
 		struct gk_load_opts lo = {.uid = st->uid, .check_data = 1};
 		struct gk_plan_entry ent;
 		struct note_ctx c = {e->d_name};
-		char stepdir[64], line[1024], err[GK_ERRLEN];
+		gk_error_t err;
+		char stepdir[64], line[1024];
 		uint32_t step_id;
 		int s_stepfd, n;
 
@@ -375,12 +379,15 @@ int sets_plan(struct stage *st, int sjobfd, struct planned **out, size_t *nout)
 		/* The checked folder itself, whatever its path names by now. */
 		snprintf(stepdir, sizeof(stepdir), "/proc/self/fd/%d/.", s_stepfd);
 		memset(&ent, 0, sizeof(ent));
-		if (gk_stepset_plan(stepdir, &lo, &ent, note, &c, err, sizeof(err)) < 0) {
+		if (gk_stepset_plan(stepdir, &lo, &ent, note, &c, err.text, sizeof(err.text)) < 0) {
 			/* The plan is still whole, and says so for this step. */
 			ent.kind = GK_PLAN_BAD;
-			snprintf(ent.reason, sizeof(ent.reason), "its folder in the shared root "
-				 "cannot be read: %.400s", err);
-			error_line(st, "plan: %s/%u/%s: %s", st->shared_root, st->job, e->d_name, err);
+			snprintf(ent.reason, sizeof(ent.reason),
+				 "its folder in the shared root "
+				 "cannot be read: %.400s",
+				 err.text);
+			error_line(st, "plan: %s/%u/%s: %s", st->shared_root, st->job, e->d_name,
+				   err.text);
 		}
 		snprintf(ent.step, sizeof(ent.step), "%.31s", e->d_name);
 		n = gk_plan_format(&ent, line, sizeof(line));

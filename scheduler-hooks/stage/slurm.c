@@ -18,8 +18,7 @@
 /* A few hundred thousand jobs at ~30 bytes a line, with room. */
 #define OUT_MAX (64u << 20)
 
-static int run_squeue(const struct stage *st, const char *const *args, char **out, char *err,
-		      size_t errlen)
+static int run_squeue(const struct stage *st, const char *const *args, char **out, gk_error_t *err)
 {
 	const char *argv[16];
 	size_t n = 0, len = 0, cap = 1 << 16;
@@ -78,9 +77,9 @@ static int run_squeue(const struct stage *st, const char *const *args, char **ou
 		if (errno != EINTR)
 			break;
 	if (!WIFEXITED(status) || WEXITSTATUS(status) != 0) {
-		snprintf(err, errlen, "%s failed (%s %d)", st->squeue,
-			 WIFEXITED(status) ? "exit" : "signal",
-			 WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
+		gk_errprintf(err, "%s failed (%s %d)", st->squeue,
+			     WIFEXITED(status) ? "exit" : "signal",
+			     WIFEXITED(status) ? WEXITSTATUS(status) : WTERMSIG(status));
 		free(buf);
 		return -EIO;
 	}
@@ -88,7 +87,7 @@ static int run_squeue(const struct stage *st, const char *const *args, char **ou
 	return 0;
 }
 
-int job_ident(const struct stage *st, struct job_ident *id, char *err, size_t errlen)
+int job_ident(const struct stage *st, struct job_ident *id, gk_error_t *err)
 {
 	char job[16], *out = NULL, uid[32], restarts[32];
 	const char *who[] = {"-h", "-a", "-t", "all", "-j", job, "-o", "%U %V", NULL};
@@ -98,20 +97,20 @@ int job_ident(const struct stage *st, struct job_ident *id, char *err, size_t er
 
 	memset(id, 0, sizeof(*id));
 	snprintf(job, sizeof(job), "%u", st->job);
-	ret = run_squeue(st, who, &out, err, errlen);
+	ret = run_squeue(st, who, &out, err);
 	if (ret < 0)
 		return ret;
 	n = sscanf(out, "%31s %31s", uid, id->submit);
 	free(out);
 	if (n == 2) {
-		ret = run_squeue(st, runs, &out, err, errlen);
+		ret = run_squeue(st, runs, &out, err);
 		if (ret < 0)
 			return ret;
 		n = sscanf(out, "%31s", restarts) == 1 ? 3 : 0;
 		free(out);
 	}
 	if (n != 3) {
-		snprintf(err, errlen, "%s: no answer for job %u", st->squeue, st->job);
+		gk_errprintf(err, "%s: no answer for job %u", st->squeue, st->job);
 		return -EIO;
 	}
 	errno = 0;
@@ -125,11 +124,11 @@ int job_ident(const struct stage *st, struct job_ident *id, char *err, size_t er
 	return 0;
 }
 
-int job_states(const struct stage *st, char **text, char *err, size_t errlen)
+int job_states(const struct stage *st, char **text, gk_error_t *err)
 {
 	const char *args[] = {"-h", "-a", "-t", "all", "-o", "%A %T", NULL};
 
-	return run_squeue(st, args, text, err, errlen);
+	return run_squeue(st, args, text, err);
 }
 
 const char *job_state(const char *text, uint32_t id, char *buf, size_t len)

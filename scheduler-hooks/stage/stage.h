@@ -29,7 +29,8 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#define STAGE_ERRLEN 1024
+#include "error.h"
+
 /* The root-only folder gpuckpt-stage keeps in each root. Not a job id, so
  * no job's folder can be named like it. */
 #define STAGE_AREA ".gpuckpt-stage"
@@ -79,9 +80,9 @@ const char *show(const char *name);
 /* ---- area.c ---- */
 
 /* ROOT/STAGE_AREA, made if needed: root's, 0700. */
-int area_open(int rootfd, const char *root, char *err, size_t errlen);
+int area_open(int rootfd, const char *root, gk_error_t *err);
 /* Hold the node's lock of one job (blocks). Returns a descriptor to close. */
-int area_lock(int areafd, uint32_t job, char *err, size_t errlen);
+int area_lock(int areafd, uint32_t job, gk_error_t *err);
 /* A fresh name in the area: "<kind>.<host>.<pid>.<n>". */
 void area_name(const struct stage *st, const char *kind, char *buf, size_t len);
 /* Remove what a killed gpuckpt-stage of this host left in the area, and
@@ -103,8 +104,8 @@ int area_discard(const struct stage *st, int areafd, int parentfd, const char *n
  * root), set with fchown on their descriptors; all synced. On failure the
  * new folder is removed. *bytes: what was copied.
  */
-int copy_ckpt(int srcfd, const char *src_label, int dstfd, const char *name, uid_t uid,
-	      gid_t gid, uint64_t *bytes, char *err, size_t errlen);
+int copy_ckpt(int srcfd, const char *src_label, int dstfd, const char *name, uid_t uid, gid_t gid,
+	      uint64_t *bytes, gk_error_t *err);
 
 /* ---- slurm.c ---- */
 
@@ -116,11 +117,11 @@ struct job_ident {
 };
 
 /* squeue -j JOB: the job's owner, submit time and restart count. */
-int job_ident(const struct stage *st, struct job_ident *id, char *err, size_t errlen);
+int job_ident(const struct stage *st, struct job_ident *id, gk_error_t *err);
 
 /* Every job the controller knows with its state, as "ID STATE\n" lines
  * (malloc'ed). -EIO when squeue failed: then nothing may be removed. */
-int job_states(const struct stage *st, char **text, char *err, size_t errlen);
+int job_states(const struct stage *st, char **text, gk_error_t *err);
 /* The state of job id in that text, or NULL. */
 const char *job_state(const char *text, uint32_t id, char *buf, size_t len);
 

@@ -64,7 +64,8 @@ static void sweep_root(struct stage *st, int rootfd, const char *root, const cha
 	int dfd = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
 	uint32_t *ids = NULL;
 	size_t n = 0, cap = 0;
-	char *again = NULL, err[STAGE_ERRLEN];
+	gk_error_t err;
+	char *again = NULL;
 	time_t asked_again;
 
 	if (dfd < 0 || !(d = fdopendir(dfd))) {
@@ -97,8 +98,8 @@ static void sweep_root(struct stage *st, int rootfd, const char *root, const cha
 		goto out;
 	/* Checked again just before removal. */
 	asked_again = time(NULL);
-	if (job_states(st, &again, err, sizeof(err)) < 0) {
-		say("sweep: %s; nothing removed", err);
+	if (job_states(st, &again, &err) < 0) {
+		say("sweep: %s; nothing removed", err.text);
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -107,7 +108,7 @@ static void sweep_root(struct stage *st, int rootfd, const char *root, const cha
 		int lockfd, ret;
 
 		snprintf(name, sizeof(name), "%u", ids[i]);
-		lockfd = area_lock(st->bb_area, ids[i], err, sizeof(err));
+		lockfd = area_lock(st->bb_area, ids[i], &err);
 		if (lockfd < 0)
 			continue;
 		if (fstatat(rootfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode) &&
@@ -135,11 +136,12 @@ out:
 
 int sweep(struct stage *st)
 {
-	char *states = NULL, err[STAGE_ERRLEN];
+	gk_error_t err;
+	char *states = NULL;
 	time_t asked = time(NULL);
 
-	if (job_states(st, &states, err, sizeof(err)) < 0) {
-		say("sweep: %s; nothing removed", err);
+	if (job_states(st, &states, &err) < 0) {
+		say("sweep: %s; nothing removed", err.text);
 		return 0;
 	}
 	sweep_root(st, st->sharedfd, st->shared_root, states, asked);

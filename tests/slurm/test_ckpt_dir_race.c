@@ -50,14 +50,15 @@ int main(void)
 			if (pids[t] == 0) {
 				struct gk_task_ids ids = {100 + (uint32_t)round, 0, (uint32_t)t,
 							  UID, UID, 0};
-				char err[512], c;
+				gk_error_t err;
+				char c;
 
 				close(go[1]);
 				/* All start when the pipe closes. */
 				if (read(go[0], &c, 1) < 0)
 					_exit(2);
-				if (gk_task_dir_make(root, "bb_root", &ids, err, sizeof(err)) < 0) {
-					printf("# task %d: %s\n", t, err);
+				if (gk_task_dir_make(root, "bb_root", &ids, &err) < 0) {
+					printf("# task %d: %s\n", t, err.text);
 					_exit(1);
 				}
 				_exit(0);

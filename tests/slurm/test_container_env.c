@@ -31,7 +31,8 @@ int main(void)
 	struct gk_opts o;
 	struct gk_task_ids ids = {12, 0, 3, getuid(), getgid(), 0};
 	char root[] = "/tmp/gk-test-container-env.XXXXXX", bundle[1024], rt[2048], want[8192],
-	     out[8192], err[GK_ERRLEN], reason[GK_ERRLEN];
+	     out[8192], reason[GK_ERRLEN];
+	gk_error_t err;
 	struct stat st;
 	int munge = stat(GK_MUNGE_DIR, &st) == 0 && S_ISDIR(st.st_mode);
 
@@ -82,8 +83,8 @@ int main(void)
 	/* A task with checkpointing on, a user who binds and preloads for Apptainer already. */
 	fset(&fe, "APPTAINER_BIND", "/scratch,/data:/data:ro", 1);
 	fset(&fe, "APPTAINERENV_LD_PRELOAD", "/opt/mine.so", 1);
-	is_int(gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)), 0, "inject: succeeds");
-	is_int(gk_container_inject(&site, &ids, &env, err, sizeof(err)), 0, "container inject: succeeds");
+	is_int(gk_inject(&site, &o, &ids, &env, &r, &err), 0, "inject: succeeds");
+	is_int(gk_container_inject(&site, &ids, &env, &err), 0, "container inject: succeeds");
 	snprintf(want, sizeof(want), "%s:%s/12%s", bundle, root, munge ? ":" GK_MUNGE_DIR : "");
 	is_str(val(&fe, GK_ENV_BIND), want, "GPUCKPT_BIND: bundle and the job's folder");
 	is_str(val(&fe, GK_ENV_RUNTIME), rt, "GPUCKPT_RUNTIME: the runtime");
@@ -99,7 +100,7 @@ int main(void)
 	ok(val(&fe, "APPTAINERENV_GPUCKPT_RESTORE") == NULL, "no APPTAINERENV_GPUCKPT_RESTORE on a fresh start");
 
 	/* Again (a step inside the batch step): nothing doubled. */
-	gk_container_inject(&site, &ids, &env, err, sizeof(err));
+	gk_container_inject(&site, &ids, &env, &err);
 	snprintf(want, sizeof(want), "/scratch,/data:/data:ro,%s,%s/12%s", bundle, root,
 		 munge ? "," GK_MUNGE_DIR : "");
 	is_str(val(&fe, "APPTAINER_BIND"), want, "APPTAINER_BIND: not doubled");
@@ -107,7 +108,7 @@ int main(void)
 	is_str(val(&fe, "APPTAINERENV_LD_PRELOAD"), want, "APPTAINERENV_LD_PRELOAD: not doubled");
 
 	/* A step with checkpointing off inside the job: ours out, the user's kept. */
-	is_int(gk_uninject(&site, &env, err, sizeof(err)), 0, "uninject: succeeds");
+	is_int(gk_uninject(&site, &env, &err), 0, "uninject: succeeds");
 	is_str(val(&fe, "APPTAINER_BIND"), "/scratch,/data:/data:ro", "uninject: the user's binds stay");
 	is_str(val(&fe, "APPTAINERENV_LD_PRELOAD"), "/opt/mine.so", "uninject: the user's preload stays");
 	ok(val(&fe, "APPTAINERENV_GPUCKPT_DIR") == NULL && val(&fe, GK_ENV_BIND) == NULL,

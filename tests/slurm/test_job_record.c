@@ -133,29 +133,31 @@ static void metrics_text(void)
 
 static void root_paths(void)
 {
-	char path[PATH_MAX], err[512];
+	gk_error_t err;
+	char path[PATH_MAX];
 	int fd;
 
 	snprintf(path, sizeof(path), "%s/ok", tmp);
 	mkdir_as(path, 0, 0755);
-	fd = gk_root_dir_open(path, err, sizeof(err));
-	ok(fd >= 0, "root_path: a root folder below sticky /tmp opens (%s)", fd < 0 ? err : "");
+	fd = gk_root_dir_open(path, &err);
+	ok(fd >= 0, "root_path: a root folder below sticky /tmp opens (%s)",
+	   fd < 0 ? err.text : "");
 	if (fd >= 0)
 		close(fd);
 	snprintf(path, sizeof(path), "%s/gw", tmp);
 	mkdir_as(path, 0, 0775);
-	ok(gk_root_dir_open(path, err, sizeof(err)) == -EPERM && strstr(err, "writable by others"),
+	ok(gk_root_dir_open(path, &err) == -EPERM && strstr(err.text, "writable by others"),
 	   "root_path: a group-writable folder is refused, and said so");
 	snprintf(path, sizeof(path), "%s/link", tmp);
 	if (symlink("ok", path) < 0)
 		perror(path);
-	ok(gk_root_dir_open(path, err, sizeof(err)) == -ELOOP && strstr(err, "symbolic link"),
+	ok(gk_root_dir_open(path, &err) == -ELOOP && strstr(err.text, "symbolic link"),
 	   "root_path: a symbolic link is refused");
 	snprintf(path, sizeof(path), "%s/user", tmp);
 	mkdir_as(path, 1, 0755);
-	ok(gk_root_dir_open(path, err, sizeof(err)) == -EPERM,
+	ok(gk_root_dir_open(path, &err) == -EPERM,
 	   "root_path: a folder of another user is refused");
-	ok(gk_root_dir_open("relative/path", err, sizeof(err)) == -EINVAL,
+	ok(gk_root_dir_open("relative/path", &err) == -EINVAL,
 	   "root_path: a relative path is refused");
 }
 
@@ -163,7 +165,8 @@ static void root_paths(void)
  * plugin makes them), with event files good and bad. */
 static void collect_and_record(void)
 {
-	char bb[256], shared[256], p[512], err[512], *argv[GK_COMMENT_ARGS];
+	gk_error_t err;
+	char bb[256], shared[256], p[512], *argv[GK_COMMENT_ARGS];
 	char buf[1024];
 	struct gk_job_events ev = {0}, ev1 = {0}, all = {0};
 	const struct gk_record_where one = {"0", 1};
@@ -201,10 +204,10 @@ static void collect_and_record(void)
 	if (mkfifo(p, 0600) < 0 || chown(p, 1, 1) < 0)
 		perror(p);
 
-	n = gk_record_collect(bb, 7, 1, "gk2", &one, 1, &ev1, err, sizeof(err));
+	n = gk_record_collect(bb, 7, 1, "gk2", &one, 1, &ev1, &err);
 	ok(n == 1 && ev1.n == 1 && ev1.ev[0].task == 1 && !strcmp(ev1.ev[0].node, "gk2"),
 	   "collect: one task's folder only (a task's exit)");
-	n = gk_record_collect(bb, 7, 1, "gk1", NULL, 1, &ev, err, sizeof(err));
+	n = gk_record_collect(bb, 7, 1, "gk1", NULL, 1, &ev, &err);
 	is_int(n, 4, "collect: the 4 task folders looked at (the link and the FIFO not read)");
 	is_int(ev.n, 2, "collect: the rest, 2 events (start, checkpoint; task 1's was taken)");
 	is_int(ev.bad_lines, 2,
@@ -216,28 +219,28 @@ static void collect_and_record(void)
 	ok(lstat(p, &sb) < 0 && errno == ENOENT, "collect: a file read is removed (counted once)");
 	snprintf(p, sizeof(p), "%s/secret", tmp);
 	ok(lstat(p, &sb) == 0, "collect: the file behind the link is untouched");
-	is_int(gk_record_collect(bb, 8, 1, "gk1", NULL, 1, &ev, err, sizeof(err)), 0,
+	is_int(gk_record_collect(bb, 8, 1, "gk1", NULL, 1, &ev, &err), 0,
 	       "collect: a job with no folder here is 0 files");
-	ok(gk_record_collect(bb, 7, 2, "gk1", NULL, 1, &ev, err, sizeof(err)) < 0,
+	ok(gk_record_collect(bb, 7, 2, "gk1", NULL, 1, &ev, &err) < 0,
 	   "collect: a job folder of another uid is refused");
-	ok(gk_record_collect(bb, 7, 1, "a b", NULL, 1, &ev, err, sizeof(err)) == -EINVAL,
+	ok(gk_record_collect(bb, 7, 1, "a b", NULL, 1, &ev, &err) == -EINVAL,
 	   "collect: a node name that cannot be recorded");
 
 	snprintf(shared, sizeof(shared), "%s/shared", tmp);
 	mkdir_as(shared, 0, 0755);
-	is_int(gk_record_append(shared, 7, &ev, NULL, err, sizeof(err)), 0, "record: appended");
-	is_int(gk_record_append(shared, 7, &ev1, &all, err, sizeof(err)), 0,
+	is_int(gk_record_append(shared, 7, &ev, NULL, &err), 0, "record: appended");
+	is_int(gk_record_append(shared, 7, &ev1, &all, &err), 0,
 	       "record: appended again, read back");
 	is_int(all.n, 3, "record: both appends read back, every line valid");
 	gk_job_events_free(&all);
-	ok(gk_record_read(shared, 7, &all, err, sizeof(err)) == 0 && all.n == 3,
+	ok(gk_record_read(shared, 7, &all, &err) == 0 && all.n == 3,
 	   "record: read without appending");
 	gk_job_events_free(&all);
-	ok(gk_record_read(shared, 9, &all, err, sizeof(err)) == 0 && all.n == 0,
+	ok(gk_record_read(shared, 9, &all, &err) == 0 && all.n == 0,
 	   "record: a job without one reads as none, and none is made");
 	snprintf(p, sizeof(p), "%s/" GK_RECORDS_DIR "/9", shared);
 	ok(lstat(p, &sb) < 0, "record: (none made)");
-	gk_record_read(shared, 7, &all, err, sizeof(err));
+	gk_record_read(shared, 7, &all, &err);
 	gk_job_stats_compute(&all, &st);
 	is_int(st.checkpoints, 1, "record: ckpt.1 of step 0 counted once over its two tasks");
 	snprintf(p, sizeof(p), "%s/" GK_RECORDS_DIR "/7", shared);
@@ -248,7 +251,7 @@ static void collect_and_record(void)
 	snprintf(p, sizeof(p), "%s/" GK_RECORDS_DIR "/8", shared);
 	if (symlink("/etc/passwd", p) < 0)
 		perror(p);
-	ok(gk_record_append(shared, 8, &ev, NULL, err, sizeof(err)) == -ELOOP,
+	ok(gk_record_append(shared, 8, &ev, NULL, &err) == -ELOOP,
 	   "record: a link in place of a record is not followed");
 
 	is_int(gk_admin_comment_argv("/usr/bin/scontrol", 7, "gpuckpt: 1 checkpoint, 0 restores",
@@ -265,7 +268,8 @@ static void collect_and_record(void)
 
 static void metrics_file(void)
 {
-	char path[PATH_MAX], err[512], text[8192];
+	gk_error_t err;
+	char path[PATH_MAX], text[8192];
 	struct gk_metrics d = {0}, back = {0};
 	struct stat sb;
 	int fd;
@@ -274,8 +278,8 @@ static void metrics_file(void)
 	snprintf(path, sizeof(path), "%s/ok/gpuckpt.prom", tmp);
 	d.checkpoints[GK_EV_OK] = 2;
 	d.jobs = 1;
-	is_int(gk_metrics_update(path, &d, err, sizeof(err)), 0, "metrics file: made");
-	is_int(gk_metrics_update(path, &d, err, sizeof(err)), 0, "metrics file: updated");
+	is_int(gk_metrics_update(path, &d, &err), 0, "metrics file: made");
+	is_int(gk_metrics_update(path, &d, &err), 0, "metrics file: updated");
 	fd = open(path, O_RDONLY);
 	n = fd >= 0 ? read(fd, text, sizeof(text) - 1) : -1;
 	if (fd >= 0)
@@ -289,7 +293,7 @@ static void metrics_file(void)
 	snprintf(path, sizeof(path), "%s/ok/.gpuckpt.prom.tmp", tmp);
 	ok(lstat(path, &sb) < 0, "metrics file: no temporary file left");
 	snprintf(path, sizeof(path), "%s/gw/gpuckpt.prom", tmp);
-	ok(gk_metrics_update(path, &d, err, sizeof(err)) == -EPERM,
+	ok(gk_metrics_update(path, &d, &err) == -EPERM,
 	   "metrics file: a folder others may write is refused");
 }
 

@@ -54,8 +54,8 @@ int main(void)
 	struct gk_site site;
 	struct gk_opts o;
 	struct gk_task_ids ids = {12, 0, 0, getuid(), getgid(), 0};
-	char root[] = "/tmp/gk-test-transparent.XXXXXX", path[4096], err[GK_ERRLEN],
-	     reason[GK_ERRLEN], buf[8192];
+	gk_error_t err;
+	char root[] = "/tmp/gk-test-transparent.XXXXXX", path[4096], reason[GK_ERRLEN], buf[8192];
 	char *argv[GK_SHEPHERD_MAXARGS + 1];
 	enum gk_mode m;
 	int rc;
@@ -73,13 +73,12 @@ int main(void)
 	is_int(gk_parse_mode("Transparent", &m), -EINVAL, "mode: case matters");
 	is_int(gk_parse_mode("", &m), -EINVAL, "mode: empty refused");
 	gk_opts_init(&o);
-	is_int(gk_opts_set(&o, GK_OPT_MODE, "criu", err, sizeof(err)), -EINVAL,
-	       "option: bad value refused");
-	is_str(err, "--gpu-checkpoint-mode: invalid value 'criu' (expected auto, app or transparent)",
+	is_int(gk_opts_set(&o, GK_OPT_MODE, "criu", &err), -EINVAL, "option: bad value refused");
+	is_str(err.text,
+	       "--gpu-checkpoint-mode: invalid value 'criu' (expected auto, app or transparent)",
 	       "option: the error names the option, the value and what is expected");
-	is_int(gk_opts_check_env(GK_OPT_MODE, "yes", err, sizeof(err)), -EINVAL,
-	       "variable: bad value refused");
-	is_str(err, "GPUCKPT_MODE: invalid value 'yes' (expected auto, app or transparent)",
+	is_int(gk_opts_check_env(GK_OPT_MODE, "yes", &err), -EINVAL, "variable: bad value refused");
+	is_str(err.text, "GPUCKPT_MODE: invalid value 'yes' (expected auto, app or transparent)",
 	       "variable: the error names GPUCKPT_MODE");
 
 	/* Site arguments. */
@@ -88,24 +87,25 @@ int main(void)
 	ok(strlen(site.shepherd) > 8 && strcmp(site.shepherd + strlen(site.shepherd) - 8, "/gpuckpt") == 0,
 	   "site: shepherd defaults to LIBEXECDIR/gpuckpt (%s)", site.shepherd);
 	is_str(site.criu, "", "site: criu defaults to the shepherd's own");
-	is_int(gk_site_set(&site, "mode", "sometimes", err, sizeof(err)), -EINVAL, "site: bad mode refused");
-	is_str(err, "mode: invalid value 'sometimes' (expected auto, app or transparent)", "site: ... named");
-	is_int(gk_site_set(&site, "criu", "criu", err, sizeof(err)), -EINVAL, "site: relative criu refused");
-	is_int(gk_site_set(&site, "shepherd", root, err, sizeof(err)), 0, "site: shepherd=DIR");
-	is_int(gk_site_set(&site, "criu", "/opt/criu/sbin/criu", err, sizeof(err)), 0, "site: criu=PATH");
+	is_int(gk_site_set(&site, "mode", "sometimes", &err), -EINVAL, "site: bad mode refused");
+	is_str(err.text, "mode: invalid value 'sometimes' (expected auto, app or transparent)",
+	       "site: ... named");
+	is_int(gk_site_set(&site, "criu", "criu", &err), -EINVAL, "site: relative criu refused");
+	is_int(gk_site_set(&site, "shepherd", root, &err), 0, "site: shepherd=DIR");
+	is_int(gk_site_set(&site, "criu", "/opt/criu/sbin/criu", &err), 0, "site: criu=PATH");
 
 	/* Precedence: option, then variable, then site. */
 	site.mode = GK_MODE_APP;
 	gk_opts_init(&o);
-	ok(gk_opts_mode(&o, NULL, &site, &m, err, sizeof(err)) == 0 && m == GK_MODE_APP,
+	ok(gk_opts_mode(&o, NULL, &site, &m, &err) == 0 && m == GK_MODE_APP,
 	   "precedence: the site's mode when nothing else is set");
-	ok(gk_opts_mode(&o, "transparent", &site, &m, err, sizeof(err)) == 0 && m == GK_MODE_TRANSPARENT,
+	ok(gk_opts_mode(&o, "transparent", &site, &m, &err) == 0 && m == GK_MODE_TRANSPARENT,
 	   "precedence: the variable over the site");
-	gk_opts_set(&o, GK_OPT_MODE, "auto", err, sizeof(err));
-	ok(gk_opts_mode(&o, "transparent", &site, &m, err, sizeof(err)) == 0 && m == GK_MODE_AUTO,
+	gk_opts_set(&o, GK_OPT_MODE, "auto", &err);
+	ok(gk_opts_mode(&o, "transparent", &site, &m, &err) == 0 && m == GK_MODE_AUTO,
 	   "precedence: the option over the variable");
 	gk_opts_init(&o);
-	is_int(gk_opts_mode(&o, "maybe", &site, &m, err, sizeof(err)), -EINVAL,
+	is_int(gk_opts_mode(&o, "maybe", &site, &m, &err), -EINVAL,
 	       "precedence: a bad variable is refused, not ignored");
 	site.mode = GK_MODE_AUTO;
 
@@ -136,20 +136,21 @@ int main(void)
 	r.dirfd = open(root, O_RDONLY | O_DIRECTORY);
 	gk_opts_init(&o);
 	fset(&fe, "GPUCKPT_MODE", "app", 1);
-	is_int(gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err)), 0, "app: prepared");
+	is_int(gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err), 0, "app: prepared");
 	ok(p.kind == GK_TPLAN_NONE, "app: no shepherd");
 	ok(val(&fe, "GPUCKPT_NO_TRANSPARENT") && strstr(val(&fe, "GPUCKPT_NO_TRANSPARENT"), "GPUCKPT_MODE=app"),
 	   "app: GPUCKPT_NO_TRANSPARENT says why");
 	ok(!val(&fe, "GPUCKPT_NOTED"), "app: no mark for a line at the job's start (there is none)");
 	ids.task_id = 1;
-	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
 	ok(p.kind == GK_TPLAN_NONE && val(&fe, "GPUCKPT_NO_TRANSPARENT"), "app: every task's runtime is told why");
 	ids.task_id = 0;
-	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
 	ok(p.kind == GK_TPLAN_NONE, "app: a later step of the same job: the same");
 
 	funset(&fe, "GPUCKPT_MODE");
-	is_int(gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err)), 0, "auto on a node that can: prepared");
+	is_int(gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err), 0,
+	       "auto on a node that can: prepared");
 	ok(p.kind == GK_TPLAN_ATTACH, "auto: the step runs under the shepherd");
 	{
 		const char *sock = val(&fe, "GPUCKPT_SHEPHERD");
@@ -160,7 +161,7 @@ int main(void)
 		   "auto: GPUCKPT_SHEPHERD names the task's socket, with 128 random bits (%s)",
 		   sock ? sock : "unset");
 		snprintf(first, sizeof(first), "%s", sock ? sock : "");
-		gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+		gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
 		sock = val(&fe, "GPUCKPT_SHEPHERD");
 		ok(sock && strcmp(sock, first) != 0, "and a name nobody can guess: another each time");
 	}
@@ -175,26 +176,26 @@ int main(void)
 
 	/* A step of several tasks: not transparently, unless declared independent. */
 	ids.ntasks = 2;
-	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
 	ok(p.kind == GK_TPLAN_NONE && strstr(p.reason, "a step of several tasks") &&
 	       strstr(p.reason, "GPUCKPT_TASKS=independent") && val(&fe, "GPUCKPT_NO_TRANSPARENT") &&
 	       strcmp(val(&fe, "GPUCKPT_NO_TRANSPARENT"), p.reason) == 0,
 	   "a step of two tasks: no shepherd, the runtime is told why and what to do");
 	fset(&fe, "GPUCKPT_TASKS", "independent", 1);
-	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
 	ok(p.kind == GK_TPLAN_ATTACH, "independent tasks: each under its shepherd");
 	funset(&fe, "GPUCKPT_TASKS");
 	ids.ntasks = 0;
 
 	ids.step_id = GK_STEP_BATCH;
-	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
 	ok(p.kind == GK_TPLAN_NONE && !val(&fe, "GPUCKPT_SHEPHERD"),
 	   "batch step: never under a shepherd");
 	ids.step_id = 0;
 
 	/* In a container (container_env.h's gk_container_of): auto means the API's way. */
 	snprintf(r.container, sizeof(r.container), "pyxis");
-	is_int(gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err)), 0,
+	is_int(gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err), 0,
 	       "auto in a pyxis container on a node that can: prepared, not refused");
 	ok(p.kind == GK_TPLAN_NONE && !val(&fe, "GPUCKPT_SHEPHERD") &&
 	       strstr(p.reason, "runs in a pyxis container") &&
@@ -202,12 +203,13 @@ int main(void)
 	   "auto in a container: no shepherd, GPUCKPT_NO_TRANSPARENT says why (%s)",
 	   p.reason);
 	fset(&fe, "GPUCKPT_MODE", "transparent", 1);
-	rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
-	ok(rc == -ENOTSUP && strstr(err, "runs in a pyxis container") &&
-	       strstr(err, "--gpu-checkpoint-mode=app"),
-	   "transparent forced in a container: refused at the start, naming the way out (%s)", err);
+	rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
+	ok(rc == -ENOTSUP && strstr(err.text, "runs in a pyxis container") &&
+	       strstr(err.text, "--gpu-checkpoint-mode=app"),
+	   "transparent forced in a container: refused at the start, naming the way out (%s)",
+	   err.text);
 	ids.step_id = GK_STEP_BATCH;
-	rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
 	ok(rc == 0 && p.kind == GK_TPLAN_NONE,
 	   "a batch script in a container is no shepherd's either way: not refused");
 	ids.step_id = 0;
@@ -216,17 +218,19 @@ int main(void)
 
 	/* A node that cannot. */
 	fake_shepherd(root, "no CRIU at /usr/sbin/criu", 1);
-	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
 	ok(p.kind == GK_TPLAN_NONE && strcmp(p.reason, "no CRIU at /usr/sbin/criu") == 0 &&
 	       strcmp(val(&fe, "GPUCKPT_NO_TRANSPARENT"), "no CRIU at /usr/sbin/criu") == 0,
 	   "auto where the node cannot: the runtime gets the probe's reason");
 	fset(&fe, "GPUCKPT_MODE", "transparent", 1);
-	rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
-	ok(rc == -ENOTSUP && strstr(err, "GPUCKPT_MODE=transparent") && strstr(err, "no CRIU at"),
-	   "transparent forced where the node cannot: refused, saying why (%s)", err);
+	rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
+	ok(rc == -ENOTSUP && strstr(err.text, "GPUCKPT_MODE=transparent") &&
+	       strstr(err.text, "no CRIU at"),
+	   "transparent forced where the node cannot: refused, saying why (%s)", err.text);
 	fset(&fe, "GPUCKPT_MODE", "sometimes", 1);
-	rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
-	ok(rc == -EINVAL && strstr(err, "GPUCKPT_MODE: invalid value 'sometimes'"), "a bad GPUCKPT_MODE in the task is refused");
+	rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
+	ok(rc == -EINVAL && strstr(err.text, "GPUCKPT_MODE: invalid value 'sometimes'"),
+	   "a bad GPUCKPT_MODE in the task is refused");
 	funset(&fe, "GPUCKPT_MODE");
 
 	/* Restarts: the newest checkpoint decides. */
@@ -235,12 +239,15 @@ int main(void)
 	mkdir(path, 0700);
 	r.restore = 1;
 	snprintf(r.newest, sizeof(r.newest), "ckpt.000002");
-	rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
-	ok(rc == -ENOTSUP && strstr(err, "ckpt.000002 was written in transparent mode and this node cannot restore it"),
-	   "a transparent checkpoint on a node that cannot restore it: refused (%s)", err);
+	rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
+	ok(rc == -ENOTSUP &&
+	       strstr(
+		   err.text,
+		   "ckpt.000002 was written in transparent mode and this node cannot restore it"),
+	   "a transparent checkpoint on a node that cannot restore it: refused (%s)", err.text);
 	fake_shepherd(root, "ok", 0);
 	fset(&fe, "GPUCKPT_RESTORE", "auto", 1);
-	rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+	rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
 	if (geteuid() == 0) {
 		ok(rc == 0 && p.kind == GK_TPLAN_RESTORE && strcmp(p.newest, "ckpt.000002") == 0,
 		   "a transparent checkpoint: the shepherd restores it");
@@ -249,12 +256,13 @@ int main(void)
 		ok(strcmp(argv[1], "restore") == 0 && strcmp(argv[2], "--dir") == 0, "argv: restore --dir ...");
 		if (chown(path, 4242, 4242) < 0)
 			printf("# chown: %s\n", strerror(errno));
-		rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, err, sizeof(err));
+		rc = gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
 	} else {
 		for (int k = 0; k < 3; k++)
 			skip("needs root to make a root-owned criu/");
 	}
-	ok(rc == -EPERM && strstr(err, "not written by the shepherd"), "a criu/ that root did not write is refused (%s)", err);
+	ok(rc == -EPERM && strstr(err.text, "not written by the shepherd"),
+	   "a criu/ that root did not write is refused (%s)", err.text);
 
 	snprintf(buf, sizeof(buf), "rm -rf '%s'", root);
 	if (system(buf) != 0)

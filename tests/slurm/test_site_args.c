@@ -7,7 +7,7 @@
 #include "site_args.h"
 #include "tap.h"
 
-static int parse(struct gk_site *s, char *err, int n, ...)
+static int parse(struct gk_site *s, gk_error_t *err, int n, ...)
 {
 	char *argv[16];
 	va_list ap;
@@ -16,18 +16,18 @@ static int parse(struct gk_site *s, char *err, int n, ...)
 	for (int i = 0; i < n; i++)
 		argv[i] = va_arg(ap, char *);
 	va_end(ap);
-	err[0] = '\0';
-	return gk_site_parse(s, n, argv, err, GK_ERRLEN);
+	gk_errclear(err);
+	return gk_site_parse(s, n, argv, err);
 }
 
 int main(void)
 {
 	struct gk_site s;
-	char err[GK_ERRLEN];
+	gk_error_t err;
 
 	plan(34);
 
-	is_int(parse(&s, err, 0), 0, "no arguments: defaults");
+	is_int(parse(&s, &err, 0), 0, "no arguments: defaults");
 	is_int(s.default_on, 0, "default is off");
 	is_int(s.keep, 2, "keep defaults to 2");
 	is_int(s.on_bad_fresh, -1, "on_bad_checkpoint left to the runtime");
@@ -36,7 +36,7 @@ int main(void)
 	ok(s.bb_root[0] == '/', "bb_root has an absolute default (%s)", s.bb_root);
 	ok(strstr(s.runtime, "libgpuckpt.so") != NULL, "runtime defaults to the installed library");
 
-	is_int(parse(&s, err, 6, "default=on", "bb_root=/local/bb", "shared_root=/shared/ck",
+	is_int(parse(&s, &err, 6, "default=on", "bb_root=/local/bb", "shared_root=/shared/ck",
 		     "keep=3", "on_bad_checkpoint=fresh", "interval=600"),
 	       0, "a full set of arguments");
 	is_int(s.default_on, 1, "default=on");
@@ -46,29 +46,32 @@ int main(void)
 	is_int(s.on_bad_fresh, 1, "on_bad_checkpoint=fresh");
 	is_int(s.interval, 600, "interval");
 
-	is_int(parse(&s, err, 3, "runtime=/opt/g/libgpuckpt.so", "log_level=debug", "stage=none"),
+	is_int(parse(&s, &err, 3, "runtime=/opt/g/libgpuckpt.so", "log_level=debug", "stage=none"),
 	       0, "runtime, log_level, stage=none");
 	is_str(s.stage, "", "stage=none turns staging off");
 	is_str(s.log_level, "debug", "log_level");
 
 	is_str(s.flush_root, "", "no flush root by default");
-	is_int(parse(&s, err, 1, "flush_root=/shared/flush"), 0, "flush_root");
+	is_int(parse(&s, &err, 1, "flush_root=/shared/flush"), 0, "flush_root");
 	is_str(s.flush_root, "/shared/flush", "flush_root set");
-	is_int(parse(&s, err, 1, "flush_root=shared/flush"), -EINVAL, "relative flush_root refused");
+	is_int(parse(&s, &err, 1, "flush_root=shared/flush"), -EINVAL,
+	       "relative flush_root refused");
 
-	is_int(parse(&s, err, 2, "keep=5", "colour=blue"), -EINVAL, "unknown key refused");
-	ok(strstr(err, "unknown argument 'colour'") != NULL, "error names the key: %s", err);
-	ok(strstr(err, "bb_root") != NULL, "error lists the known keys");
+	is_int(parse(&s, &err, 2, "keep=5", "colour=blue"), -EINVAL, "unknown key refused");
+	ok(strstr(err.text, "unknown argument 'colour'") != NULL, "error names the key: %s",
+	   err.text);
+	ok(strstr(err.text, "bb_root") != NULL, "error lists the known keys");
 
-	is_int(parse(&s, err, 1, "default=maybe"), -EINVAL, "default=maybe refused");
-	ok(strstr(err, "default") && strstr(err, "maybe"), "error names key and value: %s", err);
-	is_int(parse(&s, err, 1, "bb_root=relative/dir"), -EINVAL, "relative bb_root refused");
-	ok(strstr(err, "not an absolute path") != NULL, "error says why: %s", err);
-	is_int(parse(&s, err, 1, "keep=0"), -EINVAL, "keep=0 refused");
-	is_int(parse(&s, err, 1, "keep=many"), -EINVAL, "keep=many refused");
-	is_int(parse(&s, err, 1, "justaword"), -EINVAL, "argument without '=' refused");
-	ok(strstr(err, "justaword") != NULL, "error names the argument: %s", err);
-	is_int(parse(&s, err, 1, "log_level=loud"), -EINVAL, "log_level=loud refused");
+	is_int(parse(&s, &err, 1, "default=maybe"), -EINVAL, "default=maybe refused");
+	ok(strstr(err.text, "default") && strstr(err.text, "maybe"),
+	   "error names key and value: %s", err.text);
+	is_int(parse(&s, &err, 1, "bb_root=relative/dir"), -EINVAL, "relative bb_root refused");
+	ok(strstr(err.text, "not an absolute path") != NULL, "error says why: %s", err.text);
+	is_int(parse(&s, &err, 1, "keep=0"), -EINVAL, "keep=0 refused");
+	is_int(parse(&s, &err, 1, "keep=many"), -EINVAL, "keep=many refused");
+	is_int(parse(&s, &err, 1, "justaword"), -EINVAL, "argument without '=' refused");
+	ok(strstr(err.text, "justaword") != NULL, "error names the argument: %s", err.text);
+	is_int(parse(&s, &err, 1, "log_level=loud"), -EINVAL, "log_level=loud refused");
 
 	return done_testing();
 }

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 
 static char root[] = "/tmp/gk-test-step-restore.XXXXXX";
-static char err[GK_ERRLEN];
+static gk_error_t err;
 
 static void put(const char *text, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static void put(const char *text, const char *fmt, ...)
@@ -72,7 +72,7 @@ int main(void)
 
 	/* The first run of a step of three tasks: who it is, nothing restored. */
 	fset(&fe, "SLURM_RESTART_COUNT", "0", 1);
-	is_int(gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)), 0, "first run: injected");
+	is_int(gk_inject(&site, &o, &ids, &env, &r, &err), 0, "first run: injected");
 	is_str(val(&fe, "GPUCKPT_STEP_TASKS"), "3", "GPUCKPT_STEP_TASKS is the step's task count");
 	is_str(val(&fe, "GPUCKPT_TASK"), "1", "GPUCKPT_TASK is the task's index");
 	ok(!val(&fe, "GPUCKPT_RESTORE") && !val(&fe, "GPUCKPT_RESTORE_SET"), "nothing to restore");
@@ -84,21 +84,21 @@ int main(void)
 	part("step.0", 2, 4);
 	part("step.0", 0, 5);
 	part("step.0", 1, 5);
-	is_int(gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)), 0, "restart without records");
+	is_int(gk_inject(&site, &o, &ids, &env, &r, &err), 0, "restart without records");
 	ok(r.step_set && r.choice.kind == GK_PLAN_FRESH && !val(&fe, "GPUCKPT_RESTORE"),
 	   "no set record: every task starts afresh (%s)", r.choice.reason);
 	put("gpuckpt-set 1 sequence=4 id=00000000000000aa members=3 step=40 agreement=mpi created=1\n",
 	    "%s/12/step.0/set.000004", root);
 	put("gpuckpt-set 1 sequence=5 id=00000000000000bb members=3 step=50 agreement=mpi created=1\n",
 	    "%s/12/step.0/set.000005", root);
-	is_int(gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)), 0, "restart with records");
+	is_int(gk_inject(&site, &o, &ids, &env, &r, &err), 0, "restart with records");
 	snprintf(want, sizeof(want), "%s/12/step.0/task.1/ckpt.000004", root);
 	is_str(val(&fe, "GPUCKPT_RESTORE"), want,
 	       "set 5 lacks task 2's part: set 4 is restored, by its own folder's ckpt.4");
 	is_str(val(&fe, "GPUCKPT_RESTORE_SET"), "00000000000000aa", "with the set's id");
 	is_str(r.newest, "ckpt.000004", "named in the result");
 	ids.ntasks = 4;
-	gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err));
+	gk_inject(&site, &o, &ids, &env, &r, &err);
 	ok(r.choice.kind == GK_PLAN_FRESH && strstr(r.choice.reason, "has 3 tasks, this step 4") &&
 	       !val(&fe, "GPUCKPT_RESTORE") && !val(&fe, "GPUCKPT_RESTORE_SET"),
 	   "a step of another size does not restore a set of 3 (%s)", r.choice.reason);
@@ -106,7 +106,7 @@ int main(void)
 
 	/* GPUCKPT_TASKS=independent: each task its own newest, as before sets. */
 	fset(&fe, "GPUCKPT_TASKS", "independent", 1);
-	gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err));
+	gk_inject(&site, &o, &ids, &env, &r, &err);
 	ok(!r.step_set && val(&fe, "GPUCKPT_RESTORE") && !strcmp(val(&fe, "GPUCKPT_RESTORE"), "auto") &&
 	       !val(&fe, "GPUCKPT_RESTORE_SET"),
 	   "independent tasks: GPUCKPT_RESTORE=auto, no set");
@@ -116,40 +116,39 @@ int main(void)
 	snprintf(site.stage, sizeof(site.stage), "/usr/libexec/gpuckpt/gpuckpt-stage");
 	snprintf(site.shared_root, sizeof(site.shared_root), "/shared");
 	gk_plan_path(root, 12, path, sizeof(path));
-	ok(gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)) == -ENOENT &&
-	       strstr(err, "no restore plan from the prolog"),
-	   "no plan: the task is refused (%s)", err);
+	ok(gk_inject(&site, &o, &ids, &env, &r, &err) == -ENOENT &&
+	       strstr(err.text, "no restore plan from the prolog"),
+	   "no plan: the task is refused (%s)", err.text);
 	put("gpuckpt-plan 1\nstep.0 set sequence=5 id=00000000000000bb members=3\n", "%s", path);
 	chmod(path, 0644);
-	is_int(gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)), 0, "a plan for set 5");
+	is_int(gk_inject(&site, &o, &ids, &env, &r, &err), 0, "a plan for set 5");
 	snprintf(want, sizeof(want), "%s/12/step.0/task.1/ckpt.000005", root);
 	is_str(val(&fe, "GPUCKPT_RESTORE"), want, "the plan's set is restored");
 	is_str(val(&fe, "GPUCKPT_RESTORE_SET"), "00000000000000bb", "with its id");
 	ok(r.choice.from_plan, "and said to come from the plan");
 	ids.task_id = 2;
-	ok(gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)) == -ENOENT &&
-	       strstr(err, "not on this node"),
-	   "task 2's part of set 5 is not here: refused, not an older set (%s)", err);
+	ok(gk_inject(&site, &o, &ids, &env, &r, &err) == -ENOENT &&
+	       strstr(err.text, "not on this node"),
+	   "task 2's part of set 5 is not here: refused, not an older set (%s)", err.text);
 	ids.task_id = 1;
 	chmod(path, 0666);
-	ok(gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)) == -EPERM,
-	   "a plan others could write is refused (%s)", err);
+	ok(gk_inject(&site, &o, &ids, &env, &r, &err) == -EPERM,
+	   "a plan others could write is refused (%s)", err.text);
 	chmod(path, 0644);
 	if (am_root) {
 		ok(chown(path, 65534, 65534) == 0 &&
-		       gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)) == -EPERM,
-		   "a plan that is not root's is refused (%s)", err);
+		       gk_inject(&site, &o, &ids, &env, &r, &err) == -EPERM,
+		   "a plan that is not root's is refused (%s)", err.text);
 		if (chown(path, 0, 0) < 0)
 			printf("# chown back: %s\n", strerror(errno));
 	} else {
 		printf("ok %d # SKIP a plan that is not root's: needs root to chown\n", ++tap_n);
 	}
 	put("gpuckpt-plan 1\nstep.0 set sequence=5 id=bb members=3\n", "%s", path);
-	ok(gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)) == -EINVAL &&
-	       strstr(err, "malformed"),
-	   "a malformed plan is refused (%s)", err);
+	ok(gk_inject(&site, &o, &ids, &env, &r, &err) == -EINVAL && strstr(err.text, "malformed"),
+	   "a malformed plan is refused (%s)", err.text);
 	put("gpuckpt-plan 1\nstep.1 set sequence=5 id=00000000000000bb members=3\n", "%s", path);
-	is_int(gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)), 0, "a plan without step.0");
+	is_int(gk_inject(&site, &o, &ids, &env, &r, &err), 0, "a plan without step.0");
 	ok(r.choice.kind == GK_PLAN_FRESH && !val(&fe, "GPUCKPT_RESTORE"),
 	   "no line for the step: it has no checkpoint on the shared root, afresh");
 
@@ -157,24 +156,25 @@ int main(void)
 	put("gpuckpt-plan 1\nstep.0 bad set 5: task 2: checksum mismatch\n", "%s", path);
 	o.on_bad_fresh = -1;
 	funset(&fe, "GPUCKPT_ON_BAD_CHECKPOINT");
-	ok(gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)) == -EBADMSG &&
-	       strstr(err, "set 5: task 2: checksum mismatch") && strstr(err, "not started"),
-	   "bad, on-bad fail (the default): the task is refused (%s)", err);
+	ok(gk_inject(&site, &o, &ids, &env, &r, &err) == -EBADMSG &&
+	       strstr(err.text, "set 5: task 2: checksum mismatch") &&
+	       strstr(err.text, "not started"),
+	   "bad, on-bad fail (the default): the task is refused (%s)", err.text);
 	o.on_bad_fresh = 1;
-	is_int(gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)), 0, "bad, on-bad fresh");
+	is_int(gk_inject(&site, &o, &ids, &env, &r, &err), 0, "bad, on-bad fresh");
 	ok(r.choice.kind == GK_PLAN_BAD && !val(&fe, "GPUCKPT_RESTORE") &&
 	       !val(&fe, "GPUCKPT_RESTORE_SET"),
 	   "... every task starts afresh");
 	o.on_bad_fresh = -1;
 	fset(&fe, "GPUCKPT_ON_BAD_CHECKPOINT", "fresh", 1);
-	is_int(gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)), 0,
+	is_int(gk_inject(&site, &o, &ids, &env, &r, &err), 0,
 	       "bad, GPUCKPT_ON_BAD_CHECKPOINT=fresh in the job's environment: afresh too");
 
 	/* A step of one task keeps the per-task restore. */
 	ids.ntasks = 1;
 	ids.task_id = 0;
 	part("step.0", 0, 6);
-	gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err));
+	gk_inject(&site, &o, &ids, &env, &r, &err);
 	ok(!r.step_set && val(&fe, "GPUCKPT_RESTORE") && !strcmp(val(&fe, "GPUCKPT_RESTORE"), "auto"),
 	   "a step of one task: GPUCKPT_RESTORE=auto");
 	is_str(val(&fe, "GPUCKPT_STEP_TASKS"), "1", "GPUCKPT_STEP_TASKS=1");

@@ -25,7 +25,8 @@ int main(void)
 	struct gk_site site;
 	struct gk_opts o;
 	struct gk_task_ids ids = {12, 0, 3, getuid(), getgid(), 0};
-	char root[] = "/tmp/gk-test-task-env.XXXXXX", path[4096], out[256], err[GK_ERRLEN];
+	gk_error_t err;
+	char root[] = "/tmp/gk-test-task-env.XXXXXX", path[4096], out[256];
 	struct stat st;
 
 	plan(53);
@@ -52,7 +53,7 @@ int main(void)
 	is_int(gk_preload_add("/a.so", RT, out, 8), -ENAMETOOLONG, "preload: too long reported");
 
 	/* A first run of task 3 of step 0. */
-	is_int(gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)), 0, "inject: succeeds");
+	is_int(gk_inject(&site, &o, &ids, &env, &r, &err), 0, "inject: succeeds");
 	snprintf(path, sizeof(path), "%s/12/step.0/task.3", root);
 	is_str(val(&fe, "GPUCKPT_DIR"), path, "GPUCKPT_DIR is root/job/step/task");
 	ok(stat(path, &st) == 0 && S_ISDIR(st.st_mode), "the task folder exists");
@@ -76,19 +77,19 @@ int main(void)
 	fset(&fe, "GPUCKPT_INTERVAL", "60", 1);
 	site.interval = 900;
 	o.on_bad_fresh = 1;
-	gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err));
+	gk_inject(&site, &o, &ids, &env, &r, &err);
 	is_str(val(&fe, "LD_PRELOAD"), "/usr/lib/libfoo.so:" RT, "runtime appended to the user's");
 	ok(val(&fe, "GPUCKPT_RESTORE") == NULL, "a restore the task did not earn is removed");
 	is_str(val(&fe, "GPUCKPT_KEEP"), "7", "the user's keep stays");
 	is_str(val(&fe, "GPUCKPT_INTERVAL"), "60", "the user's interval beats the site's");
 	is_str(val(&fe, "GPUCKPT_ON_BAD_CHECKPOINT"), "fresh", "the option's on-bad is set");
 	o.interval = 5;
-	gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err));
+	gk_inject(&site, &o, &ids, &env, &r, &err);
 	is_str(val(&fe, "GPUCKPT_INTERVAL"), "5", "an option beats the user's variable");
 
 	/* A restart: restore only from committed checkpoints of this task. */
 	fset(&fe, "SLURM_RESTART_COUNT", "1", 1);
-	gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err));
+	gk_inject(&site, &o, &ids, &env, &r, &err);
 	ok(val(&fe, "GPUCKPT_RESTORE") == NULL, "restart with no checkpoint: fresh start");
 	is_str(val(&fe, "GPUCKPT_RESTART_COUNT"), "1", "restart count passed on");
 	snprintf(path, sizeof(path), "%s/12/step.0/task.3", root);
@@ -102,26 +103,26 @@ int main(void)
 		if (symlink("/tmp", link) < 0)
 			printf("# symlink %s: %s\n", link, strerror(errno));
 	}
-	is_int(gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)), 0, "inject on restart");
+	is_int(gk_inject(&site, &o, &ids, &env, &r, &err), 0, "inject on restart");
 	is_str(val(&fe, "GPUCKPT_RESTORE"), "auto",
 	       "restart with a checkpoint: GPUCKPT_RESTORE=auto");
 	is_str(r.newest, "ckpt.000002",
 	       "newest committed one found; uncommitted, .tmp and links skipped");
 	fset(&fe, "SLURM_RESTART_COUNT", "garbage", 1);
-	gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err));
+	gk_inject(&site, &o, &ids, &env, &r, &err);
 	ok(val(&fe, "GPUCKPT_RESTORE") == NULL, "unreadable restart count counts as a first run");
 	fset(&fe, "SLURM_RESTART_COUNT", "2", 1);
 
 	/* Another task of the same step never sees task 3's checkpoints. */
 	ids.task_id = 4;
-	gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err));
+	gk_inject(&site, &o, &ids, &env, &r, &err);
 	ok(val(&fe, "GPUCKPT_RESTORE") == NULL, "task 4 does not restore task 3's image");
 	ok(strstr(val(&fe, "GPUCKPT_DIR"), "/task.4") != NULL, "task 4 has its own folder");
 	ids.task_id = 3;
 
 	/* The batch step has its own folder. */
 	ids.step_id = GK_STEP_BATCH;
-	gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err));
+	gk_inject(&site, &o, &ids, &env, &r, &err);
 	ok(strstr(val(&fe, "GPUCKPT_DIR"), "/12/step.batch/task.3") != NULL, "batch step folder");
 	ids.step_id = 0;
 
@@ -130,15 +131,16 @@ int main(void)
 	if (symlink("/etc", path) < 0)
 		printf("# symlink %s: %s\n", path, strerror(errno));
 	ids.step_id = 7;
-	err[0] = '\0';
+	err.text[0] = '\0';
 	{
-		int rc = gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err));
+		int rc = gk_inject(&site, &o, &ids, &env, &r, &err);
 
 		/* O_DIRECTORY|O_NOFOLLOW on a link: ENOTDIR on Linux, ELOOP elsewhere. */
 		ok(rc == -ENOTDIR || rc == -ELOOP,
 		   "a link in place of the step folder is refused (%d)", rc);
 	}
-	ok(strstr(err, "step.7") && strstr(err, "refused"), "error names it: %s", err);
+	ok(strstr(err.text, "step.7") && strstr(err.text, "refused"), "error names it: %s",
+	   err.text);
 	ids.step_id = 0;
 
 	/* Tampering: a folder of another user (needs root to make one). */
@@ -148,10 +150,10 @@ int main(void)
 		if (chown(path, 4242, 4242) < 0)
 			printf("# chown %s: %s\n", path, strerror(errno));
 		ids.job_id = 13;
-		err[0] = '\0';
-		is_int(gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)), -EPERM,
+		err.text[0] = '\0';
+		is_int(gk_inject(&site, &o, &ids, &env, &r, &err), -EPERM,
 		       "another user's job folder is refused");
-		ok(strstr(err, "uid 4242") != NULL, "error names the owner: %s", err);
+		ok(strstr(err.text, "uid 4242") != NULL, "error names the owner: %s", err.text);
 		ids.job_id = 12;
 	} else {
 		skip("needs root to make a folder owned by someone else");
@@ -160,10 +162,9 @@ int main(void)
 
 	/* No burst buffer: the job runs on with the runtime, and says why. */
 	snprintf(site.bb_root, sizeof(site.bb_root), "%s/missing", root);
-	is_int(gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)), 0,
-	       "missing burst buffer is not fatal");
+	is_int(gk_inject(&site, &o, &ids, &env, &r, &err), 0, "missing burst buffer is not fatal");
 	is_int(r.dir_rc, -ENOENT, "reported as ENOENT");
-	ok(strstr(r.dir_err, "missing") != NULL, "message names the root: %s", r.dir_err);
+	ok(strstr(r.dir_err.text, "missing") != NULL, "message names the root: %s", r.dir_err.text);
 	ok(val(&fe, "GPUCKPT_RESTORE") == NULL, "nothing to restore from a missing folder");
 	snprintf(site.bb_root, sizeof(site.bb_root), "%s", root);
 
@@ -172,11 +173,11 @@ int main(void)
 	snprintf(site.bb_root, sizeof(site.bb_root), "%s/open", root);
 	mkdir(site.bb_root, 0777);
 	chmod(site.bb_root, 0777);
-	err[0] = '\0';
-	is_int(gk_inject(&site, &o, &ids, &env, &r, err, sizeof(err)), -EPERM,
+	err.text[0] = '\0';
+	is_int(gk_inject(&site, &o, &ids, &env, &r, &err), -EPERM,
 	       "a bb_root anyone can write is refused");
-	ok(strstr(err, "bb_root=") && strstr(err, "writable by group or others"),
-	   "the message names the setting: %s", err);
+	ok(strstr(err.text, "bb_root=") && strstr(err.text, "writable by group or others"),
+	   "the message names the setting: %s", err.text);
 	snprintf(path, sizeof(path), "%s/open/12", root);
 	ok(access(path, F_OK) < 0, "and nothing was made in it");
 	snprintf(site.bb_root, sizeof(site.bb_root), "%s", root);
@@ -184,7 +185,7 @@ int main(void)
 	/* Off in a step inside a job that has it on: what was inherited goes. */
 	fset(&fe, "LD_PRELOAD", "/usr/lib/libfoo.so:" RT, 1);
 	fset(&fe, "GPUCKPT_RESTORE", "auto", 1);
-	is_int(gk_uninject(&site, &env, err, sizeof(err)), 0, "uninject");
+	is_int(gk_uninject(&site, &env, &err), 0, "uninject");
 	is_str(val(&fe, "LD_PRELOAD"), "/usr/lib/libfoo.so", "runtime taken out of LD_PRELOAD");
 	ok(val(&fe, "GPUCKPT_DIR") == NULL && val(&fe, "GPUCKPT_RESTORE") == NULL,
 	   "GPUCKPT_DIR and GPUCKPT_RESTORE removed");
@@ -193,7 +194,7 @@ int main(void)
 	/* Off with nothing inherited: untouched. */
 	memset(&fe, 0, sizeof(fe));
 	fset(&fe, "LD_PRELOAD", "/usr/lib/libfoo.so", 1);
-	is_int(gk_uninject(&site, &env, err, sizeof(err)), 0, "uninject with nothing inherited");
+	is_int(gk_uninject(&site, &env, &err), 0, "uninject with nothing inherited");
 	is_int(fe.n, 1, "environment untouched");
 	is_str(val(&fe, "LD_PRELOAD"), "/usr/lib/libfoo.so", "user's LD_PRELOAD untouched");
 
