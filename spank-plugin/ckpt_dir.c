@@ -3,6 +3,7 @@
 #include "ckpt_dir.h"
 #include "fsafe.h"
 #include "ckptname.h"
+#include "jobdir.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -18,13 +19,13 @@ int gk_step_dirname(uint32_t step_id, char *buf, size_t len)
 	int n;
 
 	if (step_id == GK_STEP_BATCH)
-		n = snprintf(buf, len, "step.batch");
+		n = snprintf(buf, len, GK_STEP_PREFIX "batch");
 	else if (step_id == GK_STEP_INTERACTIVE)
-		n = snprintf(buf, len, "step.interactive");
+		n = snprintf(buf, len, GK_STEP_PREFIX "interactive");
 	else if (step_id == GK_STEP_EXTERN)
-		n = snprintf(buf, len, "step.extern");
+		n = snprintf(buf, len, GK_STEP_PREFIX "extern");
 	else
-		n = snprintf(buf, len, "step.%u", step_id);
+		n = snprintf(buf, len, GK_STEP_PREFIX "%u", step_id);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
@@ -49,17 +50,19 @@ static int parse_u32(const char *s, uint32_t *out)
 
 int gk_step_parse(const char *name, uint32_t *step_id)
 {
+	const char *name_id;
 	char canon[32];
 
-	if (strncmp(name, "step.", 5) != 0)
+	if (strncmp(name, GK_STEP_PREFIX, GK_STEP_PREFIX_LEN) != 0)
 		return -EINVAL;
-	if (!strcmp(name + 5, "batch"))
+	name_id = name + GK_STEP_PREFIX_LEN;
+	if (!strcmp(name_id, "batch"))
 		*step_id = GK_STEP_BATCH;
-	else if (!strcmp(name + 5, "interactive"))
+	else if (!strcmp(name_id, "interactive"))
 		*step_id = GK_STEP_INTERACTIVE;
-	else if (!strcmp(name + 5, "extern"))
+	else if (!strcmp(name_id, "extern"))
 		*step_id = GK_STEP_EXTERN;
-	else if (parse_u32(name + 5, step_id) < 0 || *step_id >= GK_STEP_INTERACTIVE)
+	else if (parse_u32(name_id, step_id) < 0 || *step_id >= GK_STEP_INTERACTIVE)
 		return -EINVAL;
 	/* Only a name gk_step_dirname would write. */
 	if (gk_step_dirname(*step_id, canon, sizeof(canon)) < 0 || strcmp(canon, name))
@@ -69,9 +72,9 @@ int gk_step_parse(const char *name, uint32_t *step_id)
 
 int gk_task_parse(const char *name, uint32_t *task_id)
 {
-	if (strncmp(name, "task.", 5) != 0)
+	if (strncmp(name, GK_TASK_PREFIX, GK_TASK_PREFIX_LEN) != 0)
 		return -EINVAL;
-	return parse_u32(name + 5, task_id);
+	return parse_u32(name + GK_TASK_PREFIX_LEN, task_id);
 }
 
 int gk_job_parse(const char *name, uint32_t *job_id)
@@ -86,7 +89,8 @@ int gk_task_dir_path(const char *root, const struct gk_task_ids *ids, char *buf,
 
 	if (gk_step_dirname(ids->step_id, step, sizeof(step)) < 0)
 		return -ENAMETOOLONG;
-	n = snprintf(buf, len, "%s/%u/%s/task.%u", root, ids->job_id, step, ids->task_id);
+	n = snprintf(buf, len, "%s/%u/%s/" GK_TASK_PREFIX "%u", root, ids->job_id, step,
+		     ids->task_id);
 	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
 }
 
@@ -169,7 +173,7 @@ int gk_task_dir_open(int rootfd, const char *root, const struct gk_task_ids *ids
 	snprintf(names[0], sizeof(names[0]), "%u", ids->job_id);
 	if (gk_step_dirname(ids->step_id, names[1], sizeof(names[1])) < 0)
 		return -ENAMETOOLONG;
-	snprintf(names[2], sizeof(names[2]), "task.%u", ids->task_id);
+	snprintf(names[2], sizeof(names[2]), GK_TASK_PREFIX "%u", ids->task_id);
 	if (strlen(root) + 3 + sizeof(names) >= sizeof(path)) {
 		gk_errprintf(err, "burst-buffer root %s: path too long", root);
 		return -ENAMETOOLONG;

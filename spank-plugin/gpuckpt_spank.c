@@ -46,6 +46,7 @@
 #include "container_env.h"
 #include "fsafe.h"
 #include "job_options.h"
+#include "jobdir.h"
 #include "job_record.h"
 #include "metrics.h"
 #include "site_args.h"
@@ -783,7 +784,7 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
 	    ids.step_id == GK_STEP_EXTERN)
 		return 0;
 	gk_step_dirname(ids.step_id, step, sizeof(step));
-	where.step = step + 5; /* after "step." */
+	where.step = step + GK_STEP_PREFIX_LEN;
 	where.task = ids.task_id;
 	node_name(spank_getenv(sp, "SLURMD_NODENAME", name, sizeof(name)) == ESPANK_SUCCESS
 		      ? name

@@ -4,6 +4,7 @@
 #include "shepherd_launch.h"
 #include "stage_run.h"
 #include "fsafe.h"
+#include "jobdir.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -338,7 +339,7 @@ int gk_shepherd_argv(const struct gk_tplan *p, pid_t child, char *argv[], char *
 	items[n++] = num[3];
 	/* The step as in the folder's name: 0, 1, ... or batch, interactive. */
 	items[n++] = "--step";
-	items[n++] = step + strlen("step.");
+	items[n++] = step + GK_STEP_PREFIX_LEN;
 	items[n++] = "--task";
 	items[n++] = num[4];
 	items[n++] = "--keep";

@@ -3,6 +3,7 @@
 #include "step_restore.h"
 #include "fsafe.h"
 #include "ckptname.h"
+#include "jobdir.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -87,7 +88,7 @@ static int has_member(int stepfd, uint32_t task, uint64_t seq)
 	struct stat st;
 	int taskfd, ckptfd, ret = 0;
 
-	snprintf(name, sizeof(name), "task.%" PRIu32, task);
+	snprintf(name, sizeof(name), GK_TASK_PREFIX "%" PRIu32, task);
 	taskfd = openat(stepfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (taskfd < 0)
 		return 0;
