@@ -113,7 +113,7 @@ static int from_plan(const struct gk_site *s, const struct gk_task_ids *ids, con
 
 	snprintf(name, sizeof(name), ".plan.%u", ids->job_id);
 	/* Checked as the task folder's root was: root's alone all the way. */
-	rootfd = gk_open_trusted_dir(s->bb_root, "bb_root", sub.text, sizeof(sub.text));
+	rootfd = gk_open_trusted_dir(s->bb_root, "bb_root", &sub);
 	if (rootfd < 0) {
 		gk_errprintf(err, "burst-buffer root: %s", sub.text);
 		return rootfd;

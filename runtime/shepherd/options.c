@@ -208,7 +208,7 @@ static int is_own_child(pid_t pid)
 static int parse_one(int c, const char *arg, struct gk_shep_opts *o, char *err, size_t errlen)
 {
 	struct gk_settings st;
-	char sub[GK_ERRLEN];
+	gk_error_t sub;
 	long long v;
 
 	switch (c) {
@@ -285,8 +285,8 @@ static int parse_one(int c, const char *arg, struct gk_shep_opts *o, char *err, 
 		break;
 	case OPT_SIGNALS:
 		gk_settings_defaults(&st);
-		if (gk_settings_parse_signals(&st, arg, sub, sizeof(sub)) < 0)
-			BAD("--signals '%s': %s", arg, sub);
+		if (gk_settings_parse_signals(&st, arg, &sub) < 0)
+			BAD("--signals '%s': %s", arg, sub.text);
 		memcpy(o->triggers, st.triggers, sizeof(o->triggers));
 		o->ntriggers = st.ntriggers;
 		break;

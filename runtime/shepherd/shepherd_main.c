@@ -179,6 +179,7 @@ int main(int argc, char **argv)
 	static struct gk_shep_opts o;
 	static struct gk_shepherd sh;
 	char err[GK_SHEP_ERRLEN];
+	gk_error_t e;
 	const char *name, *level;
 	enum gk_log_level lv;
 	int ret;
@@ -222,8 +223,8 @@ int main(int argc, char **argv)
 	 * a restore on this node (supervise.c, reap_leftovers). */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		gk_warn("transparent: PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
-	if (o.test_hook[0] && gk_test_hook_arm(o.test_hook, err, sizeof(err)) < 0) {
-		fprintf(stderr, "gpuckpt-shepherd: %s\n", err);
+	if (o.test_hook[0] && gk_test_hook_arm(o.test_hook, &e) < 0) {
+		fprintf(stderr, "gpuckpt-shepherd: %s\n", e.text);
 		return 2;
 	}
 	ret = make_dir_as_user(&o);
@@ -232,9 +233,9 @@ int main(int argc, char **argv)
 			 strerror(-ret));
 		return 1;
 	}
-	sh.dirfd = gk_open_user_path(o.dir, o.uid, err, sizeof(err));
+	sh.dirfd = gk_open_user_path(o.dir, o.uid, &e);
 	if (sh.dirfd < 0) {
-		gk_error("transparent: checkpoint root: %s", err);
+		gk_error("transparent: checkpoint root: %s", e.text);
 		return 1;
 	}
 	switch (o.cmd) {
