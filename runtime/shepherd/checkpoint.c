@@ -428,12 +428,14 @@ static int begin_own(struct ckpt *c)
 	struct gk_manifest *m = gk_manifest_new();
 	char hostname[256] = "";
 	time_t now = time(NULL);
+	gk_error_t e = {""};
 	struct tm tm;
 	int ret;
 
 	if (!m)
 		return -ENOMEM;
-	ret = gk_store_begin_at(c->sh->dirfd, o->dir, &c->txn, c->err, sizeof(c->err));
+	ret = gk_shep_took(gk_store_begin_at(c->sh->dirfd, o->dir, &c->txn, &e), &e, c->err,
+			   sizeof(c->err));
 	if (ret < 0)
 		goto out;
 	c->own_txn = 1;
@@ -452,7 +454,7 @@ static int begin_own(struct ckpt *c)
 	m->chunk_size = GK_DEFAULT_CHUNK_SIZE;
 	m->va_base = GK_DEFAULT_VA_BASE;
 	m->va_size = GK_DEFAULT_VA_SIZE;
-	ret = gk_store_seal(&c->txn, m, NULL, c->err, sizeof(c->err));
+	ret = gk_shep_took(gk_store_seal(&c->txn, m, NULL, &e), &e, c->err, sizeof(c->err));
 	if (ret < 0) {
 		c->own_txn = 0;
 		goto out;
@@ -685,6 +687,7 @@ static int seal_commit(struct ckpt *c, struct gk_seal *seal)
 {
 	struct gk_shepherd *sh = c->sh;
 	struct gk_shep_opts *o = sh->o;
+	gk_error_t e = {""};
 	int ret;
 
 	seal->uid = o->uid;
@@ -703,11 +706,14 @@ static int seal_commit(struct ckpt *c, struct gk_seal *seal)
 	}
 	/* CRIU does not sync its images; the seal must not outlive them. */
 	syncfs(c->criufd);
-	ret = gk_seal_write(c->ckptfd, c->criufd, seal, c->err, sizeof(c->err));
+	ret =
+	    gk_shep_took(gk_seal_write(c->ckptfd, c->criufd, seal, &e), &e, c->err, sizeof(c->err));
 	if (ret < 0)
 		return ret;
-	return gk_store_publish_at(sh->dirfd, o->dir, c->tmpname, c->sequence, o->keep, c->err,
-				   sizeof(c->err));
+	gk_errclear(&e);
+	return gk_shep_took(
+	    gk_store_publish_at(sh->dirfd, o->dir, c->tmpname, c->sequence, o->keep, &e), &e,
+	    c->err, sizeof(c->err));
 }
 
 /* Committed: the timing line, then the tree goes on or is gone. */

@@ -28,7 +28,9 @@ static int newest(struct gk_shepherd *sh, char *name, size_t n, char *err, size_
 {
 	struct gk_store_entry *list = NULL;
 	size_t count = 0;
-	int ret = gk_store_list_at(sh->dirfd, sh->o->dir, &list, &count, err, errlen);
+	gk_error_t e = {""};
+	int ret = gk_shep_took(gk_store_list_at(sh->dirfd, sh->o->dir, &list, &count, &e), &e, err,
+			       errlen);
 
 	if (ret < 0)
 		return ret;
@@ -228,6 +230,7 @@ int gk_restore(struct gk_shepherd *sh)
 	CUcheckpointGpuPair pairs[GK_SEAL_MAX_GPUS];
 	size_t npairs = 0;
 	char path[4096 + 256], name[256], err[GK_SHEP_ERRLEN];
+	gk_error_t e = {""};
 	double t0 = gk_now(), t_criu, t_driver, t_unlock = 0, t_end;
 	int ckptfd = -1, criufd = -1, ret;
 
@@ -249,11 +252,13 @@ int gk_restore(struct gk_shepherd *sh)
 					 : strerror(-ret));
 		goto out;
 	}
-	ret = gk_image_open_in(sh->dirfd, ckptfd, path, &lo, &m, NULL, err, sizeof(err));
+	ret = gk_shep_took(gk_image_open_in(sh->dirfd, ckptfd, path, &lo, &m, NULL, &e), &e, err,
+			   sizeof(err));
 	gk_manifest_free(m);
 	if (ret < 0)
 		goto out;
-	ret = gk_seal_verify(ckptfd, o->uid, seal, &criufd, err, sizeof(err));
+	gk_errclear(&e);
+	ret = gk_shep_took(gk_seal_verify(ckptfd, o->uid, seal, &criufd, &e), &e, err, sizeof(err));
 	if (ret < 0)
 		goto out;
 	if (seal->gid != o->gid || (o->job[0] && seal->job[0] && strcmp(o->job, seal->job)) ||

@@ -25,12 +25,25 @@
 #include <cuda.h>
 
 #include "clock.h"
+#include "error.h"
 #include "seal.h" /* criu/SEAL: its format, writing and checking it (runtime/image) */
 #include "settings.h"
 #include "shepherd_protocol.h" /* the socket's words, GK_PROTO_MSG_MAX */
 
 /* The shepherd's messages carry the seal's (seal.h): room for a path or two. */
 #define GK_SHEP_ERRLEN GK_SEAL_ERRLEN
+
+/* The shepherd's own messages still go into its long buffers (a CRIU
+ * failure carries the tail of CRIU's log, gk_criu_run): the text a callee
+ * put in its gk_error_t is copied there, as it used to be written there.
+ *	gk_error_t e = {""};
+ *	ret = gk_shep_took(gk_store_list_at(..., &e), &e, err, errlen); */
+static inline int gk_shep_took(int ret, const gk_error_t *e, char *buf, size_t len)
+{
+	if (e->text[0])
+		snprintf(buf, len, "%s", e->text);
+	return ret;
+}
 #define GK_SHEP_MAX_PROCS 4096
 #define GK_SHEP_ENV "GPUCKPT_SHEPHERD"
 #define GK_SHEP_DUMP_LOG "dump.log"
