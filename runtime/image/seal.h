@@ -19,7 +19,6 @@
 
 #include <cuda.h> /* CUuuid */
 
-#define GK_SEAL_ERRLEN 10240 /* room for a path or two */
 #define GK_SEAL_MAX_GPUS 64
 #define GK_SEAL_FILE "SEAL"
 /* root's Munge credential over SEAL (runtime/image/sign.c, gk_root_sign_at) */
