@@ -213,7 +213,7 @@ int gk_task_dir_make(const char *root, const char *setting, const struct gk_task
 
 	/* The site's folder must be one only root can change; below it every
 	 * level is the job's user's and is opened without following links. */
-	rootfd = gk_open_trusted_dir(root, setting, err->text, sizeof(err->text));
+	rootfd = gk_open_trusted_dir(root, setting, err);
 	if (rootfd < 0)
 		return rootfd;
 	fd = gk_task_dir_open(rootfd, root, ids, err);

@@ -32,7 +32,7 @@ int gk_is_bundle(const char *dir)
 	/* Root mounts it into every container of the node (podman's hook): the
 	 * folder must be one nobody but root can change, along the whole path,
 	 * and the mark root's own file in it, not a link to one. */
-	fd = gk_open_trusted_dir(dir, NULL, err.text, sizeof(err.text));
+	fd = gk_open_trusted_dir(dir, NULL, &err);
 	if (fd < 0)
 		return 0;
 	rc = fstatat(fd, GK_BUNDLE_MARK, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG(st.st_mode) &&

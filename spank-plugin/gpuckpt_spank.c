@@ -644,7 +644,7 @@ static int env_u32(const char *name, uint32_t *out)
 static int root_ok(const char *path, const char *setting, const char *verb, uint32_t job)
 {
 	gk_error_t err;
-	int fd = gk_open_trusted_dir(path, setting, err.text, sizeof(err.text));
+	int fd = gk_open_trusted_dir(path, setting, &err);
 
 	if (fd < 0) {
 		slurm_error("gpuckpt: stage-%s: job %u: plugstack.conf: %s; nothing staged", verb,

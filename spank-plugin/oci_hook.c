@@ -220,7 +220,7 @@ static enum bind_kind bind_check(const char *path, const char *bundle, char *why
 		return BIND_NO;
 	}
 	slash[slash == parent ? 1 : 0] = '\0';
-	fd = gk_open_trusted_dir(parent, NULL, err.text, sizeof(err.text));
+	fd = gk_open_trusted_dir(parent, NULL, &err);
 	if (fd < 0) {
 		snprintf(why, len, "%s", err.text);
 		return BIND_NO;

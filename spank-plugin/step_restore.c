@@ -114,7 +114,7 @@ static int from_plan(const struct gk_site *s, const struct gk_task_ids *ids, con
 
 	snprintf(name, sizeof(name), ".plan.%u", ids->job_id);
 	/* Checked as the task folder's root was: root's alone all the way. */
-	rootfd = gk_open_trusted_dir(s->bb_root, "bb_root", sub.text, sizeof(sub.text));
+	rootfd = gk_open_trusted_dir(s->bb_root, "bb_root", &sub);
 	if (rootfd < 0) {
 		gk_errprintf(err, "burst-buffer root: %s", sub.text);
 		return rootfd;
@@ -134,7 +134,7 @@ static int from_plan(const struct gk_site *s, const struct gk_task_ids *ids, con
 		gk_errprintf(err, "restore plan %s/%s", s->bb_root, sub.text);
 		return ret;
 	}
-	ret = gk_plan_find(text, len, step, e, sub.text, sizeof(sub.text));
+	ret = gk_plan_find(text, len, step, e, &sub);
 	free(text);
 	if (ret < 0) {
 		gk_errprintf(err, "restore plan %s/%s: %s; refused", s->bb_root, name, sub.text);
@@ -172,8 +172,7 @@ static int from_folder(int stepfd, uint32_t ntasks, struct gk_plan_entry *e)
 		if (gk_set_name_parse(de->d_name, &seq) < 0 || seq <= best)
 			continue;
 		if (read_small(stepfd, de->d_name, -1, GK_SETFILE_MAX, &text, &len, &sub) < 0 ||
-		    gk_set_record_parse(text, len, &r, sub.text, sizeof(sub.text)) < 0 ||
-		    r.sequence != seq) {
+		    gk_set_record_parse(text, len, &r, &sub) < 0 || r.sequence != seq) {
 			free(text);
 			continue;
 		}

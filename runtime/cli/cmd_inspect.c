@@ -310,7 +310,7 @@ static int inspect_run(int argc, char **argv)
 		return GK_EXIT_BAD;
 	}
 	cli_load_opts_for(dir, GK_UID_OF_MANIFEST, &lo);
-	ret = gk_image_open(dir, &lo, &m, &is_signed, err.text, sizeof(err.text));
+	ret = gk_image_open(dir, &lo, &m, &is_signed, &err);
 	if (ret < 0) {
 		gk_error("inspect: %s: %s", cli_printable(dir), cli_printable(err.text));
 		return GK_EXIT_BAD;

@@ -101,7 +101,7 @@ struct row {
 	const struct gk_store_entry *e;
 	struct gk_manifest *m; /* NULL for incomplete or invalid */
 	char status[32];
-	char error[GK_ERRLEN];
+	gk_error_t error;
 	char created[32];
 	int64_t created_unix;
 	uint64_t bytes;
@@ -132,7 +132,7 @@ static void fill_row(struct row *r, const struct gk_store_entry *e)
 			 e->stale ? "writer gone" : "writing");
 		return;
 	}
-	if (gk_image_open(e->path, &lo, &r->m, &is_signed, r->error, sizeof(r->error)) < 0) {
+	if (gk_image_open(e->path, &lo, &r->m, &is_signed, &r->error) < 0) {
 		snprintf(r->status, sizeof(r->status), "invalid");
 		return;
 	}
@@ -217,8 +217,8 @@ static void print_table(const char *root, const struct row *rows, size_t n, int 
 			gk_user_name(r->owner, who, sizeof(who));
 			printf(" (%s's, held by root)", who);
 		}
-		if (r->error[0])
-			printf(": %s", cli_printable(r->error));
+		if (r->error.text[0])
+			printf(": %s", cli_printable(r->error.text));
 		printf("\n");
 	}
 	printf("(status: manifest, owner and signature checked; the data is not read: "
@@ -242,8 +242,8 @@ static void print_json(const char *root, const struct row *rows, size_t n)
 				       json_object_new_string(r->e->complete ? r->status
 							      : r->e->stale  ? "stale"
 									     : "writing"));
-		json_object_object_add(o, "error",
-				       r->error[0] ? json_object_new_string(r->error) : NULL);
+		json_object_object_add(
+		    o, "error", r->error.text[0] ? json_object_new_string(r->error.text) : NULL);
 		json_object_object_add(o, "created",
 				       r->created[0] ? json_object_new_string(r->created) : NULL);
 		json_object_object_add(o, "created_unix", json_object_new_int64(r->created_unix));
@@ -293,12 +293,12 @@ static int collect(const char *root, const char *shared, struct gk_store_entry *
 	int ret;
 
 	*local = *remote = NULL;
-	ret = gk_store_list(root, local, &nl, err.text, sizeof(err.text));
+	ret = gk_store_list(root, local, &nl, &err);
 	if (ret < 0) {
 		gk_error("list: %s", err.text);
 		return ret;
 	}
-	if (shared && gk_store_list(shared, remote, &nr, err.text, sizeof(err.text)) < 0) {
+	if (shared && gk_store_list(shared, remote, &nr, &err) < 0) {
 		/* The node's list is still worth having: say what is wrong. */
 		gk_warn("list: %s; only the node's checkpoints are listed", err.text);
 		nr = 0;

@@ -175,7 +175,7 @@ static int plan_run(int argc, char **argv)
 		struct note_ctx c = {stepdir};
 
 		snprintf(stepdir, sizeof(stepdir), "%s/%s", jobdir, steps[i]);
-		if (gk_stepset_plan(stepdir, &lo, &e, note, &c, err.text, sizeof(err.text)) < 0) {
+		if (gk_stepset_plan(stepdir, &lo, &e, note, &c, &err) < 0) {
 			/* Said, not left out: a step without a line would look
 			 * like one that never checkpointed. */
 			gk_error("plan: %s", err.text);

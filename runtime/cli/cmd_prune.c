@@ -125,16 +125,16 @@ static int prune_run(int argc, char **argv)
 		return cli_usage_error(&gk_cmd_prune, "missing the checkpoint root ROOT");
 	if (!keep_text)
 		return cli_usage_error(&gk_cmd_prune, "missing --keep N (how many to keep)");
-	ret = gk_store_list(root, &entries, &n, err.text, sizeof(err.text));
+	ret = gk_store_list(root, &entries, &n, &err);
 	if (ret == 0)
-		ret = gk_store_prune_plan(root, entries, n, keep, err.text, sizeof(err.text));
+		ret = gk_store_prune_plan(root, entries, n, keep, &err);
 	if (ret < 0) {
 		gk_error("prune: %s", err.text);
 		free(entries);
 		return GK_EXIT_BAD;
 	}
 	if (!dry_run) {
-		ret = gk_store_prune(root, keep, err.text, sizeof(err.text));
+		ret = gk_store_prune(root, keep, &err);
 		if (ret < 0) {
 			gk_error("prune: %s", err.text);
 			status = GK_EXIT_BAD;

@@ -120,7 +120,7 @@ static int verify_seal(int fd, uid_t uid, uint64_t *bytes, gk_error_t *err)
 	if (geteuid() != 0)
 		return 2;
 	memset(&seal, 0, sizeof(seal));
-	ret = gk_seal_verify(fd, uid, &seal, NULL, err->text, sizeof(err->text));
+	ret = gk_seal_verify(fd, uid, &seal, NULL, err);
 	*bytes = seal.image_bytes;
 	return ret < 0 ? -1 : 1;
 }
@@ -174,8 +174,7 @@ static int verify_one(const char *dir, uid_t want, const struct gk_load_opts *ba
 
 	cli_load_opts_for(dir, want, &lo);
 	fd = open_dir(dir, &err);
-	ret = fd < 0 ? -1
-		     : gk_image_open_at(fd, dir, &lo, &m, &is_signed, err.text, sizeof(err.text));
+	ret = fd < 0 ? -1 : gk_image_open_at(fd, dir, &lo, &m, &is_signed, &err);
 	if (ret < 0) {
 		if (fd >= 0)
 			close(fd);

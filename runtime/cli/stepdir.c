@@ -90,7 +90,7 @@ int cli_list_step(const char *dir, int json)
 	uint32_t ntasks;
 	size_t n;
 
-	if (gk_stepset_list(dir, &sets, &n, &ntasks, err.text, sizeof(err.text)) < 0) {
+	if (gk_stepset_list(dir, &sets, &n, &ntasks, &err) < 0) {
 		gk_error("list: %s", err.text);
 		return GK_EXIT_BAD;
 	}
@@ -141,7 +141,7 @@ int cli_verify_step(const char *dir, const struct gk_load_opts *lo, json_object 
 	size_t n;
 	int status = GK_EXIT_BAD, seen_complete = 0;
 
-	if (gk_stepset_list(dir, &sets, &n, &ntasks, err.text, sizeof(err.text)) < 0) {
+	if (gk_stepset_list(dir, &sets, &n, &ntasks, &err) < 0) {
 		gk_error("verify: %s", err.text);
 		if (results) {
 			json_object *o = json_object_new_object();

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "fsafe.h"
+#include "error.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -30,8 +31,7 @@ struct walk {
 	char shown[PATH_MAX];	/* its path, for messages */
 	const char *setting;	/* "bb_root" or NULL */
 	const char *given;
-	char *err;
-	size_t errlen;
+	gk_error_t *err;
 };
 
 static int fail(struct walk *w, int ret, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
@@ -44,9 +44,9 @@ static int fail(struct walk *w, int ret, const char *fmt, ...)
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
 	if (w->setting)
-		snprintf(w->err, w->errlen, "%s=%s: %s", w->setting, w->given, msg);
+		gk_errprintf(w->err, "%s=%s: %s", w->setting, w->given, msg);
 	else
-		snprintf(w->err, w->errlen, "%s", msg);
+		gk_errprintf(w->err, "%s", msg);
 	return ret;
 }
 
@@ -251,16 +251,16 @@ out:
 	return ret;
 }
 
-int gk_open_trusted_dir(const char *path, const char *setting, char *err, size_t errlen)
+int gk_open_trusted_dir(const char *path, const char *setting, gk_error_t *err)
 {
-	struct walk w = {.setting = setting, .given = path, .err = err, .errlen = errlen};
+	struct walk w = {.setting = setting, .given = path, .err = err};
 
 	return walk(&w, path, 0, 0);
 }
 
-int gk_open_user_path(const char *path, uid_t uid, char *err, size_t errlen)
+int gk_open_user_path(const char *path, uid_t uid, gk_error_t *err)
 {
-	struct walk w = {.given = path, .err = err, .errlen = errlen};
+	struct walk w = {.given = path, .err = err};
 
 	return walk(&w, path, 1, uid);
 }

@@ -21,6 +21,8 @@
 #ifndef GK_FSAFE_H
 #define GK_FSAFE_H
 
+#include "error.h"
+
 #include <stddef.h>
 #include <sys/stat.h>
 #include <sys/types.h>
@@ -32,7 +34,7 @@
  * others (err: "bb_root=/x: /x is writable by group or others (mode 0777);
  * it must be root's and writable only by root"), -ENOENT, -ENOTDIR, ...
  */
-int gk_open_trusted_dir(const char *path, const char *setting, char *err, size_t errlen);
+int gk_open_trusted_dir(const char *path, const char *setting, gk_error_t *err);
 
 /*
  * Open `path` (absolute) as a folder of `uid`: a trusted prefix as in
@@ -40,7 +42,7 @@ int gk_open_trusted_dir(const char *path, const char *setting, char *err, size_t
  * folders of uid's reached without following any link. The last one must
  * be uid's. For a checkpoint root given whole (gpuckpt-shepherd --dir).
  */
-int gk_open_user_path(const char *path, uid_t uid, char *err, size_t errlen);
+int gk_open_user_path(const char *path, uid_t uid, gk_error_t *err);
 
 /*
  * Step 2: open the folder `name` of dirfd without following a link and

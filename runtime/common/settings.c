@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "settings.h"
+#include "error.h"
 #include "log.h"
 
 #include <ctype.h>
@@ -186,15 +187,14 @@ static int signal_number(const char *name)
 	return -1;
 }
 
-int gk_settings_parse_signals(struct gk_settings *s, const char *spec, char *err,
-			      size_t errlen)
+int gk_settings_parse_signals(struct gk_settings *s, const char *spec, gk_error_t *err)
 {
 	char buf[256], *save = NULL, *item;
 	unsigned n = 0;
 	struct gk_trigger t[GK_MAX_TRIGGERS];
 
 	if (strlen(spec) >= sizeof(buf)) {
-		snprintf(err, errlen, "signals: value too long");
+		gk_errprintf(err, "signals: value too long");
 		return -EINVAL;
 	}
 	strcpy(buf, spec);
@@ -213,28 +213,28 @@ int gk_settings_parse_signals(struct gk_settings *s, const char *spec, char *err
 			else if (!strcasecmp(act, "continue"))
 				action = GK_ACTION_CONTINUE;
 			else {
-				snprintf(err, errlen,
-					 "signals: '%s': action must be 'exit' or 'continue'", act);
+				gk_errprintf(
+				    err, "signals: '%s': action must be 'exit' or 'continue'", act);
 				return -EINVAL;
 			}
 		}
 		item = trim(item);
 		signo = signal_number(item);
 		if (signo < 0) {
-			snprintf(err, errlen,
-				 "signals: '%s' is not a signal gpuckpt can use "
-				 "(TERM, USR1, USR2, INT, HUP, QUIT, XCPU, ALRM)",
-				 item);
+			gk_errprintf(err,
+				     "signals: '%s' is not a signal gpuckpt can use "
+				     "(TERM, USR1, USR2, INT, HUP, QUIT, XCPU, ALRM)",
+				     item);
 			return -EINVAL;
 		}
 		for (unsigned i = 0; i < n; i++) {
 			if (t[i].signo == signo) {
-				snprintf(err, errlen, "signals: '%s' is listed twice", item);
+				gk_errprintf(err, "signals: '%s' is listed twice", item);
 				return -EINVAL;
 			}
 		}
 		if (n == GK_MAX_TRIGGERS) {
-			snprintf(err, errlen, "signals: at most %d signals", GK_MAX_TRIGGERS);
+			gk_errprintf(err, "signals: at most %d signals", GK_MAX_TRIGGERS);
 			return -EINVAL;
 		}
 		t[n++] = (struct gk_trigger){signo, action};
@@ -244,8 +244,7 @@ int gk_settings_parse_signals(struct gk_settings *s, const char *spec, char *err
 	return 0;
 }
 
-int gk_settings_set(struct gk_settings *s, const char *key, const char *value, char *err,
-		    size_t errlen)
+int gk_settings_set(struct gk_settings *s, const char *key, const char *value, gk_error_t *err)
 {
 	uint64_t size;
 
@@ -320,7 +319,7 @@ int gk_settings_set(struct gk_settings *s, const char *key, const char *value, c
 		if (parse_uint(value, 1000, &s->keep) < 0 || s->keep == 0)
 			goto bad;
 	} else if (!strcmp(key, "signals")) {
-		return gk_settings_parse_signals(s, value, err, errlen);
+		return gk_settings_parse_signals(s, value, err);
 	} else if (!strcmp(key, "interval")) {
 		if (parse_uint(value, 86400 * 365, &s->interval) < 0)
 			goto bad;
@@ -397,19 +396,19 @@ int gk_settings_set(struct gk_settings *s, const char *key, const char *value, c
 			goto bad;
 		s->log_level = (int)l;
 	} else {
-		snprintf(err, errlen, "unknown setting '%s'", key);
+		gk_errprintf(err, "unknown setting '%s'", key);
 		return -EINVAL;
 	}
 	return 0;
 bad:
-	snprintf(err, errlen, "%s: invalid value '%s'", key, value);
+	gk_errprintf(err, "%s: invalid value '%s'", key, value);
 	return -EINVAL;
 }
 
-static int load_file(struct gk_settings *s, const char *path, int must_exist, char *err,
-		     size_t errlen)
+static int load_file(struct gk_settings *s, const char *path, int must_exist, gk_error_t *err)
 {
-	char line[4352], sub[GK_ERRLEN];
+	char line[4352];
+	gk_error_t sub;
 	unsigned lineno = 0;
 	FILE *f = fopen(path, "re");
 	int ret = 0;
@@ -419,7 +418,7 @@ static int load_file(struct gk_settings *s, const char *path, int must_exist, ch
 
 		if (e == ENOENT && !must_exist)
 			return 0;
-		snprintf(err, errlen, "%s: %s", path, strerror(e));
+		gk_errprintf(err, "%s: %s", path, strerror(e));
 		return -e;
 	}
 	while (fgets(line, sizeof(line), f)) {
@@ -429,7 +428,7 @@ static int load_file(struct gk_settings *s, const char *path, int must_exist, ch
 		/* fgets splits a long line; its tail would be read as a line of
 		 * its own and give a misleading message. */
 		if (!strchr(line, '\n') && !feof(f)) {
-			snprintf(err, errlen, "%s:%u: line too long", path, lineno);
+			gk_errprintf(err, "%s:%u: line too long", path, lineno);
 			ret = -EINVAL;
 			break;
 		}
@@ -438,16 +437,16 @@ static int load_file(struct gk_settings *s, const char *path, int must_exist, ch
 			continue;
 		eq = strchr(key, '=');
 		if (!eq) {
-			snprintf(err, errlen, "%s:%u: expected key = value", path, lineno);
+			gk_errprintf(err, "%s:%u: expected key = value", path, lineno);
 			ret = -EINVAL;
 			break;
 		}
 		*eq = 0;
 		key = trim(key);
 		value = trim(eq + 1);
-		ret = gk_settings_set(s, key, value, sub, sizeof(sub));
+		ret = gk_settings_set(s, key, value, &sub);
 		if (ret < 0) {
-			snprintf(err, errlen, "%s:%u: %s", path, lineno, sub);
+			gk_errprintf(err, "%s:%u: %s", path, lineno, sub.text);
 			break;
 		}
 	}
@@ -455,7 +454,7 @@ static int load_file(struct gk_settings *s, const char *path, int must_exist, ch
 	return ret;
 }
 
-int gk_settings_load(struct gk_settings *s, char *err, size_t errlen)
+int gk_settings_load(struct gk_settings *s, gk_error_t *err)
 {
 	static const struct {
 		const char *env, *key;
@@ -490,11 +489,11 @@ int gk_settings_load(struct gk_settings *s, char *err, size_t errlen)
 		{"GPUCKPT_RESTORE_SET", "restore_set"},
 	};
 	const char *path = getenv("GPUCKPT_CONFIG");
-	char sub[GK_ERRLEN];
+	gk_error_t sub;
 	int ret;
 
 	gk_settings_defaults(s);
-	ret = load_file(s, path && *path ? path : GK_DEFAULT_CONFIG, path && *path, err, errlen);
+	ret = load_file(s, path && *path ? path : GK_DEFAULT_CONFIG, path && *path, err);
 	if (ret < 0)
 		return ret;
 	for (unsigned i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
@@ -502,15 +501,15 @@ int gk_settings_load(struct gk_settings *s, char *err, size_t errlen)
 
 		if (!v || !*v)
 			continue;
-		ret = gk_settings_set(s, vars[i].key, v, sub, sizeof(sub));
+		ret = gk_settings_set(s, vars[i].key, v, &sub);
 		if (ret < 0) {
-			snprintf(err, errlen, "%s: %s", vars[i].env, sub);
+			gk_errprintf(err, "%s: %s", vars[i].env, sub.text);
 			return ret;
 		}
 	}
 	if (s->task >= s->step_tasks) {
-		snprintf(err, errlen, "GPUCKPT_TASK: %u is not below GPUCKPT_STEP_TASKS (%u)", s->task,
-			 s->step_tasks);
+		gk_errprintf(err, "GPUCKPT_TASK: %u is not below GPUCKPT_STEP_TASKS (%u)", s->task,
+			     s->step_tasks);
 		return -EINVAL;
 	}
 	return 0;

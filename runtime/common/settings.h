@@ -55,6 +55,8 @@
 #ifndef GK_SETTINGS_H
 #define GK_SETTINGS_H
 
+#include "error.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -127,15 +129,13 @@ void gk_settings_defaults(struct gk_settings *s);
  * default file is fine, a missing explicit one is not), then the environment.
  * On error (unknown key, bad value) returns -EINVAL and names key and value in err.
  */
-int gk_settings_load(struct gk_settings *s, char *err, size_t errlen);
+int gk_settings_load(struct gk_settings *s, gk_error_t *err);
 
 /* Apply one key=value (file key names). Used by the loader and by tests. */
-int gk_settings_set(struct gk_settings *s, const char *key, const char *value, char *err,
-		    size_t errlen);
+int gk_settings_set(struct gk_settings *s, const char *key, const char *value, gk_error_t *err);
 
 /* Parse "TERM:exit,USR1:continue". */
-int gk_settings_parse_signals(struct gk_settings *s, const char *spec, char *err,
-			      size_t errlen);
+int gk_settings_parse_signals(struct gk_settings *s, const char *spec, gk_error_t *err);
 
 /* Parse a size with an optional K/M/G/T suffix (powers of 1024). */
 int gk_parse_size(const char *text, uint64_t *out);

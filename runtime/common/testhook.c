@@ -5,6 +5,7 @@
 #include "config.h"
 
 #include "testhook.h"
+#include "error.h"
 #include "fsafe.h"
 
 #include <errno.h>
@@ -17,17 +18,17 @@
 static char armed[64];
 static int armed_dir = -1;
 
-int gk_test_hook_arm(const char *spec, char *err, size_t errlen)
+int gk_test_hook_arm(const char *spec, gk_error_t *err)
 {
 	const char *colon = strchr(spec, ':');
 	size_t n = colon ? (size_t)(colon - spec) : 0;
 	int fd;
 
 	if (!colon || n == 0 || n >= sizeof(armed)) {
-		snprintf(err, errlen, "--test-hook '%s': expected POINT:DIR", spec);
+		gk_errprintf(err, "--test-hook '%s': expected POINT:DIR", spec);
 		return -EINVAL;
 	}
-	fd = gk_open_trusted_dir(colon + 1, "--test-hook", err, errlen);
+	fd = gk_open_trusted_dir(colon + 1, "--test-hook", err);
 	if (fd < 0)
 		return fd;
 	if (armed_dir >= 0)

@@ -10,11 +10,13 @@
 #ifndef GK_TESTHOOK_H
 #define GK_TESTHOOK_H
 
+#include "error.h"
+
 #include <stddef.h>
 
 /* Arm "POINT:DIR" (POINT names have no ':'). -EINVAL or -EPERM with err
  * naming what is wrong. */
-int gk_test_hook_arm(const char *spec, char *err, size_t errlen);
+int gk_test_hook_arm(const char *spec, gk_error_t *err);
 
 /* Wait at `point` if it is the armed one (once). */
 void gk_test_hook(const char *point);

@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include "agent.h"
+#include "error.h"
 #include "clock.h"
 #include "arena.h"
 #include "driver.h"
@@ -70,7 +71,7 @@ static void agent_signal(int signo)
 
 /* ---- the socket ---- */
 
-static int shepherd_connect(char *err, size_t errlen)
+static int shepherd_connect(gk_error_t *err)
 {
 	struct sockaddr_un sa;
 	struct ucred cred;
@@ -85,8 +86,8 @@ static int shepherd_connect(char *err, size_t errlen)
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
 	if (fd < 0 ||
 	    connect(fd, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0) {
-		snprintf(err, errlen, "cannot reach the shepherd at @%s: %s", gk_rt.settings.shepherd,
-			 strerror(errno));
+		gk_errprintf(err, "cannot reach the shepherd at @%s: %s", gk_rt.settings.shepherd,
+			     strerror(errno));
 		if (fd >= 0)
 			close(fd);
 		return -1;
@@ -94,8 +95,8 @@ static int shepherd_connect(char *err, size_t errlen)
 	/* Anyone can bind an abstract name the shepherd has not bound (yet, or
 	 * again after a restore): only root's socket is the shepherd. */
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || cred.uid != 0) {
-		snprintf(err, errlen, "@%s is not the shepherd's socket (its owner is not root)",
-			 gk_rt.settings.shepherd);
+		gk_errprintf(err, "@%s is not the shepherd's socket (its owner is not root)",
+			     gk_rt.settings.shepherd);
 		close(fd);
 		return -1;
 	}
@@ -166,7 +167,7 @@ static uint64_t release_all(void)
  * shepherd gave up. A failure here leaves the program without its memory. */
 static void reload_all(const char *dir, const struct gk_manifest *m)
 {
-	char err[GK_ERRLEN];
+	gk_error_t err;
 	struct gk_xfer_item *items = NULL;
 	size_t nitems = 0;
 	int *fds = NULL;
@@ -183,21 +184,21 @@ static void reload_all(const char *dir, const struct gk_manifest *m)
 		r = gk_arena_remap_memory(gk_arenas[i]);
 		gk_real.cuCtxPopCurrent_v2(NULL);
 		if (r != CUDA_SUCCESS) {
-			snprintf(err, sizeof(err), "device %d: cannot map its memory again: %s", i,
-				 gk_cu_name(r));
+			gk_errprintf(&err, "device %d: cannot map its memory again: %s", i,
+				     gk_cu_name(r));
 			ret = -ENOMEM;
 		}
 	}
 	if (!ret)
-		ret = gk_restore_items(dir, m, &items, &nitems, &fds, &bytes, err, sizeof(err));
+		ret = gk_restore_items(dir, m, &items, &nitems, &fds, &bytes, &err);
 	if (!ret)
-		ret = gk_xfer_load(items, nitems, m->chunk_size, gk_rt.settings.writers, err,
-				   sizeof(err));
+		ret = gk_xfer_load(items, nitems, m->chunk_size, gk_rt.settings.writers, &err);
 	gk_restore_items_free(m, items, fds);
 	if (ret < 0) {
-		gk_error("transparent: %s: cannot load device memory back: %s; stopping the program "
-			 "rather than letting it run without its device memory",
-			 dir, err);
+		gk_error(
+		    "transparent: %s: cannot load device memory back: %s; stopping the program "
+		    "rather than letting it run without its device memory",
+		    dir, err.text);
 		fflush(NULL);
 		_exit(EXIT_FAILURE);
 	}
@@ -250,7 +251,8 @@ static int have_devices(void)
  */
 static int checkpoint(int signo)
 {
-	char err[GK_ERRLEN], msg[GK_PROTO_MSG_MAX], path[4200], why[1024];
+	char msg[GK_PROTO_MSG_MAX], path[4200], why[1024];
+	gk_error_t err;
 	const char *cannot;
 	struct gk_manifest *m = NULL;
 	struct gk_store_txn txn;
@@ -262,9 +264,9 @@ static int checkpoint(int signo)
 	double t0 = gk_now(), t_hello = 0, t_gate = 0, t_drain = 0, t_image = 0, t_seal = 0;
 	struct stat st;
 
-	fd = shepherd_connect(err, sizeof(err));
+	fd = shepherd_connect(&err);
 	if (fd < 0) {
-		gk_error("transparent: %s: no checkpoint taken", err);
+		gk_error("transparent: %s: no checkpoint taken", err.text);
 		return 0;
 	}
 	if (say(fd, GK_PROTO_HELLO_TRANSPARENT) < 0)
@@ -316,18 +318,18 @@ static int checkpoint(int signo)
 			  why);
 		assisted = 0;
 	}
-	if (gk_dump_image(0, assisted, &txn, &m, &bytes, err, sizeof(err)) == 0) {
+	if (gk_dump_image(0, assisted, &txn, &m, &bytes, &err) == 0) {
 		t_image = gk_now();
 		snprintf(m->label, sizeof(m->label), "transparent (%s)", gk_signal_name(signo));
 		m->write_seconds = gk_now() - t0;
-		if (gk_store_seal(&txn, m, &is_signed, err, sizeof(err)) == 0)
+		if (gk_store_seal(&txn, m, &is_signed, &err) == 0)
 			sealed = 1;
 		t_seal = gk_now();
 	}
 	if (!sealed) {
 		gk_warn("transparent: the runtime could not write its part of the checkpoint (%s); "
 			"the driver will copy device memory instead",
-			err);
+			err.text);
 		assisted = 0;
 		gk_manifest_free(m);
 		m = NULL;
@@ -386,7 +388,7 @@ static void *agent(void *arg)
 	gk_numa_preload();
 	for (;;) {
 		int signo, fd;
-		char err[GK_ERRLEN];
+		gk_error_t err;
 
 		while (sem_wait(&wake) < 0 && errno == EINTR)
 			;
@@ -394,7 +396,7 @@ static void *agent(void *arg)
 		if (!agent_takes()) {
 			/* An API user checkpoints itself: the shepherd only needs to
 			 * know, so that it waits for the program instead. */
-			fd = shepherd_connect(err, sizeof(err));
+			fd = shepherd_connect(&err);
 			if (fd >= 0) {
 				say(fd, GK_PROTO_HELLO_APP);
 				close(fd);

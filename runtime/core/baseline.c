@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "baseline.h"
+#include "error.h"
 #include "log.h"
 #include "runtime.h"
 #include "ckptname.h"
@@ -90,11 +91,11 @@ const struct gk_manifest *gk_baseline_get(void)
 
 	pthread_mutex_lock(&lock);
 	if (!base && restored_seq) {
-		char err[GK_ERRLEN];
+		gk_error_t err;
 		struct gk_manifest *r = NULL;
 		int fd = open(gk_rt.settings.dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
-		if (fd >= 0 && gk_chain_read_manifest(fd, restored_seq, &r, err, sizeof(err)) == 0 &&
+		if (fd >= 0 && gk_chain_read_manifest(fd, restored_seq, &r, &err) == 0 &&
 		    has_all_keys(r))
 			base = r;
 		else

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "changes.h"
+#include "error.h"
 #include "arena.h"
 #include "clock.h"
 #include "driver.h"
@@ -291,7 +292,7 @@ static int keys_on_gpu(struct gk_key_range *r, size_t n, uint64_t chunk_size)
 static int keys_on_host(struct gk_key_range *r, size_t n, uint64_t chunk_size)
 {
 	struct gk_xfer_item *items = calloc(n ? n : 1, sizeof(*items));
-	char err[GK_ERRLEN];
+	gk_error_t err;
 	int ret;
 
 	if (!items)
@@ -306,9 +307,9 @@ static int keys_on_host(struct gk_key_range *r, size_t n, uint64_t chunk_size)
 		    .file = "(change keys)",
 		    .index = i,
 		};
-	ret = gk_xfer_keys(items, n, chunk_size, gk_rt.settings.writers, err, sizeof(err));
+	ret = gk_xfer_keys(items, n, chunk_size, gk_rt.settings.writers, &err);
 	if (ret < 0)
-		gk_warn("checkpoint: change keys on the host: %s", err);
+		gk_warn("checkpoint: change keys on the host: %s", err.text);
 	free(items);
 	return ret;
 }

@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include "coord.h"
+#include "error.h"
 #include "dump.h"
 #include "image.h"
 #include "log.h"
@@ -157,15 +158,15 @@ GK_EXPORT int gpuckpt_coord_detach(void)
 
 GK_EXPORT int gpuckpt_coord_next(unsigned long long *sequence)
 {
-	char err[GK_ERRLEN];
+	gk_error_t err;
 	uint64_t next = 0;
 	int ret;
 
 	if (!gk_coord_attached())
 		return -EINVAL;
-	ret = gk_store_next(gk_rt.settings.dir, &next, err, sizeof(err));
+	ret = gk_store_next(gk_rt.settings.dir, &next, &err);
 	if (ret < 0) {
-		gk_error("coord: %s", err);
+		gk_error("coord: %s", err.text);
 		return ret;
 	}
 	*sequence = next;
@@ -192,7 +193,8 @@ GK_EXPORT int gpuckpt_coord_write(long step, const struct gpuckpt_set *set)
 GK_EXPORT int gpuckpt_coord_record(const struct gpuckpt_set *set)
 {
 	struct gk_set_record r;
-	char dir[4096], err[GK_ERRLEN];
+	char dir[4096];
+	gk_error_t err;
 	int ret;
 
 	/* Task 0, once every task committed: the record is the set's commit. */
@@ -206,27 +208,28 @@ GK_EXPORT int gpuckpt_coord_record(const struct gpuckpt_set *set)
 	snprintf(r.agreement, sizeof(r.agreement), "%s", C.agreement);
 	r.created = (int64_t)time(NULL);
 	step_dir(dir, sizeof(dir));
-	ret = gk_set_record_write(dir, &r, err, sizeof(err));
+	ret = gk_set_record_write(dir, &r, &err);
 	if (ret < 0)
-		gk_error("checkpoint: set %llu: cannot record it as complete: %s; it will not be used",
-			 set->sequence, err);
+		gk_error(
+		    "checkpoint: set %llu: cannot record it as complete: %s; it will not be used",
+		    set->sequence, err.text);
 	return ret;
 }
 
 GK_EXPORT int gpuckpt_coord_settle(const struct gpuckpt_set *set, int recorded)
 {
-	char err[GK_ERRLEN], dir[4096];
+	char dir[4096];
+	gk_error_t err;
 	uint64_t oldest_kept = 0;
 	int ret;
 
 	if (!gk_coord_attached())
 		return -EINVAL;
 	if (!recorded) {
-		ret = gk_store_remove(gk_rt.settings.dir, set->sequence, set->sequence, err,
-				      sizeof(err));
+		ret = gk_store_remove(gk_rt.settings.dir, set->sequence, set->sequence, &err);
 		if (ret < 0)
 			gk_warn("checkpoint: %s: cannot withdraw " GK_CKPT_FMT ": %s",
-				gk_runtime_dir(), (uint64_t)set->sequence, err);
+				gk_runtime_dir(), (uint64_t)set->sequence, err.text);
 		gk_error("checkpoint: %s/" GK_CKPT_FMT ": withdrawn: not every task of the step "
 			 "committed set %llu (see their output); the previous sets are kept",
 			 gk_runtime_dir(), (uint64_t)set->sequence, set->sequence);
@@ -240,13 +243,13 @@ GK_EXPORT int gpuckpt_coord_settle(const struct gpuckpt_set *set, int recorded)
 	gk_notice("checkpoint: set %llu complete: every one of the %u tasks committed it (step %lld)",
 		  set->sequence, gk_rt.settings.step_tasks, set->step);
 	if (oldest_kept > 1) {
-		ret = gk_store_remove(gk_rt.settings.dir, 0, oldest_kept - 1, err, sizeof(err));
+		ret = gk_store_remove(gk_rt.settings.dir, 0, oldest_kept - 1, &err);
 		if (ret < 0)
-			gk_warn("prune: %s", err);
+			gk_warn("prune: %s", err.text);
 		if (gk_rt.settings.task == 0) {
 			step_dir(dir, sizeof(dir));
-			if (gk_set_records_prune(dir, oldest_kept, err, sizeof(err)) < 0)
-				gk_warn("prune: %s", err);
+			if (gk_set_records_prune(dir, oldest_kept, &err) < 0)
+				gk_warn("prune: %s", err.text);
 		}
 	}
 	return 0;

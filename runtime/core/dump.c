@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "dump.h"
+#include "error.h"
 #include "eventlog.h"
 #include "arena.h"
 #include "baseline.h"
@@ -111,19 +112,19 @@ static int can_go_background(const struct gk_plan *p, int exiting, uint64_t *gro
 
 /* The pause is over: the changed chunks are in snapshot memory, the host
  * regions copied. The writer takes the plan. */
-static int go_background(struct gk_plan *p, double t0, char *err, size_t errlen)
+static int go_background(struct gk_plan *p, double t0, gk_error_t *err)
 {
 	struct gk_xfer_item *items;
 	size_t n;
 	int ret;
 
-	ret = gk_snapshot_capture(p->items, p->nitems, p->m->chunk_size, &items, &n, err, errlen);
+	ret = gk_snapshot_capture(p->items, p->nitems, p->m->chunk_size, &items, &n, err);
 	if (ret < 0)
 		return ret;
 	free(p->items);
 	p->items = items;
 	p->nitems = n;
-	ret = gk_plan_copy_regions(p, err, errlen);
+	ret = gk_plan_copy_regions(p, err);
 	if (ret < 0)
 		return ret;
 	p->background = 1;
@@ -153,9 +154,9 @@ struct times {
 static int write_here(struct gk_plan *p, unsigned keep, uint64_t grow_to, const struct times *t)
 {
 	struct gk_plan_result res = {0};
-	char err[GK_ERRLEN] = "";
+	gk_error_t err = {""};
 	double t_written;
-	int ret = gk_plan_write(p, gk_rt.settings.writers, err, sizeof(err));
+	int ret = gk_plan_write(p, gk_rt.settings.writers, &err);
 
 	t_written = gk_now();
 	if (t) {
@@ -163,13 +164,13 @@ static int write_here(struct gk_plan *p, unsigned keep, uint64_t grow_to, const 
 		p->paused = t_written - t->start;
 	}
 	if (ret == 0)
-		ret = gk_plan_commit(p, keep, &res, err, sizeof(err));
+		ret = gk_plan_commit(p, keep, &res, &err);
 	if (ret == 0 && t)
 		gk_info("checkpoint: draining %.3f s, finding what changed and planning %.3f s, "
 			"writing %.3f s, commit %.3f s",
 			t->drained - t->start, t->planned - t->drained, t_written - t->planned,
 			gk_now() - t_written);
-	gk_plan_say(p, ret, &res, err);
+	gk_plan_say(p, ret, &res, err.text);
 	gk_plan_free(p);
 	free(p);
 	stamp();
@@ -184,7 +185,8 @@ int gk_dump(long step, int exiting, int *background)
 	const char *dir = gk_rt.settings.dir;
 	unsigned k = gk_rt.settings.increments;
 	const struct gk_manifest *base = NULL;
-	char why[1024], err[GK_ERRLEN] = "", what[64];
+	char why[1024], what[64];
+	gk_error_t err = {""};
 	struct gk_plan_result res = {0};
 	struct gk_plan *p;
 	struct times times;
@@ -250,11 +252,11 @@ int gk_dump(long step, int exiting, int *background)
 		return ret;
 	}
 	if (ret < 0) {
-		snprintf(err, sizeof(err), "the device reported an error while draining its work");
+		gk_errprintf(&err, "the device reported an error while draining its work");
 		goto out_open;
 	}
 	t_drained = gk_now();
-	ret = gk_plan_describe(p, step, 1, err, sizeof(err));
+	ret = gk_plan_describe(p, step, 1, &err);
 	if (ret < 0)
 		goto out_open;
 	p->t_start = t0;
@@ -268,14 +270,14 @@ int gk_dump(long step, int exiting, int *background)
 	/* Keys on the host cost a copy of everything: only when they pay, for
 	 * an increment now or for the next checkpoint of a process that goes on. */
 	gk_plan_changes(p, base, k > 0, !exiting || base);
-	ret = gk_plan_layout(p, gk_rt.settings.writers, err, sizeof(err));
+	ret = gk_plan_layout(p, gk_rt.settings.writers, &err);
 	if (ret < 0)
 		goto out_open;
 	t_planned = gk_now();
 	times = (struct times){t0, t_drained, t_planned};
 	bg = can_go_background(p, exiting, &grow_to);
 	if (bg) {
-		ret = go_background(p, t0, err, sizeof(err));
+		ret = go_background(p, t0, &err);
 		if (ret == 0) {
 			gk_gate_open();
 			gk_info("checkpoint: paused the program %.3f s (draining %.3f s, finding what "
@@ -291,7 +293,7 @@ int gk_dump(long step, int exiting, int *background)
 			p->background = 0;
 			return write_here(p, gk_rt.settings.keep, grow_to, NULL);
 		}
-		gk_warn("checkpoint: %s; writing it the blocking way", err);
+		gk_warn("checkpoint: %s; writing it the blocking way", err.text);
 		/* Pieces of the same device ranges, now read from the device. */
 		for (size_t i = 0; i < p->nitems; i++)
 			p->items[i].host = NULL;
@@ -299,7 +301,7 @@ int gk_dump(long step, int exiting, int *background)
 	return write_here(p, gk_rt.settings.keep, grow_to, &times);
 out_open:
 	gk_gate_open();
-	gk_plan_say(p, ret, &res, err);
+	gk_plan_say(p, ret, &res, err.text);
 	gk_plan_free(p);
 	free(p);
 	stamp();
@@ -309,7 +311,8 @@ out_open:
 int gk_dump_member(long step, const struct gk_member *mem)
 {
 	const char *dir = gk_rt.settings.dir;
-	char why[1024], err[GK_ERRLEN] = "";
+	char why[1024];
+	gk_error_t err = {""};
 	struct gk_plan_result res = {0};
 	struct gk_plan *p;
 	struct times times;
@@ -341,16 +344,15 @@ int gk_dump_member(long step, const struct gk_member *mem)
 	gk_gate_close();
 	ret = drain(&broken);
 	if (ret == -ENOTRECOVERABLE) {
-		snprintf(err, sizeof(err), "the program's CUDA context is broken (%s)",
-			 gk_cu_name(broken));
+		gk_errprintf(&err, "the program's CUDA context is broken (%s)", gk_cu_name(broken));
 		goto out_open;
 	}
 	if (ret < 0) {
-		snprintf(err, sizeof(err), "the device reported an error while draining its work");
+		gk_errprintf(&err, "the device reported an error while draining its work");
 		goto out_open;
 	}
 	t_drained = gk_now();
-	ret = gk_plan_describe_at(p, step, 1, mem->sequence, err, sizeof(err));
+	ret = gk_plan_describe_at(p, step, 1, mem->sequence, &err);
 	if (ret < 0)
 		goto out_open;
 	p->t_start = t0;
@@ -362,7 +364,7 @@ int gk_dump_member(long step, const struct gk_member *mem)
 	 * sets are pruned by the step (coord.c), so a part must not lean on
 	 * another task-local checkpoint that may go. */
 	gk_plan_changes(p, NULL, 0, 0);
-	ret = gk_plan_layout(p, gk_rt.settings.writers, err, sizeof(err));
+	ret = gk_plan_layout(p, gk_rt.settings.writers, &err);
 	if (ret < 0)
 		goto out_open;
 	times = (struct times){t0, t_drained, gk_now()};
@@ -370,7 +372,7 @@ int gk_dump_member(long step, const struct gk_member *mem)
 	return write_here(p, 0, 0, &times);
 out_open:
 	gk_gate_open();
-	gk_plan_say(p, ret, &res, err);
+	gk_plan_say(p, ret, &res, err.text);
 	gk_plan_free(p);
 	free(p);
 	stamp();
@@ -378,7 +380,7 @@ out_open:
 }
 
 int gk_dump_image(long step, int device_data, struct gk_store_txn *txn, struct gk_manifest **mp,
-		  uint64_t *bytes, char *err, size_t errlen)
+		  uint64_t *bytes, gk_error_t *err)
 {
 	struct gk_plan p;
 	int ret;
@@ -388,15 +390,15 @@ int gk_dump_image(long step, int device_data, struct gk_store_txn *txn, struct g
 	/* A background write of the runtime's own finishes first: the process
 	 * is about to be dumped whole. */
 	gk_writer_wait();
-	ret = gk_plan_describe(&p, step, device_data, err, errlen);
+	ret = gk_plan_describe(&p, step, device_data, err);
 	if (ret == 0) {
 		gk_plan_changes(&p, NULL, 0, 0);
-		ret = gk_plan_layout(&p, gk_rt.settings.writers, err, errlen);
+		ret = gk_plan_layout(&p, gk_rt.settings.writers, err);
 	}
 	if (ret == 0)
-		ret = gk_plan_write(&p, gk_rt.settings.writers, err, errlen);
+		ret = gk_plan_write(&p, gk_rt.settings.writers, err);
 	if (ret == 0)
-		ret = gk_plan_finish_uncommitted(&p, err, errlen);
+		ret = gk_plan_finish_uncommitted(&p, err);
 	if (ret == 0) {
 		*txn = p.txn;
 		p.began = 0;

@@ -13,6 +13,8 @@
 #ifndef GK_DUMP_H
 #define GK_DUMP_H
 
+#include "error.h"
+
 #include <cuda.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -56,7 +58,7 @@ struct gk_manifest;
  * caller says so in its own words. */
 int gk_dump_drain(CUresult *broken);
 int gk_dump_image(long step, int device_data, struct gk_store_txn *txn, struct gk_manifest **mp,
-		  uint64_t *bytes, char *err, size_t errlen);
+		  uint64_t *bytes, gk_error_t *err);
 
 /* At a checkpoint point before any checkpoint: pin the copy threads'
  * staging buffers in the background, so that the first checkpoint does not

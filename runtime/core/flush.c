@@ -24,6 +24,7 @@
 #include "config.h"
 
 #include "flush.h"
+#include "error.h"
 #include "fsafe.h"
 #include "image.h"
 #include "log.h"
@@ -158,7 +159,8 @@ out:
 static int flush_one(int localfd, int flushfd, const struct gk_store_entry *e, char *buf,
 		     uint64_t *bytes, struct failure *f)
 {
-	char name[64], tmp[384], err[GK_ERRLEN];
+	char name[64], tmp[384];
+	gk_error_t err;
 	int srcdir, dstdir = -1, ret = 0;
 	double t0 = now_s();
 	struct dirent *de;
@@ -205,11 +207,11 @@ static int flush_one(int localfd, int flushfd, const struct gk_store_entry *e, c
 		fail(f, ret = -errno, 1, tmp, "fsync");
 	if (!ret) {
 		ret = gk_store_publish_at(flushfd, gk_rt.settings.flush_dir, tmp, e->sequence,
-					  gk_rt.settings.keep, err, sizeof(err));
+					  gk_rt.settings.keep, &err);
 		if (ret < 0) {
 			f->ret = ret;
 			f->on_shared = 1;
-			snprintf(f->what, sizeof(f->what), "%s", err);
+			snprintf(f->what, sizeof(f->what), "%s", err.text);
 		}
 	}
 out:
@@ -239,7 +241,7 @@ static void report(const struct failure *f)
 static void flush_round(char *buf, double since)
 {
 	struct gk_store_entry *list = NULL;
-	char err[GK_ERRLEN];
+	gk_error_t err;
 	struct failure f = {0};
 	size_t n = 0;
 	int localfd, flushfd;
@@ -255,8 +257,8 @@ static void flush_round(char *buf, double since)
 		report(&f);
 		goto out;
 	}
-	if (gk_store_list_at(localfd, gk_rt.settings.dir, &list, &n, err, sizeof(err)) < 0) {
-		gk_debug("flush: %s", err);
+	if (gk_store_list_at(localfd, gk_rt.settings.dir, &list, &n, &err) < 0) {
+		gk_debug("flush: %s", err.text);
 		goto out;
 	}
 	for (size_t i = n; i-- > 0;) {

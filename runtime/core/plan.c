@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "plan.h"
+#include "error.h"
 #include "eventlog.h"
 #include "regions.h"
 #include "arena.h"
@@ -78,7 +79,7 @@ static void describe_process(struct gk_manifest *m, long step)
 	m->va_size = gk_rt.settings.va_size;
 }
 
-static int describe_devices(struct gk_plan *p, int device_data, char *err, size_t errlen)
+static int describe_devices(struct gk_plan *p, int device_data, gk_error_t *err)
 {
 	struct gk_manifest *m = p->m;
 	size_t nallocs = 0, ndev = 0;
@@ -147,11 +148,11 @@ static int describe_devices(struct gk_plan *p, int device_data, char *err, size_
 	}
 	return 0;
 oom:
-	snprintf(err, errlen, "out of memory");
+	gk_errprintf(err, "out of memory");
 	return -ENOMEM;
 }
 
-static int describe_regions(struct gk_plan *p, char *err, size_t errlen)
+static int describe_regions(struct gk_plan *p, gk_error_t *err)
 {
 	int ret = 0;
 
@@ -159,7 +160,7 @@ static int describe_regions(struct gk_plan *p, char *err, size_t errlen)
 	if (gk_nregions) {
 		p->regions = calloc(gk_nregions, sizeof(*p->regions));
 		if (!p->regions) {
-			snprintf(err, errlen, "out of memory");
+			gk_errprintf(err, "out of memory");
 			ret = -ENOMEM;
 			goto out;
 		}
@@ -178,13 +179,13 @@ out:
 	return ret;
 }
 
-int gk_plan_describe(struct gk_plan *p, long step, int device_data, char *err, size_t errlen)
+int gk_plan_describe(struct gk_plan *p, long step, int device_data, gk_error_t *err)
 {
-	return gk_plan_describe_at(p, step, device_data, 0, err, errlen);
+	return gk_plan_describe_at(p, step, device_data, 0, err);
 }
 
 int gk_plan_describe_at(struct gk_plan *p, long step, int device_data, uint64_t sequence,
-			char *err, size_t errlen)
+			gk_error_t *err)
 {
 	int ret;
 
@@ -192,17 +193,17 @@ int gk_plan_describe_at(struct gk_plan *p, long step, int device_data, uint64_t 
 	p->t_start = gk_now();
 	p->m = gk_manifest_new();
 	if (!p->m) {
-		snprintf(err, errlen, "out of memory");
+		gk_errprintf(err, "out of memory");
 		return -ENOMEM;
 	}
 	describe_process(p->m, step);
-	ret = gk_store_begin_seq(gk_rt.settings.dir, sequence, &p->txn, err, errlen);
+	ret = gk_store_begin_seq(gk_rt.settings.dir, sequence, &p->txn, err);
 	if (ret < 0)
 		return ret;
 	p->began = 1;
-	ret = describe_devices(p, device_data, err, errlen);
+	ret = describe_devices(p, device_data, err);
 	if (ret == 0)
-		ret = describe_regions(p, err, errlen);
+		ret = describe_regions(p, err);
 	return ret;
 }
 
@@ -295,7 +296,7 @@ count:
  * sa[i] beside m->allocs[i]. */
 static int layout_device(struct gk_plan *p, size_t first, size_t end, int ordinal, unsigned writers,
 			 const struct gk_spread_alloc *sa, struct gk_spread_piece *pieces,
-			 char *err, size_t errlen)
+			 gk_error_t *err)
 {
 	struct gk_manifest *m = p->m;
 	uint64_t cs = m->chunk_size, file_size[GK_FILES_PER_DEVICE];
@@ -311,7 +312,7 @@ static int layout_device(struct gk_plan *p, size_t first, size_t end, int ordina
 			snprintf(fr->name, sizeof(fr->name), "device%d.data", ordinal);
 		else
 			snprintf(fr->name, sizeof(fr->name), "device%d.%zu.data", ordinal, f);
-		ret = gk_store_create(&p->txn, fr->name, &p->fds[p->nfds], err, errlen);
+		ret = gk_store_create(&p->txn, fr->name, &p->fds[p->nfds], err);
 		if (ret < 0)
 			return ret;
 		p->nfds++;
@@ -347,7 +348,7 @@ static int layout_device(struct gk_plan *p, size_t first, size_t end, int ordina
 	return 0;
 }
 
-int gk_plan_layout(struct gk_plan *p, unsigned writers, char *err, size_t errlen)
+int gk_plan_layout(struct gk_plan *p, unsigned writers, gk_error_t *err)
 {
 	struct gk_manifest *m = p->m;
 	size_t changed = 0, ndev = m->ndevices, i = 0;
@@ -364,7 +365,7 @@ int gk_plan_layout(struct gk_plan *p, unsigned writers, char *err, size_t errlen
 	m->files = calloc(ndev * GK_FILES_PER_DEVICE + 1, sizeof(*m->files));
 	pieces = calloc(changed + GK_FILES_PER_DEVICE + 1, sizeof(*pieces));
 	if (!sa || !p->items || !p->fds || !m->files || !pieces) {
-		snprintf(err, errlen, "out of memory");
+		gk_errprintf(err, "out of memory");
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -377,8 +378,7 @@ int gk_plan_layout(struct gk_plan *p, unsigned writers, char *err, size_t errlen
 
 		while (end < m->nallocs && m->allocs[end].device == m->allocs[i].device)
 			end++;
-		ret = layout_device(p, i, end, m->allocs[i].device, writers, sa, pieces, err,
-				    errlen);
+		ret = layout_device(p, i, end, m->allocs[i].device, writers, sa, pieces, err);
 		i = end;
 	}
 out:
@@ -389,15 +389,15 @@ out:
 
 /* ---- write ---- */
 
-int gk_plan_copy_regions(struct gk_plan *p, char *err, size_t errlen)
+int gk_plan_copy_regions(struct gk_plan *p, gk_error_t *err)
 {
 	for (size_t i = 0; i < p->nregions; i++) {
 		struct gk_plan_region *r = &p->regions[i];
 
 		r->copy = malloc(r->size ? r->size : 1);
 		if (!r->copy) {
-			snprintf(err, errlen, "out of memory copying host region '%s' (%zu bytes)",
-				 r->name, r->size);
+			gk_errprintf(err, "out of memory copying host region '%s' (%zu bytes)",
+				     r->name, r->size);
 			return -ENOMEM;
 		}
 		memcpy(r->copy, r->addr, r->size);
@@ -405,7 +405,7 @@ int gk_plan_copy_regions(struct gk_plan *p, char *err, size_t errlen)
 	return 0;
 }
 
-static int write_regions(struct gk_plan *p, char *err, size_t errlen)
+static int write_regions(struct gk_plan *p, gk_error_t *err)
 {
 	struct gk_manifest *m = p->m;
 	enum gk_sum_algo algo = gk_sum_algo_of(m->version);
@@ -417,10 +417,10 @@ static int write_regions(struct gk_plan *p, char *err, size_t errlen)
 		return 0;
 	m->regions = calloc(p->nregions, sizeof(*m->regions));
 	if (!m->regions) {
-		snprintf(err, errlen, "out of memory");
+		gk_errprintf(err, "out of memory");
 		return -ENOMEM;
 	}
-	ret = gk_store_create(&p->txn, GK_HOST_DATA_FILE, &fd, err, errlen);
+	ret = gk_store_create(&p->txn, GK_HOST_DATA_FILE, &fd, err);
 	if (ret < 0)
 		return ret;
 	for (size_t i = 0; i < p->nregions; i++) {
@@ -436,7 +436,7 @@ static int write_regions(struct gk_plan *p, char *err, size_t errlen)
 		r->chunks = calloc(r->nchunks ? r->nchunks : 1, sizeof(*r->chunks));
 		if (!r->chunks) {
 			ret = -ENOMEM;
-			snprintf(err, errlen, "out of memory");
+			gk_errprintf(err, "out of memory");
 			goto out;
 		}
 		for (uint32_t c = 0; c < r->nchunks; c++) {
@@ -447,8 +447,8 @@ static int write_regions(struct gk_plan *p, char *err, size_t errlen)
 		}
 		ret = gk_pwrite_all(fd, data, g->size, off);
 		if (ret < 0) {
-			snprintf(err, errlen, "%s: cannot write host region '%s': %s",
-				 GK_HOST_DATA_FILE, g->name, strerror(-ret));
+			gk_errprintf(err, "%s: cannot write host region '%s': %s",
+				     GK_HOST_DATA_FILE, g->name, strerror(-ret));
 			goto out;
 		}
 		end = off + g->size;
@@ -462,13 +462,13 @@ out:
 	return ret;
 }
 
-int gk_plan_write(struct gk_plan *p, unsigned writers, char *err, size_t errlen)
+int gk_plan_write(struct gk_plan *p, unsigned writers, gk_error_t *err)
 {
-	int ret = gk_xfer_dump(p->items, p->nitems, p->m->chunk_size, gk_rt.settings.copy_piece, writers,
-			       err, errlen);
+	int ret = gk_xfer_dump(p->items, p->nitems, p->m->chunk_size, gk_rt.settings.copy_piece,
+			       writers, err);
 
 	if (ret == 0)
-		ret = write_regions(p, err, errlen);
+		ret = write_regions(p, err);
 	for (size_t i = 0; i < p->nfds; i++)
 		close(p->fds[i]);
 	p->nfds = 0;
@@ -522,7 +522,7 @@ static int add_ref(struct gk_plan *p, uint64_t sequence, const char *file)
 
 /* Parts from where every chunk lies; references to the checkpoints that
  * hold the unchanged ones. */
-static int finish(struct gk_plan *p, char *err, size_t errlen)
+static int finish(struct gk_plan *p, gk_error_t *err)
 {
 	struct gk_manifest *m = p->m;
 	int ret;
@@ -537,14 +537,14 @@ static int finish(struct gk_plan *p, char *err, size_t errlen)
 				continue;
 			ret = add_ref(p, l->sequence, l->file);
 			if (ret < 0) {
-				snprintf(err, errlen, "recording what this checkpoint refers to: %s",
-					 strerror(-ret));
+				gk_errprintf(err, "recording what this checkpoint refers to: %s",
+					     strerror(-ret));
 				return ret;
 			}
 		}
 		ret = gk_parts_from_chunks(r, m->chunk_size, 0, p->a[i].locs);
 		if (ret < 0) {
-			snprintf(err, errlen, "out of memory");
+			gk_errprintf(err, "out of memory");
 			return ret;
 		}
 	}
@@ -552,16 +552,15 @@ static int finish(struct gk_plan *p, char *err, size_t errlen)
 	return 0;
 }
 
-int gk_plan_commit(struct gk_plan *p, unsigned keep, struct gk_plan_result *res, char *err,
-		   size_t errlen)
+int gk_plan_commit(struct gk_plan *p, unsigned keep, struct gk_plan_result *res, gk_error_t *err)
 {
-	int ret = finish(p, err, errlen);
+	int ret = finish(p, err);
 
 	memset(res, 0, sizeof(*res));
 	if (ret < 0)
 		return ret;
 	p->m->write_seconds = gk_now() - p->t_start;
-	ret = gk_store_commit(&p->txn, p->m, keep, &res->is_signed, err, errlen);
+	ret = gk_store_commit(&p->txn, p->m, keep, &res->is_signed, err);
 	p->began = 0; /* committed, or removed by the failed commit */
 	if (ret < 0)
 		return ret;
@@ -618,9 +617,9 @@ void gk_plan_say(const struct gk_plan *p, int ret, const struct gk_plan_result *
 }
 
 /* For transparent mode: the image written, not committed (gk_dump_image). */
-int gk_plan_finish_uncommitted(struct gk_plan *p, char *err, size_t errlen)
+int gk_plan_finish_uncommitted(struct gk_plan *p, gk_error_t *err)
 {
-	return finish(p, err, errlen);
+	return finish(p, err);
 }
 
 void gk_plan_free(struct gk_plan *p)

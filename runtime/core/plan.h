@@ -19,6 +19,8 @@
 #ifndef GK_PLAN_H
 #define GK_PLAN_H
 
+#include "error.h"
+
 #include "changes.h"
 #include "image.h"
 #include "transfer.h"
@@ -79,12 +81,12 @@ struct gk_plan_result {
 
 /* Start a checkpoint: a .tmp folder, and the manifest of every live
  * allocation (device_data 0: devices only) and host region. Gate closed. */
-int gk_plan_describe(struct gk_plan *p, long step, int device_data, char *err, size_t errlen);
+int gk_plan_describe(struct gk_plan *p, long step, int device_data, gk_error_t *err);
 
 /* The same under a given sequence number (a step's agreed set; 0: the next
  * free one, as gk_plan_describe). */
 int gk_plan_describe_at(struct gk_plan *p, long step, int device_data, uint64_t sequence,
-			char *err, size_t errlen);
+			gk_error_t *err);
 
 /* Change keys and what changed since `base` (NULL: everything is written;
  * want_keys 0: no keys either). host_keys allows the host fallback. Gate
@@ -94,19 +96,18 @@ int gk_plan_changes(struct gk_plan *p, const struct gk_manifest *base, int want_
 
 /* Lay the changed chunks out in files (created in the .tmp folder) and make
  * the transfer items for them. */
-int gk_plan_layout(struct gk_plan *p, unsigned writers, char *err, size_t errlen);
+int gk_plan_layout(struct gk_plan *p, unsigned writers, gk_error_t *err);
 
 /* Copy the host regions (for a write after the pause). Gate closed. */
-int gk_plan_copy_regions(struct gk_plan *p, char *err, size_t errlen);
+int gk_plan_copy_regions(struct gk_plan *p, gk_error_t *err);
 
 /* Write the changed chunks (from wherever the items say) and the regions. */
-int gk_plan_write(struct gk_plan *p, unsigned writers, char *err, size_t errlen);
+int gk_plan_write(struct gk_plan *p, unsigned writers, gk_error_t *err);
 
 /* Parts, references, manifest, commit, prune to `keep`; on success the
  * manifest becomes the baseline (p->m is then NULL) and *res says what was
  * committed. */
-int gk_plan_commit(struct gk_plan *p, unsigned keep, struct gk_plan_result *res, char *err,
-		   size_t errlen);
+int gk_plan_commit(struct gk_plan *p, unsigned keep, struct gk_plan_result *res, gk_error_t *err);
 
 /* The checkpoint's line in the log: what was written, or (ret < 0) why
  * nothing was. */
@@ -115,7 +116,7 @@ void gk_plan_say(const struct gk_plan *p, int ret, const struct gk_plan_result *
 
 /* The same without the commit, for transparent mode: parts set, the .tmp
  * folder left open in p->txn for the caller to seal (gk_dump_image). */
-int gk_plan_finish_uncommitted(struct gk_plan *p, char *err, size_t errlen);
+int gk_plan_finish_uncommitted(struct gk_plan *p, gk_error_t *err);
 
 /* Free everything; an uncommitted .tmp folder is removed. */
 void gk_plan_free(struct gk_plan *p);

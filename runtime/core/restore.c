@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "restore.h"
+#include "error.h"
 #include "eventlog.h"
 #include "clock.h"
 #include "regions.h"
@@ -48,24 +49,26 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A member of the step's set the plugin chose (GPUCKPT_RESTORE_SET) must
  * say so itself: the set's id, the step's task count, this task's index. */
-static int check_set(const struct gk_manifest *m, char *err, size_t errlen)
+static int check_set(const struct gk_manifest *m, gk_error_t *err)
 {
 	const struct gk_settings *s = &gk_rt.settings;
 
 	if (!s->restore_set_given)
 		return 0;
 	if (!m->set_members) {
-		snprintf(err, errlen, "it is not a member of a checkpoint set; set %016llx was asked for",
-			 (unsigned long long)s->restore_set);
+		gk_errprintf(err,
+			     "it is not a member of a checkpoint set; set %016llx was asked for",
+			     (unsigned long long)s->restore_set);
 		return -EINVAL;
 	}
 	if (m->set_id != s->restore_set || m->set_members != s->step_tasks ||
 	    m->set_member != s->task) {
-		snprintf(err, errlen,
-			 "it belongs to set %016llx as task %u of %u; this is task %u of %u, and set "
-			 "%016llx was asked for",
-			 (unsigned long long)m->set_id, m->set_member, m->set_members, s->task,
-			 s->step_tasks, (unsigned long long)s->restore_set);
+		gk_errprintf(
+		    err,
+		    "it belongs to set %016llx as task %u of %u; this is task %u of %u, and set "
+		    "%016llx was asked for",
+		    (unsigned long long)m->set_id, m->set_member, m->set_members, s->task,
+		    s->step_tasks, (unsigned long long)s->restore_set);
 		return -EINVAL;
 	}
 	return 0;
@@ -119,27 +122,27 @@ static int try_open(const char *dir, struct gk_manifest **m)
 		.exe = exe,
 		.cancel = &C.cancel,
 	};
-	char err[GK_ERRLEN];
+	gk_error_t err;
 	int is_signed = 0, ret;
 
 	gk_program_exe(exe, sizeof(exe));
-	ret = gk_image_open(dir, &opts, m, &is_signed, err, sizeof(err));
+	ret = gk_image_open(dir, &opts, m, &is_signed, &err);
 	if (ret == -ESRCH) {
 		/* Another CUDA process of the task (a preparation step, a tool):
 		 * the checkpoint is not its to load, nor to check. */
 		gk_info("restore: %s: taken by another program (%s); this process starts fresh",
-			dir, err);
+			dir, err.text);
 		return 2;
 	}
 	if (ret == -ECANCELED)
 		return ret;
 	if (ret < 0) {
-		gk_error("restore: %s: refused: %s", dir, err);
+		gk_error("restore: %s: refused: %s", dir, err.text);
 		return ret;
 	}
-	ret = check_set(*m, err, sizeof(err));
+	ret = check_set(*m, &err);
 	if (ret < 0) {
-		gk_error("restore: %s: refused: %s", dir, err);
+		gk_error("restore: %s: refused: %s", dir, err.text);
 		gk_manifest_free(*m);
 		*m = NULL;
 		return ret;
@@ -156,7 +159,7 @@ static int choose(char *chosen, size_t len, struct gk_manifest **m)
 	const char *want = gk_rt.settings.restore;
 	struct gk_store_entry *e = NULL;
 	size_t n = 0;
-	char err[GK_ERRLEN];
+	gk_error_t err;
 	int ret, tried = 0;
 
 	if (strcmp(want, "auto") != 0) {
@@ -167,11 +170,11 @@ static int choose(char *chosen, size_t len, struct gk_manifest **m)
 		gk_error("restore: GPUCKPT_RESTORE=auto needs GPUCKPT_DIR");
 		return -EINVAL;
 	}
-	ret = gk_store_list(gk_rt.settings.dir, &e, &n, err, sizeof(err));
+	ret = gk_store_list(gk_rt.settings.dir, &e, &n, &err);
 	if (ret < 0) {
 		if (ret == -ENOENT)
 			return 1;
-		gk_error("restore: %s: %s", gk_rt.settings.dir, err);
+		gk_error("restore: %s: %s", gk_rt.settings.dir, err.text);
 		return ret;
 	}
 	ret = 1; /* nothing committed yet: a first run */
@@ -529,7 +532,7 @@ static int check_ready(char *why, size_t len)
 }
 
 /* Read and check every host region first, then copy them all in. */
-static int load_regions(const char *dir, char *err, size_t errlen)
+static int load_regions(const char *dir, gk_error_t *err)
 {
 	char path[4200];
 	void **bufs;
@@ -545,7 +548,7 @@ static int load_regions(const char *dir, char *err, size_t errlen)
 	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: %s", GK_HOST_DATA_FILE, strerror(errno));
+		gk_errprintf(err, "%s: %s", GK_HOST_DATA_FILE, strerror(errno));
 		goto out;
 	}
 	for (size_t i = 0; i < R.m->nregions; i++) {
@@ -558,8 +561,8 @@ static int load_regions(const char *dir, char *err, size_t errlen)
 		}
 		ret = gk_pread_all(fd, bufs[i], r->size, r->offset);
 		if (ret < 0) {
-			snprintf(err, errlen, "%s: cannot read host region '%s'", GK_HOST_DATA_FILE,
-				 r->name);
+			gk_errprintf(err, "%s: cannot read host region '%s'", GK_HOST_DATA_FILE,
+				     r->name);
 			goto out;
 		}
 		for (uint32_t c = 0; c < r->nchunks; c++) {
@@ -568,8 +571,8 @@ static int load_regions(const char *dir, char *err, size_t errlen)
 			if (gk_sum(gk_sum_algo_of(R.m->version), (char *)bufs[i] + s, l) !=
 			    r->chunks[c].sum) {
 				ret = -EBADMSG;
-				snprintf(err, errlen, "%s: checksum mismatch in host region '%s'",
-					 GK_HOST_DATA_FILE, r->name);
+				gk_errprintf(err, "%s: checksum mismatch in host region '%s'",
+					     GK_HOST_DATA_FILE, r->name);
 				goto out;
 			}
 		}
@@ -644,7 +647,7 @@ static void part_path(char *path, size_t len, const char *dir, uint64_t sequence
 }
 
 int gk_restore_items(const char *dir, const struct gk_manifest *m, struct gk_xfer_item **out,
-		     size_t *nitems, int **fds_out, uint64_t *bytes, char *err, size_t errlen)
+		     size_t *nitems, int **fds_out, uint64_t *bytes, gk_error_t *err)
 {
 	char path[8400];
 	struct gk_xfer_item *items;
@@ -659,7 +662,7 @@ int gk_restore_items(const char *dir, const struct gk_manifest *m, struct gk_xfe
 	*nitems = 0;
 	*fds_out = NULL;
 	if (!items || !fds) {
-		snprintf(err, errlen, "out of memory");
+		gk_errprintf(err, "out of memory");
 		ret = -ENOMEM;
 		goto out;
 	}
@@ -673,8 +676,8 @@ int gk_restore_items(const char *dir, const struct gk_manifest *m, struct gk_xfe
 			long f = file_slot(m, part->sequence, part->file);
 
 			if (f < 0) {
-				snprintf(err, errlen, "allocation %zu: its file %s is not listed", i,
-					 part->file);
+				gk_errprintf(err, "allocation %zu: its file %s is not listed", i,
+					     part->file);
 				ret = -EBADMSG;
 				goto out;
 			}
@@ -683,7 +686,7 @@ int gk_restore_items(const char *dir, const struct gk_manifest *m, struct gk_xfe
 				fds[f] = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 				if (fds[f] < 0) {
 					ret = -errno;
-					snprintf(err, errlen, "%s: %s", path, strerror(-ret));
+					gk_errprintf(err, "%s: %s", path, strerror(-ret));
 					goto out;
 				}
 			}
@@ -725,7 +728,8 @@ void gk_restore_items_free(const struct gk_manifest *m, struct gk_xfer_item *ite
 
 int gk_restore_load(void)
 {
-	char why[1024], err[GK_ERRLEN];
+	char why[1024];
+	gk_error_t err;
 	struct gk_xfer_item *items = NULL;
 	size_t nitems = 0;
 	int *fds = NULL, ret;
@@ -749,7 +753,7 @@ int gk_restore_load(void)
 				gk_arena_drop_unclaimed(gk_arenas[i]);
 		return ret;
 	}
-	ret = gk_restore_items(R.dir, R.m, &items, &nitems, &fds, &bytes, err, sizeof(err));
+	ret = gk_restore_items(R.dir, R.m, &items, &nitems, &fds, &bytes, &err);
 	if (ret == -ENOMEM) {
 		pthread_mutex_unlock(&lock);
 		return ret;
@@ -767,10 +771,9 @@ int gk_restore_load(void)
 			gk_real.cuCtxPopCurrent_v2(NULL);
 		}
 	}
-	ret = gk_xfer_load(items, nitems, R.m->chunk_size, gk_rt.settings.writers, err,
-			   sizeof(err));
+	ret = gk_xfer_load(items, nitems, R.m->chunk_size, gk_rt.settings.writers, &err);
 	if (ret == 0)
-		ret = load_regions(R.dir, err, sizeof(err));
+		ret = load_regions(R.dir, &err);
 	gk_gate_open();
 	if (ret < 0)
 		goto fatal;
@@ -806,7 +809,7 @@ fatal:
 	 * the program's setup: a state that exists in neither run. Never go on. */
 	gk_error("restore: %s: loading failed half-way: %s; stopping the program rather than "
 		 "letting it run on half-restored state",
-		 R.dir, err);
+		 R.dir, err.text);
 	log_restore(GK_EV_FAILED, 0, 0, ret < 0 ? ret : -EIO);
 	fflush(NULL);
 	_exit(EXIT_FAILURE);

@@ -13,6 +13,8 @@
 #ifndef GK_RESTORE_H
 #define GK_RESTORE_H
 
+#include "error.h"
+
 #include "arena.h"
 
 #include <stdint.h>
@@ -51,7 +53,7 @@ struct gk_xfer_item;
  * opened once (*fds, one per m->files); adds the bytes to *bytes. Free both
  * with gk_restore_items_free. */
 int gk_restore_items(const char *dir, const struct gk_manifest *m, struct gk_xfer_item **items,
-		     size_t *nitems, int **fds, uint64_t *bytes, char *err, size_t errlen);
+		     size_t *nitems, int **fds, uint64_t *bytes, gk_error_t *err);
 void gk_restore_items_free(const struct gk_manifest *m, struct gk_xfer_item *items, int *fds);
 
 #endif

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "snapshot.h"
+#include "error.h"
 #include "arena.h"
 #include "clock.h"
 #include "driver.h"
@@ -295,7 +296,7 @@ static CUstream stream_of(CUcontext ctx)
 }
 
 int gk_snapshot_capture(const struct gk_xfer_item *items, size_t n, uint64_t chunk_size,
-			struct gk_xfer_item **out, size_t *nout, char *err, size_t errlen)
+			struct gk_xfer_item **out, size_t *nout, gk_error_t *err)
 {
 	struct gk_xfer_item *o;
 	size_t k = 0, step = 0, cap = n + MAX_STEPS;
@@ -307,7 +308,7 @@ int gk_snapshot_capture(const struct gk_xfer_item *items, size_t n, uint64_t chu
 	*nout = 0;
 	o = calloc(cap, sizeof(*o));
 	if (!o) {
-		snprintf(err, errlen, "out of memory");
+		gk_errprintf(err, "out of memory");
 		return -ENOMEM;
 	}
 	pthread_mutex_lock(&S.lock);
@@ -320,7 +321,7 @@ int gk_snapshot_capture(const struct gk_xfer_item *items, size_t n, uint64_t chu
 			struct gk_xfer_item *piece;
 
 			if (!st || !st->pinned_in || k == cap) {
-				snprintf(err, errlen, "the snapshot memory is too small");
+				gk_errprintf(err, "the snapshot memory is too small");
 				ret = -ENOSPC;
 				break;
 			}
@@ -350,9 +351,10 @@ int gk_snapshot_capture(const struct gk_xfer_item *items, size_t n, uint64_t chu
 				r = CUDA_ERROR_INVALID_CONTEXT;
 			}
 			if (r != CUDA_SUCCESS) {
-				snprintf(err, errlen, "copying allocation %zu (0x%llx) from the device: %s",
-					 items[i].index, (unsigned long long)items[i].dev_addr,
-					 gk_cu_name(r));
+				gk_errprintf(err,
+					     "copying allocation %zu (0x%llx) from the device: %s",
+					     items[i].index, (unsigned long long)items[i].dev_addr,
+					     gk_cu_name(r));
 				ret = -EIO;
 				break;
 			}
@@ -367,7 +369,7 @@ int gk_snapshot_capture(const struct gk_xfer_item *items, size_t n, uint64_t chu
 		r = gk_real.cuStreamSynchronize(S.streams[i].s);
 		gk_real.cuCtxPopCurrent_v2(NULL);
 		if (r != CUDA_SUCCESS && ret == 0) {
-			snprintf(err, errlen, "copying from the device: %s", gk_cu_name(r));
+			gk_errprintf(err, "copying from the device: %s", gk_cu_name(r));
 			ret = -EIO;
 		}
 	}

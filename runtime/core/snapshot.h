@@ -18,6 +18,8 @@
 #ifndef GK_SNAPSHOT_H
 #define GK_SNAPSHOT_H
 
+#include "error.h"
+
 #include "transfer.h"
 
 #include <cuda.h>
@@ -45,7 +47,7 @@ void gk_snapshot_stop_growing(void);
  * The devices are quiesced (gate closed).
  */
 int gk_snapshot_capture(const struct gk_xfer_item *items, size_t n, uint64_t chunk_size,
-			struct gk_xfer_item **out, size_t *nout, char *err, size_t errlen);
+			struct gk_xfer_item **out, size_t *nout, gk_error_t *err);
 
 /* The program destroyed or reset ctx: its streams are gone, and so is the
  * pinning if ctx did it. No write may be reading the memory (the caller

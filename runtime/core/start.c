@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "start.h"
+#include "error.h"
 #include "runtime.h"
 #include "gate.h"
 #include "log.h"
@@ -21,10 +22,10 @@
  * tools): read the settings and nothing else. */
 __attribute__((constructor)) static void gk_runtime_load(void)
 {
-	char err[GK_ERRLEN];
+	gk_error_t err;
 
-	if (gk_settings_load(&gk_rt.settings, err, sizeof(err)) < 0) {
-		gk_error("settings: %s; gpuckpt is disabled in this process", err);
+	if (gk_settings_load(&gk_rt.settings, &err) < 0) {
+		gk_error("settings: %s; gpuckpt is disabled in this process", err.text);
 		return;
 	}
 	gk_rt.settings_ok = 1;

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "transfer.h"
+#include "error.h"
 #include "clock.h"
 #include "order.h"
 #include "driver.h"
@@ -39,8 +40,7 @@ struct job {
 	/* Thread-seconds spent in each phase, for the info-level summary that
 	 * tells where a slow transfer's time went. */
 	double t_setup, t_device, t_sum, t_file;
-	char *err;
-	size_t errlen;
+	gk_error_t *err;
 	pthread_mutex_t err_lock;
 };
 
@@ -53,7 +53,7 @@ static void fail(struct job *j, int code, const char *fmt, ...)
 	if (!j->failed) {
 		j->failed = code;
 		va_start(ap, fmt);
-		vsnprintf(j->err, j->errlen, fmt, ap);
+		gk_verrprintf(j->err, fmt, ap);
 		va_end(ap);
 	}
 	pthread_mutex_unlock(&j->err_lock);
@@ -466,7 +466,7 @@ static void *worker(void *arg)
 }
 
 static int run(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, uint64_t piece,
-	       unsigned threads, enum op op, char *err, size_t errlen)
+	       unsigned threads, enum op op, gk_error_t *err)
 {
 	struct job j;
 	struct gk_order_item *order;
@@ -488,13 +488,13 @@ static int run(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, uint64
 		return 0;
 	j.units = calloc(nunits, sizeof(*j.units));
 	if (!j.units) {
-		snprintf(err, errlen, "out of memory");
+		gk_errprintf(err, "out of memory");
 		return -ENOMEM;
 	}
 	order = malloc(n * sizeof(*order));
 	if (!order) {
 		free(j.units);
-		snprintf(err, errlen, "out of memory");
+		gk_errprintf(err, "out of memory");
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < n; i++)
@@ -519,7 +519,6 @@ static int run(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, uint64
 	}
 	j.op = op;
 	j.err = err;
-	j.errlen = errlen;
 	pthread_mutex_init(&j.err_lock, NULL);
 	if (threads > 64)
 		threads = 64;
@@ -548,19 +547,19 @@ static int run(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, uint64
 }
 
 int gk_xfer_dump(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, uint64_t piece,
-		 unsigned threads, char *err, size_t errlen)
+		 unsigned threads, gk_error_t *err)
 {
-	return run(items, n, chunk_size, piece, threads, OP_DUMP, err, errlen);
+	return run(items, n, chunk_size, piece, threads, OP_DUMP, err);
 }
 
 int gk_xfer_load(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,
-		 char *err, size_t errlen)
+		 gk_error_t *err)
 {
-	return run(items, n, chunk_size, 0, threads, OP_LOAD, err, errlen);
+	return run(items, n, chunk_size, 0, threads, OP_LOAD, err);
 }
 
 int gk_xfer_keys(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,
-		 char *err, size_t errlen)
+		 gk_error_t *err)
 {
-	return run(items, n, chunk_size, 0, threads, OP_KEYS, err, errlen);
+	return run(items, n, chunk_size, 0, threads, OP_KEYS, err);
 }

@@ -7,6 +7,8 @@
 #ifndef GK_TRANSFER_H
 #define GK_TRANSFER_H
 
+#include "error.h"
+
 #include "image.h"
 
 #include <cuda.h>
@@ -32,16 +34,16 @@ struct gk_xfer_item {
  * piece: copy from the device in pieces of this many bytes (0: a chunk at a
  * time; see dump_worker in transfer.c). 0 or a negative errno (err says what). */
 int gk_xfer_dump(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, uint64_t piece,
-		 unsigned threads, char *err, size_t errlen);
+		 unsigned threads, gk_error_t *err);
 
 /* Files to device, checking every chunk before it is copied. */
 int gk_xfer_load(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,
-		 char *err, size_t errlen);
+		 gk_error_t *err);
 
 /* Device to host only, to compute each chunk's change key there
  * (segment_hash.h): what finds changed chunks when the GPU cannot hash them
  * itself. The items' fd and file_offset are not used. */
 int gk_xfer_keys(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,
-		 char *err, size_t errlen);
+		 gk_error_t *err);
 
 #endif

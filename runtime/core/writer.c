@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "writer.h"
+#include "error.h"
 #include "image.h"
 #include "log.h"
 #include "plan.h"
@@ -56,12 +57,12 @@ static void done(void)
 static void write_plan(struct gk_plan *p)
 {
 	struct gk_plan_result res = {0};
-	char err[GK_ERRLEN];
-	int ret = gk_plan_write(p, gk_rt.settings.writers, err, sizeof(err));
+	gk_error_t err;
+	int ret = gk_plan_write(p, gk_rt.settings.writers, &err);
 
 	if (ret == 0)
-		ret = gk_plan_commit(p, gk_rt.settings.keep, &res, err, sizeof(err));
-	gk_plan_say(p, ret, &res, err);
+		ret = gk_plan_commit(p, gk_rt.settings.keep, &res, &err);
+	gk_plan_say(p, ret, &res, err.text);
 	gk_plan_free(p);
 	free(p);
 }

@@ -12,6 +12,7 @@
  */
 #include "config.h"
 #include "image.h"
+#include "error.h"
 #include "ckptname.h"
 
 #include <errno.h>
@@ -26,10 +27,10 @@
 /* Far above any real manifest; the same bound verify.c uses. */
 #define MANIFEST_MAX (256u << 20)
 
-int gk_chain_read_manifest(int rootfd, uint64_t sequence, struct gk_manifest **out, char *err,
-			   size_t errlen)
+int gk_chain_read_manifest(int rootfd, uint64_t sequence, struct gk_manifest **out, gk_error_t *err)
 {
-	char name[32], sub[GK_ERRLEN], *text = NULL;
+	char name[32], *text = NULL;
+	gk_error_t sub;
 	struct stat st;
 	int dirfd, fd = -1, ret;
 
@@ -38,32 +39,32 @@ int gk_chain_read_manifest(int rootfd, uint64_t sequence, struct gk_manifest **o
 	dirfd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dirfd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: %s", name, strerror(-ret));
+		gk_errprintf(err, "%s: %s", name, strerror(-ret));
 		return ret;
 	}
 	fd = openat(dirfd, GK_MANIFEST_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s/%s: %s", name, GK_MANIFEST_FILE, strerror(-ret));
+		gk_errprintf(err, "%s/%s: %s", name, GK_MANIFEST_FILE, strerror(-ret));
 		goto out;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > MANIFEST_MAX) {
 		ret = -EINVAL;
-		snprintf(err, errlen, "%s/%s: not a manifest (not a regular file, or too large)",
-			 name, GK_MANIFEST_FILE);
+		gk_errprintf(err, "%s/%s: not a manifest (not a regular file, or too large)", name,
+			     GK_MANIFEST_FILE);
 		goto out;
 	}
 	ret = gk_read_small(fd, (size_t)st.st_size, &text);
 	if (ret < 0) {
-		snprintf(err, errlen, "%s/%s: %s", name, GK_MANIFEST_FILE, strerror(-ret));
+		gk_errprintf(err, "%s/%s: %s", name, GK_MANIFEST_FILE, strerror(-ret));
 		goto out;
 	}
-	ret = gk_manifest_parse(text, (size_t)st.st_size, out, sub, sizeof(sub));
+	ret = gk_manifest_parse(text, (size_t)st.st_size, out, &sub);
 	if (ret < 0)
-		snprintf(err, errlen, "%s/%s: %s", name, GK_MANIFEST_FILE, sub);
+		gk_errprintf(err, "%s/%s: %s", name, GK_MANIFEST_FILE, sub.text);
 	else if ((*out)->sequence != sequence) {
-		snprintf(err, errlen, "%s/%s: says it is checkpoint %" PRIu64, name,
-			 GK_MANIFEST_FILE, (*out)->sequence);
+		gk_errprintf(err, "%s/%s: says it is checkpoint %" PRIu64, name, GK_MANIFEST_FILE,
+			     (*out)->sequence);
 		gk_manifest_free(*out);
 		*out = NULL;
 		ret = -EINVAL;
@@ -83,11 +84,10 @@ void gk_refs_free(struct gk_ref *refs, size_t n)
 	free(refs);
 }
 
-int gk_chain_needs(int rootfd, uint64_t sequence, struct gk_ref **refs, size_t *n, char *err,
-		   size_t errlen)
+int gk_chain_needs(int rootfd, uint64_t sequence, struct gk_ref **refs, size_t *n, gk_error_t *err)
 {
 	struct gk_manifest *m;
-	int ret = gk_chain_read_manifest(rootfd, sequence, &m, err, errlen);
+	int ret = gk_chain_read_manifest(rootfd, sequence, &m, err);
 
 	*refs = NULL;
 	*n = 0;

@@ -33,6 +33,8 @@
 #ifndef GK_IMAGE_H
 #define GK_IMAGE_H
 
+#include "error.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -278,8 +280,7 @@ int gk_manifest_to_json(const struct gk_manifest *m, char **text, size_t *len);
  * On failure returns -EINVAL (or -ENOMEM) and says what is wrong in err;
  * -EPROTO when the format version is newer than GK_FORMAT_VERSION.
  */
-int gk_manifest_parse(const char *text, size_t len, struct gk_manifest **out, char *err,
-		      size_t errlen);
+int gk_manifest_parse(const char *text, size_t len, struct gk_manifest **out, gk_error_t *err);
 
 /* ---- signature (sign.c) ---- */
 
@@ -293,10 +294,9 @@ int gk_read_small(int fd, size_t size, char **out);
  * the text, written to `sigpath`. Returns -EHOSTUNREACH when munged cannot be
  * reached (the checkpoint is then written unsigned, with a warning).
  */
-int gk_sign(const char *text, size_t len, const char *sigpath, char *err, size_t errlen);
+int gk_sign(const char *text, size_t len, const char *sigpath, gk_error_t *err);
 /* The same into dirfd/name (never through a link). */
-int gk_sign_at(const char *text, size_t len, int dirfd, const char *name, char *err,
-	       size_t errlen);
+int gk_sign_at(const char *text, size_t len, int dirfd, const char *name, gk_error_t *err);
 
 /*
  * Check the signature beside manifest text. 0: signed by `uid`, unchanged.
@@ -307,9 +307,9 @@ int gk_sign_at(const char *text, size_t len, int dirfd, const char *name, char *
  * be restored long after it was signed, and more than once.
  */
 int gk_check_signature(const char *text, size_t len, const char *sigpath, uid_t uid,
-		       char *err, size_t errlen);
+		       gk_error_t *err);
 int gk_check_signature_at(const char *text, size_t len, int dirfd, const char *name, uid_t uid,
-			  char *err, size_t errlen);
+			  gk_error_t *err);
 
 /*
  * Root's signature (a transparent checkpoint's criu/SEAL.sig): a Munge
@@ -320,10 +320,8 @@ int gk_check_signature_at(const char *text, size_t len, int dirfd, const char *n
  * credential of uid 0 over this very text (-EPERM for another signer,
  * -EBADMSG, -ENOENT, -EHOSTUNREACH as above).
  */
-int gk_root_sign_at(const char *text, size_t len, int dirfd, const char *name, char *err,
-		    size_t errlen);
-int gk_root_check_at(const char *text, size_t len, int dirfd, const char *name, char *err,
-		     size_t errlen);
+int gk_root_sign_at(const char *text, size_t len, int dirfd, const char *name, gk_error_t *err);
+int gk_root_check_at(const char *text, size_t len, int dirfd, const char *name, gk_error_t *err);
 
 /* ---- loading and verifying (verify.c) ---- */
 
@@ -364,17 +362,17 @@ struct gk_load_opts {
  * the copy staged back to the burst buffer, owned by the job's user).
  */
 int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_manifest **out,
-		  int *signed_by_munge, char *err, size_t errlen);
+		  int *signed_by_munge, gk_error_t *err);
 
 /* The same on an open directory (`dir` names it in messages): the one a
  * root-run caller checked is the one read, whatever happens to its path. */
 int gk_image_open_at(int dirfd, const char *dir, const struct gk_load_opts *opts,
-		     struct gk_manifest **out, int *signed_by_munge, char *err, size_t errlen);
+		     struct gk_manifest **out, int *signed_by_munge, gk_error_t *err);
 /* The same with the checkpoint root given too: an increment's references
  * are opened in rootfd, never through `dir` (gk_image_open_at opens dir's
  * parent by path). What root-run code uses: no path is followed at all. */
 int gk_image_open_in(int rootfd, int dirfd, const char *dir, const struct gk_load_opts *opts,
-		     struct gk_manifest **out, int *signed_by_munge, char *err, size_t errlen);
+		     struct gk_manifest **out, int *signed_by_munge, gk_error_t *err);
 
 /* ---- increments (chain.c) ---- */
 
@@ -384,8 +382,8 @@ int gk_image_open_in(int rootfd, int dirfd, const char *dir, const struct gk_loa
  * flush). Only the manifest is read and validated: no owner, signature or
  * data check (gk_image_open makes those).
  */
-int gk_chain_read_manifest(int rootfd, uint64_t sequence, struct gk_manifest **out, char *err,
-			   size_t errlen);
+int gk_chain_read_manifest(int rootfd, uint64_t sequence, struct gk_manifest **out,
+			   gk_error_t *err);
 
 /*
  * What checkpoint `sequence` of the root needs besides its own folder: the
@@ -395,8 +393,7 @@ int gk_chain_read_manifest(int rootfd, uint64_t sequence, struct gk_manifest **o
  * so this set is complete: keeping (staging, flushing) a checkpoint means
  * keeping these too. Free *refs with gk_refs_free.
  */
-int gk_chain_needs(int rootfd, uint64_t sequence, struct gk_ref **refs, size_t *n, char *err,
-		   size_t errlen);
+int gk_chain_needs(int rootfd, uint64_t sequence, struct gk_ref **refs, size_t *n, gk_error_t *err);
 void gk_refs_free(struct gk_ref *refs, size_t n);
 
 /* Where a chunk's bytes are. */
@@ -429,7 +426,7 @@ struct gk_store_txn {
 
 /* Start a checkpoint: create ROOT (0700) if needed, pick N = newest + 1,
  * create ROOT/.tmp.ckpt.N.<host>.<pid> (0700). */
-int gk_store_begin(const char *root, struct gk_store_txn *txn, char *err, size_t errlen);
+int gk_store_begin(const char *root, struct gk_store_txn *txn, gk_error_t *err);
 
 /*
  * The same in an open root (rootfd; `root` only names it in messages).
@@ -437,18 +434,17 @@ int gk_store_begin(const char *root, struct gk_store_txn *txn, char *err, size_t
  * (the shepherd, gpuckpt-stage) opens the folder once, checked (fsafe.h),
  * and never goes back to it by a path its owner could change.
  */
-int gk_store_begin_at(int rootfd, const char *root, struct gk_store_txn *txn, char *err,
-		      size_t errlen);
+int gk_store_begin_at(int rootfd, const char *root, struct gk_store_txn *txn, gk_error_t *err);
 
 /* The same with N given (0: the next free one): every member of a step's
  * checkpoint set writes the number the tasks agreed on. -EEXIST when ROOT
  * already uses N or a later number. */
-int gk_store_begin_seq(const char *root, uint64_t sequence, struct gk_store_txn *txn, char *err,
-		       size_t errlen);
+int gk_store_begin_seq(const char *root, uint64_t sequence, struct gk_store_txn *txn,
+		       gk_error_t *err);
 
 /* The number gk_store_begin would pick now: 1 + the highest in use (1 when
  * ROOT does not exist yet). */
-int gk_store_next(const char *root, uint64_t *next, char *err, size_t errlen);
+int gk_store_next(const char *root, uint64_t *next, gk_error_t *err);
 
 /* Close a transaction that is over (sealed and published elsewhere, or
  * given up on without removing its folder). */
@@ -459,8 +455,7 @@ void gk_store_end(struct gk_store_txn *txn);
 void gk_store_detach(struct gk_store_txn *txn);
 
 /* Create a data file in the checkpoint being written (0600, must not exist). */
-int gk_store_create(struct gk_store_txn *txn, const char *name, int *fd, char *err,
-		    size_t errlen);
+int gk_store_create(struct gk_store_txn *txn, const char *name, int *fd, gk_error_t *err);
 
 /*
  * Commit: set m->sequence, write manifest.json, sign it (unsigned with a
@@ -474,8 +469,8 @@ int gk_store_create(struct gk_store_txn *txn, const char *name, int *fd, char *e
  * The manifest is parsed back and validated before anything is renamed, so an
  * inconsistent manifest fails the commit instead of producing a bad checkpoint.
  */
-int gk_store_commit(struct gk_store_txn *txn, struct gk_manifest *m, unsigned keep,
-		    int *signed_out, char *err, size_t errlen);
+int gk_store_commit(struct gk_store_txn *txn, struct gk_manifest *m, unsigned keep, int *signed_out,
+		    gk_error_t *err);
 
 /*
  * The two halves of gk_store_commit, for a checkpoint that two parties finish
@@ -491,12 +486,12 @@ int gk_store_commit(struct gk_store_txn *txn, struct gk_manifest *m, unsigned ke
  * N must be `sequence`) to ROOT/ckpt.N, fsync ROOT, then prune to `keep`. On
  * failure nothing is committed; the .tmp directory is left to the caller.
  */
-int gk_store_seal(struct gk_store_txn *txn, struct gk_manifest *m, int *signed_out, char *err,
-		  size_t errlen);
+int gk_store_seal(struct gk_store_txn *txn, struct gk_manifest *m, int *signed_out,
+		  gk_error_t *err);
 int gk_store_publish(const char *root, const char *tmpname, uint64_t sequence, unsigned keep,
-		     char *err, size_t errlen);
+		     gk_error_t *err);
 int gk_store_publish_at(int rootfd, const char *root, const char *tmpname, uint64_t sequence,
-			unsigned keep, char *err, size_t errlen);
+			unsigned keep, gk_error_t *err);
 
 /* Abandon a checkpoint being written: remove its .tmp directory. */
 void gk_store_abort(struct gk_store_txn *txn);
@@ -523,10 +518,9 @@ struct gk_store_entry {
  * know as one in progress, and gk_store_publish_at accepts. */
 void gk_store_writer_name(uint64_t sequence, char *buf, size_t len);
 
-int gk_store_list(const char *root, struct gk_store_entry **entries, size_t *n, char *err,
-		  size_t errlen);
+int gk_store_list(const char *root, struct gk_store_entry **entries, size_t *n, gk_error_t *err);
 int gk_store_list_at(int rootfd, const char *root, struct gk_store_entry **entries, size_t *n,
-		     char *err, size_t errlen);
+		     gk_error_t *err);
 
 /*
  * What gk_store_prune removes from a listing of root (gk_store_list's, newest
@@ -537,7 +531,7 @@ int gk_store_list_at(int rootfd, const char *root, struct gk_store_entry **entri
  * it needs stays.
  */
 int gk_store_prune_plan(const char *root, struct gk_store_entry *entries, size_t n, unsigned keep,
-			char *err, size_t errlen);
+			gk_error_t *err);
 /* The same on an open root (root-run code: staging reads the references
  * through rootfd, never through a path). */
 void gk_store_prune_plan_at(int rootfd, struct gk_store_entry *entries, size_t n, unsigned keep);
@@ -549,13 +543,13 @@ void gk_store_prune_plan_at(int rootfd, struct gk_store_entry *entries, size_t n
  * A writer that is not root leaves transparent checkpoints in place with a
  * warning: their criu/ is root's, it could rename them but not delete them,
  * and the shepherd (root) prunes them itself. */
-int gk_store_prune(const char *root, unsigned keep, char *err, size_t errlen);
-int gk_store_prune_at(int rootfd, const char *root, unsigned keep, char *err, size_t errlen);
+int gk_store_prune(const char *root, unsigned keep, gk_error_t *err);
+int gk_store_prune_at(int rootfd, const char *root, unsigned keep, gk_error_t *err);
 
 /* Delete the committed checkpoints numbered from..to (renamed to .trash
  * first, as prune does). Returns how many were removed. For a step's sets: a
  * member withdraws its ckpt.N when the set fell short elsewhere, and drops
  * what is older than the sets it keeps. */
-int gk_store_remove(const char *root, uint64_t from, uint64_t to, char *err, size_t errlen);
+int gk_store_remove(const char *root, uint64_t from, uint64_t to, gk_error_t *err);
 
 #endif

@@ -8,6 +8,7 @@
  */
 #include "config.h"
 #include "image.h"
+#include "error.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -30,8 +31,7 @@ static int data_file_name_ok(const char *name)
 }
 
 struct pctx {
-	char *err;
-	size_t errlen;
+	gk_error_t *err;
 	uint64_t chunk_size;
 	int version;
 };
@@ -41,11 +41,9 @@ static int fail(struct pctx *c, const char *fmt, ...)
 {
 	va_list ap;
 
-	if (c->errlen) {
-		va_start(ap, fmt);
-		vsnprintf(c->err, c->errlen, fmt, ap);
-		va_end(ap);
-	}
+	va_start(ap, fmt);
+	gk_verrprintf(c->err, fmt, ap);
+	va_end(ap);
 	return -EINVAL;
 }
 
@@ -1053,10 +1051,9 @@ static int parse_top(struct pctx *c, json_object *top, struct gk_manifest *m)
 	return 0;
 }
 
-int gk_manifest_parse(const char *text, size_t len, struct gk_manifest **out, char *err,
-		      size_t errlen)
+int gk_manifest_parse(const char *text, size_t len, struct gk_manifest **out, gk_error_t *err)
 {
-	struct pctx c = {.err = err, .errlen = errlen};
+	struct pctx c = {.err = err};
 	enum json_tokener_error jerr;
 	struct gk_manifest *m = NULL;
 	json_object *top = NULL;
@@ -1066,8 +1063,7 @@ int gk_manifest_parse(const char *text, size_t len, struct gk_manifest **out, ch
 	int ret;
 
 	*out = NULL;
-	if (errlen)
-		err[0] = 0;
+	gk_errclear(err);
 	nul = memchr(text, 0, len);
 	if (nul)
 		return fail(&c, "the manifest contains a NUL byte at offset %zu",

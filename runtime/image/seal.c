@@ -19,6 +19,7 @@
 #include "config.h"
 
 #include "image.h"
+#include "error.h"
 #include "seal.h"
 
 #include <dirent.h>
@@ -177,11 +178,12 @@ static int image_name_ok(const char *name)
 	return 1;
 }
 
-int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, char *err, size_t errlen)
+int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, gk_error_t *err)
 {
 	struct json_object *root = json_object_new_object(), *files = json_object_new_object(),
 			   *stdio = json_object_new_array(), *gpus = json_object_new_array();
-	char hex[65], sub[GK_ERRLEN];
+	char hex[65];
+	gk_error_t sub;
 	const char *text;
 	struct dirent *e;
 	DIR *d = NULL;
@@ -194,7 +196,7 @@ int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, char *err, size_t e
 	}
 	ret = gk_file_sha256(ckptfd, GK_MANIFEST_FILE, hex, NULL);
 	if (ret < 0) {
-		snprintf(err, errlen, "%s: %s", GK_MANIFEST_FILE, strerror(-ret));
+		gk_errprintf(err, "%s: %s", GK_MANIFEST_FILE, strerror(-ret));
 		goto out_json;
 	}
 	json_object_object_add(root, "format", json_object_new_string(SEAL_FORMAT));
@@ -241,7 +243,7 @@ int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, char *err, size_t e
 		ret = -errno;
 		if (dfd >= 0)
 			close(dfd);
-		snprintf(err, errlen, "criu/: %s", strerror(-ret));
+		gk_errprintf(err, "criu/: %s", strerror(-ret));
 		goto out_json;
 	}
 	rewinddir(d);
@@ -252,14 +254,14 @@ int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, char *err, size_t e
 		    !strcmp(e->d_name, GK_SEAL_FILE) || !strcmp(e->d_name, GK_SEAL_SIG_FILE))
 			continue;
 		if (!image_name_ok(e->d_name)) {
-			snprintf(err, errlen, "criu/: unexpected entry");
+			gk_errprintf(err, "criu/: unexpected entry");
 			ret = -EINVAL;
 			goto out_dir;
 		}
 		ret = gk_file_digest(criufd, e->d_name, hex, &size);
 		if (ret < 0) {
-			snprintf(err, errlen, "criu/%s: %s", e->d_name,
-				 ret == -EINVAL ? "not a regular file" : strerror(-ret));
+			gk_errprintf(err, "criu/%s: %s", e->d_name,
+				     ret == -EINVAL ? "not a regular file" : strerror(-ret));
 			goto out_dir;
 		}
 		json_object_object_add(files, e->d_name, json_object_new_string(hex));
@@ -273,18 +275,20 @@ int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, char *err, size_t e
 		    0600);
 	if (fd < 0 || write(fd, text, len) != (ssize_t)len || fsync(fd) < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "criu/%s: %s", GK_SEAL_FILE, strerror(-ret));
+		gk_errprintf(err, "criu/%s: %s", GK_SEAL_FILE, strerror(-ret));
 		goto out_fd;
 	}
-	ret = gk_root_sign_at(text, len, criufd, GK_SEAL_SIG_FILE, sub, sizeof(sub));
+	ret = gk_root_sign_at(text, len, criufd, GK_SEAL_SIG_FILE, &sub);
 	if (ret < 0) {
-		snprintf(err, errlen, "criu/%s: %s (a transparent checkpoint needs root's Munge "
-			 "credential over its seal)", GK_SEAL_SIG_FILE, sub);
+		gk_errprintf(err,
+			     "criu/%s: %s (a transparent checkpoint needs root's Munge "
+			     "credential over its seal)",
+			     GK_SEAL_SIG_FILE, sub.text);
 		goto out_fd;
 	}
 	if (fsync(criufd) < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "criu/: fsync: %s", strerror(-ret));
+		gk_errprintf(err, "criu/: fsync: %s", strerror(-ret));
 	}
 out_fd:
 	if (fd >= 0)
@@ -297,7 +301,7 @@ out_json:
 	json_object_put(gpus);
 	json_object_put(root);
 	if (ret == -ENOMEM)
-		snprintf(err, errlen, "out of memory");
+		gk_errprintf(err, "out of memory");
 	return ret;
 }
 
@@ -328,20 +332,20 @@ static int copy_str(char *dst, size_t n, const char *src)
 	return 0;
 }
 
-static int read_seal(int criufd, char **text, size_t *len, char *err, size_t errlen)
+static int read_seal(int criufd, char **text, size_t *len, gk_error_t *err)
 {
 	struct stat st;
 	char *buf;
 	int fd = openat(criufd, GK_SEAL_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
 
 	if (fd < 0) {
-		snprintf(err, errlen, "criu/%s: %s", GK_SEAL_FILE,
-			 errno == ELOOP ? "is a symbolic link" : strerror(errno));
+		gk_errprintf(err, "criu/%s: %s", GK_SEAL_FILE,
+			     errno == ELOOP ? "is a symbolic link" : strerror(errno));
 		return errno == ENOENT ? -ENOENT : -EPERM;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 || st.st_size > SEAL_MAX) {
-		snprintf(err, errlen, "criu/%s: not a root-owned regular file of sane size",
-			 GK_SEAL_FILE);
+		gk_errprintf(err, "criu/%s: not a root-owned regular file of sane size",
+			     GK_SEAL_FILE);
 		close(fd);
 		return -EPERM;
 	}
@@ -349,7 +353,7 @@ static int read_seal(int criufd, char **text, size_t *len, char *err, size_t err
 	if (!buf || pread(fd, buf, (size_t)st.st_size, 0) != st.st_size) {
 		free(buf);
 		close(fd);
-		snprintf(err, errlen, "criu/%s: cannot read it", GK_SEAL_FILE);
+		gk_errprintf(err, "criu/%s: cannot read it", GK_SEAL_FILE);
 		return -EIO;
 	}
 	buf[st.st_size] = 0;
@@ -359,7 +363,7 @@ static int read_seal(int criufd, char **text, size_t *len, char *err, size_t err
 	return 0;
 }
 
-static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, size_t errlen)
+static int parse_seal(struct json_object *root, struct gk_seal *s, gk_error_t *err)
 {
 	struct json_object *stdio, *gpus, *node, *files, *kinds;
 	const char *fmt = get_str(root, "format");
@@ -367,7 +371,7 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, si
 
 	if (!fmt || strcmp(fmt, SEAL_FORMAT) || get_int(root, "version", &v) < 0 ||
 	    v != SEAL_VERSION) {
-		snprintf(err, errlen, "criu/SEAL: not a version %d seal", SEAL_VERSION);
+		gk_errprintf(err, "criu/SEAL: not a version %d seal", SEAL_VERSION);
 		return -EPROTO;
 	}
 	if (get_int(root, "uid", &uid) < 0 || get_int(root, "gid", &gid) < 0 ||
@@ -383,7 +387,7 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, si
 	    !json_object_object_get_ex(root, "gpus", &gpus) ||
 	    !json_object_is_type(gpus, json_type_array) ||
 	    json_object_array_length(gpus) > GK_SEAL_MAX_GPUS) {
-		snprintf(err, errlen, "criu/SEAL: a field is missing or malformed");
+		gk_errprintf(err, "criu/SEAL: a field is missing or malformed");
 		return -EINVAL;
 	}
 	s->uid = (uid_t)uid;
@@ -394,7 +398,7 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, si
 
 		if (!json_object_is_type(e, json_type_string) ||
 		    copy_str(s->stdio[i], sizeof(s->stdio[i]), json_object_get_string(e)) < 0) {
-			snprintf(err, errlen, "criu/SEAL: stdio %d is malformed", i);
+			gk_errprintf(err, "criu/SEAL: stdio %d is malformed", i);
 			return -EINVAL;
 		}
 	}
@@ -402,7 +406,7 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, si
 	s->have_stdio_task = json_object_object_get_ex(root, "stdio_task", &kinds);
 	if (s->have_stdio_task && (!json_object_is_type(kinds, json_type_array) ||
 				   json_object_array_length(kinds) != 3)) {
-		snprintf(err, errlen, "criu/SEAL: stdio_task is malformed");
+		gk_errprintf(err, "criu/SEAL: stdio_task is malformed");
 		return -EINVAL;
 	}
 	for (int i = 0; s->have_stdio_task && i < 3; i++) {
@@ -412,7 +416,7 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, si
 		    copy_str(s->stdio_task[i], sizeof(s->stdio_task[i]),
 			     json_object_get_string(e)) < 0 ||
 		    !gk_stdio_kind_ok(s->stdio_task[i])) {
-			snprintf(err, errlen, "criu/SEAL: stdio_task %d is malformed", i);
+			gk_errprintf(err, "criu/SEAL: stdio_task %d is malformed", i);
 			return -EINVAL;
 		}
 	}
@@ -424,13 +428,13 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, si
 		if (copy_str(s->gpus[i].uuid, sizeof(s->gpus[i].uuid), get_str(g, "uuid")) < 0 ||
 		    gk_uuid_parse(s->gpus[i].uuid, &u) < 0 ||
 		    copy_str(s->gpus[i].name, sizeof(s->gpus[i].name), get_str(g, "name")) < 0) {
-			snprintf(err, errlen, "criu/SEAL: GPU %zu is malformed", i);
+			gk_errprintf(err, "criu/SEAL: GPU %zu is malformed", i);
 			return -EINVAL;
 		}
 	}
 	if (!json_object_object_get_ex(root, "files", &files) ||
 	    !json_object_is_type(files, json_type_object)) {
-		snprintf(err, errlen, "criu/SEAL: no file list");
+		gk_errprintf(err, "criu/SEAL: no file list");
 		return -EINVAL;
 	}
 	json_object_object_foreach(files, fname, fval)
@@ -438,7 +442,7 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, si
 		if (!image_name_ok(fname) || !strcmp(fname, GK_SEAL_FILE) ||
 		    !strcmp(fname, GK_SEAL_SIG_FILE) || !strcmp(fname, GK_SEAL_RESTORE_LOG) ||
 		    !json_object_is_type(fval, json_type_string)) {
-			snprintf(err, errlen, "criu/SEAL: the file list is malformed");
+			gk_errprintf(err, "criu/SEAL: the file list is malformed");
 			return -EINVAL;
 		}
 	}
@@ -447,7 +451,7 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, si
 	if (json_object_object_get_ex(root, "node_gpus", &node)) {
 		if (!json_object_is_type(node, json_type_array) ||
 		    json_object_array_length(node) > GK_SEAL_MAX_GPUS) {
-			snprintf(err, errlen, "criu/SEAL: node_gpus is malformed");
+			gk_errprintf(err, "criu/SEAL: node_gpus is malformed");
 			return -EINVAL;
 		}
 		for (size_t i = 0; i < json_object_array_length(node); i++) {
@@ -458,7 +462,7 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, si
 			    copy_str(s->node_gpus[i], sizeof(s->node_gpus[i]),
 				     json_object_get_string(e)) < 0 ||
 			    gk_uuid_parse(s->node_gpus[i], &u) < 0) {
-				snprintf(err, errlen, "criu/SEAL: node GPU %zu is malformed", i);
+				gk_errprintf(err, "criu/SEAL: node GPU %zu is malformed", i);
 				return -EINVAL;
 			}
 			s->nnode_gpus = i + 1;
@@ -467,7 +471,7 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, char *err, si
 	return 0;
 }
 
-int gk_seal_parse(const char *text, size_t len, struct gk_seal *s, char *err, size_t errlen)
+int gk_seal_parse(const char *text, size_t len, struct gk_seal *s, gk_error_t *err)
 {
 	struct json_tokener *tok = json_tokener_new();
 	struct json_object *root;
@@ -481,10 +485,10 @@ int gk_seal_parse(const char *text, size_t len, struct gk_seal *s, char *err, si
 	if (!root || !json_object_is_type(root, json_type_object) ||
 	    json_tokener_get_error(tok) != json_tokener_success ||
 	    json_tokener_get_parse_end(tok) != len) {
-		snprintf(err, errlen, "criu/SEAL: not one JSON object");
+		gk_errprintf(err, "criu/SEAL: not one JSON object");
 		ret = -EINVAL;
 	} else {
-		ret = parse_seal(root, s, err, errlen);
+		ret = parse_seal(root, s, err);
 	}
 	json_object_put(root);
 	json_tokener_free(tok);
@@ -493,8 +497,7 @@ int gk_seal_parse(const char *text, size_t len, struct gk_seal *s, char *err, si
 
 /* Every file of the folder is sealed with its hash, and every sealed file is
  * there; only SEAL itself and the log of an earlier restore are not sealed. */
-static int check_files(int criufd, struct json_object *files, uint64_t *bytes, char *err,
-		       size_t errlen)
+static int check_files(int criufd, struct json_object *files, uint64_t *bytes, gk_error_t *err)
 {
 	struct dirent *e;
 	size_t seen = 0;
@@ -504,7 +507,7 @@ static int check_files(int criufd, struct json_object *files, uint64_t *bytes, c
 	if (dfd < 0 || !(d = fdopendir(dfd))) {
 		if (dfd >= 0)
 			close(dfd);
-		snprintf(err, errlen, "criu/: %s", strerror(errno));
+		gk_errprintf(err, "criu/: %s", strerror(errno));
 		return -EIO;
 	}
 	rewinddir(d);
@@ -520,7 +523,7 @@ static int check_files(int criufd, struct json_object *files, uint64_t *bytes, c
 			continue;
 		if (fstatat(criufd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(st.st_mode) || st.st_uid != 0) {
-			snprintf(err, errlen, "criu/%s: not a root-owned regular file", e->d_name);
+			gk_errprintf(err, "criu/%s: not a root-owned regular file", e->d_name);
 			ret = -EPERM;
 			break;
 		}
@@ -528,14 +531,14 @@ static int check_files(int criufd, struct json_object *files, uint64_t *bytes, c
 			continue;
 		if (!json_object_object_get_ex(files, e->d_name, &want) ||
 		    !json_object_is_type(want, json_type_string)) {
-			snprintf(err, errlen, "criu/%s: not in the seal", e->d_name);
+			gk_errprintf(err, "criu/%s: not in the seal", e->d_name);
 			ret = -EBADMSG;
 			break;
 		}
 		r = gk_file_digest(criufd, e->d_name, hex, &size);
 		if (r < 0 || strcmp(hex, json_object_get_string(want)) != 0) {
-			snprintf(err, errlen, "criu/%s: %s", e->d_name,
-				 r < 0 ? strerror(-r) : "its checksum differs from the seal's");
+			gk_errprintf(err, "criu/%s: %s", e->d_name,
+				     r < 0 ? strerror(-r) : "its checksum differs from the seal's");
 			ret = -EBADMSG;
 			break;
 		}
@@ -548,7 +551,7 @@ static int check_files(int criufd, struct json_object *files, uint64_t *bytes, c
 		{
 			(void)val;
 			if (faccessat(criufd, name, F_OK, AT_SYMLINK_NOFOLLOW) < 0) {
-				snprintf(err, errlen, "criu/%s: sealed but missing", name);
+				gk_errprintf(err, "criu/%s: sealed but missing", name);
 				break;
 			}
 		}
@@ -557,11 +560,11 @@ static int check_files(int criufd, struct json_object *files, uint64_t *bytes, c
 	return ret;
 }
 
-int gk_seal_verify(int ckptfd, uid_t uid, struct gk_seal *s, int *criufd_out, char *err,
-		   size_t errlen)
+int gk_seal_verify(int ckptfd, uid_t uid, struct gk_seal *s, int *criufd_out, gk_error_t *err)
 {
 	struct json_object *root = NULL, *files;
-	char *text = NULL, hex[65], sub[GK_ERRLEN];
+	char *text = NULL, hex[65];
+	gk_error_t sub;
 	struct stat st;
 	size_t len = 0;
 	int criufd, ret;
@@ -572,57 +575,59 @@ int gk_seal_verify(int ckptfd, uid_t uid, struct gk_seal *s, int *criufd_out, ch
 	criufd = openat(ckptfd, GK_CRIU_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (criufd < 0) {
 		ret = errno;
-		snprintf(err, errlen, "criu/: %s",
-			 ret == ELOOP || ret == ENOTDIR ? "not a directory (a symbolic link?)"
-							: strerror(ret));
+		gk_errprintf(err, "criu/: %s",
+			     ret == ELOOP || ret == ENOTDIR ? "not a directory (a symbolic link?)"
+							    : strerror(ret));
 		return ret == ENOENT ? -ENOENT : -EPERM;
 	}
 	if (fstat(criufd, &st) < 0 || st.st_uid != 0 || st.st_gid != 0 ||
 	    (st.st_mode & 07777) != 0700) {
-		snprintf(err, errlen, "criu/: owned by %u:%u mode %04o, not root:root 0700",
-			 (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)(st.st_mode & 07777));
+		gk_errprintf(err, "criu/: owned by %u:%u mode %04o, not root:root 0700",
+			     (unsigned)st.st_uid, (unsigned)st.st_gid,
+			     (unsigned)(st.st_mode & 07777));
 		ret = -EPERM;
 		goto out_dir;
 	}
-	ret = read_seal(criufd, &text, &len, err, errlen);
+	ret = read_seal(criufd, &text, &len, err);
 	if (ret < 0)
 		goto out_dir;
 	/* Who made it comes first: nothing else in a seal is believed before
 	 * root's credential over its exact bytes. */
-	ret = gk_root_check_at(text, len, criufd, GK_SEAL_SIG_FILE, sub, sizeof(sub));
+	ret = gk_root_check_at(text, len, criufd, GK_SEAL_SIG_FILE, &sub);
 	if (ret < 0) {
-		snprintf(err, errlen, "criu/%s: %s", ret == -ENOENT ? GK_SEAL_SIG_FILE : "SEAL",
-			 ret == -ENOENT ? "missing: the seal carries no credential of root's, so "
-					  "anyone could have made it; refused"
-					: sub);
+		gk_errprintf(err, "criu/%s: %s", ret == -ENOENT ? GK_SEAL_SIG_FILE : "SEAL",
+			     ret == -ENOENT
+				 ? "missing: the seal carries no credential of root's, so "
+				   "anyone could have made it; refused"
+				 : sub.text);
 		if (ret == -ENOENT)
 			ret = -EPERM;
 		goto out_json;
 	}
 	root = json_tokener_parse(text);
 	if (!root || !json_object_is_type(root, json_type_object)) {
-		snprintf(err, errlen, "criu/SEAL: not JSON");
+		gk_errprintf(err, "criu/SEAL: not JSON");
 		ret = -EINVAL;
 		goto out_json;
 	}
-	ret = parse_seal(root, s, err, errlen);
+	ret = parse_seal(root, s, err);
 	if (ret < 0)
 		goto out_json;
 	if (s->uid != uid) {
-		snprintf(err, errlen, "criu/SEAL: sealed for uid %u, not for uid %u",
-			 (unsigned)s->uid, (unsigned)uid);
+		gk_errprintf(err, "criu/SEAL: sealed for uid %u, not for uid %u", (unsigned)s->uid,
+			     (unsigned)uid);
 		ret = -EPERM;
 		goto out_json;
 	}
 	json_object_object_get_ex(root, "files", &files);
-	ret = check_files(criufd, files, &s->image_bytes, err, errlen);
+	ret = check_files(criufd, files, &s->image_bytes, err);
 	if (ret < 0)
 		goto out_json;
 	ret = gk_file_sha256(ckptfd, GK_MANIFEST_FILE, hex, NULL);
 	if (ret < 0 || strcmp(hex, s->manifest_sha256) != 0) {
 		/* criu/ moved under another checkpoint's manifest. */
-		snprintf(err, errlen, "%s: %s", GK_MANIFEST_FILE,
-			 ret < 0 ? strerror(-ret) : "not the manifest the seal was made with");
+		gk_errprintf(err, "%s: %s", GK_MANIFEST_FILE,
+			     ret < 0 ? strerror(-ret) : "not the manifest the seal was made with");
 		ret = -EBADMSG;
 	}
 out_json:

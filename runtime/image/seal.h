@@ -11,13 +11,14 @@
 #ifndef GK_SEAL_H
 #define GK_SEAL_H
 
+#include "error.h"
+
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
 #include <cuda.h> /* CUuuid */
 
-#define GK_SEAL_ERRLEN 10240 /* room for a path or two */
 #define GK_SEAL_MAX_GPUS 64
 #define GK_SEAL_FILE "SEAL"
 /* root's Munge credential over SEAL (runtime/image/sign.c, gk_root_sign_at) */
@@ -55,7 +56,7 @@ struct gk_seal {
  * `ckptfd`): s plus the digest of every file of the folder, then
  * criu/SEAL.sig, root's Munge credential over it (root only; munged must
  * answer). */
-int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, char *err, size_t errlen);
+int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, gk_error_t *err);
 
 /*
  * Verify ckptfd/criu: root:root 0700, not a link; SEAL a root-owned file
@@ -64,13 +65,12 @@ int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, char *err, size_t e
  * uid. Fills *s. On success, *criufd_out (when not NULL) is the descriptor
  * of the very folder that was checked, for CRIU: the caller closes it.
  */
-int gk_seal_verify(int ckptfd, uid_t uid, struct gk_seal *s, int *criufd_out, char *err,
-		   size_t errlen);
+int gk_seal_verify(int ckptfd, uid_t uid, struct gk_seal *s, int *criufd_out, gk_error_t *err);
 
 /* Parse and check the text of a seal on its own (every field, the file
  * list): what gk_seal_verify believes once root's credential is checked.
  * -EINVAL or -EPROTO with err saying what is wrong. (The fuzz target.) */
-int gk_seal_parse(const char *text, size_t len, struct gk_seal *s, char *err, size_t errlen);
+int gk_seal_parse(const char *text, size_t len, struct gk_seal *s, gk_error_t *err);
 
 /* The SHA-256 of a file under dirfd, not following a link. */
 int gk_file_sha256(int dirfd, const char *name, char hex[65], uint64_t *size);

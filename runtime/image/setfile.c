@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "setfile.h"
+#include "error.h"
 #include "jobdir.h"
 
 #include <errno.h>
@@ -122,20 +123,19 @@ enum { K_SEQUENCE, K_ID, K_MEMBERS, K_STEP, K_AGREEMENT, K_CREATED, K_COUNT };
 static const char *const record_keys[K_COUNT] = {"sequence", "id",	  "members",
 						 "step",     "agreement", "created"};
 
-int gk_set_record_parse(const char *text, size_t len, struct gk_set_record *r, char *err,
-			size_t errlen)
+int gk_set_record_parse(const char *text, size_t len, struct gk_set_record *r, gk_error_t *err)
 {
 	size_t linelen, pos, magic = sizeof(GK_SET_MAGIC) - 1;
 	unsigned seen = 0;
 
 	memset(r, 0, sizeof(*r));
 	if (one_line(text, len, &linelen) < 0) {
-		snprintf(err, errlen, "not one line of at most %d bytes", GK_SETFILE_MAX);
+		gk_errprintf(err, "not one line of at most %d bytes", GK_SETFILE_MAX);
 		return -EINVAL;
 	}
 	if (linelen < magic || memcmp(text, GK_SET_MAGIC, magic) != 0 ||
 	    (linelen > magic && text[magic] != ' ')) {
-		snprintf(err, errlen, "does not start with '%s'", GK_SET_MAGIC);
+		gk_errprintf(err, "does not start with '%s'", GK_SET_MAGIC);
 		return -EINVAL;
 	}
 	for (pos = magic; pos < linelen;) {
@@ -148,7 +148,7 @@ int gk_set_record_parse(const char *text, size_t len, struct gk_set_record *r, c
 			n++;
 		eq = memchr(w, '=', n);
 		if (!eq) {
-			snprintf(err, errlen, "'%.*s' is not key=value", (int)(n < 64 ? n : 64), w);
+			gk_errprintf(err, "'%.*s' is not key=value", (int)(n < 64 ? n : 64), w);
 			return -EINVAL;
 		}
 		klen = (size_t)(eq - w);
@@ -157,8 +157,8 @@ int gk_set_record_parse(const char *text, size_t len, struct gk_set_record *r, c
 			if (strlen(record_keys[k]) == klen && !memcmp(w, record_keys[k], klen))
 				break;
 		if (k == K_COUNT || (seen & (1u << k))) {
-			snprintf(err, errlen, "%s key '%.*s'", k == K_COUNT ? "unknown" : "repeated",
-				 (int)(klen < 32 ? klen : 32), w);
+			gk_errprintf(err, "%s key '%.*s'", k == K_COUNT ? "unknown" : "repeated",
+				     (int)(klen < 32 ? klen : 32), w);
 			return -EINVAL;
 		}
 		seen |= 1u << k;
@@ -194,14 +194,14 @@ int gk_set_record_parse(const char *text, size_t len, struct gk_set_record *r, c
 		pos += 1 + n;
 		continue;
 bad_value:
-		snprintf(err, errlen, "bad value for %s: '%.*s'", record_keys[k],
-			 (int)(vlen < 32 ? vlen : 32), eq + 1);
-		return -EINVAL;
+	gk_errprintf(err, "bad value for %s: '%.*s'", record_keys[k], (int)(vlen < 32 ? vlen : 32),
+		     eq + 1);
+	return -EINVAL;
 	}
 	if (seen != (1u << K_COUNT) - 1) {
 		for (int k = 0; k < K_COUNT; k++)
 			if (!(seen & (1u << k))) {
-				snprintf(err, errlen, "no %s", record_keys[k]);
+				gk_errprintf(err, "no %s", record_keys[k]);
 				break;
 			}
 		return -EINVAL;
@@ -254,7 +254,7 @@ static int parse_plan_line(const char *line, size_t n, struct gk_plan_entry *e)
 	rest = sp + 1;
 	rlen = n - slen - 1;
 	if (rlen > 4 && !memcmp(rest, "set ", 4)) {
-		char rec[GK_SETFILE_MAX + 64], err[64];
+		char rec[GK_SETFILE_MAX + 64];
 		struct gk_set_record r;
 		int len;
 
@@ -262,7 +262,7 @@ static int parse_plan_line(const char *line, size_t n, struct gk_plan_entry *e)
 		len = snprintf(rec, sizeof(rec), GK_SET_MAGIC " %.*s step=0 agreement=plan created=0\n",
 			       (int)(rlen - 4), rest + 4);
 		if (len < 0 || (size_t)len >= sizeof(rec) ||
-		    gk_set_record_parse(rec, (size_t)len, &r, err, sizeof(err)) < 0)
+		    gk_set_record_parse(rec, (size_t)len, &r, NULL) < 0)
 			return -EINVAL;
 		e->kind = GK_PLAN_SET;
 		e->sequence = r.sequence;
@@ -290,18 +290,18 @@ static int parse_plan_line(const char *line, size_t n, struct gk_plan_entry *e)
 }
 
 int gk_plan_find(const char *text, size_t len, const char *step, struct gk_plan_entry *e,
-		 char *err, size_t errlen)
+		 gk_error_t *err)
 {
 	size_t magic = sizeof(GK_PLAN_MAGIC) - 1, pos, lineno = 1;
 	int found = 0;
 
 	if (len > GK_PLAN_MAX || len < magic + 1 || memcmp(text, GK_PLAN_MAGIC, magic) != 0 ||
 	    text[magic] != '\n') {
-		snprintf(err, errlen, "does not start with '%s'", GK_PLAN_MAGIC);
+		gk_errprintf(err, "does not start with '%s'", GK_PLAN_MAGIC);
 		return -EINVAL;
 	}
 	if (text[len - 1] != '\n') {
-		snprintf(err, errlen, "does not end with a newline (cut short?)");
+		gk_errprintf(err, "does not end with a newline (cut short?)");
 		return -EINVAL;
 	}
 	/* Every line is checked, not just up to the one wanted: a plan that is
@@ -313,12 +313,12 @@ int gk_plan_find(const char *text, size_t len, const char *step, struct gk_plan_
 
 		lineno++;
 		if (n > GK_SETFILE_MAX || parse_plan_line(line, n, &tmp) < 0) {
-			snprintf(err, errlen, "line %zu is malformed", lineno);
+			gk_errprintf(err, "line %zu is malformed", lineno);
 			return -EINVAL;
 		}
 		if (!strcmp(tmp.step, step)) {
 			if (found) {
-				snprintf(err, errlen, "%s appears twice", step);
+				gk_errprintf(err, "%s appears twice", step);
 				return -EINVAL;
 			}
 			*e = tmp;

@@ -35,6 +35,8 @@
 #ifndef GK_SETFILE_H
 #define GK_SETFILE_H
 
+#include "error.h"
+
 #include <stddef.h>
 #include <stdint.h>
 
@@ -67,8 +69,7 @@ int gk_set_record_format(const struct gk_set_record *r, char *buf, size_t len);
 /* Parse a record (text need not be NUL-terminated). -EINVAL with err set on
  * anything unexpected: magic, a missing or repeated key, a bad number, an
  * agreement that is not [a-z0-9_-]. Unknown keys are refused too. */
-int gk_set_record_parse(const char *text, size_t len, struct gk_set_record *r, char *err,
-			size_t errlen);
+int gk_set_record_parse(const char *text, size_t len, struct gk_set_record *r, gk_error_t *err);
 
 enum gk_plan_kind {
 	GK_PLAN_SET = 1, /* restore set `sequence` */
@@ -92,6 +93,6 @@ int gk_plan_format(const struct gk_plan_entry *e, char *buf, size_t len);
  * 0 when the plan has no line for the step, -EINVAL (err set) when the plan is
  * malformed anywhere. */
 int gk_plan_find(const char *text, size_t len, const char *step, struct gk_plan_entry *e,
-		 char *err, size_t errlen);
+		 gk_error_t *err);
 
 #endif

@@ -16,6 +16,7 @@
  */
 #include "config.h"
 #include "image.h"
+#include "error.h"
 #include "io.h"
 #include "user.h"
 
@@ -35,7 +36,7 @@
  * near this limit is not one of ours. */
 #define SIG_MAX (64u << 10)
 
-static munge_ctx_t new_ctx(int allow_env, char *err, size_t errlen)
+static munge_ctx_t new_ctx(int allow_env, gk_error_t *err)
 {
 	/* Sites that run munged on another socket say so here; ignored in a
 	 * set-uid program, where the environment belongs to someone else, and
@@ -44,12 +45,12 @@ static munge_ctx_t new_ctx(int allow_env, char *err, size_t errlen)
 	munge_ctx_t ctx = munge_ctx_create();
 
 	if (!ctx) {
-		snprintf(err, errlen, "munge: out of memory");
+		gk_errprintf(err, "munge: out of memory");
 		return NULL;
 	}
 	if (socket && *socket && munge_ctx_set(ctx, MUNGE_OPT_SOCKET, socket) != EMUNGE_SUCCESS) {
-		snprintf(err, errlen, "munge: cannot use socket %s: %s", socket,
-			 munge_ctx_strerror(ctx));
+		gk_errprintf(err, "munge: cannot use socket %s: %s", socket,
+			     munge_ctx_strerror(ctx));
 		munge_ctx_destroy(ctx);
 		return NULL;
 	}
@@ -59,7 +60,7 @@ static munge_ctx_t new_ctx(int allow_env, char *err, size_t errlen)
 /* A credential of the caller's uid over prefix + SHA-256(text), into
  * dirfd/name (created 0600, never through a link). */
 static int sign_at(const char *prefix, int allow_env, const char *text, size_t len, int dirfd,
-		   const char *name, char *err, size_t errlen)
+		   const char *name, gk_error_t *err)
 {
 	char payload[64 + 65], *cred = NULL;
 	size_t plen = strlen(prefix);
@@ -69,7 +70,7 @@ static int sign_at(const char *prefix, int allow_env, const char *text, size_t l
 
 	memcpy(payload, prefix, plen);
 	gk_sha256_hex(text, len, payload + plen);
-	ctx = new_ctx(allow_env, err, errlen);
+	ctx = new_ctx(allow_env, err);
 	if (!ctx)
 		return -ENOMEM;
 	/* The longest life munged allows: a checkpoint is restored hours or
@@ -77,19 +78,19 @@ static int sign_at(const char *prefix, int allow_env, const char *text, size_t l
 	munge_ctx_set(ctx, MUNGE_OPT_TTL, (int)MUNGE_TTL_MAXIMUM);
 	e = munge_encode(&cred, ctx, payload, (int)(plen + 64));
 	if (e == EMUNGE_SOCKET) {
-		snprintf(err, errlen, "cannot reach munged to sign: %s", munge_ctx_strerror(ctx));
+		gk_errprintf(err, "cannot reach munged to sign: %s", munge_ctx_strerror(ctx));
 		ret = -EHOSTUNREACH;
 		goto out_ctx;
 	}
 	if (e != EMUNGE_SUCCESS) {
-		snprintf(err, errlen, "munge could not sign: %s", munge_ctx_strerror(ctx));
+		gk_errprintf(err, "munge could not sign: %s", munge_ctx_strerror(ctx));
 		ret = -EPROTO;
 		goto out_ctx;
 	}
 	fd = openat(dirfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: %s", name, strerror(-ret));
+		gk_errprintf(err, "%s: %s", name, strerror(-ret));
 		goto out_cred;
 	}
 	ret = gk_write_all(fd, cred, strlen(cred));
@@ -100,7 +101,7 @@ static int sign_at(const char *prefix, int allow_env, const char *text, size_t l
 	if (close(fd) < 0 && ret == 0)
 		ret = -errno;
 	if (ret < 0) {
-		snprintf(err, errlen, "%s: %s", name, strerror(-ret));
+		gk_errprintf(err, "%s: %s", name, strerror(-ret));
 		unlinkat(dirfd, name, 0);
 	}
 out_cred:
@@ -111,7 +112,7 @@ out_ctx:
 }
 
 /* The credential in dirfd/name: a regular file (not a link) of sane size. */
-static int read_cred(int dirfd, const char *name, char **out, char *err, size_t errlen)
+static int read_cred(int dirfd, const char *name, char **out, gk_error_t *err)
 {
 	struct stat st;
 	char *buf = NULL;
@@ -122,27 +123,27 @@ static int read_cred(int dirfd, const char *name, char **out, char *err, size_t 
 	if (fd < 0) {
 		ret = -errno;
 		if (ret == -ELOOP) {
-			snprintf(err, errlen, "%s is a symbolic link", name);
+			gk_errprintf(err, "%s is a symbolic link", name);
 			return -EPERM;
 		}
-		snprintf(err, errlen, "%s: %s", name, strerror(-ret));
+		gk_errprintf(err, "%s: %s", name, strerror(-ret));
 		return ret;
 	}
 	if (fstat(fd, &st) < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: %s", name, strerror(-ret));
+		gk_errprintf(err, "%s: %s", name, strerror(-ret));
 		goto out_close;
 	}
 	if (!S_ISREG(st.st_mode) || st.st_size > SIG_MAX) {
-		snprintf(err, errlen, "%s is not a signature (%s)", name,
-			 S_ISREG(st.st_mode) ? "too large" : "not a regular file");
+		gk_errprintf(err, "%s is not a signature (%s)", name,
+			     S_ISREG(st.st_mode) ? "too large" : "not a regular file");
 		ret = -EBADMSG;
 		goto out_close;
 	}
 	ret = gk_read_small(fd, (size_t)st.st_size, &buf);
 	if (ret < 0) {
-		snprintf(err, errlen, "%s: %s", name,
-			 ret == -EIO ? "file shrank while being read" : strerror(-ret));
+		gk_errprintf(err, "%s: %s", name,
+			     ret == -EIO ? "file shrank while being read" : strerror(-ret));
 		goto out_close;
 	}
 	n = (size_t)st.st_size;
@@ -151,7 +152,7 @@ static int read_cred(int dirfd, const char *name, char **out, char *err, size_t 
 		n--;
 	buf[n] = 0;
 	if (n == 0 || strlen(buf) != n) {
-		snprintf(err, errlen, "%s is not a Munge credential", name);
+		gk_errprintf(err, "%s is not a Munge credential", name);
 		ret = -EBADMSG;
 		goto out_free;
 	}
@@ -171,7 +172,7 @@ out_close:
  * -EHOSTUNREACH: munged out of reach; -ENOENT, -EPERM from reading it.
  */
 static int check_at(const char *prefix, int allow_env, const char *text, size_t len, int dirfd,
-		    const char *name, const char *what, uid_t *signer, char *err, size_t errlen)
+		    const char *name, const char *what, uid_t *signer, gk_error_t *err)
 {
 	char *cred = NULL, hex[65];
 	size_t plen = strlen(prefix);
@@ -182,10 +183,10 @@ static int check_at(const char *prefix, int allow_env, const char *text, size_t 
 	munge_ctx_t ctx;
 	munge_err_t e;
 
-	ret = read_cred(dirfd, name, &cred, err, errlen);
+	ret = read_cred(dirfd, name, &cred, err);
 	if (ret < 0)
 		return ret;
-	ctx = new_ctx(allow_env, err, errlen);
+	ctx = new_ctx(allow_env, err);
 	if (!ctx) {
 		ret = -ENOMEM;
 		goto out_cred;
@@ -203,31 +204,32 @@ static int check_at(const char *prefix, int allow_env, const char *text, size_t 
 	case EMUNGE_CRED_REWOUND:
 		break;
 	case EMUNGE_SOCKET:
-		snprintf(err, errlen, "cannot reach munged to check the signature: %s",
-			 munge_ctx_strerror(ctx));
+		gk_errprintf(err, "cannot reach munged to check the signature: %s",
+			     munge_ctx_strerror(ctx));
 		ret = -EHOSTUNREACH;
 		goto out_payload;
 	case EMUNGE_NO_MEMORY:
-		snprintf(err, errlen, "munge: out of memory");
+		gk_errprintf(err, "munge: out of memory");
 		ret = -ENOMEM;
 		goto out_payload;
 	default:
-		snprintf(err, errlen, "the signature is not a valid Munge credential: %s",
-			 munge_ctx_strerror(ctx));
+		gk_errprintf(err, "the signature is not a valid Munge credential: %s",
+			     munge_ctx_strerror(ctx));
 		ret = -EBADMSG;
 		goto out_payload;
 	}
 	if (!payload || n != (int)(plen + 64) || memcmp(payload, prefix, plen) != 0) {
-		snprintf(err, errlen, "the signature is not a gpuckpt %s signature", what);
+		gk_errprintf(err, "the signature is not a gpuckpt %s signature", what);
 		ret = -EBADMSG;
 		goto out_payload;
 	}
 	gk_sha256_hex(text, len, hex);
 	if (memcmp((char *)payload + plen, hex, 64) != 0) {
-		snprintf(err, errlen,
-			 "the %s was changed after it was signed (its SHA-256 no longer matches "
-			 "the signature)",
-			 what);
+		gk_errprintf(
+		    err,
+		    "the %s was changed after it was signed (its SHA-256 no longer matches "
+		    "the signature)",
+		    what);
 		ret = -EBADMSG;
 		goto out_payload;
 	}
@@ -259,84 +261,80 @@ static int open_parent(const char *path, const char **name)
 	return open(slash == path ? "/" : dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 }
 
-int gk_sign_at(const char *text, size_t len, int dirfd, const char *name, char *err,
-	       size_t errlen)
+int gk_sign_at(const char *text, size_t len, int dirfd, const char *name, gk_error_t *err)
 {
-	return sign_at(MANIFEST_PREFIX, 1, text, len, dirfd, name, err, errlen);
+	return sign_at(MANIFEST_PREFIX, 1, text, len, dirfd, name, err);
 }
 
-int gk_sign(const char *text, size_t len, const char *sigpath, char *err, size_t errlen)
+int gk_sign(const char *text, size_t len, const char *sigpath, gk_error_t *err)
 {
 	const char *name;
 	int dirfd = open_parent(sigpath, &name), ret;
 
 	if (dirfd < 0) {
-		snprintf(err, errlen, "%s: %s", sigpath, strerror(errno));
+		gk_errprintf(err, "%s: %s", sigpath, strerror(errno));
 		return -errno;
 	}
-	ret = sign_at(MANIFEST_PREFIX, 1, text, len, dirfd, name, err, errlen);
+	ret = sign_at(MANIFEST_PREFIX, 1, text, len, dirfd, name, err);
 	close(dirfd);
 	return ret;
 }
 
 int gk_check_signature_at(const char *text, size_t len, int dirfd, const char *name, uid_t uid,
-			  char *err, size_t errlen)
+			  gk_error_t *err)
 {
 	char signer[64], owner[64];
 	uid_t cuid;
-	int ret = check_at(MANIFEST_PREFIX, 1, text, len, dirfd, name, "manifest", &cuid, err,
-			   errlen);
+	int ret = check_at(MANIFEST_PREFIX, 1, text, len, dirfd, name, "manifest", &cuid, err);
 
 	if (ret < 0)
 		return ret;
 	if (cuid != uid) {
 		gk_user_name(cuid, signer, sizeof(signer));
 		gk_user_name(uid, owner, sizeof(owner));
-		snprintf(err, errlen, "the manifest was signed by %s (uid %u), not by %s (uid %u)",
-			 signer, (unsigned)cuid, owner, (unsigned)uid);
+		gk_errprintf(err, "the manifest was signed by %s (uid %u), not by %s (uid %u)",
+			     signer, (unsigned)cuid, owner, (unsigned)uid);
 		return -EPERM;
 	}
 	return 0;
 }
 
-int gk_check_signature(const char *text, size_t len, const char *sigpath, uid_t uid, char *err,
-		       size_t errlen)
+int gk_check_signature(const char *text, size_t len, const char *sigpath, uid_t uid,
+		       gk_error_t *err)
 {
 	const char *name;
 	int dirfd = open_parent(sigpath, &name), ret;
 
 	if (dirfd < 0) {
-		snprintf(err, errlen, "%s: %s", sigpath, strerror(errno));
+		gk_errprintf(err, "%s: %s", sigpath, strerror(errno));
 		return -errno;
 	}
-	ret = gk_check_signature_at(text, len, dirfd, name, uid, err, errlen);
+	ret = gk_check_signature_at(text, len, dirfd, name, uid, err);
 	close(dirfd);
 	return ret;
 }
 
-int gk_root_sign_at(const char *text, size_t len, int dirfd, const char *name, char *err,
-		    size_t errlen)
+int gk_root_sign_at(const char *text, size_t len, int dirfd, const char *name, gk_error_t *err)
 {
 	if (geteuid() != 0) {
-		snprintf(err, errlen, "only root signs a seal");
+		gk_errprintf(err, "only root signs a seal");
 		return -EPERM;
 	}
-	return sign_at(SEAL_PREFIX, 0, text, len, dirfd, name, err, errlen);
+	return sign_at(SEAL_PREFIX, 0, text, len, dirfd, name, err);
 }
 
-int gk_root_check_at(const char *text, size_t len, int dirfd, const char *name, char *err,
-		     size_t errlen)
+int gk_root_check_at(const char *text, size_t len, int dirfd, const char *name, gk_error_t *err)
 {
 	char signer[64];
 	uid_t cuid;
-	int ret = check_at(SEAL_PREFIX, 0, text, len, dirfd, name, "seal", &cuid, err, errlen);
+	int ret = check_at(SEAL_PREFIX, 0, text, len, dirfd, name, "seal", &cuid, err);
 
 	if (ret < 0)
 		return ret;
 	if (cuid != 0) {
 		gk_user_name(cuid, signer, sizeof(signer));
-		snprintf(err, errlen, "%s was made by %s (uid %u), not by root; refused", name,
-			 signer, (unsigned)cuid);
+		gk_errprintf(err, "%s was made by %s (uid %u), not by root; refused", name, signer,
+			     (unsigned)cuid);
 		return -EPERM;
 	}
 	return 0;

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "stepset.h"
+#include "error.h"
 #include "ckptname.h"
 #include "jobdir.h"
 
@@ -41,10 +42,10 @@ static int task_index(const char *name, uint32_t *t)
 	return 0;
 }
 
-int gk_set_record_read(int dirfd, uint64_t sequence, struct gk_set_record *r, char *err,
-		       size_t errlen)
+int gk_set_record_read(int dirfd, uint64_t sequence, struct gk_set_record *r, gk_error_t *err)
 {
-	char name[64], sub[GK_ERRLEN], *text = NULL;
+	char name[64], *text = NULL;
+	gk_error_t sub;
 	struct stat st;
 	int fd, ret;
 
@@ -52,26 +53,26 @@ int gk_set_record_read(int dirfd, uint64_t sequence, struct gk_set_record *r, ch
 	fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | O_NOCTTY);
 	if (fd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: %s", name,
-			 ret == -ELOOP ? "a symbolic link; refused" : strerror(-ret));
+		gk_errprintf(err, "%s: %s", name,
+			     ret == -ELOOP ? "a symbolic link; refused" : strerror(-ret));
 		return ret == -ELOOP ? -EPERM : ret;
 	}
 	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > GK_SETFILE_MAX) {
-		snprintf(err, errlen, "%s: not a regular file of at most %d bytes", name,
-			 GK_SETFILE_MAX);
+		gk_errprintf(err, "%s: not a regular file of at most %d bytes", name,
+			     GK_SETFILE_MAX);
 		ret = -EINVAL;
 		goto out_close;
 	}
 	ret = gk_read_small(fd, (size_t)st.st_size, &text);
 	if (ret < 0) {
-		snprintf(err, errlen, "%s: %s", name, strerror(-ret));
+		gk_errprintf(err, "%s: %s", name, strerror(-ret));
 		goto out_close;
 	}
-	ret = gk_set_record_parse(text, (size_t)st.st_size, r, sub, sizeof(sub));
+	ret = gk_set_record_parse(text, (size_t)st.st_size, r, &sub);
 	if (ret < 0)
-		snprintf(err, errlen, "%s: %s", name, sub);
+		gk_errprintf(err, "%s: %s", name, sub.text);
 	else if (r->sequence != sequence) {
-		snprintf(err, errlen, "%s: names set %" PRIu64, name, r->sequence);
+		gk_errprintf(err, "%s: names set %" PRIu64, name, r->sequence);
 		ret = -EINVAL;
 	}
 	free(text);
@@ -120,8 +121,7 @@ static int seq_desc(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-static int list_task(const char *stepdir, uint32_t t, struct task_ckpts *tc, char *err,
-		     size_t errlen)
+static int list_task(const char *stepdir, uint32_t t, struct task_ckpts *tc, gk_error_t *err)
 {
 	struct gk_store_entry *e = NULL;
 	char path[4200];
@@ -129,7 +129,7 @@ static int list_task(const char *stepdir, uint32_t t, struct task_ckpts *tc, cha
 	int ret;
 
 	snprintf(path, sizeof(path), "%s/" GK_TASK_PREFIX "%" PRIu32, stepdir, t);
-	ret = gk_store_list(path, &e, &n, err, errlen);
+	ret = gk_store_list(path, &e, &n, err);
 	if (ret < 0)
 		return ret;
 	for (size_t i = 0; i < n && ret == 0; i++)
@@ -137,7 +137,7 @@ static int list_task(const char *stepdir, uint32_t t, struct task_ckpts *tc, cha
 			ret = add_seq(&tc->seqs, &tc->n, &cap, e[i].sequence);
 	free(e);
 	if (ret < 0)
-		snprintf(err, errlen, "out of memory");
+		gk_errprintf(err, "out of memory");
 	return ret;
 }
 
@@ -162,7 +162,7 @@ static void describe_missing(struct gk_stepset *s, const struct task_ckpts *task
 }
 
 int gk_stepset_list(const char *stepdir, struct gk_stepset **sets, size_t *nsets, uint32_t *ntasks,
-		    char *err, size_t errlen)
+		    gk_error_t *err)
 {
 	struct task_ckpts *tasks = NULL;
 	struct gk_stepset *out = NULL;
@@ -179,13 +179,13 @@ int gk_stepset_list(const char *stepdir, struct gk_stepset **sets, size_t *nsets
 	dirfd = open(stepdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dirfd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: %s", stepdir, strerror(-ret));
+		gk_errprintf(err, "%s: %s", stepdir, strerror(-ret));
 		return ret;
 	}
 	d = fdopendir(dup(dirfd));
 	if (!d) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: %s", stepdir, strerror(-ret));
+		gk_errprintf(err, "%s: %s", stepdir, strerror(-ret));
 		goto out;
 	}
 	/* First pass: how many task folders, and which set records. */
@@ -222,7 +222,7 @@ int gk_stepset_list(const char *stepdir, struct gk_stepset **sets, size_t *nsets
 		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
 			continue;
 		tasks[t].exists = 1;
-		ret = list_task(stepdir, t, &tasks[t], err, errlen);
+		ret = list_task(stepdir, t, &tasks[t], err);
 		if (ret < 0)
 			goto out;
 		for (size_t i = 0; i < tasks[t].n; i++)
@@ -239,17 +239,18 @@ int gk_stepset_list(const char *stepdir, struct gk_stepset **sets, size_t *nsets
 		goto out_nomem;
 	for (size_t i = 0; i < nseq; i++) {
 		struct gk_stepset *s = &out[i];
-		char sub[GK_ERRLEN];
+		gk_error_t sub;
 		int is_rec = 0;
 
 		s->sequence = seqs[i];
 		for (size_t k = 0; k < nrec; k++)
 			is_rec |= recseqs[k] == seqs[i];
 		if (is_rec) {
-			if (gk_set_record_read(dirfd, s->sequence, &s->record, sub, sizeof(sub)) == 0)
+			if (gk_set_record_read(dirfd, s->sequence, &s->record, &sub) == 0)
 				s->has_record = 1;
 			else
-				snprintf(s->why, sizeof(s->why), "unreadable set record: %.440s", sub);
+				snprintf(s->why, sizeof(s->why), "unreadable set record: %.440s",
+					 sub.text);
 		}
 		s->members = s->has_record ? s->record.members : *ntasks;
 		for (uint32_t t = 0; t < s->members && t < *ntasks; t++)
@@ -272,7 +273,7 @@ int gk_stepset_list(const char *stepdir, struct gk_stepset **sets, size_t *nsets
 	goto out;
 out_nomem:
 	ret = -ENOMEM;
-	snprintf(err, errlen, "out of memory");
+	gk_errprintf(err, "out of memory");
 out:
 	for (uint32_t t = 0; tasks && t < *ntasks; t++)
 		free(tasks[t].seqs);
@@ -290,16 +291,18 @@ int gk_stepset_check(const char *stepdir, struct gk_stepset *s, const struct gk_
 	if (!s->complete)
 		return s->verdict;
 	for (uint32_t t = 0; t < s->members; t++) {
-		char path[4200], err[GK_ERRLEN];
+		char path[4200];
+		gk_error_t err;
 		struct gk_manifest *m = NULL;
 		int ret;
 
 		snprintf(path, sizeof(path), "%s/" GK_TASK_PREFIX "%" PRIu32 "/" GK_CKPT_FMT, stepdir,
 			 t, s->sequence);
-		ret = gk_image_open(path, opts, &m, NULL, err, sizeof(err));
+		ret = gk_image_open(path, opts, &m, NULL, &err);
 		if (ret < 0) {
 			snprintf(s->why, sizeof(s->why),
-				 "task %" PRIu32 ": " GK_CKPT_FMT ": %.440s", t, s->sequence, err);
+				 "task %" PRIu32 ": " GK_CKPT_FMT ": %.440s", t, s->sequence,
+				 err.text);
 			return s->verdict;
 		}
 		/* The same number is not enough: the member must say it was
@@ -330,7 +333,7 @@ int gk_stepset_check(const char *stepdir, struct gk_stepset *s, const struct gk_
 }
 
 int gk_stepset_plan(const char *stepdir, const struct gk_load_opts *opts, struct gk_plan_entry *e,
-		    gk_stepset_note_fn note, void *arg, char *err, size_t errlen)
+		    gk_stepset_note_fn note, void *arg, gk_error_t *err)
 {
 	struct gk_stepset *sets = NULL, *bad = NULL, *short_set = NULL;
 	char line[GK_ERRLEN + 128];
@@ -339,7 +342,7 @@ int gk_stepset_plan(const char *stepdir, const struct gk_load_opts *opts, struct
 	int ret;
 
 	memset(e, 0, sizeof(*e));
-	ret = gk_stepset_list(stepdir, &sets, &n, &ntasks, err, errlen);
+	ret = gk_stepset_list(stepdir, &sets, &n, &ntasks, err);
 	if (ret < 0)
 		return ret;
 	for (size_t i = 0; i < n; i++) {
@@ -397,8 +400,7 @@ static int rename_noreplace(int dirfd, const char *from, const char *to)
 	return renameat(dirfd, from, dirfd, to) < 0 ? -errno : 0;
 }
 
-int gk_set_record_write(const char *stepdir, const struct gk_set_record *r, char *err,
-			size_t errlen)
+int gk_set_record_write(const char *stepdir, const struct gk_set_record *r, gk_error_t *err)
 {
 	char text[GK_SETFILE_MAX], name[64], tmp[96];
 	int dirfd, fd, len, ret = 0;
@@ -406,7 +408,7 @@ int gk_set_record_write(const char *stepdir, const struct gk_set_record *r, char
 
 	len = gk_set_record_format(r, text, sizeof(text));
 	if (len < 0) {
-		snprintf(err, errlen, "set record too long");
+		gk_errprintf(err, "set record too long");
 		return len;
 	}
 	gk_set_name(r->sequence, name, sizeof(name));
@@ -414,14 +416,14 @@ int gk_set_record_write(const char *stepdir, const struct gk_set_record *r, char
 	dirfd = open(stepdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dirfd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: %s", stepdir, strerror(-ret));
+		gk_errprintf(err, "%s: %s", stepdir, strerror(-ret));
 		return ret;
 	}
 	unlinkat(dirfd, tmp, 0);
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s/%s: %s", stepdir, tmp, strerror(-ret));
+		gk_errprintf(err, "%s/%s: %s", stepdir, tmp, strerror(-ret));
 		goto out_dir;
 	}
 	do
@@ -429,21 +431,21 @@ int gk_set_record_write(const char *stepdir, const struct gk_set_record *r, char
 	while (w < 0 && errno == EINTR);
 	if (w != len || fsync(fd) < 0) {
 		ret = w < 0 || w == len ? -errno : -ENOSPC;
-		snprintf(err, errlen, "%s/%s: %s", stepdir, tmp, strerror(-ret));
+		gk_errprintf(err, "%s/%s: %s", stepdir, tmp, strerror(-ret));
 	}
 	if (close(fd) < 0 && ret == 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s/%s: %s", stepdir, tmp, strerror(-ret));
+		gk_errprintf(err, "%s/%s: %s", stepdir, tmp, strerror(-ret));
 	}
 	if (ret == 0) {
 		ret = rename_noreplace(dirfd, tmp, name);
 		if (ret < 0)
-			snprintf(err, errlen, "%s/%s: %s", stepdir, name, strerror(-ret));
+			gk_errprintf(err, "%s/%s: %s", stepdir, name, strerror(-ret));
 	}
 	if (ret == 0 && fsync(dirfd) < 0) {
 		/* Not known to be on disk: withdraw it rather than claim a set. */
 		ret = -errno;
-		snprintf(err, errlen, "%s: fsync: %s", stepdir, strerror(-ret));
+		gk_errprintf(err, "%s: fsync: %s", stepdir, strerror(-ret));
 		unlinkat(dirfd, name, 0);
 	}
 	if (ret < 0)
@@ -453,7 +455,7 @@ out_dir:
 	return ret;
 }
 
-int gk_set_records_prune(const char *stepdir, uint64_t below, char *err, size_t errlen)
+int gk_set_records_prune(const char *stepdir, uint64_t below, gk_error_t *err)
 {
 	struct dirent *de;
 	int dirfd, ret = 0;
@@ -462,7 +464,7 @@ int gk_set_records_prune(const char *stepdir, uint64_t below, char *err, size_t 
 	dirfd = open(stepdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dirfd < 0 || !(d = fdopendir(dup(dirfd)))) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: %s", stepdir, strerror(-ret));
+		gk_errprintf(err, "%s: %s", stepdir, strerror(-ret));
 		if (dirfd >= 0)
 			close(dirfd);
 		return ret;
@@ -473,7 +475,7 @@ int gk_set_records_prune(const char *stepdir, uint64_t below, char *err, size_t 
 		if (gk_set_name_parse(de->d_name, &seq) == 0 && seq < below &&
 		    unlinkat(dirfd, de->d_name, 0) < 0 && errno != ENOENT && ret == 0) {
 			ret = -errno;
-			snprintf(err, errlen, "%s/%s: %s", stepdir, de->d_name, strerror(-ret));
+			gk_errprintf(err, "%s/%s: %s", stepdir, de->d_name, strerror(-ret));
 		}
 	}
 	closedir(d);

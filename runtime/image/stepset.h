@@ -17,6 +17,8 @@
 #ifndef GK_STEPSET_H
 #define GK_STEPSET_H
 
+#include "error.h"
+
 #include "image.h"
 #include "setfile.h"
 
@@ -41,7 +43,7 @@ struct gk_stepset {
  * does not exist; links are never followed.
  */
 int gk_stepset_list(const char *stepdir, struct gk_stepset **sets, size_t *n, uint32_t *ntasks,
-		    char *err, size_t errlen);
+		    gk_error_t *err);
 
 /* Check every member of a complete set with opts (check_data: every
  * checksum) and set s->verdict and s->why. Returns s->verdict. */
@@ -58,19 +60,17 @@ typedef void (*gk_stepset_note_fn)(void *arg, const char *line);
  * when the folder cannot be read.
  */
 int gk_stepset_plan(const char *stepdir, const struct gk_load_opts *opts, struct gk_plan_entry *e,
-		    gk_stepset_note_fn note, void *arg, char *err, size_t errlen);
+		    gk_stepset_note_fn note, void *arg, gk_error_t *err);
 
 /* Write STEPDIR/set.N: a temporary file, fsync, rename (never over an
  * existing record), fsync of the folder. */
-int gk_set_record_write(const char *stepdir, const struct gk_set_record *r, char *err,
-			size_t errlen);
+int gk_set_record_write(const char *stepdir, const struct gk_set_record *r, gk_error_t *err);
 
 /* Delete the set records numbered below `below` (their members are pruned). */
-int gk_set_records_prune(const char *stepdir, uint64_t below, char *err, size_t errlen);
+int gk_set_records_prune(const char *stepdir, uint64_t below, gk_error_t *err);
 
 /* Read and parse STEPDIR's set.N through dirfd (no link followed, a regular
  * file of at most GK_SETFILE_MAX bytes). -ENOENT when there is none. */
-int gk_set_record_read(int dirfd, uint64_t sequence, struct gk_set_record *r, char *err,
-		       size_t errlen);
+int gk_set_record_read(int dirfd, uint64_t sequence, struct gk_set_record *r, gk_error_t *err);
 
 #endif

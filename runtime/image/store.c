@@ -8,6 +8,7 @@
  */
 #include "config.h"
 #include "clock.h"
+#include "error.h"
 #include "image.h"
 #include "ckptname.h"
 #include "fsafe.h"
@@ -211,12 +212,12 @@ static int join(char *buf, size_t n, const char *root, const char *name)
 	return r < 0 || (size_t)r >= n ? -ENAMETOOLONG : 0;
 }
 
-static int open_root(const char *root, char *err, size_t errlen)
+static int open_root(const char *root, gk_error_t *err)
 {
 	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 
 	if (fd < 0)
-		snprintf(err, errlen, "%s: %s", root, strerror(errno));
+		gk_errprintf(err, "%s: %s", root, strerror(errno));
 	return fd < 0 ? -errno : fd;
 }
 
@@ -250,7 +251,7 @@ static int entry_cmp(const void *pa, const void *pb)
 /* Every checkpoint of the root, and the highest sequence number in use by
  * any entry (committed, being written, or being deleted). */
 static int scan_root(const char *root, int rootfd, struct gk_store_entry **entries, size_t *count,
-		     uint64_t *max_seq, char *err, size_t errlen)
+		     uint64_t *max_seq, gk_error_t *err)
 {
 	struct gk_store_entry *list = NULL;
 	size_t n = 0, cap = 0;
@@ -264,7 +265,7 @@ static int scan_root(const char *root, int rootfd, struct gk_store_entry **entri
 		ret = -errno;
 		if (fd >= 0)
 			close(fd);
-		snprintf(err, errlen, "%s: %s", root, strerror(-ret));
+		gk_errprintf(err, "%s: %s", root, strerror(-ret));
 		return ret;
 	}
 	rewinddir(d);
@@ -308,7 +309,7 @@ static int scan_root(const char *root, int rootfd, struct gk_store_entry **entri
 			grown = realloc(list, cap * sizeof(*list));
 			if (!grown) {
 				ret = -ENOMEM;
-				snprintf(err, errlen, "out of memory");
+				gk_errprintf(err, "out of memory");
 				goto out_dir;
 			}
 			list = grown;
@@ -329,31 +330,30 @@ out_dir:
 }
 
 int gk_store_list_at(int rootfd, const char *root, struct gk_store_entry **entries, size_t *n,
-		     char *err, size_t errlen)
+		     gk_error_t *err)
 {
 	uint64_t max_seq;
 
 	*entries = NULL;
 	*n = 0;
-	return scan_root(root, rootfd, entries, n, &max_seq, err, errlen);
+	return scan_root(root, rootfd, entries, n, &max_seq, err);
 }
 
-int gk_store_list(const char *root, struct gk_store_entry **entries, size_t *n, char *err,
-		  size_t errlen)
+int gk_store_list(const char *root, struct gk_store_entry **entries, size_t *n, gk_error_t *err)
 {
 	int fd, ret;
 
 	*entries = NULL;
 	*n = 0;
-	fd = open_root(root, err, errlen);
+	fd = open_root(root, err);
 	if (fd < 0)
 		return fd;
-	ret = gk_store_list_at(fd, root, entries, n, err, errlen);
+	ret = gk_store_list_at(fd, root, entries, n, err);
 	close(fd);
 	return ret;
 }
 
-int gk_store_next(const char *root, uint64_t *next, char *err, size_t errlen)
+int gk_store_next(const char *root, uint64_t *next, gk_error_t *err)
 {
 	uint64_t max_seq = 0;
 	int fd = open(root, O_RDONLY | O_DIRECTORY | O_CLOEXEC), ret;
@@ -364,10 +364,10 @@ int gk_store_next(const char *root, uint64_t *next, char *err, size_t errlen)
 			*next = 1;
 			return 0;
 		}
-		snprintf(err, errlen, "%s: %s", root, strerror(-ret));
+		gk_errprintf(err, "%s: %s", root, strerror(-ret));
 		return ret;
 	}
-	ret = scan_root(root, fd, NULL, NULL, &max_seq, err, errlen);
+	ret = scan_root(root, fd, NULL, NULL, &max_seq, err);
 	close(fd);
 	if (ret == 0)
 		*next = max_seq + 1;
@@ -431,14 +431,14 @@ static void plan_fd(int rootfd, struct gk_store_entry *list, size_t n, unsigned 
 	for (size_t i = 0; i < n; i++) {
 		struct gk_ref *refs = NULL;
 		size_t nrefs = 0;
-		char err[GK_ERRLEN];
+		gk_error_t err;
 
 		if (!list[i].complete || list[i].remove)
 			continue;
-		if (gk_chain_needs(rootfd, list[i].sequence, &refs, &nrefs, err, sizeof(err)) < 0) {
+		if (gk_chain_needs(rootfd, list[i].sequence, &refs, &nrefs, &err) < 0) {
 			gk_warn("prune: %s: cannot tell which checkpoints it needs (%s); keeping "
 				"every older one",
-				list[i].path, err);
+				list[i].path, err.text);
 			for (size_t j = i + 1; j < n; j++)
 				if (list[j].complete && list[j].remove) {
 					list[j].remove = 0;
@@ -459,9 +459,9 @@ static void plan_fd(int rootfd, struct gk_store_entry *list, size_t n, unsigned 
 }
 
 int gk_store_prune_plan(const char *root, struct gk_store_entry *entries, size_t n, unsigned keep,
-			char *err, size_t errlen)
+			gk_error_t *err)
 {
-	int fd = open_root(root, err, errlen);
+	int fd = open_root(root, err);
 
 	if (fd < 0)
 		return fd;
@@ -475,14 +475,14 @@ void gk_store_prune_plan_at(int rootfd, struct gk_store_entry *entries, size_t n
 	plan_fd(rootfd, entries, n, keep);
 }
 
-static int prune_fd(const char *root, int rootfd, unsigned keep, char *err, size_t errlen)
+static int prune_fd(const char *root, int rootfd, unsigned keep, gk_error_t *err)
 {
 	struct gk_store_entry *list = NULL;
 	size_t n = 0;
 	uint64_t max_seq;
 	int removed = 0, ret;
 
-	ret = scan_root(root, rootfd, &list, &n, &max_seq, err, errlen);
+	ret = scan_root(root, rootfd, &list, &n, &max_seq, err);
 	if (ret < 0)
 		return ret;
 	plan_fd(rootfd, list, n, keep);
@@ -504,8 +504,7 @@ static int prune_fd(const char *root, int rootfd, unsigned keep, char *err, size
 				: remove_tree(rootfd, name);
 		if (r < 0) {
 			if (ret == 0) {
-				snprintf(err, errlen, "%s: cannot remove: %s", e->path,
-					 strerror(-r));
+				gk_errprintf(err, "%s: cannot remove: %s", e->path, strerror(-r));
 				ret = r;
 			}
 			continue;
@@ -518,17 +517,17 @@ static int prune_fd(const char *root, int rootfd, unsigned keep, char *err, size
 	return ret < 0 ? ret : removed;
 }
 
-int gk_store_remove(const char *root, uint64_t from, uint64_t to, char *err, size_t errlen)
+int gk_store_remove(const char *root, uint64_t from, uint64_t to, gk_error_t *err)
 {
 	struct gk_store_entry *list = NULL;
 	size_t n = 0;
 	uint64_t max_seq;
 	int fd, removed = 0, ret;
 
-	fd = open_root(root, err, errlen);
+	fd = open_root(root, err);
 	if (fd < 0)
 		return fd;
-	ret = scan_root(root, fd, &list, &n, &max_seq, err, errlen);
+	ret = scan_root(root, fd, &list, &n, &max_seq, err);
 	for (size_t i = 0; ret == 0 && i < n; i++) {
 		const struct gk_store_entry *e = &list[i];
 		int r;
@@ -541,7 +540,7 @@ int gk_store_remove(const char *root, uint64_t from, uint64_t to, char *err, siz
 		}
 		r = delete_committed(fd, strrchr(e->path, '/') + 1, e->sequence);
 		if (r < 0) {
-			snprintf(err, errlen, "%s: cannot remove: %s", e->path, strerror(-r));
+			gk_errprintf(err, "%s: cannot remove: %s", e->path, strerror(-r));
 			ret = r;
 			break;
 		}
@@ -552,18 +551,18 @@ int gk_store_remove(const char *root, uint64_t from, uint64_t to, char *err, siz
 	return ret < 0 ? ret : removed;
 }
 
-int gk_store_prune_at(int rootfd, const char *root, unsigned keep, char *err, size_t errlen)
+int gk_store_prune_at(int rootfd, const char *root, unsigned keep, gk_error_t *err)
 {
-	return prune_fd(root, rootfd, keep, err, errlen);
+	return prune_fd(root, rootfd, keep, err);
 }
 
-int gk_store_prune(const char *root, unsigned keep, char *err, size_t errlen)
+int gk_store_prune(const char *root, unsigned keep, gk_error_t *err)
 {
-	int fd = open_root(root, err, errlen), ret;
+	int fd = open_root(root, err), ret;
 
 	if (fd < 0)
 		return fd;
-	ret = prune_fd(root, fd, keep, err, errlen);
+	ret = prune_fd(root, fd, keep, err);
 	close(fd);
 	return ret;
 }
@@ -572,7 +571,7 @@ int gk_store_prune(const char *root, unsigned keep, char *err, size_t errlen)
 
 /* A transaction in rootfd; sequence 0: the next free number. */
 static int begin_fd(int rootfd, const char *root, uint64_t sequence, struct gk_store_txn *txn,
-		    char *err, size_t errlen)
+		    gk_error_t *err)
 {
 	char host[256], name[384];
 	uint64_t max_seq;
@@ -582,17 +581,18 @@ static int begin_fd(int rootfd, const char *root, uint64_t sequence, struct gk_s
 	txn->dirfd = -1;
 	txn->rootfd = -1;
 	if (strlen(root) + sizeof(name) + 2 > sizeof(txn->tmpdir)) {
-		snprintf(err, errlen, "%s: path too long", root);
+		gk_errprintf(err, "%s: path too long", root);
 		return -ENAMETOOLONG;
 	}
-	ret = scan_root(root, rootfd, NULL, NULL, &max_seq, err, errlen);
+	ret = scan_root(root, rootfd, NULL, NULL, &max_seq, err);
 	if (ret < 0)
 		return ret;
 	if (sequence && sequence <= max_seq) {
-		snprintf(err, errlen,
-			 "%s already holds checkpoint %" PRIu64 " (or one being written or deleted); "
-			 "cannot write %" PRIu64,
-			 root, max_seq, sequence);
+		gk_errprintf(err,
+			     "%s already holds checkpoint %" PRIu64
+			     " (or one being written or deleted); "
+			     "cannot write %" PRIu64,
+			     root, max_seq, sequence);
 		return -EEXIST;
 	}
 	local_host(host, sizeof(host));
@@ -606,8 +606,7 @@ static int begin_fd(int rootfd, const char *root, uint64_t sequence, struct gk_s
 		 * that was never committed nor aborted. Take the next one. */
 		if (errno != EEXIST || tries == 16 || sequence) {
 			ret = -errno;
-			snprintf(err, errlen, "%s/%s: cannot create: %s", root, name,
-				 strerror(-ret));
+			gk_errprintf(err, "%s/%s: cannot create: %s", root, name, strerror(-ret));
 			return ret;
 		}
 	}
@@ -615,7 +614,7 @@ static int begin_fd(int rootfd, const char *root, uint64_t sequence, struct gk_s
 	txn->rootfd = fcntl(rootfd, F_DUPFD_CLOEXEC, 0);
 	if (txn->dirfd < 0 || txn->rootfd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s/%s: %s", root, name, strerror(-ret));
+		gk_errprintf(err, "%s/%s: %s", root, name, strerror(-ret));
 		unlinkat(rootfd, name, AT_REMOVEDIR);
 		if (txn->dirfd >= 0)
 			close(txn->dirfd);
@@ -629,19 +628,18 @@ static int begin_fd(int rootfd, const char *root, uint64_t sequence, struct gk_s
 	return 0;
 }
 
-int gk_store_begin_at(int rootfd, const char *root, struct gk_store_txn *txn, char *err,
-		      size_t errlen)
+int gk_store_begin_at(int rootfd, const char *root, struct gk_store_txn *txn, gk_error_t *err)
 {
-	return begin_fd(rootfd, root, 0, txn, err, errlen);
+	return begin_fd(rootfd, root, 0, txn, err);
 }
 
-int gk_store_begin(const char *root, struct gk_store_txn *txn, char *err, size_t errlen)
+int gk_store_begin(const char *root, struct gk_store_txn *txn, gk_error_t *err)
 {
-	return gk_store_begin_seq(root, 0, txn, err, errlen);
+	return gk_store_begin_seq(root, 0, txn, err);
 }
 
-int gk_store_begin_seq(const char *root, uint64_t sequence, struct gk_store_txn *txn, char *err,
-		       size_t errlen)
+int gk_store_begin_seq(const char *root, uint64_t sequence, struct gk_store_txn *txn,
+		       gk_error_t *err)
 {
 	int rootfd, ret;
 
@@ -650,13 +648,13 @@ int gk_store_begin_seq(const char *root, uint64_t sequence, struct gk_store_txn 
 	txn->rootfd = -1;
 	ret = make_root(root);
 	if (ret < 0) {
-		snprintf(err, errlen, "%s: cannot create: %s", root, strerror(-ret));
+		gk_errprintf(err, "%s: cannot create: %s", root, strerror(-ret));
 		return ret;
 	}
-	rootfd = open_root(root, err, errlen);
+	rootfd = open_root(root, err);
 	if (rootfd < 0)
 		return rootfd;
-	ret = begin_fd(rootfd, root, sequence, txn, err, errlen);
+	ret = begin_fd(rootfd, root, sequence, txn, err);
 	close(rootfd);
 	return ret;
 }
@@ -667,21 +665,21 @@ static int data_name_ok(const char *name)
 	       strcmp(name, GK_SIGNATURE_FILE) != 0;
 }
 
-int gk_store_create(struct gk_store_txn *txn, const char *name, int *fd, char *err, size_t errlen)
+int gk_store_create(struct gk_store_txn *txn, const char *name, int *fd, gk_error_t *err)
 {
 	if (txn->dirfd < 0) {
-		snprintf(err, errlen, "%s: no checkpoint is being written", name);
+		gk_errprintf(err, "%s: no checkpoint is being written", name);
 		return -EINVAL;
 	}
 	if (!data_name_ok(name)) {
-		snprintf(err, errlen, "data file name '%s' is not allowed", name);
+		gk_errprintf(err, "data file name '%s' is not allowed", name);
 		return -EINVAL;
 	}
 	*fd = openat(txn->dirfd, name, O_RDWR | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (*fd < 0) {
 		int ret = -errno;
 
-		snprintf(err, errlen, "%s/%s: %s", txn->tmpdir, name, strerror(-ret));
+		gk_errprintf(err, "%s/%s: %s", txn->tmpdir, name, strerror(-ret));
 		return ret;
 	}
 	return 0;
@@ -749,7 +747,7 @@ static int is_criu_dir(int dirfd, const char *name)
 }
 
 /* The data files of the directory, for a manifest that does not list them. */
-static int list_files(struct gk_store_txn *txn, struct gk_manifest *m, char *err, size_t errlen)
+static int list_files(struct gk_store_txn *txn, struct gk_manifest *m, gk_error_t *err)
 {
 	struct gk_file_rec *files = NULL;
 	size_t n = 0, cap = 0;
@@ -761,7 +759,7 @@ static int list_files(struct gk_store_txn *txn, struct gk_manifest *m, char *err
 		ret = -errno;
 		if (fd >= 0)
 			close(fd);
-		snprintf(err, errlen, "%s: %s", txn->tmpdir, strerror(-ret));
+		gk_errprintf(err, "%s: %s", txn->tmpdir, strerror(-ret));
 		return ret;
 	}
 	rewinddir(d);
@@ -776,8 +774,8 @@ static int list_files(struct gk_store_txn *txn, struct gk_manifest *m, char *err
 		if (!data_name_ok(e->d_name) ||
 		    fstatat(txn->dirfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
 		    !S_ISREG(st.st_mode)) {
-			snprintf(err, errlen, "%s/%s: not a data file of the checkpoint",
-				 txn->tmpdir, e->d_name);
+			gk_errprintf(err, "%s/%s: not a data file of the checkpoint", txn->tmpdir,
+				     e->d_name);
 			ret = -EINVAL;
 			goto out_dir;
 		}
@@ -788,7 +786,7 @@ static int list_files(struct gk_store_txn *txn, struct gk_manifest *m, char *err
 			grown = realloc(files, cap * sizeof(*files));
 			if (!grown) {
 				ret = -ENOMEM;
-				snprintf(err, errlen, "out of memory");
+				gk_errprintf(err, "out of memory");
 				goto out_dir;
 			}
 			files = grown;
@@ -810,24 +808,23 @@ out_dir:
 	return ret;
 }
 
-static int check_files(struct gk_store_txn *txn, const struct gk_manifest *m, char *err,
-		       size_t errlen)
+static int check_files(struct gk_store_txn *txn, const struct gk_manifest *m, gk_error_t *err)
 {
 	for (size_t i = 0; i < m->nfiles; i++) {
 		const struct gk_file_rec *f = &m->files[i];
 		struct stat st;
 
 		if (!data_name_ok(f->name)) {
-			snprintf(err, errlen, "data file name '%s' is not allowed", f->name);
+			gk_errprintf(err, "data file name '%s' is not allowed", f->name);
 			return -EINVAL;
 		}
 		if (fstatat(txn->dirfd, f->name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
-			snprintf(err, errlen, "%s/%s: %s", txn->tmpdir, f->name, strerror(errno));
+			gk_errprintf(err, "%s/%s: %s", txn->tmpdir, f->name, strerror(errno));
 			return -errno;
 		}
 		if (!S_ISREG(st.st_mode) || (uint64_t)st.st_size != f->size) {
-			snprintf(err, errlen, "%s/%s is %lld bytes, the manifest says %" PRIu64,
-				 txn->tmpdir, f->name, (long long)st.st_size, f->size);
+			gk_errprintf(err, "%s/%s is %lld bytes, the manifest says %" PRIu64,
+				     txn->tmpdir, f->name, (long long)st.st_size, f->size);
 			return -EINVAL;
 		}
 	}
@@ -862,7 +859,7 @@ static int write_file(int dirfd, const char *name, const char *text, size_t len)
 
 /* Data written by the runtime may still sit in the page cache; the rename
  * must not reach the disk before the bytes it commits. */
-static int sync_all(struct gk_store_txn *txn, char *err, size_t errlen)
+static int sync_all(struct gk_store_txn *txn, gk_error_t *err)
 {
 	struct dirent *e;
 	int fd = dup(txn->dirfd), ret = 0;
@@ -872,7 +869,7 @@ static int sync_all(struct gk_store_txn *txn, char *err, size_t errlen)
 		ret = -errno;
 		if (fd >= 0)
 			close(fd);
-		snprintf(err, errlen, "%s: %s", txn->tmpdir, strerror(-ret));
+		gk_errprintf(err, "%s: %s", txn->tmpdir, strerror(-ret));
 		return ret;
 	}
 	rewinddir(d);
@@ -887,8 +884,8 @@ static int sync_all(struct gk_store_txn *txn, char *err, size_t errlen)
 		f = openat(txn->dirfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 		if (f < 0 || fsync(f) < 0) {
 			ret = -errno;
-			snprintf(err, errlen, "%s/%s: fsync: %s", txn->tmpdir, e->d_name,
-				 strerror(-ret));
+			gk_errprintf(err, "%s/%s: fsync: %s", txn->tmpdir, e->d_name,
+				     strerror(-ret));
 		}
 		if (f >= 0)
 			close(f);
@@ -896,15 +893,14 @@ static int sync_all(struct gk_store_txn *txn, char *err, size_t errlen)
 	closedir(d);
 	if (ret == 0 && fsync(txn->dirfd) < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: fsync: %s", txn->tmpdir, strerror(-ret));
+		gk_errprintf(err, "%s: fsync: %s", txn->tmpdir, strerror(-ret));
 	}
 	return ret;
 }
 
-int gk_store_seal(struct gk_store_txn *txn, struct gk_manifest *m, int *signed_out, char *err,
-		  size_t errlen)
+int gk_store_seal(struct gk_store_txn *txn, struct gk_manifest *m, int *signed_out, gk_error_t *err)
 {
-	char sub[GK_ERRLEN];
+	gk_error_t sub;
 	struct gk_manifest *check = NULL;
 	char *text = NULL;
 	size_t len = 0;
@@ -914,45 +910,44 @@ int gk_store_seal(struct gk_store_txn *txn, struct gk_manifest *m, int *signed_o
 	if (signed_out)
 		*signed_out = 0;
 	if (txn->dirfd < 0 || !txn->tmpdir[0]) {
-		snprintf(err, errlen, "commit: no checkpoint is being written");
+		gk_errprintf(err, "commit: no checkpoint is being written");
 		return -EINVAL;
 	}
 	m->sequence = txn->sequence;
-	ret = m->nfiles ? check_files(txn, m, err, errlen) : list_files(txn, m, err, errlen);
+	ret = m->nfiles ? check_files(txn, m, err) : list_files(txn, m, err);
 	if (ret < 0)
 		goto out_abort;
 	ret = gk_manifest_to_json(m, &text, &len);
 	if (ret < 0) {
-		snprintf(err, errlen, "%s: cannot build the manifest: %s", txn->tmpdir,
-			 strerror(-ret));
+		gk_errprintf(err, "%s: cannot build the manifest: %s", txn->tmpdir, strerror(-ret));
 		goto out_abort;
 	}
 	/* The same checks a restore makes, before the checkpoint exists: a
 	 * writer bug shows up here, not on the day the job needs to restart. */
-	ret = gk_manifest_parse(text, len, &check, sub, sizeof(sub));
+	ret = gk_manifest_parse(text, len, &check, &sub);
 	gk_manifest_free(check);
 	if (ret < 0) {
-		snprintf(err, errlen, "%s: the manifest is not valid: %s", txn->tmpdir, sub);
+		gk_errprintf(err, "%s: the manifest is not valid: %s", txn->tmpdir, sub.text);
 		goto out_text;
 	}
 	ret = write_file(txn->dirfd, GK_MANIFEST_FILE, text, len);
 	if (ret < 0) {
-		snprintf(err, errlen, "%s/%s: %s", txn->tmpdir, GK_MANIFEST_FILE, strerror(-ret));
+		gk_errprintf(err, "%s/%s: %s", txn->tmpdir, GK_MANIFEST_FILE, strerror(-ret));
 		goto out_text;
 	}
 	t_manifest = gk_now();
-	ret = gk_sign_at(text, len, txn->dirfd, GK_SIGNATURE_FILE, sub, sizeof(sub));
+	ret = gk_sign_at(text, len, txn->dirfd, GK_SIGNATURE_FILE, &sub);
 	if (ret == -EHOSTUNREACH || ret == -EPROTO) {
-		gk_warn("commit: %s: writing it unsigned: %s", txn->tmpdir, sub);
+		gk_warn("commit: %s: writing it unsigned: %s", txn->tmpdir, sub.text);
 		unlinkat(txn->dirfd, GK_SIGNATURE_FILE, 0);
 	} else if (ret < 0) {
-		snprintf(err, errlen, "%s", sub);
+		gk_errprintf(err, "%s", sub.text);
 		goto out_text;
 	} else if (signed_out) {
 		*signed_out = 1;
 	}
 	t_signed = gk_now();
-	ret = sync_all(txn, err, errlen);
+	ret = sync_all(txn, err);
 	if (ret < 0)
 		goto out_text;
 	/* Where a slow commit's time went: the signature asks munged, the
@@ -969,9 +964,11 @@ out_abort:
 }
 
 int gk_store_publish_at(int rootfd, const char *root, const char *tmpname, uint64_t sequence,
-			unsigned keep, char *err, size_t errlen)
+			unsigned keep, gk_error_t *err)
 {
-	char final[64], host[256], sub[GK_ERRLEN];
+	char final[64];
+	char host[256];
+	gk_error_t sub;
 	struct stat st;
 	uint64_t seq;
 	pid_t pid;
@@ -982,63 +979,63 @@ int gk_store_publish_at(int rootfd, const char *root, const char *tmpname, uint6
 	if (strchr(tmpname, '/') ||
 	    parse_writer(tmpname, GK_CKPT_TMP_PREFIX, &seq, host, sizeof(host), &pid) < 0 ||
 	    seq != sequence) {
-		snprintf(err, errlen, "%s: not the folder of checkpoint %" PRIu64 " being written",
-			 tmpname, sequence);
+		gk_errprintf(err, "%s: not the folder of checkpoint %" PRIu64 " being written",
+			     tmpname, sequence);
 		return -EINVAL;
 	}
 	if (fstatat(rootfd, tmpname, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s/%s: %s", root, tmpname, strerror(-ret));
+		gk_errprintf(err, "%s/%s: %s", root, tmpname, strerror(-ret));
 		return ret;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "%s/%s: not a directory", root, tmpname);
+		gk_errprintf(err, "%s/%s: not a directory", root, tmpname);
 		return -ENOTDIR;
 	}
 	snprintf(final, sizeof(final), GK_CKPT_FMT, sequence);
 	ret = rename_noreplace(rootfd, tmpname, final);
 	if (ret < 0) {
-		snprintf(err, errlen, "%s/%s: cannot commit: %s", root, final, strerror(-ret));
+		gk_errprintf(err, "%s/%s: cannot commit: %s", root, final, strerror(-ret));
 		return ret;
 	}
 	if (fsync(rootfd) < 0) {
 		/* Not known to be on disk: withdraw it rather than report a
 		 * checkpoint as safe that a crash could still lose. */
 		ret = -errno;
-		snprintf(err, errlen, "%s: fsync: %s", root, strerror(-ret));
+		gk_errprintf(err, "%s: fsync: %s", root, strerror(-ret));
 		delete_committed(rootfd, final, sequence);
 		return ret;
 	}
 	gk_debug("commit: %s/%s: committed", root, final);
 	if (keep) {
-		pr = prune_fd(root, rootfd, keep, sub, sizeof(sub));
+		pr = prune_fd(root, rootfd, keep, &sub);
 		if (pr < 0)
-			gk_warn("prune: %s", sub);
+			gk_warn("prune: %s", sub.text);
 	}
 	return 0;
 }
 
 int gk_store_publish(const char *root, const char *tmpname, uint64_t sequence, unsigned keep,
-		     char *err, size_t errlen)
+		     gk_error_t *err)
 {
-	int rootfd = open_root(root, err, errlen), ret;
+	int rootfd = open_root(root, err), ret;
 
 	if (rootfd < 0)
 		return rootfd;
-	ret = gk_store_publish_at(rootfd, root, tmpname, sequence, keep, err, errlen);
+	ret = gk_store_publish_at(rootfd, root, tmpname, sequence, keep, err);
 	close(rootfd);
 	return ret;
 }
 
 int gk_store_commit(struct gk_store_txn *txn, struct gk_manifest *m, unsigned keep, int *signed_out,
-		    char *err, size_t errlen)
+		    gk_error_t *err)
 {
-	int ret = gk_store_seal(txn, m, signed_out, err, errlen);
+	int ret = gk_store_seal(txn, m, signed_out, err);
 
 	if (ret < 0)
 		return ret;
 	ret = gk_store_publish_at(txn->rootfd, txn->root, strrchr(txn->tmpdir, '/') + 1,
-				  txn->sequence, keep, err, errlen);
+				  txn->sequence, keep, err);
 	if (ret < 0) {
 		gk_store_abort(txn);
 		return ret;

@@ -6,6 +6,7 @@
  */
 #include "config.h"
 #include "image.h"
+#include "error.h"
 #include "log.h"
 #include "ckptname.h"
 #include "user.h"
@@ -38,23 +39,23 @@ static uid_t files_uid(const struct gk_load_opts *opts)
 }
 
 /* Only the owner may have written anything the restore will trust. */
-static int check_owner(const char *what, const struct stat *st, uid_t uid, char *err, size_t errlen)
+static int check_owner(const char *what, const struct stat *st, uid_t uid, gk_error_t *err)
 {
 	char have[64], want[64];
 
 	if (st->st_uid != uid) {
 		gk_user_name(st->st_uid, have, sizeof(have));
 		gk_user_name(uid, want, sizeof(want));
-		snprintf(err, errlen, "%s is owned by %s (uid %u), not by %s (uid %u)", what, have,
-			 (unsigned)st->st_uid, want, (unsigned)uid);
+		gk_errprintf(err, "%s is owned by %s (uid %u), not by %s (uid %u)", what, have,
+			     (unsigned)st->st_uid, want, (unsigned)uid);
 		return -EPERM;
 	}
 	if (st->st_mode & (S_IWGRP | S_IWOTH)) {
-		snprintf(err, errlen, "%s is writable by %s (mode %04o)", what,
-			 (st->st_mode & S_IWGRP) && (st->st_mode & S_IWOTH) ? "group and others"
-			 : (st->st_mode & S_IWGRP)			    ? "its group"
-									    : "others",
-			 (unsigned)(st->st_mode & 07777));
+		gk_errprintf(err, "%s is writable by %s (mode %04o)", what,
+			     (st->st_mode & S_IWGRP) && (st->st_mode & S_IWOTH) ? "group and others"
+			     : (st->st_mode & S_IWGRP)				? "its group"
+										: "others",
+			     (unsigned)(st->st_mode & 07777));
 		return -EPERM;
 	}
 	return 0;
@@ -63,7 +64,7 @@ static int check_owner(const char *what, const struct stat *st, uid_t uid, char 
 /* Open a file of the checkpoint without following a symbolic link, and check
  * that it is a regular file of the right owner. */
 static int open_member(int dirfd, const char *name, uid_t uid, int *fd_out, struct stat *st,
-		       char *err, size_t errlen)
+		       gk_error_t *err)
 {
 	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NOCTTY | O_NONBLOCK);
 	int ret;
@@ -71,24 +72,24 @@ static int open_member(int dirfd, const char *name, uid_t uid, int *fd_out, stru
 	if (fd < 0) {
 		ret = -errno;
 		if (ret == -ELOOP) {
-			snprintf(err, errlen, "%s is a symbolic link; refusing to follow it", name);
+			gk_errprintf(err, "%s is a symbolic link; refusing to follow it", name);
 			return -EPERM;
 		}
-		snprintf(err, errlen, "%s: %s", name, strerror(-ret));
+		gk_errprintf(err, "%s: %s", name, strerror(-ret));
 		return ret == -ENOENT ? -ENOENT : ret == -EACCES ? -EPERM : -EIO;
 	}
 	if (fstat(fd, st) < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s: %s", name, strerror(-ret));
+		gk_errprintf(err, "%s: %s", name, strerror(-ret));
 		close(fd);
 		return -EIO;
 	}
 	if (!S_ISREG(st->st_mode)) {
-		snprintf(err, errlen, "%s is not a regular file", name);
+		gk_errprintf(err, "%s is not a regular file", name);
 		close(fd);
 		return -EINVAL;
 	}
-	ret = check_owner(name, st, uid, err, errlen);
+	ret = check_owner(name, st, uid, err);
 	if (ret < 0) {
 		close(fd);
 		return ret;
@@ -97,28 +98,28 @@ static int open_member(int dirfd, const char *name, uid_t uid, int *fd_out, stru
 	return 0;
 }
 
-static int read_manifest(int dirfd, uid_t uid, char **text, size_t *len, char *err, size_t errlen)
+static int read_manifest(int dirfd, uid_t uid, char **text, size_t *len, gk_error_t *err)
 {
 	struct stat st;
 	char *buf;
 	int fd, ret;
 
-	ret = open_member(dirfd, GK_MANIFEST_FILE, uid, &fd, &st, err, errlen);
+	ret = open_member(dirfd, GK_MANIFEST_FILE, uid, &fd, &st, err);
 	if (ret == -ENOENT)
-		snprintf(err, errlen, "no %s: not a checkpoint, or one that was never committed",
-			 GK_MANIFEST_FILE);
+		gk_errprintf(err, "no %s: not a checkpoint, or one that was never committed",
+			     GK_MANIFEST_FILE);
 	if (ret < 0)
 		return ret;
 	if (st.st_size > MANIFEST_MAX) {
-		snprintf(err, errlen, "%s is too large (%lld bytes)", GK_MANIFEST_FILE,
-			 (long long)st.st_size);
+		gk_errprintf(err, "%s is too large (%lld bytes)", GK_MANIFEST_FILE,
+			     (long long)st.st_size);
 		ret = -EINVAL;
 		goto out_close;
 	}
 	ret = gk_read_small(fd, (size_t)st.st_size, &buf);
 	if (ret < 0) {
-		snprintf(err, errlen, "%s: %s", GK_MANIFEST_FILE,
-			 ret == -EIO ? "file shrank while being read" : strerror(-ret));
+		gk_errprintf(err, "%s: %s", GK_MANIFEST_FILE,
+			     ret == -EIO ? "file shrank while being read" : strerror(-ret));
 		goto out_close;
 	}
 	*text = buf;
@@ -172,7 +173,7 @@ struct checker {
 	pthread_mutex_t lock;
 	size_t first_bad; /* lowest failed unit; nunits when none */
 	int ret;
-	char err[GK_ERRLEN];
+	gk_error_t err;
 };
 
 static void report(struct checker *k, size_t i, int ret, const char *fmt, ...)
@@ -188,7 +189,7 @@ static void report(struct checker *k, size_t i, int ret, const char *fmt, ...)
 		k->first_bad = i;
 		k->ret = ret;
 		va_start(ap, fmt);
-		vsnprintf(k->err, sizeof(k->err), fmt, ap);
+		gk_verrprintf(&k->err, fmt, ap);
 		va_end(ap);
 	}
 	pthread_mutex_unlock(&k->lock);
@@ -294,7 +295,7 @@ static size_t add_units(struct unit *u, int fd, const char *file, uint64_t offse
 }
 
 static int check_data(const struct gk_manifest *m, const struct file_table *files,
-		      const int *cancel, char *err, size_t errlen)
+		      const int *cancel, gk_error_t *err)
 {
 	struct checker k = {.m = m, .cancel = cancel};
 	pthread_t tids[MAX_THREADS];
@@ -355,7 +356,7 @@ static int check_data(const struct gk_manifest *m, const struct file_table *file
 		pthread_join(tids[t], NULL);
 	ret = k.ret;
 	if (ret < 0)
-		snprintf(err, errlen, "%s", k.err);
+		gk_errprintf(err, "%s", k.err.text);
 	pthread_mutex_destroy(&k.lock);
 	free(k.units);
 	return ret;
@@ -366,7 +367,7 @@ static int check_data(const struct gk_manifest *m, const struct file_table *file
 /* Open one data file of a checkpoint into the table: no link, the owner's,
  * the size the manifest gives. */
 static int open_data(int dirfd, uint64_t sequence, const struct gk_file_rec *f, uid_t uid,
-		     struct file_table *t, char *err, size_t errlen)
+		     struct file_table *t, gk_error_t *err)
 {
 	struct open_file *o = &t->f[t->n];
 	struct stat st;
@@ -378,25 +379,25 @@ static int open_data(int dirfd, uint64_t sequence, const struct gk_file_rec *f, 
 		snprintf(o->label, sizeof(o->label), GK_CKPT_FMT "/%s", sequence, f->name);
 	else
 		snprintf(o->label, sizeof(o->label), "%s", f->name);
-	ret = open_member(dirfd, f->name, uid, &o->fd, &st, err, errlen);
+	ret = open_member(dirfd, f->name, uid, &o->fd, &st, err);
 	if (ret == -ENOENT) {
-		snprintf(err, errlen, "%s is missing", o->label);
+		gk_errprintf(err, "%s is missing", o->label);
 		return -EBADMSG;
 	}
 	if (ret < 0) {
 		/* open_member names the bare file. */
-		if (sequence) {
-			char sub[GK_ERRLEN];
+		if (sequence && err) {
+			gk_error_t sub;
 
-			snprintf(sub, sizeof(sub), "%s", err);
-			snprintf(err, errlen, GK_CKPT_FMT "/%s", sequence, sub);
+			gk_errprintf(&sub, "%s", err->text);
+			gk_errprintf(err, GK_CKPT_FMT "/%s", sequence, sub.text);
 		}
 		return ret;
 	}
 	t->n++;
 	if ((uint64_t)st.st_size != f->size) {
-		snprintf(err, errlen, "%s is %lld bytes, the manifest says %" PRIu64, o->label,
-			 (long long)st.st_size, f->size);
+		gk_errprintf(err, "%s is %lld bytes, the manifest says %" PRIu64, o->label,
+			     (long long)st.st_size, f->size);
 		return -EBADMSG;
 	}
 	posix_fadvise(o->fd, 0, 0, POSIX_FADV_SEQUENTIAL);
@@ -404,14 +405,14 @@ static int open_data(int dirfd, uint64_t sequence, const struct gk_file_rec *f, 
 }
 
 /* The folder that holds the checkpoint `dir` (its checkpoint root). */
-static int open_parent(const char *dir, char *err, size_t errlen)
+static int open_parent(const char *dir, gk_error_t *err)
 {
 	char parent[4096];
 	size_t n = strlen(dir);
 	int fd;
 
 	if (n >= sizeof(parent)) {
-		snprintf(err, errlen, "path too long");
+		gk_errprintf(err, "path too long");
 		return -ENAMETOOLONG;
 	}
 	memcpy(parent, dir, n + 1);
@@ -427,7 +428,7 @@ static int open_parent(const char *dir, char *err, size_t errlen)
 		parent[n] = 0;
 	fd = open(parent, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (fd < 0) {
-		snprintf(err, errlen, "%s: %s", parent, strerror(errno));
+		gk_errprintf(err, "%s: %s", parent, strerror(errno));
 		return -EIO;
 	}
 	return fd;
@@ -440,9 +441,10 @@ static int open_parent(const char *dir, char *err, size_t errlen)
  * checkpoint's own checksums; its signature is not needed for that.
  */
 static int open_ref(int rootfd, const struct gk_ref *r, uid_t uid, struct file_table *t,
-		    char *err, size_t errlen)
+		    gk_error_t *err)
 {
-	char name[32], sub[GK_ERRLEN], *text = NULL;
+	char name[32], *text = NULL;
+	gk_error_t sub;
 	struct gk_manifest *base = NULL;
 	struct stat st;
 	size_t len;
@@ -453,40 +455,40 @@ static int open_ref(int rootfd, const struct gk_ref *r, uid_t uid, struct file_t
 	if (fd < 0) {
 		ret = errno;
 		if (ret == ENOENT)
-			snprintf(err, errlen,
-				 "it is an increment of %s, which is not there (pruned, or not "
-				 "staged with it)",
-				 name);
+			gk_errprintf(err,
+				     "it is an increment of %s, which is not there (pruned, or not "
+				     "staged with it)",
+				     name);
 		else
-			snprintf(err, errlen, "it is an increment of %s, which cannot be opened: %s",
-				 name, ret == ELOOP || ret == ENOTDIR ? "not a folder" : strerror(ret));
+			gk_errprintf(
+			    err, "it is an increment of %s, which cannot be opened: %s", name,
+			    ret == ELOOP || ret == ENOTDIR ? "not a folder" : strerror(ret));
 		return ret == EACCES ? -EPERM : -EBADMSG;
 	}
 	if (fstat(fd, &st) < 0) {
 		ret = -EIO;
-		snprintf(err, errlen, "%s: %s", name, strerror(errno));
+		gk_errprintf(err, "%s: %s", name, strerror(errno));
 		goto out;
 	}
-	ret = check_owner(name, &st, uid, err, errlen);
+	ret = check_owner(name, &st, uid, err);
 	if (ret < 0)
 		goto out;
-	ret = read_manifest(fd, uid, &text, &len, sub, sizeof(sub));
+	ret = read_manifest(fd, uid, &text, &len, &sub);
 	if (ret == 0)
-		ret = gk_manifest_parse(text, len, &base, sub, sizeof(sub));
+		ret = gk_manifest_parse(text, len, &base, &sub);
 	if (ret < 0) {
-		snprintf(err, errlen, "its base %s is damaged: %s", name, sub);
+		gk_errprintf(err, "its base %s is damaged: %s", name, sub.text);
 		ret = ret == -ENOMEM ? ret : -EBADMSG;
 		goto out;
 	}
 	if (base->version < 3 || strcmp(base->id, r->id) != 0) {
-		snprintf(err, errlen,
-			 "%s is not the checkpoint it was built on (id %s, expected %s)", name,
-			 base->version < 3 ? "none" : base->id, r->id);
+		gk_errprintf(err, "%s is not the checkpoint it was built on (id %s, expected %s)",
+			     name, base->version < 3 ? "none" : base->id, r->id);
 		ret = -EBADMSG;
 		goto out;
 	}
 	for (size_t i = 0; i < r->nfiles && ret == 0; i++)
-		ret = open_data(fd, r->sequence, &r->files[i], uid, t, err, errlen);
+		ret = open_data(fd, r->sequence, &r->files[i], uid, t, err);
 out:
 	gk_manifest_free(base);
 	free(text);
@@ -495,22 +497,22 @@ out:
 }
 
 static int open_files(const char *dir, int dirfd, int rootfd, const struct gk_manifest *m,
-		      uid_t uid, struct file_table *t, char *err, size_t errlen)
+		      uid_t uid, struct file_table *t, gk_error_t *err)
 {
 	int own_root = -1, ret = 0;
 
 	for (size_t i = 0; i < m->nfiles && ret == 0; i++)
-		ret = open_data(dirfd, 0, &m->files[i], uid, t, err, errlen);
+		ret = open_data(dirfd, 0, &m->files[i], uid, t, err);
 	if (ret < 0 || !m->nrefs)
 		return ret;
 	if (rootfd < 0) {
-		own_root = open_parent(dir, err, errlen);
+		own_root = open_parent(dir, err);
 		if (own_root < 0)
 			return own_root;
 		rootfd = own_root;
 	}
 	for (size_t i = 0; i < m->nrefs && ret == 0; i++)
-		ret = open_ref(rootfd, &m->refs[i], uid, t, err, errlen);
+		ret = open_ref(rootfd, &m->refs[i], uid, t, err);
 	if (own_root >= 0)
 		close(own_root);
 	return ret;
@@ -518,42 +520,41 @@ static int open_files(const char *dir, int dirfd, int rootfd, const struct gk_ma
 
 static int check_signature(const char *dir, int dirfd, const char *text, size_t len,
 			   const struct gk_load_opts *opts, uid_t signer, int *signed_out,
-			   char *err, size_t errlen)
+			   gk_error_t *err)
 {
-	char sub[GK_ERRLEN];
+	gk_error_t sub;
 	struct stat st;
 	int ret;
 
 	*signed_out = 0;
 	if (fstatat(dirfd, GK_SIGNATURE_FILE, &st, AT_SYMLINK_NOFOLLOW) < 0) {
 		if (errno != ENOENT) {
-			snprintf(err, errlen, "%s: %s", GK_SIGNATURE_FILE, strerror(errno));
+			gk_errprintf(err, "%s: %s", GK_SIGNATURE_FILE, strerror(errno));
 			return -EIO;
 		}
 		if (opts->require_signature) {
-			snprintf(err, errlen, "%s is not signed, and a signature is required",
-				 GK_MANIFEST_FILE);
+			gk_errprintf(err, "%s is not signed, and a signature is required",
+				     GK_MANIFEST_FILE);
 			return -EBADMSG;
 		}
 		return 0;
 	}
 	if (S_ISLNK(st.st_mode)) {
-		snprintf(err, errlen, "%s is a symbolic link; refusing to follow it",
-			 GK_SIGNATURE_FILE);
+		gk_errprintf(err, "%s is a symbolic link; refusing to follow it",
+			     GK_SIGNATURE_FILE);
 		return -EPERM;
 	}
-	ret = check_owner(GK_SIGNATURE_FILE, &st, files_uid(opts), err, errlen);
+	ret = check_owner(GK_SIGNATURE_FILE, &st, files_uid(opts), err);
 	if (ret < 0)
 		return ret;
 	/* Whoever wrote the file, the credential in it says who signed. */
-	ret = gk_check_signature_at(text, len, dirfd, GK_SIGNATURE_FILE, signer, sub,
-				    sizeof(sub));
+	ret = gk_check_signature_at(text, len, dirfd, GK_SIGNATURE_FILE, signer, &sub);
 	if (ret == -EHOSTUNREACH && !opts->require_signature) {
-		gk_warn("open: %s: signature not checked: %s", dir, sub);
+		gk_warn("open: %s: signature not checked: %s", dir, sub.text);
 		return 0;
 	}
 	if (ret < 0) {
-		snprintf(err, errlen, "%s: %s", GK_SIGNATURE_FILE, sub);
+		gk_errprintf(err, "%s: %s", GK_SIGNATURE_FILE, sub.text);
 		return ret == -ENOENT ? -EBADMSG : ret;
 	}
 	*signed_out = 1;
@@ -561,10 +562,11 @@ static int check_signature(const char *dir, int dirfd, const char *text, size_t 
 }
 
 int gk_image_open_in(int rootfd, int dirfd, const char *dir, const struct gk_load_opts *opts,
-		     struct gk_manifest **out, int *signed_by_munge, char *err, size_t errlen)
+		     struct gk_manifest **out, int *signed_by_munge, gk_error_t *err)
 {
 	struct gk_manifest *m = NULL;
-	char *text = NULL, sub[GK_ERRLEN];
+	char *text = NULL;
+	gk_error_t sub;
 	struct file_table files = {0, NULL};
 	size_t len = 0, nfiles;
 	struct stat st;
@@ -575,28 +577,28 @@ int gk_image_open_in(int rootfd, int dirfd, const char *dir, const struct gk_loa
 	if (signed_by_munge)
 		*signed_by_munge = 0;
 	if (opts->uid == GK_UID_OF_MANIFEST && !opts->held_by_root) {
-		snprintf(err, errlen, "whose checkpoint it must be was not said");
+		gk_errprintf(err, "whose checkpoint it must be was not said");
 		return -EINVAL;
 	}
 	if (fstat(dirfd, &st) < 0) {
 		ret = -EIO;
-		snprintf(err, errlen, "%s", strerror(errno));
+		gk_errprintf(err, "%s", strerror(errno));
 		goto out;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "not a directory");
+		gk_errprintf(err, "not a directory");
 		ret = -EINVAL;
 		goto out;
 	}
-	ret = check_owner("the directory", &st, files_uid(opts), err, errlen);
+	ret = check_owner("the directory", &st, files_uid(opts), err);
 	if (ret < 0)
 		goto out;
-	ret = read_manifest(dirfd, files_uid(opts), &text, &len, err, errlen);
+	ret = read_manifest(dirfd, files_uid(opts), &text, &len, err);
 	if (ret < 0)
 		goto out;
-	ret = gk_manifest_parse(text, len, &m, sub, sizeof(sub));
+	ret = gk_manifest_parse(text, len, &m, &sub);
 	if (ret < 0) {
-		snprintf(err, errlen, "%s: %s", GK_MANIFEST_FILE, sub);
+		gk_errprintf(err, "%s: %s", GK_MANIFEST_FILE, sub.text);
 		goto out_text;
 	}
 	if (opts->held_by_root) {
@@ -608,18 +610,19 @@ int gk_image_open_in(int rootfd, int dirfd, const char *dir, const struct gk_loa
 
 			gk_user_name(m->uid, have, sizeof(have));
 			gk_user_name(signer, want, sizeof(want));
-			snprintf(err, errlen, "%s names %s (uid %u) as its writer, not %s (uid %u)",
-				 GK_MANIFEST_FILE, have, (unsigned)m->uid, want, (unsigned)signer);
+			gk_errprintf(err, "%s names %s (uid %u) as its writer, not %s (uid %u)",
+				     GK_MANIFEST_FILE, have, (unsigned)m->uid, want,
+				     (unsigned)signer);
 			ret = -EPERM;
 			goto out_manifest;
 		}
 	}
 	if (opts->exe && m->exe[0] && strcmp(opts->exe, m->exe) != 0) {
-		snprintf(err, errlen, "%s", m->exe);
+		gk_errprintf(err, "%s", m->exe);
 		ret = -ESRCH;
 		goto out_manifest;
 	}
-	ret = check_signature(dir, dirfd, text, len, opts, signer, &is_signed, err, errlen);
+	ret = check_signature(dir, dirfd, text, len, opts, signer, &is_signed, err);
 	if (ret < 0)
 		goto out_manifest;
 	nfiles = m->nfiles;
@@ -630,9 +633,9 @@ int gk_image_open_in(int rootfd, int dirfd, const char *dir, const struct gk_loa
 		ret = -ENOMEM;
 		goto out_manifest;
 	}
-	ret = open_files(dir, dirfd, rootfd, m, files_uid(opts), &files, err, errlen);
+	ret = open_files(dir, dirfd, rootfd, m, files_uid(opts), &files, err);
 	if (ret == 0 && opts->check_data)
-		ret = check_data(m, &files, opts->cancel, err, errlen);
+		ret = check_data(m, &files, opts->cancel, err);
 	for (size_t i = 0; i < files.n; i++)
 		close(files.f[i].fd);
 	free(files.f);
@@ -648,18 +651,18 @@ out_text:
 	free(text);
 out:
 	if (ret == -ENOMEM)
-		snprintf(err, errlen, "out of memory");
+		gk_errprintf(err, "out of memory");
 	return ret;
 }
 
 int gk_image_open_at(int dirfd, const char *dir, const struct gk_load_opts *opts,
-		     struct gk_manifest **out, int *signed_by_munge, char *err, size_t errlen)
+		     struct gk_manifest **out, int *signed_by_munge, gk_error_t *err)
 {
-	return gk_image_open_in(-1, dirfd, dir, opts, out, signed_by_munge, err, errlen);
+	return gk_image_open_in(-1, dirfd, dir, opts, out, signed_by_munge, err);
 }
 
 int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_manifest **out,
-		  int *signed_by_munge, char *err, size_t errlen)
+		  int *signed_by_munge, gk_error_t *err)
 {
 	struct stat st;
 	int dirfd, ret;
@@ -669,24 +672,24 @@ int gk_image_open(const char *dir, const struct gk_load_opts *opts, struct gk_ma
 		*signed_by_munge = 0;
 	if (lstat(dir, &st) < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s", strerror(-ret));
+		gk_errprintf(err, "%s", strerror(-ret));
 		return ret == -ENOENT ? -ENOENT : ret == -EACCES ? -EPERM : -EIO;
 	}
 	if (S_ISLNK(st.st_mode)) {
-		snprintf(err, errlen, "is a symbolic link; give the checkpoint directory itself");
+		gk_errprintf(err, "is a symbolic link; give the checkpoint directory itself");
 		return -EPERM;
 	}
 	if (!S_ISDIR(st.st_mode)) {
-		snprintf(err, errlen, "not a directory");
+		gk_errprintf(err, "not a directory");
 		return -EINVAL;
 	}
 	dirfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dirfd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "%s", strerror(-ret));
+		gk_errprintf(err, "%s", strerror(-ret));
 		return ret == -EACCES ? -EPERM : -EIO;
 	}
-	ret = gk_image_open_at(dirfd, dir, opts, out, signed_by_munge, err, errlen);
+	ret = gk_image_open_at(dirfd, dir, opts, out, signed_by_munge, err);
 	close(dirfd);
 	return ret;
 }

@@ -18,6 +18,7 @@
 #include "config.h"
 
 #include "image.h"
+#include "error.h"
 #include "fsafe.h"
 #include "log.h"
 #include "shepherd.h"
@@ -62,11 +63,20 @@ struct ckpt {
 	int own_txn;
 	struct gk_store_txn txn;
 	int ckptfd, criufd;
-	char err[GK_SHEP_ERRLEN];
+	gk_error_t err;
+	/* CRIU's own failure, with the tail of its log (gk_criu_run): longer
+	 * than a gk_error_t holds, and what says why a dump failed. */
+	char criu_err[GK_SHEP_ERRLEN];
 	/* For the timing line: when each phase ended. */
 	double t0, t_runtime, t_lock, t_driver, t_criu, t_commit;
 	uint64_t dev_bytes; /* device data the runtime wrote */
 };
+
+/* What failed: CRIU's message if it was CRIU, else the one in err. */
+static const char *why(const struct ckpt *c)
+{
+	return c->criu_err[0] ? c->criu_err : c->err.text;
+}
 
 static void close_peers(struct ckpt *c, const char *abort_reason)
 {
@@ -232,24 +242,25 @@ static int limits(struct ckpt *c)
 	pid_t pid;
 
 	if (p && p->broken[0]) {
-		snprintf(
-		    c->err, sizeof(c->err),
+		gk_errprintf(
+		    &c->err,
 		    "pid %d: the program's CUDA context is broken (%s): no checkpoint possible",
 		    (int)p->pid, p->broken);
 		return -ENOTRECOVERABLE;
 	}
 	if (p) {
-		snprintf(c->err, sizeof(c->err),
-			 "pid %d holds %s, which the CUDA driver's checkpoint cannot save",
-			 (int)p->pid, p->refused);
+		gk_errprintf(&c->err,
+			     "pid %d holds %s, which the CUDA driver's checkpoint cannot save",
+			     (int)p->pid, p->refused);
 		return -ENOTSUP;
 	}
 	/* A MIG instance is reached through its capability devices. */
 	if (gk_tree_find_open(c->pids, c->npids, GK_SHEP_MIG_CAPS, &pid, path, sizeof(path))) {
-		snprintf(c->err, sizeof(c->err),
-			 "pid %d uses a MIG instance (%s open); gpuckpt does not checkpoint MIG "
-			 "instances",
-			 (int)pid, path);
+		gk_errprintf(
+		    &c->err,
+		    "pid %d uses a MIG instance (%s open); gpuckpt does not checkpoint MIG "
+		    "instances",
+		    (int)pid, path);
 		return -ENOTSUP;
 	}
 	/* A tree that talks to processes outside it cannot be restored alone:
@@ -258,20 +269,21 @@ static int limits(struct ckpt *c)
 		char what[512];
 
 		if (gk_tree_find_link(c->pids, c->npids, &pid, what, sizeof(what))) {
-			snprintf(c->err, sizeof(c->err),
-				 "pid %d holds %s; a transparent checkpoint holds one task's "
-				 "processes alone, so it is not taken",
-				 (int)pid, what);
+			gk_errprintf(&c->err,
+				     "pid %d holds %s; a transparent checkpoint holds one task's "
+				     "processes alone, so it is not taken",
+				     (int)pid, what);
 			return -ENOTSUP;
 		}
 	}
 	/* MPS clients hold their GPU state in the MPS server, outside the tree. */
 	pid = gk_find_process(GK_SHEP_MPS_COMM);
 	if (pid > 0) {
-		snprintf(c->err, sizeof(c->err),
-			 "an MPS daemon runs on this node (pid %d): the tree's GPU work may live in "
-			 "it, outside the tree, and the CUDA driver cannot checkpoint MPS clients",
-			 (int)pid);
+		gk_errprintf(
+		    &c->err,
+		    "an MPS daemon runs on this node (pid %d): the tree's GPU work may live in "
+		    "it, outside the tree, and the CUDA driver cannot checkpoint MPS clients",
+		    (int)pid);
 		return -ENOTSUP;
 	}
 	return 0;
@@ -287,17 +299,18 @@ static int pick_folder(struct ckpt *c)
 		if (!p->ready)
 			continue;
 		if (c->tmpname[0] && strcmp(c->tmpname, p->ready_msg.name)) {
-			snprintf(c->err, sizeof(c->err),
-				 "several processes wrote checkpoints (%s, %s); transparent mode "
-				 "takes one runtime checkpoint per task",
-				 c->tmpname, p->ready_msg.name);
+			gk_errprintf(
+			    &c->err,
+			    "several processes wrote checkpoints (%s, %s); transparent mode "
+			    "takes one runtime checkpoint per task",
+			    c->tmpname, p->ready_msg.name);
 			return -ENOTSUP;
 		}
 		snprintf(c->tmpname, sizeof(c->tmpname), "%s", p->ready_msg.name);
 	}
 	if (c->tmpname[0] &&
 	    sscanf(c->tmpname, GK_CKPT_TMP_PREFIX "%" SCNu64 ".", &c->sequence) != 1) {
-		snprintf(c->err, sizeof(c->err), "%s: not a checkpoint folder", c->tmpname);
+		gk_errprintf(&c->err, "%s: not a checkpoint folder", c->tmpname);
 		return -EINVAL;
 	}
 	return 0;
@@ -337,8 +350,8 @@ static int lock_all(struct ckpt *c)
 		la.timeoutMs = (unsigned)(sh->o->lock_timeout * 1000);
 		if (gk_cuda_check(cu, cu->cuCheckpointProcessLock(c->cuda[i], &la),
 				  "cuCheckpointProcessLock", c->cuda[i]) < 0) {
-			snprintf(c->err, sizeof(c->err), "pid %d: the driver could not lock it",
-				 (int)c->cuda[i]);
+			gk_errprintf(&c->err, "pid %d: the driver could not lock it",
+				     (int)c->cuda[i]);
 			return -EIO;
 		}
 		c->nlocked++;
@@ -357,9 +370,9 @@ static int lock_all(struct ckpt *c)
 			struct pollfd pf = {.fd = p->fd, .events = POLLIN};
 
 			if (left <= 0) {
-				snprintf(c->err, sizeof(c->err),
-					 "pid %d did not close its socket after LOCKED",
-					 (int)p->pid);
+				gk_errprintf(&c->err,
+					     "pid %d did not close its socket after LOCKED",
+					     (int)p->pid);
 				return -ETIMEDOUT;
 			}
 			ssize_t r;
@@ -388,8 +401,8 @@ static int checkpoint_all(struct ckpt *c)
 		memset(&ca, 0, sizeof(ca));
 		if (gk_cuda_check(cu, cu->cuCheckpointProcessCheckpoint(c->cuda[i], &ca),
 				  "cuCheckpointProcessCheckpoint", c->cuda[i]) < 0) {
-			snprintf(c->err, sizeof(c->err),
-				 "pid %d: the driver could not checkpoint it", (int)c->cuda[i]);
+			gk_errprintf(&c->err, "pid %d: the driver could not checkpoint it",
+				     (int)c->cuda[i]);
 			return -EIO;
 		}
 		c->ncheckpointed++;
@@ -433,7 +446,7 @@ static int begin_own(struct ckpt *c)
 
 	if (!m)
 		return -ENOMEM;
-	ret = gk_store_begin_at(c->sh->dirfd, o->dir, &c->txn, c->err, sizeof(c->err));
+	ret = gk_store_begin_at(c->sh->dirfd, o->dir, &c->txn, &c->err);
 	if (ret < 0)
 		goto out;
 	c->own_txn = 1;
@@ -452,7 +465,7 @@ static int begin_own(struct ckpt *c)
 	m->chunk_size = GK_DEFAULT_CHUNK_SIZE;
 	m->va_base = GK_DEFAULT_VA_BASE;
 	m->va_size = GK_DEFAULT_VA_SIZE;
-	ret = gk_store_seal(&c->txn, m, NULL, c->err, sizeof(c->err));
+	ret = gk_store_seal(&c->txn, m, NULL, &c->err);
 	if (ret < 0) {
 		c->own_txn = 0;
 		goto out;
@@ -460,7 +473,7 @@ static int begin_own(struct ckpt *c)
 	unlinkat(c->txn.dirfd, GK_SIGNATURE_FILE, 0);
 	ret = give_folder(c->txn.dirfd, o->uid, o->gid);
 	if (ret < 0) {
-		snprintf(c->err, sizeof(c->err), "%s: chown: %s", c->txn.tmpdir, strerror(-ret));
+		gk_errprintf(&c->err, "%s: chown: %s", c->txn.tmpdir, strerror(-ret));
 		goto out;
 	}
 	snprintf(c->tmpname, sizeof(c->tmpname), "%s", strrchr(c->txn.tmpdir, '/') + 1);
@@ -485,22 +498,22 @@ static int make_criu_dir(struct ckpt *c)
 		 * not followed if a link, and the job's user's. */
 		c->ckptfd = gk_open_dir_at(c->sh->dirfd, c->tmpname, o->uid, NULL);
 		if (c->ckptfd < 0) {
-			snprintf(c->err, sizeof(c->err), "%s/%s: not a folder of uid %u", o->dir,
-				 c->tmpname, (unsigned)o->uid);
+			gk_errprintf(&c->err, "%s/%s: not a folder of uid %u", o->dir, c->tmpname,
+				     (unsigned)o->uid);
 			c->ckptfd = -1;
 			return -EPERM;
 		}
 	}
 	if (mkdirat(c->ckptfd, GK_CRIU_DIR, 0700) < 0) {
-		snprintf(c->err, sizeof(c->err), "%s/%s/" GK_CRIU_DIR ": %s", o->dir, c->tmpname,
-			 strerror(errno));
+		gk_errprintf(&c->err, "%s/%s/" GK_CRIU_DIR ": %s", o->dir, c->tmpname,
+			     strerror(errno));
 		return -errno;
 	}
 	c->criufd = openat(c->ckptfd, GK_CRIU_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW);
 	if (c->criufd < 0 || fstat(c->criufd, &st) < 0 || st.st_uid != 0 ||
 	    (st.st_mode & 07777) != 0700 || fchown(c->criufd, 0, 0) < 0) {
-		snprintf(c->err, sizeof(c->err), "%s/%s/" GK_CRIU_DIR ": not root's own folder",
-			 o->dir, c->tmpname);
+		gk_errprintf(&c->err, "%s/%s/" GK_CRIU_DIR ": not root's own folder", o->dir,
+			     c->tmpname);
 		return -EPERM;
 	}
 	return 0;
@@ -579,7 +592,8 @@ static int dump(struct ckpt *c, int exit_after, struct gk_seal *seal)
 		args[n++] = "--leave-running";
 	args[n] = NULL;
 	gk_stdio_record("/proc", sh->prog, seal);
-	return gk_criu_run(sh->criu, args, c->criufd, NULL, -1, logpath, c->err, sizeof(c->err));
+	return gk_criu_run(sh->criu, args, c->criufd, NULL, -1, logpath, c->criu_err,
+			   sizeof(c->criu_err));
 }
 
 /* The tree and which of its processes use CUDA. */
@@ -589,11 +603,11 @@ static int survey(struct ckpt *c)
 	struct gk_shep_opts *o = sh->o;
 	int ret;
 
-	ret = gk_tree_list(sh->prog, c->pids, GK_SHEP_MAX_PROCS, &c->npids, c->err, sizeof(c->err));
+	ret = gk_tree_list(sh->prog, c->pids, GK_SHEP_MAX_PROCS, &c->npids, &c->err);
 	if (ret < 0)
 		return ret;
 	/* Refuse before anything is locked; checked again before the dump. */
-	ret = gk_tree_check_owner(c->pids, c->npids, o->uid, o->gid, c->err, sizeof(c->err));
+	ret = gk_tree_check_owner(c->pids, c->npids, o->uid, o->gid, &c->err);
 	if (ret < 0)
 		return ret;
 	for (size_t i = 0; i < c->npids && sh->have_cuda; i++) {
@@ -627,13 +641,11 @@ static int wait_runtimes(struct ckpt *c)
 	if (ret < 0)
 		return ret;
 	if (!sh->criu[0]) {
-		snprintf(c->err, sizeof(c->err),
-			 "no usable CRIU on this node (gpuckpt-shepherd probe)");
+		gk_errprintf(&c->err, "no usable CRIU on this node (gpuckpt-shepherd probe)");
 		return -ENOTSUP;
 	}
 	if (c->npeers && !sh->have_cuda) {
-		snprintf(c->err, sizeof(c->err),
-			 "the CUDA driver's checkpoint API is not available");
+		gk_errprintf(&c->err, "the CUDA driver's checkpoint API is not available");
 		return -ENOTSUP;
 	}
 	return pick_folder(c);
@@ -655,10 +667,9 @@ static int freeze(struct ckpt *c)
 	if (ret < 0)
 		return ret;
 	c->t_driver = gk_now();
-	ret = gk_tree_list(sh->prog, c->pids, GK_SHEP_MAX_PROCS, &c->npids, c->err, sizeof(c->err));
+	ret = gk_tree_list(sh->prog, c->pids, GK_SHEP_MAX_PROCS, &c->npids, &c->err);
 	if (ret == 0)
-		ret =
-		    gk_tree_check_owner(c->pids, c->npids, o->uid, o->gid, c->err, sizeof(c->err));
+		ret = gk_tree_check_owner(c->pids, c->npids, o->uid, o->gid, &c->err);
 	return ret;
 }
 
@@ -696,18 +707,16 @@ static int seal_commit(struct ckpt *c, struct gk_seal *seal)
 	seal->criu_seconds = c->t_criu - c->t_driver;
 	seal->driver_seconds = c->t_driver - c->t_lock;
 	if (sh->have_cuda) {
-		gk_cudackpt_gpus(&sh->cuda, seal->gpus, GK_SEAL_MAX_GPUS, &seal->ngpus, c->err,
-				 sizeof(c->err));
+		gk_cudackpt_gpus(&sh->cuda, seal->gpus, GK_SEAL_MAX_GPUS, &seal->ngpus, &c->err);
 		if (gk_node_gpus("/proc", seal->node_gpus, GK_SEAL_MAX_GPUS, &seal->nnode_gpus) < 0)
 			seal->nnode_gpus = 0;
 	}
 	/* CRIU does not sync its images; the seal must not outlive them. */
 	syncfs(c->criufd);
-	ret = gk_seal_write(c->ckptfd, c->criufd, seal, c->err, sizeof(c->err));
+	ret = gk_seal_write(c->ckptfd, c->criufd, seal, &c->err);
 	if (ret < 0)
 		return ret;
-	return gk_store_publish_at(sh->dirfd, o->dir, c->tmpname, c->sequence, o->keep, c->err,
-				   sizeof(c->err));
+	return gk_store_publish_at(sh->dirfd, o->dir, c->tmpname, c->sequence, o->keep, &c->err);
 }
 
 /* Committed: the timing line, then the tree goes on or is gone. */
@@ -773,14 +782,14 @@ out_folder:
 	if (c->own_txn)
 		gk_store_abort(&c->txn);
 out_release:
-	gk_error("transparent: checkpoint of pid %d failed: %s", (int)sh->prog, c->err);
+	gk_error("transparent: checkpoint of pid %d failed: %s", (int)sh->prog, why(c));
 	release(c);
 	/* LOCKED was sent: no ABORT now (the top of this file says why). */
 	close_peers(c, NULL);
 	goto out;
 out_abort:
-	gk_error("transparent: no checkpoint of pid %d: %s", (int)sh->prog, c->err);
-	close_peers(c, c->err);
+	gk_error("transparent: no checkpoint of pid %d: %s", (int)sh->prog, why(c));
+	close_peers(c, why(c));
 out:
 	close_peers(c, NULL);
 	if (c->criufd >= 0)

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "log.h"
+#include "error.h"
 #include "shepherd.h"
 
 #include <errno.h>
@@ -80,7 +81,7 @@ static int run_capture(const char *path, char *const argv[], char *out, size_t o
 	return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-static int check_version(const char *path, char *err, size_t errlen)
+static int check_version(const char *path, gk_error_t *err)
 {
 	char *const argv[] = {(char *)path, (char *)"--version", NULL};
 	char out[1024];
@@ -89,59 +90,59 @@ static int check_version(const char *path, char *err, size_t errlen)
 
 	ret = run_capture(path, argv, out, sizeof(out));
 	if (ret != 0) {
-		snprintf(err, errlen, "%s --version: %s", path,
-			 ret < 0      ? strerror(-ret)
-			 : ret == 127 ? "cannot run it"
-				      : "failed");
+		gk_errprintf(err, "%s --version: %s", path,
+			     ret < 0	  ? strerror(-ret)
+			     : ret == 127 ? "cannot run it"
+					  : "failed");
 		return -ENOEXEC;
 	}
 	v = strstr(out, "Version: ");
 	if (!v || sscanf(v + 9, "%d.%d", &major, &minor) < 1) {
-		snprintf(err, errlen, "%s --version: no version in its answer", path);
+		gk_errprintf(err, "%s --version: no version in its answer", path);
 		return -ENOEXEC;
 	}
 	/* 3.x fails on current kernels' vDSO and lacks what CUDA needs. */
 	if (major < GK_CRIU_MIN_MAJOR) {
-		snprintf(err, errlen, "%s is CRIU %d.%d; transparent mode needs %d or later", path,
-			 major, minor, GK_CRIU_MIN_MAJOR);
+		gk_errprintf(err, "%s is CRIU %d.%d; transparent mode needs %d or later", path,
+			     major, minor, GK_CRIU_MIN_MAJOR);
 		return -ENOTSUP;
 	}
 	return 0;
 }
 
-static int usable(const char *path, char *err, size_t errlen)
+static int usable(const char *path, gk_error_t *err)
 {
 	struct stat st;
 
 	if (path[0] != '/') {
-		snprintf(err, errlen, "%s: CRIU must be given as an absolute path", path);
+		gk_errprintf(err, "%s: CRIU must be given as an absolute path", path);
 		return -EINVAL;
 	}
 	if (stat(path, &st) < 0) {
-		snprintf(err, errlen, "%s: %s", path, strerror(errno));
+		gk_errprintf(err, "%s: %s", path, strerror(errno));
 		return -ENOENT;
 	}
 	/* Root runs it: a binary others could replace would run their code. */
 	if (!S_ISREG(st.st_mode) || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-		snprintf(err, errlen, "%s: not a root-owned executable that only root can change",
-			 path);
+		gk_errprintf(err, "%s: not a root-owned executable that only root can change",
+			     path);
 		return -EPERM;
 	}
 	if (!(st.st_mode & S_IXUSR)) {
-		snprintf(err, errlen, "%s: not executable", path);
+		gk_errprintf(err, "%s: not executable", path);
 		return -EACCES;
 	}
 	return 0;
 }
 
-int gk_criu_find(const char *want, char *path, size_t pathlen, char *err, size_t errlen)
+int gk_criu_find(const char *want, char *path, size_t pathlen, gk_error_t *err)
 {
 	int ret;
 
 	if (want && want[0]) {
-		ret = usable(want, err, errlen);
+		ret = usable(want, err);
 		if (ret == 0)
-			ret = check_version(want, err, errlen);
+			ret = check_version(want, err);
 		if (ret == 0)
 			snprintf(path, pathlen, "%s", want);
 		return ret;
@@ -149,15 +150,15 @@ int gk_criu_find(const char *want, char *path, size_t pathlen, char *err, size_t
 	for (size_t i = 0; i < sizeof(default_criu) / sizeof(default_criu[0]); i++) {
 		if (access(default_criu[i], X_OK) < 0)
 			continue;
-		ret = usable(default_criu[i], err, errlen);
+		ret = usable(default_criu[i], err);
 		if (ret == 0)
-			ret = check_version(default_criu[i], err, errlen);
+			ret = check_version(default_criu[i], err);
 		if (ret == 0)
 			snprintf(path, pathlen, "%s", default_criu[i]);
 		return ret;
 	}
-	snprintf(err, errlen, "CRIU not found (looked for %s and %s; site setting criu=PATH)",
-		 default_criu[0], default_criu[1]);
+	gk_errprintf(err, "CRIU not found (looked for %s and %s; site setting criu=PATH)",
+		     default_criu[0], default_criu[1]);
 	return -ENOENT;
 }
 
@@ -188,7 +189,7 @@ static const struct {
     {1, -1, 1, "CAP_DAC_OVERRIDE", "CRIU cannot reopen another user's files on restore"},
 };
 
-int gk_criu_caps(const char *status, long uid, char *err, size_t errlen)
+int gk_criu_caps(const char *status, long uid, gk_error_t *err)
 {
 	char line[256], names[256] = "";
 	const char *first = NULL;
@@ -198,7 +199,7 @@ int gk_criu_caps(const char *status, long uid, char *err, size_t errlen)
 	FILE *f = fopen(status, "re");
 
 	if (!f) {
-		snprintf(err, errlen, "%s: %s", status, strerror(errno));
+		gk_errprintf(err, "%s: %s", status, strerror(errno));
 		return -errno;
 	}
 	while (fgets(line, sizeof(line), f))
@@ -206,7 +207,7 @@ int gk_criu_caps(const char *status, long uid, char *err, size_t errlen)
 			found = 1;
 	fclose(f);
 	if (!found) {
-		snprintf(err, errlen, "%s: no CapEff line", status);
+		gk_errprintf(err, "%s: no CapEff line", status);
 		return -EINVAL;
 	}
 	for (size_t i = 0; i < sizeof(criu_caps) / sizeof(criu_caps[0]); i++) {
@@ -224,11 +225,15 @@ int gk_criu_caps(const char *status, long uid, char *err, size_t errlen)
 	}
 	if (!first)
 		return 0;
-	snprintf(err, errlen, "%s missing (CapEff %016llx): %s", names, eff, first);
+	gk_errprintf(err, "%s missing (CapEff %016llx): %s", names, eff, first);
 	return -EPERM;
 }
 
-/* The last error lines of CRIU's log, joined with " | ". */
+/* The last error lines of CRIU's log, joined with " | ". CRIU's failure
+ * is the one message that does not go into a gk_error_t: its log lines
+ * (often a path each) are what says why a dump or a restore failed, and
+ * three of them do not fit in GK_ERRLEN; the caller gives a buffer of
+ * GK_SHEP_ERRLEN. */
 static void log_tail(const char *logpath, char *err, size_t errlen)
 {
 	char buf[16384], *lines[64];

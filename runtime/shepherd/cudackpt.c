@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "log.h"
+#include "error.h"
 #include "shepherd.h"
 
 #include <dirent.h>
@@ -41,7 +42,7 @@ static const struct {
 #undef E
 };
 
-int gk_cudackpt_load(struct gk_cudackpt *c, char *err, size_t errlen)
+int gk_cudackpt_load(struct gk_cudackpt *c, gk_error_t *err)
 {
 	CUresult r;
 
@@ -50,17 +51,17 @@ int gk_cudackpt_load(struct gk_cudackpt *c, char *err, size_t errlen)
 	 * unloads the driver. */
 	c->lib = dlopen("libcuda.so.1", RTLD_NOW | RTLD_LOCAL | RTLD_NODELETE);
 	if (!c->lib) {
-		snprintf(err, errlen, "libcuda.so.1: cannot load the CUDA driver: %s", dlerror());
+		gk_errprintf(err, "libcuda.so.1: cannot load the CUDA driver: %s", dlerror());
 		return -ENOENT;
 	}
 	for (size_t i = 0; i < sizeof(entries) / sizeof(entries[0]); i++) {
 		void *p = dlsym(c->lib, entries[i].symbol);
 
 		if (!p) {
-			snprintf(err, errlen,
-				 "libcuda.so.1: the driver has no %s (the checkpoint API needs "
-				 "driver 570 or later)",
-				 entries[i].symbol);
+			gk_errprintf(err,
+				     "libcuda.so.1: the driver has no %s (the checkpoint API needs "
+				     "driver 570 or later)",
+				     entries[i].symbol);
 			memset(c, 0, sizeof(*c));
 			return -ENOTSUP;
 		}
@@ -72,7 +73,7 @@ int gk_cudackpt_load(struct gk_cudackpt *c, char *err, size_t errlen)
 		const char *name = NULL;
 
 		c->cuGetErrorName(r, &name);
-		snprintf(err, errlen, "libcuda.so.1: cuInit: %s", name ? name : "unknown error");
+		gk_errprintf(err, "libcuda.so.1: cuInit: %s", name ? name : "unknown error");
 		memset(c, 0, sizeof(*c));
 		return -EIO;
 	}
@@ -95,7 +96,7 @@ int gk_cuda_check(const struct gk_cudackpt *c, CUresult r, const char *op, pid_t
 }
 
 int gk_cudackpt_gpus(const struct gk_cudackpt *c, struct gk_gpu *gpus, size_t max, size_t *n,
-		     char *err, size_t errlen)
+		     gk_error_t *err)
 {
 	int count = 0;
 	CUresult r;
@@ -105,7 +106,7 @@ int gk_cudackpt_gpus(const struct gk_cudackpt *c, struct gk_gpu *gpus, size_t ma
 	if (r == CUDA_ERROR_NO_DEVICE)
 		return 0;
 	if (gk_cuda_check(c, r, "cuDeviceGetCount", 0) < 0) {
-		snprintf(err, errlen, "cuDeviceGetCount failed");
+		gk_errprintf(err, "cuDeviceGetCount failed");
 		return -EIO;
 	}
 	for (int i = 0; i < count && (size_t)i < max; i++) {
@@ -117,7 +118,7 @@ int gk_cudackpt_gpus(const struct gk_cudackpt *c, struct gk_gpu *gpus, size_t ma
 		    gk_cuda_check(c,
 				  c->cuDeviceGetName(gpus[i].name, (int)sizeof(gpus[i].name), dev),
 				  "cuDeviceGetName", 0) < 0) {
-			snprintf(err, errlen, "cannot describe GPU %d", i);
+			gk_errprintf(err, "cannot describe GPU %d", i);
 			return -EIO;
 		}
 		gk_uuid_format(&u, gpus[i].uuid);
@@ -197,38 +198,39 @@ static int used(const struct gk_gpu *gpus, size_t n, const char *uuid)
 int gk_gpu_pairs(const struct gk_gpu *old_used, size_t nold_used, char (*old_node)[64],
 		 size_t nold_node, const struct gk_gpu *new_used, size_t nnew_used,
 		 char (*new_node)[64], size_t nnew_node, CUcheckpointGpuPair *pairs, size_t max,
-		 char *err, size_t errlen)
+		 gk_error_t *err)
 {
 	size_t np = 0, k = 0;
 
 	if (nnew_used < nold_used) {
-		snprintf(err, errlen, "the checkpoint used %zu GPU(s); this task sees %zu", nold_used,
-			 nnew_used);
+		gk_errprintf(err, "the checkpoint used %zu GPU(s); this task sees %zu", nold_used,
+			     nnew_used);
 		return -ENODEV;
 	}
 	if (nold_node && nnew_node) {
 		if (nold_node != nnew_node) {
-			snprintf(err, errlen,
-				 "the checkpoint's node had %zu GPU(s) and this one has %zu; the "
-				 "driver restores only onto a node with as many",
-				 nold_node, nnew_node);
+			gk_errprintf(
+			    err,
+			    "the checkpoint's node had %zu GPU(s) and this one has %zu; the "
+			    "driver restores only onto a node with as many",
+			    nold_node, nnew_node);
 			return -ENODEV;
 		}
 		for (size_t i = 0; i < nold_used; i++)
 			if (!listed(old_node, nold_node, old_used[i].uuid) ||
 			    !listed(new_node, nnew_node, new_used[i].uuid)) {
-				snprintf(err, errlen, "GPU %zu is not among the node's GPUs", i);
+				gk_errprintf(err, "GPU %zu is not among the node's GPUs", i);
 				return -EINVAL;
 			}
 	}
 	if (nold_used > max || (nold_node && nnew_node && nold_node > max)) {
-		snprintf(err, errlen, "too many GPUs");
+		gk_errprintf(err, "too many GPUs");
 		return -E2BIG;
 	}
 	for (size_t i = 0; i < nold_used; i++) {
 		if (gk_uuid_parse(old_used[i].uuid, &pairs[np].oldUuid) < 0 ||
 		    gk_uuid_parse(new_used[i].uuid, &pairs[np].newUuid) < 0) {
-			snprintf(err, errlen, "GPU %zu: malformed UUID", i);
+			gk_errprintf(err, "GPU %zu: malformed UUID", i);
 			return -EINVAL;
 		}
 		np++;
@@ -242,12 +244,12 @@ int gk_gpu_pairs(const struct gk_gpu *old_used, size_t nold_used, char (*old_nod
 		while (k < nnew_node && used(new_used, nold_used, new_node[k]))
 			k++;
 		if (k == nnew_node) {
-			snprintf(err, errlen, "the node's GPUs do not pair up");
+			gk_errprintf(err, "the node's GPUs do not pair up");
 			return -EINVAL;
 		}
 		if (gk_uuid_parse(old_node[i], &pairs[np].oldUuid) < 0 ||
 		    gk_uuid_parse(new_node[k++], &pairs[np].newUuid) < 0) {
-			snprintf(err, errlen, "node GPU %zu: malformed UUID", i);
+			gk_errprintf(err, "node GPU %zu: malformed UUID", i);
 			return -EINVAL;
 		}
 		np++;

@@ -6,6 +6,7 @@
 #include "config.h"
 
 #include "shepherd.h"
+#include "error.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -201,14 +202,14 @@ static int is_own_child(pid_t pid)
 
 #define BAD(...)                                                                                   \
 	do {                                                                                       \
-		snprintf(err, errlen, __VA_ARGS__);                                                \
+		gk_errprintf(err, __VA_ARGS__);                                                    \
 		return -EINVAL;                                                                    \
 	} while (0)
 
-static int parse_one(int c, const char *arg, struct gk_shep_opts *o, char *err, size_t errlen)
+static int parse_one(int c, const char *arg, struct gk_shep_opts *o, gk_error_t *err)
 {
 	struct gk_settings st;
-	char sub[GK_ERRLEN];
+	gk_error_t sub;
 	long long v;
 
 	switch (c) {
@@ -285,8 +286,8 @@ static int parse_one(int c, const char *arg, struct gk_shep_opts *o, char *err, 
 		break;
 	case OPT_SIGNALS:
 		gk_settings_defaults(&st);
-		if (gk_settings_parse_signals(&st, arg, sub, sizeof(sub)) < 0)
-			BAD("--signals '%s': %s", arg, sub);
+		if (gk_settings_parse_signals(&st, arg, &sub) < 0)
+			BAD("--signals '%s': %s", arg, sub.text);
 		memcpy(o->triggers, st.triggers, sizeof(o->triggers));
 		o->ntriggers = st.ntriggers;
 		break;
@@ -329,7 +330,7 @@ static void defaults(struct gk_shep_opts *o)
 	}
 }
 
-int gk_shep_parse(int argc, char **argv, struct gk_shep_opts *o, char *err, size_t errlen)
+int gk_shep_parse(int argc, char **argv, struct gk_shep_opts *o, gk_error_t *err)
 {
 	static const char *const names[] = {"probe", "run", "restore", "attach"};
 	const char *cmd;
@@ -362,7 +363,7 @@ int gk_shep_parse(int argc, char **argv, struct gk_shep_opts *o, char *err, size
 			BAD("probe: takes only --criu and --uid");
 		if (c == OPT_CHILD && o->cmd != GK_SHEP_ATTACH)
 			BAD("%s: --child is for attach only", cmd);
-		ret = parse_one(c, optarg, o, err, errlen);
+		ret = parse_one(c, optarg, o, err);
 		if (ret < 0)
 			return ret;
 	}

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "image.h"
+#include "error.h"
 #include "fsafe.h"
 #include "log.h"
 #include "testhook.h"
@@ -24,16 +25,16 @@
 #include <unistd.h>
 
 /* The name of the newest committed checkpoint of the root that holds criu/. */
-static int newest(struct gk_shepherd *sh, char *name, size_t n, char *err, size_t errlen)
+static int newest(struct gk_shepherd *sh, char *name, size_t n, gk_error_t *err)
 {
 	struct gk_store_entry *list = NULL;
 	size_t count = 0;
-	int ret = gk_store_list_at(sh->dirfd, sh->o->dir, &list, &count, err, errlen);
+	int ret = gk_store_list_at(sh->dirfd, sh->o->dir, &list, &count, err);
 
 	if (ret < 0)
 		return ret;
 	ret = -ENOENT;
-	snprintf(err, errlen, "%s: no committed transparent checkpoint", sh->o->dir);
+	gk_errprintf(err, "%s: no committed transparent checkpoint", sh->o->dir);
 	for (size_t i = 0; i < count; i++) {
 		if (list[i].complete && list[i].transparent) {
 			snprintf(name, n, "%s", strrchr(list[i].path, '/') + 1);
@@ -49,22 +50,22 @@ static int newest(struct gk_shepherd *sh, char *name, size_t n, char *err, size_
  * refused: the driver's images of one architecture do not run on another.
  * The driver wants every GPU of the node paired (gk_gpu_pairs). */
 static int map_gpus(struct gk_shepherd *sh, const struct gk_seal *seal, CUcheckpointGpuPair *pairs,
-		    char *err, size_t errlen)
+		    gk_error_t *err)
 {
 	struct gk_gpu now[GK_SEAL_MAX_GPUS];
 	char node[GK_SEAL_MAX_GPUS][64];
 	size_t n = 0, nnode = 0;
 	int ret;
 
-	ret = gk_cudackpt_gpus(&sh->cuda, now, GK_SEAL_MAX_GPUS, &n, err, errlen);
+	ret = gk_cudackpt_gpus(&sh->cuda, now, GK_SEAL_MAX_GPUS, &n, err);
 	if (ret < 0)
 		return ret;
 	for (size_t i = 0; i < seal->ngpus && i < n; i++) {
 		if (strcmp(seal->gpus[i].name, now[i].name) != 0) {
-			snprintf(err, errlen,
-				 "GPU %zu was a '%s' at checkpoint time and is a '%s' now; a "
-				 "transparent checkpoint restores only onto the same chip",
-				 i, seal->gpus[i].name, now[i].name);
+			gk_errprintf(err,
+				     "GPU %zu was a '%s' at checkpoint time and is a '%s' now; a "
+				     "transparent checkpoint restores only onto the same chip",
+				     i, seal->gpus[i].name, now[i].name);
 			return -ENODEV;
 		}
 		gk_info("transparent: restore: GPU %zu: %s -> %s", i, seal->gpus[i].uuid,
@@ -72,9 +73,8 @@ static int map_gpus(struct gk_shepherd *sh, const struct gk_seal *seal, CUcheckp
 	}
 	if (gk_node_gpus("/proc", node, GK_SEAL_MAX_GPUS, &nnode) < 0)
 		nnode = 0;
-	return gk_gpu_pairs(seal->gpus, seal->ngpus, (char(*)[64])seal->node_gpus,
-			    seal->nnode_gpus, now, n, node, nnode, pairs, GK_SEAL_MAX_GPUS, err,
-			    errlen);
+	return gk_gpu_pairs(seal->gpus, seal->ngpus, (char(*)[64])seal->node_gpus, seal->nnode_gpus,
+			    now, n, node, nnode, pairs, GK_SEAL_MAX_GPUS, err);
 }
 
 static int read_pidfile(const char *path, pid_t *pid)
@@ -98,8 +98,10 @@ static int read_pidfile(const char *path, pid_t *pid)
 	return 0;
 }
 
-static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal *seal, char *err,
-			size_t errlen)
+/* CRIU's own failure goes to criu_err (GK_SHEP_ERRLEN, gk_criu_run says
+ * why); the rest to err. */
+static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal *seal,
+			gk_error_t *err, char *criu_err, size_t criu_errlen)
 {
 	char dirarg[64], logpath[96], pidfile[128], inherit[3][4200],
 	    tmpl[] = "/run/gpuckpt-shepherd.XXXXXX";
@@ -117,8 +119,8 @@ static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal
 			if (isatty(k))
 				terminal = k;
 		if (terminal < 0) {
-			snprintf(
-			    err, errlen,
+			gk_errprintf(
+			    err,
 			    "the program's fd %d was the task's terminal (%s); restore it from a "
 			    "terminal (srun --pty), none of this task's stdio is one",
 			    i, seal->stdio[i]);
@@ -130,7 +132,7 @@ static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal
 	if (!mkdtemp(tmpl)) {
 		snprintf(tmpl, sizeof(tmpl), "/tmp/gpuckpt-sh.XXXXXX");
 		if (!mkdtemp(tmpl)) {
-			snprintf(err, errlen, "mkdtemp: %s", strerror(errno));
+			gk_errprintf(err, "mkdtemp: %s", strerror(errno));
 			return -errno;
 		}
 	}
@@ -156,11 +158,12 @@ static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal
 		args[n++] = inherit[i];
 	}
 	args[n] = NULL;
-	ret = gk_criu_run(sh->criu, args, criufd, self_stdio, terminal, logpath, err, errlen);
+	ret = gk_criu_run(sh->criu, args, criufd, self_stdio, terminal, logpath, criu_err,
+			  criu_errlen);
 	if (ret == 0) {
 		ret = read_pidfile(pidfile, &sh->prog);
 		if (ret < 0)
-			snprintf(err, errlen, "%s: no pid from CRIU", pidfile);
+			gk_errprintf(err, "%s: no pid from CRIU", pidfile);
 	}
 	unlink(pidfile);
 	rmdir(tmpl);
@@ -168,7 +171,7 @@ static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal
 }
 
 static int driver_restore(struct gk_shepherd *sh, CUcheckpointGpuPair *pairs, size_t npairs,
-			  double *t_unlock, char *err, size_t errlen)
+			  double *t_unlock, gk_error_t *err)
 {
 	const struct gk_cudackpt *cu = &sh->cuda;
 	static pid_t pids[GK_SHEP_MAX_PROCS];
@@ -176,9 +179,9 @@ static int driver_restore(struct gk_shepherd *sh, CUcheckpointGpuPair *pairs, si
 	size_t n = 0, ncuda = 0;
 	int ret;
 
-	ret = gk_tree_list(sh->prog, pids, GK_SHEP_MAX_PROCS, &n, err, errlen);
+	ret = gk_tree_list(sh->prog, pids, GK_SHEP_MAX_PROCS, &n, err);
 	if (ret == 0)
-		ret = gk_tree_check_owner(pids, n, sh->o->uid, sh->o->gid, err, errlen);
+		ret = gk_tree_check_owner(pids, n, sh->o->uid, sh->o->gid, err);
 	if (ret < 0)
 		return ret;
 	for (size_t i = 0; i < n && sh->have_cuda; i++) {
@@ -199,8 +202,7 @@ static int driver_restore(struct gk_shepherd *sh, CUcheckpointGpuPair *pairs, si
 				 tid);
 		if (gk_cuda_check(cu, cu->cuCheckpointProcessRestore(cuda[i], &ra),
 				  "cuCheckpointProcessRestore", cuda[i]) < 0) {
-			snprintf(err, errlen, "pid %d: the driver could not restore it",
-				 (int)cuda[i]);
+			gk_errprintf(err, "pid %d: the driver could not restore it", (int)cuda[i]);
 			return -EIO;
 		}
 	}
@@ -211,8 +213,7 @@ static int driver_restore(struct gk_shepherd *sh, CUcheckpointGpuPair *pairs, si
 		memset(&ua, 0, sizeof(ua));
 		if (gk_cuda_check(cu, cu->cuCheckpointProcessUnlock(cuda[i], &ua),
 				  "cuCheckpointProcessUnlock", cuda[i]) < 0) {
-			snprintf(err, errlen, "pid %d: the driver could not unlock it",
-				 (int)cuda[i]);
+			gk_errprintf(err, "pid %d: the driver could not unlock it", (int)cuda[i]);
 			return -EIO;
 		}
 	}
@@ -227,14 +228,15 @@ int gk_restore(struct gk_shepherd *sh)
 	struct gk_seal *seal = calloc(1, sizeof(*seal));
 	CUcheckpointGpuPair pairs[GK_SEAL_MAX_GPUS];
 	size_t npairs = 0;
-	char path[4096 + 256], name[256], err[GK_SHEP_ERRLEN];
+	char path[4096 + 256], name[256], criu_err[GK_SHEP_ERRLEN] = "";
+	gk_error_t err;
 	double t0 = gk_now(), t_criu, t_driver, t_unlock = 0, t_end;
 	int ckptfd = -1, criufd = -1, ret;
 
 	if (!seal)
 		return -ENOMEM;
 	memset(pairs, 0, sizeof(pairs));
-	ret = newest(sh, name, sizeof(name), err, sizeof(err));
+	ret = newest(sh, name, sizeof(name), &err);
 	if (ret < 0)
 		goto out;
 	snprintf(path, sizeof(path), "%s/%s", o->dir, name);
@@ -243,35 +245,34 @@ int gk_restore(struct gk_shepherd *sh)
 	ckptfd = gk_open_dir_at(sh->dirfd, name, o->uid, NULL);
 	if (ckptfd < 0) {
 		ret = ckptfd;
-		snprintf(err, sizeof(err), "%s: %s", path,
-			 ret == -EPERM	 ? "not the job's user's folder"
-			 : ret == -ELOOP ? "a symbolic link; refused"
-					 : strerror(-ret));
+		gk_errprintf(&err, "%s: %s", path,
+			     ret == -EPERM   ? "not the job's user's folder"
+			     : ret == -ELOOP ? "a symbolic link; refused"
+					     : strerror(-ret));
 		goto out;
 	}
-	ret = gk_image_open_in(sh->dirfd, ckptfd, path, &lo, &m, NULL, err, sizeof(err));
+	ret = gk_image_open_in(sh->dirfd, ckptfd, path, &lo, &m, NULL, &err);
 	gk_manifest_free(m);
 	if (ret < 0)
 		goto out;
-	ret = gk_seal_verify(ckptfd, o->uid, seal, &criufd, err, sizeof(err));
+	ret = gk_seal_verify(ckptfd, o->uid, seal, &criufd, &err);
 	if (ret < 0)
 		goto out;
 	if (seal->gid != o->gid || (o->job[0] && seal->job[0] && strcmp(o->job, seal->job)) ||
 	    seal->task != o->task) {
-		snprintf(err, sizeof(err),
-			 "sealed for gid %u, job %s, task %d; this is gid %u, job %s, task %d",
-			 (unsigned)seal->gid, seal->job, seal->task, (unsigned)o->gid, o->job,
-			 o->task);
+		gk_errprintf(
+		    &err, "sealed for gid %u, job %s, task %d; this is gid %u, job %s, task %d",
+		    (unsigned)seal->gid, seal->job, seal->task, (unsigned)o->gid, o->job, o->task);
 		ret = -EPERM;
 		goto out;
 	}
 	if (seal->ngpus && !sh->have_cuda) {
-		snprintf(err, sizeof(err), "the CUDA driver's checkpoint API is not available");
+		gk_errprintf(&err, "the CUDA driver's checkpoint API is not available");
 		ret = -ENOTSUP;
 		goto out;
 	}
 	if (seal->ngpus) {
-		ret = map_gpus(sh, seal, pairs, err, sizeof(err));
+		ret = map_gpus(sh, seal, pairs, &err);
 		if (ret < 0)
 			goto out;
 		npairs = (size_t)ret;
@@ -279,21 +280,21 @@ int gk_restore(struct gk_shepherd *sh)
 	/* The restored tree has this name in its environment. */
 	snprintf(sh->sockname, sizeof(sh->sockname), "%s", seal->socket);
 	if (seal->socket[0]) {
-		sh->listener = gk_sock_listen_on(seal->socket, err, sizeof(err));
+		sh->listener = gk_sock_listen_on(seal->socket, &err);
 		if (sh->listener < 0) {
 			gk_warn("transparent: restore: socket @%s: %s; the next checkpoint goes "
 				"without the runtime's help",
-				seal->socket, err);
+				seal->socket, err.text);
 			sh->listener = -1;
 		}
 	}
 	/* Tests pause here to swap the folder's names (tests/security/). */
 	gk_test_hook("restore-verified");
-	ret = criu_restore(sh, criufd, seal, err, sizeof(err));
+	ret = criu_restore(sh, criufd, seal, &err, criu_err, sizeof(criu_err));
 	if (ret < 0)
 		goto out;
 	t_criu = gk_now();
-	ret = driver_restore(sh, pairs, npairs, &t_unlock, err, sizeof(err));
+	ret = driver_restore(sh, pairs, npairs, &t_unlock, &err);
 	if (ret < 0) {
 		/* Half restored is never left running. */
 		kill(sh->prog, SIGKILL);
@@ -306,7 +307,7 @@ int gk_restore(struct gk_shepherd *sh)
 		  name, t_criu - t0, t_driver - t_criu, t_end - t_unlock, t_end - t0);
 out:
 	if (ret < 0)
-		gk_error("transparent: restore: %s: %s", o->dir, err);
+		gk_error("transparent: restore: %s: %s", o->dir, criu_err[0] ? criu_err : err.text);
 	if (criufd >= 0)
 		close(criufd);
 	if (ckptfd >= 0)

@@ -25,12 +25,14 @@
 #include <cuda.h>
 
 #include "clock.h"
+#include "error.h"
 #include "seal.h" /* criu/SEAL: its format, writing and checking it (runtime/image) */
 #include "settings.h"
 #include "shepherd_protocol.h" /* the socket's words, GK_PROTO_MSG_MAX */
 
-/* The shepherd's messages carry the seal's (seal.h): room for a path or two. */
-#define GK_SHEP_ERRLEN GK_SEAL_ERRLEN
+/* CRIU's failure with the tail of its log (gk_criu_run); every other message
+ * of the shepherd's is a gk_error_t. */
+#define GK_SHEP_ERRLEN 10240
 #define GK_SHEP_MAX_PROCS 4096
 #define GK_SHEP_ENV "GPUCKPT_SHEPHERD"
 #define GK_SHEP_DUMP_LOG "dump.log"
@@ -62,7 +64,7 @@ struct gk_shep_opts {
 
 /* Parse argv (argv[0] is the program). 0, or -EINVAL with the reason in err;
  * 1 when --help was printed. */
-int gk_shep_parse(int argc, char **argv, struct gk_shep_opts *o, char *err, size_t errlen);
+int gk_shep_parse(int argc, char **argv, struct gk_shep_opts *o, gk_error_t *err);
 extern const char gk_shep_usage[];
 
 /* ---- the driver's checkpoint API (cudackpt.c) ---- */
@@ -87,7 +89,7 @@ struct gk_cudackpt {
 
 /* dlopen libcuda.so.1 and look up every entry. -ENOENT: no driver;
  * -ENOTSUP: a driver without the checkpoint API (err names the entry). */
-int gk_cudackpt_load(struct gk_cudackpt *c, char *err, size_t errlen);
+int gk_cudackpt_load(struct gk_cudackpt *c, gk_error_t *err);
 
 /* The one checked helper: 0 for CUDA_SUCCESS, else logs
  * "<op>: pid <pid>: <error name>: <error string>" and returns -EIO. */
@@ -95,7 +97,7 @@ int gk_cuda_check(const struct gk_cudackpt *c, CUresult r, const char *op, pid_t
 
 /* The GPUs this process sees, in order (CUDA_VISIBLE_DEVICES applies). */
 int gk_cudackpt_gpus(const struct gk_cudackpt *c, struct gk_gpu *gpus, size_t max, size_t *n,
-		     char *err, size_t errlen);
+		     gk_error_t *err);
 
 /* Every GPU of the node, whatever CUDA_VISIBLE_DEVICES or the job's device
  * cgroup say, from <proc>/driver/nvidia/gpus/ (PCI order): the driver's
@@ -113,7 +115,7 @@ int gk_node_gpus(const char *proc, char (*uuids)[64], size_t max, size_t *n);
 int gk_gpu_pairs(const struct gk_gpu *old_used, size_t nold_used, char (*old_node)[64],
 		 size_t nold_node, const struct gk_gpu *new_used, size_t nnew_used,
 		 char (*new_node)[64], size_t nnew_node, CUcheckpointGpuPair *pairs, size_t max,
-		 char *err, size_t errlen);
+		 gk_error_t *err);
 
 /* 1 when the driver answers for pid (a CUDA process), with its state. */
 int gk_cudackpt_is_cuda(const struct gk_cudackpt *c, pid_t pid, CUprocessState *state);
@@ -122,7 +124,7 @@ int gk_cudackpt_is_cuda(const struct gk_cudackpt *c, pid_t pid, CUprocessState *
 
 /* The CRIU to use: `want` when given, else the first of the default places;
  * checks that it runs and is version GK_CRIU_MIN_MAJOR or later. */
-int gk_criu_find(const char *want, char *path, size_t pathlen, char *err, size_t errlen);
+int gk_criu_find(const char *want, char *path, size_t pathlen, gk_error_t *err);
 
 /*
  * Whether this process has the capabilities CRIU (run by it, as root) needs
@@ -130,26 +132,26 @@ int gk_criu_find(const char *want, char *path, size_t pathlen, char *err, size_t
  * CapEff line of `status` (/proc/self/status). 0, or -EPERM with
  * "CAP_X missing (CapEff ...): what CRIU cannot do then" in err.
  */
-int gk_criu_caps(const char *status, long uid, char *err, size_t errlen);
+int gk_criu_caps(const char *status, long uid, gk_error_t *err);
 
 /* Run CRIU with argv[1..] = args (NULL-terminated), no shell, keep_fd kept
  * open in the child (for -D /proc/self/fd/N; -1 for none), the fds of
  * inherit[0..2] as the child's GK_CRIU_INHERIT_FD + 0..2 (for --inherit-fd;
  * NULL: none), and stdin_fd as its stdin (-1: /dev/null, as its stdout and
  * stderr always are). On failure err holds the last error lines of
- * `logpath` (a file CRIU wrote). */
+ * `logpath` (a file CRIU wrote): a buffer of GK_SHEP_ERRLEN, not a
+ * gk_error_t, for those lines do not fit in one (criu.c, log_tail). */
 int gk_criu_run(const char *criu, const char *const *args, int keep_fd, const int *inherit,
 		int stdin_fd, const char *logpath, char *err, size_t errlen);
 
 /* ---- the process tree (tree.c) ---- */
 
 /* Every process of the tree under `prog` (prog included), parents first. */
-int gk_tree_list(pid_t prog, pid_t *pids, size_t max, size_t *n, char *err, size_t errlen);
+int gk_tree_list(pid_t prog, pid_t *pids, size_t max, size_t *n, gk_error_t *err);
 
 /* Refuse (-EPERM, naming pid and uid) unless every process has real,
  * effective and saved uid == uid and gid == gid. */
-int gk_tree_check_owner(const pid_t *pids, size_t n, uid_t uid, gid_t gid, char *err,
-			size_t errlen);
+int gk_tree_check_owner(const pid_t *pids, size_t n, uid_t uid, gid_t gid, gk_error_t *err);
 
 /* 1 when the ancestry of `pid` reaches `prog`, the root of the task's tree. */
 int gk_pid_in_tree(pid_t pid, pid_t prog);
@@ -217,7 +219,7 @@ struct gk_msg {
 int gk_msg_parse(const char *buf, size_t len, struct gk_msg *m);
 
 /* Listen on a fresh abstract name; *name is what GPUCKPT_SHEPHERD holds. */
-int gk_sock_listen(char *name, size_t namelen, char *err, size_t errlen);
+int gk_sock_listen(char *name, size_t namelen, gk_error_t *err);
 
 /* Accept one peer that is the job's user inside the tree of prog; others
  * are closed without a word (and 0 is returned with *conn = -1). */
@@ -225,7 +227,7 @@ int gk_sock_accept(int listener, uid_t uid, pid_t prog, int *conn, pid_t *peer);
 
 /* Listen on a given name (the one the restored tree has in its
  * environment, or the one the plugin chose). */
-int gk_sock_listen_on(const char *name, char *err, size_t errlen);
+int gk_sock_listen_on(const char *name, gk_error_t *err);
 
 /* 1 when name may be a socket name: 1 to 100 of [A-Za-z0-9._-]. */
 int gk_sock_name_ok(const char *name);

@@ -7,6 +7,7 @@
 #include "config.h"
 
 #include "fsafe.h"
+#include "error.h"
 #include "log.h"
 #include "testhook.h"
 #include "shepherd.h"
@@ -32,23 +33,23 @@
 /* One line per reason, the first of them the one the plugin shows. */
 static int probe(const struct gk_shep_opts *o)
 {
-	char path[4096], err[GK_SHEP_ERRLEN];
+	char path[4096];
+	gk_error_t err;
 	struct gk_cudackpt cu;
 	int bad = 0;
 
-	if (gk_criu_find(o->criu, path, sizeof(path), err, sizeof(err)) < 0) {
-		printf("criu: %s\n", err);
+	if (gk_criu_find(o->criu, path, sizeof(path), &err) < 0) {
+		printf("criu: %s\n", err.text);
 		bad = 1;
 	}
 	/* The probe runs where the shepherd will (the plugin runs it as root
 	 * from slurmstepd), so its capabilities are the shepherd's. */
-	if (gk_criu_caps("/proc/self/status", o->have_uid ? (long)o->uid : -1, err, sizeof(err)) <
-	    0) {
-		printf("capabilities: %s\n", err);
+	if (gk_criu_caps("/proc/self/status", o->have_uid ? (long)o->uid : -1, &err) < 0) {
+		printf("capabilities: %s\n", err.text);
 		bad = 1;
 	}
-	if (gk_cudackpt_load(&cu, err, sizeof(err)) < 0) {
-		printf("driver: %s\n", err);
+	if (gk_cudackpt_load(&cu, &err) < 0) {
+		printf("driver: %s\n", err.text);
 		bad = 1;
 	}
 	if (!bad)
@@ -178,18 +179,18 @@ int main(int argc, char **argv)
 {
 	static struct gk_shep_opts o;
 	static struct gk_shepherd sh;
-	char err[GK_SHEP_ERRLEN];
+	gk_error_t err;
 	const char *name, *level;
 	enum gk_log_level lv;
 	int ret;
 
-	ret = gk_shep_parse(argc, argv, &o, err, sizeof(err));
+	ret = gk_shep_parse(argc, argv, &o, &err);
 	if (ret == 1) {
 		fputs(gk_shep_usage, stdout);
 		return 0;
 	}
 	if (ret < 0) {
-		fprintf(stderr, "gpuckpt-shepherd: %s\nTry 'gpuckpt-shepherd --help'.\n", err);
+		fprintf(stderr, "gpuckpt-shepherd: %s\nTry 'gpuckpt-shepherd --help'.\n", err.text);
 		return 2;
 	}
 	if (o.cmd == GK_SHEP_PROBE)
@@ -209,21 +210,21 @@ int main(int argc, char **argv)
 	sh.o = &o;
 	sh.listener = -1;
 	sh.dirfd = -1;
-	if (gk_criu_find(o.criu, sh.criu, sizeof(sh.criu), err, sizeof(err)) < 0)
-		gk_warn("transparent: %s; checkpoints will fail", err);
-	else if (gk_criu_caps("/proc/self/status", (long)o.uid, err, sizeof(err)) < 0)
-		gk_warn("transparent: capabilities: %s; CRIU will fail", err);
-	if (gk_cudackpt_load(&sh.cuda, err, sizeof(err)) == 0)
+	if (gk_criu_find(o.criu, sh.criu, sizeof(sh.criu), &err) < 0)
+		gk_warn("transparent: %s; checkpoints will fail", err.text);
+	else if (gk_criu_caps("/proc/self/status", (long)o.uid, &err) < 0)
+		gk_warn("transparent: capabilities: %s; CRIU will fail", err.text);
+	if (gk_cudackpt_load(&sh.cuda, &err) == 0)
 		sh.have_cuda = 1;
 	else
-		gk_info("transparent: %s", err);
+		gk_info("transparent: %s", err.text);
 	/* The program's orphans come to us, not to init: after a checkpoint we
 	 * reap the tree CRIU killed, so that its process ids are free again for
 	 * a restore on this node (supervise.c, reap_leftovers). */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1) < 0)
 		gk_warn("transparent: PR_SET_CHILD_SUBREAPER: %s", strerror(errno));
-	if (o.test_hook[0] && gk_test_hook_arm(o.test_hook, err, sizeof(err)) < 0) {
-		fprintf(stderr, "gpuckpt-shepherd: %s\n", err);
+	if (o.test_hook[0] && gk_test_hook_arm(o.test_hook, &err) < 0) {
+		fprintf(stderr, "gpuckpt-shepherd: %s\n", err.text);
 		return 2;
 	}
 	ret = make_dir_as_user(&o);
@@ -232,16 +233,16 @@ int main(int argc, char **argv)
 			 strerror(-ret));
 		return 1;
 	}
-	sh.dirfd = gk_open_user_path(o.dir, o.uid, err, sizeof(err));
+	sh.dirfd = gk_open_user_path(o.dir, o.uid, &err);
 	if (sh.dirfd < 0) {
-		gk_error("transparent: checkpoint root: %s", err);
+		gk_error("transparent: checkpoint root: %s", err.text);
 		return 1;
 	}
 	switch (o.cmd) {
 	case GK_SHEP_RUN:
-		sh.listener = gk_sock_listen(sh.sockname, sizeof(sh.sockname), err, sizeof(err));
+		sh.listener = gk_sock_listen(sh.sockname, sizeof(sh.sockname), &err);
 		if (sh.listener < 0) {
-			gk_error("transparent: socket: %s", err);
+			gk_error("transparent: socket: %s", err.text);
 			return 1;
 		}
 		if (start_tree(&sh) < 0)
@@ -253,14 +254,14 @@ int main(int argc, char **argv)
 		name = getenv(GK_SHEP_ENV);
 		if (name && gk_sock_name_ok(name)) {
 			snprintf(sh.sockname, sizeof(sh.sockname), "%s", name);
-			sh.listener = gk_sock_listen_on(name, err, sizeof(err));
+			sh.listener = gk_sock_listen_on(name, &err);
 		} else {
-			snprintf(err, sizeof(err), "%s is not set", GK_SHEP_ENV);
+			gk_errprintf(&err, "%s is not set", GK_SHEP_ENV);
 		}
 		if (sh.listener < 0)
 			gk_warn(
 			    "transparent: socket: %s; checkpoints go without the runtime's help",
-			    err);
+			    err.text);
 		sh.prog = o.child;
 		break;
 	case GK_SHEP_RESTORE:

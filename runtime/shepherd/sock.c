@@ -10,6 +10,7 @@
 #include "config.h"
 
 #include "log.h"
+#include "error.h"
 #include "shepherd.h"
 #include "ckptname.h"
 #include "shepherd_protocol.h"
@@ -141,34 +142,34 @@ int gk_sock_name_ok(const char *name)
 	return 1;
 }
 
-int gk_sock_listen(char *name, size_t namelen, char *err, size_t errlen)
+int gk_sock_listen(char *name, size_t namelen, gk_error_t *err)
 {
 	unsigned char rnd[8];
 
 	/* Unpredictable, so that nobody can take the name first. */
 	if (getrandom(rnd, sizeof(rnd), 0) != (ssize_t)sizeof(rnd)) {
-		snprintf(err, errlen, "getrandom: %s", strerror(errno));
+		gk_errprintf(err, "getrandom: %s", strerror(errno));
 		return -errno;
 	}
 	snprintf(name, namelen, "gpuckpt-shepherd.%d.%02x%02x%02x%02x%02x%02x%02x%02x",
 		 (int)getpid(), rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7]);
-	return gk_sock_listen_on(name, err, errlen);
+	return gk_sock_listen_on(name, err);
 }
 
-int gk_sock_listen_on(const char *name, char *err, size_t errlen)
+int gk_sock_listen_on(const char *name, gk_error_t *err)
 {
 	struct sockaddr_un sa;
 	socklen_t salen;
 	int fd, ret;
 
 	if (!gk_sock_name_ok(name)) {
-		snprintf(err, errlen, "socket name '%s' is not 1 to 100 of [A-Za-z0-9._-]", name);
+		gk_errprintf(err, "socket name '%s' is not 1 to 100 of [A-Za-z0-9._-]", name);
 		return -EINVAL;
 	}
 	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
 	if (fd < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "socket: %s", strerror(-ret));
+		gk_errprintf(err, "socket: %s", strerror(-ret));
 		return ret;
 	}
 	memset(&sa, 0, sizeof(sa));
@@ -177,7 +178,7 @@ int gk_sock_listen_on(const char *name, char *err, size_t errlen)
 	salen = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + strlen(name));
 	if (bind(fd, (struct sockaddr *)&sa, salen) < 0 || listen(fd, 64) < 0) {
 		ret = -errno;
-		snprintf(err, errlen, "@%s: %s", name, strerror(-ret));
+		gk_errprintf(err, "@%s: %s", name, strerror(-ret));
 		close(fd);
 		return ret;
 	}

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "shepherd.h"
+#include "error.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -69,7 +70,7 @@ static int add_children(pid_t pid, pid_t *pids, size_t max, size_t *n)
 	return ret;
 }
 
-int gk_tree_list(pid_t prog, pid_t *pids, size_t max, size_t *n, char *err, size_t errlen)
+int gk_tree_list(pid_t prog, pid_t *pids, size_t max, size_t *n, gk_error_t *err)
 {
 	int ret;
 
@@ -81,9 +82,9 @@ int gk_tree_list(pid_t prog, pid_t *pids, size_t max, size_t *n, char *err, size
 	for (size_t i = 0; i < *n; i++) {
 		ret = add_children(pids[i], pids, max, n);
 		if (ret < 0) {
-			snprintf(err, errlen, "the tree of pid %d: %s", (int)prog,
-				 ret == -E2BIG ? "more processes than the shepherd handles"
-					       : strerror(-ret));
+			gk_errprintf(err, "the tree of pid %d: %s", (int)prog,
+				     ret == -E2BIG ? "more processes than the shepherd handles"
+						   : strerror(-ret));
 			return ret;
 		}
 	}
@@ -100,7 +101,7 @@ static int ids_of(const char *status, const char *key, unsigned v[4])
 		   : -EINVAL;
 }
 
-int gk_tree_check_owner(const pid_t *pids, size_t n, uid_t uid, gid_t gid, char *err, size_t errlen)
+int gk_tree_check_owner(const pid_t *pids, size_t n, uid_t uid, gid_t gid, gk_error_t *err)
 {
 	for (size_t i = 0; i < n; i++) {
 		char path[64], status[8192];
@@ -110,31 +111,31 @@ int gk_tree_check_owner(const pid_t *pids, size_t n, uid_t uid, gid_t gid, char 
 		snprintf(path, sizeof(path), "/proc/%d/status", (int)pids[i]);
 		ret = read_text(path, status, sizeof(status));
 		if (ret < 0 || ids_of(status, "\nUid:", u) < 0 || ids_of(status, "\nGid:", g) < 0) {
-			snprintf(err, errlen, "pid %d: cannot read its owner: %s", (int)pids[i],
-				 ret < 0 ? strerror(-ret) : "malformed status");
+			gk_errprintf(err, "pid %d: cannot read its owner: %s", (int)pids[i],
+				     ret < 0 ? strerror(-ret) : "malformed status");
 			return ret < 0 ? ret : -EIO;
 		}
 		for (int k = 0; k < 3; k++) {
 			if (u[k] != uid) {
-				snprintf(err, errlen,
-					 "pid %d runs as uid %u (%s), not the job's uid %u: "
-					 "refusing to checkpoint it",
-					 (int)pids[i], u[k],
-					 k == 0	  ? "real"
-					 : k == 1 ? "effective"
-						  : "saved",
-					 (unsigned)uid);
+				gk_errprintf(err,
+					     "pid %d runs as uid %u (%s), not the job's uid %u: "
+					     "refusing to checkpoint it",
+					     (int)pids[i], u[k],
+					     k == 0   ? "real"
+					     : k == 1 ? "effective"
+						      : "saved",
+					     (unsigned)uid);
 				return -EPERM;
 			}
 			if (g[k] != gid) {
-				snprintf(err, errlen,
-					 "pid %d runs as gid %u (%s), not the job's gid %u: "
-					 "refusing to checkpoint it",
-					 (int)pids[i], g[k],
-					 k == 0	  ? "real"
-					 : k == 1 ? "effective"
-						  : "saved",
-					 (unsigned)gid);
+				gk_errprintf(err,
+					     "pid %d runs as gid %u (%s), not the job's gid %u: "
+					     "refusing to checkpoint it",
+					     (int)pids[i], g[k],
+					     k == 0   ? "real"
+					     : k == 1 ? "effective"
+						      : "saved",
+					     (unsigned)gid);
 				return -EPERM;
 			}
 		}
@@ -207,10 +208,9 @@ int gk_tree_signal(pid_t prog, int signo, int runtime)
 {
 	size_t n = 0;
 	int sent = 0;
-	char err[256];
 	pid_t *pids = calloc(GK_SHEP_MAX_PROCS, sizeof(*pids));
 
-	if (!pids || gk_tree_list(prog, pids, GK_SHEP_MAX_PROCS, &n, err, sizeof(err)) < 0) {
+	if (!pids || gk_tree_list(prog, pids, GK_SHEP_MAX_PROCS, &n, NULL) < 0) {
 		free(pids);
 		return 0;
 	}

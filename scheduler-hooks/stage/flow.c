@@ -112,32 +112,32 @@ static int check_copy(struct stage *st, int copyfd, int dstdir, const char *labe
 {
 	struct gk_load_opts lo = {.uid = st->uid, .check_data = 1};
 	struct gk_manifest *m = NULL;
-	char err[GK_SEAL_ERRLEN];
+	gk_error_t err;
 	struct gk_seal *seal;
 	struct stat sb;
 	int ret;
 
 	/* An increment's bases are looked for where it is published: they
 	 * are staged before it (oldest first). */
-	ret = gk_image_open_in(dstdir, copyfd, label, &lo, &m, NULL, err, sizeof(err));
+	ret = gk_image_open_in(dstdir, copyfd, label, &lo, &m, NULL, &err);
 	gk_manifest_free(m);
 	if (ret < 0)
 		warn_line("%s fails its checks (%s); staged anyway: the restore checks it again "
 			  "and refuses it",
-			  label, err);
+			  label, err.text);
 	if (fstatat(copyfd, GK_CRIU_DIR, &sb, AT_SYMLINK_NOFOLLOW) < 0)
 		return 0;
 	seal = calloc(1, sizeof(*seal));
 	if (!seal)
 		return -ENOMEM;
-	ret = gk_seal_verify(copyfd, st->uid, seal, NULL, err, sizeof(err));
+	ret = gk_seal_verify(copyfd, st->uid, seal, NULL, &err);
 	free(seal);
 	if (ret == -EHOSTUNREACH) {
-		warn_line("%s: seal not checked (%s); the restore checks it", label, err);
+		warn_line("%s: seal not checked (%s); the restore checks it", label, err.text);
 		return 0;
 	}
 	if (ret < 0) {
-		error_line(st, "%s: %s; not staged", label, err);
+		error_line(st, "%s: %s; not staged", label, err.text);
 		return ret;
 	}
 	return 0;
@@ -214,7 +214,7 @@ static int wanted(const struct stage *st, int taskfd, const char *label, int all
 	struct gk_store_entry *list = NULL;
 	size_t count = 0;
 	gk_error_t err;
-	int ret = gk_store_list_at(taskfd, label, &list, &count, err.text, sizeof(err.text));
+	int ret = gk_store_list_at(taskfd, label, &list, &count, &err);
 
 	*n = 0;
 	if (ret < 0)
@@ -354,7 +354,7 @@ static int task_out(struct stage *st, int taskfd, int s_taskfd, int f_taskfd, co
 			unsafe = 1;
 		close(ckptfd);
 	}
-	ret = member ? 0 : gk_store_prune_at(s_taskfd, label, st->keep, err.text, sizeof(err.text));
+	ret = member ? 0 : gk_store_prune_at(s_taskfd, label, st->keep, &err);
 	if (ret < 0)
 		warn_line("prune: %s", err.text);
 	return unsafe ? -EAGAIN : 0;

@@ -229,7 +229,7 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_DFL);
 	signal(SIGCHLD, SIG_DFL);
 	umask(077);
-	if (hook && gk_test_hook_arm(hook, err.text, sizeof(err.text)) < 0)
+	if (hook && gk_test_hook_arm(hook, &err) < 0)
 		BAD("%s", err.text);
 	if (gethostname(st.host, sizeof(st.host) - 1) < 0 || !st.host[0])
 		snprintf(st.host, sizeof(st.host), "unknown");
@@ -239,13 +239,12 @@ int main(int argc, char **argv)
 			*p = '_';
 
 	/* Both roots must be root's alone, or nothing is touched. */
-	st.bbfd = gk_open_trusted_dir(st.bb_root, "--bb-root", err.text, sizeof(err.text));
+	st.bbfd = gk_open_trusted_dir(st.bb_root, "--bb-root", &err);
 	if (st.bbfd < 0) {
 		error_line(&st, "%s; nothing staged", err.text);
 		return 1;
 	}
-	st.sharedfd =
-	    gk_open_trusted_dir(st.shared_root, "--shared-root", err.text, sizeof(err.text));
+	st.sharedfd = gk_open_trusted_dir(st.shared_root, "--shared-root", &err);
 	if (st.sharedfd < 0) {
 		error_line(&st, "%s; nothing staged", err.text);
 		return 1;
@@ -262,8 +261,7 @@ int main(int argc, char **argv)
 	/* The flush root is optional: without it (or when it is not root's
 	 * alone) staging goes on with the shared root only. */
 	if (st.flush_root) {
-		st.flushfd =
-		    gk_open_trusted_dir(st.flush_root, "--flush-root", err.text, sizeof(err.text));
+		st.flushfd = gk_open_trusted_dir(st.flush_root, "--flush-root", &err);
 		if (st.flushfd >= 0)
 			st.flush_area = area_open(st.flushfd, st.flush_root, &err);
 		if (st.flushfd < 0 || st.flush_area < 0) {

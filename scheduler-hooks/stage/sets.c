@@ -80,7 +80,7 @@ int sets_task_is_member(const struct stage *st, int taskfd)
 	gk_error_t err;
 	int member = 0;
 
-	if (gk_store_list_at(taskfd, "task", &list, &count, err.text, sizeof(err.text)) < 0)
+	if (gk_store_list_at(taskfd, "task", &list, &count, &err) < 0)
 		return 0;
 	for (size_t k = 0; k < count && !member; k++) {
 		struct gk_manifest *m = NULL;
@@ -94,7 +94,7 @@ int sets_task_is_member(const struct stage *st, int taskfd)
 		if (ckptfd < 0)
 			continue;
 		if (read_plain(ckptfd, GK_MANIFEST_FILE, st->uid, 16u << 20, &text, &len) == 0 &&
-		    gk_manifest_parse(text, len, &m, err.text, sizeof(err.text)) == 0)
+		    gk_manifest_parse(text, len, &m, &err) == 0)
 			member = m->set_members > 0;
 		gk_manifest_free(m);
 		free(text);
@@ -126,8 +126,7 @@ static int copy_record(const struct stage *st, int srcdir, const char *name, uid
 	if (ret < 0)
 		return ret;
 	/* Only a record the runtime would take is carried. */
-	if (gk_set_name_parse(name, &seq) < 0 ||
-	    gk_set_record_parse(text, len, &r, err.text, sizeof(err.text)) < 0 ||
+	if (gk_set_name_parse(name, &seq) < 0 || gk_set_record_parse(text, len, &r, &err) < 0 ||
 	    r.sequence != seq) {
 		ret = -EBADMSG;
 		goto out;
@@ -234,7 +233,7 @@ static void prune_step(struct stage *st, int s_stepfd, const char *stepdir, cons
 	DIR *d;
 	int dfd;
 
-	if (gk_stepset_list(stepdir, &sets, &n, &ntasks, err.text, sizeof(err.text)) < 0)
+	if (gk_stepset_list(stepdir, &sets, &n, &ntasks, &err) < 0)
 		return;
 	for (size_t i = 0; i < n && !from; i++)
 		if (sets[i].complete && ++complete == st->keep)
@@ -268,8 +267,7 @@ static void prune_step(struct stage *st, int s_stepfd, const char *stepdir, cons
 		taskfd = gk_open_dir_at(s_stepfd, e->d_name, 0, NULL);
 		if (taskfd < 0)
 			continue;
-		if (gk_store_list_at(taskfd, e->d_name, &list, &count, err.text,
-				     sizeof(err.text)) == 0) {
+		if (gk_store_list_at(taskfd, e->d_name, &list, &count, &err) == 0) {
 			for (size_t k = 0; k < count; k++) {
 				const char *name = strrchr(list[k].path, '/') + 1;
 
@@ -379,7 +377,7 @@ int sets_plan(struct stage *st, int sjobfd, struct planned **out, size_t *nout)
 		/* The checked folder itself, whatever its path names by now. */
 		snprintf(stepdir, sizeof(stepdir), "/proc/self/fd/%d/.", s_stepfd);
 		memset(&ent, 0, sizeof(ent));
-		if (gk_stepset_plan(stepdir, &lo, &ent, note, &c, err.text, sizeof(err.text)) < 0) {
+		if (gk_stepset_plan(stepdir, &lo, &ent, note, &c, &err) < 0) {
 			/* The plan is still whole, and says so for this step. */
 			ent.kind = GK_PLAN_BAD;
 			snprintf(ent.reason, sizeof(ent.reason),

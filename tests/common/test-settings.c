@@ -5,6 +5,7 @@
  */
 #include "config.h"
 #include "settings.h"
+#include "error.h"
 #include "log.h"
 #include "tap.h"
 
@@ -110,19 +111,19 @@ static const struct {
 static void check_bad_values(void)
 {
 	struct gk_settings s;
-	char err[GK_ERRLEN];
+	gk_error_t err;
 
 	for (size_t i = 0; i < sizeof(bad_values) / sizeof(bad_values[0]); i++) {
 		int ret;
 
 		gk_settings_defaults(&s);
-		err[0] = 0;
-		ret = gk_settings_set(&s, bad_values[i].key, bad_values[i].value, err, sizeof(err));
+		err.text[0] = 0;
+		ret = gk_settings_set(&s, bad_values[i].key, bad_values[i].value, &err);
 		if (!ok(ret == -EINVAL &&
-			    strncmp(err, bad_values[i].key, strlen(bad_values[i].key)) == 0,
+			    strncmp(err.text, bad_values[i].key, strlen(bad_values[i].key)) == 0,
 			"%s = '%s' is refused, naming the key", bad_values[i].key,
 			bad_values[i].value))
-			printf("#   ret %d, message: %s\n", ret, err);
+			printf("#   ret %d, message: %s\n", ret, err.text);
 	}
 }
 
@@ -144,7 +145,7 @@ static unsigned expected_writers(void)
 static void check_writers_follow_affinity(void)
 {
 	struct gk_settings s;
-	char err[GK_ERRLEN];
+	gk_error_t err;
 	cpu_set_t all, one;
 
 	if (sched_getaffinity(0, sizeof(all), &all) != 0) {
@@ -166,15 +167,15 @@ static void check_writers_follow_affinity(void)
 		}
 	}
 	s.writers = 1;
-	ok(gk_settings_set(&s, "writers", "auto", err, sizeof(err)) == 0 &&
-	       s.writers == expected_writers(),
+	ok(gk_settings_set(&s, "writers", "auto", &err) == 0 && s.writers == expected_writers(),
 	   "writers = auto: the default, %u here", expected_writers());
 }
 
 int main(void)
 {
 	struct gk_settings s;
-	char err[GK_ERRLEN], longval[5000];
+	gk_error_t err;
+	char longval[5000];
 	uint64_t size;
 	int fd, ret;
 
@@ -214,9 +215,9 @@ int main(void)
 		   "require_signature = yes\n"
 		   "on_bad_checkpoint = fresh\n");
 	setenv("GPUCKPT_CONFIG", conf, 1);
-	ret = gk_settings_load(&s, err, sizeof(err));
+	ret = gk_settings_load(&s, &err);
 	if (!ok(ret == 0, "a settings file loads"))
-		printf("#   %s\n", err);
+		printf("#   %s\n", err.text);
 	ok(!strcmp(s.dir, "/bb/default") && s.keep == 5 && s.chunk_size == (16ull << 20) &&
 	       s.va_base == 0x200000000000ull && s.require_signature == 1 &&
 	       s.restore_fresh_on_bad == 1,
@@ -233,7 +234,7 @@ int main(void)
 	setenv("GPUCKPT_WRITERS", "12", 1);
 	setenv("GPUCKPT_RESTORE", "auto", 1);
 	setenv("GPUCKPT_CHUNK_SIZE", "", 1); /* empty: as if unset */
-	ret = gk_settings_load(&s, err, sizeof(err));
+	ret = gk_settings_load(&s, &err);
 	ok(ret == 0 && s.keep == 3 && !strcmp(s.dir, "/bb/job42") && s.writers == 12 &&
 	       !strcmp(s.restore, "auto"),
 	   "the environment overrides the file");
@@ -242,66 +243,67 @@ int main(void)
 	clear_env();
 
 	setenv("GPUCKPT_CONFIG", "/nonexistent/gpuckpt.conf", 1);
-	ret = gk_settings_load(&s, err, sizeof(err));
-	ok(ret == -ENOENT && strstr(err, "/nonexistent/gpuckpt.conf"),
+	ret = gk_settings_load(&s, &err);
+	ok(ret == -ENOENT && strstr(err.text, "/nonexistent/gpuckpt.conf"),
 	   "an explicit settings file that is missing is an error naming it");
 
 	setenv("GPUCKPT_CONFIG", conf, 1);
 	write_conf("keep = 2\nkeep\n");
-	ret = gk_settings_load(&s, err, sizeof(err));
-	ok(ret == -EINVAL && strstr(err, ":2: expected key = value"),
+	ret = gk_settings_load(&s, &err);
+	ok(ret == -EINVAL && strstr(err.text, ":2: expected key = value"),
 	   "a line without '=' is refused with its line number");
 	write_conf("# ok\nfrobnicate = 1\n");
-	ret = gk_settings_load(&s, err, sizeof(err));
-	ok(ret == -EINVAL && strstr(err, ":2: unknown setting 'frobnicate'"),
+	ret = gk_settings_load(&s, &err);
+	ok(ret == -EINVAL && strstr(err.text, ":2: unknown setting 'frobnicate'"),
 	   "an unknown key in the file is refused, named");
 	write_conf("keep = many\n");
-	ret = gk_settings_load(&s, err, sizeof(err));
-	ok(ret == -EINVAL && strstr(err, ":1: keep: invalid value 'many'"),
+	ret = gk_settings_load(&s, &err);
+	ok(ret == -EINVAL && strstr(err.text, ":1: keep: invalid value 'many'"),
 	   "a bad value in the file names the file, line, key and value");
 	memset(longval, 'x', sizeof(longval) - 2);
 	longval[sizeof(longval) - 2] = '\n';
 	longval[sizeof(longval) - 1] = 0;
 	memcpy(longval, "dir = ", 6);
 	write_conf(longval);
-	ret = gk_settings_load(&s, err, sizeof(err));
-	ok(ret == -EINVAL && strstr(err, ":1: line too long"), "an over-long line is refused");
+	ret = gk_settings_load(&s, &err);
+	ok(ret == -EINVAL && strstr(err.text, ":1: line too long"), "an over-long line is refused");
 	write_conf("");
 	setenv("GPUCKPT_INTERVAL", "soon", 1);
-	ret = gk_settings_load(&s, err, sizeof(err));
-	ok(ret == -EINVAL && !strcmp(err, "GPUCKPT_INTERVAL: interval: invalid value 'soon'"),
+	ret = gk_settings_load(&s, &err);
+	ok(ret == -EINVAL && !strcmp(err.text, "GPUCKPT_INTERVAL: interval: invalid value 'soon'"),
 	   "a bad environment value names the variable, key and value");
 	clear_env();
 	setenv("GPUCKPT_CONFIG", conf, 1);
 	setenv("GPUCKPT_STEP_TASKS", "4", 1);
 	setenv("GPUCKPT_TASK", "3", 1);
 	setenv("GPUCKPT_RESTORE_SET", "0123456789abcdef", 1);
-	ret = gk_settings_load(&s, err, sizeof(err));
+	ret = gk_settings_load(&s, &err);
 	ok(ret == 0 && s.step_tasks == 4 && s.task == 3 && s.restore_set_given &&
-	       s.restore_set == 0x0123456789abcdefull && !s.tasks_independent && s.agree_timeout == 300,
-	   "a task of a step of four, restoring a set (%s)", err);
+	       s.restore_set == 0x0123456789abcdefull && !s.tasks_independent &&
+	       s.agree_timeout == 300,
+	   "a task of a step of four, restoring a set (%s)", err.text);
 	setenv("GPUCKPT_TASK", "4", 1);
-	ret = gk_settings_load(&s, err, sizeof(err));
-	ok(ret == -EINVAL && strstr(err, "GPUCKPT_TASK: 4 is not below GPUCKPT_STEP_TASKS (4)"),
-	   "a task index outside the step is refused (%s)", err);
+	ret = gk_settings_load(&s, &err);
+	ok(ret == -EINVAL &&
+	       strstr(err.text, "GPUCKPT_TASK: 4 is not below GPUCKPT_STEP_TASKS (4)"),
+	   "a task index outside the step is refused (%s)", err.text);
 	clear_env();
 	setenv("GPUCKPT_CONFIG", conf, 1);
 	setenv("GPUCKPT_SIGNALS", "TERM:exit,BOGUS", 1);
-	ret = gk_settings_load(&s, err, sizeof(err));
-	ok(ret == -EINVAL && strstr(err, "GPUCKPT_SIGNALS: signals: 'BOGUS' is not a signal"),
+	ret = gk_settings_load(&s, &err);
+	ok(ret == -EINVAL && strstr(err.text, "GPUCKPT_SIGNALS: signals: 'BOGUS' is not a signal"),
 	   "a bad signal list from the environment is refused, named");
 	clear_env();
 
 	memset(longval, 'd', 4096);
 	longval[4096] = 0;
-	ok(gk_settings_set(&s, "dir", longval, err, sizeof(err)) == -EINVAL &&
-	       !strncmp(err, "dir: invalid value", 18),
+	ok(gk_settings_set(&s, "dir", longval, &err) == -EINVAL &&
+	       !strncmp(err.text, "dir: invalid value", 18),
 	   "a directory name of 4096 bytes is refused");
-	ok(gk_settings_set(&s, "colour", "blue", err, sizeof(err)) == -EINVAL &&
-	       !strcmp(err, "unknown setting 'colour'"),
+	ok(gk_settings_set(&s, "colour", "blue", &err) == -EINVAL &&
+	       !strcmp(err.text, "unknown setting 'colour'"),
 	   "gk_settings_set refuses an unknown key");
-	ok(gk_settings_set(&s, "log_level", "DEBUG", err, sizeof(err)) == 0 &&
-	       s.log_level == GK_LOG_DEBUG,
+	ok(gk_settings_set(&s, "log_level", "DEBUG", &err) == 0 && s.log_level == GK_LOG_DEBUG,
 	   "log levels are case-insensitive");
 
 	/* Sizes. */
@@ -319,51 +321,49 @@ int main(void)
 	       gk_parse_size("99999999999999999999", &size) == -ERANGE,
 	   "size: overflow is -ERANGE");
 
-	ret = gk_settings_parse_signals(&s, "usr1:EXIT,SIGHUP", err, sizeof(err));
+	ret = gk_settings_parse_signals(&s, "usr1:EXIT,SIGHUP", &err);
 	ok(ret == 0 && s.ntriggers == 2 && s.triggers[0].signo == SIGUSR1 &&
 	       s.triggers[0].action == GK_ACTION_EXIT && s.triggers[1].signo == SIGHUP,
 	   "signals: names with or without SIG, any case");
 	gk_settings_defaults(&s);
-	ret = gk_settings_parse_signals(&s, "TERM,KILL", err, sizeof(err));
+	ret = gk_settings_parse_signals(&s, "TERM,KILL", &err);
 	ok(ret == -EINVAL && s.ntriggers == 2 && s.triggers[0].signo == SIGTERM,
 	   "signals: a refused list leaves the previous triggers");
-	ok(gk_settings_set(&s, "va_size", "2T", err, sizeof(err)) == 0 && s.va_size == (2ull << 40),
+	ok(gk_settings_set(&s, "va_size", "2T", &err) == 0 && s.va_size == (2ull << 40),
 	   "va_size accepts a size with a suffix");
 
 	gk_settings_defaults(&s);
 	ok(!s.flush_dir[0] && s.flush_rate == 0 &&
-	       gk_settings_set(&s, "flush_dir", "/shared/flush/7/step.0/task.0", err, sizeof(err)) ==
-		   0 &&
+	       gk_settings_set(&s, "flush_dir", "/shared/flush/7/step.0/task.0", &err) == 0 &&
 	       !strcmp(s.flush_dir, "/shared/flush/7/step.0/task.0") &&
-	       gk_settings_set(&s, "flush_rate", "200M", err, sizeof(err)) == 0 &&
+	       gk_settings_set(&s, "flush_rate", "200M", &err) == 0 &&
 	       s.flush_rate == (200ull << 20),
 	   "flush: none by default; a folder and a rate with a suffix");
 	gk_settings_defaults(&s);
-	ok(s.copy_piece == (256u << 10) &&
-	       gk_settings_set(&s, "copy_piece", "0", err, sizeof(err)) == 0 && s.copy_piece == 0 &&
-	       gk_settings_set(&s, "copy_piece", "1M", err, sizeof(err)) == 0 &&
+	ok(s.copy_piece == (256u << 10) && gk_settings_set(&s, "copy_piece", "0", &err) == 0 &&
+	       s.copy_piece == 0 && gk_settings_set(&s, "copy_piece", "1M", &err) == 0 &&
 	       s.copy_piece == (1u << 20),
 	   "copy_piece: 256 KiB by default; 0 (a chunk per copy), or 1M");
 	gk_settings_defaults(&s);
 	ok(s.snapshot_mode == GK_SNAPSHOT_AUTO && s.increments == 4 && !s.hash_module[0],
 	   "defaults: snapshot memory auto, 4 increments, the built-in hash kernel");
-	ok(gk_settings_set(&s, "snapshot_memory", "32G", err, sizeof(err)) == 0 &&
+	ok(gk_settings_set(&s, "snapshot_memory", "32G", &err) == 0 &&
 	       s.snapshot_mode == GK_SNAPSHOT_BYTES && s.snapshot_bytes == (32ull << 30) &&
-	       gk_settings_set(&s, "snapshot_memory", "25%", err, sizeof(err)) == 0 &&
+	       gk_settings_set(&s, "snapshot_memory", "25%", &err) == 0 &&
 	       s.snapshot_mode == GK_SNAPSHOT_PERCENT && s.snapshot_percent == 25,
 	   "snapshot_memory: a size, or a share of the memory available");
-	ok(gk_settings_set(&s, "snapshot_memory", "off", err, sizeof(err)) == 0 &&
+	ok(gk_settings_set(&s, "snapshot_memory", "off", &err) == 0 &&
 	       s.snapshot_mode == GK_SNAPSHOT_OFF &&
-	       gk_settings_set(&s, "snapshot_memory", "0", err, sizeof(err)) == 0 &&
+	       gk_settings_set(&s, "snapshot_memory", "0", &err) == 0 &&
 	       s.snapshot_mode == GK_SNAPSHOT_OFF &&
-	       gk_settings_set(&s, "snapshot_memory", "auto", err, sizeof(err)) == 0 &&
+	       gk_settings_set(&s, "snapshot_memory", "auto", &err) == 0 &&
 	       s.snapshot_mode == GK_SNAPSHOT_AUTO,
 	   "snapshot_memory: off, 0 (off) and auto");
 	setenv("GPUCKPT_CONFIG", conf, 1);
 	write_conf("increments = 0\n");
 	setenv("GPUCKPT_SNAPSHOT_MEMORY", "8G", 1);
 	setenv("GPUCKPT_HASH_MODULE", "/opt/hash.so", 1);
-	ret = gk_settings_load(&s, err, sizeof(err));
+	ret = gk_settings_load(&s, &err);
 	ok(ret == 0 && s.increments == 0 && s.snapshot_mode == GK_SNAPSHOT_BYTES &&
 	       s.snapshot_bytes == (8ull << 30) && !strcmp(s.hash_module, "/opt/hash.so"),
 	   "increments from the file, snapshot memory and the hash module from the environment");

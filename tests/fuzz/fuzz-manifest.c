@@ -5,6 +5,7 @@
  */
 #include "config.h"
 #include "image.h"
+#include "error.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,10 +15,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct gk_manifest *m = NULL;
-	char err[GK_ERRLEN], *text = NULL;
+	char *text = NULL;
+	gk_error_t err;
 	size_t len;
 
-	if (gk_manifest_parse((const char *)data, size, &m, err, sizeof(err)) == 0) {
+	if (gk_manifest_parse((const char *)data, size, &m, &err) == 0) {
 		if (gk_manifest_to_json(m, &text, &len) != 0)
 			abort();
 		free(text);

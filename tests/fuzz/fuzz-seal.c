@@ -5,6 +5,7 @@
  */
 #include "config.h"
 #include "seal.h"
+#include "error.h"
 
 #include <stdint.h>
 #include <stdlib.h>
@@ -14,9 +15,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	static struct gk_seal s;
-	char err[GK_SEAL_ERRLEN];
+	gk_error_t err;
 
-	if (gk_seal_parse((const char *)data, size, &s, err, sizeof(err)) == 0 &&
+	if (gk_seal_parse((const char *)data, size, &s, &err) == 0 &&
 	    (s.ngpus > GK_SEAL_MAX_GPUS || s.nnode_gpus > GK_SEAL_MAX_GPUS))
 		abort();
 	return 0;

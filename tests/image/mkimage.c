@@ -14,6 +14,7 @@
  */
 #include "config.h"
 #include "image.h"
+#include "error.h"
 #include "log.h"
 #include "settings.h"
 
@@ -162,7 +163,7 @@ int main(int argc, char **argv)
 	struct gk_store_txn txn;
 	struct gk_manifest *m;
 	struct params p;
-	char err[GK_ERRLEN];
+	gk_error_t err;
 	struct timespec t0, t1;
 	int ret, is_signed = 0, host_fd = -1;
 	uint64_t host_off = 0;
@@ -209,9 +210,9 @@ int main(int argc, char **argv)
 		return 1;
 	m->ndevices = p.devices;
 
-	ret = gk_store_begin(p.root, &txn, err, sizeof(err));
+	ret = gk_store_begin(p.root, &txn, &err);
 	if (ret < 0) {
-		fprintf(stderr, "mkimage: %s\n", err);
+		fprintf(stderr, "mkimage: %s\n", err.text);
 		return 1;
 	}
 	for (unsigned d = 0; d < p.devices; d++) {
@@ -231,9 +232,9 @@ int main(int argc, char **argv)
 		dev->va_size = VA_SLICE;
 		addr = dev->va_base;
 		snprintf(name, sizeof(name), "device%u.data", d);
-		ret = gk_store_create(&txn, name, &fd, err, sizeof(err));
+		ret = gk_store_create(&txn, name, &fd, &err);
 		if (ret < 0) {
-			fprintf(stderr, "mkimage: %s\n", err);
+			fprintf(stderr, "mkimage: %s\n", err.text);
 			goto out_abort;
 		}
 		/* Allocations go round-robin over devices, so every device's
@@ -266,9 +267,9 @@ int main(int argc, char **argv)
 		close(fd);
 	}
 	if (p.regions) {
-		ret = gk_store_create(&txn, GK_HOST_DATA_FILE, &host_fd, err, sizeof(err));
+		ret = gk_store_create(&txn, GK_HOST_DATA_FILE, &host_fd, &err);
 		if (ret < 0) {
-			fprintf(stderr, "mkimage: %s\n", err);
+			fprintf(stderr, "mkimage: %s\n", err.text);
 			goto out_abort;
 		}
 	}
@@ -290,9 +291,9 @@ int main(int argc, char **argv)
 	clock_gettime(CLOCK_MONOTONIC, &t1);
 	m->write_seconds =
 	    (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
-	ret = gk_store_commit(&txn, m, p.keep, &is_signed, err, sizeof(err));
+	ret = gk_store_commit(&txn, m, p.keep, &is_signed, &err);
 	if (ret < 0) {
-		fprintf(stderr, "mkimage: %s\n", err);
+		fprintf(stderr, "mkimage: %s\n", err.text);
 		gk_manifest_free(m);
 		return 1;
 	}

@@ -7,6 +7,7 @@
 #include "config.h"
 #include "image.h"
 #include "tap.h"
+#include "error.h"
 
 #include <errno.h>
 #include <inttypes.h>
@@ -526,7 +527,7 @@ static void check_bad(const char *good_text, const struct bad_case *c)
 {
 	json_object *top = json_tokener_parse(good_text);
 	struct gk_manifest *m = NULL;
-	char err[GK_ERRLEN] = "";
+	gk_error_t err = {""};
 	const char *text;
 	int ret = -1;
 
@@ -537,10 +538,10 @@ static void check_bad(const char *good_text, const struct bad_case *c)
 			return;
 		}
 	text = json_object_to_json_string(top);
-	ret = gk_manifest_parse(text, strlen(text), &m, err, sizeof(err));
-	if (!ok(ret == c->ret && m == NULL && strstr(err, c->message), "refused: %s", c->what))
+	ret = gk_manifest_parse(text, strlen(text), &m, &err);
+	if (!ok(ret == c->ret && m == NULL && strstr(err.text, c->message), "refused: %s", c->what))
 		printf("#   ret %d (expected %d), message: %s\n#   expected it to contain: %s\n",
-		       ret, c->ret, err, c->message);
+		       ret, c->ret, err.text, c->message);
 	gk_manifest_free(m);
 	json_object_put(top);
 }
@@ -548,11 +549,11 @@ static void check_bad(const char *good_text, const struct bad_case *c)
 static void check_text(const char *text, size_t len, const char *what, const char *message)
 {
 	struct gk_manifest *m = NULL;
-	char err[GK_ERRLEN] = "";
-	int ret = gk_manifest_parse(text, len, &m, err, sizeof(err));
+	gk_error_t err = {""};
+	int ret = gk_manifest_parse(text, len, &m, &err);
 
-	if (!ok(ret == -EINVAL && !m && strstr(err, message), "refused: %s", what))
-		printf("#   ret %d, message: %s\n#   expected it to contain: %s\n", ret, err,
+	if (!ok(ret == -EINVAL && !m && strstr(err.text, message), "refused: %s", what))
+		printf("#   ret %d, message: %s\n#   expected it to contain: %s\n", ret, err.text,
 		       message);
 	gk_manifest_free(m);
 }
@@ -560,16 +561,17 @@ static void check_text(const char *text, size_t len, const char *what, const cha
 int main(void)
 {
 	struct gk_manifest *m = good_manifest(), *back = NULL;
-	char *text = NULL, *again = NULL, *buf, err[GK_ERRLEN] = "", expect[64];
+	char *text = NULL, *again = NULL, *buf, expect[64];
+	gk_error_t err = {""};
 	size_t len = 0, len2 = 0, pos, nbad = sizeof(bad_cases) / sizeof(bad_cases[0]);
 	int ret;
 
 	plan((int)(32 + nbad + sizeof(bad_incr_cases) / sizeof(bad_incr_cases[0])));
 
 	is_int(gk_manifest_to_json(m, &text, &len), 0, "a manifest serialises");
-	ret = gk_manifest_parse(text, len, &back, err, sizeof(err));
+	ret = gk_manifest_parse(text, len, &back, &err);
 	if (!ok(ret == 0 && back, "and parses back"))
-		printf("#   %s\n", err);
+		printf("#   %s\n", err.text);
 	ok(back && same_manifest(m, back), "every field survives the round trip");
 	if (back)
 		gk_manifest_to_json(back, &again, &len2);
@@ -586,7 +588,7 @@ int main(void)
 	/* Without Slurm, the slurm object is left out and parses as such. */
 	m->slurm = 0;
 	gk_manifest_to_json(m, &again, &len2);
-	ret = gk_manifest_parse(again, len2, &back, err, sizeof(err));
+	ret = gk_manifest_parse(again, len2, &back, &err);
 	ok(ret == 0 && back && !back->slurm && !strstr(again, "\"slurm\""),
 	   "a manifest without Slurm fields round-trips without them");
 	gk_manifest_free(back);
@@ -601,9 +603,9 @@ int main(void)
 		edit(top, "future_field", "{\"x\": [1, 2]}");
 		edit(top, "allocations[0].numa_node", "1");
 		t = json_object_to_json_string(top);
-		ret = gk_manifest_parse(t, strlen(t), &back, err, sizeof(err));
+		ret = gk_manifest_parse(t, strlen(t), &back, &err);
 		if (!ok(ret == 0 && back, "unknown extra fields are ignored"))
-			printf("#   %s\n", err);
+			printf("#   %s\n", err.text);
 		gk_manifest_free(back);
 		back = NULL;
 		json_object_put(top);
@@ -618,11 +620,11 @@ int main(void)
 	gk_manifest_to_json(m, &again, &len2);
 	ok(again && strstr(again, "\"version\": 4,") && strstr(again, "\"peer_access\": ["),
 	   "one with peer access is format 4 and lists the ordinals granted");
-	ret = again ? gk_manifest_parse(again, len2, &back, err, sizeof(err)) : -1;
+	ret = again ? gk_manifest_parse(again, len2, &back, &err) : -1;
 	if (!ok(ret == 0 && back && back->version == 4 && back->devices[0].peer_access == 2 &&
 		    back->devices[1].peer_access == 0x21,
 		"and parses back with the same grants"))
-		printf("#   %d: %s\n", ret, err);
+		printf("#   %d: %s\n", ret, err.text);
 	gk_manifest_free(back);
 	back = NULL;
 	{
@@ -670,14 +672,14 @@ int main(void)
 		edit(top, "allocations[1].file", "\"device1.data\"");
 		edit(top, "allocations[1].offset", "0");
 		t = json_object_to_json_string(top);
-		ret = gk_manifest_parse(t, strlen(t), &back, err, sizeof(err));
+		ret = gk_manifest_parse(t, strlen(t), &back, &err);
 		p = ret == 0 && back && back->nallocs == 2 && back->allocs[0].nparts == 1
 			? &back->allocs[0].parts[0]
 			: NULL;
 		if (!ok(p && !strcmp(p->file, "device0.data") && p->offset == 8192 &&
 			    p->start == 0 && p->size == 4096 && back->version == 1,
 			"a version 1 manifest is read, each allocation one part"))
-			printf("#   ret %d: %s\n", ret, err);
+			printf("#   ret %d: %s\n", ret, err.text);
 		gk_manifest_free(back);
 		back = NULL;
 		json_object_put(top);
@@ -706,10 +708,10 @@ int main(void)
 		inc->allocs[1].parts[0].sequence = 5;
 		inc->allocs[1].parts[0].offset = 12288;
 		is_int(gk_manifest_to_json(inc, &itext, &ilen), 0, "an increment serialises");
-		ret = gk_manifest_parse(itext, ilen, &back, err, sizeof(err));
+		ret = gk_manifest_parse(itext, ilen, &back, &err);
 		if (!ok(ret == 0 && back && same_manifest(inc, back),
 			"and parses back with its reference and the part that lies there"))
-			printf("#   %d: %s\n", ret, err);
+			printf("#   %d: %s\n", ret, err.text);
 		if (back)
 			gk_manifest_to_json(back, &iagain, &ilen2);
 		ok(iagain && ilen == ilen2 && !memcmp(itext, iagain, ilen),
@@ -763,11 +765,11 @@ int main(void)
 		edit(top, "version", "2");
 		rename_sums(top);
 		t = json_object_to_json_string(top);
-		ret = gk_manifest_parse(t, strlen(t), &back, err, sizeof(err));
+		ret = gk_manifest_parse(t, strlen(t), &back, &err);
 		if (!ok(ret == 0 && back && back->version == 2 && !back->allocs[0].has_keys &&
 			    back->allocs[0].chunks[0].sum == 0xfedcba9876543210ull,
 			"a version 2 manifest is read, its checksums under 'xxh64'"))
-			printf("#   ret %d: %s\n", ret, err);
+			printf("#   ret %d: %s\n", ret, err.text);
 		gk_manifest_free(back);
 		back = NULL;
 		json_object_put(top);

@@ -14,6 +14,7 @@
 #include "log.h"
 #include "seal.h"
 #include "tap.h"
+#include "error.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -26,7 +27,7 @@
 
 #include <munge.h>
 
-static char err[GK_SEAL_ERRLEN];
+static gk_error_t err;
 
 /* ---- the seal ---- */
 
@@ -73,7 +74,7 @@ static int make_sealed(const char *dir, int *ckptfd_out)
 	snprintf(s.gpus[0].uuid, sizeof(s.gpus[0].uuid),
 		 "GPU-0123abcd-0000-1111-2222-333344445555");
 	snprintf(s.gpus[0].name, sizeof(s.gpus[0].name), "NVIDIA H100 80GB HBM3");
-	ret = gk_seal_write(ckptfd, criufd, &s, err, sizeof(err));
+	ret = gk_seal_write(ckptfd, criufd, &s, &err);
 	close(criufd);
 	*ckptfd_out = ckptfd;
 	return ret;
@@ -84,10 +85,10 @@ static int verify(int ckptfd, uid_t uid, const char *want_in_err, int want_ret, 
 	struct gk_seal s;
 	int ret, criufd = -2;
 
-	err[0] = 0;
-	ret = gk_seal_verify(ckptfd, uid, &s, &criufd, err, sizeof(err));
-	if (!ok(ret == want_ret && (!want_in_err || strstr(err, want_in_err)), "%s", what))
-		printf("#   returned %d: %s\n", ret, err);
+	err.text[0] = 0;
+	ret = gk_seal_verify(ckptfd, uid, &s, &criufd, &err);
+	if (!ok(ret == want_ret && (!want_in_err || strstr(err.text, want_in_err)), "%s", what))
+		printf("#   returned %d: %s\n", ret, err.text);
 	if (criufd >= 0)
 		close(criufd);
 	return ret;
@@ -148,10 +149,9 @@ static int forged_sig(uid_t uid, int ckptfd)
 static void resign(int ckptfd, const char *text)
 {
 	int criufd = openat(ckptfd, GK_CRIU_DIR, O_RDONLY | O_DIRECTORY);
-	char sub[GK_SEAL_ERRLEN];
+	gk_error_t sub;
 
-	if (criufd < 0 ||
-	    gk_root_sign_at(text, strlen(text), criufd, GK_SEAL_SIG_FILE, sub, sizeof(sub)) < 0)
+	if (criufd < 0 || gk_root_sign_at(text, strlen(text), criufd, GK_SEAL_SIG_FILE, &sub) < 0)
 		printf("# cannot sign the changed seal as root\n");
 	if (criufd >= 0)
 		close(criufd);
@@ -178,10 +178,11 @@ static void seal(void)
 	if (!mkdtemp(base))
 		return;
 	snprintf(dir, sizeof(dir), "%s/ckpt.000001", base);
-	err[0] = 0;
-	ok(make_sealed(dir, &ckptfd) == 0, "seal a folder of two images%s%s", err[0] ? ": " : "", err);
+	err.text[0] = 0;
+	ok(make_sealed(dir, &ckptfd) == 0, "seal a folder of two images%s%s",
+	   err.text[0] ? ": " : "", err.text);
 	if (verify(ckptfd, 1234, NULL, 0, "the sealed folder verifies") == 0) {
-		gk_seal_verify(ckptfd, 1234, &s, &criufd, err, sizeof(err));
+		gk_seal_verify(ckptfd, 1234, &s, &criufd, &err);
 		ok(s.gid == 1235 && !strcmp(s.job, "77") && !strcmp(s.stdio[1], "pipe:[4242]") &&
 		       s.have_stdio_task && !strcmp(s.stdio_task[0], "null") &&
 		       !strcmp(s.stdio_task[2], "file") && s.ngpus == 1 &&

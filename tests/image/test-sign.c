@@ -8,6 +8,7 @@
 #include "image.h"
 #include "log.h"
 #include "tap.h"
+#include "error.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +23,7 @@
 #define NOWHERE "/nonexistent/gpuckpt-test/munge.socket"
 
 static char dir[] = "/tmp/gpuckpt-test-sign.XXXXXX";
-static char err[GK_ERRLEN];
+static gk_error_t err;
 
 static const char *in_dir(const char *name)
 {
@@ -69,13 +70,13 @@ static const char *small_checkpoint(void)
 	m->regions[0].nchunks = 1;
 	m->regions[0].chunks = calloc(1, sizeof(struct gk_chunk));
 	m->regions[0].chunks[0].sum = gk_sum(GK_SUM_XXH3, data, sizeof(data));
-	if (gk_store_begin(in_dir("root"), &txn, err, sizeof(err)) < 0 ||
-	    gk_store_create(&txn, GK_HOST_DATA_FILE, &fd, err, sizeof(err)) < 0)
+	if (gk_store_begin(in_dir("root"), &txn, &err) < 0 ||
+	    gk_store_create(&txn, GK_HOST_DATA_FILE, &fd, &err) < 0)
 		return NULL;
 	if (write(fd, data, sizeof(data)) < 0)
 		perror("write");
 	close(fd);
-	if (gk_store_commit(&txn, m, 0, &is_signed, err, sizeof(err)) < 0)
+	if (gk_store_commit(&txn, m, 0, &is_signed, &err) < 0)
 		return NULL;
 	snprintf(path, sizeof(path), "%s/ckpt.%06llu", in_dir("root"),
 		 (unsigned long long)m->sequence);
@@ -103,25 +104,25 @@ int main(void)
 
 	/* munged out of reach. */
 	setenv("GPUCKPT_MUNGE_SOCKET", NOWHERE, 1);
-	ret = gk_sign(text, strlen(text), sig, err, sizeof(err));
-	ok(ret == -EHOSTUNREACH && strstr(err, "cannot reach munged to sign"),
+	ret = gk_sign(text, strlen(text), sig, &err);
+	ok(ret == -EHOSTUNREACH && strstr(err.text, "cannot reach munged to sign"),
 	   "signing without munged: -EHOSTUNREACH, said so");
 	ok(lstat(sig, &st) < 0, "and no signature file is left");
-	ret = gk_check_signature(text, strlen(text), sig, geteuid(), err, sizeof(err));
+	ret = gk_check_signature(text, strlen(text), sig, geteuid(), &err);
 	is_int(ret, -ENOENT, "checking a missing signature: -ENOENT");
 	write_text(sig, "MUNGE:AwQFAAA=:\n");
-	ret = gk_check_signature(text, strlen(text), sig, geteuid(), err, sizeof(err));
-	ok(ret == -EHOSTUNREACH && strstr(err, "cannot reach munged to check the signature"),
+	ret = gk_check_signature(text, strlen(text), sig, geteuid(), &err);
+	ok(ret == -EHOSTUNREACH && strstr(err.text, "cannot reach munged to check the signature"),
 	   "checking without munged: -EHOSTUNREACH, said so");
 	write_text(sig, "\n\n");
-	ret = gk_check_signature(text, strlen(text), sig, geteuid(), err, sizeof(err));
-	ok(ret == -EBADMSG && strstr(err, "is not a Munge credential"),
+	ret = gk_check_signature(text, strlen(text), sig, geteuid(), &err);
+	ok(ret == -EBADMSG && strstr(err.text, "is not a Munge credential"),
 	   "an empty signature file is not a credential");
 	unlink(sig);
 	if (symlink(in_dir("elsewhere"), sig) < 0)
 		perror("symlink");
-	ret = gk_check_signature(text, strlen(text), sig, geteuid(), err, sizeof(err));
-	ok(ret == -EPERM && strstr(err, "is a symbolic link"),
+	ret = gk_check_signature(text, strlen(text), sig, geteuid(), &err);
+	ok(ret == -EPERM && strstr(err.text, "is a symbolic link"),
 	   "a signature that is a link is refused");
 	unlink(sig);
 
@@ -137,23 +138,24 @@ int main(void)
 			write_text(path, "MUNGE:AwQFAAA=:\n"); /* unsigned: give it one */
 		setenv("GPUCKPT_MUNGE_SOCKET", NOWHERE, 1);
 		lo.require_signature = 1;
-		ret = gk_image_open(ck, &lo, &m, &is_signed, err, sizeof(err));
-		ok(ret == -EHOSTUNREACH && !m && strstr(err, "manifest.sig: cannot reach munged"),
+		ret = gk_image_open(ck, &lo, &m, &is_signed, &err);
+		ok(ret == -EHOSTUNREACH && !m &&
+		       strstr(err.text, "manifest.sig: cannot reach munged"),
 		   "a required signature that cannot be checked refuses the image");
 		lo.require_signature = 0;
-		ret = gk_image_open(ck, &lo, &m, &is_signed, err, sizeof(err));
+		ret = gk_image_open(ck, &lo, &m, &is_signed, &err);
 		ok(ret == 0 && m && is_signed == 0,
 		   "an optional one lets it open, reported as not signed");
 		gk_manifest_free(m);
 		unsetenv("GPUCKPT_MUNGE_SOCKET");
 	} else {
-		printf("#   %s\n", err);
+		printf("#   %s\n", err.text);
 		skip("no checkpoint");
 		skip("no checkpoint");
 	}
 
 	/* With munged. */
-	ret = gk_sign(text, strlen(text), sig, err, sizeof(err));
+	ret = gk_sign(text, strlen(text), sig, &err);
 	reachable = ret != -EHOSTUNREACH;
 	if (!reachable) {
 		for (int i = 0; i < 8; i++)
@@ -170,17 +172,17 @@ int main(void)
 	}
 	ok(!strncmp(buf, "MUNGE:", 6) && (st.st_mode & 0777) == 0600,
 	   "the signature is a Munge credential in a 0600 file");
-	ret = gk_check_signature(text, strlen(text), sig, geteuid(), err, sizeof(err));
+	ret = gk_check_signature(text, strlen(text), sig, geteuid(), &err);
 	if (!ok(ret == 0, "the signature checks"))
-		printf("#   %s\n", err);
-	ret = gk_check_signature(text, strlen(text), sig, geteuid(), err, sizeof(err));
+		printf("#   %s\n", err.text);
+	ret = gk_check_signature(text, strlen(text), sig, geteuid(), &err);
 	ok(ret == 0, "and checks again (a replayed credential is accepted)");
-	ret = gk_check_signature("{\"a manifest\": 2}\n", strlen(text), sig, geteuid(), err,
-				 sizeof(err));
-	ok(ret == -EBADMSG && strstr(err, "the manifest was changed after it was signed"),
+	ret = gk_check_signature("{\"a manifest\": 2}\n", strlen(text), sig, geteuid(), &err);
+	ok(ret == -EBADMSG && strstr(err.text, "the manifest was changed after it was signed"),
 	   "a changed manifest is refused");
-	ret = gk_check_signature(text, strlen(text), sig, geteuid() + 1, err, sizeof(err));
-	ok(ret == -EPERM && strstr(err, "the manifest was signed by ") && strstr(err, ", not by "),
+	ret = gk_check_signature(text, strlen(text), sig, geteuid() + 1, &err);
+	ok(ret == -EPERM && strstr(err.text, "the manifest was signed by ") &&
+	       strstr(err.text, ", not by "),
 	   "a signature by another uid is refused, naming both");
 	if (ck) {
 		char path[600];
@@ -196,16 +198,17 @@ int main(void)
 			if (fd >= 0)
 				close(fd);
 			snprintf(path, sizeof(path), "%s/%s", ck, GK_SIGNATURE_FILE);
-			ret = n > 0 ? gk_sign(mtext, (size_t)n, path, err, sizeof(err)) : -EIO;
+			ret = n > 0 ? gk_sign(mtext, (size_t)n, path, &err) : -EIO;
 		}
 		lo.require_signature = 1;
-		ret = ret ? ret : gk_image_open(ck, &lo, &m, &is_signed, err, sizeof(err));
+		ret = ret ? ret : gk_image_open(ck, &lo, &m, &is_signed, &err);
 		ok(ret == 0 && m && is_signed == 1,
 		   "a signed image opens with the signature required");
 		gk_manifest_free(m);
 		ret = gk_image_open(ck, &(struct gk_load_opts){.uid = geteuid() + 1}, &m,
-				    &is_signed, err, sizeof(err));
-		ok(ret == -EPERM && strstr(err, "is owned by"), "and is refused for another owner");
+				    &is_signed, &err);
+		ok(ret == -EPERM && strstr(err.text, "is owned by"),
+		   "and is refused for another owner");
 	} else {
 		skip("no checkpoint");
 		skip("no checkpoint");

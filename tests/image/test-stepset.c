@@ -11,6 +11,7 @@
 #include "log.h"
 #include "stepset.h"
 #include "tap.h"
+#include "error.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +23,7 @@
 #include <unistd.h>
 
 static char step[4096];
-static char err[GK_ERRLEN];
+static gk_error_t err;
 
 static int exists(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static int exists(const char *fmt, ...)
@@ -61,18 +62,19 @@ static void text_formats(void)
 
 	n = gk_set_record_format(&r, buf, sizeof(buf));
 	ok(n > 0 && buf[n - 1] == '\n' && !strchr(buf, '\n')[1], "a set record is one line");
-	is_int(gk_set_record_parse(buf, (size_t)n, &back, err, sizeof(err)), 0, "and reads back");
+	is_int(gk_set_record_parse(buf, (size_t)n, &back, &err), 0, "and reads back");
 	ok(back.sequence == 7 && back.id == r.id && back.members == 4 && back.step == 120 &&
 	       !strcmp(back.agreement, "mpi") && back.created == r.created,
 	   "with every field");
 	r.step = -5;
 	n = gk_set_record_format(&r, buf, sizeof(buf));
-	ok(gk_set_record_parse(buf, (size_t)n, &back, err, sizeof(err)) == 0 && back.step == -5,
+	ok(gk_set_record_parse(buf, (size_t)n, &back, &err) == 0 && back.step == -5,
 	   "a negative step label reads back");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		int ret = gk_set_record_parse(bad[i], strlen(bad[i]), &back, err, sizeof(err));
+		int ret = gk_set_record_parse(bad[i], strlen(bad[i]), &back, &err);
 
-		if (!ok(ret == -EINVAL && err[0], "malformed record %zu refused (%s)", i, err))
+		if (!ok(ret == -EINVAL && err.text[0], "malformed record %zu refused (%s)", i,
+			err.text))
 			printf("#   %s", bad[i]);
 	}
 	ok(gk_set_name(7, buf, sizeof(buf)) == 0 && !strcmp(buf, "set.000007"), "set.000007");
@@ -95,28 +97,28 @@ static void text_formats(void)
 
 		snprintf(plan, sizeof(plan), "%s\n%sstep.1 bad set 5: task 3: damaged\n"
 			 "step.batch fresh no set\n", GK_PLAN_MAGIC, buf);
-		ok(gk_plan_find(plan, strlen(plan), "step.0", &f, err, sizeof(err)) == 1 &&
+		ok(gk_plan_find(plan, strlen(plan), "step.0", &f, &err) == 1 &&
 		       f.kind == GK_PLAN_SET && f.sequence == 9 && f.id == 0xfeed && f.members == 4,
 		   "found in a plan");
-		ok(gk_plan_find(plan, strlen(plan), "step.1", &f, err, sizeof(err)) == 1 &&
+		ok(gk_plan_find(plan, strlen(plan), "step.1", &f, &err) == 1 &&
 		       f.kind == GK_PLAN_BAD && !strcmp(f.reason, "set 5: task 3: damaged"),
 		   "a bad step, with its reason");
-		ok(gk_plan_find(plan, strlen(plan), "step.batch", &f, err, sizeof(err)) == 1 &&
+		ok(gk_plan_find(plan, strlen(plan), "step.batch", &f, &err) == 1 &&
 		       f.kind == GK_PLAN_FRESH,
 		   "a fresh step");
-		is_int(gk_plan_find(plan, strlen(plan), "step.7", &f, err, sizeof(err)), 0,
+		is_int(gk_plan_find(plan, strlen(plan), "step.7", &f, &err), 0,
 		       "a step without a line");
-		ok(gk_plan_find(plan, strlen(plan) - 1, "step.0", &f, err, sizeof(err)) == -EINVAL,
-		   "a plan cut short is refused (%s)", err);
+		ok(gk_plan_find(plan, strlen(plan) - 1, "step.0", &f, &err) == -EINVAL,
+		   "a plan cut short is refused (%s)", err.text);
 		snprintf(plan, sizeof(plan), "%s\nstep.0 set sequence=9 id=feed members=4\n",
 			 GK_PLAN_MAGIC);
-		ok(gk_plan_find(plan, strlen(plan), "step.0", &f, err, sizeof(err)) == -EINVAL,
+		ok(gk_plan_find(plan, strlen(plan), "step.0", &f, &err) == -EINVAL,
 		   "a short id is refused");
 		snprintf(plan, sizeof(plan), "%s\nstep.0 fresh a\nstep.0 fresh b\n", GK_PLAN_MAGIC);
-		ok(gk_plan_find(plan, strlen(plan), "step.0", &f, err, sizeof(err)) == -EINVAL,
+		ok(gk_plan_find(plan, strlen(plan), "step.0", &f, &err) == -EINVAL,
 		   "a step named twice is refused");
 		snprintf(plan, sizeof(plan), "%s\nstep.0 fresh a\nstep.1 maybe\n", GK_PLAN_MAGIC);
-		ok(gk_plan_find(plan, strlen(plan), "step.0", &f, err, sizeof(err)) == -EINVAL,
+		ok(gk_plan_find(plan, strlen(plan), "step.0", &f, &err) == -EINVAL,
 		   "a malformed line anywhere makes the plan untrusted");
 	}
 	memset(&e, 0, sizeof(e));
@@ -178,16 +180,16 @@ static int member(uint32_t t, uint64_t seq, uint64_t id, uint32_t members, int a
 		m->set_member = (uint32_t)as;
 		strcpy(m->set_agreement, "mpi");
 	}
-	ret = gk_store_begin_seq(root, seq, &txn, err, sizeof(err));
+	ret = gk_store_begin_seq(root, seq, &txn, &err);
 	if (ret == 0)
-		ret = gk_store_create(&txn, "device0.data", &fd, err, sizeof(err));
+		ret = gk_store_create(&txn, "device0.data", &fd, &err);
 	if (ret == 0) {
 		if (write(fd, data, sizeof(data)) != (ssize_t)sizeof(data))
 			ret = -EIO;
 		close(fd);
 	}
 	if (ret == 0)
-		ret = gk_store_commit(&txn, m, 0, &is_signed, err, sizeof(err));
+		ret = gk_store_commit(&txn, m, 0, &is_signed, &err);
 	else
 		gk_store_abort(&txn);
 	gk_manifest_free(m);
@@ -198,7 +200,7 @@ static int record(uint64_t seq, uint64_t id, uint32_t members)
 {
 	struct gk_set_record r = {seq, id, members, 10 * (int64_t)seq, "mpi", (int64_t)time(NULL)};
 
-	return gk_set_record_write(step, &r, err, sizeof(err));
+	return gk_set_record_write(step, &r, &err);
 }
 
 static char notes[8192];
@@ -241,7 +243,7 @@ static void choosing(void)
 		member(t, 3, 0x33, 3, (int)t, 7);
 	is_int(member(0, 3, 0x33, 3, 0, 1), -EEXIST, "a member never takes a number already used");
 
-	ok(gk_stepset_list(step, &sets, &n, &ntasks, err, sizeof(err)) == 0 && n == 3 && ntasks == 3,
+	ok(gk_stepset_list(step, &sets, &n, &ntasks, &err) == 0 && n == 3 && ntasks == 3,
 	   "three sets, three task folders");
 	ok(n == 3 && sets[0].sequence == 3 && !sets[0].complete && !sets[0].has_record &&
 	       sets[0].present == 3 && strstr(sets[0].why, "no set record"),
@@ -252,14 +254,14 @@ static void choosing(void)
 	ok(n == 3 && sets[2].sequence == 1 && sets[2].complete, "set 1: complete");
 	free(sets);
 
-	ok(gk_stepset_plan(step, &lo, &e, NULL, NULL, err, sizeof(err)) == 0 &&
-	       e.kind == GK_PLAN_SET && e.sequence == 1 && e.id == 0x11 && e.members == 3,
+	ok(gk_stepset_plan(step, &lo, &e, NULL, NULL, &err) == 0 && e.kind == GK_PLAN_SET &&
+	       e.sequence == 1 && e.id == 0x11 && e.members == 3,
 	   "the plan restores set 1");
 
 	/* Set 3 gets its record: now the newest complete set. */
 	record(3, 0x33, 3);
-	ok(gk_stepset_plan(step, &lo, &e, NULL, NULL, err, sizeof(err)) == 0 &&
-	       e.kind == GK_PLAN_SET && e.sequence == 3,
+	ok(gk_stepset_plan(step, &lo, &e, NULL, NULL, &err) == 0 && e.kind == GK_PLAN_SET &&
+	       e.sequence == 3,
 	   "recorded, set 3 is chosen");
 
 	/* Task 1's part of set 3 damaged: every task falls back to set 1. */
@@ -268,20 +270,20 @@ static void choosing(void)
 	ok(fd >= 0 && pwrite(fd, "XXXX", 4, 100) == 4, "task 1's part of set 3 damaged");
 	close(fd);
 	notes[0] = 0;
-	ok(gk_stepset_plan(step, &lo, &e, note, NULL, err, sizeof(err)) == 0 &&
-	       e.kind == GK_PLAN_SET && e.sequence == 1,
+	ok(gk_stepset_plan(step, &lo, &e, note, NULL, &err) == 0 && e.kind == GK_PLAN_SET &&
+	       e.sequence == 1,
 	   "the plan falls back to set 1 for every task");
 	ok(strstr(notes, "set 3 refused: task 1: ckpt.000003: device0.data: checksum mismatch") &&
 	       strstr(notes, "set 2 not used: 1 of 3 tasks lack ckpt.000002 (task 2)"),
 	   "naming each set passed over, and why");
 	lo.check_data = 0;
-	ok(gk_stepset_plan(step, &lo, &e, NULL, NULL, err, sizeof(err)) == 0 && e.sequence == 3,
+	ok(gk_stepset_plan(step, &lo, &e, NULL, NULL, &err) == 0 && e.sequence == 3,
 	   "(without reading the data the damage is not seen)");
 	lo.check_data = 1;
 
 	/* Set 1's part of task 2 written for another set, then not as a member. */
 	snprintf(path, sizeof(path), "%s/task.2", step);
-	ok(gk_store_remove(path, 1, 1, err, sizeof(err)) == 1, "task 2 withdraws its part of set 1");
+	ok(gk_store_remove(path, 1, 1, &err) == 1, "task 2 withdraws its part of set 1");
 	ok(!exists("%s/task.2/ckpt.000001", step) && exists("%s/task.2/ckpt.000003", step),
 	   "only that one");
 	/* Another step: task 1's part written for another set, then as no
@@ -295,34 +297,32 @@ static void choosing(void)
 		member(0, 1, 0x44, 2, 0, 1);
 		member(1, 1, 0x45, 2, 1, 1);
 		record(1, 0x44, 2);
-		ok(gk_stepset_plan(step, &lo, &e, NULL, NULL, err, sizeof(err)) == 0 &&
-		       e.kind == GK_PLAN_BAD && strstr(e.reason, "task 1: ckpt.000001 belongs to another set"),
+		ok(gk_stepset_plan(step, &lo, &e, NULL, NULL, &err) == 0 && e.kind == GK_PLAN_BAD &&
+		       strstr(e.reason, "task 1: ckpt.000001 belongs to another set"),
 		   "a member written for another set: no good set (%s)", e.reason);
 		strcat(step, "c");
 		mkdir(step, 0700);
 		member(0, 1, 0x44, 2, 0, 1);
 		member(1, 1, 0, 0, -1, 1);
 		record(1, 0x44, 2);
-		ok(gk_stepset_plan(step, &lo, &e, NULL, NULL, err, sizeof(err)) == 0 &&
-		       e.kind == GK_PLAN_BAD && strstr(e.reason, "was not written as a member"),
+		ok(gk_stepset_plan(step, &lo, &e, NULL, NULL, &err) == 0 && e.kind == GK_PLAN_BAD &&
+		       strstr(e.reason, "was not written as a member"),
 		   "a checkpoint of no set in its place: no good set (%s)", e.reason);
 		memcpy(step, saved, sizeof(step));
 	}
 
 	/* Pruning by number, numbering past every set. */
-	ok(gk_store_next(path, &next, err, sizeof(err)) == 0 && next == 4, "task 2's next number: 4");
-	ok(gk_set_records_prune(step, 3, err, sizeof(err)) == 0 && !exists("%s/set.000001", step) &&
+	ok(gk_store_next(path, &next, &err) == 0 && next == 4, "task 2's next number: 4");
+	ok(gk_set_records_prune(step, 3, &err) == 0 && !exists("%s/set.000001", step) &&
 	       !exists("%s/set.000002", step) && exists("%s/set.000003", step),
 	   "set records below 3 pruned");
-	ok(gk_stepset_plan(step, &lo, &e, NULL, NULL, err, sizeof(err)) == 0 &&
-	       e.kind == GK_PLAN_BAD,
+	ok(gk_stepset_plan(step, &lo, &e, NULL, NULL, &err) == 0 && e.kind == GK_PLAN_BAD,
 	   "with set 3 damaged and no other record: bad (%s)", e.reason);
-	gk_set_records_prune(step, 100, err, sizeof(err));
-	ok(gk_stepset_plan(step, &lo, &e, NULL, NULL, err, sizeof(err)) == 0 &&
-	       e.kind == GK_PLAN_FRESH,
+	gk_set_records_prune(step, 100, &err);
+	ok(gk_stepset_plan(step, &lo, &e, NULL, NULL, &err) == 0 && e.kind == GK_PLAN_FRESH,
 	   "without any record: fresh (%s)", e.reason);
-	is_int(gk_stepset_plan("/nonexistent/step.0", &lo, &e, NULL, NULL, err, sizeof(err)),
-	       -ENOENT, "a step folder that is not there");
+	is_int(gk_stepset_plan("/nonexistent/step.0", &lo, &e, NULL, NULL, &err), -ENOENT,
+	       "a step folder that is not there");
 }
 
 int main(void)

@@ -9,6 +9,7 @@
 #include "image.h"
 #include "log.h"
 #include "tap.h"
+#include "error.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,7 +23,7 @@
 #include <unistd.h>
 
 static char root[4096];
-static char err[GK_ERRLEN];
+static gk_error_t err;
 
 static char *path_in(const char *name)
 {
@@ -71,9 +72,9 @@ static int64_t transparent_checkpoint(unsigned keep)
 	int64_t seq = -1;
 	int fd;
 
-	if (gk_store_begin(root, &txn, err, sizeof(err)) < 0)
+	if (gk_store_begin(root, &txn, &err) < 0)
 		goto out;
-	if (gk_store_seal(&txn, m, NULL, err, sizeof(err)) < 0)
+	if (gk_store_seal(&txn, m, NULL, &err) < 0)
 		goto out;
 	if (mkdirat(txn.dirfd, GK_CRIU_DIR, 0700) < 0)
 		goto out_abort;
@@ -82,7 +83,7 @@ static int64_t transparent_checkpoint(unsigned keep)
 		goto out_abort;
 	close(fd);
 	snprintf(tmpname, sizeof(tmpname), "%s", strrchr(txn.tmpdir, '/') + 1);
-	if (gk_store_publish(root, tmpname, txn.sequence, keep, err, sizeof(err)) < 0)
+	if (gk_store_publish(root, tmpname, txn.sequence, keep, &err) < 0)
 		goto out_abort;
 	seq = (int64_t)txn.sequence;
 	close(txn.dirfd);
@@ -114,49 +115,49 @@ int main(void)
 	}
 	snprintf(root, sizeof(root), "%s/task0", base);
 
-	ret = gk_store_begin(root, &txn, err, sizeof(err));
+	ret = gk_store_begin(root, &txn, &err);
 	m = empty_manifest();
-	ret = ret ?: gk_store_seal(&txn, m, NULL, err, sizeof(err));
+	ret = ret ?: gk_store_seal(&txn, m, NULL, &err);
 	snprintf(tmpname, sizeof(tmpname), "%s", strrchr(txn.tmpdir, '/') + 1);
 	if (!ok(ret == 0 && exists(path_in(tmpname)) && !exists(path_in("ckpt.000001")),
 		"seal writes the manifest and leaves the .tmp name"))
-		printf("#   %s\n", err);
+		printf("#   %s\n", err.text);
 	ok(exists(txn.tmpdir) && faccessat(txn.dirfd, GK_MANIFEST_FILE, R_OK, 0) == 0,
 	   "the sealed folder holds manifest.json");
-	ret = gk_store_publish(root, "../etc", txn.sequence, 0, err, sizeof(err));
+	ret = gk_store_publish(root, "../etc", txn.sequence, 0, &err);
 	ok(ret == -EINVAL, "publish refuses a name that is not a writer's folder");
-	ret = gk_store_publish(root, tmpname, txn.sequence + 1, 0, err, sizeof(err));
+	ret = gk_store_publish(root, tmpname, txn.sequence + 1, 0, &err);
 	ok(ret == -EINVAL && exists(path_in(tmpname)),
 	   "publish refuses a folder of another sequence number");
 	mkdirat(txn.dirfd, GK_CRIU_DIR, 0700);
-	ret = gk_store_publish(root, tmpname, txn.sequence, 0, err, sizeof(err));
+	ret = gk_store_publish(root, tmpname, txn.sequence, 0, &err);
 	if (!ok(ret == 0 && exists(path_in("ckpt.000001/" GK_CRIU_DIR)) &&
 		    !exists(path_in(tmpname)),
 		"publish renames it to ckpt.000001, criu/ inside"))
-		printf("#   %s\n", err);
+		printf("#   %s\n", err.text);
 	close(txn.dirfd);
 	gk_manifest_free(m);
 
-	ret = gk_image_open(path_in("ckpt.000001"), &lo, &opened, NULL, err, sizeof(err));
+	ret = gk_image_open(path_in("ckpt.000001"), &lo, &opened, NULL, &err);
 	if (!ok(ret == 0 && opened && opened->sequence == 1,
 		"gk_image_open accepts a checkpoint holding criu/"))
-		printf("#   %s\n", err);
+		printf("#   %s\n", err.text);
 	gk_manifest_free(opened);
 
 	ok(transparent_checkpoint(0) == 2 && transparent_checkpoint(0) == 3,
 	   "two more transparent checkpoints: seal, criu/, publish");
-	ret = gk_store_list(root, &list, &n, err, sizeof(err));
+	ret = gk_store_list(root, &list, &n, &err);
 	ok(ret == 0 && n == 3 && list[0].transparent && list[2].transparent,
 	   "list marks them transparent");
 	free(list);
 
 	/* gk_store_commit is seal + publish, and a plain one is not transparent. */
-	ret = gk_store_begin(root, &txn, err, sizeof(err));
+	ret = gk_store_begin(root, &txn, &err);
 	m = empty_manifest();
-	ret = ret ?: gk_store_commit(&txn, m, 0, NULL, err, sizeof(err));
+	ret = ret ?: gk_store_commit(&txn, m, 0, NULL, &err);
 	gk_manifest_free(m);
 	list = NULL;
-	ret = ret ?: gk_store_list(root, &list, &n, err, sizeof(err));
+	ret = ret ?: gk_store_list(root, &list, &n, &err);
 	ok(ret == 0 && n == 4 && list[0].sequence == 4 && !list[0].transparent &&
 	       list[1].transparent,
 	   "commit still commits in one step; the result is not transparent");
@@ -182,7 +183,7 @@ int main(void)
 		if (pid == 0) {
 			if (setgid(nobody->pw_gid) < 0 || setuid(nobody->pw_uid) < 0)
 				_exit(100);
-			_exit(gk_store_prune(root, 1, err, sizeof(err)) == 0 ? 0 : 1);
+			_exit(gk_store_prune(root, 1, &err) == 0 ? 0 : 1);
 		}
 		waitpid(pid, &status, 0);
 		ok(WIFEXITED(status) && WEXITSTATUS(status) == 0,
@@ -190,12 +191,12 @@ int main(void)
 		ok(exists(path_in("ckpt.000001")) && exists(path_in("ckpt.000002/" GK_CRIU_DIR)) &&
 		       exists(path_in("ckpt.000003")),
 		   "and leaves the transparent ones to the shepherd");
-		ret = gk_store_prune(root, 1, err, sizeof(err));
+		ret = gk_store_prune(root, 1, &err);
 		ok(ret == 3 && !exists(path_in("ckpt.000001")) && !exists(path_in("ckpt.000003")),
 		   "root prunes them");
 	}
 	ok(exists(path_in("ckpt.000004")), "the newest is kept");
-	ret = gk_store_publish(root, ".tmp.ckpt.000009.host.1", 9, 0, err, sizeof(err));
+	ret = gk_store_publish(root, ".tmp.ckpt.000009.host.1", 9, 0, &err);
 	ok(ret == -ENOENT, "publish of a folder that is not there fails");
 	{
 		char cmd[4200];

@@ -9,6 +9,7 @@
 #include "image.h"
 #include "log.h"
 #include "tap.h"
+#include "error.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,7 +22,7 @@
 #include <unistd.h>
 
 static char root[4096];
-static char err[GK_ERRLEN];
+static gk_error_t err;
 
 static char *path_in(const char *name)
 {
@@ -97,9 +98,9 @@ static int64_t write_checkpoint(unsigned keep, const char *label)
 
 	for (size_t i = 0; i < sizeof(data); i++)
 		data[i] = (uint8_t)(i * 7 + label[0]);
-	if (gk_store_begin(root, &txn, err, sizeof(err)) < 0)
+	if (gk_store_begin(root, &txn, &err) < 0)
 		return -1;
-	if (gk_store_create(&txn, "device0.data", &fd, err, sizeof(err)) < 0) {
+	if (gk_store_create(&txn, "device0.data", &fd, &err) < 0) {
 		gk_store_abort(&txn);
 		return -1;
 	}
@@ -110,7 +111,7 @@ static int64_t write_checkpoint(unsigned keep, const char *label)
 	}
 	close(fd);
 	m = manifest_for(data, sizeof(data), label);
-	if (gk_store_commit(&txn, m, keep, &is_signed, err, sizeof(err)) == 0)
+	if (gk_store_commit(&txn, m, keep, &is_signed, &err) == 0)
 		seq = (int64_t)m->sequence;
 	gk_manifest_free(m);
 	return seq;
@@ -129,7 +130,7 @@ static int64_t write_increment(uint64_t base, unsigned keep)
 	int64_t seq = -1;
 	uint8_t data[10000];
 
-	if (rootfd < 0 || gk_chain_read_manifest(rootfd, base, &b, err, sizeof(err)) < 0)
+	if (rootfd < 0 || gk_chain_read_manifest(rootfd, base, &b, &err) < 0)
 		goto out;
 	m = manifest_for(data, sizeof(data), "increment");
 	memcpy(m->allocs[0].chunks, b->allocs[0].chunks, m->allocs[0].nchunks * sizeof(struct gk_chunk));
@@ -143,8 +144,8 @@ static int64_t write_increment(uint64_t base, unsigned keep)
 	m->refs[0].files = calloc(1, sizeof(struct gk_file_rec));
 	strcpy(m->refs[0].files[0].name, "device0.data");
 	m->refs[0].files[0].size = 10000;
-	if (gk_store_begin(root, &txn, err, sizeof(err)) == 0 &&
-	    gk_store_commit(&txn, m, keep, &is_signed, err, sizeof(err)) == 0)
+	if (gk_store_begin(root, &txn, &err) == 0 &&
+	    gk_store_commit(&txn, m, keep, &is_signed, &err) == 0)
 		seq = (int64_t)m->sequence;
 	gk_manifest_free(m);
 out:
@@ -162,7 +163,7 @@ static const char *listing(void)
 	size_t n = 0, used = 0;
 
 	out[0] = 0;
-	if (gk_store_list(root, &e, &n, err, sizeof(err)) < 0)
+	if (gk_store_list(root, &e, &n, &err) < 0)
 		return "(error)";
 	for (size_t i = 0; i < n; i++)
 		used += (size_t)snprintf(out + used, sizeof(out) - used, "%s%s%s", i ? " " : "",
@@ -230,7 +231,7 @@ int main(void)
 	snprintf(root, sizeof(root), "%s/job/task0", base);
 	host_name(host, sizeof(host));
 
-	ret = gk_store_begin(root, &txn, err, sizeof(err));
+	ret = gk_store_begin(root, &txn, &err);
 	ok(ret == 0 && stat(root, &st) == 0 && (st.st_mode & 0777) == 0700,
 	   "begin creates a missing root (and its parents), mode 0700");
 	is_int(txn.sequence, 1, "the first checkpoint is number 1");
@@ -238,12 +239,12 @@ int main(void)
 	ok(exists(path_in(name)), "it is written in %s", name);
 	snprintf(outside, sizeof(outside), "%s(live)", name);
 	is_str(listing(), outside, "list shows it as incomplete, its writer alive");
-	ret = gk_store_create(&txn, "../escape", &fd, err, sizeof(err));
-	ok(ret == -EINVAL && strstr(err, "data file name '../escape' is not allowed"),
+	ret = gk_store_create(&txn, "../escape", &fd, &err);
+	ok(ret == -EINVAL && strstr(err.text, "data file name '../escape' is not allowed"),
 	   "create refuses a name that climbs out");
-	ret = gk_store_create(&txn, GK_MANIFEST_FILE, &fd, err, sizeof(err));
+	ret = gk_store_create(&txn, GK_MANIFEST_FILE, &fd, &err);
 	ok(ret == -EINVAL, "create refuses the manifest's own name");
-	ret = gk_store_create(&txn, "device0.data", &fd, err, sizeof(err));
+	ret = gk_store_create(&txn, "device0.data", &fd, &err);
 	ok(ret == 0 && fd >= 0, "create makes a data file");
 	if (ret == 0) {
 		fstat(fd, &st);
@@ -254,21 +255,21 @@ int main(void)
 	} else {
 		skip("no data file to look at");
 	}
-	ok(gk_store_create(&txn, "device0.data", &fd, err, sizeof(err)) == -EEXIST,
+	ok(gk_store_create(&txn, "device0.data", &fd, &err) == -EEXIST,
 	   "create refuses a file that exists");
 	m = manifest_for(data, sizeof(data), "first");
-	ret = gk_store_commit(&txn, m, 0, &is_signed, err, sizeof(err));
+	ret = gk_store_commit(&txn, m, 0, &is_signed, &err);
 	if (!ok(ret == 0 && exists(path_in("ckpt.000001")) && !exists(path_in(name)),
 		"commit renames the .tmp directory to ckpt.000001"))
-		printf("#   %s\n", err);
+		printf("#   %s\n", err.text);
 	ok(m->sequence == 1 && m->nfiles == 1 && !strcmp(m->files[0].name, "device0.data") &&
 	       m->files[0].size == sizeof(data),
 	   "commit sets the sequence and lists the data files with their sizes");
 	gk_manifest_free(m);
-	ret = gk_image_open(path_in("ckpt.000001"), &lo, &opened, &is_signed, err, sizeof(err));
+	ret = gk_image_open(path_in("ckpt.000001"), &lo, &opened, &is_signed, &err);
 	if (!ok(ret == 0 && opened && !strcmp(opened->label, "first"),
 		"the committed checkpoint opens, data checked"))
-		printf("#   %s\n", err);
+		printf("#   %s\n", err.text);
 	gk_manifest_free(opened);
 
 	ok(write_checkpoint(0, "second") == 2 && write_checkpoint(0, "third") == 3,
@@ -277,30 +278,30 @@ int main(void)
 	ok(write_checkpoint(2, "fourth") == 4, "a commit with keep 2 succeeds");
 	is_str(listing(), "ckpt.000004 ckpt.000003", "and leaves only the newest two");
 
-	ret = gk_store_begin(root, &txn, err, sizeof(err));
+	ret = gk_store_begin(root, &txn, &err);
 	snprintf(name, sizeof(name), "%s", strrchr(txn.tmpdir, '/') + 1);
 	gk_store_abort(&txn);
 	ok(ret == 0 && !exists(path_in(name)), "abort removes the .tmp directory");
 	is_str(listing(), "ckpt.000004 ckpt.000003", "abort leaves the committed ones alone");
 
 	/* A commit that fails leaves the previous checkpoints as they were. */
-	ret = gk_store_begin(root, &txn, err, sizeof(err));
-	gk_store_create(&txn, "device0.data", &fd, err, sizeof(err));
+	ret = gk_store_begin(root, &txn, &err);
+	gk_store_create(&txn, "device0.data", &fd, &err);
 	if (write(fd, data, 10) < 0)
 		perror("write");
 	close(fd);
 	snprintf(name, sizeof(name), "%s", strrchr(txn.tmpdir, '/') + 1);
 	m = manifest_for(data, sizeof(data), "bad"); /* says 100 bytes, the file has 10 */
-	ret = gk_store_commit(&txn, m, 1, &is_signed, err, sizeof(err));
-	ok(ret == -EINVAL && strstr(err, "the manifest is not valid") &&
-	       strstr(err, "runs past the end of 'device0.data' (10 bytes)"),
+	ret = gk_store_commit(&txn, m, 1, &is_signed, &err);
+	ok(ret == -EINVAL && strstr(err.text, "the manifest is not valid") &&
+	       strstr(err.text, "runs past the end of 'device0.data' (10 bytes)"),
 	   "commit refuses a manifest that does not match the data");
 	ok(!exists(path_in(name)), "the failed commit's .tmp directory is gone");
 	is_str(listing(), "ckpt.000004 ckpt.000003", "the previous checkpoints are untouched");
 	gk_manifest_free(m);
 
-	ret = gk_store_begin(root, &txn, err, sizeof(err));
-	gk_store_create(&txn, "device0.data", &fd, err, sizeof(err));
+	ret = gk_store_begin(root, &txn, &err);
+	gk_store_create(&txn, "device0.data", &fd, &err);
 	if (write(fd, data, sizeof(data)) < 0)
 		perror("write");
 	close(fd);
@@ -309,8 +310,8 @@ int main(void)
 	m->files = calloc(1, sizeof(*m->files));
 	strcpy(m->files[0].name, "device0.data");
 	m->files[0].size = 4096;
-	ret = gk_store_commit(&txn, m, 1, &is_signed, err, sizeof(err));
-	ok(ret == -EINVAL && strstr(err, "is 100 bytes, the manifest says 4096"),
+	ret = gk_store_commit(&txn, m, 1, &is_signed, &err);
+	ok(ret == -EINVAL && strstr(err.text, "is 100 bytes, the manifest says 4096"),
 	   "commit refuses a file list that does not match the files");
 	is_str(listing(), "ckpt.000004 ckpt.000003", "still only the two good ones");
 	gk_manifest_free(m);
@@ -349,9 +350,9 @@ int main(void)
 		perror("symlink");
 	mkdir(path_in(".trash.ckpt.000002.999999999"), 0700);
 	make_dir_with_file(path_in(".trash.ckpt.000001.999999"));
-	ret = gk_store_prune(root, 1, err, sizeof(err));
+	ret = gk_store_prune(root, 1, &err);
 	if (!ok(ret == 4, "prune --keep 1 removes 2 old committed and 2 stale incomplete ones"))
-		printf("#   returned %d: %s\n", ret, ret < 0 ? err : "");
+		printf("#   returned %d: %s\n", ret, ret < 0 ? err.text : "");
 	{
 		const char *l = listing();
 
@@ -367,8 +368,8 @@ int main(void)
 	   "leftover .trash directories are removed");
 
 	ret = gk_store_list("/nonexistent/gpuckpt-root", &(struct gk_store_entry *){NULL},
-			    &(size_t){0}, err, sizeof(err));
-	ok(ret == -ENOENT && strstr(err, "/nonexistent/gpuckpt-root"),
+			    &(size_t){0}, &err);
+	ok(ret == -ENOENT && strstr(err.text, "/nonexistent/gpuckpt-root"),
 	   "listing a missing root fails and names it");
 
 	{
@@ -377,7 +378,7 @@ int main(void)
 		char slashed[4200];
 
 		snprintf(slashed, sizeof(slashed), "%s/", root);
-		ret = gk_store_list(slashed, &e, &n, err, sizeof(err));
+		ret = gk_store_list(slashed, &e, &n, &err);
 		ok(ret == 0 && n > 0 && !strstr(e[0].path, "//") &&
 		       !strcmp(strrchr(e[0].path, '/'), "/ckpt.000010"),
 		   "a root given with a trailing slash lists clean paths");
@@ -392,7 +393,7 @@ int main(void)
 	rmdir(path_in("ckpt.000011x"));
 
 	/* Increments. ckpt.000011 whole, 12 an increment of it, 13 whole. */
-	gk_store_prune(root, 1, err, sizeof(err));
+	gk_store_prune(root, 1, &err);
 	{
 		int64_t whole = write_checkpoint(0, "whole"), inc = write_increment((uint64_t)whole, 0);
 		struct gk_ref *refs = NULL;
@@ -400,22 +401,22 @@ int main(void)
 		int rootfd = open(root, O_RDONLY | O_DIRECTORY);
 
 		ok(whole == 11 && inc == 12, "an increment of ckpt.000011 is committed as ckpt.000012");
-		ok(gk_chain_needs(rootfd, 12, &refs, &nrefs, err, sizeof(err)) == 0 && nrefs == 1 &&
-			   refs[0].sequence == 11 && refs[0].nfiles == 1 &&
-			   !strcmp(refs[0].files[0].name, "device0.data"),
+		ok(gk_chain_needs(rootfd, 12, &refs, &nrefs, &err) == 0 && nrefs == 1 &&
+		       refs[0].sequence == 11 && refs[0].nfiles == 1 &&
+		       !strcmp(refs[0].files[0].name, "device0.data"),
 		   "gk_chain_needs: ckpt.000012 needs device0.data of ckpt.000011");
 		gk_refs_free(refs, nrefs);
-		ok(gk_chain_needs(rootfd, 11, &refs, &nrefs, err, sizeof(err)) == 0 && nrefs == 0,
+		ok(gk_chain_needs(rootfd, 11, &refs, &nrefs, &err) == 0 && nrefs == 0,
 		   "... and ckpt.000011 nothing else");
-		ret = gk_image_open(path_in("ckpt.000012"), &lo, &opened, NULL, err, sizeof(err));
+		ret = gk_image_open(path_in("ckpt.000012"), &lo, &opened, NULL, &err);
 		ok(ret == 0, "the increment opens, its data checked in ckpt.000011");
 		gk_manifest_free(opened);
 		opened = NULL;
-		ok(write_checkpoint(0, "later") == 13 && gk_store_prune(root, 2, err, sizeof(err)) >= 0 &&
-			   !strncmp(listing(), "ckpt.000013 ckpt.000012 ckpt.000011 .tmp", 40),
+		ok(write_checkpoint(0, "later") == 13 && gk_store_prune(root, 2, &err) >= 0 &&
+		       !strncmp(listing(), "ckpt.000013 ckpt.000012 ckpt.000011 .tmp", 40),
 		   "keep 2 keeps the newest two and what they refer to (%s)", listing());
-		ok(gk_store_prune(root, 1, err, sizeof(err)) >= 0 &&
-			   !strncmp(listing(), "ckpt.000013 .tmp", 16),
+		ok(gk_store_prune(root, 1, &err) >= 0 &&
+		       !strncmp(listing(), "ckpt.000013 .tmp", 16),
 		   "keep 1: nothing refers to them any more, both go (%s)", listing());
 		/* A damaged base: its data changed, the increment is refused. */
 		whole = write_checkpoint(0, "whole again");
@@ -423,8 +424,9 @@ int main(void)
 		fd = open(path_in("ckpt.000014/device0.data"), O_WRONLY);
 		ret = (int)pwrite(fd, "X", 1, 5000);
 		close(fd);
-		ret = gk_image_open(path_in("ckpt.000015"), &lo, &opened, NULL, err, sizeof(err));
-		ok(ret == -EBADMSG && strstr(err, "ckpt.000014/device0.data: checksum mismatch"),
+		ret = gk_image_open(path_in("ckpt.000015"), &lo, &opened, NULL, &err);
+		ok(ret == -EBADMSG &&
+		       strstr(err.text, "ckpt.000014/device0.data: checksum mismatch"),
 		   "a byte changed in the base: the increment is refused, naming the base's file");
 		gk_manifest_free(opened);
 		opened = NULL;

@@ -16,6 +16,7 @@
 #include "config.h"
 #include "image.h"
 #include "seal.h"
+#include "error.h"
 
 #include <dirent.h>
 #include <fcntl.h>
@@ -104,7 +105,7 @@ static int forge(const char *dir, unsigned uid, unsigned gid)
 static int seal(const char *dir, unsigned uid, unsigned gid)
 {
 	struct gk_seal *s = calloc(1, sizeof(*s));
-	char err[GK_SEAL_ERRLEN];
+	gk_error_t err;
 	int ckptfd = open(dir, O_RDONLY | O_DIRECTORY), criufd, ret;
 
 	if (!s || ckptfd < 0 || (criufd = openat(ckptfd, "criu", O_RDONLY | O_DIRECTORY)) < 0) {
@@ -115,9 +116,9 @@ static int seal(const char *dir, unsigned uid, unsigned gid)
 	s->gid = gid;
 	snprintf(s->job, sizeof(s->job), "77");
 	snprintf(s->step, sizeof(s->step), "0");
-	ret = gk_seal_write(ckptfd, criufd, s, err, sizeof(err));
+	ret = gk_seal_write(ckptfd, criufd, s, &err);
 	if (ret < 0)
-		fprintf(stderr, "seal-tool: %s\n", err);
+		fprintf(stderr, "seal-tool: %s\n", err.text);
 	free(s);
 	close(criufd);
 	close(ckptfd);

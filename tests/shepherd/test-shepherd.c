@@ -11,6 +11,7 @@
 #include "log.h"
 #include "shepherd.h"
 #include "tap.h"
+#include "error.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,7 +28,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-static char err[GK_SHEP_ERRLEN];
+static gk_error_t err;
 
 /* ---- messages ---- */
 
@@ -182,7 +183,7 @@ static void peers(void)
 	pid_t pid, other, peer;
 	int listener, conn, go, go2;
 
-	listener = gk_sock_listen(name, sizeof(name), err, sizeof(err));
+	listener = gk_sock_listen(name, sizeof(name), &err);
 	ok(listener >= 0 && gk_sock_name_ok(name), "listen on an abstract name (%s)", name);
 	if (geteuid() != 0 || !nobody) {
 		for (int i = 0; i < 3; i++)
@@ -265,22 +266,20 @@ static void tree(void)
 	pids[0] = child_with_ids(u, u, u, g, &go[0]);
 	pids[1] = child_with_ids(u, u, 0, g, &go[1]);
 	pids[2] = child_with_ids(0, 0, 0, 0, &go[2]);
-	ok(gk_tree_list(getpid(), list, 16, &n, err, sizeof(err)) == 0 && n >= 4 &&
-	       list[0] == getpid(),
+	ok(gk_tree_list(getpid(), list, 16, &n, &err) == 0 && n >= 4 && list[0] == getpid(),
 	   "the tree lists this process and its children");
-	ok(gk_tree_check_owner(&pids[0], 1, u, g, err, sizeof(err)) == 0,
+	ok(gk_tree_check_owner(&pids[0], 1, u, g, &err) == 0,
 	   "a process of the job's user, in every id, passes");
-	snprintf(err, sizeof(err), "none");
-	ok(gk_tree_check_owner(pids, 2, u, g, err, sizeof(err)) == -EPERM && strstr(err, "saved") &&
-	       strstr(err, "uid 0"),
-	   "a process that kept root as its saved uid is refused: %s", err);
+	gk_errprintf(&err, "none");
+	ok(gk_tree_check_owner(pids, 2, u, g, &err) == -EPERM && strstr(err.text, "saved") &&
+	       strstr(err.text, "uid 0"),
+	   "a process that kept root as its saved uid is refused: %s", err.text);
 	{
 		char want[32];
 
 		snprintf(want, sizeof(want), "pid %d", (int)pids[2]);
-		ok(gk_tree_check_owner(&pids[2], 1, u, g, err, sizeof(err)) == -EPERM &&
-		       strstr(err, want),
-		   "a process of another uid is refused, naming it: %s", err);
+		ok(gk_tree_check_owner(&pids[2], 1, u, g, &err) == -EPERM && strstr(err.text, want),
+		   "a process of another uid is refused, naming it: %s", err.text);
 	}
 	/* Each child holds the others' pipes too: end them by pid. */
 	for (int i = 0; i < 3; i++) {
@@ -393,20 +392,19 @@ static void gpu_pairs(void)
 		if (system(path) != 0)
 			printf("# cannot remove %s\n", proc);
 	}
-	r = gk_gpu_pairs(&a, 1, n_ab, 2, &b, 1, n_ab, 2, p, 8, err, sizeof(err));
+	r = gk_gpu_pairs(&a, 1, n_ab, 2, &b, 1, n_ab, 2, p, 8, &err);
 	ok(r == 2 && pair_is(&p[0], UA, UB) && pair_is(&p[1], UB, UA),
 	   "same node, the job moved from GPU A to B: A->B and B->A (every GPU paired)");
-	r = gk_gpu_pairs(&b, 1, n_ab, 2, &c, 1, n_cd, 2, p, 8, err, sizeof(err));
+	r = gk_gpu_pairs(&b, 1, n_ab, 2, &c, 1, n_cd, 2, p, 8, &err);
 	ok(r == 2 && pair_is(&p[0], UB, UC) && pair_is(&p[1], UA, UD),
 	   "another node: the job's GPU first, the others in order");
-	ok(gk_gpu_pairs(&a, 1, NULL, 0, &b, 1, n_ab, 2, p, 8, err, sizeof(err)) == 1 &&
-	       pair_is(&p[0], UA, UB),
+	ok(gk_gpu_pairs(&a, 1, NULL, 0, &b, 1, n_ab, 2, p, 8, &err) == 1 && pair_is(&p[0], UA, UB),
 	   "a seal without the node's GPUs: the job's GPUs alone");
-	ok(gk_gpu_pairs(&a, 1, n_ab, 2, &b, 1, n_abc, 3, p, 8, err, sizeof(err)) == -ENODEV &&
-	       strstr(err, "had 2 GPU(s) and this one has 3"),
-	   "a node with another number of GPUs is refused: %s", err);
-	ok(gk_gpu_pairs(&a, 1, n_ab, 2, &b, 0, n_ab, 2, p, 8, err, sizeof(err)) == -ENODEV,
-	   "fewer GPUs than the checkpoint used is refused: %s", err);
+	ok(gk_gpu_pairs(&a, 1, n_ab, 2, &b, 1, n_abc, 3, p, 8, &err) == -ENODEV &&
+	       strstr(err.text, "had 2 GPU(s) and this one has 3"),
+	   "a node with another number of GPUs is refused: %s", err.text);
+	ok(gk_gpu_pairs(&a, 1, n_ab, 2, &b, 0, n_ab, 2, p, 8, &err) == -ENODEV,
+	   "fewer GPUs than the checkpoint used is refused: %s", err.text);
 }
 
 /* How restore hands the program its stdio back (stdio.c). */
@@ -448,7 +446,7 @@ static void stdio_plans(void)
 }
 
 /* The capabilities CRIU needs, from crafted status files. */
-static int caps_of(const char *capeff, long uid, char *why, size_t whylen)
+static int caps_of(const char *capeff, long uid, gk_error_t *why)
 {
 	char path[] = "/tmp/gk-caps.XXXXXX";
 	int fd = mkstemp(path), ret;
@@ -461,38 +459,39 @@ static int caps_of(const char *capeff, long uid, char *why, size_t whylen)
 		fprintf(f, "CapEff:\t%s\n", capeff);
 	fprintf(f, "CapBnd:\t000001ffffffffff\n");
 	fclose(f);
-	ret = gk_criu_caps(path, uid, why, whylen);
+	ret = gk_criu_caps(path, uid, why);
 	unlink(path);
 	return ret;
 }
 
 static void capabilities(void)
 {
-	char why[1024];
+	gk_error_t why;
 
-	ok(caps_of("000001ffffffffff", -1, why, sizeof(why)) == 0,
+	ok(caps_of("000001ffffffffff", -1, &why) == 0,
 	   "capabilities: a root with all of them may run CRIU for anyone");
-	ok(caps_of("000001fffeffffff", -1, why, sizeof(why)) == -EPERM &&
-	       strstr(why, "CAP_SYS_RESOURCE missing (CapEff 000001fffeffffff): CRIU cannot read "
-			   "another user's resource limits (\"Can't get rlimit"),
+	ok(caps_of("000001fffeffffff", -1, &why) == -EPERM &&
+	       strstr(why.text,
+		      "CAP_SYS_RESOURCE missing (CapEff 000001fffeffffff): CRIU cannot read "
+		      "another user's resource limits (\"Can't get rlimit"),
 	   "capabilities: without CAP_SYS_RESOURCE (the GPU machine's root) it is named, with "
 	   "what CRIU cannot do (%s)",
-	   why);
-	ok(caps_of("000001fffeffffff", 0, why, sizeof(why)) == 0 &&
-	       caps_of("000001fffeffffff", 1000, why, sizeof(why)) == -EPERM,
+	   why.text);
+	ok(caps_of("000001fffeffffff", 0, &why) == 0 &&
+	       caps_of("000001fffeffffff", 1000, &why) == -EPERM,
 	   "capabilities: which root's own jobs do not need, and another user's do");
-	ok(caps_of("000001ffffdfffff", -1, why, sizeof(why)) == 0 &&
-	       caps_of("000000ffffdfffff", 0, why, sizeof(why)) == -EPERM &&
-	       strstr(why, "CAP_SYS_ADMIN missing"),
+	ok(caps_of("000001ffffdfffff", -1, &why) == 0 &&
+	       caps_of("000000ffffdfffff", 0, &why) == -EPERM &&
+	       strstr(why.text, "CAP_SYS_ADMIN missing"),
 	   "capabilities: CAP_CHECKPOINT_RESTORE stands in for CAP_SYS_ADMIN, and without both "
 	   "CAP_SYS_ADMIN is named");
-	ok(caps_of("000001fffef7ffdf", -1, why, sizeof(why)) == -EPERM &&
-	       strstr(why, "CAP_SYS_PTRACE, CAP_SYS_RESOURCE, CAP_KILL missing") &&
-	       strstr(why, "seize"),
+	ok(caps_of("000001fffef7ffdf", -1, &why) == -EPERM &&
+	       strstr(why.text, "CAP_SYS_PTRACE, CAP_SYS_RESOURCE, CAP_KILL missing") &&
+	       strstr(why.text, "seize"),
 	   "capabilities: several missing are all named, the first one's consequence said (%s)",
-	   why);
-	ok(caps_of(NULL, -1, why, sizeof(why)) == -EINVAL && strstr(why, "no CapEff line") &&
-	       gk_criu_caps("/nonexistent/status", -1, why, sizeof(why)) == -ENOENT,
+	   why.text);
+	ok(caps_of(NULL, -1, &why) == -EINVAL && strstr(why.text, "no CapEff line") &&
+	       gk_criu_caps("/nonexistent/status", -1, &why) == -ENOENT,
 	   "capabilities: a status without CapEff, or none, is an error, not a pass");
 }
 
