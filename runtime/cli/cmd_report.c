@@ -5,6 +5,7 @@
  */
 #include "config.h"
 #include "cli.h"
+#include "ckptname.h"
 #include "events.h"
 #include "jobstats.h"
 #include "log.h"
@@ -187,7 +188,7 @@ static void print_row(const char *name, const struct gk_job_stats *s, int total)
 		char size[32];
 
 		gk_size_text(s->last_bytes, size, sizeof(size));
-		snprintf(last, sizeof(last), "ckpt.%llu (%s)", (unsigned long long)s->last_ckpt,
+		snprintf(last, sizeof(last), GK_CKPT_PREFIX "%llu (%s)", (unsigned long long)s->last_ckpt,
 			 size);
 	}
 	printf("%-10s %6llu %8llu %6llu %11s %11s %11s  %-22s %s\n", name,

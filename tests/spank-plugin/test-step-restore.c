@@ -1,5 +1,5 @@
 /*
- * test_step_restore - what the plugin gives a task of a step of several tasks
+ * test-step-restore - what the plugin gives a task of a step of several tasks
  * on a restart (step_restore.c, task_env.c): with staging, the prolog's plan
  * decides (missing, not root's or malformed: the task is refused; a set whose
  * part is not on this node: refused); without staging, the node's own step
