@@ -254,14 +254,28 @@ static int limits(struct ckpt *c)
 			     (int)p->pid, p->refused);
 		return -ENOTSUP;
 	}
-	/* A MIG instance is reached through its capability devices. */
+	/*
+	 * MIG is asked of the driver. A process that uses a MIG instance holds
+	 * its capability devices open, but so does every process that loaded
+	 * NVML (PyTorch, JAX, CuPy) on any machine, MIG or not: an open
+	 * capability device alone says nothing, so the driver decides.
+	 */
 	if (gk_tree_find_open(c->pids, c->npids, GK_SHEP_MIG_CAPS, &pid, path, sizeof(path))) {
-		gk_errprintf(
-		    &c->err,
-		    "pid %d uses a MIG instance (%s open); gpuckpt does not checkpoint MIG "
-		    "instances",
-		    (int)pid, path);
-		return -ENOTSUP;
+		char mig[64];
+		/* Without a driver here no process of the tree uses a GPU at all. */
+		int r = c->sh->have_cuda ? gk_cudackpt_mig(&c->sh->cuda, mig, &c->err) : 0;
+
+		if (r < 0)
+			return r; /* a checkpoint that may be of MIG is not taken blind */
+		if (r > 0) {
+			gk_errprintf(&c->err,
+				     "pid %d uses a MIG instance (%s; %s open); gpuckpt does not "
+				     "checkpoint MIG instances",
+				     (int)pid, mig, path);
+			return -ENOTSUP;
+		}
+		gk_debug("transparent: pid %d holds %s open, but no GPU here is a MIG instance",
+			 (int)pid, path);
 	}
 	/* A tree that talks to processes outside it cannot be restored alone:
 	 * it would wait for peers that are not there (links.c). */

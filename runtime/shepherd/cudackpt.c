@@ -33,6 +33,7 @@ static const struct {
     E(cuDeviceGet),
     E(cuDeviceGetName),
     E(cuDeviceGetUuid),
+    {"cuDeviceGetUuid_v2", offsetof(struct gk_cudackpt, uuid_v2)},
     E(cuCheckpointProcessGetState),
     E(cuCheckpointProcessGetRestoreThreadId),
     E(cuCheckpointProcessLock),
@@ -123,6 +124,38 @@ int gk_cudackpt_gpus(const struct gk_cudackpt *c, struct gk_gpu *gpus, size_t ma
 		}
 		gk_uuid_format(&u, gpus[i].uuid);
 		*n = (size_t)i + 1;
+	}
+	return 0;
+}
+
+int gk_cudackpt_mig(const struct gk_cudackpt *c, char mig[64], gk_error_t *err)
+{
+	int count = 0;
+	CUresult r;
+
+	mig[0] = '\0';
+	r = c->cuDeviceGetCount(&count);
+	if (r == CUDA_ERROR_NO_DEVICE)
+		return 0;
+	if (gk_cuda_check(c, r, "cuDeviceGetCount", 0) < 0) {
+		gk_errprintf(err, "cuDeviceGetCount failed");
+		return -EIO;
+	}
+	for (int i = 0; i < count; i++) {
+		CUdevice dev;
+		CUuuid gpu, inst;
+
+		if (gk_cuda_check(c, c->cuDeviceGet(&dev, i), "cuDeviceGet", 0) < 0 ||
+		    gk_cuda_check(c, c->cuDeviceGetUuid(&gpu, dev), "cuDeviceGetUuid", 0) < 0 ||
+		    gk_cuda_check(c, c->uuid_v2(&inst, dev), "cuDeviceGetUuid_v2", 0) < 0) {
+			gk_errprintf(err, "cannot ask the driver whether GPU %d is a MIG instance", i);
+			return -EIO;
+		}
+		if (memcmp(gpu.bytes, inst.bytes, sizeof(gpu.bytes))) {
+			gk_uuid_format(&inst, mig);
+			memcpy(mig, "MIG", 3); /* the driver's own spelling of an instance */
+			return 1;
+		}
 	}
 	return 0;
 }

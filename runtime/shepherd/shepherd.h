@@ -78,7 +78,11 @@ struct gk_cudackpt {
 	CUresult (*cuDeviceGetCount)(int *);
 	CUresult (*cuDeviceGet)(CUdevice *, int);
 	CUresult (*cuDeviceGetName)(char *, int, CUdevice);
+	/* cuda.h spells cuDeviceGetUuid as its _v2; the table holds both by
+	 * their symbols: "cuDeviceGetUuid" (the GPU's UUID, also for a MIG
+	 * instance) here, and "cuDeviceGetUuid_v2" (a MIG instance's own). */
 	CUresult (*cuDeviceGetUuid)(CUuuid *, CUdevice);
+	CUresult (*uuid_v2)(CUuuid *, CUdevice);
 	CUresult (*cuCheckpointProcessGetState)(int, CUprocessState *);
 	CUresult (*cuCheckpointProcessGetRestoreThreadId)(int, int *);
 	CUresult (*cuCheckpointProcessLock)(int, CUcheckpointLockArgs *);
@@ -116,6 +120,14 @@ int gk_gpu_pairs(const struct gk_gpu *old_used, size_t nold_used, char (*old_nod
 		 size_t nold_node, const struct gk_gpu *new_used, size_t nnew_used,
 		 char (*new_node)[64], size_t nnew_node, CUcheckpointGpuPair *pairs, size_t max,
 		 gk_error_t *err);
+
+/*
+ * Whether a GPU this process sees is a MIG instance, asked of the driver:
+ * cuDeviceGetUuid_v2 gives a MIG instance a UUID of its own, where
+ * cuDeviceGetUuid gives the GPU's. 1 with the first such instance in `mig`
+ * ("MIG-..."), 0 when there is none, -EIO when the driver cannot say.
+ */
+int gk_cudackpt_mig(const struct gk_cudackpt *c, char mig[64], gk_error_t *err);
 
 /* 1 when the driver answers for pid (a CUDA process), with its state. */
 int gk_cudackpt_is_cuda(const struct gk_cudackpt *c, pid_t pid, CUprocessState *state);

@@ -4,6 +4,7 @@
  * name, UUID and PCI bus id are those of the physical device behind them.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 
@@ -59,10 +60,40 @@ static CUresult get_uuid(CUuuid *uuid, CUdevice dev)
 	return CUDA_SUCCESS;
 }
 
-/* cuDeviceGetUuid (CUDA 9.2) and its _v2 (11.4, MIG-aware) agree: there is no MIG here. */
+/*
+ * Whether visible device dev stands for a MIG instance: listed in
+ * GPUCKPT_STANDIN_MIG ("0,2"; ordinals as CUDA numbers them). Read at each
+ * call: a test switches it between processes, never within one.
+ */
+static int is_mig(CUdevice dev)
+{
+	const char *s = getenv("GPUCKPT_STANDIN_MIG");
+	char *end;
+
+	while (s && *s) {
+		long v = strtol(s, &end, 10);
+
+		if (end == s)
+			return 0;
+		if (v == dev)
+			return 1;
+		s = *end == ',' ? end + 1 : "";
+	}
+	return 0;
+}
+
+/*
+ * cuDeviceGetUuid (CUDA 9.2) answers with the GPU's UUID; its _v2 (11.4) with
+ * the MIG instance's where the device is one, as the real driver does. Here
+ * they agree unless GPUCKPT_STANDIN_MIG makes the device a MIG instance.
+ */
 CUresult cuDeviceGetUuid_v2(CUuuid *uuid, CUdevice dev)
 {
-	SI_RETF(get_uuid(uuid, dev), "dev=%d", dev);
+	CUresult rc = get_uuid(uuid, dev);
+
+	if (rc == CUDA_SUCCESS && is_mig(dev))
+		((unsigned char *)uuid->bytes)[8] ^= 0x4d; /* any other value will do */
+	SI_RETF(rc, "dev=%d%s", dev, rc == CUDA_SUCCESS && is_mig(dev) ? " (MIG)" : "");
 }
 
 CUresult cuDeviceGetUuid_v1(CUuuid *uuid, CUdevice dev) __asm__("cuDeviceGetUuid");

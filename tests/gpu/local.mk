@@ -47,7 +47,8 @@ EXTRA_DIST += %reldir%/containers.sh %reldir%/standin.sh %reldir%/heat-options.s
 	%reldir%/scenario.sh %reldir%/README.md %reldir%/gpu_test.h \
 	%reldir%/gpu-streams.cu %reldir%/gpu-linked.cu %reldir%/gpu-cublas.cu \
 	%reldir%/route-rt.cu %reldir%/slack_kernels.cu %reldir%/first-checkpoint.sh \
-	%reldir%/gpu-peer-rt.cu %reldir%/mpi-debs.sh %reldir%/mpi-slurm.sh
+	%reldir%/gpu-peer-rt.cu %reldir%/mpi-debs.sh %reldir%/mpi-slurm.sh \
+	%reldir%/mig-caps.sh
 
 # The CUDA runtime programs, built by nvcc for make check-gpu only.
 GPU_NVCC_BINS = %reldir%/gpu-streams %reldir%/gpu-linked %reldir%/gpu-cublas \
@@ -98,7 +99,9 @@ GPU_NVCC_RPATH = -Xlinker -rpath=$(CUDA_PREFIX)/lib64
 # The examples come from the top-level `all` that check-gpu depends on there.
 check-gpu: $(GPU_TESTS) %reldir%/gpu-probe$(EXEEXT) %reldir%/route-drv$(EXEEXT) \
 		%reldir%/gpu-tables$(EXEEXT) %reldir%/gpu-slack$(EXEEXT) %reldir%/gpu-peer$(EXEEXT)
-	@$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/%reldir%/run.sh
+	@$(AM_TESTS_ENVIRONMENT) rc=0; $(SHELL) $(srcdir)/%reldir%/run.sh || rc=1; \
+	echo "# mig-caps.sh: capability devices open, no MIG: a transparent round trip"; \
+	$(SHELL) $(srcdir)/%reldir%/mig-caps.sh || rc=1; exit $$rc
 
 clean-local: clean-local-gpu
 clean-local-gpu:

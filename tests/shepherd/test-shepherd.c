@@ -13,6 +13,7 @@
 #include "tap.h"
 #include "error.h"
 
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -338,6 +339,78 @@ static void limits(void)
 	ok(gk_find_process("gk-fake-mps") == 0, "and not once it ended");
 }
 
+/* ---- MIG, asked of the driver (the stand-in plays both answers) ---- */
+
+/*
+ * In a child (the stand-in reads its machine once, at cuInit): the table
+ * filled from the stand-in's libcuda.so.1 with what gk_cudackpt_mig uses,
+ * GPUCKPT_STANDIN_MIG set to `mig` (NULL: unset). The answer and the
+ * instance's name come back through a pipe as "<rc> <name>".
+ */
+static int ask_mig(const char *mig, char *out, size_t outlen)
+{
+	const char *dir = getenv("top_builddir");
+	int p[2], status;
+	ssize_t len;
+	pid_t pid;
+
+	if (!dir || pipe(p) < 0)
+		return -1;
+	pid = fork();
+	if (pid == 0) {
+		struct gk_cudackpt c;
+		char lib[4096], name[64];
+		int r = -100;
+
+		close(p[0]);
+		memset(&c, 0, sizeof(c));
+		name[0] = '\0';
+		if (mig)
+			setenv("GPUCKPT_STANDIN_MIG", mig, 1);
+		else
+			unsetenv("GPUCKPT_STANDIN_MIG");
+		setenv("GPUCKPT_STANDIN_GPUS", "3", 1);
+		unsetenv("CUDA_VISIBLE_DEVICES");
+		snprintf(lib, sizeof(lib), "%s/tests/cuda-standin/.libs/libcuda.so.1", dir);
+		c.lib = dlopen(lib, RTLD_NOW | RTLD_LOCAL);
+#define LOAD(f) memcpy(&c.f, (void *[]){dlsym(c.lib, #f)}, sizeof(void *))
+		if (c.lib) {
+			LOAD(cuInit);
+			LOAD(cuGetErrorName);
+			LOAD(cuGetErrorString);
+			LOAD(cuDeviceGetCount);
+			LOAD(cuDeviceGet);
+			memcpy(&c.cuDeviceGetUuid, (void *[]){dlsym(c.lib, "cuDeviceGetUuid")},
+			       sizeof(void *));
+			memcpy(&c.uuid_v2, (void *[]){dlsym(c.lib, "cuDeviceGetUuid_v2")},
+			       sizeof(void *));
+		}
+#undef LOAD
+		if (c.cuInit && c.cuDeviceGetUuid && c.uuid_v2 && c.cuInit(0) == CUDA_SUCCESS)
+			r = gk_cudackpt_mig(&c, name, &err);
+		dprintf(p[1], "%d %s", r, name);
+		_exit(0);
+	}
+	close(p[1]);
+	len = read(p[0], out, outlen - 1);
+	out[len > 0 ? len : 0] = '\0';
+	close(p[0]);
+	waitpid(pid, &status, 0);
+	return 0;
+}
+
+static void mig(void)
+{
+	char got[128];
+
+	ask_mig(NULL, got, sizeof(got));
+	ok(!strcmp(got, "0 "), "no MIG instance: the driver's two UUIDs agree (%s)", got);
+	ask_mig("1", got, sizeof(got));
+	ok(!strncmp(got, "1 MIG-", 6), "a MIG instance: named by its own UUID (%s)", got);
+	ask_mig("7", got, sizeof(got));
+	ok(!strcmp(got, "0 "), "an ordinal the driver does not list is no instance (%s)", got);
+}
+
 /* ---- the GPUs of the node and the driver's restore pairs ---- */
 
 #define UA "GPU-aaaaaaaa-0000-0000-0000-000000000000"
@@ -497,12 +570,13 @@ static void capabilities(void)
 
 int main(void)
 {
-	plan(9 + 4 + 4 + 4 + 6 + 6 + 3 + 1);
+	plan(9 + 4 + 4 + 4 + 3 + 6 + 6 + 3 + 1);
 	gk_log_set_level(GK_LOG_ERROR);
 	messages();
 	peers();
 	tree();
 	limits();
+	mig();
 	gpu_pairs();
 	capabilities();
 	stdio_plans();

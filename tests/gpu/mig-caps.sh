@@ -1,0 +1,102 @@
+#!/bin/bash
+# mig-caps.sh - a program that holds NVIDIA's MIG capability devices open, on
+# a GPU that is not in MIG mode, is checkpointed transparently and restored
+# with the uninterrupted run's checksum (issue 25, item 1).
+#
+# Why: NVML, which PyTorch, JAX and CuPy load, opens /dev/nvidia-caps/nvidia-cap1
+# and cap2 on every machine. The shepherd once refused every such process as a
+# MIG user ("pid N uses a MIG instance (/dev/nvidia-caps/nvidia-cap1 open)");
+# it now asks the driver whether a GPU is a MIG instance. The program here is
+# examples/unaware started by a shell that opened the capability devices, so
+# it holds them as an NVML user does, without a framework in the way.
+#
+# Needs root (the shepherd runs as root; the GPU machine's root cannot dump
+# another user's process), a GPU not in MIG mode, a /dev/nvidia-caps/ device
+# to open, CRIU 4 (GK_CRIU, /usr/local/sbin/criu or the GPU machine's
+# /opt/criu) and examples/unaware (configure found nvcc). Any of them missing:
+# every point is a SKIP with the reason.
+#
+#   make -C build/tests check TESTS=gpu/mig-caps.sh     (check-gpu runs it too)
+. "${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/lib/helpers.sh"
+SHEP=$top_builddir/runtime/gpuckpt-shepherd
+RT=$top_builddir/runtime/.libs/libgpuckpt.so
+UNAWARE=$top_builddir/examples/unaware/unaware
+PLAN=4
+tap_plan $PLAN
+gk_scratch
+
+criu_major() { "$1" --version 2>/dev/null | sed -n 's/^Version: *\([0-9]*\).*/\1/p' | head -n 1; }
+why=
+CRIU=${GK_CRIU:-}
+caps=$(ls /dev/nvidia-caps/nvidia-cap* 2>/dev/null | head -n 2)
+if [ "$(id -u)" -ne 0 ]; then
+	why="needs root (the shepherd does)"
+elif ! nvidia-smi -L >/dev/null 2>&1; then
+	why="no GPU here (nvidia-smi -L failed)"
+elif nvidia-smi --query-gpu=mig.mode.current --format=csv,noheader 2>/dev/null | grep -q Enabled; then
+	why="a GPU here is in MIG mode: this test is for a machine without MIG"
+elif [ -z "$caps" ]; then
+	why="no /dev/nvidia-caps/nvidia-cap* device to hold open"
+elif [ ! -x "$UNAWARE" ]; then
+	why="examples/unaware is not built (configure found no nvcc)"
+elif [ -z "$CRIU" ] && [ -x /usr/local/sbin/criu ]; then
+	CRIU=/usr/local/sbin/criu
+elif [ -z "$CRIU" ] && [ -x /opt/criu/usr/sbin/criu ]; then
+	CRIU=$GK_SCRATCH/criu
+	printf '#!/bin/sh\nLD_LIBRARY_PATH=/opt/criu/usr/lib/x86_64-linux-gnu:/opt/criu/lib/x86_64-linux-gnu exec /opt/criu/usr/sbin/criu "$@"\n' >"$CRIU"
+	chmod 0755 "$CRIU"
+fi
+if [ -z "$why" ] && { [ -z "$CRIU" ] || [ "$(criu_major "$CRIU")" = "" ] || [ "$(criu_major "$CRIU")" -lt 4 ]; }; then
+	why="no CRIU 4 or later (GK_CRIU, /usr/local/sbin/criu, /opt/criu)"
+fi
+if [ -n "$why" ]; then
+	for _ in $(seq $PLAN); do tap_skip "$why"; done
+	exit 0
+fi
+gk_need_built "$SHEP" "$RT"
+
+ARGS=(--size 4000000 --steps 200 --report-every 10 --delay-ms 20)
+sum() { sed -n 's/^unaware: done: .*checksum=\(0x[0-9a-f]*\)$/\1/p' "$1" | tail -n 1; }
+"$UNAWARE" "${ARGS[@]}" --out "$GK_SCRATCH/ref.data" >"$GK_SCRATCH/ref.out" 2>&1
+ref=$(sum "$GK_SCRATCH/ref.out")
+tap_diag "reference (uninterrupted, no shepherd): ${ref:-none}; capability devices held: $(echo $caps)"
+
+d=$GK_SCRATCH/ckpt out=$GK_SCRATCH/run.out log=$GK_SCRATCH/run.err
+mkdir -p "$d"
+# fds 7 and 8: the capability devices, open in the program as NVML leaves them.
+open_caps=$(set -- $caps; printf 'exec 7<%q; ' "$1"; [ -n "${2:-}" ] && printf 'exec 8<%q; ' "$2")
+GPUCKPT_LOG_LEVEL=info "$SHEP" run --criu "$CRIU" --dir "$d" --uid 0 --gid 0 -- \
+	/bin/sh -c "${open_caps}exec env LD_PRELOAD=$RT GPUCKPT_MODE=transparent $UNAWARE $(printf '%q ' "${ARGS[@]}") --out $GK_SCRATCH/run.data" \
+	>"$out" 2>"$log" &
+spid=$!
+for _ in $(seq 600); do grep -q "^unaware: step 60$" "$out" 2>/dev/null && break; sleep 0.1; done
+held=$(ls -l /proc/"$(pgrep -n -f "$UNAWARE")"/fd 2>/dev/null | grep -c nvidia-caps)
+kill -TERM "$spid"
+wait "$spid"
+if grep -q "checkpoint ckpt\.[0-9]* committed" "$log" && [ "${held:-0}" -ge 1 ]; then
+	tap_ok "a program holding $held capability device(s) open is checkpointed (no MIG here)"
+else
+	tap_not_ok "a program holding capability devices open is checkpointed (held: ${held:-0})"
+	tap_diag "$(grep -E "MIG|no checkpoint|error" "$log" | tail -n 5)"
+fi
+if ! grep -q "uses a MIG instance" "$log"; then
+	tap_ok "and no MIG refusal is logged"
+else
+	tap_not_ok "and no MIG refusal is logged"
+	tap_diag "$(grep "MIG" "$log" | head -n 3)"
+fi
+GPUCKPT_LOG_LEVEL=info "$SHEP" restore --criu "$CRIU" --dir "$d" --uid 0 --gid 0 >>"$out" 2>>"$log"
+status=$?
+if [ "$status" = 0 ] && grep -q "restored ckpt" "$log"; then
+	tap_ok "restored by CRIU and the driver, and ran to the end"
+else
+	tap_not_ok "restored by CRIU and the driver, and ran to the end (status $status)"
+	tap_diag "$(tail -n 6 "$log")"
+fi
+got=$(sum "$out")
+if [ -n "$ref" ] && [ "$got" = "$ref" ] && cmp -s "$GK_SCRATCH/ref.data" "$GK_SCRATCH/run.data"; then
+	tap_ok "same checksum and output file as the uninterrupted run ($got)"
+else
+	tap_not_ok "same checksum and output file as the uninterrupted run ($got, want $ref)"
+fi
+tap_done
