@@ -48,7 +48,7 @@ EXTRA_DIST += %reldir%/containers.sh %reldir%/standin.sh %reldir%/heat-options.s
 	%reldir%/gpu-streams.cu %reldir%/gpu-linked.cu %reldir%/gpu-cublas.cu \
 	%reldir%/route-rt.cu %reldir%/slack_kernels.cu %reldir%/first-checkpoint.sh \
 	%reldir%/gpu-peer-rt.cu %reldir%/mpi-debs.sh %reldir%/mpi-slurm.sh \
-	%reldir%/mig-caps.sh
+	%reldir%/mig-caps.sh %reldir%/nvml-hold.c
 
 # The CUDA runtime programs, built by nvcc for make check-gpu only.
 GPU_NVCC_BINS = %reldir%/gpu-streams %reldir%/gpu-linked %reldir%/gpu-cublas \

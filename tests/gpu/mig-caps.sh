@@ -7,8 +7,11 @@
 # and cap2 on every machine. The shepherd once refused every such process as a
 # MIG user ("pid N uses a MIG instance (/dev/nvidia-caps/nvidia-cap1 open)");
 # it now asks the driver whether a GPU is a MIG instance. The program here is
-# examples/unaware started by a shell that opened the capability devices, so
-# it holds them as an NVML user does, without a framework in the way.
+# examples/unaware with nvml-hold.c preloaded, which initialises NVML at
+# start-up and keeps it, as the frameworks do: the program holds the
+# capability devices as they do, without a framework in the way. (Devices
+# opened by hand instead, by a shell, are not NVML's: CRIU cannot dump such a
+# character device, "Can't dump file 7 of that type [20400] (chr 241:1)".)
 #
 # Needs root (the shepherd runs as root; the GPU machine's root cannot dump
 # another user's process), a GPU not in MIG mode, a /dev/nvidia-caps/ device
@@ -63,11 +66,14 @@ tap_diag "reference (uninterrupted, no shepherd): ${ref:-none}; capability devic
 
 d=$GK_SCRATCH/ckpt out=$GK_SCRATCH/run.out log=$GK_SCRATCH/run.err
 mkdir -p "$d"
-# fds 7 and 8: the capability devices, open in the program as NVML leaves them.
-open_caps=$(set -- $caps; printf 'exec 7<%q; ' "$1"; [ -n "${2:-}" ] && printf 'exec 8<%q; ' "$2")
+HOLD=$GK_SCRATCH/nvml-hold.so
+if ! ${CC:-cc} -shared -fPIC -o "$HOLD" "$top_srcdir/tests/gpu/nvml-hold.c" -ldl 2>"$GK_SCRATCH/cc.err"; then
+	for _ in $(seq $PLAN); do tap_not_ok "nvml-hold.c does not build: $(head -n 2 "$GK_SCRATCH/cc.err")"; done
+	exit 1
+fi
 GPUCKPT_LOG_LEVEL=info "$SHEP" run --criu "$CRIU" --dir "$d" --uid 0 --gid 0 -- \
-	/bin/sh -c "${open_caps}exec env LD_PRELOAD=$RT GPUCKPT_MODE=transparent $UNAWARE $(printf '%q ' "${ARGS[@]}") --out $GK_SCRATCH/run.data" \
-	>"$out" 2>"$log" &
+	env LD_PRELOAD="$RT:$HOLD" GPUCKPT_MODE=transparent "$UNAWARE" "${ARGS[@]}" \
+	--out "$GK_SCRATCH/run.data" >"$out" 2>"$log" &
 spid=$!
 for _ in $(seq 600); do grep -q "^unaware: step 60$" "$out" 2>/dev/null && break; sleep 0.1; done
 held=$(ls -l /proc/"$(pgrep -n -f "$UNAWARE")"/fd 2>/dev/null | grep -c nvidia-caps)
