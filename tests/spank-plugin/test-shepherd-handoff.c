@@ -48,7 +48,8 @@ static int wrapper(int argc, char **argv)
 		if (strcmp(argv[i], "--child") == 0)
 			child = (pid_t)atoi(argv[i + 1]);
 	if (!real || !mode || child <= 0) {
-		fprintf(stderr, "gk-wrapper: GK_TEST_REAL_SHEPHERD, GK_TEST_WRAPPER, --child needed\n");
+		fprintf(stderr,
+			"gk-wrapper: GK_TEST_REAL_SHEPHERD, GK_TEST_WRAPPER, --child needed\n");
 		return 99;
 	}
 	if (strcmp(mode, "ignore") == 0)
@@ -269,8 +270,9 @@ int main(int argc, char **argv)
 		printf("# stderr: %s\n", errbuf);
 
 	rc = attach_zombie(1, errbuf, sizeof(errbuf));
-	is_int(rc, 5, "attach --child of its own child that already ended: accepted, its status "
-		      "collected");
+	is_int(rc, 5,
+	       "attach --child of its own child that already ended: accepted, its status "
+	       "collected");
 	ok(!strstr(errbuf, "not a child process"), "... not refused");
 	rc = attach_zombie(0, errbuf, sizeof(errbuf));
 	is_int(rc, 2, "attach --child of an ended process that is another's child: refused");
