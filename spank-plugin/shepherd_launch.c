@@ -326,6 +326,8 @@ int gk_shepherd_argv(const struct gk_tplan *p, pid_t child, char *argv[], char *
 		items[n++] = "attach";
 		items[n++] = "--child";
 		items[n++] = num[0];
+		items[n++] = "--go-fd";
+		items[n++] = GK_SHEPHERD_GO_FD_STR;
 	} else {
 		items[n++] = "restore";
 	}
@@ -425,23 +427,31 @@ static int recv_stdio(int sock, int fds[3])
 	return got ? 0 : -EPROTO;
 }
 
-/* The task's stdio on 0, 1, 2, nothing else open (no descriptor of
- * slurmstepd's reaches the shepherd or CRIU's images), signals as a
- * fresh process has them: slurmstepd's task child still blocks its signals
- * here (they are unblocked after task_init_privileged) and a mask survives exec. */
-static void become_clean(const int fds[3])
+/* The task's stdio on 0, 1, 2, nothing else open but `go` (attach: moved to
+ * GK_SHEPHERD_GO_FD, kept across the exec; -1: none) - no descriptor of
+ * slurmstepd's reaches the shepherd or CRIU's images -, signals as a fresh
+ * process has them: slurmstepd's task child still blocks its signals here
+ * (they are unblocked after task_init_privileged) and a mask survives exec. */
+static int become_clean(const int fds[3], int go)
 {
 	sigset_t none;
+	int keep = -1;
 
+	/* Out of the way of the stdio's numbers first. */
+	if (go >= 0 && (keep = fcntl(go, F_DUPFD_CLOEXEC, GK_SHEPHERD_GO_FD + 1)) < 0)
+		return -errno;
 	for (int i = 0; i < 3; i++) {
 		if (fds[i] != i)
 			dup2(fds[i], i);
 	}
-	close_range(3, ~0U, 0);
+	if (keep >= 0 && dup2(keep, GK_SHEPHERD_GO_FD) < 0)
+		return -errno;
+	close_range(keep >= 0 ? GK_SHEPHERD_GO_FD + 1 : 3, ~0U, 0);
 	for (int sig = 1; sig < NSIG; sig++)
 		signal(sig, SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
+	return 0;
 }
 
 /* Move pid into every cgroup this process is in (cgroup v2; v1 hierarchies
@@ -557,19 +567,30 @@ static void run_shepherd(const struct gk_tplan *p, pid_t child, int up)
 		dprintf(fds[2], "gpuckpt: transparent: %s; the task does not start\n", err.text);
 		_exit(127);
 	}
-	if (write(up, &go, 1) != 1) {
-		dprintf(fds[2], "gpuckpt: transparent: cannot let the program start: %s\n",
-			strerror(errno));
-		_exit(127);
-	}
+	/*
+	 * attach: the shepherd lets the program go (--go-fd), once it has
+	 * checked that the program is its child. Let go from here, a program that
+	 * ended at once could be reaped before that check by whatever runs in
+	 * this process until the shepherd's own code does (a site's wrapper
+	 * script: dash reaps every child it has), and the task then ended with
+	 * the shepherd's 2, not the program's status (issue 29).
+	 */
 	if (p->kind == GK_TPLAN_RESTORE) {
+		if (write(up, &go, 1) != 1) {
+			dprintf(fds[2], "gpuckpt: transparent: cannot let the program start: %s\n",
+				strerror(errno));
+			_exit(127);
+		}
 		/* The helper exits at once; the shepherd must not find it among its children. */
 		while (waitpid(child, &status, 0) < 0 && errno == EINTR)
 			;
 		child = 0;
 	}
-	/* Last: it closes every descriptor but the task's stdio, `up` too. */
-	become_clean(fds);
+	/* Last: it closes every descriptor but the task's stdio, and `up`
+	 * for attach, as GK_SHEPHERD_GO_FD. */
+	rc = become_clean(fds, p->kind == GK_TPLAN_ATTACH ? up : -1);
+	if (rc < 0)
+		die_after_fork("the shepherd's descriptors", -rc);
 	/* slurmstepd's own environment is what an exec here passes on; the
 	 * shepherd needs the socket the program was told about, and to know
 	 * that Slurm signals the program itself. */

@@ -82,6 +82,9 @@ int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
 /* The shepherd's arguments for an ATTACH (child = the namespace's init) or a
  * RESTORE plan, NULL-terminated, strings in buf. -ENAMETOOLONG if too small. */
 #define GK_SHEPHERD_MAXARGS 32
+/* attach: the descriptor on which the shepherd lets the program go (--go-fd). */
+#define GK_SHEPHERD_GO_FD 3
+#define GK_SHEPHERD_GO_FD_STR "3"
 int gk_shepherd_argv(const struct gk_tplan *p, pid_t child, char *argv[], char *buf,
 		     size_t buflen);
 
@@ -97,7 +100,8 @@ int gk_shepherd_launch(const struct gk_tplan *p, gk_error_t *err);
 
 /*
  * In task_init (stdio set up, privileges dropped): hand this process's stdin,
- * stdout and stderr to the shepherd's side and wait until it is placed. The
+ * stdout and stderr to the shepherd's side and wait until it is placed and,
+ * ATTACH, until gpuckpt-shepherd has taken it as its child (--go-fd). The
  * RESTORE helper exits here. 0 when there is nothing to do or it went well,
  * else a negative errno with err set (the task must not run).
  */

@@ -17,6 +17,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <fcntl.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 const char gk_shep_usage[] =
@@ -76,6 +78,9 @@ const char gk_shep_usage[] =
     "    --signals LIST       trigger signals and what follows the checkpoint\n"
     "                         (default TERM:exit,USR1:continue, as the runtime's)\n"
     "    --child PID          attach: the task's program, a child of this process\n"
+    "    --go-fd FD           attach: the program waits for a byte on FD before it\n"
+    "                         runs; the shepherd writes it once it has taken the\n"
+    "                         program as its child (the plugin passes 3)\n"
     "    --test-hook POINT:DIR\n"
     "                         for tests (tests/security/): wait at POINT until root\n"
     "                         makes DIR/POINT.go; DIR must be root's\n"
@@ -118,6 +123,7 @@ enum {
 	OPT_STEP,
 	OPT_TASK,
 	OPT_CHILD,
+	OPT_GO_FD,
 	OPT_SIGNALS,
 	OPT_TEST_HOOK,
 };
@@ -135,6 +141,7 @@ static const struct option long_opts[] = {
     {"step", required_argument, NULL, OPT_STEP},
     {"task", required_argument, NULL, OPT_TASK},
     {"child", required_argument, NULL, OPT_CHILD},
+    {"go-fd", required_argument, NULL, OPT_GO_FD},
     {"signals", required_argument, NULL, OPT_SIGNALS},
     {"test-hook", required_argument, NULL, OPT_TEST_HOOK},
     {"help", no_argument, NULL, 'h'},
@@ -185,21 +192,21 @@ static int plain_id(const char *s, size_t max)
 	return 1;
 }
 
+/*
+ * 1 when pid is a child of this process, running or ended. waitid() with
+ * WNOWAIT asks the kernel, which knows only its own children (ECHILD for any
+ * other process, so --child cannot point the shepherd at someone else's
+ * process), and it answers for a child that has ended and is not reaped yet
+ * without taking its status: supervise.c collects it. /proc/PID/status (its
+ * PPid) was no answer for a program that ended at once: once reaped it has
+ * no entry at all (issue 29).
+ */
 static int is_own_child(pid_t pid)
 {
-	char path[64], buf[4096], *p;
-	FILE *f;
-	long ppid = -1;
+	siginfo_t si;
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (fgets(buf, sizeof(buf), f))
-		if ((p = strstr(buf, "PPid:")) == buf)
-			ppid = strtol(buf + 5, NULL, 10);
-	fclose(f);
-	return ppid == (long)getpid();
+	memset(&si, 0, sizeof(si));
+	return waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) == 0;
 }
 
 #define BAD(...)                                                                                   \
@@ -286,6 +293,14 @@ static int parse_one(int c, const char *arg, struct gk_shep_opts *o, gk_error_t 
 			BAD("--child %s: not a child process of this shepherd", arg);
 		o->child = (pid_t)v;
 		break;
+	case OPT_GO_FD:
+		/* 0 to 2 are the task's stdio, never the hand-over socket. */
+		if (parse_long(arg, 3, INT_MAX, &v) < 0)
+			BAD("--go-fd '%s': must be a descriptor number, 3 or more", arg);
+		if (fcntl((int)v, F_GETFD) < 0)
+			BAD("--go-fd %s: not an open descriptor", arg);
+		o->go_fd = (int)v;
+		break;
 	case OPT_SIGNALS:
 		gk_settings_defaults(&st);
 		if (gk_settings_parse_signals(&st, arg, &sub) < 0)
@@ -365,6 +380,8 @@ int gk_shep_parse(int argc, char **argv, struct gk_shep_opts *o, gk_error_t *err
 			BAD("probe: takes only --criu and --uid");
 		if (c == OPT_CHILD && o->cmd != GK_SHEP_ATTACH)
 			BAD("%s: --child is for attach only", cmd);
+		if (c == OPT_GO_FD && o->cmd != GK_SHEP_ATTACH)
+			BAD("%s: --go-fd is for attach only", cmd);
 		ret = parse_one(c, optarg, o, err);
 		if (ret < 0)
 			return ret;

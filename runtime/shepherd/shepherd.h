@@ -56,6 +56,7 @@ struct gk_shep_opts {
 	char job[32], step[32];
 	int task;
 	pid_t child;
+	int go_fd; /* attach: where the program waits for its go; 0: none */
 	struct gk_trigger triggers[GK_MAX_TRIGGERS];
 	unsigned ntriggers;
 	char **argv; /* run: PROGRAM [ARG...] */

@@ -22,6 +22,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -175,6 +176,47 @@ static void block_signals(const struct gk_shep_opts *o)
 	sigprocmask(SIG_BLOCK, &set, NULL);
 }
 
+/*
+ * SIGCHLD as a fresh process has it. An ignored SIGCHLD survives exec (from
+ * whoever started slurmd, or a wrapper before us), and with it, or with
+ * SA_NOCLDWAIT, the kernel reaps the program the moment it ends: its status
+ * lost, and supervise.c, waiting for it, would wait forever.
+ */
+static void default_sigchld(void)
+{
+	struct sigaction sa;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_DFL;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGCHLD, &sa, NULL);
+}
+
+/*
+ * attach: let the program go. It waits in task_init for this byte
+ * (spank-plugin/shepherd_launch.c), so it cannot end before the shepherd
+ * has checked that it is its child (options.c) and SIGCHLD keeps its status
+ * for us: a program let go before the exec, and ended at once, could be reaped
+ * by whatever ran in this process meanwhile, a wrapper script for one (dash
+ * reaps every child it has), and the task ended with 2, not its own status
+ * (issue 29). A program already gone (Slurm killed it) is no failure here:
+ * supervise.c collects its status.
+ */
+static void let_go(int fd)
+{
+	const char go = 'G';
+	ssize_t n;
+
+	while ((n = send(fd, &go, 1, MSG_NOSIGNAL)) < 0 && errno == EINTR)
+		;
+	if (n < 0 && errno == ENOTSOCK)
+		n = write(fd, &go, 1);
+	if (n != 1)
+		gk_info("transparent: --go-fd %d: %s (the program is gone already)", fd,
+			n < 0 ? strerror(errno) : "short write");
+	close(fd);
+}
+
 int main(int argc, char **argv)
 {
 	static struct gk_shep_opts o;
@@ -204,9 +246,14 @@ int main(int argc, char **argv)
 	 * of the moment; one without the triggers blocked would take a SIGTERM
 	 * and die by it. */
 	block_signals(&o);
+	default_sigchld();
 	level = getenv("GPUCKPT_LOG_LEVEL");
 	if (level && *level && gk_log_parse_level(level, &lv) == 0)
 		gk_log_set_level(lv);
+	/* As early as can be: the program runs meanwhile, as it did when the
+	 * plugin let it go before the exec. */
+	if (o.go_fd > 0)
+		let_go(o.go_fd);
 	sh.o = &o;
 	sh.listener = -1;
 	sh.dirfd = -1;

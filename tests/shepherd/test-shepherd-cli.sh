@@ -8,7 +8,7 @@
 # SIGTERM take its course when no checkpoint can be made.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
-PLAN=60
+PLAN=64
 tap_plan $PLAN
 gk_scratch
 
@@ -62,6 +62,10 @@ usage "--child 1" "--child '1': must be a process id" attach "${OK[@]}" --child 
 usage "--child not a child of the shepherd" "not a child process of this shepherd" attach "${OK[@]}" --child $$
 usage "--child for run" "--child is for attach only" run "${OK[@]}" --child 5 -- true
 usage "attach without --child" "attach: --child is required" attach "${OK[@]}"
+usage "--go-fd for run" "--go-fd is for attach only" run "${OK[@]}" --go-fd 3 -- true
+usage "--go-fd on the stdio" "--go-fd '2': must be a descriptor number, 3 or more" attach "${OK[@]}" --go-fd 2
+usage "--go-fd not a number" "--go-fd 'x'" attach "${OK[@]}" --go-fd x
+usage "--go-fd not open" "--go-fd 250: not an open descriptor" attach "${OK[@]}" --go-fd 250
 usage "restore without --dir" "restore: --dir is required" restore --uid 0 --gid 0
 usage "restore without --uid" "--uid and --gid are required" restore --dir /x --gid 0
 usage "run without a program" "run: give the program after '--'" run "${OK[@]}"

@@ -10,12 +10,14 @@
 # runtime tells the shepherd so (HELLO 1 app), and no transparent checkpoint
 # is attempted. A restart whose newest checkpoint holds a root-owned criu/
 # hands the task to `gpuckpt-shepherd restore` instead of running the program,
-# with the task's output; one whose criu/ is the user's is refused. (The
+# with the task's output; one whose criu/ is the user's is refused. A program
+# that ends at once still ends the task with its own status, even with a
+# wrapper before the shepherd that reaps every child (issue 29). (The
 # transparent dump and restore themselves need CRIU and a GPU:
 # e2e-transparent.sh.)
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
 
-e2e_require 13
+e2e_require 15
 SHEP_REAL=$top_builddir/runtime/gpuckpt-shepherd
 # `make` always builds it: missing is a broken build, not a reason to skip.
 [ -x "$SHEP_REAL" ] || e2e_bail "gpuckpt-shepherd is not built ($SHEP_REAL)"
@@ -27,6 +29,11 @@ cat >"$SHEPDIR/gpuckpt-shepherd" <<EOF
 # it was asked for (there is no CRIU image to restore); the rest is real.
 [ "\$1" = probe ] && { echo ok; exit 0; }
 [ "\$1" = restore ] && { echo "fake-restore: \$*"; exit 0; }
+# Half a second before the shepherd: dash waits for its sleep with
+# waitpid(-1), which reaps any child of this process that ends meanwhile, the
+# program too when it may already run (issue 29: a program that ended there
+# was not the shepherd's child any more, and the task ended with 2).
+[ "\$1" = attach ] && sleep 0.5
 exec "$(cd "$(dirname "$SHEP_REAL")" && pwd)/$(basename "$SHEP_REAL")" "\$@"
 EOF
 chmod 0755 "$SHEPDIR" "$SHEPDIR/gpuckpt-shepherd"
@@ -43,6 +50,15 @@ check "the task ran under the shepherd (slurmd's log says so)" \
 	grep -q "transparent mode, shepherd socket" "$E2E_DIR"/log/slurmd.*.log
 check_out "$j" "its output reached the job's output, GPUCKPT_SHEPHERD set (128 random bits in its name)" "^plain: shepherd=gpuckpt\\.$j\\.0\\.0\\.[0-9a-f]{32} mode="
 check_out "$j" "its exit status came back through the shepherd" "^srun-rc: 3$"
+
+# 1b. A program that ends at once, while the wrapper before the shepherd runs
+# (it waits until its parent is the wrapper's /bin/sh, or already the real
+# shepherd): the task ends with the program's status, not the shepherd's 2.
+j=$(submit --as gkuser1 --gpu-checkpoint=on --wrap "srun bash -c 'for i in \$(seq 500); do case \$(tr \"\\0\" \" \" </proc/\$PPID/cmdline) in \"/bin/sh \"*|*/runtime/gpuckpt-shepherd*) break;; esac; sleep 0.01; done; exit 4'; echo \"srun-rc: \$?\"")
+wait_over "$j" 60
+check_out "$j" "a program that ends at once: the task ends with its own status" "^srun-rc: 4$"
+check "... and the shepherd took it as its child (no 'not a child process')" \
+	out_lacks "$j" "not a child process"
 
 # 2. A checkpoint-aware program under the shepherd, requeued.
 s=$(job_script shepherd "srun $APP $(app_args $SIZE $STEPS $DELAY)

@@ -50,3 +50,9 @@ check_PROGRAMS += $(PLUGIN_UNIT_TESTS)
 %canon_reldir%_test_task_program_SOURCES = %reldir%/test-task-program.c
 %canon_reldir%_test_task_program_CPPFLAGS = $(PLUGIN_UNIT_CPPFLAGS)
 %canon_reldir%_test_task_program_LDADD = $(PLUGIN_UNIT_LDADD)
+# The hand-over of a task's program to the real gpuckpt-shepherd (issue 29).
+TESTS += %reldir%/test-shepherd-handoff
+check_PROGRAMS += %reldir%/test-shepherd-handoff
+%canon_reldir%_test_shepherd_handoff_SOURCES = %reldir%/test-shepherd-handoff.c
+%canon_reldir%_test_shepherd_handoff_CPPFLAGS = $(PLUGIN_UNIT_CPPFLAGS)
+%canon_reldir%_test_shepherd_handoff_LDADD = $(PLUGIN_UNIT_LDADD)

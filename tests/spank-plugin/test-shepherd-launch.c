@@ -170,9 +170,10 @@ int main(void)
 	gk_shepherd_argv(&p, 77, argv, buf, sizeof(buf));
 	snprintf(path, sizeof(path), "%s/gpuckpt-shepherd", root);
 	ok(strcmp(argv[0], path) == 0 && strcmp(argv[1], "attach") == 0 && strcmp(argv[2], "--child") == 0 &&
-	   strcmp(argv[3], "77") == 0 && strcmp(argv[5], root) == 0 && strcmp(argv[13], "0") == 0 &&
-	   strcmp(argv[17], "2") == 0 && strcmp(argv[19], "/opt/criu/sbin/criu") == 0 && !argv[20],
-	   "argv: attach --child 77 --dir ... --step 0 --keep 2 --criu ...");
+	   strcmp(argv[3], "77") == 0 && strcmp(argv[4], "--go-fd") == 0 && strcmp(argv[5], "3") == 0 &&
+	   strcmp(argv[7], root) == 0 && strcmp(argv[15], "0") == 0 && strcmp(argv[19], "2") == 0 &&
+	   strcmp(argv[21], "/opt/criu/sbin/criu") == 0 && !argv[22],
+	   "argv: attach --child 77 --go-fd 3 --dir ... --step 0 --keep 2 --criu ...");
 
 	/* A step of several tasks: not transparently, unless declared independent. */
 	ids.ntasks = 2;
