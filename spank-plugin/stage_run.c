@@ -13,6 +13,9 @@
 #include <time.h>
 #include <unistd.h>
 
+/* Seconds a killed program's output and end are waited for. */
+#define GK_RUN_GRACE 5
+
 int gk_stage_argv(const struct gk_site *s, const char *verb, uint32_t job_id, uid_t uid, gid_t gid,
 		  char *argv[], char *buf, size_t buflen)
 {
@@ -123,17 +126,23 @@ int gk_run_logged(char *const argv[], unsigned timeout, gk_line_fn fn, void *arg
 		int wait_ms = -1;
 		ssize_t n;
 
-		if (timeout && !timed_out) {
+		if (timeout) {
 			double left;
 
 			clock_gettime(CLOCK_MONOTONIC, &now);
 			left = deadline - ((double)now.tv_sec + now.tv_nsec / 1e9);
-			if (left <= 0) {
+			if (left <= 0 && !timed_out) {
 				kill(-pid, SIGKILL);
 				kill(pid, SIGKILL);
 				timed_out = 1;
+				/* What left the group (setsid) may hold the pipe
+				 * open for ever: its end is waited for a little
+				 * only, then the output is given up. */
+				deadline += GK_RUN_GRACE;
 				continue;
 			}
+			if (left <= 0)
+				break;
 			wait_ms = (int)(left * 1000) + 1;
 		}
 		if (poll(&pf, 1, wait_ms) == 0)
@@ -147,15 +156,26 @@ int gk_run_logged(char *const argv[], unsigned timeout, gk_line_fn fn, void *arg
 		flush_lines(buf, &len, len == sizeof(buf) - 1, fn, arg);
 	}
 	flush_lines(buf, &len, 1, fn, arg);
+	if (timed_out) {
+		/* Killed: reaped when it is gone within the grace, else left
+		 * (a process stuck in the kernel); the callback goes on. */
+		for (int i = 0; i < GK_RUN_GRACE * 100; i++) {
+			pid_t r = waitpid(pid, &status, WNOHANG);
+
+			if (r != 0 && !(r < 0 && errno == EINTR))
+				break;
+			usleep(10000);
+		}
+		rc = -ETIME;
+		goto out_close;
+	}
 	while (waitpid(pid, &status, 0) < 0) {
 		if (errno != EINTR) {
 			rc = -errno;
 			goto out_close;
 		}
 	}
-	if (timed_out)
-		rc = -ETIME;
-	else if (WIFEXITED(status))
+	if (WIFEXITED(status))
 		rc = WEXITSTATUS(status);
 	else if (WIFSIGNALED(status))
 		rc = 128 + WTERMSIG(status);

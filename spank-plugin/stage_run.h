@@ -39,7 +39,10 @@ int gk_pack_argv(const char *const *items, int n, char *argv[], char *buf, size_
  * line by line. Returns the exit status (0-255), 128+N when killed by signal
  * N, -ETIME when it was still running after timeout seconds (it and
  * everything it started are then killed; 0: no limit), or a negative errno
- * when it could not be started.
+ * when it could not be started. After the kill, the end of its output and
+ * its exit are waited for 5 s at most: a process that left its group and
+ * holds the pipe, or one stuck in the kernel, does not hold the caller (a
+ * Slurm callback).
  */
 int gk_run_logged(char *const argv[], unsigned timeout, gk_line_fn fn, void *arg);
 

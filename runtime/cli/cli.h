@@ -100,6 +100,16 @@ struct gk_load_opts;
 void cli_load_opts_for(const char *dir, uid_t want, struct gk_load_opts *lo);
 
 /* Sum of the sizes of the regular files in a directory (links not followed). */
+/*
+ * Open the folder `path` that the command was given. Run by a user: as
+ * given (a link as the last name followed only with follow_last). Run by root: no link a user
+ * made on the way is followed and, from the first folder that is not
+ * root's, every folder must have one owner (gk_open_owned_path), so that a
+ * link in a job's folder never leads root's prune or verify into another
+ * user's folders. A descriptor, or -errno with err set.
+ */
+int cli_open_dir(const char *path, int follow_last, gk_error_t *err);
+
 uint64_t cli_dir_bytes(const char *path);
 
 /* ---- step folders (stepdir.c) ---- */

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 static const char prune_help[] =
@@ -86,7 +87,7 @@ static int prune_run(int argc, char **argv)
 	struct cli_args a;
 	unsigned keep = 0, kept = 0, nremoved = 0;
 	size_t n = 0;
-	int json = 0, dry_run = 0, id, ret, status = GK_EXIT_OK;
+	int json = 0, dry_run = 0, id, ret, rootfd, status = GK_EXIT_OK;
 
 	cli_args_init(&a, &gk_cmd_prune, argc, argv);
 	while ((id = cli_next(&a, prune_opts, &arg)) != CLI_END) {
@@ -125,21 +126,26 @@ static int prune_run(int argc, char **argv)
 		return cli_usage_error(&gk_cmd_prune, "missing the checkpoint root ROOT");
 	if (!keep_text)
 		return cli_usage_error(&gk_cmd_prune, "missing --keep N (how many to keep)");
-	ret = gk_store_list(root, &entries, &n, &err);
-	if (ret == 0)
-		ret = gk_store_prune_plan(root, entries, n, keep, &err);
+	/* One descriptor for the listing, the plan and the removal: as root,
+	 * reached without a link of a user's (cli_open_dir). */
+	rootfd = cli_open_dir(root, 1, &err);
+	ret = rootfd < 0 ? rootfd : gk_store_list_at(rootfd, root, &entries, &n, &err);
 	if (ret < 0) {
-		gk_error("prune: %s", err.text);
+		gk_error("prune: %s%s%s", rootfd < 0 ? root : "", rootfd < 0 ? ": " : "", err.text);
 		free(entries);
+		if (rootfd >= 0)
+			close(rootfd);
 		return GK_EXIT_BAD;
 	}
+	gk_store_prune_plan_at(rootfd, entries, n, keep);
 	if (!dry_run) {
-		ret = gk_store_prune(root, keep, &err);
+		ret = gk_store_prune_at(rootfd, root, keep, &err);
 		if (ret < 0) {
 			gk_error("prune: %s", err.text);
 			status = GK_EXIT_BAD;
 		}
 	}
+	close(rootfd);
 	if (json) {
 		removed = json_object_new_array();
 		kept_list = json_object_new_array();

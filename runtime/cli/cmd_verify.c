@@ -125,26 +125,6 @@ static int verify_seal(int fd, uid_t uid, uint64_t *bytes, gk_error_t *err)
 	return ret < 0 ? -1 : 1;
 }
 
-/* The checkpoint folder, opened once: everything is checked through it. */
-static int open_dir(const char *dir, gk_error_t *err)
-{
-	int fd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-
-	if (fd < 0) {
-		struct stat st;
-
-		if ((errno == ELOOP || errno == ENOTDIR) && lstat(dir, &st) == 0)
-			gk_errprintf(
-			    err, "%s",
-			    S_ISLNK(st.st_mode)
-				? "is a symbolic link; give the checkpoint directory itself"
-				: "not a directory");
-		else
-			gk_errprintf(err, "%s", strerror(errno));
-	}
-	return fd;
-}
-
 /* A checkpoint that failed, for --json (results NULL: plain output). */
 static void record_failure(json_object *results, const char *dir, const char *err)
 {
@@ -173,7 +153,9 @@ static int verify_one(const char *dir, uid_t want, const struct gk_load_opts *ba
 	int is_signed = 0, ret, sealed, held, fd;
 
 	cli_load_opts_for(dir, want, &lo);
-	fd = open_dir(dir, &err);
+	/* Opened once (as root: no link of a user's on the way); everything
+	 * is checked through it. */
+	fd = cli_open_dir(dir, 0, &err);
 	ret = fd < 0 ? -1 : gk_image_open_at(fd, dir, &lo, &m, &is_signed, &err);
 	if (ret < 0) {
 		if (fd >= 0)

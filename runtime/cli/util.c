@@ -7,12 +7,14 @@
  */
 #include "config.h"
 #include "cli.h"
+#include "fsafe.h"
 #include "image.h"
 #include "log.h"
 
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -167,6 +169,70 @@ void cli_print_json(json_object *obj)
 	if (s)
 		printf("%s\n", s);
 	json_object_put(obj);
+}
+
+/* The user's way: the last name as given, relative to dirfd. */
+static int open_last(int dirfd, const char *name, int follow_last, gk_error_t *err)
+{
+	struct stat st;
+	int fd, e;
+
+	fd = openat(dirfd, name, O_RDONLY | O_DIRECTORY | (follow_last ? 0 : O_NOFOLLOW) | O_CLOEXEC);
+	if (fd >= 0)
+		return fd;
+	e = errno;
+	if ((e == ELOOP || e == ENOTDIR) && fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+		gk_errprintf(err, "%s",
+			     S_ISLNK(st.st_mode)
+				 ? "is a symbolic link; give the checkpoint directory itself"
+				 : "not a directory");
+	else
+		gk_errprintf(err, "%s", strerror(e));
+	return -e;
+}
+
+int cli_open_dir(const char *path, int follow_last, gk_error_t *err)
+{
+	char abs[PATH_MAX], cwd[PATH_MAX], *slash, *name;
+	struct stat st;
+	size_t n;
+	int parentfd, fd;
+
+	if (geteuid() != 0)
+		return open_last(AT_FDCWD, path, follow_last, err);
+	if (path[0] == '/')
+		n = (size_t)snprintf(abs, sizeof(abs), "%s", path);
+	else if (getcwd(cwd, sizeof(cwd)))
+		n = (size_t)snprintf(abs, sizeof(abs), "%s/%s", cwd, path);
+	else
+		n = sizeof(abs);
+	if (n >= sizeof(abs)) {
+		gk_errprintf(err, "path too long");
+		return -ENAMETOOLONG;
+	}
+	while (n > 1 && abs[n - 1] == '/')
+		abs[--n] = '\0';
+	slash = strrchr(abs, '/');
+	name = slash + 1;
+	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
+		return gk_open_owned_path(abs, err);
+	/* The folders above: reached by no link of a user's, one owner from
+	 * the first that is not root's (gk_open_owned_path). */
+	*slash = '\0';
+	parentfd = gk_open_owned_path(slash == abs ? "/" : abs, err);
+	*slash = '/';
+	if (parentfd < 0)
+		return parentfd;
+	/* A link as the last name: followed only as the walk follows one
+	 * (root's, in a folder only root can change), and only for prune. */
+	if (follow_last && fstatat(parentfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+	    S_ISLNK(st.st_mode)) {
+		close(parentfd);
+		return gk_open_owned_path(abs, err);
+	}
+	fd = open_last(parentfd, name, 0, err);
+	close(parentfd);
+	return fd;
 }
 
 uint64_t cli_dir_bytes(const char *path)

@@ -220,7 +220,10 @@ static int walk(struct walk *w, const char *path, int user_mode, uid_t uid)
 			goto out;
 		}
 		w->fds[++w->depth] = fd;
-		if (user_mode && uid != 0 && (in_user || st.st_uid == uid)) {
+		/* Any user: the owner of the first folder that is not root's. */
+		if (user_mode && uid == (uid_t)-1 && st.st_uid != 0)
+			uid = st.st_uid;
+		if (user_mode && uid != 0 && uid != (uid_t)-1 && (in_user || st.st_uid == uid)) {
 			if (st.st_uid != uid) {
 				snprintf(detail, sizeof(detail), "%u, not by uid %u", (unsigned)st.st_uid,
 					 (unsigned)uid);
@@ -235,7 +238,7 @@ static int walk(struct walk *w, const char *path, int user_mode, uid_t uid)
 		if (ret < 0)
 			goto out;
 	}
-	if (user_mode && uid != 0 && !in_user) {
+	if (user_mode && uid != 0 && uid != (uid_t)-1 && !in_user) {
 		snprintf(detail, sizeof(detail), "%u", (unsigned)uid);
 		ret = fail(w, -EPERM, "%s is root's, not the job's user's (uid %s)", w->shown,
 			   detail);
@@ -263,6 +266,13 @@ int gk_open_user_path(const char *path, uid_t uid, gk_error_t *err)
 	struct walk w = {.given = path, .err = err};
 
 	return walk(&w, path, 1, uid);
+}
+
+int gk_open_owned_path(const char *path, gk_error_t *err)
+{
+	struct walk w = {.given = path, .err = err};
+
+	return walk(&w, path, 1, (uid_t)-1);
 }
 
 int gk_open_dir_at(int dirfd, const char *name, uid_t uid, struct stat *st)

@@ -45,6 +45,17 @@ int gk_open_trusted_dir(const char *path, const char *setting, gk_error_t *err);
 int gk_open_user_path(const char *path, uid_t uid, gk_error_t *err);
 
 /*
+ * Open `path` (absolute), named by an administrator running a tool as root,
+ * as gk_open_user_path does for the owner of the first folder on the way
+ * that is not root's: links are followed only where root made them in a
+ * folder only root can change; from that folder on, every folder must have
+ * the same owner and no link is followed. A path of root's folders alone
+ * must be trusted all the way. So a link a user put on the way can never
+ * lead root into another user's folders (`gpuckpt prune` as root).
+ */
+int gk_open_owned_path(const char *path, gk_error_t *err);
+
+/*
  * Step 2: open the folder `name` of dirfd without following a link and
  * check, on the new descriptor, that it is a folder owned by `uid` (or by
  * anyone when uid is (uid_t)-1). -ELOOP: a symbolic link; -ENOTDIR: not a

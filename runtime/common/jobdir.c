@@ -85,7 +85,19 @@ static DIR *open_listing(int dirfd)
 	return d;
 }
 
-static int walk_step(int stepfd, const char *step, uid_t uid, gk_task_fn fn, void *arg)
+/* What a walk has looked at so far (GK_JOBDIR_*_MAX). */
+struct budget {
+	unsigned entries;
+	unsigned tasks;
+};
+
+static int spend_entry(struct budget *b)
+{
+	return ++b->entries > GK_JOBDIR_ENTRIES_MAX ? -E2BIG : 0;
+}
+
+static int walk_step(int stepfd, const char *step, uid_t uid, gk_task_fn fn, void *arg,
+		     struct budget *b)
 {
 	DIR *d = open_listing(stepfd);
 	struct dirent *e;
@@ -97,11 +109,17 @@ static int walk_step(int stepfd, const char *step, uid_t uid, gk_task_fn fn, voi
 		uint32_t task;
 		int taskfd;
 
-		if (gk_parse_task_dirname(e->d_name, &task) < 0)
+		ret = spend_entry(b);
+		if (ret < 0 || gk_parse_task_dirname(e->d_name, &task) < 0)
 			continue;
 		taskfd = open_owned(stepfd, e->d_name, uid);
 		if (taskfd < 0)
 			continue;
+		if (++b->tasks > GK_JOBDIR_TASKS_MAX) {
+			close(taskfd);
+			ret = -E2BIG;
+			continue;
+		}
 		ret = fn(arg, step, task, taskfd);
 		close(taskfd);
 	}
@@ -111,6 +129,7 @@ static int walk_step(int stepfd, const char *step, uid_t uid, gk_task_fn fn, voi
 
 int gk_jobdir_walk(int jobfd, uid_t uid, gk_task_fn fn, void *arg)
 {
+	struct budget b = {0, 0};
 	DIR *d = open_listing(jobfd);
 	struct dirent *e;
 	int ret = 0;
@@ -121,12 +140,13 @@ int gk_jobdir_walk(int jobfd, uid_t uid, gk_task_fn fn, void *arg)
 		char step[16];
 		int stepfd;
 
-		if (gk_parse_step_dirname(e->d_name, step, sizeof(step)) < 0)
+		ret = spend_entry(&b);
+		if (ret < 0 || gk_parse_step_dirname(e->d_name, step, sizeof(step)) < 0)
 			continue;
 		stepfd = open_owned(jobfd, e->d_name, uid);
 		if (stepfd < 0)
 			continue;
-		ret = walk_step(stepfd, step, uid, fn, arg);
+		ret = walk_step(stepfd, step, uid, fn, arg, &b);
 		close(stepfd);
 	}
 	closedir(d);
@@ -145,7 +165,7 @@ int gk_events_read_at(int taskfd, uid_t uid, char **bufp, size_t *lenp)
 	fd = openat(taskfd, GK_EVENTS_FILE, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ELOOP ? -EPERM : -errno;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid) {
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != uid || st.st_nlink != 1) {
 		ret = -EPERM;
 		goto out_close;
 	}

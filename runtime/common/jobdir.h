@@ -27,18 +27,31 @@
 typedef int (*gk_task_fn)(void *arg, const char *step, uint32_t task, int taskfd);
 
 /*
+ * What one walk looks at, at most: the job's user makes the folders, and
+ * root (the epilog) must not be held by how many (issue 24's review). A
+ * node runs far fewer tasks of one job than this; the runtime's events of
+ * each are taken at the task's end, so the epilog finds few left.
+ */
+#define GK_JOBDIR_TASKS_MAX 4096u    /* task folders handed to fn */
+#define GK_JOBDIR_ENTRIES_MAX 65536u /* names read in the job and step folders */
+
+/*
  * Every step.S/task.T folder under jobfd that is a real folder owned by
  * `uid` (others are skipped), in no particular order. Returns 0, fn's
- * non-zero value, or a negative errno when jobfd cannot be read.
+ * non-zero value, -E2BIG when it stopped at GK_JOBDIR_TASKS_MAX folders or
+ * GK_JOBDIR_ENTRIES_MAX names (fn saw those before), or a negative errno
+ * when jobfd cannot be read.
  */
 int gk_jobdir_walk(int jobfd, uid_t uid, gk_task_fn fn, void *arg);
 
 /*
  * The event file (GK_EVENTS_FILE) of a task folder: a regular file owned by
- * `uid`, opened without following a link and without blocking (a FIFO
- * planted there is refused, not waited on), at most GK_EVENTS_FILE_MAX bytes
- * read. *buf is malloc'ed (free it), *len its length. -ENOENT when there is
- * none, -EPERM when it is not a regular file of uid's.
+ * `uid` with one link, opened without following a link and without blocking
+ * (a FIFO planted there is refused, not waited on), at most
+ * GK_EVENTS_FILE_MAX bytes read. *buf is malloc'ed (free it), *len its
+ * length. -ENOENT when there is none, -EPERM when it is not a regular file
+ * of uid's or has other links (one file linked into many task folders
+ * would be read once per folder, for nothing).
  */
 int gk_events_read_at(int taskfd, uid_t uid, char **buf, size_t *len);
 

@@ -14,3 +14,9 @@ check_PROGRAMS += $(GK_COMMON_TESTS)
 
 %canon_reldir%_test_events_SOURCES = %reldir%/test-events.c
 %canon_reldir%_test_events_LDADD = $(GK_UNIT_LIBS)
+
+# A job's folder walked by root: bounded whatever the user planted (issue 24's review).
+TESTS += %reldir%/test-jobdir
+check_PROGRAMS += %reldir%/test-jobdir
+%canon_reldir%_test_jobdir_SOURCES = %reldir%/test-jobdir.c
+%canon_reldir%_test_jobdir_LDADD = $(GK_UNIT_LIBS)

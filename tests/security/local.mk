@@ -15,3 +15,6 @@ TESTS += %reldir%/stage-attacks.sh %reldir%/seal-attacks.sh %reldir%/cli-labels.
 	%reldir%/container-attacks.sh
 EXTRA_DIST += %reldir%/lib.sh %reldir%/stage-attacks.sh %reldir%/seal-attacks.sh \
 	%reldir%/cli-labels.sh %reldir%/container-attacks.sh
+# Root's gpuckpt tool on a path through a job's folder (issue 24's review).
+TESTS += %reldir%/cli-root.sh
+EXTRA_DIST += %reldir%/cli-root.sh

@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 #include "stage_run.h"
 #include "tap.h"
@@ -31,7 +32,7 @@ int main(void)
 	char *missing[] = {"/nonexistent/gpuckpt-stage", NULL};
 	char *killed[] = {"/bin/sh", "-c", "kill -TERM $$", NULL};
 
-	plan(18);
+	plan(20);
 	gk_site_defaults(&site);
 	strcpy(site.stage, "/usr/libexec/gpuckpt/gpuckpt-stage");
 	strcpy(site.bb_root, "/bb");
@@ -70,6 +71,23 @@ int main(void)
 		is_int(gk_run_logged(slow, 1, collect, &l), -ETIME,
 		       "still running after its time limit: -ETIME, and it is stopped");
 		ok(l.n == 1 && !strcmp(l.text[0], "started"), "what it said before is kept");
+	}
+	{
+		/* A process that left the group (setsid) keeps the pipe open
+		 * after the kill: the wait for the end of the output is bounded
+		 * too, so a Slurm callback never waits for it (issue 24's review). */
+		char *escaped[] = {"/bin/sh", "-c", "setsid sleep 20 & sleep 60", NULL};
+		struct timespec t0, t1;
+		double took;
+		int rc;
+
+		l.n = 0;
+		clock_gettime(CLOCK_MONOTONIC, &t0);
+		rc = gk_run_logged(escaped, 1, collect, &l);
+		clock_gettime(CLOCK_MONOTONIC, &t1);
+		took = (double)(t1.tv_sec - t0.tv_sec) + (t1.tv_nsec - t0.tv_nsec) / 1e9;
+		is_int(rc, -ETIME, "a child of its own session holds the pipe: still -ETIME");
+		ok(took < 10, "and it returns within 10 s, not when that child ends (%.1f s)", took);
 	}
 
 	return done_testing();
