@@ -18,7 +18,7 @@ HALO_MODULE=$top_builddir/examples/halo/.libs/halo_kernels_host.so
 SCHEMA=$top_srcdir/runtime/image/manifest.schema.json
 CHECKER=$top_srcdir/tests/image/manifest-schema.py
 CORPUS=$top_srcdir/tests/fuzz/corpus/manifest
-PLAN=35
+PLAN=36
 tap_plan $PLAN
 gk_scratch
 
@@ -246,6 +246,8 @@ refused "a chunk_size not a multiple of 4096" "chunk_size 1000 is not allowed" \
 	'd["chunk_size"] = 1000'
 refused "an address without 0x" "must be a hex string" \
 	'd["allocations"][0]["address"] = d["allocations"][0]["address"][2:]'
+refused "an address with a NUL character in it" "must be a hex string" \
+	'd["allocations"][0]["address"] += "\u0000zz"'
 refused "a checksum of 15 hex digits" "must be 16 hex digits" \
 	'd["allocations"][0]["xxh3"][0] = d["allocations"][0]["xxh3"][0][1:]'
 refused "a data file named ../x" "file name '../x' is not allowed" \
