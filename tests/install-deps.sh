@@ -25,6 +25,8 @@ packages=(
 	libjson-c-dev libhwloc-dev libmunge-dev munge libxxhash-dev libssl-dev
 	slurmctld slurmd slurm-client libslurm-dev slurm-wlm-basic-plugins
 	bats iproute2 lua5.1 procps psmisc util-linux jq groff-base git debootstrap
+	# the manifest's JSON Schema (tests/image/manifest-schema.sh)
+	python3-jsonschema
 	dpkg-dev debhelper lintian clang-14 libclang-rt-14-dev
 	# containers (tests/slurm/e2e-containers.sh): images, enroot/pyxis builds, podman
 	squashfs-tools libbsd-dev linux-libc-dev podman runc

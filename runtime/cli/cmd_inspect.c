@@ -1,6 +1,8 @@
 /*
  * cmd_inspect.c - `gpuckpt inspect`: what a checkpoint holds, for a person
- * deciding whether it is the one to restore (or for a script, as JSON).
+ * deciding whether it is the one to restore (or for a script, as JSON: the
+ * manifest under "manifest", as runtime/image/manifest.schema.json describes
+ * it; tests/image/manifest-schema.sh validates it).
  */
 #include "config.h"
 #include "cli.h"
@@ -42,7 +44,12 @@ static const char inspect_help[] =
     "    --json\n"
     "        Print one JSON object: {\"path\", \"owner\", \"held_by_root\",\n"
     "        \"signature\", \"signed_by\", \"totals\": {...}, \"manifest\": {...}}, where\n"
-    "        \"manifest\" is the checkpoint's manifest as validated.\n"
+    "        \"manifest\" is the checkpoint's manifest as validated, as the\n"
+    "        format's specification describes it (runtime/image/FORMAT.md and\n"
+    "        manifest.schema.json in the source): the stored one for formats 2\n"
+    "        to 4 (keys the format does not name left out), a format 1 manifest\n"
+    "        in its format 2 form. The other keys describe the directory and are\n"
+    "        not part of the format.\n"
     "    -h, --help\n"
     "        Show this text.\n"
     "\n"

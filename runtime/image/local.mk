@@ -27,3 +27,6 @@ noinst_LTLIBRARIES += libgkseal.la
 libgkseal_la_SOURCES = %reldir%/seal.c %reldir%/seal.h
 libgkseal_la_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS) -fvisibility=hidden
 libgkseal_la_LIBADD = libgkimage.la $(JSON_C_LIBS)
+
+# The format, specified (checked by tests/image/manifest-schema.sh).
+EXTRA_DIST += %reldir%/FORMAT.md %reldir%/manifest.schema.json

@@ -169,7 +169,9 @@ static int get_hex(struct pctx *c, json_object *obj, const char *where, const ch
 	if (ret < 0)
 		return ret;
 	field(f, sizeof(f), where, key);
+	/* The whole string: a NUL inside it must not end it early. */
 	if (!json_object_is_type(v, json_type_string) ||
+	    strlen(json_object_get_string(v)) != (size_t)json_object_get_string_len(v) ||
 	    parse_hex(json_object_get_string(v), 16, 1, out) < 0)
 		return fail(c, "field '%s' must be a hex string like \"0x200000000000\"", f);
 	return 0;

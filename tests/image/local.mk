@@ -45,3 +45,8 @@ check_PROGRAMS += $(GK_IMAGE_TESTS)
 
 %canon_reldir%_test_stepset_SOURCES = %reldir%/test-stepset.c
 %canon_reldir%_test_stepset_LDADD = $(GK_UNIT_LIBS)
+
+# runtime/image/manifest.schema.json (FORMAT.md) against the manifests of real
+# checkpoints, the fuzz corpus and inspect --json; skips without python3-jsonschema.
+TESTS += %reldir%/manifest-schema.sh
+EXTRA_DIST += %reldir%/manifest-schema.sh %reldir%/manifest-schema.py
