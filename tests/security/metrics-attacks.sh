@@ -11,12 +11,14 @@
 #   3  the lock root takes is one no user can open
 #   4  a root updater stuck holding that lock delays the next one by a
 #      bounded wait only, and the missed update is reported, not waited for
+#   6  a lock file that others could open (left by hand, or an older
+#      install), held by gksec1, is replaced, not waited for
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib/helpers.sh"
 . "$top_srcdir/tests/security/lib.sh"
 
 TOOL=$top_builddir/tests/security/record-tool
 gk_need_built "$TOOL"
-sec_setup 5
+sec_setup 7
 
 M=$GK_SCRATCH/metrics
 mkdir -m 0755 "$M"
@@ -79,4 +81,22 @@ check "4: a held lock makes root give up within 10 s (rc=$rc, $((t1 - t0)) s)" \
 check "5: and the missed update is reported, naming the file and why, the counters left as they were" \
 	bash -c '[ "$1" -eq 1 ] && grep -q "gpuckpt.prom.*lock" "$2" && [ "$3" = "$4" ]' _ "$rc" \
 	"$GK_SCRATCH/third" "$before" "$(jobs_total)"
+
+# 6. The lock file once had a mode that let gksec1 open it, and they hold it.
+chmod 0644 "$M/.gpuckpt.prom.lock"
+setpriv --reuid="$U1" --regid="$G1" --clear-groups -- flock -n "$M/.gpuckpt.prom.lock" sleep 120 \
+	>/dev/null 2>&1 &
+HOLDER=$!
+sleep 0.5
+before=$(jobs_total)
+t0=$(date +%s)
+timeout 30 "$TOOL" metrics "$PROM" >"$GK_SCRATCH/fourth" 2>&1
+rc=$?
+t1=$(date +%s)
+tap_diag "update while gksec1 holds a lock file they could open: rc=$rc after $((t1 - t0)) s: $(cat "$GK_SCRATCH/fourth")"
+check "6: a lock file others could open is replaced, and the update done at once (rc=$rc, $((t1 - t0)) s)" \
+	test "$rc" = 0 -a $((t1 - t0)) -le 2 -a "$(jobs_total)" = "$((before + 1))"
+check "7: the new lock is root's 0600 again" [ "$(stat -c '%U %a' "$M/.gpuckpt.prom.lock")" = "root 600" ]
+kill "$HOLDER" 2>/dev/null
+wait 2>/dev/null
 tap_done
