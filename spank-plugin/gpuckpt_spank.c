@@ -852,6 +852,17 @@ static int job_script(const char *verb, int ac, char **av)
 	}
 	keep(l.job_id, &events, epilog && events.n, epilog && folders > 0);
 	gk_job_events_free(&events);
+	/* Records of jobs long over: a bounded number of names per epilog. */
+	if (epilog && site.shared_root[0] && site.record_days) {
+		int n = gk_record_sweep(site.shared_root, site.record_days, GK_SWEEP_PER_EPILOG,
+					time(NULL), &err);
+
+		if (n < 0)
+			slurm_error("gpuckpt: records: %s", err.text);
+		else if (n > 0)
+			slurm_info("gpuckpt: records: %d not written for record_days=%u removed",
+				   n, site.record_days);
+	}
 	return 0;
 }
 

@@ -160,7 +160,7 @@ int gk_root_private_file(int dirfd, const char *name, int flags, int replace)
 				return fd;
 			isdir = S_ISDIR(st.st_mode);
 			close(fd);
-		} else if (errno != ELOOP && errno != EISDIR && errno != ENXIO) {
+		} else if (!replace || (errno != ELOOP && errno != EISDIR && errno != ENXIO)) {
 			return -errno;
 		} else {
 			isdir = errno == EISDIR;

@@ -48,8 +48,8 @@ int gk_user_subdir(int dirfd, const char *name, uid_t uid);
  * following links or blocking on a FIFO. With `replace`, anything else there
  * (a link, a file someone may have opened while its mode let them) is
  * removed and the file made afresh, so no descriptor opened by anyone else
- * refers to it; without, it is refused (-EPERM). A descriptor or a negative
- * errno.
+ * refers to it; without, it is refused (-ELOOP for a link, -EPERM for the
+ * rest). A descriptor or a negative errno.
  */
 int gk_root_private_file(int dirfd, const char *name, int flags, int replace);
 

@@ -9,16 +9,18 @@
 #   1  the record stays within 4 MiB
 #   2  it says how many events were dropped, and every event offered is
 #      either kept or counted as dropped
-#   3  an append reads no more than the limit back, not the whole record
-#   4  the record is root's, 0600
-#   5  `gpuckpt report` reads the record and counts what was dropped
-#   6  the sweep removes records older than the site's age, and only those
+#   3  an append and its read-back read no more than the limit, not the
+#      whole record
+#   4  an append without the read-back reads only the record's end
+#   5  the record is root's, 0600
+#   6  `gpuckpt report` reads the record and counts what was dropped
+#   7  the sweep removes records older than the site's age, and 8 only those
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib/helpers.sh"
 . "$top_srcdir/tests/security/lib.sh"
 
 TOOL=$top_builddir/tests/security/record-tool
 gk_need_built "$TOOL" "$GK_TOOL"
-sec_setup 7
+sec_setup 8
 
 BB=$GK_SCRATCH/bb SH=$GK_SCRATCH/shared
 mkdir -p "$BB" "$SH" && chmod 0755 "$BB" && chmod 0700 "$SH"
@@ -53,11 +55,21 @@ check "2: its last line counts the dropped events, and kept + dropped = offered 
 read=$(sed -n 's/.* read=\([0-9]*\).*/\1/p' <<<"$last")
 check "3: the last append and its read-back read at most the limit, not the whole record (${read:-?} bytes)" \
 	test -n "$read" -a "${read:-0}" -le $((LIMIT + 4096))
-check "4: the record is root's, 0600" [ "$(stat -c '%U %a' "$REC")" = "root 600" ]
+# Step 12's task 1: an append that needs nothing back.
+d=$BB/$JOB/step.11/task.1
+as gksec1 mkdir -m 0700 "$d"
+as gksec1 sh -c 'for i in $(seq 2000); do echo "gpuckpt-event 1 kind=restore result=ok time=1732400001.5 ckpt=$i"; done >"$1"' _ "$d/gpuckpt.events"
+out=$("$TOOL" append "$BB" "$SH" "$JOB" "$U1" node1 11 1 2>&1)
+tap_diag "append: $out; record now $(stat -c %s "$REC") bytes, $(tail -n 1 "$REC")"
+read=$(sed -n 's/.* read=\([0-9]*\).*/\1/p' <<<"$out")
+check "4: an append to the full record reads only its end (${read:-?} bytes), counts 2000 more dropped" \
+	test -n "$read" -a "${read:-0}" -le 4096 -a "$(tail -n 1 "$REC")" = "$(printf 'gpuckpt-dropped %020d' $((dropped + 2000)))"
+dropped=$((dropped + 2000))
+check "5: the record is root's, 0600" [ "$(stat -c '%U %a' "$REC")" = "root 600" ]
 
 rep=$("$GK_TOOL" report --json --job "$JOB" "$SH" 2>&1)
 tap_diag "report: $(head -c 400 <<<"$rep")"
-check "5: gpuckpt report reads it: the kept checkpoints, the dropped events counted" \
+check "6: gpuckpt report reads it: the kept checkpoints, the dropped events counted" \
 	bash -c 'grep -q "\"checkpoints\": *$2" <<<"$1" && grep -q "\"dropped_events\": *$3\b" <<<"$1"' _ \
 	"$rep" "$kept" "${dropped:-x}"
 
@@ -69,8 +81,8 @@ touch "$SH/records/1002"
 : >"$SH/records/notes" && touch -d '40 days ago' "$SH/records/notes"
 out=$("$TOOL" sweep "$SH" 30 2>&1)
 tap_diag "sweep: $out; left: $(ls -A "$SH/records" | tr '\n' ' ')"
-check "6: the sweep removes the records older than 30 days" \
+check "7: the sweep removes the records older than 30 days" \
 	test ! -e "$SH/records/1001" -a ! -e "$SH/records/$JOB"
-check "7: and keeps the newer record and what is not a record" \
+check "8: and keeps the newer record and what is not a record" \
 	test -e "$SH/records/1002" -a -e "$SH/records/notes"
 tap_done

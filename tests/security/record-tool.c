@@ -3,11 +3,12 @@
  * job_record.c, metrics.c) driven as root the way its Slurm callbacks drive
  * it, without slurmd (record-attacks.sh, metrics-attacks.sh):
  *
- *	record-tool keep BB_ROOT SHARED_ROOT JOB UID NODE STEP TASK
+ *	record-tool keep|append BB_ROOT SHARED_ROOT JOB UID NODE STEP TASK
  *		what task_exit does for a step's task 0 (gpuckpt_spank.c,
  *		keep()): the task's events collected from BB_ROOT/JOB/step.STEP/
  *		task.TASK (the user's), appended to SHARED_ROOT/records/JOB,
- *		and the whole record read back for the AdminComment. Prints
+ *		and the whole record read back for the AdminComment ("append":
+ *		as for the other tasks, without the read-back). Prints
  *		"collected=N record=N dropped=N read=BYTES", where BYTES is
  *		what the append and read-back read (rchar of /proc/self/io).
  *	record-tool metrics PATH
@@ -49,7 +50,8 @@ int main(int argc, char **argv)
 {
 	gk_error_t err;
 
-	if (argc == 9 && strcmp(argv[1], "keep") == 0) {
+	if (argc == 9 && (strcmp(argv[1], "keep") == 0 || strcmp(argv[1], "append") == 0)) {
+		int back = strcmp(argv[1], "keep") == 0;
 		struct gk_job_events ev = {0}, all = {0};
 		struct gk_record_where where = {argv[7], (uint32_t)strtoul(argv[8], NULL, 10)};
 		uint32_t job = (uint32_t)strtoul(argv[4], NULL, 10);
@@ -63,7 +65,7 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		before = rchar();
-		rc = gk_record_append(argv[3], job, &ev, &all, &err);
+		rc = gk_record_append(argv[3], job, &ev, back ? &all : NULL, &err);
 		if (rc < 0) {
 			printf("append failed: %s\n", err.text);
 			return 1;
