@@ -34,7 +34,7 @@ before=$(jobs_total)
 PIDS=()
 for f in "$M" "$M"/* "$M"/.[!.]*; do
 	[ -e "$f" ] || continue
-	setpriv --reuid="$U1" --regid="$G1" --clear-groups -- flock -n "$f" sleep 120 \
+	setpriv --reuid="$U1" --regid="$G1" --clear-groups -- flock -n -F "$f" sleep 120 \
 		>/dev/null 2>&1 &
 	PIDS+=($!)
 done
@@ -65,7 +65,7 @@ check "3: the lock is a file of root's that no user can open" \
 	bash -c '[ -f "$1/.gpuckpt.prom.lock" ] && [ "$(stat -c "%U %a" "$1/.gpuckpt.prom.lock")" = "root 600" ] && [ "$2" = "gpuckpt.prom " ]' _ "$M" "$opened"
 
 # 4. A stuck root updater (root's own process holding the lock).
-flock "$M/.gpuckpt.prom.lock" sleep 60 &
+flock -F "$M/.gpuckpt.prom.lock" sleep 60 &
 HOLDER=$!
 sleep 0.5
 before=$(jobs_total)
@@ -84,7 +84,7 @@ check "5: and the missed update is reported, naming the file and why, the counte
 
 # 6. The lock file once had a mode that let gksec1 open it, and they hold it.
 chmod 0644 "$M/.gpuckpt.prom.lock"
-setpriv --reuid="$U1" --regid="$G1" --clear-groups -- flock -n "$M/.gpuckpt.prom.lock" sleep 120 \
+setpriv --reuid="$U1" --regid="$G1" --clear-groups -- flock -n -F "$M/.gpuckpt.prom.lock" sleep 120 \
 	>/dev/null 2>&1 &
 HOLDER=$!
 sleep 0.5
