@@ -17,8 +17,9 @@
  *	          the record's last line, not kept. An append reads only the
  *	          record's last line; reading it back (for the AdminComment)
  *	          reads at most the limit
- *	sweep     records not written for the site's record_days removed, a
- *	          bounded number per epilog
+ *	sweep     records not written for the site's record_days removed, at
+ *	          most GK_SWEEP_PER_EPILOG names looked at per epilog of a job
+ *	          that used gpuckpt on the node
  *	comment   the scontrol command that puts the summary into the job's
  *	          AdminComment, where `scontrol show job` and `sacct` show it
  *
@@ -92,7 +93,7 @@ int gk_record_read(const char *shared_root, uint32_t job, struct gk_job_events *
  * how many it removed, or a negative errno (err says why); no records
  * folder is 0.
  */
-#define GK_SWEEP_PER_EPILOG 512u
+#define GK_SWEEP_PER_EPILOG 256u
 int gk_record_sweep(const char *shared_root, unsigned days, unsigned max_entries, time_t now,
 		    gk_error_t *err);
 
