@@ -862,8 +862,8 @@ static int job_script(const char *verb, int ac, char **av)
 		if (n < 0)
 			slurm_error("gpuckpt: records: %s", err.text);
 		else if (n > 0)
-			slurm_info("gpuckpt: records: %d not written for record_days=%u removed",
-				   n, site.record_days);
+			slurm_info("gpuckpt: records: %d not written for record_days=%u removed", n,
+				   site.record_days);
 	}
 	gk_job_events_free(&events);
 	return 0;

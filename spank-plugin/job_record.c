@@ -265,7 +265,8 @@ static int append_locked(int fd, const struct gk_job_events *add, uint64_t *drop
 
 		if (n <= 0)
 			continue;
-		if (end + (off_t)(used + (size_t)n + GK_RECORD_DROPPED_LEN) > (off_t)GK_RECORD_LIMIT) {
+		if (end + (off_t)(used + (size_t)n + GK_RECORD_DROPPED_LEN) >
+		    (off_t)GK_RECORD_LIMIT) {
 			more += add->n - i;
 			break;
 		}
@@ -288,8 +289,7 @@ static int append_locked(int fd, const struct gk_job_events *add, uint64_t *drop
 		used += (size_t)n;
 	}
 	ret = pwrite_all(fd, buf, used, end);
-	if (ret == 0 && end + (off_t)used < st.st_size &&
-	    ftruncate(fd, end + (off_t)used) < 0)
+	if (ret == 0 && end + (off_t)used < st.st_size && ftruncate(fd, end + (off_t)used) < 0)
 		ret = -errno;
 	*dropped = more;
 out:
@@ -429,8 +429,8 @@ int gk_record_sweep(const char *shared_root, unsigned days, unsigned max_entries
 		return -e2;
 	}
 	if (fstat(recfd, &st) < 0 || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
-		gk_errprintf(err, "%s/%s: not root's, or writable by others: not swept", shared_root,
-			     GK_RECORDS_DIR);
+		gk_errprintf(err, "%s/%s: not root's, or writable by others: not swept",
+			     shared_root, GK_RECORDS_DIR);
 		close(recfd);
 		return -EPERM;
 	}

@@ -242,7 +242,8 @@ int gk_metrics_update(const char *path, const struct gk_metrics *d, gk_error_t *
 	snprintf(lock, sizeof(lock), ".%s.lock", name);
 	lockfd = gk_root_private_file(dirfd, lock, O_RDWR, 1);
 	if (lockfd < 0) {
-		gk_errprintf(err, "metrics: %s/%s: cannot open the lock: %s; this update is left out",
+		gk_errprintf(err,
+			     "metrics: %s/%s: cannot open the lock: %s; this update is left out",
 			     dir, lock, strerror(-lockfd));
 		close(dirfd);
 		return lockfd;
@@ -255,7 +256,8 @@ int gk_metrics_update(const char *path, const struct gk_metrics *d, gk_error_t *
 				     "update's counts are left out",
 				     path, lock, GK_METRICS_LOCK_WAIT_MS / 1000);
 		else
-			gk_errprintf(err, "metrics: %s/%s: cannot lock: %s; this update is left out",
+			gk_errprintf(err,
+				     "metrics: %s/%s: cannot lock: %s; this update is left out",
 				     dir, lock, strerror(-ret));
 		close(lockfd);
 		close(dirfd);

@@ -144,8 +144,9 @@ int gk_root_private_file(int dirfd, const char *name, int flags, int replace)
 		return -EINVAL;
 	for (int tries = 0; tries < 2; tries++) {
 		struct stat st;
-		int fd = openat(dirfd, name,
-				flags | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+		int fd =
+		    openat(dirfd, name,
+			   flags | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
 		int isdir = 0;
 
 		if (fd >= 0) {

@@ -178,10 +178,11 @@ int gk_site_set(struct gk_site *s, const char *key, const char *value, gk_error_
 		long n;
 
 		if (gk_parse_seconds(value, &n) < 0 || n > 36500) {
-			gk_errprintf(err,
-				     "record_days: invalid value '%s' (expected days from 0 to 36500; "
-				     "0: records are kept forever)",
-				     value);
+			gk_errprintf(
+			    err,
+			    "record_days: invalid value '%s' (expected days from 0 to 36500; "
+			    "0: records are kept forever)",
+			    value);
 			return -EINVAL;
 		}
 		s->record_days = (unsigned)n;

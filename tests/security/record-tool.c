@@ -28,8 +28,8 @@
 #include <time.h>
 
 /* Newer than the code of issue 24's audit: absent there. */
-extern int gk_record_sweep(const char *shared_root, unsigned days, unsigned max_entries,
-			   time_t now, gk_error_t *err) __attribute__((weak));
+extern int gk_record_sweep(const char *shared_root, unsigned days, unsigned max_entries, time_t now,
+			   gk_error_t *err) __attribute__((weak));
 
 static unsigned long long rchar(void)
 {

@@ -169,8 +169,10 @@ static void record_limit(void)
 	if (fd >= 0)
 		close(fd);
 	gk_job_events_add(&add, &e);
-	is_int(gk_record_append(shared, 70, &add, &all, &err), 0, "record: appended after a cut-off line");
-	ok(all.n == 1 && all.bad_lines == 1, "record: the cut-off line stays apart, the new event whole");
+	is_int(gk_record_append(shared, 70, &add, &all, &err), 0,
+	       "record: appended after a cut-off line");
+	ok(all.n == 1 && all.bad_lines == 1,
+	   "record: the cut-off line stays apart, the new event whole");
 	gk_job_events_free(&all);
 	/* More events than fit: counted. */
 	for (int i = 0; i < 70000; i++)
