@@ -851,6 +851,20 @@ static int job_script(const char *verb, int ac, char **av)
 		run_stage(&l, (uid_t)uid, (gid_t)gid);
 	}
 	keep(l.job_id, &events, epilog && events.n, epilog && folders > 0);
+	/* Records of jobs long over: a bounded number of names per epilog of
+	 * a job that used gpuckpt here (as many as make records, so the sweep
+	 * keeps up, and jobs without gpuckpt cost the shared file system
+	 * nothing). */
+	if (epilog && (events.n || folders > 0) && site.shared_root[0] && site.record_days) {
+		int n = gk_record_sweep(site.shared_root, site.record_days, GK_SWEEP_PER_EPILOG,
+					time(NULL), &err);
+
+		if (n < 0)
+			slurm_error("gpuckpt: records: %s", err.text);
+		else if (n > 0)
+			slurm_info("gpuckpt: records: %d not written for record_days=%u removed", n,
+				   site.record_days);
+	}
 	gk_job_events_free(&events);
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include "stage_run.h"
 #include "ckptname.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -176,9 +177,12 @@ int gk_stage_line_event(const char *verb, const char *line, const char *node, do
 
 int gk_record_parse(const char *buf, size_t len, struct gk_job_events *out)
 {
-	return gk_events_each(buf, len, gk_job_events_collect, out);
+	gk_job_events_parse_record(buf, len, out);
+	return 0;
 }
 
+/* The record back, for the AdminComment: never more than a record the
+ * plugin writes (GK_RECORD_LIMIT), whatever its size. */
 static int read_back(int fd, struct gk_job_events *all)
 {
 	struct stat st;
@@ -187,7 +191,7 @@ static int read_back(int fd, struct gk_job_events *all)
 
 	if (fstat(fd, &st) < 0)
 		return -errno;
-	want = st.st_size > (off_t)GK_RECORD_MAX ? GK_RECORD_MAX : (size_t)st.st_size;
+	want = st.st_size > (off_t)GK_RECORD_LIMIT ? GK_RECORD_LIMIT : (size_t)st.st_size;
 	buf = malloc(want + 1);
 	if (!buf)
 		return -ENOMEM;
@@ -205,11 +209,99 @@ static int read_back(int fd, struct gk_job_events *all)
 	return 0;
 }
 
+static int pwrite_all(int fd, const char *buf, size_t len, off_t at)
+{
+	while (len) {
+		ssize_t n = pwrite(fd, buf, len, at);
+
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n <= 0)
+			return n < 0 ? -errno : -EIO;
+		buf += n;
+		len -= (size_t)n;
+		at += n;
+	}
+	return 0;
+}
+
+/*
+ * Under the record's lock: add's events written from the record's end, as
+ * many as fit in GK_RECORD_LIMIT, and the rest counted in its last line
+ * ("gpuckpt-dropped N", rewritten in place: the new events go where it was,
+ * and it after them). Only the record's last bytes are read. *dropped: this
+ * append's events not kept.
+ */
+static int append_locked(int fd, const struct gk_job_events *add, uint64_t *dropped)
+{
+	char tail[GK_RECORD_DROPPED_LEN], line[GK_EVENT_LINE_MAX + 1], *buf;
+	size_t used = 0, cap = 64 * 1024;
+	uint64_t count = 0, more = add->dropped;
+	struct stat st;
+	off_t end;
+	int ret = 0;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	end = st.st_size;
+	if (end >= (off_t)GK_RECORD_DROPPED_LEN &&
+	    pread(fd, tail, sizeof(tail), end - (off_t)sizeof(tail)) == (ssize_t)sizeof(tail) &&
+	    tail[sizeof(tail) - 1] == '\n' &&
+	    gk_record_dropped_line(tail, sizeof(tail) - 1, &count)) {
+		end -= (off_t)sizeof(tail);
+	} else if (end > 0 && pread(fd, tail, 1, end - 1) == 1 && tail[0] != '\n') {
+		/* A line cut off (a writer killed half-way): ended, so that the
+		 * next line stays whole. */
+		ret = pwrite_all(fd, "\n", 1, end);
+		if (ret < 0)
+			return ret;
+		end++;
+	}
+	buf = malloc(cap);
+	if (!buf)
+		return -ENOMEM;
+	for (size_t i = 0; i < add->n; i++) {
+		int n = gk_event_format(&add->ev[i], line, sizeof(line));
+
+		if (n <= 0)
+			continue;
+		if (end + (off_t)(used + (size_t)n + GK_RECORD_DROPPED_LEN) >
+		    (off_t)GK_RECORD_LIMIT) {
+			more += add->n - i;
+			break;
+		}
+		if (used + (size_t)n + GK_RECORD_DROPPED_LEN > cap) {
+			ret = pwrite_all(fd, buf, used, end);
+			if (ret < 0)
+				goto out;
+			end += (off_t)used;
+			used = 0;
+		}
+		memcpy(buf + used, line, (size_t)n);
+		used += (size_t)n;
+	}
+	if (count || more) {
+		int n = snprintf(line, sizeof(line), GK_RECORD_DROPPED "%020llu\n",
+				 (unsigned long long)(count + more));
+
+		/* The loop left room for it. */
+		memcpy(buf + used, line, (size_t)n);
+		used += (size_t)n;
+	}
+	ret = pwrite_all(fd, buf, used, end);
+	if (ret == 0 && end + (off_t)used < st.st_size && ftruncate(fd, end + (off_t)used) < 0)
+		ret = -errno;
+	*dropped = more;
+out:
+	free(buf);
+	return ret;
+}
+
 int gk_record_append(const char *shared_root, uint32_t job, const struct gk_job_events *add,
 		     struct gk_job_events *all, gk_error_t *err)
 {
-	char name[16], line[GK_EVENT_LINE_MAX + 1];
-	struct stat st;
+	char name[16];
+	uint64_t dropped = 0;
 	int rootfd, recfd, fd, ret = 0;
 
 	rootfd = gk_root_dir_open(shared_root, err);
@@ -220,31 +312,36 @@ int gk_record_append(const char *shared_root, uint32_t job, const struct gk_job_
 	if (recfd < 0)
 		return recfd;
 	snprintf(name, sizeof(name), "%u", job);
-	fd = openat(recfd, name, O_RDWR | O_APPEND | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	/* Root's alone (in a folder of root's, 0700): refused, never replaced,
+	 * if it is anything else. No O_APPEND: lines go at the offset found
+	 * under the lock, and the count line is rewritten in place. */
+	fd = gk_root_private_file(recfd, name, O_RDWR, 0);
 	if (fd < 0) {
-		ret = -errno;
+		ret = fd;
 		gk_errprintf(err, "%s/%s/%s: %s", shared_root, GK_RECORDS_DIR, name,
-			     strerror(errno));
+			     ret == -EPERM ? "not a regular file of root's that only root can open"
+					   : strerror(-ret));
 		goto out_rec;
 	}
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0) {
-		ret = -EPERM;
-		gk_errprintf(err, "%s/%s/%s: not a regular file of root's", shared_root,
-			     GK_RECORDS_DIR, name);
+	/* The epilogs of a job's nodes append at once: one at a time (flock on
+	 * a shared file system needs its lock support, as NFSv4 has), each
+	 * waiting for the others a bounded time. */
+	ret = gk_lock_bounded(fd, GK_RECORD_LOCK_WAIT_MS);
+	if (ret == -ENOLCK || ret == -EOPNOTSUPP || ret == -ENOSYS) {
+		/* No locks on this file system: written all the same; two nodes
+		 * appending at the same moment may then overwrite each other's
+		 * lines (never beyond the limit). */
+		ret = 0;
+	} else if (ret < 0) {
+		gk_errprintf(err, "%s/%s/%s: %s; %zu events of this node left out", shared_root,
+			     GK_RECORDS_DIR, name,
+			     ret == -ETIMEDOUT ? "another node held its lock too long"
+					       : strerror(-ret),
+			     add->n);
 		goto out_fd;
 	}
-	/* The epilogs of a job's nodes append at once. (flock on a shared file
-	 * system needs its lock support, as NFSv4 has; without it, whole-line
-	 * O_APPEND writes still keep lines apart on most.) */
-	while (flock(fd, LOCK_EX) < 0 && errno == EINTR)
-		;
-	for (size_t i = 0; i < add->n && ret == 0; i++) {
-		int n = gk_event_format(&add->ev[i], line, sizeof(line));
-
-		if (n > 0)
-			ret = gk_write_all(fd, line, (size_t)n);
-	}
-	if (ret == 0 && add->n)
+	ret = append_locked(fd, add, &dropped);
+	if (ret == 0 && (add->n || dropped))
 		ret = fsync(fd) < 0 ? -errno : 0;
 	if (ret < 0)
 		gk_errprintf(err, "%s/%s/%s: %s", shared_root, GK_RECORDS_DIR, name,
@@ -287,6 +384,106 @@ int gk_record_read(const char *shared_root, uint32_t job, struct gk_job_events *
 	ret = read_back(fd, all);
 	close(fd);
 	return ret;
+}
+
+/* Where the last sweep stopped: a telldir cookie, root's, in records/. */
+#define SWEEP_CURSOR ".sweep"
+
+/* A job's record: its number, as gk_record_append names it. */
+static int record_name(const char *s)
+{
+	size_t n = strlen(s);
+
+	if (n == 0 || n > 10)
+		return 0;
+	for (size_t i = 0; i < n; i++)
+		if (s[i] < '0' || s[i] > '9')
+			return 0;
+	return 1;
+}
+
+int gk_record_sweep(const char *shared_root, unsigned days, unsigned max_entries, time_t now,
+		    gk_error_t *err)
+{
+	char cookie[32];
+	struct stat st;
+	struct dirent *e;
+	DIR *d;
+	long pos = 0;
+	unsigned seen = 0;
+	int rootfd, recfd, curfd, dfd, removed = 0, at_end = 0;
+
+	if (!days)
+		return 0;
+	rootfd = gk_root_dir_open(shared_root, err);
+	if (rootfd < 0)
+		return rootfd;
+	recfd = openat(rootfd, GK_RECORDS_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	close(rootfd);
+	if (recfd < 0) {
+		int e2 = errno;
+
+		if (e2 == ENOENT)
+			return 0;
+		gk_errprintf(err, "%s/%s: %s", shared_root, GK_RECORDS_DIR, strerror(e2));
+		return -e2;
+	}
+	if (fstat(recfd, &st) < 0 || st.st_uid != 0 || (st.st_mode & (S_IWGRP | S_IWOTH))) {
+		gk_errprintf(err, "%s/%s: not root's, or writable by others: not swept",
+			     shared_root, GK_RECORDS_DIR);
+		close(recfd);
+		return -EPERM;
+	}
+	curfd = gk_root_private_file(recfd, SWEEP_CURSOR, O_RDWR, 1);
+	if (curfd >= 0) {
+		ssize_t n = pread(curfd, cookie, sizeof(cookie) - 1, 0);
+
+		if (n > 0) {
+			cookie[n] = '\0';
+			pos = strtol(cookie, NULL, 10);
+		}
+	}
+	dfd = fcntl(recfd, F_DUPFD_CLOEXEC, 0);
+	d = dfd >= 0 ? fdopendir(dfd) : NULL;
+	if (!d) {
+		int e2 = errno;
+
+		gk_errprintf(err, "%s/%s: %s", shared_root, GK_RECORDS_DIR, strerror(e2));
+		if (dfd >= 0)
+			close(dfd);
+		if (curfd >= 0)
+			close(curfd);
+		close(recfd);
+		return -e2;
+	}
+	if (pos > 0)
+		seekdir(d, pos);
+	while (seen < max_entries) {
+		e = readdir(d);
+		if (!e) {
+			at_end = 1;
+			break;
+		}
+		seen++;
+		if (!record_name(e->d_name) ||
+		    fstatat(recfd, e->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+		    !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+		    st.st_mtime > now - (time_t)days * 86400)
+			continue;
+		if (unlinkat(recfd, e->d_name, 0) == 0)
+			removed++;
+	}
+	if (curfd >= 0) {
+		int n = snprintf(cookie, sizeof(cookie), "%ld\n", at_end ? 0L : telldir(d));
+
+		/* Not saved: the next sweep starts from the first name. */
+		if (pwrite(curfd, cookie, (size_t)n, 0) == n)
+			(void)!ftruncate(curfd, n);
+		close(curfd);
+	}
+	closedir(d);
+	close(recfd);
+	return removed;
 }
 
 int gk_admin_comment_argv(const char *scontrol, uint32_t job, const char *text, char *argv[],

@@ -9,8 +9,17 @@
  *	stage     the staging script's "staged in|out ..." and "error: ..."
  *	          lines as events
  *	append    the events to the job's record, SHARED_ROOT/records/JOB
- *	          (root's, 0600; written whole lines under a lock, since the
- *	          epilogs of a job's nodes run at once), and read all of it back
+ *	          (root's, 0600, in root's 0700 folder; whole lines under a
+ *	          lock, since the epilogs of a job's nodes run at once, waited
+ *	          for at most GK_RECORD_LOCK_WAIT_MS). A record holds at most
+ *	          GK_RECORD_LIMIT bytes (events.h): the user decides how many
+ *	          events their tasks report, so past that they are counted in
+ *	          the record's last line, not kept. An append reads only the
+ *	          record's last line; reading it back (for the AdminComment)
+ *	          reads at most the limit
+ *	sweep     records not written for the site's record_days removed, at
+ *	          most GK_SWEEP_PER_EPILOG names looked at per epilog of a job
+ *	          that used gpuckpt on the node
  *	comment   the scontrol command that puts the summary into the job's
  *	          AdminComment, where `scontrol show job` and `sacct` show it
  *
@@ -27,6 +36,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+#include <time.h>
 
 #include "error.h" /* gk_error_t (runtime/common) */
 #include "events.h"
@@ -58,10 +68,14 @@ int gk_record_collect(const char *bb_root, uint32_t job, uid_t uid, const char *
 int gk_stage_line_event(const char *verb, const char *line, const char *node, double now,
 			struct gk_event *e);
 
+#define GK_RECORD_LOCK_WAIT_MS 10000u
+
 /*
- * Append `add` to SHARED_ROOT/records/JOB and read the whole record back
- * into `all` (which may be NULL). shared_root must be root's. 0 or a
- * negative errno (err says why).
+ * Append `add` to SHARED_ROOT/records/JOB (what does not fit in
+ * GK_RECORD_LIMIT counted, not kept) and read the record back into `all`
+ * (which may be NULL). shared_root must be root's. 0 or a negative errno
+ * (err says why; -ETIMEDOUT: another node held the record's lock too long,
+ * add is left out).
  */
 int gk_record_append(const char *shared_root, uint32_t job, const struct gk_job_events *add,
 		     struct gk_job_events *all, gk_error_t *err);
@@ -71,7 +85,19 @@ int gk_record_append(const char *shared_root, uint32_t job, const struct gk_job_
 int gk_record_read(const char *shared_root, uint32_t job, struct gk_job_events *all,
 		   gk_error_t *err);
 
-/* The record's text, for tests: parse buf into out (gk_events_each). */
+/*
+ * Remove the records in SHARED_ROOT/records not written for `days` days (the
+ * jobs' own, named by their number; regular files of root's; nothing else
+ * there), looking at no more than max_entries names per call: each call
+ * goes on where the last one stopped (a cookie in records/.sweep). Returns
+ * how many it removed, or a negative errno (err says why); no records
+ * folder is 0.
+ */
+#define GK_SWEEP_PER_EPILOG 256u
+int gk_record_sweep(const char *shared_root, unsigned days, unsigned max_entries, time_t now,
+		    gk_error_t *err);
+
+/* The record's text, for tests: parse buf into out (gk_job_events_parse_record). */
 int gk_record_parse(const char *buf, size_t len, struct gk_job_events *out);
 
 #define GK_COMMENT_ARGS 5

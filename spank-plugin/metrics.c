@@ -12,7 +12,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/file.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -220,13 +219,13 @@ static void read_old(int dirfd, const char *name, struct gk_metrics *m)
 
 int gk_metrics_update(const char *path, const struct gk_metrics *d, gk_error_t *err)
 {
-	char dir[4096], tmp[300], text[16384];
+	char dir[4096], tmp[300], lock[300], text[16384];
 	const char *name = strrchr(path, '/');
 	struct gk_metrics m;
 	struct timespec ts;
-	int dirfd, fd, len, ret = 0;
+	int dirfd, lockfd, fd, len, ret = 0;
 
-	if (!name || !name[1] || strlen(name + 1) > 250 || (size_t)(name - path) >= sizeof(dir)) {
+	if (!name || !name[1] || strlen(name + 1) > 240 || (size_t)(name - path) >= sizeof(dir)) {
 		gk_errprintf(err, "metrics: '%s' is not a file path", path);
 		return -EINVAL;
 	}
@@ -236,15 +235,41 @@ int gk_metrics_update(const char *path, const struct gk_metrics *d, gk_error_t *
 	dirfd = gk_root_dir_open(dir[0] ? dir : "/", err);
 	if (dirfd < 0)
 		return dirfd;
-	while (flock(dirfd, LOCK_EX) < 0 && errno == EINTR)
-		;
+	/* The lock is a file no one but root can open (the folder is root's
+	 * and writable by no one else; the file 0600, remade if it was ever
+	 * anything else): the folder and the metrics file, which node_exporter
+	 * reads, can be opened and flocked by any user, so neither is locked. */
+	snprintf(lock, sizeof(lock), ".%s.lock", name);
+	lockfd = gk_root_private_file(dirfd, lock, O_RDWR, 1);
+	if (lockfd < 0) {
+		gk_errprintf(err,
+			     "metrics: %s/%s: cannot open the lock: %s; this update is left out",
+			     dir, lock, strerror(-lockfd));
+		close(dirfd);
+		return lockfd;
+	}
+	ret = gk_lock_bounded(lockfd, GK_METRICS_LOCK_WAIT_MS);
+	if (ret < 0) {
+		if (ret == -ETIMEDOUT)
+			gk_errprintf(err,
+				     "metrics: %s: another update held its lock %s for %u s; this "
+				     "update's counts are left out",
+				     path, lock, GK_METRICS_LOCK_WAIT_MS / 1000);
+		else
+			gk_errprintf(err,
+				     "metrics: %s/%s: cannot lock: %s; this update is left out",
+				     dir, lock, strerror(-ret));
+		close(lockfd);
+		close(dirfd);
+		return ret;
+	}
 	read_old(dirfd, name, &m);
 	gk_metrics_add(&m, d);
 	clock_gettime(CLOCK_REALTIME, &ts);
 	len = gk_metrics_format(&m, (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9, text,
 				sizeof(text));
 	snprintf(tmp, sizeof(tmp), ".%s.tmp", name);
-	/* Left by an update that was killed: only root writes here. */
+	/* Left by an update that was killed: only root writes here, under the lock. */
 	unlinkat(dirfd, tmp, 0);
 	fd = openat(dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
 	if (fd < 0) {
@@ -263,7 +288,7 @@ int gk_metrics_update(const char *path, const struct gk_metrics *d, gk_error_t *
 out:
 	if (ret)
 		gk_errprintf(err, "metrics: %s: %s", path, strerror(-ret));
-	flock(dirfd, LOCK_UN);
+	close(lockfd); /* unlocks */
 	close(dirfd);
 	return ret;
 }

@@ -8,9 +8,13 @@
  * seconds), the staging in and out (bytes, seconds, failures). The file is
  * both the output and the state: the counters are read back from it, added
  * to, and the new file written beside it (".NAME.tmp", which the collector
- * does not read) and renamed over it, under a lock on the folder, so readers
- * never see half a file and two epilogs never lose each other's counts. The
- * folder must be root's and writable by no one else (root_path.h).
+ * does not read) and renamed over it, so readers never see half a file.
+ * Two updates (epilogs, task exits) never lose each other's counts: each
+ * holds a lock, ".NAME.lock" beside it, a file only root can open (0600, in
+ * a folder that must be root's and writable by no one else, root_path.h),
+ * so no user can take or hold it. An update waits at most
+ * GK_METRICS_LOCK_WAIT_MS for another one; then its counts are left out and
+ * it says so (a Slurm callback never waits without a bound).
  */
 #ifndef GK_METRICS_H
 #define GK_METRICS_H
@@ -21,6 +25,8 @@
 #include "error.h" /* gk_error_t (runtime/common) */
 #include "events.h"
 #include "jobstats.h"
+
+#define GK_METRICS_LOCK_WAIT_MS 5000u
 
 struct gk_metrics {
 	uint64_t checkpoints[GK_EV_RESULTS];
@@ -50,7 +56,8 @@ int gk_metrics_format(const struct gk_metrics *m, double now, char *buf, size_t 
 void gk_metrics_parse(const char *text, size_t len, struct gk_metrics *m);
 
 /* Add d to the counters in the file at path (made when missing). 0 or a
- * negative errno; err says why. */
+ * negative errno (-ETIMEDOUT: another update held the lock too long, d is
+ * left out); err says why. */
 int gk_metrics_update(const char *path, const struct gk_metrics *d, gk_error_t *err);
 
 #endif

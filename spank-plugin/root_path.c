@@ -9,7 +9,9 @@
 #include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
+#include <sys/file.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #define DIR_FLAGS (O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)
@@ -134,4 +136,62 @@ int gk_user_subdir(int dirfd, const char *name, uid_t uid)
 		return -EPERM;
 	}
 	return fd;
+}
+
+int gk_root_private_file(int dirfd, const char *name, int flags, int replace)
+{
+	if (!name[0] || strchr(name, '/') || !strcmp(name, ".") || !strcmp(name, ".."))
+		return -EINVAL;
+	for (int tries = 0; tries < 2; tries++) {
+		struct stat st;
+		int fd =
+		    openat(dirfd, name,
+			   flags | O_CREAT | O_NOFOLLOW | O_NONBLOCK | O_NOCTTY | O_CLOEXEC, 0600);
+		int isdir = 0;
+
+		if (fd >= 0) {
+			if (fstat(fd, &st) < 0) {
+				int e = errno;
+
+				close(fd);
+				return -e;
+			}
+			if (S_ISREG(st.st_mode) && st.st_uid == 0 &&
+			    !(st.st_mode & (S_IRWXG | S_IRWXO)) && st.st_nlink == 1)
+				return fd;
+			isdir = S_ISDIR(st.st_mode);
+			close(fd);
+		} else if (!replace || (errno != ELOOP && errno != EISDIR && errno != ENXIO)) {
+			return -errno;
+		} else {
+			isdir = errno == EISDIR;
+		}
+		if (!replace || tries)
+			return -EPERM;
+		if (unlinkat(dirfd, name, isdir ? AT_REMOVEDIR : 0) < 0 && errno != ENOENT)
+			return -errno;
+	}
+	return -EPERM;
+}
+
+int gk_lock_bounded(int fd, unsigned ms)
+{
+	const struct timespec nap = {0, 10 * 1000 * 1000};
+	struct timespec t0, now;
+
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	for (;;) {
+		long long waited;
+
+		if (flock(fd, LOCK_EX | LOCK_NB) == 0)
+			return 0;
+		if (errno != EWOULDBLOCK && errno != EINTR)
+			return -errno;
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		waited = (long long)(now.tv_sec - t0.tv_sec) * 1000 +
+			 (now.tv_nsec - t0.tv_nsec) / 1000000;
+		if (waited >= (long long)ms)
+			return -ETIMEDOUT;
+		nanosleep(&nap, NULL);
+	}
 }

@@ -41,4 +41,24 @@ int gk_root_subdir(int dirfd, const char *name, mode_t mode, gk_error_t *err);
  */
 int gk_user_subdir(int dirfd, const char *name, uid_t uid);
 
+/*
+ * Open `name` in the root-only folder dirfd (made when missing, 0600, with
+ * `flags` such as O_RDWR) as a file that only root can open: a regular file
+ * of root's, no access for group or others, one link, reached without
+ * following links or blocking on a FIFO. With `replace`, anything else there
+ * (a link, a file someone may have opened while its mode let them) is
+ * removed and the file made afresh, so no descriptor opened by anyone else
+ * refers to it; without, it is refused (-ELOOP for a link, -EPERM for the
+ * rest). A descriptor or a negative errno.
+ */
+int gk_root_private_file(int dirfd, const char *name, int flags, int replace);
+
+/*
+ * flock(fd, LOCK_EX), waiting at most ms milliseconds: root's callbacks
+ * never wait without a bound. 0; -ETIMEDOUT when a holder kept it that long;
+ * another negative errno (-ENOLCK, -EOPNOTSUPP, -ENOSYS: the file system
+ * has no locks).
+ */
+int gk_lock_bounded(int fd, unsigned ms);
+
 #endif

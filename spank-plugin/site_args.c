@@ -24,7 +24,7 @@
 #define KNOWN_KEYS                                                                                 \
 	"default, bb_root, shared_root, flush_root, runtime, stage, stage_timeout, config, keep, " \
 	"on_bad_checkpoint, interval, log_level, mode, criu, shepherd, metrics, admin_comment, "  \
-	"scontrol"
+	"scontrol, record_days"
 
 void gk_site_defaults(struct gk_site *s)
 {
@@ -44,6 +44,7 @@ void gk_site_defaults(struct gk_site *s)
 	snprintf(s->shepherd, sizeof(s->shepherd), "%s/gpuckpt", GK_LIBEXECDIR);
 	s->admin_comment = 1;
 	snprintf(s->scontrol, sizeof(s->scontrol), "%s", GK_SCONTROL);
+	s->record_days = 30;
 }
 
 /* A path setting: absolute, fits; "none" or "" clears it where that is allowed. */
@@ -173,6 +174,20 @@ int gk_site_set(struct gk_site *s, const char *key, const char *value, gk_error_
 	}
 	if (strcmp(key, "scontrol") == 0)
 		return set_path(s->scontrol, sizeof(s->scontrol), key, value, 0, err);
+	if (strcmp(key, "record_days") == 0) {
+		long n;
+
+		if (gk_parse_seconds(value, &n) < 0 || n > 36500) {
+			gk_errprintf(
+			    err,
+			    "record_days: invalid value '%s' (expected days from 0 to 36500; "
+			    "0: records are kept forever)",
+			    value);
+			return -EINVAL;
+		}
+		s->record_days = (unsigned)n;
+		return 0;
+	}
 	gk_errprintf(err, "unknown argument '%s' (known: " KNOWN_KEYS ")", key);
 	return -EINVAL;
 }

@@ -27,6 +27,9 @@
  *	admin_comment      on                         on: the job's AdminComment gets its
  *	                                              checkpoint summary (job_record.h)
  *	scontrol           (configure's scontrol)     scontrol, for the AdminComment
+ *	record_days        30                         job records not written for this
+ *	                                              many days are removed (epilog);
+ *	                                              0: kept forever (job_record.h)
  */
 #ifndef GK_SITE_ARGS_H
 #define GK_SITE_ARGS_H
@@ -56,6 +59,7 @@ struct gk_site {
 	char metrics[PATH_MAX];	 /* "" = no metrics file */
 	int admin_comment;
 	char scontrol[PATH_MAX];
+	unsigned record_days; /* 0 = records are never swept */
 };
 
 void gk_site_defaults(struct gk_site *s);

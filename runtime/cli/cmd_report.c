@@ -61,8 +61,9 @@ static const char report_help[] =
     "        \"bytes_staged_out\", \"bytes_staged_in\", \"checkpoint_seconds\",\n"
     "        \"restore_seconds\", \"last_checkpoint\": {\"ckpt\", \"step\", \"bytes\",\n"
     "        \"time\"} or null, \"gpu_seconds_saved\", \"first_event\", \"last_event\",\n"
-    "        \"rejected_lines\"}, ...], \"total\": {the same sums}}. Times are\n"
-    "        seconds since 1970.\n"
+    "        \"rejected_lines\", \"dropped_events\"}, ...], \"total\": {the same\n"
+    "        sums}}. Times are seconds since 1970. dropped_events: events not\n"
+    "        kept because the job's record had reached its size limit (4 MiB).\n"
     "    -h, --help\n"
     "        Show this text.\n"
     "\n"
@@ -131,7 +132,7 @@ static int read_record(int dirfd, const char *name, struct gk_job_stats *st)
 		len += (size_t)n;
 	}
 	close(fd);
-	gk_events_each(buf, len, gk_job_events_collect, &ev);
+	gk_job_events_parse_record(buf, len, &ev);
 	free(buf);
 	gk_job_stats_compute(&ev, st);
 	gk_job_events_free(&ev);
@@ -250,6 +251,7 @@ static json_object *stats_json(const struct gk_job_stats *s, int total)
 	json_object_object_add(o, "last_event",
 			       s->end_time ? json_object_new_double(s->end_time) : NULL);
 	json_object_object_add(o, "rejected_lines", json_object_new_int64((int64_t)s->bad_lines));
+	json_object_object_add(o, "dropped_events", json_object_new_int64((int64_t)s->dropped));
 	return o;
 }
 
@@ -399,6 +401,10 @@ static int report_run(int argc, char **argv)
 			printf("(%llu lines of the records were not valid events and were left "
 			       "out)\n",
 			       (unsigned long long)total.bad_lines);
+		if (total.dropped)
+			printf("(%llu events were not kept: their records had reached their size "
+			       "limit)\n",
+			       (unsigned long long)total.dropped);
 	}
 	free(rows);
 	return ret;

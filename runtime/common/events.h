@@ -51,9 +51,17 @@
 #define GK_EVENTS_FILE_MAX (1u << 20)
 #define GK_EVENT_NAME_MAX 64
 /* The job records: SHARED_ROOT/records/JOB, read up to GK_RECORD_MAX bytes
- * (GK_JOB_EVENTS_MAX lines fit). */
+ * (GK_JOB_EVENTS_MAX lines fit; records of older versions could be that
+ * big). The plugin writes at most GK_RECORD_LIMIT bytes to one: past that,
+ * events are counted, not kept, in the record's last line,
+ * "gpuckpt-dropped N" with N in 20 digits (GK_RECORD_DROPPED_LEN bytes with
+ * its newline), which it rewrites in place; records are read with
+ * gk_job_events_parse_record (jobstats.h), which counts it. */
 #define GK_RECORDS_DIR "records"
 #define GK_RECORD_MAX (64u << 20)
+#define GK_RECORD_LIMIT (4u << 20)
+#define GK_RECORD_DROPPED "gpuckpt-dropped "
+#define GK_RECORD_DROPPED_LEN (sizeof(GK_RECORD_DROPPED) - 1 + 20 + 1)
 
 enum gk_event_kind {
 	GK_EV_START = 0,

@@ -40,6 +40,39 @@ int gk_job_events_collect(void *arg, const struct gk_event *e)
 	return 0;
 }
 
+int gk_record_dropped_line(const char *line, size_t len, uint64_t *n)
+{
+	size_t p = sizeof(GK_RECORD_DROPPED) - 1;
+	uint64_t v = 0;
+
+	if (len <= p || len > p + 20 || memcmp(line, GK_RECORD_DROPPED, p) != 0)
+		return 0;
+	for (; p < len; p++) {
+		if (line[p] < '0' || line[p] > '9' || v > (UINT64_MAX - 9) / 10)
+			return 0;
+		v = v * 10 + (uint64_t)(line[p] - '0');
+	}
+	*n = v;
+	return 1;
+}
+
+void gk_job_events_parse_record(const char *buf, size_t len, struct gk_job_events *j)
+{
+	size_t i = 0;
+
+	while (i < len) {
+		const char *line = buf + i, *nl = memchr(line, '\n', len - i);
+		size_t n = nl ? (size_t)(nl - line) : len - i;
+		uint64_t d;
+
+		if (nl && gk_record_dropped_line(line, n, &d))
+			j->dropped += d;
+		else
+			gk_events_each(line, nl ? n + 1 : n, gk_job_events_collect, j);
+		i += n + 1;
+	}
+}
+
 void gk_job_events_free(struct gk_job_events *j)
 {
 	free(j->ev);

@@ -51,6 +51,14 @@ int gk_job_events_add(struct gk_job_events *j, const struct gk_event *e);
 /* For gk_events_each: adds valid events, counts invalid lines. Never stops. */
 int gk_job_events_collect(void *job_events, const struct gk_event *e);
 
+/* A job record's text (events.h): its events into j, invalid lines counted,
+ * and each "gpuckpt-dropped N" line's N added to j->dropped. */
+void gk_job_events_parse_record(const char *buf, size_t len, struct gk_job_events *j);
+
+/* 1 and *n when line[0..len) (without its newline) is a "gpuckpt-dropped N"
+ * line, else 0. */
+int gk_record_dropped_line(const char *line, size_t len, uint64_t *n);
+
 void gk_job_events_free(struct gk_job_events *j);
 
 void gk_job_stats_compute(const struct gk_job_events *j, struct gk_job_stats *s);

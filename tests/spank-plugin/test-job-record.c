@@ -27,8 +27,8 @@
 #include "tap.h"
 
 /* Tests that need root, and the others. */
-#define NROOT 33
-#define NPLAIN 13
+#define NROOT 36
+#define NPLAIN 16
 
 static char tmp[] = "/tmp/gk-test-record.XXXXXX";
 
@@ -129,6 +129,65 @@ static void metrics_text(void)
 	ok(back.checkpoints[GK_EV_OK] == 0 && back.jobs == 3,
 	   "metrics: malformed lines and other series are skipped");
 	is_int(gk_metrics_format(&m, 0, text, 100), -ENOSPC, "metrics: too small a buffer");
+}
+
+static void record_text(void)
+{
+	const char *text = "gpuckpt-event 1 kind=checkpoint result=ok time=1732400000.5 ckpt=1\n"
+			   "gpuckpt-dropped 00000000000000000005\n";
+	struct gk_job_events ev = {0};
+	uint64_t n = 0;
+
+	ok(gk_record_dropped_line("gpuckpt-dropped 00000000000000000012", 36, &n) == 1 && n == 12,
+	   "record: the dropped-events line read");
+	ok(gk_record_dropped_line("gpuckpt-dropped 12x", 19, &n) == 0,
+	   "record: a malformed dropped-events line is not one");
+	gk_record_parse(text, strlen(text), &ev);
+	ok(ev.n == 1 && ev.dropped == 5 && ev.bad_lines == 0,
+	   "record: its events and the dropped count (n=%zu dropped=%llu bad=%llu)", ev.n,
+	   (unsigned long long)ev.dropped, (unsigned long long)ev.bad_lines);
+	gk_job_events_free(&ev);
+}
+
+static void record_limit(void)
+{
+	struct gk_job_events add = {0}, all = {0};
+	struct gk_event e = {0};
+	gk_error_t err;
+	char shared[PATH_MAX], p[PATH_MAX + 32];
+	struct stat sb;
+	int fd;
+
+	snprintf(shared, sizeof(shared), "%s/shared", tmp);
+	e.kind = GK_EV_CHECKPOINT;
+	e.time = 1732400000.5;
+	/* A record left with a cut-off last line (a writer killed half-way). */
+	snprintf(p, sizeof(p), "%s/" GK_RECORDS_DIR "/70", shared);
+	fd = open(p, O_WRONLY | O_CREAT | O_EXCL, 0600);
+	if (fd < 0 || write(fd, "gpuckpt-event 1 kind=chec", 25) != 25)
+		perror(p);
+	if (fd >= 0)
+		close(fd);
+	gk_job_events_add(&add, &e);
+	is_int(gk_record_append(shared, 70, &add, &all, &err), 0,
+	       "record: appended after a cut-off line");
+	ok(all.n == 1 && all.bad_lines == 1,
+	   "record: the cut-off line stays apart, the new event whole");
+	gk_job_events_free(&all);
+	/* More events than fit: counted. */
+	for (int i = 0; i < 70000; i++)
+		gk_job_events_add(&add, &e);
+	gk_record_append(shared, 71, &add, NULL, &err);
+	gk_record_append(shared, 71, &add, &all, &err);
+	snprintf(p, sizeof(p), "%s/" GK_RECORDS_DIR "/71", shared);
+	if (stat(p, &sb) < 0)
+		sb.st_size = -1;
+	ok(sb.st_size >= 0 && sb.st_size <= (off_t)GK_RECORD_LIMIT && all.n > 0 &&
+	       all.n + all.dropped == 2 * add.n,
+	   "record: within the limit (%lld bytes), every event kept or counted (%zu + %llu)",
+	   (long long)sb.st_size, all.n, (unsigned long long)all.dropped);
+	gk_job_events_free(&add);
+	gk_job_events_free(&all);
 }
 
 static void root_paths(void)
@@ -304,6 +363,7 @@ int main(void)
 	plan(NPLAIN + NROOT);
 	stage_lines();
 	metrics_text();
+	record_text();
 	if (geteuid() != 0) {
 		for (int i = 0; i < NROOT; i++)
 			skip("needs root (root-owned folders, files of another uid)");
@@ -317,6 +377,7 @@ int main(void)
 	root_paths();
 	collect_and_record();
 	metrics_file();
+	record_limit();
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", tmp);
 	if (system(cmd) != 0)
 		printf("# could not remove %s\n", tmp);

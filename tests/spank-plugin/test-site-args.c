@@ -25,7 +25,7 @@ int main(void)
 	struct gk_site s;
 	gk_error_t err;
 
-	plan(34);
+	plan(38);
 
 	is_int(parse(&s, &err, 0), 0, "no arguments: defaults");
 	is_int(s.default_on, 0, "default is off");
@@ -56,6 +56,11 @@ int main(void)
 	is_str(s.flush_root, "/shared/flush", "flush_root set");
 	is_int(parse(&s, &err, 1, "flush_root=shared/flush"), -EINVAL,
 	       "relative flush_root refused");
+
+	is_int(s.record_days, 30, "record_days defaults to 30");
+	is_int(parse(&s, &err, 1, "record_days=0"), 0, "record_days=0: records kept forever");
+	is_int(s.record_days, 0, "record_days=0 set");
+	is_int(parse(&s, &err, 1, "record_days=soon"), -EINVAL, "record_days: a bad value refused");
 
 	is_int(parse(&s, &err, 2, "keep=5", "colour=blue"), -EINVAL, "unknown key refused");
 	ok(strstr(err.text, "unknown argument 'colour'") != NULL, "error names the key: %s",
