@@ -25,6 +25,8 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/transfer.c %reldir%/transfer.h \
 	%reldir%/numa.c %reldir%/numa.h \
 	%reldir%/dump.c %reldir%/dump.h \
+	%reldir%/pipeline.c %reldir%/pipeline.h \
+	%reldir%/phase.c %reldir%/phase.h \
 	%reldir%/eventlog.c %reldir%/eventlog.h \
 	%reldir%/plan.c %reldir%/plan.h \
 	%reldir%/writer.c %reldir%/writer.h \

@@ -4,8 +4,8 @@
  * manifest, commit); between checkpoints, the pinning of snapshot memory and
  * of the copy threads' staging buffers.
  *
- * Contract with the pause (dump.c): a checkpoint is only planned while the
- * writer is idle (one due meanwhile waits for it: dump.c), so the baseline
+ * Contract with the pause (pipeline.c): a checkpoint is only planned while
+ * the writer is idle (one due meanwhile waits for it: the writer phase), so the baseline
  * and the snapshot memory belong to whoever holds them in turn. A process
  * that ends normally (exit, return from main) first lets a write in flight
  * finish, so that it is committed or its .tmp folder removed; one killed
