@@ -73,8 +73,8 @@ const char *gk_phase_name(enum gk_phase phase)
 	    [GK_PHASE_WRITER] = "writer",     [GK_PHASE_REFUSE] = "refuse",
 	    [GK_PHASE_DRAIN] = "drain",	      [GK_PHASE_HOLD] = "hold",
 	    [GK_PHASE_DESCRIBE] = "describe", [GK_PHASE_CHANGES] = "changes",
-	    [GK_PHASE_LAYOUT] = "layout",     [GK_PHASE_WRITE] = "write",
-	    [GK_PHASE_COMMIT] = "commit",
+	    [GK_PHASE_LAYOUT] = "layout",     [GK_PHASE_SNAPSHOT] = "snapshot",
+	    [GK_PHASE_WRITE] = "write",	      [GK_PHASE_COMMIT] = "commit",
 	};
 
 	return (unsigned)phase < GK_PHASE_COUNT ? names[phase] : "?";

@@ -35,7 +35,8 @@ enum gk_phase {
 	GK_PHASE_DESCRIBE, /* the manifest and a new .tmp folder */
 	GK_PHASE_CHANGES,  /* what changed since the baseline */
 	GK_PHASE_LAYOUT,   /* the changed chunks laid out in files */
-	GK_PHASE_WRITE,	   /* the data written (or snapshotted for the writer) */
+	GK_PHASE_SNAPSHOT, /* app: copied to host memory, the rest in the background */
+	GK_PHASE_WRITE,	   /* the data written (by the writer, after a snapshot) */
 	GK_PHASE_COMMIT,   /* committed (transparent: sealed, left for the shepherd) */
 	GK_PHASE_COUNT
 };

@@ -18,6 +18,7 @@
 #include "runtime.h"
 #include "snapshot.h"
 #include "writer.h"
+#include "ckptname.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -130,7 +131,9 @@ static int fail(struct gk_pipeline *P, int ret)
 	open_gate(P);
 	gk_plan_say(P->p, ret, &res, P->err.text);
 	drop_plan(P);
-	stamp();
+	/* The writer's: stamped when the pause ended. */
+	if (!P->in_writer)
+		stamp();
 	return end(P, ret);
 }
 
@@ -389,9 +392,40 @@ static int go_background(struct gk_plan *p, double t0, gk_error_t *err)
 	return 0;
 }
 
-/* App: 1 when the checkpoint went to the background writer (ended), else 0:
- * written here, from the device or (no writer thread) from the snapshot. */
-static int try_background(struct gk_pipeline *P)
+/* In the writer's thread: the write and commit phases of a checkpoint whose
+ * pause is over. */
+static void finish_in_writer(void *arg)
+{
+	struct gk_pipeline *B = arg;
+
+	gk_pipeline_run(B);
+	free(B);
+}
+
+/* The pause is over: the writer's thread runs the rest on a copy of P.
+ * 0, or a negative errno when it could not (P still holds the plan). */
+static int hand_to_writer(struct gk_pipeline *P)
+{
+	struct gk_pipeline *B = malloc(sizeof(*B));
+	char what[64];
+	int ret;
+
+	if (!B)
+		return -ENOMEM;
+	*B = *P;
+	B->in_writer = 1;
+	B->timed = 0;
+	snprintf(what, sizeof(what), GK_CKPT_FMT, (uint64_t)P->p->txn.sequence);
+	ret = gk_writer_submit(what, finish_in_writer, B);
+	if (ret < 0)
+		free(B);
+	return ret;
+}
+
+/* App: 1 when the checkpoint went to the background writer (ended here),
+ * else 0: written in this thread, from the device or (no writer thread)
+ * from the snapshot. */
+static int ph_snapshot(struct gk_pipeline *P)
 {
 	struct gk_plan *p = P->p;
 
@@ -404,7 +438,7 @@ static int try_background(struct gk_pipeline *P)
 			"background",
 			p->paused, P->t_drained - P->t0, P->t_planned - P->t_drained,
 			gk_now() - P->t_planned);
-		if (gk_writer_submit(p) == 0) {
+		if (hand_to_writer(P) == 0) {
 			stamp();
 			P->background = 1;
 			P->p = NULL; /* the writer's */
@@ -430,11 +464,8 @@ static int ph_write(struct gk_pipeline *P)
 		ret = gk_plan_write(P->p, gk_rt.settings.writers, &P->err);
 		return ret < 0 ? image_failed(P) : 0;
 	}
-	/* The info line of a blocking write; the gate opens once the data is
-	 * out of the devices. */
-	P->timed = 1;
-	if (P->o.kind == GK_CKPT_APP && try_background(P))
-		return 1;
+	/* A blocking write (timed): the gate opens once the data is out of
+	 * the devices. */
 	ret = gk_plan_write(P->p, gk_rt.settings.writers, &P->err);
 	P->t_written = gk_now();
 	if (P->timed) {
@@ -487,7 +518,8 @@ static int ph_commit(struct gk_pipeline *P)
 			P->t_written - P->t_planned, gk_now() - P->t_written);
 	gk_plan_say(p, ret, &res, P->err.text);
 	drop_plan(P);
-	stamp();
+	if (!P->in_writer)
+		stamp();
 	if (ret == 0 && P->grow_to)
 		gk_writer_grow(P->grow_to, gk_pipeline_some_context());
 	return end(P, ret);
@@ -498,8 +530,8 @@ static int (*const phases[GK_PHASE_COUNT])(struct gk_pipeline *) = {
     [GK_PHASE_WRITER] = ph_writer,     [GK_PHASE_REFUSE] = ph_refuse,
     [GK_PHASE_DRAIN] = ph_drain,       [GK_PHASE_HOLD] = ph_hold,
     [GK_PHASE_DESCRIBE] = ph_describe, [GK_PHASE_CHANGES] = ph_changes,
-    [GK_PHASE_LAYOUT] = ph_layout,     [GK_PHASE_WRITE] = ph_write,
-    [GK_PHASE_COMMIT] = ph_commit,
+    [GK_PHASE_LAYOUT] = ph_layout,     [GK_PHASE_SNAPSHOT] = ph_snapshot,
+    [GK_PHASE_WRITE] = ph_write,       [GK_PHASE_COMMIT] = ph_commit,
 };
 
 /* ---- what a hook's stop means in each phase ---- */
@@ -571,6 +603,9 @@ static int close_gate(struct gk_pipeline *P)
 	gk_gate_close();
 	P->gate_closed = 1;
 	P->t_gate = gk_now();
+	/* The info line and the gate of a blocking write, unless the
+	 * snapshot phase sends the write to the background. */
+	P->timed = !transparent(P);
 	return 0;
 }
 
@@ -594,6 +629,9 @@ int gk_pipeline_step(struct gk_pipeline *P)
 	ph = P->next++;
 	if (ph == GK_PHASE_DRAIN && close_gate(P))
 		return 1;
+	/* Only the application's checkpoint may go on in the background. */
+	if (ph == GK_PHASE_SNAPSHOT && P->o.kind != GK_CKPT_APP)
+		return 0;
 	if (ph == GK_PHASE_HOLD) {
 		/* Without the runtime's dump the driver copies device memory
 		 * itself; the manifest still records the devices, for the

@@ -10,8 +10,11 @@
  *   hold       transparent: whether the runtime's own dump holds everything,
  *              or the driver copies device memory (hooks: peer access,
  *              tracking)
- *   describe, changes, layout, write, commit   (plan.h); the application's
- *              checkpoint may go to the background writer after the pause
+ *   describe, changes, layout   (plan.h)
+ *   snapshot   app: when the process goes on and the changed chunks fit in
+ *              pinned host memory, they are copied there, the gate opens,
+ *              and the writer's thread runs the last two phases
+ *   write, commit   (plan.h)
  *
  * Concerns take part through phase.h, never by name. The three kinds differ
  * only by struct gk_pipeline_opts. Whatever phase fails, the previous
@@ -67,6 +70,7 @@ struct gk_pipeline {
 	uint64_t grow_to;
 	int timed;	/* app/member: the info line of a blocking write */
 	int background; /* app: the write goes on in the background */
+	int in_writer;	/* app: this is the writer thread\'s copy, for the last phases */
 	/* transparent: the image sealed in txn, left uncommitted */
 	int assisted, sealed, is_signed;
 	struct gk_store_txn txn;

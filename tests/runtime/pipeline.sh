@@ -20,7 +20,7 @@ unset CUDA_VISIBLE_DEVICES GPUCKPT_STANDIN_GPUS GPUCKPT_STANDIN_MEMORY GPUCKPT_S
 	GPUCKPT_STANDIN_TRACE GPUCKPT_SHEPHERD
 # The log (stderr) kept for a failure's diagnosis.
 GPUCKPT_DIR=$GK_SCRATCH/ckpt GPUCKPT_LOG_LEVEL=info GPUCKPT_HASH_MODULE=$HASH \
-	GPUCKPT_CHUNK_SIZE=1M with_standin "$prog" 2>"$GK_SCRATCH/log"
+	GPUCKPT_CHUNK_SIZE=1M GPUCKPT_SNAPSHOT_MEMORY=64M with_standin "$prog" 2>"$GK_SCRATCH/log"
 rc=$?
 if [ "$rc" -ne 0 ]; then
 	tail -n 40 "$GK_SCRATCH/log" | sed 's/^/# /'

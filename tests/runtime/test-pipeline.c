@@ -13,6 +13,10 @@
  *   memory (refused by tracking's own hook, registered at load);
  * - a transparent checkpoint whose hold or image fails goes on without the
  *   runtime's dump, its gate closed until released;
+ * - an application checkpoint after which the program goes on ends its
+ *   pause with the snapshot phase; the writer's thread runs the write and
+ *   commit phases, and a failure there leaves the previous checkpoint
+ *   intact;
  * - hooks run in their order.
  */
 #include "config.h"
@@ -22,6 +26,7 @@
 #include "phase.h"
 #include "pipeline.h"
 #include "runtime.h"
+#include "writer.h"
 
 #include <cuda.h>
 #include <dirent.h>
@@ -30,6 +35,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -127,11 +133,13 @@ static int gate_open(void)
 
 static int fail_at = -1;
 static unsigned seen[GK_PHASE_COUNT];
+static pthread_t seen_in[GK_PHASE_COUNT];
 
 static int inject_before(enum gk_phase ph, enum gk_ckpt_kind kind, struct gk_phase_verdict *v)
 {
 	(void)kind;
 	seen[ph]++;
+	seen_in[ph] = pthread_self();
 	if ((int)ph != fail_at)
 		return 0;
 	snprintf(v->why, sizeof(v->why), "a failure injected in the %s phase", gk_phase_name(ph));
@@ -269,8 +277,9 @@ static void test_failures(enum gk_ckpt_kind kind)
 		struct gk_pipeline_opts o;
 		char *was, *now;
 
-		/* Only a transparent checkpoint has a hold phase. */
-		if (ph == GK_PHASE_HOLD)
+		/* Only a transparent checkpoint has a hold phase, only the
+		 * application's a snapshot. */
+		if (ph == GK_PHASE_HOLD || (ph == GK_PHASE_SNAPSHOT && kind != GK_CKPT_APP))
 			continue;
 		opts_for(kind, &o);
 		was = folder_state();
@@ -377,13 +386,75 @@ static void test_transparent(void)
 	free(now);
 }
 
+/* An application checkpoint after which the program goes on: the pause
+ * ends with the snapshot phase, and the writer's thread runs the write and
+ * commit phases; a failure there is only logged, and leaves the previous
+ * checkpoint intact. (The first may be written the blocking way while
+ * snapshot memory is pinned.) */
+static int background_once(struct gk_pipeline *P, int fail)
+{
+	struct gk_pipeline_opts o;
+
+	opts_for(GK_CKPT_APP, &o);
+	o.exiting = 0;
+	memset(seen, 0, sizeof(seen));
+	fail_at = fail;
+	gk_pipeline_init(P, &o);
+	gk_pipeline_run(P);
+	return gate_open();
+}
+
+static void test_background(void)
+{
+	struct gk_pipeline P;
+	char was[256], now[256], *before, *after;
+	int open_at_once = 0, tries;
+
+	for (tries = 0; tries < 3; tries++) {
+		newest(was, sizeof(was));
+		open_at_once = background_once(&P, -1);
+		gk_writer_wait();
+		if (P.background)
+			break;
+	}
+	fail_at = -1;
+	newest(now, sizeof(now));
+	ok(P.ret == 0 && P.background && open_at_once,
+	   "a checkpoint the program goes on after: the pause ends with the snapshot phase, the "
+	   "gate open at once (answer %d, in the background: %d, after %d tries)",
+	   P.ret, P.background, tries + 1);
+	ok(seen[GK_PHASE_WRITE] == 1 && seen[GK_PHASE_COMMIT] == 1 &&
+	       !pthread_equal(seen_in[GK_PHASE_WRITE], pthread_self()) &&
+	       !pthread_equal(seen_in[GK_PHASE_COMMIT], pthread_self()),
+	   "its write and commit phases ran in the writer's thread, hooks and all");
+	ok(strcmp(now, was) > 0, "and it committed (%s, the newest before: %s)", now,
+	   was[0] ? was : "none");
+	for (int ph = GK_PHASE_WRITE; ph <= GK_PHASE_COMMIT; ph++) {
+		before = folder_state();
+		open_at_once = background_once(&P, ph);
+		gk_writer_wait();
+		fail_at = -1;
+		after = folder_state();
+		ok(P.ret == 0 && P.background && seen[ph] == 1 && !strcmp(before, after) &&
+		       gate_open() && open_at_once,
+		   "a failure in the %s phase in the background: only logged, the previous "
+		   "checkpoint intact, nothing left, the gate open",
+		   gk_phase_name(ph));
+		free(before);
+		free(after);
+	}
+}
+
 int main(void)
 {
 	CUdevice dev;
 	CUcontext ctx;
 	CUdeviceptr d;
 
-	printf("1..%d\n", 2 + 3 + 2 * 2 * (GK_PHASE_COUNT - 1) + 3 + 4 + 3 + 3);
+	/* The application's failures in every phase but hold, the set
+	 * member's in every phase but hold and snapshot. */
+	printf("1..%d\n",
+	       2 + 3 + 2 * (GK_PHASE_COUNT - 1) + 2 * (GK_PHASE_COUNT - 2) + 3 + 4 + 3 + 3 + 5);
 	if (!gk_rt.settings_ok || !gk_rt.settings.dir[0]) {
 		printf("Bail out! the runtime's settings (GPUCKPT_DIR) are not set: run "
 		       "pipeline.sh\n");
@@ -403,6 +474,7 @@ int main(void)
 	test_real_failures();
 	test_transparent();
 	test_whole(GK_CKPT_APP);
+	test_background();
 	cuMemFree(d);
 	return n_failed ? 1 : 0;
 }
