@@ -20,15 +20,12 @@
 #include "clock.h"
 #include "arena.h"
 #include "driver.h"
-#include "dump.h"
-#include "gate.h"
 #include "image.h"
 #include "log.h"
 #include "numa.h"
-#include "peer_access.h"
 #include "restore.h"
 #include "runtime.h"
-#include "track.h"
+#include "pipeline.h"
 #include "transfer.h"
 #include "trigger.h"
 #include "ckptname.h"
@@ -235,14 +232,6 @@ static void wait_for_unlock(void)
 	}
 }
 
-static int have_devices(void)
-{
-	for (int i = 0; i < GK_MAX_DEVICES; i++)
-		if (gk_arenas[i] && gk_arenas[i]->ctx)
-			return 1;
-	return 0;
-}
-
 /*
  * One transparent checkpoint. Returns 1 when this process is a restored one
  * (it goes on as if the signal had never come), 0 when no checkpoint was taken
@@ -251,17 +240,15 @@ static int have_devices(void)
  */
 static int checkpoint(int signo)
 {
-	char msg[GK_PROTO_MSG_MAX], path[4200], why[1024];
+	char msg[GK_PROTO_MSG_MAX], path[4200], label[128];
+	struct gk_pipeline P;
+	struct gk_pipeline_opts o = {.kind = GK_CKPT_TRANSPARENT, .label = label};
 	gk_error_t err;
-	const char *cannot;
-	struct gk_manifest *m = NULL;
-	struct gk_store_txn txn;
 	const char *name = "-";
-	uint64_t bytes = 0, released = 0;
-	int fd, assisted = 0, sealed = 0, is_signed = 0, restored = 0, drained;
-	CUresult broken = CUDA_SUCCESS;
+	uint64_t released = 0;
+	int fd, restored = 0;
 	/* Phase times, for the info line that says where a slow one went. */
-	double t0 = gk_now(), t_hello = 0, t_gate = 0, t_drain = 0, t_image = 0, t_seal = 0;
+	double t0 = gk_now(), t_hello = 0;
 	struct stat st;
 
 	fd = shepherd_connect(&err);
@@ -273,82 +260,44 @@ static int checkpoint(int signo)
 		goto out_close;
 	t_hello = gk_now();
 	/* What the driver cannot save either is refused before anything is
-	 * locked: a checkpoint that cannot be restored is worse than none. */
-	if (gk_track_driver_cannot(&cannot, why, sizeof(why))) {
-		gk_error("transparent: refused, no checkpoint taken: this process holds %s, which "
-			 "the CUDA driver's checkpoint cannot save",
-			 why);
-		if (say(fd, GK_PROTO_REFUSE " %s", cannot) == 0)
-			hear(fd, msg, sizeof(msg));
-		goto out_close;
-	}
-	gk_gate_close();
-	t_gate = gk_now();
-	drained = gk_dump_drain(&broken);
-	t_drain = gk_now();
-	if (drained == -ENOTRECOVERABLE) {
-		/* The program's kernel failed before the signal came: neither the
-		 * runtime nor the driver can save its context (the driver's lock
-		 * fails with CUDA_ERROR_NOT_INITIALIZED). Said once, here; the
-		 * shepherd names it too and takes no checkpoint. */
-		gk_gate_open();
-		gk_error("transparent: the program's CUDA context is broken (%s): no checkpoint "
-			 "possible",
-			 gk_cu_name(broken));
+	 * locked: a checkpoint that cannot be restored is worse than none
+	 * (tracking's hook, in the refuse phase). The runtime's own dump of
+	 * device memory, unless it cannot hold everything (the hold phase). */
+	snprintf(label, sizeof(label), "transparent (%s)", gk_signal_name(signo));
+	o.assist = gk_rt.settings.assist;
+	gk_pipeline_init(&P, &o);
+	P.t0 = t0;
+	gk_pipeline_run(&P);
+	if (P.ret == -ENOTRECOVERABLE) {
+		/* The pipeline said it and opened the gate; the shepherd names
+		 * it too and takes no checkpoint. */
 		if (say(fd, GK_PROTO_REFUSE " " GK_PROTO_REFUSE_BROKEN " %s",
-			error_word(broken)) == 0)
+			error_word(P.broken)) == 0)
 			hear(fd, msg, sizeof(msg));
 		goto out_close;
 	}
-	if (drained < 0)
-		gk_warn("transparent: draining failed; the driver's checkpoint will see the error");
-	/* Without the runtime's dump the driver copies device memory itself; the
-	 * manifest still records the devices, for the shepherd's GPU mapping.
-	 * So does it where the runtime's own dump could not hold everything. */
-	assisted = gk_rt.settings.assist && have_devices();
-	/* The runtime grants peer access again only in application mode
-	 * (peer.h); here the driver keeps it, with the memory it copies. */
-	if (assisted && gk_peer_any())
-		snprintf(why, sizeof(why), "peer access between GPUs");
-	else if (assisted && !gk_track_report(why, sizeof(why)))
-		why[0] = 0;
-	if (assisted && why[0]) {
-		gk_notice("transparent: this process holds %s; the driver copies device memory "
-			  "itself",
-			  why);
-		assisted = 0;
+	if (P.ret < 0) {
+		if (P.v.word && say(fd, GK_PROTO_REFUSE " %s", P.v.word) == 0)
+			hear(fd, msg, sizeof(msg));
+		goto out_close;
 	}
-	if (gk_dump_image(0, assisted, &txn, &m, &bytes, &err) == 0) {
-		t_image = gk_now();
-		snprintf(m->label, sizeof(m->label), "transparent (%s)", gk_signal_name(signo));
-		m->write_seconds = gk_now() - t0;
-		if (gk_store_seal(&txn, m, &is_signed, &err) == 0)
-			sealed = 1;
-		t_seal = gk_now();
-	}
-	if (!sealed) {
-		gk_warn("transparent: the runtime could not write its part of the checkpoint (%s); "
-			"the driver will copy device memory instead",
-			err.text);
-		assisted = 0;
-		gk_manifest_free(m);
-		m = NULL;
-	} else {
+	if (P.sealed) {
 		/* CRIU would record the open folder under a name the commit
 		 * changes, and the restore could not reopen it. */
-		gk_store_detach(&txn);
-		name = strrchr(txn.tmpdir, '/') + 1;
-		if (assisted)
+		gk_store_detach(&P.txn);
+		name = strrchr(P.txn.tmpdir, '/') + 1;
+		if (P.assisted)
 			released = release_all();
 		gk_info("transparent: %s: wrote %llu bytes in %.2f s, released %llu bytes of device "
 			"memory",
-			name, (unsigned long long)bytes, gk_now() - t0, (unsigned long long)released);
+			name, (unsigned long long)P.bytes, gk_now() - t0, (unsigned long long)released);
 		gk_info("transparent: %s: phases: hello %.3f s, gate %.3f s, drain %.3f s, image "
 			"%.3f s, seal %.3f s, release %.3f s",
-			name, t_hello - t0, t_gate - t_hello, t_drain - t_gate, t_image - t_drain,
-			t_seal - t_image, gk_now() - t_seal);
+			name, t_hello - t0, P.t_gate - t_hello, P.t_drained - P.t_gate,
+			P.t_image - P.t_drained, P.t_seal - P.t_image, gk_now() - P.t_seal);
 	}
-	if (say(fd, GK_PROTO_READY " %s %d", name, assisted) < 0 || hear(fd, msg, sizeof(msg)) < 0)
+	if (say(fd, GK_PROTO_READY " %s %d", name, P.assisted) < 0 ||
+	    hear(fd, msg, sizeof(msg)) < 0)
 		msg[0] = 0;
 	if (!strcmp(msg, GK_PROTO_LOCKED)) {
 		close(fd);
@@ -361,17 +310,16 @@ static int checkpoint(int signo)
 				: "it closed the connection");
 	}
 	/* Restored: the shepherd committed the folder before the process ended. */
-	if (sealed) {
+	if (P.sealed) {
 		snprintf(path, sizeof(path), "%s/" GK_CKPT_FMT, gk_rt.settings.dir,
-			 (uint64_t)txn.sequence);
+			 (uint64_t)P.txn.sequence);
 		restored = stat(path, &st) == 0;
-		if (assisted)
-			reload_all(restored ? path : txn.tmpdir, m);
+		if (P.assisted)
+			reload_all(restored ? path : P.txn.tmpdir, P.m);
 		if (!restored)
-			gk_store_abort(&txn);
+			gk_store_abort(&P.txn);
 	}
-	gk_gate_open();
-	gk_manifest_free(m);
+	gk_pipeline_release(&P);
 	if (restored)
 		gk_notice("transparent: restored from %s; the program goes on", path);
 out_close:

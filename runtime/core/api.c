@@ -120,9 +120,8 @@ static int point_slow(long step)
 	__atomic_and_fetch(&gk_rt.due, ~GK_DUE_CHECKPOINT, __ATOMIC_ACQ_REL);
 	exiting = __atomic_load_n(&gk_rt.exit_signo, __ATOMIC_ACQUIRE) != 0;
 	background = 0;
-	ret = gk_coord_refuse_alone();
-	if (ret == 0)
-		ret = gk_dump(step, exiting, &background);
+	/* The step's tasks that cannot agree refuse here (coord.c's hook). */
+	ret = gk_dump(step, exiting, &background);
 	if (ret == GK_DUMP_DEFERRED) {
 		/* Still due: taken at a point after the write in flight. */
 		__atomic_or_fetch(&gk_rt.due, GK_DUE_CHECKPOINT, __ATOMIC_RELEASE);

@@ -20,6 +20,7 @@
 #include "dump.h"
 #include "image.h"
 #include "log.h"
+#include "phase.h"
 #include "runtime.h"
 #include "stepset.h"
 #include "trigger.h"
@@ -61,7 +62,13 @@ int gk_coord_attached(void)
 	return __atomic_load_n(&C.attached, __ATOMIC_ACQUIRE);
 }
 
-int gk_coord_refuse_alone(void)
+/*
+ * A checkpoint is due in a step of several tasks and no layer agrees for
+ * this task: writing one alone could never be restored with the others (and
+ * restoring it alone would mix steps). Logs why, once per request, and
+ * returns -ENOTSUP; 0 when a checkpoint may be written.
+ */
+static int refuse_alone(void)
 {
 	if (!gk_coord_multi() || gk_coord_attached())
 		return 0;
@@ -73,6 +80,23 @@ int gk_coord_refuse_alone(void)
 		 gk_runtime_dir(), gk_rt.settings.task, gk_rt.settings.step_tasks);
 	return -ENOTSUP;
 }
+
+/* Coordination's part in a checkpoint (phase.h): a task of a step whose
+ * tasks cannot agree does not checkpoint alone. */
+static int coord_before(enum gk_phase phase, enum gk_ckpt_kind kind, struct gk_phase_verdict *v)
+{
+	(void)v;
+	if (phase != GK_PHASE_ADMIT || kind != GK_CKPT_APP)
+		return 0;
+	return refuse_alone();
+}
+
+static const struct gk_phase_hooks coord_hooks = {
+	.name = "coord",
+	.order = 10,
+	.before = coord_before,
+};
+GK_PHASE_HOOKS(coord_hooks)
 
 /* The folder holding the task folders: set records go there. */
 static void step_dir(char *buf, size_t len)

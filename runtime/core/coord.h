@@ -16,13 +16,8 @@ int gk_coord_multi(void);
 /* A layer agrees on this task's checkpoints: gpuckpt_point() leaves them to it. */
 int gk_coord_attached(void);
 
-/*
- * A checkpoint is due in a step of several tasks and no layer agrees for
- * this task: writing one alone could never be restored with the others (and
- * restoring it alone would mix steps). Logs why, once per request, and
- * returns -ENOTSUP; 0 when a checkpoint may be written.
- */
-int gk_coord_refuse_alone(void);
+/* A checkpoint of a step of several tasks with no layer agreeing for this
+ * task is refused in the pipeline's admit phase (coord.c's phase hook). */
 
 /* gpuckpt_coord_attach() (api.c), up to starting the runtime: checks the
  * agreement's name and the tasks against the step's (logging what is

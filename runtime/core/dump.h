@@ -8,12 +8,14 @@
  *    memory, the program goes on, and the writer (writer.c) writes and
  *    commits them (a checkpoint after which the program goes on: the
  *    interval, SIGUSR1, gpuckpt_request()).
- * plan.h has the steps, baseline.h what an increment builds on.
+ * pipeline.h has the phases (this module only names the checkpoint
+ * wanted), plan.h the steps, baseline.h what an increment builds on.
  */
 #ifndef GK_DUMP_H
 #define GK_DUMP_H
 
 #include "error.h"
+#include "pipeline.h"
 
 #include <cuda.h>
 #include <stddef.h>
@@ -21,7 +23,7 @@
 
 /* gk_dump's answer when a checkpoint is due while the previous one is still
  * being written: it is taken at the first checkpoint point after that. */
-#define GK_DUMP_DEFERRED 1
+#define GK_DUMP_DEFERRED GK_PIPELINE_DEFERRED
 
 /*
  * Take a checkpoint now, labelled with the program's step. `exiting`: the
@@ -34,31 +36,10 @@
  */
 int gk_dump(long step, int exiting, int *background);
 
-/* A member of a step's checkpoint set (runtime/image/setfile.h). */
-struct gk_member {
-	uint64_t sequence; /* the agreed N */
-	uint64_t id;       /* the set's id */
-	uint32_t members, member;
-	const char *agreement;
-};
-
 /* gk_dump as a member of a set: under the agreed number, the set named in
  * the manifest, and nothing pruned: coord.c prunes or withdraws it once every
  * task has said whether it committed. */
 int gk_dump_member(long step, const struct gk_member *mem);
-
-struct gk_store_txn;
-struct gk_manifest;
-
-/* The parts transparent mode uses: drain every device, and write the image
- * (whole, never an increment) into a new .tmp checkpoint without committing
- * it. The gate is closed and the devices drained by the caller.
- * gk_dump_drain returns -ENOTRECOVERABLE, with the error in *broken and
- * nothing logged, when a context has a sticky error (gk_cu_broken): the
- * caller says so in its own words. */
-int gk_dump_drain(CUresult *broken);
-int gk_dump_image(long step, int device_data, struct gk_store_txn *txn, struct gk_manifest **mp,
-		  uint64_t *bytes, gk_error_t *err);
 
 /* At a checkpoint point before any checkpoint: pin the copy threads'
  * staging buffers in the background, so that the first checkpoint does not

@@ -28,6 +28,7 @@
 #include "fsafe.h"
 #include "image.h"
 #include "log.h"
+#include "phase.h"
 #include "runtime.h"
 #include "ckptname.h"
 
@@ -355,3 +356,11 @@ void gk_flush_kick(void)
 	pthread_cond_signal(&wake);
 	pthread_mutex_unlock(&lock);
 }
+
+/* A commit wakes the flush thread (phase.h). */
+static const struct gk_phase_hooks flush_hooks = {
+	.name = "flush",
+	.order = 40,
+	.committed = gk_flush_kick,
+};
+GK_PHASE_HOOKS(flush_hooks)

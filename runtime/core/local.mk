@@ -9,8 +9,10 @@ libgkplace_la_SOURCES = %reldir%/intervals.c %reldir%/intervals.h %reldir%/layou
 	%reldir%/spread.h
 libgkplace_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 
-lib_LTLIBRARIES += libgpuckpt.la
-libgpuckpt_la_SOURCES = \
+# The runtime's modules as a convenience library: libgpuckpt.so is made of
+# it whole, and unit tests (tests/runtime/test-pipeline) link it.
+noinst_LTLIBRARIES += libgkcore.la
+libgkcore_la_SOURCES = \
 	%reldir%/hooks.def \
 	%reldir%/driver.c %reldir%/driver.h \
 	%reldir%/handlers.h \
@@ -25,6 +27,8 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/transfer.c %reldir%/transfer.h \
 	%reldir%/numa.c %reldir%/numa.h \
 	%reldir%/dump.c %reldir%/dump.h \
+	%reldir%/pipeline.c %reldir%/pipeline.h \
+	%reldir%/phase.c %reldir%/phase.h \
 	%reldir%/eventlog.c %reldir%/eventlog.h \
 	%reldir%/plan.c %reldir%/plan.h \
 	%reldir%/writer.c %reldir%/writer.h \
@@ -41,8 +45,12 @@ libgpuckpt_la_SOURCES = \
 	%reldir%/exec_guard.c %reldir%/exec_guard.h \
 	%reldir%/start.c %reldir%/start.h \
 	%reldir%/runtime.c %reldir%/runtime.h
-libgpuckpt_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -fvisibility=hidden
-libgpuckpt_la_LIBADD = libgkplace.la libgkimage.la libgkcommon.la $(HWLOC_LIBS) $(PTHREAD_LIBS) -ldl
+libgkcore_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -fvisibility=hidden
+libgkcore_la_LIBADD = $(HWLOC_LIBS) $(PTHREAD_LIBS) -ldl
+
+lib_LTLIBRARIES += libgpuckpt.la
+libgpuckpt_la_SOURCES =
+libgpuckpt_la_LIBADD = libgkcore.la libgkplace.la libgkimage.la libgkcommon.la
 # RPATH $ORIGIN (DT_RPATH, which the libraries it loads inherit, not RUNPATH):
 # a copy of the runtime in a folder with its libraries beside it (what
 # containers mount, containers/README.md) loads those, whatever the
@@ -57,7 +65,7 @@ EXTRA_DIST += %reldir%/libgpuckpt.map
 # nvcc the runtime has none, and finds changed chunks on the host.
 EXTRA_DIST += %reldir%/hash_kernel.cu %reldir%/embed.sh
 if HAVE_NVCC
-nodist_libgpuckpt_la_SOURCES = %reldir%/hash_kernel_image.c
+nodist_libgkcore_la_SOURCES = %reldir%/hash_kernel_image.c
 CLEANFILES += %reldir%/hash_kernel_image.c %reldir%/hash_kernel.fatbin
 %reldir%/hash_kernel.fatbin: %reldir%/hash_kernel.cu %reldir%/segment_hash.h
 	@$(MKDIR_P) %reldir%
@@ -69,5 +77,5 @@ CLEANFILES += %reldir%/hash_kernel_image.c %reldir%/hash_kernel.fatbin
 	$(AM_V_GEN)$(SHELL) $(srcdir)/%reldir%/embed.sh gk_hash_image %reldir%/hash_kernel.fatbin \
 		>$@.tmp && mv $@.tmp $@
 else
-libgpuckpt_la_SOURCES += %reldir%/hash_kernel_none.c
+libgkcore_la_SOURCES += %reldir%/hash_kernel_none.c
 endif

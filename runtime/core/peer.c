@@ -6,6 +6,7 @@
 #include "driver.h"
 #include "handlers.h"
 #include "log.h"
+#include "phase.h"
 #include "runtime.h"
 
 #include <errno.h>
@@ -144,3 +145,22 @@ CUresult gk_on_cuCtxDisablePeerAccess(CUcontext peer)
 		gk_peer_forget(accessor, owner);
 	return r;
 }
+
+/* Peer access's part in a checkpoint (phase.h). The runtime grants peer
+ * access again only in application mode (peer.h, gk_peer_restore): a
+ * transparent checkpoint of a process that holds some leaves device memory
+ * to the driver, which keeps the access with the memory it copies. */
+static int peer_before(enum gk_phase phase, enum gk_ckpt_kind kind, struct gk_phase_verdict *v)
+{
+	if (phase != GK_PHASE_HOLD || kind != GK_CKPT_TRANSPARENT || !gk_peer_any())
+		return 0;
+	snprintf(v->why, sizeof(v->why), "peer access between GPUs");
+	return -ENOTSUP;
+}
+
+static const struct gk_phase_hooks peer_hooks = {
+	.name = "peer",
+	.order = 20,
+	.before = peer_before,
+};
+GK_PHASE_HOOKS(peer_hooks)

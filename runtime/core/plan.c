@@ -7,7 +7,7 @@
 #include "arena.h"
 #include "baseline.h"
 #include "clock.h"
-#include "flush.h"
+#include "phase.h"
 #include "io.h"
 #include "log.h"
 #include "peer_access.h"
@@ -574,8 +574,9 @@ int gk_plan_commit(struct gk_plan *p, unsigned keep, struct gk_plan_result *res,
 	gk_baseline_set(p->m);
 	p->m = NULL;
 	p->base = NULL;
-	/* Committed: the flush thread may copy it off the node now. */
-	gk_flush_kick();
+	/* Committed: whoever takes part hears of it (the flush thread may
+	 * copy it off the node now). */
+	gk_phase_committed();
 	return 0;
 }
 
@@ -616,7 +617,7 @@ void gk_plan_say(const struct gk_plan *p, int ret, const struct gk_plan_result *
 		  res->is_signed ? "" : ", unsigned");
 }
 
-/* For transparent mode: the image written, not committed (gk_dump_image). */
+/* For transparent mode: the image written, not committed (pipeline.c, the transparent kind). */
 int gk_plan_finish_uncommitted(struct gk_plan *p, gk_error_t *err)
 {
 	return finish(p, err);

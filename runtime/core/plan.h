@@ -1,6 +1,6 @@
 /*
  * plan.h - a checkpoint on its way from the devices to storage, in the
- * steps that dump.c (the pause) and writer.c (the background) share:
+ * steps that pipeline.c (the pause) and writer.c (the background) share:
  *
  *   describe   every live allocation and registered host region, into a new
  *              manifest and a new .tmp checkpoint folder     (gate closed)
@@ -64,7 +64,7 @@ struct gk_plan {
 	uint64_t changed_bytes; /* device data written by this checkpoint */
 	uint64_t region_bytes;
 	double t_start;         /* when the checkpoint began (the pause) */
-	double paused;          /* how long the program was held (set by dump.c) */
+	double paused;          /* how long the program was held (set by pipeline.c) */
 	int background;         /* written after the pause, by the writer */
 	int exiting;            /* the exit checkpoint (for messages) */
 };
@@ -115,7 +115,7 @@ void gk_plan_say(const struct gk_plan *p, int ret, const struct gk_plan_result *
 		 const char *err);
 
 /* The same without the commit, for transparent mode: parts set, the .tmp
- * folder left open in p->txn for the caller to seal (gk_dump_image). */
+ * folder left open in p->txn for the caller to seal (pipeline.c, the transparent kind). */
 int gk_plan_finish_uncommitted(struct gk_plan *p, gk_error_t *err);
 
 /* Free everything; an uncommitted .tmp folder is removed. */

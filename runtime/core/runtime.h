@@ -10,7 +10,7 @@
  *    (trigger.c) and, when this run is a restart, a thread starts choosing and
  *    verifying the checkpoint (restore.c), waited for at the first allocation.
  *  - every device allocation is placed by the arena of its device (arena.c).
- *  - gpuckpt_point() (api.c) writes a checkpoint (dump.c) when one is due, or
+ *  - gpuckpt_point() (api.c) writes a checkpoint (dump.c, pipeline.c) when one is due, or
  *    loads one (restore.c) on the first call of a restart.
  */
 #ifndef GK_RUNTIME_H
@@ -40,6 +40,12 @@ struct gk_runtime {
 	 * the periodic timer counts from it, so a checkpoint taken for another
 	 * reason (a signal, another task of the step) pushes the next one back. */
 	int64_t last_checkpoint_ns;
+	/* What the checkpoint pipeline remembers between checkpoints (pipeline.c). */
+	struct {
+		int deferred;     /* checkpoints deferred since the last one taken */
+		int said_off;     /* said: no host memory for snapshots */
+		int said_too_big; /* said: a checkpoint did not fit in it */
+	} ckpt;
 };
 
 extern struct gk_runtime gk_rt;

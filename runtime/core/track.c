@@ -8,8 +8,10 @@
 #include "track.h"
 #include "driver.h"
 #include "log.h"
+#include "phase.h"
 #include "shepherd_protocol.h"
 
+#include <errno.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -141,3 +143,26 @@ int gk_track_ptr_remove(enum gk_unsupported kind, unsigned long long ptr)
 		gk_track(kind, -1);
 	return found;
 }
+
+/*
+ * Tracking's part in a checkpoint (phase.h): refuse what cannot be saved -
+ * by gpuckpt (application and set-member checkpoints) or by the driver's
+ * checkpoint (transparent) - and, for a transparent checkpoint, say what
+ * the runtime's own dump cannot hold, so that the driver copies device
+ * memory instead.
+ */
+static int track_before(enum gk_phase phase, enum gk_ckpt_kind kind, struct gk_phase_verdict *v)
+{
+	if (phase == GK_PHASE_REFUSE && kind == GK_CKPT_TRANSPARENT)
+		return gk_track_driver_cannot(&v->word, v->why, sizeof(v->why)) ? -ENOTSUP : 0;
+	if (phase == GK_PHASE_REFUSE || phase == GK_PHASE_HOLD)
+		return gk_track_report(v->why, sizeof(v->why)) ? -ENOTSUP : 0;
+	return 0;
+}
+
+static const struct gk_phase_hooks track_hooks = {
+	.name = "track",
+	.order = 30,
+	.before = track_before,
+};
+GK_PHASE_HOOKS(track_hooks)

@@ -4,11 +4,9 @@
 #include "error.h"
 #include "image.h"
 #include "log.h"
-#include "plan.h"
 #include "runtime.h"
 #include "snapshot.h"
 #include "staging.h"
-#include "ckptname.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -25,7 +23,8 @@ enum task_kind {
 
 struct task {
 	enum task_kind kind;
-	struct gk_plan *plan;
+	void (*run)(void *arg); /* WRITE: the rest of a checkpoint (pipeline.c) */
+	void *arg;
 	uint64_t target; /* GROW: bytes; STAGING: bytes per buffer */
 	unsigned count;  /* STAGING: buffers */
 	CUcontext ctx;
@@ -54,25 +53,12 @@ static void done(void)
 	pthread_mutex_unlock(&W.lock);
 }
 
-static void write_plan(struct gk_plan *p)
-{
-	struct gk_plan_result res = {0};
-	gk_error_t err;
-	int ret = gk_plan_write(p, gk_rt.settings.writers, &err);
-
-	if (ret == 0)
-		ret = gk_plan_commit(p, gk_rt.settings.keep, &res, &err);
-	gk_plan_say(p, ret, &res, err.text);
-	gk_plan_free(p);
-	free(p);
-}
-
 static void *thread_main(void *arg)
 {
 	struct task *t = arg;
 
 	if (t->kind == TASK_WRITE)
-		write_plan(t->plan);
+		t->run(t->arg);
 	else if (t->kind == TASK_GROW)
 		gk_snapshot_grow(t->target, t->ctx);
 	else
@@ -138,17 +124,16 @@ static int start(struct task *t, const char *what)
 	return 0;
 }
 
-int gk_writer_submit(struct gk_plan *p)
+int gk_writer_submit(const char *what, void (*run)(void *arg), void *arg)
 {
 	struct task *t = calloc(1, sizeof(*t));
-	char what[64];
 	int ret;
 
 	if (!t)
 		return -ENOMEM;
 	t->kind = TASK_WRITE;
-	t->plan = p;
-	snprintf(what, sizeof(what), GK_CKPT_FMT, (uint64_t)p->txn.sequence);
+	t->run = run;
+	t->arg = arg;
 	ret = start(t, what);
 	if (ret < 0)
 		free(t);

@@ -4,9 +4,10 @@
  * manifest, commit); between checkpoints, the pinning of snapshot memory and
  * of the copy threads' staging buffers.
  *
- * Contract with the pause (dump.c): a checkpoint is only planned while the
- * writer is idle (one due meanwhile waits for it: dump.c), so the baseline
- * and the snapshot memory belong to whoever holds them in turn. A process
+ * Contract with the pause (pipeline.c): a checkpoint is only planned while
+ * the writer is idle (one due meanwhile waits for it: the writer phase), so
+ * the baseline and the snapshot memory belong to whoever holds them in
+ * turn. A process
  * that ends normally (exit, return from main) first lets a write in flight
  * finish, so that it is committed or its .tmp folder removed; one killed
  * leaves the previous checkpoints as they were.
@@ -17,14 +18,14 @@
 #include <cuda.h>
 #include <stdint.h>
 
-struct gk_plan;
-
 /* Something is in flight (atomic load: cheap enough for every due point). */
 int gk_writer_busy(void);
 
-/* Write and commit p in the background; the writer takes p over. 0, or a
- * negative errno when no thread could be started (p is then the caller's). */
-int gk_writer_submit(struct gk_plan *p);
+/* Write and commit a checkpoint in the background: run(arg) in the writer's
+ * thread, `what` its name for messages ("ckpt.000004"); the pipeline's last
+ * phases (pipeline.c). 0, or a negative errno when no thread could be
+ * started (arg is then still the caller's). */
+int gk_writer_submit(const char *what, void (*run)(void *arg), void *arg);
 
 /* Pin snapshot memory up to `target` bytes in the background, in ctx. */
 void gk_writer_grow(uint64_t target, CUcontext ctx);

@@ -51,3 +51,16 @@ TESTS += %reldir%/interpose.sh %reldir%/heat-e2e.sh %reldir%/background.sh \
 EXTRA_DIST += %reldir%/interpose.sh %reldir%/heat-e2e.sh %reldir%/background.sh \
 	%reldir%/increments.sh %reldir%/copy-paths.sh %reldir%/peer.sh %reldir%/exec-guard.sh \
 	%reldir%/mpi-sets.sh %reldir%/include-cycles.sh
+
+# The checkpoint pipeline, phase by phase, with the runtime's modules linked
+# in (libgkcore, whole: its concerns register their phase hooks at load) and
+# the stand-in as the driver at run time (pipeline.sh).
+check_PROGRAMS += %reldir%/test-pipeline
+%canon_reldir%_test_pipeline_SOURCES = %reldir%/test-pipeline.c
+%canon_reldir%_test_pipeline_LDADD = $(top_builddir)/runtime/libgkplace.la $(top_builddir)/runtime/libgkimage.la \
+	$(top_builddir)/runtime/libgkcommon.la $(HWLOC_LIBS) $(PTHREAD_LIBS) -ldl $(GK_CUDA_STUB)
+%canon_reldir%_test_pipeline_DEPENDENCIES = $(top_builddir)/runtime/libgkcore.la
+%canon_reldir%_test_pipeline_LDFLAGS = $(AM_LDFLAGS) -no-install \
+	-Wl,--whole-archive,$(top_builddir)/runtime/.libs/libgkcore.a,--no-whole-archive
+TESTS += %reldir%/pipeline.sh
+EXTRA_DIST += %reldir%/pipeline.sh
