@@ -7,6 +7,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -74,6 +75,25 @@ static int append(char **buf, size_t *len, const char *data, size_t n)
 
 int cmd_run(char *const argv[], char *const extra_env[], unsigned timeout, struct cmd_result *r)
 {
+	return cmd_run_as(argv, extra_env, timeout, getuid(), getgid(), NULL, r);
+}
+
+/* In the child: become uid/gid with the user's groups (only root changes). */
+static int become(uid_t uid, gid_t gid, const char *user)
+{
+	if (uid == getuid() && gid == getgid())
+		return 0;
+	if (!user || initgroups(user, gid) < 0)
+		if (setgroups(1, &gid) < 0)
+			return -1;
+	if (setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+		return -1;
+	return getuid() == uid && geteuid() == uid ? 0 : -1;
+}
+
+int cmd_run_as(char *const argv[], char *const extra_env[], unsigned timeout, uid_t uid,
+	       gid_t gid, const char *user, struct cmd_result *r)
+{
 	int out[2] = {-1, -1}, err[2] = {-1, -1}, status;
 	char **env;
 	pid_t pid;
@@ -96,6 +116,11 @@ int cmd_run(char *const argv[], char *const extra_env[], unsigned timeout, struc
 
 		if (null < 0 || dup2(null, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
 			_exit(127);
+		if (become(uid, gid, user) < 0) {
+			dprintf(2, "cannot run %s as uid %u: %s\n", argv[0], (unsigned)uid,
+				strerror(errno));
+			_exit(127);
+		}
 		if (timeout)
 			alarm(timeout);
 		environ = env;
@@ -219,6 +244,14 @@ int job_info_parse(const char *text, struct job_info *j)
 	if (errno || *end != ')' || end == open + 1 || n > 0xfffffffeUL)
 		return -EINVAL;
 	j->uid = (uid_t)n;
+	/* GroupId=alice(1000): the job's group, for running as its user. */
+	j->gid = (gid_t)-1;
+	if (job_field(text, "GroupId", v, sizeof(v)) == 0 && (open = strchr(v, '('))) {
+		errno = 0;
+		n = strtoul(open + 1, &end, 10);
+		if (!errno && *end == ')' && end != open + 1 && n <= 0xfffffffeUL)
+			j->gid = (gid_t)n;
+	}
 	if (job_field(text, "Requeue", v, sizeof(v)) == 0)
 		j->requeue = strcmp(v, "1") == 0;
 	if (job_field(text, "BatchFlag", v, sizeof(v)) == 0)
@@ -228,4 +261,114 @@ int job_info_parse(const char *text, struct job_info *j)
 	if (job_field(text, "NodeList", j->nodes, sizeof(j->nodes)) < 0)
 		j->nodes[0] = '\0';
 	return 0;
+}
+
+int job_steps_parse(const char *text, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	if (!len)
+		return -ENOSPC;
+	buf[0] = '\0';
+	for (const char *line = text; line && *line;) {
+		const char *nl = strchr(line, '\n'), *end = nl ? nl : line + strlen(line);
+		const char *dot = NULL, *p;
+		size_t n;
+
+		while (end > line && (end[-1] == ' ' || end[-1] == '\r'))
+			end--;
+		for (p = line; p < end; p++)
+			if (*p == '.')
+				dot = p;
+		if (dot) {
+			n = (size_t)(end - dot - 1);
+			for (p = dot + 1; p < end; p++)
+				if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+				      (*p >= 'A' && *p <= 'Z')))
+					n = 0;
+			if (n >= 1 && n <= 15) {
+				if (used + n + 2 > len)
+					return -ENOSPC;
+				if (used)
+					buf[used++] = ',';
+				memcpy(buf + used, dot + 1, n);
+				used += n;
+				buf[used] = '\0';
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return 0;
+}
+
+int config_field(const char *text, const char *key, char *buf, size_t len)
+{
+	size_t kl = strlen(key);
+
+	for (const char *line = text; line && *line;) {
+		const char *nl = strchr(line, '\n'), *p = line + kl;
+
+		if (strncmp(line, key, kl) == 0 && (*p == ' ' || *p == '=')) {
+			while (*p == ' ')
+				p++;
+			if (*p == '=') {
+				p++;
+				while (*p == ' ')
+					p++;
+				snprintf(buf, len, "%.*s", (int)(nl ? (size_t)(nl - p) : strlen(p)), p);
+				return 0;
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return -ENOENT;
+}
+
+/* Is word (n bytes) a path to gpuckpt's plugin? */
+static int is_gpuckpt_plugin(const char *w, size_t n)
+{
+	static const char name[] = "spank_gpuckpt.so";
+	size_t k = sizeof(name) - 1;
+
+	return n >= k && memcmp(w + n - k, name, k) == 0 && (n == k || w[n - k - 1] == '/');
+}
+
+int plugstack_bb_root(const char *text, char *buf, size_t len)
+{
+	for (const char *line = text; line && *line;) {
+		const char *nl = strchr(line, '\n'), *end = nl ? nl : line + strlen(line);
+		const char *hash = memchr(line, '#', (size_t)(end - line)), *p = line;
+		const char *w[64];
+		size_t wl[64], nw = 0;
+
+		if (hash)
+			end = hash;
+		while (p < end && nw < 64) {
+			while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
+				p++;
+			if (p == end)
+				break;
+			w[nw] = p;
+			while (p < end && *p != ' ' && *p != '\t' && *p != '\r')
+				p++;
+			wl[nw] = (size_t)(p - w[nw]);
+			nw++;
+		}
+		/* required|optional PLUGIN [args...] */
+		if (nw >= 2 &&
+		    ((wl[0] == 8 && !memcmp(w[0], "required", 8)) ||
+		     (wl[0] == 8 && !memcmp(w[0], "optional", 8))) &&
+		    is_gpuckpt_plugin(w[1], wl[1])) {
+			for (size_t i = nw; i-- > 2;)
+				if (wl[i] > 8 && !memcmp(w[i], "bb_root=", 8)) {
+					if (wl[i] - 8 >= len)
+						return -ENAMETOOLONG;
+					snprintf(buf, len, "%.*s", (int)(wl[i] - 8), w[i] + 8);
+					return 0;
+				}
+			return 1;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return -ENOENT;
 }

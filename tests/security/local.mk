@@ -15,3 +15,10 @@ TESTS += %reldir%/stage-attacks.sh %reldir%/seal-attacks.sh %reldir%/cli-labels.
 	%reldir%/container-attacks.sh
 EXTRA_DIST += %reldir%/lib.sh %reldir%/stage-attacks.sh %reldir%/seal-attacks.sh \
 	%reldir%/cli-labels.sh %reldir%/container-attacks.sh
+# Issue 24, hole 5: root's `gpuckpt checkpoint` against a real Slurm cluster
+# (cluster.sh; a sanitizer build reports skips).
+TESTS += %reldir%/checkpoint-attacks.sh
+EXTRA_DIST += %reldir%/checkpoint-attacks.sh
+# Issue 24, hole 5 on the node: the probe of `gpuckpt checkpoint` run as root.
+TESTS += %reldir%/probe-attacks.sh
+EXTRA_DIST += %reldir%/probe-attacks.sh
