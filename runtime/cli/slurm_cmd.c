@@ -88,6 +88,9 @@ static int become(uid_t uid, gid_t gid, const char *user)
 			return -1;
 	if (setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
 		return -1;
+	/* root's folder may be closed to the user; srun starts the step there. */
+	if (chdir("/") < 0)
+		return -1;
 	return getuid() == uid && geteuid() == uid ? 0 : -1;
 }
 

@@ -9,15 +9,23 @@
 # event file there that names that live process, and a "committed"
 # ckpt.000099 (a folder with a manifest.json) made once root's tool has
 # looked (an attacker who makes a new one every second gets the same).
-# Before issue 24, root's tool took the job's folder from such an
-# environment, accepted a folder of any owner, reported the fake checkpoint
-# as committed, and with --exit held the job: a run ended with no real
-# checkpoint. Now root's tool takes the job's uid and steps from Slurm and
-# the folder from bb_root (plugstack.conf) and the job id; the attacker's
-# process is not read, and it is named in the output as ignored.
+# Where Slurm let root's step into the job, root's tool took the job's folder
+# from such an environment, accepted a folder of any owner, reported the
+# fake checkpoint as committed, and with --exit held the job: a run ended
+# with no real checkpoint (security/probe-attacks.sh shows that on the node;
+# Slurm 22.05 here refuses root's own step into a user's job, so before
+# issue 24 root's command failed here at srun). Now root's tool takes the
+# job's user and steps from Slurm and the folder from plugstack.conf's
+# bb_root and the job id, and looks at the nodes as the job's user.
 #
 # Then root checkpoints a real gpuckpt job of gkuser1's with such a claimant
-# beside it: the checkpoint named is the job's own, under bb_root.
+# beside it: the checkpoint named is the job's own, under bb_root; a live
+# process of gkuser2's written into the job's event file is not counted as
+# the task's, and is named as ignored.
+#
+# Root's tool runs as on a login node: Slurm's own commands on PATH, inside
+# the controller's network (the cluster's wrappers in $E2E_DIR/bin are for
+# root alone).
 #
 # Runs from a normal build as root (make check TESTS=security/checkpoint-attacks.sh
 # in build/plain); a sanitizer build or a user reports skips with the reason.
@@ -29,6 +37,13 @@ TOOL=$GK_TOOL
 EVIL=/tmp/gk-evil.$$
 SIZE=64 STEPS=2400 DELAY=50
 
+# asroot CMD...: root's command, as on a login node (asuser's way in, no setpriv).
+asroot() {
+	local enter
+	enter=$(sed -n 's/^exec \(.*\) setpriv .*/\1/p' "$E2E_DIR/bin/asuser")
+	$enter env PATH=/usr/bin:/bin:/usr/sbin:/sbin SLURM_CONF="$SLURM_CONF" "$@"
+}
+as1() { setpriv --reuid="$(id -u gkuser1)" --regid="$(id -g gkuser1)" --clear-groups -- "$@"; }
 as2() { setpriv --reuid="$(id -u gkuser2)" --regid="$(id -g gkuser2)" --clear-groups -- "$@"; }
 # pstart PID: its start time in ticks (/proc/PID/stat field 22).
 pstart() { sed 's/.*) //' "/proc/$1/stat" | awk '{print $20}'; }
@@ -68,7 +83,9 @@ claim "$j"
 tap_diag "gkuser2's process $CLAIM_PID claims job $j: GPUCKPT_DIR=$EVIL/$j/step.0/task.0"
 
 out=$JOBS/root-ckpt.out err=$JOBS/root-ckpt.err
-"$TOOL" checkpoint --exit --timeout 30 "$j" >"$out" 2>"$err" &
+: >"$out"
+: >"$err"
+asroot "$TOOL" checkpoint --exit --timeout 30 "$j" >"$out" 2>"$err" &
 tool=$!
 # Once the tool has looked and waits, the attacker "commits" a checkpoint.
 if wait_until 60 "grep -q 'waiting for the checkpoint' '$err' || ! kill -0 $tool 2>/dev/null"; then
@@ -82,8 +99,6 @@ check "root's checkpoint --exit of that job: exit 1 (nothing committed)" [ $rc -
 check "the attacker's ckpt.000099 is not reported as committed" \
 	bash -c '! grep -q "checkpoint committed" <<<"$1" && ! grep -q "ckpt.000099" <<<"$1"' _ "$all"
 check "the job was not ended by --exit: still running, not held" state_is "$j" RUNNING
-check "the output names the attacker's process as ignored (pid $CLAIM_PID, gkuser2)" \
-	grep -q "ignored.*process $CLAIM_PID .*gkuser2" <<<"$all"
 check "it says the job does not run with gpuckpt" grep -q "job $j does not run with gpuckpt" <<<"$all"
 scancel "$j"
 kill "$CLAIM_PID" 2>/dev/null
@@ -101,18 +116,29 @@ scontrol release "$j2"
 wait_running "$j2" 90 && wait_until 90 "[ \"\$(out_count $j2 '^heat-drv: step 20$')\" = 1 ]"
 check "a gpuckpt job of gkuser1's is running" state_is "$j2" RUNNING
 fake_commit "$j2"
-out=$("$TOOL" checkpoint --timeout 60 "$j2" 2>&1); rc=$?
+# The job's user names gkuser2's live process in the job's event file (on
+# the job's node: each node has its own burst buffer).
+node2=$(job_node "$j2")
+ev=$E2E_DIR/bb/$j2/step.0/task.0/gpuckpt.events
+nodeexec "$node2" setpriv --reuid="$(id -u gkuser1)" --regid="$(id -g gkuser1)" --clear-groups -- \
+	sh -c "printf 'gpuckpt-event 1 kind=start result=ok time=%s pid=%s pstart=%s\n' \
+	\"\$(date +%s)\" $CLAIM_PID $(pstart $CLAIM_PID) >>'$ev'"
+out=$(asroot "$TOOL" checkpoint --timeout 60 "$j2" 2>&1); rc=$?
 tap_diag "$out"
 check "root's checkpoint of it: exit 0, committed" \
 	bash -c '[ $1 -eq 0 ] && grep -q "^job $2: checkpoint committed" <<<"$3"' _ $rc "$j2" "$out"
-path=$(sed -n "s/^  step 0 task 0  \(gk[12]\):\([^ ]*\)  .*/\1 \2/p" <<<"$out")
-check "the checkpoint named is the job's own, under bb_root ($path)" \
-	bash -c 'set -- $1 "$2"; case $2 in "$3"/bb/"$4"/step.0/task.0/ckpt.[0-9]*) nodeexec "$1" test -f "$2/manifest.json";; *) exit 1;; esac' \
-	_ "$path" "$E2E_DIR" "$j2"
+read -r cnode cpath < <(sed -n "s/^  step 0 task 0  \(gk[12]\):\([^ ]*\)  .*/\1 \2/p" <<<"$out")
+own_ckpt() {
+	case $cpath in
+	"$E2E_DIR/bb/$j2/step.0/task.0/ckpt."[0-9]*) nodeexec "$cnode" test -f "$cpath/manifest.json" ;;
+	*) return 1 ;;
+	esac
+}
+check "the checkpoint named is the job's own, under bb_root ($cnode:$cpath)" own_ckpt
 check "the attacker's folder is not reported" bash -c '! grep -q "$1" <<<"$2"' _ "$EVIL" "$out"
-check "the attacker's process is named as ignored (pid $CLAIM_PID, gkuser2)" \
-	grep -q "ignored.*process $CLAIM_PID .*gkuser2" <<<"$out"
-js=$("$TOOL" checkpoint --json --timeout 60 "$j2" 2>/dev/null)
+check "gkuser2's process in the job's events is named as ignored (pid $CLAIM_PID)" \
+	grep -q "ignored on gk[12]: process $CLAIM_PID (in .*) runs as gkuser2" <<<"$out"
+js=$(asroot "$TOOL" checkpoint --json --timeout 60 "$j2" 2>/dev/null)
 check "--json: committed, and the ignored process listed" \
 	bash -c '[ -n "$1" ] && jq -e --arg p "process $2 " ".committed == true and any(.ignored[]; .what | contains(\$p))" <<<"$1" >/dev/null' _ "$js" "$CLAIM_PID"
 scancel "$j2"

@@ -166,7 +166,7 @@ else
 fi
 stopped=$(sed -n 's/^stopped //p' "$RACER_OUT")
 check "a user who stops their own processes cannot hold the epilog (done within 60 s, status $rc)" [ $rc -ne 124 ]
-[ -n "$stopped" ] && tap_diag "the attacker stopped their process $stopped: $(tr '\0' ' ' </proc/$stopped/cmdline 2>/dev/null)"
+[ -n "$stopped" ] && tap_diag "the attacker stopped their process: $(ps -o pid=,stat=,args= -p "$stopped")"
 [ -n "$stopped" ] && kill -KILL "$stopped" 2>/dev/null
 kill "$RACER_PID" 2>/dev/null
 racer_end
