@@ -13,6 +13,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -20,10 +21,44 @@
 
 extern char **environ;
 
+/*
+ * Root's PATH for Slurm's commands: only absolute folders that are root's
+ * and that no one else can write (checked with stat, links followed), so
+ * that a PATH holding ".", "" or a user's folder, with root working in a
+ * folder a user can write, never runs a user's `scontrol`. Into buf as
+ * "PATH=...". Others' PATH is theirs to trust.
+ */
+static void root_path(char *buf, size_t len)
+{
+	const char *path = getenv("PATH");
+	size_t used;
+
+	used = (size_t)snprintf(buf, len, "PATH=");
+	for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
+		size_t n = strcspn(p, ":");
+		char dir[4096];
+		struct stat st;
+
+		if (n && n < sizeof(dir) && p[0] == '/') {
+			memcpy(dir, p, n);
+			dir[n] = '\0';
+			if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+			    !(st.st_mode & 022) && used + n + 2 < len) {
+				used += (size_t)snprintf(buf + used, len - used, "%s%s",
+							 used > 5 ? ":" : "", dir);
+			}
+		}
+		p += n + (p[n] == ':');
+	}
+}
+
 /* The environment for a Slurm command: ours without SLURM_* (but
- * SLURM_CONF), plus extra. malloc'ed array of pointers into both. */
+ * SLURM_CONF), plus extra; root's PATH cleaned (root_path). malloc'ed
+ * array of pointers into them. */
 static char **child_env(char *const extra[])
 {
+	static char rootpath[8192];
+
 	size_t n = 0, k = 0, nextra = 0;
 	char **env;
 
@@ -31,14 +66,20 @@ static char **child_env(char *const extra[])
 		n++;
 	while (extra && extra[nextra])
 		nextra++;
-	env = calloc(n + nextra + 1, sizeof(*env));
+	env = calloc(n + nextra + 2, sizeof(*env));
 	if (!env)
 		return NULL;
+	if (getuid() == 0) {
+		root_path(rootpath, sizeof(rootpath));
+		env[k++] = rootpath;
+	}
 	for (size_t i = 0; i < n; i++) {
 		int replaced = 0;
 
 		if (strncmp(environ[i], "SLURM_", 6) == 0 &&
 		    strncmp(environ[i], "SLURM_CONF=", 11) != 0)
+			continue;
+		if (getuid() == 0 && strncmp(environ[i], "PATH=", 5) == 0)
 			continue;
 		for (size_t x = 0; x < nextra; x++) {
 			const char *eq = strchr(extra[x], '=');

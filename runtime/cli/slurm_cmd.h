@@ -23,7 +23,8 @@ struct cmd_result {
 /* Run argv[0] (found in PATH) with argv; the environment is the tool's with
  * every SLURM_* variable but SLURM_CONF taken out (so that running it inside
  * another job changes nothing), then `extra_env` (NAME=VALUE, NULL-ended,
- * may be NULL) added. Killed after timeout seconds (0: none). */
+ * may be NULL) added. Run by root, PATH keeps only absolute folders of
+ * root's that no one else can write. Killed after timeout seconds (0: none). */
 int cmd_run(char *const argv[], char *const extra_env[], unsigned timeout, struct cmd_result *r);
 
 /* The same, run with a user's credentials (uid, gid, the user's groups):
