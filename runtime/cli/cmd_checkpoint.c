@@ -12,6 +12,14 @@
  * reported a failure, or ended. Slurm decides who may do this: srun and
  * scancel refuse another user's job; the tool says so first, plainly.
  *
+ * Run by root (issue 24, hole 5), the tool trusts only Slurm: the job's user
+ * (and group) come from `scontrol show job`, its steps from `squeue -s`, and
+ * bb_root from plugstack.conf (PlugStackConfig of `scontrol show config`, a
+ * file only root can change) or --bb-root; the probe then runs as the job's
+ * user with those (--uid, --bb-root, --steps), so nothing on the nodes runs
+ * as root and nothing is taken from what other users' processes say. What
+ * the probes passed over is named ("ignored").
+ *
  * --exit and --requeue then end this run of the job with `scontrol
  * requeuehold` or `scontrol requeue`: every task gets SIGTERM, takes one
  * more checkpoint and ends, and the job goes back to the queue (held, or to
@@ -20,16 +28,19 @@
  */
 #include "config.h"
 #include "cli.h"
+#include "fsafe.h"
 #include "log.h"
 #include "node_probe.h"
 #include "slurm_cmd.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,6 +63,12 @@ static const char checkpoint_help[] =
     "    burst buffer, are looked at by a short step of the job on each of its\n"
     "    nodes (srun --overlap --jobid=JOBID). Only your own jobs can be\n"
     "    checkpointed (root: any job).\n"
+    "\n"
+    "    Run by root, it trusts only Slurm: the job's user and steps come\n"
+    "    from scontrol and squeue, the burst buffer from plugstack.conf's\n"
+    "    bb_root= (or --bb-root), and the nodes are looked at as the job's\n"
+    "    user. A folder not owned by the job's user, or a process that is not\n"
+    "    the job's user's, is ignored and named (\"ignored\").\n"
     "\n"
     "    The signal goes to the job's steps (the programs started with srun)\n"
     "    that run gpuckpt, not to the batch script: most shells end on\n"
@@ -86,13 +103,14 @@ static const char checkpoint_help[] =
     "        default TERM:exit,USR1:continue).\n"
     "    --bb-root DIR\n"
     "        Where the burst buffer is on the nodes (plugstack.conf's\n"
-    "        bb_root=). By default it is found from the job's processes.\n"
+    "        bb_root=). By default it is found from your job's processes;\n"
+    "        for root, from plugstack.conf (scontrol show config).\n"
     "    --json\n"
     "        Print one JSON object: {\"job\", \"signal\", \"committed\",\n"
     "        \"seconds\", \"tasks\": [{\"node\", \"step\", \"task\", \"status\"\n"
     "        (committed, failed, refused, ended, timeout), \"checkpoint\",\n"
     "        \"bytes\", \"reason\"}], \"bytes\", \"ended\" (null, \"held\",\n"
-    "        \"requeued\"), \"error\"}.\n"
+    "        \"requeued\"), \"ignored\": [{\"node\", \"what\"}], \"error\"}.\n"
     "    -h, --help\n"
     "        Show this text.\n"
     "\n"
@@ -117,7 +135,9 @@ enum {
 	OPT_SIGNAL,
 	OPT_BB_ROOT,
 	OPT_JSON,
-	OPT_ON_NODE
+	OPT_ON_NODE,
+	OPT_UID,
+	OPT_STEPS
 };
 
 static const struct cli_opt checkpoint_opts[] = {
@@ -129,6 +149,9 @@ static const struct cli_opt checkpoint_opts[] = {
     {"bb-root", 0, 1, OPT_BB_ROOT},
     {"json", 0, 0, OPT_JSON},
     {"on-node", 0, 0, OPT_ON_NODE},
+    /* The probe's, from a root-run `gpuckpt checkpoint` (node_probe.h). */
+    {"uid", 0, 1, OPT_UID},
+    {"steps", 0, 1, OPT_STEPS},
     {NULL, 0, 0, 0},
 };
 
@@ -144,6 +167,12 @@ struct opts {
 	char signal[16];
 	const char *bb_root;
 	int json;
+	/* The probe's (--on-node): */
+	uid_t uid; /* (uid_t)-1: not given */
+	const char *steps;
+	/* Root's, from Slurm (root_context): */
+	char site_bb_root[PATH_MAX];
+	char slurm_steps[1024];
 };
 
 /* One task as a node's probe saw it. */
@@ -163,15 +192,24 @@ struct ptask {
 	char reason[256];
 };
 
+/* What a probe passed over, with its node. */
+struct ignored {
+	char node[64];
+	char what[PATH_MAX + 256];
+};
+
 struct snapshot {
 	struct ptask *t;
 	size_t n;
 	unsigned nodes, nodes_with_dir;
+	struct ignored *ign;
+	size_t nign;
 };
 
 static void snapshot_free(struct snapshot *s)
 {
 	free(s->t);
+	free(s->ign);
 	memset(s, 0, sizeof(*s));
 }
 
@@ -226,6 +264,22 @@ static int parse_node_line(const char *line, struct snapshot *s)
 	s->nodes++;
 	if (json_object_object_get_ex(top, "job_dir", &v) && v)
 		s->nodes_with_dir++;
+	if (json_object_object_get_ex(top, "ignored", &v) && json_object_is_type(v, json_type_array))
+		for (size_t i = 0; i < json_object_array_length(v) && s->nign < 256; i++) {
+			json_object *x = json_object_array_get_idx(v, i);
+			struct ignored *grown;
+
+			if (!json_object_is_type(x, json_type_string))
+				continue;
+			grown = realloc(s->ign, (s->nign + 1) * sizeof(*s->ign));
+			if (!grown)
+				break;
+			s->ign = grown;
+			snprintf(s->ign[s->nign].node, sizeof(s->ign[s->nign].node), "%s", node);
+			snprintf(s->ign[s->nign].what, sizeof(s->ign[s->nign].what), "%s",
+				 json_object_get_string(x));
+			s->nign++;
+		}
 	for (size_t i = 0; i < json_object_array_length(tasks); i++) {
 		json_object *o = json_object_array_get_idx(tasks, i), *f;
 		struct ptask *t, *grown;
@@ -264,9 +318,10 @@ static int parse_node_line(const char *line, struct snapshot *s)
 static int probe(const struct opts *o, const struct job_info *j, struct snapshot *s,
 		 gk_error_t *err)
 {
-	char self[PATH_MAX], jobarg[48], nodes[32], tasks[32];
+	char self[PATH_MAX], jobarg[48], nodes[32], tasks[32], uid[32];
 	char *env[] = {"GPUCKPT_CHECKPOINT=off", NULL};
-	char *argv[20];
+	char *argv[24];
+	int root = getuid() == 0;
 	struct cmd_result r;
 	ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
 	int k = 0;
@@ -293,13 +348,25 @@ static int probe(const struct opts *o, const struct job_info *j, struct snapshot
 	argv[k++] = self;
 	argv[k++] = "checkpoint";
 	argv[k++] = "--on-node";
-	if (o->bb_root) {
+	if (root) {
+		/* Slurm's word (root_context), for a probe run as the job's user. */
+		snprintf(uid, sizeof(uid), "%u", (unsigned)j->uid);
+		argv[k++] = "--uid";
+		argv[k++] = uid;
+		argv[k++] = "--bb-root";
+		argv[k++] = (char *)o->site_bb_root;
+		argv[k++] = "--steps";
+		argv[k++] = (char *)o->slurm_steps;
+	} else if (o->bb_root) {
 		argv[k++] = "--bb-root";
 		argv[k++] = (char *)o->bb_root;
 	}
 	argv[k++] = (char *)j->id;
 	argv[k] = NULL;
-	if (cmd_run(argv, env, PROBE_TIMEOUT, &r) < 0) {
+	/* Root looks as the job's user: Slurm lets the job's user's step in,
+	 * and nothing on the nodes runs as root. */
+	if (cmd_run_as(argv, env, PROBE_TIMEOUT, root ? j->uid : getuid(),
+		       root ? j->gid : getgid(), root ? j->user : NULL, &r) < 0) {
 		gk_errprintf(err, "cannot run srun: %s", strerror(-r.status));
 		cmd_result_free(&r);
 		return -ENOENT;
@@ -344,6 +411,96 @@ static int get_job(const char *id, struct job_info *j, gk_error_t *err)
 				     last[0] ? last : "no output");
 		cmd_result_free(&r);
 		return -ENOENT;
+	}
+	cmd_result_free(&r);
+	return 0;
+}
+
+/* bb_root from plugstack.conf, as root: the file Slurm names, read only when
+ * no one but root can change it (nor the folders on its way). */
+static int site_bb_root(char *out, size_t len, gk_error_t *err)
+{
+	char *argv[] = {"scontrol", "show", "config", NULL};
+	char conf[PATH_MAX], dir[PATH_MAX], *slash, *text = NULL;
+	struct cmd_result r;
+	gk_error_t sub = {""};
+	struct stat st;
+	int dfd, fd, rc;
+	ssize_t n;
+	size_t got = 0;
+
+	if (cmd_run(argv, NULL, 60, &r) < 0 || r.status != 0 ||
+	    config_field(r.out, "PlugStackConfig", conf, sizeof(conf)) < 0 || conf[0] != '/') {
+		gk_errprintf(err, "cannot learn PlugStackConfig from scontrol show config; give "
+				  "--bb-root (plugstack.conf's bb_root=)");
+		cmd_result_free(&r);
+		return -ENOENT;
+	}
+	cmd_result_free(&r);
+	snprintf(dir, sizeof(dir), "%s", conf);
+	slash = strrchr(dir, '/');
+	*slash = '\0';
+	dfd = gk_open_trusted_dir(dir[0] ? dir : "/", "PlugStackConfig", &sub);
+	if (dfd < 0) {
+		gk_errprintf(err, "%s; give --bb-root", sub.text);
+		return dfd;
+	}
+	fd = openat(dfd, slash + 1, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	close(dfd);
+	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+	    (st.st_mode & 022)) {
+		gk_errprintf(err, "%s: %s; give --bb-root", conf,
+			     fd < 0 ? strerror(errno)
+				    : "not a regular file of root's that only root can write");
+		if (fd >= 0)
+			close(fd);
+		return -EPERM;
+	}
+	text = malloc(1u << 20);
+	while (text && got < (1u << 20) - 1 && (n = read(fd, text + got, (1u << 20) - 1 - got)) > 0)
+		got += (size_t)n;
+	close(fd);
+	if (!text)
+		return -ENOMEM;
+	text[got] = '\0';
+	rc = plugstack_bb_root(text, out, len);
+	free(text);
+	if (rc == 1) /* the plugin's default (spank-plugin/site_args.h) */
+		rc = snprintf(out, len, "%s/lib/gpuckpt/bb", GK_LOCALSTATEDIR) < (int)len ? 0
+											: -ENAMETOOLONG;
+	if (rc < 0)
+		gk_errprintf(err, "%s: no line loads spank_gpuckpt.so with a usable bb_root=; give "
+				  "--bb-root",
+			     conf);
+	return rc < 0 ? rc : 0;
+}
+
+/* As root: what Slurm says, where a user's run would look at its own. */
+static int root_context(struct opts *o, const struct job_info *j, gk_error_t *err)
+{
+	char *argv[] = {"squeue", "-h", "-s", "-j", (char *)j->id, "-o", "%i", NULL};
+	struct cmd_result r;
+	char last[256];
+
+	if (j->gid == (gid_t)-1) {
+		gk_errprintf(err, "job %s: scontrol show job names no GroupId", j->id);
+		return -EINVAL;
+	}
+	if (o->bb_root)
+		snprintf(o->site_bb_root, sizeof(o->site_bb_root), "%s", o->bb_root);
+	else if (site_bb_root(o->site_bb_root, sizeof(o->site_bb_root), err) < 0)
+		return -ENOENT;
+	if (cmd_run(argv, NULL, 60, &r) < 0 || r.status != 0) {
+		cmd_last_line(r.err, last, sizeof(last));
+		gk_errprintf(err, "job %s: squeue -s failed: %s", j->id,
+			     last[0] ? last : "no reason given");
+		cmd_result_free(&r);
+		return -EIO;
+	}
+	if (job_steps_parse(r.out, o->slurm_steps, sizeof(o->slurm_steps)) < 0) {
+		gk_errprintf(err, "job %s: too many steps", j->id);
+		cmd_result_free(&r);
+		return -ENOSPC;
 	}
 	cmd_result_free(&r);
 	return 0;
@@ -531,6 +688,26 @@ static int end_run(const struct job_info *j, const struct opts *o, gk_error_t *e
 	return -ETIMEDOUT;
 }
 
+static json_object *ignored_json(const struct snapshot *s)
+{
+	json_object *arr = json_object_new_array();
+
+	for (size_t i = 0; s && i < s->nign; i++) {
+		json_object *x = json_object_new_object();
+
+		json_object_object_add(x, "node", json_object_new_string(s->ign[i].node));
+		json_object_object_add(x, "what", json_object_new_string(s->ign[i].what));
+		json_object_array_add(arr, x);
+	}
+	return arr;
+}
+
+static void print_ignored(FILE *f, const struct snapshot *s)
+{
+	for (size_t i = 0; s && i < s->nign; i++)
+		fprintf(f, "  ignored on %s: %s\n", s->ign[i].node, s->ign[i].what);
+}
+
 static void print_result(const struct job_info *j, const struct snapshot *base,
 			 const struct opts *o, int committed, double secs, const char *ended,
 			 const char *error)
@@ -573,6 +750,7 @@ static void print_result(const struct job_info *j, const struct snapshot *base,
 		json_object_object_add(top, "tasks", arr);
 		json_object_object_add(top, "bytes", json_object_new_int64(total));
 		json_object_object_add(top, "ended", ended ? json_object_new_string(ended) : NULL);
+		json_object_object_add(top, "ignored", ignored_json(base));
 		json_object_object_add(top, "error", error ? json_object_new_string(error) : NULL);
 		cli_print_json(top);
 		return;
@@ -610,6 +788,7 @@ static void print_result(const struct job_info *j, const struct snapshot *base,
 		printf("job %s: this run ended; the job is queued to run again from its newest "
 		       "checkpoint\n",
 		       j->id);
+	print_ignored(stdout, base);
 	if (error)
 		gk_error("checkpoint: %s", error);
 }
@@ -623,6 +802,7 @@ static int parse_opts(int argc, char **argv, struct opts *o, int *on_node)
 
 	memset(o, 0, sizeof(*o));
 	o->timeout = 600;
+	o->uid = (uid_t)-1;
 	snprintf(o->signal, sizeof(o->signal), "USR1");
 	cli_args_init(&a, &gk_cmd_checkpoint, argc, argv);
 	while ((id = cli_next(&a, checkpoint_opts, &arg)) != CLI_END) {
@@ -685,6 +865,20 @@ static int parse_opts(int argc, char **argv, struct opts *o, int *on_node)
 		case OPT_ON_NODE:
 			*on_node = 1;
 			break;
+		case OPT_UID:
+			errno = 0;
+			o->uid = (uid_t)strtoul(arg, &end, 10);
+			if (errno || *end || *arg < '0' || *arg > '9' || o->uid == (uid_t)-1)
+				return cli_usage_error(&gk_cmd_checkpoint,
+						       "--uid: '%s' is not a user id", arg);
+			break;
+		case OPT_STEPS:
+			if (strspn(arg, "0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ,") !=
+			    strlen(arg))
+				return cli_usage_error(&gk_cmd_checkpoint,
+						       "--steps: '%s' is not a list of steps", arg);
+			o->steps = arg;
+			break;
 		}
 	}
 	if (!o->job)
@@ -692,6 +886,10 @@ static int parse_opts(int argc, char **argv, struct opts *o, int *on_node)
 	if (*on_node && strspn(o->job, "0123456789") != strlen(o->job))
 		return cli_usage_error(&gk_cmd_checkpoint, "--on-node: '%s' is not a job id",
 				       o->job);
+	if (!*on_node && (o->uid != (uid_t)-1 || o->steps))
+		return cli_usage_error(&gk_cmd_checkpoint,
+				       "--uid and --steps are the probe's (--on-node): Slurm "
+				       "names the job's user and steps");
 	return -1;
 }
 
@@ -710,8 +908,11 @@ static int checkpoint_run(int argc, char **argv)
 		return rc - 100;
 	if (rc >= 0)
 		return rc;
-	if (on_node)
-		return node_probe(o.job, o.bb_root);
+	if (on_node) {
+		struct node_probe_args pa = {o.job, o.bb_root, o.uid, o.steps};
+
+		return node_probe(&pa);
+	}
 
 	if (get_job(o.job, &j, &err) < 0)
 		goto fail;
@@ -731,6 +932,8 @@ static int checkpoint_run(int argc, char **argv)
 			     j.state);
 		goto fail;
 	}
+	if (getuid() == 0 && root_context(&o, &j, &err) < 0)
+		goto fail;
 	if (o.end && !j.requeue) {
 		gk_errprintf(
 		    &err,
@@ -828,10 +1031,12 @@ fail:
 		json_object_object_add(top, "signal", json_object_new_string(o.signal));
 		json_object_object_add(top, "committed", json_object_new_boolean(0));
 		json_object_object_add(top, "tasks", json_object_new_array());
+		json_object_object_add(top, "ignored", ignored_json(&base));
 		json_object_object_add(top, "error", json_object_new_string(err.text));
 		cli_print_json(top);
 	} else {
 		gk_error("checkpoint: %s", err.text);
+		print_ignored(stderr, &base);
 	}
 	snapshot_free(&base);
 	return GK_EXIT_BAD;

@@ -15,5 +15,7 @@ gpuckpt_SOURCES = \
 	%reldir%/slurm_cmd.c %reldir%/slurm_cmd.h \
 	%reldir%/cmd_report.c
 gpuckpt_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS)
+# The plugin's default bb_root (spank-plugin/site_args.c), for root's checkpoint.
+gpuckpt_CPPFLAGS = $(AM_CPPFLAGS) -DGK_LOCALSTATEDIR='"$(localstatedir)"'
 # libgkseal: the seal of a transparent checkpoint, checked by verify.
 gpuckpt_LDADD = libgkseal.la libgkimage.la libgkcommon.la $(JSON_C_LIBS)

@@ -5,6 +5,7 @@
 #include "node_probe.h"
 #include "cli.h"
 #include "events.h"
+#include "fsafe.h"
 #include "image.h"
 #include "jobdir.h"
 #include "log.h"
@@ -15,6 +16,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +25,76 @@
 
 #define ENVIRON_MAX (256u << 10)
 #define MAX_LIVE 64
+/* Lines of "ignored" per node: enough to show what is wrong. */
+#define MAX_IGNORED 32
+
+struct probe {
+	uid_t uid;
+	const char *job;
+	const char *job_dir;
+	const char *steps; /* NULL: every step */
+	json_object *tasks;
+	json_object *ignored;
+};
+
+/* One line of "ignored". Every part of it is the probe's own (paths it was
+ * given, numbers, names from the password database), never a string read
+ * from a process or a file a user wrote. */
+static void ignore(struct probe *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void ignore(struct probe *p, const char *fmt, ...)
+{
+	char line[PATH_MAX + 256];
+	va_list ap;
+
+	if (json_object_array_length(p->ignored) >= MAX_IGNORED)
+		return;
+	va_start(ap, fmt);
+	vsnprintf(line, sizeof(line), fmt, ap);
+	va_end(ap);
+	json_object_array_add(p->ignored, json_object_new_string(line));
+}
+
+/* The real and effective uid of a process (/proc/PID/status). 0 or -errno. */
+static int proc_uids(pid_t pid, uid_t *ruid, uid_t *euid)
+{
+	char path[64], buf[4096], *u;
+	ssize_t n;
+	int fd;
+	unsigned long r, e;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -errno;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -EIO;
+	buf[n] = '\0';
+	u = strstr(buf, "\nUid:");
+	if (!u || sscanf(u + 5, "%lu %lu", &r, &e) != 2)
+		return -EIO;
+	*ruid = (uid_t)r;
+	*euid = (uid_t)e;
+	return 0;
+}
+
+/* Is step (a step.S's S) one of p->steps ("0,1,batch")? */
+static int step_listed(const struct probe *p, const char *step)
+{
+	size_t n = strlen(step);
+
+	if (!p->steps)
+		return 1;
+	for (const char *s = p->steps; *s;) {
+		size_t k = strcspn(s, ",");
+
+		if (k == n && strncmp(s, step, n) == 0)
+			return 1;
+		s += k + (s[k] == ',');
+	}
+	return 0;
+}
 
 /* BB_ROOT/JOB from a GPUCKPT_DIR of BB_ROOT/JOB/step.S/task.T. */
 static int job_dir_of(const char *gpuckpt_dir, const char *job, char *out, size_t len)
@@ -97,6 +169,60 @@ static int find_job_dir(const char *job, char *out, size_t len)
 	return found;
 }
 
+/*
+ * As root: processes of other users than the job's that say, in their
+ * environment, that they belong to it. Their GPUCKPT_DIR is not looked at
+ * (hole 5 of issue 24: it named a folder of the attacker's); they are named
+ * so that an admin sees who tried. Root's own (this probe is one) are not.
+ */
+static void name_claims(struct probe *p)
+{
+	char want[48], path[300], user[64], owner[64];
+	DIR *proc = opendir("/proc");
+	struct dirent *e;
+	char *buf = malloc(ENVIRON_MAX + 1);
+
+	if (!proc || !buf)
+		goto out;
+	gk_user_name(p->uid, owner, sizeof(owner));
+	snprintf(want, sizeof(want), "SLURM_JOB_ID=%s", p->job);
+	while ((e = readdir(proc))) {
+		uid_t ruid, euid;
+		size_t n = 0;
+		ssize_t k;
+		int fd, claims = 0;
+		pid_t pid;
+
+		if (e->d_name[0] < '1' || e->d_name[0] > '9')
+			continue;
+		pid = (pid_t)atoi(e->d_name);
+		if (proc_uids(pid, &ruid, &euid) < 0 || (ruid == p->uid && euid == p->uid) ||
+		    (ruid == 0 && euid == 0))
+			continue;
+		snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
+		fd = open(path, O_RDONLY | O_CLOEXEC);
+		if (fd < 0)
+			continue;
+		while (n < ENVIRON_MAX && (k = read(fd, buf + n, ENVIRON_MAX - n)) > 0)
+			n += (size_t)k;
+		close(fd);
+		buf[n] = '\0';
+		for (size_t i = 0; i < n && !claims; i += strlen(buf + i) + 1)
+			claims = strcmp(buf + i, want) == 0;
+		if (!claims)
+			continue;
+		gk_user_name(ruid, user, sizeof(user));
+		ignore(p,
+		       "process %d of %s (uid %u) claims job %s in its environment (SLURM_JOB_ID), "
+		       "but the job is %s's (uid %u): not looked at",
+		       (int)pid, user, (unsigned)ruid, p->job, owner, (unsigned)p->uid);
+	}
+out:
+	if (proc)
+		closedir(proc);
+	free(buf);
+}
+
 struct task_probe {
 	unsigned ok, failed, refused;
 	struct gk_event last_ok, last_failure;
@@ -105,7 +231,28 @@ struct task_probe {
 		uint64_t pid, pstart;
 	} live[MAX_LIVE];
 	unsigned nlive;
+	struct probe *p;
+	const char *dir;
 };
+
+/* A live process named in an event file counts only when it is the
+ * folder's user's: the pid (with its start time) is the user's own word. */
+static int live_of_user(struct task_probe *t, pid_t pid, uint64_t pstart)
+{
+	uid_t ruid, euid;
+	char user[64];
+
+	if (proc_uids(pid, &ruid, &euid) < 0 || !gk_proc_alive(pid, pstart))
+		return 0;
+	if (ruid == t->p->uid && euid == t->p->uid)
+		return 1;
+	gk_user_name(ruid, user, sizeof(user));
+	ignore(t->p,
+	       "process %d (in %s/" GK_EVENTS_FILE ") runs as %s (uid %u), not the job's user "
+	       "(uid %u): not counted as the task's",
+	       (int)pid, t->dir, user, (unsigned)ruid, (unsigned)t->p->uid);
+	return 0;
+}
 
 static int task_event(void *arg, const struct gk_event *e)
 {
@@ -118,6 +265,8 @@ static int task_event(void *arg, const struct gk_event *e)
 		for (unsigned i = 0; i < t->nlive; i++)
 			if (t->live[i].pid == e->pid && t->live[i].pstart == e->pstart)
 				return 0;
+		if (!live_of_user(t, (pid_t)e->pid, e->pstart))
+			return 0;
 		t->live[t->nlive].pid = e->pid;
 		t->live[t->nlive].pstart = e->pstart;
 		t->nlive++;
@@ -200,12 +349,6 @@ static int64_t newest_committed(int taskfd, uint64_t *bytes)
 	return best;
 }
 
-struct probe {
-	uid_t uid;
-	const char *job_dir;
-	json_object *tasks;
-};
-
 static int probe_task(void *arg, const char *step, uint32_t task, int taskfd)
 {
 	struct probe *p = arg;
@@ -217,13 +360,27 @@ static int probe_task(void *arg, const char *step, uint32_t task, int taskfd)
 	size_t len;
 
 	memset(&t, 0, sizeof(t));
+	snprintf(path, sizeof(path), "%s/" GK_STEP_PREFIX "%s/" GK_TASK_PREFIX "%u", p->job_dir,
+		 step, task);
+	t.p = p;
+	t.dir = path;
+	if (!step_listed(p, step)) {
+		/* A step that ended, or one Slurm never ran: nothing to signal. */
+		if (gk_events_read_at(taskfd, p->uid, &buf, &len) == 0) {
+			gk_events_each(buf, len, task_event, &t);
+			free(buf);
+		}
+		if (t.nlive)
+			ignore(p, "%s: Slurm lists no step %s of job %s: not reported", path, step,
+			       p->job);
+		json_object_put(o);
+		return 0;
+	}
 	if (gk_events_read_at(taskfd, p->uid, &buf, &len) == 0) {
 		gk_events_each(buf, len, task_event, &t);
 		free(buf);
 	}
 	newest = newest_committed(taskfd, &bytes);
-	snprintf(path, sizeof(path), "%s/" GK_STEP_PREFIX "%s/" GK_TASK_PREFIX "%u", p->job_dir,
-		 step, task);
 	json_object_object_add(o, "step", json_object_new_string(step));
 	json_object_object_add(o, "task", json_object_new_int64(task));
 	json_object_object_add(o, "dir", json_object_new_string(path));
@@ -258,40 +415,99 @@ static int probe_task(void *arg, const char *step, uint32_t task, int taskfd)
 	return 0;
 }
 
-int node_probe(const char *job, const char *bb_root)
+/* As root: BB_ROOT/JOB through a bb_root only root can change, of the
+ * job's user. A descriptor, or -1 with the reason in "ignored". */
+static int open_job_dir_as_root(struct probe *p, const char *bb_root)
+{
+	char owner[64], user[64];
+	gk_error_t err = {""};
+	struct stat st;
+	int rootfd, fd;
+
+	rootfd = gk_open_trusted_dir(bb_root, "bb_root", &err);
+	if (rootfd < 0) {
+		ignore(p, "%s: not used", err.text);
+		return -1;
+	}
+	fd = gk_open_dir_at(rootfd, p->job, (uid_t)-1, &st);
+	close(rootfd);
+	if (fd == -ENOENT)
+		return -1;
+	if (fd < 0) {
+		ignore(p, "%s/%s: %s: not read", bb_root, p->job,
+		       fd == -ELOOP ? "a symbolic link" : strerror(-fd));
+		return -1;
+	}
+	if (fstat(fd, &st) < 0 || st.st_uid != p->uid) {
+		gk_user_name(st.st_uid, user, sizeof(user));
+		gk_user_name(p->uid, owner, sizeof(owner));
+		ignore(p, "%s/%s: a folder of %s (uid %u), not of the job's user %s (uid %u): not read",
+		       bb_root, p->job, user, (unsigned)st.st_uid, owner, (unsigned)p->uid);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+int node_probe(const struct node_probe_args *a)
 {
 	char job_dir[PATH_MAX], host[256];
-	json_object *top = json_object_new_object();
+	json_object *top;
 	struct probe p = {0};
 	struct stat st;
-	int fd = -1, rc;
+	int fd = -1, rc = 0;
 
+	if (getuid() == 0 && (!a->bb_root || a->uid == (uid_t)-1 || !a->steps)) {
+		gk_error("checkpoint --on-node: as root, the job's user, folder and steps are "
+			 "taken from Slurm only: give --uid, --bb-root and --steps (gpuckpt "
+			 "checkpoint does); nothing is read from the processes on the node");
+		return GK_EXIT_USAGE;
+	}
+	top = json_object_new_object();
 	if (gethostname(host, sizeof(host)) < 0)
 		snprintf(host, sizeof(host), "?");
 	host[sizeof(host) - 1] = '\0';
 	json_object_object_add(top, "node", json_object_new_string(host));
 	p.tasks = json_object_new_array();
-	if (bb_root)
-		rc = (size_t)snprintf(job_dir, sizeof(job_dir), "%s/%s", bb_root, job) <
+	p.ignored = json_object_new_array();
+	p.job = a->job;
+	p.steps = a->steps;
+	p.uid = getuid() == 0 ? a->uid : getuid();
+	if (a->bb_root)
+		rc = (size_t)snprintf(job_dir, sizeof(job_dir), "%s/%s", a->bb_root, a->job) <
 			     sizeof(job_dir)
 			 ? 0
 			 : -ENAMETOOLONG;
 	else
-		rc = find_job_dir(job, job_dir, sizeof(job_dir));
-	if (rc == 0)
+		rc = find_job_dir(a->job, job_dir, sizeof(job_dir));
+	if (getuid() == 0) {
+		name_claims(&p);
+		if (rc == 0)
+			fd = open_job_dir_as_root(&p, a->bb_root);
+	} else if (a->uid != (uid_t)-1 && a->uid != getuid()) {
+		/* The probe runs as the job's user: anyone else sees nothing. */
+		ignore(&p, "this probe runs as uid %u, not as the job's user (uid %u): nothing read",
+		       (unsigned)getuid(), (unsigned)a->uid);
+	} else if (rc == 0) {
+		/* A user's own folder, found from their own processes or given. */
 		fd = open(job_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	/* The folder's owner is the job's user; root may look at anyone's. */
-	if (fd >= 0 && fstat(fd, &st) == 0 && (getuid() == 0 || st.st_uid == getuid())) {
-		p.uid = st.st_uid;
+		if (fd >= 0 && (fstat(fd, &st) < 0 || st.st_uid != getuid())) {
+			ignore(&p, "%s: not a folder of yours (uid %u): not read", job_dir,
+			       (unsigned)getuid());
+			close(fd);
+			fd = -1;
+		}
+	}
+	if (fd >= 0) {
 		p.job_dir = job_dir;
 		json_object_object_add(top, "job_dir", json_object_new_string(job_dir));
 		gk_jobdir_walk(fd, p.uid, probe_task, &p);
+		close(fd);
 	} else {
 		json_object_object_add(top, "job_dir", NULL);
 	}
-	if (fd >= 0)
-		close(fd);
 	json_object_object_add(top, "tasks", p.tasks);
+	json_object_object_add(top, "ignored", p.ignored);
 	printf("%s\n", json_object_to_json_string_ext(top, JSON_C_TO_STRING_PLAIN |
 							       JSON_C_TO_STRING_NOSLASHESCAPE));
 	json_object_put(top);

@@ -7,11 +7,13 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -19,10 +21,44 @@
 
 extern char **environ;
 
+/*
+ * Root's PATH for Slurm's commands: only absolute folders that are root's
+ * and that no one else can write (checked with stat, links followed), so
+ * that a PATH holding ".", "" or a user's folder, with root working in a
+ * folder a user can write, never runs a user's `scontrol`. Into buf as
+ * "PATH=...". Others' PATH is theirs to trust.
+ */
+static void root_path(char *buf, size_t len)
+{
+	const char *path = getenv("PATH");
+	size_t used;
+
+	used = (size_t)snprintf(buf, len, "PATH=");
+	for (const char *p = path ? path : "/usr/bin:/bin"; *p;) {
+		size_t n = strcspn(p, ":");
+		char dir[4096];
+		struct stat st;
+
+		if (n && n < sizeof(dir) && p[0] == '/') {
+			memcpy(dir, p, n);
+			dir[n] = '\0';
+			if (stat(dir, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+			    !(st.st_mode & 022) && used + n + 2 < len) {
+				used += (size_t)snprintf(buf + used, len - used, "%s%s",
+							 used > 5 ? ":" : "", dir);
+			}
+		}
+		p += n + (p[n] == ':');
+	}
+}
+
 /* The environment for a Slurm command: ours without SLURM_* (but
- * SLURM_CONF), plus extra. malloc'ed array of pointers into both. */
+ * SLURM_CONF), plus extra; root's PATH cleaned (root_path). malloc'ed
+ * array of pointers into them. */
 static char **child_env(char *const extra[])
 {
+	static char rootpath[8192];
+
 	size_t n = 0, k = 0, nextra = 0;
 	char **env;
 
@@ -30,14 +66,20 @@ static char **child_env(char *const extra[])
 		n++;
 	while (extra && extra[nextra])
 		nextra++;
-	env = calloc(n + nextra + 1, sizeof(*env));
+	env = calloc(n + nextra + 2, sizeof(*env));
 	if (!env)
 		return NULL;
+	if (getuid() == 0) {
+		root_path(rootpath, sizeof(rootpath));
+		env[k++] = rootpath;
+	}
 	for (size_t i = 0; i < n; i++) {
 		int replaced = 0;
 
 		if (strncmp(environ[i], "SLURM_", 6) == 0 &&
 		    strncmp(environ[i], "SLURM_CONF=", 11) != 0)
+			continue;
+		if (getuid() == 0 && strncmp(environ[i], "PATH=", 5) == 0)
 			continue;
 		for (size_t x = 0; x < nextra; x++) {
 			const char *eq = strchr(extra[x], '=');
@@ -74,6 +116,28 @@ static int append(char **buf, size_t *len, const char *data, size_t n)
 
 int cmd_run(char *const argv[], char *const extra_env[], unsigned timeout, struct cmd_result *r)
 {
+	return cmd_run_as(argv, extra_env, timeout, getuid(), getgid(), NULL, r);
+}
+
+/* In the child: become uid/gid with the user's groups (only root changes). */
+static int become(uid_t uid, gid_t gid, const char *user)
+{
+	if (uid == getuid() && gid == getgid())
+		return 0;
+	if (!user || initgroups(user, gid) < 0)
+		if (setgroups(1, &gid) < 0)
+			return -1;
+	if (setresgid(gid, gid, gid) < 0 || setresuid(uid, uid, uid) < 0)
+		return -1;
+	/* root's folder may be closed to the user; srun starts the step there. */
+	if (chdir("/") < 0)
+		return -1;
+	return getuid() == uid && geteuid() == uid ? 0 : -1;
+}
+
+int cmd_run_as(char *const argv[], char *const extra_env[], unsigned timeout, uid_t uid,
+	       gid_t gid, const char *user, struct cmd_result *r)
+{
 	int out[2] = {-1, -1}, err[2] = {-1, -1}, status;
 	char **env;
 	pid_t pid;
@@ -96,6 +160,11 @@ int cmd_run(char *const argv[], char *const extra_env[], unsigned timeout, struc
 
 		if (null < 0 || dup2(null, 0) < 0 || dup2(out[1], 1) < 0 || dup2(err[1], 2) < 0)
 			_exit(127);
+		if (become(uid, gid, user) < 0) {
+			dprintf(2, "cannot run %s as uid %u: %s\n", argv[0], (unsigned)uid,
+				strerror(errno));
+			_exit(127);
+		}
 		if (timeout)
 			alarm(timeout);
 		environ = env;
@@ -219,6 +288,14 @@ int job_info_parse(const char *text, struct job_info *j)
 	if (errno || *end != ')' || end == open + 1 || n > 0xfffffffeUL)
 		return -EINVAL;
 	j->uid = (uid_t)n;
+	/* GroupId=alice(1000): the job's group, for running as its user. */
+	j->gid = (gid_t)-1;
+	if (job_field(text, "GroupId", v, sizeof(v)) == 0 && (open = strchr(v, '('))) {
+		errno = 0;
+		n = strtoul(open + 1, &end, 10);
+		if (!errno && *end == ')' && end != open + 1 && n <= 0xfffffffeUL)
+			j->gid = (gid_t)n;
+	}
 	if (job_field(text, "Requeue", v, sizeof(v)) == 0)
 		j->requeue = strcmp(v, "1") == 0;
 	if (job_field(text, "BatchFlag", v, sizeof(v)) == 0)
@@ -228,4 +305,114 @@ int job_info_parse(const char *text, struct job_info *j)
 	if (job_field(text, "NodeList", j->nodes, sizeof(j->nodes)) < 0)
 		j->nodes[0] = '\0';
 	return 0;
+}
+
+int job_steps_parse(const char *text, char *buf, size_t len)
+{
+	size_t used = 0;
+
+	if (!len)
+		return -ENOSPC;
+	buf[0] = '\0';
+	for (const char *line = text; line && *line;) {
+		const char *nl = strchr(line, '\n'), *end = nl ? nl : line + strlen(line);
+		const char *dot = NULL, *p;
+		size_t n;
+
+		while (end > line && (end[-1] == ' ' || end[-1] == '\r'))
+			end--;
+		for (p = line; p < end; p++)
+			if (*p == '.')
+				dot = p;
+		if (dot) {
+			n = (size_t)(end - dot - 1);
+			for (p = dot + 1; p < end; p++)
+				if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'z') ||
+				      (*p >= 'A' && *p <= 'Z')))
+					n = 0;
+			if (n >= 1 && n <= 15) {
+				if (used + n + 2 > len)
+					return -ENOSPC;
+				if (used)
+					buf[used++] = ',';
+				memcpy(buf + used, dot + 1, n);
+				used += n;
+				buf[used] = '\0';
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return 0;
+}
+
+int config_field(const char *text, const char *key, char *buf, size_t len)
+{
+	size_t kl = strlen(key);
+
+	for (const char *line = text; line && *line;) {
+		const char *nl = strchr(line, '\n'), *p = line + kl;
+
+		if (strncmp(line, key, kl) == 0 && (*p == ' ' || *p == '=')) {
+			while (*p == ' ')
+				p++;
+			if (*p == '=') {
+				p++;
+				while (*p == ' ')
+					p++;
+				snprintf(buf, len, "%.*s", (int)(nl ? (size_t)(nl - p) : strlen(p)), p);
+				return 0;
+			}
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return -ENOENT;
+}
+
+/* Is word (n bytes) a path to gpuckpt's plugin? */
+static int is_gpuckpt_plugin(const char *w, size_t n)
+{
+	static const char name[] = "spank_gpuckpt.so";
+	size_t k = sizeof(name) - 1;
+
+	return n >= k && memcmp(w + n - k, name, k) == 0 && (n == k || w[n - k - 1] == '/');
+}
+
+int plugstack_bb_root(const char *text, char *buf, size_t len)
+{
+	for (const char *line = text; line && *line;) {
+		const char *nl = strchr(line, '\n'), *end = nl ? nl : line + strlen(line);
+		const char *hash = memchr(line, '#', (size_t)(end - line)), *p = line;
+		const char *w[64];
+		size_t wl[64], nw = 0;
+
+		if (hash)
+			end = hash;
+		while (p < end && nw < 64) {
+			while (p < end && (*p == ' ' || *p == '\t' || *p == '\r'))
+				p++;
+			if (p == end)
+				break;
+			w[nw] = p;
+			while (p < end && *p != ' ' && *p != '\t' && *p != '\r')
+				p++;
+			wl[nw] = (size_t)(p - w[nw]);
+			nw++;
+		}
+		/* required|optional PLUGIN [args...] */
+		if (nw >= 2 &&
+		    ((wl[0] == 8 && !memcmp(w[0], "required", 8)) ||
+		     (wl[0] == 8 && !memcmp(w[0], "optional", 8))) &&
+		    is_gpuckpt_plugin(w[1], wl[1])) {
+			for (size_t i = nw; i-- > 2;)
+				if (wl[i] > 8 && !memcmp(w[i], "bb_root=", 8)) {
+					if (wl[i] - 8 >= len)
+						return -ENAMETOOLONG;
+					snprintf(buf, len, "%.*s", (int)(wl[i] - 8), w[i] + 8);
+					return 0;
+				}
+			return 1;
+		}
+		line = nl ? nl + 1 : NULL;
+	}
+	return -ENOENT;
 }

@@ -26,3 +26,11 @@ check_PROGRAMS += %reldir%/record-tool
 %canon_reldir%_record_tool_LDADD = $(top_builddir)/spank-plugin/libgkspank.la
 TESTS += %reldir%/metrics-attacks.sh %reldir%/record-attacks.sh
 EXTRA_DIST += %reldir%/metrics-attacks.sh %reldir%/record-attacks.sh
+# Issue 24, hole 5: root's `gpuckpt checkpoint` against a real Slurm cluster
+# (cluster.sh): with the end-to-end scenarios in make check-slurm, on every
+# Slurm release the suite runs (a sanitizer build would only report skips).
+SLURM_E2E += %reldir%/checkpoint-attacks.sh
+EXTRA_DIST += %reldir%/checkpoint-attacks.sh
+# Issue 24, hole 5 on the node: the probe of `gpuckpt checkpoint` run as root.
+TESTS += %reldir%/probe-attacks.sh
+EXTRA_DIST += %reldir%/probe-attacks.sh

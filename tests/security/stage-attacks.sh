@@ -139,15 +139,34 @@ stage in 121 gksec1 "$DOWN" >"$GK_SCRATCH/out" 2>&1
 check "attack 5: ... nor the attacker's burst buffer at the next stage-in" \
 	[ -z "$(grep -rl VICTIM-SECRET "$BB/121" 2>/dev/null)" ]
 
-# ---- the user stops what root waits for ----
+# ---- 7. the user stops what root waits for ----
+# The epilog's stage-out once ran `gpuckpt verify` as the job's user and
+# waited for it: the user stopped that process of theirs (SIGSTOP) and the
+# epilog never ended. Here the attacker stops the first process of their own
+# that appears while stage-out runs, whatever its name (racer stop ''), and
+# leaves it stopped. Where the stage has test hooks, it is paused where the
+# old one started the user's check (stage-out-opened: the user's folders
+# opened, nothing copied yet) and goes on only once the attacker watches, so
+# a process it starts as the user afterwards cannot slip by unseen.
 userdirs gksec1 "$BB/130" "$BB/130/step.0" "$BB/130/step.0/task.0"
 ckpt gksec1 "$BB/130/step.0/task.0" ckpt.000001 data
-racer_start gksec1 stop "verify"
-timeout 60 bash -c "$(declare -f stage); OLD=$OLD STAGE=$STAGE GK_TOOL=$GK_TOOL BB=$BB SH=$SH stage out 130 gksec1 $DOWN" \
-	>"$GK_SCRATCH/out" 2>&1
-rc=$?
-check "a user who stops their own processes cannot hold the epilog (done within 60 s, status $rc)" [ $rc -ne 124 ]
+stage_out_130="$(declare -f stage); OLD=$OLD STAGE=$STAGE GK_TOOL=$GK_TOOL BB=$BB SH=$SH stage out 130 gksec1 $DOWN"
+if has_hooks "$STAGE"; then
+	timeout 60 bash -c "$stage_out_130 --test-hook stage-out-opened:$HOOKS" >"$GK_SCRATCH/out" 2>&1 &
+	tpid=$!
+	hook_wait stage-out-opened
+	racer_start gksec1 stop ''
+	hook_go stage-out-opened
+	wait $tpid
+	rc=$?
+else
+	racer_start gksec1 stop ''
+	timeout 60 bash -c "$stage_out_130" >"$GK_SCRATCH/out" 2>&1
+	rc=$?
+fi
 stopped=$(sed -n 's/^stopped //p' "$RACER_OUT")
+check "a user who stops their own processes cannot hold the epilog (done within 60 s, status $rc)" [ $rc -ne 124 ]
+[ -n "$stopped" ] && tap_diag "the attacker stopped their process: $(ps -o pid=,stat=,args= -p "$stopped")"
 [ -n "$stopped" ] && kill -KILL "$stopped" 2>/dev/null
 kill "$RACER_PID" 2>/dev/null
 racer_end
