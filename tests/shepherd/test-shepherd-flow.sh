@@ -58,9 +58,11 @@ while [ $# -gt 0 ]; do
 	case $1 in -D) D=$2; shift ;; -o) LOG=$2; shift ;; esac
 	shift
 done
+# Its log: `-o -` is its stdout (the shepherd's file in criu/).
+log() { if [ "$LOG" = - ]; then cat; else cat >"$D/$LOG"; fi; }
 case $cmd in
-dump) echo "core of the tree" >"$D/core-1.img"; echo "dump: fine" >"$D/$LOG"; exit 0 ;;
-restore) printf 'restoring\nError (criu/cr-restore.c:42): fake restore fails\n' >"$D/$LOG"; exit 1 ;;
+dump) echo "core of the tree" >"$D/core-1.img"; echo "dump: fine" | log; exit 0 ;;
+restore) printf 'restoring\nError (criu/cr-restore.c:42): fake restore fails\n' | log; exit 1 ;;
 esac
 exit 1
 EOS
