@@ -163,7 +163,7 @@ else
 fi
 as gksec1 sh -c "mv '$U/attack/data' '$U/attack/data.old' && ln -s '$ROOTDIR' '$U/attack/data'"
 restore attack
-held=$(holders "$ROOTDIR/victim")
+held=$(holders "$ROOTDIR/victim" | tr "\n" " ")
 [ -n "$held" ] && tap_diag "pid(s) $held of gksec1 hold $ROOTDIR/victim: $(for p in $held; do grep -h '^flags' /proc/$p/fdinfo/3; done)"
 # Whatever was restored now writes through its descriptor.
 as gksec1 touch "$U/attack/go"
