@@ -636,7 +636,7 @@ static int dump(struct ckpt *c, int exit_after, struct gk_seal *seal)
 	char tpid[16], dirarg[64];
 	const char *args[16];
 	size_t n = 0;
-	int logfd = -1, dumpfd = -1, imgfd, ret;
+	int logfd = -1, dumpfd = -1, imgfd, ret, keep[2] = {-1, -1};
 
 	if (!as)
 		return -ENOMEM;
@@ -690,7 +690,8 @@ static int dump(struct ckpt *c, int exit_after, struct gk_seal *seal)
 		args[n++] = "--leave-running";
 	args[n] = NULL;
 	gk_stdio_record("/proc", sh->prog, seal);
-	ret = gk_criu_run(sh->criu, args, imgfd, NULL, -1, logfd, as, c->criu_err,
+	keep[0] = imgfd;
+	ret = gk_criu_run(sh->criu, args, keep, NULL, -1, logfd, as, c->criu_err,
 			  sizeof(c->criu_err));
 	close(imgfd);
 	if (dumpfd >= 0) {

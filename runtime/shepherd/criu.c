@@ -72,7 +72,7 @@ static const char *const default_criu[] = {"/usr/sbin/criu", "/usr/local/sbin/cr
 
 /* Close what the shepherd may have inherited (slurmstepd's descriptors):
  * CRIU restores into the task whatever it holds open. */
-static void close_others(int keep)
+static void close_others(int keep, int keep2)
 {
 	sigset_t none;
 
@@ -81,7 +81,8 @@ static void close_others(int keep)
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	for (int fd = 3; fd < 1024; fd++)
-		if (fd != keep && (fd < GK_CRIU_INHERIT_FD || fd > GK_CRIU_INHERIT_FD + 2))
+		if (fd != keep && fd != keep2 &&
+		    (fd < GK_CRIU_INHERIT_FD || fd > GK_CRIU_INHERIT_FD + 2))
 			close(fd);
 }
 
@@ -108,7 +109,7 @@ static int run_capture(const char *path, char *const argv[], char *out, size_t o
 		dup2(null, 0);
 		dup2(pfd[1], 1);
 		dup2(null, 2);
-		close_others(-1);
+		close_others(-1, -1);
 		execv(path, argv);
 		_exit(127);
 	}
@@ -420,7 +421,7 @@ int gk_criu_fd(int fd)
 	return r < 0 ? -errno : r;
 }
 
-int gk_criu_run(const char *criu, const char *const *args, int keep_fd, const int *inherit,
+int gk_criu_run(const char *criu, const char *const *args, const int keep[2], const int *inherit,
 		int stdin_fd, int log_fd, const struct gk_criu_as *as, char *err, size_t errlen)
 {
 	const char *argv[64];
@@ -459,9 +460,10 @@ int gk_criu_run(const char *criu, const char *const *args, int keep_fd, const in
 				dup2(fds[i], GK_CRIU_INHERIT_FD + i);
 			dup2(i == 0 && in >= 0 ? in : i == 1 && log >= 0 ? log : null, i);
 		}
-		if (keep_fd >= 0)
-			fcntl(keep_fd, F_SETFD, 0);
-		close_others(keep_fd);
+		for (int i = 0; i < 2; i++)
+			if (keep[i] >= 0)
+				fcntl(keep[i], F_SETFD, 0);
+		close_others(keep[0], keep[1]);
 		if (as && as->uid != 0 && (chdir("/") < 0 || become(as) < 0))
 			_exit(126);
 		execv(criu, (char *const *)argv);

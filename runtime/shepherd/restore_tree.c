@@ -125,32 +125,6 @@ static int read_pidfile(int dirfd, const char *name, pid_t *pid)
 	return 0;
 }
 
-/* Empty the pidfile's folder (the user's while CRIU ran: anything may be in
- * it; nothing is followed) and remove it. */
-static void remove_pid_dir(int dirfd, const char *path)
-{
-	struct dirent *e;
-	DIR *d;
-	int fd;
-
-	for (int round = 0; round < 3; round++) {
-		fd = dup(dirfd);
-		if (fd < 0 || !(d = fdopendir(fd))) {
-			if (fd >= 0)
-				close(fd);
-			break;
-		}
-		while ((e = readdir(d)))
-			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
-				if (unlinkat(dirfd, e->d_name, 0) < 0 && errno == EISDIR)
-					unlinkat(dirfd, e->d_name, AT_REMOVEDIR);
-		closedir(d);
-		if (rmdir(path) == 0)
-			return;
-	}
-	gk_warn("transparent: restore: %s: cannot remove it: %s", path, strerror(errno));
-}
-
 /*
  * criu/ as CRIU, run as the job's user, must read it during the restore,
  * and as it must be again afterwards (gk_seal_verify and gpuckpt-stage take
@@ -210,17 +184,20 @@ static void close_leftover(int ckptfd)
 	close(fd);
 }
 
+/* Where CRIU writes the restored program's pid: the checkpoint root. */
+#define GK_RESTORE_PIDFILE ".gpuckpt-restore.pid"
+
 /* CRIU's own failure goes to criu_err (GK_SHEP_ERRLEN, gk_criu_run says
  * why); the rest to err. */
 static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal *seal,
 			gk_error_t *err, char *criu_err, size_t criu_errlen)
 {
-	char dirarg[64], pidfile[128], inherit[3][4200], tmpl[] = "/run/gpuckpt-shepherd.XXXXXX";
+	char dirarg[64], pidfile[128], inherit[3][4200];
 	const char *args[24];
 	const int self_stdio[3] = {0, 1, 2};
 	struct gk_criu_as *as = calloc(1, sizeof(*as));
 	size_t n = 0;
-	int ret, terminal = -1, logfd = -1, piddir = -1, imgfd = -1, user;
+	int ret, terminal = -1, logfd = -1, piddir = -1, imgfd = -1, user, keep[2];
 
 	if (!as)
 		return -ENOMEM;
@@ -247,22 +224,15 @@ static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal
 		}
 	}
 
-	/* The pidfile: CRIU, as the user, must create it, so its folder is a
-	 * fresh one of the user's in root's /run (which the user cannot rename
-	 * or replace); what it holds is checked (read_pidfile). For a root
-	 * job, root's own. */
-	if (!mkdtemp(tmpl)) {
-		snprintf(tmpl, sizeof(tmpl), "/tmp/gpuckpt-sh.XXXXXX");
-		if (!mkdtemp(tmpl)) {
-			gk_errprintf(err, "mkdtemp: %s", strerror(errno));
-			ret = -errno;
-			goto out_free;
-		}
-	}
-	piddir = open(tmpl, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (piddir < 0 || (user && fchown(piddir, as->uid, as->gid) < 0)) {
-		gk_errprintf(err, "%s: %s", tmpl, strerror(errno));
-		ret = -errno;
+	/* The pidfile: CRIU, as the user, must create it, so it goes into the
+	 * checkpoint root, the user's own folder (sh->dirfd, opened checked at
+	 * start), through a descriptor: no root write, and nothing of root's
+	 * for the user to fill. What it holds is checked (read_pidfile). */
+	unlinkat(sh->dirfd, GK_RESTORE_PIDFILE, 0);
+	piddir = gk_criu_fd(sh->dirfd);
+	if (piddir < 0) {
+		ret = piddir;
+		gk_errprintf(err, "%s: %s", sh->o->dir, strerror(-ret));
 		goto out;
 	}
 	/* The log: root's file in root's criu/, CRIU's stdout (`-o -`). */
@@ -281,7 +251,7 @@ static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal
 		gk_errprintf(err, "criu/: %s", strerror(-ret));
 		goto out;
 	}
-	snprintf(pidfile, sizeof(pidfile), "%s/program.pid", tmpl);
+	snprintf(pidfile, sizeof(pidfile), "/proc/self/fd/%d/" GK_RESTORE_PIDFILE, piddir);
 	snprintf(dirarg, sizeof(dirarg), "/proc/self/fd/%d", imgfd);
 	args[n++] = "restore";
 	if (user)
@@ -305,15 +275,17 @@ static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal
 	args[n] = NULL;
 	if (user)
 		open_for_user(criufd, 1);
-	ret = gk_criu_run(sh->criu, args, imgfd, self_stdio, terminal, logfd, as, criu_err,
+	keep[0] = imgfd;
+	keep[1] = piddir;
+	ret = gk_criu_run(sh->criu, args, keep, self_stdio, terminal, logfd, as, criu_err,
 			  criu_errlen);
 	if (user)
 		open_for_user(criufd, 0);
 	if (ret == 0) {
-		ret = read_pidfile(piddir, "program.pid", &sh->prog);
+		ret = read_pidfile(sh->dirfd, GK_RESTORE_PIDFILE, &sh->prog);
 		if (ret < 0)
-			gk_errprintf(err, "%s: no pid of a process CRIU restored (%s)", pidfile,
-				     strerror(-ret));
+			gk_errprintf(err, "%s/" GK_RESTORE_PIDFILE ": no pid of a process CRIU restored (%s)",
+				     sh->o->dir, strerror(-ret));
 	}
 out:
 	if (imgfd >= 0)
@@ -321,7 +293,7 @@ out:
 	if (logfd >= 0)
 		close(logfd);
 	if (piddir >= 0) {
-		remove_pid_dir(piddir, tmpl);
+		unlinkat(sh->dirfd, GK_RESTORE_PIDFILE, 0);
 		close(piddir);
 	}
 out_free:
