@@ -581,33 +581,148 @@ static uint64_t runtime_bytes(int ckptfd)
 	return total;
 }
 
+/*
+ * CRIU's images, written by CRIU as the job's user (criu.c), made root's.
+ * CRIU writes into criu/.dump, a folder of the user's made inside root's
+ * criu/ (root:root 0700): no process of the user's can reach it by a path
+ * (it cannot search criu/), CRIU reaches it through the descriptor it
+ * inherits (/proc/self/fd/N asks no search right of the folders above),
+ * and the user's processes cannot open this CRIU's descriptors (it holds
+ * capabilities they lack: the kernel refuses them /proc/PID/fd and
+ * ptrace). So once CRIU has exited, what is in .dump is what CRIU wrote.
+ * Each entry must be a regular file of the user's with one link (a link to
+ * a file of someone else's would otherwise be made root's); it becomes
+ * root's 0600 and moves up into criu/ (renameat2 RENAME_NOREPLACE: never
+ * over the dump log), and .dump goes. The seal then covers exactly these
+ * files. On any failure .dump is emptied and the checkpoint refused.
+ */
+static int adopt_images(struct ckpt *c, int dumpfd, int keep)
+{
+	struct gk_shep_opts *o = c->sh->o;
+	struct dirent *e;
+	DIR *d;
+	int fd = dup(dumpfd), ret = 0;
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		gk_errprintf(&c->err, "criu/.dump: %s", strerror(errno));
+		return -EIO;
+	}
+	rewinddir(d);
+	while ((e = readdir(d))) {
+		struct stat st;
+		int f;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, ".."))
+			continue;
+		if (!keep || ret < 0) {
+			if (unlinkat(dumpfd, e->d_name, 0) < 0 && errno == EISDIR)
+				unlinkat(dumpfd, e->d_name, AT_REMOVEDIR);
+			continue;
+		}
+		f = openat(dumpfd, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (f < 0 || fstat(f, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != o->uid ||
+		    st.st_nlink != 1 || fchown(f, 0, 0) < 0 || fchmod(f, 0600) < 0 ||
+		    renameat2(dumpfd, e->d_name, c->criufd, e->d_name, RENAME_NOREPLACE) < 0) {
+			gk_errprintf(&c->err,
+				     "criu/.dump/%s: not a regular file of uid %u with one link, or "
+				     "cannot be made root's: %s",
+				     e->d_name, (unsigned)o->uid, strerror(errno));
+			ret = -EPERM;
+			unlinkat(dumpfd, e->d_name, 0);
+		}
+		if (f >= 0)
+			close(f);
+	}
+	closedir(d);
+	if (unlinkat(c->criufd, ".dump", AT_REMOVEDIR) < 0 && ret == 0) {
+		gk_errprintf(&c->err, "criu/.dump: %s", strerror(errno));
+		ret = -EIO;
+	}
+	return ret;
+}
+
 static int dump(struct ckpt *c, int exit_after, struct gk_seal *seal)
 {
 	struct gk_shepherd *sh = c->sh;
-	char tpid[16], dirarg[64], logpath[96];
+	struct gk_criu_as *as = calloc(1, sizeof(*as));
+	char tpid[16], dirarg[64];
 	const char *args[16];
 	size_t n = 0;
+	int logfd = -1, dumpfd = -1, imgfd, ret, keep[2] = {-1, -1};
 
+	if (!as)
+		return -ENOMEM;
+	ret = gk_criu_as_user(as, sh->o->uid, sh->o->gid, 0, &c->err);
+	if (ret < 0)
+		goto out;
+	/* The log: root's, in root's criu/, CRIU's stdout (`-o -`). */
+	logfd = openat(c->criufd, GK_SHEP_DUMP_LOG,
+		       O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (logfd < 0) {
+		ret = -errno;
+		gk_errprintf(&c->err, "criu/" GK_SHEP_DUMP_LOG ": %s", strerror(errno));
+		goto out;
+	}
+	imgfd = c->criufd;
+	if (as->uid != 0) {
+		/* adopt_images says why this is the user's and safe. */
+		if (mkdirat(c->criufd, ".dump", 0700) < 0 ||
+		    (dumpfd = openat(c->criufd, ".dump",
+				     O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0 ||
+		    fchown(dumpfd, as->uid, as->gid) < 0) {
+			ret = -errno;
+			gk_errprintf(&c->err, "criu/.dump: %s", strerror(errno));
+			goto out;
+		}
+		imgfd = dumpfd;
+	}
+	/* Numbered where gk_criu_run's child sets nothing. */
+	imgfd = gk_criu_fd(imgfd);
+	if (imgfd < 0) {
+		ret = imgfd;
+		gk_errprintf(&c->err, "criu/: %s", strerror(-ret));
+		goto out;
+	}
 	snprintf(tpid, sizeof(tpid), "%d", (int)sh->prog);
-	/* CRIU opens the folder through the descriptor the shepherd checked:
+	/* CRIU opens the folder through the descriptor the shepherd made:
 	 * a path could be swapped by the folder's owner in between. */
-	snprintf(dirarg, sizeof(dirarg), "/proc/self/fd/%d", c->criufd);
-	snprintf(logpath, sizeof(logpath), "/proc/self/fd/%d/" GK_SHEP_DUMP_LOG, c->criufd);
+	snprintf(dirarg, sizeof(dirarg), "/proc/self/fd/%d", imgfd);
 	args[n++] = "dump";
+	if (as->uid != 0)
+		args[n++] = "--unprivileged";
 	args[n++] = "-t";
 	args[n++] = tpid;
 	args[n++] = "-D";
 	args[n++] = dirarg;
 	args[n++] = "-o";
-	args[n++] = GK_SHEP_DUMP_LOG;
+	args[n++] = "-";
 	args[n++] = "-v4";
 	args[n++] = "--shell-job";
 	if (!exit_after)
 		args[n++] = "--leave-running";
 	args[n] = NULL;
 	gk_stdio_record("/proc", sh->prog, seal);
-	return gk_criu_run(sh->criu, args, c->criufd, NULL, -1, logpath, c->criu_err,
-			   sizeof(c->criu_err));
+	keep[0] = imgfd;
+	ret = gk_criu_run(sh->criu, args, keep, NULL, -1, logfd, as, c->criu_err,
+			  sizeof(c->criu_err));
+	close(imgfd);
+	if (dumpfd >= 0) {
+		int r = adopt_images(c, dumpfd, ret == 0);
+
+		if (ret == 0)
+			ret = r;
+	}
+out:
+	if (dumpfd >= 0) {
+		close(dumpfd);
+		unlinkat(c->criufd, ".dump", AT_REMOVEDIR);
+	}
+	if (logfd >= 0)
+		close(logfd);
+	free(as);
+	return ret;
 }
 
 /* The tree and which of its processes use CUDA. */

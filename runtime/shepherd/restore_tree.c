@@ -14,6 +14,7 @@
 #include "testhook.h"
 #include "shepherd.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
@@ -77,39 +78,133 @@ static int map_gpus(struct gk_shepherd *sh, const struct gk_seal *seal, CUcheckp
 			    now, n, node, nnode, pairs, GK_SEAL_MAX_GPUS, err);
 }
 
-static int read_pidfile(const char *path, pid_t *pid)
+/* The pid CRIU wrote into `name` of dirfd. The folder is the job's user's
+ * when CRIU runs as the user, so what is read is only believed when it is a
+ * child of this shepherd (CRIU's --restore-sibling makes the restored
+ * program one; nothing else of the user's can be, before it runs): a pid
+ * the user wrote there first cannot make root supervise, dump or kill a
+ * process of anyone else. Opened without following a link, not blocking on
+ * a FIFO, and read only when a regular file. */
+static int read_pidfile(int dirfd, const char *name, pid_t *pid)
 {
-	char buf[32];
+	char buf[32], path[64], stat[512], *p;
+	struct stat st;
 	ssize_t n;
-	long v;
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	long v, ppid;
+	int fd = openat(dirfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
 
 	if (fd < 0)
 		return -errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(fd);
+		return -EINVAL;
+	}
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
 	if (n <= 0)
 		return -EINVAL;
 	buf[n] = 0;
 	v = strtol(buf, NULL, 10);
-	if (v <= 1)
+	if (v <= 1 || v > 1L << 22)
 		return -EINVAL;
+	snprintf(path, sizeof(path), "/proc/%ld/stat", v);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -ESRCH;
+	n = read(fd, stat, sizeof(stat) - 1);
+	close(fd);
+	if (n <= 0)
+		return -ESRCH;
+	stat[n] = 0;
+	/* "pid (comm) state ppid ...": comm may hold anything but ends at the
+	 * last ')'. */
+	p = strrchr(stat, ')');
+	if (!p || sscanf(p + 1, " %*c %ld", &ppid) != 1 || ppid != (long)getpid())
+		return -EPERM;
 	*pid = (pid_t)v;
 	return 0;
 }
+
+/*
+ * criu/ as CRIU, run as the job's user, must read it during the restore,
+ * and as it must be again afterwards (gk_seal_verify and gpuckpt-stage take
+ * only root:root 0700). `open`: the folder 0755 and every file but the seal
+ * and the dump log 0644, all still root's. Nothing in it can change: the
+ * user can neither write there nor make links there, and the files are the
+ * ones just verified. While open, the user (and whoever the user lets into
+ * its own ckpt.N) can read the images: the memory and open files of its own
+ * processes, dumped by CRIU as the user (checkpoint.c), so nothing it could
+ * not read before. A restore killed in between leaves it open; the next
+ * restore closes it before it verifies.
+ */
+static void open_for_user(int criufd, int open)
+{
+	struct dirent *e;
+	DIR *d;
+	int fd = dup(criufd);
+
+	if (fd < 0 || !(d = fdopendir(fd))) {
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	rewinddir(d);
+	while ((e = readdir(d))) {
+		struct stat st;
+		int f;
+
+		if (!strcmp(e->d_name, ".") || !strcmp(e->d_name, "..") ||
+		    !strcmp(e->d_name, GK_SEAL_FILE) || !strcmp(e->d_name, GK_SEAL_SIG_FILE) ||
+		    !strcmp(e->d_name, GK_SHEP_DUMP_LOG) || !strcmp(e->d_name, GK_SEAL_RESTORE_LOG))
+			continue;
+		f = openat(criufd, e->d_name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+		if (f < 0)
+			continue;
+		if (fstat(f, &st) == 0 && S_ISREG(st.st_mode) && st.st_uid == 0)
+			fchmod(f, open ? 0644 : 0600);
+		close(f);
+	}
+	closedir(d);
+	fchmod(criufd, open ? 0755 : 0700);
+}
+
+/* A criu/ left open by a restore that was killed (open_for_user): closed
+ * again, on the descriptor, when it is root's folder; gk_seal_verify then
+ * checks everything as usual. */
+static void close_leftover(int ckptfd)
+{
+	struct stat st;
+	int fd = openat(ckptfd, GK_CRIU_DIR, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+
+	if (fd < 0)
+		return;
+	if (fstat(fd, &st) == 0 && st.st_uid == 0 && st.st_gid == 0 &&
+	    (st.st_mode & 07777) == 0755)
+		open_for_user(fd, 0);
+	close(fd);
+}
+
+/* Where CRIU writes the restored program's pid: the checkpoint root. */
+#define GK_RESTORE_PIDFILE ".gpuckpt-restore.pid"
 
 /* CRIU's own failure goes to criu_err (GK_SHEP_ERRLEN, gk_criu_run says
  * why); the rest to err. */
 static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal *seal,
 			gk_error_t *err, char *criu_err, size_t criu_errlen)
 {
-	char dirarg[64], logpath[96], pidfile[128], inherit[3][4200],
-	    tmpl[] = "/run/gpuckpt-shepherd.XXXXXX";
+	char dirarg[64], pidfile[128], inherit[3][4200];
 	const char *args[24];
 	const int self_stdio[3] = {0, 1, 2};
+	struct gk_criu_as *as = calloc(1, sizeof(*as));
 	size_t n = 0;
-	int ret, terminal = -1;
+	int ret, terminal = -1, logfd = -1, piddir = -1, imgfd = -1, user, keep[2];
 
+	if (!as)
+		return -ENOMEM;
+	ret = gk_criu_as_user(as, sh->o->uid, sh->o->gid, 1, err);
+	if (ret < 0)
+		goto out_free;
+	user = as->uid != 0;
 	/* The task's stdio was a terminal: CRIU takes it from its own stdin
 	 * (--shell-job), so this shepherd must have one too (stdio.c). */
 	for (int i = 0; i < 3 && terminal < 0; i++) {
@@ -124,27 +219,47 @@ static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal
 			    "the program's fd %d was the task's terminal (%s); restore it from a "
 			    "terminal (srun --pty), none of this task's stdio is one",
 			    i, seal->stdio[i]);
-			return -ENOTTY;
+			ret = -ENOTTY;
+			goto out_free;
 		}
 	}
 
-	/* The pidfile in a folder of root's alone, not in the user's reach. */
-	if (!mkdtemp(tmpl)) {
-		snprintf(tmpl, sizeof(tmpl), "/tmp/gpuckpt-sh.XXXXXX");
-		if (!mkdtemp(tmpl)) {
-			gk_errprintf(err, "mkdtemp: %s", strerror(errno));
-			return -errno;
-		}
+	/* The pidfile: CRIU, as the user, must create it, so it goes into the
+	 * checkpoint root, the user's own folder (sh->dirfd, opened checked at
+	 * start), through a descriptor: no root write, and nothing of root's
+	 * for the user to fill. What it holds is checked (read_pidfile). */
+	unlinkat(sh->dirfd, GK_RESTORE_PIDFILE, 0);
+	piddir = gk_criu_fd(sh->dirfd);
+	if (piddir < 0) {
+		ret = piddir;
+		gk_errprintf(err, "%s: %s", sh->o->dir, strerror(-ret));
+		goto out;
 	}
-	snprintf(pidfile, sizeof(pidfile), "%s/program.pid", tmpl);
-	snprintf(dirarg, sizeof(dirarg), "/proc/self/fd/%d", criufd);
-	snprintf(logpath, sizeof(logpath), "/proc/self/fd/%d/" GK_SEAL_RESTORE_LOG, criufd);
+	/* The log: root's file in root's criu/, CRIU's stdout (`-o -`). */
 	unlinkat(criufd, GK_SEAL_RESTORE_LOG, 0);
+	logfd = openat(criufd, GK_SEAL_RESTORE_LOG,
+		       O_RDWR | O_CREAT | O_EXCL | O_APPEND | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (logfd < 0) {
+		gk_errprintf(err, "criu/" GK_SEAL_RESTORE_LOG ": %s", strerror(errno));
+		ret = -errno;
+		goto out;
+	}
+	/* Numbered where gk_criu_run's child sets nothing. */
+	imgfd = gk_criu_fd(criufd);
+	if (imgfd < 0) {
+		ret = imgfd;
+		gk_errprintf(err, "criu/: %s", strerror(-ret));
+		goto out;
+	}
+	snprintf(pidfile, sizeof(pidfile), "/proc/self/fd/%d/" GK_RESTORE_PIDFILE, piddir);
+	snprintf(dirarg, sizeof(dirarg), "/proc/self/fd/%d", imgfd);
 	args[n++] = "restore";
+	if (user)
+		args[n++] = "--unprivileged";
 	args[n++] = "-D";
 	args[n++] = dirarg;
 	args[n++] = "-o";
-	args[n++] = GK_SEAL_RESTORE_LOG;
+	args[n++] = "-";
 	args[n++] = "-v4";
 	args[n++] = "-d";
 	args[n++] = "--restore-sibling";
@@ -158,15 +273,31 @@ static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal
 		args[n++] = inherit[i];
 	}
 	args[n] = NULL;
-	ret = gk_criu_run(sh->criu, args, criufd, self_stdio, terminal, logpath, criu_err,
+	if (user)
+		open_for_user(criufd, 1);
+	keep[0] = imgfd;
+	keep[1] = piddir;
+	ret = gk_criu_run(sh->criu, args, keep, self_stdio, terminal, logfd, as, criu_err,
 			  criu_errlen);
+	if (user)
+		open_for_user(criufd, 0);
 	if (ret == 0) {
-		ret = read_pidfile(pidfile, &sh->prog);
+		ret = read_pidfile(sh->dirfd, GK_RESTORE_PIDFILE, &sh->prog);
 		if (ret < 0)
-			gk_errprintf(err, "%s: no pid from CRIU", pidfile);
+			gk_errprintf(err, "%s/" GK_RESTORE_PIDFILE ": no pid of a process CRIU restored (%s)",
+				     sh->o->dir, strerror(-ret));
 	}
-	unlink(pidfile);
-	rmdir(tmpl);
+out:
+	if (imgfd >= 0)
+		close(imgfd);
+	if (logfd >= 0)
+		close(logfd);
+	if (piddir >= 0) {
+		unlinkat(sh->dirfd, GK_RESTORE_PIDFILE, 0);
+		close(piddir);
+	}
+out_free:
+	free(as);
 	return ret;
 }
 
@@ -251,6 +382,7 @@ int gk_restore(struct gk_shepherd *sh)
 					     : strerror(-ret));
 		goto out;
 	}
+	close_leftover(ckptfd);
 	ret = gk_image_open_in(sh->dirfd, ckptfd, path, &lo, &m, NULL, &err);
 	gk_manifest_free(m);
 	if (ret < 0)

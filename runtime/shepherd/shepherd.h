@@ -147,15 +147,37 @@ int gk_criu_find(const char *want, char *path, size_t pathlen, gk_error_t *err);
  */
 int gk_criu_caps(const char *status, long uid, gk_error_t *err);
 
-/* Run CRIU with argv[1..] = args (NULL-terminated), no shell, keep_fd kept
- * open in the child (for -D /proc/self/fd/N; -1 for none), the fds of
- * inherit[0..2] as the child's GK_CRIU_INHERIT_FD + 0..2 (for --inherit-fd;
- * NULL: none), and stdin_fd as its stdin (-1: /dev/null, as its stdout and
- * stderr always are). On failure err holds the last error lines of
- * `logpath` (a file CRIU wrote): a buffer of GK_SHEP_ERRLEN, not a
- * gk_error_t, for those lines do not fit in one (criu.c, log_tail). */
-int gk_criu_run(const char *criu, const char *const *args, int keep_fd, const int *inherit,
-		int stdin_fd, const char *logpath, char *err, size_t errlen);
+/* Who CRIU runs as (criu.c says why and with what): uid 0, root as it is;
+ * any other, the job's user with its groups and `caps` as ambient
+ * capabilities (bits by number). */
+#define GK_CRIU_MAX_GROUPS 256
+struct gk_criu_as {
+	uid_t uid;
+	gid_t gid;
+	gid_t groups[GK_CRIU_MAX_GROUPS];
+	int ngroups;
+	unsigned long long caps;
+};
+/* CRIU as uid:gid for a dump (restore 0) or a restore (1). */
+int gk_criu_as_user(struct gk_criu_as *as, uid_t uid, gid_t gid, int restore, gk_error_t *err);
+/* 1 when `status` (/proc/self/status) has every capability in CapBnd. */
+int gk_criu_bounding_full(const char *status);
+
+/* Run CRIU with argv[1..] = args (NULL-terminated), no shell, as `as` (NULL:
+ * as this process is), keep[0] and keep[1] kept open in the child (for -D
+ * /proc/self/fd/N, --pidfile /proc/self/fd/M/NAME; -1 for none; never 0..2
+ * nor GK_CRIU_INHERIT_FD..+2, which the child sets: gk_criu_fd gives one
+ * that is not), the fds of inherit[0..2] as the child's
+ * GK_CRIU_INHERIT_FD + 0..2 (for --inherit-fd; NULL: none), stdin_fd as its
+ * stdin (-1: /dev/null, as its stderr always is), log_fd as its stdout (for
+ * `-o -`; -1: /dev/null). On failure err holds the last error lines of
+ * log_fd: a buffer of GK_SHEP_ERRLEN, not a gk_error_t, for those lines do
+ * not fit in one (criu.c, log_tail). */
+int gk_criu_run(const char *criu, const char *const *args, const int keep[2], const int *inherit,
+		int stdin_fd, int log_fd, const struct gk_criu_as *as, char *err, size_t errlen);
+/* A copy of fd (close-on-exec) numbered above what gk_criu_run sets in its
+ * child, for keep; -errno on failure. */
+int gk_criu_fd(int fd);
 
 /* ---- the process tree (tree.c) ---- */
 

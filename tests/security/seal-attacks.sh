@@ -24,7 +24,10 @@ if [ "$OLD" != 1 ] && ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
 fi
 export GPUCKPT_LOG_LEVEL=info
 
-HIT=$GK_SCRATCH/criu-got-the-users-images RAN=$GK_SCRATCH/criu-ran
+# The fake runs as the job's user (gksec1) where CRIU does (criu.c): what
+# it records goes to a folder anyone may write.
+mkdir -m 1777 "$GK_SCRATCH/fake"
+HIT=$GK_SCRATCH/fake/criu-got-the-users-images RAN=$GK_SCRATCH/fake/criu-ran
 FAKE=$GK_SCRATCH/criu
 cat >"$FAKE" <<EOS
 #!/bin/sh
@@ -34,14 +37,16 @@ while [ \$# -gt 0 ]; do
 	case \$1 in -D) D=\$2; shift ;; -o) LOG=\$2; shift ;; esac
 	shift
 done
+# Its log: \`-o -\` is its stdout (the shepherd's file in criu/).
+log() { if [ "\$LOG" = - ]; then cat; else cat >"\$D/\$LOG"; fi; }
 case \$cmd in
-dump) echo "the genuine image" >"\$D/core-1.img"; echo "dump: fine" >"\$D/\$LOG"; exit 0 ;;
+dump) echo "the genuine image" >"\$D/core-1.img"; echo "dump: fine" | log; exit 0 ;;
 restore)
 	echo ran >>$RAN
 	if grep -q FORGED "\$D/core-1.img" 2>/dev/null || [ "\$(stat -L -c %u "\$D")" != 0 ]; then
 		echo hit >>$HIT
 	fi
-	echo "Error (criu/cr-restore.c:1): the fake restores nothing" >"\$D/\$LOG"
+	echo "Error (criu/cr-restore.c:1): the fake restores nothing" | log
 	exit 1 ;;
 esac
 exit 1

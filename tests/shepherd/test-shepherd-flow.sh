@@ -33,6 +33,9 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 export GPUCKPT_LOG_LEVEL=info
 chmod 0711 "$GK_SCRATCH"
+# The fake CRIU runs as the job's user (nobody), as the real one does for a
+# job that is not root's (criu.c): what it records goes where anyone writes.
+mkdir -m 1777 "$GK_SCRATCH/fake"
 ROOT=$GK_SCRATCH/nb/ckpt
 mkdir -p "$GK_SCRATCH/nb" && chown nobody "$GK_SCRATCH/nb"
 # The shepherd runs the client as nobody: a copy where nobody can reach it,
@@ -58,9 +61,11 @@ while [ $# -gt 0 ]; do
 	case $1 in -D) D=$2; shift ;; -o) LOG=$2; shift ;; esac
 	shift
 done
+# Its log: `-o -` is its stdout (the shepherd's file in criu/).
+log() { if [ "$LOG" = - ]; then cat; else cat >"$D/$LOG"; fi; }
 case $cmd in
-dump) echo "core of the tree" >"$D/core-1.img"; echo "dump: fine" >"$D/$LOG"; exit 0 ;;
-restore) printf 'restoring\nError (criu/cr-restore.c:42): fake restore fails\n' >"$D/$LOG"; exit 1 ;;
+dump) echo "core of the tree" >"$D/core-1.img"; echo "dump: fine" | log; exit 0 ;;
+restore) printf 'restoring\nError (criu/cr-restore.c:42): fake restore fails\n' | log; exit 1 ;;
 esac
 exit 1
 EOS
@@ -252,7 +257,7 @@ tr -d ' \n' <"$SEAL" | grep -q '"stdio_task":\["null","file","pipe"\]' ||
 	tap_diag "$(cat "$SEAL" 2>&1; cat "$GK_SCRATCH/err")"
 # The output file grows after the dump, as a job's output file does.
 echo "written after the dump" >>"$OUTFILE"
-export FAKE_CRIU_ARGS=$GK_SCRATCH/criu-args
+export FAKE_CRIU_ARGS=$GK_SCRATCH/fake/criu-args
 rm -f "$FAKE_CRIU_ARGS"
 restore
 pipe=$(tr -d ' \n' <"$SEAL" | sed -n 's/.*"stdio":\["[^"]*","[^"]*","\(pipe:\[[0-9]*\]\)"\].*/\1/p')

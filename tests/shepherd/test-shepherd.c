@@ -543,23 +543,24 @@ static void capabilities(void)
 
 	ok(caps_of("000001ffffffffff", -1, &why) == 0,
 	   "capabilities: a root with all of them may run CRIU for anyone");
-	ok(caps_of("000001fffeffffff", -1, &why) == -EPERM &&
-	       strstr(why.text,
-		      "CAP_SYS_RESOURCE missing (CapEff 000001fffeffffff): CRIU cannot read "
-		      "another user's resource limits (\"Can't get rlimit"),
-	   "capabilities: without CAP_SYS_RESOURCE (the GPU machine's root) it is named, with "
-	   "what CRIU cannot do (%s)",
+	ok(caps_of("000001fffeffffff", -1, &why) == 0 && caps_of("000001fffeffffff", 1000, &why) == 0,
+	   "capabilities: without CAP_SYS_RESOURCE (the GPU machine's root) CRIU runs for anyone: "
+	   "as the job's user it reads its own resource limits");
+	ok(caps_of("000001ffffffff7f", 0, &why) == 0 &&
+	       caps_of("000001ffffffff7f", 1000, &why) == -EPERM &&
+	       strstr(why.text, "CAP_SETUID missing") && strstr(why.text, "as the job's user"),
+	   "capabilities: CAP_SETUID, which root's own jobs do not need, and another user's do "
+	   "(%s)",
 	   why.text);
-	ok(caps_of("000001fffeffffff", 0, &why) == 0 &&
-	       caps_of("000001fffeffffff", 1000, &why) == -EPERM,
-	   "capabilities: which root's own jobs do not need, and another user's do");
 	ok(caps_of("000001ffffdfffff", -1, &why) == 0 &&
 	       caps_of("000000ffffdfffff", 0, &why) == -EPERM &&
-	       strstr(why.text, "CAP_SYS_ADMIN missing"),
+	       strstr(why.text, "CAP_SYS_ADMIN missing") &&
+	       caps_of("000000ffffffffff", 1000, &why) == -EPERM &&
+	       strstr(why.text, "CAP_CHECKPOINT_RESTORE missing"),
 	   "capabilities: CAP_CHECKPOINT_RESTORE stands in for CAP_SYS_ADMIN, and without both "
-	   "CAP_SYS_ADMIN is named");
-	ok(caps_of("000001fffef7ffdf", -1, &why) == -EPERM &&
-	       strstr(why.text, "CAP_SYS_PTRACE, CAP_SYS_RESOURCE, CAP_KILL missing") &&
+	   "CAP_SYS_ADMIN is named; another user's job needs CAP_CHECKPOINT_RESTORE itself");
+	ok(caps_of("000001fffff7ff3f", -1, &why) == -EPERM &&
+	       strstr(why.text, "CAP_SYS_PTRACE, CAP_SETUID, CAP_SETGID missing") &&
 	       strstr(why.text, "seize"),
 	   "capabilities: several missing are all named, the first one's consequence said (%s)",
 	   why.text);

@@ -20,7 +20,9 @@
 # made from the suite, the mirror and this recipe, so a fresh machine makes it
 # anew and a changed recipe misses the cache. install-deps.sh runs again at
 # each `run` (a no-op when nothing is missing), so packages added to it later
-# reach a cached root too.
+# reach a cached root too. It runs with --criu: a release whose packages have
+# CRIU 4 or later (trixie: 4.1.1) gets it, so the tests that need a real CRIU
+# (tests/shepherd/stdio-criu.sh, tests/security/criu-attacks.sh) run there.
 #
 # How CMD runs: in a mount namespace of its own (unshare), with /proc, /sys
 # (cgroups), /dev and a fresh /run and /tmp mounted in the root, this source
@@ -136,7 +138,7 @@ cmd_run() {
 	need_root
 	root=$(cmd_path "$suite")
 	unshare --mount --propagation private -- "$0" __inside "$root" \
-		/bin/sh -c '"$0" >&2 && exec "$@"' "$top/tests/install-deps.sh" "$@"
+		/bin/sh -c '"$0" --criu >&2 && exec "$@"' "$top/tests/install-deps.sh" "$@"
 }
 
 cmd_check_slurm() {

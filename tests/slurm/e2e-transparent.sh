@@ -43,9 +43,10 @@ if [ -n "$why" ]; then
 fi
 E2E_OWN_APP=1
 e2e_require $N
-# Whose jobs: CRIU reads the rlimits of the processes it dumps, which needs
-# CAP_SYS_RESOURCE for another user's; a container whose root lacks it can
-# still run this test with GK_TRANSPARENT_USER=root.
+# Whose jobs: gkuser1's by default. CRIU runs as the job's user (issue 24),
+# so a root without CAP_SYS_RESOURCE (the GPU machine's) no longer keeps
+# another user's job from being dumped; GK_TRANSPARENT_USER=root runs them
+# as root, where CRIU runs as root.
 AS=(--as "${GK_TRANSPARENT_USER:-gkuser1}")
 [ "${GK_TRANSPARENT_USER:-gkuser1}" = root ] && AS=()
 GK_E2E_PLUGIN_ARGS="criu=$GK_CRIU shepherd=$SHEP ${GK_E2E_PLUGIN_ARGS:-}"

@@ -34,3 +34,6 @@ EXTRA_DIST += %reldir%/cluster.sh %reldir%/e2e-lib.sh \
 check-slurm: all
 	$(MAKE) $(AM_MAKEFLAGS) -j1 check TESTS='$(SLURM_E2E)'
 .PHONY: check-slurm
+# Issue 24: a non-root transparent round trip with a real CRIU (skips where
+# there is none; runs in the trixie root's check-slurm).
+SLURM_E2E += %reldir%/e2e-criu-user.sh
