@@ -64,3 +64,14 @@ check_PROGRAMS += %reldir%/test-pipeline
 	-Wl,--whole-archive,$(top_builddir)/runtime/.libs/libgkcore.a,--no-whole-archive
 TESTS += %reldir%/pipeline.sh
 EXTRA_DIST += %reldir%/pipeline.sh
+
+# The placement policy at the unit: the arena behind the interposed
+# allocations, on the stand-in with two GPUs (placement.sh), restore-time
+# reservation included.
+check_PROGRAMS += %reldir%/test-placement
+%canon_reldir%_test_placement_SOURCES = %reldir%/test-placement.c
+%canon_reldir%_test_placement_LDADD = $(%canon_reldir%_test_pipeline_LDADD)
+%canon_reldir%_test_placement_DEPENDENCIES = $(top_builddir)/runtime/libgkcore.la
+%canon_reldir%_test_placement_LDFLAGS = $(%canon_reldir%_test_pipeline_LDFLAGS)
+TESTS += %reldir%/placement.sh
+EXTRA_DIST += %reldir%/placement.sh
