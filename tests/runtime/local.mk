@@ -75,3 +75,13 @@ check_PROGRAMS += %reldir%/test-placement
 %canon_reldir%_test_placement_LDFLAGS = $(%canon_reldir%_test_pipeline_LDFLAGS)
 TESTS += %reldir%/placement.sh
 EXTRA_DIST += %reldir%/placement.sh
+
+# What a checkpoint writes, at the unit: the plan, the change keys, the
+# baseline and restore's plan of what is loaded where (plan.sh).
+check_PROGRAMS += %reldir%/test-plan
+%canon_reldir%_test_plan_SOURCES = %reldir%/test-plan.c
+%canon_reldir%_test_plan_LDADD = $(%canon_reldir%_test_pipeline_LDADD)
+%canon_reldir%_test_plan_DEPENDENCIES = $(top_builddir)/runtime/libgkcore.la
+%canon_reldir%_test_plan_LDFLAGS = $(%canon_reldir%_test_pipeline_LDFLAGS)
+TESTS += %reldir%/plan.sh
+EXTRA_DIST += %reldir%/plan.sh
