@@ -85,3 +85,13 @@ check_PROGRAMS += %reldir%/test-plan
 %canon_reldir%_test_plan_LDFLAGS = $(%canon_reldir%_test_pipeline_LDFLAGS)
 TESTS += %reldir%/plan.sh
 EXTRA_DIST += %reldir%/plan.sh
+
+# The snapshot memory's bookkeeping: budget, pinning in steps, captures
+# (snapshot.sh).
+check_PROGRAMS += %reldir%/test-snapshot
+%canon_reldir%_test_snapshot_SOURCES = %reldir%/test-snapshot.c
+%canon_reldir%_test_snapshot_LDADD = $(%canon_reldir%_test_pipeline_LDADD)
+%canon_reldir%_test_snapshot_DEPENDENCIES = $(top_builddir)/runtime/libgkcore.la
+%canon_reldir%_test_snapshot_LDFLAGS = $(%canon_reldir%_test_pipeline_LDFLAGS)
+TESTS += %reldir%/snapshot.sh
+EXTRA_DIST += %reldir%/snapshot.sh
