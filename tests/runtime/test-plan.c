@@ -17,13 +17,17 @@
  * - a plan freed uncommitted leaves nothing;
  * - restore's plan: each part of each allocation is loaded from the file of
  *   the checkpoint that holds it, to its address; a listed file that is
- *   missing is an error naming it.
+ *   missing is an error naming it;
+ * - restore's refusals: a checkpoint of another member of the step's set, or
+ *   none; host regions this run did not register, or registered at another
+ *   size; memory of a device this run has not allocated on.
  */
 #include "config.h"
 
 #include "baseline.h"
 #include "image.h"
 #include "plan.h"
+#include "regions.h"
 #include "restore.h"
 #include "runtime.h"
 
@@ -334,6 +338,85 @@ static void test_restore_items(void)
 	gk_manifest_free(m);
 }
 
+/* Restore's refusals (gk_restore_check_set, gk_restore_check_ready). */
+static void test_restore_refusals(void)
+{
+	struct gk_settings saved = gk_rt.settings;
+	struct gk_settings *st = &gk_rt.settings;
+	gk_error_t err = {""};
+	struct gk_manifest *m = open_ckpt(seq2, &err), f;
+	struct gk_region_rec regs[1];
+	struct gk_device_rec devs[1];
+	struct gk_alloc_rec allocs[1];
+	static char region[100];
+	char why[512] = "";
+	int ret;
+
+	if (!m) {
+		ok(0, "the increment opens for the refusals (%s)", err.text);
+		return;
+	}
+	ok(gk_restore_check_set(m, &err) == 0, "no set asked for: any checkpoint will do");
+	st->restore_set_given = 1;
+	st->restore_set = 0xfeedull;
+	st->step_tasks = 4;
+	st->task = 2;
+	ret = gk_restore_check_set(m, &err);
+	ok(ret == -EINVAL && strstr(err.text, "not a member of a checkpoint set") &&
+	       strstr(err.text, "000000000000feed"),
+	   "a set asked for, a checkpoint of none: refused, naming the set (%s)", err.text);
+	f = *m;
+	f.set_id = 0xfeedull;
+	f.set_members = 4;
+	f.set_member = 1;
+	ret = gk_restore_check_set(&f, &err);
+	ok(ret == -EINVAL && strstr(err.text, "as task 1 of 4; this is task 2 of 4"),
+	   "another member's checkpoint: refused, naming both tasks (%s)", err.text);
+	f.set_member = 2;
+	ok(gk_restore_check_set(&f, &err) == 0, "this member's checkpoint of the set: accepted");
+	f.set_id = 0xbeefull;
+	ok(gk_restore_check_set(&f, &err) == -EINVAL, "another set's: refused");
+	gk_rt.settings = saved;
+
+	ret = gk_restore_check_ready(m, why, sizeof(why));
+	ok(ret == 0, "the checkpoint of this run: ready (%d, %s)", ret, why);
+	f = *m;
+	memset(regs, 0, sizeof(regs));
+	snprintf(regs[0].name, sizeof(regs[0].name), "state");
+	regs[0].size = 200;
+	f.regions = regs;
+	f.nregions = 1;
+	ret = gk_restore_check_ready(&f, why, sizeof(why));
+	ok(ret == -EINVAL && strstr(why, "host region 'state' is in the checkpoint but not "
+					 "registered"),
+	   "a host region this run did not register: refused, named (%s)", why);
+	gk_regions_set("state", region, sizeof(region));
+	ret = gk_restore_check_ready(&f, why, sizeof(why));
+	ok(ret == -EINVAL && strstr(why, "'state' is 100 bytes now and 200 bytes in the checkpoint"),
+	   "a host region of another size: refused, both sizes named (%s)", why);
+	regs[0].size = sizeof(region);
+	ok(gk_restore_check_ready(&f, why, sizeof(why)) == 0, "at its size: ready");
+	gk_regions_remove("state");
+	f = *m;
+	memset(devs, 0, sizeof(devs));
+	devs[0].ordinal = GK_MAX_DEVICES + 3;
+	f.devices = devs;
+	f.ndevices = 1;
+	ret = gk_restore_check_ready(&f, why, sizeof(why));
+	ok(ret == -EINVAL && strstr(why, "names device"),
+	   "a device beyond what gpuckpt handles: refused (%s)", why);
+	f = *m;
+	allocs[0] = m->allocs[0];
+	allocs[0].device = 1;
+	f.allocs = allocs;
+	f.nallocs = 1;
+	ret = gk_restore_check_ready(&f, why, sizeof(why));
+	ok(ret == -EINVAL && strstr(why, "holds memory of device 1, which this run has not "
+					 "allocated on"),
+	   "memory of a device this run has not allocated on: refused, named (%s)", why);
+	gk_manifest_free(m);
+}
+
 int main(void)
 {
 	CUdevice dev;
@@ -355,6 +438,7 @@ int main(void)
 	test_opened();
 	test_increment();
 	test_restore_items();
+	test_restore_refusals();
 	printf("1..%d\n", n_test);
 	cuMemFree(A);
 	cuMemFree(B);
