@@ -19,3 +19,8 @@ check_PROGRAMS += %reldir%/test-cli-util
 # options refused (2) with a message naming the option; --help.
 TESTS += %reldir%/args.sh
 EXTRA_DIST += %reldir%/args.sh
+
+# The output of `gpuckpt report` (table, sizes, GPU time, --json) from job
+# records written by the test.
+TESTS += %reldir%/report.sh
+EXTRA_DIST += %reldir%/report.sh
