@@ -38,6 +38,7 @@ ev() { echo "gpuckpt-event 1 $*"; }
 	ev kind=checkpoint result=ok time=1732400100.125 node=n1 step=0 task=0 pid=4242 pstart=1 \
 		restart=0 ckpt=2 bytes=536870912 seconds=0.5 elapsed=200 gpus=2
 	ev kind=checkpoint result=failed time=1732400200 node=n1 step=0 task=0 pid=4242 pstart=1 restart=0
+	ev kind=checkpoint result=refused time=1732400210 node=n1 step=0 task=0 pid=4242 pstart=1 restart=0
 	echo "this is not an event"
 	ev kind=restore result=ok time=1732400300 node=n1 step=0 task=0 pid=5000 pstart=2 restart=1 \
 		ckpt=2 bytes=536870912 seconds=0.25 gpus=2
@@ -60,13 +61,13 @@ t "$(head -1 <<<"$out" | grep -qE '^JOB +CKPTS +RESTORES +FAILED +WRITTEN +RESTO
 t "$(awk 'NR > 1 && NF {print $1}' <<<"$out" | head -3 | tr '\n' ' ' | grep -qx '99 1234 total ' && echo 1)" \
 	"jobs in numeric order (99 before 1234), then the total"
 r=$(row 1234)
-t "$([[ $r =~ ^1234\ +2\ +1\ +1\ +1\.5\ GiB\ +512\.0\ MiB\ +0\ B\ +ckpt\.2\ \(512\.0\ MiB\)\ +400\ GPU-s$ ]] && echo 1)" \
-	"job 1234: 2 checkpoints, 1 restore, 1 failure, 1.5 GiB written, 512.0 MiB restored, the newest ckpt.2, 200 s x 2 GPUs saved ($r)"
+t "$([[ $r =~ ^1234\ +2\ +1\ +2\ +1\.5\ GiB\ +512\.0\ MiB\ +0\ B\ +ckpt\.2\ \(512\.0\ MiB\)\ +400\ GPU-s$ ]] && echo 1)" \
+	"job 1234: 2 checkpoints, 1 restore, 2 failures (failed, refused), 1.5 GiB written, 512.0 MiB restored, the newest ckpt.2, 200 s x 2 GPUs saved ($r)"
 r=$(row 99)
 t "$([[ $r =~ ^99\ +1\ +1\ +0\ +2\.9\ KiB\ +2\.9\ KiB\ +2\.9\ KiB\ +ckpt\.1\ \(2\.9\ KiB\)\ +1\.50\ GPU-h$ ]] && echo 1)" \
 	"job 99: staged bytes, and 5400 GPU-s shown as 1.50 GPU-h ($r)"
 r=$(row total)
-t "$([[ $r =~ ^total\ +3\ +2\ +1\ +1\.5\ GiB\ +512\.0\ MiB\ +2\.9\ KiB\ +-\ +1\.61\ GPU-h$ ]] && echo 1)" \
+t "$([[ $r =~ ^total\ +3\ +2\ +2\ +1\.5\ GiB\ +512\.0\ MiB\ +2\.9\ KiB\ +-\ +1\.61\ GPU-h$ ]] && echo 1)" \
 	"the total row: the sums, no newest checkpoint ($r)"
 t "$(grep -qx '(2 lines of the records were not valid events and were left out)' <<<"$out" && echo 1)" \
 	"the lines that are not events (one per job) are counted and said"
@@ -78,9 +79,9 @@ json=$("$GK_TOOL" report --json "$SH")
 q() { jq -c "$1" <<<"$json" 2>&1; }
 t "$([ "$(q '[.jobs[].job]')" = "[99,1234]" ] && [ "$(q .shared_root)" = "\"$SH\"" ] && echo 1)" \
 	"--json: the shared root and the jobs in order ($(q '[.jobs[].job]'))"
-t "$([ "$(q '.jobs[1] | [.checkpoints, .restores, .failures, .bytes_written, .bytes_restored, .gpu_seconds_saved, .rejected_lines]')" = "[2,1,1,1610612736,536870912,400,1]" ] && echo 1)" \
+t "$([ "$(q '.jobs[1] | [.checkpoints, .restores, .failures, .bytes_written, .bytes_restored, .gpu_seconds_saved, .rejected_lines]')" = "[2,1,2,1610612736,536870912,400,1]" ] && echo 1)" \
 	"--json: job 1234's counts and bytes exact ($(q '.jobs[1] | [.checkpoints, .restores, .failures, .bytes_written, .bytes_restored, .gpu_seconds_saved, .rejected_lines]'))"
-t "$([ "$(q '.jobs[1].events.checkpoint')" = '{"ok":2,"failed":1,"refused":0}' ] && echo 1)" \
+t "$([ "$(q '.jobs[1].events.checkpoint')" = '{"ok":2,"failed":1,"refused":1}' ] && echo 1)" \
 	"--json: events by kind and result ($(q '.jobs[1].events.checkpoint'))"
 t "$([ "$(q '.jobs[1].last_checkpoint')" = '{"ckpt":2,"step":"0","bytes":536870912,"time":1732400100.125}' ] && echo 1)" \
 	"--json: the newest checkpoint ($(q '.jobs[1].last_checkpoint'))"
