@@ -64,11 +64,8 @@ static void capture_end(int fd, FILE *stream, int saved)
 enum { O_JSON = 1, O_KEEP, O_USER, O_FORCE };
 
 static const struct cli_opt opts[] = {
-    {"json", 'j', 0, O_JSON},
-    {"keep", 'k', 1, O_KEEP},
-    {"user", 0, 1, O_USER},
-    {"force", 'f', 0, O_FORCE},
-    {NULL, 0, 0, 0},
+    {"json", 'j', 0, O_JSON},	{"keep", 'k', 1, O_KEEP}, {"user", 0, 1, O_USER},
+    {"force", 'f', 0, O_FORCE}, {NULL, 0, 0, 0},
 };
 
 static const struct gk_cmd cmd = {.name = "testcmd", .summary = "s", .help = "Usage: testcmd\n"};
@@ -98,7 +95,9 @@ static const char *parse(char **argv)
 	}
 	capture_end(2, stderr, saved);
 	snprintf(out + used, sizeof(out) - used, "%s",
-		 id == CLI_END ? "end" : id == CLI_ERROR ? "error" : "help");
+		 id == CLI_END	   ? "end"
+		 : id == CLI_ERROR ? "error"
+				   : "help");
 	return out;
 }
 
@@ -112,8 +111,7 @@ static void test_options(void)
 	ok(!strcmp(r, "1 2=3 2=4 3=bob 0=dir end"),
 	   "long, short, --opt=value and --opt value, then a positional (%s)", r);
 	r = parse(ARGV("-j", "--", "--json", "-"));
-	ok(!strcmp(r, "1 0=--json 0=- end"), "after --, options are positionals; - is one (%s)",
-	   r);
+	ok(!strcmp(r, "1 0=--json 0=- end"), "after --, options are positionals; - is one (%s)", r);
 	r = parse(ARGV("a", "-f", "b"));
 	ok(!strcmp(r, "0=a 4 0=b end"), "options and positionals mixed, in order (%s)", r);
 	r = parse(ARGV("--json", "--help", "--bogus"));

@@ -128,8 +128,8 @@ static void test_placement(struct gk_arena *a)
 	   "a freed small place is reused by a smaller request (0x%llx)", (unsigned long long)r);
 	cuMemFree(p[1]);
 	rc = cuMemAlloc(&s, 2 * MiB);
-	ok(rc == CUDA_SUCCESS && s == p[1],
-	   "a freed large place is reused (0x%llx)", (unsigned long long)s);
+	ok(rc == CUDA_SUCCESS && s == p[1], "a freed large place is reused (0x%llx)",
+	   (unsigned long long)s);
 	cuMemFree(r);
 	cuMemFree(s);
 	p[1] = p[2] = 0;
@@ -189,7 +189,6 @@ static void test_errors(struct gk_arena *a)
 static uint64_t seeded_base;
 static char abandoned[256];
 static int populated;
-
 
 static uint64_t r_addr[3];
 static const uint64_t r_size[3] = {1000, 6 * MiB, 8192};

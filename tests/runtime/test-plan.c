@@ -312,8 +312,9 @@ static void test_restore_items(void)
 		int seqs_right = r->nparts == 3 && r->parts[0].sequence == seq1 &&
 				 r->parts[1].sequence == 0 && r->parts[2].sequence == seq1;
 
-		ok(seqs_right, "A's chunks: the first and last from checkpoint %llu, the middle "
-			       "one from the increment's own file (%u parts)",
+		ok(seqs_right,
+		   "A's chunks: the first and last from checkpoint %llu, the middle "
+		   "one from the increment's own file (%u parts)",
 		   (unsigned long long)seq1, r->nparts);
 	} else {
 		ok(0, "A is in the increment");
@@ -392,7 +393,8 @@ static void test_restore_refusals(void)
 	   "a host region this run did not register: refused, named (%s)", why);
 	gk_regions_set("state", region, sizeof(region));
 	ret = gk_restore_check_ready(&f, why, sizeof(why));
-	ok(ret == -EINVAL && strstr(why, "'state' is 100 bytes now and 200 bytes in the checkpoint"),
+	ok(ret == -EINVAL &&
+	       strstr(why, "'state' is 100 bytes now and 200 bytes in the checkpoint"),
 	   "a host region of another size: refused, both sizes named (%s)", why);
 	regs[0].size = sizeof(region);
 	ok(gk_restore_check_ready(&f, why, sizeof(why)) == 0, "at its size: ready");

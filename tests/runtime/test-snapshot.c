@@ -78,11 +78,21 @@ int main(void)
 	ok(gk_snapshot_pinned() == 0, "nothing pinned before it is asked for");
 
 	memset(items, 0, sizeof(items));
-	items[0] = (struct gk_xfer_item){.ctx = ctx, .dev_addr = A, .size = 3 * MiB, .fd = 7,
-					 .file_offset = 4096, .chunks = chunks, .file = "d0",
+	items[0] = (struct gk_xfer_item){.ctx = ctx,
+					 .dev_addr = A,
+					 .size = 3 * MiB,
+					 .fd = 7,
+					 .file_offset = 4096,
+					 .chunks = chunks,
+					 .file = "d0",
 					 .index = 0};
-	items[1] = (struct gk_xfer_item){.ctx = ctx, .dev_addr = B, .size = 5000, .fd = 8,
-					 .file_offset = 0, .chunks = bchunks, .file = "d1",
+	items[1] = (struct gk_xfer_item){.ctx = ctx,
+					 .dev_addr = B,
+					 .size = 5000,
+					 .fd = 8,
+					 .file_offset = 0,
+					 .chunks = bchunks,
+					 .file = "d1",
 					 .index = 1};
 	ret = gk_snapshot_capture(items, 2, MiB, &out, &nout, &err);
 	ok(ret == -ENOSPC && !out && strstr(err.text, "too small"),
@@ -93,8 +103,8 @@ int main(void)
 	   ret, (unsigned long long)gk_snapshot_pinned());
 	err.text[0] = 0;
 	ret = gk_snapshot_capture(items, 2, MiB, &out, &nout, &err);
-	ok(ret == -ENOSPC && !out,
-	   "a capture larger than what is pinned: refused (%d, %s)", ret, err.text);
+	ok(ret == -ENOSPC && !out, "a capture larger than what is pinned: refused (%d, %s)", ret,
+	   err.text);
 	ret = gk_snapshot_grow(5 * MiB, ctx);
 	ok(ret == 0 && gk_snapshot_pinned() == 5 * MiB,
 	   "grow to 5 MiB: a second step, 5 MiB pinned in all (%d, %llu)", ret,
@@ -119,8 +129,8 @@ int main(void)
 
 			total += out[k].size;
 			for (size_t i = 0; i < out[k].size; i++) {
-				unsigned char w = out[k].index == 1 ? 0xab
-						  : want[out[k].dev_addr - A + i];
+				unsigned char w =
+				    out[k].index == 1 ? 0xab : want[out[k].dev_addr - A + i];
 
 				if (h[i] != w) {
 					same = 0;
