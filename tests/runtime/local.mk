@@ -95,3 +95,12 @@ check_PROGRAMS += %reldir%/test-snapshot
 %canon_reldir%_test_snapshot_LDFLAGS = $(%canon_reldir%_test_pipeline_LDFLAGS)
 TESTS += %reldir%/snapshot.sh
 EXTRA_DIST += %reldir%/snapshot.sh
+
+# The change keys at the unit, on the kernel and on the host (changes.sh).
+check_PROGRAMS += %reldir%/test-changes
+%canon_reldir%_test_changes_SOURCES = %reldir%/test-changes.c
+%canon_reldir%_test_changes_LDADD = $(%canon_reldir%_test_pipeline_LDADD)
+%canon_reldir%_test_changes_DEPENDENCIES = $(top_builddir)/runtime/libgkcore.la
+%canon_reldir%_test_changes_LDFLAGS = $(%canon_reldir%_test_pipeline_LDFLAGS)
+TESTS += %reldir%/changes.sh
+EXTRA_DIST += %reldir%/changes.sh
