@@ -49,7 +49,7 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 /* A member of the step's set the plugin chose (GPUCKPT_RESTORE_SET) must
  * say so itself: the set's id, the step's task count, this task's index. */
-static int check_set(const struct gk_manifest *m, gk_error_t *err)
+int gk_restore_check_set(const struct gk_manifest *m, gk_error_t *err)
 {
 	const struct gk_settings *s = &gk_rt.settings;
 
@@ -140,7 +140,7 @@ static int try_open(const char *dir, struct gk_manifest **m)
 		gk_error("restore: %s: refused: %s", dir, err.text);
 		return ret;
 	}
-	ret = check_set(*m, &err);
+	ret = gk_restore_check_set(*m, &err);
 	if (ret < 0) {
 		gk_error("restore: %s: refused: %s", dir, err.text);
 		gk_manifest_free(*m);
@@ -493,10 +493,10 @@ static const struct gk_region *find_region(const char *name)
 
 /* Everything checked before anything is written: the registered regions must
  * be those of the checkpoint, and every device of it in use again. */
-static int check_ready(char *why, size_t len)
+int gk_restore_check_ready(const struct gk_manifest *m, char *why, size_t len)
 {
-	for (size_t i = 0; i < R.m->nregions; i++) {
-		const struct gk_region_rec *r = &R.m->regions[i];
+	for (size_t i = 0; i < m->nregions; i++) {
+		const struct gk_region_rec *r = &m->regions[i];
 		const struct gk_region *g = find_region(r->name);
 
 		if (!g) {
@@ -511,15 +511,15 @@ static int check_ready(char *why, size_t len)
 			return -EINVAL;
 		}
 	}
-	for (size_t i = 0; i < R.m->ndevices; i++) {
-		if (R.m->devices[i].ordinal < 0 || R.m->devices[i].ordinal >= GK_MAX_DEVICES) {
+	for (size_t i = 0; i < m->ndevices; i++) {
+		if (m->devices[i].ordinal < 0 || m->devices[i].ordinal >= GK_MAX_DEVICES) {
 			snprintf(why, len, "the checkpoint names device %d; gpuckpt handles %d",
-				 R.m->devices[i].ordinal, GK_MAX_DEVICES);
+				 m->devices[i].ordinal, GK_MAX_DEVICES);
 			return -EINVAL;
 		}
 	}
-	for (size_t i = 0; i < R.m->nallocs; i++) {
-		int o = R.m->allocs[i].device;
+	for (size_t i = 0; i < m->nallocs; i++) {
+		int o = m->allocs[i].device;
 
 		/* A device listed without allocations needs nothing loaded. */
 		if (o < 0 || o >= GK_MAX_DEVICES || !gk_arenas[o] || !gk_arenas[o]->ctx) {
@@ -743,7 +743,7 @@ int gk_restore_load(void)
 		return -ENOENT;
 	}
 	pthread_mutex_lock(&gk_regions_lock);
-	ret = check_ready(why, sizeof(why));
+	ret = gk_restore_check_ready(R.m, why, sizeof(why));
 	pthread_mutex_unlock(&gk_regions_lock);
 	if (ret < 0) {
 		abandon_locked(why);

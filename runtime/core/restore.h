@@ -56,4 +56,13 @@ int gk_restore_items(const char *dir, const struct gk_manifest *m, struct gk_xfe
 		     size_t *nitems, int **fds, uint64_t *bytes, gk_error_t *err);
 void gk_restore_items_free(const struct gk_manifest *m, struct gk_xfer_item *items, int *fds);
 
+/* The refusals of restore's plan (exposed for the unit test,
+ * tests/runtime/test-plan.c). gk_restore_check_set: a checkpoint chosen for
+ * a member of the step's set (GPUCKPT_RESTORE_SET) must be that member's:
+ * 0, or -EINVAL with err saying both. gk_restore_check_ready: this run must
+ * have registered m's host regions at their sizes and allocated on each of
+ * m's devices before its first checkpoint point: 0, or -EINVAL with why. */
+int gk_restore_check_set(const struct gk_manifest *m, gk_error_t *err);
+int gk_restore_check_ready(const struct gk_manifest *m, char *why, size_t len);
+
 #endif

@@ -64,3 +64,43 @@ check_PROGRAMS += %reldir%/test-pipeline
 	-Wl,--whole-archive,$(top_builddir)/runtime/.libs/libgkcore.a,--no-whole-archive
 TESTS += %reldir%/pipeline.sh
 EXTRA_DIST += %reldir%/pipeline.sh
+
+# The placement policy at the unit: the arena behind the interposed
+# allocations, on the stand-in with two GPUs (placement.sh), restore-time
+# reservation included.
+check_PROGRAMS += %reldir%/test-placement
+%canon_reldir%_test_placement_SOURCES = %reldir%/test-placement.c
+%canon_reldir%_test_placement_LDADD = $(%canon_reldir%_test_pipeline_LDADD)
+%canon_reldir%_test_placement_DEPENDENCIES = $(top_builddir)/runtime/libgkcore.la
+%canon_reldir%_test_placement_LDFLAGS = $(%canon_reldir%_test_pipeline_LDFLAGS)
+TESTS += %reldir%/placement.sh
+EXTRA_DIST += %reldir%/placement.sh
+
+# What a checkpoint writes, at the unit: the plan, the change keys, the
+# baseline and restore's plan of what is loaded where (plan.sh).
+check_PROGRAMS += %reldir%/test-plan
+%canon_reldir%_test_plan_SOURCES = %reldir%/test-plan.c
+%canon_reldir%_test_plan_LDADD = $(%canon_reldir%_test_pipeline_LDADD)
+%canon_reldir%_test_plan_DEPENDENCIES = $(top_builddir)/runtime/libgkcore.la
+%canon_reldir%_test_plan_LDFLAGS = $(%canon_reldir%_test_pipeline_LDFLAGS)
+TESTS += %reldir%/plan.sh
+EXTRA_DIST += %reldir%/plan.sh
+
+# The snapshot memory's bookkeeping: budget, pinning in steps, captures
+# (snapshot.sh).
+check_PROGRAMS += %reldir%/test-snapshot
+%canon_reldir%_test_snapshot_SOURCES = %reldir%/test-snapshot.c
+%canon_reldir%_test_snapshot_LDADD = $(%canon_reldir%_test_pipeline_LDADD)
+%canon_reldir%_test_snapshot_DEPENDENCIES = $(top_builddir)/runtime/libgkcore.la
+%canon_reldir%_test_snapshot_LDFLAGS = $(%canon_reldir%_test_pipeline_LDFLAGS)
+TESTS += %reldir%/snapshot.sh
+EXTRA_DIST += %reldir%/snapshot.sh
+
+# The change keys at the unit, on the kernel and on the host (changes.sh).
+check_PROGRAMS += %reldir%/test-changes
+%canon_reldir%_test_changes_SOURCES = %reldir%/test-changes.c
+%canon_reldir%_test_changes_LDADD = $(%canon_reldir%_test_pipeline_LDADD)
+%canon_reldir%_test_changes_DEPENDENCIES = $(top_builddir)/runtime/libgkcore.la
+%canon_reldir%_test_changes_LDFLAGS = $(%canon_reldir%_test_pipeline_LDFLAGS)
+TESTS += %reldir%/changes.sh
+EXTRA_DIST += %reldir%/changes.sh
