@@ -44,6 +44,7 @@
 #include "ckpt_dir.h"
 #include "container_check.h"
 #include "container_env.h"
+#include "container_owner.h"
 #include "fsafe.h"
 #include "job_options.h"
 #include "jobdir.h"
@@ -551,6 +552,11 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 		tell_task(TELL_FATAL, &ids, step, "%s", err.text);
 		goto out_free;
 	}
+	/* Whose job a rootful podman below this task serves: its OCI hook reads this. */
+	if (gk_owner_record(GK_TASK_RECORDS, &env, &ids, &err) < 0)
+		tell_task(TELL_LOG_ERROR, &ids, step,
+			  "rootful podman will mount nothing of the job's into its containers: %s",
+			  err.text);
 	task.on = 1;
 	task.ids = ids;
 	snprintf(task.step, sizeof(task.step), "%s", step);

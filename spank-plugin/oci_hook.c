@@ -16,10 +16,13 @@
  *	  under a transparent-mode shepherd (GPUCKPT_SHEPHERD) it refuses instead:
  *	  CRIU has not been measured on containers (spank-plugin/README.md).
  * Podman's environment is its caller's to set: GPUCKPT_BIND is only a list of
- * names. Where the hook has root's powers on the host (rootful podman), it
- * mounts only what the plugin puts there, each checked on the host through
- * descriptors (bind_check below); as anyone else (rootless podman, in the
- * user's namespace) the mounts cannot reach past what its caller may see.
+ * names. Where the hook has root's powers on the host (rootful podman), its
+ * own uid says nothing of whose container it is: it learns the job and its
+ * user from the plugin's record of the task that podman descends from
+ * (container_owner.h), and with no such record it changes nothing, saying
+ * why. It then mounts only what that record lists, each checked on the host
+ * through descriptors (bind_check below); as anyone else (rootless podman, in
+ * the user's namespace) the mounts cannot reach past what its caller may see.
  * Any other container passes through unchanged. A configuration it cannot
  * read or write fails the hook, and with it `podman run`, rather than letting
  * the container start without checkpoints.
@@ -29,7 +32,6 @@
  */
 #include "config.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -42,6 +44,7 @@
 #include <json-c/json.h>
 
 #include "container_env.h"
+#include "container_owner.h"
 #include "fsafe.h"
 #include "task_env.h"
 
@@ -49,6 +52,8 @@
 
 static char *penv;
 static size_t penv_len;
+/* As root on the host: the job the container is for (its task's record). */
+static struct gk_owner owner;
 
 static const char *pget(const char *name)
 {
@@ -151,34 +156,106 @@ static int plain_path(const char *path)
 	return 1;
 }
 
-/* A job's folder on the burst buffer is named by its job id. */
-static int job_id_name(const char *name)
-{
-	if (!*name)
-		return 0;
-	for (; *name; name++)
-		if (!isdigit((unsigned char)*name))
-			return 0;
-	return 1;
-}
-
 enum bind_kind { BIND_NO, BIND_RO, BIND_RW };
+
+/*
+ * 1 if anyone could read the file at path through that path: every folder on
+ * the way root's, writable only by root (or sticky, where only an entry's
+ * owner renames it) and open to others (o+x), no link, and the file root's,
+ * regular, readable by others and writable only by root. Mounting it then
+ * shows a container nothing its user could not read, and nobody but root can
+ * change what the path names before runc mounts it. Else 0, why saying which
+ * name failed.
+ */
+static int readable_by_all(const char *path, char *why, size_t len)
+{
+	char name[NAME_MAX + 1], shown[PATH_MAX];
+	const char *p = path;
+	struct stat st;
+	int fd, nfd, ok = 0;
+
+	fd = open("/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		snprintf(why, len, "/: %s", strerror(errno));
+		goto out;
+	}
+	snprintf(shown, sizeof(shown), "/");
+	for (;;) {
+		size_t m;
+
+		if (st.st_uid != 0 || (gk_mode_shared(st.st_mode) && !(st.st_mode & S_ISVTX))) {
+			snprintf(why, len,
+				 "%s is not a folder only root can change (uid %u, mode %04o)",
+				 shown, (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+			goto out;
+		}
+		if (!(st.st_mode & S_IXOTH)) {
+			snprintf(why, len,
+				 "%s is closed to others (mode %04o): what is behind it is not for "
+				 "everyone",
+				 shown, (unsigned)(st.st_mode & 07777));
+			goto out;
+		}
+		p += strspn(p, "/");
+		m = strcspn(p, "/");
+		if (m > NAME_MAX) {
+			snprintf(why, len, "a name too long");
+			goto out;
+		}
+		memcpy(name, p, m);
+		name[m] = '\0';
+		p += m;
+		snprintf(shown + strlen(shown), sizeof(shown) - strlen(shown), "%s%s",
+			 strcmp(shown, "/") ? "/" : "", name);
+		if (!p[strspn(p, "/")])
+			break;
+		nfd = openat(fd, name, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (nfd < 0 || fstat(nfd, &st) < 0) {
+			snprintf(why, len, "%s: %s", shown,
+				 errno == ELOOP ? "a symbolic link on the way" : strerror(errno));
+			if (nfd >= 0)
+				close(nfd);
+			goto out;
+		}
+		close(fd);
+		fd = nfd;
+	}
+	if (fstatat(fd, name, &st, AT_SYMLINK_NOFOLLOW) < 0) {
+		snprintf(why, len, "%s: %s", shown, strerror(errno));
+		goto out;
+	}
+	ok = S_ISREG(st.st_mode) && st.st_uid == 0 && !(st.st_mode & (S_IWGRP | S_IWOTH)) &&
+	     (st.st_mode & S_IROTH);
+	if (!ok)
+		snprintf(why, len,
+			 "not a regular file of root's that anyone may read and only root may "
+			 "write (uid %u, mode %04o)",
+			 (unsigned)st.st_uid, (unsigned)(st.st_mode & 07777));
+out:
+	if (fd >= 0)
+		close(fd);
+	return ok;
+}
 
 /*
  * Whether root may mount path into the caller's container, and how. The
  * caller chose the list (podman's environment is theirs), and the container
  * may run as root: a folder of root's mounted read-write there (/etc) is the
  * host, and a root-only file mounted read-only is read. So, as host root,
- * only what gpuckpt's plugin puts into GPUCKPT_BIND passes:
+ * only what the plugin listed in the task's record (owner) passes, and of
+ * that only:
  *	- the bundle (the runtime's folder): gpuckpt-bundle's folder on a
  *	  trusted path, marked by root (gk_is_bundle); read-only;
  *	- Munge's socket folder, GK_MUNGE_DIR; read-only (connecting to a
  *	  socket does not write to its file system);
- *	- the job's folder BB_ROOT/JOB: a folder (not a link) named by a job id,
- *	  0700 and owned by podman's caller (the hook's real uid), in a folder
- *	  only root can change; read-write;
- *	- the site's settings file: a regular file anyone may read, in a folder
- *	  only root can change; read-only.
+ *	- the job's folder BB_ROOT/JOB: a folder (not a link) named by the
+ *	  record's job id, 0700 and owned by the record's user, in a folder only
+ *	  root can change; read-write. Not the hook's own uid: under rootful
+ *	  podman that is root's, and root's 0700 folders (another job's
+ *	  SHARED_ROOT/JOB) would pass;
+ *	- a file anyone could read through its path (readable_by_all: the site's
+ *	  settings file, GPUCKPT_CONFIG, which the user's environment may name);
+ *	  read-only.
  * Every folder above the last name is a trusted path (fsafe.h), and the last
  * name is looked at without following a link: nobody but root can change
  * what the path names between this check and runc's mount. why says what
@@ -187,7 +264,7 @@ enum bind_kind { BIND_NO, BIND_RO, BIND_RW };
 static enum bind_kind bind_check(const char *path, const char *bundle, char *why, size_t len)
 {
 	gk_error_t err;
-	char parent[PATH_MAX], name[NAME_MAX + 1], *slash;
+	char parent[PATH_MAX], name[NAME_MAX + 1], job[16], *slash;
 	struct stat st;
 	int fd;
 
@@ -195,6 +272,11 @@ static enum bind_kind bind_check(const char *path, const char *bundle, char *why
 		return strcmp(path, bundle) == 0 ? BIND_RO : BIND_RW;
 	if (!plain_path(path) || strlen(path) >= sizeof(parent)) {
 		snprintf(why, len, "not a plain absolute path");
+		return BIND_NO;
+	}
+	if (!gk_owner_lists(&owner, path)) {
+		snprintf(why, len, "not one of the paths the plugin listed for job %u (task %d)",
+			 (unsigned)owner.job_id, (int)owner.pid);
 		return BIND_NO;
 	}
 	if (strcmp(path, bundle) == 0) {
@@ -231,15 +313,21 @@ static enum bind_kind bind_check(const char *path, const char *bundle, char *why
 		return BIND_NO;
 	}
 	close(fd);
-	if (S_ISDIR(st.st_mode) && job_id_name(name) && st.st_uid == getuid() &&
-	    (st.st_mode & 077) == 0)
-		return BIND_RW;
-	if (S_ISREG(st.st_mode) && (st.st_mode & S_IROTH))
-		return BIND_RO;
-	snprintf(why, len,
-		 "neither a job's folder of uid %u (0700, named by its id) nor a file anyone may "
-		 "read",
-		 (unsigned)getuid());
+	snprintf(job, sizeof(job), "%u", (unsigned)owner.job_id);
+	if (S_ISDIR(st.st_mode)) {
+		if (strcmp(name, job) == 0 && st.st_uid == owner.uid && (st.st_mode & 077) == 0)
+			return BIND_RW;
+		snprintf(
+		    why, len,
+		    "not job %s's folder: a folder named %s, 0700, of the job's user (uid %u); "
+		    "this one is uid %u's, mode %04o",
+		    job, job, (unsigned)owner.uid, (unsigned)st.st_uid,
+		    (unsigned)(st.st_mode & 07777));
+		return BIND_NO;
+	}
+	if (S_ISREG(st.st_mode))
+		return readable_by_all(path, why, len) ? BIND_RO : BIND_NO;
+	snprintf(why, len, "neither a job's folder nor a file anyone may read");
 	return BIND_NO;
 }
 
@@ -356,7 +444,8 @@ static int edit(json_object *spec)
 
 	snprintf(starter, sizeof(starter), "%s/gpuckpt-container-start", bundle);
 	/* Only a bundle root may mount: another folder's starter would not be there. */
-	have_starter = runtime && slash && (!host_root() || gk_is_bundle(bundle)) &&
+	have_starter = runtime && slash &&
+		       (!host_root() || (gk_owner_lists(&owner, bundle) && gk_is_bundle(bundle))) &&
 		       access(starter, X_OK) == 0;
 	if (!have_starter)
 		return 0;
@@ -391,7 +480,8 @@ int main(int argc, char **argv)
 	if (argc == 3 && strcmp(argv[1], "--environ") == 0)
 		envfile = argv[2];
 	else if (argc != 1) {
-		fputs("usage: gpuckpt-oci-hook [--environ FILE] < config.json > config.json\n", stderr);
+		fputs("usage: gpuckpt-oci-hook [--environ FILE] < config.json > config.json\n",
+		      stderr);
 		return 2;
 	}
 	if (!envfile) {
@@ -414,6 +504,18 @@ int main(int argc, char **argv)
 		/* Not a checkpointed task: the configuration as it came. */
 		fwrite(in, 1, in_len, stdout);
 		return fflush(stdout) == 0 ? 0 : 1;
+	}
+	if (host_root()) {
+		gk_error_t err;
+
+		if (gk_owner_find(GK_TASK_RECORDS, &owner, &err) < 0) {
+			fprintf(stderr,
+				"gpuckpt-oci-hook: nothing is mounted into the container: %s; it "
+				"runs without checkpoints\n",
+				err.text);
+			fwrite(in, 1, in_len, stdout);
+			return fflush(stdout) == 0 ? 0 : 1;
+		}
 	}
 	spec = json_tokener_parse(in);
 	if (!spec || !json_object_is_type(spec, json_type_object) || edit(spec) < 0) {

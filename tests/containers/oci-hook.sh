@@ -4,8 +4,11 @@
 # gives a task (--environ stands for podman's own, which the hook reads from
 # /proc/<podman>/environ): the mounts, variables and starter it adds, a
 # container left alone when checkpointing is off, transparent mode refused,
-# and a configuration it cannot read failing the hook.
+# and a configuration it cannot read failing the hook. As root, the hook is
+# root on the host: the job it serves is the one in the plugin's record of
+# the task podman descends from (task-record.sh), here root's job 7.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib/helpers.sh"
+. "$top_srcdir/tests/containers/task-record.sh"
 
 hook=$top_builddir/spank-plugin/gpuckpt-oci-hook
 tap_plan 11
@@ -22,6 +25,10 @@ mkdir -m 0700 "$GK_SCRATCH/bb/7"
 touch "$B/libgpuckpt.so.0" "$B/.gpuckpt-bundle"
 printf '#!/bin/sh\n' >"$B/gpuckpt-container-start"
 chmod +x "$B/gpuckpt-container-start"
+if [ "$(id -u)" -eq 0 ]; then
+	trap 'task_record_drop $$; rm -rf "$GK_SCRATCH"' EXIT
+	task_record $$ 7 0 "$B" "$GK_SCRATCH/bb/7" /nonexistent/x
+fi
 config='{"ociVersion":"1.0.2","process":{"args":["bash","-c","run"],"env":["PATH=/usr/bin","LD_PRELOAD=/usr/lib/mine.so"]},"root":{"path":"/x"},"mounts":[{"destination":"/proc","type":"proc","source":"proc"}]}'
 envfile() { printf '%s\0' "$@" >"$GK_SCRATCH/environ"; }
 # jq_ok DESC JQ-ARGS...: one test point, jq -e on the hook's last output.

@@ -11,22 +11,44 @@
 # folder, a link of their own to root's folder, and a "bundle" of their own.
 # None may be mounted; root's own job's folder and a bundle root made still
 # are (the root jobs tests/containers/podman.sh runs).
+#
+# Which job a container is for, the hook learns from the record the plugin
+# wrote as root when it started the task podman descends from (here the
+# test's shell: tests/containers/task-record.sh), never from its own uid
+# (root's under rootful podman) nor from the environment: gksec1's job 7 may
+# have its own folder mounted, not a root job's 0700 folder, not a job's
+# folder on the shared root (root's, 0700), not a file anyone may read that
+# sits behind a folder only root may enter, and with no record nothing.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib/helpers.sh"
 . "$top_srcdir/tests/security/lib.sh"
+. "$top_srcdir/tests/containers/task-record.sh"
 
 HOOK=$top_builddir/spank-plugin/gpuckpt-oci-hook
-sec_setup 13
+N=21
+sec_setup $N
 if [ ! -x "$HOOK" ] || ! command -v jq >/dev/null; then
-	for _ in $(seq 13); do tap_skip "gpuckpt-oci-hook is not built, or jq is missing"; done
+	for _ in $(seq $N); do tap_skip "gpuckpt-oci-hook is not built, or jq is missing"; done
 	exit 0
 fi
 S=$GK_SCRATCH
-# The site: the burst buffer and the bundle, root's (a trusted path).
-mkdir -m 0755 "$S/bb" "$S/bundle" "$S/etc"
+trap 'task_record_drop $$; rm -rf "$GK_SCRATCH"' EXIT
+# The site: the burst buffer, the shared root and the bundle, root's (a
+# trusted path), and its settings file.
+mkdir -m 0755 "$S/bb" "$S/shared" "$S/bundle" "$S/etc"
 mkdir -m 0700 "$S/bb/9"             # a root job's folder
 mkdir -m 0700 "$S/bb/8"             # gksec2's job's folder
+mkdir -m 0700 "$S/bb/7"             # gksec1's job's folder
 chown "$U2:$G2" "$S/bb/8"
+chown "$U1:$G1" "$S/bb/7"
 echo "gksec2's checkpoint" >"$S/bb/8/data"
+# The shared root's job folders are root's and 0700 (the plugin's records).
+mkdir -m 0700 "$S/shared/8" "$S/shared/7"
+echo "site settings" >"$S/etc/gpuckpt.conf"
+chmod 0644 "$S/etc/gpuckpt.conf"
+# A file anyone may read, behind a folder only root may enter.
+mkdir -m 0700 "$S/private"
+echo "root's notes" >"$S/private/notes"
+chmod 0644 "$S/private/notes"
 touch "$S/bundle/libgpuckpt.so.0" "$S/bundle/.gpuckpt-bundle"
 printf '#!/bin/sh\n' >"$S/bundle/gpuckpt-container-start"
 chmod 0755 "$S/bundle/gpuckpt-container-start"
@@ -40,6 +62,14 @@ as gksec1 sh -c "ln -s '$S/etc' '$S/u1/7' && mkdir '$S/u1/bundle' &&
 	printf '#!/bin/sh\n' >'$S/u1/bundle/gpuckpt-container-start' &&
 	chmod 0755 '$S/u1/bundle/gpuckpt-container-start'"
 
+# gksec1's job 7: what the plugin lists (bundle, BB_ROOT/7, Munge, the
+# GPUCKPT_CONFIG of the user's environment, here a file behind a 0700 folder
+# and the job's shared-root folder, both of which a user may name there).
+job7() {
+	task_record $$ 7 "$U1" "$S/bundle" "$S/bb/7" /run/munge "$S/etc/gpuckpt.conf" \
+		"$S/private/notes" "$S/shared/7"
+}
+job7
 config='{"ociVersion":"1.0.2","process":{"args":["bash"],"env":["PATH=/usr/bin"]},"root":{"path":"/x"},"mounts":[]}'
 # hook VAR=VALUE...: the environment gksec1 gives podman; the hook as root on it.
 hook() {
@@ -74,12 +104,26 @@ check "and its starter is not put in front of the command" \
 hook "GPUCKPT_BIND=$S/bb/9/../8" "GPUCKPT_RUNTIME=$S/bundle/libgpuckpt.so.0"
 check "a path through '..' is not mounted" not_mounted "$S/bb/9/../8"
 
-# What a root job gets, as tests/containers/podman.sh runs it.
-hook "GPUCKPT_BIND=$S/bundle:$S/bb/9" "GPUCKPT_RUNTIME=$S/bundle/libgpuckpt.so.0"
-check "root's job: the bundle root made is mounted read-only" mounted "$S/bundle" ro
-check "root's job: its job folder is mounted read-write" mounted "$S/bb/9" rw
-check "root's job: the starter from the bundle goes in front of the command" \
+# gksec1's own job, as a user's rootful podman runs it.
+hook "GPUCKPT_BIND=$S/bundle:$S/bb/7" "GPUCKPT_RUNTIME=$S/bundle/libgpuckpt.so.0"
+check "gksec1's job 7: the bundle root made is mounted read-only" mounted "$S/bundle" ro
+check "gksec1's job 7: its own job folder (gksec1's, 0700) is mounted read-write" mounted "$S/bb/7" rw
+check "gksec1's job 7: the starter from the bundle goes in front of the command" \
 	jqe --arg s "$S/bundle/gpuckpt-container-start" '.process.args[0] == $s' <<<"$out"
+hook "GPUCKPT_BIND=$S/bb/9" "GPUCKPT_RUNTIME=$S/bundle/libgpuckpt.so.0"
+check "gksec1's job: a root job's 0700 folder named by digits is not mounted (the hook's uid is root's, not the job's)" \
+	not_mounted "$S/bb/9"
+hook "GPUCKPT_BIND=$S/shared/8" "GPUCKPT_RUNTIME=$S/bundle/libgpuckpt.so.0"
+check "gksec1's job: another job's SHARED_ROOT/JOB (root's, 0700) is not mounted" not_mounted "$S/shared/8"
+hook "GPUCKPT_BIND=$S/shared/7" "GPUCKPT_RUNTIME=$S/bundle/libgpuckpt.so.0"
+check "gksec1's job: its own job's SHARED_ROOT/7 (root's, listed through GPUCKPT_CONFIG) is not mounted" \
+	not_mounted "$S/shared/7"
+hook "GPUCKPT_BIND=$S/private/notes" "GPUCKPT_RUNTIME=$S/bundle/libgpuckpt.so.0"
+check "a file anyone may read behind root's 0700 folder is not mounted, though listed (GPUCKPT_CONFIG)" \
+	not_mounted "$S/private/notes"
+hook "GPUCKPT_BIND=$S/etc/gpuckpt.conf" "GPUCKPT_RUNTIME=$S/bundle/libgpuckpt.so.0"
+check "the site's settings file (root's whole path, readable by all) is mounted read-only" \
+	mounted "$S/etc/gpuckpt.conf" ro
 if [ -d /run/munge ]; then
 	hook "GPUCKPT_BIND=/run/munge" "GPUCKPT_RUNTIME=$S/bundle/libgpuckpt.so.0"
 	check "Munge's socket folder is mounted read-only (a container's root cannot replace the socket)" \
@@ -87,6 +131,23 @@ if [ -d /run/munge ]; then
 else
 	tap_skip "no /run/munge on this machine"
 fi
-hook "GPUCKPT_BIND=$S/bb/9" "GPUCKPT_RUNTIME=$S/bundle/libgpuckpt.so.0"
+
+# A podman that no job's task started (or whose record is not its task's):
+# nothing is mounted, and the hook says why.
+nothing() {
+	jq -e '.mounts == [] and .process.args == ["bash"]' <<<"$out" >/dev/null &&
+		grep -q "nothing is mounted into the container" "$S/err"
+}
+task_record_drop $$
+hook "GPUCKPT_BIND=$S/bundle:$S/bb/9:$S/bb/7" "GPUCKPT_RUNTIME=$S/bundle/libgpuckpt.so.0"
+check "no task record among podman's ancestors: nothing is mounted, and the hook says why" nothing
+GK_RECORD_START=1 job7
+hook "GPUCKPT_BIND=$S/bundle:$S/bb/9:$S/bb/7" "GPUCKPT_RUNTIME=$S/bundle/libgpuckpt.so.0"
+check "a record whose start time is not its process's (a pid used again) is not used" nothing
+
+# What a root job gets, as tests/containers/podman.sh runs it.
+task_record $$ 9 0 "$S/bundle" "$S/bb/9"
+hook "GPUCKPT_BIND=$S/bundle:$S/bb/9" "GPUCKPT_RUNTIME=$S/bundle/libgpuckpt.so.0"
+check "root's job 9: its job folder is mounted read-write" mounted "$S/bb/9" rw
 check "the configuration the hook writes is still JSON podman reads" jqe .ociVersion <<<"$out"
 tap_done

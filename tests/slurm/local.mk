@@ -30,6 +30,8 @@ EXTRA_DIST += %reldir%/cluster.sh %reldir%/e2e-lib.sh \
 	%reldir%/stage.sh %reldir%/demo.sh $(SLURM_E2E) \
 	containers/images.sh containers/tools.sh \
 	containers/podman.sh containers/oci-hook.sh
+# What the plugin records of a task, for the tests of podman's hook.
+EXTRA_DIST += containers/task-record.sh
 
 check-slurm: all
 	$(MAKE) $(AM_MAKEFLAGS) -j1 check TESTS='$(SLURM_E2E)'

@@ -56,3 +56,9 @@ check_PROGRAMS += %reldir%/test-shepherd-handoff
 %canon_reldir%_test_shepherd_handoff_SOURCES = %reldir%/test-shepherd-handoff.c
 %canon_reldir%_test_shepherd_handoff_CPPFLAGS = $(PLUGIN_UNIT_CPPFLAGS)
 %canon_reldir%_test_shepherd_handoff_LDADD = $(PLUGIN_UNIT_LDADD)
+# The record that ties rootful podman's containers to their job (container_owner.c).
+TESTS += %reldir%/test-container-owner
+check_PROGRAMS += %reldir%/test-container-owner
+%canon_reldir%_test_container_owner_SOURCES = %reldir%/test-container-owner.c %reldir%/fake_env.h
+%canon_reldir%_test_container_owner_CPPFLAGS = $(PLUGIN_UNIT_CPPFLAGS)
+%canon_reldir%_test_container_owner_LDADD = $(PLUGIN_UNIT_LDADD)
