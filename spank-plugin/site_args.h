@@ -1,7 +1,9 @@
 /*
  * site_args.h - the site's settings for the plugin: key=value arguments after
  * the plugin's path in plugstack.conf. Every default is set first; an unknown
- * key or a bad value is refused with a message naming it.
+ * key or a bad value is refused with a message naming it. The keys are the
+ * GK_SITE, GK_CONF_SITE and GK_ENV_SITE rows of runtime/common/settings.def,
+ * each parsed in site_args.c's site_<key>().
  *
  *	required /usr/lib/x86_64-linux-gnu/slurm/spank_gpuckpt.so \
  *		bb_root=/local/bb shared_root=/shared/gpuckpt default=off keep=2
@@ -19,7 +21,7 @@
  *	keep               2                          checkpoints kept (GPUCKPT_KEEP)
  *	on_bad_checkpoint  (the runtime's: fail)      fail | fresh
  *	interval           (the runtime's: 0)         seconds between periodic checkpoints
- *	log_level          (the runtime's: warn)      error | warn | info | debug
+ *	log_level          (the runtime's: notice)    error | warn | notice | info | debug
  *	mode               auto                       auto | app | transparent (shepherd_launch.h)
  *	criu               (the shepherd's default)   CRIU for transparent mode
  *	shepherd           LIBEXECDIR/gpuckpt         folder of gpuckpt-shepherd
