@@ -137,14 +137,19 @@ srcs=$(git ls-files runtime spank-plugin scheduler-hooks benchmarks 2>/dev/null 
 	grep -vE '^runtime/common/settings(\.def|_env\.h)$')
 [ -n "$srcs" ] || srcs=$(find runtime spank-plugin scheduler-hooks benchmarks -name '*.[ch]' |
 	grep -vE '^runtime/common/settings(\.def|_env\.h)$')
-# The string literals of a C file, comments dropped, as FILE:LITERAL lines.
+# The string literals of a C file, comments dropped (GCC's preprocessor,
+# macros left alone), as FILE:LITERAL lines.
+CPP_ONLY=$(command -v gcc || command -v cpp)
 literals() {
 	local f
 	for f in "$@"; do
-		${CC:-cc} -fpreprocessed -dD -E -P -x c "$f" 2>/dev/null |
+		"$CPP_ONLY" -fpreprocessed -dD -E -P -x c "$f" 2>/dev/null |
 			grep -oE '"([^"\\]|\\.)*"' | sed "s|^|$f:|"
 	done
 }
+probe=$(literals spank-plugin/container_env.c)
+check "the scan reads a file's strings and not its comments (container_env.c)" \
+	bash -c 'grep -q "\"SLURM_JOB_ID\"" <<<"$1" && ! grep -q "Not set for this task" <<<"$1"' _ "$probe"
 lits=$(literals $srcs | grep -E '"[^"]*GPUCKPT_[A-Z]' || true)
 spelled="" left=""
 for v in $vars; do
