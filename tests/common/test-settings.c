@@ -5,6 +5,7 @@
  */
 #include "config.h"
 #include "settings.h"
+#include "settings_env.h"
 #include "error.h"
 #include "log.h"
 #include "tap.h"
@@ -216,6 +217,10 @@ static void table_checks(void)
 	n++;
 #include "settings.def"
 	ok(n >= 28, "settings.def: %u gpuckpt.conf keys", n);
+	/* Root-run code (the shepherd, gpuckpt verify) checks seals through munged:
+	 * its socket is never taken from a setuid program's environment. */
+	ok(gk_env_table[GK_ENV_ID_MUNGE_SOCKET].flags & GK_F_SECURE,
+	   "settings.def: GPUCKPT_MUNGE_SOCKET is read with secure_getenv");
 	ok(!table_wrong[0], "settings.def: each key's default is the built-in one, each enum "
 			    "value is accepted%s%s", table_wrong[0] ? ": not" : "", table_wrong);
 }
@@ -228,7 +233,7 @@ int main(void)
 	uint64_t size;
 	int fd, ret;
 
-	plan(42 + (int)(sizeof(bad_values) / sizeof(bad_values[0])));
+	plan(43 + (int)(sizeof(bad_values) / sizeof(bad_values[0])));
 	clear_env();
 	fd = mkstemp(conf);
 	if (fd < 0) {
