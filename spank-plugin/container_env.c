@@ -244,7 +244,8 @@ int gk_container_uninject(const struct gk_site *s, const struct gk_env *env, gk_
 				    : env->unset(env->ctx, "APPTAINERENV_LD_PRELOAD");
 	}
 	for (const char *const *v = gk_container_vars; !rc && *v; v++) {
-		if (strncmp(*v, GK_ENV_PREFIX, strlen(GK_ENV_PREFIX)) != 0 || strcmp(*v, GK_ENV(CHECKPOINT)) == 0)
+		if (strncmp(*v, GK_ENV_PREFIX, strlen(GK_ENV_PREFIX)) != 0 ||
+		    strcmp(*v, GK_ENV(CHECKPOINT)) == 0)
 			continue;
 		snprintf(name, sizeof(name), "APPTAINERENV_%s", *v);
 		rc = env->unset(env->ctx, name);

@@ -247,8 +247,8 @@ int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
 			 "to each other: " GK_ENV(TASKS) "=independent)");
 		if (p->mode == GK_MODE_TRANSPARENT) {
 			gk_errprintf(err,
-				     "transparent mode was asked for (" GK_ENV(MODE) "=transparent), "
-				     "but %s",
+				     "transparent mode was asked for "
+				     "(" GK_ENV(MODE) "=transparent), but %s",
 				     p->reason);
 			return -ENOTSUP;
 		}

@@ -66,10 +66,13 @@ static int set_path(char *dst, size_t len, const char *key, const char *value, i
  * One function per plugstack.conf argument of settings.def (GK_SITE,
  * GK_CONF_SITE, GK_ENV_SITE rows), site_<key>(): 0, or -EINVAL with err set.
  */
-#define GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP) \
-	static int site_##KEY(struct gk_site *s, const char *key, const char *value, gk_error_t *err);
-#define GK_CONF_SITE(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP)
-#define GK_ENV_SITE(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP)
+#define GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP)                                        \
+	static int site_##KEY(struct gk_site *s, const char *key, const char *value,     \
+			      gk_error_t *err);
+#define GK_CONF_SITE(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) \
+	GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP)
+#define GK_ENV_SITE(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) \
+	GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP)
 #include "settings.def"
 
 static int site_default(struct gk_site *s, const char *key, const char *value, gk_error_t *err)
@@ -136,7 +139,8 @@ static int site_keep(struct gk_site *s, const char *key, const char *value, gk_e
 
 	(void)key;
 	if (gk_parse_seconds(value, &n) < 0 || n < 1 || n > 1000) {
-		gk_errprintf(err, "keep: invalid value '%s' (expected a whole number from 1 to 1000)",
+		gk_errprintf(err,
+			     "keep: invalid value '%s' (expected a whole number from 1 to 1000)",
 			     value);
 		return -EINVAL;
 	}
@@ -249,8 +253,10 @@ static const struct {
 	int (*set)(struct gk_site *s, const char *key, const char *value, gk_error_t *err);
 } site_keys[] = {
 #define GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP) {#KEY, site_##KEY},
-#define GK_CONF_SITE(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP)
-#define GK_ENV_SITE(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP)
+#define GK_CONF_SITE(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) \
+	GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP)
+#define GK_ENV_SITE(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) \
+	GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP)
 #include "settings.def"
 };
 

@@ -113,9 +113,11 @@ static int set_tunables(const struct gk_site *s, const struct gk_opts *o, const 
 	else if (!rc && s->interval >= 0)
 		rc = set_env_num(env, GK_ENV(INTERVAL), s->interval, 0, err);
 	if (!rc && o->on_bad_fresh >= 0)
-		rc = set_env(env, GK_ENV(ON_BAD_CHECKPOINT), o->on_bad_fresh ? "fresh" : "fail", 1, err);
+		rc = set_env(env, GK_ENV(ON_BAD_CHECKPOINT), o->on_bad_fresh ? "fresh" : "fail", 1,
+			     err);
 	else if (!rc && s->on_bad_fresh >= 0)
-		rc = set_env(env, GK_ENV(ON_BAD_CHECKPOINT), s->on_bad_fresh ? "fresh" : "fail", 0, err);
+		rc = set_env(env, GK_ENV(ON_BAD_CHECKPOINT), s->on_bad_fresh ? "fresh" : "fail", 0,
+			     err);
 	if (!rc && s->log_level[0])
 		rc = set_env(env, GK_ENV(LOG_LEVEL), s->log_level, 0, err);
 	if (!rc && s->config[0])

@@ -147,8 +147,9 @@ int main(int argc, char **argv)
 
 		if (gk_log_parse_level(level, &lv) < 0)
 			return cli_usage_error(NULL,
-					       GK_ENV(LOG_LEVEL) ": invalid value '%s' (expected error, "
-					       "warn, notice, info or debug)",
+					       GK_ENV(LOG_LEVEL) ": invalid value '%s' "
+								 "(expected error, warn, notice, "
+								 "info or debug)",
 					       level);
 		gk_log_set_level(lv);
 	}

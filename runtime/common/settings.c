@@ -617,8 +617,8 @@ int gk_settings_load(struct gk_settings *s, gk_error_t *err)
 		}
 	}
 	if (s->task >= s->step_tasks) {
-		gk_errprintf(err, GK_ENV(TASK) ": %u is not below " GK_ENV(STEP_TASKS) " (%u)", s->task,
-			     s->step_tasks);
+		gk_errprintf(err, GK_ENV(TASK) ": %u is not below " GK_ENV(STEP_TASKS) " (%u)",
+			     s->task, s->step_tasks);
 		return -EINVAL;
 	}
 	return 0;

@@ -297,8 +297,8 @@ static void settle_locked(void)
 				"(" GK_ENV(ON_BAD_CHECKPOINT) "=fresh)");
 		} else {
 			gk_error("restore: no usable checkpoint; refusing to start from the "
-				 "beginning (" GK_ENV(ON_BAD_CHECKPOINT) "=fail; set it to 'fresh' to "
-				 "start over instead)");
+				 "beginning (" GK_ENV(ON_BAD_CHECKPOINT) "=fail; "
+				 "set it to 'fresh' to start over instead)");
 			R.state = R_REFUSED;
 			R.error = ret;
 		}
