@@ -2,6 +2,7 @@
 
 #include "container_env.h"
 #include "fsafe.h"
+#include "settings_env.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -14,10 +15,10 @@
 #define ENV_MAX 8192
 
 const char *const gk_container_vars[] = {
-    "GPUCKPT_CHECKPOINT", "GPUCKPT_DIR",	     "GPUCKPT_RESTORE",	  "GPUCKPT_RESTART_COUNT",
-    "GPUCKPT_KEEP",	  "GPUCKPT_INTERVAL",	     "GPUCKPT_ON_BAD_CHECKPOINT",
-    "GPUCKPT_LOG_LEVEL",  "GPUCKPT_CONFIG",	     "GPUCKPT_MODE",	  "GPUCKPT_NO_TRANSPARENT",
-    "GPUCKPT_SIGNALS",	  "GPUCKPT_REQUIRE_SIGNATURE", "GPUCKPT_ENABLE",	  "SLURM_JOB_ID",
+    GK_ENV(CHECKPOINT), GK_ENV(DIR),	     GK_ENV(RESTORE),	  GK_ENV(RESTART_COUNT),
+    GK_ENV(KEEP),	  GK_ENV(INTERVAL),	     GK_ENV(ON_BAD_CHECKPOINT),
+    GK_ENV(LOG_LEVEL),  GK_ENV(CONFIG),	     GK_ENV(MODE),	  GK_ENV(NO_TRANSPARENT),
+    GK_ENV(SIGNALS),	  GK_ENV(REQUIRE_SIGNATURE), GK_ENV(ENABLE),	  "SLURM_JOB_ID",
     "SLURM_STEP_ID",	  "SLURM_PROCID",	     "SLURM_RESTART_COUNT",
     /* The step's tasks on this node share its memory for snapshots (snapshot.c). */
     "SLURM_NODEID",	  "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", NULL,
@@ -161,15 +162,15 @@ int gk_container_inject(const struct gk_site *s, const struct gk_task_ids *ids,
 		gk_errprintf(err, "out of memory");
 		goto out_free;
 	}
-	have = env->get(env->ctx, "GPUCKPT_CONFIG", cur, ENV_MAX);
+	have = env->get(env->ctx, GK_ENV(CONFIG), cur, ENV_MAX);
 	rc = gk_container_binds(s, ids, have == 1 ? cur : NULL, binds, ENV_MAX);
 	if (rc < 0) {
-		gk_errprintf(err, "%s: too long", GK_ENV_BIND);
+		gk_errprintf(err, "%s: too long", GK_ENV(BIND));
 		goto out_free;
 	}
-	rc = set_or_fail(env, GK_ENV_BIND, binds, err);
+	rc = set_or_fail(env, GK_ENV(BIND), binds, err);
 	if (!rc)
-		rc = set_or_fail(env, GK_ENV_RUNTIME, s->runtime, err);
+		rc = set_or_fail(env, GK_ENV(RUNTIME), s->runtime, err);
 
 	/* Apptainer: its bind list, the user's entries first. */
 	if (!rc) {
@@ -202,7 +203,7 @@ int gk_container_inject(const struct gk_site *s, const struct gk_task_ids *ids,
 		have = env->get(env->ctx, *v, val, ENV_MAX);
 		if (have == 1)
 			rc = set_or_fail(env, name, val, err);
-		else if (strncmp(*v, "GPUCKPT_", 8) == 0)
+		else if (strncmp(*v, GK_ENV_PREFIX, strlen(GK_ENV_PREFIX)) == 0)
 			/* Not set for this task (GPUCKPT_RESTORE on a fresh start):
 			 * none inherited from an enclosing step either. */
 			rc = env->unset(env->ctx, name);
@@ -228,7 +229,7 @@ int gk_container_uninject(const struct gk_site *s, const struct gk_env *env, gk_
 		gk_errprintf(err, "out of memory");
 		goto out_free;
 	}
-	if (env->get(env->ctx, GK_ENV_BIND, binds, ENV_MAX) != 1)
+	if (env->get(env->ctx, GK_ENV(BIND), binds, ENV_MAX) != 1)
 		binds[0] = '\0';
 	if (binds[0] && env->get(env->ctx, "APPTAINER_BIND", cur, ENV_MAX) == 1) {
 		rc = gk_list_remove(cur, ',', binds, out, ENV_MAX);
@@ -243,17 +244,18 @@ int gk_container_uninject(const struct gk_site *s, const struct gk_env *env, gk_
 				    : env->unset(env->ctx, "APPTAINERENV_LD_PRELOAD");
 	}
 	for (const char *const *v = gk_container_vars; !rc && *v; v++) {
-		if (strncmp(*v, "GPUCKPT_", 8) != 0 || strcmp(*v, "GPUCKPT_CHECKPOINT") == 0)
+		if (strncmp(*v, GK_ENV_PREFIX, strlen(GK_ENV_PREFIX)) != 0 ||
+		    strcmp(*v, GK_ENV(CHECKPOINT)) == 0)
 			continue;
 		snprintf(name, sizeof(name), "APPTAINERENV_%s", *v);
 		rc = env->unset(env->ctx, name);
 	}
 	if (!rc)
-		rc = env->set(env->ctx, "APPTAINERENV_GPUCKPT_CHECKPOINT", "off", 1);
+		rc = env->set(env->ctx, "APPTAINERENV_" GK_ENV(CHECKPOINT), "off", 1);
 	if (!rc)
-		rc = env->unset(env->ctx, GK_ENV_BIND);
+		rc = env->unset(env->ctx, GK_ENV(BIND));
 	if (!rc)
-		rc = env->unset(env->ctx, GK_ENV_RUNTIME);
+		rc = env->unset(env->ctx, GK_ENV(RUNTIME));
 	if (rc < 0)
 		gk_errprintf(err, "cannot change the containers' environment: %s", strerror(-rc));
 
@@ -269,7 +271,7 @@ int gk_container_of(const struct gk_env *env, const char *argv0, char *out, size
 	/* The runtimes whose command line starts the program in a container. */
 	static const char *const runtimes[] = {"podman",      "podman-hpc", "apptainer",
 					       "singularity", "enroot",	    NULL};
-	static const char *const pyxis_vars[] = {GK_ENV_CONTAINER, "PYXIS_CONTAINER_IMAGE",
+	static const char *const pyxis_vars[] = {GK_ENV(CONTAINER), "PYXIS_CONTAINER_IMAGE",
 						 "PYXIS_CONTAINER_NAME", NULL};
 	char v[16];
 	const char *base;

@@ -30,8 +30,11 @@
 #include "site_args.h"
 #include "task_env.h"
 
-#define GK_ENV_BIND "GPUCKPT_BIND"
-#define GK_ENV_RUNTIME "GPUCKPT_RUNTIME"
+#include "settings_env.h"
+
+/* oci_hook.c's names for GK_ENV(BIND) and GK_ENV(RUNTIME) (settings.def). */
+#define GK_ENV_BIND GK_ENV(BIND)
+#define GK_ENV_RUNTIME GK_ENV(RUNTIME)
 /* A folder made by gpuckpt-bundle holds this file: only such a folder is
  * mounted into containers (a runtime in /usr/lib would take the whole folder). */
 #define GK_BUNDLE_MARK ".gpuckpt-bundle"
@@ -76,7 +79,7 @@ int gk_container_uninject(const struct gk_site *s, const struct gk_env *env, gk_
  * sbatch's or salloc's), so that slurmstepd, where Slurm shows no plugin
  * another's options, knows before pyxis moves the task into its container.
  */
-#define GK_ENV_CONTAINER "GPUCKPT_CONTAINER"
+/* GK_ENV(CONTAINER) (settings.def) */
 
 /*
  * The container the task's program will run in, as far as task_init_privileged

@@ -19,6 +19,7 @@
 #include <unistd.h>
 
 #include "container_check.h"
+#include "settings_env.h"
 
 /* cur's LD_PRELOAD entries (':' or ' ' separated) but lib, ':'-separated, into out (as long as cur). */
 static int gk_preload_strip(const char *cur, const char *lib, char *out)
@@ -83,7 +84,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gpuckpt: %s: %s\n", who, refuse);
 		return 1;
 	}
-	rc = gk_container_check(runtime, getenv("GPUCKPT_DIR"), &loads, reason, sizeof(reason));
+	rc = gk_container_check(runtime, gk_getenv(DIR), &loads, reason, sizeof(reason));
 	if (rc <= 0 && !loads) {
 		/* The loader would stop the command at its start otherwise. */
 		char *cur = getenv("LD_PRELOAD"), *rest = malloc(cur ? strlen(cur) + 1 : 1);

@@ -55,6 +55,7 @@
 #include "task_env.h"
 #include "task_program.h"
 #include "shepherd_launch.h"
+#include "settings_env.h"
 
 /* Only Slurm's interface leaves the plugin (see spank_gpuckpt.map). */
 #pragma GCC visibility push(default)
@@ -80,19 +81,19 @@ static int option_cb(int val, const char *optarg, int remote);
 static struct spank_option options[] = {
     {"gpu-checkpoint", "on|off",
      "Checkpoint the job's GPU state when it is preempted or requeued and restore it when "
-     "it runs again; alone: on [env: GPUCKPT_CHECKPOINT]",
+     "it runs again; alone: on [env: " GK_ENV(CHECKPOINT) "]",
      2, GK_OPT_CHECKPOINT, option_cb},
     {"gpu-checkpoint-interval", "SECONDS",
      "With --gpu-checkpoint=on, also checkpoint every SECONDS (0: only when signalled) "
-     "[env: GPUCKPT_INTERVAL]",
+     "[env: " GK_ENV(INTERVAL) "]",
      1, GK_OPT_INTERVAL, option_cb},
     {"gpu-checkpoint-on-bad", "fail|fresh",
      "On restart, when no checkpoint passes its checks: fail, or start afresh "
-     "[env: GPUCKPT_ON_BAD_CHECKPOINT]",
+     "[env: " GK_ENV(ON_BAD_CHECKPOINT) "]",
      1, GK_OPT_ON_BAD, option_cb},
     {"gpu-checkpoint-mode", "auto|app|transparent",
      "How programs are checkpointed: auto (transparently when they do not use the gpuckpt "
-     "API and the node can), app (only through the API), transparent [env: GPUCKPT_MODE]",
+     "API and the node can), app (only through the API), transparent [env: " GK_ENV(MODE) "]",
      1, GK_OPT_MODE, option_cb},
     SPANK_OPTIONS_TABLE_END,
 };
@@ -147,7 +148,7 @@ static int submit_post_opt(spank_t sp)
 	int on, rc;
 
 	for (unsigned i = 0; i < sizeof(ids) / sizeof(ids[0]); i++) {
-		const char *v = getenv(gk_option_env(ids[i]));
+		const char *v = gk_env_get(gk_option_var(ids[i]));
 
 		if (!given[i] && v && gk_opts_check_env(ids[i], v, &err) < 0) {
 			slurm_error("gpuckpt: %s", err.text);
@@ -157,16 +158,16 @@ static int submit_post_opt(spank_t sp)
 	/* Slurm drops sbatch's own options from the job's environment; the variables
 	 * stay, so the batch script's srun steps (and salloc's shell) see them. */
 	if (opts.checkpoint >= 0)
-		setenv(GK_ENV_CHECKPOINT, opts.checkpoint ? "on" : "off", 1);
+		setenv(GK_ENV(CHECKPOINT), opts.checkpoint ? "on" : "off", 1);
 	if (opts.interval >= 0) {
 		snprintf(num, sizeof(num), "%ld", opts.interval);
-		setenv(GK_ENV_INTERVAL, num, 1);
+		setenv(GK_ENV(INTERVAL), num, 1);
 	}
 	if (opts.on_bad_fresh >= 0)
-		setenv(GK_ENV_ON_BAD, opts.on_bad_fresh ? "fresh" : "fail", 1);
+		setenv(GK_ENV(ON_BAD_CHECKPOINT), opts.on_bad_fresh ? "fresh" : "fail", 1);
 	if (opts.mode >= 0)
-		setenv(GK_ENV_MODE, gk_mode_name((enum gk_mode)opts.mode), 1);
-	rc = gk_opts_enabled(&opts, getenv(GK_ENV_CHECKPOINT), &site, &on, &err);
+		setenv(GK_ENV(MODE), gk_mode_name((enum gk_mode)opts.mode), 1);
+	rc = gk_opts_enabled(&opts, gk_getenv(CHECKPOINT), &site, &on, &err);
 	/* An interval (or mode, or on-bad) for a job that is not checkpointed
 	 * would be accepted and do nothing. */
 	if (rc == 0 && gk_opts_check_given(&opts, on, &err) < 0) {
@@ -175,7 +176,7 @@ static int submit_post_opt(spank_t sp)
 	}
 	/* For job_submit.lua (job_desc.spank_job_env) and the prolog/epilog. */
 	if (rc == 0)
-		spank_job_control_setenv(sp, GK_ENV_CHECKPOINT, on ? "on" : "off", 1);
+		spank_job_control_setenv(sp, GK_ENV(CHECKPOINT), on ? "on" : "off", 1);
 	return 0;
 }
 
@@ -209,9 +210,9 @@ int slurm_spank_local_user_init(spank_t sp, int ac, char **av)
 		return 0;
 	if (spank_option_getopt(sp, &image, &arg) == ESPANK_SUCCESS ||
 	    spank_option_getopt(sp, &name, &arg) == ESPANK_SUCCESS)
-		setenv(GK_ENV_CONTAINER, "pyxis", 1);
-	else if (getenv(GK_ENV_CONTAINER))
-		setenv(GK_ENV_CONTAINER, "", 1);
+		setenv(GK_ENV(CONTAINER), "pyxis", 1);
+	else if (gk_getenv(CONTAINER))
+		setenv(GK_ENV(CONTAINER), "", 1);
 	return 0;
 }
 
@@ -333,7 +334,7 @@ static int check_container(spank_t sp)
 		return 0;
 	/* CRIU has not been measured on a container's tree (its mounts and
 	 * namespaces): the shepherd must not be left to find out at preemption. */
-	if (env_get(sp, GK_ENV_SHEPHERD, reason, sizeof(reason)) == 1) {
+	if (env_get(sp, GK_ENV(SHEPHERD), reason, sizeof(reason)) == 1) {
 		tell_task(
 		    TELL_FATAL, &task.ids, task.step,
 		    "transparent mode does not reach into containers yet: run "
@@ -341,8 +342,8 @@ static int check_container(spank_t sp)
 		    "are checkpointed in containers)");
 		return -1;
 	}
-	if (env_get(sp, GK_ENV_RUNTIME, rt, sizeof(rt)) != 1 ||
-	    env_get(sp, "GPUCKPT_DIR", dir, sizeof(dir)) != 1)
+	if (env_get(sp, GK_ENV(RUNTIME), rt, sizeof(rt)) != 1 ||
+	    env_get(sp, GK_ENV(DIR), dir, sizeof(dir)) != 1)
 		return 0;
 	rc = gk_container_check(rt, dir, &loads, reason, sizeof(reason));
 	if (rc > 0)
@@ -376,7 +377,7 @@ static void keep_orphans(spank_t sp)
 {
 	char v[8];
 
-	if (!task.on || env_get(sp, GK_ENV_SHEPHERD, v, sizeof(v)) != 0)
+	if (!task.on || env_get(sp, GK_ENV(SHEPHERD), v, sizeof(v)) != 0)
 		return;
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
 		tell_task(TELL_LOG_ERROR, &task.ids, task.step,
@@ -476,10 +477,10 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 	if (ids.step_id == GK_STEP_EXTERN)
 		return 0;
 	gk_step_dirname(ids.step_id, step, sizeof(step));
-	have = env_get(sp, GK_ENV_CHECKPOINT, value, sizeof(value));
+	have = env_get(sp, GK_ENV(CHECKPOINT), value, sizeof(value));
 	if (gk_opts_enabled(&opts, have == 1 ? value : NULL, &site, &on, &err) < 0 || have < 0) {
 		if (have < 0)
-			gk_errprintf(&err, "%s: value too long", GK_ENV_CHECKPOINT);
+			gk_errprintf(&err, "%s: value too long", GK_ENV(CHECKPOINT));
 		tell_task(TELL_FATAL, &ids, step, "%s", err.text);
 		return -1;
 	}

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "job_options.h"
+#include "settings_env.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -104,19 +105,26 @@ const char *gk_option_name(enum gk_option_id id)
 	return "?";
 }
 
-const char *gk_option_env(enum gk_option_id id)
+enum gk_env_id gk_option_var(enum gk_option_id id)
 {
 	switch (id) {
 	case GK_OPT_CHECKPOINT:
-		return GK_ENV_CHECKPOINT;
+		return GK_ENV_ID_CHECKPOINT;
 	case GK_OPT_INTERVAL:
-		return GK_ENV_INTERVAL;
+		return GK_ENV_ID_INTERVAL;
 	case GK_OPT_ON_BAD:
-		return GK_ENV_ON_BAD;
+		return GK_ENV_ID_ON_BAD_CHECKPOINT;
 	case GK_OPT_MODE:
-		return GK_ENV_MODE;
+		return GK_ENV_ID_MODE;
 	}
-	return "?";
+	return GK_ENV_COUNT;
+}
+
+const char *gk_option_env(enum gk_option_id id)
+{
+	enum gk_env_id v = gk_option_var(id);
+
+	return v < GK_ENV_COUNT ? gk_env_table[v].name : "?";
 }
 
 const char *gk_option_expected(enum gk_option_id id)
@@ -212,7 +220,7 @@ int gk_opts_check_given(const struct gk_opts *o, int on, gk_error_t *err)
 	gk_errprintf(err,
 		     "--%s=%s has no effect: checkpointing is off for this job (add "
 		     "--gpu-checkpoint=on, or set %s=on)",
-		     gk_option_name(id), value, GK_ENV_CHECKPOINT);
+		     gk_option_name(id), value, GK_ENV(CHECKPOINT));
 	return -EINVAL;
 }
 

@@ -18,6 +18,7 @@
 
 #include <stddef.h>
 
+#include "settings_env.h"
 #include "site_args.h"
 
 enum gk_option_id {
@@ -27,10 +28,8 @@ enum gk_option_id {
 	GK_OPT_MODE = 4,
 };
 
-#define GK_ENV_CHECKPOINT "GPUCKPT_CHECKPOINT"
-#define GK_ENV_INTERVAL "GPUCKPT_INTERVAL"
-#define GK_ENV_ON_BAD "GPUCKPT_ON_BAD_CHECKPOINT"
-#define GK_ENV_MODE "GPUCKPT_MODE"
+/* Each option's variable: GK_ENV(CHECKPOINT), GK_ENV(INTERVAL),
+ * GK_ENV(ON_BAD_CHECKPOINT), GK_ENV(MODE) (settings.def). */
 
 /* Values given on the command line; -1 = not given. */
 struct gk_opts {
@@ -52,6 +51,8 @@ const char *gk_mode_name(enum gk_mode mode);
 /* The option's long name and the variable for an option id. */
 const char *gk_option_name(enum gk_option_id id);
 const char *gk_option_env(enum gk_option_id id);
+/* The same as settings.def's id (GK_ENV_COUNT for none), for gk_env_get(). */
+enum gk_env_id gk_option_var(enum gk_option_id id);
 /* What it takes, for messages: "on or off", "fail or fresh", ... */
 const char *gk_option_expected(enum gk_option_id id);
 

@@ -5,6 +5,7 @@
 #include "stage_run.h"
 #include "fsafe.h"
 #include "jobdir.h"
+#include "settings_env.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -131,7 +132,7 @@ static int independent(const struct gk_env *env)
 {
 	char v[16];
 
-	return env->get(env->ctx, "GPUCKPT_TASKS", v, sizeof(v)) == 1 &&
+	return env->get(env->ctx, GK_ENV(TASKS), v, sizeof(v)) == 1 &&
 	       strcmp(v, "independent") == 0;
 }
 
@@ -154,7 +155,7 @@ static int name_socket(const struct gk_task_ids *ids, const struct gk_env *env, 
 		snprintf(hex + 2 * i, 3, "%02x", rnd[i]);
 	snprintf(p->socket, sizeof(p->socket), "gpuckpt.%u.%u.%u.%s", ids->job_id, ids->step_id,
 		 ids->task_id, hex);
-	return put(env, GK_ENV_SHEPHERD, p->socket, err);
+	return put(env, GK_ENV(SHEPHERD), p->socket, err);
 }
 
 /*
@@ -169,9 +170,9 @@ static int plan_none(const struct gk_env *env, struct gk_tplan *p, gk_error_t *e
 
 	p->kind = GK_TPLAN_NONE;
 	/* One inherited from an enclosing step names a shepherd that is not ours. */
-	rc = drop(env, GK_ENV_SHEPHERD, err);
+	rc = drop(env, GK_ENV(SHEPHERD), err);
 	if (!rc)
-		rc = put(env, GK_ENV_NO_TRANSPARENT, p->reason, err);
+		rc = put(env, GK_ENV(NO_TRANSPARENT), p->reason, err);
 	return rc;
 }
 
@@ -190,29 +191,29 @@ int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
 	snprintf(p->shepherd, sizeof(p->shepherd), "%s/gpuckpt-shepherd", s->shepherd);
 	snprintf(p->criu, sizeof(p->criu), "%s", s->criu);
 
-	have = env->get(env->ctx, GK_ENV_MODE, value, sizeof(value));
+	have = env->get(env->ctx, GK_ENV(MODE), value, sizeof(value));
 	if (have < 0) {
-		gk_errprintf(err, "%s: value too long", GK_ENV_MODE);
+		gk_errprintf(err, "%s: value too long", GK_ENV(MODE));
 		return -EINVAL;
 	}
 	rc = gk_opts_mode(o, have == 1 ? value : NULL, s, &p->mode, err);
 	if (rc < 0)
 		return rc;
-	rc = put(env, GK_ENV_MODE, gk_mode_name(p->mode), err);
+	rc = put(env, GK_ENV(MODE), gk_mode_name(p->mode), err);
 	if (rc < 0)
 		return rc;
-	have = env->get(env->ctx, "GPUCKPT_ASSIST", value, sizeof(value));
+	have = env->get(env->ctx, GK_ENV(ASSIST), value, sizeof(value));
 	if (have == 1 && (strcmp(value, "on") == 0 || strcmp(value, "off") == 0))
 		strcpy(p->assist, strcmp(value, "on") == 0 ? "on" : "off");
 	else if (have != 0) {
-		gk_errprintf(err, "GPUCKPT_ASSIST: invalid value '%s' (expected on or off)",
+		gk_errprintf(err, GK_ENV(ASSIST) ": invalid value '%s' (expected on or off)",
 			     have == 1 ? value : "(too long)");
 		return -EINVAL;
 	}
 
 	if (p->mode == GK_MODE_APP) {
 		snprintf(p->reason, sizeof(p->reason),
-			 "the job asked for application mode (GPUCKPT_MODE=app)");
+			 "the job asked for application mode (" GK_ENV(MODE) "=app)");
 		return plan_none(env, p, err);
 	}
 	if (!shell && r->container[0]) {
@@ -222,7 +223,7 @@ int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
 		if (p->mode == GK_MODE_TRANSPARENT) {
 			gk_errprintf(
 			    err,
-			    "transparent mode was asked for (GPUCKPT_MODE=transparent) but the "
+			    "transparent mode was asked for (" GK_ENV(MODE) "=transparent) but the "
 			    "program runs in a %s container, which it does not reach yet: use "
 			    "--gpu-checkpoint-mode=app or auto (programs that use the gpuckpt "
 			    "API are checkpointed in containers)",
@@ -243,11 +244,11 @@ int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
 			 "a step of several tasks is not checkpointed transparently: without the "
 			 "gpuckpt API its tasks cannot agree on one point, and one task's processes "
 			 "alone are not the step (MPI programs: gpuckpt_mpi.h; tasks that never talk "
-			 "to each other: GPUCKPT_TASKS=independent)");
+			 "to each other: " GK_ENV(TASKS) "=independent)");
 		if (p->mode == GK_MODE_TRANSPARENT) {
 			gk_errprintf(err,
-				     "transparent mode was asked for (GPUCKPT_MODE=transparent), "
-				     "but %s",
+				     "transparent mode was asked for "
+				     "(" GK_ENV(MODE) "=transparent), but %s",
 				     p->reason);
 			return -ENOTSUP;
 		}
@@ -278,7 +279,7 @@ int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
 	if (!can && p->mode == GK_MODE_TRANSPARENT) {
 		gk_errprintf(
 		    err,
-		    "transparent mode was asked for (GPUCKPT_MODE=transparent) but this node "
+		    "transparent mode was asked for (" GK_ENV(MODE) "=transparent) but this node "
 		    "cannot do it: %s",
 		    why);
 		return -ENOTSUP;
@@ -293,14 +294,14 @@ int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
 		return r->dir_rc;
 	}
 
-	rc = drop(env, GK_ENV_NO_TRANSPARENT, err);
+	rc = drop(env, GK_ENV(NO_TRANSPARENT), err);
 	if (rc < 0)
 		return rc;
 	if (ckpt_t) {
 		/* The shepherd restores the whole tree; the runtime must not load anything. */
 		p->kind = GK_TPLAN_RESTORE;
 		snprintf(p->newest, sizeof(p->newest), "%s", r->newest);
-		return drop(env, "GPUCKPT_RESTORE", err);
+		return drop(env, GK_ENV(RESTORE), err);
 	}
 	p->kind = GK_TPLAN_ATTACH;
 	return name_socket(ids, env, p, err);
@@ -595,7 +596,7 @@ static void run_shepherd(const struct gk_tplan *p, pid_t child, int up)
 	 * shepherd needs the socket the program was told about, and to know
 	 * that Slurm signals the program itself. */
 	snprintf(buf, sizeof(buf), "%u", (unsigned)p->ids.job_id);
-	if ((p->kind == GK_TPLAN_ATTACH && setenv("GPUCKPT_SHEPHERD", p->socket, 1) < 0) ||
+	if ((p->kind == GK_TPLAN_ATTACH && setenv(GK_ENV(SHEPHERD), p->socket, 1) < 0) ||
 	    setenv("SLURM_JOB_ID", buf, 1) < 0)
 		die_after_fork("setenv", errno);
 	if (gk_shepherd_argv(p, child, argv, buf, sizeof(buf)) < 0)

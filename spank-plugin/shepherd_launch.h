@@ -34,8 +34,6 @@
 #include "site_args.h"
 #include "task_env.h"
 
-#define GK_ENV_NO_TRANSPARENT "GPUCKPT_NO_TRANSPARENT"
-#define GK_ENV_SHEPHERD "GPUCKPT_SHEPHERD"
 
 enum gk_tplan_kind {
 	GK_TPLAN_NONE,	  /* no shepherd (reason says why) */

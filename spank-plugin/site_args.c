@@ -21,11 +21,6 @@
 #define GK_LOCALSTATEDIR "/var"
 #endif
 
-#define KNOWN_KEYS                                                                                 \
-	"default, bb_root, shared_root, flush_root, runtime, stage, stage_timeout, config, keep, " \
-	"on_bad_checkpoint, interval, log_level, mode, criu, shepherd, metrics, admin_comment, "  \
-	"scontrol, record_days"
-
 void gk_site_defaults(struct gk_site *s)
 {
 	memset(s, 0, sizeof(*s));
@@ -67,128 +62,217 @@ static int set_path(char *dst, size_t len, const char *key, const char *value, i
 	return 0;
 }
 
-int gk_site_set(struct gk_site *s, const char *key, const char *value, gk_error_t *err)
+/*
+ * One function per plugstack.conf argument of settings.def (GK_SITE,
+ * GK_CONF_SITE, GK_ENV_SITE rows), site_<key>(): 0, or -EINVAL with err set.
+ */
+#define GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP)                                        \
+	static int site_##KEY(struct gk_site *s, const char *key, const char *value,     \
+			      gk_error_t *err);
+#define GK_CONF_SITE(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) \
+	GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP)
+#define GK_ENV_SITE(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) \
+	GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP)
+#include "settings.def"
+
+static int site_default(struct gk_site *s, const char *key, const char *value, gk_error_t *err)
 {
-	if (strcmp(key, "default") == 0) {
-		if (gk_parse_onoff(value, &s->default_on) < 0) {
-			gk_errprintf(err, "default: invalid value '%s' (expected on or off)",
-				     value);
-			return -EINVAL;
-		}
-		return 0;
-	}
-	if (strcmp(key, "bb_root") == 0)
-		return set_path(s->bb_root, sizeof(s->bb_root), key, value, 0, err);
-	if (strcmp(key, "shared_root") == 0)
-		return set_path(s->shared_root, sizeof(s->shared_root), key, value, 1, err);
-	if (strcmp(key, "flush_root") == 0)
-		return set_path(s->flush_root, sizeof(s->flush_root), key, value, 1, err);
-	if (strcmp(key, "runtime") == 0)
-		return set_path(s->runtime, sizeof(s->runtime), key, value, 0, err);
-	if (strcmp(key, "stage") == 0)
-		return set_path(s->stage, sizeof(s->stage), key, value, 1, err);
-	if (strcmp(key, "stage_timeout") == 0) {
-		long n;
-
-		if (gk_parse_seconds(value, &n) < 0 || n > 86400) {
-			gk_errprintf(
-			    err,
-			    "stage_timeout: invalid value '%s' (expected seconds from 0 to 86400; "
-			    "0: no limit)",
-			    value);
-			return -EINVAL;
-		}
-		s->stage_timeout = (unsigned)n;
-		return 0;
-	}
-	if (strcmp(key, "config") == 0)
-		return set_path(s->config, sizeof(s->config), key, value, 1, err);
-	if (strcmp(key, "keep") == 0) {
-		long n;
-
-		if (gk_parse_seconds(value, &n) < 0 || n < 1 || n > 1000) {
-			gk_errprintf(
-			    err,
-			    "keep: invalid value '%s' (expected a whole number from 1 to 1000)",
-			    value);
-			return -EINVAL;
-		}
-		s->keep = (unsigned)n;
-		return 0;
-	}
-	if (strcmp(key, "on_bad_checkpoint") == 0) {
-		if (gk_parse_on_bad(value, &s->on_bad_fresh) < 0) {
-			gk_errprintf(
-			    err, "on_bad_checkpoint: invalid value '%s' (expected fail or fresh)",
-			    value);
-			return -EINVAL;
-		}
-		return 0;
-	}
-	if (strcmp(key, "interval") == 0) {
-		if (gk_parse_seconds(value, &s->interval) < 0) {
-			gk_errprintf(err,
-				     "interval: invalid value '%s' (expected seconds, 0 or more)",
-				     value);
-			return -EINVAL;
-		}
-		return 0;
-	}
-	if (strcmp(key, "log_level") == 0) {
-		static const char *const levels[] = {"error", "warn", "notice", "info", "debug"};
-
-		for (unsigned i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
-			if (strcmp(value, levels[i]) == 0) {
-				strcpy(s->log_level, value);
-				return 0;
-			}
-		}
-		gk_errprintf(
-		    err,
-		    "log_level: invalid value '%s' (expected error, warn, notice, info or debug)",
-		    value);
+	(void)key;
+	if (gk_parse_onoff(value, &s->default_on) < 0) {
+		gk_errprintf(err, "default: invalid value '%s' (expected on or off)", value);
 		return -EINVAL;
 	}
-	if (strcmp(key, "mode") == 0) {
-		if (gk_parse_mode(value, &s->mode) < 0) {
-			gk_errprintf(err,
-				     "mode: invalid value '%s' (expected auto, app or transparent)",
-				     value);
-			return -EINVAL;
-		}
-		return 0;
-	}
-	if (strcmp(key, "criu") == 0)
-		return set_path(s->criu, sizeof(s->criu), key, value, 1, err);
-	if (strcmp(key, "shepherd") == 0)
-		return set_path(s->shepherd, sizeof(s->shepherd), key, value, 0, err);
-	if (strcmp(key, "metrics") == 0)
-		return set_path(s->metrics, sizeof(s->metrics), key, value, 1, err);
-	if (strcmp(key, "admin_comment") == 0) {
-		if (gk_parse_onoff(value, &s->admin_comment) < 0) {
-			gk_errprintf(err, "admin_comment: invalid value '%s' (expected on or off)",
-				     value);
-			return -EINVAL;
-		}
-		return 0;
-	}
-	if (strcmp(key, "scontrol") == 0)
-		return set_path(s->scontrol, sizeof(s->scontrol), key, value, 0, err);
-	if (strcmp(key, "record_days") == 0) {
-		long n;
+	return 0;
+}
 
-		if (gk_parse_seconds(value, &n) < 0 || n > 36500) {
-			gk_errprintf(
-			    err,
-			    "record_days: invalid value '%s' (expected days from 0 to 36500; "
-			    "0: records are kept forever)",
-			    value);
-			return -EINVAL;
-		}
-		s->record_days = (unsigned)n;
-		return 0;
+static int site_bb_root(struct gk_site *s, const char *key, const char *value, gk_error_t *err)
+{
+	return set_path(s->bb_root, sizeof(s->bb_root), key, value, 0, err);
+}
+
+static int site_shared_root(struct gk_site *s, const char *key, const char *value,
+			    gk_error_t *err)
+{
+	return set_path(s->shared_root, sizeof(s->shared_root), key, value, 1, err);
+}
+
+static int site_flush_root(struct gk_site *s, const char *key, const char *value, gk_error_t *err)
+{
+	return set_path(s->flush_root, sizeof(s->flush_root), key, value, 1, err);
+}
+
+static int site_runtime(struct gk_site *s, const char *key, const char *value, gk_error_t *err)
+{
+	return set_path(s->runtime, sizeof(s->runtime), key, value, 0, err);
+}
+
+static int site_stage(struct gk_site *s, const char *key, const char *value, gk_error_t *err)
+{
+	return set_path(s->stage, sizeof(s->stage), key, value, 1, err);
+}
+
+static int site_stage_timeout(struct gk_site *s, const char *key, const char *value,
+			      gk_error_t *err)
+{
+	long n;
+
+	(void)key;
+	if (gk_parse_seconds(value, &n) < 0 || n > 86400) {
+		gk_errprintf(err,
+			     "stage_timeout: invalid value '%s' (expected seconds from 0 to 86400; "
+			     "0: no limit)",
+			     value);
+		return -EINVAL;
 	}
-	gk_errprintf(err, "unknown argument '%s' (known: " KNOWN_KEYS ")", key);
+	s->stage_timeout = (unsigned)n;
+	return 0;
+}
+
+static int site_config(struct gk_site *s, const char *key, const char *value, gk_error_t *err)
+{
+	return set_path(s->config, sizeof(s->config), key, value, 1, err);
+}
+
+static int site_keep(struct gk_site *s, const char *key, const char *value, gk_error_t *err)
+{
+	long n;
+
+	(void)key;
+	if (gk_parse_seconds(value, &n) < 0 || n < 1 || n > 1000) {
+		gk_errprintf(err,
+			     "keep: invalid value '%s' (expected a whole number from 1 to 1000)",
+			     value);
+		return -EINVAL;
+	}
+	s->keep = (unsigned)n;
+	return 0;
+}
+
+static int site_on_bad_checkpoint(struct gk_site *s, const char *key, const char *value,
+				  gk_error_t *err)
+{
+	(void)key;
+	if (gk_parse_on_bad(value, &s->on_bad_fresh) < 0) {
+		gk_errprintf(err, "on_bad_checkpoint: invalid value '%s' (expected fail or fresh)",
+			     value);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int site_interval(struct gk_site *s, const char *key, const char *value, gk_error_t *err)
+{
+	(void)key;
+	if (gk_parse_seconds(value, &s->interval) < 0) {
+		gk_errprintf(err, "interval: invalid value '%s' (expected seconds, 0 or more)",
+			     value);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int site_log_level(struct gk_site *s, const char *key, const char *value, gk_error_t *err)
+{
+	static const char *const levels[] = {"error", "warn", "notice", "info", "debug"};
+
+	(void)key;
+	for (unsigned i = 0; i < sizeof(levels) / sizeof(levels[0]); i++) {
+		if (strcmp(value, levels[i]) == 0) {
+			strcpy(s->log_level, value);
+			return 0;
+		}
+	}
+	gk_errprintf(err,
+		     "log_level: invalid value '%s' (expected error, warn, notice, info or debug)",
+		     value);
+	return -EINVAL;
+}
+
+static int site_mode(struct gk_site *s, const char *key, const char *value, gk_error_t *err)
+{
+	(void)key;
+	if (gk_parse_mode(value, &s->mode) < 0) {
+		gk_errprintf(err, "mode: invalid value '%s' (expected auto, app or transparent)",
+			     value);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int site_criu(struct gk_site *s, const char *key, const char *value, gk_error_t *err)
+{
+	return set_path(s->criu, sizeof(s->criu), key, value, 1, err);
+}
+
+static int site_shepherd(struct gk_site *s, const char *key, const char *value, gk_error_t *err)
+{
+	return set_path(s->shepherd, sizeof(s->shepherd), key, value, 0, err);
+}
+
+static int site_metrics(struct gk_site *s, const char *key, const char *value, gk_error_t *err)
+{
+	return set_path(s->metrics, sizeof(s->metrics), key, value, 1, err);
+}
+
+static int site_admin_comment(struct gk_site *s, const char *key, const char *value,
+			      gk_error_t *err)
+{
+	(void)key;
+	if (gk_parse_onoff(value, &s->admin_comment) < 0) {
+		gk_errprintf(err, "admin_comment: invalid value '%s' (expected on or off)", value);
+		return -EINVAL;
+	}
+	return 0;
+}
+
+static int site_scontrol(struct gk_site *s, const char *key, const char *value, gk_error_t *err)
+{
+	return set_path(s->scontrol, sizeof(s->scontrol), key, value, 0, err);
+}
+
+static int site_record_days(struct gk_site *s, const char *key, const char *value,
+			    gk_error_t *err)
+{
+	long n;
+
+	(void)key;
+	if (gk_parse_seconds(value, &n) < 0 || n > 36500) {
+		gk_errprintf(err,
+			     "record_days: invalid value '%s' (expected days from 0 to 36500; "
+			     "0: records are kept forever)",
+			     value);
+		return -EINVAL;
+	}
+	s->record_days = (unsigned)n;
+	return 0;
+}
+
+/* The arguments and their parsers, in settings.def's order. */
+static const struct {
+	const char *key;
+	int (*set)(struct gk_site *s, const char *key, const char *value, gk_error_t *err);
+} site_keys[] = {
+#define GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP) {#KEY, site_##KEY},
+#define GK_CONF_SITE(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) \
+	GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP)
+#define GK_ENV_SITE(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) \
+	GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP)
+#include "settings.def"
+};
+
+int gk_site_set(struct gk_site *s, const char *key, const char *value, gk_error_t *err)
+{
+	char known[512];
+	size_t n = 0;
+
+	for (unsigned i = 0; i < sizeof(site_keys) / sizeof(site_keys[0]); i++)
+		if (strcmp(key, site_keys[i].key) == 0)
+			return site_keys[i].set(s, key, value, err);
+	known[0] = '\0';
+	for (unsigned i = 0; i < sizeof(site_keys) / sizeof(site_keys[0]) && n < sizeof(known); i++)
+		n += (size_t)snprintf(known + n, sizeof(known) - n, "%s%s", i ? ", " : "",
+				      site_keys[i].key);
+	gk_errprintf(err, "unknown argument '%s' (known: %s)", key, known);
 	return -EINVAL;
 }
 

@@ -1,35 +1,18 @@
 /*
  * site_args.h - the site's settings for the plugin: key=value arguments after
  * the plugin's path in plugstack.conf. Every default is set first; an unknown
- * key or a bad value is refused with a message naming it.
+ * key or a bad value is refused with a message naming it. The keys are the
+ * GK_SITE, GK_CONF_SITE and GK_ENV_SITE rows of runtime/common/settings.def,
+ * each parsed in site_args.c's site_<key>().
  *
  *	required /usr/lib/x86_64-linux-gnu/slurm/spank_gpuckpt.so \
  *		bb_root=/local/bb shared_root=/shared/gpuckpt default=off keep=2
  *
- *	key                default                    what
- *	default            off                        on: jobs without the option are checkpointed
- *	bb_root            LOCALSTATEDIR/lib/gpuckpt/bb   node-local burst buffer (job folders)
- *	shared_root        (none)                     shared checkpoint root (staging)
- *	flush_root         (none)                     shared folder the runtime flushes to while
- *	                                              the job runs (needs shared_root)
- *	runtime            LIBDIR/libgpuckpt.so.0     the runtime put into LD_PRELOAD
- *	stage              LIBEXECDIR/gpuckpt/gpuckpt-stage   staging program; none = off
- *	stage_timeout      3600                       seconds it may take; then it is killed
- *	config             (none)                     the runtime's site file (GPUCKPT_CONFIG)
- *	keep               2                          checkpoints kept (GPUCKPT_KEEP)
- *	on_bad_checkpoint  (the runtime's: fail)      fail | fresh
- *	interval           (the runtime's: 0)         seconds between periodic checkpoints
- *	log_level          (the runtime's: warn)      error | warn | info | debug
- *	mode               auto                       auto | app | transparent (shepherd_launch.h)
- *	criu               (the shepherd's default)   CRIU for transparent mode
- *	shepherd           LIBEXECDIR/gpuckpt         folder of gpuckpt-shepherd
- *	metrics            (none)                     node_exporter textfile (metrics.h)
- *	admin_comment      on                         on: the job's AdminComment gets its
- *	                                              checkpoint summary (job_record.h)
- *	scontrol           (configure's scontrol)     scontrol, for the AdminComment
- *	record_days        30                         job records not written for this
- *	                                              many days are removed (epilog);
- *	                                              0: kept forever (job_record.h)
+ * Each argument's default, range and meaning: settings.def (its GK_SITE rows,
+ * and GK_CONF_SITE/GK_ENV_SITE for keep, on_bad_checkpoint, interval,
+ * log_level, mode and config, which give the runtime's variable the site's
+ * value; unset, the runtime's own default holds: for log_level, notice).
+ * spank-gpuckpt(8) documents them (tests/man/settings-table.sh).
  */
 #ifndef GK_SITE_ARGS_H
 #define GK_SITE_ARGS_H

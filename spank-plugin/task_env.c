@@ -3,6 +3,7 @@
 #include "task_env.h"
 #include "container_env.h"
 #include "ckptname.h"
+#include "settings_env.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -106,19 +107,21 @@ static int set_tunables(const struct gk_site *s, const struct gk_opts *o, const 
 {
 	int rc;
 
-	rc = set_env_num(env, "GPUCKPT_KEEP", (long)s->keep, 0, err);
+	rc = set_env_num(env, GK_ENV(KEEP), (long)s->keep, 0, err);
 	if (!rc && o->interval >= 0)
-		rc = set_env_num(env, GK_ENV_INTERVAL, o->interval, 1, err);
+		rc = set_env_num(env, GK_ENV(INTERVAL), o->interval, 1, err);
 	else if (!rc && s->interval >= 0)
-		rc = set_env_num(env, GK_ENV_INTERVAL, s->interval, 0, err);
+		rc = set_env_num(env, GK_ENV(INTERVAL), s->interval, 0, err);
 	if (!rc && o->on_bad_fresh >= 0)
-		rc = set_env(env, GK_ENV_ON_BAD, o->on_bad_fresh ? "fresh" : "fail", 1, err);
+		rc = set_env(env, GK_ENV(ON_BAD_CHECKPOINT), o->on_bad_fresh ? "fresh" : "fail", 1,
+			     err);
 	else if (!rc && s->on_bad_fresh >= 0)
-		rc = set_env(env, GK_ENV_ON_BAD, s->on_bad_fresh ? "fresh" : "fail", 0, err);
+		rc = set_env(env, GK_ENV(ON_BAD_CHECKPOINT), s->on_bad_fresh ? "fresh" : "fail", 0,
+			     err);
 	if (!rc && s->log_level[0])
-		rc = set_env(env, "GPUCKPT_LOG_LEVEL", s->log_level, 0, err);
+		rc = set_env(env, GK_ENV(LOG_LEVEL), s->log_level, 0, err);
 	if (!rc && s->config[0])
-		rc = set_env(env, "GPUCKPT_CONFIG", s->config, 0, err);
+		rc = set_env(env, GK_ENV(CONFIG), s->config, 0, err);
 	return rc;
 }
 
@@ -127,7 +130,7 @@ static int tasks_independent(const struct gk_env *env)
 {
 	char buf[16];
 
-	return env->get(env->ctx, "GPUCKPT_TASKS", buf, sizeof(buf)) == 1 &&
+	return env->get(env->ctx, GK_ENV(TASKS), buf, sizeof(buf)) == 1 &&
 	       strcmp(buf, "independent") == 0;
 }
 
@@ -139,7 +142,7 @@ static int on_bad_fresh(const struct gk_site *s, const struct gk_opts *o, const 
 
 	if (o->on_bad_fresh >= 0)
 		return o->on_bad_fresh;
-	if (env->get(env->ctx, GK_ENV_ON_BAD, buf, sizeof(buf)) == 1)
+	if (env->get(env->ctx, GK_ENV(ON_BAD_CHECKPOINT), buf, sizeof(buf)) == 1)
 		return strcmp(buf, "fresh") == 0;
 	return s->on_bad_fresh > 0;
 }
@@ -246,31 +249,31 @@ int gk_inject(const struct gk_site *s, const struct gk_opts *o, const struct gk_
 	}
 	rc = set_env(env, "LD_PRELOAD", preload, 1, err);
 	if (!rc)
-		rc = set_env(env, GK_ENV_CHECKPOINT, "on", 1, err);
+		rc = set_env(env, GK_ENV(CHECKPOINT), "on", 1, err);
 	if (!rc)
-		rc = set_env(env, "GPUCKPT_DIR", r->dir, 1, err);
+		rc = set_env(env, GK_ENV(DIR), r->dir, 1, err);
 	if (!rc && r->flush_dir[0])
-		rc = set_env(env, "GPUCKPT_FLUSH_DIR", r->flush_dir, 1, err);
+		rc = set_env(env, GK_ENV(FLUSH_DIR), r->flush_dir, 1, err);
 	else if (!rc)
-		rc = env->unset(env->ctx, "GPUCKPT_FLUSH_DIR");
+		rc = env->unset(env->ctx, GK_ENV(FLUSH_DIR));
 	if (!rc && r->restore && r->step_set)
-		rc = set_env(env, "GPUCKPT_RESTORE", r->choice.ckpt, 1, err);
+		rc = set_env(env, GK_ENV(RESTORE), r->choice.ckpt, 1, err);
 	else if (!rc && r->restore)
-		rc = set_env(env, "GPUCKPT_RESTORE", "auto", 1, err);
+		rc = set_env(env, GK_ENV(RESTORE), "auto", 1, err);
 	else if (!rc)
-		rc = env->unset(env->ctx, "GPUCKPT_RESTORE");
+		rc = env->unset(env->ctx, GK_ENV(RESTORE));
 	snprintf(idtext, sizeof(idtext), "%016llx", (unsigned long long)r->choice.id);
 	if (!rc && r->restore && r->step_set)
-		rc = set_env(env, "GPUCKPT_RESTORE_SET", idtext, 1, err);
+		rc = set_env(env, GK_ENV(RESTORE_SET), idtext, 1, err);
 	else if (!rc)
-		rc = env->unset(env->ctx, "GPUCKPT_RESTORE_SET");
+		rc = env->unset(env->ctx, GK_ENV(RESTORE_SET));
 	if (!rc)
-		rc = set_env_num(env, "GPUCKPT_STEP_TASKS", ids->ntasks ? (long)ids->ntasks : 1, 1,
+		rc = set_env_num(env, GK_ENV(STEP_TASKS), ids->ntasks ? (long)ids->ntasks : 1, 1,
 				 err);
 	if (!rc)
-		rc = set_env_num(env, "GPUCKPT_TASK", ids->ntasks ? (long)ids->task_id : 0, 1, err);
+		rc = set_env_num(env, GK_ENV(TASK), ids->ntasks ? (long)ids->task_id : 0, 1, err);
 	if (!rc)
-		rc = set_env_num(env, "GPUCKPT_RESTART_COUNT", (long)r->restart_count, 1, err);
+		rc = set_env_num(env, GK_ENV(RESTART_COUNT), (long)r->restart_count, 1, err);
 	if (!rc)
 		rc = set_tunables(s, o, env, err);
 
@@ -307,7 +310,7 @@ int gk_uninject(const struct gk_site *s, const struct gk_env *env, gk_error_t *e
 	}
 	has_runtime = rc == 1 && has_entry(cur, s->runtime);
 	/* Only whether it is set matters, so a short buffer is enough. */
-	has_dir = env->get(env->ctx, "GPUCKPT_DIR", dir, sizeof(dir)) != 0;
+	has_dir = env->get(env->ctx, GK_ENV(DIR), dir, sizeof(dir)) != 0;
 	rc = 0;
 	/* Nothing inherited: the task stays exactly as the user made it. */
 	if (!has_runtime && !has_dir)
@@ -319,15 +322,15 @@ int gk_uninject(const struct gk_site *s, const struct gk_env *env, gk_error_t *e
 					: env->unset(env->ctx, "LD_PRELOAD");
 	}
 	if (!rc)
-		rc = env->unset(env->ctx, "GPUCKPT_DIR");
+		rc = env->unset(env->ctx, GK_ENV(DIR));
 	if (!rc)
-		rc = env->unset(env->ctx, "GPUCKPT_RESTORE");
+		rc = env->unset(env->ctx, GK_ENV(RESTORE));
 	if (!rc)
-		rc = env->unset(env->ctx, "GPUCKPT_FLUSH_DIR");
+		rc = env->unset(env->ctx, GK_ENV(FLUSH_DIR));
 	if (!rc)
-		rc = env->unset(env->ctx, "GPUCKPT_RESTORE_SET");
+		rc = env->unset(env->ctx, GK_ENV(RESTORE_SET));
 	if (!rc)
-		rc = set_env(env, GK_ENV_CHECKPOINT, "off", 1, err);
+		rc = set_env(env, GK_ENV(CHECKPOINT), "off", 1, err);
 	if (!rc)
 		rc = gk_container_uninject(s, env, err);
 	if (rc < 0 && !err->text[0])

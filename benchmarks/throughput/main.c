@@ -36,6 +36,7 @@
 #include <unistd.h>
 
 #include "throughput.h"
+#include "settings_env.h"
 
 #ifndef TP_RUNTIME_DEFAULT
 #define TP_RUNTIME_DEFAULT "libgpuckpt.so"
@@ -76,17 +77,17 @@ static const char usage[] =
     "  --out DIR        where the CSV and markdown go (default .)\n"
     "  --machine NAME   first part of the file names (default: the host name)\n"
     "  --runtime PATH   libgpuckpt.so to preload in the gpuckpt workers\n"
-    "                   (default $GPUCKPT_RUNTIME, else the build tree's)\n"
+    "                   (default $" GK_ENV(RUNTIME) ", else the build tree's)\n"
     "  --worker PATH    throughput-worker (default: beside this program)\n"
     "  --writers N      threads of the parallel storage measurement (default\n"
-    "                   $GPUCKPT_WRITERS, else 8: the ceiling issue 16's goal names;\n"
+    "                   $" GK_ENV(WRITERS) ", else 8: the ceiling issue 16's goal names;\n"
     "                   the runtime's own default is the task's processors, 4 to 16)\n"
     "  --wide-writers N the parallel tmpfs measurement again with N threads\n"
     "                   (default 16; 0: not)\n"
     "  --disk-sizes LIST  the sizes measured on --disk (default: all of --sizes)\n"
     "  --variants LIST  the gpuckpt measurement again for each NAME:VAR=VALUE[:VAR=VALUE]\n"
     "                   of a comma-separated list, its rows named <row>:NAME, e.g.\n"
-    "                   w16:GPUCKPT_WRITERS=16,p256:GPUCKPT_COPY_PIECE=256K\n"
+    "                   w16:" GK_ENV(WRITERS) "=16,p256:" GK_ENV(COPY_PIECE) "=256K\n"
     "  --repeat N       run the storage, gpuckpt and driver measurements N times\n"
     "                   each, interleaved, and report the median (default 3)\n"
     "  --skip LIST      leave out some of copy,storage,single,gpuckpt,tables,driver,\n"
@@ -175,7 +176,7 @@ static void parse_variants(const char *text, struct opts *o)
 
 static void parse_args(int argc, char **argv, struct opts *o)
 {
-	const char *runtime = getenv("GPUCKPT_RUNTIME"), *writers = getenv("GPUCKPT_WRITERS");
+	const char *runtime = gk_getenv(RUNTIME), *writers = gk_getenv(WRITERS);
 	const char *skip = "";
 	char self[PATH_MAX], *slash, *list, *tok, *save;
 	ssize_t n;
@@ -340,7 +341,7 @@ static int run_worker(const struct opts *o, const char *mode, uint64_t size, cha
 static void phase_copy(const struct opts *o, uint64_t size, struct tp_report *rep)
 {
 	gk_error_t err;
-	char *env[] = {"GPUCKPT_ENABLE=0", NULL};
+	char *env[] = {GK_ENV(ENABLE) "=0", NULL};
 
 	printf("throughput: %g GiB: device<->host copies\n", (double)size / GIB);
 	fflush(stdout);
@@ -515,8 +516,8 @@ static void phase_tables(const struct opts *o, uint64_t size, const char *target
 	gk_error_t err;
 	char ckdir[PATH_MAX], preload[PATH_MAX + 16], gdir[PATH_MAX + 16];
 	char sub[PATH_MAX + 32], restore[PATH_MAX + 48];
-	char *env[] = {preload,		  "GPUCKPT_ENABLE=1",	  gdir, "GPUCKPT_LOG_LEVEL=info",
-		       "GPUCKPT_INTERVAL=0", "GPUCKPT_INCREMENTS=4", "GPUCKPT_KEEP=10",
+	char *env[] = {preload,		  GK_ENV(ENABLE) "=1",	  gdir, GK_ENV(LOG_LEVEL) "=info",
+		       GK_ENV(INTERVAL) "=0", GK_ENV(INCREMENTS) "=4", GK_ENV(KEEP) "=10",
 		       NULL,		  NULL};
 	uint64_t image;
 	int rc, first;
@@ -531,7 +532,7 @@ static void phase_tables(const struct opts *o, uint64_t size, const char *target
 	}
 	snprintf(ckdir, sizeof(ckdir), "%s/gpuckpt-tables.%d", dir, (int)getpid());
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", o->runtime);
-	snprintf(gdir, sizeof(gdir), "GPUCKPT_DIR=%s", ckdir);
+	snprintf(gdir, sizeof(gdir), GK_ENV(DIR) "=%s", ckdir);
 	if (mkdir(ckdir, 0700) && errno != EEXIST) {
 		gk_errprintf(&err, "skipped: mkdir %s: %s", ckdir, strerror(errno));
 		tp_add(rep, size, "gpuckpt_async_pause", target, size, -1, err.text);
@@ -550,7 +551,7 @@ static void phase_tables(const struct opts *o, uint64_t size, const char *target
 	if (rc)
 		fprintf(stderr, "throughput: %s: dropping cached pages: %s\n", ckdir,
 			strerror(-rc));
-	env[7] = "GPUCKPT_RESTORE=auto";
+	env[7] = GK_ENV(RESTORE) "=auto";
 	first = rep->n;
 	if (run_worker(o, "gpuckpt-restore", size, env, target, rep, &err))
 		tp_add(rep, size, "gpuckpt_incr_restore", target, size, -1, err.text);
@@ -558,7 +559,7 @@ static void phase_tables(const struct opts *o, uint64_t size, const char *target
 	rename_since(rep, first, "gpuckpt_restart", "gpuckpt_incr_restart");
 	rename_since(rep, first, "gpuckpt_restart_context", "gpuckpt_incr_restart_context");
 	rename_since(rep, first, "gpuckpt_restart_setup", "gpuckpt_incr_restart_setup");
-	snprintf(restore, sizeof(restore), "GPUCKPT_RESTORE=%s/ckpt.000002", ckdir);
+	snprintf(restore, sizeof(restore), GK_ENV(RESTORE) "=%s/ckpt.000002", ckdir);
 	env[7] = restore;
 	first = rep->n;
 	if (run_worker(o, "gpuckpt-restore", size, env, target, rep, &err))
@@ -597,11 +598,11 @@ static void phase_gpuckpt(const struct opts *o, uint64_t size, const char *targe
 	/* GPUCKPT_SNAPSHOT_MEMORY=off: written the blocking way, as the exit
 	 * checkpoint after SIGTERM always is. */
 	char *env[8 + MAX_VARIANT_ENV] = {preload,
-					  "GPUCKPT_ENABLE=1",
+					  GK_ENV(ENABLE) "=1",
 					  gdir,
-					  "GPUCKPT_LOG_LEVEL=info",
-					  "GPUCKPT_INTERVAL=0",
-					  "GPUCKPT_SNAPSHOT_MEMORY=off"};
+					  GK_ENV(LOG_LEVEL) "=info",
+					  GK_ENV(INTERVAL) "=0",
+					  GK_ENV(SNAPSHOT_MEMORY) "=off"};
 	int rc, first = rep->n, k = 6;
 	uint64_t image;
 
@@ -621,7 +622,7 @@ static void phase_gpuckpt(const struct opts *o, uint64_t size, const char *targe
 	}
 	snprintf(ckdir, sizeof(ckdir), "%s/gpuckpt-throughput.%d", dir, (int)getpid());
 	snprintf(preload, sizeof(preload), "LD_PRELOAD=%s", o->runtime);
-	snprintf(gdir, sizeof(gdir), "GPUCKPT_DIR=%s", ckdir);
+	snprintf(gdir, sizeof(gdir), GK_ENV(DIR) "=%s", ckdir);
 	if (mkdir(ckdir, 0700) && errno != EEXIST) {
 		gk_errprintf(&err, "skipped: mkdir %s: %s", ckdir, strerror(errno));
 		tp_add(rep, size, "gpuckpt_checkpoint", target, size, -1, err.text);
@@ -641,7 +642,7 @@ static void phase_gpuckpt(const struct opts *o, uint64_t size, const char *targe
 	if (rc)
 		fprintf(stderr, "throughput: %s: dropping cached pages: %s\n", ckdir,
 			strerror(-rc));
-	env[k] = "GPUCKPT_RESTORE=auto";
+	env[k] = GK_ENV(RESTORE) "=auto";
 	if (run_worker(o, "gpuckpt-restore", size, env, target, rep, &err))
 		tp_add(rep, size, "gpuckpt_restore", target, size, -1, err.text);
 out_remove:
@@ -664,7 +665,7 @@ static void phase_start(const struct opts *o, uint64_t size, struct tp_report *r
 	gk_error_t err;
 	char preload[PATH_MAX + 16];
 	char *native[] = {NULL};
-	char *env[] = {preload, "GPUCKPT_ENABLE=1", "GPUCKPT_LOG_LEVEL=info", NULL};
+	char *env[] = {preload, GK_ENV(ENABLE) "=1", GK_ENV(LOG_LEVEL) "=info", NULL};
 	int first;
 
 	printf("throughput: %g GiB: the start of CUDA and of the allocations, natively and under "
@@ -720,7 +721,7 @@ static void phase_driver(const struct opts *o, uint64_t size, struct tp_report *
 {
 	gk_error_t err;
 	char bytes[32], line[512], name[64], *argv[4];
-	char *env[] = {"GPUCKPT_ENABLE=0", NULL};
+	char *env[] = {GK_ENV(ENABLE) "=0", NULL};
 	struct tp_result *restored = NULL;
 	int rc, pid = -1, locked = 0, status;
 	unsigned long long b;
@@ -823,7 +824,7 @@ static void print_plan(const struct opts *o)
 		       (double)s / GIB, (unsigned long long)s);
 		if (o->copy)
 			printf(
-			    "  copy:    GPUCKPT_ENABLE=0 %s copy %llu   (pinned/pageable D2H, H2D; "
+			    "  copy:    " GK_ENV(ENABLE) "=0 %s copy %llu   (pinned/pageable D2H, H2D; "
 			    "median of 3)\n",
 			    o->worker, (unsigned long long)s);
 		if (o->storage)
@@ -838,19 +839,19 @@ static void print_plan(const struct opts *o)
 			       "start and the allocations)\n",
 			       o->worker, (unsigned long long)s);
 		if (o->tables)
-			printf("  tables:  GPUCKPT_DIR=%s/gpuckpt-tables.PID GPUCKPT_INCREMENTS=4 %s "
+			printf("  tables:  " GK_ENV(DIR) "=%s/gpuckpt-tables.PID " GK_ENV(INCREMENTS) "=4 %s "
 			       "gpuckpt-tables %llu\n"
 			       "           (whole; all changed, in the background: pause; 10%% "
 			       "changed: pause and bytes);\n"
-			       "           GPUCKPT_RESTORE=auto (the increment), then =ckpt.000002: "
+			       "           " GK_ENV(RESTORE) "=auto (the increment), then =ckpt.000002: "
 			       "gpuckpt-restore, every word checked\n",
 			       o->tmpfs, o->worker, (unsigned long long)s);
 		if (o->gpuckpt)
 			printf(
-			    "  gpuckpt: LD_PRELOAD=%s GPUCKPT_DIR=<%s%s%s>/gpuckpt-throughput.PID\n"
-			    "           GPUCKPT_SNAPSHOT_MEMORY=off %s gpuckpt-save %llu (blocking);\n"
+			    "  gpuckpt: LD_PRELOAD=%s " GK_ENV(DIR) "=<%s%s%s>/gpuckpt-throughput.PID\n"
+			    "           " GK_ENV(SNAPSHOT_MEMORY) "=off %s gpuckpt-save %llu (blocking);\n"
 			    "           check its data with XXH64 and XXH3 (tmpfs); drop its pages;\n"
-			    "           GPUCKPT_RESTORE=auto %s gpuckpt-restore %llu (checks every "
+			    "           " GK_ENV(RESTORE) "=auto %s gpuckpt-restore %llu (checks every "
 			    "word)\n",
 			    o->runtime, o->tmpfs, on_disk(o, s) ? "|" : "", on_disk(o, s) ? o->disk : "",
 			    o->worker, (unsigned long long)s, o->worker, (unsigned long long)s);

@@ -17,12 +17,13 @@
 #include <unistd.h>
 
 #include "throughput.h"
+#include "settings_env.h"
 
 extern char **environ;
 
 static const char *const controlled[] = {
-    "LD_PRELOAD=",	  "GPUCKPT_ENABLE=",   "GPUCKPT_DIR=",	   "GPUCKPT_RESTORE=",
-    "GPUCKPT_LOG_LEVEL=", "GPUCKPT_INTERVAL=", "GPUCKPT_SIGNALS=", NULL,
+    "LD_PRELOAD=",	  GK_ENV(ENABLE) "=",   GK_ENV(DIR) "=",	   GK_ENV(RESTORE) "=",
+    GK_ENV(LOG_LEVEL) "=", GK_ENV(INTERVAL) "=", GK_ENV(SIGNALS) "=", NULL,
 };
 
 static int is_controlled(const char *entry)

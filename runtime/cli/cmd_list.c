@@ -8,6 +8,7 @@
 #include "jobdir.h"
 #include "log.h"
 #include "ckptname.h"
+#include "settings_env.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -27,7 +28,7 @@ static const char list_help[] =
     "    gpuckpt list [--json] STEPDIR\n"
     "\n"
     "DESCRIPTION\n"
-    "    ROOT is a checkpoint root (GPUCKPT_DIR of a job task): it holds\n"
+    "    ROOT is a checkpoint root (" GK_ENV(DIR) " of a job task): it holds\n"
     "    committed checkpoints ckpt.NNNNNN and, after a writer was killed,\n"
     "    incomplete ones .tmp.ckpt.NNNNNN.HOST.PID. The committed ones are\n"
     "    listed newest first with their sequence number, creation time, label,\n"
@@ -52,8 +53,8 @@ static const char list_help[] =
     "    still be running, \"incomplete (writer gone)\" when gpuckpt prune would\n"
     "    remove it.\n"
     "\n"
-    "    With --shared (or GPUCKPT_FLUSH_DIR set in a job and ROOT its\n"
-    "    GPUCKPT_DIR), the checkpoints of the task's copy on shared storage are\n"
+    "    With --shared (or " GK_ENV(FLUSH_DIR) " set in a job and ROOT its\n"
+    "    " GK_ENV(DIR) "), the checkpoints of the task's copy on shared storage are\n"
     "    listed with them, and a column WHERE says where each one lives:\n"
     "    \"local\" (only on the node: lost with the node), \"shared\", or \"both\".\n"
     "    STEPDIR is the folder of a step of several tasks (BB/JOB/step.S,\n"
@@ -73,7 +74,7 @@ static const char list_help[] =
     "        \"created_unix\", \"label\", \"step\", \"bytes\", \"writer\", \"owner\",\n"
     "        \"held_by_root\"}, ...]}.\n"
     "    --shared DIR\n"
-    "        The task's folder on shared storage (GPUCKPT_FLUSH_DIR: where the\n"
+    "        The task's folder on shared storage (" GK_ENV(FLUSH_DIR) ": where the\n"
     "        runtime flushes each checkpoint while the job runs). JSON rows get\n"
     "        \"where\".\n"
     "    -h, --help\n"
@@ -86,7 +87,7 @@ static const char list_help[] =
     "\n"
     "EXAMPLES\n"
     "    gpuckpt list /bb/1234/task0\n"
-    "    gpuckpt list --shared \"$GPUCKPT_FLUSH_DIR\" \"$GPUCKPT_DIR\"\n"
+    "    gpuckpt list --shared \"$" GK_ENV(FLUSH_DIR) "\" \"$" GK_ENV(DIR) "\"\n"
     "    gpuckpt list --json /bb/1234/task0 | jq -r '.checkpoints[0].path'\n";
 
 enum { OPT_JSON = 1, OPT_SHARED };
@@ -374,9 +375,9 @@ static int list_run(int argc, char **argv)
 		return cli_list_step(root, json);
 	}
 	/* Inside a job: the task's own folder has its shared copy named. */
-	if (!shared && getenv("GPUCKPT_FLUSH_DIR") && getenv("GPUCKPT_DIR") &&
-	    *getenv("GPUCKPT_FLUSH_DIR") && !strcmp(getenv("GPUCKPT_DIR"), root))
-		shared = getenv("GPUCKPT_FLUSH_DIR");
+	if (!shared && gk_getenv(FLUSH_DIR) && gk_getenv(DIR) &&
+	    *gk_getenv(FLUSH_DIR) && !strcmp(gk_getenv(DIR), root))
+		shared = gk_getenv(FLUSH_DIR);
 	ret = collect(root, shared, &entries, &remote, &rows, &n);
 	if (ret < 0) {
 		free(entries);

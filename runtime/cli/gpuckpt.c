@@ -6,6 +6,7 @@
 #include "cli.h"
 #include "image.h"
 #include "log.h"
+#include "settings_env.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -90,9 +91,9 @@ static const char overview[] =
     "    Every command takes --json to print one JSON object for scripts.\n"
     "\n"
     "ENVIRONMENT\n"
-    "    GPUCKPT_LOG_LEVEL     error, warn, notice (default), info or debug;\n"
+    "    " GK_ENV(LOG_LEVEL) "     error, warn, notice (default), info or debug;\n"
     "                          any other value is refused\n"
-    "    GPUCKPT_MUNGE_SOCKET  munged's socket, when not the default one\n"
+    "    " GK_ENV(MUNGE_SOCKET) "  munged's socket, when not the default one\n"
     "\n"
     "EXIT STATUS\n"
     "    0   success; every checkpoint looked at is good\n"
@@ -140,14 +141,15 @@ int main(int argc, char **argv)
 	const char *name, *level;
 
 	/* Read here, not at the first message: a bad value is refused, not ignored. */
-	level = getenv("GPUCKPT_LOG_LEVEL");
+	level = gk_getenv(LOG_LEVEL);
 	if (level && *level) {
 		enum gk_log_level lv;
 
 		if (gk_log_parse_level(level, &lv) < 0)
 			return cli_usage_error(NULL,
-					       "GPUCKPT_LOG_LEVEL: invalid value '%s' (expected error, "
-					       "warn, notice, info or debug)",
+					       GK_ENV(LOG_LEVEL) ": invalid value '%s' "
+								 "(expected error, warn, notice, "
+								 "info or debug)",
 					       level);
 		gk_log_set_level(lv);
 	}

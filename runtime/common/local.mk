@@ -13,6 +13,7 @@ libgkcommon_la_SOURCES = \
 	%reldir%/io.c %reldir%/io.h \
 	%reldir%/log.c %reldir%/log.h \
 	%reldir%/settings.c %reldir%/settings.h \
+	%reldir%/settings.def %reldir%/settings_env.h \
 	%reldir%/sizefmt.c %reldir%/sizefmt.h \
 	%reldir%/events.c %reldir%/events.h \
 	%reldir%/jobstats.c %reldir%/jobstats.h \

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "log.h"
+#include "settings_env.h"
 
 #include <errno.h>
 #include <stdarg.h>
@@ -43,7 +44,7 @@ int gk_log_enabled(enum gk_log_level level)
 
 	if (cur < 0) {
 		enum gk_log_level parsed = GK_LOG_NOTICE;
-		const char *env = getenv("GPUCKPT_LOG_LEVEL");
+		const char *env = gk_getenv(LOG_LEVEL);
 
 		if (env && *env && gk_log_parse_level(env, &parsed) < 0)
 			parsed = GK_LOG_NOTICE;

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "settings.h"
+#include "settings_env.h"
 #include "error.h"
 #include "log.h"
 
@@ -244,164 +245,304 @@ int gk_settings_parse_signals(struct gk_settings *s, const char *spec, gk_error_
 	return 0;
 }
 
-int gk_settings_set(struct gk_settings *s, const char *key, const char *value, gk_error_t *err)
+/*
+ * One function per gpuckpt.conf key of settings.def, conf_<key>(): 0, 1 for a
+ * bad value (the caller says "key: invalid value"), or -EINVAL with err set.
+ */
+#define GK_CONF(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) \
+	static int conf_##KEY(struct gk_settings *s, const char *value, gk_error_t *err);
+#include "settings.def"
+
+static int set_text(char *dst, size_t len, const char *value)
+{
+	if (strlen(value) >= len)
+		return 1;
+	strcpy(dst, value);
+	return 0;
+}
+
+static int conf_dir(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	(void)err;
+	return set_text(s->dir, sizeof(s->dir), value);
+}
+
+static int conf_restore(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	(void)err;
+	return set_text(s->restore, sizeof(s->restore), value);
+}
+
+static int conf_mode(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	(void)err;
+	if (!strcmp(value, "auto"))
+		s->mode = GK_MODE_AUTO;
+	else if (!strcmp(value, "app"))
+		s->mode = GK_MODE_APP;
+	else if (!strcmp(value, "transparent"))
+		s->mode = GK_MODE_TRANSPARENT;
+	else
+		return 1;
+	return 0;
+}
+
+static int conf_assist(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	(void)err;
+	return parse_bool(value, &s->assist) < 0;
+}
+
+static int conf_shepherd(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	(void)err;
+	/* An abstract socket name: it must fit sun_path after the NUL. */
+	return set_text(s->shepherd, sizeof(s->shepherd), value);
+}
+
+static int conf_flush_dir(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	(void)err;
+	if (value[0] && value[0] != '/')
+		return 1;
+	return set_text(s->flush_dir, sizeof(s->flush_dir), value);
+}
+
+static int conf_flush_rate(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	(void)err;
+	return gk_parse_size(value, &s->flush_rate) < 0;
+}
+
+static int conf_tasks(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	(void)err;
+	if (!strcmp(value, "together"))
+		s->tasks_independent = 0;
+	else if (!strcmp(value, "independent"))
+		s->tasks_independent = 1;
+	else
+		return 1;
+	return 0;
+}
+
+static int conf_agree_timeout(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	(void)err;
+	return parse_uint(value, 86400, &s->agree_timeout) < 0 || s->agree_timeout == 0;
+}
+
+static int conf_step_tasks(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	(void)err;
+	return parse_uint(value, 1u << 24, &s->step_tasks) < 0 || s->step_tasks == 0;
+}
+
+static int conf_task(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	(void)err;
+	return parse_uint(value, (1u << 24) - 1, &s->task) < 0;
+}
+
+static int conf_restore_set(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	char *end;
+
+	(void)err;
+	errno = 0;
+	s->restore_set = strtoull(value, &end, 16);
+	if (errno || *end || strlen(value) != 16 || strspn(value, "0123456789abcdef") != 16)
+		return 1;
+	s->restore_set_given = 1;
+	return 0;
+}
+
+static int conf_no_transparent(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	(void)err;
+	snprintf(s->no_transparent, sizeof(s->no_transparent), "%s", value);
+	return 0;
+}
+
+static int conf_on_bad_checkpoint(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	(void)err;
+	if (!strcmp(value, "fail"))
+		s->restore_fresh_on_bad = 0;
+	else if (!strcmp(value, "fresh"))
+		s->restore_fresh_on_bad = 1;
+	else
+		return 1;
+	return 0;
+}
+
+static int conf_keep(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	(void)err;
+	return parse_uint(value, 1000, &s->keep) < 0 || s->keep == 0;
+}
+
+static int conf_signals(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	return gk_settings_parse_signals(s, value, err);
+}
+
+static int conf_interval(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	(void)err;
+	return parse_uint(value, 86400 * 365, &s->interval) < 0;
+}
+
+static int conf_require_signature(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	(void)err;
+	return parse_bool(value, &s->require_signature) < 0;
+}
+
+static int conf_enable(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	(void)err;
+	return parse_bool(value, &s->enable) < 0;
+}
+
+static int conf_va_base(struct gk_settings *s, const char *value, gk_error_t *err)
 {
 	uint64_t size;
 
-	if (!strcmp(key, "dir")) {
-		if (strlen(value) >= sizeof(s->dir))
-			goto bad;
-		strcpy(s->dir, value);
-	} else if (!strcmp(key, "restore")) {
-		if (strlen(value) >= sizeof(s->restore))
-			goto bad;
-		strcpy(s->restore, value);
-	} else if (!strcmp(key, "mode")) {
-		if (!strcmp(value, "auto"))
-			s->mode = GK_MODE_AUTO;
-		else if (!strcmp(value, "app"))
-			s->mode = GK_MODE_APP;
-		else if (!strcmp(value, "transparent"))
-			s->mode = GK_MODE_TRANSPARENT;
-		else
-			goto bad;
-	} else if (!strcmp(key, "assist")) {
-		if (parse_bool(value, &s->assist) < 0)
-			goto bad;
-	} else if (!strcmp(key, "shepherd")) {
-		/* An abstract socket name: it must fit sun_path after the NUL. */
-		if (strlen(value) >= sizeof(s->shepherd))
-			goto bad;
-		strcpy(s->shepherd, value);
-	} else if (!strcmp(key, "flush_dir")) {
-		if (value[0] && value[0] != '/')
-			goto bad;
-		if (strlen(value) >= sizeof(s->flush_dir))
-			goto bad;
-		strcpy(s->flush_dir, value);
-	} else if (!strcmp(key, "flush_rate")) {
-		if (gk_parse_size(value, &s->flush_rate) < 0)
-			goto bad;
-	} else if (!strcmp(key, "tasks")) {
-		if (!strcmp(value, "together"))
-			s->tasks_independent = 0;
-		else if (!strcmp(value, "independent"))
-			s->tasks_independent = 1;
-		else
-			goto bad;
-	} else if (!strcmp(key, "agree_timeout")) {
-		if (parse_uint(value, 86400, &s->agree_timeout) < 0 || s->agree_timeout == 0)
-			goto bad;
-	} else if (!strcmp(key, "step_tasks")) {
-		if (parse_uint(value, 1u << 24, &s->step_tasks) < 0 || s->step_tasks == 0)
-			goto bad;
-	} else if (!strcmp(key, "task")) {
-		if (parse_uint(value, (1u << 24) - 1, &s->task) < 0)
-			goto bad;
-	} else if (!strcmp(key, "restore_set")) {
-		char *end;
+	(void)err;
+	/* A multiple of 2 MiB, inside a 47-bit user address space. */
+	if (gk_parse_size(value, &size) < 0 || size == 0 || (size & ((2u << 20) - 1)) ||
+	    size >= (1ull << 47))
+		return 1;
+	s->va_base = size;
+	return 0;
+}
 
-		errno = 0;
-		s->restore_set = strtoull(value, &end, 16);
-		if (errno || *end || strlen(value) != 16 || strspn(value, "0123456789abcdef") != 16)
-			goto bad;
-		s->restore_set_given = 1;
-	} else if (!strcmp(key, "no_transparent")) {
-		snprintf(s->no_transparent, sizeof(s->no_transparent), "%s", value);
-	} else if (!strcmp(key, "on_bad_checkpoint")) {
-		if (!strcmp(value, "fail"))
-			s->restore_fresh_on_bad = 0;
-		else if (!strcmp(value, "fresh"))
-			s->restore_fresh_on_bad = 1;
-		else
-			goto bad;
-	} else if (!strcmp(key, "keep")) {
-		if (parse_uint(value, 1000, &s->keep) < 0 || s->keep == 0)
-			goto bad;
-	} else if (!strcmp(key, "signals")) {
-		return gk_settings_parse_signals(s, value, err);
-	} else if (!strcmp(key, "interval")) {
-		if (parse_uint(value, 86400 * 365, &s->interval) < 0)
-			goto bad;
-	} else if (!strcmp(key, "require_signature")) {
-		if (parse_bool(value, &s->require_signature) < 0)
-			goto bad;
-	} else if (!strcmp(key, "enable")) {
-		if (parse_bool(value, &s->enable) < 0)
-			goto bad;
-	} else if (!strcmp(key, "va_base")) {
-		/* A multiple of 2 MiB, inside a 47-bit user address space. */
-		if (gk_parse_size(value, &size) < 0 || size == 0 || (size & ((2u << 20) - 1)) ||
-		    size >= (1ull << 47))
-			goto bad;
-		s->va_base = size;
-	} else if (!strcmp(key, "va_size")) {
-		if (gk_parse_size(value, &size) < 0 || size < (64ull << 20) ||
-		    (size & ((2u << 20) - 1)))
-			goto bad;
-		s->va_size = size;
-	} else if (!strcmp(key, "writers")) {
-		if (!strcmp(value, "auto"))
-			s->writers = gk_settings_default_writers();
-		else if (parse_uint(value, 64, &s->writers) < 0 || s->writers == 0)
-			goto bad;
-	} else if (!strcmp(key, "chunk_size")) {
-		if (gk_parse_size(value, &size) < 0 || size < 4096 || size > (1ull << 30) ||
-		    (size & 4095))
-			goto bad;
-		s->chunk_size = size;
-	} else if (!strcmp(key, "copy_piece")) {
-		/* 0: a chunk per copy. Whole pages, at least 64 KiB: smaller copies
-		 * cost more in the driver than they could save. */
-		if (gk_parse_size(value, &size) < 0 || (size && size < (64u << 10)) ||
-		    (size & 4095) || size > (1ull << 30))
-			goto bad;
-		s->copy_piece = size;
-	} else if (!strcmp(key, "snapshot_memory")) {
-		size_t n = strlen(value);
-		unsigned pct;
+static int conf_va_size(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	uint64_t size;
 
-		if (!strcmp(value, "auto")) {
-			s->snapshot_mode = GK_SNAPSHOT_AUTO;
-		} else if (!strcmp(value, "off") || !strcmp(value, "0")) {
-			s->snapshot_mode = GK_SNAPSHOT_OFF;
-		} else if (n > 1 && value[n - 1] == '%') {
-			char num[16];
+	(void)err;
+	if (gk_parse_size(value, &size) < 0 || size < (64ull << 20) || (size & ((2u << 20) - 1)))
+		return 1;
+	s->va_size = size;
+	return 0;
+}
 
-			if (n - 1 >= sizeof(num))
-				goto bad;
-			memcpy(num, value, n - 1);
-			num[n - 1] = 0;
-			if (parse_uint(num, 100, &pct) < 0 || pct == 0)
-				goto bad;
-			s->snapshot_mode = GK_SNAPSHOT_PERCENT;
-			s->snapshot_percent = pct;
-		} else {
-			if (gk_parse_size(value, &size) < 0)
-				goto bad;
-			s->snapshot_mode = GK_SNAPSHOT_BYTES;
-			s->snapshot_bytes = size;
-		}
-	} else if (!strcmp(key, "increments")) {
-		if (parse_uint(value, 1000, &s->increments) < 0)
-			goto bad;
-	} else if (!strcmp(key, "hash_module")) {
-		if (strlen(value) >= sizeof(s->hash_module))
-			goto bad;
-		strcpy(s->hash_module, value);
-	} else if (!strcmp(key, "log_level")) {
-		enum gk_log_level l;
+static int conf_writers(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	(void)err;
+	if (!strcmp(value, "auto"))
+		s->writers = gk_settings_default_writers();
+	else if (parse_uint(value, 64, &s->writers) < 0 || s->writers == 0)
+		return 1;
+	return 0;
+}
 
-		if (gk_log_parse_level(value, &l) < 0)
-			goto bad;
-		s->log_level = (int)l;
+static int conf_chunk_size(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	uint64_t size;
+
+	(void)err;
+	if (gk_parse_size(value, &size) < 0 || size < 4096 || size > (1ull << 30) || (size & 4095))
+		return 1;
+	s->chunk_size = size;
+	return 0;
+}
+
+static int conf_copy_piece(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	uint64_t size;
+
+	(void)err;
+	/* 0: a chunk per copy. Whole pages, at least 64 KiB: smaller copies
+	 * cost more in the driver than they could save. */
+	if (gk_parse_size(value, &size) < 0 || (size && size < (64u << 10)) || (size & 4095) ||
+	    size > (1ull << 30))
+		return 1;
+	s->copy_piece = size;
+	return 0;
+}
+
+static int conf_snapshot_memory(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	size_t n = strlen(value);
+	uint64_t size;
+	unsigned pct;
+
+	(void)err;
+	if (!strcmp(value, "auto")) {
+		s->snapshot_mode = GK_SNAPSHOT_AUTO;
+	} else if (!strcmp(value, "off") || !strcmp(value, "0")) {
+		s->snapshot_mode = GK_SNAPSHOT_OFF;
+	} else if (n > 1 && value[n - 1] == '%') {
+		char num[16];
+
+		if (n - 1 >= sizeof(num))
+			return 1;
+		memcpy(num, value, n - 1);
+		num[n - 1] = 0;
+		if (parse_uint(num, 100, &pct) < 0 || pct == 0)
+			return 1;
+		s->snapshot_mode = GK_SNAPSHOT_PERCENT;
+		s->snapshot_percent = pct;
 	} else {
-		gk_errprintf(err, "unknown setting '%s'", key);
-		return -EINVAL;
+		if (gk_parse_size(value, &size) < 0)
+			return 1;
+		s->snapshot_mode = GK_SNAPSHOT_BYTES;
+		s->snapshot_bytes = size;
 	}
 	return 0;
-bad:
-	gk_errprintf(err, "%s: invalid value '%s'", key, value);
+}
+
+static int conf_increments(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	(void)err;
+	return parse_uint(value, 1000, &s->increments) < 0;
+}
+
+static int conf_hash_module(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	(void)err;
+	return set_text(s->hash_module, sizeof(s->hash_module), value);
+}
+
+static int conf_log_level(struct gk_settings *s, const char *value, gk_error_t *err)
+{
+	enum gk_log_level l;
+
+	(void)err;
+	if (gk_log_parse_level(value, &l) < 0)
+		return 1;
+	s->log_level = (int)l;
+	return 0;
+}
+
+/* The keys, their variables and their parsers, in settings.def's order. */
+static const struct {
+	const char *key;
+	enum gk_env_id env;
+	int (*set)(struct gk_settings *s, const char *value, gk_error_t *err);
+} conf_keys[] = {
+#define GK_CONF(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) {#KEY, GK_ENV_ID_##ID, conf_##KEY},
+#include "settings.def"
+};
+
+int gk_settings_set(struct gk_settings *s, const char *key, const char *value, gk_error_t *err)
+{
+	for (unsigned i = 0; i < sizeof(conf_keys) / sizeof(conf_keys[0]); i++) {
+		int rc;
+
+		if (strcmp(key, conf_keys[i].key))
+			continue;
+		rc = conf_keys[i].set(s, value, err);
+		if (rc > 0) {
+			gk_errprintf(err, "%s: invalid value '%s'", key, value);
+			return -EINVAL;
+		}
+		return rc;
+	}
+	gk_errprintf(err, "unknown setting '%s'", key);
 	return -EINVAL;
 }
 
@@ -456,39 +597,7 @@ static int load_file(struct gk_settings *s, const char *path, int must_exist, gk
 
 int gk_settings_load(struct gk_settings *s, gk_error_t *err)
 {
-	static const struct {
-		const char *env, *key;
-	} vars[] = {
-		{"GPUCKPT_DIR", "dir"},
-		{"GPUCKPT_RESTORE", "restore"},
-		{"GPUCKPT_ON_BAD_CHECKPOINT", "on_bad_checkpoint"},
-		{"GPUCKPT_KEEP", "keep"},
-		{"GPUCKPT_SIGNALS", "signals"},
-		{"GPUCKPT_INTERVAL", "interval"},
-		{"GPUCKPT_REQUIRE_SIGNATURE", "require_signature"},
-		{"GPUCKPT_VA_BASE", "va_base"},
-		{"GPUCKPT_VA_SIZE", "va_size"},
-		{"GPUCKPT_WRITERS", "writers"},
-		{"GPUCKPT_CHUNK_SIZE", "chunk_size"},
-		{"GPUCKPT_COPY_PIECE", "copy_piece"},
-		{"GPUCKPT_SNAPSHOT_MEMORY", "snapshot_memory"},
-		{"GPUCKPT_INCREMENTS", "increments"},
-		{"GPUCKPT_HASH_MODULE", "hash_module"},
-		{"GPUCKPT_LOG_LEVEL", "log_level"},
-		{"GPUCKPT_ENABLE", "enable"},
-		{"GPUCKPT_MODE", "mode"},
-		{"GPUCKPT_ASSIST", "assist"},
-		{"GPUCKPT_SHEPHERD", "shepherd"},
-		{"GPUCKPT_NO_TRANSPARENT", "no_transparent"},
-		{"GPUCKPT_FLUSH_DIR", "flush_dir"},
-		{"GPUCKPT_FLUSH_RATE", "flush_rate"},
-		{"GPUCKPT_TASKS", "tasks"},
-		{"GPUCKPT_AGREE_TIMEOUT", "agree_timeout"},
-		{"GPUCKPT_STEP_TASKS", "step_tasks"},
-		{"GPUCKPT_TASK", "task"},
-		{"GPUCKPT_RESTORE_SET", "restore_set"},
-	};
-	const char *path = getenv("GPUCKPT_CONFIG");
+	const char *path = gk_getenv(CONFIG);
 	gk_error_t sub;
 	int ret;
 
@@ -496,20 +605,20 @@ int gk_settings_load(struct gk_settings *s, gk_error_t *err)
 	ret = load_file(s, path && *path ? path : GK_DEFAULT_CONFIG, path && *path, err);
 	if (ret < 0)
 		return ret;
-	for (unsigned i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
-		const char *v = getenv(vars[i].env);
+	for (unsigned i = 0; i < sizeof(conf_keys) / sizeof(conf_keys[0]); i++) {
+		const char *v = gk_env_get(conf_keys[i].env);
 
 		if (!v || !*v)
 			continue;
-		ret = gk_settings_set(s, vars[i].key, v, &sub);
+		ret = gk_settings_set(s, conf_keys[i].key, v, &sub);
 		if (ret < 0) {
-			gk_errprintf(err, "%s: %s", vars[i].env, sub.text);
+			gk_errprintf(err, "%s: %s", gk_env_table[conf_keys[i].env].name, sub.text);
 			return ret;
 		}
 	}
 	if (s->task >= s->step_tasks) {
-		gk_errprintf(err, "GPUCKPT_TASK: %u is not below GPUCKPT_STEP_TASKS (%u)", s->task,
-			     s->step_tasks);
+		gk_errprintf(err, GK_ENV(TASK) ": %u is not below " GK_ENV(STEP_TASKS) " (%u)",
+			     s->task, s->step_tasks);
 		return -EINVAL;
 	}
 	return 0;

@@ -1,56 +1,14 @@
 /*
- * settings.h - the runtime's configuration: site defaults from a file, then
+ * settings.h - the runtime's configuration: the built-in defaults, then the
+ * site file (GPUCKPT_CONFIG, or SYSCONFDIR/gpuckpt/gpuckpt.conf), then the
  * GPUCKPT_* environment variables (set by the Slurm plugin or the user) on top.
  *
- *	variable                    file key            default
- *	GPUCKPT_DIR                 dir                 (none: no checkpoint can be written)
- *	GPUCKPT_RESTORE             -                   (none: fresh start); a checkpoint
- *	                                                directory, or "auto": the newest
- *	                                                valid one under GPUCKPT_DIR
- *	GPUCKPT_ON_BAD_CHECKPOINT   on_bad_checkpoint   fail (or: fresh)
- *	GPUCKPT_KEEP                keep                2
- *	GPUCKPT_SIGNALS             signals             TERM:exit,USR1:continue
- *	GPUCKPT_INTERVAL            interval            0 (seconds; 0 = no periodic checkpoint)
- *	GPUCKPT_REQUIRE_SIGNATURE   require_signature   no
- *	GPUCKPT_VA_BASE             va_base             0x200000000000
- *	GPUCKPT_VA_SIZE             va_size             0x10000000000 (1 TiB per device)
- *	GPUCKPT_WRITERS             writers             auto: the processors of the task's
- *	                                                affinity, at least 4, at most 16
- *	                                                (or a number, 1 to 64)
- *	GPUCKPT_CHUNK_SIZE          chunk_size          8M
- *	GPUCKPT_COPY_PIECE          copy_piece          256K: a checkpoint's copies from the
- *	                                                device in pieces of this size, 4 in
- *	                                                flight per copy thread (0: a chunk)
- *	GPUCKPT_SNAPSHOT_MEMORY     snapshot_memory     auto (or: off, a size like 32G, or
- *	                                                a share like 25%); host memory for
- *	                                                checkpoints written in the background
- *	GPUCKPT_INCREMENTS          increments          4 (increments after a checkpoint
- *	                                                written whole; 0: every one whole)
- *	GPUCKPT_HASH_MODULE         hash_module         (none: the built-in kernel) a module
- *	                                                file with the change-key kernel
- *	GPUCKPT_LOG_LEVEL           log_level           notice
- *	GPUCKPT_ENABLE              enable              yes (no: pass every call through)
- *	GPUCKPT_MODE                mode                auto (or: app, transparent; see
- *	                                                runtime/shepherd/README.md)
- *	GPUCKPT_ASSIST              assist              yes (transparent mode: the runtime
- *	                                                writes device memory itself)
- *	GPUCKPT_SHEPHERD            -                   (none) the shepherd's socket, set by
- *	                                                the plugin when transparent mode is on
- *	GPUCKPT_NO_TRANSPARENT      -                   (none) why this node has no
- *	                                                transparent mode, set by the plugin
- *	GPUCKPT_TASKS               tasks               together (or: independent; a step of
- *	                                                several tasks checkpoints as one set,
- *	                                                runtime/image/setfile.h)
- *	GPUCKPT_AGREE_TIMEOUT       agree_timeout       300 (seconds a task waits for the
- *	                                                others to commit a set)
- *	GPUCKPT_STEP_TASKS          -                   1; the step's task count, set by the plugin
- *	GPUCKPT_TASK                -                   0; this task's index (SLURM_PROCID),
- *	                                                set by the plugin
- *	GPUCKPT_RESTORE_SET         -                   (none) the id of the set GPUCKPT_RESTORE
- *	                                                belongs to, set by the plugin: the
- *	                                                checkpoint must name it, and a refusal
- *	                                                stops the task (never a fresh start alone)
- *	GPUCKPT_CONFIG              -                   SYSCONFDIR/gpuckpt/gpuckpt.conf
+ * The variables, their gpuckpt.conf keys (the name in lower case without
+ * GPUCKPT_), types, ranges, defaults and a line of help for each are the
+ * GK_CONF and GK_CONF_SITE rows of settings.def, the one list; settings.c
+ * parses each key in conf_<key>(), dispatched from that table, and applies
+ * the environment in the table's order. gpuckpt.conf(5) documents them
+ * (tests/man/settings-table.sh checks it against the table).
  */
 #ifndef GK_SETTINGS_H
 #define GK_SETTINGS_H

@@ -7,6 +7,7 @@
 #include "peer_access.h"
 #include "runtime.h"
 #include "track.h"
+#include "settings_env.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -78,8 +79,8 @@ static int reserve_slice(struct gk_arena *a)
 		return gk_cu_check(r, "cuMemAddressReserve", "placement", obj);
 	if (got != a->lay.base) {
 		gk_real.cuMemAddressFree(got, a->lay.size);
-		gk_error("placement: %s: the driver would only reserve it at 0x%llx; set GPUCKPT_VA_BASE "
-			 "to a free range",
+		gk_error("placement: %s: the driver would only reserve it at 0x%llx; "
+			 "set " GK_ENV(VA_BASE) " to a free range",
 			 obj, (unsigned long long)got);
 		return -EADDRINUSE;
 	}

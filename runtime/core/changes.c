@@ -9,6 +9,7 @@
 #include "runtime.h"
 #include "segment_hash.h"
 #include "transfer.h"
+#include "settings_env.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -84,7 +85,7 @@ static int load_image(void)
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0 || fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
 	    st.st_size > MODULE_MAX) {
-		cannot("GPUCKPT_HASH_MODULE=%s: %s", path,
+		cannot(GK_ENV(HASH_MODULE) "=%s: %s", path,
 		       fd < 0 ? strerror(errno) : "not a module file of a sensible size");
 		if (fd >= 0)
 			close(fd);
@@ -103,7 +104,7 @@ static int load_image(void)
 	}
 	close(fd);
 	if (!image) {
-		cannot("GPUCKPT_HASH_MODULE=%s: cannot read it", path);
+		cannot(GK_ENV(HASH_MODULE) "=%s: cannot read it", path);
 		return -EIO;
 	}
 	image_size = done;

@@ -24,6 +24,7 @@
 #include "runtime.h"
 #include "stepset.h"
 #include "trigger.h"
+#include "settings_env.h"
 
 #include "gpuckpt.h"
 #include "gpuckpt_coord.h"
@@ -76,7 +77,7 @@ static int refuse_alone(void)
 		 "this step, and they have no way to agree on one point to checkpoint at; a "
 		 "checkpoint of this task alone could only be restored at another step than the "
 		 "others'. Call gpuckpt_mpi_point() (gpuckpt_mpi.h) instead of gpuckpt_point(), or, "
-		 "if the tasks never talk to each other, set GPUCKPT_TASKS=independent",
+		 "if the tasks never talk to each other, set " GK_ENV(TASKS) "=independent",
 		 gk_runtime_dir(), gk_rt.settings.task, gk_rt.settings.step_tasks);
 	return -ENOTSUP;
 }
@@ -153,8 +154,8 @@ int gk_coord_attach(const char *agreement, int ntasks, int mytask)
 	if (!gk_enabled() || !s->dir[0])
 		return -ENOTSUP;
 	if (s->tasks_independent) {
-		gk_error("coord: %s: GPUCKPT_TASKS=independent, but the program agrees on its "
-			 "checkpoints through %s: unset GPUCKPT_TASKS",
+		gk_error("coord: %s: " GK_ENV(TASKS) "=independent, but the program agrees on its "
+			 "checkpoints through %s: unset " GK_ENV(TASKS),
 			 gk_runtime_dir(), agreement);
 		return -EINVAL;
 	}

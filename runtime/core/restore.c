@@ -19,6 +19,7 @@
 #include "sizefmt.h"
 #include "transfer.h"
 #include "ckptname.h"
+#include "settings_env.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -167,7 +168,7 @@ static int choose(char *chosen, size_t len, struct gk_manifest **m)
 		return try_open(want, m);
 	}
 	if (!gk_rt.settings.dir[0]) {
-		gk_error("restore: GPUCKPT_RESTORE=auto needs GPUCKPT_DIR");
+		gk_error("restore: " GK_ENV(RESTORE) "=auto needs " GK_ENV(DIR));
 		return -EINVAL;
 	}
 	ret = gk_store_list(gk_rt.settings.dir, &e, &n, &err);
@@ -293,11 +294,11 @@ static void settle_locked(void)
 	} else if (ret < 0) {
 		if (gk_rt.settings.restore_fresh_on_bad) {
 			gk_warn("restore: no usable checkpoint; starting from the beginning "
-				"(GPUCKPT_ON_BAD_CHECKPOINT=fresh)");
+				"(" GK_ENV(ON_BAD_CHECKPOINT) "=fresh)");
 		} else {
 			gk_error("restore: no usable checkpoint; refusing to start from the "
-				 "beginning (GPUCKPT_ON_BAD_CHECKPOINT=fail; set it to 'fresh' to "
-				 "start over instead)");
+				 "beginning (" GK_ENV(ON_BAD_CHECKPOINT) "=fail; "
+				 "set it to 'fresh' to start over instead)");
 			R.state = R_REFUSED;
 			R.error = ret;
 		}
@@ -447,7 +448,7 @@ static void abandon_locked(const char *why)
 	}
 	if (gk_rt.settings.restore_fresh_on_bad && !gk_rt.settings.restore_set_given) {
 		gk_warn("restore: %s: not restored: %s; the program goes on from the beginning "
-			"(GPUCKPT_ON_BAD_CHECKPOINT=fresh)",
+			"(" GK_ENV(ON_BAD_CHECKPOINT) "=fresh)",
 			R.dir, why);
 		return;
 	}
@@ -456,7 +457,7 @@ static void abandon_locked(const char *why)
 		 R.dir, why,
 		 gk_rt.settings.restore_set_given
 			 ? "a member of a set never starts afresh alone: the step's other tasks restore it"
-			 : "GPUCKPT_ON_BAD_CHECKPOINT=fail");
+			 : GK_ENV(ON_BAD_CHECKPOINT) "=fail");
 	fflush(NULL);
 	_exit(EXIT_FAILURE);
 }

@@ -9,6 +9,7 @@
 #include "numa.h"
 #include "runtime.h"
 #include "sizefmt.h"
+#include "settings_env.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -164,12 +165,12 @@ uint64_t gk_snapshot_budget(const char **how)
 		switch (s->snapshot_mode) {
 		case GK_SNAPSHOT_OFF:
 			S.budget = 0;
-			snprintf(S.how, sizeof(S.how), "GPUCKPT_SNAPSHOT_MEMORY=off");
+			snprintf(S.how, sizeof(S.how), GK_ENV(SNAPSHOT_MEMORY) "=off");
 			break;
 		case GK_SNAPSHOT_BYTES:
 			S.budget = s->snapshot_bytes;
 			gk_size_format(b, sizeof(b), S.budget, GK_SIZE_GIB);
-			snprintf(S.how, sizeof(S.how), "GPUCKPT_SNAPSHOT_MEMORY=%s", b);
+			snprintf(S.how, sizeof(S.how), GK_ENV(SNAPSHOT_MEMORY) "=%s", b);
 			break;
 		case GK_SNAPSHOT_PERCENT:
 			S.budget = avail / 100 * s->snapshot_percent;

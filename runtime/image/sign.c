@@ -19,6 +19,7 @@
 #include "error.h"
 #include "io.h"
 #include "user.h"
+#include "settings_env.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -41,7 +42,7 @@ static munge_ctx_t new_ctx(int allow_env, gk_error_t *err)
 	/* Sites that run munged on another socket say so here; ignored in a
 	 * set-uid program, where the environment belongs to someone else, and
 	 * for root's seal, which must come from the node's own munged. */
-	const char *socket = allow_env ? secure_getenv("GPUCKPT_MUNGE_SOCKET") : NULL;
+	const char *socket = allow_env ? gk_getenv(MUNGE_SOCKET) : NULL;
 	munge_ctx_t ctx = munge_ctx_create();
 
 	if (!ctx) {

@@ -30,6 +30,7 @@
 #include "gpuckpt_mpi.h"
 #include "gpuckpt_coord.h"
 #include "export.h"
+#include "settings_env.h"
 
 #include <errno.h>
 #include <stdint.h>
@@ -113,9 +114,9 @@ static double now(void)
 }
 
 /* A whole number of a variable, or the default when unset or not valid. */
-static long setting(const char *name, long dflt, long max)
+static long setting(enum gk_env_id id, long dflt, long max)
 {
-	const char *v = getenv(name);
+	const char *v = gk_env_get(id);
 	char *end;
 	long s;
 
@@ -146,7 +147,7 @@ static int wait_for(MPI_Request *req, const char *what)
 		if (spins > 1000)
 			nanosleep(&pause, NULL);
 	}
-	say("the other ranks did not %s within %.0f s (GPUCKPT_AGREE_TIMEOUT); no more "
+	say("the other ranks did not %s within %.0f s (" GK_ENV(AGREE_TIMEOUT) "); no more "
 	    "checkpoints are agreed in this run",
 	    what, M.timeout);
 	if (M.nstale < STALE_MAX)
@@ -175,8 +176,8 @@ GK_EXPORT int gpuckpt_mpi_init(MPI_Comm comm)
 	if (all) {
 		M.on = 1;
 		M.first = 1;
-		M.timeout = (double)setting("GPUCKPT_AGREE_TIMEOUT", 300, 86400);
-		M.period_ns = setting("GPUCKPT_AGREE_PERIOD_MS", 10, 60000) * 1000000;
+		M.timeout = (double)setting(GK_ENV_ID_AGREE_TIMEOUT, 300, 86400);
+		M.period_ns = setting(GK_ENV_ID_AGREE_PERIOD_MS, 10, 60000) * 1000000;
 		M.every = 1;
 		return 0;
 	}

@@ -7,6 +7,7 @@
 
 #include "shepherd.h"
 #include "error.h"
+#include "settings_env.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -60,7 +61,7 @@ const char gk_shep_usage[] =
     "              process (the plugin's way in)\n"
     "\n"
     "OPTIONS\n"
-    "    --dir DIR            the task's checkpoint root (absolute; GPUCKPT_DIR)\n"
+    "    --dir DIR            the task's checkpoint root (absolute; " GK_ENV(DIR) ")\n"
     "    --uid UID            the job's user (number or name); the program runs as\n"
     "                         it and every process dumped must be it\n"
     "    --gid GID            the job's group (number or name)\n"
@@ -98,9 +99,9 @@ const char gk_shep_usage[] =
     "    node with another number of GPUs (the driver pairs every GPU of the node).\n"
     "\n"
     "ENVIRONMENT\n"
-    "    GPUCKPT_SHEPHERD     set by the shepherd in the program's environment: the\n"
+    "    " GK_ENV(SHEPHERD) "     set by the shepherd in the program's environment: the\n"
     "                         abstract socket the runtime reports to\n"
-    "    GPUCKPT_LOG_LEVEL    error, warn, notice (default), info, debug\n"
+    "    " GK_ENV(LOG_LEVEL) "    error, warn, notice (default), info, debug\n"
     "\n"
     "EXIT STATUS\n"
     "    The program's exit status, 128+N when it ended on signal N (or was\n"

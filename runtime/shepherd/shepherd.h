@@ -34,7 +34,6 @@
  * of the shepherd's is a gk_error_t. */
 #define GK_SHEP_ERRLEN 10240
 #define GK_SHEP_MAX_PROCS 4096
-#define GK_SHEP_ENV "GPUCKPT_SHEPHERD"
 #define GK_SHEP_DUMP_LOG "dump.log"
 #define GK_CRIU_MIN_MAJOR 4
 

@@ -11,6 +11,7 @@
 #include "log.h"
 #include "testhook.h"
 #include "shepherd.h"
+#include "settings_env.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -145,9 +146,9 @@ static int start_tree(struct gk_shepherd *sh)
 		sigprocmask(SIG_SETMASK, &none, NULL);
 		/* What the plugin's task environment would hold: the socket, the
 		 * folder, and whether the runtime dumps device memory itself. */
-		if (setenv(GK_SHEP_ENV, sh->sockname, 1) < 0 ||
-		    setenv("GPUCKPT_DIR", sh->o->dir, 1) < 0 ||
-		    setenv("GPUCKPT_ASSIST", sh->o->assist ? "on" : "off", 1) < 0 ||
+		if (setenv(GK_ENV(SHEPHERD), sh->sockname, 1) < 0 ||
+		    setenv(GK_ENV(DIR), sh->o->dir, 1) < 0 ||
+		    setenv(GK_ENV(ASSIST), sh->o->assist ? "on" : "off", 1) < 0 ||
 		    drop_to(sh->o->uid, sh->o->gid) < 0) {
 			fprintf(stderr, "gpuckpt-shepherd: run: cannot become uid %u: %s\n",
 				(unsigned)sh->o->uid, strerror(errno));
@@ -247,7 +248,7 @@ int main(int argc, char **argv)
 	 * and die by it. */
 	block_signals(&o);
 	default_sigchld();
-	level = getenv("GPUCKPT_LOG_LEVEL");
+	level = gk_getenv(LOG_LEVEL);
 	if (level && *level && gk_log_parse_level(level, &lv) == 0)
 		gk_log_set_level(lv);
 	/* As early as can be: the program runs meanwhile, as it did when the
@@ -298,12 +299,12 @@ int main(int argc, char **argv)
 	case GK_SHEP_ATTACH:
 		/* The plugin chose the name and put it in the task's environment
 		 * (and so in ours) before it forked the tree. */
-		name = getenv(GK_SHEP_ENV);
+		name = gk_getenv(SHEPHERD);
 		if (name && gk_sock_name_ok(name)) {
 			snprintf(sh.sockname, sizeof(sh.sockname), "%s", name);
 			sh.listener = gk_sock_listen_on(name, &err);
 		} else {
-			gk_errprintf(&err, "%s is not set", GK_SHEP_ENV);
+			gk_errprintf(&err, "%s is not set", GK_ENV(SHEPHERD));
 		}
 		if (sh.listener < 0)
 			gk_warn(

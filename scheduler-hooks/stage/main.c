@@ -10,6 +10,7 @@
 #include "stage.h"
 #include "fsafe.h"
 #include "testhook.h"
+#include "settings_env.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -217,7 +218,7 @@ int main(int argc, char **argv)
 		char name[256];
 		size_t n = strcspn(*e, "=");
 
-		if (!strncmp(*e, "GPUCKPT_", 8) && n < sizeof(name)) {
+		if (!strncmp(*e, GK_ENV_PREFIX, strlen(GK_ENV_PREFIX)) && n < sizeof(name)) {
 			memcpy(name, *e, n);
 			name[n] = 0;
 			unsetenv(name);

@@ -20,3 +20,7 @@ TESTS += %reldir%/test-jobdir
 check_PROGRAMS += %reldir%/test-jobdir
 %canon_reldir%_test_jobdir_SOURCES = %reldir%/test-jobdir.c
 %canon_reldir%_test_jobdir_LDADD = $(GK_UNIT_LIBS)
+
+# settings.def as text, for tests/man/settings-table.sh.
+check_PROGRAMS += %reldir%/settings-dump
+%canon_reldir%_settings_dump_SOURCES = %reldir%/settings-dump.c

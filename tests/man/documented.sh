@@ -3,9 +3,10 @@
 # option in the OPTIONS part of each --help (gpuckpt and each of its commands,
 # gpuckpt-shepherd, gpuckpt-stage, gpuckpt-bundle), every sbatch/srun option
 # the SPANK plugin registers and every plugstack.conf argument it parses, every gpuckpt.conf key
-# the runtime parses. The names are taken from the built programs' --help and
-# from the one place in the source where each parser names its keys, so a new
-# option without a line in its page fails here. Each page renders without groff
+# the runtime parses. The names are taken from the built programs' --help, the
+# plugin's option table and the settings table (runtime/common/settings.def,
+# through tests/common/settings-dump; settings-table.sh checks the defaults), so
+# a new option without a line in its page fails here. Each page renders without groff
 # warnings, and `make install` puts all of them into man1, man5 and man8.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib/helpers.sh"
 
@@ -15,6 +16,8 @@ SHEPHERD=$top_builddir/runtime/gpuckpt-shepherd
 STAGE=$top_builddir/scheduler-hooks/gpuckpt-stage
 BUNDLE=$top_builddir/spank-plugin/gpuckpt-bundle
 PAGES="gpuckpt.1 gpuckpt.conf.5 spank-gpuckpt.8 gpuckpt-shepherd.8 gpuckpt-stage.8 gpuckpt-bundle.8"
+DUMP=$top_builddir/tests/common/settings-dump
+gk_need_built "$DUMP"
 gk_scratch
 
 # The long options of a --help text: in its option lines (indented, starting
@@ -85,15 +88,16 @@ check "gpuckpt-bundle(8) documents every option of its --help" documents gpuckpt
 opts=$(sed -n 's/^ *{"\(gpu-checkpoint[a-z-]*\)",.*/--\1/p' "$top_srcdir/spank-plugin/gpuckpt_spank.c")
 check "spank plugin: options found in its option table ($(wc -w <<<"$opts"))" nonempty $opts
 check "spank-gpuckpt(8) documents every sbatch/srun option" documents spank-gpuckpt.8 $opts
-keys=$(grep -o 'strcmp(key, "[a-z_]*")' "$top_srcdir/spank-plugin/site_args.c" | cut -d'"' -f2)
+keys=$("$DUMP" | awk -F'\t' '$4 != "-" { print $4 }')
 check "spank plugin: plugstack.conf arguments found ($(wc -w <<<"$keys"))" nonempty $keys
 check "spank-gpuckpt(8) documents every plugstack.conf argument (an item KEY=)" \
 	documents_as spank-gpuckpt.8 '^\.BR @ =' $keys
-vars=$(sed -n 's/.*\[env: \(GPUCKPT_[A-Z_]*\)\].*/\1/p' "$top_srcdir/spank-plugin/gpuckpt_spank.c")
+vars=$(sed -n 's/.*\[env: " GK_ENV(\([A-Z_]*\)) "\].*/GPUCKPT_\1/p' "$top_srcdir/spank-plugin/gpuckpt_spank.c")
+check "spank plugin: the options' variables found ($(wc -w <<<"$vars"))" nonempty $vars
 check "spank-gpuckpt(8) documents every option's variable" documents spank-gpuckpt.8 $vars
 
-# gpuckpt.conf: the runtime's settings parser.
-keys=$(grep -o 'strcmp(key, "[a-z_]*")' "$top_srcdir/runtime/common/settings.c" | cut -d'"' -f2)
+# gpuckpt.conf: the keys of the table, which settings.c parses.
+keys=$("$DUMP" | awk -F'\t' '$3 != "-" { print $3 }')
 check "runtime: gpuckpt.conf keys found ($(wc -w <<<"$keys"))" nonempty $keys
 check "gpuckpt.conf(5) documents every key the runtime accepts (an item or a name)" \
 	documents_as gpuckpt.conf.5 '^\.BR? @( |,|$)' $keys

@@ -36,7 +36,7 @@ int main(void)
 	struct stat st;
 	int munge = stat(GK_MUNGE_DIR, &st) == 0 && S_ISDIR(st.st_mode);
 
-	plan(39);
+	plan(41);
 	if (!mkdtemp(root)) {
 		printf("Bail out! mkdtemp: %s\n", strerror(errno));
 		return 1;
@@ -86,15 +86,15 @@ int main(void)
 	is_int(gk_inject(&site, &o, &ids, &env, &r, &err), 0, "inject: succeeds");
 	is_int(gk_container_inject(&site, &ids, &env, &err), 0, "container inject: succeeds");
 	snprintf(want, sizeof(want), "%s:%s/12%s", bundle, root, munge ? ":" GK_MUNGE_DIR : "");
-	is_str(val(&fe, GK_ENV_BIND), want, "GPUCKPT_BIND: bundle and the job's folder");
-	is_str(val(&fe, GK_ENV_RUNTIME), rt, "GPUCKPT_RUNTIME: the runtime");
+	is_str(val(&fe, GK_ENV(BIND)), want, "GPUCKPT_BIND: bundle and the job's folder");
+	is_str(val(&fe, GK_ENV(RUNTIME)), rt, "GPUCKPT_RUNTIME: the runtime");
 	snprintf(want, sizeof(want), "/scratch,/data:/data:ro,%s,%s/12%s", bundle, root,
 		 munge ? "," GK_MUNGE_DIR : "");
 	is_str(val(&fe, "APPTAINER_BIND"), want, "APPTAINER_BIND: the user's binds, then ours");
 	snprintf(want, sizeof(want), "/opt/mine.so:%s", rt);
 	is_str(val(&fe, "APPTAINERENV_LD_PRELOAD"), want,
 	       "APPTAINERENV_LD_PRELOAD: the user's, then the runtime");
-	is_str(val(&fe, "APPTAINERENV_GPUCKPT_DIR"), val(&fe, "GPUCKPT_DIR"),
+	is_str(val(&fe, "APPTAINERENV_GPUCKPT_DIR"), val(&fe, GK_ENV(DIR)),
 	       "APPTAINERENV_GPUCKPT_DIR: the task's folder (also under --cleanenv)");
 	is_str(val(&fe, "APPTAINERENV_GPUCKPT_CHECKPOINT"), "on", "APPTAINERENV_GPUCKPT_CHECKPOINT=on");
 	ok(val(&fe, "APPTAINERENV_GPUCKPT_RESTORE") == NULL, "no APPTAINERENV_GPUCKPT_RESTORE on a fresh start");
@@ -111,7 +111,7 @@ int main(void)
 	is_int(gk_uninject(&site, &env, &err), 0, "uninject: succeeds");
 	is_str(val(&fe, "APPTAINER_BIND"), "/scratch,/data:/data:ro", "uninject: the user's binds stay");
 	is_str(val(&fe, "APPTAINERENV_LD_PRELOAD"), "/opt/mine.so", "uninject: the user's preload stays");
-	ok(val(&fe, "APPTAINERENV_GPUCKPT_DIR") == NULL && val(&fe, GK_ENV_BIND) == NULL,
+	ok(val(&fe, "APPTAINERENV_GPUCKPT_DIR") == NULL && val(&fe, GK_ENV(BIND)) == NULL,
 	   "uninject: APPTAINERENV_GPUCKPT_DIR and GPUCKPT_BIND gone");
 	is_str(val(&fe, "APPTAINERENV_GPUCKPT_CHECKPOINT"), "off", "uninject: APPTAINERENV_GPUCKPT_CHECKPOINT=off");
 
@@ -158,11 +158,11 @@ int main(void)
 		   "container: the program is podman-hpc");
 		ok(gk_container_of(&cenv, "/usr/bin/podmanx", c, sizeof(c)) == 0,
 		   "container: a name that only starts like one is none");
-		fset(&ce, GK_ENV_CONTAINER, "pyxis", 1);
+		fset(&ce, GK_ENV(CONTAINER), "pyxis", 1);
 		ok(gk_container_of(&cenv, "/usr/bin/heat", c, sizeof(c)) == 1 &&
 		       strcmp(c, "pyxis") == 0,
 		   "container: GPUCKPT_CONTAINER=pyxis (srun saw pyxis's option)");
-		fset(&ce, GK_ENV_CONTAINER, "other", 1);
+		fset(&ce, GK_ENV(CONTAINER), "other", 1);
 		ok(gk_container_of(&cenv, "/usr/bin/heat", c, sizeof(c)) == 0,
 		   "container: another GPUCKPT_CONTAINER value is none");
 		fset(&ce, "PYXIS_CONTAINER_IMAGE", "nvcr.io#nvidia/pytorch:24.01-py3-with-a-long-tag", 1);
@@ -172,6 +172,31 @@ int main(void)
 		fset(&ce, "PYXIS_CONTAINER_IMAGE", "", 1);
 		ok(gk_container_of(&cenv, "/usr/bin/heat", c, sizeof(c)) == 0,
 		   "container: an empty PYXIS_CONTAINER_IMAGE is none");
+	}
+
+	/* The variables passed into containers are the table's GK_F_CONTAINER
+	 * rows (settings.def), and the rest of the list is Slurm's. */
+	{
+		unsigned n = 0, bad = 0;
+
+		for (const char *const *v = gk_container_vars; *v; v++) {
+			int found = 0;
+
+			for (unsigned i = 0; i < GK_ENV_COUNT; i++)
+				if (strcmp(*v, gk_env_table[i].name) == 0) {
+					found = 1;
+					bad += !(gk_env_table[i].flags & GK_F_CONTAINER);
+				}
+			if (found)
+				n++;
+			else
+				bad += strncmp(*v, "SLURM_", 6) != 0;
+		}
+		for (unsigned i = 0; i < GK_ENV_COUNT; i++)
+			if (gk_env_table[i].flags & GK_F_CONTAINER)
+				n--;
+		ok(bad == 0, "gk_container_vars: only GK_F_CONTAINER variables and SLURM_ ones");
+		ok(n == 0, "gk_container_vars: every GK_F_CONTAINER variable of settings.def");
 	}
 
 	snprintf(out, sizeof(out), "rm -rf '%s'", root);

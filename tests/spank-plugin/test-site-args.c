@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "site_args.h"
@@ -20,12 +21,68 @@ static int parse(struct gk_site *s, gk_error_t *err, int n, ...)
 	return gk_site_parse(s, n, argv, err);
 }
 
+/*
+ * settings.def against site_args.c: each plugstack.conf argument the table
+ * lists is accepted with each value its range lists (enum and on/off rows),
+ * and a plugin-only argument's documented default, set, changes nothing.
+ */
+static char table_wrong[1024];
+
+static void note(const char *key, const char *what)
+{
+	size_t n = strlen(table_wrong);
+
+	snprintf(table_wrong + n, sizeof(table_wrong) - n, " %s(%s)", key, what);
+}
+
+static void table_row(const char *key, const char *type, const char *range, const char *dflt,
+		      int own)
+{
+	static struct gk_site d, s;
+	gk_error_t err;
+	char buf[256], *save = NULL;
+
+	gk_site_defaults(&d);
+	if (own && *dflt && !strchr(dflt, '/')) {
+		s = d;
+		if (gk_site_set(&s, key, dflt, &err) < 0 || memcmp(&s, &d, sizeof(s)) != 0)
+			note(key, dflt);
+	}
+	if (strcmp(type, "enum") != 0 && strcmp(type, "onoff") != 0)
+		return;
+	snprintf(buf, sizeof(buf), "%s", range);
+	for (char *v = strtok_r(buf, ", ", &save); v; v = strtok_r(NULL, ", ", &save)) {
+		s = d;
+		if (gk_site_set(&s, key, v, &err) < 0)
+			note(key, v);
+	}
+}
+
+static void table_checks(void)
+{
+	unsigned n = 0;
+
+#define GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP) \
+	table_row(#KEY, TYPE, RANGE, DEFAULT, 1);  \
+	n++;
+#define GK_CONF_SITE(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) \
+	table_row(#KEY, TYPE, RANGE, DEFAULT, 0);                  \
+	n++;
+#define GK_ENV_SITE(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) \
+	table_row(#KEY, TYPE, RANGE, DEFAULT, 0);                 \
+	n++;
+#include "settings.def"
+	ok(n >= 19, "settings.def: %u plugstack.conf arguments", n);
+	ok(!table_wrong[0], "settings.def: each plugin-only default is the built-in one, each "
+			    "listed value is accepted%s%s", table_wrong[0] ? ": not" : "", table_wrong);
+}
+
 int main(void)
 {
 	struct gk_site s;
 	gk_error_t err;
 
-	plan(38);
+	plan(40);
 
 	is_int(parse(&s, &err, 0), 0, "no arguments: defaults");
 	is_int(s.default_on, 0, "default is off");
@@ -78,5 +135,6 @@ int main(void)
 	ok(strstr(err.text, "justaword") != NULL, "error names the argument: %s", err.text);
 	is_int(parse(&s, &err, 1, "log_level=loud"), -EINVAL, "log_level=loud refused");
 
+	table_checks();
 	return done_testing();
 }
