@@ -31,6 +31,7 @@
  *	                                    (default /proc/<parent>/environ)
  */
 #include "config.h"
+#include "settings_env.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -453,7 +454,7 @@ static int edit(json_object *spec)
 	json_object_array_add(nargs, json_object_new_string(starter));
 	json_object_array_add(nargs, json_object_new_string("--runtime"));
 	json_object_array_add(nargs, json_object_new_string(runtime));
-	if (pget("GPUCKPT_SHEPHERD")) {
+	if (pget(GK_ENV(SHEPHERD))) {
 		json_object_array_add(nargs, json_object_new_string("--refuse"));
 		json_object_array_add(
 		    nargs, json_object_new_string(
@@ -499,7 +500,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "gpuckpt-oci-hook: reading the configuration: %s\n", strerror(-rc));
 		return 1;
 	}
-	on = pget("GPUCKPT_CHECKPOINT");
+	on = pget(GK_ENV(CHECKPOINT));
 	if (!on || strcmp(on, "on") != 0 || !pget(GK_ENV_BIND)) {
 		/* Not a checkpointed task: the configuration as it came. */
 		fwrite(in, 1, in_len, stdout);

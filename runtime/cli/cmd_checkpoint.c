@@ -27,6 +27,7 @@
  * lose (the epilog removes those of finished jobs).
  */
 #include "config.h"
+#include "settings_env.h"
 #include "cli.h"
 #include "fsafe.h"
 #include "log.h"
@@ -99,7 +100,7 @@ static const char checkpoint_help[] =
     "        (with --exit or --requeue the job is then left running).\n"
     "    --signal NAME\n"
     "        The signal to send (default USR1). It must be one the job's\n"
-    "        runtime checkpoints on and continues after (GPUCKPT_SIGNALS,\n"
+    "        runtime checkpoints on and continues after (" GK_ENV(SIGNALS) ",\n"
     "        default TERM:exit,USR1:continue).\n"
     "    --bb-root DIR\n"
     "        Where the burst buffer is on the nodes (plugstack.conf's\n"
@@ -319,7 +320,7 @@ static int probe(const struct opts *o, const struct job_info *j, struct snapshot
 		 gk_error_t *err)
 {
 	char self[PATH_MAX], jobarg[48], nodes[32], tasks[32], uid[32];
-	char *env[] = {"GPUCKPT_CHECKPOINT=off", NULL};
+	char *env[] = {GK_ENV(CHECKPOINT) "=off", NULL};
 	char *argv[24];
 	int root = getuid() == 0;
 	struct cmd_result r;

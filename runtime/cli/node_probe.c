@@ -2,6 +2,7 @@
  * node_probe.c - what this node knows of a job's checkpoints (node_probe.h).
  */
 #include "config.h"
+#include "settings_env.h"
 #include "node_probe.h"
 #include "cli.h"
 #include "events.h"
@@ -158,8 +159,8 @@ static int find_job_dir(const char *job, char *out, size_t len)
 		for (size_t i = 0; i < n; i += strlen(buf + i) + 1) {
 			if (strcmp(buf + i, want) == 0)
 				is_job = 1;
-			else if (strncmp(buf + i, "GPUCKPT_DIR=", 12) == 0)
-				dir = buf + i + 12;
+			else if (strncmp(buf + i, GK_ENV(DIR) "=", sizeof(GK_ENV(DIR))) == 0)
+				dir = buf + i + sizeof(GK_ENV(DIR));
 		}
 		if (is_job && dir && job_dir_of(dir, job, out, len) == 0)
 			found = 0;

@@ -4,6 +4,7 @@
  * the concerns' hooks (phase.h) run at the start of each phase.
  */
 #include "config.h"
+#include "settings_env.h"
 
 #include "pipeline.h"
 #include "arena.h"
@@ -149,7 +150,7 @@ static int ph_folder(struct gk_pipeline *P)
 {
 	if (gk_rt.settings.dir[0])
 		return 0;
-	gk_error("checkpoint: no checkpoint directory is set (GPUCKPT_DIR); no checkpoint written");
+	gk_error("checkpoint: no checkpoint directory is set (" GK_ENV(DIR) "); no checkpoint written");
 	return end(P, -EINVAL);
 }
 
