@@ -33,7 +33,12 @@ struct gk_step_choice {
 	char ckpt[PATH_MAX];    /* GK_PLAN_SET: this task's ckpt.N in its folder */
 	char reason[600];       /* FRESH, BAD: why no set */
 	int from_plan;          /* the prolog's plan decided */
+	char note[300];         /* not empty: set records left unread (logged) */
 };
+
+/* Of a step folder's set records, the plugin (root) reads only this many,
+ * the newest by number, when it chooses without a plan. */
+#define GK_STEP_SETS_READ 32
 
 /* <bb_root>/.plan.<job>. */
 int gk_plan_path(const char *bb_root, uint32_t job_id, char *buf, size_t len);
