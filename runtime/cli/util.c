@@ -307,14 +307,36 @@ up:
 	return fd;
 }
 
+/* "X is a symbolic link made by uid N; refused" (fsafe.c) with the user's
+ * name after the uid, for the administrator: whose link it was. */
+static int name_link_owner(int ret, gk_error_t *err)
+{
+	static const char made[] = "made by uid ";
+	char *at = ret < 0 ? strstr(err->text, made) : NULL, *end, who[64], rest[GK_ERRLEN];
+	unsigned long uid;
+
+	if (!at)
+		return ret;
+	at += sizeof(made) - 1;
+	uid = strtoul(at, &end, 10);
+	if (end == at)
+		return ret;
+	gk_user_name((uid_t)uid, who, sizeof(who));
+	if (!strcmp(who, "") || !strncmp(who, "uid ", 4))
+		return ret;
+	snprintf(rest, sizeof(rest), "%s", end);
+	snprintf(end, sizeof(err->text) - (size_t)(end - err->text), " (%s)%s", who, rest);
+	return ret;
+}
+
 int cli_open_dir(const char *path, int follow_last, gk_error_t *err)
 {
-	return open_dir(path, follow_last, NULL, err);
+	return name_link_owner(open_dir(path, follow_last, NULL, err), err);
 }
 
 int cli_open_ckpt(const char *path, int *parentfd, gk_error_t *err)
 {
-	return open_dir(path, 0, parentfd, err);
+	return name_link_owner(open_dir(path, 0, parentfd, err), err);
 }
 
 uint64_t cli_dir_bytes(const char *path)

@@ -54,8 +54,8 @@ check "prune as root of a user's task folder named whole: removes the older chec
 # checkpoints as job 201's.
 "$TOOL" list "$BB/201/step.0/task.0" >"$GK_SCRATCH/list" 2>&1
 rc=$?
-check "list as root through a user's link: refused (status $rc), naming the link and uid $U1 that made it" \
-	grep -q "201/step.0 is a symbolic link made by uid $U1" "$GK_SCRATCH/list"
+check "list as root through a user's link: refused (status $rc), naming the link and uid $U1 (gksec1) that made it" \
+	grep -q "201/step.0 is a symbolic link made by uid $U1 (gksec1)" "$GK_SCRATCH/list"
 check "list as root through a user's link: none of the other user's checkpoints shown" \
 	eval '[ "$rc" -ne 0 ] && ! grep -q "^00000[12]" "$GK_SCRATCH/list"'
 "$TOOL" inspect "$BB/201/step.0/task.0/ckpt.000002" >"$GK_SCRATCH/inspect" 2>&1
