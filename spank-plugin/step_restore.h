@@ -10,7 +10,9 @@
  *    checking every task's copy of every complete set (`gpuckpt plan`);
  *  - without one (no staging: the tasks must come back to the same node), the
  *    set records and members in the node's own step folder, which the
- *    runtime then checks fully as it restores.
+ *    runtime then checks fully as it restores. That folder is the user's:
+ *    root reads only its newest GK_STEP_SETS_READ records, and logs that
+ *    it left others unread.
  *
  * A missing plan where staging is configured means the prolog did not run or
  * failed: the task is refused rather than guessing, since a guess on one node
