@@ -507,6 +507,10 @@ int slurm_spank_task_init_privileged(spank_t sp, int ac, char **av)
 			  "checkpoints are not flushed while the job runs: %s; "
 			  "the epilog stages them",
 			  r->flush_err.text);
+	if (r->step_set && r->choice.note[0])
+		tell_task(TELL_LOG, &ids, step,
+			  "restart %u: the set chosen from this node's step folder: %s",
+			  r->restart_count, r->choice.note);
 	if (r->dir_rc < 0)
 		tell_task(TELL_ERROR, &ids, step,
 			  "no checkpoint can be written: %s; the job runs on, without checkpoints",

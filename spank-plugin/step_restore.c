@@ -148,50 +148,104 @@ static int from_plan(const struct gk_site *s, const struct gk_task_ids *ids, con
 	return 0;
 }
 
-/* Without staging: the newest set recorded in this node's step folder whose
- * every member is here (the runtime checks the data as it restores). */
-static int from_folder(int stepfd, uint32_t ntasks, struct gk_plan_entry *e)
+/* Keep the `max` highest of the numbers seen in top[] (highest first). */
+static void keep_newest(uint64_t *top, size_t *n, size_t max, uint64_t seq)
 {
-	uint64_t best = 0;
+	size_t i;
+
+	if (*n == max && seq <= top[max - 1])
+		return;
+	i = *n < max ? (*n)++ : max - 1;
+	while (i > 0 && top[i - 1] < seq) {
+		top[i] = top[i - 1];
+		i--;
+	}
+	top[i] = seq;
+}
+
+/*
+ * Without staging: the newest set recorded in this node's step folder whose
+ * every member is here (the runtime checks the data as it restores). The
+ * folder is the job user's and this runs as root in task_init_privileged:
+ * at most GK_JOBDIR_ENTRIES_MAX names are looked at, and of the set records
+ * only the newest GK_STEP_SETS_READ by number are read, newest first, however
+ * many the user made (note says so when there were more).
+ */
+static int from_folder(int stepfd, uint32_t ntasks, struct gk_plan_entry *e, char *note,
+		       size_t notelen)
+{
+	uint64_t top[GK_STEP_SETS_READ], best = 0;
+	size_t ntop = 0, nrec = 0, names = 0;
 	struct gk_set_record found = {0}, r;
-	char why[sizeof(e->reason)] = "";
+	char why[sizeof(e->reason)] = "", more[160] = "";
 	struct dirent *de;
+	int fd;
 	DIR *d;
 
 	memset(e, 0, sizeof(*e));
-	d = fdopendir(dup(stepfd));
-	if (!d)
-		return -errno;
+	note[0] = 0;
+	fd = dup(stepfd);
+	d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		int ret = -errno;
+
+		if (fd >= 0)
+			close(fd);
+		return ret;
+	}
+	rewinddir(d);
 	while ((de = readdir(d))) {
-		gk_error_t sub;
-		char *text = NULL;
-		size_t len = 0;
 		uint64_t seq;
+
+		if (++names > GK_JOBDIR_ENTRIES_MAX) {
+			snprintf(more, sizeof(more), "; the folder holds more than %u names, the "
+				 "rest were not looked at", GK_JOBDIR_ENTRIES_MAX);
+			break;
+		}
+		if (gk_set_name_parse(de->d_name, &seq) < 0 || seq == 0)
+			continue;
+		nrec++;
+		keep_newest(top, &ntop, GK_STEP_SETS_READ, seq);
+	}
+	closedir(d);
+	if (nrec > ntop || more[0])
+		snprintf(note, notelen,
+			 "only the newest %zu of %zu set records were read%s",
+			 ntop, nrec, more);
+	for (size_t i = 0; i < ntop && !best; i++) {
+		uint64_t seq = top[i];
+		gk_error_t sub;
+		char *text = NULL, name[32];
+		size_t len = 0;
 		uint32_t t;
 
-		if (gk_set_name_parse(de->d_name, &seq) < 0 || seq <= best)
-			continue;
-		if (read_small(stepfd, de->d_name, -1, GK_SETFILE_MAX, &text, &len, &sub) < 0 ||
+		snprintf(name, sizeof(name), GK_SET_PREFIX "%06" PRIu64, seq);
+		if (read_small(stepfd, name, -1, GK_SETFILE_MAX, &text, &len, &sub) < 0 ||
 		    gk_set_record_parse(text, len, &r, &sub) < 0 || r.sequence != seq) {
 			free(text);
 			continue;
 		}
 		free(text);
+		/* The step's size first: the task folders looked at are this
+		 * step's (from Slurm), not as many as the record says. */
+		if (r.members != ntasks) {
+			if (!why[0])
+				snprintf(why, sizeof(why),
+					 "set %" PRIu64 " has %" PRIu32 " tasks, this step %" PRIu32, seq,
+					 r.members, ntasks);
+			continue;
+		}
 		for (t = 0; t < r.members && has_member(stepfd, t, seq); t++)
 			;
-		if (r.members != ntasks || t < r.members) {
-			if (!why[0] || seq > best)
+		if (t < r.members) {
+			if (!why[0])
 				snprintf(why, sizeof(why),
-					 r.members != ntasks
-					     ? "set %" PRIu64 " has %" PRIu32 " tasks, this step %" PRIu32
-					     : "set %" PRIu64 " lacks task %" PRIu32 "'s part here",
-					 seq, r.members != ntasks ? r.members : t, ntasks);
+					 "set %" PRIu64 " lacks task %" PRIu32 "'s part here", seq, t);
 			continue;
 		}
 		best = seq;
 		found = r;
 	}
-	closedir(d);
 	if (best) {
 		e->kind = GK_PLAN_SET;
 		e->sequence = best;
@@ -200,7 +254,13 @@ static int from_folder(int stepfd, uint32_t ntasks, struct gk_plan_entry *e)
 	} else {
 		e->kind = GK_PLAN_FRESH;
 		snprintf(e->reason, sizeof(e->reason), "no complete checkpoint set in this node's "
-			 "step folder%s%s", why[0] ? ": " : "", why);
+			 "step folder%s%s%s%s", note[0] ? " (" : "", note, note[0] ? ")" : "",
+			 why[0] ? ": " : "");
+		if (why[0]) {
+			size_t used = strlen(e->reason);
+
+			snprintf(e->reason + used, sizeof(e->reason) - used, "%s", why);
+		}
 	}
 	return 0;
 }
@@ -222,7 +282,8 @@ int gk_step_choose(const struct gk_site *s, const struct gk_task_ids *ids, uint3
 		return ret;
 	}
 	c->from_plan = s->stage[0] && s->shared_root[0];
-	ret = c->from_plan ? from_plan(s, ids, step, &e, err) : from_folder(stepfd, ntasks, &e);
+	ret = c->from_plan ? from_plan(s, ids, step, &e, err)
+			   : from_folder(stepfd, ntasks, &e, c->note, sizeof(c->note));
 	if (ret < 0) {
 		if (!c->from_plan)
 			gk_errprintf(err, "%s/..: %s", task_dir, strerror(-ret));

@@ -10,7 +10,9 @@
  *    checking every task's copy of every complete set (`gpuckpt plan`);
  *  - without one (no staging: the tasks must come back to the same node), the
  *    set records and members in the node's own step folder, which the
- *    runtime then checks fully as it restores.
+ *    runtime then checks fully as it restores. That folder is the user's:
+ *    root reads only its newest GK_STEP_SETS_READ records, and logs that
+ *    it left others unread.
  *
  * A missing plan where staging is configured means the prolog did not run or
  * failed: the task is refused rather than guessing, since a guess on one node
@@ -33,7 +35,12 @@ struct gk_step_choice {
 	char ckpt[PATH_MAX];    /* GK_PLAN_SET: this task's ckpt.N in its folder */
 	char reason[600];       /* FRESH, BAD: why no set */
 	int from_plan;          /* the prolog's plan decided */
+	char note[300];         /* not empty: set records left unread (logged) */
 };
+
+/* Of a step folder's set records, the plugin (root) reads only this many,
+ * the newest by number, when it chooses without a plan. */
+#define GK_STEP_SETS_READ 32
 
 /* <bb_root>/.plan.<job>. */
 int gk_plan_path(const char *bb_root, uint32_t job_id, char *buf, size_t len);

@@ -99,7 +99,6 @@ const char *cli_signature_state(const char *dir, int is_signed);
 struct gk_load_opts;
 void cli_load_opts_for(const char *dir, uid_t want, struct gk_load_opts *lo);
 
-/* Sum of the sizes of the regular files in a directory (links not followed). */
 /*
  * Open the folder `path` that the command was given. Run by a user: as
  * given (a link as the last name followed only with follow_last). Run by root: no link a user
@@ -110,20 +109,41 @@ void cli_load_opts_for(const char *dir, uid_t want, struct gk_load_opts *lo);
  */
 int cli_open_dir(const char *path, int follow_last, gk_error_t *err);
 
+/*
+ * A checkpoint folder `path` opened as cli_open_dir opens it (no link as the
+ * last name), and in *parentfd the folder that holds it: the one the walk
+ * opened it from, never found again by the path. An increment's earlier
+ * checkpoints are looked up there (gk_image_open_in). A descriptor, or
+ * -errno with err set (*parentfd -1).
+ */
+int cli_open_ckpt(const char *path, int *parentfd, gk_error_t *err);
+
+/* Sum of the sizes of the regular files in a directory (links not followed). */
 uint64_t cli_dir_bytes(const char *path);
+uint64_t cli_dir_bytes_at(int dirfd);
+
+/* cli_load_opts_for and cli_signature_state on an open checkpoint folder:
+ * what root-run commands use, so that the owner and the signature file
+ * looked at are those of the folder opened. */
+void cli_load_opts_at(int dirfd, uid_t want, struct gk_load_opts *lo);
+const char *cli_signature_state_at(int dirfd, int is_signed);
 
 /* ---- step folders (stepdir.c) ---- */
 
 struct gk_load_opts;
 
-/* 1 when path is a step folder (holds task.N folders or set.N records). */
-int cli_is_step_dir(const char *path);
+/* 1 when the open folder dirfd is a step folder (holds task.N folders or
+ * set.N records). */
+int cli_is_step_dir_at(int dirfd);
 
-/* `gpuckpt list STEPDIR`: the step's checkpoint sets. */
-int cli_list_step(const char *dir, int json);
+/* `gpuckpt list STEPDIR`: the step's checkpoint sets, of the open folder
+ * stepfd (dir names it). */
+int cli_list_step(const char *dir, int stepfd, int json);
 
-/* `gpuckpt verify STEPDIR`: every member of every complete set; the exit
- * status is the newest complete set's (results: --json array, or NULL). */
-int cli_verify_step(const char *dir, const struct gk_load_opts *lo, json_object *results);
+/* `gpuckpt verify STEPDIR`: every member of every complete set, reached
+ * from stepfd; the exit status is the newest complete set's (results:
+ * --json array, or NULL). */
+int cli_verify_step(const char *dir, int stepfd, const struct gk_load_opts *lo,
+		    json_object *results);
 
 #endif

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static const char inspect_help[] =
     "NAME\n"
@@ -284,9 +285,8 @@ static int inspect_run(int argc, char **argv)
 	const char *arg, *dir = NULL, *sig;
 	gk_error_t err;
 	struct cli_args a;
-	struct stat st;
 	uid_t owner;
-	int json = 0, is_signed = 0, id, ret, held;
+	int json = 0, is_signed = 0, id, ret, held, fd, parentfd;
 
 	cli_args_init(&a, &gk_cmd_inspect, argc, argv);
 	while ((id = cli_next(&a, inspect_opts, &arg)) != CLI_END) {
@@ -311,20 +311,27 @@ static int inspect_run(int argc, char **argv)
 		return cli_usage_error(&gk_cmd_inspect, "missing the checkpoint directory DIR");
 	/* Whoever owns the directory: inspect is for looking, by its owner or
 	 * by an administrator; restore and verify are where the owner is
-	 * required to be someone in particular. */
-	if (lstat(dir, &st) < 0) {
-		gk_error("inspect: %s: %s", dir, strerror(errno));
+	 * required to be someone in particular. Opened once (as root: no link
+	 * a user made on the way, cli_open_ckpt), with the folder above it,
+	 * where an increment's earlier checkpoints are; all read through them. */
+	fd = cli_open_ckpt(dir, &parentfd, &err);
+	if (fd < 0) {
+		gk_error("inspect: %s: %s", cli_printable(dir), cli_printable(err.text));
 		return GK_EXIT_BAD;
 	}
-	cli_load_opts_for(dir, GK_UID_OF_MANIFEST, &lo);
-	ret = gk_image_open(dir, &lo, &m, &is_signed, &err);
+	cli_load_opts_at(fd, GK_UID_OF_MANIFEST, &lo);
+	ret = gk_image_open_in(parentfd, fd, dir, &lo, &m, &is_signed, &err);
 	if (ret < 0) {
 		gk_error("inspect: %s: %s", cli_printable(dir), cli_printable(err.text));
+		close(fd);
+		close(parentfd);
 		return GK_EXIT_BAD;
 	}
 	owner = lo.held_by_root ? m->uid : lo.uid;
 	held = lo.held_by_root && owner != 0;
-	sig = cli_signature_state(dir, is_signed);
+	sig = cli_signature_state_at(fd, is_signed);
+	close(fd);
+	close(parentfd);
 	if (json) {
 		ret = print_json(dir, m, sig, owner, held);
 	} else {

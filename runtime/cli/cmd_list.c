@@ -12,12 +12,14 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 static const char list_help[] =
     "NAME\n"
@@ -111,48 +113,66 @@ struct row {
 	const char *where; /* "local", "shared", "both"; NULL without --shared */
 };
 
-static void fill_row(struct row *r, const struct gk_store_entry *e)
+/* One entry of the root open as rootfd: its folder opened from there (no
+ * link followed), and everything about it read through that descriptor. */
+static void fill_row(struct row *r, int rootfd, const struct gk_store_entry *e)
 {
 	struct gk_load_opts lo = {0};
+	const char *name = strrchr(e->path, '/');
 	struct stat st;
-	int is_signed = 0;
+	int is_signed = 0, fd;
 
 	memset(r, 0, sizeof(*r));
 	r->e = e;
-	r->bytes = cli_dir_bytes(e->path);
-	if (lstat(e->path, &st) == 0) {
+	name = name ? name + 1 : e->path;
+	fd = openat(rootfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(r->status, sizeof(r->status), "invalid");
+		gk_errprintf(&r->error, "%s", strerror(errno));
+		return;
+	}
+	r->bytes = cli_dir_bytes_at(fd);
+	if (fstat(fd, &st) == 0) {
 		struct tm tm;
 
 		r->created_unix = (int64_t)st.st_mtime;
 		gmtime_r(&st.st_mtime, &tm);
 		strftime(r->created, sizeof(r->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	}
-	cli_load_opts_for(e->path, GK_UID_OF_MANIFEST, &lo);
+	cli_load_opts_at(fd, GK_UID_OF_MANIFEST, &lo);
 	if (!e->complete) {
 		snprintf(r->status, sizeof(r->status), "incomplete (%s)",
 			 e->stale ? "writer gone" : "writing");
+		close(fd);
 		return;
 	}
-	if (gk_image_open(e->path, &lo, &r->m, &is_signed, &r->error) < 0) {
+	if (gk_image_open_in(rootfd, fd, e->path, &lo, &r->m, &is_signed, &r->error) < 0) {
 		snprintf(r->status, sizeof(r->status), "invalid");
+		close(fd);
 		return;
 	}
-	snprintf(r->status, sizeof(r->status), "%s", cli_signature_state(e->path, is_signed));
+	snprintf(r->status, sizeof(r->status), "%s", cli_signature_state_at(fd, is_signed));
+	close(fd);
 	snprintf(r->created, sizeof(r->created), "%s", r->m->created);
 	r->created_unix = r->m->created_unix;
 	r->held = lo.held_by_root && r->m->uid != 0;
 	r->owner = lo.held_by_root ? r->m->uid : lo.uid;
 }
 
-/* Does dir hold step.S or task.T folders (a job's or a step's folder)? */
-static int holds_job_folders(const char *dir)
+/* Does the open folder dirfd hold step.S or task.T folders (a job's or a
+ * step's folder)? */
+static int holds_job_folders(int dirfd)
 {
 	struct dirent *e;
-	DIR *d = opendir(dir);
-	int found = 0;
+	int fd = dup(dirfd), found = 0;
+	DIR *d = fd < 0 ? NULL : fdopendir(fd);
 
-	if (!d)
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
 		return 0;
+	}
+	rewinddir(d);
 	while (!found && (e = readdir(d)))
 		found = !strncmp(e->d_name, GK_STEP_PREFIX, GK_STEP_PREFIX_LEN) ||
 			!strncmp(e->d_name, GK_TASK_PREFIX, GK_TASK_PREFIX_LEN);
@@ -160,16 +180,15 @@ static int holds_job_folders(const char *dir)
 	return found;
 }
 
-/* Why ROOT lists nothing, when it can be told: a checkpoint itself, or a folder above the roots. */
-static void print_empty(const char *root)
+/* Why ROOT (open as rootfd) lists nothing, when it can be told: a checkpoint
+ * itself, or a folder above the roots. */
+static void print_empty(const char *root, int rootfd)
 {
-	char path[4096 + 32];
 	struct stat st;
 	const char *base = strrchr(root, '/');
 
 	base = base && base[1] ? base + 1 : root;
-	snprintf(path, sizeof(path), "%s/%s", root, GK_MANIFEST_FILE);
-	if (lstat(path, &st) == 0 ||
+	if (fstatat(rootfd, GK_MANIFEST_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 ||
 	    strncmp(base, GK_CKPT_PREFIX, sizeof(GK_CKPT_PREFIX) - 1) == 0) {
 		printf("%s: no checkpoints: this is a checkpoint, not a checkpoint root; list "
 		       "takes the folder that holds the ckpt.N folders, inspect and verify take "
@@ -177,7 +196,7 @@ static void print_empty(const char *root)
 		       cli_printable(root));
 		return;
 	}
-	if (holds_job_folders(root)) {
+	if (holds_job_folders(rootfd)) {
 		printf("%s: no checkpoints here: a job's checkpoint roots are its task folders, "
 		       "JOBID/step.S/task.T\n",
 		       cli_printable(root));
@@ -186,10 +205,11 @@ static void print_empty(const char *root)
 	printf("%s: no checkpoints\n", cli_printable(root));
 }
 
-static void print_table(const char *root, const struct row *rows, size_t n, int shared)
+static void print_table(const char *root, int rootfd, const struct row *rows, size_t n,
+			int shared)
 {
 	if (n == 0) {
-		print_empty(root);
+		print_empty(root, rootfd);
 		return;
 	}
 	if (shared)
@@ -286,20 +306,21 @@ static int row_cmp(const void *pa, const void *pb)
  * The rows of ROOT and, with `shared`, of its shared copy: a committed
  * checkpoint in both is one row ("both"), described from the node's copy.
  */
-static int collect(const char *root, const char *shared, struct gk_store_entry **local,
-		   struct gk_store_entry **remote, struct row **rows, size_t *nrows)
+static int collect(const char *root, int rootfd, const char *shared, int sharedfd,
+		   struct gk_store_entry **local, struct gk_store_entry **remote, struct row **rows,
+		   size_t *nrows)
 {
 	size_t nl = 0, nr = 0, k = 0;
 	gk_error_t err;
 	int ret;
 
 	*local = *remote = NULL;
-	ret = gk_store_list(root, local, &nl, &err);
+	ret = gk_store_list_at(rootfd, root, local, &nl, &err);
 	if (ret < 0) {
 		gk_error("list: %s", err.text);
 		return ret;
 	}
-	if (shared && gk_store_list(shared, remote, &nr, &err) < 0) {
+	if (sharedfd >= 0 && gk_store_list_at(sharedfd, shared, remote, &nr, &err) < 0) {
 		/* The node's list is still worth having: say what is wrong. */
 		gk_warn("list: %s; only the node's checkpoints are listed", err.text);
 		nr = 0;
@@ -310,7 +331,7 @@ static int collect(const char *root, const char *shared, struct gk_store_entry *
 		return -ENOMEM;
 	}
 	for (size_t i = 0; i < nl; i++) {
-		fill_row(&(*rows)[k], &(*local)[i]);
+		fill_row(&(*rows)[k], rootfd, &(*local)[i]);
 		(*rows)[k++].where = shared ? "local" : NULL;
 	}
 	for (size_t j = 0; j < nr; j++) {
@@ -324,7 +345,7 @@ static int collect(const char *root, const char *shared, struct gk_store_entry *
 			(*rows)[i].where = "both";
 			continue;
 		}
-		fill_row(&(*rows)[k], e);
+		fill_row(&(*rows)[k], sharedfd, e);
 		(*rows)[k++].where = "shared";
 	}
 	qsort(*rows, k, sizeof(**rows), row_cmp);
@@ -339,7 +360,8 @@ static int list_run(int argc, char **argv)
 	struct row *rows;
 	struct cli_args a;
 	size_t n = 0;
-	int json = 0, id, ret;
+	gk_error_t err;
+	int json = 0, id, ret, rootfd, sharedfd = -1;
 
 	cli_args_init(&a, &gk_cmd_list, argc, argv);
 	while ((id = cli_next(&a, list_opts, &arg)) != CLI_END) {
@@ -365,34 +387,59 @@ static int list_run(int argc, char **argv)
 	}
 	if (!root)
 		return cli_usage_error(&gk_cmd_list, "missing the checkpoint root ROOT");
-	if (cli_is_step_dir(root)) {
+	/* The root opened once (as root: no link a user made on the way, one
+	 * owner from the first folder that is not root's), and everything
+	 * listed read through it. */
+	rootfd = cli_open_dir(root, 1, &err);
+	if (rootfd < 0) {
+		gk_error("list: %s: %s", root, err.text);
+		return GK_EXIT_BAD;
+	}
+	if (cli_is_step_dir_at(rootfd)) {
 		/* A step folder holds sets of several tasks; --shared names one
 		 * task's copy, which is listed from that task's root. */
-		if (shared)
+		if (shared) {
+			close(rootfd);
 			return cli_usage_error(&gk_cmd_list,
 					       "--shared lists one task's checkpoint root, not the "
 					       "step folder '%s': give its task.T root", root);
-		return cli_list_step(root, json);
+		}
+		ret = cli_list_step(root, rootfd, json);
+		close(rootfd);
+		return ret;
 	}
 	/* Inside a job: the task's own folder has its shared copy named. */
 	if (!shared && gk_getenv(FLUSH_DIR) && gk_getenv(DIR) &&
 	    *gk_getenv(FLUSH_DIR) && !strcmp(gk_getenv(DIR), root))
 		shared = gk_getenv(FLUSH_DIR);
-	ret = collect(root, shared, &entries, &remote, &rows, &n);
+	if (shared) {
+		sharedfd = cli_open_dir(shared, 1, &err);
+		if (sharedfd < 0)
+			/* The node's list is still worth having: say what is wrong. */
+			gk_warn("list: %s: %s; only the node's checkpoints are listed", shared,
+				err.text);
+	}
+	ret = collect(root, rootfd, shared, sharedfd, &entries, &remote, &rows, &n);
 	if (ret < 0) {
 		free(entries);
 		free(remote);
+		close(rootfd);
+		if (sharedfd >= 0)
+			close(sharedfd);
 		return GK_EXIT_BAD;
 	}
 	if (json)
 		print_json(root, rows, n);
 	else
-		print_table(root, rows, n, shared != NULL);
+		print_table(root, rootfd, rows, n, shared != NULL);
 	for (size_t i = 0; i < n; i++)
 		gk_manifest_free(rows[i].m);
 	free(rows);
 	free(entries);
 	free(remote);
+	close(rootfd);
+	if (sharedfd >= 0)
+		close(sharedfd);
 	return GK_EXIT_OK;
 }
 

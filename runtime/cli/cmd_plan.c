@@ -14,6 +14,7 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -109,7 +110,7 @@ static int plan_run(int argc, char **argv)
 	size_t nsteps = 0, cap = 0;
 	struct cli_args a;
 	struct dirent *de;
-	int id, status = GK_EXIT_OK;
+	int id, status = GK_EXIT_OK, jobfd, fd, stepfd;
 	DIR *d;
 
 	cli_args_init(&a, &gk_cmd_plan, argc, argv);
@@ -143,17 +144,28 @@ static int plan_run(int argc, char **argv)
 		return cli_usage_error(&gk_cmd_plan,
 				       "--owner %s: only root may check another user's checkpoints",
 				       owner_text);
-	d = opendir(jobdir);
+	/* The job folder opened once (as root: no link a user made on the
+	 * way, one owner from the first folder that is not root's), and every
+	 * step folder opened from it, never by a path. */
+	jobfd = cli_open_dir(jobdir, 1, &err);
+	if (jobfd < 0) {
+		gk_error("plan: %s: %s", jobdir, err.text);
+		return GK_EXIT_BAD;
+	}
+	fd = dup(jobfd);
+	d = fd < 0 ? NULL : fdopendir(fd);
 	if (!d) {
 		gk_error("plan: %s: %s", jobdir, strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		close(jobfd);
 		return GK_EXIT_BAD;
 	}
 	while ((de = readdir(d))) {
 		struct stat st;
-		char path[4200];
 
-		snprintf(path, sizeof(path), "%s/%s", jobdir, de->d_name);
-		if (!step_name_ok(de->d_name) || lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+		if (!step_name_ok(de->d_name) ||
+		    fstatat(jobfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
 			continue;
 		if (nsteps == cap) {
 			char **g = realloc(steps, (cap = cap ? cap * 2 : 8) * sizeof(*g));
@@ -175,7 +187,10 @@ static int plan_run(int argc, char **argv)
 		struct note_ctx c = {stepdir};
 
 		snprintf(stepdir, sizeof(stepdir), "%s/%s", jobdir, steps[i]);
-		if (gk_stepset_plan(stepdir, &lo, &e, note, &c, &err) < 0) {
+		stepfd = openat(jobfd, steps[i], O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (stepfd < 0)
+			gk_errprintf(&err, "%s: %s", stepdir, strerror(errno));
+		if (stepfd < 0 || gk_stepset_plan_at(stepfd, stepdir, &lo, &e, note, &c, &err) < 0) {
 			/* Said, not left out: a step without a line would look
 			 * like one that never checkpointed. */
 			gk_error("plan: %s", err.text);
@@ -185,6 +200,8 @@ static int plan_run(int argc, char **argv)
 			snprintf(e.reason, sizeof(e.reason), "cannot read the step folder: %.400s",
 				 err.text);
 		}
+		if (stepfd >= 0)
+			close(stepfd);
 		snprintf(e.step, sizeof(e.step), "%s", steps[i]);
 		if (gk_plan_format(&e, line, sizeof(line)) > 0)
 			fputs(line, stdout);
@@ -195,6 +212,7 @@ out_nomem:
 	status = GK_EXIT_BAD;
 out:
 	closedir(d);
+	close(jobfd);
 	for (size_t i = 0; i < nsteps; i++)
 		free(steps[i]);
 	free(steps);

@@ -139,9 +139,13 @@ static void record_failure(json_object *results, const char *dir, const char *er
 	json_object_array_add(results, o);
 }
 
-/* want: whose it must be (GK_UID_OF_MANIFEST: whoever a copy held by root names). */
-static int verify_one(const char *dir, uid_t want, const struct gk_load_opts *base,
-		      json_object *results)
+/* want: whose it must be (GK_UID_OF_MANIFEST: whoever a copy held by root
+ * names). fd: the checkpoint folder, opened once (as root: no link of a
+ * user's on the way); everything is checked through it, and an increment's
+ * earlier checkpoints are looked up in parentfd, the folder it was opened
+ * from, never by the path again. */
+static int verify_one(const char *dir, int fd, int parentfd, uid_t want,
+		      const struct gk_load_opts *base, json_object *results)
 {
 	struct gk_load_opts lo = *base;
 	struct gk_manifest *m = NULL;
@@ -150,25 +154,19 @@ static int verify_one(const char *dir, uid_t want, const struct gk_load_opts *ba
 	const char *sig;
 	uint64_t image_bytes = 0;
 	uid_t owner;
-	int is_signed = 0, ret, sealed, held, fd;
+	int is_signed = 0, ret, sealed, held;
 
-	cli_load_opts_for(dir, want, &lo);
-	/* Opened once (as root: no link of a user's on the way); everything
-	 * is checked through it. */
-	fd = cli_open_dir(dir, 0, &err);
-	ret = fd < 0 ? -1 : gk_image_open_at(fd, dir, &lo, &m, &is_signed, &err);
+	cli_load_opts_at(fd, want, &lo);
+	ret = gk_image_open_in(parentfd, fd, dir, &lo, &m, &is_signed, &err);
 	if (ret < 0) {
-		if (fd >= 0)
-			close(fd);
 		gk_error("verify: %s: %s", dir, err.text);
 		record_failure(results, dir, err.text);
 		return GK_EXIT_BAD;
 	}
 	owner = lo.held_by_root ? m->uid : lo.uid;
 	held = lo.held_by_root && owner != 0;
-	sig = cli_signature_state(dir, is_signed);
+	sig = cli_signature_state_at(fd, is_signed);
 	sealed = verify_seal(fd, owner, &image_bytes, &err);
-	close(fd);
 	if (sealed < 0) {
 		gk_error("verify: %s: transparent checkpoint: %s", dir, err.text);
 		record_failure(results, dir, err.text);
@@ -288,13 +286,24 @@ static int verify_run(int argc, char **argv)
 		/* Root, no --owner: a DIR of root's is judged as a copy root holds. */
 		struct stat st;
 		uid_t want = lo.uid;
-		int r;
+		gk_error_t err;
+		int r, fd, parentfd;
 
-		if (!owner_text && geteuid() == 0 && lstat(dirs[i], &st) == 0 && st.st_uid == 0)
+		/* Opened once (as root: no link of a user's on the way), with
+		 * the folder above it; all that follows goes through them. */
+		fd = cli_open_ckpt(dirs[i], &parentfd, &err);
+		if (fd < 0) {
+			gk_error("verify: %s: %s", dirs[i], err.text);
+			record_failure(results, dirs[i], err.text);
+			status = GK_EXIT_BAD;
+			continue;
+		}
+		if (!owner_text && geteuid() == 0 && fstat(fd, &st) == 0 && st.st_uid == 0)
 			want = GK_UID_OF_MANIFEST;
-		r = cli_is_step_dir(dirs[i]) ? cli_verify_step(dirs[i], &lo, results)
-					     : verify_one(dirs[i], want, &lo, results);
-
+		r = cli_is_step_dir_at(fd) ? cli_verify_step(dirs[i], fd, &lo, results)
+					   : verify_one(dirs[i], fd, parentfd, want, &lo, results);
+		close(fd);
+		close(parentfd);
 		if (r != GK_EXIT_OK)
 			status = GK_EXIT_BAD;
 	}

@@ -11,25 +11,32 @@
 #include "stepset.h"
 
 #include <dirent.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
-int cli_is_step_dir(const char *path)
+int cli_is_step_dir_at(int dirfd)
 {
 	struct dirent *de;
 	struct stat st;
-	int found = 0;
+	int found = 0, fd;
 	DIR *d;
 
-	if (lstat(path, &st) < 0 || !S_ISDIR(st.st_mode))
+	if (fstat(dirfd, &st) < 0 || !S_ISDIR(st.st_mode))
 		return 0;
-	d = opendir(path);
-	if (!d)
+	fd = dup(dirfd);
+	d = fd < 0 ? NULL : fdopendir(fd);
+	if (!d) {
+		if (fd >= 0)
+			close(fd);
 		return 0;
+	}
+	rewinddir(d);
 	while (!found && (de = readdir(d))) {
 		uint64_t seq;
 
@@ -83,14 +90,14 @@ static json_object *set_json(const struct gk_stepset *s)
 	return o;
 }
 
-int cli_list_step(const char *dir, int json)
+int cli_list_step(const char *dir, int stepfd, int json)
 {
 	struct gk_stepset *sets = NULL;
 	gk_error_t err;
 	uint32_t ntasks;
 	size_t n;
 
-	if (gk_stepset_list(dir, &sets, &n, &ntasks, &err) < 0) {
+	if (gk_stepset_list_at(stepfd, dir, &sets, &n, &ntasks, &err) < 0) {
 		gk_error("list: %s", err.text);
 		return GK_EXIT_BAD;
 	}
@@ -133,7 +140,8 @@ int cli_list_step(const char *dir, int json)
 	return GK_EXIT_OK;
 }
 
-int cli_verify_step(const char *dir, const struct gk_load_opts *lo, json_object *results)
+int cli_verify_step(const char *dir, int stepfd, const struct gk_load_opts *lo,
+		    json_object *results)
 {
 	struct gk_stepset *sets = NULL;
 	gk_error_t err;
@@ -141,7 +149,7 @@ int cli_verify_step(const char *dir, const struct gk_load_opts *lo, json_object 
 	size_t n;
 	int status = GK_EXIT_BAD, seen_complete = 0;
 
-	if (gk_stepset_list(dir, &sets, &n, &ntasks, &err) < 0) {
+	if (gk_stepset_list_at(stepfd, dir, &sets, &n, &ntasks, &err) < 0) {
 		gk_error("verify: %s", err.text);
 		if (results) {
 			json_object *o = json_object_new_object();
@@ -157,7 +165,7 @@ int cli_verify_step(const char *dir, const struct gk_load_opts *lo, json_object 
 		struct gk_stepset *s = &sets[i];
 
 		if (s->complete) {
-			gk_stepset_check(dir, s, lo);
+			gk_stepset_check_at(stepfd, dir, s, lo);
 			/* The newest complete set is what a restart restores
 			 * without falling back: it decides the exit status. */
 			if (!seen_complete)

@@ -191,15 +191,69 @@ static int open_last(int dirfd, const char *name, int follow_last, gk_error_t *e
 	return -e;
 }
 
-int cli_open_dir(const char *path, int follow_last, gk_error_t *err)
+/* The folder above `name` in the user's way: by the path as given. */
+static int open_parent_as_given(const char *path, gk_error_t *err)
 {
-	char abs[PATH_MAX], cwd[PATH_MAX], *slash, *name;
+	char parent[PATH_MAX];
+	const char *slash = strrchr(path, '/');
+	size_t n;
+
+	if (!slash)
+		return open_last(AT_FDCWD, ".", 1, err);
+	n = slash == path ? 1 : (size_t)(slash - path);
+	if (n >= sizeof(parent)) {
+		gk_errprintf(err, "path too long");
+		return -ENAMETOOLONG;
+	}
+	memcpy(parent, path, n);
+	parent[n] = 0;
+	return open_last(AT_FDCWD, parent, 1, err);
+}
+
+/*
+ * cli_open_dir, and with parent_out the descriptor of the folder that holds
+ * it too (the one it was opened from, or its "..": never by the path again).
+ */
+static int open_dir(const char *path, int follow_last, int *parent_out, gk_error_t *err)
+{
+	char abs[PATH_MAX], cwd[PATH_MAX], *slash, *name, given[PATH_MAX];
 	struct stat st;
 	size_t n;
 	int parentfd, fd;
 
-	if (geteuid() != 0)
-		return open_last(AT_FDCWD, path, follow_last, err);
+	if (parent_out)
+		*parent_out = -1;
+	if (geteuid() != 0) {
+		/* As given; the folder above as given too, stripped of any
+		 * slashes at the end so that "a/b/" names b's parent a. */
+		n = (size_t)snprintf(given, sizeof(given), "%s", path);
+		if (n >= sizeof(given)) {
+			gk_errprintf(err, "path too long");
+			return -ENAMETOOLONG;
+		}
+		while (n > 1 && given[n - 1] == '/')
+			given[--n] = 0;
+		fd = open_last(AT_FDCWD, given, follow_last, err);
+		if (fd < 0 || !parent_out)
+			return fd;
+		slash = strrchr(given, '/');
+		name = slash ? slash + 1 : given;
+		if (strcmp(name, ".") && strcmp(name, "..") && strcmp(given, "/")) {
+			parentfd = open_parent_as_given(given, err);
+		} else {
+			parentfd = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+			if (parentfd < 0) {
+				parentfd = -errno;
+				gk_errprintf(err, "%s/..: %s", given, strerror(errno));
+			}
+		}
+		if (parentfd < 0) {
+			close(fd);
+			return parentfd;
+		}
+		*parent_out = parentfd;
+		return fd;
+	}
 	if (path[0] == '/')
 		n = (size_t)snprintf(abs, sizeof(abs), "%s", path);
 	else if (getcwd(cwd, sizeof(cwd)))
@@ -214,8 +268,10 @@ int cli_open_dir(const char *path, int follow_last, gk_error_t *err)
 		abs[--n] = '\0';
 	slash = strrchr(abs, '/');
 	name = slash + 1;
-	if (!*name || !strcmp(name, ".") || !strcmp(name, ".."))
-		return gk_open_owned_path(abs, err);
+	if (!*name || !strcmp(name, ".") || !strcmp(name, "..")) {
+		fd = gk_open_owned_path(abs, err);
+		goto up;
+	}
 	/* The folders above: reached by no link of a user's, one owner from
 	 * the first that is not root's (gk_open_owned_path). */
 	*slash = '\0';
@@ -224,23 +280,83 @@ int cli_open_dir(const char *path, int follow_last, gk_error_t *err)
 	if (parentfd < 0)
 		return parentfd;
 	/* A link as the last name: followed only as the walk follows one
-	 * (root's, in a folder only root can change), and only for prune. */
+	 * (root's, in a folder only root can change), and only for prune
+	 * and list. */
 	if (follow_last && fstatat(parentfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0 &&
 	    S_ISLNK(st.st_mode)) {
 		close(parentfd);
-		return gk_open_owned_path(abs, err);
+		fd = gk_open_owned_path(abs, err);
+		goto up;
 	}
 	fd = open_last(parentfd, name, 0, err);
-	close(parentfd);
+	if (fd >= 0 && parent_out)
+		*parent_out = parentfd;
+	else
+		close(parentfd);
 	return fd;
+up:
+	/* The folder itself was walked to: the one above is its "..". */
+	if (fd < 0 || !parent_out)
+		return fd;
+	*parent_out = openat(fd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (*parent_out < 0) {
+		gk_errprintf(err, "%s/..: %s", abs, strerror(errno));
+		close(fd);
+		return -EIO;
+	}
+	return fd;
+}
+
+/* "X is a symbolic link made by uid N; refused" (fsafe.c) with the user's
+ * name after the uid, for the administrator: whose link it was. */
+static int name_link_owner(int ret, gk_error_t *err)
+{
+	static const char made[] = "made by uid ";
+	char *at = ret < 0 ? strstr(err->text, made) : NULL, *end, who[64], rest[GK_ERRLEN];
+	unsigned long uid;
+
+	if (!at)
+		return ret;
+	at += sizeof(made) - 1;
+	uid = strtoul(at, &end, 10);
+	if (end == at)
+		return ret;
+	gk_user_name((uid_t)uid, who, sizeof(who));
+	if (!strcmp(who, "") || !strncmp(who, "uid ", 4))
+		return ret;
+	snprintf(rest, sizeof(rest), "%s", end);
+	snprintf(end, sizeof(err->text) - (size_t)(end - err->text), " (%s)%s", who, rest);
+	return ret;
+}
+
+int cli_open_dir(const char *path, int follow_last, gk_error_t *err)
+{
+	return name_link_owner(open_dir(path, follow_last, NULL, err), err);
+}
+
+int cli_open_ckpt(const char *path, int *parentfd, gk_error_t *err)
+{
+	return name_link_owner(open_dir(path, 0, parentfd, err), err);
 }
 
 uint64_t cli_dir_bytes(const char *path)
 {
+	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	uint64_t total;
+
+	if (fd < 0)
+		return 0;
+	total = cli_dir_bytes_at(fd);
+	close(fd);
+	return total;
+}
+
+uint64_t cli_dir_bytes_at(int dirfd)
+{
 	uint64_t total = 0;
 	struct dirent *e;
 	DIR *d;
-	int fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	int fd = dup(dirfd);
 
 	if (fd < 0)
 		return 0;
@@ -259,10 +375,26 @@ uint64_t cli_dir_bytes(const char *path)
 	return total;
 }
 
+static void load_opts(const struct stat *stp, uid_t want, struct gk_load_opts *lo);
+
 void cli_load_opts_for(const char *dir, uid_t want, struct gk_load_opts *lo)
 {
 	struct stat st;
-	int have = lstat(dir, &st) == 0;
+
+	load_opts(lstat(dir, &st) == 0 ? &st : NULL, want, lo);
+}
+
+void cli_load_opts_at(int dirfd, uid_t want, struct gk_load_opts *lo)
+{
+	struct stat st;
+
+	load_opts(fstat(dirfd, &st) == 0 ? &st : NULL, want, lo);
+}
+
+static void load_opts(const struct stat *stp, uid_t want, struct gk_load_opts *lo)
+{
+	struct stat st = stp ? *stp : (struct stat){0};
+	int have = stp != NULL;
 
 	lo->held_by_root = have && st.st_uid == 0 && want != 0;
 	if (lo->held_by_root)
@@ -282,6 +414,16 @@ const char *cli_signature_state(const char *dir, int is_signed)
 		return "signed";
 	snprintf(path, sizeof(path), "%s/%s", dir, GK_SIGNATURE_FILE);
 	return lstat(path, &st) == 0 ? "unchecked" : "unsigned";
+}
+
+const char *cli_signature_state_at(int dirfd, int is_signed)
+{
+	struct stat st;
+
+	if (is_signed)
+		return "signed";
+	return fstatat(dirfd, GK_SIGNATURE_FILE, &st, AT_SYMLINK_NOFOLLOW) == 0 ? "unchecked"
+										 : "unsigned";
 }
 
 /* Length of the valid UTF-8 sequence at p (1 to 4), or 0. */

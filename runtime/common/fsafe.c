@@ -168,8 +168,11 @@ static int walk(struct walk *w, const char *path, int user_mode, uid_t uid)
 			/* A link is followed only where root made it, in a folder
 			 * only root can change: the admin's own (/var/run -> /run). */
 			if (in_user) {
-				ret = fail(w, -ELOOP, "%s is a symbolic link%s; refused", w->shown,
-					   "");
+				/* Named with whoever made it: an administrator
+				 * sees whose link it was (issue 24). */
+				snprintf(detail, sizeof(detail), "%u", (unsigned)st.st_uid);
+				ret = fail(w, -ELOOP, "%s is a symbolic link made by uid %s; refused",
+					   w->shown, detail);
 				goto out;
 			}
 			if (st.st_uid != 0) {

@@ -121,15 +121,26 @@ static int seq_desc(const void *a, const void *b)
 	return x < y ? 1 : x > y ? -1 : 0;
 }
 
-static int list_task(const char *stepdir, uint32_t t, struct task_ckpts *tc, gk_error_t *err)
+/* Task t's committed checkpoints: its folder opened from the step's
+ * descriptor, no link followed. */
+static int list_task(int stepfd, const char *stepdir, uint32_t t, struct task_ckpts *tc,
+		     gk_error_t *err)
 {
 	struct gk_store_entry *e = NULL;
-	char path[4200];
+	char path[4200], name[32];
 	size_t n = 0, cap = 0;
-	int ret;
+	int ret, taskfd;
 
-	snprintf(path, sizeof(path), "%s/" GK_TASK_PREFIX "%" PRIu32, stepdir, t);
-	ret = gk_store_list(path, &e, &n, err);
+	snprintf(name, sizeof(name), GK_TASK_PREFIX "%" PRIu32, t);
+	snprintf(path, sizeof(path), "%s/%s", stepdir, name);
+	taskfd = openat(stepfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (taskfd < 0) {
+		ret = -errno;
+		gk_errprintf(err, "%s: %s", path, strerror(-ret));
+		return ret;
+	}
+	ret = gk_store_list_at(taskfd, path, &e, &n, err);
+	close(taskfd);
 	if (ret < 0)
 		return ret;
 	for (size_t i = 0; i < n && ret == 0; i++)
@@ -164,14 +175,7 @@ static void describe_missing(struct gk_stepset *s, const struct task_ckpts *task
 int gk_stepset_list(const char *stepdir, struct gk_stepset **sets, size_t *nsets, uint32_t *ntasks,
 		    gk_error_t *err)
 {
-	struct task_ckpts *tasks = NULL;
-	struct gk_stepset *out = NULL;
-	uint64_t *seqs = NULL, *recseqs = NULL;
-	size_t nseq = 0, capseq = 0, nrec = 0, caprec = 0;
-	uint32_t maxtask = 0;
-	int havetask = 0, dirfd, ret = 0;
-	struct dirent *de;
-	DIR *d;
+	int dirfd, ret;
 
 	*sets = NULL;
 	*nsets = 0;
@@ -182,12 +186,36 @@ int gk_stepset_list(const char *stepdir, struct gk_stepset **sets, size_t *nsets
 		gk_errprintf(err, "%s: %s", stepdir, strerror(-ret));
 		return ret;
 	}
-	d = fdopendir(dup(dirfd));
+	ret = gk_stepset_list_at(dirfd, stepdir, sets, nsets, ntasks, err);
+	close(dirfd);
+	return ret;
+}
+
+int gk_stepset_list_at(int dirfd, const char *stepdir, struct gk_stepset **sets, size_t *nsets,
+		       uint32_t *ntasks, gk_error_t *err)
+{
+	struct task_ckpts *tasks = NULL;
+	struct gk_stepset *out = NULL;
+	uint64_t *seqs = NULL, *recseqs = NULL;
+	size_t nseq = 0, capseq = 0, nrec = 0, caprec = 0;
+	uint32_t maxtask = 0;
+	int havetask = 0, ret = 0, fd;
+	struct dirent *de;
+	DIR *d;
+
+	*sets = NULL;
+	*nsets = 0;
+	*ntasks = 0;
+	fd = dup(dirfd);
+	d = fd < 0 ? NULL : fdopendir(fd);
 	if (!d) {
 		ret = -errno;
+		if (fd >= 0)
+			close(fd);
 		gk_errprintf(err, "%s: %s", stepdir, strerror(-ret));
-		goto out;
+		return ret;
 	}
+	rewinddir(d);
 	/* First pass: how many task folders, and which set records. */
 	while ((de = readdir(d))) {
 		struct stat st;
@@ -222,7 +250,7 @@ int gk_stepset_list(const char *stepdir, struct gk_stepset **sets, size_t *nsets
 		if (fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
 			continue;
 		tasks[t].exists = 1;
-		ret = list_task(stepdir, t, &tasks[t], err);
+		ret = list_task(dirfd, stepdir, t, &tasks[t], err);
 		if (ret < 0)
 			goto out;
 		for (size_t i = 0; i < tasks[t].n; i++)
@@ -281,11 +309,59 @@ out:
 	free(out);
 	free(seqs);
 	free(recseqs);
-	close(dirfd);
 	return ret;
 }
 
 int gk_stepset_check(const char *stepdir, struct gk_stepset *s, const struct gk_load_opts *opts)
+{
+	int dirfd = open(stepdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), ret;
+
+	if (dirfd < 0) {
+		s->verdict = -1;
+		snprintf(s->why, sizeof(s->why), "%.400s: %s", stepdir, strerror(errno));
+		return s->verdict;
+	}
+	ret = gk_stepset_check_at(dirfd, stepdir, s, opts);
+	close(dirfd);
+	return ret;
+}
+
+/* Member t of set s: task.t/ckpt.N opened from the step's descriptor, no
+ * link followed; its base checkpoints looked up in task.t, by descriptor. */
+static int open_member(int stepfd, const char *path, uint32_t t, uint64_t sequence,
+		       const struct gk_load_opts *opts, struct gk_manifest **m, gk_error_t *err)
+{
+	char name[32];
+	int taskfd, ckptfd, ret;
+
+	snprintf(name, sizeof(name), GK_TASK_PREFIX "%" PRIu32, t);
+	taskfd = openat(stepfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (taskfd < 0) {
+		ret = -errno;
+		gk_errprintf(err, "%s: %s", name,
+			     ret == -ELOOP || ret == -ENOTDIR ? "not a folder (a link?); refused"
+							      : strerror(-ret));
+		return ret;
+	}
+	snprintf(name, sizeof(name), GK_CKPT_FMT, sequence);
+	ckptfd = openat(taskfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (ckptfd < 0) {
+		ret = -errno;
+		gk_errprintf(err, "%s",
+			     ret == -ELOOP || ret == -ENOTDIR
+				 ? "is a symbolic link or not a folder; refused"
+				 : strerror(-ret));
+		close(taskfd);
+		return ret;
+	}
+	ret = gk_image_open_in(taskfd, ckptfd, path, opts, m, NULL, err);
+	close(ckptfd);
+	close(taskfd);
+	return ret;
+}
+
+int gk_stepset_check_at(int stepfd, const char *stepdir, struct gk_stepset *s,
+			const struct gk_load_opts *opts)
 {
 	s->verdict = -1;
 	if (!s->complete)
@@ -298,7 +374,7 @@ int gk_stepset_check(const char *stepdir, struct gk_stepset *s, const struct gk_
 
 		snprintf(path, sizeof(path), "%s/" GK_TASK_PREFIX "%" PRIu32 "/" GK_CKPT_FMT, stepdir,
 			 t, s->sequence);
-		ret = gk_image_open(path, opts, &m, NULL, &err);
+		ret = open_member(stepfd, path, t, s->sequence, opts, &m, &err);
 		if (ret < 0) {
 			snprintf(s->why, sizeof(s->why),
 				 "task %" PRIu32 ": " GK_CKPT_FMT ": %.440s", t, s->sequence,
@@ -335,6 +411,23 @@ int gk_stepset_check(const char *stepdir, struct gk_stepset *s, const struct gk_
 int gk_stepset_plan(const char *stepdir, const struct gk_load_opts *opts, struct gk_plan_entry *e,
 		    gk_stepset_note_fn note, void *arg, gk_error_t *err)
 {
+	int dirfd = open(stepdir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC), ret;
+
+	if (dirfd < 0) {
+		ret = -errno;
+		memset(e, 0, sizeof(*e));
+		gk_errprintf(err, "%s: %s", stepdir, strerror(-ret));
+		return ret;
+	}
+	ret = gk_stepset_plan_at(dirfd, stepdir, opts, e, note, arg, err);
+	close(dirfd);
+	return ret;
+}
+
+int gk_stepset_plan_at(int stepfd, const char *stepdir, const struct gk_load_opts *opts,
+		       struct gk_plan_entry *e, gk_stepset_note_fn note, void *arg,
+		       gk_error_t *err)
+{
 	struct gk_stepset *sets = NULL, *bad = NULL, *short_set = NULL;
 	char line[GK_ERRLEN + 128];
 	uint32_t ntasks;
@@ -342,7 +435,7 @@ int gk_stepset_plan(const char *stepdir, const struct gk_load_opts *opts, struct
 	int ret;
 
 	memset(e, 0, sizeof(*e));
-	ret = gk_stepset_list(stepdir, &sets, &n, &ntasks, err);
+	ret = gk_stepset_list_at(stepfd, stepdir, &sets, &n, &ntasks, err);
 	if (ret < 0)
 		return ret;
 	for (size_t i = 0; i < n; i++) {
@@ -353,7 +446,7 @@ int gk_stepset_plan(const char *stepdir, const struct gk_load_opts *opts, struct
 				short_set = s;
 			snprintf(line, sizeof(line), "set %" PRIu64 " not used: %s", s->sequence,
 				 s->why);
-		} else if (gk_stepset_check(stepdir, s, opts) > 0) {
+		} else if (gk_stepset_check_at(stepfd, stepdir, s, opts) > 0) {
 			e->kind = GK_PLAN_SET;
 			e->sequence = s->sequence;
 			e->id = s->record.id;

@@ -44,10 +44,18 @@ struct gk_stepset {
  */
 int gk_stepset_list(const char *stepdir, struct gk_stepset **sets, size_t *n, uint32_t *ntasks,
 		    gk_error_t *err);
+/* The same on the open step folder stepfd (stepdir names it in messages):
+ * every task folder is opened from it, never by a path (root's gpuckpt). */
+int gk_stepset_list_at(int stepfd, const char *stepdir, struct gk_stepset **sets, size_t *n,
+		       uint32_t *ntasks, gk_error_t *err);
 
 /* Check every member of a complete set with opts (check_data: every
  * checksum) and set s->verdict and s->why. Returns s->verdict. */
 int gk_stepset_check(const char *stepdir, struct gk_stepset *s, const struct gk_load_opts *opts);
+/* The same from stepfd: each member task.T/ckpt.N opened without following
+ * a link, an increment's bases looked up in task.T's descriptor. */
+int gk_stepset_check_at(int stepfd, const char *stepdir, struct gk_stepset *s,
+			const struct gk_load_opts *opts);
 
 /* A line about each set passed over (newer than the one chosen, or none
  * chosen), for the caller's log. */
@@ -61,6 +69,9 @@ typedef void (*gk_stepset_note_fn)(void *arg, const char *line);
  */
 int gk_stepset_plan(const char *stepdir, const struct gk_load_opts *opts, struct gk_plan_entry *e,
 		    gk_stepset_note_fn note, void *arg, gk_error_t *err);
+int gk_stepset_plan_at(int stepfd, const char *stepdir, const struct gk_load_opts *opts,
+		       struct gk_plan_entry *e, gk_stepset_note_fn note, void *arg,
+		       gk_error_t *err);
 
 /* Write STEPDIR/set.N: a temporary file, fsync, rename (never over an
  * existing record), fsync of the folder. */

@@ -7,10 +7,15 @@
  *	mkimage ROOT [--seed N] [--devices N] [--allocs N] [--regions N]
  *	             [--min-size BYTES] [--max-size BYTES] [--chunk-size BYTES] [--keep N]
  *	             [--label TEXT] [--unsigned] [--slurm] [--format 2|3]
+ *	mkimage ROOT --increment-of N [--unsigned]
  *
  * --format 2 writes what gpuckpt wrote before format 3 (XXH64 checksums),
  * through the same writer, so that tests can check old checkpoints still
  * verify and restore.
+ *
+ * --increment-of N writes an increment of ROOT's ckpt.N: the same
+ * allocations, every chunk of them left in ckpt.N's files (no data file of
+ * its own, no host regions), as the runtime writes one when nothing changed.
  */
 #include "config.h"
 #include "image.h"
@@ -19,6 +24,7 @@
 #include "settings.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +43,7 @@ struct params {
 	uint64_t min_size, max_size, chunk_size;
 	const char *label;
 	int unsigned_only, slurm, format;
+	uint64_t increment_of;
 };
 
 static uint64_t rng_state;
@@ -106,6 +113,8 @@ static int parse_args(int argc, char **argv, struct params *p)
 				return usage("bad size");
 		} else if (!strcmp(a, "--keep"))
 			p->keep = (unsigned)strtoul(v, NULL, 0);
+		else if (!strcmp(a, "--increment-of"))
+			p->increment_of = strtoull(v, NULL, 0);
 		else if (!strcmp(a, "--label"))
 			p->label = v;
 		else if (!strcmp(a, "--format")) {
@@ -158,6 +167,57 @@ static uint64_t align_up(uint64_t v, uint64_t a)
 	return (v + a - 1) / a * a;
 }
 
+/* An increment of ROOT's ckpt.<base> (--increment-of). */
+static int write_increment(const struct params *p)
+{
+	struct gk_manifest *m = NULL, *fresh = gk_manifest_new();
+	struct gk_store_txn txn;
+	gk_error_t err;
+	size_t k = 0;
+	int rootfd, is_signed = 0, ret;
+
+	rootfd = open(p->root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (!fresh || rootfd < 0 || gk_chain_read_manifest(rootfd, p->increment_of, &m, &err) < 0) {
+		fprintf(stderr, "mkimage: %s: cannot read ckpt.%06" PRIu64 "\n", p->root,
+			p->increment_of);
+		return 1;
+	}
+	close(rootfd);
+	m->refs = calloc(1, sizeof(*m->refs));
+	if (!m->refs || !(m->refs[0].files = calloc(m->nfiles + 1, sizeof(struct gk_file_rec))))
+		return 1;
+	m->nrefs = 1;
+	m->refs[0].sequence = p->increment_of;
+	snprintf(m->refs[0].id, sizeof(m->refs[0].id), "%s", m->id);
+	memcpy(m->id, fresh->id, sizeof(m->id));
+	gk_manifest_free(fresh);
+	m->pid = getpid();
+	for (size_t i = 0; i < m->nallocs; i++)
+		for (uint32_t j = 0; j < m->allocs[i].nparts; j++)
+			if (!m->allocs[i].parts[j].sequence)
+				m->allocs[i].parts[j].sequence = p->increment_of;
+	for (size_t i = 0; i < m->nregions; i++)
+		free(m->regions[i].chunks);
+	m->nregions = 0;
+	m->increment = 1;
+	for (size_t i = 0; i < m->nfiles; i++)
+		if (strcmp(m->files[i].name, GK_HOST_DATA_FILE) != 0)
+			m->refs[0].files[k++] = m->files[i];
+	m->refs[0].nfiles = k;
+	m->nfiles = 0;
+	ret = gk_store_begin(p->root, &txn, &err);
+	if (ret == 0)
+		ret = gk_store_commit(&txn, m, 0, &is_signed, &err);
+	if (ret < 0) {
+		fprintf(stderr, "mkimage: %s\n", err.text);
+		gk_manifest_free(m);
+		return 1;
+	}
+	printf("%s/ckpt.%06" PRIu64 "\n", p->root, m->sequence);
+	gk_manifest_free(m);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	struct gk_store_txn txn;
@@ -180,6 +240,8 @@ int main(int argc, char **argv)
 		setenv("GPUCKPT_MUNGE_SOCKET", "/nonexistent/munge.socket", 1);
 		gk_log_set_level(GK_LOG_ERROR);
 	}
+	if (p.increment_of)
+		return write_increment(&p);
 	clock_gettime(CLOCK_MONOTONIC, &t0);
 	m = gk_manifest_new();
 	if (!m)

@@ -58,7 +58,7 @@ int main(void)
 	char path[4200], want[4400];
 	int am_root = geteuid() == 0;
 
-	plan(29);
+	plan(30);
 	if (!mkdtemp(root)) {
 		printf("Bail out! mkdtemp: %s\n", strerror(errno));
 		return 1;
@@ -103,6 +103,28 @@ int main(void)
 	       !val(&fe, "GPUCKPT_RESTORE") && !val(&fe, "GPUCKPT_RESTORE_SET"),
 	   "a step of another size does not restore a set of 3 (%s)", r.choice.reason);
 	ids.ntasks = 3;
+
+	/* The step folder is the user's: root's task_init_privileged reads only
+	 * the newest GK_STEP_SETS_READ (32) set records of it, however many
+	 * the user made. 40 newer records, none complete: set 4 is not reached
+	 * and the reason says why. */
+	for (unsigned n = 100; n < 140; n++) {
+		char rec[200];
+
+		snprintf(rec, sizeof(rec),
+			 "gpuckpt-set 1 sequence=%u id=00000000000000cc members=3 step=1 "
+			 "agreement=mpi created=1\n", n);
+		put(rec, "%s/12/step.0/set.%06u", root, n);
+	}
+	gk_inject(&site, &o, &ids, &env, &r, &err);
+	ok(r.choice.kind == GK_PLAN_FRESH && !val(&fe, "GPUCKPT_RESTORE") &&
+	       strstr(r.choice.reason, "newest 32 of 42 set records"),
+	   "42 set records: only the newest 32 are read, set 4 is not reached, and the "
+	   "reason says so (%s)", r.choice.reason);
+	for (unsigned n = 100; n < 140; n++) {
+		snprintf(path, sizeof(path), "%s/12/step.0/set.%06u", root, n);
+		unlink(path);
+	}
 
 	/* GPUCKPT_TASKS=independent: each task its own newest, as before sets. */
 	fset(&fe, "GPUCKPT_TASKS", "independent", 1);
