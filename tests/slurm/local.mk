@@ -34,3 +34,7 @@ EXTRA_DIST += %reldir%/cluster.sh %reldir%/e2e-lib.sh \
 check-slurm: all
 	$(MAKE) $(AM_MAKEFLAGS) -j1 check TESTS='$(SLURM_E2E)'
 .PHONY: check-slurm
+# The demo's summary lines (issue 28): demo.sh's code and demo-check.sh, which
+# make check-packages runs on the real demo, on fixed outputs.
+TESTS += %reldir%/demo-report.sh
+EXTRA_DIST += %reldir%/demo-report.sh %reldir%/demo-check.sh
