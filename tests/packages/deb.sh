@@ -17,8 +17,9 @@
 #    --gpu-checkpoint; then tests/slurm/demo.sh --installed --fake-gpus runs
 #    with the installed plugin, runtime, staging script and tool (the
 #    application and the CUDA stand-in are the build tree's: test fixtures),
-#    and its job must end with the uninterrupted run's checksum; the packages
-#    are purged.
+#    and its job must end with the uninterrupted run's checksum, and each of
+#    its "restored:" lines name the step that restart resumed from in the
+#    job's output (tests/slurm/demo-check.sh); the packages are purged.
 #
 # GK_DEBS=DIR: test the .deb files in DIR instead of building them.
 # GK_PKG_DEMO=0: leave the demo out (a SKIP): all the rest starts no cluster
