@@ -17,15 +17,16 @@
 #    --gpu-checkpoint; then tests/slurm/demo.sh --installed --fake-gpus runs
 #    with the installed plugin, runtime, staging script and tool (the
 #    application and the CUDA stand-in are the build tree's: test fixtures),
-#    and its job must end with the uninterrupted run's checksum; the packages
-#    are purged.
+#    and its job must end with the uninterrupted run's checksum, and each of
+#    its "restored:" lines name the step that restart resumed from in the
+#    job's output (tests/slurm/demo-check.sh); the packages are purged.
 #
 # GK_DEBS=DIR: test the .deb files in DIR instead of building them.
 # GK_PKG_DEMO=0: leave the demo out (a SKIP): all the rest starts no cluster
 # and needs no cluster lock.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib/helpers.sh"
 
-N=19
+N=20
 why=""
 if [ "$(id -u)" -ne 0 ]; then
 	why="needs root (builds a Debian root, installs packages into it, starts Slurm)"
@@ -145,11 +146,17 @@ GK_ROOT_THROWAWAY=$GK_SCRATCH/root "$top/tests/slurm/debian-root.sh" run bookwor
 	sbatch --help 2>&1 | grep -q -- "--gpu-checkpoint=on|off"; r $? "sbatch --help has --gpu-checkpoint (the plugin, loaded through /etc/slurm/plugstack.conf.d/gpuckpt.conf)"
 	if [ "$demo" = 0 ]; then
 		echo "SKIP the demo from the installed files: GK_PKG_DEMO=0" >>"$res"
+		echo "SKIP the demo'"'"'s restore lines: GK_PKG_DEMO=0" >>"$res"
 	else
-		GK_DEMO_CLUSTER_DIR=/tmp/gpuckpt-demo top_srcdir=$top top_builddir=$build "$top/tests/slurm/demo.sh" --installed --fake-gpus >"$out/demo.log" 2>&1
+		rm -f "$out/demo-job.out"
+		GK_DEMO_CLUSTER_DIR=/tmp/gpuckpt-demo GK_DEMO_JOB_OUT=$out/demo-job.out top_srcdir=$top top_builddir=$build \
+			"$top/tests/slurm/demo.sh" --installed --fake-gpus >"$out/demo.log" 2>&1
 		rc=$?
 		grep -q "using the installed gpuckpt" "$out/demo.log" && grep -q "checksum matches" "$out/demo.log" && [ $rc -eq 0 ]
 		r $? "the demo from the installed files: the job ends with the uninterrupted run'"'"'s checksum"
+		# Each "restored:" line reports its own restart, not an earlier one'"'"'s (issue 28).
+		[ -f "$out/demo-job.out" ] && "$top/tests/slurm/demo-check.sh" "$out/demo.log" "$out/demo-job.out" >"$out/demo-check.log" 2>&1
+		r $? "the demo'"'"'s restore lines name the step each restart resumed from in the job'"'"'s output: $(paste -sd";" "$out/demo-check.log" 2>/dev/null)"
 	fi
 	apt-get purge -y -q "$@" >>"$out/apt.log" 2>&1 && ! dpkg -s gpuckpt >/dev/null 2>&1
 	r $? "apt-get purge removes them"
@@ -165,7 +172,7 @@ while read -r verdict desc; do
 	esac
 done <"${res:-/dev/null}" 2>/dev/null
 [ $rc -eq 0 ] || tap_diag "debian-root.sh run: exit $rc; $(tail -n 20 "$out/inside.log")"
-for _ in $(seq $((7 - n))); do tap_not_ok "bookworm root: a step did not report (see $out/inside.log)"; done
+for _ in $(seq $((8 - n))); do tap_not_ok "bookworm root: a step did not report (see $out/inside.log)"; done
 grep -q "^FAIL" "$res" 2>/dev/null && tap_diag "$(tail -n 40 "$out/demo.log" 2>/dev/null)" && tap_diag "$(tail -n 20 "$out/apt.log" 2>/dev/null)"
 tap_diag "packages in $out"
 tap_done

@@ -71,8 +71,12 @@ CTL_ADDR=$NET.1
 # Test users for jobs run as someone other than root (ownership tests).
 TEST_USERS="gkuser1 gkuser2"
 # Seconds slurmctld gives a preempted job between SIGTERM and SIGKILL; the
-# runtime must checkpoint within it.
-GRACE_TIME=${GK_GRACE_TIME:-20}
+# runtime must checkpoint within it. A preempted job whose script waits to be
+# requeued (README) waits all of it: each preemption in the tests costs this
+# much. The stand-in's checkpoints take well under a second (the tests print
+# how long they took): 10 s; a real GPU's (--real-gpu: device memory, CRIU)
+# take longer: 20 s. GK_GRACE_TIME sets it.
+GRACE_TIME=${GK_GRACE_TIME:-}
 # Seconds between SIGTERM and SIGKILL for scontrol requeue / scancel.
 KILL_WAIT=${GK_KILL_WAIT:-15}
 
@@ -204,6 +208,7 @@ make_fake_gpus() {
 write_config() {
 	local n mode real_host gres_files ngpu
 	mode=$(cat "$C/mode")
+	[ -n "$GRACE_TIME" ] || if [ "$mode" = real ]; then GRACE_TIME=20; else GRACE_TIME=10; fi
 	mkdir -p "$C/etc" "$C/state" "$C/log" "$C/jobs" "$C/bb" "$C/shared" "$C/metrics"
 	chmod 1777 "$C/jobs"
 	chmod 0755 "$C/shared"
@@ -218,7 +223,8 @@ write_config() {
 		AuthType=auth/munge
 		CredType=cred/munge
 		# A requeued job may start again only after its credential expired (default
-		# 120 s); 5 s lets a requeued test job run again about 25 s later.
+		# 120 s); 5 s, the least Slurm takes, lets a requeued test job run again
+		# about 7 s later (e2e-requeue.sh prints it).
 		AuthInfo=cred_expire=5
 		StateSaveLocation=$C/state
 		SlurmdSpoolDir=$C/spool/%n
@@ -239,8 +245,9 @@ write_config() {
 		# longer ships the task/none, switch/none, ... plugins that 22.05 takes
 		# as names for "none", nor accepts MpiDefault=none).
 		SchedulerType=sched/builtin
-		# Look at pending jobs every 2 s, so a requeued job starts as soon as it may.
-		SchedulerParameters=sched_interval=2
+		# Look at pending jobs every second, so a requeued job starts as soon as
+		# it may (its start is held back until its credential expired).
+		SchedulerParameters=sched_interval=1
 		# The fake nodes claim more CPUs than this machine has.
 		SlurmdParameters=config_overrides
 		ReturnToService=2
@@ -431,10 +438,10 @@ cmd_revive() {
 wait_idle() {
 	local i want have
 	want=$(nodes_list | wc -l)
-	for i in $(seq 120); do
+	for i in $(seq 300); do
 		have=$("$C/bin/sinfo" -h -N -o '%N %t' 2>/dev/null | awk '$2 == "idle" { n++ } END { print n + 0 }')
 		[ "$have" -ge "$want" ] && return 0
-		sleep 0.5
+		sleep 0.2
 	done
 	"$C/bin/sinfo" -N >&2 || true
 	return 1
@@ -483,13 +490,24 @@ cmd_start() {
 	say "up: $(nodes_list | paste -sd' ' -) ($mode); source $C/env.sh"
 }
 
-# kill_pid PID: TERM, wait up to 10 s, then KILL. Only pids this script recorded.
+# kill_pid PID...: TERM to each, wait up to 10 s for them all, then KILL those
+# left. Only pids this script recorded. (All at once: each daemon takes a
+# second or more to shut down, and every test stops a cluster.)
 kill_pid() {
-	local pid=$1 i
-	[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || return 0
-	kill -TERM "$pid" 2>/dev/null || true
-	for i in $(seq 100); do kill -0 "$pid" 2>/dev/null || return 0; sleep 0.1; done
-	kill -KILL "$pid" 2>/dev/null || true
+	local pid i left=()
+	for pid in "$@"; do
+		[ -n "$pid" ] && kill -0 "$pid" 2>/dev/null || continue
+		kill -TERM "$pid" 2>/dev/null || true
+		left+=("$pid")
+	done
+	for i in $(seq 100); do
+		[ ${#left[@]} -gt 0 ] || return 0
+		sleep 0.1
+		set -- "${left[@]}"
+		left=()
+		for pid in "$@"; do if kill -0 "$pid" 2>/dev/null; then left+=("$pid"); fi; done
+	done
+	for pid in "${left[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
 }
 
 # kill_mntns NS: SIGKILL every process in mount namespace NS (as readlink shows it).
@@ -503,7 +521,7 @@ kill_mntns() {
 }
 
 cmd_stop() {
-	local f n pid u mode
+	local f n pid u mode pids
 	need_root
 	if [ ! -d "$C" ]; then
 		[ "$(cat "$CURRENT" 2>/dev/null)" != "$C" ] || rm -f "$CURRENT"
@@ -515,11 +533,15 @@ cmd_stop() {
 		timeout 10 "$C/bin/scancel" --full --signal=KILL --state=RUNNING >/dev/null 2>&1 || true
 		timeout 10 "$C/bin/scancel" >/dev/null 2>&1 || true
 	fi
+	# The slurmds all at once (each takes a second or two to shut down), then
+	# slurmctld: a slurmd whose controller went first hangs until KILLed.
+	pids=()
 	for f in "$C"/run/slurmd.*.started; do
 		[ -e "$f" ] || continue
-		kill_pid "$(cat "$f")"
-		rm -f "$f"
+		pids+=("$(cat "$f")")
 	done
+	kill_pid ${pids[@]+"${pids[@]}"}
+	rm -f "$C"/run/slurmd.*.started
 	# Job steps (slurmstepd and the tasks) outlive slurmd. Each node's slurmd got
 	# a mount namespace of its own at start, so every process still in one of
 	# those is one this cluster started.

@@ -119,10 +119,22 @@ report_ckpt() {
 		tail -n 5 "$(job_out "$j")"
 	fi
 }
+# resumed_line N: the application's "resumed from step" line of restart N - the
+# first after that restart's batch line, and before the next one's - or
+# nothing while restart N has not printed it (a line of an earlier restart
+# is not this one's: the output is appended across restarts).
+resumed_line() {
+	awk -v n="$1" '/^batch: node / { if (on) exit; on = ($0 ~ ("^batch: node .* restart " n " ")); next }
+		on && /^heat-drv: resumed from step/ { print; exit }' "$(job_out "$j")"
+}
+# report_restore N: waits for restart N's own "resumed" line, then says it.
 report_restore() {
-	local b
-	b=$(grep "^batch: node .* restart $1 " "$(job_out "$j")" | tail -n 1)
-	say "restored: $(sed 's/^batch: node \([^ ]*\) restart \([0-9]*\) GPU \(.*\)/restart \2 on node \1, GPU \3 (CUDA_VISIBLE_DEVICES)/' <<<"$b"), $(grep '^heat-drv: resumed from step' "$(job_out "$j")" | tail -n 1 | sed 's/^heat-drv: //')"
+	local n=$1 b r
+	b=$(grep "^batch: node .* restart $n " "$(job_out "$j")" | tail -n 1)
+	wait_until 30 '[ -n "$(resumed_line "$n")" ]'
+	r=$(resumed_line "$n")
+	if [ -n "$r" ]; then r=${r#heat-drv: }; else r="no \"resumed\" line of this restart in the job's output"; fi
+	say "restored: $(sed 's/^batch: node \([^ ]*\) restart \([0-9]*\) GPU \(.*\)/restart \2 on node \1, GPU \3 (CUDA_VISIBLE_DEVICES)/' <<<"$b"), $r"
 }
 
 # 1. scontrol requeue, and the job's node drained so it comes back elsewhere.
@@ -140,7 +152,6 @@ if [ -z "$real" ]; then
 fi
 wait_out "$j" '^batch: node .* restart 1 ' 120 || die "job $j did not come back"
 [ -z "$real" ] && resume "$first"
-wait_out "$j" '^heat-drv: resumed from step' 30
 report_restore 1
 
 # 2. Preemption by a job of the high partition that needs every GPU.
@@ -155,7 +166,6 @@ wait_running "$h" 60 && say "job $h running; job $j is $(job_state "$j")"
 wait_over "$h" 60
 say "job $h finished"
 wait_out "$j" '^batch: node .* restart 2 ' 120 || die "job $j did not come back after the preemption"
-wait_out "$j" '^heat-drv: resumed from step.*' 30
 report_restore 2
 
 wait_over "$j" 300
@@ -168,6 +178,7 @@ else
 	say "checksum DIFFERS: $got, expected $ref"
 	rc=1
 fi
-cp "$(job_out "$j")" /tmp/gpuckpt-demo-job.out 2>/dev/null && say "the job's output: /tmp/gpuckpt-demo-job.out"
+job_copy=${GK_DEMO_JOB_OUT:-/tmp/gpuckpt-demo-job.out}
+cp "$(job_out "$j")" "$job_copy" 2>/dev/null && say "the job's output: $job_copy"
 say "stopping the cluster"
 exit $rc

@@ -56,6 +56,7 @@ e2e_start() {
 	if [ -s /run/gpuckpt-test-cluster ]; then env -u GK_CLUSTER_DIR "$CLUSTER" stop >/dev/null 2>&1 || true; fi
 	GK_E2E_START_LOG=$(mktemp /tmp/gpuckpt-e2e-start.XXXXXX)
 	trap e2e_stop EXIT
+	local t0=$SECONDS
 	if ! "$CLUSTER" start "$@" >"$GK_E2E_START_LOG" 2>&1; then
 		tap_diag "cluster.sh start failed:"
 		tap_diag "$(cat "$GK_E2E_START_LOG")"
@@ -63,6 +64,7 @@ e2e_start() {
 	fi
 	. "$E2E_DIR/env.sh"
 	JOBS=$E2E_DIR/jobs
+	tap_diag "cluster up in $((SECONDS - t0)) s"
 }
 
 e2e_stop() {
@@ -75,7 +77,9 @@ e2e_stop() {
 			tap_diag "$(grep -E 'gpuckpt|error' "$f" | tail -n 30)"
 		done
 	fi
+	local t0=$SECONDS
 	"$CLUSTER" stop >/dev/null 2>&1 || true
+	tap_diag "cluster stopped in $((SECONDS - t0)) s"
 	rm -f "$GK_E2E_START_LOG"
 	exit $rc
 }
@@ -136,14 +140,16 @@ job_out() { echo "$JOBS/$1.out"; }
 job_state() { scontrol show job -o "$1" 2>/dev/null | sed -n "s/^JobId=$1 .*JobState=\([A-Z_]*\).*/\1/p"; }
 job_node() { squeue -h -j "$1" -o %N 2>/dev/null; }
 
-# wait_for SECONDS CMD...: poll CMD every half second until it succeeds.
+# wait_for SECONDS CMD...: poll CMD every fifth of a second until it succeeds
+# (a wait ends on average half a poll after its event: the tests wait
+# hundreds of times, so the poll is short; a poll is a grep or one scontrol).
 wait_for() {
 	local limit=$1 t=0
 	shift
 	while ! "$@"; do
-		sleep 0.5
+		sleep 0.2
 		t=$((t + 1))
-		[ "$t" -ge $((limit * 2)) ] && return 1
+		[ "$t" -ge $((limit * 5)) ] && return 1
 	done
 	return 0
 }
@@ -151,9 +157,9 @@ wait_for() {
 wait_until() {
 	local limit=$1 t=0
 	while ! eval "$2"; do
-		sleep 0.5
+		sleep 0.2
 		t=$((t + 1))
-		[ "$t" -ge $((limit * 2)) ] && return 1
+		[ "$t" -ge $((limit * 5)) ] && return 1
 	done
 	return 0
 }

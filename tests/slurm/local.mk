@@ -39,3 +39,7 @@ check-slurm: all
 # Issue 24: a non-root transparent round trip with a real CRIU (skips where
 # there is none; runs in the trixie root's check-slurm).
 SLURM_E2E += %reldir%/e2e-criu-user.sh
+# The demo's summary lines (issue 28): demo.sh's code and demo-check.sh, which
+# make check-packages runs on the real demo, on fixed outputs.
+TESTS += %reldir%/demo-report.sh
+EXTRA_DIST += %reldir%/demo-report.sh %reldir%/demo-check.sh
