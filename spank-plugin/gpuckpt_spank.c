@@ -24,8 +24,9 @@
  *	    job's record and the node's metrics (job_record, metrics).
  *	As each task ends (slurmstepd, root), what its runtime recorded goes
  *	    the same way; the batch script's end sets the job's AdminComment,
- *	    and requeues the job when it was preempted and checkpointed (so
- *	    that job scripts need no line that waits for Slurm's requeue).
+ *	    and, before Slurm 24.05, requeues the job when it was preempted
+ *	    and checkpointed (so that job scripts need no line that waits for
+ *	    Slurm's requeue; 24.05 and later requeue it themselves).
  */
 #include "config.h"
 
@@ -754,6 +755,14 @@ static void keep(uint32_t job_id, struct gk_job_events *events, int comment, int
 	gk_job_events_free(&all);
 }
 
+/* Slurm 24.05 and later requeue a preempted job (PreemptMode=REQUEUE, the job
+ * requeueable) whose batch script ends after GraceTime's SIGTERM themselves
+ * (the job's GRACE_PREEMPT flag; SchedMD commit a689104d15, "Treat jobs
+ * completing after being signalled for GraceTime as preempted"): the plugin
+ * requeues such jobs only for the releases before, where the job would end.
+ * The plugin is built against the release that loads it. */
+#define GK_SLURM_REQUEUES_GRACE (SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 5, 0))
+
 static void show_line(void *arg, const char *line)
 {
 	gk_job_show_line(line, arg);
@@ -786,6 +795,7 @@ static void requeue_line(void *arg, const char *line)
  * A job that was not checkpointed ends as it always did; `scontrol requeue`
  * needs nothing (Slurm has requeued the job by the time the script ends).
  * Needs shared_root (the record: the steps may have run on other nodes).
+ * Slurm before 24.05 only (GK_SLURM_REQUEUES_GRACE).
  * Each scontrol run is bounded (30 s).
  */
 static void requeue_preempted(spank_t sp, const struct gk_task_ids *ids)
@@ -888,7 +898,7 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
 		keep(ids.job_id, &events,
 		     ids.step_id == GK_STEP_BATCH || (ids.task_id == 0 && events.n), 0);
 	gk_job_events_free(&events);
-	if (ids.step_id == GK_STEP_BATCH)
+	if (ids.step_id == GK_STEP_BATCH && !GK_SLURM_REQUEUES_GRACE)
 		requeue_preempted(sp, &ids);
 	return 0;
 }

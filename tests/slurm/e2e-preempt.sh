@@ -7,12 +7,14 @@
 #
 # Its script is just `srun APP`: preemption stops the steps (SIGTERM, the
 # runtime checkpoints) but does not signal the batch shell, so the script
-# ends at once; the plugin, in the batch step's end, sees that a step of the
-# preempted job was checkpointed in this run and requeues the job itself
-# (before, scripts needed `[ $rc -eq 143 ] && sleep 600` to wait for Slurm's
-# requeue at the end of GraceTime). Jobs that were not checkpointed end as
-# Slurm always ended them: one preempted at the same time without the
-# option, and a checkpointed one whose steps were sent SIGTERM by scancel.
+# ends at once. Slurm 24.05 and later requeue such a job themselves; before
+# (22.05), it ended, so the plugin, in the batch step's end, sees that a step
+# of the preempted job was checkpointed in this run and requeues the job
+# (scripts needed `[ $rc -eq 143 ] && sleep 600` to wait for Slurm's requeue
+# at the end of GraceTime). Jobs that were not checkpointed end as that
+# Slurm always ended them: one preempted at the same time without the option
+# (22.05: ends; 24.05 on: Slurm requeues it, the plugin stays out), and a
+# checkpointed one whose steps were sent SIGTERM by scancel (not requeued).
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
 
 e2e_require 15
@@ -21,6 +23,13 @@ SIZE=96 STEPS=400 DELAY=50
 ref=$(reference $SIZE $STEPS)
 tap_diag "reference checksum (uninterrupted, outside Slurm): $ref"
 grace=$(sed -n 's/^PartitionName=low .*GraceTime=\([0-9]*\).*/\1/p' "$SLURM_CONF")
+ver=$(scontrol --version | sed -n 's/^slurm \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+[ -n "$ver" ] || e2e_bail "cannot read Slurm's version from scontrol --version"
+set -- $ver
+# Slurm 24.05 and later requeue a job whose script ends within GraceTime.
+if [ "$1" -gt 24 ] || { [ "$1" -eq 24 ] && [ "$2" -ge 5 ]; }; then slurm_requeues=1; else slurm_requeues=0; fi
+tap_diag "Slurm $1.$2: $([ $slurm_requeues = 1 ] && echo "requeues a job whose script ends within GraceTime itself" || echo "the plugin requeues a checkpointed job whose script ends within GraceTime")"
+plugin_requeued() { grep -Eqs "gpuckpt: job $1: preempted and checkpointed; requeued" "$E2E_DIR"/log/slurmd.gk*.log; }
 restarts() { scontrol show job -o "$1" 2>/dev/null | sed -n 's/.* Restarts=\([0-9]*\) .*/\1/p'; }
 
 # No sleep line: the script ends with its srun step.
@@ -43,10 +52,18 @@ fi
 wait_running "$high" $((grace + 30))
 check "the high job runs (it preempted the low ones)" state_is "$high" RUNNING
 check "the low job is requeued, not ended, though its script ended ($(job_state "$low"))" [ "$(job_state "$low")" = PENDING ]
-check "the plugin requeued it, as its batch script ended" grep -Eqs "gpuckpt: job $low: preempted and checkpointed; requeued" "$E2E_DIR"/log/slurmd.gk*.log
-wait_over "$other" 30
-check "the job without the option ended as Slurm ends it ($(job_state "$other"))" is_over "$other"
-check "and was not requeued (Restarts=$(restarts "$other"))" [ "$(restarts "$other")" = 0 ]
+if [ $slurm_requeues = 1 ]; then
+	check "Slurm requeued it itself: the plugin stayed out" ! plugin_requeued "$low"
+	wait_for 30 test "$(restarts "$other")" = 1
+	check "the job without the option: Slurm requeued it too (Restarts=$(restarts "$other"))" [ "$(restarts "$other")" = 1 ]
+	check "not the plugin" ! plugin_requeued "$other"
+	scancel "$other"
+else
+	check "the plugin requeued it, as its batch script ended" plugin_requeued "$low"
+	wait_over "$other" 30
+	check "the job without the option ended as Slurm ends it ($(job_state "$other"))" is_over "$other"
+	check "and was not requeued (Restarts=$(restarts "$other"))" [ "$(restarts "$other")" = 0 ]
+fi
 wait_over "$high" 60
 wait_out "$low" '^batch: node .* restart 1 ' 120
 check "the low job comes back after the high one ended" out_has "$low" '^batch: node .* restart 1 '
