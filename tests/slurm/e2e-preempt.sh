@@ -23,8 +23,9 @@ SIZE=96 STEPS=400 DELAY=50
 ref=$(reference $SIZE $STEPS)
 tap_diag "reference checksum (uninterrupted, outside Slurm): $ref"
 grace=$(sed -n 's/^PartitionName=low .*GraceTime=\([0-9]*\).*/\1/p' "$SLURM_CONF")
-ver=$(scontrol --version | sed -n 's/^slurm \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
-[ -n "$ver" ] || e2e_bail "cannot read Slurm's version from scontrol --version"
+# slurmd -V: "slurm-wlm 22.05.8" (Debian), "slurm 24.11.5"; needs no slurm.conf.
+ver=$(slurmd -V 2>&1 | sed -n 's/^slurm[-a-z]* \([0-9]*\)\.\([0-9]*\).*/\1 \2/p')
+[ -n "$ver" ] || e2e_bail "cannot read Slurm's version from slurmd -V ($(slurmd -V 2>&1 | head -n 1))"
 set -- $ver
 # Slurm 24.05 and later requeue a job whose script ends within GraceTime.
 if [ "$1" -gt 24 ] || { [ "$1" -eq 24 ] && [ "$2" -ge 5 ]; }; then slurm_requeues=1; else slurm_requeues=0; fi
