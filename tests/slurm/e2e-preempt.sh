@@ -31,6 +31,7 @@ set -- $ver
 if [ "$1" -gt 24 ] || { [ "$1" -eq 24 ] && [ "$2" -ge 5 ]; }; then slurm_requeues=1; else slurm_requeues=0; fi
 tap_diag "Slurm $1.$2: $([ $slurm_requeues = 1 ] && echo "requeues a job whose script ends within GraceTime itself" || echo "the plugin requeues a checkpointed job whose script ends within GraceTime")"
 plugin_requeued() { grep -Eqs "gpuckpt: job $1: preempted and checkpointed; requeued" "$E2E_DIR"/log/slurmd.gk*.log; }
+plugin_stayed_out() { ! plugin_requeued "$1"; }
 restarts() { scontrol show job -o "$1" 2>/dev/null | sed -n 's/.* Restarts=\([0-9]*\) .*/\1/p'; }
 
 # No sleep line: the script ends with its srun step.
@@ -54,10 +55,10 @@ wait_running "$high" $((grace + 30))
 check "the high job runs (it preempted the low ones)" state_is "$high" RUNNING
 check "the low job is requeued, not ended, though its script ended ($(job_state "$low"))" [ "$(job_state "$low")" = PENDING ]
 if [ $slurm_requeues = 1 ]; then
-	check "Slurm requeued it itself: the plugin stayed out" ! plugin_requeued "$low"
+	check "Slurm requeued it itself: the plugin stayed out" plugin_stayed_out "$low"
 	wait_for 30 test "$(restarts "$other")" = 1
 	check "the job without the option: Slurm requeued it too (Restarts=$(restarts "$other"))" [ "$(restarts "$other")" = 1 ]
-	check "not the plugin" ! plugin_requeued "$other"
+	check "not the plugin" plugin_stayed_out "$other"
 	scancel "$other"
 else
 	check "the plugin requeued it, as its batch script ended" plugin_requeued "$low"
