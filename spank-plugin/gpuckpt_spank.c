@@ -23,7 +23,10 @@
  *	    the staging and what is left of the tasks' records go into the
  *	    job's record and the node's metrics (job_record, metrics).
  *	As each task ends (slurmstepd, root), what its runtime recorded goes
- *	    the same way; the batch script's end sets the job's AdminComment.
+ *	    the same way; the batch script's end sets the job's AdminComment,
+ *	    and, before Slurm 24.05, requeues the job when it was preempted
+ *	    and checkpointed (so that job scripts need no line that waits for
+ *	    Slurm's requeue; 24.05 and later requeue it themselves).
  */
 #include "config.h"
 
@@ -763,6 +766,104 @@ static void keep(uint32_t job_id, struct gk_job_events *events, int comment, int
 	gk_job_events_free(&all);
 }
 
+/* Slurm 24.05 and later requeue a preempted job (PreemptMode=REQUEUE, the job
+ * requeueable) whose batch script ends after GraceTime's SIGTERM themselves
+ * (the job's GRACE_PREEMPT flag; SchedMD commit a689104d15, "Treat jobs
+ * completing after being signalled for GraceTime as preempted"): the plugin
+ * requeues such jobs only for the releases before, where the job would end.
+ * The plugin is built against the release that loads it. */
+#define GK_SLURM_REQUEUES_GRACE (SLURM_VERSION_NUMBER >= SLURM_VERSION_NUM(24, 5, 0))
+
+static void show_line(void *arg, const char *line)
+{
+	gk_job_show_line(line, arg);
+}
+
+struct requeue_log {
+	uint32_t job_id;
+	int pending; /* Slurm had requeued it already */
+};
+
+static void requeue_line(void *arg, const char *line)
+{
+	struct requeue_log *r = arg;
+
+	if (strstr(line, "pending") || strstr(line, "Pending"))
+		r->pending = 1;
+	else if (line[0])
+		slurm_error("gpuckpt: job %u: scontrol requeue: %s", r->job_id, line);
+}
+
+/*
+ * The batch script has ended (its task_exit, as root, in slurmstepd, before
+ * the batch step reports the job's end). With PreemptMode=REQUEUE, Slurm
+ * signals a preempted job's steps but not its batch shell, and requeues the
+ * job only when GraceTime ends: a script that ended first (`srun ./app`, its
+ * step checkpointed and ended by SIGTERM) would end the job. So when the job
+ * was preempted (scontrol's PreemptTime) and is still running, and a step of
+ * it was checkpointed in this run (its record), the plugin requeues it as
+ * `scontrol requeue` would (the batch script's end then finds it requeued).
+ * A job that was not checkpointed ends as it always did; `scontrol requeue`
+ * needs nothing (Slurm has requeued the job by the time the script ends).
+ * Needs shared_root (the record: the steps may have run on other nodes).
+ * Slurm before 24.05 only (GK_SLURM_REQUEUES_GRACE).
+ * Each scontrol run is bounded (30 s).
+ */
+static void requeue_preempted(spank_t sp, const struct gk_task_ids *ids)
+{
+	struct gk_job_events all = {0};
+	struct gk_job_show show = {0};
+	struct requeue_log r = {ids->job_id, 0};
+	char *argv[GK_SCONTROL_ARGS], buf[PATH_MAX + 64], num[16];
+	uint32_t restart = 0;
+	gk_error_t err;
+	int rc, done;
+
+	if (!site.shared_root[0])
+		return;
+	if (spank_getenv(sp, "SLURM_RESTART_COUNT", num, sizeof(num)) == ESPANK_SUCCESS) {
+		char *end;
+		unsigned long v = strtoul(num, &end, 10);
+
+		if (end != num && !*end && v <= UINT32_MAX)
+			restart = (uint32_t)v;
+	}
+	/* Jobs without gpuckpt have no record: they cost no scontrol run. */
+	if (gk_record_read(site.shared_root, ids->job_id, &all, &err) < 0) {
+		slurm_error("gpuckpt: job %u: record: %s", ids->job_id, err.text);
+		return;
+	}
+	done = gk_job_events_checkpointed(&all, restart);
+	gk_job_events_free(&all);
+	if (!done)
+		return;
+	if (gk_show_job_argv(site.scontrol, ids->job_id, argv, buf, sizeof(buf)) < 0)
+		return;
+	rc = gk_run_logged(argv, 30, show_line, &show);
+	if (rc != 0 || !show.state_seen) {
+		slurm_error("gpuckpt: job %u: %s show job failed (%s %d); not requeued by the plugin",
+			    ids->job_id, site.scontrol, rc < 0 ? "error" : "status", rc < 0 ? -rc : rc);
+		return;
+	}
+	if (!show.preempted || !show.running)
+		return;
+	if (gk_requeue_argv(site.scontrol, ids->job_id, argv, buf, sizeof(buf)) < 0)
+		return;
+	rc = gk_run_logged(argv, 30, requeue_line, &r);
+	if (rc == 0)
+		slurm_info("gpuckpt: job %u: preempted and checkpointed; requeued as its batch "
+			   "script ended",
+			   ids->job_id);
+	else if (r.pending)
+		slurm_info("gpuckpt: job %u: preempted and checkpointed; Slurm had requeued it",
+			   ids->job_id);
+	else
+		slurm_error("gpuckpt: job %u: preempted and checkpointed, but %s requeue failed "
+			    "(%s %d): the job ends",
+			    ids->job_id, site.scontrol, rc < 0 ? "error" : "status",
+			    rc < 0 ? -rc : rc);
+}
+
 /* This node's name, for the record: Slurm's, else the host's. */
 static void node_name(const char *slurm_name, char *node, size_t len)
 {
@@ -808,6 +909,8 @@ int slurm_spank_task_exit(spank_t sp, int ac, char **av)
 		keep(ids.job_id, &events,
 		     ids.step_id == GK_STEP_BATCH || (ids.task_id == 0 && events.n), 0);
 	gk_job_events_free(&events);
+	if (ids.step_id == GK_STEP_BATCH && !GK_SLURM_REQUEUES_GRACE)
+		requeue_preempted(sp, &ids);
 	return 0;
 }
 

@@ -501,3 +501,75 @@ int gk_admin_comment_argv(const char *scontrol, uint32_t job, const char *text, 
 	items[3] = comment;
 	return gk_pack_argv(items, 4, argv, buf, buflen);
 }
+
+int gk_job_events_checkpointed(const struct gk_job_events *all, uint32_t restart)
+{
+	for (size_t i = 0; i < all->n; i++) {
+		const struct gk_event *e = &all->ev[i];
+		uint32_t r = (e->have & GK_EVF_RESTART) ? e->restart : 0;
+
+		if (e->kind == GK_EV_CHECKPOINT && e->result == GK_EV_OK && r == restart)
+			return 1;
+	}
+	return 0;
+}
+
+/* The value of KEY= when it is the first field of the line (after its
+ * indentation), up to the next blank; NULL when it is not. */
+static const char *first_field(const char *line, const char *key, size_t *len)
+{
+	size_t k = strlen(key);
+
+	line += strspn(line, " \t");
+	if (strncmp(line, key, k) != 0)
+		return NULL;
+	line += k;
+	*len = strcspn(line, " \t\n");
+	return line;
+}
+
+void gk_job_show_line(const char *line, struct gk_job_show *s)
+{
+	const char *v;
+	size_t len;
+
+	if ((v = first_field(line, "JobState=", &len))) {
+		s->state_seen = 1;
+		s->running = len == 7 && strncmp(v, "RUNNING", 7) == 0;
+	} else if ((v = first_field(line, "PreemptEligibleTime=", &len))) {
+		const char *p = strstr(v + len, " PreemptTime=");
+
+		if (p) {
+			p += strlen(" PreemptTime=");
+			len = strcspn(p, " \t\n");
+			s->preempted = len > 0 && !(len == 4 && strncmp(p, "None", 4) == 0) &&
+				       !(len == 7 && strncmp(p, "Unknown", 7) == 0);
+		}
+	}
+}
+
+static int job_argv(const char *scontrol, const char *w1, const char *w2, uint32_t job,
+		    char *argv[], char *buf, size_t buflen)
+{
+	char jobarg[16];
+	const char *items[4];
+	int n = 0;
+
+	snprintf(jobarg, sizeof(jobarg), "%u", job);
+	items[n++] = scontrol;
+	items[n++] = w1;
+	if (w2)
+		items[n++] = w2;
+	items[n++] = jobarg;
+	return gk_pack_argv(items, n, argv, buf, buflen);
+}
+
+int gk_show_job_argv(const char *scontrol, uint32_t job, char *argv[], char *buf, size_t buflen)
+{
+	return job_argv(scontrol, "show", "job", job, argv, buf, buflen);
+}
+
+int gk_requeue_argv(const char *scontrol, uint32_t job, char *argv[], char *buf, size_t buflen)
+{
+	return job_argv(scontrol, "requeue", NULL, job, argv, buf, buflen);
+}

@@ -105,4 +105,33 @@ int gk_record_parse(const char *buf, size_t len, struct gk_job_events *out);
 int gk_admin_comment_argv(const char *scontrol, uint32_t job, const char *text, char *argv[],
 			  char *buf, size_t buflen);
 
+/*
+ * Preemption with PreemptMode=REQUEUE signals a job's steps but not its batch
+ * shell; a script that goes on to its end would end the job before Slurm
+ * requeues it when GraceTime ends. So the batch step's end (slurmstepd, as
+ * root, while the job still runs) requeues the job itself when it was
+ * preempted and a step of it was checkpointed in this run:
+ *
+ *	checkpointed   1 when `all` (the job's record) has a checkpoint written
+ *	               (result ok) in run `restart` (SLURM_RESTART_COUNT), else 0
+ *	show           {scontrol, "show", "job", "JOB", NULL}
+ *	show_line      one line of its answer into *s: JobState and PreemptTime
+ *	               are taken only as the first field of a line, as Slurm
+ *	               prints them, never from the line of JobName, which the
+ *	               user chooses
+ *	requeue        {scontrol, "requeue", "JOB", NULL}
+ */
+int gk_job_events_checkpointed(const struct gk_job_events *all, uint32_t restart);
+
+struct gk_job_show {
+	int state_seen; /* a JobState= line was there */
+	int running;	/* JobState=RUNNING */
+	int preempted;	/* PreemptTime= a time, not None */
+};
+void gk_job_show_line(const char *line, struct gk_job_show *s);
+
+#define GK_SCONTROL_ARGS 5
+int gk_show_job_argv(const char *scontrol, uint32_t job, char *argv[], char *buf, size_t buflen);
+int gk_requeue_argv(const char *scontrol, uint32_t job, char *argv[], char *buf, size_t buflen);
+
 #endif

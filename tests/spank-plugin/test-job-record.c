@@ -28,7 +28,7 @@
 
 /* Tests that need root, and the others. */
 #define NROOT 36
-#define NPLAIN 16
+#define NPLAIN 27
 
 static char tmp[] = "/tmp/gk-test-record.XXXXXX";
 
@@ -356,6 +356,46 @@ static void metrics_file(void)
 	   "metrics file: a folder others may write is refused");
 }
 
+/* The batch step's requeue of a preempted, checkpointed job: what it reads. */
+static void requeue_rules(void)
+{
+	const char *text = "gpuckpt-event 1 kind=checkpoint result=failed time=1732400000.5 restart=1\n"
+			   "gpuckpt-event 1 kind=checkpoint result=ok time=1732400001.5 ckpt=1\n"
+			   "gpuckpt-event 1 kind=restore result=ok time=1732400002.5 ckpt=1 restart=1\n";
+	struct gk_job_events ev = {0};
+	struct gk_job_show s = {0};
+	char *argv[GK_SCONTROL_ARGS], buf[256];
+
+	gk_record_parse(text, strlen(text), &ev);
+	ok(gk_job_events_checkpointed(&ev, 0) == 1,
+	   "requeue: a checkpoint written in run 0 (no restart field) counts for run 0");
+	ok(gk_job_events_checkpointed(&ev, 1) == 0,
+	   "requeue: run 1 has only a failed checkpoint and a restore: not checkpointed");
+	gk_job_events_free(&ev);
+
+	gk_job_show_line("JobId=7 JobName=x JobState=RUNNING", &s);
+	gk_job_show_line("   UserId=u(1) GroupId=g(1) PreemptEligibleTime=x PreemptTime=2026-01-01T00:00:00", &s);
+	ok(!s.state_seen && !s.preempted,
+	   "requeue: JobState and PreemptTime are not taken from inside a line (a job name)");
+	gk_job_show_line("   JobState=RUNNING Reason=None Dependency=(null)", &s);
+	gk_job_show_line("   PreemptEligibleTime=2026-01-01T00:00:00 PreemptTime=None", &s);
+	ok(s.state_seen && s.running && !s.preempted, "requeue: running, not preempted");
+	gk_job_show_line("   PreemptEligibleTime=2026-01-01T00:00:00 PreemptTime=2026-01-01T00:01:00", &s);
+	ok(s.preempted, "requeue: PreemptTime set: preempted");
+	gk_job_show_line("   JobState=COMPLETING Reason=None", &s);
+	ok(!s.running, "requeue: COMPLETING is not running");
+	gk_job_show_line("   JobState=RUNNINGX Reason=None", &s);
+	ok(!s.running, "requeue: only RUNNING itself is running");
+	is_int(gk_show_job_argv("/usr/bin/scontrol", 7, argv, buf, sizeof(buf)), 0, "requeue: show argv");
+	ok(!strcmp(argv[0], "/usr/bin/scontrol") && !strcmp(argv[1], "show") &&
+	       !strcmp(argv[2], "job") && !strcmp(argv[3], "7") && !argv[4],
+	   "requeue: scontrol show job 7");
+	is_int(gk_requeue_argv("/usr/bin/scontrol", 4294967294u, argv, buf, sizeof(buf)), 0,
+	       "requeue: requeue argv");
+	ok(!strcmp(argv[1], "requeue") && !strcmp(argv[2], "4294967294") && !argv[3],
+	   "requeue: scontrol requeue 4294967294");
+}
+
 int main(void)
 {
 	char cmd[PATH_MAX + 16];
@@ -364,6 +404,7 @@ int main(void)
 	stage_lines();
 	metrics_text();
 	record_text();
+	requeue_rules();
 	if (geteuid() != 0) {
 		for (int i = 0; i < NROOT; i++)
 			skip("needs root (root-owned folders, files of another uid)");
