@@ -137,7 +137,10 @@ restore() {
 		--step 0 --task 0 </dev/null >"$d/restore.out" 2>&1 &
 	RPID=$!
 	for _ in $(seq 300); do
-		grep -q "restored ckpt\|restore: " "$d/restore.out" && break
+		# Restored, or a restore error; not the GPU pairing line that a
+		# shepherd with a GPU prints first ("restore: GPU 0: A -> B").
+		grep -v "restore: GPU [0-9]*:" "$d/restore.out" 2>/dev/null |
+			grep -q "restored ckpt\|restore: " && break
 		kill -0 "$RPID" 2>/dev/null || break
 		sleep 0.1
 	done
