@@ -6,6 +6,8 @@
  * text someone else wrote, sizes for people and the JSON printer.
  */
 #include "config.h"
+
+#include "tap.h"
 #include "cli.h"
 
 #include <stdarg.h>
@@ -13,23 +15,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int n_test, n_failed;
-
-static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %d - ", cond ? "" : "not ", ++n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	if (!cond)
-		n_failed++;
-}
 
 /* ---- what a call wrote to a stream (stderr or stdout) ---- */
 
@@ -271,6 +256,5 @@ int main(void)
 	test_printable();
 	test_sizes();
 	test_json();
-	printf("1..%d\n", n_test);
-	return n_failed ? 1 : 0;
+	return done_testing_plan_last();
 }

@@ -21,6 +21,8 @@
  */
 #include "config.h"
 
+#include "tap.h"
+
 #include "gate.h"
 #include "image.h"
 #include "phase.h"
@@ -38,23 +40,6 @@
 #include <pthread.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int n_test, n_failed;
-
-static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %d - ", cond ? "" : "not ", ++n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	if (!cond)
-		n_failed++;
-}
 
 /* ---- what the folder holds: every name, and each manifest's bytes ---- */
 
@@ -339,7 +324,7 @@ static void test_real_failures(void)
 	unlink(blocker);
 
 	if (cuMemAllocManaged(&managed, 1 << 20, CU_MEM_ATTACH_GLOBAL) != CUDA_SUCCESS) {
-		printf("ok %d # SKIP the stand-in gives no managed memory\n", ++n_test);
+		skip("the stand-in gives no managed memory");
 	} else {
 		gk_pipeline_init(&P, &o);
 		gk_pipeline_run(&P);
@@ -453,8 +438,7 @@ int main(void)
 
 	/* The application's failures in every phase but hold, the set
 	 * member's in every phase but hold and snapshot. */
-	printf("1..%d\n",
-	       2 + 3 + 2 * (GK_PHASE_COUNT - 1) + 2 * (GK_PHASE_COUNT - 2) + 3 + 4 + 3 + 3 + 5);
+	plan(2 + 3 + 2 * (GK_PHASE_COUNT - 1) + 2 * (GK_PHASE_COUNT - 2) + 3 + 4 + 3 + 3 + 5);
 	if (!gk_rt.settings_ok || !gk_rt.settings.dir[0]) {
 		printf("Bail out! the runtime's settings (GPUCKPT_DIR) are not set: run "
 		       "pipeline.sh\n");
@@ -476,5 +460,5 @@ int main(void)
 	test_whole(GK_CKPT_APP);
 	test_background();
 	cuMemFree(d);
-	return n_failed ? 1 : 0;
+	return done_testing();
 }

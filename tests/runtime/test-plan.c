@@ -24,6 +24,8 @@
  */
 #include "config.h"
 
+#include "tap.h"
+
 #include "baseline.h"
 #include "image.h"
 #include "plan.h"
@@ -40,23 +42,6 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <unistd.h>
-
-static int n_test, n_failed;
-
-static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %d - ", cond ? "" : "not ", ++n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	if (!cond)
-		n_failed++;
-}
 
 #define MiB (1ull << 20)
 
@@ -441,8 +426,7 @@ int main(void)
 	test_increment();
 	test_restore_items();
 	test_restore_refusals();
-	printf("1..%d\n", n_test);
 	cuMemFree(A);
 	cuMemFree(B);
-	return n_failed ? 1 : 0;
+	return done_testing_plan_last();
 }

@@ -13,6 +13,8 @@
  */
 #include "config.h"
 
+#include "tap.h"
+
 #include "runtime.h"
 #include "snapshot.h"
 
@@ -22,23 +24,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-
-static int n_test, n_failed;
-
-static void ok(int cond, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void ok(int cond, const char *fmt, ...)
-{
-	va_list ap;
-
-	printf("%sok %d - ", cond ? "" : "not ", ++n_test);
-	va_start(ap, fmt);
-	vprintf(fmt, ap);
-	va_end(ap);
-	printf("\n");
-	fflush(stdout);
-	if (!cond)
-		n_failed++;
-}
 
 #define MiB (1ull << 20)
 
@@ -156,6 +141,5 @@ int main(void)
 	cuMemFree(A);
 	cuMemFree(B);
 	free(want);
-	printf("1..%d\n", n_test);
-	return n_failed ? 1 : 0;
+	return done_testing_plan_last();
 }
