@@ -55,31 +55,6 @@ static void ignore(struct probe *p, const char *fmt, ...)
 	json_object_array_add(p->ignored, json_object_new_string(line));
 }
 
-/* The real and effective uid of a process (/proc/PID/status). 0 or -errno. */
-static int proc_uids(pid_t pid, uid_t *ruid, uid_t *euid)
-{
-	char path[64], buf[4096], *u;
-	ssize_t n;
-	int fd;
-	unsigned long r, e;
-
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)pid);
-	fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	u = strstr(buf, "\nUid:");
-	if (!u || sscanf(u + 5, "%lu %lu", &r, &e) != 2)
-		return -EIO;
-	*ruid = (uid_t)r;
-	*euid = (uid_t)e;
-	return 0;
-}
-
 /* Is step (a step.S's S) one of p->steps ("0,1,batch")? */
 static int step_listed(const struct probe *p, const char *step)
 {
@@ -197,7 +172,7 @@ static void name_claims(struct probe *p)
 		if (e->d_name[0] < '1' || e->d_name[0] > '9')
 			continue;
 		pid = (pid_t)atoi(e->d_name);
-		if (proc_uids(pid, &ruid, &euid) < 0 || (ruid == p->uid && euid == p->uid) ||
+		if (gk_proc_uids(pid, &ruid, &euid) < 0 || (ruid == p->uid && euid == p->uid) ||
 		    (ruid == 0 && euid == 0))
 			continue;
 		snprintf(path, sizeof(path), "/proc/%d/environ", (int)pid);
@@ -243,7 +218,7 @@ static int live_of_user(struct task_probe *t, pid_t pid, uint64_t pstart)
 	uid_t ruid, euid;
 	char user[64];
 
-	if (proc_uids(pid, &ruid, &euid) < 0 || !gk_proc_alive(pid, pstart))
+	if (gk_proc_uids(pid, &ruid, &euid) < 0 || !gk_proc_alive(pid, pstart))
 		return 0;
 	if (ruid == t->p->uid && euid == t->p->uid)
 		return 1;

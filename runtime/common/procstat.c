@@ -1,5 +1,5 @@
 /*
- * procstat.c - a process's start time from /proc (procstat.h).
+ * procstat.c - a process's start time and uids from /proc (procstat.h).
  */
 #include "config.h"
 
@@ -12,21 +12,32 @@
 #include <string.h>
 #include <unistd.h>
 
-int gk_proc_start(pid_t pid, uint64_t *ticks)
+/* /proc/PID/NAME's first len-1 bytes, NUL-ended. 0 or -errno. */
+static int read_proc(pid_t pid, const char *name, char *buf, size_t len)
 {
-	char path[64], buf[1024], *p, *end;
+	char path[64];
 	ssize_t n;
 	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%d/stat", (int)pid);
+	snprintf(path, sizeof(path), "/proc/%d/%s", (int)pid, name);
 	fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)
 		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
+	n = read(fd, buf, len - 1);
 	close(fd);
 	if (n <= 0)
 		return -EIO;
 	buf[n] = '\0';
+	return 0;
+}
+
+int gk_proc_start(pid_t pid, uint64_t *ticks)
+{
+	char buf[1024], *p, *end;
+	int ret = read_proc(pid, "stat", buf, sizeof(buf));
+
+	if (ret < 0)
+		return ret;
 	/* The command name (field 2) may hold blanks and parentheses: count
 	 * from the last ')'. Field 3 follows it; field 22 is 19 blanks on. */
 	p = strrchr(buf, ')');
@@ -46,4 +57,20 @@ int gk_proc_alive(pid_t pid, uint64_t ticks)
 	uint64_t now;
 
 	return pid > 0 && gk_proc_start(pid, &now) == 0 && now == ticks;
+}
+
+int gk_proc_uids(pid_t pid, uid_t *ruid, uid_t *euid)
+{
+	char buf[4096], *u;
+	unsigned long r, e;
+	int ret = read_proc(pid, "status", buf, sizeof(buf));
+
+	if (ret < 0)
+		return ret;
+	u = strstr(buf, "\nUid:");
+	if (!u || sscanf(u + 5, "%lu %lu", &r, &e) != 2)
+		return -EIO;
+	*ruid = (uid_t)r;
+	*euid = (uid_t)e;
+	return 0;
 }

@@ -16,4 +16,7 @@ int gk_proc_start(pid_t pid, uint64_t *ticks);
 /* 1 when pid runs and started at `ticks`, else 0. */
 int gk_proc_alive(pid_t pid, uint64_t ticks);
 
+/* The real and effective uid of a process (/proc/PID/status). 0 or -errno. */
+int gk_proc_uids(pid_t pid, uid_t *ruid, uid_t *euid);
+
 #endif
