@@ -8,13 +8,7 @@
 
 prog=$top_builddir/tests/runtime/test-changes
 HASH=$top_builddir/tests/cuda-standin/modules/.libs/hash_kernel_host.so
-for f in "$prog" "$HASH" "$GK_STANDIN_DIR/libcuda.so.1"; do
-	if [ ! -e "$f" ]; then
-		echo "1..1"
-		echo "not ok 1 - $f is built (run make check)"
-		exit 1
-	fi
-done
+gk_need_built "$prog" "$HASH" "$GK_STANDIN_DIR/libcuda.so.1"
 gk_scratch
 unset CUDA_VISIBLE_DEVICES GPUCKPT_STANDIN_TRACE GPUCKPT_SHEPHERD GPUCKPT_HASH_MODULE
 rc=0

@@ -4,13 +4,7 @@
 . "${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/lib/helpers.sh"
 
 prog=$top_builddir/tests/runtime/test-placement
-for f in "$prog" "$GK_STANDIN_DIR/libcuda.so.1"; do
-	if [ ! -e "$f" ]; then
-		echo "1..1"
-		echo "not ok 1 - $f is built (run make check)"
-		exit 1
-	fi
-done
+gk_need_built "$prog" "$GK_STANDIN_DIR/libcuda.so.1"
 gk_scratch
 unset CUDA_VISIBLE_DEVICES GPUCKPT_STANDIN_TRACE GPUCKPT_SHEPHERD GPUCKPT_VA_BASE GPUCKPT_VA_SIZE \
 	GPUCKPT_RESTORE

@@ -4,13 +4,7 @@
 . "${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/lib/helpers.sh"
 
 prog=$top_builddir/tests/runtime/test-snapshot
-for f in "$prog" "$top_builddir/tests/cuda-standin/modules/.libs/hash_kernel_host.so" "$GK_STANDIN_DIR/libcuda.so.1"; do
-	if [ ! -e "$f" ]; then
-		echo "1..1"
-		echo "not ok 1 - $f is built (run make check)"
-		exit 1
-	fi
-done
+gk_need_built "$prog" "$top_builddir/tests/cuda-standin/modules/.libs/hash_kernel_host.so" "$GK_STANDIN_DIR/libcuda.so.1"
 gk_scratch
 mkdir -m 700 "$GK_SCRATCH/ckpt"
 HASH=$top_builddir/tests/cuda-standin/modules/.libs/hash_kernel_host.so
