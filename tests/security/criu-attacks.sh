@@ -108,10 +108,14 @@ job() {
 	local d=$U/$1 spid prog
 	as gksec1 mkdir -p "$d/data" "$d/ckpt"
 	as gksec1 sh -c "printf '%-47s\n' 'user file: gksec1 owns this one' >'$d/data/victim'; chmod 0644 '$d/data/victim'"
-	"$SHEP_DUMP" run --criu "$CRIU" --dir "$d/ckpt" --uid gksec1 --gid gksec1 --job 88 --step 0 \
-		--task 0 -- /bin/sh -c "exec 3<>'$d/data/victim'; trap '' TERM
+	# The program works in the user's folder, as a job does in its -D
+	# folder, not in the build tree: CRIU, as the user, records the cwd,
+	# and a tree on a file system or mount CRIU cannot handle (a CI
+	# checkout's) failed every dump there while Slurm's jobs passed.
+	(cd "$d" && exec "$SHEP_DUMP" run --criu "$CRIU" --dir "$d/ckpt" --uid gksec1 --gid gksec1 \
+		--job 88 --step 0 --task 0 -- /bin/sh -c "exec 3<>'$d/data/victim'; trap '' TERM
 			while [ ! -e '$d/go' ]; do sleep 0.1; done
-			printf '$MARK' >&3; echo wrote" </dev/null >"$d/run.out" 2>&1 &
+			printf '$MARK' >&3; echo wrote") </dev/null >"$d/run.out" 2>&1 &
 	spid=$!
 	for _ in $(seq 100); do
 		prog=$(cat /proc/$spid/task/*/children 2>/dev/null | awk '{print $1}')
