@@ -72,7 +72,7 @@ CTL_ADDR=$NET.1
 TEST_USERS="gkuser1 gkuser2"
 # Seconds slurmctld gives a preempted job between SIGTERM and SIGKILL; the
 # runtime must checkpoint within it. A preempted job whose script waits to be
-# requeued (README) waits all of it: each preemption in the tests costs this
+# requeued (docs/users.md, "Job scripts") waits all of it: each preemption in the tests costs this
 # much. The stand-in's checkpoints take well under a second (the tests print
 # how long they took): 10 s; a real GPU's (--real-gpu: device memory, CRIU)
 # take longer: 20 s. GK_GRACE_TIME sets it.
