@@ -88,6 +88,18 @@ gen() {
 		}
 	}' "$t"
 	echo
+	echo "| measurement | what it is |"
+	echo "| --- | --- |"
+	echo "| \`d2h_pinned\` | the device-to-host copy into pinned memory: the least a checkpoint can pause a program |"
+	echo "| \`cuda_start\` | CUDA's own start and the same allocations, without the runtime |"
+	echo "| \`write_parallel\`, \`read_parallel\` | the storage itself: 8 writers (readers) moving the state's size; \`_wide\`: 16 |"
+	echo "| \`gpuckpt_checkpoint\` | the checkpoint after SIGTERM, written the blocking way, with the defaults |"
+	echo "| \`gpuckpt_restore\` | loading a checkpoint, every chunk checked |"
+	echo "| \`gpuckpt_restart\` | from the start of \`main\` to the program going on, counting the check of every checksum |"
+	echo "| \`check_xxh3\`, \`check_xxh64\` | checking every checksum of a checkpoint: format 3 (XXH3), and the earlier XXH64 |"
+	echo "| \`gpuckpt_async_pause\`, \`gpuckpt_async_restart\` | a background checkpoint: the program's pause; a restart from it |"
+	echo "| \`gpuckpt_incr_pause\`, \`_image\`, \`_restore\` | an increment with 10 % of the chunks changed: the pause, what it wrote, a restore from it |"
+	echo
 	c=$(newest "$R"/calls-*.csv)
 	echo "### Cost per driver call"
 	echo
