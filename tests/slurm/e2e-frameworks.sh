@@ -77,7 +77,7 @@ AS=(--as "$USER_AS")
 [ "$USER_AS" = root ] && AS=()
 
 # The environment of the program, in the reference run and in the job: the
-# deterministic settings, and torch.compile's caches in a folder of the job's
+# deterministic settings, and torch.compile's caches in one folder of the job's
 # own (on this one node; on a cluster they must be where the restoring node
 # finds them: docs/frameworks.md).
 fw_env() { # CACHE
@@ -87,12 +87,24 @@ tag=fw-torch
 steps_of() { grep "^$tag: step " "$1" 2>/dev/null; }
 sum_of() { sed -n "s/^$tag: done: steps=[0-9]* checksum=\([0-9a-f]*\)\$/\1/p" "$1" 2>/dev/null | tail -n 1; }
 
-# The reference: an uninterrupted run outside Slurm, on the first GPU.
+# The reference: an uninterrupted run outside Slurm, on the first GPU, as the
+# job's user and with the job's caches (so the job finds torch.compile's
+# work done: one cold compile, not two, in the 10 minutes).
+cache=$JOBS/cache
+mkdir -p "$cache/home"
+[ "$USER_AS" = root ] || chown -R "$USER_AS:" "$cache"
+as_user() {
+	if [ "$USER_AS" = root ]; then
+		"$@"
+	else
+		setpriv --reuid="$(id -u "$USER_AS")" --regid="$(id -g "$USER_AS")" --clear-groups "$@"
+	fi
+}
 ref=$JOBS/reference.out
-mkdir -p "$JOBS/cache.ref/home"
 t0=$SECONDS
 # shellcheck disable=SC2046
-env CUDA_VISIBLE_DEVICES=0 $(fw_env "$JOBS/cache.ref") timeout 300 "$PY" "$PROG" $ARGS >"$ref" 2>"$JOBS/reference.err"
+(cd "$JOBS" && as_user env CUDA_VISIBLE_DEVICES=0 $(fw_env "$cache") timeout 300 "$PY" "$PROG" $ARGS) \
+	>"$ref" 2>"$JOBS/reference.err"
 rsum=$(sum_of "$ref")
 if [ -n "$rsum" ]; then
 	tap_ok "reference: an uninterrupted run outside Slurm ends with checksum ${rsum:0:16}... ($((SECONDS - t0)) s)"
@@ -111,7 +123,6 @@ holder() { # NAME: a job that holds one GPU until cancelled
 # The first GPU taken by a holder, so that the job starts on the second.
 h1=$(holder hold-first)
 wait_out "$h1" "^hold-first: GPU" 60
-cache=$JOBS/cache.job
 script=$(job_script torch "mkdir -p $cache/home
 export $(fw_env "$cache") GPUCKPT_LOG_LEVEL=info
 srun $PY $PROG $ARGS")
