@@ -77,7 +77,10 @@ declare -A MODULE=([torch]=torch [jax.prealloc]=jax [jax.grow]=jax [cupy]=cupy)
 declare -A FWNAME=([torch]=PyTorch [jax]=JAX [cupy]=CuPy)
 # The environment of every run of a case (reference, checkpoint, restore's
 # shepherd): the deterministic settings and the caches, in the log folder.
+# NVLink multicast stays off on the GPU machines, for every program
+# (/work/shared/gpu-machine/README.md): these use none, but nothing is left to chance.
 CACHE=$LOGDIR/cache
+MC_OFF="NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1"
 declare -A ENVS=(
 	[torch]="CUBLAS_WORKSPACE_CONFIG=:4096:8 TORCHINDUCTOR_CACHE_DIR=$CACHE/inductor TRITON_CACHE_DIR=$CACHE/triton"
 	[jax.prealloc]="XLA_FLAGS=${GK_FW_XLA_FLAGS:---xla_gpu_deterministic_ops=true} ${jax_frac[*]}"
@@ -130,7 +133,7 @@ why_not() {
 		if ! out=$(timeout 120 python3 -c "import $mod" 2>&1); then
 			WHY_FW[$mod]="no ${FWNAME[$mod]} for $(command -v python3) (import $mod: $(tail -n 1 <<<"$out"))"
 		elif [ -z "$common" ] &&
-			! out=$(env XLA_PYTHON_CLIENT_PREALLOCATE=false timeout 120 python3 -c "${GPU_PROBE[$mod]}" 2>&1); then
+			! out=$(env $MC_OFF XLA_PYTHON_CLIENT_PREALLOCATE=false timeout 120 python3 -c "${GPU_PROBE[$mod]}" 2>&1); then
 			WHY_FW[$mod]="${FWNAME[$mod]} sees no GPU here: $(tail -n 1 <<<"$out")"
 		elif [ -z "$common" ]; then
 			tap_diag "${FWNAME[$mod]}: $(tail -n 1 <<<"$out")"
@@ -204,7 +207,7 @@ declare -A REF_OUT
 reference() {
 	local c=$1 quiet=${2:-} tag=${TAG[$1]} out=$LOGDIR/$1.reference.out err=$LOGDIR/$1.reference.err t0=$SECONDS
 	local -a envs
-	read -r -a envs <<<"${ENVS[$c]}"
+	read -r -a envs <<<"${ENVS[$c]} $MC_OFF"
 	echo "env CUDA_VISIBLE_DEVICES=$GPU_A ${envs[*]} python3 $PROGS/${PROG[$c]} ${ARGS[*]}" >"$LOGDIR/$c.reference.cmd"
 	env CUDA_VISIBLE_DEVICES="$GPU_A" "${envs[@]}" python3 "$PROGS/${PROG[$c]}" "${ARGS[@]}" >"$out" 2>"$err" &
 	wait_pid $! "$RUN_LIMIT"
@@ -232,7 +235,7 @@ round_trip() {
 	local out=$LOGDIR/$2.run.out err=$LOGDIR/$2.run.err rout=$LOGDIR/$2.restore.out rerr=$LOGDIR/$2.restore.err
 	local spid committed= got ref first from size t0
 	local -a envs
-	read -r -a envs <<<"${ENVS[$c]}"
+	read -r -a envs <<<"${ENVS[$c]} $MC_OFF"
 	rm -rf "$d"
 	mkdir -p "$d"
 	echo "env CUDA_VISIBLE_DEVICES=$ga GPUCKPT_LOG_LEVEL=info $SHEP run --criu $CRIU --dir $d --uid 0 --gid 0 -- env ${envs[*]} LD_PRELOAD=$RT GPUCKPT_MODE=transparent python3 $PROGS/${PROG[$c]} ${ARGS[*]}" >"$LOGDIR/$label.run.cmd"

@@ -26,7 +26,7 @@ PROG=$top_srcdir/tests/gpu/frameworks/fw_torch.py
 PY=${GK_PYTHON:-$(command -v python3 2>/dev/null)}
 STEPS=${GK_FW_STEPS:-150}
 AT=${GK_FW_AT:-60}
-ARGS="--steps $STEPS --report-every 5 --delay-ms ${GK_FW_DELAY_MS:-80}"
+ARGS="--steps $STEPS --report-every 5 --delay-ms ${GK_FW_DELAY_MS:-50}"
 why=""
 criu_major() { "$1" --version 2>/dev/null | sed -n 's/^Version: *\([0-9]*\).*/\1/p' | head -n 1; }
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
@@ -79,9 +79,11 @@ AS=(--as "$USER_AS")
 # The environment of the program, in the reference run and in the job: the
 # deterministic settings, and torch.compile's caches in one folder of the job's
 # own (on this one node; on a cluster they must be where the restoring node
-# finds them: docs/frameworks.md).
+# finds them: docs/frameworks.md); NVLink multicast off, as for every program
+# on the GPU machines.
 fw_env() { # CACHE
-	echo "CUBLAS_WORKSPACE_CONFIG=:4096:8 TORCHINDUCTOR_CACHE_DIR=$1/inductor TRITON_CACHE_DIR=$1/triton HOME=$1/home"
+	echo "CUBLAS_WORKSPACE_CONFIG=:4096:8 TORCHINDUCTOR_CACHE_DIR=$1/inductor TRITON_CACHE_DIR=$1/triton HOME=$1/home" \
+		"NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1"
 }
 tag=fw-torch
 steps_of() { grep "^$tag: step " "$1" 2>/dev/null; }
