@@ -9,7 +9,7 @@
 #   1. reference: an uninterrupted run without gpuckpt ends with a checksum;
 #   2. checkpoint: the same run under `gpuckpt-shepherd run` (the runtime
 #      preloaded, GPUCKPT_MODE=transparent, as the Slurm plugin does) gets
-#      SIGTERM after step 60 of 150 (40 %): a checkpoint is committed;
+#      SIGTERM after step 40 of 100 (40 %): a checkpoint is committed;
 #   3. restore: `gpuckpt-shepherd restore` brings it back and it runs to the
 #      end (exit status 0), going on from where it was (no new start line);
 #   4. the same: every "step K" line (loss as a hex float) of the two parts
@@ -49,18 +49,18 @@ SHEP=$top_builddir/runtime/gpuckpt-shepherd
 RT=$top_builddir/runtime/.libs/libgpuckpt.so
 PROGS=$top_srcdir/tests/gpu/frameworks
 LOGDIR=${GK_GPU_LOGDIR:-$top_builddir/tests/gpu/logs}/frameworks
-STEPS=${GK_FW_STEPS:-150}
-AT=${GK_FW_AT:-60}
+STEPS=${GK_FW_STEPS:-100}
+AT=${GK_FW_AT:-40}
 ARGS=(--steps "$STEPS" --report-every 5 --delay-ms "${GK_FW_DELAY_MS:-50}")
 WAIT=${GK_FW_WAIT:-300}   # seconds for a run to reach step $AT (torch.compile: a cold cache)
 RUN_LIMIT=${GK_FW_TIMEOUT:-300}
 CASES=(torch jax.prealloc jax.grow cupy)
 # GK_FW_CASES: the cases to run (default all, torch.other-gpu included); the
 # others are skipped, saying so. GK_FW_BUDGET: seconds for the whole script
-# (480); a case not started by then fails, saying so (the GPU machine's run
+# (420); a case not started by then fails, saying so (the GPU machine's run
 # ends at 10 minutes, set-up and build included).
 SELECTED=" ${GK_FW_CASES:-${CASES[*]} torch.other-gpu} "
-BUDGET=${GK_FW_BUDGET:-480}
+BUDGET=${GK_FW_BUDGET:-420}
 PER_CASE=4
 OTHER_TESTS=3
 PLAN=$((${#CASES[@]} * PER_CASE + OTHER_TESTS))

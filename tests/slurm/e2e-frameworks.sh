@@ -4,9 +4,9 @@
 # (issue 25, item 2). tests/gpu/frameworks/fw_torch.py (cuBLAS, cuDNN, Triton
 # kernels from torch.compile, a DataLoader with 2 worker processes; nothing of
 # gpuckpt in it) is submitted with --gpu-checkpoint=on and --gres=gpu:1 while
-# another job holds the first GPU, so it runs on the second. After step 60 of
-# 150 the holder ends and the job is requeued (scontrol requeue): the plugin's
-# shepherd checkpoints it with CRIU and the driver. Both GPUs are free when it
+# another job holds the first GPU, so it runs on the second; the holder then
+# ends. After step 40 of 100 the job is requeued (scontrol requeue): the
+# plugin's shepherd checkpoints it with CRIU and the driver. Both GPUs are free when it
 # starts again, and Slurm gives a one-GPU job the first free one (seen, not
 # promised: the test says which it got), so it is restored onto the first GPU,
 # and must end with exactly the step lines (losses as hex floats) and the
@@ -24,8 +24,8 @@ N=9
 SHEP=${GK_SHEPHERD_DIR:-$top_builddir/runtime}
 PROG=$top_srcdir/tests/gpu/frameworks/fw_torch.py
 PY=${GK_PYTHON:-$(command -v python3 2>/dev/null)}
-STEPS=${GK_FW_STEPS:-150}
-AT=${GK_FW_AT:-60}
+STEPS=${GK_FW_STEPS:-100}
+AT=${GK_FW_AT:-40}
 ARGS="--steps $STEPS --report-every 5 --delay-ms ${GK_FW_DELAY_MS:-50}"
 why=""
 criu_major() { "$1" --version 2>/dev/null | sed -n 's/^Version: *\([0-9]*\).*/\1/p' | head -n 1; }
@@ -138,13 +138,13 @@ else
 	tap_not_ok "the job started on the GPU the holder left free (job: '${g0}', holder: '${h1gpu}')"
 	show_out "$j"
 fi
+# The holder goes now (the job keeps its GPU): at the requeue both are free.
+scancel "$h1"
+wait_over "$h1" 60 || tap_diag "the holder $h1 did not end"
 
-# After step $AT (the first run compiles: up to 300 s) the holder goes and
-# the job is requeued.
+# Requeued after step $AT (torch.compile: up to 300 s to get there).
 t0=$SECONDS
 if wait_out "$j" "^$tag: step $AT " 300; then
-	scancel "$h1"
-	wait_over "$h1" 60 || tap_diag "the holder $h1 did not end"
 	scontrol requeue "$j"
 else
 	tap_diag "job $j never reached step $AT"
