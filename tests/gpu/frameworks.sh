@@ -102,6 +102,8 @@ if ! command -v python3 >/dev/null 2>&1; then
 	common="no python3 on this machine"
 elif [ "$(id -u)" -ne 0 ]; then
 	common="needs root (gpuckpt-shepherd runs as root)"
+elif [ -n "${ASAN_RUNTIME:-}" ]; then
+	common="sanitizer build: an ASan-built runtime cannot be preloaded into python3; run it from a normal build"
 elif ! command -v nvidia-smi >/dev/null 2>&1 || ! timeout 30 nvidia-smi -L >/dev/null 2>&1; then
 	common="no GPU here (nvidia-smi -L)"
 elif [ -z "$CRIU" ] && [ -x /usr/local/sbin/criu ]; then
