@@ -108,3 +108,14 @@ clean-local-gpu:
 	rm -rf %reldir%/logs
 
 .PHONY: check-gpu clean-local-gpu
+
+# PyTorch, JAX and CuPy programs (frameworks/*.py, run with the machine's
+# python3) checkpointed transparently by gpuckpt-shepherd and CRIU, restored
+# with the uninterrupted run's results: make check-gpu-frameworks, a part of
+# its own (check-gpu with set-up and build fills one 10-minute run of the GPU
+# machine). Each case skips, with the reason, where its framework is missing.
+EXTRA_DIST += %reldir%/frameworks.sh %reldir%/frameworks/fw_torch.py \
+	%reldir%/frameworks/fw_jax.py %reldir%/frameworks/fw_cupy.py
+check-gpu-frameworks:
+	@$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/%reldir%/frameworks.sh
+.PHONY: check-gpu-frameworks
