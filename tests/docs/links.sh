@@ -2,15 +2,12 @@
 # links.sh - README.md and docs/*.md point only at what exists: every
 # relative link's file (and its #anchor, a heading of that file), and every
 # repository file or folder they name in backquotes (`runtime/image/FORMAT.md`,
-# `tests/slurm/`, `benchmarks/results/flush-*.md`). Files that another change
-# brings (docs/external.txt, one path a line) count as present.
+# `tests/slurm/`, `benchmarks/results/flush-*.md`).
 # Usage: links.sh [FILE.md...] (default: README.md and docs/*.md).
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/lib/helpers.sh"
 cd "$top_srcdir" || exit 1
 files=("$@")
 [ ${#files[@]} -gt 0 ] || files=(README.md docs/*.md)
-external=$(grep -v '^#' docs/external.txt 2>/dev/null || true)
-is_external() { grep -qxF "$1" <<<"$external"; }
 
 # GitHub's anchor of a heading: lower case, punctuation but - and _ dropped,
 # spaces to -.
@@ -35,7 +32,6 @@ for f in "${files[@]}"; do
 		path=${t%%#*} anchor=
 		[[ $t == *#* ]] && anchor=${t#*#}
 		if [ -z "$path" ]; then target=$f; else target=$(resolve "$f" "$path"); fi
-		if is_external "$target"; then continue; fi
 		if [ ! -e "$target" ]; then bad+=" $t"; continue; fi
 		if [ -n "$anchor" ] && ! anchors "$target" | grep -qxF "$anchor"; then
 			badanchor+=" $t"
@@ -49,7 +45,6 @@ for f in "${files[@]}"; do
 		nrefs=$((nrefs + 1))
 		p=${p%%:*}
 		p=${p%,}
-		if is_external "$p"; then continue; fi
 		# A glob (benchmarks/results/flush-*.md) must match something; a
 		# name with a placeholder in capitals (tests/slurm/e2e-NAME.sh,
 		# the file's .in, a built program's .c or .cu) counts.
