@@ -20,6 +20,7 @@
 #include "clock.h"
 #include "arena.h"
 #include "driver.h"
+#include "fork_maps.h"
 #include "image.h"
 #include "log.h"
 #include "numa.h"
@@ -386,6 +387,7 @@ void gk_agent_start(void)
 	if (pthread_create(&t, &attr, agent, NULL) == 0) {
 		__atomic_store_n(&running, 1, __ATOMIC_RELEASE);
 		gk_trigger_set_taker(&taker);
+		gk_fork_maps_guard();
 	} else {
 		gk_warn("transparent: cannot start the runtime's thread: %s; no transparent "
 			"checkpoint in this process",

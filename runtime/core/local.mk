@@ -37,6 +37,7 @@ libgkcore_la_SOURCES = \
 	%reldir%/changes.c %reldir%/changes.h %reldir%/segment_hash.h \
 	%reldir%/baseline.c %reldir%/baseline.h \
 	%reldir%/agent.c %reldir%/agent.h \
+	%reldir%/fork_maps.c %reldir%/fork_maps.h \
 	%reldir%/flush.c %reldir%/flush.h \
 	%reldir%/restore.c %reldir%/restore.h \
 	%reldir%/coord.c %reldir%/coord.h \
