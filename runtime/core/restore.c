@@ -481,20 +481,22 @@ static const struct gk_arena_seeder seeder = {
 	.abandon = seed_abandon,
 };
 
-const struct gk_manifest *gk_restore_pending(void)
+/* The restorer (vmm.h): the reservations the program mapped into. */
+static const struct gk_manifest *vmm_pending(void)
 {
 	gk_restore_prepare();
 	return R.state == R_PENDING ? R.m : NULL;
 }
 
-void gk_restore_abandon(const char *why)
-{
-	seed_abandon(why);
-}
+static const struct gk_vmm_restorer vmm_restorer = {
+	.pending = vmm_pending,
+	.abandon = seed_abandon,
+};
 
 void gk_restore_seed_arenas(void)
 {
 	gk_arena_set_seeder(&seeder);
+	gk_vmm_set_restorer(&vmm_restorer);
 }
 
 static const struct gk_region *find_region(const char *name)

@@ -45,13 +45,6 @@ void gk_restore_seed_arenas(void);
  * negative errno when nothing was loaded; exits when a failure came half-way. */
 int gk_restore_load(void);
 
-/* The checkpoint a restart will load, while it is still to be loaded (NULL
- * otherwise): vmm.c hands the program its reservations' addresses from it. */
-struct gk_manifest;
-const struct gk_manifest *gk_restore_pending(void);
-/* The program's setup asked for something else than the checkpointed run
- * did: give the restore up, saying why (may end the process). */
-void gk_restore_abandon(const char *why);
 
 struct gk_manifest;
 struct gk_xfer_item;

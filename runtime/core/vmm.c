@@ -17,7 +17,6 @@
 #include "gate.h"
 #include "handlers.h"
 #include "log.h"
-#include "restore.h"
 #include "runtime.h"
 #include "track.h"
 
@@ -62,6 +61,20 @@ static struct handle *handles;
 static struct mapping *maps;
 static uint64_t next_resv_order;
 static int released; /* transparent: the physical memory is given back */
+static const struct gk_vmm_restorer *restorer;
+
+void gk_vmm_set_restorer(const struct gk_vmm_restorer *r)
+{
+	__atomic_store_n(&restorer, r, __ATOMIC_RELEASE);
+}
+
+static void abandon(const char *why)
+{
+	const struct gk_vmm_restorer *r = __atomic_load_n(&restorer, __ATOMIC_ACQUIRE);
+
+	if (r)
+		r->abandon(why);
+}
 
 #define ENSURE(call)                                                                               \
 	do {                                                                                       \
@@ -121,7 +134,8 @@ static const struct resv *resv_of(CUdeviceptr p, size_t n)
  * it: the program stores pointers into it. */
 static CUdeviceptr restored_address(uint64_t order, size_t size)
 {
-	const struct gk_manifest *m = gk_restore_pending();
+	const struct gk_vmm_restorer *rs = __atomic_load_n(&restorer, __ATOMIC_ACQUIRE);
+	const struct gk_manifest *m = rs ? rs->pending() : NULL;
 	char why[256];
 
 	if (!m)
@@ -137,7 +151,7 @@ static CUdeviceptr restored_address(uint64_t order, size_t size)
 			 "the program's reservation %llu is %zu bytes now and %llu bytes in the "
 			 "checkpoint",
 			 (unsigned long long)order, size, (unsigned long long)a->resv_size);
-		gk_restore_abandon(why);
+		abandon(why);
 		return 0;
 	}
 	return 0;
@@ -168,7 +182,7 @@ CUresult gk_on_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignme
 			 "again: the driver gave 0x%llx",
 			 (unsigned long long)order, size, (unsigned long long)want,
 			 (unsigned long long)*ptr);
-		gk_restore_abandon(why);
+		abandon(why);
 	}
 	if (res == CUDA_SUCCESS) {
 		r = calloc(1, sizeof(*r));

@@ -48,6 +48,18 @@ int gk_vmm_check_restored(const struct gk_manifest *m, char *why, size_t len);
  * (after the runtime wrote them); returns the bytes given back. Then, after
  * the driver's restore or the shepherd's abort, create, map and grant access
  * again: 0, or a negative errno with the reason logged. */
+/*
+ * What a restart tells vmm.c, as placement's seeder (arena.h): restore.c
+ * registers it when the runtime loads, so that vmm.c, below restore, calls
+ * it only through these. pending: the checkpoint still to be loaded, or NULL;
+ * abandon: the program's setup asked for something else (may end the process).
+ */
+struct gk_vmm_restorer {
+	const struct gk_manifest *(*pending)(void);
+	void (*abandon)(const char *why);
+};
+void gk_vmm_set_restorer(const struct gk_vmm_restorer *r);
+
 uint64_t gk_vmm_release_memory(void);
 int gk_vmm_remap_memory(void);
 
