@@ -568,6 +568,17 @@ out:
 	return bytes;
 }
 
+/* The device's context current while its memory is made again (the agent's
+ * thread has none of its own). 1 when one was pushed. */
+static int push_device(int ordinal)
+{
+	struct gk_arena *a = ordinal >= 0 && ordinal < GK_MAX_DEVICES
+				     ? __atomic_load_n(&gk_arenas[ordinal], __ATOMIC_ACQUIRE)
+				     : NULL;
+
+	return a && a->ctx && gk_real.cuCtxPushCurrent_v2(a->ctx) == CUDA_SUCCESS;
+}
+
 int gk_vmm_remap_memory(void)
 {
 	size_t nmaps = 0;
@@ -579,21 +590,31 @@ int gk_vmm_remap_memory(void)
 	/* Same properties; the device ordinal names whichever GPU the process
 	 * has now (the driver's restore maps them). */
 	for (struct handle *h = handles; h && !ret; h = h->next) {
+		int pushed;
+
 		if (!h->saveable)
 			continue;
+		pushed = push_device(h->prop.location.id);
 		if (gk_cu_check(gk_real.cuMemCreate(&h->real, h->size, &h->prop, 0), "cuMemCreate",
 				"transparent", "memory the program mapped") < 0)
 			ret = -ENOMEM;
+		if (pushed)
+			gk_real.cuCtxPopCurrent_v2(NULL);
 	}
 	for (struct mapping *m = maps; m && !ret; m = m->next) {
+		int pushed;
+
 		if (!saveable(m))
 			continue;
+		pushed = push_device(m->h->prop.location.id);
 		if (gk_cu_check(gk_real.cuMemMap(m->addr, m->size, m->offset, m->h->real, 0),
 				"cuMemMap", "transparent", "memory the program mapped") < 0 ||
 		    (m->naccess &&
 		     gk_cu_check(gk_real.cuMemSetAccess(m->addr, m->size, m->access, m->naccess),
 				 "cuMemSetAccess", "transparent", "memory the program mapped") < 0))
 			ret = -ENOMEM;
+		if (pushed)
+			gk_real.cuCtxPopCurrent_v2(NULL);
 		nmaps++;
 	}
 	/* A handle the program had released lives on in its mappings only. */
