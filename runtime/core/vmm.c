@@ -84,10 +84,12 @@ static void abandon(const char *why)
 			return CUDA_ERROR_NOT_SUPPORTED;                                           \
 	} while (0)
 
+/* The handle the program means by id: one it still holds (a value the
+ * driver gave back may be given again to a new allocation). */
 static struct handle *handle_of(CUmemGenericAllocationHandle id)
 {
 	for (struct handle *h = handles; h; h = h->next)
-		if (h->id == id)
+		if (h->id == id && h->refs > 0)
 			return h;
 	return NULL;
 }
@@ -230,6 +232,37 @@ CUresult gk_on_cuMemAddressFree(CUdeviceptr ptr, size_t size)
 
 /* ---- allocation handles ---- */
 
+/* After a transparent restore the driver's handles are new values, and one
+ * may equal a value the program still holds for another allocation: such a
+ * handle is kept aside (so that the driver gives another) and released. */
+static CUresult create_unclaimed(CUmemGenericAllocationHandle *out, size_t size,
+				 const CUmemAllocationProp *prop, unsigned long long flags)
+{
+	CUmemGenericAllocationHandle aside[8];
+	int naside = 0, taken;
+	CUresult res;
+
+	for (;;) {
+		res = gk_real.cuMemCreate(out, size, prop, flags);
+		if (res != CUDA_SUCCESS)
+			break;
+		pthread_mutex_lock(&lock);
+		taken = handle_of(*out) != NULL;
+		pthread_mutex_unlock(&lock);
+		if (!taken)
+			break;
+		if (naside == (int)(sizeof(aside) / sizeof(aside[0]))) {
+			gk_real.cuMemRelease(*out);
+			res = CUDA_ERROR_OUT_OF_MEMORY;
+			break;
+		}
+		aside[naside++] = *out;
+	}
+	while (naside > 0)
+		gk_real.cuMemRelease(aside[--naside]);
+	return res;
+}
+
 CUresult gk_on_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 			   const CUmemAllocationProp *prop, unsigned long long flags)
 {
@@ -240,7 +273,7 @@ CUresult gk_on_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 	if (!gk_enabled() || !handle || !prop)
 		return gk_real.cuMemCreate(handle, size, prop, flags);
 	gk_gate_enter();
-	res = gk_real.cuMemCreate(handle, size, prop, flags);
+	res = create_unclaimed(handle, size, prop, flags);
 	if (res != CUDA_SUCCESS)
 		goto out;
 	h = calloc(1, sizeof(*h));

@@ -7,7 +7,11 @@
  * reservation's address and a checksum of both mappings read back.
  *
  *   prog-vmm [--steps N] [--checkpoint-at K] [--exit-after-checkpoint]
- *            [--delay-ms D] [--survive-term]
+ *            [--delay-ms D] [--survive-term] [--export]
+ *
+ * --export: the second allocation is exported as a file descriptor, as NCCL
+ * shares memory between a node's processes: a checkpoint must be refused,
+ * naming it, since the importer's state is not in it.
  *
  * --survive-term: SIGTERM is the program's own business (a handler counts
  * it), so that after a transparent checkpoint the shepherd gave up on, the
@@ -74,6 +78,7 @@ int main(int argc, char **argv)
 	long steps = 10, ckpt_at = -1, step = 0;
 	int exit_after = 0, rc;
 	long delay_ms = 0;
+	int export = 0, fd = -1;
 	CUdevice dev;
 	CUcontext ctx;
 	CUdeviceptr va, small;
@@ -93,6 +98,8 @@ int main(int argc, char **argv)
 			exit_after = 1;
 		else if (!strcmp(argv[i], "--delay-ms") && i + 1 < argc)
 			delay_ms = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--export"))
+			export = 1;
 		else if (!strcmp(argv[i], "--survive-term"))
 			signal(SIGTERM, on_term);
 		else {
@@ -127,6 +134,9 @@ int main(int argc, char **argv)
 	rw.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
 	if ((r = cuMemSetAccess(va, sz, &rw, 1)) || (r = cuMemSetAccess(va + sz + gran, sz, &rw, 1)))
 		return fail("cuMemSetAccess", r);
+	if (export && (r = cuMemExportToShareableHandle(&fd, h2,
+							CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0)))
+		return fail("cuMemExportToShareableHandle", r);
 	/* Released while mapped, as allocators do: the mapping keeps it alive. */
 	if ((r = cuMemRelease(h1)))
 		return fail("cuMemRelease", r);
@@ -152,9 +162,19 @@ int main(int argc, char **argv)
 		}
 		/* A checkpoint point every step, as a real loop has: a request
 		 * may be taken a step or two later (staging still being set up). */
-		if (step == ckpt_at)
-			gpuckpt_request();
 		rc = gpuckpt_point(step);
+		if (step == ckpt_at) {
+			/* Taken at this step: a request that comes while the
+			 * runtime still sets up its staging is deferred to a
+			 * later point, so this one is tried until it answers. */
+			gpuckpt_request();
+			for (int i = 0; i < 1000 && (rc = gpuckpt_point(step)) == GPUCKPT_NOTHING;
+			     i++) {
+				struct timespec ts = {0, 10000000};
+
+				nanosleep(&ts, NULL);
+			}
+		}
 		if (rc != GPUCKPT_NOTHING) {
 			printf("prog-vmm: checkpoint at step %ld: %d (%s)\n", step, rc,
 			       gpuckpt_strerror(rc));
@@ -170,10 +190,18 @@ int main(int argc, char **argv)
 		return fail("cuMemcpyDtoH", r);
 	if (terms)
 		printf("prog-vmm: SIGTERM seen %d time(s)\n", (int)terms);
+	/* The handle the program kept still names its allocation (after a
+	 * transparent restore the driver's handle is another value). */
+	memset(&prop, 0, sizeof(prop));
+	if ((r = cuMemGetAllocationPropertiesFromHandle(&prop, h2)) ||
+	    prop.location.type != CU_MEM_LOCATION_TYPE_DEVICE || prop.location.id != dev)
+		return fail("cuMemGetAllocationPropertiesFromHandle", r ? r : CUDA_ERROR_INVALID_VALUE);
+	if ((r = cuMemUnmap(va, sz)) || (r = cuMemUnmap(va + sz + gran, sz)))
+		return fail("cuMemUnmap", r);
+	if ((r = cuMemRelease(h2)))
+		return fail("cuMemRelease at the end", r);
+	if ((r = cuMemAddressFree(va, resv)))
+		return fail("cuMemAddressFree", r);
 	printf("prog-vmm: done: va 0x%llx sum %016" PRIx64 "\n", (unsigned long long)va, sum);
-	cuMemUnmap(va, sz);
-	cuMemUnmap(va + sz + gran, sz);
-	cuMemRelease(h2);
-	cuMemAddressFree(va, resv);
 	return 0;
 }

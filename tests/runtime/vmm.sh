@@ -14,7 +14,7 @@
 B=$top_builddir/tests/runtime
 PROG=$B/prog-vmm
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
-PLAN=14
+PLAN=16
 tap_plan $PLAN
 gk_scratch
 gk_need_built "$GK_STANDIN_DIR/libcuda.so.1" "$GK_RUNTIME" "$PROG" "$SHEP"
@@ -50,9 +50,18 @@ for gpu in 0 2; do
 		test -n "$va" -a "$got" = "va $va sum $ref"
 done
 
+# Memory exported to other processes cannot be saved with this one: refused,
+# by name, and the program is told (GPUCKPT_NOT_SAVED) and goes on.
+with_runtime env GPUCKPT_DIR="$GK_SCRATCH/export" "$PROG" --steps 12 --checkpoint-at 5 --export \
+	>"$GK_SCRATCH/export.out" 2>&1
+check "a process that exported mapped memory is refused, naming it, and goes on" \
+	eval 'grep -q "refused, no checkpoint written: .*exported to other processes" "$GK_SCRATCH/export.out" &&
+		grep -q "checkpoint at step [0-9]*: 3 " "$GK_SCRATCH/export.out" &&
+		grep -q "done: va" "$GK_SCRATCH/export.out"'
+
 # Transparent mode, under the real shepherd (root only).
 if [ "$(id -u)" -ne 0 ]; then
-	for i in $(seq 5); do tap_skip "needs root (the shepherd refuses to run without it)"; done
+	for i in $(seq 6); do tap_skip "needs root (the shepherd refuses to run without it)"; done
 	exit 0
 fi
 FAKE=$GK_SCRATCH/criu
@@ -76,3 +85,19 @@ check "... and the program, which handles SIGTERM itself, went on" \
 	grep -q "SIGTERM seen 1 time" "$GK_SCRATCH/t.out"
 got=$(sed -n 's/^prog-vmm: done: va .* sum //p' "$GK_SCRATCH/t.out")
 check "... and finished with the uninterrupted checksum ($got)" test -n "$got" -a "$got" = "$ref"
+
+# Exported memory in transparent mode: the runtime refuses before anything is
+# written (REFUSE ipc), naming it; the shepherd names the process.
+E=$GK_SCRATCH/transparent-export
+env "${GK_STANDIN_ENV[@]}" GPUCKPT_LOG_LEVEL=info "$SHEP" run --criu "$FAKE" --dir "$E" \
+	--uid 0 --gid 0 -- env "${GK_RUNTIME_ENV[@]}" GPUCKPT_LOG_LEVEL=info GPUCKPT_MODE=transparent \
+	"$PROG" --steps 12 --delay-ms 150 --survive-term --export >"$GK_SCRATCH/e.out" 2>"$GK_SCRATCH/e.err" &
+spid=$!
+for _ in $(seq 300); do grep -q "step 3" "$GK_SCRATCH/e.out" 2>/dev/null && break; sleep 0.1; done
+kill -TERM $spid
+wait $spid
+check "transparent: exported mapped memory is refused by the runtime and the shepherd, nothing written" \
+	eval 'grep -q "transparent: refused, no checkpoint taken: this process holds device memory exported to other processes" "$GK_SCRATCH/e.err" &&
+		grep -q "transparent: no checkpoint of pid [0-9]*: pid [0-9]* holds device memory shared with another process" "$GK_SCRATCH/e.err" &&
+		! grep -q "vmm: released" "$GK_SCRATCH/e.err" &&
+		test -z "$(ls -A "$E" 2>/dev/null | grep -vx gpuckpt.events)"'
