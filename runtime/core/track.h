@@ -18,7 +18,7 @@
 	X(POOL_IPC, "memory pool pointers shared between processes")                              \
 	X(VMM_IMPORT, "device memory imported from another process (cuMemImportFromShareableHandle)") \
 	X(VMM_EXPORT, "device memory exported to other processes (cuMemExportToShareableHandle)") \
-	X(VMM_OTHER, "memory from cuMemCreate that is not plain device memory (host or NUMA location)") \
+	X(VMM_OTHER, "memory mapped with cuMemMap that gpuckpt cannot save (not plain device memory, or outside the reservations it saw)") \
 	X(UNPLACED, "device memory the runtime could not place at a fixed address")
 
 enum gk_unsupported {

@@ -117,8 +117,6 @@ static void handle_drop_locked(struct handle *h)
 			*p = h->next;
 			break;
 		}
-	if (!h->saveable)
-		gk_track(GK_UNSUP_VMM_OTHER, -1);
 	free(h);
 }
 
@@ -128,6 +126,11 @@ static const struct resv *resv_of(CUdeviceptr p, size_t n)
 		if (p >= r->base && n <= r->size && p - r->base <= r->size - n)
 			return r;
 	return NULL;
+}
+
+static int saveable(const struct mapping *m)
+{
+	return m->h && m->h->saveable && m->r;
 }
 
 /* ---- reservations ---- */
@@ -289,9 +292,7 @@ CUresult gk_on_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 	h->saveable = prop->type == CU_MEM_ALLOCATION_TYPE_PINNED &&
 		      prop->location.type == CU_MEM_LOCATION_TYPE_DEVICE && prop->location.id >= 0 &&
 		      prop->location.id < GK_MAX_DEVICES;
-	if (!h->saveable)
-		gk_track(GK_UNSUP_VMM_OTHER, 1);
-	else if (!gk_arenas[prop->location.id]) {
+	if (h->saveable && !gk_arenas[prop->location.id]) {
 		/* The checkpoint lists the device and copies through its
 		 * context: set the arena up now if the program is on it. */
 		CUdevice cur;
@@ -429,6 +430,11 @@ CUresult gk_on_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 	m->next = maps;
 	maps = m;
 	pthread_mutex_unlock(&lock);
+	/* Never a mapping left out of a checkpoint silently: what cannot be
+	 * saved (memory not on a device, a handle from elsewhere, a range
+	 * reserved where the runtime did not see it) refuses it while mapped. */
+	if (!saveable(m))
+		gk_track(GK_UNSUP_VMM_OTHER, 1);
 out:
 	gk_gate_leave();
 	return res;
@@ -450,6 +456,8 @@ CUresult gk_on_cuMemUnmap(CUdeviceptr ptr, size_t size)
 
 			if (m->addr >= ptr && m->addr - ptr < size) {
 				*p = m->next;
+				if (!saveable(m))
+					gk_track(GK_UNSUP_VMM_OTHER, -1);
 				if (m->h) {
 					m->h->nmaps--;
 					handle_drop_locked(m->h);
@@ -503,10 +511,6 @@ CUresult gk_on_cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDes
 
 /* ---- checkpoint ---- */
 
-static int saveable(const struct mapping *m)
-{
-	return m->h && m->h->saveable && m->r;
-}
 
 size_t gk_vmm_count(void)
 {
