@@ -6,7 +6,7 @@
  * memory; at --checkpoint-at it asks for a checkpoint; at the end it prints the
  * reservation's address and a checksum of both mappings read back.
  *
- *   prog-vmm [--steps N] [--checkpoint-at K] [--exit-after-checkpoint]
+ *   prog-vmm [--steps N] [--checkpoint-at K]... [--exit-after-checkpoint]
  *            [--delay-ms D] [--survive-term] [--export]
  *
  * --export: the second allocation is exported as a file descriptor, as NCCL
@@ -75,7 +75,8 @@ static uint64_t checksum(CUdeviceptr p, size_t bytes, CUresult *r)
 
 int main(int argc, char **argv)
 {
-	long steps = 10, ckpt_at = -1, step = 0;
+	long steps = 10, ckpt_at[4] = {-1, -1, -1, -1}, step = 0;
+	int nckpt = 0;
 	int exit_after = 0, rc;
 	long delay_ms = 0;
 	int export = 0, fd = -1;
@@ -92,8 +93,8 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--steps") && i + 1 < argc)
 			steps = atol(argv[++i]);
-		else if (!strcmp(argv[i], "--checkpoint-at") && i + 1 < argc)
-			ckpt_at = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--checkpoint-at") && i + 1 < argc && nckpt < 4)
+			ckpt_at[nckpt++] = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--exit-after-checkpoint"))
 			exit_after = 1;
 		else if (!strcmp(argv[i], "--delay-ms") && i + 1 < argc)
@@ -163,7 +164,8 @@ int main(int argc, char **argv)
 		/* A checkpoint point every step, as a real loop has: a request
 		 * may be taken a step or two later (staging still being set up). */
 		rc = gpuckpt_point(step);
-		if (step == ckpt_at) {
+		if (step == ckpt_at[0] || step == ckpt_at[1] || step == ckpt_at[2] ||
+		    step == ckpt_at[3]) {
 			/* Taken at this step: a request that comes while the
 			 * runtime still sets up its staging is deferred to a
 			 * later point, so this one is tried until it answers. */

@@ -14,7 +14,7 @@
 B=$top_builddir/tests/runtime
 PROG=$B/prog-vmm
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
-PLAN=16
+PLAN=17
 tap_plan $PLAN
 gk_scratch
 gk_need_built "$GK_STANDIN_DIR/libcuda.so.1" "$GK_RUNTIME" "$PROG" "$SHEP"
@@ -49,6 +49,18 @@ for gpu in 0 2; do
 	check "... at the checkpointed run's reservation address ($va), with the uninterrupted checksum ($got)" \
 		test -n "$va" -a "$got" = "va $va sum $ref"
 done
+
+# The second checkpoint of a run is an increment written in the background while the
+# program goes on rewriting its mappings: the restore must hold the state of
+# its step, none of what came after.
+B2=$GK_SCRATCH/background
+with_runtime env GPUCKPT_DIR="$B2" GPUCKPT_LOG_LEVEL=info "$PROG" --steps 12 --checkpoint-at 3 \
+	--checkpoint-at 6 >"$GK_SCRATCH/bg.out" 2>&1
+with_runtime env GPUCKPT_DIR="$B2" GPUCKPT_RESTORE=auto "$PROG" --steps 12 >"$GK_SCRATCH/bg-r.out" 2>&1
+got=$(sed -n 's/^prog-vmm: done: va .* sum //p' "$GK_SCRATCH/bg-r.out")
+check "a checkpoint written in the background restores at its step with the uninterrupted checksum ($got)" \
+	eval 'grep -q "ckpt.000002: wrote .*increment 1 of ckpt.000001.*the rest in the background" "$GK_SCRATCH/bg.out" && grep -q "restored at step 6\$" "$GK_SCRATCH/bg-r.out" &&
+		test -n "$got" -a "$got" = "$ref"'
 
 # Memory exported to other processes cannot be saved with this one: refused,
 # by name, and the program is told (GPUCKPT_NOT_SAVED) and goes on.
