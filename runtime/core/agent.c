@@ -19,6 +19,7 @@
 #include "error.h"
 #include "clock.h"
 #include "arena.h"
+#include "vmm.h"
 #include "driver.h"
 #include "fork_maps.h"
 #include "image.h"
@@ -158,7 +159,7 @@ static uint64_t release_all(void)
 	for (int i = 0; i < GK_MAX_DEVICES; i++)
 		if (gk_arenas[i])
 			bytes += gk_arena_release_memory(gk_arenas[i]);
-	return bytes;
+	return bytes + gk_vmm_release_memory();
 }
 
 /* Map the arenas again and load the image in dir: after a restore, or when the
@@ -186,6 +187,10 @@ static void reload_all(const char *dir, const struct gk_manifest *m)
 				     gk_cu_name(r));
 			ret = -ENOMEM;
 		}
+	}
+	if (!ret && gk_vmm_remap_memory() < 0) {
+		gk_errprintf(&err, "cannot map the memory the program mapped itself again");
+		ret = -ENOMEM;
 	}
 	if (!ret)
 		ret = gk_restore_items(dir, m, &items, &nitems, &fds, &bytes, &err);

@@ -21,6 +21,7 @@ libgkcore_la_SOURCES = \
 	%reldir%/arena.c %reldir%/arena.h \
 	%reldir%/memory.c \
 	%reldir%/track.c %reldir%/track.h %reldir%/track_hooks.c \
+	%reldir%/vmm.c %reldir%/vmm.h \
 	%reldir%/peer.c %reldir%/peer.h \
 	%reldir%/peer_access.c %reldir%/peer_access.h \
 	%reldir%/trigger.c %reldir%/trigger.h \
