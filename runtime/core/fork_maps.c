@@ -13,19 +13,29 @@
  * parent marks every /dev/nvidia* mapping MADV_DONTFORK: the child starts
  * without them, and the parent keeps them unchanged.
  *
- * Cost: one read of /proc/self/maps per fork, in transparent mode only.
- * The reading uses no stdio and no malloc, since other threads may hold
- * their locks while this process forks.
+ * The same holds for the driver's open device files, which a fork without
+ * exec keeps: CRIU refuses to dump a child holding /dev/nvidiactl ("Can't
+ * dump file 8 of that type (chr 195:255)", the next failure of the same
+ * training loop). In the child each such descriptor is pointed at /dev/null
+ * instead of closed, so that its number stays taken: a later open() in the
+ * child cannot get it and have the driver's calls land on the child's file.
+ *
+ * Cost: one read of /proc/self/maps per fork, and one of /proc/self/fd in
+ * the child, in transparent mode only. Neither uses stdio or malloc: other
+ * threads may hold their locks while this process forks, and the child may
+ * only make async-signal-safe calls.
  */
 #include "config.h"
 
 #include "fork_maps.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 /* One line of /proc/PID/maps: "start-end perms offset dev inode   path". */
@@ -78,9 +88,58 @@ static void before_fork(void)
 	close(fd);
 }
 
+/* The child's descriptor NAME (a decimal entry of /proc/self/fd): pointed
+ * at DEVNULL when it is a /dev/nvidia* file, keeping its close-on-exec flag.
+ * DIR is the descriptor being read. */
+static void blank_fd(const char *name, int devnull, int dir)
+{
+	static const char dev[] = "/dev/nvidia";
+	char link[32] = "/proc/self/fd/", target[64];
+	size_t n = strlen(link);
+	ssize_t len;
+	int fd = 0, flags;
+
+	for (const char *p = name; *p; p++) {
+		if (*p < '0' || *p > '9' || n >= sizeof(link) - 1)
+			return;
+		fd = fd * 10 + (*p - '0');
+		link[n++] = *p;
+	}
+	link[n] = '\0';
+	if (fd == devnull || fd == dir)
+		return;
+	len = readlink(link, target, sizeof(target) - 1);
+	if (len < (ssize_t)sizeof(dev) - 1 || memcmp(target, dev, sizeof(dev) - 1) != 0)
+		return;
+	flags = fcntl(fd, F_GETFD);
+	(void)dup3(devnull, fd, flags >= 0 && (flags & FD_CLOEXEC) ? O_CLOEXEC : 0);
+}
+
+static void after_fork_child(void)
+{
+	char buf[4096];
+	long n;
+	int dir = open("/proc/self/fd", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int devnull = open("/dev/null", O_RDWR | O_CLOEXEC);
+
+	if (dir >= 0 && devnull >= 0)
+		while ((n = syscall(SYS_getdents64, dir, buf, sizeof(buf))) > 0)
+			for (long off = 0; off < n;) {
+				struct dirent64 *d = (struct dirent64 *)(buf + off);
+
+				if (d->d_name[0] != '.')
+					blank_fd(d->d_name, devnull, dir);
+				off += d->d_reclen;
+			}
+	if (dir >= 0)
+		close(dir);
+	if (devnull >= 0)
+		close(devnull);
+}
+
 static void register_handler(void)
 {
-	(void)pthread_atfork(before_fork, NULL, NULL);
+	(void)pthread_atfork(before_fork, NULL, after_fork_child);
 }
 
 void gk_fork_maps_guard(void)
