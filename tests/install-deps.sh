@@ -28,6 +28,8 @@ packages=(
 	# the manifest's JSON Schema (tests/image/manifest-schema.sh)
 	python3-jsonschema
 	dpkg-dev debhelper lintian clang-14 libclang-rt-14-dev
+	# the RPMs (make rpm, tests/packages/rpm.sh): rpmbuild and rpmlint
+	rpm rpmlint
 	# containers (tests/slurm/e2e-containers.sh): images, enroot/pyxis builds, podman
 	squashfs-tools libbsd-dev linux-libc-dev podman runc
 	openmpi-bin libopenmpi-dev libpmix-dev
