@@ -53,8 +53,8 @@ rpm_name() {
 	*) echo "$1" ;;
 	esac
 }
-DEBS=$(sed -n 's/^Package: *//p' "$top/debian/control")
-PKGS=$(for d in $DEBS; do rpm_name "$d"; done)
+DEBS=$(sed -n 's/^Package: *//p' "$top/debian/control" | tr '\n' ' ')
+PKGS=$(for d in $DEBS; do rpm_name "$d"; done | tr '\n' ' ')
 
 # 1. make rpm.
 if [ -n "${GK_RPMS:-}" ]; then
@@ -76,14 +76,14 @@ for p in $PKGS; do
 done
 missing=""
 for p in $PKGS; do [ -n "${file[$p]}" ] || missing+=" $p"; done
-check "the packages of debian/control, RPM-named: $(echo $PKGS)${missing:+ (missing:$missing)}" [ -z "$missing" ]
+check "the packages of debian/control, RPM-named: ${PKGS% }${missing:+ (missing:$missing)}" [ -z "$missing" ]
 
 # 3. rpmlint, with EL's rules.
-all=$(find "$rpms" -name '*.rpm')
-lint=$(rpmlint -c "$top/gpuckpt-rpmlint.toml" $all 2>&1)
+mapfile -t all < <(find "$rpms" -name '*.rpm')
+lint=$(rpmlint -c "$top/gpuckpt-rpmlint.toml" "${all[@]}" 2>&1)
 errors=$(grep -E ': E: ' <<<"$lint")
-[ -n "$all" ] || errors="no RPMs to lint"
-check "rpmlint over the $(wc -w <<<"$all") RPMs: no errors ($(grep -cE ': W: ' <<<"$lint") warnings)" [ -z "$errors" ]
+[ ${#all[@]} -gt 0 ] || errors="no RPMs to lint"
+check "rpmlint over the ${#all[@]} RPMs: no errors ($(grep -cE ': W: ' <<<"$lint") warnings)" [ -z "$errors" ]
 [ -z "$lint" ] || tap_diag "$lint"
 
 # 4. make install, with the spec's folders.
