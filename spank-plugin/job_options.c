@@ -1,7 +1,7 @@
 #include "config.h"
 
 #include "job_options.h"
-#include "settings_env.h"
+#include "common/settings_env.h"
 
 #include <errno.h>
 #include <stdio.h>

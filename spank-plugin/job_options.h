@@ -18,7 +18,7 @@
 
 #include <stddef.h>
 
-#include "settings_env.h"
+#include "common/settings_env.h"
 #include "site_args.h"
 
 enum gk_option_id {

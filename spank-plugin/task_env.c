@@ -2,8 +2,8 @@
 
 #include "task_env.h"
 #include "container_env.h"
-#include "ckptname.h"
-#include "settings_env.h"
+#include "image/ckptname.h"
+#include "common/settings_env.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -69,7 +69,7 @@ nodist_libgkcore_la_SOURCES = %reldir%/capture/hash_kernel_image.c
 CLEANFILES += %reldir%/capture/hash_kernel_image.c %reldir%/capture/hash_kernel.fatbin
 %reldir%/capture/hash_kernel.fatbin: %reldir%/capture/hash_kernel.cu %reldir%/capture/segment_hash.h
 	@$(MKDIR_P) $(@D)
-	$(AM_V_GEN)$(NVCC) -fatbin -O3 -I$(srcdir)/%reldir%/capture \
+	$(AM_V_GEN)$(NVCC) -fatbin -O3 -I$(top_srcdir)/runtime \
 		-gencode arch=compute_75,code=compute_75 \
 		-gencode arch=`echo $(NVCC_ARCH) | sed 's/^sm_/compute_/'`,code=$(NVCC_ARCH) \
 		-o $@ $(srcdir)/%reldir%/capture/hash_kernel.cu

@@ -11,8 +11,8 @@
 #include "config.h"
 
 #include "stage.h"
-#include "fsafe.h"
-#include "image.h"
+#include "common/fsafe.h"
+#include "image/image.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -8,9 +8,9 @@
 #include "config.h"
 
 #include "stage.h"
-#include "fsafe.h"
-#include "testhook.h"
-#include "settings_env.h"
+#include "common/fsafe.h"
+#include "common/testhook.h"
+#include "common/settings_env.h"
 
 #include <errno.h>
 #include <signal.h>

@@ -29,7 +29,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "error.h"
+#include "common/error.h"
 
 /* The root-only folder gpuckpt-stage keeps in each root. Not a job id, so
  * no job's folder can be named like it. */

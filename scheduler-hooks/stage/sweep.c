@@ -13,8 +13,8 @@
 #include "config.h"
 
 #include "stage.h"
-#include "ckpt_dir.h"
-#include "fsafe.h"
+#include "spank-plugin/ckpt_dir.h"
+#include "common/fsafe.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -17,8 +17,8 @@
 
 #include "tap.h"
 
-#include "changes.h"
-#include "runtime.h"
+#include "core/capture/changes.h"
+#include "core/state/runtime.h"
 
 #include <cuda.h>
 #include <stdarg.h>

@@ -8,8 +8,8 @@
  */
 #include "config.h"
 
-#include "intervals.h"
-#include "layout.h"
+#include "core/placement/intervals.h"
+#include "core/placement/layout.h"
 #include "tap.h"
 
 #include <errno.h>

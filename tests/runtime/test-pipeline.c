@@ -23,12 +23,12 @@
 
 #include "tap.h"
 
-#include "gate.h"
-#include "image.h"
-#include "phase.h"
-#include "pipeline.h"
-#include "runtime.h"
-#include "writer.h"
+#include "core/interpose/gate.h"
+#include "image/image.h"
+#include "core/state/phase.h"
+#include "core/control/pipeline.h"
+#include "core/state/runtime.h"
+#include "core/capture/writer.h"
 
 #include <cuda.h>
 #include <dirent.h>

@@ -21,9 +21,9 @@
 
 #include "tap.h"
 
-#include "arena.h"
-#include "layout.h"
-#include "runtime.h"
+#include "core/placement/arena.h"
+#include "core/placement/layout.h"
+#include "core/state/runtime.h"
 
 #include <cuda.h>
 #include <errno.h>

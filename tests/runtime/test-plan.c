@@ -26,12 +26,12 @@
 
 #include "tap.h"
 
-#include "baseline.h"
-#include "image.h"
-#include "plan.h"
-#include "regions.h"
-#include "restore.h"
-#include "runtime.h"
+#include "core/capture/baseline.h"
+#include "image/image.h"
+#include "core/capture/plan.h"
+#include "core/state/regions.h"
+#include "core/restore/restore.h"
+#include "core/state/runtime.h"
 
 #include <cuda.h>
 #include <dirent.h>

@@ -15,8 +15,8 @@
 
 #include "tap.h"
 
-#include "runtime.h"
-#include "snapshot.h"
+#include "core/state/runtime.h"
+#include "core/capture/snapshot.h"
 
 #include <cuda.h>
 #include <errno.h>

@@ -8,7 +8,7 @@
  */
 #include "config.h"
 
-#include "spread.h"
+#include "core/placement/spread.h"
 #include "tap.h"
 
 #include <stdlib.h>

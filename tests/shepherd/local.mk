@@ -8,10 +8,8 @@ TESTS += %reldir%/test-shepherd %reldir%/test-shepherd-cli.sh %reldir%/test-shep
 check_PROGRAMS += %reldir%/test-shepherd %reldir%/shep-client %reldir%/test-links
 # What ties a tree to processes outside it (links.c): real sockets, no CRIU.
 %canon_reldir%_test_links_SOURCES = %reldir%/test-links.c
-%canon_reldir%_test_links_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/shepherd
 %canon_reldir%_test_links_LDADD = $(GK_SHEPHERD_LIBS)
 %canon_reldir%_test_shepherd_SOURCES = %reldir%/test-shepherd.c
-%canon_reldir%_test_shepherd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/shepherd
 %canon_reldir%_test_shepherd_LDADD = $(GK_SHEPHERD_LIBS)
 # The runtime's side of the socket, for test-shepherd-flow.sh.
 %canon_reldir%_shep_client_SOURCES = %reldir%/shep-client.c

@@ -1,10 +1,10 @@
 #include "config.h"
 
-#include "baseline.h"
-#include "error.h"
-#include "log.h"
-#include "runtime.h"
-#include "ckptname.h"
+#include "core/capture/baseline.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "core/state/runtime.h"
+#include "image/ckptname.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -14,7 +14,7 @@
 #ifndef GK_BASELINE_H
 #define GK_BASELINE_H
 
-#include "image.h"
+#include "image/image.h"
 
 #include <stdint.h>
 

@@ -1,15 +1,15 @@
 #include "config.h"
 
-#include "changes.h"
-#include "error.h"
-#include "arena.h"
-#include "clock.h"
-#include "driver.h"
-#include "log.h"
-#include "runtime.h"
-#include "segment_hash.h"
-#include "transfer.h"
-#include "settings_env.h"
+#include "core/capture/changes.h"
+#include "common/error.h"
+#include "core/placement/arena.h"
+#include "common/clock.h"
+#include "core/driver/driver.h"
+#include "common/log.h"
+#include "core/state/runtime.h"
+#include "core/capture/segment_hash.h"
+#include "core/capture/transfer.h"
+#include "common/settings_env.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -14,7 +14,7 @@
 #ifndef GK_CHANGES_H
 #define GK_CHANGES_H
 
-#include "image.h"
+#include "image/image.h"
 
 #include <cuda.h>
 #include <stddef.h>

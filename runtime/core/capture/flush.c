@@ -23,14 +23,14 @@
  */
 #include "config.h"
 
-#include "flush.h"
-#include "error.h"
-#include "fsafe.h"
-#include "image.h"
-#include "log.h"
-#include "phase.h"
-#include "runtime.h"
-#include "ckptname.h"
+#include "core/capture/flush.h"
+#include "common/error.h"
+#include "common/fsafe.h"
+#include "image/image.h"
+#include "common/log.h"
+#include "core/state/phase.h"
+#include "core/state/runtime.h"
+#include "image/ckptname.h"
 
 #include <dirent.h>
 #include <errno.h>

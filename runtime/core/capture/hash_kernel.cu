@@ -11,7 +11,7 @@
  * address 16-byte aligned: chunks start at 512-byte aligned allocations plus
  * multiples of the chunk size); out[b] gets its hash.
  */
-#include "segment_hash.h"
+#include "core/capture/segment_hash.h"
 
 #include <stdint.h>
 

@@ -19,11 +19,11 @@
 #ifndef GK_PLAN_H
 #define GK_PLAN_H
 
-#include "error.h"
+#include "common/error.h"
 
-#include "changes.h"
-#include "image.h"
-#include "transfer.h"
+#include "core/capture/changes.h"
+#include "image/image.h"
+#include "core/capture/transfer.h"
 
 #include <cuda.h>
 #include <stddef.h>

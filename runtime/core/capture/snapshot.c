@@ -1,15 +1,15 @@
 #include "config.h"
 
-#include "snapshot.h"
-#include "error.h"
-#include "arena.h"
-#include "clock.h"
-#include "driver.h"
-#include "log.h"
-#include "numa.h"
-#include "runtime.h"
-#include "sizefmt.h"
-#include "settings_env.h"
+#include "core/capture/snapshot.h"
+#include "common/error.h"
+#include "core/placement/arena.h"
+#include "common/clock.h"
+#include "core/driver/driver.h"
+#include "common/log.h"
+#include "core/placement/numa.h"
+#include "core/state/runtime.h"
+#include "common/sizefmt.h"
+#include "common/settings_env.h"
 
 #include <ctype.h>
 #include <errno.h>

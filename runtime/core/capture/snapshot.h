@@ -18,9 +18,9 @@
 #ifndef GK_SNAPSHOT_H
 #define GK_SNAPSHOT_H
 
-#include "error.h"
+#include "common/error.h"
 
-#include "transfer.h"
+#include "core/capture/transfer.h"
 
 #include <cuda.h>
 #include <stddef.h>

@@ -1,9 +1,9 @@
 #include "config.h"
 
-#include "staging.h"
-#include "driver.h"
-#include "log.h"
-#include "numa.h"
+#include "core/capture/staging.h"
+#include "core/driver/driver.h"
+#include "common/log.h"
+#include "core/placement/numa.h"
 
 #include <pthread.h>
 #include <stdlib.h>

@@ -1,15 +1,15 @@
 #include "config.h"
 
-#include "transfer.h"
-#include "error.h"
-#include "clock.h"
-#include "order.h"
-#include "driver.h"
-#include "log.h"
-#include "io.h"
-#include "numa.h"
-#include "segment_hash.h"
-#include "staging.h"
+#include "core/capture/transfer.h"
+#include "common/error.h"
+#include "common/clock.h"
+#include "core/placement/order.h"
+#include "core/driver/driver.h"
+#include "common/log.h"
+#include "common/io.h"
+#include "core/placement/numa.h"
+#include "core/capture/segment_hash.h"
+#include "core/capture/staging.h"
 
 #include <errno.h>
 #include <stdarg.h>

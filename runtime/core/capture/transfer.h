@@ -7,9 +7,9 @@
 #ifndef GK_TRANSFER_H
 #define GK_TRANSFER_H
 
-#include "error.h"
+#include "common/error.h"
 
-#include "image.h"
+#include "image/image.h"
 
 #include <cuda.h>
 #include <stddef.h>

@@ -1,12 +1,12 @@
 #include "config.h"
 
-#include "writer.h"
-#include "error.h"
-#include "image.h"
-#include "log.h"
-#include "runtime.h"
-#include "snapshot.h"
-#include "staging.h"
+#include "core/capture/writer.h"
+#include "common/error.h"
+#include "image/image.h"
+#include "common/log.h"
+#include "core/state/runtime.h"
+#include "core/capture/snapshot.h"
+#include "core/capture/staging.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -5,17 +5,17 @@
  */
 #include "config.h"
 
-#include "gpuckpt.h"
-#include "gpuckpt_coord.h"
-#include "regions.h"
-#include "coord.h"
-#include "dump.h"
-#include "log.h"
-#include "restore.h"
-#include "runtime.h"
-#include "start.h"
-#include "trigger.h"
-#include "export.h"
+#include "include/gpuckpt.h"
+#include "include/gpuckpt_coord.h"
+#include "core/state/regions.h"
+#include "core/control/coord.h"
+#include "core/control/dump.h"
+#include "common/log.h"
+#include "core/restore/restore.h"
+#include "core/state/runtime.h"
+#include "core/control/start.h"
+#include "core/control/trigger.h"
+#include "common/export.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -15,21 +15,21 @@
  */
 #include "config.h"
 
-#include "coord.h"
-#include "error.h"
-#include "dump.h"
-#include "image.h"
-#include "log.h"
-#include "phase.h"
-#include "runtime.h"
-#include "stepset.h"
-#include "trigger.h"
-#include "settings_env.h"
+#include "core/control/coord.h"
+#include "common/error.h"
+#include "core/control/dump.h"
+#include "image/image.h"
+#include "common/log.h"
+#include "core/state/phase.h"
+#include "core/state/runtime.h"
+#include "image/stepset.h"
+#include "core/control/trigger.h"
+#include "common/settings_env.h"
 
-#include "gpuckpt.h"
-#include "gpuckpt_coord.h"
-#include "ckptname.h"
-#include "export.h"
+#include "include/gpuckpt.h"
+#include "include/gpuckpt_coord.h"
+#include "image/ckptname.h"
+#include "common/export.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -1,12 +1,12 @@
 #include "config.h"
 
-#include "dump.h"
-#include "changes.h"
-#include "pipeline.h"
-#include "runtime.h"
-#include "snapshot.h"
-#include "staging.h"
-#include "writer.h"
+#include "core/control/dump.h"
+#include "core/capture/changes.h"
+#include "core/control/pipeline.h"
+#include "core/state/runtime.h"
+#include "core/capture/snapshot.h"
+#include "core/capture/staging.h"
+#include "core/capture/writer.h"
 
 int gk_dump(long step, int exiting, int *background)
 {

@@ -14,8 +14,8 @@
 #ifndef GK_DUMP_H
 #define GK_DUMP_H
 
-#include "error.h"
-#include "pipeline.h"
+#include "common/error.h"
+#include "core/control/pipeline.h"
 
 #include <cuda.h>
 #include <stddef.h>

@@ -4,22 +4,22 @@
  * the concerns' hooks (phase.h) run at the start of each phase.
  */
 #include "config.h"
-#include "settings_env.h"
+#include "common/settings_env.h"
 
-#include "pipeline.h"
-#include "arena.h"
-#include "baseline.h"
-#include "clock.h"
-#include "driver.h"
-#include "error.h"
-#include "eventlog.h"
-#include "gate.h"
-#include "log.h"
-#include "plan.h"
-#include "runtime.h"
-#include "snapshot.h"
-#include "writer.h"
-#include "ckptname.h"
+#include "core/control/pipeline.h"
+#include "core/placement/arena.h"
+#include "core/capture/baseline.h"
+#include "common/clock.h"
+#include "core/driver/driver.h"
+#include "common/error.h"
+#include "core/state/eventlog.h"
+#include "core/interpose/gate.h"
+#include "common/log.h"
+#include "core/capture/plan.h"
+#include "core/state/runtime.h"
+#include "core/capture/snapshot.h"
+#include "core/capture/writer.h"
+#include "image/ckptname.h"
 
 #include <errno.h>
 #include <stdio.h>

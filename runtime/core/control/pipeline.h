@@ -25,10 +25,10 @@
 #ifndef GK_PIPELINE_H
 #define GK_PIPELINE_H
 
-#include "error.h"
-#include "image.h"
-#include "phase.h"
-#include "plan.h"
+#include "common/error.h"
+#include "image/image.h"
+#include "core/state/phase.h"
+#include "core/capture/plan.h"
 
 #include <cuda.h>
 #include <stdint.h>

@@ -5,16 +5,16 @@
  */
 #include "config.h"
 
-#include "start.h"
-#include "error.h"
-#include "runtime.h"
-#include "gate.h"
-#include "log.h"
-#include "restore.h"
-#include "agent.h"
-#include "exec_guard.h"
-#include "trigger.h"
-#include "eventlog.h"
+#include "core/control/start.h"
+#include "common/error.h"
+#include "core/state/runtime.h"
+#include "core/interpose/gate.h"
+#include "common/log.h"
+#include "core/restore/restore.h"
+#include "core/control/agent.h"
+#include "core/interpose/exec_guard.h"
+#include "core/control/trigger.h"
+#include "core/state/eventlog.h"
 
 #include <pthread.h>
 

@@ -1,10 +1,10 @@
 #include "config.h"
 
-#include "trigger.h"
-#include "driver.h"
-#include "log.h"
-#include "runtime.h"
-#include "export.h"
+#include "core/control/trigger.h"
+#include "core/driver/driver.h"
+#include "common/log.h"
+#include "core/state/runtime.h"
+#include "common/export.h"
 
 #include <dlfcn.h>
 #include <errno.h>

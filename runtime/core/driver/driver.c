@@ -1,7 +1,7 @@
 #include "config.h"
 
-#include "driver.h"
-#include "log.h"
+#include "core/driver/driver.h"
+#include "common/log.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -20,7 +20,7 @@ struct hook_pair {
 
 #define GK_OWN(name, params, args) CUresult name params;
 #define GK_GATED(name, params, args) CUresult name params;
-#include "hooks.def"
+#include "core/driver/hooks.def"
 
 static const struct {
 	const char *symbol;
@@ -30,7 +30,7 @@ static const struct {
 #define GK_OWN(name, params, args) {#name, offsetof(struct gk_driver, name), (void *)name},
 #define GK_GATED(name, params, args) {#name, offsetof(struct gk_driver, name), (void *)name},
 #define GK_REAL(name) {#name, offsetof(struct gk_driver, name), NULL},
-#include "hooks.def"
+#include "core/driver/hooks.def"
 };
 
 #define NENTRIES (sizeof(entries) / sizeof(entries[0]))

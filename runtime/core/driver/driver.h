@@ -20,7 +20,7 @@ struct gk_driver {
 #define GK_OWN(name, params, args) CUresult(*name) params;
 #define GK_GATED(name, params, args) CUresult(*name) params;
 #define GK_REAL(name) __typeof__(&name) name;
-#include "hooks.def"
+#include "core/driver/hooks.def"
 };
 
 extern struct gk_driver gk_real;

@@ -18,11 +18,11 @@
  */
 #include "config.h"
 
-#include "driver.h"
-#include "exec_guard.h"
-#include "log.h"
-#include "runtime.h"
-#include "export.h"
+#include "core/driver/driver.h"
+#include "core/interpose/exec_guard.h"
+#include "common/log.h"
+#include "core/state/runtime.h"
+#include "common/export.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 #include "config.h"
 
-#include "gate.h"
+#include "core/interpose/gate.h"
 
 #include <linux/membarrier.h>
 #include <pthread.h>

@@ -2,9 +2,9 @@
 #ifndef GK_HANDLERS_H
 #define GK_HANDLERS_H
 
-#include "driver.h"
+#include "core/driver/driver.h"
 
 #define GK_OWN(name, params, args) CUresult gk_on_##name params;
-#include "hooks.def"
+#include "core/driver/hooks.def"
 
 #endif

@@ -8,12 +8,12 @@
  */
 #include "config.h"
 
-#include "driver.h"
-#include "gate.h"
-#include "handlers.h"
-#include "runtime.h"
-#include "start.h"
-#include "export.h"
+#include "core/driver/driver.h"
+#include "core/interpose/gate.h"
+#include "core/interpose/handlers.h"
+#include "core/state/runtime.h"
+#include "core/control/start.h"
+#include "common/export.h"
 
 #include <dlfcn.h>
 #include <string.h>
@@ -21,7 +21,7 @@
 /* Prototypes first: most _ptsz/_ptds variants have no declaration in cuda.h. */
 #define GK_OWN(name, params, args) GK_EXPORT CUresult name params;
 #define GK_GATED(name, params, args) GK_EXPORT CUresult name params;
-#include "hooks.def"
+#include "core/driver/hooks.def"
 
 #define GK_OWN(name, params, args)                                                                 \
 	CUresult name params                                                                       \
@@ -45,7 +45,7 @@
 		gk_gate_leave();                                                                   \
 		return r;                                                                          \
 	}
-#include "hooks.def"
+#include "core/driver/hooks.def"
 
 CUresult gk_on_cuInit(unsigned int Flags)
 {

@@ -5,13 +5,13 @@
  */
 #include "config.h"
 
-#include "arena.h"
-#include "driver.h"
-#include "gate.h"
-#include "handlers.h"
-#include "log.h"
-#include "runtime.h"
-#include "track.h"
+#include "core/placement/arena.h"
+#include "core/driver/driver.h"
+#include "core/interpose/gate.h"
+#include "core/interpose/handlers.h"
+#include "common/log.h"
+#include "core/state/runtime.h"
+#include "core/state/track.h"
 
 #include <stdint.h>
 

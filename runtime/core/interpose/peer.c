@@ -1,13 +1,13 @@
 #include "config.h"
 
-#include "peer.h"
-#include "peer_access.h"
-#include "arena.h"
-#include "driver.h"
-#include "handlers.h"
-#include "log.h"
-#include "phase.h"
-#include "runtime.h"
+#include "core/interpose/peer.h"
+#include "core/placement/peer_access.h"
+#include "core/placement/arena.h"
+#include "core/driver/driver.h"
+#include "core/interpose/handlers.h"
+#include "common/log.h"
+#include "core/state/phase.h"
+#include "core/state/runtime.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -8,14 +8,14 @@
  */
 #include "config.h"
 
-#include "track.h"
-#include "arena.h"
-#include "driver.h"
-#include "dump.h"
-#include "gate.h"
-#include "handlers.h"
-#include "log.h"
-#include "runtime.h"
+#include "core/state/track.h"
+#include "core/placement/arena.h"
+#include "core/driver/driver.h"
+#include "core/control/dump.h"
+#include "core/interpose/gate.h"
+#include "core/interpose/handlers.h"
+#include "common/log.h"
+#include "core/state/runtime.h"
 
 #define PASS(call)                                                                                 \
 	do {                                                                                       \

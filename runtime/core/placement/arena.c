@@ -1,13 +1,13 @@
 #include "config.h"
 
-#include "arena.h"
-#include "clock.h"
-#include "driver.h"
-#include "log.h"
-#include "peer_access.h"
-#include "runtime.h"
-#include "track.h"
-#include "settings_env.h"
+#include "core/placement/arena.h"
+#include "common/clock.h"
+#include "core/driver/driver.h"
+#include "common/log.h"
+#include "core/placement/peer_access.h"
+#include "core/state/runtime.h"
+#include "core/state/track.h"
+#include "common/settings_env.h"
 
 #include <errno.h>
 #include <stdio.h>

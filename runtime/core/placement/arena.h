@@ -22,9 +22,9 @@
 #ifndef GK_ARENA_H
 #define GK_ARENA_H
 
-#include "driver.h"
-#include "intervals.h"
-#include "layout.h"
+#include "core/driver/driver.h"
+#include "core/placement/intervals.h"
+#include "core/placement/layout.h"
 
 #include <cuda.h>
 #include <pthread.h>

@@ -1,6 +1,6 @@
 #include "config.h"
 
-#include "intervals.h"
+#include "core/placement/intervals.h"
 
 #include <errno.h>
 

@@ -1,6 +1,6 @@
 #include "config.h"
 
-#include "layout.h"
+#include "core/placement/layout.h"
 
 #include <errno.h>
 

@@ -24,7 +24,7 @@
 #ifndef GK_LAYOUT_H
 #define GK_LAYOUT_H
 
-#include "intervals.h"
+#include "core/placement/intervals.h"
 
 #include <stdint.h>
 

@@ -1,9 +1,9 @@
 #include "config.h"
 
-#include "numa.h"
-#include "clock.h"
-#include "driver.h"
-#include "log.h"
+#include "core/placement/numa.h"
+#include "common/clock.h"
+#include "core/driver/driver.h"
+#include "common/log.h"
 
 #include <hwloc.h>
 #include <pthread.h>

@@ -1,6 +1,6 @@
 #include "config.h"
 
-#include "order.h"
+#include "core/placement/order.h"
 
 #define MAX_FILES 64 /* interleaved per device; files beyond follow in order */
 

@@ -4,8 +4,8 @@
  */
 #include "config.h"
 
-#include "peer_access.h"
-#include "driver.h"
+#include "core/placement/peer_access.h"
+#include "core/driver/driver.h"
 
 /* accessors[owner]: bit a set when device a may access owner's memory. */
 static uint64_t accessors[GK_MAX_DEVICES];

@@ -1,6 +1,6 @@
 #include "config.h"
 
-#include "spread.h"
+#include "core/placement/spread.h"
 
 static uint64_t align_up(uint64_t v, uint64_t a)
 {

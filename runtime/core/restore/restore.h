@@ -13,9 +13,9 @@
 #ifndef GK_RESTORE_H
 #define GK_RESTORE_H
 
-#include "error.h"
+#include "common/error.h"
 
-#include "arena.h"
+#include "core/placement/arena.h"
 
 #include <stdint.h>
 

@@ -3,10 +3,10 @@
  */
 #include "config.h"
 
-#include "eventlog.h"
-#include "log.h"
-#include "procstat.h"
-#include "runtime.h"
+#include "core/state/eventlog.h"
+#include "common/log.h"
+#include "common/procstat.h"
+#include "core/state/runtime.h"
 
 #include <errno.h>
 #include <fcntl.h>

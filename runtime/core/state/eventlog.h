@@ -14,7 +14,7 @@
 
 #include <stdint.h>
 
-#include "events.h"
+#include "common/events.h"
 
 /* Once per process, from the runtime's start: the time origin of `elapsed`. */
 void gk_eventlog_init(void);

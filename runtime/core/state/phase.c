@@ -6,7 +6,7 @@
  */
 #include "config.h"
 
-#include "phase.h"
+#include "core/state/phase.h"
 
 #include <errno.h>
 #include <string.h>

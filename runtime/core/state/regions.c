@@ -4,7 +4,7 @@
  */
 #include "config.h"
 
-#include "regions.h"
+#include "core/state/regions.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -8,7 +8,7 @@
 #ifndef GK_REGIONS_H
 #define GK_REGIONS_H
 
-#include "image.h"
+#include "image/image.h"
 
 #include <pthread.h>
 #include <stddef.h>

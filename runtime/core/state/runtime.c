@@ -4,7 +4,7 @@
  */
 #include "config.h"
 
-#include "runtime.h"
+#include "core/state/runtime.h"
 
 #include <unistd.h>
 

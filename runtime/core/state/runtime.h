@@ -16,7 +16,7 @@
 #ifndef GK_RUNTIME_H
 #define GK_RUNTIME_H
 
-#include "settings.h"
+#include "common/settings.h"
 
 #include <stdint.h>
 

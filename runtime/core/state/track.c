@@ -5,11 +5,11 @@
  */
 #include "config.h"
 
-#include "track.h"
-#include "driver.h"
-#include "log.h"
-#include "phase.h"
-#include "shepherd_protocol.h"
+#include "core/state/track.h"
+#include "core/driver/driver.h"
+#include "common/log.h"
+#include "core/state/phase.h"
+#include "common/shepherd_protocol.h"
 
 #include <errno.h>
 #include <pthread.h>

@@ -8,7 +8,7 @@
  * kernel's place in the runtime, never evidence that the kernel itself works.
  */
 #include "standin_kernel.h"
-#include "segment_hash.h"
+#include "core/capture/segment_hash.h"
 
 #include <stdint.h>
 
