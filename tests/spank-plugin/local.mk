@@ -2,7 +2,7 @@
 # against its library without Slurm; fake_env.h stands in for a task's
 # environment. The Slurm cluster tests are in tests/slurm/.
 PLUGIN_UNIT_CPPFLAGS = $(AM_CPPFLAGS)
-PLUGIN_UNIT_LDADD = $(top_builddir)/spank-plugin/libgkspank.la
+PLUGIN_UNIT_LDADD = $(top_builddir)/spank-plugin/libgkspank.la $(GK_UNIT_LIBS)
 PLUGIN_UNIT_TESTS = \
 	%reldir%/test-site-args \
 	%reldir%/test-job-options \
