@@ -11,6 +11,7 @@
 #include "config.h"
 
 #include "stage.h"
+#include "stage_log.h"
 #include "common/fsafe.h"
 #include "image/image.h"
 

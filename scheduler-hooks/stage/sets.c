@@ -22,6 +22,7 @@
 #include "config.h"
 
 #include "stage.h"
+#include "stage_log.h"
 #include "spank-plugin/ckpt_dir.h"
 #include "common/fsafe.h"
 #include "image/image.h"
