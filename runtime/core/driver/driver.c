@@ -12,31 +12,20 @@
 struct gk_driver gk_real;
 int gk_driver_state;
 
-/* What each real entry point is replaced with when handed to the program. */
-struct hook_pair {
-	void *real;
-	void *hook;
-};
-
-#define GK_OWN(name, params, args) CUresult name params;
-#define GK_GATED(name, params, args) CUresult name params;
-#include "core/driver/hooks.def"
-
+/* Every entry point of hooks.def: its symbol and its place in gk_real. What
+ * each is replaced with when handed to the program is interpose.c's, which
+ * calls this module, never the other way round. */
 static const struct {
 	const char *symbol;
 	size_t offset;
-	void *hook;
 } entries[] = {
-#define GK_OWN(name, params, args) {#name, offsetof(struct gk_driver, name), (void *)name},
-#define GK_GATED(name, params, args) {#name, offsetof(struct gk_driver, name), (void *)name},
-#define GK_REAL(name) {#name, offsetof(struct gk_driver, name), NULL},
+#define GK_OWN(name, params, args) {#name, offsetof(struct gk_driver, name)},
+#define GK_GATED(name, params, args) {#name, offsetof(struct gk_driver, name)},
+#define GK_REAL(name) {#name, offsetof(struct gk_driver, name)},
 #include "core/driver/hooks.def"
 };
 
 #define NENTRIES (sizeof(entries) / sizeof(entries[0]))
-
-static struct hook_pair pairs[NENTRIES];
-static size_t npairs;
 static pthread_mutex_t load_lock = PTHREAD_MUTEX_INITIALIZER;
 
 gk_dlsym_fn gk_glibc_dlsym(void)
@@ -88,8 +77,6 @@ int gk_driver_load_slow(void)
 		/* Entry points a driver lacks stay NULL: their hooks then report
 		 * CUDA_ERROR_NOT_SUPPORTED, and nothing hands them out. */
 		memcpy((char *)&gk_real + entries[i].offset, &p, sizeof(p));
-		if (p && entries[i].hook)
-			pairs[npairs++] = (struct hook_pair){p, entries[i].hook};
 	}
 	if (!gk_real.cuGetErrorName || !gk_real.cuCtxGetCurrent || !gk_real.cuMemAddressReserve ||
 	    !gk_real.cuMemCreate || !gk_real.cuMemMap) {
@@ -104,27 +91,6 @@ int gk_driver_load_slow(void)
 out:
 	pthread_mutex_unlock(&load_lock);
 	return ret;
-}
-
-void *gk_driver_hook_for(void *p)
-{
-	if (!p)
-		return p;
-	if (__atomic_load_n(&gk_driver_state, __ATOMIC_ACQUIRE) == 0) {
-		/* Only a pointer into a loaded driver can need a hook: never load
-		 * the driver for a process that merely looks up "cu..." symbols. */
-		void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
-
-		if (!h)
-			return p;
-		dlclose(h);
-	}
-	if (gk_driver_ensure() < 0)
-		return p;
-	for (size_t i = 0; i < npairs; i++)
-		if (pairs[i].real == p)
-			return pairs[i].hook;
-	return p;
 }
 
 const char *gk_cu_name(CUresult r)

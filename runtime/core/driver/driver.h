@@ -36,9 +36,6 @@ static inline int gk_driver_ensure(void)
 	return gk_driver_load_slow();
 }
 
-/* The interposed function standing for a real driver entry point, or p itself. */
-void *gk_driver_hook_for(void *p);
-
 /* glibc's dlsym, behind the one libgpuckpt exports. */
 typedef void *(*gk_dlsym_fn)(void *handle, const char *symbol);
 gk_dlsym_fn gk_glibc_dlsym(void);

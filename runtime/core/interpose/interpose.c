@@ -16,6 +16,7 @@
 #include "common/export.h"
 
 #include <dlfcn.h>
+#include <stddef.h>
 #include <string.h>
 
 /* Prototypes first: most _ptsz/_ptds variants have no declaration in cuda.h. */
@@ -47,6 +48,44 @@
 	}
 #include "core/driver/hooks.def"
 
+/* What each real entry point is replaced with when handed to the program:
+ * its place in gk_real and the function above that interposes it. */
+static const struct {
+	size_t offset;
+	void *hook;
+} hooks[] = {
+#define GK_OWN(name, params, args) {offsetof(struct gk_driver, name), (void *)name},
+#define GK_GATED(name, params, args) {offsetof(struct gk_driver, name), (void *)name},
+#include "core/driver/hooks.def"
+};
+
+/* The interposed function standing for a real driver entry point, or p itself. */
+static void *hook_for(void *p)
+{
+	if (!p)
+		return p;
+	if (__atomic_load_n(&gk_driver_state, __ATOMIC_ACQUIRE) == 0) {
+		/* Only a pointer into a loaded driver can need a hook: never load
+		 * the driver for a process that merely looks up "cu..." symbols. */
+		void *h = dlopen("libcuda.so.1", RTLD_LAZY | RTLD_NOLOAD);
+
+		if (!h)
+			return p;
+		dlclose(h);
+	}
+	if (gk_driver_ensure() < 0)
+		return p;
+	/* Entry points the driver lacks are NULL in gk_real, and p is not. */
+	for (size_t i = 0; i < sizeof(hooks) / sizeof(hooks[0]); i++) {
+		void *real;
+
+		memcpy(&real, (const char *)&gk_real + hooks[i].offset, sizeof(real));
+		if (real == p)
+			return hooks[i].hook;
+	}
+	return p;
+}
+
 CUresult gk_on_cuInit(unsigned int Flags)
 {
 	CUresult r;
@@ -68,7 +107,7 @@ CUresult gk_on_cuGetProcAddress_v2(const char *symbol, void **pfn, int cudaVersi
 		return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;
 	r = gk_real.cuGetProcAddress_v2(symbol, pfn, cudaVersion, flags, symbolStatus);
 	if (r == CUDA_SUCCESS && pfn)
-		*pfn = gk_driver_hook_for(*pfn);
+		*pfn = hook_for(*pfn);
 	return r;
 }
 
@@ -82,7 +121,7 @@ CUresult gk_on_cuGetProcAddress(const char *symbol, void **pfn, int cudaVersion,
 		return CUDA_ERROR_NOT_SUPPORTED;
 	r = gk_real.cuGetProcAddress(symbol, pfn, cudaVersion, flags);
 	if (r == CUDA_SUCCESS && pfn)
-		*pfn = gk_driver_hook_for(*pfn);
+		*pfn = hook_for(*pfn);
 	return r;
 }
 
@@ -102,7 +141,7 @@ dlsym(void *handle, const char *symbol)
 	if (symbol[0] == 'c' && symbol[1] == 'u' && handle != RTLD_NEXT) {
 		void *p = real(handle, symbol);
 
-		return p && gk_driver_state >= 0 ? gk_driver_hook_for(p) : p;
+		return p && gk_driver_state >= 0 ? hook_for(p) : p;
 	}
 	return real(handle, symbol);
 }
