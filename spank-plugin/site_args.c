@@ -1,7 +1,7 @@
 #include "config.h"
 
 #include "site_args.h"
-#include "job_options.h"
+#include "values.h"
 
 #include <errno.h>
 #include <stdio.h>
