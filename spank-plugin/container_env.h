@@ -28,7 +28,7 @@
 
 #include "ckpt_dir.h"
 #include "site_args.h"
-#include "task_env.h"
+#include "env.h"
 
 #include "common/settings_env.h"
 
