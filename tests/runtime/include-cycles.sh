@@ -114,7 +114,8 @@ include_cycles() {
 # the objects built under BUILD/DIR... (run in the top of the source tree, so
 # that the files are named as in the tree). An object is named after its
 # source, with automake's "target-" prefix: .../.libs/libgkcore_la-arena.o is
-# DIR/arena.c. Symbols defined by more than one file (main, or a source built
+# DIR/arena.c; objects of sources that are no longer there are left out.
+# Symbols defined by more than one file (main, or a source built
 # into two libraries) are edges to each.
 call_cycles() {
 	local build=$1 o rel src name
@@ -133,7 +134,11 @@ call_cycles() {
 			[ -e "$rel/$name.$ext" ] && { src=$rel/$name.$ext; break; }
 		done
 		# A generated source (the embedded kernel): named as in the build.
-		[ -n "$src" ] || src=$rel/$name.c
+		# An object whose source is gone (a file moved since) is left out.
+		if [ -z "$src" ]; then
+			[ -e "$build/$rel/$name.c" ] || continue
+			src=$rel/$name.c
+		fi
 		nm -P "$o" 2>/dev/null | awk -v src="$src" '
 			$2 == "U" || $2 == "w" { print "U " src " " $1; next }
 			$2 ~ /^[TDBRVWGS]$/ { print "D " src " " $1 }'
