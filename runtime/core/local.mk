@@ -1,5 +1,6 @@
 # libgpuckpt.so: interposition of the CUDA driver, placement of device memory,
-# quiesce, dump, restore, triggers and the application interface.
+# quiesce, dump, restore, triggers and the application interface, in folders
+# by role (README.md; each folder's README says what it may call).
 # The placement policy, its data structure, the copy order and the spread of
 # a device's chunks over its files (spread.c) on their own, so
 # that tests can exercise them.
@@ -57,7 +58,9 @@ libgpuckpt_la_LIBADD = libgkcore.la libgkplace.la libgkimage.la libgkcommon.la
 # container's userland holds.
 libgpuckpt_la_LDFLAGS = $(AM_LDFLAGS) -version-info 0:0:0 -no-undefined -Wl,--no-undefined -Wl,-Bsymbolic-functions \
 	-Wl,--version-script=$(srcdir)/%reldir%/libgpuckpt.map '-Wl,-rpath,$$ORIGIN' -Wl,--disable-new-dtags
-EXTRA_DIST += %reldir%/libgpuckpt.map
+EXTRA_DIST += %reldir%/libgpuckpt.map %reldir%/README.md %reldir%/driver/README.md \
+	%reldir%/state/README.md %reldir%/placement/README.md %reldir%/capture/README.md \
+	%reldir%/restore/README.md %reldir%/control/README.md %reldir%/interpose/README.md
 
 # The change-key kernel (hash_kernel.cu), built by nvcc into a fatbinary -
 # machine code for NVCC_ARCH and PTX for compute_75, which the driver compiles

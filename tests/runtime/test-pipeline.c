@@ -1,5 +1,5 @@
 /*
- * test-pipeline.c - the checkpoint pipeline (runtime/core/pipeline.h) driven
+ * test-pipeline.c - the checkpoint pipeline (runtime/core/control/pipeline.h) driven
  * phase by phase on the CUDA driver stand-in, with the runtime linked in
  * (libgkcore): a program's device memory is placed by the runtime's own
  * hooks, and the checkpoints go to GPUCKPT_DIR (set by pipeline.sh).

@@ -1,6 +1,6 @@
 /*
  * test-placement.c - the placement policy at the unit: the arena
- * (runtime/core/arena.c) behind the interposed allocation entry points
+ * (runtime/core/placement/arena.c) behind the interposed allocation entry points
  * (memory.c), with the runtime linked in (libgkcore) and the CUDA stand-in
  * as the driver (placement.sh runs it with two stand-in GPUs).
  *
