@@ -162,14 +162,16 @@ PRODUCT="runtime spank-plugin scheduler-hooks"
 if [ "${1:-}" = --list ]; then
 	shift
 	# shellcheck disable=SC2086 # the folders, one word each
-	include_cycles ${@:-$PRODUCT}
+	[ $# -gt 0 ] || set -- $PRODUCT
+	include_cycles "$@"
 	exit
 fi
 if [ "${1:-}" = --calls ]; then
 	b=$2
 	shift 2
 	# shellcheck disable=SC2086 # the folders, one word each
-	call_cycles "$b" ${@:-$PRODUCT}
+	[ $# -gt 0 ] || set -- $PRODUCT
+	call_cycles "$b" "$@"
 	exit
 fi
 
