@@ -43,7 +43,7 @@ if [ $criu -eq 1 ] && ! dpkg-query -W -f='${Status}' criu 2>/dev/null | grep -q 
 	else
 		echo "install-deps: this system's packages have no CRIU 4 (candidate: ${v:-none});" \
 			"transparent mode needs it on the nodes: Debian trixie's criu 4.1.1 (or a newer" \
-			"release, or CRIU built from source, criu.org); see README.md, 'Transparent mode'" >&2
+			"release, or CRIU built from source, criu.org); see docs/transparent.md" >&2
 	fi
 fi
 if [ ${#missing[@]} -eq 0 ]; then

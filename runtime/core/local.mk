@@ -22,6 +22,7 @@ libgkcore_la_SOURCES = \
 	%reldir%/placement/arena.c %reldir%/placement/arena.h \
 	%reldir%/interpose/memory.c \
 	%reldir%/state/track.c %reldir%/state/track.h %reldir%/interpose/track_hooks.c \
+	%reldir%/interpose/vmm.c %reldir%/interpose/vmm.h \
 	%reldir%/interpose/peer.c %reldir%/interpose/peer.h \
 	%reldir%/placement/peer_access.c %reldir%/placement/peer_access.h \
 	%reldir%/control/trigger.c %reldir%/control/trigger.h \
@@ -38,6 +39,7 @@ libgkcore_la_SOURCES = \
 	%reldir%/capture/changes.c %reldir%/capture/changes.h %reldir%/capture/segment_hash.h \
 	%reldir%/capture/baseline.c %reldir%/capture/baseline.h \
 	%reldir%/control/agent.c %reldir%/control/agent.h \
+	%reldir%/control/fork_maps.c %reldir%/control/fork_maps.h \
 	%reldir%/capture/flush.c %reldir%/capture/flush.h \
 	%reldir%/restore/restore.c %reldir%/restore/restore.h \
 	%reldir%/control/coord.c %reldir%/control/coord.h \

@@ -148,7 +148,7 @@ struct gk_alloc_rec {
 	uint64_t address;     /* device virtual address; identical after restore */
 	uint64_t size;        /* bytes the application asked for */
 	uint64_t order;       /* allocation sequence number on its device */
-	char kind[16];        /* "alloc", "pitch", "async" */
+	char kind[16];        /* "alloc", "pitch", "async", "vmm" */
 	uint32_t nparts;      /* 0 for size 0 */
 	struct gk_part *parts;
 	uint32_t nchunks;     /* = ceil(size / chunk_size), 0 for size 0 */
@@ -157,7 +157,15 @@ struct gk_alloc_rec {
 	 * where the data lives (segment_hash.h), so that a process restored from
 	 * this checkpoint can write increments against it. 0: none recorded. */
 	int has_keys;
+	/* Kind "vmm", memory the program mapped itself (cuMemMap): the
+	 * reservation it lies in, which a restart reserves again at the same
+	 * address; order is that reservation's number among the process's
+	 * reservations. Outside the device's placed range. */
+	uint64_t resv_address, resv_size;
 };
+
+/* An allocation of memory the program mapped itself. */
+#define GK_KIND_VMM "vmm"
 
 /* One registered host region. */
 struct gk_region_rec {

@@ -693,7 +693,22 @@ static int parse_allocs(struct pctx *c, json_object *top, struct gk_manifest *m)
 		if (!d)
 			return fail(c, "%s is on device %d, which is not listed in 'devices'", what,
 				    a->device);
-		if (a->address < d->va_base || a->size > d->va_size ||
+		if (!strcmp(a->kind, GK_KIND_VMM)) {
+			/* Mapped by the program, where it reserved: outside the
+			 * placed range, inside its own reservation. */
+			json_object *rv;
+
+			if ((ret = get_typed(c, o, where, "reservation", json_type_object, &rv)) < 0 ||
+			    (ret = get_hex(c, rv, where, "address", &a->resv_address)) < 0 ||
+			    (ret = get_size(c, rv, where, "size", &a->resv_size)) < 0)
+				return ret;
+			if (a->resv_size > UINT64_MAX - a->resv_address || a->address < a->resv_address ||
+			    a->size > a->resv_size || a->address - a->resv_address > a->resv_size - a->size)
+				return fail(c,
+					    "%s (0x%" PRIx64 ", %" PRIu64
+					    " bytes) lies outside its reservation 0x%" PRIx64 " + %" PRIu64,
+					    what, a->address, a->size, a->resv_address, a->resv_size);
+		} else if (a->address < d->va_base || a->size > d->va_size ||
 		    a->address - d->va_base > d->va_size - a->size)
 			return fail(c,
 				    "%s (0x%" PRIx64 ", %" PRIu64
@@ -701,7 +716,7 @@ static int parse_allocs(struct pctx *c, json_object *top, struct gk_manifest *m)
 				    "range 0x%" PRIx64 "-0x%" PRIx64,
 				    what, a->address, a->size, d->ordinal, d->va_base,
 				    d->va_base + d->va_size);
-		if (a->order >= d->next_order)
+		if (strcmp(a->kind, GK_KIND_VMM) && a->order >= d->next_order)
 			return fail(c,
 				    "%s has order %" PRIu64
 				    ", not below device %d's next_order %" PRIu64,
@@ -886,6 +901,7 @@ static int order_cmp(const void *pa, const void *pb)
 static int check_orders(struct pctx *c, const struct gk_manifest *m)
 {
 	struct order_key *k;
+	size_t n = 0;
 	int ret = 0;
 
 	if (m->nallocs < 2)
@@ -893,10 +909,13 @@ static int check_orders(struct pctx *c, const struct gk_manifest *m)
 	k = calloc(m->nallocs, sizeof(*k));
 	if (!k)
 		return -ENOMEM;
+	/* Mappings in one reservation share its number (kind vmm): not replayed
+	 * by order, they are left out. */
 	for (size_t i = 0; i < m->nallocs; i++)
-		k[i] = (struct order_key){m->allocs[i].device, m->allocs[i].order, i};
-	qsort(k, m->nallocs, sizeof(*k), order_cmp);
-	for (size_t i = 1; i < m->nallocs; i++) {
+		if (strcmp(m->allocs[i].kind, GK_KIND_VMM))
+			k[n++] = (struct order_key){m->allocs[i].device, m->allocs[i].order, i};
+	qsort(k, n, sizeof(*k), order_cmp);
+	for (size_t i = 1; i < n; i++) {
 		if (k[i].device == k[i - 1].device && k[i].order == k[i - 1].order) {
 			ret = fail(c,
 				   "allocation %zu has order %" PRIu64

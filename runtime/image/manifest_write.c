@@ -136,6 +136,14 @@ static void put_allocs(struct builder *b, json_object *top, const struct gk_mani
 		put(b, o, "size", new_size(a->size));
 		put(b, o, "order", new_size(a->order));
 		put(b, o, "kind", json_object_new_string(a->kind));
+		if (!strcmp(a->kind, GK_KIND_VMM)) {
+			json_object *r = put(b, o, "reservation", json_object_new_object());
+
+			if (r) {
+				put(b, r, "address", new_hex(a->resv_address));
+				put(b, r, "size", new_size(a->resv_size));
+			}
+		}
 		put(b, o, "parts", new_parts(b, a->parts, a->nparts));
 		put(b, o, sums_key(m->version), new_checksums(b, a->chunks, a->nchunks, 0));
 		if (a->has_keys && m->version >= 3)

@@ -5,7 +5,7 @@
  *	KIND  VARIABLE  CONF_KEY  PLUGSTACK_KEY  FLAGS  TYPE  RANGE  DEFAULT  HELP
  *
  * KIND is the row's macro (env, conf, conf_site, env_site, site); an empty
- * field is "-"; FLAGS are letters: s secure, r README, t task, c container.
+ * field is "-"; FLAGS are letters: s secure, r docs/users.md, t task, c container.
  */
 #include "config.h"
 

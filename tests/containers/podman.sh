@@ -9,7 +9,7 @@
 # layout); limits no higher than the node's (root here lacks CAP_SYS_RESOURCE).
 # The cluster tracks processes with proctrack/linuxproc: the requeue and
 # preemption below pass only because the plugin keeps conmon and the
-# container in the step's process tree (README, "Containers"); that nothing
+# container in the step's process tree (docs/containers.md); that nothing
 # outlives the jobs is checked at the end.
 
 podman_skip() { for _ in $(seq "$N_PODMAN"); do tap_skip "$1"; done; }

@@ -6,10 +6,13 @@
  * reservation at a requested address is honoured when the address is free.
  *
  * Allocation handles and pools are refused with CUDA_ERROR_INVALID_VALUE, the
- * code the real driver documents for these calls.
+ * code the real driver documents for these calls. An allocation exported as
+ * a POSIX file descriptor is a duplicate of its memfd (no importer: the
+ * runtime must refuse a process that exported memory before anything else).
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -545,4 +548,24 @@ CUresult cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
 	*prop = v->prop;
 	si_obj_put(&v->obj);
 	SI_RETF(CUDA_SUCCESS, "%#llx", handle);
+}
+
+CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocationHandle handle,
+				      CUmemAllocationHandleType handleType, unsigned long long flags)
+{
+	struct si_vmm *v;
+	CUresult rc;
+	int fd;
+
+	if (!shareableHandle || flags || handleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR)
+		SI_RETF(CUDA_ERROR_INVALID_VALUE, "%#llx", handle);
+	rc = vmm_get(handle, &v);
+	if (rc)
+		SI_RETF(rc, "%#llx", handle);
+	fd = fcntl(v->fd, F_DUPFD_CLOEXEC, 0);
+	si_obj_put(&v->obj);
+	if (fd < 0)
+		SI_RETF(CUDA_ERROR_OUT_OF_MEMORY, "%#llx", handle);
+	*(int *)shareableHandle = fd;
+	SI_RETF(CUDA_SUCCESS, "%#llx -> fd %d", handle, fd);
 }

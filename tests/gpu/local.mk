@@ -25,6 +25,16 @@ check_PROGRAMS += %reldir%/gpu-probe %reldir%/route-drv %reldir%/gpu-tables %rel
 %canon_reldir%_gpu_peer_LDFLAGS = $(SAN_LDFLAGS)
 %canon_reldir%_gpu_peer_LDADD = -L$(CUDA_PREFIX)/lib64/stubs -lcuda
 
+# gpu-vmm: gpu-tables' state in memory the program maps itself (cuMemCreate,
+# cuMemMap); vmm-gpu.sh round-trips it in both modes (check-gpu).
+check_PROGRAMS += %reldir%/gpu-vmm
+%canon_reldir%_gpu_vmm_SOURCES = %reldir%/gpu-vmm.c
+%canon_reldir%_gpu_vmm_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples/common
+%canon_reldir%_gpu_vmm_CFLAGS = $(WARN_CFLAGS) $(SAN_CFLAGS)
+%canon_reldir%_gpu_vmm_LDFLAGS = $(SAN_LDFLAGS)
+%canon_reldir%_gpu_vmm_LDADD = -L$(CUDA_PREFIX)/lib64/stubs -lcuda
+EXTRA_DIST += %reldir%/vmm-gpu.sh
+
 # gpu-slack: a driver-API program reading a little outside its allocations
 # (srad's pattern), with its kernels as a host module for the stand-in and as
 # a cubin for a GPU.
@@ -98,13 +108,27 @@ GPU_NVCC_RPATH = -Xlinker -rpath=$(CUDA_PREFIX)/lib64
 
 # The examples come from the top-level `all` that check-gpu depends on there.
 check-gpu: $(GPU_TESTS) %reldir%/gpu-probe$(EXEEXT) %reldir%/route-drv$(EXEEXT) \
-		%reldir%/gpu-tables$(EXEEXT) %reldir%/gpu-slack$(EXEEXT) %reldir%/gpu-peer$(EXEEXT)
+		%reldir%/gpu-tables$(EXEEXT) %reldir%/gpu-slack$(EXEEXT) %reldir%/gpu-peer$(EXEEXT) \
+		%reldir%/gpu-vmm$(EXEEXT)
 	@$(AM_TESTS_ENVIRONMENT) rc=0; $(SHELL) $(srcdir)/%reldir%/run.sh || rc=1; \
 	echo "# mig-caps.sh: capability devices open, no MIG: a transparent round trip"; \
-	$(SHELL) $(srcdir)/%reldir%/mig-caps.sh || rc=1; exit $$rc
+	$(SHELL) $(srcdir)/%reldir%/mig-caps.sh || rc=1; \
+	echo "# vmm-gpu.sh: memory the program maps itself, both modes, and onto the other GPU"; \
+	$(SHELL) $(srcdir)/%reldir%/vmm-gpu.sh || rc=1; exit $$rc
 
 clean-local: clean-local-gpu
 clean-local-gpu:
 	rm -rf %reldir%/logs
 
 .PHONY: check-gpu clean-local-gpu
+
+# PyTorch, JAX and CuPy programs (frameworks/*.py, run with the machine's
+# python3) checkpointed transparently by gpuckpt-shepherd and CRIU, restored
+# with the uninterrupted run's results: make check-gpu-frameworks, a part of
+# its own (check-gpu with set-up and build fills one 10-minute run of the GPU
+# machine). Each case skips, with the reason, where its framework is missing.
+EXTRA_DIST += %reldir%/frameworks.sh %reldir%/frameworks/fw_torch.py \
+	%reldir%/frameworks/fw_jax.py %reldir%/frameworks/fw_cupy.py
+check-gpu-frameworks:
+	@$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/%reldir%/frameworks.sh
+.PHONY: check-gpu-frameworks

@@ -212,9 +212,9 @@ jq_is "inspect --json of it keeps its format" "$out" '.manifest.version' 2
 out=$("$GK_TOOL" --help)
 expect "--help: synopsis, commands, exit status, examples" \
 	"*SYNOPSIS*gpuckpt verify*COMMANDS*EXIT STATUS*EXAMPLES*" "$out"
-expect "--help: the log level's default is notice, as in the README" \
+expect "--help: the log level's default is notice, as in docs/users.md" \
 	"*GPUCKPT_LOG_LEVEL     error, warn, notice (default), info or debug*" "$out"
-check "README gives the same default" grep -q '^| `GPUCKPT_LOG_LEVEL` | `notice` |' "$top_srcdir/README.md"
+check "docs/users.md gives the same default" grep -q '^| `GPUCKPT_LOG_LEVEL` | `notice` |' "$top_srcdir/docs/users.md"
 check "help verify is verify --help" [ "$("$GK_TOOL" help verify)" = "$("$GK_TOOL" verify --help)" ]
 expect "--version" "gpuckpt * (checkpoint format gpuckpt-image version 4)" "$("$GK_TOOL" --version)"
 if command -v groff >/dev/null; then

@@ -1,5 +1,5 @@
 # source-tree.sh - sourced by tests/run-all and ./demo, which build out of
-# tree. A source folder that was also configured in place (the README's
+# tree. A source folder that was also configured in place (docs/admins.md's
 # `./configure && make && sudo make install` in it) cannot be: configure
 # refuses ("source directory already configured"), and make would take the
 # objects lying in the source folder for its own. Such a tree is built from a

@@ -4,7 +4,7 @@
 #  - gpuckpt.conf(5) has every gpuckpt.conf key, and states its default;
 #  - spank-gpuckpt(8) has every plugstack.conf argument, states its default,
 #    and names every variable the plugin sets in a task;
-#  - README.md's settings table lists the rows flagged for it, with their
+#  - docs/users.md's settings table lists the rows flagged for it, with their
 #    defaults, and nothing the table does not have;
 #  - the product's sources spell no GPUCKPT_ variable as a string (they use
 #    GK_ENV(ID)), read none with getenv("GPUCKPT_...") (they use gk_getenv(ID),
@@ -15,7 +15,7 @@
 DUMP=$top_builddir/tests/common/settings-dump
 gk_need_built "$DUMP"
 MAN=$top_srcdir/man
-README=$top_srcdir/README.md
+README=$top_srcdir/docs/users.md
 gk_scratch
 TABLE=$GK_SCRATCH/table
 "$DUMP" >"$TABLE"
@@ -86,7 +86,7 @@ for v in $(col 2 t); do
 done
 check "spank-gpuckpt(8) ENVIRONMENT names every variable the plugin sets in a task${missing:+ (missing:$missing)}" [ -z "$missing" ]
 
-# README.md's settings table: the lines of its table under "Settings"
+# docs/users.md's settings table: the lines of its table under "Settings"
 # that start with | `GPUCKPT_.
 norm() { # a size as bytes, anything else as it is
 	local v=$1 n m
@@ -99,7 +99,7 @@ norm() { # a size as bytes, anything else as it is
 	fi
 }
 rows=$(grep -E '^\| `GPUCKPT_[A-Z_]+`' "$README")
-check "README.md has a settings table ($(wc -l <<<"$rows") rows)" [ "$(wc -l <<<"$rows")" -ge 15 ]
+check "docs/users.md has a settings table ($(wc -l <<<"$rows") rows)" [ "$(wc -l <<<"$rows")" -ge 15 ]
 missing="" wrong="" extra=""
 while IFS=$'\t' read -r kind var _ _ flags _ _ dflt _; do
 	[[ $flags == *r* ]] || continue
@@ -126,9 +126,9 @@ done <"$TABLE"
 for v in $(cut -d'|' -f2 <<<"$rows" | grep -o 'GPUCKPT_[A-Z_]*'); do
 	awk -F'\t' -v v="$v" '$2 == v && $5 ~ /r/ { f = 1 } END { exit !f }' "$TABLE" || extra+=" $v"
 done
-check "README.md's settings table lists each row flagged for it${missing:+ (missing:$missing)}" [ -z "$missing" ]
-check "README.md's settings table gives each default as the table has it${wrong:+ (not:$wrong)}" [ -z "$wrong" ]
-check "README.md's settings table lists nothing the table lacks or does not flag for it${extra:+ ($extra)}" [ -z "$extra" ]
+check "docs/users.md's settings table lists each row flagged for it${missing:+ (missing:$missing)}" [ -z "$missing" ]
+check "docs/users.md's settings table gives each default as the table has it${wrong:+ (not:$wrong)}" [ -z "$wrong" ]
+check "docs/users.md's settings table lists nothing the table lacks or does not flag for it${extra:+ ($extra)}" [ -z "$extra" ]
 
 # The sources.
 cd "$top_srcdir" || exit 1

@@ -104,3 +104,11 @@ check_PROGRAMS += %reldir%/test-changes
 %canon_reldir%_test_changes_LDFLAGS = $(%canon_reldir%_test_pipeline_LDFLAGS)
 TESTS += %reldir%/changes.sh
 EXTRA_DIST += %reldir%/changes.sh
+
+# Memory the program maps itself (cuMemCreate/cuMemMap): saved and restored
+# by the runtime, in both modes (vmm.sh; transparent half in tests/shepherd).
+check_PROGRAMS += %reldir%/prog-vmm
+%canon_reldir%_prog_vmm_SOURCES = %reldir%/prog-vmm.c
+%canon_reldir%_prog_vmm_LDADD = $(top_builddir)/runtime/libgpuckpt.la $(GK_CUDA_STUB)
+TESTS += %reldir%/vmm.sh
+EXTRA_DIST += %reldir%/vmm.sh

@@ -15,3 +15,11 @@ check_PROGRAMS += %reldir%/test-shepherd %reldir%/shep-client %reldir%/test-link
 %canon_reldir%_shep_client_SOURCES = %reldir%/shep-client.c
 EXTRA_DIST += %reldir%/test-shepherd-cli.sh %reldir%/test-shepherd-flow.sh %reldir%/agent.sh \
 	%reldir%/stdio-criu.sh
+
+# A child forked without exec holds no driver device file or mapping in
+# transparent mode (runtime/core/control/fork_maps.c).
+TESTS += %reldir%/fork-devices.sh
+EXTRA_DIST += %reldir%/fork-devices.sh
+check_PROGRAMS += %reldir%/prog-fork-dev
+%canon_reldir%_prog_fork_dev_SOURCES = %reldir%/prog-fork-dev.c
+%canon_reldir%_prog_fork_dev_LDADD = $(GK_CUDA_STUB)

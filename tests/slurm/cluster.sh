@@ -22,6 +22,7 @@
 #
 # --real-gpu (the GPU machine): one node, File=/dev/nvidia0 (GK_GPU_DEVICE), no network
 # namespaces; the node still gets its own mount namespace for the burst buffer.
+# GK_GPU_COUNT=N (N > 1): the node has /dev/nvidia0 to /dev/nvidia<N-1> instead.
 #
 # crash: the node "dies": SIGKILL to its slurmd and every process of its jobs
 # at once (everything in its mount namespace), and its burst buffer wiped, as
@@ -65,6 +66,7 @@ fi
 NS_PREFIX=gpuckpt-
 # The GPU of a --real-gpu cluster.
 GPU_DEVICE=${GK_GPU_DEVICE:-/dev/nvidia0}
+GPU_COUNT=${GK_GPU_COUNT:-1}
 CTL=gkctl
 NET=10.77.0
 CTL_ADDR=$NET.1
@@ -72,7 +74,7 @@ CTL_ADDR=$NET.1
 TEST_USERS="gkuser1 gkuser2"
 # Seconds slurmctld gives a preempted job between SIGTERM and SIGKILL; the
 # runtime must checkpoint within it. A preempted job whose script waits to be
-# requeued (README) waits all of it: each preemption in the tests costs this
+# requeued (docs/users.md, "Job scripts") waits all of it: each preemption in the tests costs this
 # much. The stand-in's checkpoints take well under a second (the tests print
 # how long they took): 10 s; a real GPU's (--real-gpu: device memory, CRIU)
 # take longer: 20 s. GK_GRACE_TIME sets it.
@@ -264,7 +266,7 @@ write_config() {
 		if [ -f "$C/etc/job_submit.lua" ]; then echo "JobSubmitPlugins=lua"; fi
 		if [ -f "$C/etc/cli_filter.lua" ]; then echo "CliFilterPlugins=lua"; fi
 		for n in $(nodes_list); do
-			if [ "$mode" = real ]; then ngpu=1; else ngpu=2; fi
+			if [ "$mode" = real ]; then ngpu=$GPU_COUNT; else ngpu=2; fi
 			echo "NodeName=$n NodeAddr=$(node_addr "$n") NodeHostname=$([ "$mode" = real ] && echo "$real_host" || echo "$n") CPUs=4 Gres=gpu:$ngpu State=UNKNOWN"
 		done
 		local all
@@ -278,6 +280,7 @@ write_config() {
 		for n in $(nodes_list); do
 			if [ "$mode" = real ]; then
 				gres_files=$GPU_DEVICE
+				[ "$GPU_COUNT" -le 1 ] || gres_files="/dev/nvidia[0-$((GPU_COUNT - 1))]"
 			else
 				gres_files="$C/nodes/$n/dev/nvidia[0-1]"
 			fi
@@ -464,6 +467,9 @@ cmd_start() {
 	fi
 	ensure_packages
 	[ "$mode" = real ] && { [ -c "$GPU_DEVICE" ] || die "--real-gpu: $GPU_DEVICE is not a character device"; }
+	if [ "$mode" = real ] && [ "$GPU_COUNT" -gt 1 ]; then
+		[ -c "/dev/nvidia$((GPU_COUNT - 1))" ] || die "--real-gpu: GK_GPU_COUNT=$GPU_COUNT but /dev/nvidia$((GPU_COUNT - 1)) is not a character device"
+	fi
 	mkdir -p "$C/run"
 	echo "$C" >"$CURRENT"
 	echo "$mode" >"$C/mode"

@@ -108,7 +108,7 @@ img() { echo "$W/images/$1.sqsh"; }
 pyxis_step() {
 	echo "srun --container-image=$(img "$1") --container-mounts=$GK_STANDIN_DIR bash -c 'echo \"container: debian \$(cat /etc/debian_version)\"; exec $CAPP $(app_args $SIZE $STEPS $DELAY)'"
 }
-# After preemption the batch shell must wait to be requeued (README).
+# After preemption the batch shell must wait to be requeued (docs/users.md, "Job scripts").
 wait_tail='rc=$?
 [ $rc -eq 143 ] && sleep 600
 exit $rc'

@@ -43,3 +43,7 @@ SLURM_E2E += %reldir%/e2e-criu-user.sh
 # make check-packages runs on the real demo, on fixed outputs.
 TESTS += %reldir%/demo-report.sh
 EXTRA_DIST += %reldir%/demo-report.sh %reldir%/demo-check.sh
+# On the GPU machine with two GPUs only (GK_CRIU=... make check
+# TESTS=slurm/e2e-frameworks.sh): a PyTorch job requeued and restored onto the
+# other GPU; it skips, with the reason, without PyTorch, two GPUs or CRIU 4.
+EXTRA_DIST += %reldir%/e2e-frameworks.sh

@@ -2,7 +2,7 @@
  * Unit tests: what the plugin puts into a task for containers
  * (spank-plugin/container_env.c): GPUCKPT_BIND for the enroot and podman hooks,
  * and Apptainer's route, APPTAINER_BIND and APPTAINERENV_* (Apptainer cannot
- * be built on the test machines: README, "Containers"); and what the loader's
+ * be built on the test machines: docs/containers.md); and what the loader's
  * trace says (container_check.c).
  */
 #include "config.h"

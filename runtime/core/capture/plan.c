@@ -5,6 +5,7 @@
 #include "core/state/eventlog.h"
 #include "core/state/regions.h"
 #include "core/placement/arena.h"
+#include "core/interpose/vmm.h"
 #include "core/capture/baseline.h"
 #include "common/clock.h"
 #include "core/state/phase.h"
@@ -79,6 +80,68 @@ static void describe_process(struct gk_manifest *m, long step)
 	m->va_size = gk_rt.settings.va_size;
 }
 
+static int by_device_address(const void *x, const void *y)
+{
+	const struct gk_alloc_rec *a = x, *b = y;
+
+	if (a->device != b->device)
+		return a->device < b->device ? -1 : 1;
+	return a->address < b->address ? -1 : a->address > b->address;
+}
+
+/* Memory the program mapped itself (vmm.h): saved like the placed
+ * allocations, through its device's context; then the records are sorted by
+ * device and address, as the manifest keeps them (the placed ones, beside
+ * them in p->a, are all of one kind: rebuilt after the sort). */
+static int describe_mapped(struct gk_plan *p, size_t cap, gk_error_t *err)
+{
+	struct gk_manifest *m = p->m;
+	size_t first = m->nallocs, n;
+
+	n = gk_vmm_describe(m->allocs + first, cap - first);
+	for (size_t i = first; i < first + n; i++) {
+		struct gk_alloc_rec *r = &m->allocs[i];
+		struct gk_arena *a = r->device >= 0 && r->device < GK_MAX_DEVICES
+					     ? gk_arenas[r->device]
+					     : NULL;
+
+		if (!a || !a->ctx) {
+			gk_errprintf(err,
+				     "memory the program mapped at 0x%llx is on device %d, where it "
+				     "has no context gpuckpt knows",
+				     (unsigned long long)r->address, r->device);
+			return -ENODEV;
+		}
+		r->nchunks = gk_chunk_count(r->size, m->chunk_size);
+		r->chunks = calloc(r->nchunks ? r->nchunks : 1, sizeof(*r->chunks));
+		m->nallocs++;
+		p->na = m->nallocs;
+		if (!r->chunks)
+			goto oom;
+		p->state_bytes += r->size;
+	}
+	if (!n)
+		return 0;
+	qsort(m->allocs, m->nallocs, sizeof(*m->allocs), by_device_address);
+	for (size_t i = 0; i < m->nallocs; i++) {
+		struct gk_plan_alloc *pa = &p->a[i];
+		uint32_t c = m->allocs[i].nchunks;
+
+		free(pa->changed);
+		free(pa->locs);
+		pa->ctx = gk_arenas[m->allocs[i].device]->ctx;
+		pa->ordinal = m->allocs[i].device;
+		pa->changed = calloc(c ? c : 1, 1);
+		pa->locs = calloc(c ? c : 1, sizeof(*pa->locs));
+		if (!pa->changed || !pa->locs)
+			goto oom;
+	}
+	return 0;
+oom:
+	gk_errprintf(err, "out of memory");
+	return -ENOMEM;
+}
+
 static int describe_devices(struct gk_plan *p, int device_data, gk_error_t *err)
 {
 	struct gk_manifest *m = p->m;
@@ -90,6 +153,8 @@ static int describe_devices(struct gk_plan *p, int device_data, gk_error_t *err)
 		ndev++;
 		nallocs += gk_arenas[i]->nlive;
 	}
+	if (device_data)
+		nallocs += gk_vmm_count();
 	m->devices = calloc(ndev ? ndev : 1, sizeof(*m->devices));
 	m->allocs = calloc(nallocs ? nallocs : 1, sizeof(*m->allocs));
 	p->a = calloc(nallocs ? nallocs : 1, sizeof(*p->a));
@@ -146,6 +211,8 @@ static int describe_devices(struct gk_plan *p, int device_data, gk_error_t *err)
 		}
 		pthread_mutex_unlock(&a->lock);
 	}
+	if (device_data)
+		return describe_mapped(p, nallocs, err);
 	return 0;
 oom:
 	gk_errprintf(err, "out of memory");

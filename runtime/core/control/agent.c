@@ -19,7 +19,9 @@
 #include "common/error.h"
 #include "common/clock.h"
 #include "core/placement/arena.h"
+#include "core/interpose/vmm.h"
 #include "core/driver/driver.h"
+#include "core/control/fork_maps.h"
 #include "image/image.h"
 #include "common/log.h"
 #include "core/placement/numa.h"
@@ -157,7 +159,7 @@ static uint64_t release_all(void)
 	for (int i = 0; i < GK_MAX_DEVICES; i++)
 		if (gk_arenas[i])
 			bytes += gk_arena_release_memory(gk_arenas[i]);
-	return bytes;
+	return bytes + gk_vmm_release_memory();
 }
 
 /* Map the arenas again and load the image in dir: after a restore, or when the
@@ -185,6 +187,10 @@ static void reload_all(const char *dir, const struct gk_manifest *m)
 				     gk_cu_name(r));
 			ret = -ENOMEM;
 		}
+	}
+	if (!ret && gk_vmm_remap_memory() < 0) {
+		gk_errprintf(&err, "cannot map the memory the program mapped itself again");
+		ret = -ENOMEM;
 	}
 	if (!ret)
 		ret = gk_restore_items(dir, m, &items, &nitems, &fds, &bytes, &err);
@@ -386,6 +392,7 @@ void gk_agent_start(void)
 	if (pthread_create(&t, &attr, agent, NULL) == 0) {
 		__atomic_store_n(&running, 1, __ATOMIC_RELEASE);
 		gk_trigger_set_taker(&taker);
+		gk_fork_maps_guard();
 	} else {
 		gk_warn("transparent: cannot start the runtime's thread: %s; no transparent "
 			"checkpoint in this process",

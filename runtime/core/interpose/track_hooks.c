@@ -72,31 +72,6 @@ CUresult gk_on_cuIpcCloseMemHandle(CUdeviceptr dptr)
 	return r;
 }
 
-/* The runtime maps through gk_real directly; only the program's own cuMemMap
- * calls arrive here. */
-CUresult gk_on_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
-			CUmemGenericAllocationHandle handle, unsigned long long flags)
-{
-	CUresult r;
-
-	PASS(cuMemMap);
-	r = gk_real.cuMemMap(ptr, size, offset, handle, flags);
-	if (r == CUDA_SUCCESS && gk_enabled())
-		gk_track_ptr_add(GK_UNSUP_APP_VMM, ptr);
-	return r;
-}
-
-CUresult gk_on_cuMemUnmap(CUdeviceptr ptr, size_t size)
-{
-	CUresult r;
-
-	PASS(cuMemUnmap);
-	r = gk_real.cuMemUnmap(ptr, size);
-	if (r == CUDA_SUCCESS)
-		gk_track_ptr_remove(GK_UNSUP_APP_VMM, ptr);
-	return r;
-}
-
 static void note_context(CUdevice dev)
 {
 	struct gk_arena *a;

@@ -6,6 +6,7 @@
 #include "common/clock.h"
 #include "core/state/regions.h"
 #include "core/placement/arena.h"
+#include "core/interpose/vmm.h"
 #include "core/control/coord.h"
 #include "core/capture/baseline.h"
 #include "core/driver/driver.h"
@@ -413,7 +414,8 @@ static int seed_populate(struct gk_arena *a)
 		const struct gk_alloc_rec *r = &R.m->allocs[i];
 		int ret;
 
-		if (r->device != a->ordinal)
+		/* Mapped by the program itself, which maps it again (vmm.c). */
+		if (r->device != a->ordinal || !strcmp(r->kind, GK_KIND_VMM))
 			continue;
 		ret = gk_arena_recreate(a, r->address, r->size, r->order, kind_of(r->kind));
 		if (ret < 0) {
@@ -479,9 +481,22 @@ static const struct gk_arena_seeder seeder = {
 	.abandon = seed_abandon,
 };
 
+/* The restorer (vmm.h): the reservations the program mapped into. */
+static const struct gk_manifest *vmm_pending(void)
+{
+	gk_restore_prepare();
+	return R.state == R_PENDING ? R.m : NULL;
+}
+
+static const struct gk_vmm_restorer vmm_restorer = {
+	.pending = vmm_pending,
+	.abandon = seed_abandon,
+};
+
 void gk_restore_seed_arenas(void)
 {
 	gk_arena_set_seeder(&seeder);
+	gk_vmm_set_restorer(&vmm_restorer);
 }
 
 static const struct gk_region *find_region(const char *name)
@@ -529,7 +544,7 @@ int gk_restore_check_ready(const struct gk_manifest *m, char *why, size_t len)
 			return -EINVAL;
 		}
 	}
-	return 0;
+	return gk_vmm_check_restored(m, why, len);
 }
 
 /* Read and check every host region first, then copy them all in. */

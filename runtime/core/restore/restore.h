@@ -45,6 +45,7 @@ void gk_restore_seed_arenas(void);
  * negative errno when nothing was loaded; exits when a failure came half-way. */
 int gk_restore_load(void);
 
+
 struct gk_manifest;
 struct gk_xfer_item;
 

@@ -90,6 +90,7 @@ int gk_track_driver_cannot(const char **word, char *buf, size_t len)
 	    {GK_UNSUP_IPC_OPEN, GK_PROTO_REFUSE_IPC},
 	    {GK_UNSUP_POOL_IPC, GK_PROTO_REFUSE_IPC},
 	    {GK_UNSUP_VMM_IMPORT, GK_PROTO_REFUSE_IPC},
+	    {GK_UNSUP_VMM_EXPORT, GK_PROTO_REFUSE_IPC},
 	};
 
 	for (size_t i = 0; i < sizeof(cannot) / sizeof(cannot[0]); i++) {

@@ -12,12 +12,13 @@
 #define GK_UNSUPPORTED_LIST(X)                                                                     \
 	X(MANAGED, "managed (unified) memory from cudaMallocManaged/cuMemAllocManaged")           \
 	X(IPC_OPEN, "device memory of another process opened through CUDA IPC")                   \
-	X(APP_VMM, "device memory the program mapped itself with cuMemMap")                       \
 	X(ARRAY, "CUDA arrays (cudaMallocArray, cuArrayCreate, mipmapped arrays)")                \
 	X(MULTI_CONTEXT, "several CUDA contexts on one device")                                   \
 	X(GRAPH_MEMORY, "memory allocated inside a CUDA graph or during stream capture")          \
 	X(POOL_IPC, "memory pool pointers shared between processes")                              \
 	X(VMM_IMPORT, "device memory imported from another process (cuMemImportFromShareableHandle)") \
+	X(VMM_EXPORT, "device memory exported to other processes (cuMemExportToShareableHandle)") \
+	X(VMM_OTHER, "memory mapped with cuMemMap that gpuckpt cannot save (not plain device memory, or outside the reservations it saw)") \
 	X(UNPLACED, "device memory the runtime could not place at a fixed address")
 
 enum gk_unsupported {

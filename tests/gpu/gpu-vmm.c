@@ -1,0 +1,348 @@
+/*
+ * gpu-vmm - gpu-tables' state in memory the program maps itself, as XLA,
+ * NCCL and PyTorch's expandable segments do (issue 25, item 3): one address
+ * range reserved with cuMemAddressReserve, four allocation handles from
+ * cuMemCreate mapped into it with cuMemMap, each after a hole of one granule,
+ * read/write access granted with cuMemSetAccess, and two of the handles
+ * released right after mapping (the mappings keep them alive). A few 1 MiB
+ * blocks of the tables are rewritten every step, and a small state in
+ * ordinary cuMemAlloc memory. Plain C over the driver API, no kernels: runs
+ * on a GPU and on the driver stand-in.
+ *
+ * The content of every block is a function of the step that last wrote it
+ * (a host table registered with gpuckpt_protect), so the checksum at the end
+ * depends only on the number of steps: a run restored from any checkpoint,
+ * in either mode, must end with the checksum of an uninterrupted run, and
+ * (the program keeps pointers into the range) with the range where it was.
+ *
+ * Output (tests/gpu/scenario.sh parses it, as heat_app.h's):
+ *	gpu-vmm: fresh start: size=N steps=S device=NAME (UUID)
+ *	gpu-vmm: resumed from step K on device=NAME (UUID)
+ *	gpu-vmm: range 0x... (N bytes, granule G)
+ *	gpu-vmm: step K
+ *	gpu-vmm: checkpoint at step K
+ *	gpu-vmm: done: steps=S checksum=0x%016llx
+ */
+#include <cuda.h>
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "gpuckpt_optional.h"
+
+#define PROG "gpu-vmm"
+#define BLOCK (1u << 20)
+#define NTABLES 4
+#define STATE_BYTES (64u << 10)
+
+struct opts {
+	long size_mib, steps, report_every, delay_ms, updates;
+};
+
+#define CK(call)                                                                                   \
+	do {                                                                                       \
+		CUresult r_ = (call);                                                              \
+		if (r_ != CUDA_SUCCESS) {                                                          \
+			const char *n_ = NULL;                                                     \
+			cuGetErrorName(r_, &n_);                                                   \
+			fprintf(stderr, PROG ": %s failed: %s (line %d)\n", #call,                 \
+				n_ ? n_ : "unknown error", __LINE__);                              \
+			exit(1);                                                                   \
+		}                                                                                  \
+	} while (0)
+
+static void usage(FILE *out)
+{
+	fprintf(out,
+		"Usage: " PROG " [OPTION]...\n"
+		"Keep large tables in device memory the program maps itself (cuMemCreate,\n"
+		"cuMemMap) and rewrite a few 1 MiB blocks of them, and a small state, each\n"
+		"step; print a checksum of everything at the end.\n"
+		"With libgpuckpt.so preloaded it checkpoints on SIGTERM (then exits) and\n"
+		"SIGUSR1 (then goes on), and resumes when GPUCKPT_RESTORE is set.\n"
+		"\n"
+		"  --size MIB        tables in MiB, 4..1048576 (default 64)\n"
+		"  --steps S         steps, 0..1000000000 (default 400)\n"
+		"  --report-every K  print \"" PROG ": step K\" every K steps, 0 never (100)\n"
+		"  --delay-ms MS     sleep after each step, 0..3600000 (default 0)\n"
+		"  --updates N       blocks rewritten per step, 0..1024 (default 1)\n"
+
+		"  --help            print this and exit\n"
+		"Exit status: 0 done, 1 a CUDA or checkpoint call failed, 2 bad usage.\n");
+}
+
+static int parse_long(const char *opt, const char *text, long min, long max, long *out)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(text, &end, 10);
+	if (end == text || *end || errno == ERANGE || v < min || v > max) {
+		fprintf(stderr, PROG ": --%s: '%s' is not a whole number from %ld to %ld\n", opt,
+			text, min, max);
+		return -1;
+	}
+	*out = v;
+	return 0;
+}
+
+static int parse_opts(struct opts *o, int argc, char **argv)
+{
+	enum { O_SIZE = 256, O_STEPS, O_REPORT, O_DELAY, O_UPDATES, O_HELP };
+	static const struct option longopts[] = {
+	    {"size", required_argument, NULL, O_SIZE},
+	    {"steps", required_argument, NULL, O_STEPS},
+	    {"report-every", required_argument, NULL, O_REPORT},
+	    {"delay-ms", required_argument, NULL, O_DELAY},
+	    {"updates", required_argument, NULL, O_UPDATES},
+	    {"help", no_argument, NULL, O_HELP},
+	    {NULL, 0, NULL, 0},
+	};
+	int c, rc = 0;
+
+	*o = (struct opts){64, 400, 100, 0, 1};
+	opterr = 0;
+	while (rc == 0 && (c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
+		switch (c) {
+		case O_SIZE:
+			rc = parse_long("size", optarg, 4, 1048576, &o->size_mib);
+			break;
+		case O_STEPS:
+			rc = parse_long("steps", optarg, 0, 1000000000, &o->steps);
+			break;
+		case O_REPORT:
+			rc = parse_long("report-every", optarg, 0, LONG_MAX, &o->report_every);
+			break;
+		case O_DELAY:
+			rc = parse_long("delay-ms", optarg, 0, 3600000, &o->delay_ms);
+			break;
+		case O_UPDATES:
+			rc = parse_long("updates", optarg, 0, 1024, &o->updates);
+			break;
+		case O_HELP:
+			usage(stdout);
+			return 1;
+		default:
+			fprintf(stderr, PROG ": unknown option or missing value: '%s' (try --help)\n",
+				argv[optind - 1]);
+			rc = -1;
+		}
+	}
+	if (rc == 0 && optind < argc) {
+		fprintf(stderr, PROG ": unexpected argument '%s' (try --help)\n", argv[optind]);
+		rc = -1;
+	}
+	return rc;
+}
+
+static uint64_t mix(uint64_t x)
+{
+	x += 0x9E3779B97F4A7C15ull;
+	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+	return x ^ (x >> 31);
+}
+
+/* The content of a block written at step `gen` (0: the initial one). */
+static void fill_block(uint64_t *buf, size_t words, uint64_t block, uint64_t gen)
+{
+	uint64_t seed = mix(block * 0x100000001b3ull ^ (gen << 1));
+
+	for (size_t i = 0; i < words; i++)
+		buf[i] = mix(seed + i);
+}
+
+struct dev_state {
+	CUdeviceptr range; /* the reservation */
+	size_t range_bytes, gran;
+	CUmemGenericAllocationHandle h[NTABLES];
+	CUdeviceptr tables[NTABLES]; /* inside range, a granule apart */
+	size_t table_bytes;
+	size_t nblocks; /* over all tables */
+	CUdeviceptr state;
+	uint64_t *gens; /* per block: the step that wrote it last (registered) */
+	uint64_t *buf;  /* host staging, one block */
+};
+
+static CUdeviceptr block_addr(const struct dev_state *s, size_t b)
+{
+	size_t per = s->table_bytes / BLOCK;
+
+	return s->tables[b / per] + (b % per) * (size_t)BLOCK;
+}
+
+static void write_block(struct dev_state *s, size_t b)
+{
+	fill_block(s->buf, BLOCK / 8, b, s->gens[b]);
+	CK(cuMemcpyHtoD(block_addr(s, b), s->buf, BLOCK));
+}
+
+/* The blocks a step rewrites: spread over the tables, the same in every run. */
+static size_t block_of_step(const struct dev_state *s, long step, long i, long updates)
+{
+	return (size_t)(mix((uint64_t)step * (uint64_t)updates + (uint64_t)i) % s->nblocks);
+}
+
+static uint64_t checksum(struct dev_state *s)
+{
+	uint64_t h = 0xcbf29ce484222325ull;
+
+	for (size_t b = 0; b < s->nblocks; b++) {
+		CK(cuMemcpyDtoH(s->buf, block_addr(s, b), BLOCK));
+		for (size_t i = 0; i < BLOCK / 8; i += 7)
+			h = mix(h ^ s->buf[i]);
+	}
+	CK(cuMemcpyDtoH(s->buf, s->state, STATE_BYTES));
+	for (size_t i = 0; i < STATE_BYTES / 8; i++)
+		h = mix(h ^ s->buf[i]);
+	return h;
+}
+
+/* The tables in one reservation: handle t mapped at t * (table + granule). */
+static void map_tables(struct dev_state *s, CUdevice dev)
+{
+	CUmemAllocationProp prop;
+	CUmemAccessDesc rw;
+
+	memset(&prop, 0, sizeof(prop));
+	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	prop.location.id = dev;
+	CK(cuMemGetAllocationGranularity(&s->gran, &prop, CU_MEM_ALLOC_GRANULARITY_MINIMUM));
+	s->table_bytes = (s->table_bytes + s->gran - 1) / s->gran * s->gran;
+	s->range_bytes = NTABLES * (s->table_bytes + s->gran);
+	CK(cuMemAddressReserve(&s->range, s->range_bytes, 0, 0, 0));
+	rw.location = prop.location;
+	rw.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	for (int t = 0; t < NTABLES; t++) {
+		s->tables[t] = s->range + (size_t)t * (s->table_bytes + s->gran);
+		CK(cuMemCreate(&s->h[t], s->table_bytes, &prop, 0));
+		CK(cuMemMap(s->tables[t], s->table_bytes, 0, s->h[t], 0));
+		CK(cuMemSetAccess(s->tables[t], s->table_bytes, &rw, 1));
+		/* Released while mapped, as allocators do: the mapping keeps it. */
+		if (t % 2 == 0)
+			CK(cuMemRelease(s->h[t]));
+	}
+}
+
+static void unmap_tables(struct dev_state *s)
+{
+	for (int t = 0; t < NTABLES; t++) {
+		CK(cuMemUnmap(s->tables[t], s->table_bytes));
+		if (t % 2)
+			CK(cuMemRelease(s->h[t]));
+	}
+	CK(cuMemAddressFree(s->range, s->range_bytes));
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
+
+	while (ms > 0 && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+int main(int argc, char **argv)
+{
+	struct opts o;
+	struct dev_state s;
+	char name[256], uuid_text[64];
+	CUuuid uuid;
+	CUdevice dev;
+	CUcontext ctx;
+	long step = 0, resumed;
+	int rc = parse_opts(&o, argc, argv);
+
+	if (rc)
+		return rc > 0 ? 0 : 2;
+	memset(&s, 0, sizeof(s));
+	CK(cuInit(0));
+	CK(cuDeviceGet(&dev, 0));
+	CK(cuDevicePrimaryCtxRetain(&ctx, dev));
+	CK(cuCtxSetCurrent(ctx));
+	CK(cuDeviceGetName(name, sizeof(name), dev));
+	CK(cuDeviceGetUuid(&uuid, dev));
+	snprintf(uuid_text, sizeof(uuid_text),
+		 "GPU-%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+		 (unsigned char)uuid.bytes[0], (unsigned char)uuid.bytes[1],
+		 (unsigned char)uuid.bytes[2], (unsigned char)uuid.bytes[3],
+		 (unsigned char)uuid.bytes[4], (unsigned char)uuid.bytes[5],
+		 (unsigned char)uuid.bytes[6], (unsigned char)uuid.bytes[7],
+		 (unsigned char)uuid.bytes[8], (unsigned char)uuid.bytes[9],
+		 (unsigned char)uuid.bytes[10], (unsigned char)uuid.bytes[11],
+		 (unsigned char)uuid.bytes[12], (unsigned char)uuid.bytes[13],
+		 (unsigned char)uuid.bytes[14], (unsigned char)uuid.bytes[15]);
+
+	/* Setup: the same in a fresh and a restored run. */
+	s.table_bytes = (size_t)o.size_mib / NTABLES * BLOCK;
+	if (s.table_bytes < BLOCK)
+		s.table_bytes = BLOCK;
+	map_tables(&s, dev);
+	s.nblocks = NTABLES * (s.table_bytes / BLOCK);
+	s.gens = calloc(s.nblocks, sizeof(*s.gens));
+	s.buf = malloc(BLOCK);
+	if (!s.gens || !s.buf) {
+		fprintf(stderr, PROG ": out of host memory\n");
+		return 1;
+	}
+	CK(cuMemAlloc(&s.state, STATE_BYTES));
+	for (size_t b = 0; b < s.nblocks; b++)
+		write_block(&s, b);
+	CK(cuMemsetD32(s.state, 0, STATE_BYTES / 4));
+	ckpt_protect("step", &step, sizeof(step));
+	ckpt_protect("generations", s.gens, s.nblocks * sizeof(*s.gens));
+
+	rc = ckpt_restarting(&resumed);
+	if (rc < 0) {
+		fprintf(stderr, PROG ": gpuckpt_restarting: %s\n", ckpt_strerror(rc));
+		return 1;
+	}
+	if (rc > 0)
+		printf(PROG ": resumed from step %ld on device=%s (%s)\n", resumed, name, uuid_text);
+	else
+		printf(PROG ": fresh start: size=%ld steps=%ld device=%s (%s)\n", o.size_mib,
+		       o.steps, name, uuid_text);
+	printf(PROG ": range 0x%llx (%zu bytes, granule %zu)\n", (unsigned long long)s.range,
+	       s.range_bytes, s.gran);
+	fflush(stdout);
+
+	for (;;) {
+		rc = ckpt_point(step);
+		if (rc < 0) {
+			fprintf(stderr, PROG ": gpuckpt_point: %s\n", ckpt_strerror(rc));
+			return 1;
+		}
+		if (rc == GPUCKPT_SAVED) {
+			printf(PROG ": checkpoint at step %ld\n", step);
+			fflush(stdout);
+		}
+		if (step >= o.steps)
+			break;
+		step++;
+		for (long i = 0; i < o.updates; i++) {
+			size_t b = block_of_step(&s, step, i, o.updates);
+
+			s.gens[b] = (uint64_t)step;
+			write_block(&s, b);
+		}
+		CK(cuMemsetD32(s.state + (size_t)(step % (STATE_BYTES / 4)) * 4,
+			       (unsigned)step, 1));
+		CK(cuCtxSynchronize());
+		if (o.report_every && step % o.report_every == 0) {
+			printf(PROG ": step %ld\n", step);
+			fflush(stdout);
+		}
+		sleep_ms(o.delay_ms);
+	}
+	printf(PROG ": done: steps=%ld checksum=0x%016llx\n", o.steps,
+	       (unsigned long long)checksum(&s));
+	unmap_tables(&s);
+	return 0;
+}

@@ -1,0 +1,173 @@
+#!/bin/bash
+# vmm-gpu.sh - memory the program maps itself (cuMemAddressReserve, cuMemCreate,
+# cuMemMap, cuMemSetAccess, as XLA, NCCL and PyTorch's expandable segments do)
+# is saved by the runtime and comes back at the same address with its contents,
+# in both modes, on the same GPU and on the other one (issue 25, item 3). The
+# program is gpu-vmm: 256 MiB of tables in four handles mapped into one
+# reservation, a few blocks rewritten every step.
+#
+#   application mode: SIGTERM at step 100 checkpoints (status 143); a restore
+#     resumes at its step, with the range at the same address and the
+#     uninterrupted run's checksum; then the same restored on the second GPU.
+#   transparent mode (root, CRIU 4): under `gpuckpt-shepherd run`, SIGTERM at
+#     step 100; the runtime writes the mappings itself and gives their memory
+#     back before the driver's checkpoint (its log says so); `gpuckpt-shepherd
+#     restore` brings the process back, the runtime maps them again and loads
+#     them, and the run ends with the uninterrupted checksum; then the same
+#     with the restore under CUDA_VISIBLE_DEVICES=<second GPU>.
+#
+# Every point SKIPs with the reason where its needs are missing (no GPU, one
+# GPU for the other-GPU points, not root or no CRIU 4 for the transparent ones).
+#
+#   make -C build/tests check TESTS=gpu/vmm-gpu.sh     (check-gpu runs it too)
+. "${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/lib/helpers.sh"
+SHEP=$top_builddir/runtime/gpuckpt-shepherd
+RT=$top_builddir/runtime/.libs/libgpuckpt.so
+PROG=$top_builddir/tests/gpu/gpu-vmm
+PLAN=11
+tap_plan $PLAN
+gk_scratch
+
+criu_major() { "$1" --version 2>/dev/null | sed -n 's/^Version: *\([0-9]*\).*/\1/p' | head -n 1; }
+why=
+if ! nvidia-smi -L >/dev/null 2>&1; then
+	why="no GPU here (nvidia-smi -L failed)"
+fi
+if [ -n "$why" ]; then
+	for _ in $(seq $PLAN); do tap_skip "$why"; done
+	exit 0
+fi
+gk_need_built "$SHEP" "$RT" "$PROG"
+IFS=, read -r -a visible <<<"${CUDA_VISIBLE_DEVICES:-0,1}"
+ngpu=$(nvidia-smi -L | grep -c '^GPU ')
+A=${visible[0]}
+B=${visible[1]:-}
+[ "$ngpu" -ge 2 ] && [ -n "$B" ] || B=
+
+ARGS=(--size 256 --steps 300 --report-every 10 --updates 4)
+sum() { sed -n 's/^gpu-vmm: done: steps=[0-9]* checksum=\(0x[0-9a-f]*\)$/\1/p' "$1" | tail -n 1; }
+range() { sed -n 's/^gpu-vmm: range \(0x[0-9a-f]*\) .*/\1/p' "$1" | tail -n 1; }
+resumed() { sed -n 's/^gpu-vmm: resumed from step \([0-9]*\) .*/\1/p' "$1" | tail -n 1; }
+uuid() { sed -n 's/.*device=.*(\(GPU-[0-9a-fA-F-]*\))$/\1/p' "$1" | tail -n 1; }
+# wait_line FILE RE: until FILE has a line matching RE (60 s at most).
+wait_line() { for _ in $(seq 600); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; return 1; }
+
+CUDA_VISIBLE_DEVICES=$A "$PROG" "${ARGS[@]}" >"$GK_SCRATCH/ref.out" 2>&1
+ref=$(sum "$GK_SCRATCH/ref.out")
+if [ -n "$ref" ]; then
+	tap_ok "native, uninterrupted: checksum $ref"
+else
+	tap_not_ok "native, uninterrupted run gave no checksum"
+	tap_diag "$(tail -n 5 "$GK_SCRATCH/ref.out")"
+fi
+
+# ---- application mode ----
+d=$GK_SCRATCH/app
+env CUDA_VISIBLE_DEVICES="$A" LD_PRELOAD="$RT" GPUCKPT_DIR="$d" GPUCKPT_LOG_LEVEL=info \
+	"$PROG" "${ARGS[@]}" --delay-ms 20 >"$GK_SCRATCH/app.out" 2>"$GK_SCRATCH/app.err" &
+pid=$!
+wait_line "$GK_SCRATCH/app.out" "^gpu-vmm: step 100$"
+kill -TERM $pid
+wait $pid
+status=$?
+va=$(range "$GK_SCRATCH/app.out")
+if [ $status = 143 ] && ls -d "$d"/ckpt.* >/dev/null 2>&1 &&
+	grep -q '"kind": *"vmm"' "$d"/ckpt.*/manifest.json &&
+	! grep -q "checkpoints will be refused\|mapped itself" "$GK_SCRATCH/app.err"; then
+	tap_ok "application mode: SIGTERM checkpointed the mapped memory (range $va), not refused"
+else
+	tap_not_ok "application mode: SIGTERM checkpointed the mapped memory (status $status)"
+	tap_diag "$(tail -n 8 "$GK_SCRATCH/app.err")"
+fi
+restore_app() { # LABEL DEVICE
+	local out=$GK_SCRATCH/app-$1.out
+	env CUDA_VISIBLE_DEVICES="$2" LD_PRELOAD="$RT" GPUCKPT_DIR="$d" GPUCKPT_RESTORE=auto \
+		GPUCKPT_LOG_LEVEL=info "$PROG" "${ARGS[@]}" >"$out" 2>"$out.err"
+	local st=$? k got at
+	k=$(resumed "$out")
+	got=$(sum "$out")
+	at=$(range "$out")
+	if [ $st = 0 ] && [ "${k:-0}" -ge 100 ] && [ -n "$ref" ] && [ "$got" = "$ref" ] &&
+		[ -n "$va" ] && [ "$at" = "$va" ]; then
+		tap_ok "application mode, restored on GPU $2 ($(uuid "$out")): resumed at step $k, range at $at, checksum $got"
+	else
+		tap_not_ok "application mode, restored on GPU $2: resumed '$k', range '$at' (want $va), checksum '$got' (want $ref), status $st"
+		tap_diag "$(tail -n 8 "$out.err")"
+	fi
+	RESTORED_UUID=$(uuid "$out")
+}
+restore_app same "$A"
+first_uuid=$RESTORED_UUID
+if [ -n "$B" ]; then
+	restore_app other "$B"
+	if [ -n "$RESTORED_UUID" ] && [ "$RESTORED_UUID" != "$first_uuid" ]; then
+		tap_ok "... and that was another GPU ($RESTORED_UUID, not $first_uuid)"
+	else
+		tap_not_ok "... and that was another GPU ('$RESTORED_UUID' vs '$first_uuid')"
+	fi
+else
+	tap_skip "restore on another GPU needs two, this machine shows $ngpu"
+	tap_skip "restore on another GPU needs two, this machine shows $ngpu"
+fi
+
+# ---- transparent mode ----
+CRIU=${GK_CRIU:-}
+if [ "$(id -u)" -ne 0 ]; then
+	why="the transparent points need root (the shepherd does)"
+elif [ -z "$CRIU" ] && [ -x /usr/local/sbin/criu ]; then
+	CRIU=/usr/local/sbin/criu
+elif [ -z "$CRIU" ] && [ -x /opt/criu/usr/sbin/criu ]; then
+	CRIU=$GK_SCRATCH/criu
+	printf '#!/bin/sh\nLD_LIBRARY_PATH=/opt/criu/usr/lib/x86_64-linux-gnu:/opt/criu/lib/x86_64-linux-gnu exec /opt/criu/usr/sbin/criu "$@"\n' >"$CRIU"
+	chmod 0755 "$CRIU"
+fi
+if [ -z "$why" ] && { [ -z "$CRIU" ] || [ "$(criu_major "$CRIU")" = "" ] || [ "$(criu_major "$CRIU")" -lt 4 ]; }; then
+	why="no CRIU 4 or later (GK_CRIU, /usr/local/sbin/criu, /opt/criu)"
+fi
+if [ -n "$why" ]; then
+	for _ in $(seq 6); do tap_skip "$why"; done
+	tap_done
+	exit $?
+fi
+
+transparent() { # LABEL RESTORE-DEVICE: 3 points
+	local t=$GK_SCRATCH/tr-$1 out=$GK_SCRATCH/tr-$1.out log=$GK_SCRATCH/tr-$1.err spid st got
+	mkdir -p "$t"
+	CUDA_VISIBLE_DEVICES=$A GPUCKPT_LOG_LEVEL=info "$SHEP" run --criu "$CRIU" --dir "$t" \
+		--uid 0 --gid 0 -- env LD_PRELOAD="$RT" GPUCKPT_MODE=transparent \
+		"$PROG" "${ARGS[@]}" --delay-ms 20 >"$out" 2>"$log" &
+	spid=$!
+	wait_line "$out" "^gpu-vmm: step 100$"
+	kill -TERM "$spid"
+	wait "$spid"
+	if grep -q "checkpoint ckpt\.[0-9]* committed" "$log" &&
+		grep -q "vmm: released [1-9][0-9]* bytes in 4 mappings" "$log" &&
+		grep -q "transparent: .*wrote [1-9][0-9]* bytes" "$log"; then
+		tap_ok "transparent ($1): checkpointed; the runtime wrote the 4 mappings and gave their memory back before the driver's checkpoint"
+	else
+		tap_not_ok "transparent ($1): checkpointed with the runtime writing the mappings"
+		tap_diag "$(grep -E "vmm|transparent|error|refus" "$log" | tail -n 8)"
+	fi
+	CUDA_VISIBLE_DEVICES=$2 GPUCKPT_LOG_LEVEL=info "$SHEP" restore --criu "$CRIU" --dir "$t" \
+		--uid 0 --gid 0 >>"$out" 2>>"$log"
+	st=$?
+	if [ $st = 0 ] && grep -q "restored ckpt" "$log" && grep -q "vmm: mapped 4 mappings again" "$log"; then
+		tap_ok "transparent ($1): restored on GPU $2, the mappings made again at their addresses, run to the end"
+	else
+		tap_not_ok "transparent ($1): restored on GPU $2 and run to the end (status $st)"
+		tap_diag "$(grep -E "vmm|restore|error" "$log" | tail -n 8)"
+	fi
+	got=$(sum "$out")
+	if [ -n "$ref" ] && [ "$got" = "$ref" ]; then
+		tap_ok "transparent ($1): the uninterrupted checksum ($got)"
+	else
+		tap_not_ok "transparent ($1): checksum '$got', want '$ref'"
+	fi
+}
+transparent same "$A"
+if [ -n "$B" ]; then
+	transparent other "$B"
+else
+	for _ in 1 2 3; do tap_skip "restore on another GPU needs two, this machine shows $ngpu"; done
+fi
+tap_done
