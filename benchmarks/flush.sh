@@ -1,6 +1,6 @@
 #!/bin/bash
 # benchmarks/flush.sh - the flush of checkpoints to shared storage while a
-# program runs (issue 15; runtime/core/flush.c), on the GPU machine:
+# program runs (issue 15; runtime/core/capture/flush.c), on the GPU machine:
 #
 #  1. the shared storage's own write rate: the same bytes written with dd
 #     and one fsync (what the flush does per file), as the reference;

@@ -18,7 +18,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "error.h" /* gk_error_t (runtime/common) */
+#include "common/error.h" /* gk_error_t (runtime/common) */
 
 /* Slurm's special step ids (slurm.h), kept here so the module needs no Slurm. */
 #define GK_STEP_INTERACTIVE 0xfffffffaU

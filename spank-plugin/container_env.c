@@ -1,8 +1,8 @@
 #include "config.h"
 
 #include "container_env.h"
-#include "fsafe.h"
-#include "settings_env.h"
+#include "common/fsafe.h"
+#include "common/settings_env.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -28,9 +28,9 @@
 
 #include "ckpt_dir.h"
 #include "site_args.h"
-#include "task_env.h"
+#include "env.h"
 
-#include "settings_env.h"
+#include "common/settings_env.h"
 
 /* oci_hook.c's names for GK_ENV(BIND) and GK_ENV(RUNTIME) (settings.def). */
 #define GK_ENV_BIND GK_ENV(BIND)

@@ -2,8 +2,8 @@
 
 #include "container_owner.h"
 #include "container_env.h"
-#include "fsafe.h"
-#include "io.h"
+#include "common/fsafe.h"
+#include "common/io.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -32,7 +32,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "error.h"
+#include "common/error.h"
 #include "task_env.h"
 
 /* On a tmpfs that boot empties: pids and start times are this boot's. */

@@ -19,7 +19,7 @@
 #include <unistd.h>
 
 #include "container_check.h"
-#include "settings_env.h"
+#include "common/settings_env.h"
 
 /* cur's LD_PRELOAD entries (':' or ' ' separated) but lib, ':'-separated, into out (as long as cur). */
 static int gk_preload_strip(const char *cur, const char *lib, char *out)

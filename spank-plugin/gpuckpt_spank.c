@@ -48,9 +48,9 @@
 #include "container_check.h"
 #include "container_env.h"
 #include "container_owner.h"
-#include "fsafe.h"
+#include "common/fsafe.h"
 #include "job_options.h"
-#include "jobdir.h"
+#include "common/jobdir.h"
 #include "job_record.h"
 #include "metrics.h"
 #include "site_args.h"
@@ -58,7 +58,7 @@
 #include "task_env.h"
 #include "task_program.h"
 #include "shepherd_launch.h"
-#include "settings_env.h"
+#include "common/settings_env.h"
 
 /* Only Slurm's interface leaves the plugin (see spank_gpuckpt.map). */
 #pragma GCC visibility push(default)

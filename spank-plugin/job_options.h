@@ -18,8 +18,9 @@
 
 #include <stddef.h>
 
-#include "settings_env.h"
+#include "common/settings_env.h"
 #include "site_args.h"
+#include "values.h"
 
 enum gk_option_id {
 	GK_OPT_CHECKPOINT = 1,
@@ -40,13 +41,6 @@ struct gk_opts {
 };
 
 void gk_opts_init(struct gk_opts *o);
-
-/* Parse values; -EINVAL for anything else. */
-int gk_parse_onoff(const char *text, int *on);
-int gk_parse_seconds(const char *text, long *seconds);
-int gk_parse_on_bad(const char *text, int *fresh);
-int gk_parse_mode(const char *text, enum gk_mode *mode);
-const char *gk_mode_name(enum gk_mode mode);
 
 /* The option's long name and the variable for an option id. */
 const char *gk_option_name(enum gk_option_id id);

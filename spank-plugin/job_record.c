@@ -4,11 +4,11 @@
 #include "config.h"
 
 #include "job_record.h"
-#include "io.h"
-#include "jobdir.h"
+#include "common/io.h"
+#include "common/jobdir.h"
 #include "root_path.h"
 #include "stage_run.h"
-#include "ckptname.h"
+#include "image/ckptname.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -38,9 +38,9 @@
 #include <sys/types.h>
 #include <time.h>
 
-#include "error.h" /* gk_error_t (runtime/common) */
-#include "events.h"
-#include "jobstats.h"
+#include "common/error.h" /* gk_error_t (runtime/common) */
+#include "common/events.h"
+#include "common/jobstats.h"
 
 /* Which task folders gk_record_collect reads: step NULL for every one. */
 struct gk_record_where {

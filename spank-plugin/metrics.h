@@ -22,9 +22,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "error.h" /* gk_error_t (runtime/common) */
-#include "events.h"
-#include "jobstats.h"
+#include "common/error.h" /* gk_error_t (runtime/common) */
+#include "common/events.h"
+#include "common/jobstats.h"
 
 #define GK_METRICS_LOCK_WAIT_MS 5000u
 

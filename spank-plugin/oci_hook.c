@@ -31,7 +31,7 @@
  *	                                    (default /proc/<parent>/environ)
  */
 #include "config.h"
-#include "settings_env.h"
+#include "common/settings_env.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -46,7 +46,7 @@
 
 #include "container_env.h"
 #include "container_owner.h"
-#include "fsafe.h"
+#include "common/fsafe.h"
 #include "task_env.h"
 
 #define ENV_MAX (1 << 20)

@@ -17,7 +17,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-#include "error.h" /* gk_error_t (runtime/common) */
+#include "common/error.h" /* gk_error_t (runtime/common) */
 
 /*
  * Open the folder `path` (absolute) for root's use: every component a real

@@ -3,9 +3,9 @@
 
 #include "shepherd_launch.h"
 #include "stage_run.h"
-#include "fsafe.h"
-#include "jobdir.h"
-#include "settings_env.h"
+#include "common/fsafe.h"
+#include "common/jobdir.h"
+#include "common/settings_env.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,7 +1,7 @@
 #include "config.h"
 
 #include "site_args.h"
-#include "job_options.h"
+#include "values.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -73,7 +73,7 @@ static int set_path(char *dst, size_t len, const char *key, const char *value, i
 	GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP)
 #define GK_ENV_SITE(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) \
 	GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP)
-#include "settings.def"
+#include "common/settings.def"
 
 static int site_default(struct gk_site *s, const char *key, const char *value, gk_error_t *err)
 {
@@ -257,7 +257,7 @@ static const struct {
 	GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP)
 #define GK_ENV_SITE(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) \
 	GK_SITE(KEY, TYPE, RANGE, DEFAULT, HELP)
-#include "settings.def"
+#include "common/settings.def"
 };
 
 int gk_site_set(struct gk_site *s, const char *key, const char *value, gk_error_t *err)

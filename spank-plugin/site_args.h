@@ -20,8 +20,8 @@
 #include <limits.h>
 #include <stddef.h>
 
-#include "contract.h" /* GK_ERRLEN, enum gk_mode: the runtime's (runtime/common) */
-#include "error.h"    /* gk_error_t: the runtime's, too */
+#include "common/contract.h" /* GK_ERRLEN, enum gk_mode: the runtime's (runtime/common) */
+#include "common/error.h"    /* gk_error_t: the runtime's, too */
 
 struct gk_site {
 	int default_on;

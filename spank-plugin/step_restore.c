@@ -1,9 +1,9 @@
 #include "config.h"
 
 #include "step_restore.h"
-#include "fsafe.h"
-#include "ckptname.h"
-#include "jobdir.h"
+#include "common/fsafe.h"
+#include "image/ckptname.h"
+#include "common/jobdir.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -26,7 +26,7 @@
 #include <stdint.h>
 
 #include "ckpt_dir.h"
-#include "setfile.h"
+#include "image/setfile.h"
 #include "site_args.h"
 
 struct gk_step_choice {

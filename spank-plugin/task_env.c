@@ -2,8 +2,8 @@
 
 #include "task_env.h"
 #include "container_env.h"
-#include "ckptname.h"
-#include "settings_env.h"
+#include "image/ckptname.h"
+#include "common/settings_env.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -12,63 +12,6 @@
 #include <unistd.h>
 
 #define ENV_MAX 8192
-
-/* Next LD_PRELOAD entry after *p (separators ':' and ' '); 0 when none is left. */
-static size_t next_entry(const char **p)
-{
-	while (**p == ':' || **p == ' ')
-		(*p)++;
-	return strcspn(*p, ": ");
-}
-
-static int has_entry(const char *list, const char *lib)
-{
-	size_t liblen = strlen(lib), n;
-	const char *p = list;
-
-	while ((n = next_entry(&p)) > 0) {
-		if (n == liblen && strncmp(p, lib, n) == 0)
-			return 1;
-		p += n;
-	}
-	return 0;
-}
-
-int gk_preload_add(const char *cur, const char *lib, char *out, size_t len)
-{
-	int n;
-
-	if (!cur || !*cur)
-		n = snprintf(out, len, "%s", lib);
-	else if (has_entry(cur, lib))
-		n = snprintf(out, len, "%s", cur);
-	else
-		n = snprintf(out, len, "%s:%s", cur, lib);
-	return n < 0 || (size_t)n >= len ? -ENAMETOOLONG : 0;
-}
-
-int gk_preload_remove(const char *cur, const char *lib, char *out, size_t len)
-{
-	size_t liblen = strlen(lib), used = 0, n;
-	const char *p = cur ? cur : "";
-
-	if (len == 0)
-		return -ENAMETOOLONG;
-	out[0] = '\0';
-	while ((n = next_entry(&p)) > 0) {
-		if (!(n == liblen && strncmp(p, lib, n) == 0)) {
-			if (used + n + 2 > len)
-				return -ENAMETOOLONG;
-			if (used)
-				out[used++] = ':';
-			memcpy(out + used, p, n);
-			used += n;
-			out[used] = '\0';
-		}
-		p += n;
-	}
-	return 0;
-}
 
 static int set_env(const struct gk_env *env, const char *name, const char *value, int overwrite,
 		   gk_error_t *err)
@@ -308,7 +251,7 @@ int gk_uninject(const struct gk_site *s, const struct gk_env *env, gk_error_t *e
 		gk_errprintf(err, "cannot read LD_PRELOAD: %s", strerror(-rc));
 		goto out_free;
 	}
-	has_runtime = rc == 1 && has_entry(cur, s->runtime);
+	has_runtime = rc == 1 && gk_preload_has(cur, s->runtime);
 	/* Only whether it is set matters, so a short buffer is enough. */
 	has_dir = env->get(env->ctx, GK_ENV(DIR), dir, sizeof(dir)) != 0;
 	rc = 0;

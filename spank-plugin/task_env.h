@@ -30,18 +30,10 @@
 #include <stddef.h>
 
 #include "ckpt_dir.h"
+#include "env.h"
 #include "job_options.h"
 #include "site_args.h"
 #include "step_restore.h"
-
-/* The task's environment, behind callbacks so tests need no Slurm. */
-struct gk_env {
-	/* 1 and the value in buf, 0 if unset, or a negative errno. */
-	int (*get)(void *ctx, const char *name, char *buf, size_t len);
-	int (*set)(void *ctx, const char *name, const char *value, int overwrite);
-	int (*unset)(void *ctx, const char *name);
-	void *ctx;
-};
 
 struct gk_inject_result {
 	char dir[PATH_MAX];
@@ -87,12 +79,5 @@ void gk_inject_release(struct gk_inject_result *r);
  * what an enclosing step put in (the runtime from LD_PRELOAD, GPUCKPT_DIR,
  * GPUCKPT_RESTORE) and set GPUCKPT_CHECKPOINT=off. Anything else is untouched. */
 int gk_uninject(const struct gk_site *s, const struct gk_env *env, gk_error_t *err);
-
-/* LD_PRELOAD with lib appended unless it is already there (entries are split
- * on ':' and ' ', as ld.so does). -ENAMETOOLONG if out is too small. */
-int gk_preload_add(const char *cur, const char *lib, char *out, size_t len);
-
-/* LD_PRELOAD without lib; out is "" if nothing else remains. */
-int gk_preload_remove(const char *cur, const char *lib, char *out, size_t len);
 
 #endif

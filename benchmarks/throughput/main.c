@@ -36,7 +36,7 @@
 #include <unistd.h>
 
 #include "throughput.h"
-#include "settings_env.h"
+#include "common/settings_env.h"
 
 #ifndef TP_RUNTIME_DEFAULT
 #define TP_RUNTIME_DEFAULT "libgpuckpt.so"

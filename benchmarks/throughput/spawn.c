@@ -17,7 +17,7 @@
 #include <unistd.h>
 
 #include "throughput.h"
-#include "settings_env.h"
+#include "common/settings_env.h"
 
 extern char **environ;
 

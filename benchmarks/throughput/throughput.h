@@ -11,7 +11,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "error.h" /* gk_error_t, from runtime/common */
+#include "common/error.h" /* gk_error_t, from runtime/common */
 
 #define TP_MAX_RESULTS 256
 

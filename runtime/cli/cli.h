@@ -11,9 +11,9 @@
 
 #include <json-c/json.h>
 
-#include "error.h" /* gk_error_t: what went wrong, for the caller to say */
-#include "user.h" /* gk_user_name: the user name of a uid, or "uid N" */
-#include "sizefmt.h" /* gk_size_format: a size for people, GK_SIZE_UNIT here */
+#include "common/error.h" /* gk_error_t: what went wrong, for the caller to say */
+#include "common/user.h" /* gk_user_name: the user name of a uid, or "uid N" */
+#include "common/sizefmt.h" /* gk_size_format: a size for people, GK_SIZE_UNIT here */
 
 /* Exit status of every subcommand. */
 enum {

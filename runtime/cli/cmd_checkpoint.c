@@ -27,12 +27,12 @@
  * lose (the epilog removes those of finished jobs).
  */
 #include "config.h"
-#include "settings_env.h"
-#include "cli.h"
-#include "fsafe.h"
-#include "log.h"
-#include "node_probe.h"
-#include "slurm_cmd.h"
+#include "common/settings_env.h"
+#include "cli/cli.h"
+#include "common/fsafe.h"
+#include "common/log.h"
+#include "cli/node_probe.h"
+#include "cli/slurm_cmd.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,10 +5,10 @@
  * it; tests/image/manifest-schema.sh validates it).
  */
 #include "config.h"
-#include "cli.h"
-#include "image.h"
-#include "log.h"
-#include "ckptname.h"
+#include "cli/cli.h"
+#include "image/image.h"
+#include "common/log.h"
+#include "image/ckptname.h"
 
 #include <errno.h>
 #include <inttypes.h>

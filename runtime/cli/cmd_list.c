@@ -3,12 +3,12 @@
  * first, and the incomplete ones a killed writer left behind.
  */
 #include "config.h"
-#include "cli.h"
-#include "image.h"
-#include "jobdir.h"
-#include "log.h"
-#include "ckptname.h"
-#include "settings_env.h"
+#include "cli/cli.h"
+#include "image/image.h"
+#include "common/jobdir.h"
+#include "common/log.h"
+#include "image/ckptname.h"
+#include "common/settings_env.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -4,9 +4,9 @@
  * commit (so a half-deleted checkpoint never looks committed).
  */
 #include "config.h"
-#include "cli.h"
-#include "image.h"
-#include "log.h"
+#include "cli/cli.h"
+#include "image/image.h"
+#include "common/log.h"
 
 #include <errno.h>
 #include <stdio.h>

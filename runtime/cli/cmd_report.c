@@ -4,11 +4,11 @@
  * (SHARED_ROOT/records/JOB, runtime/common/events.h).
  */
 #include "config.h"
-#include "cli.h"
-#include "ckptname.h"
-#include "events.h"
-#include "jobstats.h"
-#include "log.h"
+#include "cli/cli.h"
+#include "image/ckptname.h"
+#include "common/events.h"
+#include "common/jobstats.h"
+#include "common/log.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -5,10 +5,10 @@
  */
 #include "config.h"
 
-#include "cli.h"
-#include "image.h"
-#include "log.h"
-#include "seal.h"
+#include "cli/cli.h"
+#include "image/image.h"
+#include "common/log.h"
+#include "image/seal.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -3,10 +3,10 @@
  * rest of the command line. Each subcommand lives in cmd_<name>.c.
  */
 #include "config.h"
-#include "cli.h"
-#include "image.h"
-#include "log.h"
-#include "settings_env.h"
+#include "cli/cli.h"
+#include "image/image.h"
+#include "common/log.h"
+#include "common/settings_env.h"
 
 #include <stdio.h>
 #include <stdlib.h>

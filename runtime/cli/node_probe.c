@@ -2,16 +2,16 @@
  * node_probe.c - what this node knows of a job's checkpoints (node_probe.h).
  */
 #include "config.h"
-#include "settings_env.h"
-#include "node_probe.h"
-#include "cli.h"
-#include "events.h"
-#include "fsafe.h"
-#include "image.h"
-#include "jobdir.h"
-#include "log.h"
-#include "procstat.h"
-#include "ckptname.h"
+#include "common/settings_env.h"
+#include "cli/node_probe.h"
+#include "cli/cli.h"
+#include "common/events.h"
+#include "common/fsafe.h"
+#include "image/image.h"
+#include "common/jobdir.h"
+#include "common/log.h"
+#include "common/procstat.h"
+#include "image/ckptname.h"
 
 #include <dirent.h>
 #include <errno.h>

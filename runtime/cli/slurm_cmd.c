@@ -3,7 +3,7 @@
  * `scontrol show job -o` says (slurm_cmd.h).
  */
 #include "config.h"
-#include "slurm_cmd.h"
+#include "cli/slurm_cmd.h"
 
 #include <errno.h>
 #include <fcntl.h>

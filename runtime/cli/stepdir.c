@@ -5,10 +5,10 @@
  */
 #include "config.h"
 
-#include "cli.h"
-#include "jobdir.h"
-#include "log.h"
-#include "stepset.h"
+#include "cli/cli.h"
+#include "common/jobdir.h"
+#include "common/log.h"
+#include "image/stepset.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -6,10 +6,10 @@
  * it permutes arguments in ways that surprise scripts.
  */
 #include "config.h"
-#include "cli.h"
-#include "fsafe.h"
-#include "image.h"
-#include "log.h"
+#include "cli/cli.h"
+#include "common/fsafe.h"
+#include "image/image.h"
+#include "common/log.h"
 
 #include <dirent.h>
 #include <errno.h>

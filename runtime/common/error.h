@@ -22,7 +22,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "contract.h"
+#include "common/contract.h"
 
 typedef struct gk_error {
 	char text[GK_ERRLEN];

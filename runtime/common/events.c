@@ -4,7 +4,7 @@
  */
 #include "config.h"
 
-#include "events.h"
+#include "common/events.h"
 
 #include <errno.h>
 #include <math.h>

@@ -5,8 +5,8 @@
  */
 #include "config.h"
 
-#include "fsafe.h"
-#include "error.h"
+#include "common/fsafe.h"
+#include "common/error.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -21,7 +21,7 @@
 #ifndef GK_FSAFE_H
 #define GK_FSAFE_H
 
-#include "error.h"
+#include "common/error.h"
 
 #include <stddef.h>
 #include <sys/stat.h>

@@ -1,6 +1,6 @@
 #include "config.h"
 
-#include "io.h"
+#include "common/io.h"
 
 #include <errno.h>
 #include <unistd.h>

@@ -3,8 +3,8 @@
  */
 #include "config.h"
 
-#include "jobdir.h"
-#include "events.h"
+#include "common/jobdir.h"
+#include "common/events.h"
 
 #include <dirent.h>
 #include <errno.h>

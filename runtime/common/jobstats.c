@@ -3,7 +3,7 @@
  */
 #include "config.h"
 
-#include "jobstats.h"
+#include "common/jobstats.h"
 
 #include <errno.h>
 #include <stdio.h>

@@ -16,7 +16,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "events.h"
+#include "common/events.h"
 
 /* At most this many events are kept per job; more are counted in `dropped`. */
 #define GK_JOB_EVENTS_MAX 100000u

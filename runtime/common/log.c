@@ -1,7 +1,7 @@
 #include "config.h"
 
-#include "log.h"
-#include "settings_env.h"
+#include "common/log.h"
+#include "common/settings_env.h"
 
 #include <errno.h>
 #include <stdarg.h>

@@ -3,7 +3,7 @@
  */
 #include "config.h"
 
-#include "procstat.h"
+#include "common/procstat.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -1,9 +1,9 @@
 #include "config.h"
 
-#include "settings.h"
-#include "settings_env.h"
-#include "error.h"
-#include "log.h"
+#include "common/settings.h"
+#include "common/settings_env.h"
+#include "common/error.h"
+#include "common/log.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -251,7 +251,7 @@ int gk_settings_parse_signals(struct gk_settings *s, const char *spec, gk_error_
  */
 #define GK_CONF(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) \
 	static int conf_##KEY(struct gk_settings *s, const char *value, gk_error_t *err);
-#include "settings.def"
+#include "common/settings.def"
 
 static int set_text(char *dst, size_t len, const char *value)
 {
@@ -525,7 +525,7 @@ static const struct {
 	int (*set)(struct gk_settings *s, const char *value, gk_error_t *err);
 } conf_keys[] = {
 #define GK_CONF(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) {#KEY, GK_ENV_ID_##ID, conf_##KEY},
-#include "settings.def"
+#include "common/settings.def"
 };
 
 int gk_settings_set(struct gk_settings *s, const char *key, const char *value, gk_error_t *err)

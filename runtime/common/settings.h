@@ -13,12 +13,12 @@
 #ifndef GK_SETTINGS_H
 #define GK_SETTINGS_H
 
-#include "error.h"
+#include "common/error.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
-#include "contract.h" /* enum gk_mode, the defaults of va_base, va_size, chunk_size */
+#include "common/contract.h" /* enum gk_mode, the defaults of va_base, va_size, chunk_size */
 
 #define GK_MAX_TRIGGERS 8
 

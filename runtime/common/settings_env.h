@@ -27,7 +27,7 @@
 
 enum gk_env_id {
 #define GK_ENV_ONLY(ID, FLAGS, TYPE, RANGE, DEFAULT, HELP) GK_ENV_ID_##ID,
-#include "settings.def"
+#include "common/settings.def"
 	GK_ENV_COUNT
 };
 
@@ -38,7 +38,7 @@ struct gk_env_info {
 
 static const struct gk_env_info gk_env_table[GK_ENV_COUNT] __attribute__((unused)) = {
 #define GK_ENV_ONLY(ID, FLAGS, TYPE, RANGE, DEFAULT, HELP) [GK_ENV_ID_##ID] = {GK_ENV(ID), FLAGS},
-#include "settings.def"
+#include "common/settings.def"
 };
 
 static inline const char *gk_env_get(enum gk_env_id id)

@@ -1,5 +1,5 @@
 /*
- * shepherd_protocol.h - the words the runtime (core/agent.c) and the shepherd
+ * shepherd_protocol.h - the words the runtime (core/control/agent.c) and the shepherd
  * (shepherd/sock.c, checkpoint.c) say to each other on the shepherd's
  * socket, defined once for both sides. One line per packet, spelled exactly;
  * the shepherd refuses anything else. What each means and when it is sent:

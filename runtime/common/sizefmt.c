@@ -1,6 +1,6 @@
 #include "config.h"
 
-#include "sizefmt.h"
+#include "common/sizefmt.h"
 
 #include <stdio.h>
 

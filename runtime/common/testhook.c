@@ -4,9 +4,9 @@
  */
 #include "config.h"
 
-#include "testhook.h"
-#include "error.h"
-#include "fsafe.h"
+#include "common/testhook.h"
+#include "common/error.h"
+#include "common/fsafe.h"
 
 #include <errno.h>
 #include <fcntl.h>

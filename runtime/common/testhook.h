@@ -10,7 +10,7 @@
 #ifndef GK_TESTHOOK_H
 #define GK_TESTHOOK_H
 
-#include "error.h"
+#include "common/error.h"
 
 #include <stddef.h>
 

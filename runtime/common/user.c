@@ -1,6 +1,6 @@
 /* user.c - see user.h. */
 #include "config.h"
-#include "user.h"
+#include "common/user.h"
 
 #include <pwd.h>
 #include <stdio.h>

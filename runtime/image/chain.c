@@ -11,9 +11,9 @@
  * older sequences only, checked by the parser).
  */
 #include "config.h"
-#include "image.h"
-#include "error.h"
-#include "ckptname.h"
+#include "image/image.h"
+#include "common/error.h"
+#include "image/ckptname.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,7 +9,7 @@
  *    whose EVP interface uses the CPU's SHA instructions.
  */
 #include "config.h"
-#include "image.h"
+#include "image/image.h"
 
 #include <errno.h>
 #include <stdalign.h>

@@ -33,14 +33,14 @@
 #ifndef GK_IMAGE_H
 #define GK_IMAGE_H
 
-#include "error.h"
+#include "common/error.h"
 
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "contract.h" /* GK_ERRLEN, GK_DEFAULT_CHUNK_SIZE (runtime/common) */
-#include "ckptname.h" /* the folder names, GK_MANIFEST_FILE */
+#include "common/contract.h" /* GK_ERRLEN, GK_DEFAULT_CHUNK_SIZE (runtime/common) */
+#include "image/ckptname.h" /* the folder names, GK_MANIFEST_FILE */
 
 #define GK_FORMAT_NAME "gpuckpt-image"
 /* Version 4: a device may list the devices that were granted peer access to

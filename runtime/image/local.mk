@@ -18,6 +18,13 @@ libgkimage_la_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS) $(MUNGE_CFLAGS) $(XXHASH_CF
 	$(LIBCRYPTO_CFLAGS) -fvisibility=hidden
 libgkimage_la_LIBADD = $(JSON_C_LIBS) $(MUNGE_LIBS) $(XXHASH_LIBS) $(LIBCRYPTO_LIBS) $(PTHREAD_LIBS)
 
+# The step's set records (setfile), a leaf that calls nothing but the C
+# library, again for the SPANK plugin and the container hook: built without
+# the sanitizers, as libgkcommon-plugin (runtime/common/local.mk).
+noinst_LTLIBRARIES += libgkimage-plugin.la
+libgkimage_plugin_la_SOURCES = %reldir%/setfile.c %reldir%/setfile.h
+libgkimage_plugin_la_CFLAGS = $(WARN_CFLAGS) -fvisibility=hidden
+
 # criu/SEAL, the seal of a transparent checkpoint (seal.h): written by
 # gpuckpt-shepherd, checked by it, by `gpuckpt verify` and by gpuckpt-stage,
 # none of which needs the others. A library of its own: libgpuckpt.so takes

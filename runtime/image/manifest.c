@@ -4,7 +4,7 @@
  * the writer (manifest_write.c) and the reader (manifest_read.c) share.
  */
 #include "config.h"
-#include "image.h"
+#include "image/image.h"
 
 #include <stdint.h>
 #include <stdlib.h>

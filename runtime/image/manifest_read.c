@@ -7,8 +7,8 @@
  * readers and lose bits above 2^53; sizes stay integers (json-c reads int64).
  */
 #include "config.h"
-#include "image.h"
-#include "error.h"
+#include "image/image.h"
+#include "common/error.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -6,7 +6,7 @@
  * The reader, manifest_read.c, checks every field this writes.
  */
 #include "config.h"
-#include "image.h"
+#include "image/image.h"
 
 #include <errno.h>
 #include <inttypes.h>

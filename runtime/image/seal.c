@@ -18,9 +18,9 @@
  */
 #include "config.h"
 
-#include "image.h"
-#include "error.h"
-#include "seal.h"
+#include "image/image.h"
+#include "common/error.h"
+#include "image/seal.h"
 
 #include <dirent.h>
 #include <errno.h>

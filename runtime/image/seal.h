@@ -11,7 +11,7 @@
 #ifndef GK_SEAL_H
 #define GK_SEAL_H
 
-#include "error.h"
+#include "common/error.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -5,9 +5,9 @@
  */
 #include "config.h"
 
-#include "setfile.h"
-#include "error.h"
-#include "jobdir.h"
+#include "image/setfile.h"
+#include "common/error.h"
+#include "common/jobdir.h"
 
 #include <errno.h>
 #include <inttypes.h>

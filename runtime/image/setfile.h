@@ -35,7 +35,7 @@
 #ifndef GK_SETFILE_H
 #define GK_SETFILE_H
 
-#include "error.h"
+#include "common/error.h"
 
 #include <stddef.h>
 #include <stdint.h>

@@ -15,11 +15,11 @@
  * writes one).
  */
 #include "config.h"
-#include "image.h"
-#include "error.h"
-#include "io.h"
-#include "user.h"
-#include "settings_env.h"
+#include "image/image.h"
+#include "common/error.h"
+#include "common/io.h"
+#include "common/user.h"
+#include "common/settings_env.h"
 
 #include <errno.h>
 #include <fcntl.h>

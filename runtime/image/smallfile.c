@@ -6,7 +6,7 @@
  */
 #include "config.h"
 
-#include "image.h"
+#include "image/image.h"
 
 #include <errno.h>
 #include <stdlib.h>

@@ -5,10 +5,10 @@
  */
 #include "config.h"
 
-#include "stepset.h"
-#include "error.h"
-#include "ckptname.h"
-#include "jobdir.h"
+#include "image/stepset.h"
+#include "common/error.h"
+#include "image/ckptname.h"
+#include "common/jobdir.h"
 
 #include <dirent.h>
 #include <errno.h>

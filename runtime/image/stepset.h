@@ -17,10 +17,10 @@
 #ifndef GK_STEPSET_H
 #define GK_STEPSET_H
 
-#include "error.h"
+#include "common/error.h"
 
-#include "image.h"
-#include "setfile.h"
+#include "image/image.h"
+#include "image/setfile.h"
 
 #include <stddef.h>
 #include <stdint.h>

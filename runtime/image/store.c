@@ -7,12 +7,12 @@
  * same reason in reverse.
  */
 #include "config.h"
-#include "clock.h"
-#include "error.h"
-#include "image.h"
-#include "ckptname.h"
-#include "fsafe.h"
-#include "log.h"
+#include "common/clock.h"
+#include "common/error.h"
+#include "image/image.h"
+#include "image/ckptname.h"
+#include "common/fsafe.h"
+#include "common/log.h"
 
 #include <dirent.h>
 #include <errno.h>

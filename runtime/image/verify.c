@@ -5,11 +5,11 @@
  * any of it is refused whole; it is never loaded half-way.
  */
 #include "config.h"
-#include "image.h"
-#include "error.h"
-#include "log.h"
-#include "ckptname.h"
-#include "user.h"
+#include "image/image.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "image/ckptname.h"
+#include "common/user.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -27,10 +27,10 @@
  */
 #include "config.h"
 
-#include "gpuckpt_mpi.h"
-#include "gpuckpt_coord.h"
-#include "export.h"
-#include "settings_env.h"
+#include "include/gpuckpt_mpi.h"
+#include "include/gpuckpt_coord.h"
+#include "common/export.h"
+#include "common/settings_env.h"
 
 #include <errno.h>
 #include <stdint.h>

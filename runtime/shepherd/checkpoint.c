@@ -17,13 +17,13 @@
  */
 #include "config.h"
 
-#include "image.h"
-#include "error.h"
-#include "fsafe.h"
-#include "log.h"
-#include "shepherd.h"
-#include "ckptname.h"
-#include "shepherd_protocol.h"
+#include "image/image.h"
+#include "common/error.h"
+#include "common/fsafe.h"
+#include "common/log.h"
+#include "shepherd/shepherd.h"
+#include "image/ckptname.h"
+#include "common/shepherd_protocol.h"
 
 #include <dirent.h>
 #include <errno.h>

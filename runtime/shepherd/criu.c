@@ -45,9 +45,9 @@
  */
 #include "config.h"
 
-#include "log.h"
-#include "error.h"
-#include "shepherd.h"
+#include "common/log.h"
+#include "common/error.h"
+#include "shepherd/shepherd.h"
 
 #include <errno.h>
 #include <fcntl.h>

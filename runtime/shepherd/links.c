@@ -18,7 +18,7 @@
  */
 #include "config.h"
 
-#include "shepherd.h"
+#include "shepherd/shepherd.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>

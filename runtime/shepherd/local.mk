@@ -14,7 +14,6 @@ libgkshepherd_la_SOURCES = \
 	%reldir%/checkpoint.c \
 	%reldir%/restore_tree.c \
 	%reldir%/supervise.c
-libgkshepherd_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/%reldir%
 libgkshepherd_la_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS)
 libgkshepherd_la_LIBADD = libgkseal.la libgkimage.la libgkcommon.la $(JSON_C_LIBS)
 
@@ -22,7 +21,7 @@ pkglibexec_PROGRAMS += gpuckpt-shepherd
 gpuckpt_shepherd_SOURCES = %reldir%/shepherd_main.c
 # GK_LIBEXECDIR means $(libexecdir), as in spank-plugin/Makefile.am, where the
 # plugin finds $(GK_LIBEXECDIR)/gpuckpt/gpuckpt-shepherd the same way.
-gpuckpt_shepherd_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/%reldir% \
+gpuckpt_shepherd_CPPFLAGS = $(AM_CPPFLAGS) \
 	-DGK_LIBEXECDIR='"$(libexecdir)"' 
 gpuckpt_shepherd_LDADD = libgkshepherd.la
 EXTRA_DIST += %reldir%/README.md

@@ -5,9 +5,9 @@
  */
 #include "config.h"
 
-#include "shepherd.h"
-#include "error.h"
-#include "settings_env.h"
+#include "shepherd/shepherd.h"
+#include "common/error.h"
+#include "common/settings_env.h"
 
 #include <errno.h>
 #include <getopt.h>

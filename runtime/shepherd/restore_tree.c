@@ -7,12 +7,12 @@
  */
 #include "config.h"
 
-#include "image.h"
-#include "error.h"
-#include "fsafe.h"
-#include "log.h"
-#include "testhook.h"
-#include "shepherd.h"
+#include "image/image.h"
+#include "common/error.h"
+#include "common/fsafe.h"
+#include "common/log.h"
+#include "common/testhook.h"
+#include "shepherd/shepherd.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -24,11 +24,11 @@
 
 #include <cuda.h>
 
-#include "clock.h"
-#include "error.h"
-#include "seal.h" /* criu/SEAL: its format, writing and checking it (runtime/image) */
-#include "settings.h"
-#include "shepherd_protocol.h" /* the socket's words, GK_PROTO_MSG_MAX */
+#include "common/clock.h"
+#include "common/error.h"
+#include "image/seal.h" /* criu/SEAL: its format, writing and checking it (runtime/image) */
+#include "common/settings.h"
+#include "common/shepherd_protocol.h" /* the socket's words, GK_PROTO_MSG_MAX */
 
 /* CRIU's failure with the tail of its log (gk_criu_run); every other message
  * of the shepherd's is a gk_error_t. */

@@ -6,12 +6,12 @@
  */
 #include "config.h"
 
-#include "fsafe.h"
-#include "error.h"
-#include "log.h"
-#include "testhook.h"
-#include "shepherd.h"
-#include "settings_env.h"
+#include "common/fsafe.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/testhook.h"
+#include "shepherd/shepherd.h"
+#include "common/settings_env.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -9,11 +9,11 @@
  */
 #include "config.h"
 
-#include "log.h"
-#include "error.h"
-#include "shepherd.h"
-#include "ckptname.h"
-#include "shepherd_protocol.h"
+#include "common/log.h"
+#include "common/error.h"
+#include "shepherd/shepherd.h"
+#include "image/ckptname.h"
+#include "common/shepherd_protocol.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -21,7 +21,7 @@
  */
 #include "config.h"
 
-#include "shepherd.h"
+#include "shepherd/shepherd.h"
 
 #include <errno.h>
 #include <stdio.h>

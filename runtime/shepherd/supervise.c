@@ -18,9 +18,9 @@
  */
 #include "config.h"
 
-#include "log.h"
-#include "shepherd.h"
-#include "shepherd_protocol.h"
+#include "common/log.h"
+#include "shepherd/shepherd.h"
+#include "common/shepherd_protocol.h"
 
 #include <errno.h>
 #include <poll.h>

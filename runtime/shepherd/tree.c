@@ -7,8 +7,8 @@
  */
 #include "config.h"
 
-#include "shepherd.h"
-#include "error.h"
+#include "shepherd/shepherd.h"
+#include "common/error.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -9,7 +9,7 @@
 #include "config.h"
 
 #include "stage.h"
-#include "fsafe.h"
+#include "common/fsafe.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -11,8 +11,9 @@
 #include "config.h"
 
 #include "stage.h"
-#include "fsafe.h"
-#include "image.h"
+#include "stage_log.h"
+#include "common/fsafe.h"
+#include "image/image.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -17,13 +17,14 @@
 #include "config.h"
 
 #include "stage.h"
-#include "ckpt_dir.h"
-#include "fsafe.h"
-#include "image.h"
-#include "setfile.h"
-#include "seal.h"
-#include "testhook.h"
-#include "ckptname.h"
+#include "stage_log.h"
+#include "spank-plugin/ckpt_dir.h"
+#include "common/fsafe.h"
+#include "image/image.h"
+#include "image/setfile.h"
+#include "image/seal.h"
+#include "common/testhook.h"
+#include "image/ckptname.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -8,9 +8,10 @@
 #include "config.h"
 
 #include "stage.h"
-#include "fsafe.h"
-#include "testhook.h"
-#include "settings_env.h"
+#include "stage_log.h"
+#include "common/fsafe.h"
+#include "common/testhook.h"
+#include "common/settings_env.h"
 
 #include <errno.h>
 #include <signal.h>
@@ -64,61 +65,6 @@ static const char usage[] =
     "EXIT STATUS\n"
     "    0 done; 1 something was refused or failed (the lines say what);\n"
     "    2 bad usage.\n";
-
-static void vline(const char *prefix, const char *fmt, va_list ap)
-{
-	fputs(prefix, stdout);
-	vfprintf(stdout, fmt, ap);
-	fputc('\n', stdout);
-	fflush(stdout);
-}
-
-void say(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vline("", fmt, ap);
-	va_end(ap);
-}
-
-void warn_line(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vline("warning: ", fmt, ap);
-	va_end(ap);
-}
-
-void error_line(struct stage *st, const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	vline("error: ", fmt, ap);
-	va_end(ap);
-	st->failed = 1;
-}
-
-const char *show(const char *name)
-{
-	static char bufs[4][1100];
-	static int next;
-	char *b = bufs[next++ % 4];
-	size_t j = 0;
-
-	for (size_t i = 0; name[i] && j + 5 < sizeof(bufs[0]); i++) {
-		unsigned char c = (unsigned char)name[i];
-
-		if (c < 0x20 || c > 0x7e || c == '\\')
-			j += (size_t)snprintf(b + j, sizeof(bufs[0]) - j, "\\x%02x", c);
-		else
-			b[j++] = (char)c;
-	}
-	b[j] = 0;
-	return b;
-}
 
 static int parse_u32(const char *s, uint32_t *out)
 {

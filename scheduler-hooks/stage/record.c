@@ -22,6 +22,7 @@
 #include "config.h"
 
 #include "stage.h"
+#include "stage_log.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -22,11 +22,12 @@
 #include "config.h"
 
 #include "stage.h"
-#include "ckpt_dir.h"
-#include "fsafe.h"
-#include "image.h"
-#include "setfile.h"
-#include "stepset.h"
+#include "stage_log.h"
+#include "spank-plugin/ckpt_dir.h"
+#include "common/fsafe.h"
+#include "image/image.h"
+#include "image/setfile.h"
+#include "image/stepset.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -19,6 +19,7 @@
  *	flow.c    stage in, stage out
  *	sets.c    steps of several tasks: set records, the restore plan, pruning by set
  *	sweep.c   removing the folders of jobs that are over
+ *	stage_log.c the lines for slurmd's log, and names shown escaped
  *	main.c    the command line
  */
 #ifndef GK_STAGE_H
@@ -29,7 +30,7 @@
 #include <stdint.h>
 #include <sys/types.h>
 
-#include "error.h"
+#include "common/error.h"
 
 /* The root-only folder gpuckpt-stage keeps in each root. Not a job id, so
  * no job's folder can be named like it. */
@@ -66,16 +67,6 @@ struct stage {
 	char host[65];
 	int failed; /* an "error:" line was printed: exit status 1 */
 };
-
-/* One line for slurmd's log (the plugin copies each line there). Names a
- * user chose go through show() first: they are printed escaped. */
-void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void warn_line(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-void error_line(struct stage *st, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-
-/* name with control characters, bytes above 0x7e and backslashes as \xNN,
- * in one of a few rotating buffers. */
-const char *show(const char *name);
 
 /* ---- area.c ---- */
 

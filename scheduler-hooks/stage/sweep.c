@@ -13,8 +13,9 @@
 #include "config.h"
 
 #include "stage.h"
-#include "ckpt_dir.h"
-#include "fsafe.h"
+#include "stage_log.h"
+#include "spank-plugin/ckpt_dir.h"
+#include "common/fsafe.h"
 
 #include <dirent.h>
 #include <errno.h>

@@ -2,17 +2,17 @@
 # `scontrol show job -o` (runtime/cli/slurm_cmd.c).
 TESTS += %reldir%/test-slurm-cmd
 check_PROGRAMS += %reldir%/test-slurm-cmd
-%canon_reldir%_test_slurm_cmd_SOURCES = %reldir%/test-slurm-cmd.c $(top_srcdir)/runtime/cli/slurm_cmd.c
-%canon_reldir%_test_slurm_cmd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/cli
+%canon_reldir%_test_slurm_cmd_SOURCES = %reldir%/test-slurm-cmd.c
+%canon_reldir%_test_slurm_cmd_LDADD = $(top_builddir)/runtime/libgkcli.la $(GK_UNIT_LIBS)
 
 # The tool's shared helpers (runtime/cli/util.c): option parsing and its
 # messages, users, printable text, sizes, JSON.
 TESTS += %reldir%/test-cli-util
 check_PROGRAMS += %reldir%/test-cli-util
-%canon_reldir%_test_cli_util_SOURCES = %reldir%/test-cli-util.c $(top_srcdir)/runtime/cli/util.c
-%canon_reldir%_test_cli_util_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/cli
+%canon_reldir%_test_cli_util_SOURCES = %reldir%/test-cli-util.c
 %canon_reldir%_test_cli_util_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS)
-%canon_reldir%_test_cli_util_LDADD = $(top_builddir)/runtime/libgkimage.la \
+%canon_reldir%_test_cli_util_LDADD = $(top_builddir)/runtime/libgkcli.la \
+	$(top_builddir)/runtime/libgkimage.la \
 	$(top_builddir)/runtime/libgkcommon.la $(JSON_C_LIBS)
 
 # The tool's command line, driven as a user drives it: each subcommand's bad

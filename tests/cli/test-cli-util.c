@@ -8,7 +8,7 @@
 #include "config.h"
 
 #include "tap.h"
-#include "cli.h"
+#include "cli/cli.h"
 
 #include <stdarg.h>
 #include <stdio.h>

@@ -4,7 +4,7 @@
  * and cmd_run: a command's output, status, and the environment it gets.
  */
 #include "config.h"
-#include "slurm_cmd.h"
+#include "cli/slurm_cmd.h"
 #include "tap.h"
 
 #include <errno.h>

@@ -9,7 +9,7 @@
  */
 #include "config.h"
 
-#include "settings_env.h"
+#include "common/settings_env.h"
 
 #include <stdio.h>
 
@@ -44,6 +44,6 @@ int main(void)
 #define GK_CONF_SITE(ID, K, FL, T, R, D, H) row("conf_site", GK_ENV(ID), #K, #K, FL, T, R, D, H);
 #define GK_ENV_SITE(ID, K, FL, T, R, D, H) row("env_site", GK_ENV(ID), NULL, #K, FL, T, R, D, H);
 #define GK_SITE(K, T, R, D, H) row("site", NULL, NULL, #K, 0, T, R, D, H);
-#include "settings.def"
+#include "common/settings.def"
 	return 0;
 }

@@ -6,8 +6,8 @@
  * restore saved, the AdminComment text.
  */
 #include "config.h"
-#include "events.h"
-#include "jobstats.h"
+#include "common/events.h"
+#include "common/jobstats.h"
 #include "tap.h"
 
 #include <errno.h>

@@ -5,8 +5,8 @@
  * user made, one file hard-linked into all of them, with no limit).
  */
 #include "config.h"
-#include "events.h"
-#include "jobdir.h"
+#include "common/events.h"
+#include "common/jobdir.h"
 #include "tap.h"
 
 #include <errno.h>

@@ -4,10 +4,10 @@
  * the key (and, from a file, the line; from the environment, the variable).
  */
 #include "config.h"
-#include "settings.h"
-#include "settings_env.h"
-#include "error.h"
-#include "log.h"
+#include "common/settings.h"
+#include "common/settings_env.h"
+#include "common/error.h"
+#include "common/log.h"
 #include "tap.h"
 
 #include <errno.h>
@@ -215,7 +215,7 @@ static void table_checks(void)
 #define GK_CONF(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) \
 	table_row(#KEY, TYPE, RANGE, DEFAULT);              \
 	n++;
-#include "settings.def"
+#include "common/settings.def"
 	ok(n >= 28, "settings.def: %u gpuckpt.conf keys", n);
 	/* Root-run code (the shepherd, gpuckpt verify) checks seals through munged:
 	 * its socket is never taken from a setuid program's environment. */

@@ -5,7 +5,7 @@
  */
 #include "config.h"
 
-#include "sizefmt.h"
+#include "common/sizefmt.h"
 #include "tap.h"
 
 #include <string.h>

@@ -4,8 +4,8 @@
  * text a user wrote. Anything it accepts must also serialise again.
  */
 #include "config.h"
-#include "image.h"
-#include "error.h"
+#include "image/image.h"
+#include "common/error.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -4,8 +4,8 @@
  * credential over it checks out.
  */
 #include "config.h"
-#include "seal.h"
-#include "error.h"
+#include "image/seal.h"
+#include "common/error.h"
 
 #include <stdint.h>
 #include <stdlib.h>

@@ -27,7 +27,7 @@ fi
 
 R=$top_srcdir/runtime
 CFLAGS_FUZZ=(-g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=undefined
-	-I"$top_builddir" -I"$R/include" -I"$R/common" -I"$R/image"
+	-I"$top_builddir" -I"$R"
 	-I"${CUDA_PREFIX:-/usr/local/cuda}/include" $(pkg-config --cflags json-c))
 LIBS=($(pkg-config --libs json-c) -lmunge -lxxhash -lcrypto -ldl -lpthread)
 IMAGE=("$R"/image/checksum.c "$R"/image/manifest.c "$R"/image/manifest_read.c

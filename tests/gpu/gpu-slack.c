@@ -2,7 +2,7 @@
  * gpu-slack - a CUDA program (driver API) that reads a little outside its
  * allocations, as Rodinia's srad_v2 does: natively such reads land on a
  * neighbouring allocation and are harmless, and under gpuckpt they must be
- * too, through a checkpoint and a restore (runtime/core/layout.h: every block
+ * too, through a checkpoint and a restore (runtime/core/placement/layout.h: every block
  * has mapped guards). It allocates three images (--size floats each, 16 MiB by
  * default; first, like srad's) and three small arrays, then every step
  * updates each in place with a kernel that also reads --slack bytes before

@@ -18,10 +18,10 @@
  * its own, no host regions), as the runtime writes one when nothing changed.
  */
 #include "config.h"
-#include "image.h"
-#include "error.h"
-#include "log.h"
-#include "settings.h"
+#include "image/image.h"
+#include "common/error.h"
+#include "common/log.h"
+#include "common/settings.h"
 
 #include <errno.h>
 #include <fcntl.h>

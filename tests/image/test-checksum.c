@@ -6,7 +6,7 @@
  * wrong seed would show here as a vector mismatch.
  */
 #include "config.h"
-#include "image.h"
+#include "image/image.h"
 #include "tap.h"
 
 #include <inttypes.h>

@@ -5,9 +5,9 @@
  * each case differs from a valid manifest in exactly one way.
  */
 #include "config.h"
-#include "image.h"
+#include "image/image.h"
 #include "tap.h"
-#include "error.h"
+#include "common/error.h"
 
 #include <errno.h>
 #include <inttypes.h>

@@ -10,11 +10,11 @@
  * kinds a seal may hold.
  */
 #include "config.h"
-#include "image.h"
-#include "log.h"
-#include "seal.h"
+#include "image/image.h"
+#include "common/log.h"
+#include "image/seal.h"
 #include "tap.h"
-#include "error.h"
+#include "common/error.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -5,10 +5,10 @@
  * What needs a running munged is skipped, with the reason, when it is not.
  */
 #include "config.h"
-#include "image.h"
-#include "log.h"
+#include "image/image.h"
+#include "common/log.h"
 #include "tap.h"
-#include "error.h"
+#include "common/error.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -7,11 +7,11 @@
  * set fall back; no complete set is "fresh", complete ones all bad is "bad".
  */
 #include "config.h"
-#include "image.h"
-#include "log.h"
-#include "stepset.h"
+#include "image/image.h"
+#include "common/log.h"
+#include "image/stepset.h"
 #include "tap.h"
-#include "error.h"
+#include "common/error.h"
 
 #include <errno.h>
 #include <fcntl.h>

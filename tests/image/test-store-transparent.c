@@ -6,10 +6,10 @@
  * transparent checkpoints alone, and gk_image_open of a checkpoint with criu/.
  */
 #include "config.h"
-#include "image.h"
-#include "log.h"
+#include "image/image.h"
+#include "common/log.h"
 #include "tap.h"
-#include "error.h"
+#include "common/error.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,10 +6,10 @@
  * prune that keeps what a kept checkpoint refers to.
  */
 #include "config.h"
-#include "image.h"
-#include "log.h"
+#include "image/image.h"
+#include "common/log.h"
 #include "tap.h"
-#include "error.h"
+#include "common/error.h"
 
 #include <errno.h>
 #include <fcntl.h>

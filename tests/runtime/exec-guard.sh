@@ -1,5 +1,5 @@
 #!/bin/bash
-# The runtime's exec functions (runtime/core/exec_guard.c): when the task's
+# The runtime's exec functions (runtime/core/interpose/exec_guard.c): when the task's
 # own process (SLURM_TASK_PID) of a checkpointed task starts a program whose
 # environment no longer preloads the runtime (env -i), the job's output gets
 # one line naming both; the program still runs, with its arguments as given.

@@ -1,5 +1,5 @@
 /*
- * test-changes.c - the change keys at the unit (runtime/core/changes.c),
+ * test-changes.c - the change keys at the unit (runtime/core/capture/changes.c),
  * with the runtime linked in (libgkcore) and the CUDA stand-in as the driver.
  * changes.sh runs it twice: with the stand-in's hash kernel
  * (GPUCKPT_HASH_MODULE: keys "on the GPU") and without one (keys on the
@@ -17,8 +17,8 @@
 
 #include "tap.h"
 
-#include "changes.h"
-#include "runtime.h"
+#include "core/capture/changes.h"
+#include "core/state/runtime.h"
 
 #include <cuda.h>
 #include <stdarg.h>

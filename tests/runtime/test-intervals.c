@@ -6,7 +6,7 @@
  */
 #include "config.h"
 
-#include "intervals.h"
+#include "core/placement/intervals.h"
 #include "tap.h"
 
 #include <errno.h>

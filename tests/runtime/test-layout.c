@@ -1,5 +1,5 @@
 /*
- * The placement policy (runtime/core/layout.c) on its own: where blocks go,
+ * The placement policy (runtime/core/placement/layout.c) on its own: where blocks go,
  * that the same requests give the same addresses whatever slice or history,
  * and that the mapped range of every block covers its guards, the granule
  * before and the granule after it, inside the slice. The stand-in test
@@ -8,8 +8,8 @@
  */
 #include "config.h"
 
-#include "intervals.h"
-#include "layout.h"
+#include "core/placement/intervals.h"
+#include "core/placement/layout.h"
 #include "tap.h"
 
 #include <errno.h>

@@ -6,7 +6,7 @@
  */
 #include "config.h"
 
-#include "order.h"
+#include "core/placement/order.h"
 #include "tap.h"
 
 #include <stdlib.h>

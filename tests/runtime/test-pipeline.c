@@ -1,5 +1,5 @@
 /*
- * test-pipeline.c - the checkpoint pipeline (runtime/core/pipeline.h) driven
+ * test-pipeline.c - the checkpoint pipeline (runtime/core/control/pipeline.h) driven
  * phase by phase on the CUDA driver stand-in, with the runtime linked in
  * (libgkcore): a program's device memory is placed by the runtime's own
  * hooks, and the checkpoints go to GPUCKPT_DIR (set by pipeline.sh).
@@ -23,12 +23,12 @@
 
 #include "tap.h"
 
-#include "gate.h"
-#include "image.h"
-#include "phase.h"
-#include "pipeline.h"
-#include "runtime.h"
-#include "writer.h"
+#include "core/interpose/gate.h"
+#include "image/image.h"
+#include "core/state/phase.h"
+#include "core/control/pipeline.h"
+#include "core/state/runtime.h"
+#include "core/capture/writer.h"
 
 #include <cuda.h>
 #include <dirent.h>

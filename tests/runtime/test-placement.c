@@ -1,6 +1,6 @@
 /*
  * test-placement.c - the placement policy at the unit: the arena
- * (runtime/core/arena.c) behind the interposed allocation entry points
+ * (runtime/core/placement/arena.c) behind the interposed allocation entry points
  * (memory.c), with the runtime linked in (libgkcore) and the CUDA stand-in
  * as the driver (placement.sh runs it with two stand-in GPUs).
  *
@@ -21,9 +21,9 @@
 
 #include "tap.h"
 
-#include "arena.h"
-#include "layout.h"
-#include "runtime.h"
+#include "core/placement/arena.h"
+#include "core/placement/layout.h"
+#include "core/state/runtime.h"
 
 #include <cuda.h>
 #include <errno.h>

@@ -1,6 +1,6 @@
 /*
  * test-plan.c - what a checkpoint writes, at the unit: the plan
- * (runtime/core/plan.c), the change keys (changes.c), the baseline
+ * (runtime/core/capture/plan.c), the change keys (changes.c), the baseline
  * increments build on (baseline.c) and restore's plan of what is loaded
  * where (restore.c: gk_restore_items), with the runtime linked in
  * (libgkcore) and the CUDA stand-in as the driver (plan.sh).
@@ -26,12 +26,12 @@
 
 #include "tap.h"
 
-#include "baseline.h"
-#include "image.h"
-#include "plan.h"
-#include "regions.h"
-#include "restore.h"
-#include "runtime.h"
+#include "core/capture/baseline.h"
+#include "image/image.h"
+#include "core/capture/plan.h"
+#include "core/state/regions.h"
+#include "core/restore/restore.h"
+#include "core/state/runtime.h"
 
 #include <cuda.h>
 #include <dirent.h>

@@ -1,6 +1,6 @@
 /*
  * test-snapshot.c - the snapshot memory's bookkeeping at the unit
- * (runtime/core/snapshot.c), with the runtime linked in (libgkcore) and the
+ * (runtime/core/capture/snapshot.c), with the runtime linked in (libgkcore) and the
  * CUDA stand-in as the driver (snapshot.sh: GPUCKPT_SNAPSHOT_MEMORY=16M).
  *
  * - the budget is the setting's, and says so;
@@ -15,8 +15,8 @@
 
 #include "tap.h"
 
-#include "runtime.h"
-#include "snapshot.h"
+#include "core/state/runtime.h"
+#include "core/capture/snapshot.h"
 
 #include <cuda.h>
 #include <errno.h>

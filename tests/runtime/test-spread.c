@@ -1,6 +1,6 @@
 /*
  * test-spread - how a checkpoint spreads a device's changed chunks over its
- * data files (runtime/core/spread.h): every changed chunk in exactly one
+ * data files (runtime/core/placement/spread.h): every changed chunk in exactly one
  * piece and nothing else; pieces of a file one after the other at aligned
  * offsets, the file's size where its last piece ends; no more files than
  * writers, GK_FILES_PER_DEVICE or changed chunks; shares to the nearest
@@ -8,7 +8,7 @@
  */
 #include "config.h"
 
-#include "spread.h"
+#include "core/placement/spread.h"
 #include "tap.h"
 
 #include <stdlib.h>

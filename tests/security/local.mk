@@ -21,9 +21,7 @@ EXTRA_DIST += %reldir%/cli-root.sh
 # Issue 24, holes 2 and 4: the metrics lock and the job record's size.
 check_PROGRAMS += %reldir%/record-tool
 %canon_reldir%_record_tool_SOURCES = %reldir%/record-tool.c
-%canon_reldir%_record_tool_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/spank-plugin \
-	-I$(top_srcdir)/runtime/common
-%canon_reldir%_record_tool_LDADD = $(top_builddir)/spank-plugin/libgkspank.la
+%canon_reldir%_record_tool_LDADD = $(top_builddir)/spank-plugin/libgkspank.la $(GK_UNIT_LIBS)
 TESTS += %reldir%/metrics-attacks.sh %reldir%/record-attacks.sh
 EXTRA_DIST += %reldir%/metrics-attacks.sh %reldir%/record-attacks.sh
 # Issue 24, hole 5: root's `gpuckpt checkpoint` against a real Slurm cluster

@@ -19,8 +19,8 @@
  */
 #include "config.h"
 
-#include "job_record.h"
-#include "metrics.h"
+#include "spank-plugin/job_record.h"
+#include "spank-plugin/metrics.h"
 
 #include <stdio.h>
 #include <stdlib.h>

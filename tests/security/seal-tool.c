@@ -14,9 +14,9 @@
  * point, a user can.
  */
 #include "config.h"
-#include "image.h"
-#include "seal.h"
-#include "error.h"
+#include "image/image.h"
+#include "image/seal.h"
+#include "common/error.h"
 
 #include <dirent.h>
 #include <fcntl.h>

@@ -1,5 +1,5 @@
 #!/bin/bash
-# The runtime's side of transparent mode (runtime/core/agent.c) against the
+# The runtime's side of transparent mode (runtime/core/control/agent.c) against the
 # real gpuckpt-shepherd, on the CUDA driver stand-in: the stand-in has no
 # checkpoint API, so the shepherd answers ABORT, and the runtime must then
 # have dumped and released device memory, loaded it back, removed its .tmp

@@ -2,7 +2,7 @@
 # A child forked after CUDA started, without exec (PyTorch's DataLoader
 # workers), must not hold the driver's device files or their mappings in
 # transparent mode: CRIU cannot dump either, and every dump of such a
-# training loop failed on an H200 (runtime/core/fork_maps.c). On the
+# training loop failed on an H200 (runtime/core/control/fork_maps.c). On the
 # stand-in there are no driver files, so the program opens and maps a file
 # of its own named like one (/dev/nvidia-gktest-PID). Outside transparent
 # mode nothing changes: the same program without the shepherd keeps both in

@@ -8,10 +8,8 @@ TESTS += %reldir%/test-shepherd %reldir%/test-shepherd-cli.sh %reldir%/test-shep
 check_PROGRAMS += %reldir%/test-shepherd %reldir%/shep-client %reldir%/test-links
 # What ties a tree to processes outside it (links.c): real sockets, no CRIU.
 %canon_reldir%_test_links_SOURCES = %reldir%/test-links.c
-%canon_reldir%_test_links_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/shepherd
 %canon_reldir%_test_links_LDADD = $(GK_SHEPHERD_LIBS)
 %canon_reldir%_test_shepherd_SOURCES = %reldir%/test-shepherd.c
-%canon_reldir%_test_shepherd_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/shepherd
 %canon_reldir%_test_shepherd_LDADD = $(GK_SHEPHERD_LIBS)
 # The runtime's side of the socket, for test-shepherd-flow.sh.
 %canon_reldir%_shep_client_SOURCES = %reldir%/shep-client.c
@@ -19,7 +17,7 @@ EXTRA_DIST += %reldir%/test-shepherd-cli.sh %reldir%/test-shepherd-flow.sh %reld
 	%reldir%/stdio-criu.sh
 
 # A child forked without exec holds no driver device file or mapping in
-# transparent mode (runtime/core/fork_maps.c).
+# transparent mode (runtime/core/control/fork_maps.c).
 TESTS += %reldir%/fork-devices.sh
 EXTRA_DIST += %reldir%/fork-devices.sh
 check_PROGRAMS += %reldir%/prog-fork-dev

@@ -4,7 +4,7 @@
  * "parent|child fd <target of the descriptor> map <yes|no>", where map says
  * whether FILE's mapping is in the process (/proc/self/maps). Under the
  * shepherd (transparent mode) the child must hold /dev/null and no mapping
- * (runtime/core/fork_maps.c, tests/shepherd/fork-devices.sh). */
+ * (runtime/core/control/fork_maps.c, tests/shepherd/fork-devices.sh). */
 #include <cuda.h>
 #include <fcntl.h>
 #include <stdio.h>

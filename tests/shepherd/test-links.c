@@ -7,7 +7,7 @@
  * a child process that the check looks at through /proc.
  */
 #include "config.h"
-#include "shepherd.h"
+#include "shepherd/shepherd.h"
 #include "tap.h"
 
 #include <arpa/inet.h>

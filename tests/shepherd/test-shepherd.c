@@ -7,11 +7,11 @@
  * capabilities CRIU needs. The seal's own tests are tests/image/test-seal.
  */
 #include "config.h"
-#include "image.h"
-#include "log.h"
-#include "shepherd.h"
+#include "image/image.h"
+#include "common/log.h"
+#include "shepherd/shepherd.h"
 #include "tap.h"
-#include "error.h"
+#include "common/error.h"
 
 #include <dlfcn.h>
 #include <errno.h>

@@ -1,8 +1,8 @@
 # Unit tests (TAP) of the SPANK plugin's modules (spank-plugin/), linked
 # against its library without Slurm; fake_env.h stands in for a task's
 # environment. The Slurm cluster tests are in tests/slurm/.
-PLUGIN_UNIT_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/spank-plugin -I$(top_srcdir)/runtime/image
-PLUGIN_UNIT_LDADD = $(top_builddir)/spank-plugin/libgkspank.la
+PLUGIN_UNIT_CPPFLAGS = $(AM_CPPFLAGS)
+PLUGIN_UNIT_LDADD = $(top_builddir)/spank-plugin/libgkspank.la $(GK_UNIT_LIBS)
 PLUGIN_UNIT_TESTS = \
 	%reldir%/test-site-args \
 	%reldir%/test-job-options \
@@ -39,7 +39,7 @@ check_PROGRAMS += $(PLUGIN_UNIT_TESTS)
 %canon_reldir%_test_shepherd_launch_CPPFLAGS = $(PLUGIN_UNIT_CPPFLAGS)
 %canon_reldir%_test_shepherd_launch_LDADD = $(PLUGIN_UNIT_LDADD)
 %canon_reldir%_test_job_record_SOURCES = %reldir%/test-job-record.c
-%canon_reldir%_test_job_record_CPPFLAGS = $(PLUGIN_UNIT_CPPFLAGS) -I$(top_srcdir)/runtime/common
+%canon_reldir%_test_job_record_CPPFLAGS = $(PLUGIN_UNIT_CPPFLAGS)
 %canon_reldir%_test_job_record_LDADD = $(PLUGIN_UNIT_LDADD)
 %canon_reldir%_test_ckpt_dir_race_SOURCES = %reldir%/test-ckpt-dir-race.c
 %canon_reldir%_test_ckpt_dir_race_CPPFLAGS = $(PLUGIN_UNIT_CPPFLAGS)

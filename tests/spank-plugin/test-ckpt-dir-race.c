@@ -17,7 +17,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "ckpt_dir.h"
+#include "spank-plugin/ckpt_dir.h"
 #include "tap.h"
 
 #define ROUNDS 40

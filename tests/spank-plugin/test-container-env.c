@@ -15,9 +15,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "container_check.h"
-#include "container_env.h"
-#include "task_env.h"
+#include "spank-plugin/container_check.h"
+#include "spank-plugin/container_env.h"
+#include "spank-plugin/task_env.h"
 #include "tap.h"
 
 #include "fake_env.h"

@@ -17,8 +17,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "container_owner.h"
-#include "task_env.h"
+#include "spank-plugin/container_owner.h"
+#include "spank-plugin/task_env.h"
 #include "tap.h"
 
 #include "fake_env.h"

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ckpt_dir.h"
+#include "spank-plugin/ckpt_dir.h"
 #include "tap.h"
 
 static char root[] = "/tmp/gk-test-find-committed.XXXXXX";

@@ -4,7 +4,7 @@
 #include <errno.h>
 #include <string.h>
 
-#include "job_options.h"
+#include "spank-plugin/job_options.h"
 #include "tap.h"
 
 int main(void)

@@ -21,9 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "job_record.h"
-#include "metrics.h"
-#include "root_path.h"
+#include "spank-plugin/job_record.h"
+#include "spank-plugin/metrics.h"
+#include "spank-plugin/root_path.h"
 #include "tap.h"
 
 /* Tests that need root, and the others. */

@@ -30,7 +30,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "shepherd_launch.h"
+#include "spank-plugin/shepherd_launch.h"
 #include "tap.h"
 
 #define PROG_STATUS 7

@@ -9,9 +9,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ckpt_dir.h"
-#include "task_env.h"
-#include "shepherd_launch.h"
+#include "spank-plugin/ckpt_dir.h"
+#include "spank-plugin/task_env.h"
+#include "spank-plugin/shepherd_launch.h"
 #include "tap.h"
 
 #define RT "/opt/gk/lib/libgpuckpt.so.0"

@@ -5,7 +5,7 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "site_args.h"
+#include "spank-plugin/site_args.h"
 #include "tap.h"
 
 static int parse(struct gk_site *s, gk_error_t *err, int n, ...)
@@ -71,7 +71,7 @@ static void table_checks(void)
 #define GK_ENV_SITE(ID, KEY, FLAGS, TYPE, RANGE, DEFAULT, HELP) \
 	table_row(#KEY, TYPE, RANGE, DEFAULT, 0);                 \
 	n++;
-#include "settings.def"
+#include "common/settings.def"
 	ok(n >= 19, "settings.def: %u plugstack.conf arguments", n);
 	ok(!table_wrong[0], "settings.def: each plugin-only default is the built-in one, each "
 			    "listed value is accepted%s%s", table_wrong[0] ? ": not" : "", table_wrong);

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <time.h>
 
-#include "stage_run.h"
+#include "spank-plugin/stage_run.h"
 #include "tap.h"
 
 struct lines {

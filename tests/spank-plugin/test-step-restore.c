@@ -9,9 +9,9 @@
 #include "config.h"
 
 #include "fake_env.h"
-#include "site_args.h"
-#include "step_restore.h"
-#include "task_env.h"
+#include "spank-plugin/site_args.h"
+#include "spank-plugin/step_restore.h"
+#include "spank-plugin/task_env.h"
 #include "tap.h"
 
 #include <stdlib.h>

@@ -9,8 +9,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "ckpt_dir.h"
-#include "task_env.h"
+#include "spank-plugin/ckpt_dir.h"
+#include "spank-plugin/task_env.h"
 #include "tap.h"
 
 #define RT "/opt/gk/lib/libgpuckpt.so.0"

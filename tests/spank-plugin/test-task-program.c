@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "task_program.h"
+#include "spank-plugin/task_program.h"
 #include "tap.h"
 
 /* An ELF file with no program interpreter: what a static link gives. */

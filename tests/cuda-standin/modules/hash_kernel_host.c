@@ -1,6 +1,6 @@
 /*
  * hash_kernel_host.c - the stand-in's copy of the runtime's change-key kernel
- * (runtime/core/hash_kernel.cu), so that the runtime's logic around it - the
+ * (runtime/core/capture/hash_kernel.cu), so that the runtime's logic around it - the
  * module loaded into the program's context, the segment table, the launch,
  * the keys folded from the segments' hashes - runs on machines without a GPU
  * (GPUCKPT_HASH_MODULE=.../hash_kernel_host.so). The arithmetic is the same
@@ -8,7 +8,7 @@
  * kernel's place in the runtime, never evidence that the kernel itself works.
  */
 #include "standin_kernel.h"
-#include "segment_hash.h"
+#include "core/capture/segment_hash.h"
 
 #include <stdint.h>
 

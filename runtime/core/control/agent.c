@@ -1,0 +1,403 @@
+/*
+ * agent.c - the runtime's part of transparent mode (see
+ * runtime/shepherd/README.md for the whole design and the protocol).
+ *
+ * In a process started under gpuckpt-shepherd (GPUCKPT_SHEPHERD set), a
+ * thread of the runtime waits for the trigger signals. When one arrives and
+ * the process checkpoints transparently, the thread holds the program's
+ * threads back at the driver, drains the devices, writes device memory with
+ * the runtime's own pipeline (much faster than the driver's checkpoint), gives
+ * the physical memory back, and hands the process to the shepherd, which locks
+ * it through the driver, checkpoints it and dumps it with CRIU. The thread then
+ * makes a driver call, which blocks while the process is locked: it returns
+ * after a restore (on whatever node and GPU) or after the shepherd gave up,
+ * and the thread maps device memory again and loads it back.
+ */
+#include "config.h"
+
+#include "core/control/agent.h"
+#include "common/error.h"
+#include "common/clock.h"
+#include "core/placement/arena.h"
+#include "core/interpose/vmm.h"
+#include "core/driver/driver.h"
+#include "core/control/fork_maps.h"
+#include "image/image.h"
+#include "common/log.h"
+#include "core/placement/numa.h"
+#include "core/restore/restore.h"
+#include "core/state/runtime.h"
+#include "core/control/pipeline.h"
+#include "core/capture/transfer.h"
+#include "core/control/trigger.h"
+#include "image/ckptname.h"
+#include "common/shepherd_protocol.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <semaphore.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <time.h>
+#include <unistd.h>
+
+static sem_t wake;
+static volatile sig_atomic_t wake_signo;
+static int running; /* the thread is there */
+
+static int agent_takes(void)
+{
+	if (!__atomic_load_n(&running, __ATOMIC_ACQUIRE))
+		return 0;
+	if (gk_rt.settings.mode == GK_MODE_TRANSPARENT)
+		return 1;
+	return gk_rt.settings.mode == GK_MODE_AUTO &&
+	       !__atomic_load_n(&gk_rt.aware, __ATOMIC_ACQUIRE);
+}
+
+static void agent_signal(int signo)
+{
+	wake_signo = signo;
+	sem_post(&wake);
+}
+
+/* ---- the socket ---- */
+
+static int shepherd_connect(gk_error_t *err)
+{
+	struct sockaddr_un sa;
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	size_t n = strlen(gk_rt.settings.shepherd);
+	int fd;
+
+	memset(&sa, 0, sizeof(sa));
+	sa.sun_family = AF_UNIX;
+	/* Abstract name: a NUL, then the name, no terminator counted. */
+	memcpy(sa.sun_path + 1, gk_rt.settings.shepherd, n);
+	fd = socket(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0);
+	if (fd < 0 ||
+	    connect(fd, (struct sockaddr *)&sa, (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + n)) < 0) {
+		gk_errprintf(err, "cannot reach the shepherd at @%s: %s", gk_rt.settings.shepherd,
+			     strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	/* Anyone can bind an abstract name the shepherd has not bound (yet, or
+	 * again after a restore): only root's socket is the shepherd. */
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &clen) < 0 || cred.uid != 0) {
+		gk_errprintf(err, "@%s is not the shepherd's socket (its owner is not root)",
+			     gk_rt.settings.shepherd);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+static int say(int fd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static int say(int fd, const char *fmt, ...)
+{
+	char msg[4096];
+	va_list ap;
+	int n;
+
+	va_start(ap, fmt);
+	n = vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	if (n < 0 || (size_t)n >= sizeof(msg))
+		return -EMSGSIZE;
+	while (send(fd, msg, (size_t)n, MSG_NOSIGNAL) < 0)
+		if (errno != EINTR)
+			return -errno;
+	return 0;
+}
+
+/* One message; "" when the shepherd closed the connection. */
+static int hear(int fd, char *msg, size_t len)
+{
+	ssize_t n;
+
+	do
+		n = recv(fd, msg, len - 1, 0);
+	while (n < 0 && errno == EINTR);
+	if (n < 0)
+		return -errno;
+	msg[n] = 0;
+	return 0;
+}
+
+/* An error's name as one word of the protocol ([A-Z0-9_]), "unknown" if it
+ * is not one (a driver without cuGetErrorName for it, say). */
+static const char *error_word(CUresult r)
+{
+	const char *name = gk_cu_name(r);
+	size_t n = strlen(name);
+
+	if (n == 0 || n > 63)
+		return "unknown";
+	for (size_t i = 0; i < n; i++)
+		if (!((name[i] >= 'A' && name[i] <= 'Z') || (name[i] >= '0' && name[i] <= '9') ||
+		      name[i] == '_'))
+			return "unknown";
+	return name;
+}
+
+/* ---- device memory ---- */
+
+static uint64_t release_all(void)
+{
+	uint64_t bytes = 0;
+
+	for (int i = 0; i < GK_MAX_DEVICES; i++)
+		if (gk_arenas[i])
+			bytes += gk_arena_release_memory(gk_arenas[i]);
+	return bytes + gk_vmm_release_memory();
+}
+
+/* Map the arenas again and load the image in dir: after a restore, or when the
+ * shepherd gave up. A failure here leaves the program without its memory. */
+static void reload_all(const char *dir, const struct gk_manifest *m)
+{
+	gk_error_t err;
+	struct gk_xfer_item *items = NULL;
+	size_t nitems = 0;
+	int *fds = NULL;
+	uint64_t bytes = 0;
+	double t0 = gk_now();
+	int ret = 0;
+
+	for (int i = 0; i < GK_MAX_DEVICES && !ret; i++) {
+		CUresult r;
+
+		if (!gk_arenas[i] || !gk_arenas[i]->ctx)
+			continue;
+		gk_real.cuCtxPushCurrent_v2(gk_arenas[i]->ctx);
+		r = gk_arena_remap_memory(gk_arenas[i]);
+		gk_real.cuCtxPopCurrent_v2(NULL);
+		if (r != CUDA_SUCCESS) {
+			gk_errprintf(&err, "device %d: cannot map its memory again: %s", i,
+				     gk_cu_name(r));
+			ret = -ENOMEM;
+		}
+	}
+	if (!ret && gk_vmm_remap_memory() < 0) {
+		gk_errprintf(&err, "cannot map the memory the program mapped itself again");
+		ret = -ENOMEM;
+	}
+	if (!ret)
+		ret = gk_restore_items(dir, m, &items, &nitems, &fds, &bytes, &err);
+	if (!ret)
+		ret = gk_xfer_load(items, nitems, m->chunk_size, gk_rt.settings.writers, &err);
+	gk_restore_items_free(m, items, fds);
+	if (ret < 0) {
+		gk_error(
+		    "transparent: %s: cannot load device memory back: %s; stopping the program "
+		    "rather than letting it run without its device memory",
+		    dir, err.text);
+		fflush(NULL);
+		_exit(EXIT_FAILURE);
+	}
+	gk_notice("transparent: device memory loaded: %llu bytes in %.2f s",
+		  (unsigned long long)bytes, gk_now() - t0);
+}
+
+/*
+ * Until the driver lets the process run again: after a restore, or after the
+ * shepherd gave up. Not every driver call waits for the lock (on the H100,
+ * driver 580, cuCtxSynchronize of an idle context returned at once), so the
+ * process's own checkpoint state is watched; a driver without that query
+ * gets a call that does wait.
+ */
+static void wait_for_unlock(void)
+{
+	pid_t self = getpid();
+	size_t free_b, total_b;
+
+	for (;;) {
+		CUprocessState st;
+		CUresult r = gk_real.cuCheckpointProcessGetState
+				 ? gk_real.cuCheckpointProcessGetState(self, &st)
+				 : CUDA_ERROR_NOT_SUPPORTED;
+		struct timespec ts = {0, 2000000};
+
+		if (r == CUDA_SUCCESS && st == CU_PROCESS_STATE_RUNNING)
+			return;
+		if (r != CUDA_SUCCESS) {
+			gk_real.cuMemGetInfo_v2(&free_b, &total_b);
+			return;
+		}
+		nanosleep(&ts, NULL);
+	}
+}
+
+/*
+ * One transparent checkpoint. Returns 1 when this process is a restored one
+ * (it goes on as if the signal had never come), 0 when no checkpoint was taken
+ * (the signal then takes its usual course). A successful checkpoint never
+ * returns here: CRIU ends the process after dumping it.
+ */
+static int checkpoint(int signo)
+{
+	char msg[GK_PROTO_MSG_MAX], path[4200], label[128];
+	struct gk_pipeline P;
+	struct gk_pipeline_opts o = {.kind = GK_CKPT_TRANSPARENT, .label = label};
+	gk_error_t err;
+	const char *name = "-";
+	uint64_t released = 0;
+	int fd, restored = 0;
+	/* Phase times, for the info line that says where a slow one went. */
+	double t0 = gk_now(), t_hello = 0;
+	struct stat st;
+
+	fd = shepherd_connect(&err);
+	if (fd < 0) {
+		gk_error("transparent: %s: no checkpoint taken", err.text);
+		return 0;
+	}
+	if (say(fd, GK_PROTO_HELLO_TRANSPARENT) < 0)
+		goto out_close;
+	t_hello = gk_now();
+	/* What the driver cannot save either is refused before anything is
+	 * locked: a checkpoint that cannot be restored is worse than none
+	 * (tracking's hook, in the refuse phase). The runtime's own dump of
+	 * device memory, unless it cannot hold everything (the hold phase). */
+	snprintf(label, sizeof(label), "transparent (%s)", gk_signal_name(signo));
+	o.assist = gk_rt.settings.assist;
+	gk_pipeline_init(&P, &o);
+	P.t0 = t0;
+	gk_pipeline_run(&P);
+	if (P.ret == -ENOTRECOVERABLE) {
+		/* The pipeline said it and opened the gate; the shepherd names
+		 * it too and takes no checkpoint. */
+		if (say(fd, GK_PROTO_REFUSE " " GK_PROTO_REFUSE_BROKEN " %s",
+			error_word(P.broken)) == 0)
+			hear(fd, msg, sizeof(msg));
+		goto out_close;
+	}
+	if (P.ret < 0) {
+		if (P.v.word && say(fd, GK_PROTO_REFUSE " %s", P.v.word) == 0)
+			hear(fd, msg, sizeof(msg));
+		goto out_close;
+	}
+	if (P.sealed) {
+		/* CRIU would record the open folder under a name the commit
+		 * changes, and the restore could not reopen it. */
+		gk_store_detach(&P.txn);
+		name = strrchr(P.txn.tmpdir, '/') + 1;
+		if (P.assisted)
+			released = release_all();
+		gk_info("transparent: %s: wrote %llu bytes in %.2f s, released %llu bytes of device "
+			"memory",
+			name, (unsigned long long)P.bytes, gk_now() - t0, (unsigned long long)released);
+		gk_info("transparent: %s: phases: hello %.3f s, gate %.3f s, drain %.3f s, image "
+			"%.3f s, seal %.3f s, release %.3f s",
+			name, t_hello - t0, P.t_gate - t_hello, P.t_drained - P.t_gate,
+			P.t_image - P.t_drained, P.t_seal - P.t_image, gk_now() - P.t_seal);
+	}
+	if (say(fd, GK_PROTO_READY " %s %d", name, P.assisted) < 0 ||
+	    hear(fd, msg, sizeof(msg)) < 0)
+		msg[0] = 0;
+	if (!strcmp(msg, GK_PROTO_LOCKED)) {
+		close(fd);
+		fd = -1;
+		wait_for_unlock();
+	} else {
+		gk_warn("transparent: the shepherd took no checkpoint: %s",
+			!strncmp(msg, GK_PROTO_ABORT " ", sizeof(GK_PROTO_ABORT))
+				? msg + sizeof(GK_PROTO_ABORT)
+				: "it closed the connection");
+	}
+	/* Restored: the shepherd committed the folder before the process ended. */
+	if (P.sealed) {
+		snprintf(path, sizeof(path), "%s/" GK_CKPT_FMT, gk_rt.settings.dir,
+			 (uint64_t)P.txn.sequence);
+		restored = stat(path, &st) == 0;
+		if (P.assisted)
+			reload_all(restored ? path : P.txn.tmpdir, P.m);
+		if (!restored)
+			gk_store_abort(&P.txn);
+	}
+	gk_pipeline_release(&P);
+	if (restored)
+		gk_notice("transparent: restored from %s; the program goes on", path);
+out_close:
+	if (fd >= 0)
+		close(fd);
+	return restored;
+}
+
+static void *agent(void *arg)
+{
+	(void)arg;
+	/* Idle until a signal: learn the machine's topology now rather than
+	 * in the first checkpoint's copy threads, inside Slurm's GraceTime. */
+	gk_numa_preload();
+	for (;;) {
+		int signo, fd;
+		gk_error_t err;
+
+		while (sem_wait(&wake) < 0 && errno == EINTR)
+			;
+		signo = wake_signo;
+		if (!agent_takes()) {
+			/* An API user checkpoints itself: the shepherd only needs to
+			 * know, so that it waits for the program instead. */
+			fd = shepherd_connect(&err);
+			if (fd >= 0) {
+				say(fd, GK_PROTO_HELLO_APP);
+				close(fd);
+			}
+			continue;
+		}
+		if (!checkpoint(signo))
+			gk_trigger_as_usual(signo);
+		/* The same request may have come twice (from Slurm and from the
+		 * shepherd), and a restored process must not start over at once. */
+		while (sem_trywait(&wake) == 0)
+			;
+	}
+	return NULL;
+}
+
+/* Registered with the triggers once the thread runs (trigger.h). */
+static const struct gk_trigger_taker taker = {
+	.signal = agent_signal,
+	.takes = agent_takes,
+};
+
+void gk_agent_start(void)
+{
+	pthread_t t;
+	pthread_attr_t attr;
+	sigset_t all, old;
+
+	if (!gk_rt.settings.shepherd[0] || !gk_rt.settings.dir[0] ||
+	    gk_rt.settings.mode == GK_MODE_APP)
+		return;
+	if (sem_init(&wake, 0, 0) < 0)
+		return;
+	/* The thread must never take the program's signals. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&t, &attr, agent, NULL) == 0) {
+		__atomic_store_n(&running, 1, __ATOMIC_RELEASE);
+		gk_trigger_set_taker(&taker);
+		gk_fork_maps_guard();
+	} else {
+		gk_warn("transparent: cannot start the runtime's thread: %s; no transparent "
+			"checkpoint in this process",
+			strerror(errno));
+	}
+	pthread_attr_destroy(&attr);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+}
