@@ -144,8 +144,17 @@ inside() {
 	# apt inside the root reaches the mirror by this machine's resolver.
 	cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
 	# A network namespace of its own (GK_ROOT_OWN_NET=1, check-slurm): only
-	# a loopback, up.
-	if [ "${GK_ROOT_OWN_NET:-0}" = 1 ]; then ip link set lo up || return 1; fi
+	# a loopback, up. No name server answers there, so this machine's name
+	# (the root shares its UTS namespace) is in the root's hosts file, on
+	# the loopback, as on a Debian machine: munged puts the address of its
+	# host in every credential, and Slurm 24.11 and later answer a client
+	# (srun, scontrol) by it; with none (0.0.0.0) slurmctld cannot reach
+	# the gpuckpt tool's srun, and its scontrol gets "Unexpected message".
+	if [ "${GK_ROOT_OWN_NET:-0}" = 1 ]; then
+		ip link set lo up || return 1
+		{ cat "$root/etc/hosts"; echo "127.0.0.1 $(hostname)"; } >"$root/run/gpuckpt-hosts"
+		mount --bind "$root/run/gpuckpt-hosts" "$root/etc/hosts"
+	fi
 	exec chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 		HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" ${CUDA_PREFIX:+CUDA_PREFIX=$CUDA_PREFIX} "$@"
 }
