@@ -198,16 +198,22 @@ expected_slurm() {
 }
 
 cmd_check_slurm() {
-	local suite=$1 build=${2:-$top/build/$suite} major
+	local suite=$1 build=${2:-$top/build/$suite} root
 	need_root
 	mkdir -p "$build"
 	build=$(cd "$build" && pwd)
 	case $build in "$top"/*) ;; *) die "check-slurm: BUILD must be inside the tree ($top), which is what the root sees" ;; esac
 	[ -x "$top/configure" ] || die "no configure in $top: run ./autogen.sh first"
+	# One check-slurm per root at a time: the test users and munge's key go
+	# into the root's own /etc, which two runs of one suite would share.
+	root=$(cmd_path "$suite")
+	exec 8>"$root.check-slurm.lock"
+	flock -n 8 || { say "another check-slurm runs in the $suite root; waiting for it"; flock 8; }
 	# Its own network namespace (and System V IPC, /dev/shm, /run, /tmp): its
 	# test clusters' namespace names, addresses, ports, munged and
 	# /tmp/gpuckpt-e2e cannot meet this machine's or another root's, so
-	# check-slurm may run beside them (tests/run-all does) without the lock.
+	# check-slurm may run beside them (tests/run-all does) without the
+	# cluster lock (/tmp/gk-cluster.lock).
 	GK_ROOT_OWN_NET=1 cmd_run "$suite" /bin/bash -c '
 		set -uo pipefail
 		top=$1 build=$2 cuda=$3 suite=$4 want=$5
