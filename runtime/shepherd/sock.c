@@ -60,7 +60,8 @@ static int word_is(const char *line, const char *word, const char **arg)
 
 int gk_msg_parse(const char *buf, size_t len, struct gk_msg *m)
 {
-	char line[GK_PROTO_MSG_MAX + 1], *sp;
+	char line[GK_PROTO_MSG_MAX + 1];
+	const char *sp;
 	const char *arg;
 	size_t namelen;
 

@@ -56,10 +56,19 @@ s=$(job_script podman-requeue "$(podman_step bookworm)")
 j=$(submit --gres=gpu:1 --gpu-checkpoint=on "$s")
 wait_running "$j" 60 && resume gk2
 check "podman: job $j starts on gk1" [ "$(job_node "$j")" = gk1 ]
-# Whose child conmon is while the job runs (one podman job at a time here).
+# Whose child conmon is while the job runs (one podman job at a time in this
+# cluster). Only this cluster's conmon: another cluster (a Debian root's, run
+# beside this one by tests/run-all) may have a podman job of its own, and ps
+# sees the whole machine; this cluster's nodes each have a network namespace
+# of their own (rootless podman leaves it as it is, not the mount namespace).
 conmon_parents() {
-	ps -eo ppid=,comm= | awk '$2 == "conmon" { print $1 }' |
-		while read -r p; do ps -o comm= -p "$p"; done | sort -u | paste -sd, -
+	local nets f c p
+	nets=$(for f in "$E2E_DIR"/run/slurmd.*.started; do readlink "/proc/$(cat "$f")/ns/net"; done 2>/dev/null)
+	ps -eo pid=,ppid=,comm= | awk '$3 == "conmon" { print $1, $2 }' |
+		while read -r c p; do
+			grep -qxF "$(readlink "/proc/$c/ns/net" 2>/dev/null)" <<<"$nets" || continue
+			ps -o comm= -p "$p"
+		done | sort -u | paste -sd, -
 }
 if wait_out "$j" '^heat-drv: step 30$' 90; then
 	parents=$(conmon_parents)

@@ -517,8 +517,21 @@ kill_pid() {
 }
 
 # kill_mntns NS: SIGKILL every process in mount namespace NS (as readlink shows it).
+# All of them stopped first, then killed: going through /proc takes a while,
+# and a slurmstepd that outlived its task by that long reported the step's
+# end to slurmctld, which Slurm 26.05 took as the node answering: a node
+# marked down (e2e-flush.sh's crash) came back at once, dead, and jobs went
+# to it. A node that loses power says nothing more.
 kill_mntns() {
-	local want=$1 p pid
+	local want=$1 p pid pids=()
+	for p in /proc/[0-9]*; do
+		pid=${p#/proc/}
+		[ "$pid" = $$ ] && continue
+		[ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$want" ] || continue
+		kill -STOP "$pid" 2>/dev/null && pids+=("$pid")
+	done
+	for pid in ${pids[@]+"${pids[@]}"}; do kill -KILL "$pid" 2>/dev/null || true; done
+	# Any process started while the first pass went by.
 	for p in /proc/[0-9]*; do
 		pid=${p#/proc/}
 		[ "$pid" = $$ ] && continue

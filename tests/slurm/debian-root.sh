@@ -1,7 +1,7 @@
 #!/bin/bash
 # debian-root.sh - another Debian release in a root folder of its own, to build
-# and test gpuckpt against the Slurm that release carries (trixie: Slurm 24.11)
-# on a Debian bookworm machine (Slurm 22.05). Everything comes from the Debian
+# and test gpuckpt against the Slurm that release carries (trixie: Slurm 24.11,
+# sid: 26.05) on a Debian bookworm machine (Slurm 22.05). Everything comes from the Debian
 # mirror apt already uses; nothing is installed on this machine itself.
 #
 #   tests/slurm/debian-root.sh path SUITE         make SUITE's root unless cached; print its folder
@@ -11,7 +11,12 @@
 #                 configure and build this tree inside the root (in BUILD,
 #                 default build/SUITE, without sanitizers) and run
 #                 `make check-slurm` there, against SUITE's own slurmctld and
-#                 slurmd; the TAP logs land in BUILD/tests as usual
+#                 slurmd; the TAP logs land in BUILD/tests as usual, the
+#                 versions of the packages tested in BUILD/packages.txt, and
+#                 the check of SUITE's Slurm release (expected_slurm, below)
+#                 in BUILD/tests/release.log, a test of its own: a release
+#                 other than the expected one fails, saying so
+#   tests/slurm/debian-root.sh expected SUITE   the Slurm release SUITE should have
 #
 # The root: `debootstrap --variant=minbase SUITE` from this machine's mirror,
 # then tests/install-deps.sh run inside it (what building and testing gpuckpt
@@ -25,14 +30,21 @@
 # (tests/shepherd/stdio-criu.sh, tests/security/criu-attacks.sh) run there.
 #
 # How CMD runs: in a mount namespace of its own (unshare), with /proc, /sys
-# (cgroups), /dev and a fresh /run and /tmp mounted in the root, this source
+# (cgroups), /dev and a fresh /run, /tmp and /dev/shm mounted in the root, this source
 # tree and the CUDA toolkit (/usr/local/cuda, read-only) bind-mounted at the
 # same paths, then chroot. No init system is needed: the test cluster
-# (cluster.sh) starts munged, slurmctld and slurmd itself. The network
-# namespaces, the test users' uids and the kernel are this machine's: take
-# the cluster lock (flock /tmp/gk-cluster.lock) around a run that starts a
-# cluster, as for the bookworm tests. Every mount goes away with the
-# namespace when CMD and what it started have ended.
+# (cluster.sh) starts munged, slurmctld and slurmd itself. With `run`, the
+# network and the kernel are this machine's: take the cluster lock (flock
+# /tmp/gk-cluster.lock) around a run that starts a cluster, as for the
+# bookworm tests. check-slurm runs in a network namespace (a loopback only)
+# and an IPC namespace of its own, with its own /dev/shm besides /run and
+# /tmp: its clusters' namespace names, ports, munged, test users (the root's
+# own /etc/passwd) and /tmp/gpuckpt-e2e are its own, so it needs no lock and
+# may run beside the bookworm tests and another root's check-slurm
+# (tests/run-all does). The kernel, /sys (cgroups: the test clusters use
+# proctrack/linuxproc and make none) and the process table stay shared: no
+# test looks for processes by name or user beyond its own cluster's. Every
+# mount goes away with the namespace when CMD and what it started have ended.
 set -Eeuo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -118,6 +130,10 @@ inside() {
 	mkdir -p "$root/run/lock"
 	chmod 1777 "$root/run/lock"
 	mount -t tmpfs -o mode=1777 tmpfs "$root/tmp"
+	# POSIX shared memory of its own too (/dev is this machine's): MPI and
+	# PMIx name their segments by host name and job id, which are the same
+	# in every test cluster.
+	mount -t tmpfs -o mode=1777 tmpfs "$root/dev/shm"
 	mkdir -p "$root$top"
 	mount --bind "$top" "$root$top"
 	if [ -d "$cuda" ]; then
@@ -127,6 +143,18 @@ inside() {
 	fi
 	# apt inside the root reaches the mirror by this machine's resolver.
 	cp -L /etc/resolv.conf "$root/etc/resolv.conf" 2>/dev/null || true
+	# A network namespace of its own (GK_ROOT_OWN_NET=1, check-slurm): only
+	# a loopback, up. No name server answers there, so this machine's name
+	# (the root shares its UTS namespace) is in the root's hosts file, on
+	# the loopback, as on a Debian machine: munged puts the address of its
+	# host in every credential, and Slurm 24.11 and later answer a client
+	# (srun, scontrol) by it; with none (0.0.0.0) slurmctld cannot reach
+	# the gpuckpt tool's srun, and its scontrol gets "Unexpected message".
+	if [ "${GK_ROOT_OWN_NET:-0}" = 1 ]; then
+		ip link set lo up || return 1
+		{ cat "$root/etc/hosts"; echo "127.0.0.1 $(hostname)"; } >"$root/run/gpuckpt-hosts"
+		mount --bind "$root/run/gpuckpt-hosts" "$root/etc/hosts"
+	fi
 	exec chroot "$root" /usr/bin/env -i PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin \
 		HOME=/root LANG=C.UTF-8 TERM="${TERM:-dumb}" ${CUDA_PREFIX:+CUDA_PREFIX=$CUDA_PREFIX} "$@"
 }
@@ -137,36 +165,100 @@ cmd_run() {
 	[ $# -gt 0 ] || die "run: no command"
 	need_root
 	root=$(cmd_path "$suite")
+	# sid's (and testing's) Release files carry a Valid-Until date a week or
+	# so ahead; a mirror that is a snapshot, or a machine whose clock is ahead,
+	# finds it expired and apt refuses the suite. The signatures are still
+	# checked. (Outside make_root: the cache key of the roots made stays.)
+	[ -e "$root/etc/apt/apt.conf.d/91gpuckpt-valid-until" ] ||
+		echo 'Acquire::Check-Valid-Until "false";' >"$root/etc/apt/apt.conf.d/91gpuckpt-valid-until"
+	if [ "${GK_ROOT_OWN_NET:-0}" = 1 ]; then
+		# No network to reach the mirror: the packages first, with this
+		# machine's network, then CMD alone in namespaces of its own.
+		unshare --mount --propagation private -- "$0" __inside "$root" \
+			"$top/tests/install-deps.sh" --criu >&2 || return 1
+		unshare --mount --propagation private --net --ipc -- "$0" __inside "$root" "$@"
+		return
+	fi
 	unshare --mount --propagation private -- "$0" __inside "$root" \
 		/bin/sh -c '"$0" --criu >&2 && exec "$@"' "$top/tests/install-deps.sh" "$@"
 }
 
+# The Slurm release each suite is expected to carry (Debian's slurm-wlm,
+# major.minor): check-slurm fails, saying so, when the root has another.
+# sid moves on by itself; when it does, this is the line to change, after
+# the suite has passed against the new release (spank-plugin/README.md
+# lists what differs between releases).
+expected_slurm() {
+	case $1 in
+	bookworm) echo 22.05 ;;
+	trixie) echo 24.11 ;;
+	sid) echo 26.05 ;;
+	*) echo "" ;;
+	esac
+}
+
 cmd_check_slurm() {
-	local suite=$1 build=${2:-$top/build/$suite} major
+	local suite=$1 build=${2:-$top/build/$suite} root
 	need_root
 	mkdir -p "$build"
 	build=$(cd "$build" && pwd)
 	case $build in "$top"/*) ;; *) die "check-slurm: BUILD must be inside the tree ($top), which is what the root sees" ;; esac
 	[ -x "$top/configure" ] || die "no configure in $top: run ./autogen.sh first"
-	cmd_run "$suite" /bin/bash -c '
+	# One check-slurm per root at a time: the test users and munge's key go
+	# into the root's own /etc, which two runs of one suite would share.
+	root=$(cmd_path "$suite")
+	exec 8>"$root.check-slurm.lock"
+	flock -n 8 || { say "another check-slurm runs in the $suite root; waiting for it"; flock 8; }
+	# Its own network namespace (and System V IPC, /dev/shm, /run, /tmp): its
+	# test clusters' namespace names, addresses, ports, munged and
+	# /tmp/gpuckpt-e2e cannot meet this machine's or another root's, so
+	# check-slurm may run beside them (tests/run-all does) without the
+	# cluster lock (/tmp/gk-cluster.lock).
+	GK_ROOT_OWN_NET=1 cmd_run "$suite" /bin/bash -c '
 		set -uo pipefail
-		top=$1 build=$2 cuda=$3
+		top=$1 build=$2 cuda=$3 suite=$4 want=$5
 		cd "$build" || exit 1
-		echo "=== $(. /etc/os-release && echo "$PRETTY_NAME"), Slurm $(dpkg-query -W -f="\${Version}" slurmd)"
+		got=$(dpkg-query -W -f="\${Version}" slurmd)
+		echo "=== $(. /etc/os-release && echo "$PRETTY_NAME"), Slurm $got"
 		# Results of an earlier run must not count for this one.
 		find . -name "*.trs" -delete
+		mkdir -p tests
+		# What was tested: the versions of the packages that matter.
+		dpkg-query -W -f="\${Package} \${Version}\n" slurm-wlm slurmctld slurmd \
+			slurm-client libslurm-dev slurm-wlm-basic-plugins munge libmunge2 \
+			libpmix2t64 libpmix2 openmpi-bin criu podman runc gcc libc6 \
+			2>/dev/null | awk "NF == 2" >packages.txt
+		sed "s/^/=== /" packages.txt
+		# The release it got, as a test of its own (tests/release.log):
+		# a suite that moved on is a failure that says so, not a pass.
+		{
+			echo "1..1"
+			case $want/$got in
+			/*) echo "ok 1 # SKIP no release expected for $suite (expected_slurm in debian-root.sh)" ;;
+			"$want/$want".*) echo "ok 1 - $suite has Slurm $got, the release expected ($want)" ;;
+			*) echo "not ok 1 - $suite has Slurm ${got:-(none)}, not $want as expected"
+				echo "# Debian $suite moved on: run the suite against it, then change"
+				echo "# expected_slurm in tests/slurm/debian-root.sh (and spank-plugin/README.md)" ;;
+			esac
+		} >tests/release.log
+		cat tests/release.log
+		case $(sed -n 2p tests/release.log) in
+		*"# SKIP"*) r=SKIP ;; ok*) r=PASS ;; *) r=FAIL ;;
+		esac
+		printf ":test-result: %s\n:global-test-result: %s\n:recheck: no\n:copy-in-global-log: no\n" $r $r >tests/release.trs
 		"$top/configure" --enable-werror --with-cuda="$cuda" >configure.out 2>&1 ||
 			{ tail -30 configure.out; exit 1; }
 		make -j"$(nproc)" >make.out 2>&1 || { grep -E -A3 "error|Error" make.out | head -60; exit 1; }
-		make check-slurm
-	' check-slurm "$top" "$build" "$cuda"
+		make check-slurm && [ $r != FAIL ]
+	' check-slurm "$top" "$build" "$cuda" "$suite" "$(expected_slurm "$suite")"
 }
 
 case ${1:-} in
 path) cmd_path "${2:?suite}" ;;
 run) shift; suite=${1:?suite}; shift; cmd_run "$suite" "$@" ;;
 check-slurm) shift; cmd_check_slurm "${1:?suite}" "${2:-}" ;;
+expected) expected_slurm "${2:?suite}" ;;
 __inside) shift; inside "$@" ;;
--h | --help) sed -n '2,32p' "$0" | sed 's/^# \{0,1\}//' ;;
-*) echo "usage: $0 path SUITE | run SUITE CMD... | check-slurm SUITE [BUILD]" >&2; exit 2 ;;
+-h | --help) sed -n '2,/^set -Eeuo/p' "$0" | sed '$d' | sed 's/^# \{0,1\}//' ;;
+*) echo "usage: $0 path SUITE | run SUITE CMD... | check-slurm SUITE [BUILD] | expected SUITE" >&2; exit 2 ;;
 esac
