@@ -32,20 +32,10 @@
 #include "gpuckpt_optional.h"
 
 #define PROG "gpu-peer"
+#include "gpu_drv.h"
 #define WORDS (256u << 10) /* 1 MiB of 32-bit words per buffer */
 #define BYTES (WORDS * 4u)
 
-#define CK(call)                                                                                   \
-	do {                                                                                       \
-		CUresult r_ = (call);                                                              \
-		if (r_ != CUDA_SUCCESS) {                                                          \
-			const char *n_ = NULL;                                                     \
-			cuGetErrorName(r_, &n_);                                                   \
-			fprintf(stderr, PROG ": %s failed: %s (line %d)\n", #call,                 \
-				n_ ? n_ : "unknown error", __LINE__);                              \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
 
 struct bufs {
 	CUcontext ctx[2];

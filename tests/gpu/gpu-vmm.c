@@ -36,6 +36,7 @@
 #include "gpuckpt_optional.h"
 
 #define PROG "gpu-vmm"
+#include "gpu_drv.h"
 #define BLOCK (1u << 20)
 #define NTABLES 4
 #define STATE_BYTES (64u << 10)
@@ -44,17 +45,6 @@ struct opts {
 	long size_mib, steps, report_every, delay_ms, updates;
 };
 
-#define CK(call)                                                                                   \
-	do {                                                                                       \
-		CUresult r_ = (call);                                                              \
-		if (r_ != CUDA_SUCCESS) {                                                          \
-			const char *n_ = NULL;                                                     \
-			cuGetErrorName(r_, &n_);                                                   \
-			fprintf(stderr, PROG ": %s failed: %s (line %d)\n", #call,                 \
-				n_ ? n_ : "unknown error", __LINE__);                              \
-			exit(1);                                                                   \
-		}                                                                                  \
-	} while (0)
 
 static void usage(FILE *out)
 {
@@ -74,22 +64,6 @@ static void usage(FILE *out)
 
 		"  --help            print this and exit\n"
 		"Exit status: 0 done, 1 a CUDA or checkpoint call failed, 2 bad usage.\n");
-}
-
-static int parse_long(const char *opt, const char *text, long min, long max, long *out)
-{
-	char *end;
-	long v;
-
-	errno = 0;
-	v = strtol(text, &end, 10);
-	if (end == text || *end || errno == ERANGE || v < min || v > max) {
-		fprintf(stderr, PROG ": --%s: '%s' is not a whole number from %ld to %ld\n", opt,
-			text, min, max);
-		return -1;
-	}
-	*out = v;
-	return 0;
 }
 
 static int parse_opts(struct opts *o, int argc, char **argv)
@@ -139,23 +113,6 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		rc = -1;
 	}
 	return rc;
-}
-
-static uint64_t mix(uint64_t x)
-{
-	x += 0x9E3779B97F4A7C15ull;
-	x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-	x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-	return x ^ (x >> 31);
-}
-
-/* The content of a block written at step `gen` (0: the initial one). */
-static void fill_block(uint64_t *buf, size_t words, uint64_t block, uint64_t gen)
-{
-	uint64_t seed = mix(block * 0x100000001b3ull ^ (gen << 1));
-
-	for (size_t i = 0; i < words; i++)
-		buf[i] = mix(seed + i);
 }
 
 struct dev_state {

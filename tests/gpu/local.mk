@@ -13,13 +13,13 @@ check_PROGRAMS += %reldir%/gpu-probe %reldir%/route-drv %reldir%/gpu-tables %rel
 %canon_reldir%_route_drv_LDFLAGS = $(SAN_LDFLAGS)
 # The mostly static state of the increment and background scenarios: driver
 # API copies only, linked against the toolkit's stub libcuda.
-%canon_reldir%_gpu_tables_SOURCES = %reldir%/gpu-tables.c
+%canon_reldir%_gpu_tables_SOURCES = %reldir%/gpu-tables.c %reldir%/gpu_drv.h
 %canon_reldir%_gpu_tables_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples/common
 %canon_reldir%_gpu_tables_CFLAGS = $(WARN_CFLAGS) $(SAN_CFLAGS)
 %canon_reldir%_gpu_tables_LDFLAGS = $(SAN_LDFLAGS)
 %canon_reldir%_gpu_tables_LDADD = -L$(CUDA_PREFIX)/lib64/stubs -lcuda
 # Peer access between two GPUs of one process (SKIP with fewer).
-%canon_reldir%_gpu_peer_SOURCES = %reldir%/gpu-peer.c
+%canon_reldir%_gpu_peer_SOURCES = %reldir%/gpu-peer.c %reldir%/gpu_drv.h
 %canon_reldir%_gpu_peer_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples/common
 %canon_reldir%_gpu_peer_CFLAGS = $(WARN_CFLAGS) $(SAN_CFLAGS)
 %canon_reldir%_gpu_peer_LDFLAGS = $(SAN_LDFLAGS)
@@ -28,7 +28,7 @@ check_PROGRAMS += %reldir%/gpu-probe %reldir%/route-drv %reldir%/gpu-tables %rel
 # gpu-vmm: gpu-tables' state in memory the program maps itself (cuMemCreate,
 # cuMemMap); vmm-gpu.sh round-trips it in both modes (check-gpu).
 check_PROGRAMS += %reldir%/gpu-vmm
-%canon_reldir%_gpu_vmm_SOURCES = %reldir%/gpu-vmm.c
+%canon_reldir%_gpu_vmm_SOURCES = %reldir%/gpu-vmm.c %reldir%/gpu_drv.h
 %canon_reldir%_gpu_vmm_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples/common
 %canon_reldir%_gpu_vmm_CFLAGS = $(WARN_CFLAGS) $(SAN_CFLAGS)
 %canon_reldir%_gpu_vmm_LDFLAGS = $(SAN_LDFLAGS)
