@@ -95,9 +95,7 @@ declare -A GPU_PROBE=(
 )
 
 # The reason every case is skipped (empty: they can run).
-criu_major() { "$1" --version 2>/dev/null | sed -n 's/^Version: *\([0-9]*\).*/\1/p' | head -n 1; }
 common=
-CRIU=${GK_CRIU:-}
 if ! command -v python3 >/dev/null 2>&1; then
 	common="no python3 on this machine"
 elif [ "$(id -u)" -ne 0 ]; then
@@ -106,16 +104,8 @@ elif [ -n "${ASAN_RUNTIME:-}" ]; then
 	common="sanitizer build: an ASan-built runtime cannot be preloaded into python3; run it from a normal build"
 elif ! command -v nvidia-smi >/dev/null 2>&1 || ! timeout 30 nvidia-smi -L >/dev/null 2>&1; then
 	common="no GPU here (nvidia-smi -L)"
-elif [ -z "$CRIU" ] && [ -x /usr/local/sbin/criu ]; then
-	CRIU=/usr/local/sbin/criu
-elif [ -z "$CRIU" ] && [ -x /opt/criu/usr/sbin/criu ]; then
-	gk_scratch
-	CRIU=$GK_SCRATCH/criu
-	printf '#!/bin/sh\nLD_LIBRARY_PATH=/opt/criu/usr/lib/x86_64-linux-gnu:/opt/criu/lib/x86_64-linux-gnu exec /opt/criu/usr/sbin/criu "$@"\n' >"$CRIU"
-	chmod 0755 "$CRIU"
-fi
-if [ -z "$common" ] && { [ -z "$CRIU" ] || [ -z "$(criu_major "$CRIU")" ] || [ "$(criu_major "$CRIU")" -lt 4 ]; }; then
-	common="no CRIU 4 or later (GK_CRIU, /usr/local/sbin/criu, /opt/criu)"
+elif ! { gk_scratch; gk_find_criu; }; then
+	common=$CRIU_WHY
 fi
 
 # why_not CASE: WHY gets the reason CASE cannot run here, empty if it can.

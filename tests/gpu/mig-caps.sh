@@ -28,9 +28,7 @@ PLAN=4
 tap_plan $PLAN
 gk_scratch
 
-criu_major() { "$1" --version 2>/dev/null | sed -n 's/^Version: *\([0-9]*\).*/\1/p' | head -n 1; }
 why=
-CRIU=${GK_CRIU:-}
 caps=$(ls /dev/nvidia-caps/nvidia-cap* 2>/dev/null | head -n 2)
 if [ "$(id -u)" -ne 0 ]; then
 	why="needs root (the shepherd does)"
@@ -42,15 +40,8 @@ elif [ -z "$caps" ]; then
 	why="no /dev/nvidia-caps/nvidia-cap* device to hold open"
 elif [ ! -x "$UNAWARE" ]; then
 	why="examples/unaware is not built (configure found no nvcc)"
-elif [ -z "$CRIU" ] && [ -x /usr/local/sbin/criu ]; then
-	CRIU=/usr/local/sbin/criu
-elif [ -z "$CRIU" ] && [ -x /opt/criu/usr/sbin/criu ]; then
-	CRIU=$GK_SCRATCH/criu
-	printf '#!/bin/sh\nLD_LIBRARY_PATH=/opt/criu/usr/lib/x86_64-linux-gnu:/opt/criu/lib/x86_64-linux-gnu exec /opt/criu/usr/sbin/criu "$@"\n' >"$CRIU"
-	chmod 0755 "$CRIU"
-fi
-if [ -z "$why" ] && { [ -z "$CRIU" ] || [ "$(criu_major "$CRIU")" = "" ] || [ "$(criu_major "$CRIU")" -lt 4 ]; }; then
-	why="no CRIU 4 or later (GK_CRIU, /usr/local/sbin/criu, /opt/criu)"
+elif ! gk_find_criu; then
+	why=$CRIU_WHY
 fi
 if [ -n "$why" ]; then
 	for _ in $(seq $PLAN); do tap_skip "$why"; done

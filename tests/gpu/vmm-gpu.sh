@@ -28,7 +28,6 @@ PLAN=11
 tap_plan $PLAN
 gk_scratch
 
-criu_major() { "$1" --version 2>/dev/null | sed -n 's/^Version: *\([0-9]*\).*/\1/p' | head -n 1; }
 why=
 if ! nvidia-smi -L >/dev/null 2>&1; then
 	why="no GPU here (nvidia-smi -L failed)"
@@ -111,18 +110,10 @@ else
 fi
 
 # ---- transparent mode ----
-CRIU=${GK_CRIU:-}
 if [ "$(id -u)" -ne 0 ]; then
 	why="the transparent points need root (the shepherd does)"
-elif [ -z "$CRIU" ] && [ -x /usr/local/sbin/criu ]; then
-	CRIU=/usr/local/sbin/criu
-elif [ -z "$CRIU" ] && [ -x /opt/criu/usr/sbin/criu ]; then
-	CRIU=$GK_SCRATCH/criu
-	printf '#!/bin/sh\nLD_LIBRARY_PATH=/opt/criu/usr/lib/x86_64-linux-gnu:/opt/criu/lib/x86_64-linux-gnu exec /opt/criu/usr/sbin/criu "$@"\n' >"$CRIU"
-	chmod 0755 "$CRIU"
-fi
-if [ -z "$why" ] && { [ -z "$CRIU" ] || [ "$(criu_major "$CRIU")" = "" ] || [ "$(criu_major "$CRIU")" -lt 4 ]; }; then
-	why="no CRIU 4 or later (GK_CRIU, /usr/local/sbin/criu, /opt/criu)"
+elif ! gk_find_criu; then
+	why=$CRIU_WHY
 fi
 if [ -n "$why" ]; then
 	for _ in $(seq 6); do tap_skip "$why"; done

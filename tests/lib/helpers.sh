@@ -67,6 +67,40 @@ gk_envs() {
 }
 gk_envs
 
+# CRIU for the transparent-mode tests. gk_criu_major CRIU: its major version,
+# empty when it does not answer. gk_find_criu: sets CRIU to CRIU 4 or later
+# (GK_CRIU, else /usr/sbin/criu or /usr/local/sbin/criu, else the GPU
+# machine's unpacked /opt/criu behind a wrapper in $GK_SCRATCH, which must
+# exist) and returns 0; else sets CRIU_WHY to the reason and returns 1.
+gk_criu_major() { "$1" --version 2>/dev/null | sed -n 's/^Version: *\([0-9]*\).*/\1/p' | head -n 1; }
+gk_find_criu() {
+	local c major
+	CRIU=${GK_CRIU:-}
+	CRIU_WHY=
+	for c in /usr/sbin/criu /usr/local/sbin/criu; do
+		[ -z "$CRIU" ] && [ -x "$c" ] && CRIU=$c
+	done
+	if [ -z "$CRIU" ] && [ -x /opt/criu/usr/sbin/criu ] && [ -d "${GK_SCRATCH:-}" ]; then
+		# A root-owned wrapper in the test's own folder gives it its libraries.
+		CRIU=$GK_SCRATCH/criu
+		printf '#!/bin/sh\nLD_LIBRARY_PATH=/opt/criu/usr/lib/x86_64-linux-gnu:/opt/criu/lib/x86_64-linux-gnu exec /opt/criu/usr/sbin/criu "$@"\n' >"$CRIU"
+		chmod 0755 "$CRIU"
+	fi
+	if [ -z "$CRIU" ]; then
+		CRIU_WHY="no CRIU: set GK_CRIU to CRIU 4 or later (none at /usr/sbin, /usr/local/sbin or /opt/criu; the trixie root has it)"
+		return 1
+	fi
+	major=$(gk_criu_major "$CRIU")
+	if [ -z "$major" ]; then
+		CRIU_WHY="$CRIU --version does not answer"
+		return 1
+	elif [ "$major" -lt 4 ]; then
+		CRIU_WHY="$CRIU is CRIU $major; transparent mode needs 4 or later"
+		return 1
+	fi
+	return 0
+}
+
 # A scratch folder removed when the test script exits (kept, and named on
 # stderr, with GK_KEEP_SCRATCH=1: for looking at a failure's logs).
 gk_scratch() {

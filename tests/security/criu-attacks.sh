@@ -30,19 +30,8 @@ PLAN=7
 sec_setup $PLAN
 gk_need_built "$SHEP" "$SHEP_DUMP"
 
-criu_major() { "$1" --version 2>/dev/null | sed -n 's/^Version: *\([0-9]*\).*/\1/p' | head -n 1; }
 why=
-CRIU=${GK_CRIU:-}
-for c in /usr/sbin/criu /usr/local/sbin/criu; do
-	[ -z "$CRIU" ] && [ -x "$c" ] && CRIU=$c
-done
-if [ -z "$CRIU" ]; then
-	why="no CRIU: set GK_CRIU to CRIU 4 or later (the trixie root has it)"
-elif [ -z "$(criu_major "$CRIU")" ]; then
-	why="$CRIU --version does not answer"
-elif [ "$(criu_major "$CRIU")" -lt 4 ]; then
-	why="$CRIU is CRIU $(criu_major "$CRIU"); transparent mode needs 4 or later"
-fi
+gk_find_criu || why=$CRIU_WHY
 MUNGED=
 if [ -z "$why" ] && ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
 	# As cluster.sh does: a munged of our own, stopped at the end.

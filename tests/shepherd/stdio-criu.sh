@@ -23,27 +23,12 @@ tap_plan $PLAN
 gk_scratch
 
 gk_need_built "$SHEP"
-criu_major() { "$1" --version 2>/dev/null | sed -n 's/^Version: *\([0-9]*\).*/\1/p' | head -n 1; }
 why=
-CRIU=${GK_CRIU:-}
 if [ "$(id -u)" -ne 0 ]; then
 	why="needs root (the shepherd does)"
-elif [ -z "$CRIU" ] && [ -x /usr/local/sbin/criu ]; then
-	CRIU=/usr/local/sbin/criu
-elif [ -z "$CRIU" ] && [ -x /opt/criu/usr/sbin/criu ]; then
-	# The GPU machine's unpacked CRIU needs its libraries: a root-owned
-	# wrapper in this test's own (root-only) folder.
-	CRIU=$GK_SCRATCH/criu
-	printf '#!/bin/sh\nLD_LIBRARY_PATH=/opt/criu/usr/lib/x86_64-linux-gnu:/opt/criu/lib/x86_64-linux-gnu exec /opt/criu/usr/sbin/criu "$@"\n' >"$CRIU"
-	chmod 0755 "$CRIU"
-fi
-if [ -z "$why" ] && [ -z "$CRIU" ]; then
-	why="no CRIU: set GK_CRIU to CRIU 4 or later"
-elif [ -z "$why" ] && [ "$(criu_major "$CRIU")" = "" ]; then
-	why="$CRIU --version does not answer"
-elif [ -z "$why" ] && [ "$(criu_major "$CRIU")" -lt 4 ]; then
-	why="$CRIU is CRIU $(criu_major "$CRIU"); transparent mode needs 4 or later"
-elif [ -z "$why" ] && ! command -v script >/dev/null; then
+elif ! gk_find_criu; then
+	why=$CRIU_WHY
+elif ! command -v script >/dev/null; then
 	why="script(1) is not installed (util-linux): no terminal for the tty case"
 fi
 if [ -n "$why" ]; then

@@ -15,16 +15,11 @@
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
 
 N=6
-CRIU=${GK_CRIU:-}
-[ -z "$CRIU" ] && [ -x /usr/sbin/criu ] && CRIU=/usr/sbin/criu
-criu_major() { "$1" --version 2>/dev/null | sed -n 's/^Version: *\([0-9]*\).*/\1/p' | head -n 1; }
 why=
 if [ "$(id -u)" -ne 0 ]; then
 	why="needs root"
-elif [ -z "$CRIU" ]; then
-	why="no CRIU: set GK_CRIU to CRIU 4 or later (the trixie root has it)"
-elif [ "$(criu_major "$CRIU")" = "" ] || [ "$(criu_major "$CRIU")" -lt 4 ]; then
-	why="$CRIU is not CRIU 4 or later"
+elif ! gk_find_criu; then
+	why=$CRIU_WHY
 fi
 if [ -n "$why" ]; then
 	tap_plan $N

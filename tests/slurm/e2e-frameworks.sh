@@ -28,7 +28,6 @@ STEPS=${GK_FW_STEPS:-100}
 AT=${GK_FW_AT:-40}
 ARGS="--steps $STEPS --report-every 5 --delay-ms ${GK_FW_DELAY_MS:-50}"
 why=""
-criu_major() { "$1" --version 2>/dev/null | sed -n 's/^Version: *\([0-9]*\).*/\1/p' | head -n 1; }
 ngpu=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU ')
 if [ "$(id -u)" -ne 0 ]; then
 	why="needs root"
@@ -42,7 +41,7 @@ elif [ "${ngpu:-0}" -lt 2 ] || [ ! -c /dev/nvidia1 ]; then
 	why="a restore onto the other GPU needs two, this machine shows ${ngpu:-0}"
 elif [ -z "${GK_CRIU:-}" ] || [ ! -x "$GK_CRIU" ]; then
 	why="no CRIU: set GK_CRIU to CRIU 4 or later"
-elif [ "$(criu_major "$GK_CRIU")" = "" ] || [ "$(criu_major "$GK_CRIU")" -lt 4 ]; then
+elif [ "$(gk_criu_major "$GK_CRIU")" = "" ] || [ "$(gk_criu_major "$GK_CRIU")" -lt 4 ]; then
 	why="$GK_CRIU is CRIU $("$GK_CRIU" --version 2>/dev/null | head -n 1 | sed 's/Version: *//'); 4 or later is needed"
 elif ! out=$(timeout 120 "$PY" -c 'import torch; assert torch.cuda.device_count() >= 2, torch.cuda.device_count()' 2>&1); then
 	why="PyTorch does not see two GPUs: $(tail -n 1 <<<"$out")"

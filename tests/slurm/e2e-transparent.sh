@@ -18,14 +18,13 @@ N=14
 SHEP=${GK_SHEPHERD_DIR:-$top_builddir/runtime}
 UNAWARE=$top_builddir/examples/unaware/unaware
 why=""
-criu_major() { "$1" --version 2>/dev/null | sed -n 's/^Version: *\([0-9]*\).*/\1/p' | head -n 1; }
 if [ "$(id -u)" -ne 0 ]; then
 	why="needs root"
 elif [ ! -c "${GK_GPU_DEVICE:-/dev/nvidia0}" ] || ! nvidia-smi -L >/dev/null 2>&1; then
 	why="no GPU here (${GK_GPU_DEVICE:-/dev/nvidia0}, nvidia-smi)"
 elif [ -z "${GK_CRIU:-}" ] || [ ! -x "$GK_CRIU" ]; then
 	why="no CRIU: set GK_CRIU to CRIU 4 or later"
-elif [ "$(criu_major "$GK_CRIU")" = "" ] || [ "$(criu_major "$GK_CRIU")" -lt 4 ]; then
+elif [ "$(gk_criu_major "$GK_CRIU")" = "" ] || [ "$(gk_criu_major "$GK_CRIU")" -lt 4 ]; then
 	why="$GK_CRIU is CRIU $("$GK_CRIU" --version 2>/dev/null | head -n 1 | sed 's/Version: *//'); 4 or later is needed"
 elif [ -z "${NVCC:-}" ]; then
 	why="configure found no nvcc: examples/unaware is not built"
