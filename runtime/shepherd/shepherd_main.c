@@ -144,6 +144,16 @@ static int start_tree(struct gk_shepherd *sh)
 		close(exec_seen[0]);
 		sigemptyset(&none);
 		sigprocmask(SIG_SETMASK, &none, NULL);
+		/* A session whose leader is outside this PID namespace (getsid
+		 * says 0: a shepherd started in a container, or under a CI
+		 * runner, without a session of its own) is one CRIU refuses to
+		 * dump ("A session leader ... is outside of its pid namespace"),
+		 * --shell-job or not. Then the program leads a session of its
+		 * own; it has no terminal to lose in that case, since the
+		 * terminal's session is the invisible one. Under slurmstepd the
+		 * task already leads its session and nothing changes. */
+		if (getsid(0) == 0)
+			(void)setsid();
 		/* What the plugin's task environment would hold: the socket, the
 		 * folder, and whether the runtime dumps device memory itself. */
 		if (setenv(GK_ENV(SHEPHERD), sh->sockname, 1) < 0 ||

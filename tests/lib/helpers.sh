@@ -67,6 +67,42 @@ gk_envs() {
 }
 gk_envs
 
+# gk_munged: 0 when munged answers, after starting one of our own (as
+# cluster.sh does; MUNGED is its pid, for the caller to stop) where none
+# does; else MUNGE_WHY says why not. A transparent checkpoint's seal carries
+# root's Munge credential.
+MUNGED=
+gk_munged() {
+	munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && return 0
+	MUNGE_WHY="needs munged: a seal carries root's Munge credential"
+	command -v munged >/dev/null && getent passwd munge >/dev/null || return 1
+	if [ ! -s /etc/munge/munge.key ]; then
+		mkdir -p /etc/munge
+		mungekey --create --keyfile=/etc/munge/munge.key
+		chown munge:munge /etc/munge/munge.key
+		chmod 0400 /etc/munge/munge.key
+	fi
+	mkdir -p /run/munge /var/log/munge /var/lib/munge
+	chown munge:munge /run/munge /var/log/munge /var/lib/munge
+	setpriv --reuid=munge --regid=munge --clear-groups /usr/sbin/munged --foreground \
+		>>"${GK_SCRATCH:-/tmp}/munged.out" 2>&1 &
+	MUNGED=$!
+	for _ in $(seq 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && return 0; sleep 0.1; done
+	return 1
+}
+
+# gk_close_inherited: close every descriptor above 2 this script got from
+# whoever ran it (255 is bash's own script). A program checkpointed by CRIU
+# inherits them, and CRIU refuses one of another mount namespace ("Can't
+# lookup mount=24 for fd=10": a /dev/null or lock file the caller of make
+# held open).
+gk_close_inherited() {
+	local fd
+	for fd in $(ls /proc/$$/fd); do
+		[ "$fd" -gt 2 ] && [ "$fd" != 255 ] && eval "exec $fd>&-"
+	done 2>/dev/null
+}
+
 # CRIU for the transparent-mode tests. gk_criu_major CRIU: its major version,
 # empty when it does not answer. gk_find_criu: sets CRIU to CRIU 4 or later
 # (GK_CRIU, else /usr/sbin/criu or /usr/local/sbin/criu, else the GPU

@@ -32,26 +32,7 @@ gk_need_built "$SHEP" "$SHEP_DUMP"
 
 why=
 gk_find_criu || why=$CRIU_WHY
-MUNGED=
-if [ -z "$why" ] && ! munge -n 2>/dev/null | unmunge >/dev/null 2>&1; then
-	# As cluster.sh does: a munged of our own, stopped at the end.
-	if command -v munged >/dev/null && getent passwd munge >/dev/null; then
-		if [ ! -s /etc/munge/munge.key ]; then
-			mkdir -p /etc/munge
-			mungekey --create --keyfile=/etc/munge/munge.key
-			chown munge:munge /etc/munge/munge.key
-			chmod 0400 /etc/munge/munge.key
-		fi
-		mkdir -p /run/munge /var/log/munge /var/lib/munge
-		chown munge:munge /run/munge /var/log/munge /var/lib/munge
-		setpriv --reuid=munge --regid=munge --clear-groups /usr/sbin/munged --foreground \
-			>>"$GK_SCRATCH/munged.out" 2>&1 &
-		MUNGED=$!
-		for _ in $(seq 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && break; sleep 0.1; done
-	fi
-	munge -n 2>/dev/null | unmunge >/dev/null 2>&1 ||
-		why="needs munged: a seal carries root's Munge credential"
-fi
+[ -z "$why" ] && ! gk_munged && why=$MUNGE_WHY
 if [ -n "$why" ]; then
 	for i in $(seq $PLAN); do tap_skip "$why"; done
 	exit 0
@@ -70,12 +51,8 @@ pkill_mine() {
 }
 trap cleanup EXIT
 export GPUCKPT_LOG_LEVEL=info
-# Nothing of ours goes into the checkpointed program: CRIU refuses a
-# descriptor of another mount namespace ("Can't lookup mount=24 for fd=10",
-# a /dev/null the caller of make left open). 255 is bash's own script.
-for fd in $(ls /proc/$$/fd); do
-	[ "$fd" -gt 2 ] && [ "$fd" != 255 ] && eval "exec $fd>&-"
-done 2>/dev/null
+# Nothing of ours goes into the checkpointed program.
+gk_close_inherited
 
 # The user's folder, and root's: a root file with the same name, size and
 # mode as the user's, in a folder only root writes.

@@ -9,7 +9,12 @@
 # restore`, given stdio of the same kind, must bring it back to count on to
 # the end, from where it was.
 #
-# Needs root and CRIU 4 or later: GK_CRIU, else /usr/local/sbin/criu, else
+# Last, a shepherd started in a PID namespace whose session leader is outside
+# it (a container's, or a CI runner's without a session of its own): CRIU
+# refuses to dump a session it cannot see, so the shepherd's program must lead
+# a session of its own there (every dump in CI failed before).
+#
+# Needs root, munged (started here when none answers) and CRIU 4 or later: GK_CRIU, else /usr/local/sbin/criu, else
 # the GPU machine's /opt/criu (shared/gpu-machine/setup.sh). Without them
 # every test is a SKIP with the reason; CRIU does not run on the development
 # and CI machines (DESIGN.md).
@@ -18,7 +23,7 @@
 . "${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
 KINDS=(file append pipe null tty)
-PLAN=$((${#KINDS[@]} * 3))
+PLAN=$((${#KINDS[@]} * 3 + 1))
 tap_plan $PLAN
 gk_scratch
 
@@ -28,6 +33,8 @@ if [ "$(id -u)" -ne 0 ]; then
 	why="needs root (the shepherd does)"
 elif ! gk_find_criu; then
 	why=$CRIU_WHY
+elif ! gk_munged; then
+	why=$MUNGE_WHY
 elif ! command -v script >/dev/null; then
 	why="script(1) is not installed (util-linux): no terminal for the tty case"
 fi
@@ -36,6 +43,9 @@ if [ -n "$why" ]; then
 	exit 0
 fi
 
+trap '[ -n "$MUNGED" ] && kill "$MUNGED" 2>/dev/null; rm -rf "$GK_SCRATCH"' EXIT
+# Nothing of ours goes into the checkpointed program.
+gk_close_inherited
 N=120
 # Counts to N on stdout and stderr, a line each 50 ms. It ignores SIGTERM:
 # outside Slurm the shepherd passes the signal on, and a program without
@@ -152,4 +162,26 @@ one() {
 for kind in "${KINDS[@]}"; do
 	one "$kind"
 done
+
+# pidns: only the dump (a restore in a fresh namespace would want pid 2 back,
+# which its own shepherd holds there). The session stays the caller's, whose
+# leader is outside: getsid says 0 inside.
+dir=$GK_SCRATCH/pidns
+mkdir -p "$dir"
+# Its stdio is opened inside (the mount namespace --mount-proc makes is a
+# copy: a file opened outside has a mount CRIU cannot find in it).
+unshare --pid --fork --mount-proc /bin/sh -c 'o=$1; shift; exec "$@" </dev/null >"$o" 2>&1' sh "$dir.out" \
+	"$SHEP" run --criu "$CRIU" --dir "$dir" --uid 0 --gid 0 --job 1 --step 0 --task 0 -- "${PROG[@]}" &
+tpid=$!
+wait_for "$dir.out" "out 30" 20
+# unshare's child, the shepherd (its exe cannot be read from out here).
+kill -TERM $(children_of "$tpid") 2>/dev/null
+wait "$tpid" 2>/dev/null
+if [ -n "$(ls -d "$dir"/ckpt.* 2>/dev/null)" ]; then
+	tap_ok "pidns: a program whose session leader is outside its PID namespace is checkpointed by CRIU"
+else
+	tap_not_ok "pidns: a program whose session leader is outside its PID namespace is checkpointed by CRIU"
+	tap_diag "$(tail -n 5 "$dir.out"; cat "$dir"/.tmp*/criu/dump.log 2>/dev/null | grep -i error | tail -n 3)"
+	pkill -KILL -f "^/bin/sh -c trap '' TERM; i=0" 2>/dev/null
+fi
 tap_done
