@@ -140,7 +140,7 @@ check "--exit: the tasks checkpointed on SIGTERM too" wait_out "$j" "SIGTERM rec
 as1 scontrol release "$j"
 wait_over "$j" 300
 check "released: it restored from its checkpoint" out_has "$j" "^heat-drv: resumed from step [1-9]"
-check "released: completed" state_is "$j" COMPLETED
+check_state "$j" COMPLETED "released: completed"
 fin=$(final_checksum "$j")
 check "released: same checksum as an uninterrupted run ($fin = $ref)" [ "${fin:-none}" = "$ref" ]
 check "released: both tasks ended with it" [ "$(out_count "$j" "^heat-drv: done: .*checksum=$ref")" = 2 ]

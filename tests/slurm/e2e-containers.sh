@@ -136,7 +136,7 @@ check_out "$j" "pyxis: the plugin pointed the task at its checkpoint" "restart 1
 check_out "$j" "pyxis: resumed in the container from a step after the start" '^heat-drv: resumed from step [1-9][0-9]*'
 got=$(final_checksum "$j")
 check "pyxis: same checksum as an uninterrupted run ($got = $ref)" [ -n "$ref" -a "$got" = "$ref" ]
-check "pyxis: job completed" state_is "$j" COMPLETED
+check_state "$j" COMPLETED "pyxis: job completed"
 [ "$TAP_FAILED" -eq 0 ] || show_out "$j"
 
 # 2. pyxis, bookworm: preempted by a job of the high partition, back on the other node.

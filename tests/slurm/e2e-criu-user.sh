@@ -56,7 +56,7 @@ wait_over "$j" 240
 check_out "$j" "gkuser1's program checkpointed by CRIU (as gkuser1) when requeued" '^gpuckpt: transparent: checkpoint ckpt\.[0-9]+ committed'
 check_out "$j" "the plugin had the shepherd restore it" "^gpuckpt: job $j step.0 task 0: restart 1: restoring .*transparently"
 check_out "$j" "restored by CRIU" '^gpuckpt: transparent: restored ckpt\.[0-9]+'
-check "the job completed" state_is "$j" COMPLETED
+check_state "$j" COMPLETED "the job completed"
 out=$(job_out "$j")
 if [ "$(grep -c '^count 1$' "$out")" = 1 ] && grep -q '^count: done$' "$out" &&
 	[ "$(grep -c '^count 150$' "$out")" = 1 ]; then

@@ -91,7 +91,7 @@ check "... once per step (not again as slurmstepd's own error)" \
 check_out "$j" "the checkpoint attempt says why it wrote nothing" '^gpuckpt: checkpoint: .*: no checkpoint written: .*Read-only file system'
 check_out "$j" "the program learnt that none was written and went on" '^heat-drv: step [0-9]+: no checkpoint written; going on$'
 check "the job ran on to the right result" [ "$(final_checksum "$j")" = "$ref" ]
-check "job completed" state_is "$j" COMPLETED
+check_state "$j" COMPLETED "job completed"
 
 # 5. gk1's burst buffer full (a 64 KiB tmpfs; the image is larger).
 nodeexec gk1 mount -t tmpfs -o size=64k,mode=0755 gpuckpt-full "$BB"
@@ -106,5 +106,5 @@ check_out "$j" "full burst buffer: the output says why no checkpoint was written
 check_out "$j" "the program learnt that none was written and went on" '^heat-drv: step [0-9]+: no checkpoint written; going on$'
 check "no partial checkpoint left under a committed name" [ -z "$(ls -d "$E2E_DIR/nodes/gk1/bb/$j"/step.0/task.0/ckpt.* 2>/dev/null)" ]
 check "the job ran on to the right result" [ "$(final_checksum "$j")" = "$ref256" ]
-check "job completed" state_is "$j" COMPLETED
+check_state "$j" COMPLETED "job completed"
 tap_done

@@ -71,7 +71,7 @@ check "gk2's prolog staged in a flushed checkpoint" grep -Eq "stage-in: job $j: 
 check_out "$j" "resumed on gk2 from a step after the start" '^heat-drv: resumed from step [1-9][0-9]*'
 got=$(final_checksum "$j")
 check "same checksum as an uninterrupted run ($got = $ref)" [ -n "$ref" -a "$got" = "$ref" ]
-check "job completed" state_is "$j" COMPLETED
+check_state "$j" COMPLETED "job completed"
 revive gk1
 
 # 2. Crash during a flush. A bigger grid, flushed at 256 KiB/s: each copy
@@ -97,7 +97,7 @@ check "nothing but committed checkpoints was staged in" sh -c "! grep -q 'stage-
 check_out "$j" "resumed from a step after the start" '^heat-drv: resumed from step [1-9][0-9]*'
 got=$(final_checksum "$j")
 check "same checksum as an uninterrupted run ($got = $ref2)" [ -n "$ref2" -a "$got" = "$ref2" ]
-check "job completed" state_is "$j" COMPLETED
+check_state "$j" COMPLETED "job completed"
 revive gk1
 
 # 3. Read-only, then writable again (gk1 only).
@@ -118,7 +118,7 @@ check_out "$j" "said once when the flush root is writable again" "^gpuckpt: flus
 n=$(grep -n 'writable again' "$(job_out "$j")" | head -n 1 | cut -d: -f1)
 check "the next checkpoint was flushed" sh -c "tail -n +$n '$(job_out "$j")' | grep -Eq '^gpuckpt: flush: .*/ckpt.[0-9]+: [0-9]+ bytes in'"
 wait_over "$j" 180
-check "job completed" state_is "$j" COMPLETED
+check_state "$j" COMPLETED "job completed"
 check "same checksum as an uninterrupted run" [ "$(final_checksum "$j")" = "$ref" ]
 in_node gk1 umount "$FLUSH"
 
@@ -129,7 +129,7 @@ drain gk2
 j=$(submit --as gkuser1 --gres=gpu:1 --gpu-checkpoint=on --gpu-checkpoint-interval=2 "$s")
 wait_running "$j" 60 && resume gk2
 wait_over "$j" 180
-check "job completed with a full flush root" state_is "$j" COMPLETED
+check_state "$j" COMPLETED "job completed with a full flush root"
 check "same checksum as an uninterrupted run" [ "$(final_checksum "$j")" = "$ref" ]
 check "several checkpoints were written" [ "$(out_count "$j" '^gpuckpt: checkpoint: .*wrote')" -ge 2 ]
 check "the full flush root was said once" [ "$(out_count "$j" '^gpuckpt: warning: flush: .*No space left on device')" -eq 1 ]

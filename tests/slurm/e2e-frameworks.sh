@@ -171,7 +171,7 @@ if [ -n "${old:-}" ] && [ -n "${new:-}" ] && [ "$old" != "$new" ]; then
 else
 	tap_not_ok "the driver restored its GPU onto the other one (the shepherd's 'restore: GPU 0: OLD -> NEW' line: '${moved}')"
 fi
-check "the job completed" state_is "$j" COMPLETED
+check_state "$j" COMPLETED "the job completed"
 got=$(sum_of "$(job_out "$j")")
 if [ -n "$rsum" ] && [ "$got" = "$rsum" ] &&
 	diff <(steps_of "$ref") <(steps_of "$(job_out "$j")") >"$JOBS/steps.diff" 2>&1 &&

@@ -178,6 +178,16 @@ final_checksum() { sed -n 's/^heat-drv: done: .*checksum=\(0x[0-9a-f]*\).*/\1/p'
 # show_out JOB: the job's output as TAP diagnostics (for failures).
 show_out() { tap_diag "--- job $1 output:"; tap_diag "$(cat "$(job_out "$1")" 2>/dev/null)"; }
 
+# check_state JOB STATE DESC: one test point on the job's state; when it
+# fails, what Slurm says of the job (state, reason, exit code) and its output.
+check_state() {
+	if state_is "$1" "$2"; then tap_ok "$3"; return; fi
+	tap_not_ok "$3"
+	tap_diag "job $1: $(scontrol show job -o "$1" 2>/dev/null | grep -oE '(JobState|Reason|ExitCode|RunTime|NodeList|Restarts)=[^ ]*' | tr '\n' ' ')"
+	tap_diag "slurmctld on job $1: $(grep -h "JobId=$1 \|job $1\b\|JobId=$1\$" "$E2E_DIR"/log/slurmctld.log 2>/dev/null | tail -n 8)"
+	show_out "$1"
+}
+
 # check_out JOB DESC REGEX: one test point on the job's output.
 check_out() {
 	if out_has "$1" "$3"; then tap_ok "$2"; else tap_not_ok "$2"; show_out "$1"; fi

@@ -33,8 +33,8 @@ export GPUCKPT_TASKS=independent
 srun -n 2 bash -c '$prog'
 srun -n 2 bash -c '$prog'")
 j=$(submit --as gkuser1 -n 2 --gpu-checkpoint=on "$s")
-wait_over "$j" 90
-check "the job completed" state_is "$j" COMPLETED
+wait_over "$j"
+check_state "$j" COMPLETED "the job completed"
 n=$(out_count "$j" "^unaware [01]: done sum=2870 ")
 check "every task of both steps ran to completion ($n of 4)" [ "$n" = 4 ]
 if out_lacks "$j" "$OLDLINE|^gpuckpt:"; then tap_ok "nothing about gpuckpt at the job's start (it may use the API)"; else

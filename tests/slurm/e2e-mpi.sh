@@ -120,7 +120,7 @@ check "every rank resumed, from one step ($(resumed "$j" | tr '\n' ' '))" [ "$(r
 check "rank 0 moved from gk1 to gk2, rank 2 from gk2 to gk3" [ "$(host_of "$j" 0) $(host_of "$j" 2)" = "gk2 gk3" ]
 got=$(final "$j")
 check "the uninterrupted checksum ($got = $ref)" [ -n "$got" -a "$got" = "$ref" ]
-check "job completed" state_is "$j" COMPLETED
+check_state "$j" COMPLETED "job completed"
 listing=$("$GK_TOOL" list "$SH/$j/step.0" 2>&1)
 check "gpuckpt list shows set $n complete in the shared root" grep -Eq "^0*$n .* 4/4 +mpi +complete" <<<"$listing"
 resume gk1
@@ -138,7 +138,9 @@ else
 	# The set record exists only once every rank has committed its part;
 	# the epilog stages it out when the preempted run has ended.
 	staged_set() { grep -qE "stage-out: job $low: staged out step\.0/set\.[0-9]+" "$E2E_DIR"/log/slurmd.gk*.log; }
-	wait_until $((grace + 15)) staged_set
+	# The stage-out follows the run's end (the epilog): waiting longer for
+	# it does not loosen what is checked, which is that the set exists.
+	wait_until $((grace + 60)) staged_set
 	check "preempted: every rank wrote the set within GraceTime (${grace} s): its record was staged out" staged_set
 fi
 wait_running "$high" $((grace + 30))
@@ -155,7 +157,7 @@ else
 fi
 got=$(final "$low")
 check "the uninterrupted checksum after preemption ($got)" [ "$got" = "$ref" ]
-check "job completed" state_is "$low" COMPLETED
+check_state "$low" COMPLETED "job completed"
 
 # 3. Requeued three times.
 s=$(halo_job thrice 64)
@@ -175,7 +177,7 @@ steps=$(resumed "$j" | tr '\n' ' ')
 check "each restart resumed further on, all ranks together ($steps)" [ "$(resumed "$j" | wc -l)" -eq 3 ]
 got=$(final "$j")
 check "the uninterrupted checksum after three requeues ($got)" [ "$got" = "$ref" ]
-check "job completed" state_is "$j" COMPLETED
+check_state "$j" COMPLETED "job completed"
 
 # 4. Rank 2's copy of the newest set corrupted on the shared root: all fall back.
 s=$(halo_job corrupt 64)
@@ -236,5 +238,5 @@ check "no set record reached the shared root" [ -z "$(ls "$SH/$j/step.0" 2>/dev/
 check "no rank's part was kept anywhere" [ -z "$(find "$SH/$j" "$E2E_DIR/nodes"/*/bb/"$j" -name 'ckpt.*' 2>/dev/null)" ]
 got=$(final "$j")
 check "the job ran on to the uninterrupted checksum ($got = $ref512)" [ -n "$got" -a "$got" = "$ref512" ]
-check "job completed" state_is "$j" COMPLETED
+check_state "$j" COMPLETED "job completed"
 tap_done

@@ -74,7 +74,7 @@ check_out "$low" "it resumed from its checkpoint" '^heat-drv: resumed from step 
 check_out "$low" "the plugin pointed it at the checkpoint" "restart 1: restoring from $E2E_DIR/bb/$low/step.0/task.0"
 got=$(final_checksum "$low")
 check "same checksum as an uninterrupted run ($got = $ref)" [ -n "$ref" -a "$got" = "$ref" ]
-check "the low job completed" state_is "$low" COMPLETED
+check_state "$low" COMPLETED "the low job completed"
 check "it was requeued once (Restarts=$(restarts "$low"))" [ "$(restarts "$low")" = 1 ]
 
 # Checkpointed, but not preempted: scancel's SIGTERM to the steps ends the

@@ -36,7 +36,7 @@ check_out "$j" "the plugin pointed the task at its checkpoint" "^gpuckpt: job $j
 check_out "$j" "resumed from a step after the start" '^heat-drv: resumed from step [1-9][0-9]*'
 got=$(final_checksum "$j")
 check "same checksum as an uninterrupted run ($got = $ref)" [ -n "$ref" -a "$got" = "$ref" ]
-check "job completed" state_is "$j" COMPLETED
+check_state "$j" COMPLETED "job completed"
 scancel "$blocker"
 resume gk1
 
@@ -57,7 +57,7 @@ steps=$(sed -n 's/^heat-drv: resumed from step \([0-9]*\).*/\1/p' "$(job_out "$j
 check "each restart resumed further on ($steps)" awk -v s="$steps" 'BEGIN { n = split(s, a, " "); for (i = 2; i <= n; i++) if (a[i] <= a[i - 1]) exit 1; exit n != 3 }'
 got=$(final_checksum "$j")
 check "same checksum after three requeues ($got = $ref)" [ "$got" = "$ref" ]
-check "job completed" state_is "$j" COMPLETED
+check_state "$j" COMPLETED "job completed"
 
 # 3. Cleanup: once the job is over, the next epilog's sweep removes its checkpoints.
 check "the finished job's checkpoints are on the shared root until the sweep" [ -d "$E2E_DIR/shared/$j" ]

@@ -80,7 +80,7 @@ check_out "$j" "restarted: restored from its checkpoint, again under the shepher
 	'^heat-drv: resumed from step [1-9][0-9]*'
 got=$(final_checksum "$j")
 check "same checksum as an uninterrupted run ($got = $ref)" [ -n "$ref" -a "$got" = "$ref" ]
-check "job completed" state_is "$j" COMPLETED
+check_state "$j" COMPLETED "job completed"
 
 # 3. A restart onto a transparent checkpoint: held after the requeue, a
 # root-owned criu/ with root's seal is put into its staged-out checkpoint (as
@@ -101,6 +101,6 @@ check_out "$j" "... and the task's process became gpuckpt-shepherd restore, with
 	"^fake-restore: restore --dir $E2E_DIR/bb/$j/step.0/task.0 .*--uid $(id -u gkuser1) "
 check "... instead of the program (one fresh start, no resume)" \
 	[ "$(out_count "$j" '^heat-drv: (fresh start|resumed)')" = 1 ]
-check "job completed" state_is "$j" COMPLETED
+check_state "$j" COMPLETED "job completed"
 rm -rf "$SHEPDIR"
 tap_done

@@ -95,7 +95,7 @@ requeued() {
 	check_out "$j" "$1: checkpointed transparently when requeued" '^gpuckpt: transparent: checkpoint ckpt\.[0-9]+ committed'
 	check_out "$j" "$1: the plugin had the shepherd restore it" "^gpuckpt: job $j step.0 task 0: restart 1: restoring .*transparently"
 	check_out "$j" "$1: restored by CRIU and the driver" '^gpuckpt: transparent: restored ckpt\.[0-9]+'
-	check "$1: the job completed" state_is "$j" COMPLETED
+	check_state "$j" COMPLETED "$1: the job completed"
 	same_as_reference "$1" "$j" "$JOBS/$j.data"
 	show_times "$1" "$j"
 }
