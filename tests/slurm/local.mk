@@ -51,3 +51,7 @@ EXTRA_DIST += %reldir%/demo-report.sh %reldir%/demo-check.sh
 # TESTS=slurm/e2e-frameworks.sh): a PyTorch job requeued and restored onto the
 # other GPU; it skips, with the reason, without PyTorch, two GPUs or CRIU 4.
 EXTRA_DIST += %reldir%/e2e-frameworks.sh
+# Issue 29: the staging benchmark (benchmarks/stage/run, make bench-stage) at
+# its smallest, about 2 s: it stages everything out and back in.
+TESTS += %reldir%/stage-bench-smoke.sh
+EXTRA_DIST += %reldir%/stage-bench-smoke.sh
