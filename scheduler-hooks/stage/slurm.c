@@ -131,26 +131,94 @@ int job_states(const struct stage *st, char **text, gk_error_t *err)
 	return run_squeue(st, args, text, err);
 }
 
-const char *job_state(const char *text, uint32_t id, char *buf, size_t len)
+struct job_line {
+	uint32_t id;
+	uint32_t order; /* the line's place in squeue's answer: the first wins */
+	const char *state;
+	size_t len;
+};
+
+struct job_table {
+	size_t n;
+	struct job_line *v;
+};
+
+static int line_cmp(const void *a, const void *b)
 {
+	const struct job_line *x = a, *y = b;
+
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->order < y->order ? -1 : x->order > y->order;
+}
+
+int job_table_parse(const char *text, struct job_table **out)
+{
+	struct job_table *t = calloc(1, sizeof(*t));
+	size_t cap = 0;
 	const char *p = text;
 
+	*out = NULL;
+	if (!t)
+		return -ENOMEM;
+	/* A line is "ID STATE": the number, one space, the state's word; any
+	 * other line names no job. */
 	while (p && *p) {
 		char *end;
 		unsigned long v = strtoul(p, &end, 10);
 
-		if (end != p && v == id && *end == ' ') {
-			size_t n = strcspn(end + 1, " \n");
+		if (end != p && v <= UINT32_MAX && *end == ' ') {
+			if (t->n == cap) {
+				struct job_line *grown =
+				    realloc(t->v, (cap = cap ? cap * 2 : 1024) * sizeof(*grown));
 
-			if (n >= len)
-				n = len - 1;
-			memcpy(buf, end + 1, n);
-			buf[n] = 0;
-			return buf;
+				if (!grown) {
+					job_table_free(t);
+					return -ENOMEM;
+				}
+				t->v = grown;
+			}
+			t->v[t->n].id = (uint32_t)v;
+			t->v[t->n].order = (uint32_t)t->n;
+			t->v[t->n].state = end + 1;
+			t->v[t->n].len = strcspn(end + 1, " \n");
+			t->n++;
 		}
 		p = strchr(p, '\n');
 		if (p)
 			p++;
 	}
-	return NULL;
+	if (t->n)
+		qsort(t->v, t->n, sizeof(*t->v), line_cmp);
+	*out = t;
+	return 0;
+}
+
+const char *job_table_state(const struct job_table *t, uint32_t id, char *buf, size_t len)
+{
+	size_t lo = 0, hi = t->n, n;
+
+	/* The first entry whose id is not below id. */
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+
+		if (t->v[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo == t->n || t->v[lo].id != id || len == 0)
+		return NULL;
+	n = t->v[lo].len < len - 1 ? t->v[lo].len : len - 1;
+	memcpy(buf, t->v[lo].state, n);
+	buf[n] = 0;
+	return buf;
+}
+
+void job_table_free(struct job_table *t)
+{
+	if (!t)
+		return;
+	free(t->v);
+	free(t);
 }

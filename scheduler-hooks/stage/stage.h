@@ -113,8 +113,16 @@ int job_ident(const struct stage *st, struct job_ident *id, gk_error_t *err);
 /* Every job the controller knows with its state, as "ID STATE\n" lines
  * (malloc'ed). -EIO when squeue failed: then nothing may be removed. */
 int job_states(const struct stage *st, char **text, gk_error_t *err);
-/* The state of job id in that text, or NULL. */
-const char *job_state(const char *text, uint32_t id, char *buf, size_t len);
+/* That text parsed once, sorted by job id, so that a sweep of N folders
+ * against M jobs costs (N + M) log M, not N x M (a large site's epilog
+ * compares tens of thousands of each). It points into text, which must
+ * outlive it. -ENOMEM, or 0 with *out to free with job_table_free(). */
+struct job_table;
+int job_table_parse(const char *text, struct job_table **out);
+/* The state of job id (its first line where squeue printed it twice), or
+ * NULL; copied into buf (truncated to len - 1). */
+const char *job_table_state(const struct job_table *t, uint32_t id, char *buf, size_t len);
+void job_table_free(struct job_table *t);
 
 /* ---- record.c ---- */
 

@@ -43,11 +43,11 @@ static int is_over(const char *state)
 }
 
 /* 1 when the job's folder may go by this answer of squeue. */
-static int removable(const char *states, uint32_t id, time_t asked, time_t mtime, char *why,
-		     size_t len)
+static int removable(const struct job_table *states, uint32_t id, time_t asked, time_t mtime,
+		     char *why, size_t len)
 {
 	char buf[64];
-	const char *state = job_state(states, id, buf, sizeof(buf));
+	const char *state = job_table_state(states, id, buf, sizeof(buf));
 
 	if (state) {
 		snprintf(why, len, "%s", state);
@@ -57,8 +57,8 @@ static int removable(const char *states, uint32_t id, time_t asked, time_t mtime
 	return mtime < asked - SWEEP_MARGIN;
 }
 
-static void sweep_root(struct stage *st, int rootfd, const char *root, const char *states,
-		       time_t asked)
+static void sweep_root(struct stage *st, int rootfd, const char *root,
+		       const struct job_table *states, time_t asked)
 {
 	struct dirent *e;
 	DIR *d;
@@ -67,6 +67,7 @@ static void sweep_root(struct stage *st, int rootfd, const char *root, const cha
 	size_t n = 0, cap = 0;
 	gk_error_t err;
 	char *again = NULL;
+	struct job_table *again_t = NULL;
 	time_t asked_again;
 
 	if (dfd < 0 || !(d = fdopendir(dfd))) {
@@ -103,6 +104,10 @@ static void sweep_root(struct stage *st, int rootfd, const char *root, const cha
 		say("sweep: %s; nothing removed", err.text);
 		goto out;
 	}
+	if (job_table_parse(again, &again_t) < 0) {
+		say("sweep: %s; nothing removed", strerror(ENOMEM));
+		goto out;
+	}
 	for (size_t i = 0; i < n; i++) {
 		char name[16], why[64];
 		struct stat sb;
@@ -113,8 +118,8 @@ static void sweep_root(struct stage *st, int rootfd, const char *root, const cha
 		if (lockfd < 0)
 			continue;
 		if (fstatat(rootfd, name, &sb, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR(sb.st_mode) &&
-		    removable(again, ids[i], asked < asked_again ? asked : asked_again, sb.st_mtime,
-			      why, sizeof(why))) {
+		    removable(again_t, ids[i], asked < asked_again ? asked : asked_again,
+			      sb.st_mtime, why, sizeof(why))) {
 			ret = area_discard(st,
 					   rootfd == st->bbfd	   ? st->bb_area
 					   : rootfd == st->flushfd ? st->flush_area
@@ -131,6 +136,7 @@ static void sweep_root(struct stage *st, int rootfd, const char *root, const cha
 		close(lockfd);
 	}
 out:
+	job_table_free(again_t);
 	free(again);
 	free(ids);
 }
@@ -139,16 +145,24 @@ int sweep(struct stage *st)
 {
 	gk_error_t err;
 	char *states = NULL;
+	struct job_table *table = NULL;
 	time_t asked = time(NULL);
 
 	if (job_states(st, &states, &err) < 0) {
 		say("sweep: %s; nothing removed", err.text);
 		return 0;
 	}
-	sweep_root(st, st->sharedfd, st->shared_root, states, asked);
-	sweep_root(st, st->bbfd, st->bb_root, states, asked);
+	/* Parsed once: each folder's job is then found in log M steps. */
+	if (job_table_parse(states, &table) < 0) {
+		say("sweep: %s; nothing removed", strerror(ENOMEM));
+		free(states);
+		return 0;
+	}
+	sweep_root(st, st->sharedfd, st->shared_root, table, asked);
+	sweep_root(st, st->bbfd, st->bb_root, table, asked);
 	if (st->flushfd >= 0)
-		sweep_root(st, st->flushfd, st->flush_root, states, asked);
+		sweep_root(st, st->flushfd, st->flush_root, table, asked);
+	job_table_free(table);
 	free(states);
 	return 0;
 }
