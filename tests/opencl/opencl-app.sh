@@ -1,0 +1,112 @@
+#!/bin/bash
+# OpenCL in application mode, on pocl (docs/opencl.md): prog-clsteps (two
+# queues, events between them, sub-buffers, COPY_HOST_PTR and USE_HOST_PTR
+# buffers, a kernel argument set only on even steps) is checkpointed at a
+# gpuckpt_point() on pocl's pthread device with 2 compute units, killed, and
+# restored onto pocl's basic device (another driver, 1 compute unit) and onto
+# the pthread device with 1 compute unit, each ending with the uninterrupted
+# run's result; the manifest lists the OpenCL state; a restoring run whose
+# objects differ is refused; an image and a user event not yet set make a
+# checkpoint be refused, by name.
+. "${top_srcdir:-.}/tests/lib/helpers.sh"
+B=$top_builddir/tests/opencl
+tap_plan 12
+gk_scratch
+
+skip_all() {
+	for _ in $(seq 12); do tap_skip "$1"; done
+	exit 0
+}
+grep -q '^#define HAVE_OPENCL 1' "$top_builddir/config.h" ||
+	skip_all "built without OpenCL (configure found no OpenCL headers: install ocl-icd-opencl-dev)"
+gk_need_built "$GK_RUNTIME" "$B/prog-clsteps"
+# pocl: the pthread device (a thread per compute unit) and the basic one.
+# pocl 3.1 (bookworm) reads POCL_MAX_PTHREAD_COUNT, newer ones POCL_CPU_MAX_CU_COUNT.
+A=(POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=2 POCL_CPU_MAX_CU_COUNT=2)
+Bdev=(POCL_DEVICES=basic)
+out=$(with_runtime env "${A[@]}" "$B/prog-clsteps" 0 2>&1)
+grep -q '^device pthread' <<<"$out" ||
+	skip_all "no pocl pthread device (install pocl-opencl-icd): $(head -c 300 <<<"$out")"
+out=$(with_runtime env "${Bdev[@]}" "$B/prog-clsteps" 0 2>&1)
+grep -q '^device basic' <<<"$out" ||
+	skip_all "pocl has no basic device here: $(head -c 300 <<<"$out")"
+
+result() { sed -n 's/^result //p' <<<"$1"; }
+STEPS=20
+ref=$(with_runtime env "${A[@]}" "$B/prog-clsteps" $STEPS 2>&1)
+want=$(result "$ref")
+other=$(with_runtime env "${Bdev[@]}" "$B/prog-clsteps" $STEPS 2>&1)
+check "uninterrupted: the same result on both devices (${want:-none})" \
+	test -n "$want" -a "$want" = "$(result "$other")"
+
+dir=$GK_SCRATCH/ck
+out=$(with_runtime env "${A[@]}" GPUCKPT_DIR="$dir" "$B/prog-clsteps" $STEPS 5 2>&1)
+rc=$?
+if [ $rc -eq 137 ] && grep -q "saved at step 5" <<<"$out" && grep -q "device pthread.*2 compute" <<<"$out"; then
+	tap_ok "checkpointed at step 5 on the pthread device (2 compute units), then killed"
+else
+	tap_not_ok "checkpointed at step 5 on the pthread device, then killed (exit $rc)"
+	tap_diag "$out"
+fi
+m=$dir/ckpt.000001/manifest.json
+regions=$(jq -r '[.host_regions[].name] | sort | join(" ")' "$m" 2>/dev/null)
+check "the manifest lists the OpenCL state and the 3 buffers ($regions)" \
+	test "$regions" = "opencl.mem.0 opencl.mem.1 opencl.mem.2 opencl.state step"
+off=$(jq -r '.host_regions[] | select(.name == "opencl.state") | .offset' "$m" 2>/dev/null)
+state=$(dd if="$dir/ckpt.000001/host.data" bs=4096 skip=$((${off:-0} / 4096)) count=64 2>/dev/null | tr -d '\0')
+if grep -q '^gpuckpt-opencl 1$' <<<"$state" && grep -q '^queue 1 ctx 0' <<<"$state" &&
+	grep -q '^mem 3 sub 1 parent 2 flags 0x1 origin 0 size 16384$' <<<"$state" &&
+	grep -q '^mem 4 sub 1 parent 2 flags 0x1 origin 16384 size 16384$' <<<"$state" &&
+	grep -q '^program 0 ctx 0 fp64 1 binary 0 exts - options -cl-std=CL1.2$' <<<"$state" &&
+	grep -q '^kernel 1 program 0 name mixk$' <<<"$state" &&
+	grep -q '^arg 0 4 value 4 ' <<<"$state" && grep -q '^arg 1 1 mem 8 4$' <<<"$state"; then
+	tap_ok "the record: 2 queues, sub-buffers, the program's needs and options, kernels and arguments"
+else
+	tap_not_ok "the record of the OpenCL objects"
+	tap_diag "$state"
+fi
+
+restore() { # ENV...: restore the checkpoint with these settings
+	with_runtime env "$@" GPUCKPT_DIR="$dir" GPUCKPT_RESTORE=auto GPUCKPT_LOG_LEVEL=info \
+		"$B/prog-clsteps" $STEPS 2>&1
+}
+out=$(restore "${Bdev[@]}")
+if grep -q "^device basic" <<<"$out" && grep -q "restored at step 5" <<<"$out"; then
+	tap_ok "restored at step 5 onto the basic device (1 compute unit)"
+else
+	tap_not_ok "restored at step 5 onto the basic device"
+	tap_diag "$out"
+fi
+check "its result is the uninterrupted run's ($(result "$out"))" test "$(result "$out")" = "$want"
+check "it loaded the 3 buffers and set 7 kernel arguments again" \
+	grep -q "opencl: restored 3 buffers (65536 bytes) and 7 kernel arguments" <<<"$out"
+
+out=$(restore POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=1 POCL_CPU_MAX_CU_COUNT=1)
+if grep -q "^device pthread.*1 compute" <<<"$out" && grep -q "restored at step 5" <<<"$out" &&
+	[ "$(result "$out")" = "$want" ]; then
+	tap_ok "restored onto the pthread device with 1 compute unit: the uninterrupted result"
+else
+	tap_not_ok "restored onto the pthread device with 1 compute unit"
+	tap_diag "$out"
+fi
+
+# A run whose second sub-buffer lies elsewhere is not the checkpointed one:
+# the restore is refused before anything is loaded, naming the buffer.
+out=$(restore "${Bdev[@]}" CLSTEPS_SHIFT=1 GPUCKPT_ON_BAD_CHECKPOINT=fresh)
+if grep -q "OpenCL buffer 4 is 16128 bytes at 16640" <<<"$out" && grep -q "^first point: 0" <<<"$out"; then
+	tap_ok "a run with a sub-buffer elsewhere: the restore is refused, naming it"
+else
+	tap_not_ok "a run with a sub-buffer elsewhere: the restore is refused, naming it"
+	tap_diag "$out"
+fi
+
+out=$(with_runtime env "${A[@]}" GPUCKPT_DIR="$GK_SCRATCH/img" "$B/prog-clsteps" $STEPS image 2>&1)
+rc=$?
+check "an image: no checkpoint, and the runtime names it" \
+	test $rc -eq 3 -a -n "$(grep 'an image (clCreateImage)' <<<"$out")"
+out=$(with_runtime env "${A[@]}" GPUCKPT_DIR="$GK_SCRATCH/ev" "$B/prog-clsteps" $STEPS event 2>&1)
+rc=$?
+check "a user event not yet set: no checkpoint, and the runtime says why" \
+	test $rc -eq 3 -a -n "$(grep 'user event is not set' <<<"$out")"
+check "neither left a checkpoint" test ! -e "$GK_SCRATCH/img/ckpt.000001" -a ! -e "$GK_SCRATCH/ev/ckpt.000001"
+tap_done
