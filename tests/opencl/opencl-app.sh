@@ -7,14 +7,15 @@
 # the pthread device with 1 compute unit, each ending with the uninterrupted
 # run's result; the manifest lists the OpenCL state; a restoring run whose
 # objects differ is refused; an image and a user event not yet set make a
-# checkpoint be refused, by name.
+# checkpoint be refused, by name; so does shared virtual memory where the
+# device has it. The same with the kernels from a program made from a binary.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 B=$top_builddir/tests/opencl
-tap_plan 12
+tap_plan 16
 gk_scratch
 
 skip_all() {
-	for _ in $(seq 12); do tap_skip "$1"; done
+	for _ in $(seq 16); do tap_skip "$1"; done
 	exit 0
 }
 grep -q '^#define HAVE_OPENCL 1' "$top_builddir/config.h" ||
@@ -109,4 +110,35 @@ rc=$?
 check "a user event not yet set: no checkpoint, and the runtime says why" \
 	test $rc -eq 3 -a -n "$(grep 'user event is not set' <<<"$out")"
 check "neither left a checkpoint" test ! -e "$GK_SCRATCH/img/ckpt.000001" -a ! -e "$GK_SCRATCH/ev/ckpt.000001"
+out=$(with_runtime env "${A[@]}" GPUCKPT_DIR="$GK_SCRATCH/svm" "$B/prog-clsteps" $STEPS svm 2>&1)
+rc=$?
+if [ $rc -eq 4 ]; then
+	tap_skip "the pthread device has no shared virtual memory (clSVMAlloc gave NULL)"
+else
+	check "shared virtual memory: no checkpoint, and the runtime names it" \
+		test $rc -eq 3 -a -n "$(grep 'shared virtual memory (clSVMAlloc)' <<<"$out")"
+fi
+
+# Kernels from a program made from a binary (that of the source program).
+dir=$GK_SCRATCH/bin
+out=$(with_runtime env "${A[@]}" CLSTEPS_BINARY=1 GPUCKPT_DIR="$dir" "$B/prog-clsteps" $STEPS 7 2>&1)
+rc=$?
+check "binary: checkpointed at step 7, then killed" \
+	test $rc -eq 137 -a -n "$(grep 'saved at step 7' <<<"$out")" -a -n "$(grep 'kernels from a binary' <<<"$out")"
+off=$(jq -r '.host_regions[] | select(.name == "opencl.state") | .offset' "$dir/ckpt.000001/manifest.json" 2>/dev/null)
+state=$(dd if="$dir/ckpt.000001/host.data" bs=4096 skip=$((${off:-0} / 4096)) count=64 2>/dev/null | tr -d '\0')
+if grep -q '^program 1 ctx 0 fp64 0 binary 1 exts - options $' <<<"$state" && ! grep -q '^program 0' <<<"$state" &&
+	grep -q '^kernel 0 program 1 name stepk$' <<<"$state"; then
+	tap_ok "the record holds the binary program (its source program released), its kernels"
+else
+	tap_not_ok "the record holds the binary program, its kernels"
+	tap_diag "$state"
+fi
+out=$(with_runtime env "${Bdev[@]}" CLSTEPS_BINARY=1 GPUCKPT_DIR="$dir" GPUCKPT_RESTORE=auto "$B/prog-clsteps" $STEPS 2>&1)
+if grep -q "^device basic" <<<"$out" && grep -q "restored at step 7" <<<"$out" && [ "$(result "$out")" = "$want" ]; then
+	tap_ok "binary: restored at step 7 onto the basic device, the uninterrupted result"
+else
+	tap_not_ok "binary: restored at step 7 onto the basic device, the uninterrupted result"
+	tap_diag "$out"
+fi
 tap_done

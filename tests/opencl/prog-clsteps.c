@@ -10,6 +10,10 @@
  *                               two steps later die by SIGKILL
  *   prog-clsteps STEPS image    hold an image at the first point (refused)
  *   prog-clsteps STEPS event    hold a user event not yet set (refused)
+ *   prog-clsteps STEPS svm      hold shared virtual memory (refused; exit 4
+ *                               when the device has none)
+ * With CLSTEPS_BINARY set, the kernels come from a program made from the
+ * binary of the one built from source (which is then released).
  * With CLSTEPS_SHIFT set in the environment, the second sub-buffer starts 256
  * bytes later (a run that differs from the checkpointed one), and the program
  * ends after its first checkpoint point, printing what it returned.
@@ -73,7 +77,7 @@ int main(int argc, char **argv)
 	cl_uint cus = 0;
 	char name[256] = "";
 	long steps, kill_at = -1, step = 0;
-	int image = 0, uevent = 0;
+	int image = 0, uevent = 0, svm = 0;
 	cl_uint init[N], out[2 * N];
 	cl_uint scale = 1;
 
@@ -84,6 +88,8 @@ int main(int argc, char **argv)
 		image = 1;
 	else if (argc > 2 && !strcmp(argv[2], "event"))
 		uevent = 1;
+	else if (argc > 2 && !strcmp(argv[2], "svm"))
+		svm = 1;
 	else if (argc > 2)
 		kill_at = atol(argv[2]);
 
@@ -136,6 +142,27 @@ int main(int argc, char **argv)
 		fprintf(stderr, "%s\n", log);
 		CHECK("clBuildProgram", e);
 	}
+	if (getenv("CLSTEPS_BINARY")) {
+		size_t len = 0;
+		unsigned char *bin;
+		cl_program bprog;
+
+		CHECK("CL_PROGRAM_BINARY_SIZES", clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES,
+								 sizeof(len), &len, NULL));
+		bin = malloc(len);
+		if (!bin)
+			return 1;
+		CHECK("CL_PROGRAM_BINARIES",
+		      clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof(bin), &bin, NULL));
+		bprog = clCreateProgramWithBinary(ctx, 1, &dev, &len, (const unsigned char **)&bin,
+						  NULL, &e);
+		CHECK("clCreateProgramWithBinary", e);
+		CHECK("clBuildProgram binary", clBuildProgram(bprog, 1, &dev, NULL, NULL, NULL));
+		free(bin);
+		clReleaseProgram(prog);
+		prog = bprog;
+		printf("kernels from a binary\n");
+	}
 	cl_kernel ks = clCreateKernel(prog, "stepk", &e);
 	CHECK("clCreateKernel stepk", e);
 	cl_kernel km = clCreateKernel(prog, "mixk", &e);
@@ -157,6 +184,12 @@ int main(int argc, char **argv)
 		CHECK("clCreateImage", e);
 		(void)img;
 	}
+	if (svm) {
+		void *p = clSVMAlloc(ctx, CL_MEM_READ_WRITE, 4096, 0);
+
+		if (!p)
+			return 4;
+	}
 	if (uevent) {
 		cl_event ue = clCreateUserEvent(ctx, &e);
 
@@ -171,14 +204,14 @@ int main(int argc, char **argv)
 		cl_uint k = (cl_uint)step;
 		int rc;
 
-		if (step == kill_at || image || uevent)
+		if (step == kill_at || image || uevent || svm)
 			gpuckpt_request();
 		rc = gpuckpt_point(step);
 		if (rc == GPUCKPT_RESTORED)
 			printf("restored at step %ld\n", step);
 		if (rc == GPUCKPT_SAVED)
 			printf("saved at step %ld\n", step);
-		if (image || uevent)
+		if (image || uevent || svm)
 			return rc == GPUCKPT_NOT_SAVED ? 3 : 1;
 		if (shift) {
 			printf("first point: %d\n", rc);
