@@ -8,14 +8,15 @@
 # run's result; the manifest lists the OpenCL state; a restoring run whose
 # objects differ is refused; an image and a user event not yet set make a
 # checkpoint be refused, by name; so does shared virtual memory where the
-# device has it. The same with the kernels from a program made from a binary.
+# device has it. The same with the kernels from a program made from a binary,
+# and with a kernel cloned (clCloneKernel) after its arguments were set.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 B=$top_builddir/tests/opencl
-tap_plan 16
+tap_plan 18
 gk_scratch
 
 skip_all() {
-	for _ in $(seq 16); do tap_skip "$1"; done
+	for _ in $(seq 18); do tap_skip "$1"; done
 	exit 0
 }
 grep -q '^#define HAVE_OPENCL 1' "$top_builddir/config.h" ||
@@ -139,6 +140,25 @@ if grep -q "^device basic" <<<"$out" && grep -q "restored at step 7" <<<"$out" &
 	tap_ok "binary: restored at step 7 onto the basic device, the uninterrupted result"
 else
 	tap_not_ok "binary: restored at step 7 onto the basic device, the uninterrupted result"
+	tap_diag "$out"
+fi
+# A kernel cloned after its arguments were set: the clone has them.
+dir=$GK_SCRATCH/clone
+out=$(with_runtime env "${A[@]}" CLSTEPS_CLONE=1 GPUCKPT_DIR="$dir" "$B/prog-clsteps" $STEPS 3 2>&1)
+off=$(jq -r '.host_regions[] | select(.name == "opencl.state") | .offset' "$dir/ckpt.000001/manifest.json" 2>/dev/null)
+state=$(dd if="$dir/ckpt.000001/host.data" bs=4096 skip=$((${off:-0} / 4096)) count=64 2>/dev/null | tr -d '\0')
+if grep -q 'a cloned kernel' <<<"$out" && grep -q '^kernel 2 program 0 name mixk$' <<<"$state" &&
+	! grep -q '^kernel 1 ' <<<"$state" && grep -q '^arg 2 0 mem 8 3$' <<<"$state" && grep -q '^arg 2 1 mem 8 4$' <<<"$state"; then
+	tap_ok "clone: the record holds the clone with its source's arguments"
+else
+	tap_not_ok "clone: the record holds the clone with its source's arguments"
+	tap_diag "$out"$'\n'"$state"
+fi
+out=$(with_runtime env "${Bdev[@]}" CLSTEPS_CLONE=1 GPUCKPT_DIR="$dir" GPUCKPT_RESTORE=auto "$B/prog-clsteps" $STEPS 2>&1)
+if grep -q "restored at step 3" <<<"$out" && [ "$(result "$out")" = "$want" ]; then
+	tap_ok "clone: restored at step 3 onto the basic device, the uninterrupted result"
+else
+	tap_not_ok "clone: restored at step 3 onto the basic device, the uninterrupted result"
 	tap_diag "$out"
 fi
 tap_done

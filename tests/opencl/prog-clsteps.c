@@ -13,7 +13,9 @@
  *   prog-clsteps STEPS svm      hold shared virtual memory (refused; exit 4
  *                               when the device has none)
  * With CLSTEPS_BINARY set, the kernels come from a program made from the
- * binary of the one built from source (which is then released).
+ * binary of the one built from source (which is then released). With
+ * CLSTEPS_CLONE set, the second kernel is a clone (clCloneKernel) of one whose
+ * arguments were set, and the original is released.
  * With CLSTEPS_SHIFT set in the environment, the second sub-buffer starts 256
  * bytes later (a run that differs from the checkpointed one), and the program
  * ends after its first checkpoint point, printing what it returned.
@@ -173,6 +175,14 @@ int main(int argc, char **argv)
 	CHECK("arg", clSetKernelArg(ks, 4, sizeof(scale), &scale));
 	CHECK("arg", clSetKernelArg(km, 0, sizeof(cl_mem), &c0));
 	CHECK("arg", clSetKernelArg(km, 1, sizeof(cl_mem), &c1));
+	if (getenv("CLSTEPS_CLONE")) {
+		cl_kernel clone = clCloneKernel(km, &e);
+
+		CHECK("clCloneKernel", e);
+		clReleaseKernel(km);
+		km = clone;
+		printf("a cloned kernel\n");
+	}
 	CHECK("clFinish", clFinish(q1));
 
 	if (image) {

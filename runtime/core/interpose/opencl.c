@@ -343,21 +343,12 @@ GK_EXPORT cl_int clReleaseCommandQueue(cl_command_queue q)
 
 /* ---- buffers ---- */
 
-GK_EXPORT cl_mem clCreateBuffer(cl_context context, cl_mem_flags flags, size_t size,
-				void *host_ptr, cl_int *errcode_ret)
+static void add_buffer(cl_mem m, cl_context context, cl_mem_flags flags, size_t size)
 {
 	struct gk_clo *o;
-	cl_mem m;
 
-	if (gk_cl_load() < 0 || !gk_cl.clCreateBuffer) {
-		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
-		return NULL;
-	}
-	gk_gate_enter();
-	m = gk_cl.clCreateBuffer(context, flags, size, host_ptr, errcode_ret);
-	gk_gate_leave();
 	if (!m || !tracking())
-		return m;
+		return;
 	pthread_mutex_lock(&lock);
 	o = add_locked(GK_CLO_MEM, m);
 	if (o) {
@@ -380,6 +371,45 @@ GK_EXPORT cl_mem clCreateBuffer(cl_context context, cl_mem_flags flags, size_t s
 		}
 	}
 	pthread_mutex_unlock(&lock);
+}
+
+GK_EXPORT cl_mem clCreateBuffer(cl_context context, cl_mem_flags flags, size_t size,
+				void *host_ptr, cl_int *errcode_ret)
+{
+	cl_mem m;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateBuffer) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	gk_gate_enter();
+	m = gk_cl.clCreateBuffer(context, flags, size, host_ptr, errcode_ret);
+	gk_gate_leave();
+	add_buffer(m, context, flags, size);
+	return m;
+}
+
+GK_EXPORT cl_mem clCreateBufferWithProperties(cl_context context,
+					      const cl_mem_properties *properties,
+					      cl_mem_flags flags, size_t size, void *host_ptr,
+					      cl_int *errcode_ret)
+{
+	cl_mem m;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateBufferWithProperties) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	gk_gate_enter();
+	m = gk_cl.clCreateBufferWithProperties(context, properties, flags, size, host_ptr,
+					       errcode_ret);
+	gk_gate_leave();
+	/* Properties other than none are extensions' (cl_mem_properties has no
+	 * core one in OpenCL 3.0): such a buffer is not one a restore can make. */
+	if (m && tracking() && properties && properties[0])
+		note_unsaved(m, "a buffer with properties (clCreateBufferWithProperties)");
+	else
+		add_buffer(m, context, flags, size);
 	return m;
 }
 
@@ -456,6 +486,25 @@ GK_EXPORT cl_mem clCreateImage(cl_context context, cl_mem_flags flags,
 	m = gk_cl.clCreateImage(context, flags, image_format, image_desc, host_ptr, errcode_ret);
 	if (m && tracking())
 		note_unsaved(m, "an image (clCreateImage)");
+	return m;
+}
+
+GK_EXPORT cl_mem clCreateImageWithProperties(cl_context context,
+					     const cl_mem_properties *properties,
+					     cl_mem_flags flags, const cl_image_format *image_format,
+					     const cl_image_desc *image_desc, void *host_ptr,
+					     cl_int *errcode_ret)
+{
+	cl_mem m;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateImageWithProperties) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	m = gk_cl.clCreateImageWithProperties(context, properties, flags, image_format,
+					      image_desc, host_ptr, errcode_ret);
+	if (m && tracking())
+		note_unsaved(m, "an image (clCreateImageWithProperties)");
 	return m;
 }
 
@@ -650,21 +699,98 @@ GK_EXPORT cl_program clCreateProgramWithIL(cl_context context, const void *il, s
 	return p;
 }
 
-GK_EXPORT cl_int clBuildProgram(cl_program program, cl_uint num_devices,
-				const cl_device_id *device_list, const char *options,
-				void(CL_CALLBACK *pfn_notify)(cl_program, void *), void *user_data)
+GK_EXPORT cl_program clCreateProgramWithBuiltInKernels(cl_context context, cl_uint num_devices,
+						       const cl_device_id *device_list,
+						       const char *kernel_names,
+						       cl_int *errcode_ret)
+{
+	cl_program p;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateProgramWithBuiltInKernels) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	p = gk_cl.clCreateProgramWithBuiltInKernels(context, num_devices, device_list,
+						    kernel_names, errcode_ret);
+	add_binary_program(p, context);
+	return p;
+}
+
+static void note_options(cl_program program, const char *options)
 {
 	struct gk_clo *o;
-	cl_int r;
 
-	LOAD_OR(clBuildProgram, CL_OUT_OF_RESOURCES);
-	r = gk_cl.clBuildProgram(program, num_devices, device_list, options, pfn_notify,
-				 user_data);
 	pthread_mutex_lock(&lock);
 	o = gk_clrec_find(&rec, GK_CLO_PROGRAM, program);
 	if (o)
 		snprintf(o->options, sizeof(o->options), "%s", options ? options : "");
 	pthread_mutex_unlock(&lock);
+}
+
+GK_EXPORT cl_int clCompileProgram(cl_program program, cl_uint num_devices,
+				  const cl_device_id *device_list, const char *options,
+				  cl_uint num_input_headers, const cl_program *input_headers,
+				  const char **header_include_names,
+				  void(CL_CALLBACK *pfn_notify)(cl_program, void *), void *user_data)
+{
+	cl_int r;
+
+	LOAD_OR(clCompileProgram, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clCompileProgram(program, num_devices, device_list, options, num_input_headers,
+				   input_headers, header_include_names, pfn_notify, user_data);
+	note_options(program, options);
+	return r;
+}
+
+/* A linked program needs what each of its inputs needed. */
+GK_EXPORT cl_program clLinkProgram(cl_context context, cl_uint num_devices,
+				   const cl_device_id *device_list, const char *options,
+				   cl_uint num_input_programs, const cl_program *input_programs,
+				   void(CL_CALLBACK *pfn_notify)(cl_program, void *), void *user_data,
+				   cl_int *errcode_ret)
+{
+	struct gk_clo *o;
+	cl_program p;
+
+	if (gk_cl_load() < 0 || !gk_cl.clLinkProgram) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	p = gk_cl.clLinkProgram(context, num_devices, device_list, options, num_input_programs,
+				input_programs, pfn_notify, user_data, errcode_ret);
+	if (!p || !tracking())
+		return p;
+	pthread_mutex_lock(&lock);
+	o = add_locked(GK_CLO_PROGRAM, p);
+	if (o) {
+		o->parent = idx_of(GK_CLO_CONTEXT, context);
+		snprintf(o->options, sizeof(o->options), "%s", options ? options : "");
+		for (cl_uint i = 0; i < num_input_programs; i++) {
+			const struct gk_clo *in = gk_clrec_find(&rec, GK_CLO_PROGRAM, input_programs[i]);
+
+			if (!in) {
+				o->binary = 1;
+				continue;
+			}
+			o->fp64 |= in->fp64;
+			o->binary |= in->binary;
+			gk_clrec_merge_exts(o, in->exts);
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return p;
+}
+
+GK_EXPORT cl_int clBuildProgram(cl_program program, cl_uint num_devices,
+				const cl_device_id *device_list, const char *options,
+				void(CL_CALLBACK *pfn_notify)(cl_program, void *), void *user_data)
+{
+	cl_int r;
+
+	LOAD_OR(clBuildProgram, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clBuildProgram(program, num_devices, device_list, options, pfn_notify,
+				 user_data);
+	note_options(program, options);
 	return r;
 }
 
@@ -742,6 +868,35 @@ GK_EXPORT cl_int clCreateKernelsInProgram(cl_program program, cl_uint num_kernel
 		add_kernel(kernels[i], program, name);
 	}
 	return r;
+}
+
+/* A clone has its source's arguments (OpenCL 2.1). */
+GK_EXPORT cl_kernel clCloneKernel(cl_kernel source_kernel, cl_int *errcode_ret)
+{
+	struct gk_clo *o, *src;
+	cl_kernel k;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCloneKernel) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	k = gk_cl.clCloneKernel(source_kernel, errcode_ret);
+	if (!k || !tracking())
+		return k;
+	pthread_mutex_lock(&lock);
+	src = gk_clrec_find(&rec, GK_CLO_KERNEL, source_kernel);
+	o = add_locked(GK_CLO_KERNEL, k);
+	if (o && src) {
+		o->parent = src->parent;
+		memcpy(o->name, src->name, sizeof(o->name));
+		memcpy(o->args, src->args, sizeof(o->args));
+		o->arg_too_big = src->arg_too_big;
+	} else if (o) {
+		/* Its source was not seen: its arguments are unknown. */
+		o->arg_too_big = GK_CL_ARGS_MAX + 1;
+	}
+	pthread_mutex_unlock(&lock);
+	return k;
 }
 
 GK_EXPORT cl_int clRetainKernel(cl_kernel k)
@@ -1028,6 +1183,13 @@ static int refuse_locked(enum gk_ckpt_kind kind, struct gk_phase_verdict *v)
 				 o->idx, o->size);
 			return -ENOMEM;
 		}
+		if (o->kind == GK_CLO_KERNEL && o->arg_too_big > GK_CL_ARGS_MAX) {
+			snprintf(v->why, sizeof(v->why),
+				 "OpenCL kernel %ld is a clone (clCloneKernel) of a kernel gpuckpt did "
+				 "not see made: its arguments are unknown",
+				 o->idx);
+			return -ENOTSUP;
+		}
 		if (o->kind == GK_CLO_KERNEL && o->arg_too_big) {
 			snprintf(v->why, sizeof(v->why),
 				 "OpenCL kernel '%s' has argument %d set by value with more than %d "
@@ -1058,26 +1220,52 @@ static cl_command_queue queue_for(long ctx, int *temp)
 	return gk_cl.clCreateCommandQueueWithProperties(c->h, dev, NULL, &e);
 }
 
-/* Every queue finished, every buffer copied to its host copy, the record
- * written. */
-static int drain_locked(struct gk_phase_verdict *v)
+/* Every queue finished, without the lock: a callback of an event that
+ * completes may call the OpenCL API, and so into this file. The gate is
+ * closed, so no thread makes a queue meanwhile. */
+static int finish_queues(struct gk_phase_verdict *v)
+{
+	struct {
+		cl_command_queue q;
+		long idx;
+	} *qs = NULL;
+	size_t n = 0;
+	int ret = 0;
+
+	pthread_mutex_lock(&lock);
+	if (rec.n)
+		qs = calloc(rec.n, sizeof(*qs));
+	for (size_t i = 0; qs && i < rec.n; i++)
+		if (rec.o[i]->kind == GK_CLO_QUEUE) {
+			qs[n].q = rec.o[i]->h;
+			qs[n].idx = rec.o[i]->idx;
+			/* Held while it is finished. */
+			if (gk_cl.clRetainCommandQueue(qs[n].q) == CL_SUCCESS)
+				n++;
+		}
+	pthread_mutex_unlock(&lock);
+	if (rec.n && !qs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		cl_int e = ret ? CL_SUCCESS : gk_cl.clFinish(qs[i].q);
+
+		if (e != CL_SUCCESS) {
+			snprintf(v->why, sizeof(v->why),
+				 "OpenCL command queue %ld could not be drained: clFinish: %s",
+				 qs[i].idx, gk_cl_name(e));
+			ret = -EIO;
+		}
+		gk_cl.clReleaseCommandQueue(qs[i].q);
+	}
+	free(qs);
+	return ret;
+}
+
+/* Every buffer copied to its host copy, the record written. */
+static int copy_locked(struct gk_phase_verdict *v)
 {
 	long n;
 
-	for (size_t i = 0; i < rec.n; i++) {
-		const struct gk_clo *o = rec.o[i];
-		cl_int e;
-
-		if (o->kind != GK_CLO_QUEUE)
-			continue;
-		e = gk_cl.clFinish(o->h);
-		if (e != CL_SUCCESS) {
-			snprintf(v->why, sizeof(v->why),
-				 "OpenCL command queue %ld could not be drained: clFinish: %s", o->idx,
-				 gk_cl_name(e));
-			return -EIO;
-		}
-	}
 	for (size_t i = 0; i < rec.n; i++) {
 		const struct gk_clo *o = rec.o[i];
 		cl_command_queue q;
@@ -1121,12 +1309,19 @@ static int cl_before(enum gk_phase phase, enum gk_ckpt_kind kind, struct gk_phas
 		pthread_mutex_unlock(&lock);
 		return 0;
 	}
-	if (phase == GK_PHASE_REFUSE)
+	if (phase == GK_PHASE_REFUSE) {
 		ret = refuse_locked(kind, v);
-	else if (gk_cl_load() < 0)
-		ret = -ENOENT;
-	else
-		ret = drain_locked(v);
+		pthread_mutex_unlock(&lock);
+		return ret;
+	}
+	pthread_mutex_unlock(&lock);
+	if (gk_cl_load() < 0)
+		return -ENOENT;
+	ret = finish_queues(v);
+	if (ret < 0)
+		return ret;
+	pthread_mutex_lock(&lock);
+	ret = copy_locked(v);
 	pthread_mutex_unlock(&lock);
 	return ret;
 }

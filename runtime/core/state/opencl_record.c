@@ -105,6 +105,19 @@ static void add_ext(struct gk_clo *p, const char *name, size_t n)
 	p->exts[have + n] = 0;
 }
 
+void gk_clrec_merge_exts(struct gk_clo *p, const char *exts)
+{
+	while (*exts) {
+		size_t n;
+
+		while (*exts == ' ')
+			exts++;
+		n = strcspn(exts, " ");
+		add_ext(p, exts, n);
+		exts += n;
+	}
+}
+
 void gk_clrec_scan_source(struct gk_clo *p, const char *src, size_t len)
 {
 	size_t i = 0;

@@ -75,6 +75,9 @@ void gk_clrec_free(struct gk_clrec *r);
  * token, or cl_khr_fp64 enabled) and the extensions its pragmas enable. */
 void gk_clrec_scan_source(struct gk_clo *p, const char *src, size_t len);
 
+/* Add the space-separated extensions in exts to program p's. */
+void gk_clrec_merge_exts(struct gk_clo *p, const char *exts);
+
 /* The record as text into buf (NUL-terminated, the rest zeroed): bytes
  * used, or -ENOSPC. */
 long gk_clrec_write(const struct gk_clrec *r, char *buf, size_t len);
