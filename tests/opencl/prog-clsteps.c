@@ -112,14 +112,15 @@ int main(int argc, char **argv)
 		init[i] = (cl_uint)i * 2654435761u;
 		hb[i] = (cl_uint)i;
 	}
-	cl_mem a = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(init), init,
-				  &e);
+	cl_mem a =
+	    clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, sizeof(init), init, &e);
 	CHECK("clCreateBuffer a", e);
 	cl_mem b = clCreateBuffer(ctx, CL_MEM_READ_WRITE | CL_MEM_USE_HOST_PTR, sizeof(hb), hb, &e);
 	CHECK("clCreateBuffer b", e);
 	cl_mem c = clCreateBuffer(ctx, CL_MEM_READ_WRITE, 2 * N * sizeof(cl_uint), NULL, &e);
 	CHECK("clCreateBuffer c", e);
-	cl_buffer_region r0 = {0, N * sizeof(cl_uint)}, r1 = {N * sizeof(cl_uint), N * sizeof(cl_uint)};
+	cl_buffer_region r0 = {0, N * sizeof(cl_uint)},
+			 r1 = {N * sizeof(cl_uint), N * sizeof(cl_uint)};
 	int shift = getenv("CLSTEPS_SHIFT") != NULL;
 
 	if (shift) {
@@ -149,8 +150,8 @@ int main(int argc, char **argv)
 		unsigned char *bin;
 		cl_program bprog;
 
-		CHECK("CL_PROGRAM_BINARY_SIZES", clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES,
-								 sizeof(len), &len, NULL));
+		CHECK("CL_PROGRAM_BINARY_SIZES",
+		      clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof(len), &len, NULL));
 		bin = malloc(len);
 		if (!bin)
 			return 1;
@@ -187,8 +188,8 @@ int main(int argc, char **argv)
 
 	if (image) {
 		cl_image_format f = {CL_RGBA, CL_UNSIGNED_INT8};
-		cl_image_desc d = {.image_type = CL_MEM_OBJECT_IMAGE2D, .image_width = 4,
-				   .image_height = 4};
+		cl_image_desc d = {
+		    .image_type = CL_MEM_OBJECT_IMAGE2D, .image_width = 4, .image_height = 4};
 		cl_mem img = clCreateImage(ctx, CL_MEM_READ_WRITE, &f, &d, NULL, &e);
 
 		CHECK("clCreateImage", e);
@@ -239,8 +240,8 @@ int main(int argc, char **argv)
 		CHECK("arg k", clSetKernelArg(ks, 3, sizeof(k), &k));
 		CHECK("stepk", clEnqueueNDRangeKernel(q1, ks, 1, NULL, &g, NULL, 0, NULL, &ev1));
 		CHECK("mix", clEnqueueNDRangeKernel(q2, km, 1, NULL, &g, NULL, 1, &ev1, &ev2));
-		CHECK("copy", clEnqueueCopyBuffer(q1, c1, b, 0, 0, N * sizeof(cl_uint), 1, &ev2,
-						  &ev3));
+		CHECK("copy",
+		      clEnqueueCopyBuffer(q1, c1, b, 0, 0, N * sizeof(cl_uint), 1, &ev2, &ev3));
 		CHECK("clFlush", clFlush(q2));
 		CHECK("clWaitForEvents", clWaitForEvents(1, &ev3));
 		clReleaseEvent(ev1);

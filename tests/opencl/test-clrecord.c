@@ -83,13 +83,13 @@ int main(void)
 	   n);
 	is_int(gk_clrec_write(&r, text, 40), -ENOSPC, "a record larger than its region: -ENOSPC");
 	n = gk_clrec_write(&r, text, sizeof(text));
-	is_int(gk_clrec_parse(text, sizeof(text), &back, why, sizeof(why)), 0,
-	       "and read back");
+	is_int(gk_clrec_parse(text, sizeof(text), &back, why, sizeof(why)), 0, "and read back");
 	is_int(back.n, r.n, "object for object");
 	is_int(gk_clrec_match(&r, &back, why, sizeof(why)), 0, "it matches the run that wrote it");
 	k = gk_clrec_at(&back, GK_CLO_KERNEL, 0);
 	ok(k && !strcmp(k->name, "stepk") && k->args[0].kind == GK_CLA_MEM && k->args[0].mem == 1 &&
-	       k->args[1].kind == GK_CLA_VALUE && !memcmp(k->args[1].value, "\xef\xbe\xad\xde", 4) &&
+	       k->args[1].kind == GK_CLA_VALUE &&
+	       !memcmp(k->args[1].value, "\xef\xbe\xad\xde", 4) &&
 	       k->args[2].kind == GK_CLA_LOCAL && k->args[2].size == 256,
 	   "kernel arguments: a buffer by number, a value's bytes, a local size");
 	p = gk_clrec_at(&back, GK_CLO_PROGRAM, 0);
@@ -133,7 +133,8 @@ int main(void)
 	is_int(gk_clrec_device_offers(p, "gpu0", "", 0, why, sizeof(why)), 0,
 	       "a program without needs runs anywhere");
 	gk_clrec_remove(&r, gk_clrec_at(&r, GK_CLO_MEM, 1));
-	ok(gk_clrec_at(&r, GK_CLO_MEM, 1) == NULL && gk_clrec_find(&r, GK_CLO_MEM, (void *)0x31) == NULL,
+	ok(gk_clrec_at(&r, GK_CLO_MEM, 1) == NULL &&
+	       gk_clrec_find(&r, GK_CLO_MEM, (void *)0x31) == NULL,
 	   "a released object leaves the record");
 	gk_clrec_free(&r);
 	gk_clrec_free(&plain);

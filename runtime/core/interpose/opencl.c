@@ -163,7 +163,8 @@ static void drop_locked(struct gk_clo *o)
 	if (o->kind == GK_CLO_MEM) {
 		/* A buffer's bytes stay needed while a sub-buffer of it lives. */
 		for (size_t i = 0; i < rec.n; i++)
-			if (rec.o[i]->kind == GK_CLO_MEM && rec.o[i]->sub && rec.o[i]->parent == o->idx)
+			if (rec.o[i]->kind == GK_CLO_MEM && rec.o[i]->sub &&
+			    rec.o[i]->parent == o->idx)
 				return;
 		if (!o->sub) {
 			char name[GK_NAME_MAX];
@@ -226,12 +227,10 @@ GK_EXPORT cl_context clCreateContext(const cl_context_properties *properties, cl
 	return c;
 }
 
-GK_EXPORT cl_context clCreateContextFromType(const cl_context_properties *properties,
-					     cl_device_type device_type,
-					     void(CL_CALLBACK *pfn_notify)(const char *,
-									   const void *, size_t,
-									   void *),
-					     void *user_data, cl_int *errcode_ret)
+GK_EXPORT cl_context
+clCreateContextFromType(const cl_context_properties *properties, cl_device_type device_type,
+			void(CL_CALLBACK *pfn_notify)(const char *, const void *, size_t, void *),
+			void *user_data, cl_int *errcode_ret)
 {
 	cl_context c;
 
@@ -373,8 +372,8 @@ static void add_buffer(cl_mem m, cl_context context, cl_mem_flags flags, size_t 
 	pthread_mutex_unlock(&lock);
 }
 
-GK_EXPORT cl_mem clCreateBuffer(cl_context context, cl_mem_flags flags, size_t size,
-				void *host_ptr, cl_int *errcode_ret)
+GK_EXPORT cl_mem clCreateBuffer(cl_context context, cl_mem_flags flags, size_t size, void *host_ptr,
+				cl_int *errcode_ret)
 {
 	cl_mem m;
 
@@ -473,9 +472,8 @@ GK_EXPORT cl_int clReleaseMemObject(cl_mem m)
 /* ---- what a checkpoint cannot hold yet ---- */
 
 GK_EXPORT cl_mem clCreateImage(cl_context context, cl_mem_flags flags,
-			       const cl_image_format *image_format,
-			       const cl_image_desc *image_desc, void *host_ptr,
-			       cl_int *errcode_ret)
+			       const cl_image_format *image_format, const cl_image_desc *image_desc,
+			       void *host_ptr, cl_int *errcode_ret)
 {
 	cl_mem m;
 
@@ -491,7 +489,8 @@ GK_EXPORT cl_mem clCreateImage(cl_context context, cl_mem_flags flags,
 
 GK_EXPORT cl_mem clCreateImageWithProperties(cl_context context,
 					     const cl_mem_properties *properties,
-					     cl_mem_flags flags, const cl_image_format *image_format,
+					     cl_mem_flags flags,
+					     const cl_image_format *image_format,
 					     const cl_image_desc *image_desc, void *host_ptr,
 					     cl_int *errcode_ret)
 {
@@ -501,8 +500,8 @@ GK_EXPORT cl_mem clCreateImageWithProperties(cl_context context,
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	m = gk_cl.clCreateImageWithProperties(context, properties, flags, image_format,
-					      image_desc, host_ptr, errcode_ret);
+	m = gk_cl.clCreateImageWithProperties(context, properties, flags, image_format, image_desc,
+					      host_ptr, errcode_ret);
 	if (m && tracking())
 		note_unsaved(m, "an image (clCreateImageWithProperties)");
 	return m;
@@ -518,16 +517,15 @@ GK_EXPORT cl_mem clCreateImage2D(cl_context context, cl_mem_flags flags,
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	m = gk_cl.clCreateImage2D(context, flags, image_format, w, h, pitch, host_ptr,
-				  errcode_ret);
+	m = gk_cl.clCreateImage2D(context, flags, image_format, w, h, pitch, host_ptr, errcode_ret);
 	if (m && tracking())
 		note_unsaved(m, "an image (clCreateImage2D)");
 	return m;
 }
 
 GK_EXPORT cl_mem clCreateImage3D(cl_context context, cl_mem_flags flags,
-				 const cl_image_format *image_format, size_t w, size_t h,
-				 size_t d, size_t row_pitch, size_t slice_pitch, void *host_ptr,
+				 const cl_image_format *image_format, size_t w, size_t h, size_t d,
+				 size_t row_pitch, size_t slice_pitch, void *host_ptr,
 				 cl_int *errcode_ret)
 {
 	cl_mem m;
@@ -710,8 +708,8 @@ GK_EXPORT cl_program clCreateProgramWithBuiltInKernels(cl_context context, cl_ui
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	p = gk_cl.clCreateProgramWithBuiltInKernels(context, num_devices, device_list,
-						    kernel_names, errcode_ret);
+	p = gk_cl.clCreateProgramWithBuiltInKernels(context, num_devices, device_list, kernel_names,
+						    errcode_ret);
 	add_binary_program(p, context);
 	return p;
 }
@@ -731,7 +729,8 @@ GK_EXPORT cl_int clCompileProgram(cl_program program, cl_uint num_devices,
 				  const cl_device_id *device_list, const char *options,
 				  cl_uint num_input_headers, const cl_program *input_headers,
 				  const char **header_include_names,
-				  void(CL_CALLBACK *pfn_notify)(cl_program, void *), void *user_data)
+				  void(CL_CALLBACK *pfn_notify)(cl_program, void *),
+				  void *user_data)
 {
 	cl_int r;
 
@@ -746,8 +745,8 @@ GK_EXPORT cl_int clCompileProgram(cl_program program, cl_uint num_devices,
 GK_EXPORT cl_program clLinkProgram(cl_context context, cl_uint num_devices,
 				   const cl_device_id *device_list, const char *options,
 				   cl_uint num_input_programs, const cl_program *input_programs,
-				   void(CL_CALLBACK *pfn_notify)(cl_program, void *), void *user_data,
-				   cl_int *errcode_ret)
+				   void(CL_CALLBACK *pfn_notify)(cl_program, void *),
+				   void *user_data, cl_int *errcode_ret)
 {
 	struct gk_clo *o;
 	cl_program p;
@@ -766,7 +765,8 @@ GK_EXPORT cl_program clLinkProgram(cl_context context, cl_uint num_devices,
 		o->parent = idx_of(GK_CLO_CONTEXT, context);
 		snprintf(o->options, sizeof(o->options), "%s", options ? options : "");
 		for (cl_uint i = 0; i < num_input_programs; i++) {
-			const struct gk_clo *in = gk_clrec_find(&rec, GK_CLO_PROGRAM, input_programs[i]);
+			const struct gk_clo *in =
+			    gk_clrec_find(&rec, GK_CLO_PROGRAM, input_programs[i]);
 
 			if (!in) {
 				o->binary = 1;
@@ -788,8 +788,7 @@ GK_EXPORT cl_int clBuildProgram(cl_program program, cl_uint num_devices,
 	cl_int r;
 
 	LOAD_OR(clBuildProgram, CL_OUT_OF_RESOURCES);
-	r = gk_cl.clBuildProgram(program, num_devices, device_list, options, pfn_notify,
-				 user_data);
+	r = gk_cl.clBuildProgram(program, num_devices, device_list, options, pfn_notify, user_data);
 	note_options(program, options);
 	return r;
 }
@@ -833,8 +832,7 @@ static void add_kernel(cl_kernel k, cl_program program, const char *name)
 	pthread_mutex_unlock(&lock);
 }
 
-GK_EXPORT cl_kernel clCreateKernel(cl_program program, const char *kernel_name,
-				   cl_int *errcode_ret)
+GK_EXPORT cl_kernel clCreateKernel(cl_program program, const char *kernel_name, cl_int *errcode_ret)
 {
 	cl_kernel k;
 
@@ -1011,8 +1009,8 @@ GK_EXPORT cl_int clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel kernel, cl
 
 	LOAD_OR(clEnqueueNDRangeKernel, CL_OUT_OF_RESOURCES);
 	gk_gate_enter();
-	r = gk_cl.clEnqueueNDRangeKernel(q, kernel, work_dim, global_work_offset,
-					 global_work_size, local_work_size, n, wait, event);
+	r = gk_cl.clEnqueueNDRangeKernel(q, kernel, work_dim, global_work_offset, global_work_size,
+					 local_work_size, n, wait, event);
 	gk_gate_leave();
 	return r;
 }
@@ -1060,8 +1058,8 @@ GK_EXPORT cl_int clEnqueueWriteBufferRect(cl_command_queue q, cl_mem buffer, cl_
 	return r;
 }
 
-GK_EXPORT cl_int clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst,
-				     size_t src_offset, size_t dst_offset, size_t size, cl_uint n,
+GK_EXPORT cl_int clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_t src_offset,
+				     size_t dst_offset, size_t size, cl_uint n,
 				     const cl_event *wait, cl_event *event)
 {
 	cl_int r;
@@ -1170,31 +1168,35 @@ static int refuse_locked(enum gk_ckpt_kind kind, struct gk_phase_verdict *v)
 		const struct gk_clo *o = rec.o[i];
 
 		if (o->kind == GK_CLO_MEM && o->mapped) {
-			snprintf(v->why, sizeof(v->why),
-				 "OpenCL %s %ld is mapped (clEnqueueMapBuffer); unmap it before the "
-				 "checkpoint point",
-				 mem_label(o), o->idx);
+			snprintf(
+			    v->why, sizeof(v->why),
+			    "OpenCL %s %ld is mapped (clEnqueueMapBuffer); unmap it before the "
+			    "checkpoint point",
+			    mem_label(o), o->idx);
 			return -EBUSY;
 		}
 		if (o->kind == GK_CLO_MEM && !o->sub && !o->shadow) {
 			snprintf(v->why, sizeof(v->why),
-				 "OpenCL buffer %ld (%" PRIu64 " bytes) has no host copy: there was no "
+				 "OpenCL buffer %ld (%" PRIu64
+				 " bytes) has no host copy: there was no "
 				 "memory for it when it was made",
 				 o->idx, o->size);
 			return -ENOMEM;
 		}
 		if (o->kind == GK_CLO_KERNEL && o->arg_too_big > GK_CL_ARGS_MAX) {
-			snprintf(v->why, sizeof(v->why),
-				 "OpenCL kernel %ld is a clone (clCloneKernel) of a kernel gpuckpt did "
-				 "not see made: its arguments are unknown",
-				 o->idx);
+			snprintf(
+			    v->why, sizeof(v->why),
+			    "OpenCL kernel %ld is a clone (clCloneKernel) of a kernel gpuckpt did "
+			    "not see made: its arguments are unknown",
+			    o->idx);
 			return -ENOTSUP;
 		}
 		if (o->kind == GK_CLO_KERNEL && o->arg_too_big) {
-			snprintf(v->why, sizeof(v->why),
-				 "OpenCL kernel '%s' has argument %d set by value with more than %d "
-				 "bytes, or beyond argument %d, which gpuckpt does not keep",
-				 o->name, o->arg_too_big - 1, GK_CL_ARG_VALUE_MAX, GK_CL_ARGS_MAX - 1);
+			snprintf(
+			    v->why, sizeof(v->why),
+			    "OpenCL kernel '%s' has argument %d set by value with more than %d "
+			    "bytes, or beyond argument %d, which gpuckpt does not keep",
+			    o->name, o->arg_too_big - 1, GK_CL_ARG_VALUE_MAX, GK_CL_ARGS_MAX - 1);
 			return -ENOTSUP;
 		}
 	}
@@ -1213,8 +1215,8 @@ static cl_command_queue queue_for(long ctx, int *temp)
 	for (size_t i = 0; i < rec.n; i++)
 		if (rec.o[i]->kind == GK_CLO_QUEUE && rec.o[i]->parent == ctx)
 			return rec.o[i]->h;
-	if (!c || gk_cl.clGetContextInfo(c->h, CL_CONTEXT_DEVICES, sizeof(dev), &dev, NULL) !=
-			  CL_SUCCESS)
+	if (!c ||
+	    gk_cl.clGetContextInfo(c->h, CL_CONTEXT_DEVICES, sizeof(dev), &dev, NULL) != CL_SUCCESS)
 		return NULL;
 	*temp = 1;
 	return gk_cl.clCreateCommandQueueWithProperties(c->h, dev, NULL, &e);
@@ -1381,7 +1383,7 @@ static int devices_offer(const struct gk_clo *p, long ctx, char *why, size_t len
 	size_t bytes = 0;
 
 	if (!c || gk_cl.clGetContextInfo(c->h, CL_CONTEXT_DEVICES, sizeof(devs), devs, &bytes) !=
-			  CL_SUCCESS)
+		      CL_SUCCESS)
 		return 0;
 	for (size_t d = 0; d < bytes / sizeof(devs[0]); d++) {
 		char name[256] = "", exts[8192] = "";
@@ -1415,8 +1417,9 @@ static int cl_restore_check(const char *dir, const struct gk_manifest *m, char *
 		return -EINVAL;
 	}
 	if (gk_cl_load() < 0) {
-		snprintf(why, len, "the checkpoint holds OpenCL state and libOpenCL.so.1 cannot be "
-				   "loaded");
+		snprintf(why, len,
+			 "the checkpoint holds OpenCL state and libOpenCL.so.1 cannot be "
+			 "loaded");
 		return -ENOENT;
 	}
 	buf = malloc(r->size);
@@ -1510,10 +1513,11 @@ static int cl_restored(char *why, size_t len)
 			if (g->kind == GK_CLA_MEM) {
 				m = gk_clrec_at(&rec, GK_CLO_MEM, g->mem);
 				if (!m) {
-					snprintf(why, len,
-						 "OpenCL kernel '%s' argument %d was buffer %ld, which "
-						 "this run has not made",
-						 k->name, a, g->mem);
+					snprintf(
+					    why, len,
+					    "OpenCL kernel '%s' argument %d was buffer %ld, which "
+					    "this run has not made",
+					    k->name, a, g->mem);
 					ret = -EINVAL;
 					break;
 				}
@@ -1542,11 +1546,11 @@ static int cl_restored(char *why, size_t len)
 }
 
 static const struct gk_phase_hooks cl_hooks = {
-	.name = "opencl",
-	.order = 50,
-	.before = cl_before,
-	.committed = cl_committed,
-	.restore_check = cl_restore_check,
-	.restored = cl_restored,
+    .name = "opencl",
+    .order = 50,
+    .before = cl_before,
+    .committed = cl_committed,
+    .restore_check = cl_restore_check,
+    .restored = cl_restored,
 };
 GK_PHASE_HOOKS(cl_hooks)

@@ -161,12 +161,16 @@ void gk_clrec_scan_source(struct gk_clo *p, const char *src, size_t len)
 						j += 9;
 						while (j < len && (src[j] == ' ' || src[j] == '\t'))
 							j++;
-						for (k = j; k < len && ident_char((unsigned char)src[k]); k++)
+						for (k = j;
+						     k < len && ident_char((unsigned char)src[k]);
+						     k++)
 							;
 						/* "all" names no extension. */
-						if (k - j == 11 && !strncmp(src + j, "cl_khr_fp64", 11))
+						if (k - j == 11 &&
+						    !strncmp(src + j, "cl_khr_fp64", 11))
 							p->fp64 = 1;
-						else if (k > j && !(k - j == 3 && !strncmp(src + j, "all", 3)))
+						else if (k > j && !(k - j == 3 &&
+								    !strncmp(src + j, "all", 3)))
 							add_ext(p, src + j, k - j);
 					}
 				}
@@ -234,11 +238,13 @@ long gk_clrec_write(const struct gk_clrec *r, char *buf, size_t len)
 			put(&o, "context %ld\n", c->idx);
 			break;
 		case GK_CLO_QUEUE:
-			put(&o, "queue %ld ctx %ld props 0x%" PRIx64 "\n", c->idx, c->parent, c->props);
+			put(&o, "queue %ld ctx %ld props 0x%" PRIx64 "\n", c->idx, c->parent,
+			    c->props);
 			break;
 		case GK_CLO_MEM:
-			put(&o, "mem %ld sub %d parent %ld flags 0x%" PRIx64 " origin %" PRIu64
-				" size %" PRIu64 "\n",
+			put(&o,
+			    "mem %ld sub %d parent %ld flags 0x%" PRIx64 " origin %" PRIu64
+			    " size %" PRIu64 "\n",
 			    c->idx, c->sub, c->parent, c->flags, c->origin, c->size);
 			break;
 		case GK_CLO_PROGRAM:
@@ -269,7 +275,8 @@ long gk_clrec_write(const struct gk_clrec *r, char *buf, size_t len)
 					put(&o, "\n");
 					break;
 				case GK_CLA_MEM:
-					put(&o, "arg %ld %d mem %zu %ld\n", c->idx, a, g->size, g->mem);
+					put(&o, "arg %ld %d mem %zu %ld\n", c->idx, a, g->size,
+					    g->mem);
 					break;
 				case GK_CLA_LOCAL:
 					put(&o, "arg %ld %d local %zu\n", c->idx, a, g->size);
@@ -340,8 +347,9 @@ int gk_clrec_parse(const char *text, size_t len, struct gk_clrec *out, char *why
 		}
 		if (sscanf(line, "context %ld%n", &idx, &off) == 1 && !line[off]) {
 			o = gk_clrec_add(out, GK_CLO_CONTEXT, NULL);
-		} else if (sscanf(line, "queue %ld ctx %ld props 0x%" SCNx64 "%n", &idx, &parent, &flags,
-				  &off) == 3 && !line[off]) {
+		} else if (sscanf(line, "queue %ld ctx %ld props 0x%" SCNx64 "%n", &idx, &parent,
+				  &flags, &off) == 3 &&
+			   !line[off]) {
 			o = gk_clrec_add(out, GK_CLO_QUEUE, NULL);
 			if (o) {
 				o->parent = parent;
@@ -360,7 +368,8 @@ int gk_clrec_parse(const char *text, size_t len, struct gk_clrec *out, char *why
 				o->origin = origin;
 				o->size = size;
 			}
-		} else if (sscanf(line, "program %ld ctx %ld fp64 %d binary %d exts %1023s options%n",
+		} else if (sscanf(line,
+				  "program %ld ctx %ld fp64 %d binary %d exts %1023s options%n",
 				  &idx, &parent, &fp64, &bin, name, &off) == 5) {
 			o = gk_clrec_add(out, GK_CLO_PROGRAM, NULL);
 			if (o) {
@@ -377,7 +386,8 @@ int gk_clrec_parse(const char *text, size_t len, struct gk_clrec *out, char *why
 					  line[off] == ' ' ? line + off + 1 : line + off);
 			}
 		} else if (sscanf(line, "kernel %ld program %ld name %127s%n", &idx, &parent, name,
-				  &off) == 3 && !line[off]) {
+				  &off) == 3 &&
+			   !line[off]) {
 			o = gk_clrec_add(out, GK_CLO_KERNEL, NULL);
 			if (o) {
 				o->parent = parent;
@@ -402,7 +412,8 @@ int gk_clrec_parse(const char *text, size_t len, struct gk_clrec *out, char *why
 					g->value[b] = (unsigned char)(hi << 4 | lo);
 				}
 				g->kind = GK_CLA_VALUE;
-			} else if (!strcmp(kw, "mem") && sscanf(line + off, " %ld%n", &g->mem, &sub) == 1 &&
+			} else if (!strcmp(kw, "mem") &&
+				   sscanf(line + off, " %ld%n", &g->mem, &sub) == 1 &&
 				   !line[off + sub]) {
 				g->kind = GK_CLA_MEM;
 			} else if (!strcmp(kw, "local") && !line[off]) {
@@ -424,7 +435,7 @@ int gk_clrec_parse(const char *text, size_t len, struct gk_clrec *out, char *why
 		o->idx = idx;
 		o->h = NULL;
 		continue;
-fail_line:
+	fail_line:
 		gk_clrec_free(out);
 		return bad(why, wlen, ln, "not understood");
 	}
@@ -456,23 +467,25 @@ int gk_clrec_match(const struct gk_clrec *now, const struct gk_clrec *ck, char *
 			return -EINVAL;
 		}
 		if (m->parent != c->parent) {
-			snprintf(why, len,
-				 "OpenCL %s %ld belongs to %ld in the checkpoint and to %ld in this run",
-				 kind_name(c->kind), c->idx, c->parent, m->parent);
+			snprintf(
+			    why, len,
+			    "OpenCL %s %ld belongs to %ld in the checkpoint and to %ld in this run",
+			    kind_name(c->kind), c->idx, c->parent, m->parent);
 			return -EINVAL;
 		}
-		if (c->kind == GK_CLO_MEM &&
-		    (m->size != c->size || m->origin != c->origin || m->sub != c->sub ||
-		     m->flags != c->flags)) {
+		if (c->kind == GK_CLO_MEM && (m->size != c->size || m->origin != c->origin ||
+					      m->sub != c->sub || m->flags != c->flags)) {
 			snprintf(why, len,
-				 "OpenCL buffer %ld is %" PRIu64 " bytes at %" PRIu64 " (flags 0x%" PRIx64
-				 ") in this run and %" PRIu64 " bytes at %" PRIu64 " (flags 0x%" PRIx64
-				 ") in the checkpoint",
-				 c->idx, m->size, m->origin, m->flags, c->size, c->origin, c->flags);
+				 "OpenCL buffer %ld is %" PRIu64 " bytes at %" PRIu64
+				 " (flags 0x%" PRIx64 ") in this run and %" PRIu64
+				 " bytes at %" PRIu64 " (flags 0x%" PRIx64 ") in the checkpoint",
+				 c->idx, m->size, m->origin, m->flags, c->size, c->origin,
+				 c->flags);
 			return -EINVAL;
 		}
 		if (c->kind == GK_CLO_KERNEL && strcmp(m->name, c->name)) {
-			snprintf(why, len, "OpenCL kernel %ld is '%s' in this run and '%s' in the checkpoint",
+			snprintf(why, len,
+				 "OpenCL kernel %ld is '%s' in this run and '%s' in the checkpoint",
 				 c->idx, m->name, c->name);
 			return -EINVAL;
 		}
@@ -500,20 +513,22 @@ int gk_clrec_device_offers(const struct gk_clo *p, const char *dev_name, const c
 			   int dev_fp64, char *why, size_t len)
 {
 	if (p->fp64 && !dev_fp64) {
-		snprintf(why, len,
-			 "OpenCL device '%s' lacks the double type (cl_khr_fp64), which program %ld "
-			 "of the checkpoint uses",
-			 dev_name, p->idx);
+		snprintf(
+		    why, len,
+		    "OpenCL device '%s' lacks the double type (cl_khr_fp64), which program %ld "
+		    "of the checkpoint uses",
+		    dev_name, p->idx);
 		return -ENODEV;
 	}
 	for (const char *s = p->exts; *s;) {
 		size_t n = strcspn(s, " ");
 
 		if (n && !has_word(dev_exts, s, n)) {
-			snprintf(why, len,
-				 "OpenCL device '%s' lacks the extension %.*s, which program %ld of "
-				 "the checkpoint enables",
-				 dev_name, (int)n, s, p->idx);
+			snprintf(
+			    why, len,
+			    "OpenCL device '%s' lacks the extension %.*s, which program %ld of "
+			    "the checkpoint enables",
+			    dev_name, (int)n, s, p->idx);
 			return -ENODEV;
 		}
 		s += n;

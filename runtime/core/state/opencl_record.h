@@ -16,8 +16,8 @@
 
 enum gk_clo_kind { GK_CLO_CONTEXT, GK_CLO_QUEUE, GK_CLO_MEM, GK_CLO_PROGRAM, GK_CLO_KERNEL };
 
-#define GK_CL_ARG_VALUE_MAX 128 /* bytes of a by-value kernel argument kept */
-#define GK_CL_ARGS_MAX 64	 /* kernel arguments kept */
+#define GK_CL_ARG_VALUE_MAX 128	      /* bytes of a by-value kernel argument kept */
+#define GK_CL_ARGS_MAX 64	      /* kernel arguments kept */
 #define GK_CL_STATE_SIZE (256 * 1024) /* the "opencl.state" region */
 
 /* How an argument was set: a value's bytes, a buffer (found by its handle in
@@ -33,9 +33,9 @@ struct gk_cl_arg {
 
 struct gk_clo {
 	enum gk_clo_kind kind;
-	long idx;   /* among the objects of its kind, in creation order */
-	void *h;    /* the OpenCL handle the program holds */
-	long refs;  /* the program's references */
+	long idx;    /* among the objects of its kind, in creation order */
+	void *h;     /* the OpenCL handle the program holds */
+	long refs;   /* the program's references */
 	long parent; /* queue, buffer, program: context; kernel: program; sub-buffer: buffer; -1 */
 	/* buffers */
 	uint64_t flags, origin, size;
