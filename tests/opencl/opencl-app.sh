@@ -10,13 +10,15 @@
 # checkpoint be refused, by name; so does shared virtual memory where the
 # device has it. The same with the kernels from a program made from a binary,
 # and with a kernel cloned (clCloneKernel) after its arguments were set.
+# Where an OpenCL GPU device is there too (not on this project's machines: the
+# GPU machine has no NVIDIA OpenCL library), from the CPU to the GPU and back.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 B=$top_builddir/tests/opencl
-tap_plan 18
+tap_plan 21
 gk_scratch
 
 skip_all() {
-	for _ in $(seq 18); do tap_skip "$1"; done
+	for _ in $(seq 21); do tap_skip "$1"; done
 	exit 0
 }
 grep -q '^#define HAVE_OPENCL 1' "$top_builddir/config.h" ||
@@ -160,5 +162,25 @@ if grep -q "restored at step 3" <<<"$out" && [ "$(result "$out")" = "$want" ]; t
 else
 	tap_not_ok "clone: restored at step 3 onto the basic device, the uninterrupted result"
 	tap_diag "$out"
+fi
+# From the CPU to a GPU and back, where the machine has an OpenCL GPU device.
+out=$(with_runtime env CLSTEPS_DEVICE=gpu "$B/prog-clsteps" $STEPS 2>&1)
+if [ $? -eq 5 ]; then
+	why="no OpenCL GPU device here (the ICDs in /etc/OpenCL/vendors: $(ls /etc/OpenCL/vendors 2>/dev/null | tr '\n' ' '))"
+	for _ in 1 2 3; do tap_skip "$why"; done
+else
+	check "uninterrupted on the GPU: the same result ($(sed -n 's/^device //p' <<<"$out"))" test "$(result "$out")" = "$want"
+	for pair in "gpu cpu" "cpu gpu"; do
+		set -- $pair
+		dir=$GK_SCRATCH/x-$1-$2
+		with_runtime env "${A[@]}" CLSTEPS_DEVICE=$1 GPUCKPT_DIR="$dir" "$B/prog-clsteps" $STEPS 5 >/dev/null 2>&1
+		out=$(with_runtime env "${A[@]}" CLSTEPS_DEVICE=$2 GPUCKPT_DIR="$dir" GPUCKPT_RESTORE=auto "$B/prog-clsteps" $STEPS 2>&1)
+		if grep -q "restored at step 5" <<<"$out" && [ "$(result "$out")" = "$want" ]; then
+			tap_ok "checkpointed on the $1, restored on the $2: the uninterrupted result"
+		else
+			tap_not_ok "checkpointed on the $1, restored on the $2: the uninterrupted result"
+			tap_diag "$out"
+		fi
+	done
 fi
 tap_done

@@ -16,6 +16,8 @@
  * binary of the one built from source (which is then released). With
  * CLSTEPS_CLONE set, the second kernel is a clone (clCloneKernel) of one whose
  * arguments were set, and the original is released.
+ * CLSTEPS_DEVICE=cpu|gpu: the first device of that type of any platform
+ * (exit 5 when there is none), instead of the first platform's first device.
  * With CLSTEPS_SHIFT set in the environment, the second sub-buffer starts 256
  * bytes later (a run that differs from the checkpointed one), and the program
  * ends after its first checkpoint point, printing what it returned.
@@ -95,8 +97,27 @@ int main(int argc, char **argv)
 	else if (argc > 2)
 		kill_at = atol(argv[2]);
 
-	CHECK("clGetPlatformIDs", clGetPlatformIDs(1, &plat, NULL));
-	CHECK("clGetDeviceIDs", clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &dev, NULL));
+	if (getenv("CLSTEPS_DEVICE")) {
+		cl_device_type type = strcmp(getenv("CLSTEPS_DEVICE"), "gpu") ? CL_DEVICE_TYPE_CPU
+									     : CL_DEVICE_TYPE_GPU;
+		cl_platform_id plats[16];
+		cl_uint np = 0, i;
+
+		if (clGetPlatformIDs(16, plats, &np) != CL_SUCCESS)
+			np = 0;
+		for (i = 0; i < np && i < 16; i++)
+			if (clGetDeviceIDs(plats[i], type, 1, &dev, NULL) == CL_SUCCESS)
+				break;
+		if (i == np || i == 16) {
+			printf("no %s device\n", getenv("CLSTEPS_DEVICE"));
+			return 5;
+		}
+		plat = plats[i];
+	} else {
+		CHECK("clGetPlatformIDs", clGetPlatformIDs(1, &plat, NULL));
+		CHECK("clGetDeviceIDs", clGetDeviceIDs(plat, CL_DEVICE_TYPE_ALL, 1, &dev, NULL));
+	}
+	(void)plat;
 	clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof(name) - 1, name, NULL);
 	clGetDeviceInfo(dev, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof(cus), &cus, NULL);
 	printf("device %s, %u compute units\n", name, cus);
