@@ -67,9 +67,14 @@ static size_t nuser_events;
 static struct gk_clrec restoring;
 static int have_restoring;
 
+/* Objects are recorded where the runtime is enabled; the first one starts
+ * it (outside the record's lock: the start takes the restore's). */
 static int tracking(void)
 {
-	return gk_enabled();
+	if (!gk_enabled())
+		return 0;
+	gk_runtime_start();
+	return 1;
 }
 
 #define LOAD_OR(name, fail)                                                                        \
@@ -117,15 +122,12 @@ static long idx_of(int kind, const void *h)
 	return o ? o->idx : -1;
 }
 
-/* The first object: the runtime starts, and the record's region is
- * registered before the program's first checkpoint point. */
+/* The first object: the record's region is registered before the
+ * program's first checkpoint point. */
 static void first_use_locked(void)
 {
-	if (!state_registered) {
-		gk_runtime_start();
-		if (gk_regions_set(STATE_REGION, state_text, sizeof(state_text)) == 0)
-			state_registered = 1;
-	}
+	if (!state_registered && gk_regions_set(STATE_REGION, state_text, sizeof(state_text)) == 0)
+		state_registered = 1;
 }
 
 static struct gk_clo *add_locked(enum gk_clo_kind kind, void *h)
