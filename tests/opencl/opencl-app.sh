@@ -24,6 +24,9 @@ skip_all() {
 grep -q '^#define HAVE_OPENCL 1' "$top_builddir/config.h" ||
 	skip_all "built without OpenCL (configure found no OpenCL headers: install ocl-icd-opencl-dev)"
 gk_need_built "$GK_RUNTIME" "$B/prog-clsteps"
+# pocl's kernel cache: its own, so that a HOME without one (CI) is no matter
+# and no earlier run's binaries are used.
+export POCL_CACHE_DIR=$GK_SCRATCH/pocl-cache
 # pocl: the pthread device (a thread per compute unit) and the basic one.
 # pocl 3.1 (bookworm) reads POCL_MAX_PTHREAD_COUNT, newer ones POCL_CPU_MAX_CU_COUNT.
 A=(POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=2 POCL_CPU_MAX_CU_COUNT=2)

@@ -13,7 +13,8 @@ fi
 gk_need_built "$prog" "$GK_STANDIN_DIR/libcuda.so.1"
 gk_scratch
 unset GPUCKPT_SHEPHERD
-GPUCKPT_DIR=$GK_SCRATCH/ckpt GPUCKPT_LOG_LEVEL=info POCL_DEVICES=pthread with_standin "$prog" \
+GPUCKPT_DIR=$GK_SCRATCH/ckpt GPUCKPT_LOG_LEVEL=info POCL_DEVICES=pthread \
+	POCL_CACHE_DIR=$GK_SCRATCH/pocl-cache with_standin "$prog" \
 	2>"$GK_SCRATCH/log"
 rc=$?
 [ "$rc" -ne 0 ] && tail -n 40 "$GK_SCRATCH/log" | sed 's/^/# /'
