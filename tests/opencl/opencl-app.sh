@@ -22,7 +22,7 @@ skip_all() {
 	exit 0
 }
 grep -q '^#define HAVE_OPENCL 1' "$top_builddir/config.h" ||
-	skip_all "built without OpenCL (configure found no OpenCL headers: install ocl-icd-opencl-dev)"
+	skip_all "built without OpenCL (configure --without-opencl, or no OpenCL headers: install ocl-icd-opencl-dev)"
 gk_need_built "$GK_RUNTIME" "$B/prog-clsteps"
 # pocl's kernel cache: its own, so that a HOME without one (CI) is no matter
 # and no earlier run's binaries are used.

@@ -7,7 +7,7 @@
 prog=$top_builddir/tests/opencl/test-cltransparent
 if ! grep -q '^#define HAVE_OPENCL 1' "$top_builddir/config.h"; then
 	tap_plan 1
-	tap_skip "built without OpenCL (configure found no OpenCL headers: install ocl-icd-opencl-dev)"
+	tap_skip "built without OpenCL (configure --without-opencl, or no OpenCL headers: install ocl-icd-opencl-dev)"
 	exit 0
 fi
 gk_need_built "$prog" "$GK_STANDIN_DIR/libcuda.so.1"
