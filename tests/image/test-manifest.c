@@ -583,7 +583,7 @@ int main(void)
 	size_t len = 0, len2 = 0, pos, nbad = sizeof(bad_cases) / sizeof(bad_cases[0]);
 	int ret;
 
-	plan((int)(38 + nbad + sizeof(bad_incr_cases) / sizeof(bad_incr_cases[0])));
+	plan((int)(39 + nbad + sizeof(bad_incr_cases) / sizeof(bad_incr_cases[0])));
 
 	is_int(gk_manifest_to_json(m, &text, &len), 0, "a manifest serialises");
 	ret = gk_manifest_parse(text, len, &back, &err);
