@@ -426,7 +426,7 @@ struct gk_chunk_loc {
 	uint64_t sequence; /* the checkpoint whose file holds them */
 	char file[GK_NAME_MAX];
 	uint64_t offset;
-	int zero;          /* all zero, held by no file (format 5): the rest unused */
+	int zero; /* all zero, held by no file (format 5): the rest unused */
 };
 
 /* Where chunk `chunk` of allocation a of manifest m lies (its sequence is

@@ -187,7 +187,7 @@ static int get_typed(struct pctx *c, json_object *obj, const char *where, const 
 		return ret;
 	if (!json_object_is_type(*out, type))
 		return fail(c, "field '%s' must be %s", field(f, sizeof(f), where, key),
-			    type == json_type_array     ? "an array"
+			    type == json_type_array	? "an array"
 			    : type == json_type_boolean ? "true or false"
 							: "an object");
 	return 0;
@@ -679,8 +679,8 @@ static int parse_parts(struct pctx *c, json_object *o, const struct gk_manifest 
 				    i, what, p->size, c->chunk_size);
 		p->start = start;
 		start += p->size;
-		if (!p->zero && (ret = check_data_range(c, m, what, pwhere, p->sequence, p->file, p->offset,
-					    p->size)) < 0)
+		if (!p->zero && (ret = check_data_range(c, m, what, pwhere, p->sequence, p->file,
+							p->offset, p->size)) < 0)
 			return ret;
 	}
 	if (start != a->size)
@@ -891,7 +891,8 @@ static int check_spans(struct pctx *c, const struct gk_manifest *m)
 			const struct gk_part *p = &m->allocs[i].parts[k];
 
 			if (!p->zero)
-				s[n++] = (struct span){p->sequence, p->file, p->offset, p->size, i, 0};
+				s[n++] =
+				    (struct span){p->sequence, p->file, p->offset, p->size, i, 0};
 		}
 	for (size_t i = 0; i < m->nregions; i++)
 		if (m->regions[i].size)

@@ -216,7 +216,8 @@ static void check_unit(struct checker *k, size_t i, uint8_t *buf)
 		if (gk_sum_zeros(gk_sum_algo_of(k->m->version), u->len) != u->expect) {
 			unit_name(k, u, what, sizeof(what));
 			report(k, i, -EBADMSG,
-			       "%s, chunk %" PRIu32 ", is recorded as all zero, but its checksum is "
+			       "%s, chunk %" PRIu32
+			       ", is recorded as all zero, but its checksum is "
 			       "not that of zeros: the manifest was changed",
 			       what, u->chunk);
 		}
@@ -334,11 +335,11 @@ static int check_data(const struct gk_manifest *m, const struct file_table *file
 		for (uint32_t p = 0; p < a->nparts; p++) {
 			const struct gk_part *part = &a->parts[p];
 			const char *label = "(zeros)";
-			int fd = part->zero ? -1 : table_fd(files, part->sequence, part->file, &label);
-			size_t added = add_units(k.units + k.nunits, fd, label, part->offset,
-						 part->size, a->chunks,
-						 (uint32_t)(part->start / m->chunk_size),
-						 m->chunk_size, i, 0);
+			int fd =
+			    part->zero ? -1 : table_fd(files, part->sequence, part->file, &label);
+			size_t added = add_units(
+			    k.units + k.nunits, fd, label, part->offset, part->size, a->chunks,
+			    (uint32_t)(part->start / m->chunk_size), m->chunk_size, i, 0);
 
 			for (size_t u = 0; u < added; u++)
 				k.units[k.nunits + u].zero = part->zero;

@@ -761,8 +761,8 @@ int main(void)
 	{
 		struct gk_alloc_rec a = {.size = 5 * 4096 - 100, .nchunks = 5};
 		struct gk_chunk_loc locs[5] = {
-		    {0, "device0.data", 0, 0},	  {0, "device0.data", 4096, 0},
-		    {3, "device0.data", 0, 0},	  {3, "device0.data", 4096, 0},
+		    {0, "device0.data", 0, 0},	 {0, "device0.data", 4096, 0},
+		    {3, "device0.data", 0, 0},	 {3, "device0.data", 4096, 0},
 		    {0, "device0.1.data", 0, 0},
 		};
 
@@ -788,9 +788,9 @@ int main(void)
 		};
 
 		ok(gk_parts_from_chunks(&a, 4096, 7, locs) == 0 && a.nparts == 3 &&
-			   !a.parts[0].zero && a.parts[1].zero && a.parts[1].start == 4096 &&
-			   a.parts[1].size == 8192 && !a.parts[1].file[0] && !a.parts[2].zero &&
-			   a.parts[2].offset == 4096,
+		       !a.parts[0].zero && a.parts[1].zero && a.parts[1].start == 4096 &&
+		       a.parts[1].size == 8192 && !a.parts[1].file[0] && !a.parts[2].zero &&
+		       a.parts[2].offset == 4096,
 		   "parts from chunk locations: consecutive zero chunks make one zero part");
 		free(a.parts);
 	}
@@ -804,7 +804,7 @@ int main(void)
 		/* Allocation 0's second chunk: zero, out of device1.data. */
 		z->allocs[0].parts[1] = (struct gk_part){.zero = 1, .start = 4096, .size = 4096};
 		ok(gk_manifest_to_json(z, &zt, &zl) == 0 && strstr(zt, "\"version\": 5") &&
-			   strstr(zt, "\"zero\": true"),
+		       strstr(zt, "\"zero\": true"),
 		   "a manifest with a zero part is written as version 5");
 		ret = zt ? gk_manifest_parse(zt, zl, &zb, &err) : -1;
 		if (!ok(ret == 0 && zb && zb->version == 5 && zb->allocs[0].nparts == 2 &&
@@ -819,18 +819,21 @@ int main(void)
 	{
 		static unsigned char zbuf[3 * 4096 + 7];
 
-		ok(gk_sum_zeros(GK_SUM_XXH3, sizeof(zbuf)) == gk_sum(GK_SUM_XXH3, zbuf, sizeof(zbuf)) &&
-			   gk_sum_zeros(GK_SUM_XXH64, 100) == gk_sum(GK_SUM_XXH64, zbuf, 100) &&
-			   gk_sum_zeros(GK_SUM_XXH3, sizeof(zbuf)) ==
-			       gk_sum(GK_SUM_XXH3, zbuf, sizeof(zbuf)),
+		ok(gk_sum_zeros(GK_SUM_XXH3, sizeof(zbuf)) ==
+			   gk_sum(GK_SUM_XXH3, zbuf, sizeof(zbuf)) &&
+		       gk_sum_zeros(GK_SUM_XXH64, 100) == gk_sum(GK_SUM_XXH64, zbuf, 100) &&
+		       gk_sum_zeros(GK_SUM_XXH3, sizeof(zbuf)) ==
+			   gk_sum(GK_SUM_XXH3, zbuf, sizeof(zbuf)),
 		   "gk_sum_zeros is the checksum of zeros, kept or not");
-		ok(gk_is_zero(zbuf + 1, sizeof(zbuf) - 1), "gk_is_zero: zeros, from an odd address");
+		ok(gk_is_zero(zbuf + 1, sizeof(zbuf) - 1),
+		   "gk_is_zero: zeros, from an odd address");
 		zbuf[sizeof(zbuf) - 1] = 1;
 		ok(!gk_is_zero(zbuf + 1, sizeof(zbuf) - 1) && gk_is_zero(zbuf, sizeof(zbuf) - 1),
 		   "gk_is_zero: a non-zero last byte is seen, and only in range");
 		zbuf[sizeof(zbuf) - 1] = 0;
 		zbuf[100] = 0x80;
-		ok(!gk_is_zero(zbuf, sizeof(zbuf)), "gk_is_zero: a non-zero byte inside a block is seen");
+		ok(!gk_is_zero(zbuf, sizeof(zbuf)),
+		   "gk_is_zero: a non-zero byte inside a block is seen");
 	}
 
 	/* A version 2 manifest (XXH64 checksums) is still read. */

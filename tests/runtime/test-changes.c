@@ -57,8 +57,8 @@ static void dump(const char *what)
 {
 	if (!out)
 		return;
-	fprintf(out, "%s: %016llx %016llx %016llx %016llx %016llx %016llx zero %d%d%d%d%d%d\n", what,
-		(unsigned long long)dk[0].key, (unsigned long long)dk[1].key,
+	fprintf(out, "%s: %016llx %016llx %016llx %016llx %016llx %016llx zero %d%d%d%d%d%d\n",
+		what, (unsigned long long)dk[0].key, (unsigned long long)dk[1].key,
 		(unsigned long long)dk[2].key, (unsigned long long)ek[0].key,
 		(unsigned long long)zk[0].key, (unsigned long long)zk[1].key, dz[0], dz[1], dz[2],
 		ez[0], zz[0], zz[1]);

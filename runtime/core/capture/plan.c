@@ -348,12 +348,9 @@ int gk_plan_changes(struct gk_plan *p, const struct gk_manifest *base, int want_
 		goto count;
 	for (size_t i = 0; i < m->nallocs; i++)
 		if (m->allocs[i].size)
-			ranges[n++] = (struct gk_key_range){p->a[i].ctx,
-							    p->a[i].ordinal,
-							    m->allocs[i].address,
-							    m->allocs[i].size,
-							    m->allocs[i].chunks,
-							    p->a[i].zero};
+			ranges[n++] = (struct gk_key_range){p->a[i].ctx,	  p->a[i].ordinal,
+							    m->allocs[i].address, m->allocs[i].size,
+							    m->allocs[i].chunks,  p->a[i].zero};
 	/* No keys wanted: the kernel alone, for the zero chunks (a copy of
 	 * everything to the host would cost more than it saves). */
 	ret = gk_changes_keys(ranges, n, m->chunk_size, want_keys ? host_keys : 0, &p->keys);

@@ -34,7 +34,7 @@ struct gk_plan_alloc {
 	CUcontext ctx;
 	int ordinal;
 	uint8_t *changed;          /* per chunk: written by this checkpoint */
-	uint8_t *zero;             /* per chunk: all zero, recorded, not written */
+	uint8_t *zero;		   /* per chunk: all zero, recorded, not written */
 	struct gk_chunk_loc *locs; /* per chunk: where it lies (own: sequence 0) */
 };
 
@@ -63,7 +63,7 @@ struct gk_plan {
 	size_t nfds;
 	uint64_t state_bytes;   /* device data and host regions: the whole state */
 	uint64_t changed_bytes; /* device data written by this checkpoint */
-	uint64_t zero_bytes;    /* device data found all zero: recorded, not written */
+	uint64_t zero_bytes;	/* device data found all zero: recorded, not written */
 	uint64_t region_bytes;
 	double t_start;         /* when the checkpoint began (the pause) */
 	double paused;          /* how long the program was held (set by pipeline.c) */

@@ -427,15 +427,16 @@ static void *load_worker(struct job *j)
 			 * chunk zero is refused rather than loaded as zeros. */
 			if (it->chunks[u->chunk].sum != gk_sum_zeros(it->algo, len)) {
 				fail(j, -EBADMSG,
-				     "allocation %zu (0x%llx), chunk %u, is recorded as all zero, but "
-				     "its checksum is not that of zeros: the manifest was changed",
+				     "allocation %zu (0x%llx), chunk %u, is recorded as all zero, "
+				     "but its checksum is not that of zeros: the manifest was "
+				     "changed",
 				     it->index, (unsigned long long)it->dev_addr, u->chunk);
 				break;
 			}
 			r = gk_real.cuMemsetD8Async(it->dev_addr + off, 0, len, lane.stream);
 			if (r != CUDA_SUCCESS) {
-				fail(j, -EIO, "setting allocation %zu (0x%llx) to zero: %s", it->index,
-				     (unsigned long long)it->dev_addr, gk_cu_name(r));
+				fail(j, -EIO, "setting allocation %zu (0x%llx) to zero: %s",
+				     it->index, (unsigned long long)it->dev_addr, gk_cu_name(r));
 				break;
 			}
 			continue;
