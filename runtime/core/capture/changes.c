@@ -47,7 +47,8 @@ struct hasher {
 
 static struct hasher hashers[GK_MAX_DEVICES];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static char why_not[512]; /* set once the GPU cannot hash: the reason, logged once */
+static char why_not[512]; /* set once the GPU cannot hash: the reason */
+static int told_host, told_zero; /* the reason logged: for the host keys, for the zeros */
 static void *image;       /* the module loaded: embedded, or the file's contents */
 static size_t image_size;
 
@@ -61,9 +62,26 @@ static void cannot(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why_not, sizeof(why_not), fmt, ap);
 	va_end(ap);
-	gk_notice("checkpoint: changed chunks are found on the host, by copying every chunk "
-		  "from the device and hashing it there (correct, but it moves all the data): %s",
-		  why_not);
+}
+
+/* Why there is no kernel, said once for what it costs: keys found on the host
+ * (host 1), or, where no keys are wanted, zero chunks not looked for. */
+static void tell(int host)
+{
+	int *told = host ? &told_host : &told_zero;
+
+	if (!why_not[0] || *told)
+		return;
+	*told = 1;
+	if (host)
+		gk_notice("checkpoint: changed chunks are found on the host, by copying every chunk "
+			  "from the device and hashing it there (correct, but it moves all the "
+			  "data): %s",
+			  why_not);
+	else
+		gk_info("checkpoint: chunks that are all zero are written like the others, not "
+			"recorded as zero: %s",
+			why_not);
 }
 
 /* The module's bytes: GPUCKPT_HASH_MODULE's file, else the embedded one. */
@@ -346,6 +364,9 @@ int gk_changes_keys(struct gk_key_range *r, size_t n, uint64_t chunk_size, int h
 		gk_debug("checkpoint: change keys on the GPU in %.4f s", gk_now() - t0);
 		return 0;
 	}
+	pthread_mutex_lock(&lock);
+	tell(host_allowed);
+	pthread_mutex_unlock(&lock);
 	if (!host_allowed)
 		return ret;
 	ret = keys_on_host(r, n, chunk_size);
