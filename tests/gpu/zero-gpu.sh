@@ -13,14 +13,18 @@
 # data files hold at most 1.15 x the non-zero bytes, the zeros found by the
 # kernel (not on the host); the restore's checksum; the same checkpoint with
 # GPUCKPT_INCREMENTS=0 (no change keys wanted: the kernel runs for the zeros
-# alone). Checkpoint and restore times are printed for the record. Every point
-# SKIPs without a GPU.
+# alone); transparent mode (root and CRIU 4, as vmm-gpu.sh): under
+# `gpuckpt-shepherd run`, the runtime's line counts the zeros recorded, and
+# `gpuckpt-shepherd restore` brings the process back to the uninterrupted
+# checksum. Checkpoint and restore times are printed for the record. Every
+# point SKIPs without a GPU; the transparent ones without root or CRIU.
 #
 #   make -C build/tests check TESTS=gpu/zero-gpu.sh     (check-gpu runs it too)
 . "${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/lib/helpers.sh"
 RT=$top_builddir/runtime/.libs/libgpuckpt.so
+SHEP=$top_builddir/runtime/gpuckpt-shepherd
 PROG=$top_builddir/tests/gpu/gpu-tables
-PLAN=4
+PLAN=6
 tap_plan $PLAN
 gk_scratch
 
@@ -28,7 +32,7 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
 	for _ in $(seq $PLAN); do tap_skip "no GPU here (nvidia-smi -L failed)"; done
 	exit 0
 fi
-gk_need_built "$RT" "$PROG"
+gk_need_built "$RT" "$PROG" "$SHEP"
 POOL=${GK_ZERO_POOL_MIB:-4096}
 ARGS=(--size 64 --pool "$POOL" --steps 300 --report-every 10)
 NONZERO=$(((64 + POOL / 16) * 1048576 + 65536))
@@ -92,3 +96,43 @@ else
 fi
 
 tap_diag "for the record: $(grep -ho "ckpt.000001: wrote .*" "$GK_SCRATCH/run.err" | head -n 1 | cut -c1-200); $(grep -ho "restore: .*: loaded [0-9]* bytes in [0-9.]* s" "$GK_SCRATCH/restore.err" | head -n 1)"
+
+# ---- transparent mode ----
+why=
+if [ "$(id -u)" -ne 0 ]; then
+	why="the transparent points need root (the shepherd does)"
+elif ! gk_find_criu; then
+	why=$CRIU_WHY
+fi
+if [ -n "$why" ]; then
+	for _ in 1 2; do tap_skip "$why"; done
+	exit 0
+fi
+T=$GK_SCRATCH/transparent
+mkdir -p "$T"
+GPUCKPT_LOG_LEVEL=info "$SHEP" run --criu "$CRIU" --dir "$T" --uid 0 --gid 0 -- \
+	env LD_PRELOAD="$RT" GPUCKPT_MODE=transparent "$PROG" "${ARGS[@]}" --delay-ms 10 \
+	>"$GK_SCRATCH/tr.out" 2>"$GK_SCRATCH/tr.err" &
+spid=$!
+wait_line "$GK_SCRATCH/tr.out" "step 100"
+kill -TERM $spid
+wait $spid
+line=$(grep -o "transparent: [^ ]*: wrote [0-9]* bytes ([0-9]* bytes of all-zero chunks recorded, not written)" "$GK_SCRATCH/tr.err" | tail -n 1)
+read -r written zero < <(sed -n 's/.*wrote \([0-9]*\) bytes (\([0-9]*\) bytes of all-zero.*/\1 \2/p' <<<"$line")
+if grep -q "checkpoint ckpt\.[0-9]* committed" "$GK_SCRATCH/tr.err" && [ -n "${zero:-}" ] &&
+	[ "$zero" -gt "$written" ]; then
+	tap_ok "transparent: checkpointed; the runtime wrote $written bytes and recorded $zero bytes of all-zero chunks"
+else
+	tap_not_ok "transparent: checkpointed with the zeros recorded, not written (the runtime's line: '$line')"
+	tap_diag "$(grep -E "transparent|error|refus" "$GK_SCRATCH/tr.err" | tail -n 8)"
+fi
+GPUCKPT_LOG_LEVEL=info "$SHEP" restore --criu "$CRIU" --dir "$T" --uid 0 --gid 0 \
+	>>"$GK_SCRATCH/tr.out" 2>>"$GK_SCRATCH/tr.err"
+st=$?
+if [ $st = 0 ] && grep -q "restored ckpt" "$GK_SCRATCH/tr.err" && [ -n "$ref" ] &&
+	[ "$(sum "$GK_SCRATCH/tr.out")" = "$ref" ]; then
+	tap_ok "transparent: restored, the zeros set, run to the end with the uninterrupted checksum"
+else
+	tap_not_ok "transparent: restored and run to the end with the uninterrupted checksum (status $st, checksum '$(sum "$GK_SCRATCH/tr.out")', want '$ref')"
+	tap_diag "$(grep -E "restore|error|loaded" "$GK_SCRATCH/tr.err" | tail -n 8)"
+fi
