@@ -690,8 +690,24 @@ int gk_restore_items(const char *dir, const struct gk_manifest *m, struct gk_xfe
 
 		for (uint32_t p = 0; p < r->nparts; p++) {
 			const struct gk_part *part = &r->parts[p];
-			long f = file_slot(m, part->sequence, part->file);
+			long f;
 
+			if (part->zero) {
+				/* Held by no file: set to zero on the device. */
+				items[k++] = (struct gk_xfer_item){
+				    .ctx = gk_arenas[r->device]->ctx,
+				    .dev_addr = r->address + part->start,
+				    .size = part->size,
+				    .fd = -1,
+				    .chunks = r->chunks + part->start / m->chunk_size,
+				    .file = "(zeros)",
+				    .index = i,
+				    .algo = gk_sum_algo_of(m->version),
+				    .zero = 1,
+				};
+				continue;
+			}
+			f = file_slot(m, part->sequence, part->file);
 			if (f < 0) {
 				gk_errprintf(err, "allocation %zu: its file %s is not listed", i,
 					     part->file);
