@@ -33,6 +33,9 @@ packages=(
 	# containers (tests/slurm/e2e-containers.sh): images, enroot/pyxis builds, podman
 	squashfs-tools libbsd-dev linux-libc-dev podman runc
 	openmpi-bin libopenmpi-dev libpmix-dev
+	# OpenCL (runtime/core/interpose/opencl.c, tests/opencl/): the ICD loader and
+	# its headers, pocl's CPU device, clinfo to say what devices a node has
+	ocl-icd-opencl-dev ocl-icd-libopencl1 pocl-opencl-icd clinfo
 )
 missing=()
 for p in "${packages[@]}"; do

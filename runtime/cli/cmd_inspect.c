@@ -205,12 +205,15 @@ static void print_allocs(const struct gk_manifest *m)
 			const struct gk_part *p = &a->parts[k];
 			uint32_t j = 0;
 
-			while (j < k && !(a->parts[j].sequence == p->sequence &&
+			while (j < k && !(a->parts[j].zero == p->zero &&
+					  a->parts[j].sequence == p->sequence &&
 					  !strcmp(a->parts[j].file, p->file)))
 				j++;
 			if (j < k)
 				continue;
-			if (p->sequence)
+			if (p->zero) /* format 5: all zero, in no file */
+				printf("%s(zeros)", shown++ ? ", " : " ");
+			else if (p->sequence)
 				printf("%s" GK_CKPT_FMT "/%s", shown++ ? ", " : " ", p->sequence,
 				       cli_printable(p->file));
 			else

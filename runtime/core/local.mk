@@ -10,6 +10,12 @@ libgkplace_la_SOURCES = %reldir%/placement/intervals.c %reldir%/placement/interv
 	%reldir%/placement/spread.h
 libgkplace_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
 
+# The record of a process's OpenCL objects and its text form, on its own, so
+# that tests exercise it without OpenCL.
+noinst_LTLIBRARIES += libgkclrec.la
+libgkclrec_la_SOURCES = %reldir%/state/opencl_record.c %reldir%/state/opencl_record.h
+libgkclrec_la_CFLAGS = $(AM_CFLAGS) -fvisibility=hidden
+
 # The runtime's modules as a convenience library: libgpuckpt.so is made of
 # it whole, and unit tests (tests/runtime/test-pipeline) link it.
 noinst_LTLIBRARIES += libgkcore.la
@@ -48,8 +54,14 @@ libgkcore_la_SOURCES = \
 	%reldir%/interpose/exec_guard.c %reldir%/interpose/exec_guard.h \
 	%reldir%/control/start.c %reldir%/control/start.h \
 	%reldir%/state/runtime.c %reldir%/state/runtime.h
-libgkcore_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) -fvisibility=hidden
-libgkcore_la_LIBADD = $(HWLOC_LIBS) $(PTHREAD_LIBS) -ldl
+# The interposition of the OpenCL API needs its headers (configure:
+# HAVE_OPENCL); the record of OpenCL objects is plain C (libgkclrec).
+if HAVE_OPENCL
+libgkcore_la_SOURCES += %reldir%/driver/opencl.def %reldir%/driver/opencl.h \
+	%reldir%/driver/opencl_loader.c %reldir%/interpose/opencl.c
+endif
+libgkcore_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) $(OPENCL_CFLAGS) -fvisibility=hidden
+libgkcore_la_LIBADD = libgkclrec.la $(HWLOC_LIBS) $(PTHREAD_LIBS) -ldl
 
 lib_LTLIBRARIES += libgpuckpt.la
 libgpuckpt_la_SOURCES =

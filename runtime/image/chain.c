@@ -114,6 +114,12 @@ int gk_chunk_where(const struct gk_manifest *m, const struct gk_alloc_rec *a, ui
 
 		if (start < part->start || start - part->start >= part->size)
 			continue;
+		if (part->zero) {
+			memset(loc, 0, sizeof(*loc));
+			loc->zero = 1;
+			return 0;
+		}
+		loc->zero = 0;
 		loc->sequence = part->sequence ? part->sequence : m->sequence;
 		snprintf(loc->file, sizeof(loc->file), "%s", part->file);
 		loc->offset = part->offset + (start - part->start);
@@ -143,9 +149,18 @@ int gk_parts_from_chunks(struct gk_alloc_rec *a, uint64_t chunk_size, uint64_t o
 		uint64_t seq = l->sequence == own_sequence ? 0 : l->sequence;
 		struct gk_part *prev = n ? &parts[n - 1] : NULL;
 
+		if (l->zero) {
+			if (prev && prev->zero) {
+				prev->size += len;
+				continue;
+			}
+			parts[n] = (struct gk_part){.zero = 1, .start = start, .size = len};
+			n++;
+			continue;
+		}
 		/* A chunk continues the part before when it lies right after it
 		 * in the same file. */
-		if (prev && prev->sequence == seq && !strcmp(prev->file, l->file) &&
+		if (prev && !prev->zero && prev->sequence == seq && !strcmp(prev->file, l->file) &&
 		    prev->offset + prev->size == l->offset) {
 			prev->size += len;
 			continue;

@@ -12,6 +12,7 @@
 #include "image/image.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdalign.h>
 #include <string.h>
 
@@ -45,6 +46,71 @@ uint64_t gk_sum(enum gk_sum_algo algo, const void *data, size_t len)
 	if (algo == GK_SUM_XXH3)
 		return XXH3_64bits(data, len);
 	return XXH64(data, len, 0);
+}
+
+/* Zeros to hash from: a chunk of zeros is hashed a page at a time. */
+static const unsigned char zero_page[65536];
+
+struct zero_sum {
+	enum gk_sum_algo algo;
+	uint64_t len, sum;
+};
+
+/* A checkpoint has one chunk size and a few shorter last chunks: a handful of
+ * lengths covers it. */
+#define ZERO_SUMS 8
+static struct zero_sum zero_sums[ZERO_SUMS];
+static unsigned zero_next;
+static pthread_mutex_t zero_lock = PTHREAD_MUTEX_INITIALIZER;
+
+uint64_t gk_sum_zeros(enum gk_sum_algo algo, uint64_t len)
+{
+	struct gk_sum_state st;
+	uint64_t sum;
+
+	pthread_mutex_lock(&zero_lock);
+	for (unsigned i = 0; i < ZERO_SUMS; i++)
+		if (zero_sums[i].algo == algo && zero_sums[i].len == len && zero_sums[i].algo) {
+			sum = zero_sums[i].sum;
+			pthread_mutex_unlock(&zero_lock);
+			return sum;
+		}
+	pthread_mutex_unlock(&zero_lock);
+	gk_sum_init(&st, algo);
+	for (uint64_t o = 0; o < len; o += sizeof(zero_page))
+		gk_sum_update(&st, zero_page,
+			      len - o < sizeof(zero_page) ? (size_t)(len - o) : sizeof(zero_page));
+	sum = gk_sum_digest(&st);
+	pthread_mutex_lock(&zero_lock);
+	zero_sums[zero_next] = (struct zero_sum){algo, len, sum};
+	zero_next = (zero_next + 1) % ZERO_SUMS;
+	pthread_mutex_unlock(&zero_lock);
+	return sum;
+}
+
+int gk_is_zero(const void *p, size_t len)
+{
+	const unsigned char *b = p;
+	size_t i = 0;
+
+	/* Bytes up to a word boundary, then blocks of 64 bytes folded with OR
+	 * (which the compiler turns into vector ORs), then the tail. */
+	for (; i < len && ((uintptr_t)(b + i) & 7); i++)
+		if (b[i])
+			return 0;
+	for (; i + 64 <= len; i += 64) {
+		uint64_t w[8], acc = 0;
+
+		memcpy(w, b + i, sizeof(w));
+		for (int k = 0; k < 8; k++)
+			acc |= w[k];
+		if (acc)
+			return 0;
+	}
+	for (; i < len; i++)
+		if (b[i])
+			return 0;
+	return 1;
 }
 
 void gk_sum_init(struct gk_sum_state *s, enum gk_sum_algo algo)

@@ -43,7 +43,12 @@
 #include "image/ckptname.h" /* the folder names, GK_MANIFEST_FILE */
 
 #define GK_FORMAT_NAME "gpuckpt-image"
-/* Version 4: a device may list the devices that were granted peer access to
+/* Version 5: a part may be "zero": chunks whose bytes are all zero, recorded
+ * with their size and checksums but held by no file (a preallocated pool that
+ * is mostly unused costs what it holds); written only by a checkpoint that has
+ * such chunks, so that a gpuckpt that would look for them in a file refuses it
+ * by its version number.
+ * Version 4: a device may list the devices that were granted peer access to
  * its memory ("peer_access"); written only by a checkpoint that has such
  * grants (others stay version 3), so that a gpuckpt that could not grant them
  * again refuses it by its version number instead of restoring it without.
@@ -53,7 +58,7 @@
  * possibly in several files. Version 1: one "file" and "offset" per
  * allocation. All four are read; a gpuckpt that reads only up to 2 refuses
  * version 3 by its version number. */
-#define GK_FORMAT_VERSION 4
+#define GK_FORMAT_VERSION 5
 /* What a new checkpoint is written in unless it holds peer access. */
 #define GK_FORMAT_WRITTEN 3
 /* Peer access is recorded as a mask of device ordinals: they stay below this. */
@@ -95,6 +100,15 @@ struct gk_sum_state {
 void gk_sum_init(struct gk_sum_state *s, enum gk_sum_algo algo);
 void gk_sum_update(struct gk_sum_state *s, const void *data, size_t len);
 uint64_t gk_sum_digest(const struct gk_sum_state *s);
+
+/* The checksum of `len` zero bytes (what a chunk recorded as zero must
+ * carry); the values for the most recent lengths are kept, so that a
+ * checkpoint of many zero chunks hashes zeros once per length. */
+uint64_t gk_sum_zeros(enum gk_sum_algo algo, uint64_t len);
+
+/* 1 when all `len` bytes at p are zero: a word-wise scan that stops at the
+ * first non-zero word (vectorised by the compiler). */
+int gk_is_zero(const void *p, size_t len);
 
 /* XXH64 with a seed (transparent mode chains it over CRIU's images). */
 uint64_t gk_xxh64(const void *data, size_t len, uint64_t seed);
@@ -140,6 +154,9 @@ struct gk_part {
 	uint64_t offset;
 	uint64_t start;
 	uint64_t size;
+	/* Format 5: the part's bytes are all zero and lie in no file (file "",
+	 * offset 0, sequence 0); its chunks' checksums are those of zeros. */
+	int zero;
 };
 
 /* One device allocation: where it lives and where its bytes are. */
@@ -409,6 +426,7 @@ struct gk_chunk_loc {
 	uint64_t sequence; /* the checkpoint whose file holds them */
 	char file[GK_NAME_MAX];
 	uint64_t offset;
+	int zero; /* all zero, held by no file (format 5): the rest unused */
 };
 
 /* Where chunk `chunk` of allocation a of manifest m lies (its sequence is
@@ -417,8 +435,9 @@ int gk_chunk_where(const struct gk_manifest *m, const struct gk_alloc_rec *a, ui
 		   struct gk_chunk_loc *loc);
 
 /* Set a's parts from where each of its chunks lies (locs[a->nchunks]):
- * consecutive chunks that follow each other in one file make one part; a
- * location of sequence 0 or own_sequence is in the checkpoint itself. */
+ * consecutive chunks that follow each other in one file make one part, and
+ * so do consecutive zero chunks (a zero part); a location of sequence 0 or
+ * own_sequence is in the checkpoint itself. */
 int gk_parts_from_chunks(struct gk_alloc_rec *a, uint64_t chunk_size, uint64_t own_sequence,
 			 const struct gk_chunk_loc *locs);
 

@@ -187,7 +187,9 @@ static int get_typed(struct pctx *c, json_object *obj, const char *where, const 
 		return ret;
 	if (!json_object_is_type(*out, type))
 		return fail(c, "field '%s' must be %s", field(f, sizeof(f), where, key),
-			    type == json_type_array ? "an array" : "an object");
+			    type == json_type_array	? "an array"
+			    : type == json_type_boolean ? "true or false"
+							: "an object");
 	return 0;
 }
 
@@ -584,6 +586,33 @@ static int parse_v1_place(struct pctx *c, json_object *o, const struct gk_manife
 	return check_data_range(c, m, what, where, 0, p->file, p->offset, p->size);
 }
 
+/* Format 5: a part whose bytes are all zero, held by no file: {"zero":
+ * true, "size": N} and nothing that names a place. Its chunks' checksums must
+ * be those of zeros; the data check and the restore compare them (a part
+ * turned into a zero one by an edit that kept the checksums is refused
+ * there, before any byte is loaded). */
+static int parse_zero_part(struct pctx *c, json_object *po, const char *pwhere, struct gk_part *p)
+{
+	static const char *const places[] = {"file", "offset", "sequence"};
+	json_object *z;
+	int ret;
+
+	if (c->version < 5)
+		return fail(c, "field '%s.zero' needs format version 5 (this is %d)", pwhere,
+			    c->version);
+	if ((ret = get_typed(c, po, pwhere, "zero", json_type_boolean, &z)) < 0)
+		return ret;
+	if (!json_object_get_boolean(z))
+		return fail(c, "field '%s.zero' is false: leave it out for a part held by a file",
+			    pwhere);
+	for (size_t k = 0; k < sizeof(places) / sizeof(places[0]); k++)
+		if (json_object_object_get_ex(po, places[k], NULL))
+			return fail(c, "%s is a zero part, held by no file: it has no '%s'", pwhere,
+				    places[k]);
+	p->zero = 1;
+	return get_size(c, po, pwhere, "size", &p->size);
+}
+
 /* Where an allocation's bytes are: parts that cover it in order, every one
  * but the last a whole number of chunks (struct gk_part). */
 static int parse_parts(struct pctx *c, json_object *o, const struct gk_manifest *m,
@@ -616,6 +645,11 @@ static int parse_parts(struct pctx *c, json_object *o, const struct gk_manifest 
 		snprintf(pwhere, sizeof(pwhere), "%s.parts[%zu]", where, i);
 		if (!json_object_is_type(po, json_type_object))
 			return fail(c, "%s must be an object", pwhere);
+		if (json_object_object_get_ex(po, "zero", NULL)) {
+			if ((ret = parse_zero_part(c, po, pwhere, p)) < 0)
+				return ret;
+			goto sized;
+		}
 		if ((ret = get_string(c, po, pwhere, "file", p->file, sizeof(p->file))) < 0 ||
 		    (ret = get_size(c, po, pwhere, "offset", &p->offset)) < 0 ||
 		    (ret = get_size(c, po, pwhere, "size", &p->size)) < 0)
@@ -632,6 +666,7 @@ static int parse_parts(struct pctx *c, json_object *o, const struct gk_manifest 
 					    ": name another checkpoint, or leave it out",
 					    pwhere, p->sequence);
 		}
+	sized:
 		if (p->size == 0)
 			return fail(c, "field '%s.size' is 0: a part holds at least one byte", pwhere);
 		if (p->size > a->size - start)
@@ -644,8 +679,8 @@ static int parse_parts(struct pctx *c, json_object *o, const struct gk_manifest 
 				    i, what, p->size, c->chunk_size);
 		p->start = start;
 		start += p->size;
-		if ((ret = check_data_range(c, m, what, pwhere, p->sequence, p->file, p->offset,
-					    p->size)) < 0)
+		if (!p->zero && (ret = check_data_range(c, m, what, pwhere, p->sequence, p->file,
+							p->offset, p->size)) < 0)
 			return ret;
 	}
 	if (start != a->size)
@@ -855,7 +890,9 @@ static int check_spans(struct pctx *c, const struct gk_manifest *m)
 		for (uint32_t k = 0; k < m->allocs[i].nparts; k++) {
 			const struct gk_part *p = &m->allocs[i].parts[k];
 
-			s[n++] = (struct span){p->sequence, p->file, p->offset, p->size, i, 0};
+			if (!p->zero)
+				s[n++] =
+				    (struct span){p->sequence, p->file, p->offset, p->size, i, 0};
 		}
 	for (size_t i = 0; i < m->nregions; i++)
 		if (m->regions[i].size)

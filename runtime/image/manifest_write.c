@@ -111,6 +111,13 @@ static json_object *new_parts(struct builder *b, const struct gk_part *parts, ui
 	for (uint32_t i = 0; arr && i < n; i++) {
 		json_object *o = json_object_new_object();
 
+		if (parts[i].zero) {
+			/* Format 5: no file holds it. */
+			put(b, o, "zero", json_object_new_boolean(1));
+			put(b, o, "size", new_size(parts[i].size));
+			push(b, arr, o);
+			continue;
+		}
 		if (parts[i].sequence)
 			put(b, o, "sequence", new_size(parts[i].sequence));
 		put(b, o, "file", json_object_new_string(parts[i].file));
@@ -201,15 +208,22 @@ static void put_refs(struct builder *b, json_object *top, const struct gk_manife
 }
 
 /* m's version, raised to what holds everything m has: a version 1 manifest
- * is written as version 2, one with peer access as version 4. */
+ * is written as version 2, one with peer access as version 4, one with zero
+ * parts as version 5. */
 static int written_version(const struct gk_manifest *m)
 {
-	if (m->version < 3)
+	int v = m->version;
+
+	if (v < 3)
 		return 2;
 	for (size_t i = 0; i < m->ndevices; i++)
-		if (m->devices[i].peer_access)
-			return 4;
-	return m->version;
+		if (m->devices[i].peer_access && v < 4)
+			v = 4;
+	for (size_t i = 0; i < m->nallocs; i++)
+		for (uint32_t k = 0; k < m->allocs[i].nparts; k++)
+			if (m->allocs[i].parts[k].zero)
+				return 5;
+	return v;
 }
 
 int gk_manifest_to_json(const struct gk_manifest *m, char **text, size_t *len)

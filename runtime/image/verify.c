@@ -161,6 +161,7 @@ struct unit {
 	uint64_t offset, len, expect;
 	size_t object; /* allocation or region index */
 	int region;
+	int zero; /* of a zero part (format 5): no file, the bytes are zeros */
 	uint32_t chunk;
 };
 
@@ -211,6 +212,17 @@ static void check_unit(struct checker *k, size_t i, uint8_t *buf)
 	uint64_t done = 0;
 	char what[128];
 
+	if (u->zero) {
+		if (gk_sum_zeros(gk_sum_algo_of(k->m->version), u->len) != u->expect) {
+			unit_name(k, u, what, sizeof(what));
+			report(k, i, -EBADMSG,
+			       "%s, chunk %" PRIu32
+			       ", is recorded as all zero, but its checksum is "
+			       "not that of zeros: the manifest was changed",
+			       what, u->chunk);
+		}
+		return;
+	}
 	gk_sum_init(&st, gk_sum_algo_of(k->m->version));
 	while (done < u->len) {
 		size_t want = u->len - done > READ_BLOCK ? READ_BLOCK : (size_t)(u->len - done);
@@ -322,13 +334,16 @@ static int check_data(const struct gk_manifest *m, const struct file_table *file
 
 		for (uint32_t p = 0; p < a->nparts; p++) {
 			const struct gk_part *part = &a->parts[p];
-			const char *label;
-			int fd = table_fd(files, part->sequence, part->file, &label);
+			const char *label = "(zeros)";
+			int fd =
+			    part->zero ? -1 : table_fd(files, part->sequence, part->file, &label);
+			size_t added = add_units(
+			    k.units + k.nunits, fd, label, part->offset, part->size, a->chunks,
+			    (uint32_t)(part->start / m->chunk_size), m->chunk_size, i, 0);
 
-			k.nunits += add_units(k.units + k.nunits, fd, label, part->offset,
-					      part->size, a->chunks,
-					      (uint32_t)(part->start / m->chunk_size),
-					      m->chunk_size, i, 0);
+			for (size_t u = 0; u < added; u++)
+				k.units[k.nunits + u].zero = part->zero;
+			k.nunits += added;
 		}
 	}
 	for (size_t i = 0; i < m->nregions; i++) {

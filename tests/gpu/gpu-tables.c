@@ -18,6 +18,13 @@
  * t mod N), each with its primary context: a checkpoint then copies from
  * several contexts. The checksum does not depend on N.
  *
+ * --pool MIB: besides, a preallocated pool as a framework keeps one (JAX's
+ * 75 %): MIB of device memory of which only the first sixteenth is used
+ * (written at the start, one block of it rewritten per step), the rest zero.
+ * A restored run's setup fills the pool with garbage before the checkpoint is
+ * loaded, so that only a restore that sets the zero chunks ends with the
+ * uninterrupted run's checksum. The checksum covers the whole pool.
+ *
  * Output (tests/gpu/scenario.sh parses it, as heat_app.h's):
  *	gpu-tables: fresh start: size=N steps=S device=NAME (UUID)
  *	gpu-tables: resumed from step K on device=NAME (UUID)
@@ -46,7 +53,7 @@
 #define MAX_DEVICES 8
 
 struct opts {
-	long size_mib, steps, report_every, delay_ms, updates, devices;
+	long size_mib, steps, report_every, delay_ms, updates, devices, pool_mib;
 	int scribble;
 };
 
@@ -68,13 +75,25 @@ static void usage(FILE *out)
 		"  --scribble        after each checkpoint, overwrite the tables with garbage\n"
 		"                    and write them back\n"
 		"  --devices N       spread the tables over the first N devices, 1..8 (1)\n"
+		"  --pool MIB        also a pool of MIB, 16..1048576, a sixteenth of it used,\n"
+		"                    the rest zero (default none)\n"
 		"  --help            print this and exit\n"
 		"Exit status: 0 done, 1 a CUDA or checkpoint call failed, 2 bad usage.\n");
 }
 
 static int parse_opts(struct opts *o, int argc, char **argv)
 {
-	enum { O_SIZE = 256, O_STEPS, O_REPORT, O_DELAY, O_UPDATES, O_SCRIBBLE, O_DEVICES, O_HELP };
+	enum {
+		O_SIZE = 256,
+		O_STEPS,
+		O_REPORT,
+		O_DELAY,
+		O_UPDATES,
+		O_SCRIBBLE,
+		O_DEVICES,
+		O_POOL,
+		O_HELP
+	};
 	static const struct option longopts[] = {
 	    {"size", required_argument, NULL, O_SIZE},
 	    {"steps", required_argument, NULL, O_STEPS},
@@ -83,12 +102,13 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 	    {"updates", required_argument, NULL, O_UPDATES},
 	    {"scribble", no_argument, NULL, O_SCRIBBLE},
 	    {"devices", required_argument, NULL, O_DEVICES},
+	    {"pool", required_argument, NULL, O_POOL},
 	    {"help", no_argument, NULL, O_HELP},
 	    {NULL, 0, NULL, 0},
 	};
 	int c, rc = 0;
 
-	*o = (struct opts){64, 400, 100, 0, 1, 1, 0};
+	*o = (struct opts){64, 400, 100, 0, 1, 1, 0, 0};
 	opterr = 0;
 	while (rc == 0 && (c = getopt_long(argc, argv, ":", longopts, NULL)) != -1) {
 		switch (c) {
@@ -113,6 +133,9 @@ static int parse_opts(struct opts *o, int argc, char **argv)
 		case O_DEVICES:
 			rc = parse_long("devices", optarg, 1, MAX_DEVICES, &o->devices);
 			break;
+		case O_POOL:
+			rc = parse_long("pool", optarg, 16, 1048576, &o->pool_mib);
+			break;
 		case O_HELP:
 			usage(stdout);
 			return 1;
@@ -136,6 +159,8 @@ struct dev_state {
 	size_t table_bytes;
 	size_t nblocks; /* over all tables */
 	CUdeviceptr state;
+	CUdeviceptr pool; /* --pool: on the first device; 0 when none */
+	size_t pool_blocks, pool_used;
 	uint64_t *gens; /* per block: the step that wrote it last (registered) */
 	uint64_t *buf;  /* host staging, one block */
 };
@@ -187,7 +212,24 @@ static uint64_t checksum(struct dev_state *s)
 	CK(cuMemcpyDtoH(s->buf, s->state, STATE_BYTES));
 	for (size_t i = 0; i < STATE_BYTES / 8; i++)
 		h = mix(h ^ s->buf[i]);
+	/* Every word of the pool: a zero chunk restored as anything else shows. */
+	for (size_t b = 0; b < s->pool_blocks; b++) {
+		uint64_t acc = 0;
+
+		CK(cuMemcpyDtoH(s->buf, s->pool + b * (size_t)BLOCK, BLOCK));
+		for (size_t i = 0; i < BLOCK / 8; i++)
+			acc = acc * 31 + s->buf[i];
+		h = mix(h ^ acc ^ b);
+	}
 	return h;
+}
+
+/* Pool block b (of the used ones) as step `gen` writes it. */
+static void write_pool_block(struct dev_state *s, size_t b, uint64_t gen)
+{
+	fill_block(s->buf, BLOCK / 8, 0x10000000u + b, gen);
+	CK(cuCtxSetCurrent(s->ctx[0]));
+	CK(cuMemcpyHtoD(s->pool + b * (size_t)BLOCK, s->buf, BLOCK));
 }
 
 static void sleep_ms(long ms)
@@ -254,6 +296,13 @@ int main(int argc, char **argv)
 		write_block(&s, b);
 	CK(cuCtxSetCurrent(s.ctx[0]));
 	CK(cuMemsetD32(s.state, 0, STATE_BYTES / 4));
+	if (o.pool_mib) {
+		s.pool_blocks = (size_t)o.pool_mib;
+		s.pool_used = s.pool_blocks / 16;
+		CK(cuMemAlloc(&s.pool, s.pool_blocks * (size_t)BLOCK));
+		/* Garbage: a fresh start zeroes it below, a restore must. */
+		CK(cuMemsetD32(s.pool, 0xdeadbeefu, s.pool_blocks * (size_t)BLOCK / 4));
+	}
 	ckpt_protect("step", &step, sizeof(step));
 	ckpt_protect("generations", s.gens, s.nblocks * sizeof(*s.gens));
 
@@ -262,11 +311,18 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": gpuckpt_restarting: %s\n", ckpt_strerror(rc));
 		return 1;
 	}
-	if (rc > 0)
+	if (rc > 0) {
 		printf(PROG ": resumed from step %ld on device=%s (%s)\n", resumed, name, uuid_text);
-	else
+	} else {
 		printf(PROG ": fresh start: size=%ld steps=%ld device=%s (%s)\n", o.size_mib,
 		       o.steps, name, uuid_text);
+		if (s.pool) {
+			CK(cuCtxSetCurrent(s.ctx[0]));
+			CK(cuMemsetD8(s.pool, 0, s.pool_blocks * (size_t)BLOCK));
+			for (size_t b = 0; b < s.pool_used; b++)
+				write_pool_block(&s, b, 0);
+		}
+	}
 	fflush(stdout);
 
 	for (;;) {
@@ -298,6 +354,8 @@ int main(int argc, char **argv)
 			s.gens[b] = (uint64_t)step;
 			write_block(&s, b);
 		}
+		if (s.pool)
+			write_pool_block(&s, (size_t)step % s.pool_used, (uint64_t)step);
 		CK(cuCtxSetCurrent(s.ctx[0]));
 		CK(cuMemsetD32(s.state + (size_t)(step % (STATE_BYTES / 4)) * 4,
 			       (unsigned)step, 1));

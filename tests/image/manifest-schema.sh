@@ -16,12 +16,14 @@ MKIMAGE=$top_builddir/tests/image/mkimage
 HEAT=$top_builddir/examples/heat/heat-drv
 HEAT_MODULE=$top_builddir/examples/heat/.libs/heat_kernels_host.so
 PEER=$top_builddir/tests/gpu/gpu-peer
+TABLES=$top_builddir/tests/gpu/gpu-tables
+HASH=$top_builddir/tests/cuda-standin/modules/.libs/hash_kernel_host.so
 HALO=$top_builddir/examples/halo/halo-drv
 HALO_MODULE=$top_builddir/examples/halo/.libs/halo_kernels_host.so
 SCHEMA=$top_srcdir/runtime/image/manifest.schema.json
 CHECKER=$top_srcdir/tests/image/manifest-schema.py
 CORPUS=$top_srcdir/tests/fuzz/corpus/manifest
-PLAN=40
+PLAN=46
 tap_plan $PLAN
 gk_scratch
 
@@ -36,7 +38,7 @@ if [ -z "$PY" ]; then
 	exit 0
 fi
 gk_need_built "$MKIMAGE" "$GK_TOOL" "$GK_RUNTIME" "$GK_STANDIN_DIR/libcuda.so.1" "$HEAT" \
-	"$HEAT_MODULE" "$PEER"
+	"$HEAT_MODULE" "$PEER" "$TABLES" "$HASH"
 export GPUCKPT_LOG_LEVEL=info GPUCKPT_MUNGE_SOCKET=$GK_SCRATCH/no-munged
 
 # schema_is MODE DESCRIPTION [--key KEY] FILE...: one test point.
@@ -90,8 +92,8 @@ wait_for() { # NAME PATTERN: until the run's output shows PATTERN (60 s at most)
 
 # --- the fuzz corpus: every format version the reader accepts -----------------
 versions=$(for f in "$CORPUS"/*.json; do version_of "$f"; done | sort -u | tr '\n' ' ')
-check "the manifest corpus holds every format version 1 to 4 ($versions)" \
-	test "$versions" = "1 2 3 4 "
+check "the manifest corpus holds every format version 1 to 5 ($versions)" \
+	test "$versions" = "1 2 3 4 5 "
 schema_is strict "every manifest of the corpus is valid, with no key the schema does not name" \
 	"$CORPUS"/*.json
 
@@ -185,6 +187,24 @@ inspect_json "$PEERCK"
 schema_is valid "gpuckpt inspect --json of it holds a valid manifest" --key manifest \
 	"${INSPECTED[@]}"
 
+# --- format 5: zero parts (gpu-tables with a mostly unused pool) ---------------
+D=$GK_SCRATCH/zero
+env "${GK_RUNTIME_ENV[@]}" GPUCKPT_DIR="$D" GPUCKPT_CHUNK_SIZE=1M GPUCKPT_HASH_MODULE="$HASH" \
+	"$TABLES" --size 4 --pool 32 --steps 1000 --report-every 10 --delay-ms 10 >"$GK_SCRATCH/zero.out" \
+	2>"$GK_SCRATCH/zero.err" &
+PID=$!
+wait_for zero "step 40"; kill -TERM $PID
+wait $PID
+C5=$(ls -d "$D"/ckpt.* 2>/dev/null | tail -1)
+V5=$([ -n "$C5" ] && version_of "$C5/manifest.json" 2>/dev/null)
+check "gpu-tables --pool wrote a format 5 checkpoint ($V5) with zero parts" \
+	sh -c "test '$V5' = 5 && grep -q '\"zero\": true' '$C5/manifest.json'" || show zero
+schema_is strict "its manifest is valid (strict)" "$C5/manifest.json"
+differential "format 5, 200 fields changed: the schema and the reader agree" "$C5" 200
+inspect_json "$C5"
+schema_is valid "gpuckpt inspect --json of it holds a valid manifest" --key manifest \
+	"${INSPECTED[@]}"
+
 # --- a step's checkpoint set: four MPI ranks of halo ----------------------------
 if [ -x "$HALO" ] && [ -e "$HALO_MODULE" ] && command -v mpirun >/dev/null; then
 	B=$GK_SCRATCH/bb/7/step.0
@@ -261,7 +281,11 @@ json.dump(d, open(sys.argv[1], 'w'), indent=2)" "$ck/manifest.json"
 		tap_diag "schema: ${sch:-refused}"
 	fi
 }
-refused "a newer format version" "format version 5 is not supported" 'd["version"] = 5'
+refused "a newer format version" "format version 6 is not supported" 'd["version"] = 6'
+refused "a zero part in format 3" "needs format version 5" \
+	'd["allocations"][0]["parts"][0] = {"zero": True, "size": d["allocations"][0]["parts"][0]["size"]}'
+BASE=$C5 refused "a zero part that names a file" "held by no file" \
+	'p = [p for a in d["allocations"] for p in a["parts"] if p.get("zero")][0]; p["file"] = d["files"][0]["name"]'
 refused "another format" "not a gpuckpt manifest" 'd["format"] = "criu"'
 refused "no chunk_size" "missing field 'chunk_size'" 'del d["chunk_size"]'
 refused "a chunk_size not a multiple of 4096" "chunk_size 1000 is not allowed" \

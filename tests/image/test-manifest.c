@@ -265,7 +265,24 @@ static const struct bad_case bad_cases[] = {
     {"newer format version",
      {{"version", "7"}},
      -EPROTO,
-     "format version 7 is not supported (this gpuckpt reads versions 1 to 4)"},
+     "format version 7 is not supported (this gpuckpt reads versions 1 to 5)"},
+    {"a zero part in a version 3 manifest",
+     {{"allocations[0].parts[1]", "{\"zero\": true, \"size\": 4096}"}},
+     -EINVAL,
+     "field 'allocations[0].parts[1].zero' needs format version 5 (this is 3)"},
+    {"a zero part that names a file",
+     {{"version", "5"},
+      {"allocations[0].parts[1]", "{\"zero\": true, \"file\": \"device1.data\", \"size\": 4096}"}},
+     -EINVAL,
+     "allocations[0].parts[1] is a zero part, held by no file: it has no 'file'"},
+    {"a zero part that is not",
+     {{"version", "5"}, {"allocations[0].parts[1]", "{\"zero\": false, \"size\": 4096}"}},
+     -EINVAL,
+     "field 'allocations[0].parts[1].zero' is false"},
+    {"a zero flag that is not a boolean",
+     {{"version", "5"}, {"allocations[0].parts[1]", "{\"zero\": 1, \"size\": 4096}"}},
+     -EINVAL,
+     "field 'allocations[0].parts[1].zero' must be true or false"},
     {"version as a string", {{"version", "\"1\""}}, -EINVAL, "field 'version' must be an integer"},
     {"created missing", {{"created", DEL}}, -EINVAL, "missing field 'created'"},
     {"created not UTC",
@@ -566,7 +583,7 @@ int main(void)
 	size_t len = 0, len2 = 0, pos, nbad = sizeof(bad_cases) / sizeof(bad_cases[0]);
 	int ret;
 
-	plan((int)(32 + nbad + sizeof(bad_incr_cases) / sizeof(bad_incr_cases[0])));
+	plan((int)(39 + nbad + sizeof(bad_incr_cases) / sizeof(bad_incr_cases[0])));
 
 	is_int(gk_manifest_to_json(m, &text, &len), 0, "a manifest serialises");
 	ret = gk_manifest_parse(text, len, &back, &err);
@@ -744,8 +761,9 @@ int main(void)
 	{
 		struct gk_alloc_rec a = {.size = 5 * 4096 - 100, .nchunks = 5};
 		struct gk_chunk_loc locs[5] = {
-		    {0, "device0.data", 0},	 {0, "device0.data", 4096}, {3, "device0.data", 0},
-		    {3, "device0.data", 4096}, {0, "device0.1.data", 0},
+		    {0, "device0.data", 0, 0},	 {0, "device0.data", 4096, 0},
+		    {3, "device0.data", 0, 0},	 {3, "device0.data", 4096, 0},
+		    {0, "device0.1.data", 0, 0},
 		};
 
 		ok(gk_parts_from_chunks(&a, 4096, 7, locs) == 0 && a.nparts == 3 &&
@@ -755,6 +773,67 @@ int main(void)
 			   a.parts[2].size == 4096 - 100 && !strcmp(a.parts[2].file, "device0.1.data"),
 		   "parts from chunk locations: runs merged, a new part where the file changes");
 		free(a.parts);
+	}
+
+	/* Zero chunks (format 5): consecutive ones make one zero part, held by
+	 * no file; a manifest with one is written as version 5 and read back;
+	 * gk_chunk_where says the chunk is zero. */
+	{
+		struct gk_alloc_rec a = {.size = 4 * 4096, .nchunks = 4};
+		struct gk_chunk_loc locs[4] = {
+		    {0, "device0.data", 0, 0},
+		    {0, "", 0, 1},
+		    {0, "", 0, 1},
+		    {0, "device0.data", 4096, 0},
+		};
+
+		ok(gk_parts_from_chunks(&a, 4096, 7, locs) == 0 && a.nparts == 3 &&
+		       !a.parts[0].zero && a.parts[1].zero && a.parts[1].start == 4096 &&
+		       a.parts[1].size == 8192 && !a.parts[1].file[0] && !a.parts[2].zero &&
+		       a.parts[2].offset == 4096,
+		   "parts from chunk locations: consecutive zero chunks make one zero part");
+		free(a.parts);
+	}
+	{
+		struct gk_manifest *z = good_manifest();
+		struct gk_manifest *zb = NULL;
+		struct gk_chunk_loc loc = {0};
+		char *zt = NULL;
+		size_t zl = 0;
+
+		/* Allocation 0's second chunk: zero, out of device1.data. */
+		z->allocs[0].parts[1] = (struct gk_part){.zero = 1, .start = 4096, .size = 4096};
+		ok(gk_manifest_to_json(z, &zt, &zl) == 0 && strstr(zt, "\"version\": 5") &&
+		       strstr(zt, "\"zero\": true"),
+		   "a manifest with a zero part is written as version 5");
+		ret = zt ? gk_manifest_parse(zt, zl, &zb, &err) : -1;
+		if (!ok(ret == 0 && zb && zb->version == 5 && zb->allocs[0].nparts == 2 &&
+			    zb->allocs[0].parts[1].zero && zb->allocs[0].parts[1].size == 4096 &&
+			    gk_chunk_where(zb, &zb->allocs[0], 1, &loc) == 0 && loc.zero,
+			"... and read back: the part is zero, and so is its chunk's location"))
+			printf("#   ret %d: %s\n", ret, err.text);
+		gk_manifest_free(zb);
+		free(zt);
+		gk_manifest_free(z);
+	}
+	{
+		static unsigned char zbuf[3 * 4096 + 7];
+
+		ok(gk_sum_zeros(GK_SUM_XXH3, sizeof(zbuf)) ==
+			   gk_sum(GK_SUM_XXH3, zbuf, sizeof(zbuf)) &&
+		       gk_sum_zeros(GK_SUM_XXH64, 100) == gk_sum(GK_SUM_XXH64, zbuf, 100) &&
+		       gk_sum_zeros(GK_SUM_XXH3, sizeof(zbuf)) ==
+			   gk_sum(GK_SUM_XXH3, zbuf, sizeof(zbuf)),
+		   "gk_sum_zeros is the checksum of zeros, kept or not");
+		ok(gk_is_zero(zbuf + 1, sizeof(zbuf) - 1),
+		   "gk_is_zero: zeros, from an odd address");
+		zbuf[sizeof(zbuf) - 1] = 1;
+		ok(!gk_is_zero(zbuf + 1, sizeof(zbuf) - 1) && gk_is_zero(zbuf, sizeof(zbuf) - 1),
+		   "gk_is_zero: a non-zero last byte is seen, and only in range");
+		zbuf[sizeof(zbuf) - 1] = 0;
+		zbuf[100] = 0x80;
+		ok(!gk_is_zero(zbuf, sizeof(zbuf)),
+		   "gk_is_zero: a non-zero byte inside a block is seen");
 	}
 
 	/* A version 2 manifest (XXH64 checksums) is still read. */

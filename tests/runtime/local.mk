@@ -112,3 +112,8 @@ check_PROGRAMS += %reldir%/prog-vmm
 %canon_reldir%_prog_vmm_LDADD = $(top_builddir)/runtime/libgpuckpt.la $(GK_CUDA_STUB)
 TESTS += %reldir%/vmm.sh
 EXTRA_DIST += %reldir%/vmm.sh
+
+# All-zero chunks recorded, not written (format 5): gpu-tables --pool on the
+# stand-in, with the stand-in's hash kernel and without (zero-chunks.sh).
+TESTS += %reldir%/zero-chunks.sh
+EXTRA_DIST += %reldir%/zero-chunks.sh

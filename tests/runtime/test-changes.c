@@ -11,6 +11,8 @@
  * - one changed byte changes its chunk's key only;
  * - two 16-byte words swapped change the key (the lanes' merge is ordered);
  * - a chunk's length counts: zeros of half a chunk and of a whole one differ;
+ * - all-zero chunks are reported as such (and only they), also when the one
+ *   non-zero byte is a chunk's last;
  * - the keys are written to GK_KEYS_OUT for the comparison.
  */
 #include "config.h"
@@ -31,16 +33,20 @@
 static CUcontext ctx;
 static CUdeviceptr D, E, Z; /* 2.5 MiB (3 chunks), 1 MiB, 1.5 MiB of zeros */
 static struct gk_chunk dk[3], ek[1], zk[2];
+static uint8_t dz[3], ez[1], zz[2]; /* all zero, per chunk */
 static FILE *out;
 
 static int keys(int host_allowed, enum gk_keys_where *where)
 {
 	struct gk_key_range r[3] = {
-	    {ctx, 0, D, 5 * MiB / 2, dk},
-	    {ctx, 0, E, MiB, ek},
-	    {ctx, 0, Z, 3 * MiB / 2, zk},
+	    {ctx, 0, D, 5 * MiB / 2, dk, dz},
+	    {ctx, 0, E, MiB, ek, ez},
+	    {ctx, 0, Z, 3 * MiB / 2, zk, zz},
 	};
 
+	memset(dz, 7, sizeof(dz));
+	memset(ez, 7, sizeof(ez));
+	memset(zz, 7, sizeof(zz));
 	memset(dk, 0, sizeof(dk));
 	memset(ek, 0, sizeof(ek));
 	memset(zk, 0, sizeof(zk));
@@ -51,10 +57,11 @@ static void dump(const char *what)
 {
 	if (!out)
 		return;
-	fprintf(out, "%s: %016llx %016llx %016llx %016llx %016llx %016llx\n", what,
-		(unsigned long long)dk[0].key, (unsigned long long)dk[1].key,
+	fprintf(out, "%s: %016llx %016llx %016llx %016llx %016llx %016llx zero %d%d%d%d%d%d\n",
+		what, (unsigned long long)dk[0].key, (unsigned long long)dk[1].key,
 		(unsigned long long)dk[2].key, (unsigned long long)ek[0].key,
-		(unsigned long long)zk[0].key, (unsigned long long)zk[1].key);
+		(unsigned long long)zk[0].key, (unsigned long long)zk[1].key, dz[0], dz[1], dz[2],
+		ez[0], zz[0], zz[1]);
 }
 
 int main(void)
@@ -97,6 +104,13 @@ int main(void)
 	   "other bytes: other keys");
 	ok(zk[0].key != zk[1].key,
 	   "zeros of a whole chunk and of half a chunk: other keys (the length counts)");
+	ok(zz[0] == 1 && zz[1] == 1 && dz[0] == 0 && dz[1] == 0 && dz[2] == 0 && ez[0] == 0,
+	   "all-zero chunks are reported on the %s, and only they", expect);
+	cuMemsetD8(Z + 3 * MiB / 2 - 1, 1, 1);
+	keys(1, &where);
+	dump("last byte");
+	ok(zz[0] == 1 && zz[1] == 0, "one non-zero byte, the last of a short chunk: not zero");
+	cuMemsetD8(Z + 3 * MiB / 2 - 1, 0, 1);
 
 	memcpy(before, (uint64_t[]){dk[0].key, dk[1].key, dk[2].key}, sizeof(before));
 	cuMemsetD8(D + MiB + 777, (unsigned char)(buf[MiB + 777] ^ 1), 1);

@@ -26,7 +26,9 @@
 extern const unsigned char gk_hash_image[];
 extern const size_t gk_hash_image_size;
 
-#define KERNEL "gk_hash_segments"
+/* The kernel that also reports all-zero segments (a module with only the
+ * older gk_hash_segments is refused by name, and keys go to the host). */
+#define KERNEL "gk_hash_segments_z"
 /* Far above the fatbinary, and above a stand-in's host module. */
 #define MODULE_MAX (64u << 20)
 
@@ -39,12 +41,14 @@ struct hasher {
 	CUfunction fn;
 	CUstream stream;
 	CUdeviceptr desc, out; /* 2 and 1 words per segment */
+	CUdeviceptr zero;      /* an unsigned int per segment */
 	size_t cap;            /* segments */
 };
 
 static struct hasher hashers[GK_MAX_DEVICES];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
-static char why_not[512]; /* set once the GPU cannot hash: the reason, logged once */
+static char why_not[512]; /* set once the GPU cannot hash: the reason */
+static int told_host, told_zero; /* the reason logged: for the host keys, for the zeros */
 static void *image;       /* the module loaded: embedded, or the file's contents */
 static size_t image_size;
 
@@ -58,9 +62,26 @@ static void cannot(const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why_not, sizeof(why_not), fmt, ap);
 	va_end(ap);
-	gk_notice("checkpoint: changed chunks are found on the host, by copying every chunk "
-		  "from the device and hashing it there (correct, but it moves all the data): %s",
-		  why_not);
+}
+
+/* Why there is no kernel, said once for what it costs: keys found on the host
+ * (host 1), or, where no keys are wanted, zero chunks not looked for. */
+static void tell(int host)
+{
+	int *told = host ? &told_host : &told_zero;
+
+	if (!why_not[0] || *told)
+		return;
+	*told = 1;
+	if (host)
+		gk_notice("checkpoint: changed chunks are found on the host, by copying every chunk "
+			  "from the device and hashing it there (correct, but it moves all the "
+			  "data): %s",
+			  why_not);
+	else
+		gk_info("checkpoint: chunks that are all zero are written like the others, not "
+			"recorded as zero: %s",
+			why_not);
 }
 
 /* The module's bytes: GPUCKPT_HASH_MODULE's file, else the embedded one. */
@@ -157,11 +178,15 @@ static int reserve(struct hasher *h, size_t nseg)
 		gk_real.cuMemFree_v2(h->desc);
 	if (h->out)
 		gk_real.cuMemFree_v2(h->out);
-	h->desc = h->out = 0;
+	if (h->zero)
+		gk_real.cuMemFree_v2(h->zero);
+	h->desc = h->out = h->zero = 0;
 	h->cap = 0;
 	r = gk_real.cuMemAlloc_v2(&h->desc, nseg * 16);
 	if (r == CUDA_SUCCESS)
 		r = gk_real.cuMemAlloc_v2(&h->out, nseg * 8);
+	if (r == CUDA_SUCCESS)
+		r = gk_real.cuMemAlloc_v2(&h->zero, nseg * 4);
 	if (r != CUDA_SUCCESS) {
 		gk_warn("checkpoint: no device memory for the hash kernel's table (%zu segments): %s",
 			nseg, gk_cu_name(r));
@@ -191,8 +216,8 @@ static int keys_on_device(struct hasher *h, struct gk_key_range *r, size_t n, in
 {
 	size_t nseg = 0, s = 0;
 	uint64_t *desc, *out;
-	unsigned int count;
-	void *args[3];
+	unsigned int count, *zero;
+	void *args[4];
 	CUresult cr;
 	int ret = 0;
 
@@ -207,7 +232,8 @@ static int keys_on_device(struct hasher *h, struct gk_key_range *r, size_t n, in
 		return -E2BIG;
 	desc = malloc(nseg * 16);
 	out = malloc(nseg * 8);
-	if (!desc || !out) {
+	zero = malloc(nseg * 4);
+	if (!desc || !out || !zero) {
 		ret = -ENOMEM;
 		goto out_free;
 	}
@@ -231,13 +257,16 @@ static int keys_on_device(struct hasher *h, struct gk_key_range *r, size_t n, in
 	count = (unsigned int)nseg;
 	args[0] = &h->desc;
 	args[1] = &h->out;
-	args[2] = &count;
+	args[2] = &h->zero;
+	args[3] = &count;
 	cr = gk_real.cuMemcpyHtoDAsync_v2(h->desc, desc, nseg * 16, h->stream);
 	if (cr == CUDA_SUCCESS)
 		cr = gk_real.cuLaunchKernel(h->fn, count, 1, 1, GK_SEG_LANES, 1, 1, 0, h->stream,
 					    args, NULL);
 	if (cr == CUDA_SUCCESS)
 		cr = gk_real.cuMemcpyDtoHAsync_v2(out, h->out, nseg * 8, h->stream);
+	if (cr == CUDA_SUCCESS)
+		cr = gk_real.cuMemcpyDtoHAsync_v2(zero, h->zero, nseg * 4, h->stream);
 	if (cr == CUDA_SUCCESS)
 		cr = gk_real.cuStreamSynchronize(h->stream);
 	if (cr != CUDA_SUCCESS) {
@@ -252,15 +281,21 @@ static int keys_on_device(struct hasher *h, struct gk_key_range *r, size_t n, in
 			continue;
 		for (uint32_t c = 0; c < nchunks_of(&r[i], chunk_size); c++) {
 			uint64_t len = chunk_len(&r[i], c, chunk_size), key = gk_sh_chunk_begin();
+			unsigned int all_zero = 1;
 
-			for (uint64_t o = 0; o < len; o += GK_SEG_BYTES)
+			for (uint64_t o = 0; o < len; o += GK_SEG_BYTES) {
+				all_zero &= zero[s] == 1;
 				key = gk_sh_chunk_add(key, out[s++]);
+			}
 			r[i].chunks[c].key = gk_sh_chunk_final(key, len);
+			if (r[i].zero)
+				r[i].zero[c] = (uint8_t)all_zero;
 		}
 	}
 out_free:
 	free(desc);
 	free(out);
+	free(zero);
 	return ret;
 }
 
@@ -305,6 +340,7 @@ static int keys_on_host(struct gk_key_range *r, size_t n, uint64_t chunk_size)
 		    .size = r[i].size,
 		    .fd = -1,
 		    .chunks = r[i].chunks,
+		    .zeros = r[i].zero,
 		    .file = "(change keys)",
 		    .index = i,
 		};
@@ -328,6 +364,9 @@ int gk_changes_keys(struct gk_key_range *r, size_t n, uint64_t chunk_size, int h
 		gk_debug("checkpoint: change keys on the GPU in %.4f s", gk_now() - t0);
 		return 0;
 	}
+	pthread_mutex_lock(&lock);
+	tell(host_allowed);
+	pthread_mutex_unlock(&lock);
 	if (!host_allowed)
 		return ret;
 	ret = keys_on_host(r, n, chunk_size);

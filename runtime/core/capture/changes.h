@@ -21,13 +21,16 @@
 #include <stdint.h>
 
 /* Device memory whose chunks (of the checkpoint's chunk size, from address)
- * get keys: chunks[ceil(size / chunk_size)].key. */
+ * get keys: chunks[ceil(size / chunk_size)].key; and, when zero is set,
+ * zero[c] = 1 for every chunk whose bytes are all zero (found by the same
+ * pass: the kernel ORs the words it reads, the host scans its copy). */
 struct gk_key_range {
 	CUcontext ctx;
 	int ordinal;
 	uint64_t address;
 	uint64_t size;
 	struct gk_chunk *chunks;
+	uint8_t *zero;
 };
 
 enum gk_keys_where {

@@ -128,12 +128,14 @@ static int describe_mapped(struct gk_plan *p, size_t cap, gk_error_t *err)
 		uint32_t c = m->allocs[i].nchunks;
 
 		free(pa->changed);
+		free(pa->zero);
 		free(pa->locs);
 		pa->ctx = gk_arenas[m->allocs[i].device]->ctx;
 		pa->ordinal = m->allocs[i].device;
 		pa->changed = calloc(c ? c : 1, 1);
+		pa->zero = calloc(c ? c : 1, 1);
 		pa->locs = calloc(c ? c : 1, sizeof(*pa->locs));
-		if (!pa->changed || !pa->locs)
+		if (!pa->changed || !pa->zero || !pa->locs)
 			goto oom;
 	}
 	return 0;
@@ -202,8 +204,9 @@ static int describe_devices(struct gk_plan *p, int device_data, gk_error_t *err)
 			pa->ctx = a->ctx;
 			pa->ordinal = a->ordinal;
 			pa->changed = calloc(n ? n : 1, 1);
+			pa->zero = calloc(n ? n : 1, 1);
 			pa->locs = calloc(n ? n : 1, sizeof(*pa->locs));
-			if (!r->chunks || !pa->changed || !pa->locs) {
+			if (!r->chunks || !pa->changed || !pa->zero || !pa->locs) {
 				pthread_mutex_unlock(&a->lock);
 				goto oom;
 			}
@@ -298,7 +301,32 @@ static void all_changed(struct gk_plan *p)
 {
 	for (size_t i = 0; i < p->m->nallocs; i++) {
 		memset(p->a[i].changed, 1, p->m->allocs[i].nchunks);
+		memset(p->a[i].zero, 0, p->m->allocs[i].nchunks);
 		p->m->allocs[i].has_keys = 0;
+	}
+}
+
+/* The chunks found all zero: not written, recorded as zero (a zero part)
+ * with the checksum of zeros, which a restore checks before it sets them. */
+static void record_zeros(struct gk_plan *p)
+{
+	struct gk_manifest *m = p->m;
+	enum gk_sum_algo algo = gk_sum_algo_of(m->version);
+
+	for (size_t i = 0; i < m->nallocs; i++) {
+		struct gk_alloc_rec *r = &m->allocs[i];
+
+		for (uint32_t c = 0; c < r->nchunks; c++) {
+			uint64_t len = chunk_len(r, c, m->chunk_size);
+
+			if (!p->a[i].zero[c])
+				continue;
+			p->a[i].changed[c] = 0;
+			memset(&p->a[i].locs[c], 0, sizeof(p->a[i].locs[c]));
+			p->a[i].locs[c].zero = 1;
+			r->chunks[c].sum = gk_sum_zeros(algo, len);
+			p->zero_bytes += len;
+		}
 	}
 }
 
@@ -312,20 +340,31 @@ int gk_plan_changes(struct gk_plan *p, const struct gk_manifest *base, int want_
 
 	all_changed(p);
 	p->base = NULL;
-	if (!want_keys || !m->nallocs)
+	p->zero_bytes = 0;
+	if (!m->nallocs)
 		goto count;
 	ranges = calloc(m->nallocs, sizeof(*ranges));
 	if (!ranges)
 		goto count;
 	for (size_t i = 0; i < m->nallocs; i++)
 		if (m->allocs[i].size)
-			ranges[n++] = (struct gk_key_range){p->a[i].ctx, p->a[i].ordinal,
-							    m->allocs[i].address,
-							    m->allocs[i].size, m->allocs[i].chunks};
-	ret = gk_changes_keys(ranges, n, m->chunk_size, host_keys, &p->keys);
+			ranges[n++] = (struct gk_key_range){p->a[i].ctx,	  p->a[i].ordinal,
+							    m->allocs[i].address, m->allocs[i].size,
+							    m->allocs[i].chunks,  p->a[i].zero};
+	/* No keys wanted: the kernel alone, for the zero chunks (a copy of
+	 * everything to the host would cost more than it saves). */
+	ret = gk_changes_keys(ranges, n, m->chunk_size, want_keys ? host_keys : 0, &p->keys);
 	free(ranges);
-	if (ret < 0)
+	if (ret < 0) {
+		all_changed(p);
 		goto count;
+	}
+	record_zeros(p);
+	if (!want_keys) {
+		/* Computed for the zeros only: not recorded. */
+		p->keys = GK_KEYS_NONE;
+		goto count;
+	}
 	for (size_t i = 0; i < m->nallocs; i++)
 		m->allocs[i].has_keys = 1;
 	if (!base || base->chunk_size != m->chunk_size || !base_present(base))
@@ -338,7 +377,8 @@ int gk_plan_changes(struct gk_plan *p, const struct gk_manifest *base, int want_
 		if (!b || !b->has_keys)
 			continue;
 		for (uint32_t c = 0; c < r->nchunks && c < b->nchunks; c++) {
-			if (chunk_len(r, c, m->chunk_size) != chunk_len(b, c, m->chunk_size) ||
+			if (p->a[i].zero[c] ||
+			    chunk_len(r, c, m->chunk_size) != chunk_len(b, c, m->chunk_size) ||
 			    r->chunks[c].key != b->chunks[c].key ||
 			    gk_chunk_where(base, b, c, &p->a[i].locs[c]) < 0)
 				continue;
@@ -652,7 +692,7 @@ void gk_plan_say(const struct gk_plan *p, int ret, const struct gk_plan_result *
 {
 	const char *dir = gk_runtime_dir();
 	uint64_t written = p->changed_bytes + p->region_bytes;
-	char size[32], kept[32], how[256] = "", when[160];
+	char size[32], kept[32], how[256] = "", when[160], zeros[96] = "";
 
 	/* The record for the node's admins: every checkpoint's outcome passes
 	 * here, written in the foreground or the background. A refusal was
@@ -672,15 +712,21 @@ void gk_plan_say(const struct gk_plan *p, int ret, const struct gk_plan_result *
 		snprintf(how, sizeof(how), "; increment %u of " GK_CKPT_FMT ": %s unchanged",
 			 res->increment, (uint64_t)res->base_sequence, kept);
 	}
+	if (p->zero_bytes) {
+		char z[32];
+
+		gk_size_format(z, sizeof(z), p->zero_bytes, GK_SIZE_LOG);
+		snprintf(zeros, sizeof(zeros), "; %s of all-zero chunks recorded, not written", z);
+	}
 	if (p->background)
 		snprintf(when, sizeof(when), "; the program was paused %.3f s, the rest in the background",
 			 p->paused);
 	else
 		when[0] = 0;
 	gk_notice("checkpoint: %s/" GK_CKPT_FMT ": wrote %llu bytes (%s: %zu allocations, %zu host "
-		  "regions) in %.3f s%s%s%s",
+		  "regions) in %.3f s%s%s%s%s",
 		  dir, (uint64_t)res->sequence, (unsigned long long)written, size, res->nallocs,
-		  res->nregions, gk_now() - p->t_start, how, when,
+		  res->nregions, gk_now() - p->t_start, how, zeros, when,
 		  res->is_signed ? "" : ", unsigned");
 }
 
@@ -698,6 +744,7 @@ void gk_plan_free(struct gk_plan *p)
 		gk_store_abort(&p->txn);
 	for (size_t i = 0; p->a && i < p->na; i++) {
 		free(p->a[i].changed);
+		free(p->a[i].zero);
 		free(p->a[i].locs);
 	}
 	for (size_t i = 0; i < p->nregions; i++)

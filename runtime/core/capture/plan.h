@@ -34,6 +34,7 @@ struct gk_plan_alloc {
 	CUcontext ctx;
 	int ordinal;
 	uint8_t *changed;          /* per chunk: written by this checkpoint */
+	uint8_t *zero;		   /* per chunk: all zero, recorded, not written */
 	struct gk_chunk_loc *locs; /* per chunk: where it lies (own: sequence 0) */
 };
 
@@ -62,6 +63,7 @@ struct gk_plan {
 	size_t nfds;
 	uint64_t state_bytes;   /* device data and host regions: the whole state */
 	uint64_t changed_bytes; /* device data written by this checkpoint */
+	uint64_t zero_bytes;	/* device data found all zero: recorded, not written */
 	uint64_t region_bytes;
 	double t_start;         /* when the checkpoint began (the pause) */
 	double paused;          /* how long the program was held (set by pipeline.c) */
@@ -90,7 +92,10 @@ int gk_plan_describe_at(struct gk_plan *p, long step, int device_data, uint64_t 
 
 /* Change keys and what changed since `base` (NULL: everything is written;
  * want_keys 0: no keys either). host_keys allows the host fallback. Gate
- * closed. */
+ * closed. Chunks whose bytes are all zero are recorded, not written (a zero
+ * part, format 5), wherever a pass over the data finds them: the hash kernel
+ * (run for that alone when no keys are wanted: it costs device-memory
+ * bandwidth, no copy), or the host fallback's copy. */
 int gk_plan_changes(struct gk_plan *p, const struct gk_manifest *base, int want_keys,
 		    int host_keys);
 

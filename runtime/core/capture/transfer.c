@@ -251,6 +251,10 @@ static void finish_piece(struct job *j, const struct slot *s, struct gk_sum_stat
 		double t0 = gk_now();
 
 		it->chunks[s->u->chunk].key = gk_sh_chunk_host(s->buf, len);
+		/* The chunk is in host memory now: whether it is all zero costs
+		 * a scan that stops at the first non-zero word. */
+		if (it->zeros)
+			it->zeros[s->u->chunk] = (uint8_t)gk_is_zero(s->buf, len);
 		c->sum += gk_now() - t0;
 		return;
 	}
@@ -416,6 +420,26 @@ static void *load_worker(struct job *j)
 				break;
 			c.setup += gk_now() - t;
 			k = 0;
+		}
+		if (it->zero) {
+			/* Recorded as zero: nothing to read, but the record is
+			 * checked like data, so that a manifest edited to call a
+			 * chunk zero is refused rather than loaded as zeros. */
+			if (it->chunks[u->chunk].sum != gk_sum_zeros(it->algo, len)) {
+				fail(j, -EBADMSG,
+				     "allocation %zu (0x%llx), chunk %u, is recorded as all zero, "
+				     "but its checksum is not that of zeros: the manifest was "
+				     "changed",
+				     it->index, (unsigned long long)it->dev_addr, u->chunk);
+				break;
+			}
+			r = gk_real.cuMemsetD8Async(it->dev_addr + off, 0, len, lane.stream);
+			if (r != CUDA_SUCCESS) {
+				fail(j, -EIO, "setting allocation %zu (0x%llx) to zero: %s",
+				     it->index, (unsigned long long)it->dev_addr, gk_cu_name(r));
+				break;
+			}
+			continue;
 		}
 		s = &lane.slot[k];
 		/* The buffer is free once its previous copy has reached the device. */

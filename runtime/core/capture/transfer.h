@@ -28,6 +28,12 @@ struct gk_xfer_item {
 	const char *file;     /* for messages */
 	size_t index;         /* allocation number, for messages */
 	enum gk_sum_algo algo; /* of the chunks' sums (the image's format) */
+	/* keys: per chunk, set to 1 when its bytes are all zero (NULL: not
+	 * asked). load: the item is a zero part (format 5): no file is read,
+	 * each chunk's checksum must be that of zeros, and the device range is
+	 * set to zero. */
+	uint8_t *zeros;
+	int zero;
 };
 
 /* Device (or the items' host copies) to files; fills every chunk checksum.
@@ -36,7 +42,8 @@ struct gk_xfer_item {
 int gk_xfer_dump(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, uint64_t piece,
 		 unsigned threads, gk_error_t *err);
 
-/* Files to device, checking every chunk before it is copied. */
+/* Files to device, checking every chunk before it is copied; a zero item's
+ * chunks are checked against the checksum of zeros and set with cuMemsetD8. */
 int gk_xfer_load(struct gk_xfer_item *items, size_t n, uint64_t chunk_size, unsigned threads,
 		 gk_error_t *err);
 

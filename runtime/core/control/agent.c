@@ -294,9 +294,11 @@ static int checkpoint(int signo)
 		name = strrchr(P.txn.tmpdir, '/') + 1;
 		if (P.assisted)
 			released = release_all();
-		gk_info("transparent: %s: wrote %llu bytes in %.2f s, released %llu bytes of device "
-			"memory",
-			name, (unsigned long long)P.bytes, gk_now() - t0, (unsigned long long)released);
+		gk_info(
+		    "transparent: %s: wrote %llu bytes (%llu bytes of all-zero chunks recorded, "
+		    "not written) in %.2f s, released %llu bytes of device memory",
+		    name, (unsigned long long)P.bytes, (unsigned long long)P.zero_bytes,
+		    gk_now() - t0, (unsigned long long)released);
 		gk_info("transparent: %s: phases: hello %.3f s, gate %.3f s, drain %.3f s, image "
 			"%.3f s, seal %.3f s, release %.3f s",
 			name, t_hello - t0, P.t_gate - t_hello, P.t_drained - P.t_gate,

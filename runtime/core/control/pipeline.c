@@ -488,7 +488,8 @@ static int seal(struct gk_pipeline *P)
 	p->began = 0;
 	P->m = p->m;
 	p->m = NULL;
-	P->bytes = p->state_bytes;
+	P->bytes = p->changed_bytes + p->region_bytes;
+	P->zero_bytes = p->zero_bytes;
 	drop_plan(P);
 	P->t_image = gk_now();
 	snprintf(P->m->label, sizeof(P->m->label), "%s", P->o.label ? P->o.label : "");

@@ -75,7 +75,8 @@ struct gk_pipeline {
 	int assisted, sealed, is_signed;
 	struct gk_store_txn txn;
 	struct gk_manifest *m;
-	uint64_t bytes;
+	uint64_t bytes;	     /* transparent: device data and host regions written */
+	uint64_t zero_bytes; /* transparent: all-zero chunks recorded, not written */
 };
 
 /* Start a checkpoint of o's kind (nothing done yet; t0 is now). */

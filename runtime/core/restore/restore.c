@@ -4,6 +4,7 @@
 #include "common/error.h"
 #include "core/state/eventlog.h"
 #include "common/clock.h"
+#include "core/state/phase.h"
 #include "core/state/regions.h"
 #include "core/placement/arena.h"
 #include "core/interpose/vmm.h"
@@ -689,8 +690,24 @@ int gk_restore_items(const char *dir, const struct gk_manifest *m, struct gk_xfe
 
 		for (uint32_t p = 0; p < r->nparts; p++) {
 			const struct gk_part *part = &r->parts[p];
-			long f = file_slot(m, part->sequence, part->file);
+			long f;
 
+			if (part->zero) {
+				/* Held by no file: set to zero on the device. */
+				items[k++] = (struct gk_xfer_item){
+				    .ctx = gk_arenas[r->device]->ctx,
+				    .dev_addr = r->address + part->start,
+				    .size = part->size,
+				    .fd = -1,
+				    .chunks = r->chunks + part->start / m->chunk_size,
+				    .file = "(zeros)",
+				    .index = i,
+				    .algo = gk_sum_algo_of(m->version),
+				    .zero = 1,
+				};
+				continue;
+			}
+			f = file_slot(m, part->sequence, part->file);
 			if (f < 0) {
 				gk_errprintf(err, "allocation %zu: its file %s is not listed", i,
 					     part->file);
@@ -761,6 +778,9 @@ int gk_restore_load(void)
 	pthread_mutex_lock(&gk_regions_lock);
 	ret = gk_restore_check_ready(R.m, why, sizeof(why));
 	pthread_mutex_unlock(&gk_regions_lock);
+	/* The concerns that keep state of their own (opencl.c) check theirs. */
+	if (ret == 0)
+		ret = gk_phase_restore_check(R.dir, R.m, why, sizeof(why));
 	if (ret < 0) {
 		abandon_locked(why);
 		pthread_mutex_unlock(&lock);
@@ -790,6 +810,10 @@ int gk_restore_load(void)
 	ret = gk_xfer_load(items, nitems, R.m->chunk_size, gk_rt.settings.writers, &err);
 	if (ret == 0)
 		ret = load_regions(R.dir, &err);
+	if (ret == 0 && gk_phase_restored(why, sizeof(why)) < 0) {
+		gk_errprintf(&err, "%s", why);
+		ret = -EIO;
+	}
 	gk_gate_open();
 	if (ret < 0)
 		goto fatal;

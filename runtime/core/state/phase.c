@@ -66,6 +66,34 @@ void gk_phase_committed(void)
 			T.h[i]->committed();
 }
 
+int gk_phase_restore_check(const char *dir, const struct gk_manifest *m, char *why, size_t len)
+{
+	for (unsigned i = 0; i < T.n; i++) {
+		int ret;
+
+		if (!T.h[i]->restore_check)
+			continue;
+		ret = T.h[i]->restore_check(dir, m, why, len);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+int gk_phase_restored(char *why, size_t len)
+{
+	for (unsigned i = 0; i < T.n; i++) {
+		int ret;
+
+		if (!T.h[i]->restored)
+			continue;
+		ret = T.h[i]->restored(why, len);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
 const char *gk_phase_name(enum gk_phase phase)
 {
 	static const char *const names[GK_PHASE_COUNT] = {

@@ -3,8 +3,11 @@
  * by which a concern takes part in them, as DMTCP's plugin events or CRIU's
  * plugin hooks do: tracking refuses what cannot be saved, peer access says
  * what the runtime's own dump cannot hold, flush hears of every commit,
- * coordination refuses a task's lone checkpoint. The pipeline never calls a
- * concern by name.
+ * coordination refuses a task's lone checkpoint, OpenCL drains its queues
+ * and copies its buffers. The pipeline never calls a concern by name; nor
+ * does the restore, which asks each concern to check its own state before
+ * anything is loaded and tells it when everything was (restore_check,
+ * restored).
  *
  * The lowest layer: it includes nothing of the runtime, so that any module
  * may register (each registers its hooks at load time, from a constructor;
@@ -49,6 +52,8 @@ struct gk_phase_verdict {
 	const char *word;
 };
 
+struct gk_manifest;
+
 struct gk_phase_hooks {
 	const char *name;
 	int order; /* hooks run in increasing order (registration order on ties) */
@@ -58,6 +63,14 @@ struct gk_phase_hooks {
 	/* A checkpoint was committed in the folder (in the pause or by the
 	 * background writer). Never blocks. NULL: not told. */
 	void (*committed)(void);
+	/* A restore of the checkpoint in dir (manifest m) is about to load:
+	 * 0, or a negative errno and why (the restore is then refused, before
+	 * anything is loaded). NULL: not asked. */
+	int (*restore_check)(const char *dir, const struct gk_manifest *m, char *why, size_t len);
+	/* The restore has loaded device memory and host regions, the gate still
+	 * closed: 0, or a negative errno and why (the program is stopped: its
+	 * state is half-restored). NULL: not told. */
+	int (*restored)(char *why, size_t len);
 };
 
 /* Register h (kept by pointer); at load time or before any checkpoint, from
@@ -72,6 +85,12 @@ int gk_phase_before(enum gk_phase phase, enum gk_ckpt_kind kind, struct gk_phase
 
 /* Tell every hook of a commit. */
 void gk_phase_committed(void);
+
+/* Every hook's restore_check, in order, until one refuses: its answer. */
+int gk_phase_restore_check(const char *dir, const struct gk_manifest *m, char *why, size_t len);
+
+/* Every hook's restored, in order, until one fails: its answer. */
+int gk_phase_restored(char *why, size_t len);
 
 /* "describe", for messages and tests. */
 const char *gk_phase_name(enum gk_phase phase);

@@ -1,0 +1,1558 @@
+/*
+ * opencl.c - the OpenCL API as the program calls it: the exported cl*
+ * functions (those of driver/opencl.def marked GK_CL_OWN) pass each call to
+ * the ICD loader and note what it made or changed in the record
+ * (state/opencl_record.h); the program keeps the handles the OpenCL
+ * implementation gave it. A checkpoint (the phase hooks at the end) drains
+ * every queue, copies every buffer into its host copy, a host region named
+ * "opencl.mem.N" that the pipeline writes like any other, and writes the
+ * record into the region "opencl.state". A restart in application mode makes
+ * its objects again in its setup, on whatever device it has now; the restore
+ * checks them against the checkpoint's record and that the device offers what
+ * the programs used, then loads the buffers and sets every kernel argument
+ * the checkpointed run had set (a buffer argument as this run's buffer of the
+ * same number).
+ *
+ * Calls that change what a buffer holds pass the gate, so no other thread
+ * enqueues while a checkpoint copies buffers.
+ */
+#include "config.h"
+
+#include "core/driver/opencl.h"
+#include "core/state/opencl_record.h"
+#include "core/state/phase.h"
+#include "core/state/regions.h"
+#include "core/state/runtime.h"
+#include "core/control/start.h"
+#include "core/interpose/gate.h"
+#include "common/export.h"
+#include "common/io.h"
+#include "common/log.h"
+#include "image/image.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <unistd.h>
+
+#define STATE_REGION "opencl.state"
+
+static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+static struct gk_clrec rec;
+/* The record's text at a checkpoint; untouched pages cost nothing. */
+static char state_text[GK_CL_STATE_SIZE];
+static int state_registered;
+/* An object the record could not hold: no checkpoint may claim to be whole. */
+static int record_lost;
+
+/* What a checkpoint cannot hold (images, pipes, SVM, samplers), by handle. */
+#define UNSAVED_MAX 256
+static struct {
+	const void *h;
+	const char *what;
+} unsaved[UNSAVED_MAX];
+static size_t nunsaved, unsaved_lost;
+
+/* User events not yet set: a queue waiting on one cannot be drained. */
+#define USER_EVENTS_MAX 256
+static const void *user_events[USER_EVENTS_MAX];
+static size_t nuser_events;
+
+/* The checkpoint's record, between the restore's check and its load. */
+static struct gk_clrec restoring;
+static int have_restoring;
+
+/* Objects are recorded where the runtime is enabled; the first one starts
+ * it (outside the record's lock: the start takes the restore's). */
+static int tracking(void)
+{
+	if (!gk_enabled())
+		return 0;
+	gk_runtime_start();
+	return 1;
+}
+
+#define LOAD_OR(name, fail)                                                                        \
+	do {                                                                                       \
+		if (gk_cl_load() < 0 || !gk_cl.name)                                               \
+			return fail;                                                               \
+	} while (0)
+
+static void set_err(cl_int *errcode_ret, cl_int e)
+{
+	if (errcode_ret)
+		*errcode_ret = e;
+}
+
+/* ---- the record ---- */
+
+static void note_unsaved(const void *h, const char *what)
+{
+	pthread_mutex_lock(&lock);
+	if (nunsaved < UNSAVED_MAX) {
+		unsaved[nunsaved].h = h;
+		unsaved[nunsaved].what = what;
+		nunsaved++;
+	} else {
+		unsaved_lost++;
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+static void forget_unsaved(const void *h)
+{
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < nunsaved; i++)
+		if (unsaved[i].h == h) {
+			unsaved[i] = unsaved[--nunsaved];
+			break;
+		}
+	pthread_mutex_unlock(&lock);
+}
+
+static long idx_of(int kind, const void *h)
+{
+	struct gk_clo *o = gk_clrec_find(&rec, kind, h);
+
+	return o ? o->idx : -1;
+}
+
+/* The first object: the record's region is registered before the
+ * program's first checkpoint point. */
+static void first_use_locked(void)
+{
+	if (!state_registered && gk_regions_set(STATE_REGION, state_text, sizeof(state_text)) == 0)
+		state_registered = 1;
+}
+
+static struct gk_clo *add_locked(enum gk_clo_kind kind, void *h)
+{
+	struct gk_clo *o;
+
+	first_use_locked();
+	o = gk_clrec_add(&rec, kind, h);
+	if (!o && !record_lost++)
+		gk_warn("opencl: out of memory recording an OpenCL object; no checkpoint can "
+			"hold this process's OpenCL state");
+	return o;
+}
+
+static void add(enum gk_clo_kind kind, void *h, long parent)
+{
+	struct gk_clo *o;
+
+	if (!tracking() || !h)
+		return;
+	pthread_mutex_lock(&lock);
+	o = add_locked(kind, h);
+	if (o)
+		o->parent = parent;
+	pthread_mutex_unlock(&lock);
+}
+
+static void mem_region_name(char *name, size_t len, long idx)
+{
+	snprintf(name, len, "opencl.mem.%ld", idx);
+}
+
+static void drop_locked(struct gk_clo *o)
+{
+	if (o->kind == GK_CLO_MEM) {
+		/* A buffer's bytes stay needed while a sub-buffer of it lives. */
+		for (size_t i = 0; i < rec.n; i++)
+			if (rec.o[i]->kind == GK_CLO_MEM && rec.o[i]->sub &&
+			    rec.o[i]->parent == o->idx)
+				return;
+		if (!o->sub) {
+			char name[GK_NAME_MAX];
+
+			mem_region_name(name, sizeof(name), o->idx);
+			gk_regions_remove(name);
+			if (o->shadow)
+				munmap(o->shadow, o->size ? o->size : 1);
+		} else {
+			struct gk_clo *p = gk_clrec_at(&rec, GK_CLO_MEM, o->parent);
+
+			gk_clrec_remove(&rec, o);
+			if (p && p->refs <= 0)
+				drop_locked(p);
+			return;
+		}
+	}
+	gk_clrec_remove(&rec, o);
+}
+
+static void retain(int kind, const void *h)
+{
+	struct gk_clo *o;
+
+	pthread_mutex_lock(&lock);
+	o = gk_clrec_find(&rec, kind, h);
+	if (o)
+		o->refs++;
+	pthread_mutex_unlock(&lock);
+}
+
+static void release(int kind, const void *h)
+{
+	struct gk_clo *o;
+
+	pthread_mutex_lock(&lock);
+	o = gk_clrec_find(&rec, kind, h);
+	if (o && --o->refs <= 0)
+		drop_locked(o);
+	pthread_mutex_unlock(&lock);
+}
+
+/* ---- contexts ---- */
+
+GK_EXPORT cl_context clCreateContext(const cl_context_properties *properties, cl_uint num_devices,
+				     const cl_device_id *devices,
+				     void(CL_CALLBACK *pfn_notify)(const char *, const void *,
+								   size_t, void *),
+				     void *user_data, cl_int *errcode_ret)
+{
+	cl_context c;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateContext) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	c = gk_cl.clCreateContext(properties, num_devices, devices, pfn_notify, user_data,
+				  errcode_ret);
+	add(GK_CLO_CONTEXT, c, -1);
+	return c;
+}
+
+GK_EXPORT cl_context
+clCreateContextFromType(const cl_context_properties *properties, cl_device_type device_type,
+			void(CL_CALLBACK *pfn_notify)(const char *, const void *, size_t, void *),
+			void *user_data, cl_int *errcode_ret)
+{
+	cl_context c;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateContextFromType) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	c = gk_cl.clCreateContextFromType(properties, device_type, pfn_notify, user_data,
+					  errcode_ret);
+	add(GK_CLO_CONTEXT, c, -1);
+	return c;
+}
+
+GK_EXPORT cl_int clRetainContext(cl_context c)
+{
+	cl_int r;
+
+	LOAD_OR(clRetainContext, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clRetainContext(c);
+	if (r == CL_SUCCESS)
+		retain(GK_CLO_CONTEXT, c);
+	return r;
+}
+
+GK_EXPORT cl_int clReleaseContext(cl_context c)
+{
+	cl_int r;
+
+	LOAD_OR(clReleaseContext, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clReleaseContext(c);
+	if (r == CL_SUCCESS)
+		release(GK_CLO_CONTEXT, c);
+	return r;
+}
+
+/* ---- command queues ---- */
+
+static void add_queue(cl_command_queue q, cl_context c, uint64_t props)
+{
+	struct gk_clo *o;
+
+	if (!tracking() || !q)
+		return;
+	pthread_mutex_lock(&lock);
+	o = add_locked(GK_CLO_QUEUE, q);
+	if (o) {
+		o->parent = idx_of(GK_CLO_CONTEXT, c);
+		o->props = props;
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+GK_EXPORT cl_command_queue clCreateCommandQueue(cl_context context, cl_device_id device,
+						cl_command_queue_properties properties,
+						cl_int *errcode_ret)
+{
+	cl_command_queue q;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateCommandQueue) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	q = gk_cl.clCreateCommandQueue(context, device, properties, errcode_ret);
+	add_queue(q, context, properties);
+	return q;
+}
+
+GK_EXPORT cl_command_queue clCreateCommandQueueWithProperties(cl_context context,
+							      cl_device_id device,
+							      const cl_queue_properties *properties,
+							      cl_int *errcode_ret)
+{
+	cl_command_queue q;
+	uint64_t props = 0;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateCommandQueueWithProperties) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	q = gk_cl.clCreateCommandQueueWithProperties(context, device, properties, errcode_ret);
+	for (const cl_queue_properties *p = properties; p && p[0]; p += 2)
+		if (p[0] == CL_QUEUE_PROPERTIES)
+			props = p[1];
+	add_queue(q, context, props);
+	return q;
+}
+
+GK_EXPORT cl_int clRetainCommandQueue(cl_command_queue q)
+{
+	cl_int r;
+
+	LOAD_OR(clRetainCommandQueue, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clRetainCommandQueue(q);
+	if (r == CL_SUCCESS)
+		retain(GK_CLO_QUEUE, q);
+	return r;
+}
+
+GK_EXPORT cl_int clReleaseCommandQueue(cl_command_queue q)
+{
+	cl_int r;
+
+	LOAD_OR(clReleaseCommandQueue, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clReleaseCommandQueue(q);
+	if (r == CL_SUCCESS)
+		release(GK_CLO_QUEUE, q);
+	return r;
+}
+
+/* ---- buffers ---- */
+
+static void add_buffer(cl_mem m, cl_context context, cl_mem_flags flags, size_t size)
+{
+	struct gk_clo *o;
+
+	if (!m || !tracking())
+		return;
+	pthread_mutex_lock(&lock);
+	o = add_locked(GK_CLO_MEM, m);
+	if (o) {
+		char name[GK_NAME_MAX];
+		void *s;
+
+		o->parent = idx_of(GK_CLO_CONTEXT, context);
+		o->flags = flags;
+		o->size = size;
+		/* The host copy a checkpoint fills: reserved, not touched, so it
+		 * costs memory only while a checkpoint holds it. */
+		s = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE,
+			 MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+		if (s != MAP_FAILED) {
+			mem_region_name(name, sizeof(name), o->idx);
+			if (gk_regions_set(name, s, size) == 0)
+				o->shadow = s;
+			else
+				munmap(s, size ? size : 1);
+		}
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+GK_EXPORT cl_mem clCreateBuffer(cl_context context, cl_mem_flags flags, size_t size, void *host_ptr,
+				cl_int *errcode_ret)
+{
+	cl_mem m;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateBuffer) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	gk_gate_enter();
+	m = gk_cl.clCreateBuffer(context, flags, size, host_ptr, errcode_ret);
+	gk_gate_leave();
+	add_buffer(m, context, flags, size);
+	return m;
+}
+
+GK_EXPORT cl_mem clCreateBufferWithProperties(cl_context context,
+					      const cl_mem_properties *properties,
+					      cl_mem_flags flags, size_t size, void *host_ptr,
+					      cl_int *errcode_ret)
+{
+	cl_mem m;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateBufferWithProperties) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	gk_gate_enter();
+	m = gk_cl.clCreateBufferWithProperties(context, properties, flags, size, host_ptr,
+					       errcode_ret);
+	gk_gate_leave();
+	/* Properties other than none are extensions' (cl_mem_properties has no
+	 * core one in OpenCL 3.0): such a buffer is not one a restore can make. */
+	if (m && tracking() && properties && properties[0])
+		note_unsaved(m, "a buffer with properties (clCreateBufferWithProperties)");
+	else
+		add_buffer(m, context, flags, size);
+	return m;
+}
+
+GK_EXPORT cl_mem clCreateSubBuffer(cl_mem buffer, cl_mem_flags flags,
+				   cl_buffer_create_type buffer_create_type,
+				   const void *buffer_create_info, cl_int *errcode_ret)
+{
+	struct gk_clo *o, *p;
+	cl_mem m;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateSubBuffer) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	m = gk_cl.clCreateSubBuffer(buffer, flags, buffer_create_type, buffer_create_info,
+				    errcode_ret);
+	if (!m || !tracking())
+		return m;
+	pthread_mutex_lock(&lock);
+	p = gk_clrec_find(&rec, GK_CLO_MEM, buffer);
+	o = add_locked(GK_CLO_MEM, m);
+	if (o) {
+		const cl_buffer_region *r = buffer_create_info;
+
+		o->sub = 1;
+		o->parent = p ? p->idx : -1;
+		o->flags = flags;
+		if (buffer_create_type == CL_BUFFER_CREATE_TYPE_REGION && r) {
+			o->origin = r->origin;
+			o->size = r->size;
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return m;
+}
+
+GK_EXPORT cl_int clRetainMemObject(cl_mem m)
+{
+	cl_int r;
+
+	LOAD_OR(clRetainMemObject, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clRetainMemObject(m);
+	if (r == CL_SUCCESS)
+		retain(GK_CLO_MEM, m);
+	return r;
+}
+
+GK_EXPORT cl_int clReleaseMemObject(cl_mem m)
+{
+	cl_int r;
+
+	LOAD_OR(clReleaseMemObject, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clReleaseMemObject(m);
+	if (r == CL_SUCCESS) {
+		release(GK_CLO_MEM, m);
+		forget_unsaved(m);
+	}
+	return r;
+}
+
+/* ---- what a checkpoint cannot hold yet ---- */
+
+GK_EXPORT cl_mem clCreateImage(cl_context context, cl_mem_flags flags,
+			       const cl_image_format *image_format, const cl_image_desc *image_desc,
+			       void *host_ptr, cl_int *errcode_ret)
+{
+	cl_mem m;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateImage) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	m = gk_cl.clCreateImage(context, flags, image_format, image_desc, host_ptr, errcode_ret);
+	if (m && tracking())
+		note_unsaved(m, "an image (clCreateImage)");
+	return m;
+}
+
+GK_EXPORT cl_mem clCreateImageWithProperties(cl_context context,
+					     const cl_mem_properties *properties,
+					     cl_mem_flags flags,
+					     const cl_image_format *image_format,
+					     const cl_image_desc *image_desc, void *host_ptr,
+					     cl_int *errcode_ret)
+{
+	cl_mem m;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateImageWithProperties) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	m = gk_cl.clCreateImageWithProperties(context, properties, flags, image_format, image_desc,
+					      host_ptr, errcode_ret);
+	if (m && tracking())
+		note_unsaved(m, "an image (clCreateImageWithProperties)");
+	return m;
+}
+
+GK_EXPORT cl_mem clCreateImage2D(cl_context context, cl_mem_flags flags,
+				 const cl_image_format *image_format, size_t w, size_t h,
+				 size_t pitch, void *host_ptr, cl_int *errcode_ret)
+{
+	cl_mem m;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateImage2D) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	m = gk_cl.clCreateImage2D(context, flags, image_format, w, h, pitch, host_ptr, errcode_ret);
+	if (m && tracking())
+		note_unsaved(m, "an image (clCreateImage2D)");
+	return m;
+}
+
+GK_EXPORT cl_mem clCreateImage3D(cl_context context, cl_mem_flags flags,
+				 const cl_image_format *image_format, size_t w, size_t h, size_t d,
+				 size_t row_pitch, size_t slice_pitch, void *host_ptr,
+				 cl_int *errcode_ret)
+{
+	cl_mem m;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateImage3D) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	m = gk_cl.clCreateImage3D(context, flags, image_format, w, h, d, row_pitch, slice_pitch,
+				  host_ptr, errcode_ret);
+	if (m && tracking())
+		note_unsaved(m, "an image (clCreateImage3D)");
+	return m;
+}
+
+GK_EXPORT cl_mem clCreatePipe(cl_context context, cl_mem_flags flags, cl_uint packet_size,
+			      cl_uint max_packets, const cl_pipe_properties *properties,
+			      cl_int *errcode_ret)
+{
+	cl_mem m;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreatePipe) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	m = gk_cl.clCreatePipe(context, flags, packet_size, max_packets, properties, errcode_ret);
+	if (m && tracking())
+		note_unsaved(m, "a pipe (clCreatePipe)");
+	return m;
+}
+
+GK_EXPORT void *clSVMAlloc(cl_context context, cl_svm_mem_flags flags, size_t size,
+			   cl_uint alignment)
+{
+	void *p;
+
+	LOAD_OR(clSVMAlloc, NULL);
+	p = gk_cl.clSVMAlloc(context, flags, size, alignment);
+	if (p && tracking())
+		note_unsaved(p, "shared virtual memory (clSVMAlloc)");
+	return p;
+}
+
+GK_EXPORT void clSVMFree(cl_context context, void *svm_pointer)
+{
+	if (gk_cl_load() < 0 || !gk_cl.clSVMFree)
+		return;
+	gk_cl.clSVMFree(context, svm_pointer);
+	forget_unsaved(svm_pointer);
+}
+
+GK_EXPORT cl_sampler clCreateSampler(cl_context context, cl_bool normalized,
+				     cl_addressing_mode addressing, cl_filter_mode filter,
+				     cl_int *errcode_ret)
+{
+	cl_sampler s;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateSampler) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	s = gk_cl.clCreateSampler(context, normalized, addressing, filter, errcode_ret);
+	if (s && tracking())
+		note_unsaved(s, "a sampler (clCreateSampler)");
+	return s;
+}
+
+GK_EXPORT cl_sampler clCreateSamplerWithProperties(cl_context context,
+						   const cl_sampler_properties *props,
+						   cl_int *errcode_ret)
+{
+	cl_sampler s;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateSamplerWithProperties) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	s = gk_cl.clCreateSamplerWithProperties(context, props, errcode_ret);
+	if (s && tracking())
+		note_unsaved(s, "a sampler (clCreateSamplerWithProperties)");
+	return s;
+}
+
+GK_EXPORT cl_int clReleaseSampler(cl_sampler s)
+{
+	cl_int r;
+
+	LOAD_OR(clReleaseSampler, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clReleaseSampler(s);
+	if (r == CL_SUCCESS)
+		forget_unsaved(s);
+	return r;
+}
+
+/* ---- programs ---- */
+
+GK_EXPORT cl_program clCreateProgramWithSource(cl_context context, cl_uint count,
+					       const char **strings, const size_t *lengths,
+					       cl_int *errcode_ret)
+{
+	struct gk_clo *o;
+	cl_program p;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateProgramWithSource) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	p = gk_cl.clCreateProgramWithSource(context, count, strings, lengths, errcode_ret);
+	if (!p || !tracking())
+		return p;
+	pthread_mutex_lock(&lock);
+	o = add_locked(GK_CLO_PROGRAM, p);
+	if (o) {
+		o->parent = idx_of(GK_CLO_CONTEXT, context);
+		for (cl_uint i = 0; i < count; i++)
+			if (strings[i])
+				gk_clrec_scan_source(o, strings[i],
+						     lengths && lengths[i] ? lengths[i]
+									   : strlen(strings[i]));
+	}
+	pthread_mutex_unlock(&lock);
+	return p;
+}
+
+static void add_binary_program(cl_program p, cl_context context)
+{
+	struct gk_clo *o;
+
+	if (!p || !tracking())
+		return;
+	pthread_mutex_lock(&lock);
+	o = add_locked(GK_CLO_PROGRAM, p);
+	if (o) {
+		o->parent = idx_of(GK_CLO_CONTEXT, context);
+		o->binary = 1;
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+GK_EXPORT cl_program clCreateProgramWithBinary(cl_context context, cl_uint num_devices,
+					       const cl_device_id *device_list,
+					       const size_t *lengths,
+					       const unsigned char **binaries,
+					       cl_int *binary_status, cl_int *errcode_ret)
+{
+	cl_program p;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateProgramWithBinary) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	p = gk_cl.clCreateProgramWithBinary(context, num_devices, device_list, lengths, binaries,
+					    binary_status, errcode_ret);
+	add_binary_program(p, context);
+	return p;
+}
+
+GK_EXPORT cl_program clCreateProgramWithIL(cl_context context, const void *il, size_t length,
+					   cl_int *errcode_ret)
+{
+	cl_program p;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateProgramWithIL) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	p = gk_cl.clCreateProgramWithIL(context, il, length, errcode_ret);
+	add_binary_program(p, context);
+	return p;
+}
+
+GK_EXPORT cl_program clCreateProgramWithBuiltInKernels(cl_context context, cl_uint num_devices,
+						       const cl_device_id *device_list,
+						       const char *kernel_names,
+						       cl_int *errcode_ret)
+{
+	cl_program p;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateProgramWithBuiltInKernels) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	p = gk_cl.clCreateProgramWithBuiltInKernels(context, num_devices, device_list, kernel_names,
+						    errcode_ret);
+	add_binary_program(p, context);
+	return p;
+}
+
+static void note_options(cl_program program, const char *options)
+{
+	struct gk_clo *o;
+
+	pthread_mutex_lock(&lock);
+	o = gk_clrec_find(&rec, GK_CLO_PROGRAM, program);
+	if (o)
+		snprintf(o->options, sizeof(o->options), "%s", options ? options : "");
+	pthread_mutex_unlock(&lock);
+}
+
+GK_EXPORT cl_int clCompileProgram(cl_program program, cl_uint num_devices,
+				  const cl_device_id *device_list, const char *options,
+				  cl_uint num_input_headers, const cl_program *input_headers,
+				  const char **header_include_names,
+				  void(CL_CALLBACK *pfn_notify)(cl_program, void *),
+				  void *user_data)
+{
+	cl_int r;
+
+	LOAD_OR(clCompileProgram, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clCompileProgram(program, num_devices, device_list, options, num_input_headers,
+				   input_headers, header_include_names, pfn_notify, user_data);
+	note_options(program, options);
+	return r;
+}
+
+/* A linked program needs what each of its inputs needed. */
+GK_EXPORT cl_program clLinkProgram(cl_context context, cl_uint num_devices,
+				   const cl_device_id *device_list, const char *options,
+				   cl_uint num_input_programs, const cl_program *input_programs,
+				   void(CL_CALLBACK *pfn_notify)(cl_program, void *),
+				   void *user_data, cl_int *errcode_ret)
+{
+	struct gk_clo *o;
+	cl_program p;
+
+	if (gk_cl_load() < 0 || !gk_cl.clLinkProgram) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	p = gk_cl.clLinkProgram(context, num_devices, device_list, options, num_input_programs,
+				input_programs, pfn_notify, user_data, errcode_ret);
+	if (!p || !tracking())
+		return p;
+	pthread_mutex_lock(&lock);
+	o = add_locked(GK_CLO_PROGRAM, p);
+	if (o) {
+		o->parent = idx_of(GK_CLO_CONTEXT, context);
+		snprintf(o->options, sizeof(o->options), "%s", options ? options : "");
+		for (cl_uint i = 0; i < num_input_programs; i++) {
+			const struct gk_clo *in =
+			    gk_clrec_find(&rec, GK_CLO_PROGRAM, input_programs[i]);
+
+			if (!in) {
+				o->binary = 1;
+				continue;
+			}
+			o->fp64 |= in->fp64;
+			o->binary |= in->binary;
+			gk_clrec_merge_exts(o, in->exts);
+		}
+	}
+	pthread_mutex_unlock(&lock);
+	return p;
+}
+
+GK_EXPORT cl_int clBuildProgram(cl_program program, cl_uint num_devices,
+				const cl_device_id *device_list, const char *options,
+				void(CL_CALLBACK *pfn_notify)(cl_program, void *), void *user_data)
+{
+	cl_int r;
+
+	LOAD_OR(clBuildProgram, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clBuildProgram(program, num_devices, device_list, options, pfn_notify, user_data);
+	note_options(program, options);
+	return r;
+}
+
+GK_EXPORT cl_int clRetainProgram(cl_program p)
+{
+	cl_int r;
+
+	LOAD_OR(clRetainProgram, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clRetainProgram(p);
+	if (r == CL_SUCCESS)
+		retain(GK_CLO_PROGRAM, p);
+	return r;
+}
+
+GK_EXPORT cl_int clReleaseProgram(cl_program p)
+{
+	cl_int r;
+
+	LOAD_OR(clReleaseProgram, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clReleaseProgram(p);
+	if (r == CL_SUCCESS)
+		release(GK_CLO_PROGRAM, p);
+	return r;
+}
+
+/* ---- kernels ---- */
+
+static void add_kernel(cl_kernel k, cl_program program, const char *name)
+{
+	struct gk_clo *o;
+
+	if (!k || !tracking())
+		return;
+	pthread_mutex_lock(&lock);
+	o = add_locked(GK_CLO_KERNEL, k);
+	if (o) {
+		o->parent = idx_of(GK_CLO_PROGRAM, program);
+		snprintf(o->name, sizeof(o->name), "%s", name ? name : "");
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+GK_EXPORT cl_kernel clCreateKernel(cl_program program, const char *kernel_name, cl_int *errcode_ret)
+{
+	cl_kernel k;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateKernel) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	k = gk_cl.clCreateKernel(program, kernel_name, errcode_ret);
+	add_kernel(k, program, kernel_name);
+	return k;
+}
+
+GK_EXPORT cl_int clCreateKernelsInProgram(cl_program program, cl_uint num_kernels,
+					  cl_kernel *kernels, cl_uint *num_kernels_ret)
+{
+	cl_uint n = 0;
+	cl_int r;
+
+	LOAD_OR(clCreateKernelsInProgram, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clCreateKernelsInProgram(program, num_kernels, kernels, &n);
+	if (num_kernels_ret)
+		*num_kernels_ret = n;
+	if (r != CL_SUCCESS || !kernels)
+		return r;
+	for (cl_uint i = 0; i < n && i < num_kernels; i++) {
+		char name[128] = "";
+
+		if (gk_cl.clGetKernelInfo)
+			gk_cl.clGetKernelInfo(kernels[i], CL_KERNEL_FUNCTION_NAME, sizeof(name) - 1,
+					      name, NULL);
+		add_kernel(kernels[i], program, name);
+	}
+	return r;
+}
+
+/* A clone has its source's arguments (OpenCL 2.1). */
+GK_EXPORT cl_kernel clCloneKernel(cl_kernel source_kernel, cl_int *errcode_ret)
+{
+	struct gk_clo *o, *src;
+	cl_kernel k;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCloneKernel) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	k = gk_cl.clCloneKernel(source_kernel, errcode_ret);
+	if (!k || !tracking())
+		return k;
+	pthread_mutex_lock(&lock);
+	src = gk_clrec_find(&rec, GK_CLO_KERNEL, source_kernel);
+	o = add_locked(GK_CLO_KERNEL, k);
+	if (o && src) {
+		o->parent = src->parent;
+		memcpy(o->name, src->name, sizeof(o->name));
+		memcpy(o->args, src->args, sizeof(o->args));
+		o->arg_too_big = src->arg_too_big;
+	} else if (o) {
+		/* Its source was not seen: its arguments are unknown. */
+		o->arg_too_big = GK_CL_ARGS_MAX + 1;
+	}
+	pthread_mutex_unlock(&lock);
+	return k;
+}
+
+GK_EXPORT cl_int clRetainKernel(cl_kernel k)
+{
+	cl_int r;
+
+	LOAD_OR(clRetainKernel, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clRetainKernel(k);
+	if (r == CL_SUCCESS)
+		retain(GK_CLO_KERNEL, k);
+	return r;
+}
+
+GK_EXPORT cl_int clReleaseKernel(cl_kernel k)
+{
+	cl_int r;
+
+	LOAD_OR(clReleaseKernel, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clReleaseKernel(k);
+	if (r == CL_SUCCESS)
+		release(GK_CLO_KERNEL, k);
+	return r;
+}
+
+GK_EXPORT cl_int clSetKernelArg(cl_kernel kernel, cl_uint arg_index, size_t arg_size,
+				const void *arg_value)
+{
+	struct gk_clo *k, *m = NULL;
+	cl_int r;
+
+	LOAD_OR(clSetKernelArg, CL_OUT_OF_RESOURCES);
+	gk_gate_enter();
+	r = gk_cl.clSetKernelArg(kernel, arg_index, arg_size, arg_value);
+	gk_gate_leave();
+	if (r != CL_SUCCESS)
+		return r;
+	pthread_mutex_lock(&lock);
+	k = gk_clrec_find(&rec, GK_CLO_KERNEL, kernel);
+	if (k && arg_index < GK_CL_ARGS_MAX) {
+		struct gk_cl_arg *g = &k->args[arg_index];
+
+		g->size = arg_size;
+		if (arg_size == sizeof(cl_mem) && arg_value)
+			m = gk_clrec_find(&rec, GK_CLO_MEM, *(void *const *)arg_value);
+		if (!arg_value) {
+			g->kind = GK_CLA_LOCAL;
+		} else if (m) {
+			g->kind = GK_CLA_MEM;
+			g->mem = m->idx;
+		} else if (arg_size <= GK_CL_ARG_VALUE_MAX) {
+			g->kind = GK_CLA_VALUE;
+			memcpy(g->value, arg_value, arg_size);
+		} else {
+			g->kind = GK_CLA_UNSET;
+			if (!k->arg_too_big)
+				k->arg_too_big = (int)arg_index + 1;
+		}
+	} else if (k && !k->arg_too_big) {
+		k->arg_too_big = (int)arg_index + 1;
+	}
+	pthread_mutex_unlock(&lock);
+	return r;
+}
+
+/* ---- events ---- */
+
+GK_EXPORT cl_event clCreateUserEvent(cl_context context, cl_int *errcode_ret)
+{
+	cl_event e;
+
+	if (gk_cl_load() < 0 || !gk_cl.clCreateUserEvent) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	e = gk_cl.clCreateUserEvent(context, errcode_ret);
+	if (e && tracking()) {
+		pthread_mutex_lock(&lock);
+		if (nuser_events < USER_EVENTS_MAX)
+			user_events[nuser_events++] = e;
+		pthread_mutex_unlock(&lock);
+	}
+	return e;
+}
+
+GK_EXPORT cl_int clSetUserEventStatus(cl_event event, cl_int execution_status)
+{
+	cl_int r;
+
+	LOAD_OR(clSetUserEventStatus, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clSetUserEventStatus(event, execution_status);
+	if (r == CL_SUCCESS) {
+		pthread_mutex_lock(&lock);
+		for (size_t i = 0; i < nuser_events; i++)
+			if (user_events[i] == event) {
+				user_events[i] = user_events[--nuser_events];
+				break;
+			}
+		pthread_mutex_unlock(&lock);
+	}
+	return r;
+}
+
+/* ---- commands that change buffers: through the gate ---- */
+
+GK_EXPORT cl_int clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel kernel, cl_uint work_dim,
+					const size_t *global_work_offset,
+					const size_t *global_work_size,
+					const size_t *local_work_size, cl_uint n,
+					const cl_event *wait, cl_event *event)
+{
+	cl_int r;
+
+	LOAD_OR(clEnqueueNDRangeKernel, CL_OUT_OF_RESOURCES);
+	gk_gate_enter();
+	r = gk_cl.clEnqueueNDRangeKernel(q, kernel, work_dim, global_work_offset, global_work_size,
+					 local_work_size, n, wait, event);
+	gk_gate_leave();
+	return r;
+}
+
+GK_EXPORT cl_int clEnqueueTask(cl_command_queue q, cl_kernel kernel, cl_uint n,
+			       const cl_event *wait, cl_event *event)
+{
+	cl_int r;
+
+	LOAD_OR(clEnqueueTask, CL_OUT_OF_RESOURCES);
+	gk_gate_enter();
+	r = gk_cl.clEnqueueTask(q, kernel, n, wait, event);
+	gk_gate_leave();
+	return r;
+}
+
+GK_EXPORT cl_int clEnqueueWriteBuffer(cl_command_queue q, cl_mem buffer, cl_bool blocking,
+				      size_t offset, size_t size, const void *ptr, cl_uint n,
+				      const cl_event *wait, cl_event *event)
+{
+	cl_int r;
+
+	LOAD_OR(clEnqueueWriteBuffer, CL_OUT_OF_RESOURCES);
+	gk_gate_enter();
+	r = gk_cl.clEnqueueWriteBuffer(q, buffer, blocking, offset, size, ptr, n, wait, event);
+	gk_gate_leave();
+	return r;
+}
+
+GK_EXPORT cl_int clEnqueueWriteBufferRect(cl_command_queue q, cl_mem buffer, cl_bool blocking,
+					  const size_t *buffer_origin, const size_t *host_origin,
+					  const size_t *region, size_t buffer_row_pitch,
+					  size_t buffer_slice_pitch, size_t host_row_pitch,
+					  size_t host_slice_pitch, const void *ptr, cl_uint n,
+					  const cl_event *wait, cl_event *event)
+{
+	cl_int r;
+
+	LOAD_OR(clEnqueueWriteBufferRect, CL_OUT_OF_RESOURCES);
+	gk_gate_enter();
+	r = gk_cl.clEnqueueWriteBufferRect(q, buffer, blocking, buffer_origin, host_origin, region,
+					   buffer_row_pitch, buffer_slice_pitch, host_row_pitch,
+					   host_slice_pitch, ptr, n, wait, event);
+	gk_gate_leave();
+	return r;
+}
+
+GK_EXPORT cl_int clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst, size_t src_offset,
+				     size_t dst_offset, size_t size, cl_uint n,
+				     const cl_event *wait, cl_event *event)
+{
+	cl_int r;
+
+	LOAD_OR(clEnqueueCopyBuffer, CL_OUT_OF_RESOURCES);
+	gk_gate_enter();
+	r = gk_cl.clEnqueueCopyBuffer(q, src, dst, src_offset, dst_offset, size, n, wait, event);
+	gk_gate_leave();
+	return r;
+}
+
+GK_EXPORT cl_int clEnqueueFillBuffer(cl_command_queue q, cl_mem buffer, const void *pattern,
+				     size_t pattern_size, size_t offset, size_t size, cl_uint n,
+				     const cl_event *wait, cl_event *event)
+{
+	cl_int r;
+
+	LOAD_OR(clEnqueueFillBuffer, CL_OUT_OF_RESOURCES);
+	gk_gate_enter();
+	r = gk_cl.clEnqueueFillBuffer(q, buffer, pattern, pattern_size, offset, size, n, wait,
+				      event);
+	gk_gate_leave();
+	return r;
+}
+
+GK_EXPORT void *clEnqueueMapBuffer(cl_command_queue q, cl_mem buffer, cl_bool blocking,
+				   cl_map_flags flags, size_t offset, size_t size, cl_uint n,
+				   const cl_event *wait, cl_event *event, cl_int *errcode_ret)
+{
+	struct gk_clo *o;
+	void *p;
+
+	if (gk_cl_load() < 0 || !gk_cl.clEnqueueMapBuffer) {
+		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
+		return NULL;
+	}
+	gk_gate_enter();
+	p = gk_cl.clEnqueueMapBuffer(q, buffer, blocking, flags, offset, size, n, wait, event,
+				     errcode_ret);
+	gk_gate_leave();
+	if (p) {
+		pthread_mutex_lock(&lock);
+		o = gk_clrec_find(&rec, GK_CLO_MEM, buffer);
+		if (o)
+			o->mapped++;
+		pthread_mutex_unlock(&lock);
+	}
+	return p;
+}
+
+GK_EXPORT cl_int clEnqueueUnmapMemObject(cl_command_queue q, cl_mem memobj, void *mapped_ptr,
+					 cl_uint n, const cl_event *wait, cl_event *event)
+{
+	struct gk_clo *o;
+	cl_int r;
+
+	LOAD_OR(clEnqueueUnmapMemObject, CL_OUT_OF_RESOURCES);
+	gk_gate_enter();
+	r = gk_cl.clEnqueueUnmapMemObject(q, memobj, mapped_ptr, n, wait, event);
+	gk_gate_leave();
+	if (r == CL_SUCCESS) {
+		pthread_mutex_lock(&lock);
+		o = gk_clrec_find(&rec, GK_CLO_MEM, memobj);
+		if (o && o->mapped > 0)
+			o->mapped--;
+		pthread_mutex_unlock(&lock);
+	}
+	return r;
+}
+
+/* ---- checkpoint ---- */
+
+static const char *mem_label(const struct gk_clo *o)
+{
+	return o->sub ? "sub-buffer" : "buffer";
+}
+
+/* What stops a checkpoint of this process's OpenCL state, into v. */
+static int refuse_locked(enum gk_ckpt_kind kind, struct gk_phase_verdict *v)
+{
+	if (rec.n && kind == GK_CKPT_TRANSPARENT) {
+		snprintf(v->why, sizeof(v->why),
+			 "the process holds OpenCL objects, which transparent mode does not "
+			 "checkpoint yet (use gpuckpt_point(): docs/opencl.md)");
+		return -ENOTSUP;
+	}
+	if (record_lost || (rec.n && !state_registered)) {
+		snprintf(v->why, sizeof(v->why),
+			 "the record of the process's OpenCL objects is incomplete: there was no "
+			 "memory for it when the program made them");
+		return -ENOMEM;
+	}
+	if (nunsaved || unsaved_lost) {
+		snprintf(v->why, sizeof(v->why),
+			 "the process holds %s, which gpuckpt does not checkpoint (docs/opencl.md)",
+			 nunsaved ? unsaved[0].what : "OpenCL objects gpuckpt does not checkpoint");
+		return -ENOTSUP;
+	}
+	if (nuser_events) {
+		snprintf(v->why, sizeof(v->why),
+			 "an OpenCL user event is not set yet (clSetUserEventStatus): the commands "
+			 "waiting on it cannot be drained");
+		return -EBUSY;
+	}
+	for (size_t i = 0; i < rec.n; i++) {
+		const struct gk_clo *o = rec.o[i];
+
+		if (o->kind == GK_CLO_MEM && o->mapped) {
+			snprintf(
+			    v->why, sizeof(v->why),
+			    "OpenCL %s %ld is mapped (clEnqueueMapBuffer); unmap it before the "
+			    "checkpoint point",
+			    mem_label(o), o->idx);
+			return -EBUSY;
+		}
+		if (o->kind == GK_CLO_MEM && !o->sub && !o->shadow) {
+			snprintf(v->why, sizeof(v->why),
+				 "OpenCL buffer %ld (%" PRIu64
+				 " bytes) has no host copy: there was no "
+				 "memory for it when it was made",
+				 o->idx, o->size);
+			return -ENOMEM;
+		}
+		if (o->kind == GK_CLO_KERNEL && o->arg_too_big > GK_CL_ARGS_MAX) {
+			snprintf(
+			    v->why, sizeof(v->why),
+			    "OpenCL kernel %ld is a clone (clCloneKernel) of a kernel gpuckpt did "
+			    "not see made: its arguments are unknown",
+			    o->idx);
+			return -ENOTSUP;
+		}
+		if (o->kind == GK_CLO_KERNEL && o->arg_too_big) {
+			snprintf(
+			    v->why, sizeof(v->why),
+			    "OpenCL kernel '%s' has argument %d set by value with more than %d "
+			    "bytes, or beyond argument %d, which gpuckpt does not keep",
+			    o->name, o->arg_too_big - 1, GK_CL_ARG_VALUE_MAX, GK_CL_ARGS_MAX - 1);
+			return -ENOTSUP;
+		}
+	}
+	return 0;
+}
+
+/* A queue to copy through on context ctx: one of the program's (*temp 0) or
+ * one made on the context's first device (*temp 1). */
+static cl_command_queue queue_for(long ctx, int *temp)
+{
+	struct gk_clo *c = gk_clrec_at(&rec, GK_CLO_CONTEXT, ctx);
+	cl_device_id dev = NULL;
+	cl_int e;
+
+	*temp = 0;
+	for (size_t i = 0; i < rec.n; i++)
+		if (rec.o[i]->kind == GK_CLO_QUEUE && rec.o[i]->parent == ctx)
+			return rec.o[i]->h;
+	if (!c ||
+	    gk_cl.clGetContextInfo(c->h, CL_CONTEXT_DEVICES, sizeof(dev), &dev, NULL) != CL_SUCCESS)
+		return NULL;
+	*temp = 1;
+	return gk_cl.clCreateCommandQueueWithProperties(c->h, dev, NULL, &e);
+}
+
+/* Every queue finished, without the lock: a callback of an event that
+ * completes may call the OpenCL API, and so into this file. The gate is
+ * closed, so no thread makes a queue meanwhile. */
+static int finish_queues(struct gk_phase_verdict *v)
+{
+	struct {
+		cl_command_queue q;
+		long idx;
+	} *qs = NULL;
+	size_t n = 0;
+	int ret = 0;
+
+	pthread_mutex_lock(&lock);
+	if (rec.n)
+		qs = calloc(rec.n, sizeof(*qs));
+	for (size_t i = 0; qs && i < rec.n; i++)
+		if (rec.o[i]->kind == GK_CLO_QUEUE) {
+			qs[n].q = rec.o[i]->h;
+			qs[n].idx = rec.o[i]->idx;
+			/* Held while it is finished. */
+			if (gk_cl.clRetainCommandQueue(qs[n].q) == CL_SUCCESS)
+				n++;
+		}
+	pthread_mutex_unlock(&lock);
+	if (rec.n && !qs)
+		return -ENOMEM;
+	for (size_t i = 0; i < n; i++) {
+		cl_int e = ret ? CL_SUCCESS : gk_cl.clFinish(qs[i].q);
+
+		if (e != CL_SUCCESS) {
+			snprintf(v->why, sizeof(v->why),
+				 "OpenCL command queue %ld could not be drained: clFinish: %s",
+				 qs[i].idx, gk_cl_name(e));
+			ret = -EIO;
+		}
+		gk_cl.clReleaseCommandQueue(qs[i].q);
+	}
+	free(qs);
+	return ret;
+}
+
+/* Every buffer copied to its host copy, the record written. */
+static int copy_locked(struct gk_phase_verdict *v)
+{
+	long n;
+
+	for (size_t i = 0; i < rec.n; i++) {
+		const struct gk_clo *o = rec.o[i];
+		cl_command_queue q;
+		cl_int e;
+		int temp;
+
+		if (o->kind != GK_CLO_MEM || o->sub || !o->size)
+			continue;
+		q = queue_for(o->parent, &temp);
+		e = q ? gk_cl.clEnqueueReadBuffer(q, o->h, CL_TRUE, 0, o->size, o->shadow, 0, NULL,
+						  NULL)
+		      : CL_INVALID_COMMAND_QUEUE;
+		if (temp && q)
+			gk_cl.clReleaseCommandQueue(q);
+		if (e != CL_SUCCESS) {
+			snprintf(v->why, sizeof(v->why),
+				 "OpenCL buffer %ld (%" PRIu64 " bytes) could not be read: "
+				 "clEnqueueReadBuffer: %s",
+				 o->idx, o->size, gk_cl_name(e));
+			return -EIO;
+		}
+	}
+	n = gk_clrec_write(&rec, state_text, sizeof(state_text));
+	if (n < 0) {
+		snprintf(v->why, sizeof(v->why),
+			 "the record of the process's OpenCL objects is larger than %d bytes",
+			 GK_CL_STATE_SIZE);
+		return -ENOSPC;
+	}
+	return 0;
+}
+
+static int cl_before(enum gk_phase phase, enum gk_ckpt_kind kind, struct gk_phase_verdict *v)
+{
+	int ret = 0;
+
+	if (phase != GK_PHASE_REFUSE && phase != GK_PHASE_DRAIN)
+		return 0;
+	pthread_mutex_lock(&lock);
+	if (!rec.n && !nunsaved && !unsaved_lost && !record_lost) {
+		pthread_mutex_unlock(&lock);
+		return 0;
+	}
+	if (phase == GK_PHASE_REFUSE) {
+		ret = refuse_locked(kind, v);
+		pthread_mutex_unlock(&lock);
+		return ret;
+	}
+	pthread_mutex_unlock(&lock);
+	if (gk_cl_load() < 0)
+		return -ENOENT;
+	ret = finish_queues(v);
+	if (ret < 0)
+		return ret;
+	pthread_mutex_lock(&lock);
+	ret = copy_locked(v);
+	pthread_mutex_unlock(&lock);
+	return ret;
+}
+
+/* The host copies were written: their pages go back. */
+static void cl_committed(void)
+{
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < rec.n; i++) {
+		struct gk_clo *o = rec.o[i];
+
+		if (o->kind == GK_CLO_MEM && o->shadow && o->size)
+			madvise(o->shadow, o->size, MADV_DONTNEED);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+/* ---- restore ---- */
+
+/* The checkpoint's "opencl.state", read and checked from dir's host data. */
+static int read_state(const char *dir, const struct gk_manifest *m, const struct gk_region_rec *r,
+		      char *buf, char *why, size_t len)
+{
+	char path[4200];
+	int fd, ret;
+
+	snprintf(path, sizeof(path), "%s/%s", dir, r->file);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(why, len, "%s: %s", path, strerror(errno));
+		return -errno;
+	}
+	ret = gk_pread_all(fd, buf, r->size, r->offset);
+	close(fd);
+	if (ret < 0) {
+		snprintf(why, len, "%s: cannot read host region '%s'", path, r->name);
+		return ret;
+	}
+	for (uint32_t c = 0; c < r->nchunks; c++) {
+		uint64_t s = (uint64_t)c * m->chunk_size;
+		uint64_t l = r->size - s < m->chunk_size ? r->size - s : m->chunk_size;
+
+		if (gk_sum(gk_sum_algo_of(m->version), buf + s, l) != r->chunks[c].sum) {
+			snprintf(why, len, "%s: checksum mismatch in host region '%s'", path,
+				 r->name);
+			return -EBADMSG;
+		}
+	}
+	return 0;
+}
+
+/* Do the devices of this run's context ctx offer what program p used? */
+static int devices_offer(const struct gk_clo *p, long ctx, char *why, size_t len)
+{
+	struct gk_clo *c = gk_clrec_at(&rec, GK_CLO_CONTEXT, ctx);
+	cl_device_id devs[16];
+	size_t bytes = 0;
+
+	if (!c || gk_cl.clGetContextInfo(c->h, CL_CONTEXT_DEVICES, sizeof(devs), devs, &bytes) !=
+		      CL_SUCCESS)
+		return 0;
+	for (size_t d = 0; d < bytes / sizeof(devs[0]); d++) {
+		char name[256] = "", exts[8192] = "";
+		cl_device_fp_config fp = 0;
+		int ret;
+
+		gk_cl.clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof(name) - 1, name, NULL);
+		gk_cl.clGetDeviceInfo(devs[d], CL_DEVICE_EXTENSIONS, sizeof(exts) - 1, exts, NULL);
+		gk_cl.clGetDeviceInfo(devs[d], CL_DEVICE_DOUBLE_FP_CONFIG, sizeof(fp), &fp, NULL);
+		ret = gk_clrec_device_offers(p, name, exts, fp != 0, why, len);
+		if (ret < 0)
+			return ret;
+	}
+	return 0;
+}
+
+static int cl_restore_check(const char *dir, const struct gk_manifest *m, char *why, size_t len)
+{
+	const struct gk_region_rec *r = NULL;
+	char *buf;
+	int ret;
+
+	for (size_t i = 0; i < m->nregions; i++)
+		if (!strcmp(m->regions[i].name, STATE_REGION))
+			r = &m->regions[i];
+	if (!r)
+		return 0;
+	if (r->size != GK_CL_STATE_SIZE) {
+		snprintf(why, len, "host region '%s' is %" PRIu64 " bytes; this gpuckpt writes %d",
+			 STATE_REGION, r->size, GK_CL_STATE_SIZE);
+		return -EINVAL;
+	}
+	if (gk_cl_load() < 0) {
+		snprintf(why, len,
+			 "the checkpoint holds OpenCL state and libOpenCL.so.1 cannot be "
+			 "loaded");
+		return -ENOENT;
+	}
+	buf = malloc(r->size);
+	if (!buf)
+		return -ENOMEM;
+	ret = read_state(dir, m, r, buf, why, len);
+	pthread_mutex_lock(&lock);
+	if (have_restoring) {
+		gk_clrec_free(&restoring);
+		have_restoring = 0;
+	}
+	if (ret == 0)
+		ret = gk_clrec_parse(buf, r->size, &restoring, why, len);
+	if (ret == 0) {
+		have_restoring = 1;
+		ret = gk_clrec_match(&rec, &restoring, why, len);
+	}
+	for (size_t i = 0; ret == 0 && i < restoring.n; i++) {
+		const struct gk_clo *p = restoring.o[i];
+
+		if (p->kind == GK_CLO_PROGRAM)
+			ret = devices_offer(p, p->parent, why, len);
+	}
+	if (ret < 0 && have_restoring) {
+		gk_clrec_free(&restoring);
+		have_restoring = 0;
+	}
+	pthread_mutex_unlock(&lock);
+	free(buf);
+	return ret;
+}
+
+/* The host copies (just loaded) into this run's buffers, and the kernel
+ * arguments as the checkpointed run had them. */
+static int cl_restored(char *why, size_t len)
+{
+	size_t nbufs = 0, nargs = 0;
+	uint64_t bytes = 0;
+	int ret = 0;
+
+	pthread_mutex_lock(&lock);
+	if (!have_restoring) {
+		pthread_mutex_unlock(&lock);
+		return 0;
+	}
+	for (size_t i = 0; ret == 0 && i < restoring.n; i++) {
+		const struct gk_clo *c = restoring.o[i];
+		struct gk_clo *o = gk_clrec_at(&rec, c->kind, c->idx);
+		cl_command_queue q;
+		cl_int e;
+		int temp;
+
+		if (c->kind != GK_CLO_MEM || c->sub || !c->size || !o || !o->shadow)
+			continue;
+		q = queue_for(o->parent, &temp);
+		e = q ? gk_cl.clEnqueueWriteBuffer(q, o->h, CL_TRUE, 0, o->size, o->shadow, 0, NULL,
+						   NULL)
+		      : CL_INVALID_COMMAND_QUEUE;
+		if (e == CL_SUCCESS)
+			e = gk_cl.clFinish(q);
+		if (temp && q)
+			gk_cl.clReleaseCommandQueue(q);
+		if (e != CL_SUCCESS) {
+			snprintf(why, len,
+				 "OpenCL buffer %ld (%" PRIu64 " bytes) could not be loaded: "
+				 "clEnqueueWriteBuffer: %s",
+				 o->idx, o->size, gk_cl_name(e));
+			ret = -EIO;
+			break;
+		}
+		madvise(o->shadow, o->size, MADV_DONTNEED);
+		nbufs++;
+		bytes += o->size;
+	}
+	for (size_t i = 0; ret == 0 && i < restoring.n; i++) {
+		const struct gk_clo *c = restoring.o[i];
+		struct gk_clo *k = gk_clrec_at(&rec, GK_CLO_KERNEL, c->idx);
+
+		if (c->kind != GK_CLO_KERNEL || !k)
+			continue;
+		for (int a = 0; a < GK_CL_ARGS_MAX; a++) {
+			const struct gk_cl_arg *g = &c->args[a];
+			const void *value = g->value;
+			struct gk_clo *m;
+			cl_int e;
+
+			if (g->kind == GK_CLA_UNSET)
+				continue;
+			if (g->kind == GK_CLA_LOCAL)
+				value = NULL;
+			if (g->kind == GK_CLA_MEM) {
+				m = gk_clrec_at(&rec, GK_CLO_MEM, g->mem);
+				if (!m) {
+					snprintf(
+					    why, len,
+					    "OpenCL kernel '%s' argument %d was buffer %ld, which "
+					    "this run has not made",
+					    k->name, a, g->mem);
+					ret = -EINVAL;
+					break;
+				}
+				value = &m->h;
+			}
+			e = gk_cl.clSetKernelArg(k->h, (cl_uint)a, g->size, value);
+			if (e != CL_SUCCESS) {
+				snprintf(why, len,
+					 "OpenCL kernel '%s' argument %d could not be set again: "
+					 "clSetKernelArg: %s",
+					 k->name, a, gk_cl_name(e));
+				ret = -EIO;
+				break;
+			}
+			k->args[a] = *g;
+			nargs++;
+		}
+	}
+	gk_clrec_free(&restoring);
+	have_restoring = 0;
+	pthread_mutex_unlock(&lock);
+	if (ret == 0)
+		gk_info("opencl: restored %zu buffers (%" PRIu64 " bytes) and %zu kernel arguments",
+			nbufs, bytes, nargs);
+	return ret;
+}
+
+static const struct gk_phase_hooks cl_hooks = {
+    .name = "opencl",
+    .order = 50,
+    .before = cl_before,
+    .committed = cl_committed,
+    .restore_check = cl_restore_check,
+    .restored = cl_restored,
+};
+GK_PHASE_HOOKS(cl_hooks)

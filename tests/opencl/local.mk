@@ -1,0 +1,28 @@
+# OpenCL (docs/opencl.md): the record of OpenCL objects on its own, the
+# OpenCL concern in the pipeline (opencl-transparent.sh), and programs on
+# pocl checkpointed in application mode and restored onto another OpenCL
+# device (opencl-app.sh). Without OpenCL headers (configure) the
+# programs are not built and opencl-app.sh skips, saying why.
+check_PROGRAMS += %reldir%/test-clrecord
+%canon_reldir%_test_clrecord_SOURCES = %reldir%/test-clrecord.c
+%canon_reldir%_test_clrecord_LDADD = $(top_builddir)/runtime/libgkclrec.la
+TESTS += %reldir%/test-clrecord
+
+if HAVE_OPENCL
+check_PROGRAMS += %reldir%/prog-clsteps
+%canon_reldir%_prog_clsteps_SOURCES = %reldir%/prog-clsteps.c
+%canon_reldir%_prog_clsteps_CFLAGS = $(AM_CFLAGS) $(OPENCL_CFLAGS)
+%canon_reldir%_prog_clsteps_LDADD = $(top_builddir)/runtime/libgpuckpt.la $(OPENCL_LIBS)
+# The OpenCL concern in the pipeline, the runtime linked in as test-pipeline
+# links it (opencl-transparent.sh).
+check_PROGRAMS += %reldir%/test-cltransparent
+%canon_reldir%_test_cltransparent_SOURCES = %reldir%/test-cltransparent.c
+%canon_reldir%_test_cltransparent_CFLAGS = $(AM_CFLAGS) $(OPENCL_CFLAGS)
+%canon_reldir%_test_cltransparent_LDADD = $(runtime_test_pipeline_LDADD) $(OPENCL_LIBS)
+%canon_reldir%_test_cltransparent_DEPENDENCIES = $(top_builddir)/runtime/libgkcore.la
+%canon_reldir%_test_cltransparent_LDFLAGS = $(runtime_test_pipeline_LDFLAGS)
+endif
+TESTS += %reldir%/opencl-transparent.sh
+EXTRA_DIST += %reldir%/opencl-transparent.sh
+TESTS += %reldir%/opencl-app.sh
+EXTRA_DIST += %reldir%/opencl-app.sh
