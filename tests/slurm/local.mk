@@ -51,3 +51,5 @@ EXTRA_DIST += %reldir%/demo-report.sh %reldir%/demo-check.sh
 # TESTS=slurm/e2e-frameworks.sh): a PyTorch job requeued and restored onto the
 # other GPU; it skips, with the reason, without PyTorch, two GPUs or CRIU 4.
 EXTRA_DIST += %reldir%/e2e-frameworks.sh
+# Transparent mode for OpenCL with a real CRIU (tests/opencl/opencl-criu.sh).
+SLURM_E2E += opencl/opencl-criu.sh
