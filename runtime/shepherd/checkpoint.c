@@ -278,9 +278,10 @@ static int limits(struct ckpt *c)
 		return -ENOTRECOVERABLE;
 	}
 	if (p) {
-		gk_errprintf(&c->err,
-			     "pid %d holds %s, which the CUDA driver's checkpoint cannot save",
-			     (int)p->pid, p->refused);
+		gk_errprintf(&c->err, "pid %d holds %s, which %s cannot save", (int)p->pid,
+			     p->refused,
+			     strncmp(p->refused, "OpenCL", 6) ? "the CUDA driver's checkpoint"
+							      : "a transparent checkpoint");
 		return -ENOTSUP;
 	}
 	/*
@@ -804,13 +805,26 @@ static int wait_runtimes(struct ckpt *c)
 		gk_errprintf(&c->err, "no usable CRIU on this node (gpuckpt-shepherd probe)");
 		return -ENOTSUP;
 	}
+	/* A runtime that said HELLO but not READY in time heard ABORT, and its
+	 * process is unwinding the checkpoint (the signal takes its usual
+	 * course): where no driver holds that process, CRIU would dump it in
+	 * the middle of that. */
+	for (size_t i = 0; i < c->npeers; i++)
+		if (c->peers[i].hello && !c->peers[i].app && !c->peers[i].ready &&
+		    !is_locked_cuda(c, c->peers[i].pid)) {
+			gk_errprintf(&c->err,
+				     "pid %d: its runtime was not ready within --ready-timeout, and "
+				     "no driver holds the process",
+				     (int)c->peers[i].pid);
+			return -ETIMEDOUT;
+		}
 	/* A runtime whose process no driver locks (OpenCL on a CPU device)
 	 * needs none; one that released CUDA device memory does. */
 	for (size_t i = 0; i < c->npeers && !sh->have_cuda; i++)
 		if (c->peers[i].ready && c->peers[i].ready_msg.assisted) {
 			gk_errprintf(&c->err,
-				     "pid %d released CUDA device memory, and the CUDA driver's "
-				     "checkpoint API is not available",
+				     "the CUDA driver's checkpoint API is not available (pid %d "
+				     "released CUDA device memory)",
 				     (int)c->peers[i].pid);
 			return -ENOTSUP;
 		}

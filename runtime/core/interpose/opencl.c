@@ -19,6 +19,7 @@
 #include "config.h"
 
 #include "core/driver/opencl.h"
+#include "common/shepherd_protocol.h"
 #include "core/state/opencl_record.h"
 #include "core/state/phase.h"
 #include "core/state/regions.h"
@@ -1147,10 +1148,11 @@ static const char *mem_label(const struct gk_clo *o)
  */
 static int refuse_transparent_locked(struct gk_phase_verdict *v)
 {
+	v->word = GK_PROTO_REFUSE_OPENCL;
 	if (nuser_events) {
 		snprintf(v->why, sizeof(v->why),
-			 "an OpenCL user event is not set yet (clSetUserEventStatus): the commands "
-			 "waiting on it cannot be drained");
+			 "an OpenCL user event not set yet (clSetUserEventStatus), whose commands "
+			 "cannot be drained");
 		return -EBUSY;
 	}
 	for (size_t i = 0; i < rec.n; i++) {
@@ -1176,9 +1178,9 @@ static int refuse_transparent_locked(struct gk_phase_verdict *v)
 				continue;
 			gk_cl.clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof(name) - 1, name, NULL);
 			snprintf(v->why, sizeof(v->why),
-				 "OpenCL context %ld on device '%s', which is not a CPU device: "
-				 "transparent mode carries only OpenCL state held in host memory "
-				 "(use gpuckpt_point(): docs/opencl.md)",
+				 "OpenCL context %ld on device '%s', not a CPU device: transparent "
+				 "mode carries only OpenCL state in host memory (use "
+				 "gpuckpt_point(): docs/opencl.md)",
 				 o->idx, name);
 			return -ENOTSUP;
 		}
