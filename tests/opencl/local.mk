@@ -35,3 +35,7 @@ EXTRA_DIST += %reldir%/opencl-app.sh
 # an OpenCL program under the shepherd, checkpointed half-way and restored.
 TESTS += %reldir%/opencl-criu.sh
 EXTRA_DIST += %reldir%/opencl-criu.sh
+# A public OpenCL program (CLBlast's test, from Debian), unmodified, through
+# transparent mode with a real CRIU (opencl-public.sh): in the roots.
+TESTS += %reldir%/opencl-public.sh
+EXTRA_DIST += %reldir%/opencl-public.sh

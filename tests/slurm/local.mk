@@ -53,3 +53,5 @@ EXTRA_DIST += %reldir%/demo-report.sh %reldir%/demo-check.sh
 EXTRA_DIST += %reldir%/e2e-frameworks.sh
 # Transparent mode for OpenCL with a real CRIU (tests/opencl/opencl-criu.sh).
 SLURM_E2E += opencl/opencl-criu.sh
+# A public OpenCL program through transparent mode (tests/opencl/opencl-public.sh).
+SLURM_E2E += opencl/opencl-public.sh
