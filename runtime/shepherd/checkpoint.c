@@ -812,10 +812,11 @@ static int wait_runtimes(struct ckpt *c)
 	for (size_t i = 0; i < c->npeers; i++)
 		if (c->peers[i].hello && !c->peers[i].app && !c->peers[i].ready &&
 		    !is_locked_cuda(c, c->peers[i].pid)) {
-			gk_errprintf(&c->err,
-				     "pid %d: its runtime was not ready within --ready-timeout, and "
-				     "no driver holds the process",
-				     (int)c->peers[i].pid);
+			gk_errprintf(
+			    &c->err,
+			    "pid %d: its runtime was not ready within --ready-timeout, and "
+			    "no driver holds the process",
+			    (int)c->peers[i].pid);
 			return -ETIMEDOUT;
 		}
 	/* A runtime whose process no driver locks (OpenCL on a CPU device)

@@ -343,8 +343,7 @@ static int checkpoint(int signo)
 			P.t_image - P.t_drained, P.t_seal - P.t_image, gk_now() - P.t_seal);
 	}
 	assisted = P.assisted && cuda;
-	if (say(fd, GK_PROTO_READY " %s %d", name, assisted) < 0 ||
-	    hear(fd, msg, sizeof(msg)) < 0)
+	if (say(fd, GK_PROTO_READY " %s %d", name, assisted) < 0 || hear(fd, msg, sizeof(msg)) < 0)
 		msg[0] = 0;
 	if (!strcmp(msg, GK_PROTO_LOCKED)) {
 		close(fd);

@@ -1164,9 +1164,10 @@ static int refuse_transparent_locked(struct gk_phase_verdict *v)
 			continue;
 		if (gk_cl.clGetContextInfo(o->h, CL_CONTEXT_DEVICES, sizeof(devs), devs, &got) !=
 		    CL_SUCCESS) {
-			snprintf(v->why, sizeof(v->why),
-				 "OpenCL context %ld, whose devices cannot be listed (more than 16?)",
-				 o->idx);
+			snprintf(
+			    v->why, sizeof(v->why),
+			    "OpenCL context %ld, whose devices cannot be listed (more than 16?)",
+			    o->idx);
 			return -ENOTSUP;
 		}
 		for (size_t d = 0; d < got / sizeof(devs[0]); d++) {
@@ -1176,7 +1177,8 @@ static int refuse_transparent_locked(struct gk_phase_verdict *v)
 			gk_cl.clGetDeviceInfo(devs[d], CL_DEVICE_TYPE, sizeof(type), &type, NULL);
 			if (type & CL_DEVICE_TYPE_CPU)
 				continue;
-			gk_cl.clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof(name) - 1, name, NULL);
+			gk_cl.clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof(name) - 1, name,
+					      NULL);
 			snprintf(v->why, sizeof(v->why),
 				 "OpenCL context %ld on device '%s', not a CPU device: transparent "
 				 "mode carries only OpenCL state in host memory (use "
