@@ -10,6 +10,7 @@
  *	runtime   READY <name> <0|1>       drained; <name>: its sealed .tmp.ckpt.N.HOST.PID
  *	                                   folder (ckptname.h); 1: it wrote device memory
  *	runtime   REFUSE managed|ipc       holds what the driver cannot checkpoint
+ *	runtime   REFUSE opencl            holds OpenCL state CRIU cannot carry
  *	runtime   REFUSE broken <error>    its CUDA context holds a sticky error
  *	shepherd  LOCKED                   the driver holds the process locked
  *	shepherd  ABORT <reason>           no checkpoint this time
@@ -33,5 +34,9 @@
 #define GK_PROTO_REFUSE_MANAGED "managed"
 #define GK_PROTO_REFUSE_IPC "ipc"
 #define GK_PROTO_REFUSE_BROKEN "broken"
+/* OpenCL state outside the process's memory (a device that is not a CPU), or
+ * commands that cannot be drained (a user event not set): CRIU cannot carry
+ * it (runtime/core/interpose/opencl.c). */
+#define GK_PROTO_REFUSE_OPENCL "opencl"
 
 #endif

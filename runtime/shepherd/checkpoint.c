@@ -14,6 +14,12 @@
  * Before LOCKED a failure is told to the runtime with ABORT; after it the
  * runtime learns it from its .tmp folder still being there after the unlock,
  * so on that path the shepherd removes only its own criu/ and unlocks.
+ *
+ * A runtime in a process that no driver locks (OpenCL on a CPU device, whose
+ * state is host memory that CRIU carries: README.md, "OpenCL") waits after
+ * LOCKED for its folder instead: criu/ is made in it before LOCKED is sent,
+ * and goes with the folder when it is published (ckpt.N appears) or alone
+ * when the checkpoint fails.
  */
 #include "config.h"
 
@@ -55,6 +61,10 @@ struct ckpt {
 	size_t npids;
 	pid_t cuda[GK_SHEP_MAX_PROCS];
 	size_t ncuda;
+	/* Processes no driver locks whose runtime is expected to report
+	 * (OpenCL: gk_pid_opencl_runtime). */
+	pid_t ocl[GK_SHEP_MAX_PROCS];
+	size_t nocl;
 	size_t nlocked, ncheckpointed;
 	struct peer peers[MAX_PEERS];
 	size_t npeers;
@@ -90,18 +100,32 @@ static void close_peers(struct ckpt *c, const char *abort_reason)
 	}
 }
 
+static int reported(const struct ckpt *c, pid_t pid)
+{
+	for (size_t k = 0; k < c->npeers; k++)
+		if (c->peers[k].pid == pid && (c->peers[k].ready || c->peers[k].app))
+			return 1;
+	return 0;
+}
+
 static int all_ready(const struct ckpt *c)
 {
-	for (size_t i = 0; i < c->ncuda; i++) {
-		int found = 0;
-
-		for (size_t k = 0; k < c->npeers; k++)
-			if (c->peers[k].pid == c->cuda[i] && (c->peers[k].ready || c->peers[k].app))
-				found = 1;
-		if (!found)
+	for (size_t i = 0; i < c->ncuda; i++)
+		if (!reported(c, c->cuda[i]))
 			return 0;
-	}
+	for (size_t i = 0; i < c->nocl; i++)
+		if (!reported(c, c->ocl[i]))
+			return 0;
 	return 1;
+}
+
+/* 1 when pid is one the driver locks. */
+static int is_locked_cuda(const struct ckpt *c, pid_t pid)
+{
+	for (size_t i = 0; i < c->ncuda; i++)
+		if (c->cuda[i] == pid)
+			return 1;
+	return 0;
 }
 
 /* A message from a peer; a peer that breaks the protocol is dropped. */
@@ -180,7 +204,7 @@ static int gather(struct ckpt *c)
 		double left = (waiting ? deadline : look) - gk_now();
 		size_t n = 0;
 
-		if (refusing(c) || (!waiting && c->ncuda) || left <= 0)
+		if (refusing(c) || (!waiting && (c->ncuda || c->nocl)) || left <= 0)
 			break;
 		pf[n++] = (struct pollfd){.fd = sh->listener, .events = POLLIN};
 		for (size_t i = 0; i < c->npeers; i++)
@@ -227,6 +251,11 @@ static int gather(struct ckpt *c)
 			    "transparent: pid %d did not report; the driver checkpoints it alone",
 			    (int)c->cuda[i]);
 	}
+	for (size_t i = 0; i < c->nocl; i++)
+		if (!reported(c, c->ocl[i]))
+			gk_notice("transparent: pid %d (OpenCL) did not report; CRIU dumps it as "
+				  "it is",
+				  (int)c->ocl[i]);
 	return 0;
 }
 
@@ -249,9 +278,10 @@ static int limits(struct ckpt *c)
 		return -ENOTRECOVERABLE;
 	}
 	if (p) {
-		gk_errprintf(&c->err,
-			     "pid %d holds %s, which the CUDA driver's checkpoint cannot save",
-			     (int)p->pid, p->refused);
+		gk_errprintf(&c->err, "pid %d holds %s, which %s cannot save", (int)p->pid,
+			     p->refused,
+			     strncmp(p->refused, "OpenCL", 6) ? "the CUDA driver's checkpoint"
+							      : "a transparent checkpoint");
 		return -ENOTSUP;
 	}
 	/*
@@ -739,11 +769,13 @@ static int survey(struct ckpt *c)
 	ret = gk_tree_check_owner(c->pids, c->npids, o->uid, o->gid, &c->err);
 	if (ret < 0)
 		return ret;
-	for (size_t i = 0; i < c->npids && sh->have_cuda; i++) {
+	for (size_t i = 0; i < c->npids; i++) {
 		CUprocessState st;
 
-		if (gk_cudackpt_is_cuda(&sh->cuda, c->pids[i], &st))
+		if (sh->have_cuda && gk_cudackpt_is_cuda(&sh->cuda, c->pids[i], &st))
 			c->cuda[c->ncuda++] = c->pids[i];
+		else if (gk_pid_opencl_runtime(c->pids[i], sh->signo))
+			c->ocl[c->nocl++] = c->pids[i];
 	}
 	return 0;
 }
@@ -773,10 +805,30 @@ static int wait_runtimes(struct ckpt *c)
 		gk_errprintf(&c->err, "no usable CRIU on this node (gpuckpt-shepherd probe)");
 		return -ENOTSUP;
 	}
-	if (c->npeers && !sh->have_cuda) {
-		gk_errprintf(&c->err, "the CUDA driver's checkpoint API is not available");
-		return -ENOTSUP;
-	}
+	/* A runtime that said HELLO but not READY in time heard ABORT, and its
+	 * process is unwinding the checkpoint (the signal takes its usual
+	 * course): where no driver holds that process, CRIU would dump it in
+	 * the middle of that. */
+	for (size_t i = 0; i < c->npeers; i++)
+		if (c->peers[i].hello && !c->peers[i].app && !c->peers[i].ready &&
+		    !is_locked_cuda(c, c->peers[i].pid)) {
+			gk_errprintf(
+			    &c->err,
+			    "pid %d: its runtime was not ready within --ready-timeout, and "
+			    "no driver holds the process",
+			    (int)c->peers[i].pid);
+			return -ETIMEDOUT;
+		}
+	/* A runtime whose process no driver locks (OpenCL on a CPU device)
+	 * needs none; one that released CUDA device memory does. */
+	for (size_t i = 0; i < c->npeers && !sh->have_cuda; i++)
+		if (c->peers[i].ready && c->peers[i].ready_msg.assisted) {
+			gk_errprintf(&c->err,
+				     "the CUDA driver's checkpoint API is not available (pid %d "
+				     "released CUDA device memory)",
+				     (int)c->peers[i].pid);
+			return -ENOTSUP;
+		}
 	return pick_folder(c);
 }
 
@@ -788,6 +840,14 @@ static int freeze(struct ckpt *c)
 	struct gk_shep_opts *o = sh->o;
 	int ret;
 
+	/* A runtime no driver locks waits on criu/ after LOCKED (top). */
+	for (size_t i = 0; i < c->npeers && c->criufd < 0; i++)
+		if (c->peers[i].ready && c->peers[i].fd >= 0 &&
+		    !is_locked_cuda(c, c->peers[i].pid)) {
+			ret = make_criu_dir(c);
+			if (ret < 0)
+				return ret;
+		}
 	ret = lock_all(c);
 	if (ret < 0)
 		return ret;
@@ -808,7 +868,7 @@ static int dump_tree(struct ckpt *c, int exit_after, struct gk_seal *seal)
 {
 	int ret = c->tmpname[0] ? 0 : begin_own(c);
 
-	if (ret == 0)
+	if (ret == 0 && c->criufd < 0)
 		ret = make_criu_dir(c);
 	if (ret < 0)
 		return ret;
@@ -912,6 +972,8 @@ out_folder:
 		gk_store_abort(&c->txn);
 out_release:
 	gk_error("transparent: checkpoint of pid %d failed: %s", (int)sh->prog, why(c));
+	/* Made early for a runtime no driver locks: its going says "failed". */
+	remove_criu_dir(c);
 	release(c);
 	/* LOCKED was sent: no ABORT now (the top of this file says why). */
 	close_peers(c, NULL);

@@ -194,6 +194,11 @@ int gk_pid_in_tree(pid_t pid, pid_t prog);
  * /proc status SigCgt): the runtime acts on the signal itself. */
 int gk_pid_runtime_catches(pid_t pid, int signo);
 
+/* 1 when pid has the runtime, catches signo and has the OpenCL ICD loader
+ * (libOpenCL.so) mapped: a runtime that reports at a checkpoint although no
+ * driver locks its process (README.md, "OpenCL"). */
+int gk_pid_opencl_runtime(pid_t pid, int signo);
+
 /* Send signo to the processes of the tree under prog that have the runtime
  * and catch it (runtime 1), or to all the others (runtime 0). Returns how
  * many were sent it. */
@@ -286,6 +291,7 @@ struct gk_shepherd {
 	char criu[4096];
 	struct gk_cudackpt cuda;
 	int have_cuda;
+	int signo; /* the trigger signal being acted on (supervise.c) */
 };
 
 /* Returns 0 when the tree was checkpointed (and, for an exit trigger, is

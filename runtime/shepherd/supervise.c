@@ -159,6 +159,7 @@ int gk_supervise(struct gk_shepherd *sh)
 		gk_info("transparent: signal %d: checkpointing pid %d (passed on to %d process(es) "
 			"with the runtime)",
 			(int)si.ssi_signo, (int)sh->prog, told);
+		sh->signo = (int)si.ssi_signo;
 		ret = gk_checkpoint(sh, action == GK_ACTION_EXIT);
 		if (ret == 0 && action == GK_ACTION_EXIT)
 			checkpointed_on = (int)si.ssi_signo;

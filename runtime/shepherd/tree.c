@@ -204,6 +204,24 @@ int gk_pid_runtime_catches(pid_t pid, int signo)
 	return found;
 }
 
+int gk_pid_opencl_runtime(pid_t pid, int signo)
+{
+	char path[64], line[4096];
+	int found = 0;
+	FILE *f;
+
+	if (!gk_pid_runtime_catches(pid, signo))
+		return 0;
+	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	while (!found && fgets(line, sizeof(line), f))
+		found = strstr(line, "/libOpenCL.so") != NULL;
+	fclose(f);
+	return found;
+}
+
 int gk_tree_signal(pid_t prog, int signo, int runtime)
 {
 	size_t n = 0;

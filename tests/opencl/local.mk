@@ -21,8 +21,21 @@ check_PROGRAMS += %reldir%/test-cltransparent
 %canon_reldir%_test_cltransparent_LDADD = $(runtime_test_pipeline_LDADD) $(OPENCL_LIBS)
 %canon_reldir%_test_cltransparent_DEPENDENCIES = $(top_builddir)/runtime/libgkcore.la
 %canon_reldir%_test_cltransparent_LDFLAGS = $(runtime_test_pipeline_LDFLAGS)
+# An OpenCL program that knows nothing of gpuckpt (opencl-criu.sh).
+check_PROGRAMS += %reldir%/prog-clloop
+%canon_reldir%_prog_clloop_SOURCES = %reldir%/prog-clloop.c
+%canon_reldir%_prog_clloop_CFLAGS = $(AM_CFLAGS) $(OPENCL_CFLAGS)
+%canon_reldir%_prog_clloop_LDADD = $(OPENCL_LIBS)
 endif
 TESTS += %reldir%/opencl-transparent.sh
 EXTRA_DIST += %reldir%/opencl-transparent.sh
 TESTS += %reldir%/opencl-app.sh
 EXTRA_DIST += %reldir%/opencl-app.sh
+# Transparent mode with a real CRIU (the trixie root's, in CI's check-slurm):
+# an OpenCL program under the shepherd, checkpointed half-way and restored.
+TESTS += %reldir%/opencl-criu.sh
+EXTRA_DIST += %reldir%/opencl-criu.sh
+# A public OpenCL program (CLBlast's test, from Debian), unmodified, through
+# transparent mode with a real CRIU (opencl-public.sh): in the roots.
+TESTS += %reldir%/opencl-public.sh
+EXTRA_DIST += %reldir%/opencl-public.sh

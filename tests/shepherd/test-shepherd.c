@@ -100,6 +100,11 @@ static void messages(void)
 	       gk_msg_parse("REFUSE broken unknown", 21, &m) == 0 && !strcmp(m.broken, "unknown") &&
 	       gk_msg_parse("REFUSE managed", 14, &m) == 0 && !m.broken[0],
 	   "REFUSE broken <CUDA error name>: a broken context, with the error's name");
+	ok(gk_msg_parse("REFUSE opencl", 13, &m) == 0 && m.type == GK_MSG_REFUSE &&
+	       strstr(m.refused, "OpenCL") && !m.broken[0] &&
+	       gk_msg_parse("REFUSE opencl gpu", 17, &m) == -EPROTO &&
+	       gk_msg_parse("REFUSE OpenCL", 13, &m) == -EPROTO,
+	   "REFUSE opencl: OpenCL state CRIU cannot carry, in the shepherd's own words");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		if (gk_msg_parse(bad[i], strlen(bad[i]), &m) == -EPROTO)
 			refused++;
@@ -571,7 +576,7 @@ static void capabilities(void)
 
 int main(void)
 {
-	plan(9 + 4 + 4 + 4 + 3 + 6 + 6 + 3 + 1);
+	plan(10 + 4 + 4 + 4 + 3 + 6 + 6 + 3 + 1);
 	gk_log_set_level(GK_LOG_ERROR);
 	messages();
 	peers();

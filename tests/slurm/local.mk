@@ -59,3 +59,7 @@ EXTRA_DIST += %reldir%/stage-bench-smoke.sh
 # compares (5,000 folders, 200,000 jobs; about 2 s).
 TESTS += %reldir%/stage-sweep-scale.sh
 EXTRA_DIST += %reldir%/stage-sweep-scale.sh
+# Transparent mode for OpenCL with a real CRIU (tests/opencl/opencl-criu.sh).
+SLURM_E2E += opencl/opencl-criu.sh
+# A public OpenCL program through transparent mode (tests/opencl/opencl-public.sh).
+SLURM_E2E += opencl/opencl-public.sh

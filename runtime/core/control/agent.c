@@ -12,6 +12,11 @@
  * makes a driver call, which blocks while the process is locked: it returns
  * after a restore (on whatever node and GPU) or after the shepherd gave up,
  * and the thread maps device memory again and loads it back.
+ *
+ * A process that no driver locks (OpenCL only, on a CPU device: its state is
+ * host memory, which CRIU carries) has its queues drained by the pipeline
+ * and nothing written; after LOCKED the thread waits for the shepherd's
+ * criu/ in its folder to go instead (runtime/shepherd/README.md, "OpenCL").
  */
 #include "config.h"
 
@@ -238,6 +243,41 @@ static void wait_for_unlock(void)
 	}
 }
 
+/* 1 when this process uses CUDA: it has device memory of the runtime's, or
+ * the driver answers for it (what the shepherd asks before it locks it). */
+static int uses_cuda(void)
+{
+	CUprocessState st;
+
+	for (int i = 0; i < GK_MAX_DEVICES; i++)
+		if (__atomic_load_n(&gk_arenas[i], __ATOMIC_ACQUIRE))
+			return 1;
+	return gk_real.cuCheckpointProcessGetState &&
+	       gk_real.cuCheckpointProcessGetState(getpid(), &st) == CUDA_SUCCESS;
+}
+
+/*
+ * Until the shepherd is done with a process no driver locks: it made criu/ in
+ * the folder before LOCKED, and that goes when the folder is published as
+ * ckpt.N (then also in a restored process: its folder was published before it
+ * was dumped) or when the checkpoint failed. The thread is frozen here while
+ * CRIU dumps the process.
+ */
+static void wait_for_folder(const char *tmpdir)
+{
+	char path[4200];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/" GK_CRIU_DIR, tmpdir);
+	for (;;) {
+		struct timespec ts = {0, 2000000};
+
+		if (lstat(path, &st) < 0 && errno == ENOENT)
+			return;
+		nanosleep(&ts, NULL);
+	}
+}
+
 /*
  * One transparent checkpoint. Returns 1 when this process is a restored one
  * (it goes on as if the signal had never come), 0 when no checkpoint was taken
@@ -252,7 +292,7 @@ static int checkpoint(int signo)
 	gk_error_t err;
 	const char *name = "-";
 	uint64_t released = 0;
-	int fd, restored = 0;
+	int fd, restored = 0, cuda = uses_cuda(), assisted = 0;
 	/* Phase times, for the info line that says where a slow one went. */
 	double t0 = gk_now(), t_hello = 0;
 	struct stat st;
@@ -292,7 +332,7 @@ static int checkpoint(int signo)
 		 * changes, and the restore could not reopen it. */
 		gk_store_detach(&P.txn);
 		name = strrchr(P.txn.tmpdir, '/') + 1;
-		if (P.assisted)
+		if (P.assisted && cuda)
 			released = release_all();
 		gk_info(
 		    "transparent: %s: wrote %llu bytes (%llu bytes of all-zero chunks recorded, "
@@ -304,13 +344,16 @@ static int checkpoint(int signo)
 			name, t_hello - t0, P.t_gate - t_hello, P.t_drained - P.t_gate,
 			P.t_image - P.t_drained, P.t_seal - P.t_image, gk_now() - P.t_seal);
 	}
-	if (say(fd, GK_PROTO_READY " %s %d", name, P.assisted) < 0 ||
-	    hear(fd, msg, sizeof(msg)) < 0)
+	assisted = P.assisted && cuda;
+	if (say(fd, GK_PROTO_READY " %s %d", name, assisted) < 0 || hear(fd, msg, sizeof(msg)) < 0)
 		msg[0] = 0;
 	if (!strcmp(msg, GK_PROTO_LOCKED)) {
 		close(fd);
 		fd = -1;
-		wait_for_unlock();
+		if (cuda)
+			wait_for_unlock();
+		else if (P.sealed)
+			wait_for_folder(P.txn.tmpdir);
 	} else {
 		gk_warn("transparent: the shepherd took no checkpoint: %s",
 			!strncmp(msg, GK_PROTO_ABORT " ", sizeof(GK_PROTO_ABORT))
@@ -322,7 +365,7 @@ static int checkpoint(int signo)
 		snprintf(path, sizeof(path), "%s/" GK_CKPT_FMT, gk_rt.settings.dir,
 			 (uint64_t)P.txn.sequence);
 		restored = stat(path, &st) == 0;
-		if (P.assisted)
+		if (assisted)
 			reload_all(restored ? path : P.txn.tmpdir, P.m);
 		if (!restored)
 			gk_store_abort(&P.txn);

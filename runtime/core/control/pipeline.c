@@ -20,6 +20,7 @@
 #include "core/capture/snapshot.h"
 #include "core/capture/writer.h"
 #include "image/ckptname.h"
+#include "common/shepherd_protocol.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -547,8 +548,11 @@ static int refused(struct gk_pipeline *P, int ret)
 	switch (P->o.kind) {
 	case GK_CKPT_TRANSPARENT:
 		gk_error("transparent: refused, no checkpoint taken: this process holds %s, which "
-			 "the CUDA driver's checkpoint cannot save",
-			 why);
+			 "%s cannot save",
+			 why,
+			 P->v.word && !strcmp(P->v.word, GK_PROTO_REFUSE_OPENCL)
+			     ? "a transparent checkpoint"
+			     : "the CUDA driver's checkpoint");
 		break;
 	case GK_CKPT_APP:
 	case GK_CKPT_MEMBER:

@@ -19,6 +19,7 @@
 #include "config.h"
 
 #include "core/driver/opencl.h"
+#include "common/shepherd_protocol.h"
 #include "core/state/opencl_record.h"
 #include "core/state/phase.h"
 #include "core/state/regions.h"
@@ -1139,15 +1140,61 @@ static const char *mem_label(const struct gk_clo *o)
 	return o->sub ? "sub-buffer" : "buffer";
 }
 
+/*
+ * Transparent mode: CRIU carries the process whole, OpenCL state included,
+ * where that state is host memory: a CPU device's. A context with another
+ * kind of device (a GPU's memory is not the process's) is refused, naming
+ * the device; so is a user event not set (its queue cannot be drained).
+ */
+static int refuse_transparent_locked(struct gk_phase_verdict *v)
+{
+	v->word = GK_PROTO_REFUSE_OPENCL;
+	if (nuser_events) {
+		snprintf(v->why, sizeof(v->why),
+			 "an OpenCL user event not set yet (clSetUserEventStatus), whose commands "
+			 "cannot be drained");
+		return -EBUSY;
+	}
+	for (size_t i = 0; i < rec.n; i++) {
+		const struct gk_clo *o = rec.o[i];
+		cl_device_id devs[16];
+		size_t got = 0;
+
+		if (o->kind != GK_CLO_CONTEXT)
+			continue;
+		if (gk_cl.clGetContextInfo(o->h, CL_CONTEXT_DEVICES, sizeof(devs), devs, &got) !=
+		    CL_SUCCESS) {
+			snprintf(
+			    v->why, sizeof(v->why),
+			    "OpenCL context %ld, whose devices cannot be listed (more than 16?)",
+			    o->idx);
+			return -ENOTSUP;
+		}
+		for (size_t d = 0; d < got / sizeof(devs[0]); d++) {
+			cl_device_type type = 0;
+			char name[128] = "";
+
+			gk_cl.clGetDeviceInfo(devs[d], CL_DEVICE_TYPE, sizeof(type), &type, NULL);
+			if (type & CL_DEVICE_TYPE_CPU)
+				continue;
+			gk_cl.clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof(name) - 1, name,
+					      NULL);
+			snprintf(v->why, sizeof(v->why),
+				 "OpenCL context %ld on device '%s', not a CPU device: transparent "
+				 "mode carries only OpenCL state in host memory (use "
+				 "gpuckpt_point(): docs/opencl.md)",
+				 o->idx, name);
+			return -ENOTSUP;
+		}
+	}
+	return 0;
+}
+
 /* What stops a checkpoint of this process's OpenCL state, into v. */
 static int refuse_locked(enum gk_ckpt_kind kind, struct gk_phase_verdict *v)
 {
-	if (rec.n && kind == GK_CKPT_TRANSPARENT) {
-		snprintf(v->why, sizeof(v->why),
-			 "the process holds OpenCL objects, which transparent mode does not "
-			 "checkpoint yet (use gpuckpt_point(): docs/opencl.md)");
-		return -ENOTSUP;
-	}
+	if (kind == GK_CKPT_TRANSPARENT)
+		return rec.n ? refuse_transparent_locked(v) : 0;
 	if (record_lost || (rec.n && !state_registered)) {
 		snprintf(v->why, sizeof(v->why),
 			 "the record of the process's OpenCL objects is incomplete: there was no "
@@ -1322,7 +1369,8 @@ static int cl_before(enum gk_phase phase, enum gk_ckpt_kind kind, struct gk_phas
 	if (gk_cl_load() < 0)
 		return -ENOENT;
 	ret = finish_queues(v);
-	if (ret < 0)
+	/* Transparent: the buffers are in the process CRIU dumps. */
+	if (ret < 0 || kind == GK_CKPT_TRANSPARENT)
 		return ret;
 	pthread_mutex_lock(&lock);
 	ret = copy_locked(v);
