@@ -243,12 +243,19 @@ static void wait_for_unlock(void)
 	}
 }
 
-/* 1 when this process uses CUDA: it has device memory of the runtime's, or
- * the driver answers for it (what the shepherd asks before it locks it). */
+/* 1 when this process uses CUDA: cuInit succeeded in it, it has device
+ * memory of the runtime's, or the driver answers for it (what the shepherd
+ * asks before it locks it). Any one of them keeps the CUDA path, which was
+ * the only one before OpenCL: a CUDA process taken for one the driver does
+ * not lock would not wait for the driver's unlock, and would abort its
+ * folder while CRIU dumps it. Only a process that never initialised CUDA
+ * (an OpenCL program) waits on the folder instead. */
 static int uses_cuda(void)
 {
 	CUprocessState st;
 
+	if (__atomic_load_n(&gk_rt.cuda_inited, __ATOMIC_ACQUIRE))
+		return 1;
 	for (int i = 0; i < GK_MAX_DEVICES; i++)
 		if (__atomic_load_n(&gk_arenas[i], __ATOMIC_ACQUIRE))
 			return 1;

@@ -93,6 +93,8 @@ CUresult gk_on_cuInit(unsigned int Flags)
 	if (gk_driver_ensure() < 0)
 		return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;
 	r = gk_real.cuInit(Flags);
+	if (r == CUDA_SUCCESS)
+		__atomic_store_n(&gk_rt.cuda_inited, 1, __ATOMIC_RELEASE);
 	if (r == CUDA_SUCCESS && gk_enabled())
 		gk_runtime_start();
 	return r;

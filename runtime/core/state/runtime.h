@@ -32,6 +32,7 @@ struct gk_runtime {
 	int settings_ok;
 	struct gk_settings settings;
 	int started;       /* CUDA or the API has been used */
+	int cuda_inited;   /* cuInit succeeded in this process (interpose.c) */
 	int aware;         /* the program uses the gpuckpt API */
 	int due;           /* GK_DUE_* bits, set from signal handlers and threads */
 	int exit_signo;    /* end by this signal after the next checkpoint */
