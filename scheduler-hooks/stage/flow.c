@@ -88,7 +88,7 @@ static void free_names(char **names, size_t n)
 }
 
 /* A folder of root's below a folder of root's (the shared tree). */
-static int root_dir(int parentfd, const char *name)
+int stage_root_dir(int parentfd, const char *name)
 {
 	if (mkdirat(parentfd, name, 0700) < 0 && errno != EEXIST)
 		return -errno;
@@ -147,10 +147,11 @@ static int check_copy(struct stage *st, int copyfd, int dstdir, const char *labe
 /*
  * Copy one checkpoint: srcfd (checked, the job's user's) into the area of
  * the destination, check, publish as dstdir/name. 0, or <0 when it did not
- * arrive (the line said why).
+ * arrive (the line said why). both: the line names source and destination
+ * (a flushed set's part copied into the shared root), else the far end only.
  */
-static int move_one(struct stage *st, int srcfd, const char *label, int areafd, int dstdir,
-		    const char *name, const char *dst_label, const char *what)
+int stage_move(struct stage *st, int srcfd, const char *label, int areafd, int dstdir,
+	       const char *name, const char *dst_label, const char *what, int both)
 {
 	gk_error_t err;
 	char tmp[160];
@@ -182,9 +183,13 @@ static int move_one(struct stage *st, int srcfd, const char *label, int areafd, 
 		return ret == -EEXIST ? 0 : ret;
 	}
 	fsync(dstdir);
-	say("staged %s %s: %llu bytes in %.2f s %s %s", st->verb, what, (unsigned long long)bytes,
-	    now_s() - t0, strcmp(st->verb, "out") ? "from" : "to",
-	    strcmp(st->verb, "out") ? label : dst_label);
+	if (both)
+		say("copied %s: %llu bytes in %.2f s from %s to %s", what,
+		    (unsigned long long)bytes, now_s() - t0, label, dst_label);
+	else
+		say("staged %s %s: %llu bytes in %.2f s %s %s", st->verb, what,
+		    (unsigned long long)bytes, now_s() - t0, strcmp(st->verb, "out") ? "from" : "to",
+		    strcmp(st->verb, "out") ? label : dst_label);
 	return 0;
 }
 
@@ -255,7 +260,7 @@ static int wanted(const struct stage *st, int taskfd, const char *label, int all
 
 /* SHARED/JOB, root's, with its record; an earlier job's folder of the same
  * id is removed first. */
-static int shared_job_out(struct stage *st, const char *jobname)
+int stage_shared_job(struct stage *st, const char *jobname)
 {
 	struct job_ident now, rec;
 	gk_error_t err;
@@ -284,7 +289,7 @@ static int shared_job_out(struct stage *st, const char *jobname)
 		fd = -ENOENT;
 	}
 	if (fd == -ENOENT)
-		fd = root_dir(st->sharedfd, jobname);
+		fd = stage_root_dir(st->sharedfd, jobname);
 	if (fd < 0) {
 		error_line(st, "%s/%s: %s; not staged", st->shared_root, jobname, why(fd));
 		return fd;
@@ -296,7 +301,7 @@ static int shared_job_out(struct stage *st, const char *jobname)
 }
 
 /* Committed in taskfd: a folder of uid's holding its manifest. */
-static int committed_at(int taskfd, const char *name, uid_t uid)
+int stage_committed_at(int taskfd, const char *name, uid_t uid)
 {
 	int fd = gk_open_dir_at(taskfd, name, uid, NULL), ok;
 
@@ -339,7 +344,7 @@ static int task_out(struct stage *st, int taskfd, int s_taskfd, int f_taskfd, co
 			continue;
 		/* A set member's part always goes to the shared root: the
 		 * restore plan is made from there alone (sets.c). */
-		if (!member && f_taskfd >= 0 && committed_at(f_taskfd, names[i], st->uid)) {
+		if (!member && f_taskfd >= 0 && stage_committed_at(f_taskfd, names[i], st->uid)) {
 			say("%s: flushed while the job ran; not copied again", what);
 			continue;
 		}
@@ -351,7 +356,7 @@ static int task_out(struct stage *st, int taskfd, int s_taskfd, int f_taskfd, co
 		}
 		/* Tests pause here to swap the folders around. */
 		gk_test_hook("stage-out-opened");
-		if (move_one(st, ckptfd, src, st->shared_area, s_taskfd, names[i], dst, what) < 0)
+		if (stage_move(st, ckptfd, src, st->shared_area, s_taskfd, names[i], dst, what, 0) < 0)
 			unsafe = 1;
 		close(ckptfd);
 	}
@@ -383,7 +388,7 @@ int stage_out(struct stage *st)
 		error_line(st, "%s/%s: %s; not staged", st->bb_root, jobname, why(jobfd));
 		goto out;
 	}
-	sjobfd = shared_job_out(st, jobname);
+	sjobfd = stage_shared_job(st, jobname);
 	if (sjobfd < 0)
 		goto out;
 	if (st->flushfd >= 0)
@@ -404,7 +409,7 @@ int stage_out(struct stage *st)
 			continue;
 		}
 		stepfd = gk_open_dir_at(jobfd, steps[i], st->uid, NULL);
-		s_stepfd = stepfd < 0 ? -1 : root_dir(sjobfd, steps[i]);
+		s_stepfd = stepfd < 0 ? -1 : stage_root_dir(sjobfd, steps[i]);
 		if (stepfd < 0 || s_stepfd < 0) {
 			error_line(st, "%s/%s/%s: %s; not staged", stepfd < 0 ? st->bb_root : st->shared_root,
 				   jobname, steps[i], why(stepfd < 0 ? stepfd : s_stepfd));
@@ -432,7 +437,7 @@ int stage_out(struct stage *st)
 			}
 			snprintf(rel, sizeof(rel), "%s/%s", steps[i], tasks[k]);
 			taskfd = gk_open_dir_at(stepfd, tasks[k], st->uid, NULL);
-			s_taskfd = taskfd < 0 ? -1 : root_dir(s_stepfd, tasks[k]);
+			s_taskfd = taskfd < 0 ? -1 : stage_root_dir(s_stepfd, tasks[k]);
 			if (taskfd < 0 || s_taskfd < 0) {
 				error_line(st, "%s/%s/%s: %s; not staged",
 					   taskfd < 0 ? st->bb_root : st->shared_root, jobname, rel,
@@ -573,7 +578,7 @@ static void stage_list(struct stage *st, int taskfd, int fromfd, const char *lab
 			error_line(st, "%s: %s; not staged in", src, why(ckptfd));
 			continue;
 		}
-		move_one(st, ckptfd, src, st->bb_area, taskfd, names[i], dst, what);
+		stage_move(st, ckptfd, src, st->bb_area, taskfd, names[i], dst, what, 0);
 		close(ckptfd);
 	}
 }
@@ -757,14 +762,21 @@ int stage_in(struct stage *st)
 		close(sjobfd);
 		sjobfd = -1;
 	}
-	/* Before any task starts, whatever is there: the plugin refuses to
-	 * start a task of a step of several tasks without a plan. The plan is
-	 * made from the shared root alone (root's folders, every node's view
-	 * alike); stage-out copies every set member's part there. */
-	sets_plan(st, sjobfd, &plan, &nplan);
 	/* After a node failure the epilog never ran: what the runtime flushed
 	 * may be all there is. */
 	fjobfd = flush_job_in(st, jobname);
+	/* A step's sets complete in the flush root and newer than every set
+	 * complete in the shared root are copied there first (checked
+	 * descriptors, root's area, one rename each), so that the plan sees
+	 * them: a node loss costs only the work since the last flushed set. */
+	if (fjobfd >= 0)
+		sets_from_flush(st, &sjobfd, fjobfd);
+	/* Before any task starts, whatever is there: the plugin refuses to
+	 * start a task of a step of several tasks without a plan. The plan is
+	 * made from the shared root alone (root's folders, every node's view
+	 * alike); stage-out copies every set member's part there, and
+	 * sets_from_flush what only the flush root has. */
+	sets_plan(st, sjobfd, &plan, &nplan);
 	if (sjobfd >= 0)
 		in_from(st, sjobfd, 0, fjobfd, st->uid, 1, plan, nplan);
 	/* Tasks only the flush root has (a task done twice finds its

@@ -112,3 +112,6 @@ check_PROGRAMS += %reldir%/prog-vmm
 %canon_reldir%_prog_vmm_LDADD = $(top_builddir)/runtime/libgpuckpt.la $(GK_CUDA_STUB)
 TESTS += %reldir%/vmm.sh
 EXTRA_DIST += %reldir%/vmm.sh
+# Issue 29: task 0 flushes its step's set records beside the flushed task folders.
+TESTS += %reldir%/flush-sets.sh
+EXTRA_DIST += %reldir%/flush-sets.sh

@@ -51,3 +51,6 @@ EXTRA_DIST += %reldir%/demo-report.sh %reldir%/demo-check.sh
 # TESTS=slurm/e2e-frameworks.sh): a PyTorch job requeued and restored onto the
 # other GPU; it skips, with the reason, without PyTorch, two GPUs or CRIU 4.
 EXTRA_DIST += %reldir%/e2e-frameworks.sh
+# Issue 29: a step of several tasks restored from its newest flushed set after
+# a node loss (the prolog reads the flush root's sets); skips without MPI/pmix.
+SLURM_E2E += %reldir%/e2e-flush-sets.sh
