@@ -9,7 +9,7 @@ STAGE=${GK_STAGE:-$top_builddir/scheduler-hooks/gpuckpt-stage}
 SEAL_TOOL=$top_builddir/tests/security/seal-tool
 U=4242 # a uid that owns nothing on this machine
 
-PLAN=66
+PLAN=67
 tap_plan $PLAN
 if [ "$(id -u)" -ne 0 ]; then
 	for i in $(seq $PLAN); do tap_skip "needs root (gpuckpt-stage runs as root)"; done
@@ -368,6 +368,15 @@ out=$(fstage in 74 2>&1)
 check "flushed sets: a part of another user's is refused, named" \
 	[ ! -e "$SH/74/step.0/task.0/ckpt.000003" -a \
 	-n "$(grep "flushed set 3 incomplete in .*: task.1/ckpt.000003 belongs to someone else" <<<"$out")" ]
+# ... and a part whose manifest is a fifo: refused at once, never waited on.
+rm -rf "$FL/74/step.0/task.1/ckpt.000003" && setpart "$FL" 74 3 1
+rm "$FL/74/step.0/task.1/ckpt.000003/manifest.json" && mkfifo -m 0600 "$FL/74/step.0/task.1/ckpt.000003/manifest.json"
+chown -h $U:$U "$FL/74/step.0/task.1/ckpt.000003/manifest.json"
+out=$(timeout 30 "$STAGE" in --job 74 --uid $U --gid $U --bb-root "$BB" --shared-root "$SH" --flush-root "$FL" \
+	--keep 2 --squeue "$GK_SCRATCH/squeue-70" 2>&1)
+check "flushed sets: a part whose manifest is a fifo is refused without waiting, named (rc $?)" \
+	[ ! -e "$SH/74/step.0/task.0/ckpt.000003" -a \
+	-n "$(grep "flushed set 3 incomplete in .*: task.1/ckpt.000003 is not committed there (manifest.json: belongs to someone else, or not a plain file; refused)" <<<"$out")" ]
 # 75: a first run never reads the flush root (an earlier job's folder).
 fake_squeue 0
 for t in 0 1; do setpart "$FL" 75 3 $t; done
