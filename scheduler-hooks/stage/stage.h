@@ -16,6 +16,7 @@
  *	copy.c    copying one checkpoint folder, refusing what is not plain
  *	slurm.c   asking squeue (the job's identity, the states of all jobs)
  *	record.c  who a shared job folder belongs to (id reuse)
+ *	publish.c one checkpoint copied, checked, published; the shared job folder
  *	flow.c    stage in, stage out
  *	sets.c    steps of several tasks: set records, the restore plan, pruning by set
  *	sweep.c   removing the folders of jobs that are over
@@ -132,13 +133,16 @@ void record_show(const struct job_ident *rec, char *buf, size_t len);
 
 int stage_in(struct stage *st);
 int stage_out(struct stage *st);
+
+/* ---- publish.c ---- */
+
+/* A refused checked open, for a line ("a symbolic link; refused", ...). */
+const char *stage_why(int ret);
 /* A folder of root's below a folder of root's (made if needed), opened checked. */
 int stage_root_dir(int parentfd, const char *name);
 /* SHARED/JOB, root's, with this job's record (an earlier job's folder of the
  * id removed first): its descriptor, or <0 (the line said why). */
 int stage_shared_job(struct stage *st, const char *jobname);
-/* 1 when taskfd/name is a committed checkpoint folder of uid's. */
-int stage_committed_at(int taskfd, const char *name, uid_t uid);
 /* Copy the checked checkpoint folder srcfd through areafd's root-only area
  * into dstdir as name, checked, published with one rename (0 when it is
  * there, also when another node's copy won). both: the line names both ends. */

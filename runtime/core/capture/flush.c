@@ -306,8 +306,8 @@ static void flush_records(int localfd, struct failure *f)
 			gk_debug("flush: %s/%s: %s", lstep, de->d_name, err.text);
 			continue;
 		}
-		if (gk_set_record_write(fstep, &r, &err) < 0) {
-			f->ret = -EIO;
+		f->ret = gk_set_record_write(fstep, &r, &err);
+		if (f->ret < 0) {
 			f->on_shared = 1;
 			snprintf(f->what, sizeof(f->what), "%s", err.text);
 			report(f);
