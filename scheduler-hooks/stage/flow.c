@@ -38,14 +38,6 @@
 #include <time.h>
 #include <unistd.h>
 
-static double now_s(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
 /* The entries of a folder, by name (malloc'ed array of malloc'ed names). */
 static int read_names(int fd, char ***names, size_t *n)
 {
@@ -85,107 +77,6 @@ static void free_names(char **names, size_t n)
 	for (size_t i = 0; i < n; i++)
 		free(names[i]);
 	free(names);
-}
-
-/* A folder of root's below a folder of root's (the shared tree). */
-static int root_dir(int parentfd, const char *name)
-{
-	if (mkdirat(parentfd, name, 0700) < 0 && errno != EEXIST)
-		return -errno;
-	return gk_open_dir_at(parentfd, name, 0, NULL);
-}
-
-static const char *why(int ret)
-{
-	return ret == -ELOOP     ? "a symbolic link; refused"
-	       : ret == -ENOTDIR ? "not a folder; refused"
-	       : ret == -EPERM	 ? "belongs to someone else; refused"
-				 : strerror(-ret);
-}
-
-/*
- * The copy, in the area, before it is published: criu/ must carry root's
- * seal (else the checkpoint is not published); the rest is what the runtime
- * checks again on restore, and decides then (fail or start afresh, as the
- * job asked): here a problem is only reported.
- */
-static int check_copy(struct stage *st, int copyfd, int dstdir, const char *label)
-{
-	struct gk_load_opts lo = {.uid = st->uid, .check_data = 1};
-	struct gk_manifest *m = NULL;
-	gk_error_t err;
-	struct gk_seal *seal;
-	struct stat sb;
-	int ret;
-
-	/* An increment's bases are looked for where it is published: they
-	 * are staged before it (oldest first). */
-	ret = gk_image_open_in(dstdir, copyfd, label, &lo, &m, NULL, &err);
-	gk_manifest_free(m);
-	if (ret < 0)
-		warn_line("%s fails its checks (%s); staged anyway: the restore checks it again "
-			  "and refuses it",
-			  label, err.text);
-	if (fstatat(copyfd, GK_CRIU_DIR, &sb, AT_SYMLINK_NOFOLLOW) < 0)
-		return 0;
-	seal = calloc(1, sizeof(*seal));
-	if (!seal)
-		return -ENOMEM;
-	ret = gk_seal_verify(copyfd, st->uid, seal, NULL, &err);
-	free(seal);
-	if (ret == -EHOSTUNREACH) {
-		warn_line("%s: seal not checked (%s); the restore checks it", label, err.text);
-		return 0;
-	}
-	if (ret < 0) {
-		error_line(st, "%s: %s; not staged", label, err.text);
-		return ret;
-	}
-	return 0;
-}
-
-/*
- * Copy one checkpoint: srcfd (checked, the job's user's) into the area of
- * the destination, check, publish as dstdir/name. 0, or <0 when it did not
- * arrive (the line said why).
- */
-static int move_one(struct stage *st, int srcfd, const char *label, int areafd, int dstdir,
-		    const char *name, const char *dst_label, const char *what)
-{
-	gk_error_t err;
-	char tmp[160];
-	uint64_t bytes = 0;
-	double t0 = now_s();
-	int copyfd, ret;
-
-	area_name(st, st->verb, tmp, sizeof(tmp));
-	ret = copy_ckpt(srcfd, label, areafd, tmp, st->uid, st->gid, &bytes, &err);
-	if (ret < 0) {
-		error_line(st, "%s; not staged", err.text);
-		return ret;
-	}
-	copyfd = gk_open_dir_at(areafd, tmp, st->uid, NULL);
-	ret = copyfd < 0 ? copyfd : check_copy(st, copyfd, dstdir, label);
-	if (copyfd >= 0)
-		close(copyfd);
-	gk_test_hook("stage-copied");
-	/* One rename publishes it, into the folder that was checked. */
-	if (ret == 0 && renameat2(areafd, tmp, dstdir, name, RENAME_NOREPLACE) < 0) {
-		ret = -errno;
-		if (ret == -EEXIST)
-			say("%s: already there (staged meanwhile); this copy dropped", dst_label);
-		else
-			error_line(st, "%s: cannot publish: %s", dst_label, strerror(-ret));
-	}
-	if (ret < 0) {
-		area_discard(st, areafd, areafd, tmp);
-		return ret == -EEXIST ? 0 : ret;
-	}
-	fsync(dstdir);
-	say("staged %s %s: %llu bytes in %.2f s %s %s", st->verb, what, (unsigned long long)bytes,
-	    now_s() - t0, strcmp(st->verb, "out") ? "from" : "to",
-	    strcmp(st->verb, "out") ? label : dst_label);
-	return 0;
 }
 
 /*
@@ -253,48 +144,6 @@ static int wanted(const struct stage *st, int taskfd, const char *label, int all
 
 /* ---- out ---- */
 
-/* SHARED/JOB, root's, with its record; an earlier job's folder of the same
- * id is removed first. */
-static int shared_job_out(struct stage *st, const char *jobname)
-{
-	struct job_ident now, rec;
-	gk_error_t err;
-	char who[128];
-	int fd, ret;
-
-	if (job_ident(st, &now, &err) < 0) {
-		warn_line("%s; the shared folder is recorded for uid %u only", err.text,
-			  (unsigned)st->uid);
-		memset(&now, 0, sizeof(now));
-	}
-	now.uid = st->uid;
-	fd = gk_open_dir_at(st->sharedfd, jobname, 0, NULL);
-	if (fd >= 0 && record_read(fd, &rec) == 0 && !record_ours(&rec, &now)) {
-		close(fd);
-		record_show(&rec, who, sizeof(who));
-		ret = area_discard(st, st->shared_area, st->sharedfd, jobname);
-		if (ret < 0) {
-			error_line(st, "%s/%s holds an earlier job with this id (%s) and cannot be "
-				       "removed: %s; not staged",
-				   st->shared_root, jobname, who, strerror(-ret));
-			return ret;
-		}
-		say("removed %s/%s: it held the checkpoints of an earlier job with this id (%s)",
-		    st->shared_root, jobname, who);
-		fd = -ENOENT;
-	}
-	if (fd == -ENOENT)
-		fd = root_dir(st->sharedfd, jobname);
-	if (fd < 0) {
-		error_line(st, "%s/%s: %s; not staged", st->shared_root, jobname, why(fd));
-		return fd;
-	}
-	ret = record_write(fd, &now);
-	if (ret < 0)
-		warn_line("%s/%s/%s: %s", st->shared_root, jobname, STAGE_RECORD, strerror(-ret));
-	return fd;
-}
-
 /* Committed in taskfd: a folder of uid's holding its manifest. */
 static int committed_at(int taskfd, const char *name, uid_t uid)
 {
@@ -345,13 +194,13 @@ static int task_out(struct stage *st, int taskfd, int s_taskfd, int f_taskfd, co
 		}
 		ckptfd = gk_open_dir_at(taskfd, names[i], st->uid, NULL);
 		if (ckptfd < 0) {
-			error_line(st, "%s: %s; not staged", src, why(ckptfd));
+			error_line(st, "%s: %s; not staged", src, stage_why(ckptfd));
 			unsafe = 1;
 			continue;
 		}
 		/* Tests pause here to swap the folders around. */
 		gk_test_hook("stage-out-opened");
-		if (move_one(st, ckptfd, src, st->shared_area, s_taskfd, names[i], dst, what) < 0)
+		if (stage_move(st, ckptfd, src, st->shared_area, s_taskfd, names[i], dst, what, 0) < 0)
 			unsafe = 1;
 		close(ckptfd);
 	}
@@ -380,10 +229,10 @@ int stage_out(struct stage *st)
 	if (jobfd == -ENOENT)
 		goto out;
 	if (jobfd < 0) {
-		error_line(st, "%s/%s: %s; not staged", st->bb_root, jobname, why(jobfd));
+		error_line(st, "%s/%s: %s; not staged", st->bb_root, jobname, stage_why(jobfd));
 		goto out;
 	}
-	sjobfd = shared_job_out(st, jobname);
+	sjobfd = stage_shared_job(st, jobname);
 	if (sjobfd < 0)
 		goto out;
 	if (st->flushfd >= 0)
@@ -404,10 +253,10 @@ int stage_out(struct stage *st)
 			continue;
 		}
 		stepfd = gk_open_dir_at(jobfd, steps[i], st->uid, NULL);
-		s_stepfd = stepfd < 0 ? -1 : root_dir(sjobfd, steps[i]);
+		s_stepfd = stepfd < 0 ? -1 : stage_root_dir(sjobfd, steps[i]);
 		if (stepfd < 0 || s_stepfd < 0) {
 			error_line(st, "%s/%s/%s: %s; not staged", stepfd < 0 ? st->bb_root : st->shared_root,
-				   jobname, steps[i], why(stepfd < 0 ? stepfd : s_stepfd));
+				   jobname, steps[i], stage_why(stepfd < 0 ? stepfd : s_stepfd));
 			all_safe = 0;
 			if (stepfd >= 0)
 				close(stepfd);
@@ -432,11 +281,11 @@ int stage_out(struct stage *st)
 			}
 			snprintf(rel, sizeof(rel), "%s/%s", steps[i], tasks[k]);
 			taskfd = gk_open_dir_at(stepfd, tasks[k], st->uid, NULL);
-			s_taskfd = taskfd < 0 ? -1 : root_dir(s_stepfd, tasks[k]);
+			s_taskfd = taskfd < 0 ? -1 : stage_root_dir(s_stepfd, tasks[k]);
 			if (taskfd < 0 || s_taskfd < 0) {
 				error_line(st, "%s/%s/%s: %s; not staged",
 					   taskfd < 0 ? st->bb_root : st->shared_root, jobname, rel,
-					   why(taskfd < 0 ? taskfd : s_taskfd));
+					   stage_why(taskfd < 0 ? taskfd : s_taskfd));
 				all_safe = 0;
 			} else {
 				f_taskfd = f_stepfd < 0 ? -1
@@ -570,10 +419,10 @@ static void stage_list(struct stage *st, int taskfd, int fromfd, const char *lab
 		 * came from: another owner's is not this job's. */
 		ckptfd = gk_open_dir_at(fromfd, names[i], st->uid, NULL);
 		if (ckptfd < 0) {
-			error_line(st, "%s: %s; not staged in", src, why(ckptfd));
+			error_line(st, "%s: %s; not staged in", src, stage_why(ckptfd));
 			continue;
 		}
-		move_one(st, ckptfd, src, st->bb_area, taskfd, names[i], dst, what);
+		stage_move(st, ckptfd, src, st->bb_area, taskfd, names[i], dst, what, 0);
 		close(ckptfd);
 	}
 }
@@ -652,7 +501,7 @@ static int flush_job_in(struct stage *st, const char *jobname)
 		goto out_close;
 	}
 	if (fd < 0)
-		error_line(st, "%s/%s: %s; not staged in", st->flush_root, jobname, why(fd));
+		error_line(st, "%s/%s: %s; not staged in", st->flush_root, jobname, stage_why(fd));
 	return fd;
 out_close:
 	if (fd >= 0)
@@ -752,19 +601,26 @@ int stage_in(struct stage *st)
 	}
 	sjobfd = gk_open_dir_at(st->sharedfd, jobname, 0, NULL);
 	if (sjobfd < 0 && sjobfd != -ENOENT)
-		error_line(st, "%s/%s: %s", st->shared_root, jobname, why(sjobfd));
+		error_line(st, "%s/%s: %s", st->shared_root, jobname, stage_why(sjobfd));
 	if (sjobfd >= 0 && !shared_job_in(st, sjobfd, jobname)) {
 		close(sjobfd);
 		sjobfd = -1;
 	}
-	/* Before any task starts, whatever is there: the plugin refuses to
-	 * start a task of a step of several tasks without a plan. The plan is
-	 * made from the shared root alone (root's folders, every node's view
-	 * alike); stage-out copies every set member's part there. */
-	sets_plan(st, sjobfd, &plan, &nplan);
 	/* After a node failure the epilog never ran: what the runtime flushed
 	 * may be all there is. */
 	fjobfd = flush_job_in(st, jobname);
+	/* A step's sets complete in the flush root and newer than every set
+	 * complete in the shared root are copied there first (checked
+	 * descriptors, root's area, one rename each), so that the plan sees
+	 * them: a node loss costs only the work since the last flushed set. */
+	if (fjobfd >= 0)
+		sets_from_flush(st, &sjobfd, fjobfd);
+	/* Before any task starts, whatever is there: the plugin refuses to
+	 * start a task of a step of several tasks without a plan. The plan is
+	 * made from the shared root alone (root's folders, every node's view
+	 * alike); stage-out copies every set member's part there, and
+	 * sets_from_flush what only the flush root has. */
+	sets_plan(st, sjobfd, &plan, &nplan);
 	if (sjobfd >= 0)
 		in_from(st, sjobfd, 0, fjobfd, st->uid, 1, plan, nplan);
 	/* Tasks only the flush root has (a task done twice finds its

@@ -16,6 +16,7 @@
  *	copy.c    copying one checkpoint folder, refusing what is not plain
  *	slurm.c   asking squeue (the job's identity, the states of all jobs)
  *	record.c  who a shared job folder belongs to (id reuse)
+ *	publish.c one checkpoint copied, checked, published; the shared job folder
  *	flow.c    stage in, stage out
  *	sets.c    steps of several tasks: set records, the restore plan, pruning by set
  *	sweep.c   removing the folders of jobs that are over
@@ -141,6 +142,21 @@ void record_show(const struct job_ident *rec, char *buf, size_t len);
 int stage_in(struct stage *st);
 int stage_out(struct stage *st);
 
+/* ---- publish.c ---- */
+
+/* A refused checked open, for a line ("a symbolic link; refused", ...). */
+const char *stage_why(int ret);
+/* A folder of root's below a folder of root's (made if needed), opened checked. */
+int stage_root_dir(int parentfd, const char *name);
+/* SHARED/JOB, root's, with this job's record (an earlier job's folder of the
+ * id removed first): its descriptor, or <0 (the line said why). */
+int stage_shared_job(struct stage *st, const char *jobname);
+/* Copy the checked checkpoint folder srcfd through areafd's root-only area
+ * into dstdir as name, checked, published with one rename (0 when it is
+ * there, also when another node's copy won). both: the line names both ends. */
+int stage_move(struct stage *st, int srcfd, const char *label, int areafd, int dstdir,
+	       const char *name, const char *dst_label, const char *what, int both);
+
 /* ---- sets.c ---- */
 
 /* The set a step's plan restores. */
@@ -159,6 +175,14 @@ int sets_records_in(struct stage *st, int s_stepfd, int stepfd, const char *step
  * folder sjobfd (-1: none, every step fresh), prune each step folder there by
  * set, and publish BB_ROOT/.plan.JOB; *out: the sets restored (malloc'ed). */
 int sets_plan(struct stage *st, int sjobfd, struct planned **out, size_t *nout);
+/* Prolog, before sets_plan, on a restart with a flush root (fjobfd:
+ * FLUSH/JOB, the user's): per step, the newest `keep` sets the runtime
+ * flushed whole (task 0's flushed record and every task's flushed part,
+ * each manifest naming that set as that task) that are newer than every set
+ * complete in the shared root are copied into it (*sjobfd: made, with the
+ * job's record, when there was none). Never an incomplete set, never a part
+ * of another set. */
+void sets_from_flush(struct stage *st, int *sjobfd, int fjobfd);
 /* Remove BB_ROOT/.plan.JOB (the run it was for is over). */
 void sets_plan_drop(const struct stage *st, uint32_t job);
 

@@ -117,3 +117,6 @@ EXTRA_DIST += %reldir%/vmm.sh
 # stand-in, with the stand-in's hash kernel and without (zero-chunks.sh).
 TESTS += %reldir%/zero-chunks.sh
 EXTRA_DIST += %reldir%/zero-chunks.sh
+# Issue 29: task 0 flushes its step's set records beside the flushed task folders.
+TESTS += %reldir%/flush-sets.sh
+EXTRA_DIST += %reldir%/flush-sets.sh

@@ -9,7 +9,7 @@ STAGE=${GK_STAGE:-$top_builddir/scheduler-hooks/gpuckpt-stage}
 SEAL_TOOL=$top_builddir/tests/security/seal-tool
 U=4242 # a uid that owns nothing on this machine
 
-PLAN=58
+PLAN=67
 tap_plan $PLAN
 if [ "$(id -u)" -ne 0 ]; then
 	for i in $(seq $PLAN); do tap_skip "needs root (gpuckpt-stage runs as root)"; done
@@ -295,6 +295,97 @@ chmod 0777 "$FL"
 out=$(fstage in 70)
 check "flush root writable by others: refused with a warning naming it" grep -q -- "--flush-root=$FL.*writable by group or others" <<<"$out"
 chmod 0755 "$FL"
+# Sets flushed while the job ran (issue 29): on a restart, the newest `keep`
+# sets whole in the flush root (task 0's record and every task's part, each
+# manifest naming the set as that task) that are newer than every set complete
+# in the shared root are copied into the shared root before the plan is made.
+setpart() { # ROOT JOB SEQ TASK [SETID]: task TASK's part of set SEQ
+	local d=$1/$2/step.0/task.$4 n
+	n=$(printf %06d "$3")
+	mkckpt "$d" "ckpt.$n" no
+	manifest "ckpt.$n" |
+		sed "s/\"label\":\"\",/\"set\":{\"id\":\"0x${5:-000000000000000$3}\",\"members\":2,\"member\":$4,\"agreement\":\"mpi\"},\"label\":\"\",/" \
+			>"$d/ckpt.$n/manifest.json"
+	chown -R $U:$U "$d/ckpt.$n"
+}
+setrec() { # DIR SEQ: the set's record
+	mkdir -p "$1"
+	echo "gpuckpt-set 1 sequence=$2 id=000000000000000$2 members=2 step=$2 agreement=mpi created=1" >"$1/set.$(printf %06d "$2")"
+}
+fsets() { # JOB: the job's folders in both roots as the plugin and stage make them
+	chown -R $U:$U "$FL/$1" && chmod -R go-rwx "$FL/$1"
+	if [ -d "$SH/$1" ]; then
+		chown 0:0 "$SH/$1" "$SH/$1/step.0" "$SH/$1"/step.0/task.* "$SH/$1"/step.0/set.* && chmod 0700 "$SH/$1" "$SH/$1/step.0" "$SH/$1"/step.0/task.*
+	fi
+}
+fake_squeue 1
+# 72: the shared root has set 2 complete; the flush root sets 3 (whole), 4
+# (task 1's part never flushed) and 5 (task 1's part is another set's).
+for t in 0 1; do setpart "$SH" 72 2 $t; done
+setrec "$SH/72/step.0" 2
+for t in 0 1; do setpart "$FL" 72 3 $t; done
+setpart "$FL" 72 4 0
+for t in 0; do setpart "$FL" 72 5 $t; done
+setpart "$FL" 72 5 1 00000000000000ff
+for n in 3 4 5; do setrec "$FL/72/step.0" $n; done
+fsets 72
+out=$(fstage in 72 2>&1)
+tap_diag "$out"
+check "flushed sets: the newest whole set is copied to the shared root, its parts the user's, its record root's" \
+	[ "$(stat -c '%u %a' "$SH/72/step.0/task.0/ckpt.000003" "$SH/72/step.0/task.1/ckpt.000003" "$SH/72/step.0/set.000003" 2>/dev/null | tr '\n' ' ')" = "$U 700 $U 700 0 600 " ]
+check "flushed sets: the line says which set came from the flush root" \
+	grep -q "plan: step.0: flushed set 3 copied from the flush root $FL/72/step.0 to the shared root (complete there; newest complete in the shared root: set 2)" <<<"$out"
+check "flushed sets: an incomplete one is not copied, and the line names the missing part" \
+	[ ! -e "$SH/72/step.0/set.000004" -a ! -e "$SH/72/step.0/task.0/ckpt.000004" -a \
+	-n "$(grep "flushed set 4 incomplete in $FL/72/step.0: task.1/ckpt.000004 was not flushed; not used" <<<"$out")" ]
+check "flushed sets: a set with another set's part is not copied, and the line says so" \
+	[ ! -e "$SH/72/step.0/set.000005" -a ! -e "$SH/72/step.0/task.0/ckpt.000005" -a \
+	-n "$(grep "flushed set 5 incomplete in .*task.1/ckpt.000005 is not this set's part of task 1 (its manifest names set 00000000000000ff" <<<"$out")" ]
+# 73: the shared root's complete set is newer: nothing is copied.
+for t in 0 1; do setpart "$SH" 73 5 $t; done
+setrec "$SH/73/step.0" 5
+for t in 0 1; do setpart "$FL" 73 3 $t; done
+setrec "$FL/73/step.0" 3
+fsets 73
+out=$(fstage in 73 2>&1)
+check "flushed sets: none copied when the shared root has a newer complete set" \
+	[ ! -e "$SH/73/step.0/task.0/ckpt.000003" -a ! -e "$SH/73/step.0/set.000003" -a \
+	-n "$(grep "flushed set 3 not copied: the shared root has set 5 complete" <<<"$out")" ]
+# 74: a part of another user's, and a task folder that is a link: refused.
+setpart "$FL" 74 3 0
+mkdir -p "$GK_SCRATCH/elsewhere" && setpart "$GK_SCRATCH/elsewhere" 74 3 1
+setrec "$FL/74/step.0" 3
+fsets 74
+chown -R $U:$U "$GK_SCRATCH/elsewhere"
+ln -s "$GK_SCRATCH/elsewhere/74/step.0/task.1" "$FL/74/step.0/task.1"
+chown -h $U:$U "$FL/74/step.0/task.1"
+out=$(fstage in 74 2>&1)
+check "flushed sets: a task folder that is a symbolic link is refused, named" \
+	[ ! -e "$SH/74/step.0/task.0/ckpt.000003" -a \
+	-n "$(grep "flushed set 3 incomplete in .*: task.1/ckpt.000003 a symbolic link; refused" <<<"$out")" ]
+rm "$FL/74/step.0/task.1" && setpart "$FL" 74 3 1 && chown -R 4343:4343 "$FL/74/step.0/task.1/ckpt.000003"
+out=$(fstage in 74 2>&1)
+check "flushed sets: a part of another user's is refused, named" \
+	[ ! -e "$SH/74/step.0/task.0/ckpt.000003" -a \
+	-n "$(grep "flushed set 3 incomplete in .*: task.1/ckpt.000003 belongs to someone else" <<<"$out")" ]
+# ... and a part whose manifest is a fifo: refused at once, never waited on.
+rm -rf "$FL/74/step.0/task.1/ckpt.000003" && setpart "$FL" 74 3 1
+rm "$FL/74/step.0/task.1/ckpt.000003/manifest.json" && mkfifo -m 0600 "$FL/74/step.0/task.1/ckpt.000003/manifest.json"
+chown -h $U:$U "$FL/74/step.0/task.1/ckpt.000003/manifest.json"
+out=$(timeout 30 "$STAGE" in --job 74 --uid $U --gid $U --bb-root "$BB" --shared-root "$SH" --flush-root "$FL" \
+	--keep 2 --squeue "$GK_SCRATCH/squeue-70" 2>&1)
+check "flushed sets: a part whose manifest is a fifo is refused without waiting, named (rc $?)" \
+	[ ! -e "$SH/74/step.0/task.0/ckpt.000003" -a \
+	-n "$(grep "flushed set 3 incomplete in .*: task.1/ckpt.000003 is not committed there (manifest.json: belongs to someone else, or not a plain file; refused)" <<<"$out")" ]
+# 75: a first run never reads the flush root (an earlier job's folder).
+fake_squeue 0
+for t in 0 1; do setpart "$FL" 75 3 $t; done
+setrec "$FL/75/step.0" 3
+fsets 75
+out=$(fstage in 75 2>&1)
+check "flushed sets: a first run copies none (the folder is an earlier job's, removed)" \
+	[ ! -e "$SH/75/step.0/set.000003" -a ! -e "$FL/75" ]
+fake_squeue 1
 # The sweep removes the flush folders of jobs that are over.
 mkdir -p "$FL/51/step.0"
 "$STAGE" sweep --bb-root "$BB" --shared-root "$SH" --flush-root "$FL" --squeue "$GK_SCRATCH/squeue" >"$GK_SCRATCH/out"

@@ -15,7 +15,9 @@
  *     side a checkpoint is complete or absent, and a crash during a flush
  *     leaves the previous one as it was.
  * Only what the user's own process can read is flushed: a transparent
- * checkpoint's criu/ is root's (the epilog stages those).
+ * checkpoint's criu/ is root's (the epilog stages those). In a step of several
+ * tasks, task 0 also copies the step's set records (flush_records): with
+ * them the prolog after a node loss restores the newest set flushed whole.
  *
  * Shared storage in trouble (full, read-only, gone): the job goes on with
  * its node-local checkpoints; the output says so once per kind of trouble,
@@ -31,6 +33,8 @@
 #include "core/state/phase.h"
 #include "core/state/runtime.h"
 #include "image/ckptname.h"
+#include "image/setfile.h"
+#include "image/stepset.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -237,6 +241,94 @@ static void report(const struct failure *f)
 		gk_rt.settings.flush_dir, f->what, gk_rt.settings.dir);
 }
 
+/* PATH without its last name (a task folder's step folder). */
+static void parent_of(const char *path, char *buf, size_t len)
+{
+	char *slash;
+	size_t n;
+
+	snprintf(buf, len, "%s", path);
+	for (n = strlen(buf); n > 1 && buf[n - 1] == '/'; n--)
+		buf[n - 1] = '\0';
+	slash = strrchr(buf, '/');
+	if (!slash)
+		snprintf(buf, len, ".");
+	else if (slash == buf)
+		buf[1] = '\0';
+	else
+		*slash = '\0';
+}
+
+/*
+ * Task 0 of a step of several tasks: the step's set records (which task 0
+ * writes beside the task folders once every task committed, setfile.h) to
+ * the flush root's step folder, and those older than the node's oldest
+ * record removed there. With them the prolog after a node loss knows which
+ * flushed sets are whole (the record, and every task's part flushed) and
+ * restores the newest (scheduler-hooks/stage/sets.c). A record that cannot
+ * be written is reported as the checkpoints' copies are, and tried again
+ * next round.
+ */
+static void flush_records(int localfd, struct failure *f)
+{
+	char lstep[4096], fstep[4096];
+	uint64_t oldest = 0;
+	struct dirent *de;
+	int lfd, ffd;
+	DIR *d;
+
+	if (gk_rt.settings.step_tasks < 2 || gk_rt.settings.task != 0 ||
+	    gk_rt.settings.tasks_independent)
+		return;
+	parent_of(gk_rt.settings.dir, lstep, sizeof(lstep));
+	parent_of(gk_rt.settings.flush_dir, fstep, sizeof(fstep));
+	lfd = openat(localfd, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	ffd = open(fstep, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	d = lfd < 0 ? NULL : fdopendir(lfd);
+	if (!d || ffd < 0) {
+		if (!d && lfd >= 0)
+			close(lfd);
+		goto out;
+	}
+	while ((de = readdir(d))) {
+		struct gk_set_record r;
+		gk_error_t err;
+		struct stat sb;
+		uint64_t seq;
+
+		if (gk_set_name_parse(de->d_name, &seq) < 0)
+			continue;
+		if (!oldest || seq < oldest)
+			oldest = seq;
+		if (fstatat(ffd, de->d_name, &sb, AT_SYMLINK_NOFOLLOW) == 0)
+			continue;
+		if (gk_set_record_read(dirfd(d), seq, &r, &err) < 0) {
+			gk_debug("flush: %s/%s: %s", lstep, de->d_name, err.text);
+			continue;
+		}
+		f->ret = gk_set_record_write(fstep, &r, &err);
+		if (f->ret < 0) {
+			f->on_shared = 1;
+			snprintf(f->what, sizeof(f->what), "%s", err.text);
+			report(f);
+			continue;
+		}
+		gk_notice("flush: %s/%s: the record of set %" PRIu64 " (every task committed it)",
+			  fstep, de->d_name, seq);
+	}
+	if (oldest) {
+		gk_error_t err;
+
+		if (gk_set_records_prune(fstep, oldest, &err) < 0)
+			gk_debug("flush: prune: %s", err.text);
+	}
+out:
+	if (d)
+		closedir(d);
+	if (ffd >= 0)
+		close(ffd);
+}
+
 /* One round: every committed checkpoint of the node that the shared side
  * lacks, oldest first (an incremental checkpoint needs its elders there). */
 static void flush_round(char *buf, double since)
@@ -288,6 +380,8 @@ static void flush_round(char *buf, double since)
 			  gk_rt.settings.flush_dir, name, bytes, now_s() - t0,
 			  bytes / 1e6 / (now_s() - t0 + 1e-9), now_s() - since);
 	}
+	if (!f.on_shared)
+		flush_records(localfd, &f);
 out:
 	free(list);
 	if (localfd >= 0)

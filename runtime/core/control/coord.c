@@ -16,6 +16,7 @@
 #include "config.h"
 
 #include "core/control/coord.h"
+#include "core/capture/flush.h"
 #include "common/error.h"
 #include "core/control/dump.h"
 #include "image/image.h"
@@ -238,6 +239,8 @@ GK_EXPORT int gpuckpt_coord_record(const struct gpuckpt_set *set)
 		gk_error(
 		    "checkpoint: set %llu: cannot record it as complete: %s; it will not be used",
 		    set->sequence, err.text);
+	else
+		gk_flush_kick(); /* the record goes to the flush root too (flush.c) */
 	return ret;
 }
 
