@@ -154,7 +154,7 @@ RANDOM=$SEED
 rnd() { echo $((RANDOM % $1)); }
 
 # task_dirs JOB: the job's task folders on every node's burst buffer.
-bb_task_dirs() { ls -d "$E2E_DIR"/nodes/*/bb/"$1"/step.*/task.* 2>/dev/null; }
+bb_task_dirs() { ls -d "$E2E_DIR"/nodes/*/bb/"$1"/step.[0-9]*/task.* 2>/dev/null; }
 ckpt_idx() { sed -n 's/.*ckpt\.0*\([0-9][0-9]*\)$/\1/p'; }
 # newest_in DIR...: the newest committed ckpt.N index in any of DIRs (0: none).
 newest_in() {
@@ -199,6 +199,8 @@ flushed_floor() {
 	fi
 }
 job_tasks_node() { squeue -h -j "$1" -o %N 2>/dev/null; }
+# first_node JOB: the first node of the job's allocation (gk[1-2] is gk1).
+first_node() { scontrol show hostnames "$(job_tasks_node "$1")" 2>/dev/null | head -n 1; }
 running_soak_jobs() {
 	local j
 	for j in "${ALLJOBS[@]}"; do
@@ -300,6 +302,15 @@ restored_paths() {
 	sed -n 's/^\([0-9]*: \)\{0,1\}gpuckpt: restore: \(.*\/ckpt\.[0-9]*\): verified.*/\2/p' "$(job_out "$1")" 2>/dev/null
 }
 
+# explain JOB: what the nodes' logs and the job's output say of its staging
+# and restores (for a violation).
+explain() {
+	tap_diag "--- job $1: slurmd's lines on it (staging, restores):"
+	tap_diag "$(grep -h "job $1[: ]" "$E2E_DIR"/log/slurmd.*.log 2>/dev/null | grep -E 'stage-|restart|restor|sweep|plan' | sort | cut -c1-260 | tail -n 30)"
+	tap_diag "--- job $1: its output (batch, restore, checkpoint lines):"
+	tap_diag "$(grep -E '^([0-9]+: )?(batch:|gpuckpt: (restore|checkpoint: .*wrote|job|flush)|heat-drv: (fresh|resumed|done)|halo: (fresh|resumed|done))' "$(job_out "$1")" 2>/dev/null | cut -c1-200 | tail -n 40)"
+}
+
 # check_job JOB: the invariants on what the job's runs restored so far.
 check_job() {
 	local j=$1 k what idx rest floor p src
@@ -323,11 +334,13 @@ check_job() {
 			fi
 			if [ -n "$floor" ] && [ "$idx" -lt "$floor" ]; then
 				LOST=$((LOST + 1)); viol "$j:lost:$k" "job $j run $k: restored ckpt.$idx, older than allowed (ckpt.$floor; after ${J_EVKIND[$j:$k]:-?})"
+				explain "$j"
 			fi
 			ev "job $j run $k: restored ckpt.$idx${rest:+ (step $rest)}${floor:+, allowed from ckpt.$floor}" ;;
 		fresh)
 			if [ -n "$floor" ] && [ "$floor" -gt 0 ]; then
 				LOST=$((LOST + 1)); viol "$j:lost:$k" "job $j run $k: started afresh, though ckpt.$floor was to be restored (after ${J_EVKIND[$j:$k]:-?})"
+				explain "$j"
 			fi
 			ev "job $j run $k: fresh start${floor:+ (allowed from ckpt.$floor)}" ;;
 		esac
@@ -376,8 +389,7 @@ f_requeue() {
 }
 f_preempt() {
 	local j n h o; j=$(pick "$(eligible)") || return 1
-	n=$(job_tasks_node "$j" | cut -d, -f1)
-	n=${n%%[[]*}
+	n=$(first_node "$j")
 	case $n in gk[0-9]*) ;; *) return 1 ;; esac
 	for o in $(running_soak_jobs); do
 		case ",$(job_tasks_node "$o")," in *",$n,"*) set_floor "$o" "$(committed_floor "$o")" preempt ;; esac
@@ -400,7 +412,7 @@ f_ckpt() {
 f_node_kill() {
 	local j n cands=() o
 	for j in $(eligible); do
-		n=$(job_tasks_node "$j" | cut -d, -f1); n=${n%%[[]*}
+		n=$(first_node "$j")
 		[ -n "$n" ] && [ -z "${NODE_DOWN[$n]:-}" ] && cands+=("$n")
 	done
 	[ ${#cands[@]} -gt 0 ] || return 1
@@ -410,7 +422,7 @@ f_node_kill() {
 		*",$n,"*) set_floor "$o" "$(flushed_floor "$o")" "the loss of $n" ;;
 		esac
 	done
-	"$CLUSTER" crash "$n" >/dev/null 2>&1
+	"$CLUSTER" crash "$n" >/dev/null 2>&1 || { viol "crash:$n:$(now)" "cluster.sh crash $n failed"; return 1; }
 	scontrol update nodename="$n" state=down reason="gpuckpt soak: node lost"
 	NODE_DOWN[$n]=$(($(now) + 12))
 	ev "node $n killed (slurmd and its tasks SIGKILLed, burst buffer wiped), marked down"
@@ -495,7 +507,7 @@ do_kill9() {
 	pid=$(cat "$mark")
 	set_floor "$j" "$(committed_floor "$j")" "SIGKILL mid-checkpoint"
 	kill -KILL "$pid" 2>/dev/null
-	ev "job $j: task $pid SIGKILLed in the middle of a checkpoint"
+	ev "job $j: task $pid SIGKILLed in the middle of a checkpoint ($(ls -a "$E2E_DIR"/nodes/*/bb/"$j"/step.0/task.0 2>/dev/null | grep '^\.tmp' | tr '\n' ' '))"
 	FAULTS[kill9_mid_ckpt]=$((FAULTS[kill9_mid_ckpt] + 1))
 	rm -f "$mark"
 	unset "J_KILL9[$j]"
@@ -545,8 +557,12 @@ check_folders() {
 	local d n c
 	# At most keep committed checkpoints per task folder, plus one being
 	# committed, and the checkpoints those are increments of (their bases).
+	# (A set job's folders keep the set the plan restores as well: checked
+	# at the end only, when nothing may be left.)
 	for d in "$E2E_DIR"/nodes/*/bb/*/step.*/task.* "$SH"/*/step.*/task.* "$FLUSH"/*/step.*/task.*; do
 		[ -d "$d" ] || continue
+		j=${d%/step.*}; j=${j##*/}
+		[ "${J_KIND[$j]:-app}" = app ] || continue
 		c=$(beyond_keep "$d")
 		[ -z "$c" ] || viol "keep:$d" "$d holds checkpoints beyond keep=$KEEP (and their bases):$c"
 	done
@@ -623,7 +639,10 @@ while :; do
 		[ -n "${J_DONE[$j]:-}" ] && continue
 		for k in $(seq 1 $(($(out_count "$j" '^batch: node') - 1))); do relax_floor "$j" "$k"; done
 		check_job "$j"
-		if is_over "$j"; then J_DONE[$j]=$(job_state "$j"); ev "job $j: ${J_DONE[$j]}"; fi
+		if is_over "$j"; then
+			J_DONE[$j]=$(job_state "$j"); ev "job $j: ${J_DONE[$j]}"
+			[ -z "${J_KILL9[$j]:-}" ] || ev "job $j: ended before slowio froze its checkpoint (no kill -9 there)"
+		fi
 	done
 	check_folders
 	# The end: no more jobs, nothing pending.
