@@ -236,8 +236,7 @@ submit_one() {
 	skip=""
 	if [ $kind = app ] && [ "$(rnd 4)" = 0 ]; then
 		skip=$((1 + $(rnd 3)))
-		pre="[ \${SLURM_RESTART_COUNT:-0} = 0 ] \&\& export LD_PRELOAD=\$LD_PRELOAD:$SLOWIO GK_SLOWIO_AT=write GK_SLOWIO_SKIP=$skip GK_SLOWIO_MARK=$JOBS/slowio.soak$NSUB;"
-		pre=${pre//\\&/&}
+		pre="[ \${SLURM_RESTART_COUNT:-0} = 0 ] && export LD_PRELOAD=\$LD_PRELOAD:$SLOWIO GK_SLOWIO_AT=write GK_SLOWIO_SKIP=$skip GK_SLOWIO_MARK=$JOBS/slowio.soak$NSUB;"
 	fi
 	if [ $kind = mpi ]; then
 		s=$(mpi_script "soak$NSUB" "$steps")
@@ -537,12 +536,15 @@ relax_floor() {
 	fi
 }
 # beyond_keep DIR: the committed ckpt.N in DIR that are neither among the
-# newest keep+1 nor a base (manifest references) of one of those.
+# newest 2 keep + 1 nor a base (manifest references) of one of those. (A
+# restart stages in the newest keep of the shared root and of the flush
+# root, and the bases of both, until the next commit prunes them; one more
+# is being committed.)
 beyond_keep() {
 	local d=$1 all keepers n want=" "
 	all=$(ls "$d" 2>/dev/null | grep -E '^ckpt\.[0-9]+$' | ckpt_idx | sort -n)
-	[ "$(grep -c . <<<"$all")" -gt $((KEEP + 1)) ] || return 0
-	keepers=$(tail -n $((KEEP + 1)) <<<"$all")
+	[ "$(grep -c . <<<"$all")" -gt $((2 * KEEP + 1)) ] || return 0
+	keepers=$(tail -n $((2 * KEEP + 1)) <<<"$all")
 	for n in $keepers; do
 		want="$want$n "
 		for b in $(jq -r '.references[]?.sequence' "$(ls -d "$d"/ckpt.* | grep -E "/ckpt\.0*$n\$" | head -n 1)/manifest.json" 2>/dev/null); do
@@ -555,8 +557,9 @@ beyond_keep() {
 }
 check_folders() {
 	local d n c
-	# At most keep committed checkpoints per task folder, plus one being
-	# committed, and the checkpoints those are increments of (their bases).
+	# At most keep committed checkpoints per task folder from each root
+	# staging brought them from, plus one being committed, and the
+	# checkpoints those are increments of (their bases).
 	# (A set job's folders keep the set the plan restores as well: checked
 	# at the end only, when nothing may be left.)
 	for d in "$E2E_DIR"/nodes/*/bb/*/step.*/task.* "$SH"/*/step.*/task.* "$FLUSH"/*/step.*/task.*; do
