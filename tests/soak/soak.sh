@@ -404,7 +404,13 @@ f_ckpt() {
 	ev "gpuckpt checkpoint $how $j: exit $rc: $(tail -n 1 <<<"$out")"
 	if [ "$how" = --exit ] && [ $rc -eq 0 ]; then PENDING_RELEASE[$j]=$(($(now) + 3)); fi
 	if [ $rc -ne 0 ]; then
-		# Not run (the job ended meanwhile, or nothing committed): no promise.
+		# A job that was ending or being moved as the tool asked (another
+		# fault a moment before) is no target: the tool said so, nothing
+		# was promised. Any other refusal is a violation.
+		if grep -q 'already completing or completed' <<<"$out" || [ "$(job_state "$j")" != RUNNING ]; then
+			ev "job $j was no longer running for the tool: no fault"
+			return 1
+		fi
 		viol "ckpt:$j:$(now)" "gpuckpt checkpoint $how $j failed (exit $rc): $out"
 	fi
 }
