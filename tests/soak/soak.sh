@@ -305,7 +305,7 @@ restored_paths() {
 # and restores (for a violation).
 explain() {
 	tap_diag "--- job $1: slurmd's lines on it (staging, restores):"
-	tap_diag "$(grep -h "job $1[: ]" "$E2E_DIR"/log/slurmd.*.log 2>/dev/null | grep -E 'stage-|restart|restor|sweep|plan' | sort | cut -c1-260 | tail -n 30)"
+	tap_diag "$(grep -hE "job $1([: ]|\$)" "$E2E_DIR"/log/slurmd.*.log 2>/dev/null | grep -E 'stage-|restart|restor|sweep|plan|reissued|Launching' | sort | cut -c1-260 | tail -n 30)"
 	tap_diag "--- job $1: its output (batch, restore, checkpoint lines):"
 	tap_diag "$(grep -E '^([0-9]+: )?(batch:|gpuckpt: (restore|checkpoint: .*wrote|job|flush)|heat-drv: (fresh|resumed|done)|halo: (fresh|resumed|done))' "$(job_out "$1")" 2>/dev/null | cut -c1-200 | tail -n 40)"
 }
