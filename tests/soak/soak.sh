@@ -495,7 +495,7 @@ corrupt_dir() {
 	f=$(find "$1" -type f ! -name manifest.json -printf '%s %p\n' | sort -n | tail -n 1 | cut -d' ' -f2-)
 	[ -n "$f" ] || return 1
 	size=$(stat -c %s "$f")
-	printf 'XXXXXXXX' | dd of="$f" bs=1 seek=$((size / 2)) conv=notrunc status=none
+	printf 'XXXXXXXX' | dd of="$f" bs=1 seek=$((size / 2)) conv=notrunc status=none 2>/dev/null
 }
 do_corrupt() {
 	local j=$1 n prev d corrupted=""
@@ -506,9 +506,15 @@ do_corrupt() {
 			[ -n "$d" ] && corrupt_dir "$d" && corrupted="$corrupted $d"
 		done
 		prev=$(ls "$SH/$j"/step.0/task.0 "$FLUSH/$j"/step.0/task.0 2>/dev/null | grep -E '^ckpt\.[0-9]+$' | ckpt_idx | sort -n | uniq | awk -v n="$n" '$1 < n' | tail -n 1)
-		J_CORRUPT[$j]=$n
-		set_floor "$j" "${prev:-0}" "ckpt.$n corrupted"
-		ev "job $j: corrupted ckpt.$n ($corrupted ); allowed from ckpt.${prev:-0}"
+		if [ -n "$corrupted" ]; then
+			J_CORRUPT[$j]=$n
+			set_floor "$j" "${prev:-0}" "ckpt.$n corrupted"
+			ev "job $j: corrupted ckpt.$n ($corrupted ); allowed from ckpt.${prev:-0}"
+		else
+			# (Its copies could not be written: the shared or flush root full.)
+			set_floor "$j" "$n" "a requeuehold (ckpt.$n could not be corrupted)"
+			ev "job $j: ckpt.$n could not be corrupted; allowed from ckpt.$n"
+		fi
 	else
 		ev "job $j: nothing on the shared or flush root to corrupt"
 		set_floor "$j" 0 "a requeue with nothing staged out"
