@@ -446,7 +446,8 @@ f_node_kill() {
 revive_node() {
 	local n=$1
 	"$CLUSTER" revive "$n" >/dev/null 2>&1 || viol "revive:$n:$(now)" "cluster.sh revive $n failed"
-	scontrol update nodename="$n" state=resume
+	# (Back by itself, ReturnToService=2, it is no longer down: no resume needed.)
+	scontrol update nodename="$n" state=resume 2>/dev/null
 	unset "NODE_DOWN[$n]"
 	ev "node $n revived"
 }
@@ -694,11 +695,14 @@ for j in "${ALLJOBS[@]}"; do
 	else
 		got=$(final_checksum "$j")
 	fi
-	if [ "$(job_state "$j")" = COMPLETED ] && [ -n "$got" ] && [ "$got" = "${REF[${J_KIND[$j]}:${J_STEPS[$j]}]}" ]; then
+	# (The state seen when the job ended: slurmctld forgets a job MinJobAge,
+	# 600 s, after its end.)
+	st=${J_DONE[$j]:-$(job_state "$j")}
+	if [ "$st" = COMPLETED ] && [ -n "$got" ] && [ "$got" = "${REF[${J_KIND[$j]}:${J_STEPS[$j]}]}" ]; then
 		right=$((right + 1))
 	else
 		bad="$bad $j"
-		tap_diag "job $j (${J_KIND[$j]}): $(job_state "$j"), checksum ${got:-none}, expected ${REF[${J_KIND[$j]}:${J_STEPS[$j]}]}"
+		tap_diag "job $j (${J_KIND[$j]}): $st, checksum ${got:-none}, expected ${REF[${J_KIND[$j]}:${J_STEPS[$j]}]}"
 		show_out "$j"
 	fi
 done
