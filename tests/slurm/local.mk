@@ -39,10 +39,6 @@ check-slurm: all
 # Issue 24: a non-root transparent round trip with a real CRIU (skips where
 # there is none; runs in the trixie root's check-slurm).
 SLURM_E2E += %reldir%/e2e-criu-user.sh
-# The shepherd's stdio (and a session led outside its PID namespace, which
-# failed every CRIU dump in CI) through a real CRIU: in make check too, where
-# it skips without CRIU; the roots' check-slurm is where CI has one.
-SLURM_E2E += shepherd/stdio-criu.sh
 # The demo's summary lines (issue 28): demo.sh's code and demo-check.sh, which
 # make check-packages runs on the real demo, on fixed outputs.
 TESTS += %reldir%/demo-report.sh

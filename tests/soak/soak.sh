@@ -776,8 +776,13 @@ soak_umount
 nsleft=$(ip netns list 2>/dev/null | grep -c '^gpuckpt-')
 mnts=$(grep -c "$E2E_DIR" /proc/self/mountinfo)
 pleft=0
+# Only processes with our root: in a Debian root of tests/run-all, /proc also
+# shows the clusters that other phases run beside this one, whose command
+# lines name the same folder (each root has its own /tmp).
+ourroot=$(stat -L -c %d:%i /)
 for p in /proc/[0-9]*; do
-	grep -qs "$E2E_DIR" "$p/cmdline" && [ "${p#/proc/}" != $$ ] && [ "${p#/proc/}" != "$BASHPID" ] && pleft=$((pleft + 1))
+	grep -qs "$E2E_DIR" "$p/cmdline" && [ "${p#/proc/}" != $$ ] && [ "${p#/proc/}" != "$BASHPID" ] &&
+		[ "$(stat -L -c %d:%i "$p/root" 2>/dev/null)" = "$ourroot" ] && pleft=$((pleft + 1))
 done
 LEAKS=$((LEAKS + nsleft + mnts + pleft))
 check "the cluster stopped: no namespace ($nsleft), mount ($mnts) or process ($pleft) of it left" [ $((nsleft + mnts + pleft)) = 0 ]
