@@ -39,4 +39,17 @@
  * it (runtime/core/interpose/opencl.c). */
 #define GK_PROTO_REFUSE_OPENCL "opencl"
 
+/*
+ * Besides the socket, two marks the shepherd reads from outside:
+ *  - the runtime's agent thread is named GK_AGENT_THREAD (its comm in
+ *    /proc/PID/task/TID/comm): a process with the runtime but without that
+ *    thread (a child forked without exec) will never report;
+ *  - a trigger signal the shepherd sends "as usual" (no checkpoint was
+ *    taken: the signal's own course) carries GK_SIGVAL_AS_USUAL through
+ *    sigqueue(), so that the runtime's handler lets it through instead of
+ *    holding it for a checkpoint.
+ */
+#define GK_AGENT_THREAD "gpuckpt-agent"
+#define GK_SIGVAL_AS_USUAL 0x676b7573 /* "gkus" */
+
 #endif

@@ -69,8 +69,14 @@ static int map_gpus(struct gk_shepherd *sh, const struct gk_seal *seal, CUcheckp
 				     i, seal->gpus[i].name, now[i].name);
 			return -ENODEV;
 		}
-		gk_info("transparent: restore: GPU %zu: %s -> %s", i, seal->gpus[i].uuid,
-			now[i].uuid);
+		/* A move to another GPU is said at the default level: the
+		 * job's output then tells where it went (an operator asks). */
+		if (strcmp(seal->gpus[i].uuid, now[i].uuid) != 0)
+			gk_notice("transparent: restore: GPU %zu: %s -> %s", i,
+				  seal->gpus[i].uuid, now[i].uuid);
+		else
+			gk_info("transparent: restore: GPU %zu: %s -> %s", i, seal->gpus[i].uuid,
+				now[i].uuid);
 	}
 	if (gk_node_gpus("/proc", node, GK_SEAL_MAX_GPUS, &nnode) < 0)
 		nnode = 0;

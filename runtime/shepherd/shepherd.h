@@ -194,14 +194,20 @@ int gk_pid_in_tree(pid_t pid, pid_t prog);
  * /proc status SigCgt): the runtime acts on the signal itself. */
 int gk_pid_runtime_catches(pid_t pid, int signo);
 
-/* 1 when pid has the runtime, catches signo and has the OpenCL ICD loader
+/* 1 when a thread of pid is the runtime's agent (named GK_AGENT_THREAD):
+ * the process will report at a checkpoint. A child forked without exec has
+ * the runtime's handlers but no agent. */
+int gk_pid_has_agent(pid_t pid);
+
+/* 1 when pid has the runtime and its agent, catches signo and has the OpenCL ICD loader
  * (libOpenCL.so) mapped: a runtime that reports at a checkpoint although no
  * driver locks its process (README.md, "OpenCL"). */
 int gk_pid_opencl_runtime(pid_t pid, int signo);
 
 /* Send signo to the processes of the tree under prog that have the runtime
- * and catch it (runtime 1), or to all the others (runtime 0). Returns how
- * many were sent it. */
+ * and its agent and catch it (runtime 1), or to all the others (runtime 0),
+ * the latter through sigqueue() with GK_SIGVAL_AS_USUAL, which a forked
+ * child's handler lets through. Returns how many were sent it. */
 int gk_tree_signal(pid_t prog, int signo, int runtime);
 
 /* What the shepherd refuses to checkpoint (checkpoint.c, limits()). */

@@ -9,6 +9,7 @@
 
 #include "shepherd/shepherd.h"
 #include "common/error.h"
+#include "common/shepherd_protocol.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -184,6 +185,29 @@ int gk_pid_in_tree(pid_t pid, pid_t prog)
 	return pid == prog;
 }
 
+int gk_pid_has_agent(pid_t pid)
+{
+	char dir[64], path[128], comm[32];
+	struct dirent *e;
+	int found = 0;
+	DIR *d;
+
+	snprintf(dir, sizeof(dir), "/proc/%d/task", (int)pid);
+	d = opendir(dir);
+	if (!d)
+		return 0;
+	while (!found && (e = readdir(d))) {
+		if (e->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "%s/%.20s/comm", dir, e->d_name);
+		found = read_text(path, comm, sizeof(comm)) >= 0 &&
+			!strncmp(comm, GK_AGENT_THREAD, strlen(GK_AGENT_THREAD)) &&
+			(comm[strlen(GK_AGENT_THREAD)] == '\n' || !comm[strlen(GK_AGENT_THREAD)]);
+	}
+	closedir(d);
+	return found;
+}
+
 int gk_pid_runtime_catches(pid_t pid, int signo)
 {
 	char field[64], path[64], line[4096];
@@ -210,7 +234,7 @@ int gk_pid_opencl_runtime(pid_t pid, int signo)
 	int found = 0;
 	FILE *f;
 
-	if (!gk_pid_runtime_catches(pid, signo))
+	if (!gk_pid_runtime_catches(pid, signo) || !gk_pid_has_agent(pid))
 		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	f = fopen(path, "re");
@@ -232,9 +256,20 @@ int gk_tree_signal(pid_t prog, int signo, int runtime)
 		free(pids);
 		return 0;
 	}
-	for (size_t i = 0; i < n; i++)
-		if (gk_pid_runtime_catches(pids[i], signo) == runtime && kill(pids[i], signo) == 0)
+	for (size_t i = 0; i < n; i++) {
+		/* A process of the runtime's: it catches signo and its agent
+		 * thread runs (a child forked without exec has the handler but
+		 * not the thread). The others get the signal "as usual": the
+		 * value lets it through a forked child's handler, which holds
+		 * one from outside (core/control/trigger.h). */
+		int ours = gk_pid_runtime_catches(pids[i], signo) && gk_pid_has_agent(pids[i]);
+		union sigval v = {.sival_int = GK_SIGVAL_AS_USUAL};
+
+		if (ours != runtime)
+			continue;
+		if ((runtime ? kill(pids[i], signo) : sigqueue(pids[i], signo, v)) == 0)
 			sent++;
+	}
 	free(pids);
 	return sent;
 }

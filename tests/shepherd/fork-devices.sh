@@ -6,11 +6,17 @@
 # stand-in there are no driver files, so the program opens and maps a file
 # of its own named like one (/dev/nvidia-gktest-PID). Outside transparent
 # mode nothing changes: the same program without the shepherd keeps both in
-# the child, which also shows that the test can tell.
+# the child, which also shows that the test can tell. The child has no
+# runtime thread (fork copies one thread): in transparent mode it holds a
+# SIGTERM from outside (Slurm's, to every process of the step; a DataLoader
+# worker killed by it made PyTorch raise in the checkpointed parent), and
+# lets one from itself or its parent take its course (point 6 fails without
+# runtime/core/control/agent.c's forked_child, point 5 with the child's
+# handlers simply reset).
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
 PROG=$top_builddir/tests/shepherd/prog-fork-dev
-PLAN=4
+PLAN=6
 tap_plan $PLAN
 gk_scratch
 gk_need_built "$SHEP" "$PROG" "$GK_STANDIN_DIR/libcuda.so.1" "$GK_RUNTIME"
@@ -54,4 +60,16 @@ if [ "$st" = 0 ]; then
 else
 	tap_not_ok "the program ended 0 under the shepherd (status $st)"
 	tap_diag "$(tail -n 5 "$GK_SCRATCH/err")"
+fi
+if grep -qx "child held an outside SIGTERM" "$GK_SCRATCH/out"; then
+	tap_ok "in transparent mode the child holds a SIGTERM from outside (Slurm's to every process), for the shepherd to decide"
+else
+	tap_not_ok "in transparent mode the child holds a SIGTERM from outside (Slurm's to every process), for the shepherd to decide"
+	tap_diag "$(cat "$GK_SCRATCH/out")"
+fi
+if grep -qx "child ended by signal 15" "$GK_SCRATCH/out"; then
+	tap_ok "... and one it sends itself ends it, as it would without gpuckpt"
+else
+	tap_not_ok "... and one it sends itself ends it, as it would without gpuckpt"
+	tap_diag "$(cat "$GK_SCRATCH/out")"
 fi

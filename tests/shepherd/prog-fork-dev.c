@@ -4,9 +4,15 @@
  * "parent|child fd <target of the descriptor> map <yes|no>", where map says
  * whether FILE's mapping is in the process (/proc/self/maps). Under the
  * shepherd (transparent mode) the child must hold /dev/null and no mapping
- * (runtime/core/control/fork_maps.c, tests/shepherd/fork-devices.sh). */
+ * (runtime/core/control/fork_maps.c, tests/shepherd/fork-devices.sh).
+ * The child then gets SIGTERM from its own child, as from someone outside
+ * (Slurm signals every process of a step), and says "child held an outside
+ * SIGTERM" if it is still there half a second later; then it sends itself
+ * SIGTERM, which must end it as it would without gpuckpt. The parent prints
+ * "child ended by signal N" or "child exited N". */
 #include <cuda.h>
 #include <fcntl.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -40,6 +46,7 @@ int main(int argc, char **argv)
 	int fd;
 	void *m;
 	pid_t pid;
+	int st;
 
 	if (argc != 2 || cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
 	    cuCtxSetCurrent(ctx) || cuMemAlloc(&p, 1 << 20))
@@ -50,10 +57,27 @@ int main(int argc, char **argv)
 		return 3;
 	pid = fork();
 	if (pid == 0) {
+		pid_t g;
+
 		report("child", fd, argv[1]);
+		g = fork();
+		if (g == 0) {
+			kill(getppid(), SIGTERM);
+			_exit(0);
+		}
+		waitpid(g, NULL, 0);
+		usleep(500000);
+		printf("child held an outside SIGTERM\n");
+		fflush(stdout);
+		kill(getpid(), SIGTERM);
+		sleep(2);
 		_exit(0);
 	}
-	waitpid(pid, NULL, 0);
+	waitpid(pid, &st, 0);
+	if (WIFSIGNALED(st))
+		printf("child ended by signal %d\n", WTERMSIG(st));
+	else
+		printf("child exited %d\n", WEXITSTATUS(st));
 	report("parent", fd, argv[1]);
 	return 0;
 }

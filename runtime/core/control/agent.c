@@ -425,6 +425,19 @@ static const struct gk_trigger_taker taker = {
 	.takes = agent_takes,
 };
 
+/*
+ * A child forked without exec has no agent thread (fork copies only the
+ * calling thread) and cannot use its parent's CUDA state: it never reports
+ * to the shepherd, which sees no GK_AGENT_THREAD in it and does not wait for
+ * it. CRIU dumps it as part of the tree; the trigger signals it gets from
+ * outside meanwhile are held (gk_triggers_follow).
+ */
+static void forked_child(void)
+{
+	__atomic_store_n(&running, 0, __ATOMIC_RELEASE);
+	gk_triggers_follow();
+}
+
 void gk_agent_start(void)
 {
 	pthread_t t;
@@ -442,9 +455,12 @@ void gk_agent_start(void)
 	pthread_attr_init(&attr);
 	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
 	if (pthread_create(&t, &attr, agent, NULL) == 0) {
+		/* The shepherd tells a process that will report by this name. */
+		(void)pthread_setname_np(t, GK_AGENT_THREAD);
 		__atomic_store_n(&running, 1, __ATOMIC_RELEASE);
 		gk_trigger_set_taker(&taker);
 		gk_fork_maps_guard();
+		(void)pthread_atfork(NULL, NULL, forked_child);
 	} else {
 		gk_warn("transparent: cannot start the runtime's thread: %s; no transparent "
 			"checkpoint in this process",

@@ -5,6 +5,7 @@
 #include "common/log.h"
 #include "core/state/runtime.h"
 #include "common/export.h"
+#include "common/shepherd_protocol.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -24,6 +25,7 @@ static int action_of[NSIG];
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static int as_usual[NSIG]; /* the next delivery bypasses checkpointing */
 static const struct gk_trigger_taker *taker; /* set once its thread runs */
+static int follower; /* a child forked without exec (gk_triggers_follow) */
 
 static sigaction_fn real_sigaction(void)
 {
@@ -91,6 +93,38 @@ static void on_signal(int sig, siginfo_t *info, void *uc)
 
 	int bypass = __atomic_exchange_n(&as_usual[sig], 0, __ATOMIC_ACQ_REL);
 	const struct gk_trigger_taker *t = __atomic_load_n(&taker, __ATOMIC_ACQUIRE);
+
+	/* The shepherd's "as usual": no checkpoint was taken. */
+	if (info && info->si_code == SI_QUEUE && info->si_value.sival_int == GK_SIGVAL_AS_USUAL)
+		bypass = 1;
+	if (__atomic_load_n(&follower, __ATOMIC_ACQUIRE)) {
+		/* A child forked without exec. One sent by someone outside
+		 * (Slurm signals every process of the step) is held: the
+		 * shepherd's checkpoint dumps this process as it is, and a
+		 * restored one goes on; with no checkpoint the shepherd sends
+		 * it again, as usual. One from the process itself or its
+		 * parent (a pool's terminate()) takes its course at once. */
+		if (!bypass && info && info->si_code == SI_USER && info->si_pid != getpid() &&
+		    info->si_pid != getppid()) {
+			errno = saved;
+			return;
+		}
+		if (dfl) {
+			struct sigaction def;
+
+			memset(&def, 0, sizeof(def));
+			def.sa_handler = SIG_DFL;
+			real_sigaction()(sig, &def, NULL);
+			raise(sig); /* delivered when this handler returns */
+		} else if (!ign) {
+			if (app.sa_flags & SA_SIGINFO)
+				app.sa_sigaction(sig, info, uc);
+			else
+				app.sa_handler(sig);
+		}
+		errno = saved;
+		return;
+	}
 
 	if (!bypass && t) {
 		t->signal(sig);
@@ -201,6 +235,12 @@ GK_EXPORT sighandler_t signal(int sig, sighandler_t handler)
 	if (sigaction(sig, &act, &old) < 0)
 		return SIG_ERR;
 	return (old.sa_flags & SA_SIGINFO) ? (sighandler_t)(void *)old.sa_sigaction : old.sa_handler;
+}
+
+void gk_triggers_follow(void)
+{
+	__atomic_store_n(&taker, NULL, __ATOMIC_RELEASE);
+	__atomic_store_n(&follower, 1, __ATOMIC_RELEASE);
 }
 
 void gk_trigger_as_usual(int signo)

@@ -38,6 +38,18 @@ struct gk_trigger_taker {
 };
 void gk_trigger_set_taker(const struct gk_trigger_taker *t);
 
+/*
+ * In a child forked without exec (from a pthread_atfork child handler; the
+ * runtime's thread is not in the child, fork copies only the calling
+ * thread): no taker is left, and a trigger signal sent from outside the
+ * process and its parent is held instead of taking its course. Slurm sends
+ * SIGTERM to every process of the step: a PyTorch DataLoader worker killed
+ * by it made its parent raise, inside the checkpoint. The shepherd dumps
+ * the child as it is, or sends the signal again "as usual"
+ * (GK_SIGVAL_AS_USUAL) when it took no checkpoint. Async-signal-safe.
+ */
+void gk_triggers_follow(void);
+
 /* The name of a signal, "SIGTERM". */
 const char *gk_signal_name(int signo);
 
