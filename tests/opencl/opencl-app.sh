@@ -29,13 +29,17 @@ gk_need_built "$GK_RUNTIME" "$B/prog-clsteps"
 export POCL_CACHE_DIR=$GK_SCRATCH/pocl-cache
 # pocl: the pthread device (a thread per compute unit) and the basic one.
 # pocl 3.1 (bookworm) reads POCL_MAX_PTHREAD_COUNT, newer ones POCL_CPU_MAX_CU_COUNT.
+# pocl 6 renamed the devices' names (not POCL_DEVICES' words): pthread-ARCH
+# became cpu-ARCH and basic-ARCH cpu-minimal-ARCH (trixie, sid).
+TH='^device (pthread-|cpu-([^m]|m[^i]))'
+BA='^device (basic-|cpu-minimal-)'
 A=(POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=2 POCL_CPU_MAX_CU_COUNT=2)
 Bdev=(POCL_DEVICES=basic)
 out=$(with_runtime env "${A[@]}" "$B/prog-clsteps" 0 2>&1)
-grep -q '^device pthread' <<<"$out" ||
+grep -qE "$TH" <<<"$out" ||
 	skip_all "no pocl pthread device (install pocl-opencl-icd): $(head -c 300 <<<"$out")"
 out=$(with_runtime env "${Bdev[@]}" "$B/prog-clsteps" 0 2>&1)
-grep -q '^device basic' <<<"$out" ||
+grep -qE "$BA" <<<"$out" ||
 	skip_all "pocl has no basic device here: $(head -c 300 <<<"$out")"
 
 result() { sed -n 's/^result //p' <<<"$1"; }
@@ -49,7 +53,7 @@ check "uninterrupted: the same result on both devices (${want:-none})" \
 dir=$GK_SCRATCH/ck
 out=$(with_runtime env "${A[@]}" GPUCKPT_DIR="$dir" "$B/prog-clsteps" $STEPS 5 2>&1)
 rc=$?
-if [ $rc -eq 137 ] && grep -q "saved at step 5" <<<"$out" && grep -q "device pthread.*2 compute" <<<"$out"; then
+if [ $rc -eq 137 ] && grep -q "saved at step 5" <<<"$out" && grep -qE "$TH.*2 compute" <<<"$out"; then
 	tap_ok "checkpointed at step 5 on the pthread device (2 compute units), then killed"
 else
 	tap_not_ok "checkpointed at step 5 on the pthread device, then killed (exit $rc)"
@@ -78,7 +82,7 @@ restore() { # ENV...: restore the checkpoint with these settings
 		"$B/prog-clsteps" $STEPS 2>&1
 }
 out=$(restore "${Bdev[@]}")
-if grep -q "^device basic" <<<"$out" && grep -q "restored at step 5" <<<"$out"; then
+if grep -qE "$BA" <<<"$out" && grep -q "restored at step 5" <<<"$out"; then
 	tap_ok "restored at step 5 onto the basic device (1 compute unit)"
 else
 	tap_not_ok "restored at step 5 onto the basic device"
@@ -89,7 +93,7 @@ check "it loaded the 3 buffers and set 7 kernel arguments again" \
 	grep -q "opencl: restored 3 buffers (65536 bytes) and 7 kernel arguments" <<<"$out"
 
 out=$(restore POCL_DEVICES=pthread POCL_MAX_PTHREAD_COUNT=1 POCL_CPU_MAX_CU_COUNT=1)
-if grep -q "^device pthread.*1 compute" <<<"$out" && grep -q "restored at step 5" <<<"$out" &&
+if grep -qE "$TH.*1 compute" <<<"$out" && grep -q "restored at step 5" <<<"$out" &&
 	[ "$(result "$out")" = "$want" ]; then
 	tap_ok "restored onto the pthread device with 1 compute unit: the uninterrupted result"
 else
@@ -141,7 +145,7 @@ else
 	tap_diag "$state"
 fi
 out=$(with_runtime env "${Bdev[@]}" CLSTEPS_BINARY=1 GPUCKPT_DIR="$dir" GPUCKPT_RESTORE=auto "$B/prog-clsteps" $STEPS 2>&1)
-if grep -q "^device basic" <<<"$out" && grep -q "restored at step 7" <<<"$out" && [ "$(result "$out")" = "$want" ]; then
+if grep -qE "$BA" <<<"$out" && grep -q "restored at step 7" <<<"$out" && [ "$(result "$out")" = "$want" ]; then
 	tap_ok "binary: restored at step 7 onto the basic device, the uninterrupted result"
 else
 	tap_not_ok "binary: restored at step 7 onto the basic device, the uninterrupted result"
