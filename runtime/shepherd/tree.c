@@ -208,42 +208,38 @@ int gk_pid_has_agent(pid_t pid)
 	return found;
 }
 
-int gk_pid_runtime_catches(pid_t pid, int signo)
-{
-	char field[64], path[64], line[4096];
-	unsigned long long caught;
-	int found = 0;
-	FILE *f;
-
-	if (signo < 1 || signo > 64 || status_field(pid, "\nSigCgt:", field, sizeof(field)) < 0 ||
-	    sscanf(field, "%llx", &caught) != 1 || !((caught >> (signo - 1)) & 1))
-		return 0;
-	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, "/libgpuckpt.so") != NULL;
-	fclose(f);
-	return found;
-}
-
-int gk_pid_opencl_runtime(pid_t pid, int signo)
+/* 1 when a mapping of pid's names a file whose path holds needle. */
+static int maps_has(pid_t pid, const char *needle)
 {
 	char path[64], line[4096];
 	int found = 0;
 	FILE *f;
 
-	if (!gk_pid_runtime_catches(pid, signo) || !gk_pid_has_agent(pid))
-		return 0;
 	snprintf(path, sizeof(path), "/proc/%d/maps", (int)pid);
 	f = fopen(path, "re");
 	if (!f)
 		return 0;
 	while (!found && fgets(line, sizeof(line), f))
-		found = strstr(line, "/libOpenCL.so") != NULL;
+		found = strstr(line, needle) != NULL;
 	fclose(f);
 	return found;
+}
+
+int gk_pid_runtime_catches(pid_t pid, int signo)
+{
+	char field[64];
+	unsigned long long caught;
+
+	if (signo < 1 || signo > 64 || status_field(pid, "\nSigCgt:", field, sizeof(field)) < 0 ||
+	    sscanf(field, "%llx", &caught) != 1 || !((caught >> (signo - 1)) & 1))
+		return 0;
+	return maps_has(pid, "/libgpuckpt.so");
+}
+
+int gk_pid_opencl_runtime(pid_t pid, int signo)
+{
+	return gk_pid_runtime_catches(pid, signo) && gk_pid_has_agent(pid) &&
+	       maps_has(pid, "/libOpenCL.so");
 }
 
 int gk_tree_signal(pid_t prog, int signo, int runtime)

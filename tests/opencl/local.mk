@@ -38,4 +38,4 @@ EXTRA_DIST += %reldir%/opencl-criu.sh
 # A public OpenCL program (CLBlast's test, from Debian), unmodified, through
 # transparent mode with a real CRIU (opencl-public.sh): in the roots.
 TESTS += %reldir%/opencl-public.sh
-EXTRA_DIST += %reldir%/opencl-public.sh
+EXTRA_DIST += %reldir%/opencl-public.sh %reldir%/public-fetch.sh

@@ -3,10 +3,11 @@
 # here wrote, unmodified: CLBlast's own test of its AXPY routine
 # (clblast_test_xaxpy, Debian trixie's clblast-tests 1.6.3-1+b1, with
 # libclblast1 and libblas3, the reference BLAS it compares against). It is
-# fetched from Debian's archive into a cache outside the tree
-# ($GK_PUBLIC_CACHE, default /var/cache/gpuckpt-test/opencl-public), each
-# .deb checked against its SHA-256 from trixie's package index, unpacked
-# (dpkg-deb -x), and run on pocl's pthread device under `gpuckpt-shepherd
+# fetched from Debian's archive into a cache outside the tree by
+# public-fetch.sh ($GK_PUBLIC_CACHE, default
+# /var/cache/gpuckpt-test/opencl-public; the roots fetch it before their
+# tests lose the network), each .deb checked against its SHA-256 from
+# trixie's package index, unpacked (dpkg-deb -x), and run on pocl's pthread device under `gpuckpt-shepherd
 # run` with the runtime preloaded and no CUDA driver: SIGTERM half-way
 # through the time the uninterrupted run took (its output goes to a file,
 # fully buffered: nothing of it shows when it is), CRIU's dump, the restore,
@@ -39,31 +40,13 @@ elif [ "$(dpkg --print-architecture 2>/dev/null)" != amd64 ]; then
 	skip_all "the program fetched is Debian's amd64 build"
 fi
 
-# The program and what it needs, as trixie's index lists them.
-MIRROR=${GK_DEBIAN_MIRROR:-http://deb.debian.org/debian}
-DEBS=(
-	"pool/main/c/clblast/clblast-tests_1.6.3-1+b1_amd64.deb 2de74db905840ce57c67350f51e92f416cc6a0f5cb47a9469fa809ebc4a41d65"
-	"pool/main/c/clblast/libclblast1_1.6.3-1+b1_amd64.deb 37050693717d248b608bbef346058b2969c8fcad2b4c473fdc148c202f876b51"
-	"pool/main/l/lapack/libblas3_3.12.1-6_amd64.deb 4af245ecafc30bfa1de9d20af02fec96654ead2f06b1dac40cb03fc9eb0bfbe6"
-)
-CACHE=${GK_PUBLIC_CACHE:-/var/cache/gpuckpt-test/opencl-public}
-mkdir -p "$CACHE" || skip_all "cannot make the cache $CACHE"
+# The program and what it needs, from the cache (fetched there first where
+# there is a network: public-fetch.sh).
 X=$GK_SCRATCH/x
-for d in "${DEBS[@]}"; do
-	path=${d% *} sum=${d#* } f=$CACHE/${path##*/}
-	if ! echo "$sum  $f" | sha256sum -c --status 2>/dev/null; then
-		rm -f "$f"
-		if command -v curl >/dev/null; then
-			curl -fsS --max-time 120 -o "$f.part" "$MIRROR/$path" 2>"$GK_SCRATCH/fetch.err"
-		else
-			wget -q -T 120 -O "$f.part" "$MIRROR/$path" 2>"$GK_SCRATCH/fetch.err"
-		fi || skip_all "cannot fetch $MIRROR/$path (no network?): $(head -c 200 "$GK_SCRATCH/fetch.err")"
-		echo "$sum  $f.part" | sha256sum -c --status ||
-			skip_all "$MIRROR/$path is not the file trixie's index listed (SHA-256 differs): the archive moved on; update DEBS"
-		mv "$f.part" "$f"
-	fi
+debs=$(bash "$top_srcdir/tests/opencl/public-fetch.sh") || skip_all "$debs"
+while IFS= read -r f; do
 	dpkg-deb -x "$f" "$X" || skip_all "dpkg-deb cannot unpack $f"
-done
+done <<<"$debs"
 PROG=$X/usr/bin/clblast_test_xaxpy
 LIBS=$X/usr/lib/x86_64-linux-gnu:$X/usr/lib/x86_64-linux-gnu/blas
 export POCL_DEVICES=pthread
