@@ -15,6 +15,18 @@
 # shepherd.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
+# A failed point comes with the run's last lines (points 13-19 failed once,
+# only under load, with nothing to say why).
+check() {
+	local desc=$1
+	shift
+	if "$@"; then
+		tap_ok "$desc"
+	else
+		tap_not_ok "$desc"
+		tap_diag "status ${status:-}; the run's last lines: $(tail -n 8 "$GK_SCRATCH/err" 2>/dev/null)"
+	fi
+}
 HEAT=$top_builddir/examples/heat/heat-drv
 MODULE=$top_builddir/examples/heat/.libs/heat_kernels_host.so
 UNAWARE=$top_builddir/tests/runtime/prog-unaware
