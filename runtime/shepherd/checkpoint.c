@@ -917,6 +917,8 @@ static void resume(struct ckpt *c, int exit_after, const struct gk_seal *seal)
 		  c->sequence, c->t_runtime - c->t0, c->t_lock - c->t_runtime,
 		  c->t_driver - c->t_lock, c->t_criu - c->t_driver, c->t_commit - c->t_criu,
 		  c->t_commit - c->t0, c->dev_bytes, seal->image_bytes);
+	gk_shep_event(c->sh, GK_EV_CHECKPOINT, 0, c->sequence, c->dev_bytes + seal->image_bytes,
+		      c->t_commit - c->t0, (unsigned)seal->ngpus);
 	if (c->own_txn) {
 		gk_store_end(&c->txn);
 		c->own_txn = 0;

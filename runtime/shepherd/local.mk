@@ -13,6 +13,7 @@ libgkshepherd_la_SOURCES = \
 	%reldir%/sock.c \
 	%reldir%/checkpoint.c \
 	%reldir%/restore_tree.c \
+	%reldir%/events.c \
 	%reldir%/supervise.c
 libgkshepherd_la_CFLAGS = $(AM_CFLAGS) $(JSON_C_CFLAGS)
 libgkshepherd_la_LIBADD = libgkseal.la libgkimage.la libgkcommon.la $(JSON_C_LIBS)

@@ -8,6 +8,7 @@
 #include "config.h"
 
 #include "image/image.h"
+#include "image/ckptname.h"
 #include "common/error.h"
 #include "common/fsafe.h"
 #include "common/log.h"
@@ -368,6 +369,7 @@ int gk_restore(struct gk_shepherd *sh)
 	char path[4096 + 256], name[256], criu_err[GK_SHEP_ERRLEN] = "";
 	gk_error_t err;
 	double t0 = gk_now(), t_criu, t_driver, t_unlock = 0, t_end;
+	uint64_t seq;
 	int ckptfd = -1, criufd = -1, ret;
 
 	if (!seal)
@@ -443,9 +445,14 @@ int gk_restore(struct gk_shepherd *sh)
 	gk_notice("transparent: restored %s: criu %.2f s, driver %.2f s, unlock %.2f s, total "
 		  "%.2f s",
 		  name, t_criu - t0, t_driver - t_criu, t_end - t_unlock, t_end - t0);
+	if (!gk_ckpt_parse_seq(name + strlen(GK_CKPT_PREFIX), &seq))
+		seq = 0;
+	gk_shep_event(sh, GK_EV_RESTORE, 0, seq, seal->image_bytes, t_end - t0, 0);
 out:
-	if (ret < 0)
+	if (ret < 0) {
 		gk_error("transparent: restore: %s: %s", o->dir, criu_err[0] ? criu_err : err.text);
+		gk_shep_event(sh, GK_EV_RESTORE, ret, 0, 0, 0, 0);
+	}
 	if (criufd >= 0)
 		close(criufd);
 	if (ckptfd >= 0)

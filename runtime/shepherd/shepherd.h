@@ -26,6 +26,7 @@
 
 #include "common/clock.h"
 #include "common/error.h"
+#include "common/events.h"
 #include "image/seal.h" /* criu/SEAL: its format, writing and checking it (runtime/image) */
 #include "common/settings.h"
 #include "common/shepherd_protocol.h" /* the socket's words, GK_PROTO_MSG_MAX */
@@ -299,6 +300,13 @@ struct gk_shepherd {
 	int have_cuda;
 	int signo; /* the trigger signal being acted on (supervise.c) */
 };
+
+/* A line in the task folder's gpuckpt.events (common/events.h; events.c):
+ * a transparent checkpoint (kind GK_EV_CHECKPOINT) or restore
+ * (GK_EV_RESTORE) of sh->prog, ret 0 or -errno; seq, bytes, seconds and (for
+ * a checkpoint) gpus of a successful one. Never fails the caller. */
+void gk_shep_event(const struct gk_shepherd *sh, enum gk_event_kind kind, int ret, uint64_t seq,
+		   uint64_t bytes, double seconds, unsigned gpus);
 
 /* Returns 0 when the tree was checkpointed (and, for an exit trigger, is
  * gone); <0 when it goes on running. */

@@ -26,7 +26,7 @@ SHEP=$top_builddir/runtime/gpuckpt-shepherd
 # processes at all ("Can't get rlimit 0"), so its restore is shown on images
 # made by the fixed one, as the issue asks (the seal's format is the same).
 SHEP_DUMP=${GK_SHEP_DUMP:-$SHEP}
-PLAN=7
+PLAN=10
 sec_setup $PLAN
 gk_need_built "$SHEP" "$SHEP_DUMP"
 
@@ -70,9 +70,12 @@ MARK=WRITTEN-BY-THE-RESTORED-PROGRAM
 # job NAME: a job of gksec1's whose program holds NAME/data/victim open
 # O_RDWR, waits for NAME/go, then writes MARK through that descriptor.
 # Checkpointed by SIGTERM to its shepherd; 0 when ckpt.000001 is there.
+# With PLANT set, gksec1 runs that command in the checkpoint root first.
 job() {
 	local d=$U/$1 spid prog
 	as gksec1 mkdir -p "$d/data" "$d/ckpt"
+	# PLANT: a command gksec1 runs in the checkpoint root first.
+	[ -z "${PLANT:-}" ] || as gksec1 sh -c "cd '$d/ckpt' && $PLANT"
 	as gksec1 sh -c "printf '%-47s\n' 'user file: gksec1 owns this one' >'$d/data/victim'; chmod 0644 '$d/data/victim'"
 	# The program works in the user's folder, as a job does in its -D
 	# folder, not in the build tree: CRIU, as the user, records the cwd,
@@ -196,4 +199,35 @@ if [ "$status" = 0 ] && grep -q "$MARK" "$U/plain/data/victim" &&
 else
 	tap_not_ok "it wrote its own file and ended 0 (status $status); criu/ is root's 0700 again ($(stat -c '%U:%G %a' "$U/plain/ckpt/ckpt.000001/criu"))"
 fi
+# The shepherd appended the checkpoint and the restore to the user's
+# gpuckpt.events, which stays the user's (runtime/shepherd/events.c).
+ev=$U/plain/ckpt/gpuckpt.events
+if [ "$(stat -c '%U %a' "$ev" 2>/dev/null)" = "gksec1 600" ] &&
+	grep -q '^gpuckpt-event 1 kind=checkpoint result=ok .* ckpt=1 ' "$ev" &&
+	grep -q '^gpuckpt-event 1 kind=restore result=ok .* ckpt=1 ' "$ev"; then
+	tap_ok "the shepherd recorded the checkpoint and the restore in gksec1's gpuckpt.events (gksec1's, 0600)"
+else
+	tap_not_ok "the shepherd recorded the checkpoint and the restore in gksec1's gpuckpt.events ($(stat -c '%U %a' "$ev" 2>&1))"
+	tap_diag "$(cat "$ev" 2>&1 | head -n 5)"
+fi
+pkill_mine
+
+# ---- 3. what the user puts where the shepherd appends its events ----
+# A link to root's file: root must not write through it.
+cp -p "$ROOTDIR/victim" "$ROOTDIR/events-victim"
+cp -p "$ROOTDIR/victim" "$GK_SCRATCH/events-victim.orig"
+if PLANT="ln -s '$ROOTDIR/events-victim' gpuckpt.events" job evlink &&
+	cmp -s "$ROOTDIR/events-victim" "$GK_SCRATCH/events-victim.orig"; then
+	tap_ok "gpuckpt.events a link to a root file: the checkpoint is committed, the root file untouched"
+else
+	tap_not_ok "gpuckpt.events a link to a root file: the checkpoint is committed, the root file untouched (now: $(head -c 80 "$ROOTDIR/events-victim"))"
+fi
+pkill_mine
+# A FIFO with no reader: the shepherd must not wait on it.
+if PLANT="mkfifo gpuckpt.events" job evfifo; then
+	tap_ok "gpuckpt.events a FIFO: the checkpoint is committed all the same"
+else
+	tap_not_ok "gpuckpt.events a FIFO: the checkpoint is committed all the same"
+fi
+pkill_mine
 tap_done

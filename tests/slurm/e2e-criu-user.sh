@@ -14,7 +14,7 @@
 # Without it every test is a SKIP with the reason.
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
 
-N=6
+N=7
 why=
 if [ "$(id -u)" -ne 0 ]; then
 	why="needs root"
@@ -76,4 +76,12 @@ else
 	tap_not_ok "criu/ is root's 0700, with CRIU's dump log in it (${crit:-none}: $(stat -c '%U:%G %a' "$crit" 2>/dev/null))"
 	tap_diag "$(ls -la "$E2E_DIR"/shared/"$j"/step.0/task.0/ 2>&1 | head; grep -h Error "$crit"/*.log 2>/dev/null | tail -n 5)"
 fi
+# The shepherd records the checkpoint and the restore in the task's
+# gpuckpt.events (runtime/shepherd/events.c): no runtime can, and without
+# them a transparent job's AdminComment said "0 checkpoints, 0 restores".
+admin_comment() { scontrol show job "$1" | sed -n 's/^ *AdminComment=\(.*[^ ]\) *$/\1/p'; }
+want="gpuckpt: 1 checkpoint, 1 restore, last ckpt.1 "
+wait_until 20 "[ \"\$(admin_comment $j | cut -c1-${#want})\" = \"$want\" ]"
+got=$(admin_comment "$j")
+check "scontrol show job: AdminComment='$got' (expected '$want(SIZE)')" [ "${got:0:${#want}}" = "$want" ]
 tap_done
