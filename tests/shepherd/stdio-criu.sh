@@ -87,14 +87,18 @@ one() {
 		</dev/null >/dev/null & ;;
 	esac
 	tpid=$!
-	for i in $(seq 200); do
+	# Up to a minute: under load (a root's check-slurm beside another) the
+	# append case once took no checkpoint and printed nothing, as when no
+	# shepherd was found in time and SIGTERM went nowhere.
+	for i in $(seq 1200); do
 		spid=$(shepherd_under "$tpid") && break
 		sleep 0.05
 	done
+	[ -n "$spid" ] || tap_diag "$kind: no gpuckpt-shepherd under pid $tpid after 60 s: $(ps -o pid=,args= --ppid "$tpid" 2>/dev/null)"
 	if [ "$kind" = null ]; then
 		sleep 2
 	else
-		wait_for "$out" "out 30" 20
+		wait_for "$out" "out 30" 60 || tap_diag "$kind: no 'out 30' in $out after 60 s"
 	fi
 	kill -TERM "$spid" 2>/dev/null
 	wait "$tpid" 2>/dev/null

@@ -59,6 +59,9 @@ EXTRA_DIST += %reldir%/stage-sweep-scale.sh
 SLURM_E2E += opencl/opencl-criu.sh
 # A public OpenCL program through transparent mode (tests/opencl/opencl-public.sh).
 SLURM_E2E += opencl/opencl-public.sh
+# The task's stdio through a real CRIU, and a session led outside the PID
+# namespace (CI's); in the roots, which have CRIU.
+SLURM_E2E += shepherd/stdio-criu.sh
 # Issue 29: a step of several tasks restored from its newest flushed set after
 # a node loss (the prolog reads the flush root's sets); skips without MPI/pmix.
 SLURM_E2E += %reldir%/e2e-flush-sets.sh
