@@ -211,6 +211,21 @@ int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
 		return -EINVAL;
 	}
 
+	/* The task's GPUs, for the shepherd (gk_tplan). */
+	have = env->get(env->ctx, "CUDA_VISIBLE_DEVICES", p->gpus, sizeof(p->gpus));
+	if (have < 0) {
+		gk_errprintf(err, "CUDA_VISIBLE_DEVICES: value too long (over %zu bytes)",
+			     sizeof(p->gpus) - 1);
+		return -EINVAL;
+	}
+	p->have_gpus = have == 1;
+	have = env->get(env->ctx, "CUDA_DEVICE_ORDER", p->gpu_order, sizeof(p->gpu_order));
+	if (have < 0) {
+		gk_errprintf(err, "CUDA_DEVICE_ORDER: value too long");
+		return -EINVAL;
+	}
+	p->have_gpu_order = have == 1;
+
 	if (p->mode == GK_MODE_APP) {
 		snprintf(p->reason, sizeof(p->reason),
 			 "the job asked for application mode (" GK_ENV(MODE) "=app)");
@@ -598,6 +613,12 @@ static void run_shepherd(const struct gk_tplan *p, pid_t child, int up)
 	snprintf(buf, sizeof(buf), "%u", (unsigned)p->ids.job_id);
 	if ((p->kind == GK_TPLAN_ATTACH && setenv(GK_ENV(SHEPHERD), p->socket, 1) < 0) ||
 	    setenv("SLURM_JOB_ID", buf, 1) < 0)
+		die_after_fork("setenv", errno);
+	/* The GPUs the task sees, as the task sees them (gk_tplan). */
+	if ((p->have_gpus ? setenv("CUDA_VISIBLE_DEVICES", p->gpus, 1)
+			  : unsetenv("CUDA_VISIBLE_DEVICES")) < 0 ||
+	    (p->have_gpu_order ? setenv("CUDA_DEVICE_ORDER", p->gpu_order, 1)
+			       : unsetenv("CUDA_DEVICE_ORDER")) < 0)
 		die_after_fork("setenv", errno);
 	if (gk_shepherd_argv(p, child, argv, buf, sizeof(buf)) < 0)
 		die_after_fork("shepherd arguments", ENAMETOOLONG);

@@ -53,6 +53,15 @@ struct gk_tplan {
 	char assist[8];	 /* GPUCKPT_ASSIST when the user set it, else "" */
 	unsigned keep;
 	struct gk_task_ids ids;
+	/* The task's CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER ("" and have_*
+	 * 0 when unset), put into the shepherd's environment: it is started
+	 * with slurmstepd's, and must see the GPUs the task was given, in the
+	 * task's order. Without them a transparent restore under Slurm paired
+	 * the node's GPUs by position, not the job's (the seal records the
+	 * GPUs the shepherd sees). */
+	char gpus[1024];
+	char gpu_order[32];
+	int have_gpus, have_gpu_order;
 };
 
 /*

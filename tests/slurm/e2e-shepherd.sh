@@ -17,7 +17,7 @@
 # e2e-transparent.sh.)
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
 
-e2e_require 15
+e2e_require 16
 SHEP_REAL=$top_builddir/runtime/gpuckpt-shepherd
 # `make` always builds it: missing is a broken build, not a reason to skip.
 [ -x "$SHEP_REAL" ] || e2e_bail "gpuckpt-shepherd is not built ($SHEP_REAL)"
@@ -28,7 +28,7 @@ cat >"$SHEPDIR/gpuckpt-shepherd" <<EOF
 # Test wrapper: this node "can" do transparent mode; a restore only says how
 # it was asked for (there is no CRIU image to restore); the rest is real.
 [ "\$1" = probe ] && { echo ok; exit 0; }
-[ "\$1" = restore ] && { echo "fake-restore: \$*"; exit 0; }
+[ "\$1" = restore ] && { echo "fake-restore: gpus=\${CUDA_VISIBLE_DEVICES-unset} \$*"; exit 0; }
 # Half a second before the shepherd: dash waits for its sleep with
 # waitpid(-1), which reaps any child of this process that ends meanwhile, the
 # program too when it may already run (issue 29: a program that ended there
@@ -98,7 +98,13 @@ wait_over "$j" 120
 check_out "$j" "restart onto a root-owned criu/: the plugin says it restores transparently" \
 	"restart 1: restoring $E2E_DIR/bb/$j/step.0/task.0/ckpt.000001 transparently"
 check_out "$j" "... and the task's process became gpuckpt-shepherd restore, with the task's output" \
-	"^fake-restore: restore --dir $E2E_DIR/bb/$j/step.0/task.0 .*--uid $(id -u gkuser1) "
+	"^fake-restore: gpus=[^ ]* restore --dir $E2E_DIR/bb/$j/step.0/task.0 .*--uid $(id -u gkuser1) "
+# The shepherd sees the task's GPUs, not slurmstepd's environment's (a
+# restore under Slurm paired the node's GPUs by position, not the job's).
+gpu=$(sed -n 's/^batch: node .* restart 1 GPU \(.*\)$/\1/p' "$(job_out "$j")" | head -n 1)
+got=$(sed -n 's/^fake-restore: gpus=\([^ ]*\) .*/\1/p' "$(job_out "$j")" | head -n 1)
+check "... with the task's CUDA_VISIBLE_DEVICES in its environment ('$got', the job's GPU '$gpu')" \
+	[ -n "$gpu" -a "$got" = "$gpu" ]
 check "... instead of the program (one fresh start, no resume)" \
 	[ "$(out_count "$j" '^heat-drv: (fresh start|resumed)')" = 1 ]
 check_state "$j" COMPLETED "job completed"

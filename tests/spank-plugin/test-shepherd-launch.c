@@ -60,7 +60,7 @@ int main(void)
 	enum gk_mode m;
 	int rc;
 
-	plan(54);
+	plan(56);
 	if (!mkdtemp(root)) {
 		printf("Bail out! mkdtemp: %s\n", strerror(errno));
 		return 1;
@@ -167,6 +167,18 @@ int main(void)
 	}
 	ok(!val(&fe, "GPUCKPT_NO_TRANSPARENT") && strcmp(val(&fe, "GPUCKPT_MODE"), "auto") == 0,
 	   "auto: GPUCKPT_MODE=auto, no GPUCKPT_NO_TRANSPARENT");
+	/* The task's GPUs go to the shepherd, which slurmstepd starts with its
+	 * own environment (a restore paired the node's GPUs, not the job's). */
+	fset(&fe, "CUDA_VISIBLE_DEVICES", "1", 1);
+	fset(&fe, "CUDA_DEVICE_ORDER", "PCI_BUS_ID", 1);
+	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
+	ok(p.have_gpus && strcmp(p.gpus, "1") == 0 && p.have_gpu_order &&
+	       strcmp(p.gpu_order, "PCI_BUS_ID") == 0,
+	   "the plan carries the task's CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER for the shepherd");
+	funset(&fe, "CUDA_VISIBLE_DEVICES");
+	funset(&fe, "CUDA_DEVICE_ORDER");
+	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
+	ok(!p.have_gpus && !p.have_gpu_order, "a task without them: the shepherd gets neither");
 	gk_shepherd_argv(&p, 77, argv, buf, sizeof(buf));
 	snprintf(path, sizeof(path), "%s/gpuckpt-shepherd", root);
 	ok(strcmp(argv[0], path) == 0 && strcmp(argv[1], "attach") == 0 && strcmp(argv[2], "--child") == 0 &&
