@@ -155,6 +155,8 @@ wait_for() {
 	return 0
 }
 # wait_until SECONDS EXPR: the same for a shell expression, evaluated anew each time.
+# EXPR is evaluated inside wait_until, where $1 and $2 are its own (SECONDS,
+# EXPR): a caller's argument goes in through a variable (local is enough).
 wait_until() {
 	local limit=$1 t=0
 	while ! eval "$2"; do
