@@ -76,6 +76,7 @@ e2e_stop() {
 			tap_diag "--- $(basename "$f") (gpuckpt and errors)"
 			tap_diag "$(grep -E 'gpuckpt|error' "$f" | tail -n 30)"
 		done
+		tap_diag "--- nodes: $(nodes_diag)"
 	fi
 	local t0=$SECONDS
 	"$CLUSTER" stop >/dev/null 2>&1 || true
@@ -154,6 +155,8 @@ wait_for() {
 	return 0
 }
 # wait_until SECONDS EXPR: the same for a shell expression, evaluated anew each time.
+# EXPR is evaluated inside wait_until, where $1 and $2 are its own (SECONDS,
+# EXPR): a caller's argument goes in through a variable (local is enough).
 wait_until() {
 	local limit=$1 t=0
 	while ! eval "$2"; do
@@ -164,6 +167,10 @@ wait_until() {
 	return 0
 }
 state_is() { [ "$(job_state "$1")" = "$2" ]; }
+# job_held JOB: back in the queue after `scontrol requeuehold`, its epilog
+# over (COMPLETING shows until then): PENDING, held; REQUEUE_HOLD where Slurm
+# held it itself after failed launches.
+job_held() { case $(job_state "$1") in PENDING | REQUEUE_HOLD) return 0 ;; esac; return 1; }
 out_has() { grep -Eq "$2" "$(job_out "$1")" 2>/dev/null; }
 out_lacks() { ! out_has "$@"; }
 out_count() { grep -Ec "$2" "$(job_out "$1")" 2>/dev/null; }
@@ -178,19 +185,29 @@ final_checksum() { sed -n 's/^heat-drv: done: .*checksum=\(0x[0-9a-f]*\).*/\1/p'
 # show_out JOB: the job's output as TAP diagnostics (for failures).
 show_out() { tap_diag "--- job $1 output:"; tap_diag "$(cat "$(job_out "$1")" 2>/dev/null)"; }
 
+# job_diag JOB: what Slurm says of the job (state, reason, exit code) and of
+# the nodes, two lines (a job that never started is a node's story).
+job_diag() {
+	tap_diag "job $1: $(scontrol show job -o "$1" 2>/dev/null | grep -oE '(JobState|Reason|ExitCode|RunTime|NodeList|Restarts)=[^ ]*' | tr '\n' ' ')"
+	tap_diag "nodes: $(nodes_diag)"
+}
+# nodes_diag: each node's state, and the reason of one drained or down.
+nodes_diag() { sinfo -h -N -p low -o '%N %T %E' 2>/dev/null | sed 's/ none$//' | paste -sd, - | sed 's/,/, /g'; }
+
 # check_state JOB STATE DESC: one test point on the job's state; when it
 # fails, what Slurm says of the job (state, reason, exit code) and its output.
 check_state() {
 	if state_is "$1" "$2"; then tap_ok "$3"; return; fi
 	tap_not_ok "$3"
-	tap_diag "job $1: $(scontrol show job -o "$1" 2>/dev/null | grep -oE '(JobState|Reason|ExitCode|RunTime|NodeList|Restarts)=[^ ]*' | tr '\n' ' ')"
+	job_diag "$1"
 	tap_diag "slurmctld on job $1: $(grep -h "JobId=$1 \|job $1\b\|JobId=$1\$" "$E2E_DIR"/log/slurmctld.log 2>/dev/null | tail -n 8)"
 	show_out "$1"
 }
 
-# check_out JOB DESC REGEX: one test point on the job's output.
+# check_out JOB DESC REGEX: one test point on the job's output; when it
+# fails, the job's state and the nodes' (job_diag), then its output.
 check_out() {
-	if out_has "$1" "$3"; then tap_ok "$2"; else tap_not_ok "$2"; show_out "$1"; fi
+	if out_has "$1" "$3"; then tap_ok "$2"; else tap_not_ok "$2"; job_diag "$1"; show_out "$1"; fi
 }
 
 # requeue_when JOB REGEX: wait for REGEX in the output, then requeue the job.
