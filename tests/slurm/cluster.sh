@@ -41,7 +41,8 @@
 # status the cluster that is set up), GK_PLUGIN (the
 # SPANK plugin; default the build's), GK_RUNTIME, GK_STAGE (gpuckpt-stage),
 # GK_PLUGIN_ARGS (extra key=value plugin arguments), GK_PLUGSTACK_BEFORE
-# (plugstack.conf lines before gpuckpt's), top_srcdir, top_builddir.
+# (plugstack.conf lines before gpuckpt's), GK_PROLOG_FLAGS (slurm.conf's
+# PrologFlags, default Alloc; empty: none), top_srcdir, top_builddir.
 set -Eeuo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -228,6 +229,12 @@ write_config() {
 		# 120 s); 5 s, the least Slurm takes, lets a requeued test job run again
 		# about 7 s later (e2e-requeue.sh prints it).
 		AuthInfo=cred_expire=5
+		# The prolog (the plugin's stage-in) at allocation, on every node of
+		# the job before its batch script starts, as etc/slurm.conf.fragment
+		# asks of a site (without it a node other than the first runs it only
+		# at the job's first task launch there). GK_PROLOG_FLAGS= (empty)
+		# leaves it out, as a site that lacks it (e2e-prolog.sh).
+		$([ -z "${GK_PROLOG_FLAGS-Alloc}" ] || echo "PrologFlags=${GK_PROLOG_FLAGS-Alloc}")
 		StateSaveLocation=$C/state
 		SlurmdSpoolDir=$C/spool/%n
 		SlurmctldPidFile=$C/run/slurmctld.pid
