@@ -61,6 +61,7 @@ REPRO="SOAK_SEED=$SEED SOAK_SECONDS=$SECS SOAK_NODES=$NODES SOAK_JOBS=$MAXJOBS S
 PLAN=12
 
 HALO=$top_builddir/examples/halo/halo-drv
+MPI_RANKS=4 # an mpi job: srun -N 2 --ntasks-per-node=2 (below)
 HMOD=$top_builddir/examples/halo/.libs/halo_kernels_host.so
 SLOWIO=$top_builddir/tests/runtime/.libs/slowio.so
 [ "$NODES" -ge 4 ] || e2e_bail "SOAK_NODES=$NODES: the soak needs 4 nodes or more"
@@ -185,15 +186,27 @@ committed_floor() {
 		newest_in $(bb_task_dirs "$j")
 	fi
 }
+# flushed_set JOB: the newest set flushed whole (0: none): its record
+# FLUSH/JOB/step.0/set.N and every rank's task.T/ckpt.N in the flush root,
+# what the prolog's restore plan takes after a node loss
+# (scheduler-hooks/README.md, sets_from_flush).
+flushed_set() {
+	local d=$FLUSH/$1/step.0 n t
+	for n in $(ls "$d" 2>/dev/null | sed -n 's/^set\.0*\([0-9][0-9]*\)$/\1/p' | sort -rn); do
+		for t in $(seq 0 $((MPI_RANKS - 1))); do
+			[ -d "$d/task.$t/$(printf 'ckpt.%06d' "$n")" ] || continue 2
+		done
+		echo "$n"
+		return
+	done
+	echo 0
+}
 flushed_floor() {
 	local j=$1
 	if [ "${J_KIND[$j]}" = mpi ]; then
-		# TODO(issue 29, flushplan): once the prolog's restore plan reads
-		# the flush root for sets, a set job's node loss must cost only the
-		# work since its newest flushed set: min_newest "$FLUSH/$j"/step.0/task.*.
-		# Until then the current code promises nothing for a set after a
-		# node loss (scheduler-hooks/README.md): a fresh start is allowed.
-		echo 0
+		# A node loss costs a set job only the work since its newest set
+		# flushed whole.
+		flushed_set "$j"
 	else
 		newest_in "$FLUSH/$j"/step.0/task.0
 	fi
@@ -553,7 +566,9 @@ relax_floor() {
 		read -r a b <<<"$iv"
 		[ "$a" -le $((t + 30)) ] && [ "$b" -ge $((t - 30)) ] && fl=1
 	done
-	if [ $sh = 1 ] && [ $fl = 1 ]; then
+	if [ $sh = 1 ] && { [ $fl = 1 ] || [ "${J_KIND[$j]}" = mpi ]; }; then
+		# (A set flushed whole reaches the plan only through the shared
+		# root, which the prolog copies it into.)
 		J_FLOOR[$j:$k]=0
 	elif [ $sh = 1 ] && [ "${J_FLOOR[$j:$k]:-0}" -gt "${J_FLUSHFLOOR[$j:$k]:-0}" ]; then
 		J_FLOOR[$j:$k]=${J_FLUSHFLOOR[$j:$k]:-0}
