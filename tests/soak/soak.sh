@@ -733,7 +733,18 @@ tap_skip "$CONTAINER_WHY"
 for n in $NODELIST; do SWEEPS+=("$(submit --gpu-checkpoint=on -w "$n" --wrap true)"); done
 # (A job over for MinJobAge, 600 s, is gone from slurmctld: over too.)
 over_or_gone() { is_over "$1" || [ -z "$(job_state "$1")" ]; }
-for j in "${SWEEPS[@]}" "${PREEMPTORS[@]}"; do wait_for 60 over_or_gone "$j" || viol "over:$j" "job $j not over"; done
+# why_not_over JOB: what slurmctld says of a job that did not end, and of its nodes.
+why_not_over() {
+	local n
+	tap_diag "  job $1: $(scontrol show job -o "$1" 2>/dev/null | grep -oE '(JobState|Reason|NodeList|ReqNodeList|Restarts|RunTime)=[^ ]*' | tr '\n' ' ')"
+	for n in $(scontrol show hostnames "$(scontrol show job -o "$1" 2>/dev/null | sed -n 's/.* ReqNodeList=\([^ ]*\).*/\1/p')" 2>/dev/null); do
+		tap_diag "  node $n: $(scontrol show node -o "$n" 2>/dev/null | grep -oE '(State|Reason)=[^ ]*' | tr '\n' ' ')"
+	done
+	tap_diag "  slurmctld: $(grep -h "JobId=$1[ ]\|JobId=$1\$" "$E2E_DIR/log/slurmctld.log" 2>/dev/null | tail -n 6)"
+}
+for j in "${SWEEPS[@]}" "${PREEMPTORS[@]}"; do
+	wait_for 60 over_or_gone "$j" || { viol "over:$j" "job $j not over"; why_not_over "$j"; }
+done
 sleep 2
 check_folders
 # (The sweep jobs' own empty folders wait for the next epilog: not counted.)
@@ -742,6 +753,11 @@ n_left=$(grep -c . <<<"$left")
 LEAKS=$((LEAKS + n_left))
 check "no job folder left on a burst buffer, the shared root or the flush root ($n_left)" [ "$n_left" = 0 ]
 [ "$n_left" = 0 ] || tap_diag "left: $left"
+# Why each job's folders were not swept: its state, as the sweep asked it,
+# and what the sweeps said of it.
+for j in $(sed -n 's|.*/\([0-9][0-9]*\)$|\1|p' <<<"$left" | sort -un); do
+	tap_diag "  job $j: ${J_DONE[$j]:-$(job_state "$j")}; slurmd: $(grep -h "job $j\b" "$E2E_DIR"/log/slurmd.*.log 2>/dev/null | grep -E 'sweep|stage-out' | tail -n 4)"
+done
 tmps=$(find "$E2E_DIR"/nodes/*/bb "$FLUSH" "$SH" -name '.tmp*' 2>/dev/null)
 plans=$(ls -d "$E2E_DIR"/nodes/*/bb/.plan.* 2>/dev/null | grep -Ev "/\.plan\.($(IFS='|'; echo "${SWEEPS[*]}"))\$")
 [ -z "$plans" ] || tmps="$tmps
