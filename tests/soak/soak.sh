@@ -425,8 +425,11 @@ f_ckpt() {
 	set_floor "$j" "$(committed_floor "$j")" "gpuckpt checkpoint $how"
 	out=$(timeout 90 asuser "${J_USER[$j]}" "$GK_TOOL" checkpoint "$how" "$j" 2>&1); rc=$?
 	ev "gpuckpt checkpoint $how $j: exit $rc: $(tail -n 1 <<<"$out")"
-	if [ "$how" = --exit ] && [ $rc -eq 0 ]; then PENDING_RELEASE[$j]=$(($(now) + 3)); fi
+	# Released 3 s later even when the tool failed: it may have held the
+	# job before it failed (a release of a job not held does nothing).
+	if [ "$how" = --exit ]; then PENDING_RELEASE[$j]=$(($(now) + 3)); fi
 	if [ $rc -ne 0 ]; then
+		ev "gpuckpt checkpoint $how $j said: $(tr '\n' '|' <<<"$out")"
 		# A job that was ending or being moved as the tool asked (another
 		# fault a moment before) is no target: the tool said so, nothing
 		# was promised. Any other refusal is a violation.
