@@ -230,10 +230,10 @@ write_config() {
 		# about 7 s later (e2e-requeue.sh prints it).
 		AuthInfo=cred_expire=5
 		# The prolog (the plugin's stage-in) at allocation, on every node of
-		# the job before its batch script starts, as etc/slurm.conf.fragment
-		# asks of a site (without it a node other than the first runs it only
-		# at the job's first task launch there). GK_PROLOG_FLAGS= (empty)
-		# leaves it out, as a site that lacks it (e2e-prolog.sh).
+		# the job, as etc/slurm.conf.fragment asks of a site (without it a
+		# node other than the first runs it only at the job's first task
+		# launch there). GK_PROLOG_FLAGS= (empty) leaves it out, as a site
+		# that lacks it (e2e-prolog.sh).
 		$([ -z "${GK_PROLOG_FLAGS-Alloc}" ] || echo "PrologFlags=${GK_PROLOG_FLAGS-Alloc}")
 		StateSaveLocation=$C/state
 		SlurmdSpoolDir=$C/spool/%n
@@ -439,6 +439,11 @@ cmd_revive() {
 	need_root
 	nodes_list | grep -qx "$n" || die "revive: no node '$n'"
 	[ ! -f "$C/run/$n.mntns" ] || die "revive: $n is running"
+	# The PMIx sockets of the steps the crash killed, as a site's boot should
+	# remove them: Slurm's mpi/pmix does not, and a requeued job's step of the
+	# same number then fails on the node ("Cannot bind() UNIX socket ...
+	# stepd.slurm.pmix.J.S: Address already in use"; docs/soak.md).
+	rm -f "$C/spool/$n"/stepd.slurm.pmix.*
 	export SLURM_CONF=$C/etc/slurm.conf
 	start_slurmd "$n" --uts
 	wait_slurmd "$n"
