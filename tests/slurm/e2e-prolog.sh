@@ -3,8 +3,8 @@
 # a job: PrologFlags=Alloc (etc/slurm.conf.fragment; the test cluster sets it,
 # GK_PROLOG_FLAGS).
 #
-# 0. A slurm.conf without PrologFlags=Alloc: slurmd's log says so as it
-#    starts, naming the setting (the plugin reads slurmd's configuration).
+# 0. With PrologFlags=Alloc slurmd's log says nothing of it (without it:
+#    e2e-prolog-flags.sh).
 # 1. Without it slurmd runs the prolog of a node other than the job's first
 #    only at the job's first task launch there, after the batch script
 #    started; the prolog of a first run removes the flush root's folder of
@@ -20,20 +20,16 @@
 #    credentials, before it drops the run before's revoked record: slurmctld
 #    starts a requeued job cred_expire + 1 s after its epilog, when that
 #    record has expired; not seen to fail here.)
+# 3. A job whose node was lost comes back on it once it is revived: its
+#    prolog runs there (slurmd's saved credential state removed, as at boot).
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
 
-e2e_require 14
+e2e_require 19
 FLUSH=$E2E_DIR/flush
 export GK_E2E_PLUGIN_ARGS="flush_root=$FLUSH"
 SIZE=64 DELAY=50
 no_line() { ! grep -q "$@"; }
 
-# 0. Without PrologFlags=Alloc.
-GK_PROLOG_FLAGS="" e2e_start
-wait_for 10 grep -q 'gpuckpt: slurm.conf has no PrologFlags=Alloc' "$E2E_DIR/log/slurmd.gk1.log"
-check "slurmd's log says slurm.conf lacks PrologFlags=Alloc, naming it" \
-	grep -q 'gpuckpt: slurm.conf has no PrologFlags=Alloc: .*set PrologFlags=Alloc' "$E2E_DIR/log/slurmd.gk1.log"
-"$CLUSTER" stop >/dev/null 2>&1
 e2e_start
 mkdir -p "$FLUSH"
 chmod 0755 "$FLUSH"
@@ -90,4 +86,37 @@ for t in 0 1; do
 	check "task $t ends with the uninterrupted checksum ($got)" [ -n "$ref" -a "$got" = "$ref" ]
 done
 check_state "$j" COMPLETED "job completed"
+
+# 3. A node lost and revived, the job back on it. slurmd saves the records of
+#    the jobs it launched (SlurmdSpoolDir/cred_state) and restores them as it
+#    starts: a job running at the crash, never revoked there, stays "seen"
+#    for ever, and slurmd skips its prolog on that node, with PrologFlags=Alloc
+#    too (_rpc_prolog: "prolog has already run"); the job then starts afresh
+#    from an empty burst buffer. A boot must remove cred_state, as `cluster.sh
+#    revive` now does (or start slurmd with -c).
+drain gk2
+s=$(job_script prolog-crash "srun $APP $(app_args $SIZE 500 $DELAY)")
+j=$(submit --as gkuser1 --gres=gpu:1 --gpu-checkpoint=on --gpu-checkpoint-interval=2 --requeue "$s")
+wait_running "$j" 60
+wait_out "$j" "^gpuckpt: flush: $FLUSH/$j/step.0/task.0/ckpt.[0-9]+: [0-9]+ bytes in" 90
+wait_out "$j" '^heat-drv: step 100$' 90
+"$CLUSTER" crash gk1 >/dev/null 2>&1
+scontrol update nodename=gk1 state=down reason="gpuckpt test: node lost"
+# Back once the requeued job may start (cred_expire + 1 s after its requeue):
+# slurmctld sends it to gk1 as gk1 registers, before it tells gk1 to end
+# the run before (which would drop slurmd's record).
+sleep 10
+"$CLUSTER" revive gk1 >/dev/null 2>&1
+scontrol update nodename=gk1 state=resume 2>/dev/null
+wait_until 120 '[ "$(out_count "$j" "^batch: node gk1 restart 1 ")" -eq 1 ]'
+wait_over "$j" 180
+check_out "$j" "the job came back on gk1 after its revival" "^batch: node gk1 restart 1 "
+check "gk1's prolog staged the flushed checkpoint in after the revival" \
+	grep -q "stage-in: job $j: staged in step.0/task.0/ckpt" "$E2E_DIR/log/slurmd.gk1.log"
+check_out "$j" "the task restored it" "^gpuckpt: job $j step.0 task 0: restart 1: restoring from $E2E_DIR/bb/$j/step.0/task.0 "
+check_out "$j" "resumed from a step after the start" '^heat-drv: resumed from step [1-9]'
+got=$(final_checksum "$j")
+check "same checksum as an uninterrupted run ($got)" [ -n "$got" -a "$got" = "$(reference $SIZE 500)" ]
+check_state "$j" COMPLETED "job completed"
+resume gk2
 tap_done

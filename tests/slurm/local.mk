@@ -64,4 +64,4 @@ SLURM_E2E += opencl/opencl-public.sh
 SLURM_E2E += %reldir%/e2e-flush-sets.sh
 # A requeued job restarting on the nodes where it just ran (within
 # cred_expire): every node's prolog stages it in (PrologFlags=Alloc).
-SLURM_E2E += %reldir%/e2e-prolog.sh
+SLURM_E2E += %reldir%/e2e-prolog.sh %reldir%/e2e-prolog-flags.sh
