@@ -439,11 +439,13 @@ cmd_revive() {
 	need_root
 	nodes_list | grep -qx "$n" || die "revive: no node '$n'"
 	[ ! -f "$C/run/$n.mntns" ] || die "revive: $n is running"
-	# The PMIx sockets of the steps the crash killed, as a site's boot should
-	# remove them: Slurm's mpi/pmix does not, and a requeued job's step of the
-	# same number then fails on the node ("Cannot bind() UNIX socket ...
-	# stepd.slurm.pmix.J.S: Address already in use"; docs/soak.md).
-	rm -f "$C/spool/$n"/stepd.slurm.pmix.*
+	# What a site's boot must remove before slurmd starts (docs/admins.md,
+	# "When a node fails"): slurmd's saved credential state, whose records
+	# of the jobs the crash killed never expire (slurmd would skip the
+	# prolog of such a job sent back here), and the PMIx sockets of the
+	# killed steps (a requeued job's step of the same number would fail:
+	# "Cannot bind() UNIX socket ... stepd.slurm.pmix.J.S").
+	rm -f "$C/spool/$n"/cred_state* "$C/spool/$n"/stepd.slurm.pmix.*
 	export SLURM_CONF=$C/etc/slurm.conf
 	start_slurmd "$n" --uts
 	wait_slurmd "$n"
