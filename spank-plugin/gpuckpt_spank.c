@@ -42,6 +42,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <slurm/slurm.h>
 #include <slurm/spank.h>
 
 #include "ckpt_dir.h"
@@ -115,6 +116,34 @@ static int option_cb(int val, const char *optarg, int remote)
 	return 0;
 }
 
+/*
+ * slurmd's own configuration, as it read slurm.conf: Slurm's global of that
+ * name in libslurmfull (slurmd and slurmstepd), of the type slurm.h declares
+ * for the release the plugin was built for (its loader refuses any other).
+ * Not an interface Slurm documents: weak, so that a Slurm without it only
+ * loses the check below.
+ */
+extern slurm_conf_t slurm_conf __attribute__((weak));
+
+/*
+ * slurmd, once as it starts: without PrologFlags=Alloc (or a flag that
+ * implies it, Contain or X11) slurmd runs the prolog, the stage-in, of a node
+ * other than a job's first only at the job's first task launch there, after
+ * the batch script started: a prolog of a first run there removes the flush
+ * root's folder that the job's steps elsewhere may already have filled
+ * (scheduler-hooks/README.md). Said in slurmd's log, to the admins.
+ */
+static void check_prolog_flags(void)
+{
+	if (!&slurm_conf)
+		return;
+	if (!(slurm_conf.prolog_flags & PROLOG_FLAG_ALLOC))
+		slurm_error("gpuckpt: slurm.conf has no PrologFlags=Alloc: the prolog that stages "
+			    "a job's checkpoints in runs, on every node but the job's first, only "
+			    "when the job's first step starts there, after its batch script "
+			    "started; set PrologFlags=Alloc (etc/slurm.conf.fragment)");
+}
+
 int slurm_spank_init(spank_t sp, int ac, char **av)
 {
 	spank_context_t ctx = spank_context();
@@ -125,8 +154,10 @@ int slurm_spank_init(spank_t sp, int ac, char **av)
 		slurm_error("gpuckpt: plugstack.conf: %s", err.text);
 		return -1;
 	}
-	if (ctx == S_CTX_SLURMD)
+	if (ctx == S_CTX_SLURMD) {
+		check_prolog_flags();
 		return 0;
+	}
 	for (struct spank_option *o = options; o->name; o++) {
 		spank_err_t rc = spank_option_register(sp, o);
 

@@ -125,7 +125,9 @@ static int from_plan(const struct gk_site *s, const struct gk_task_ids *ids, con
 		gk_errprintf(
 		    err,
 		    "no restore plan from the prolog (%s/%s): it did not run or failed (see "
-		    "slurmd's log); the task is not started, rather than restoring a set other "
+		    "slurmd's log; a slurmd restarted after a crash with its cred_state skips "
+		    "the prolog of a job that ran there before: docs/admins.md, When a node "
+		    "fails); the task is not started, rather than restoring a set other "
 		    "tasks of the step may not",
 		    s->bb_root, name);
 		return ret;

@@ -3,8 +3,8 @@
  * and this node's burst buffer.
  *
  * A folder goes only when Slurm says its job is over (COMPLETED, FAILED,
- * ...), or when Slurm no longer knows the job and the folder is older than
- * the question by SWEEP_MARGIN: a job that started after squeue answered is
+ * NODE_FAIL, ...), or when Slurm no longer knows the job and the folder is
+ * older than the question by SWEEP_MARGIN: a job that started after squeue answered is
  * unknown to that answer, but its folder is younger. Candidates are checked
  * again just before removal: a second answer from squeue, and under the
  * job's lock (the prolog of a job holds it while it stages in) the folder's
@@ -31,7 +31,12 @@
  * its first task) can own such a folder without Slurm knowing the job. */
 #define SWEEP_MARGIN 3600
 
-static const char *const over[] = {"COMPLETED",	    "CANCELLED", "FAILED",   "TIMEOUT",
+/* Slurm's final states (squeue %T names a job being requeued PENDING,
+ * REQUEUED or COMPLETING, never these): NODE_FAIL is a job that was not
+ * requeued when its node died, PREEMPTED one preempted with
+ * PreemptMode=CANCEL. */
+static const char *const over[] = {"COMPLETED",	    "CANCELLED", "FAILED",
+				   "TIMEOUT",	    "NODE_FAIL", "PREEMPTED",
 				   "OUT_OF_MEMORY", "DEADLINE",	 "BOOT_FAIL"};
 
 static int is_over(const char *state)

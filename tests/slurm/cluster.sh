@@ -41,7 +41,8 @@
 # status the cluster that is set up), GK_PLUGIN (the
 # SPANK plugin; default the build's), GK_RUNTIME, GK_STAGE (gpuckpt-stage),
 # GK_PLUGIN_ARGS (extra key=value plugin arguments), GK_PLUGSTACK_BEFORE
-# (plugstack.conf lines before gpuckpt's), top_srcdir, top_builddir.
+# (plugstack.conf lines before gpuckpt's), GK_PROLOG_FLAGS (slurm.conf's
+# PrologFlags, default Alloc; empty: none), top_srcdir, top_builddir.
 set -Eeuo pipefail
 
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -228,6 +229,12 @@ write_config() {
 		# 120 s); 5 s, the least Slurm takes, lets a requeued test job run again
 		# about 7 s later (e2e-requeue.sh prints it).
 		AuthInfo=cred_expire=5
+		# The prolog (the plugin's stage-in) at allocation, on every node of
+		# the job, as etc/slurm.conf.fragment asks of a site (without it a
+		# node other than the first runs it only at the job's first task
+		# launch there). GK_PROLOG_FLAGS= (empty) leaves it out, as a site
+		# that lacks it (e2e-prolog.sh).
+		$([ -z "${GK_PROLOG_FLAGS-Alloc}" ] || echo "PrologFlags=${GK_PROLOG_FLAGS-Alloc}")
 		StateSaveLocation=$C/state
 		SlurmdSpoolDir=$C/spool/%n
 		SlurmctldPidFile=$C/run/slurmctld.pid
@@ -432,6 +439,13 @@ cmd_revive() {
 	need_root
 	nodes_list | grep -qx "$n" || die "revive: no node '$n'"
 	[ ! -f "$C/run/$n.mntns" ] || die "revive: $n is running"
+	# What a site's boot must remove before slurmd starts (docs/admins.md,
+	# "When a node fails"): slurmd's saved credential state, whose records
+	# of the jobs the crash killed never expire (slurmd would skip the
+	# prolog of such a job sent back here), and the PMIx sockets of the
+	# killed steps (a requeued job's step of the same number would fail:
+	# "Cannot bind() UNIX socket ... stepd.slurm.pmix.J.S").
+	rm -f "$C/spool/$n"/cred_state* "$C/spool/$n"/stepd.slurm.pmix.*
 	export SLURM_CONF=$C/etc/slurm.conf
 	start_slurmd "$n" --uts
 	wait_slurmd "$n"

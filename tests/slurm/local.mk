@@ -65,3 +65,6 @@ SLURM_E2E += shepherd/stdio-criu.sh
 # Issue 29: a step of several tasks restored from its newest flushed set after
 # a node loss (the prolog reads the flush root's sets); skips without MPI/pmix.
 SLURM_E2E += %reldir%/e2e-flush-sets.sh
+# A requeued job restarting on the nodes where it just ran (within
+# cred_expire): every node's prolog stages it in (PrologFlags=Alloc).
+SLURM_E2E += %reldir%/e2e-prolog.sh %reldir%/e2e-prolog-flags.sh

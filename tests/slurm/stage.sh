@@ -9,7 +9,7 @@ STAGE=${GK_STAGE:-$top_builddir/scheduler-hooks/gpuckpt-stage}
 SEAL_TOOL=$top_builddir/tests/security/seal-tool
 U=4242 # a uid that owns nothing on this machine
 
-PLAN=67
+PLAN=69
 tap_plan $PLAN
 if [ "$(id -u)" -ne 0 ]; then
 	for i in $(seq $PLAN); do tap_skip "needs root (gpuckpt-stage runs as root)"; done
@@ -223,6 +223,16 @@ check "sweep: completed and old unknown jobs removed, running and pending kept" 
 check "sweep: an unknown job whose folder is new is kept (it may have started after squeue answered)" \
 	[ -d "$SH/57" ]
 check "sweep: says what it removed" grep -q "sweep: job 51 is over (COMPLETED): removed $SH/51" "$GK_SCRATCH/out"
+# A job that ended NODE_FAIL (not requeueable: its node died) or PREEMPTED
+# (PreemptMode=CANCEL) is over as well; one being requeued shows PENDING,
+# REQUEUED or COMPLETING, and stays. (The soak saw a job's folders left.)
+printf '#!/bin/sh\necho "61 NODE_FAIL"\necho "62 PREEMPTED"\necho "63 REQUEUED"\necho "64 COMPLETING"\n' >"$GK_SCRATCH/squeue-ends"
+chmod 0755 "$GK_SCRATCH/squeue-ends"
+mkdir -p "$SH/61" "$SH/62" "$SH/63" "$SH/64"
+"$STAGE" sweep --bb-root "$BB" --shared-root "$SH" --squeue "$GK_SCRATCH/squeue-ends" >"$GK_SCRATCH/out"
+check "sweep: NODE_FAIL and PREEMPTED jobs are over: removed" [ ! -e "$SH/61" -a ! -e "$SH/62" ]
+check "sweep: REQUEUED and COMPLETING jobs kept" [ -d "$SH/63" -a -d "$SH/64" ]
+rm -rf "${SH:?}/63" "${SH:?}/64"
 mkdir -p "$SH/60" && touch -d '2 hours ago' "$SH/60"
 "$STAGE" sweep --bb-root "$BB" --shared-root "$SH" --squeue "$GK_SCRATCH/squeue-down" >/dev/null
 check "sweep: nothing removed when the controller cannot be asked" [ -d "$SH/60" ]

@@ -61,6 +61,7 @@ REPRO="SOAK_SEED=$SEED SOAK_SECONDS=$SECS SOAK_NODES=$NODES SOAK_JOBS=$MAXJOBS S
 PLAN=12
 
 HALO=$top_builddir/examples/halo/halo-drv
+MPI_RANKS=4 # an mpi job: srun -N 2 --ntasks-per-node=2 (below)
 HMOD=$top_builddir/examples/halo/.libs/halo_kernels_host.so
 SLOWIO=$top_builddir/tests/runtime/.libs/slowio.so
 [ "$NODES" -ge 4 ] || e2e_bail "SOAK_NODES=$NODES: the soak needs 4 nodes or more"
@@ -185,15 +186,27 @@ committed_floor() {
 		newest_in $(bb_task_dirs "$j")
 	fi
 }
+# flushed_set JOB: the newest set flushed whole (0: none): its record
+# FLUSH/JOB/step.0/set.N and every rank's task.T/ckpt.N in the flush root,
+# what the prolog's restore plan takes after a node loss
+# (scheduler-hooks/README.md, sets_from_flush).
+flushed_set() {
+	local d=$FLUSH/$1/step.0 n t
+	for n in $(ls "$d" 2>/dev/null | sed -n 's/^set\.0*\([0-9][0-9]*\)$/\1/p' | sort -rn); do
+		for t in $(seq 0 $((MPI_RANKS - 1))); do
+			[ -d "$d/task.$t/$(printf 'ckpt.%06d' "$n")" ] || continue 2
+		done
+		echo "$n"
+		return
+	done
+	echo 0
+}
 flushed_floor() {
 	local j=$1
 	if [ "${J_KIND[$j]}" = mpi ]; then
-		# TODO(issue 29, flushplan): once the prolog's restore plan reads
-		# the flush root for sets, a set job's node loss must cost only the
-		# work since its newest flushed set: min_newest "$FLUSH/$j"/step.0/task.*.
-		# Until then the current code promises nothing for a set after a
-		# node loss (scheduler-hooks/README.md): a fresh start is allowed.
-		echo 0
+		# A node loss costs a set job only the work since its newest set
+		# flushed whole.
+		flushed_set "$j"
 	else
 		newest_in "$FLUSH/$j"/step.0/task.0
 	fi
@@ -412,8 +425,11 @@ f_ckpt() {
 	set_floor "$j" "$(committed_floor "$j")" "gpuckpt checkpoint $how"
 	out=$(timeout 90 asuser "${J_USER[$j]}" "$GK_TOOL" checkpoint "$how" "$j" 2>&1); rc=$?
 	ev "gpuckpt checkpoint $how $j: exit $rc: $(tail -n 1 <<<"$out")"
-	if [ "$how" = --exit ] && [ $rc -eq 0 ]; then PENDING_RELEASE[$j]=$(($(now) + 3)); fi
+	# Released 3 s later even when the tool failed: it may have held the
+	# job before it failed (a release of a job not held does nothing).
+	if [ "$how" = --exit ]; then PENDING_RELEASE[$j]=$(($(now) + 3)); fi
 	if [ $rc -ne 0 ]; then
+		ev "gpuckpt checkpoint $how $j said: $(tr '\n' '|' <<<"$out")"
 		# A job that was ending or being moved as the tool asked (another
 		# fault a moment before) is no target: the tool said so, nothing
 		# was promised. Any other refusal is a violation.
@@ -553,7 +569,9 @@ relax_floor() {
 		read -r a b <<<"$iv"
 		[ "$a" -le $((t + 30)) ] && [ "$b" -ge $((t - 30)) ] && fl=1
 	done
-	if [ $sh = 1 ] && [ $fl = 1 ]; then
+	if [ $sh = 1 ] && { [ $fl = 1 ] || [ "${J_KIND[$j]}" = mpi ]; }; then
+		# (A set flushed whole reaches the plan only through the shared
+		# root, which the prolog copies it into.)
 		J_FLOOR[$j:$k]=0
 	elif [ $sh = 1 ] && [ "${J_FLOOR[$j:$k]:-0}" -gt "${J_FLUSHFLOOR[$j:$k]:-0}" ]; then
 		J_FLOOR[$j:$k]=${J_FLUSHFLOOR[$j:$k]:-0}
@@ -718,7 +736,18 @@ tap_skip "$CONTAINER_WHY"
 for n in $NODELIST; do SWEEPS+=("$(submit --gpu-checkpoint=on -w "$n" --wrap true)"); done
 # (A job over for MinJobAge, 600 s, is gone from slurmctld: over too.)
 over_or_gone() { is_over "$1" || [ -z "$(job_state "$1")" ]; }
-for j in "${SWEEPS[@]}" "${PREEMPTORS[@]}"; do wait_for 60 over_or_gone "$j" || viol "over:$j" "job $j not over"; done
+# why_not_over JOB: what slurmctld says of a job that did not end, and of its nodes.
+why_not_over() {
+	local n
+	tap_diag "  job $1: $(scontrol show job -o "$1" 2>/dev/null | grep -oE '(JobState|Reason|NodeList|ReqNodeList|Restarts|RunTime)=[^ ]*' | tr '\n' ' ')"
+	for n in $(scontrol show hostnames "$(scontrol show job -o "$1" 2>/dev/null | sed -n 's/.* ReqNodeList=\([^ ]*\).*/\1/p')" 2>/dev/null); do
+		tap_diag "  node $n: $(scontrol show node -o "$n" 2>/dev/null | grep -oE '(State|Reason)=[^ ]*' | tr '\n' ' ')"
+	done
+	tap_diag "  slurmctld: $(grep -h "JobId=$1[ ]\|JobId=$1\$" "$E2E_DIR/log/slurmctld.log" 2>/dev/null | tail -n 6)"
+}
+for j in "${SWEEPS[@]}" "${PREEMPTORS[@]}"; do
+	wait_for 60 over_or_gone "$j" || { viol "over:$j" "job $j not over"; why_not_over "$j"; }
+done
 sleep 2
 check_folders
 # (The sweep jobs' own empty folders wait for the next epilog: not counted.)
@@ -727,6 +756,11 @@ n_left=$(grep -c . <<<"$left")
 LEAKS=$((LEAKS + n_left))
 check "no job folder left on a burst buffer, the shared root or the flush root ($n_left)" [ "$n_left" = 0 ]
 [ "$n_left" = 0 ] || tap_diag "left: $left"
+# Why each job's folders were not swept: its state, as the sweep asked it,
+# and what the sweeps said of it.
+for j in $(sed -n 's|.*/\([0-9][0-9]*\)$|\1|p' <<<"$left" | sort -un); do
+	tap_diag "  job $j: ${J_DONE[$j]:-$(job_state "$j")}; slurmd: $(grep -h "job $j\b" "$E2E_DIR"/log/slurmd.*.log 2>/dev/null | grep -E 'sweep|stage-out' | tail -n 4)"
+done
 tmps=$(find "$E2E_DIR"/nodes/*/bb "$FLUSH" "$SH" -name '.tmp*' 2>/dev/null)
 plans=$(ls -d "$E2E_DIR"/nodes/*/bb/.plan.* 2>/dev/null | grep -Ev "/\.plan\.($(IFS='|'; echo "${SWEEPS[*]}"))\$")
 [ -z "$plans" ] || tmps="$tmps
