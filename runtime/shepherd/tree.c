@@ -201,8 +201,7 @@ int gk_pid_has_agent(pid_t pid)
 			continue;
 		snprintf(path, sizeof(path), "%s/%.20s/comm", dir, e->d_name);
 		found = read_text(path, comm, sizeof(comm)) >= 0 &&
-			!strncmp(comm, GK_AGENT_THREAD, strlen(GK_AGENT_THREAD)) &&
-			(comm[strlen(GK_AGENT_THREAD)] == '\n' || !comm[strlen(GK_AGENT_THREAD)]);
+			strcmp(comm, GK_AGENT_THREAD "\n") == 0;
 	}
 	closedir(d);
 	return found;

@@ -84,13 +84,30 @@ static void raw_line(const char *a, const char *b, const char *c)
 	raw_line5(a, b, c, NULL, NULL);
 }
 
+/* What sig does without gpuckpt: the program's handler, or for SIG_DFL the
+ * default action (the runtime's handler goes, and sig is raised again, to be
+ * delivered when this handler returns). SIG_IGN: nothing. */
+static void usual_course(int sig, const struct sigaction *app, siginfo_t *info, void *uc)
+{
+	struct sigaction def;
+
+	if (app->sa_flags & SA_SIGINFO) {
+		app->sa_sigaction(sig, info, uc);
+	} else if (app->sa_handler == SIG_DFL) {
+		memset(&def, 0, sizeof(def));
+		def.sa_handler = SIG_DFL;
+		real_sigaction()(sig, &def, NULL);
+		raise(sig);
+	} else if (app->sa_handler != SIG_IGN) {
+		app->sa_handler(sig);
+	}
+}
+
 static void on_signal(int sig, siginfo_t *info, void *uc)
 {
 	int saved = errno;
 	struct sigaction app = app_action[sig];
 	int dfl = !(app.sa_flags & SA_SIGINFO) && app.sa_handler == SIG_DFL;
-	int ign = !(app.sa_flags & SA_SIGINFO) && app.sa_handler == SIG_IGN;
-
 	int bypass = __atomic_exchange_n(&as_usual[sig], 0, __ATOMIC_ACQ_REL);
 	const struct gk_trigger_taker *t = __atomic_load_n(&taker, __ATOMIC_ACQUIRE);
 
@@ -109,19 +126,7 @@ static void on_signal(int sig, siginfo_t *info, void *uc)
 			errno = saved;
 			return;
 		}
-		if (dfl) {
-			struct sigaction def;
-
-			memset(&def, 0, sizeof(def));
-			def.sa_handler = SIG_DFL;
-			real_sigaction()(sig, &def, NULL);
-			raise(sig); /* delivered when this handler returns */
-		} else if (!ign) {
-			if (app.sa_flags & SA_SIGINFO)
-				app.sa_sigaction(sig, info, uc);
-			else
-				app.sa_handler(sig);
-		}
+		usual_course(sig, &app, info, uc);
 		errno = saved;
 		return;
 	}
@@ -135,7 +140,9 @@ static void on_signal(int sig, siginfo_t *info, void *uc)
 			return;
 		}
 	}
-	if (!bypass && __atomic_load_n(&gk_rt.aware, __ATOMIC_ACQUIRE)) {
+	int held = !bypass && __atomic_load_n(&gk_rt.aware, __ATOMIC_ACQUIRE);
+
+	if (held) {
 		if (dfl && action_of[sig] == GK_ACTION_EXIT)
 			__atomic_store_n(&gk_rt.exit_signo, sig, __ATOMIC_RELEASE);
 		__atomic_or_fetch(&gk_rt.due, GK_DUE_CHECKPOINT, __ATOMIC_RELEASE);
@@ -156,20 +163,11 @@ static void on_signal(int sig, siginfo_t *info, void *uc)
 			raw_line("no checkpoint taken on ", gk_signal_name(sig),
 				 ": the program never reached a gpuckpt checkpoint point (it is not "
 				 "checkpoint-aware); it ends as it would without gpuckpt");
-		/* Default action, as if the runtime were not there. */
-		struct sigaction def;
-
-		memset(&def, 0, sizeof(def));
-		def.sa_handler = SIG_DFL;
-		real_sigaction()(sig, &def, NULL);
-		raise(sig); /* delivered when this handler returns */
 	}
-	if (!dfl && !ign) {
-		if (app.sa_flags & SA_SIGINFO)
-			app.sa_sigaction(sig, info, uc);
-		else
-			app.sa_handler(sig);
-	}
+	/* A checkpoint-aware program ends after its checkpoint instead
+	 * (gk_trigger_finish_exit); its own handler still runs now. */
+	if (!held || !dfl)
+		usual_course(sig, &app, info, uc);
 	errno = saved;
 }
 
