@@ -51,3 +51,7 @@ check_PROGRAMS += %reldir%/test-clmove
 endif
 TESTS += %reldir%/opencl-move.sh
 EXTRA_DIST += %reldir%/opencl-move.sh
+# Transparent mode onto another OpenCL device after CRIU's restore (the
+# roots' CRIU 4; skips elsewhere, saying why).
+TESTS += %reldir%/opencl-criu-move.sh
+EXTRA_DIST += %reldir%/opencl-criu-move.sh

@@ -185,7 +185,7 @@ static void *own_of(void *real)
 		return real;
 	pthread_mutex_lock(&lock);
 	for (size_t i = 0; i < rec.n; i++)
-		if (is_own(rec.o[i]->h) && real_of(rec.o[i]->h) == real) {
+		if (rec.o[i]->own && real_of(rec.o[i]->h) == real) {
 			h = rec.o[i]->h;
 			break;
 		}
@@ -274,6 +274,8 @@ static struct gk_clo *add_locked(enum gk_clo_kind kind, void *h)
 
 	first_use_locked();
 	o = gk_clrec_add(&rec, kind, h);
+	if (o)
+		o->own = is_own(h);
 	if (!o && !record_lost++)
 		gk_warn("opencl: out of memory recording an OpenCL object; no checkpoint can "
 			"hold this process's OpenCL state");
@@ -301,7 +303,8 @@ static void mem_region_name(char *name, size_t len, long idx)
 /* o out of the record, and the runtime's handle for it freed. */
 static void remove_locked(struct gk_clo *o)
 {
-	if (is_own(o->h))
+	/* Not is_own(o->h): a real object is freed already. */
+	if (o->own)
 		free(o->h);
 	gk_clrec_remove(&rec, o);
 }
@@ -2079,7 +2082,7 @@ static int move_refused_locked(cl_device_id dev, const char *dname, char *why, s
 		cl_uint nd = 0;
 		int ret;
 
-		if (!is_own(o->h)) {
+		if (!o->own) {
 			snprintf(why, len,
 				 "OpenCL %s %ld has no handle of the runtime's (no memory for one "
 				 "when it was made)",

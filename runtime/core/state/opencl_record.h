@@ -37,6 +37,7 @@ struct gk_clo {
 	void *h;     /* the OpenCL handle the program holds */
 	long refs;   /* the program's references */
 	long parent; /* queue, buffer, program: context; kernel: program; sub-buffer: buffer; -1 */
+	int own;     /* h is a handle of the runtime's own (interpose/opencl.c) */
 	/* buffers */
 	uint64_t flags, origin, size;
 	int sub;
