@@ -27,6 +27,7 @@
 #include "core/control/start.h"
 #include "core/interpose/gate.h"
 #include "common/export.h"
+#include "common/settings_env.h"
 #include "common/io.h"
 #include "common/log.h"
 #include "image/image.h"
@@ -99,14 +100,14 @@ static int nmoved;
 static void untranslated(void)
 {
 	gk_error("opencl: an OpenCL function gpuckpt does not translate was called through the "
-		 "ICD loader with one of the runtime's handles (GPUCKPT_OPENCL_MOVABLE=1; "
+		 "ICD loader with one of the runtime's handles (" GK_ENV(OPENCL_MOVABLE) "=1; "
 		 "docs/opencl.md, \"Limits\")");
 	abort();
 }
 
 static void movable_init(void)
 {
-	const char *v = getenv("GPUCKPT_OPENCL_MOVABLE");
+	const char *v = gk_getenv(OPENCL_MOVABLE);
 	void (**slot)(void) = (void (**)(void))&own_dispatch;
 
 	for (size_t i = 0; i < sizeof(own_dispatch) / sizeof(*slot); i++)
@@ -2059,7 +2060,7 @@ static int move_refused_locked(cl_device_id dev, const char *dname, char *why, s
 	if (!gk_cl_movable()) {
 		snprintf(why, len,
 			 "the program's OpenCL handles are its implementation's: set "
-			 "GPUCKPT_OPENCL_MOVABLE=1 before it starts (docs/opencl.md)");
+			 GK_ENV(OPENCL_MOVABLE) "=1 before it starts (docs/opencl.md)");
 		return -ENOTSUP;
 	}
 	if (record_lost) {
