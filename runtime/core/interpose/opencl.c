@@ -101,7 +101,7 @@ static void untranslated(void)
 {
 	gk_error("opencl: an OpenCL function gpuckpt does not translate was called through the "
 		 "ICD loader with one of the runtime's handles (" GK_ENV(OPENCL_MOVABLE) "=1; "
-		 "docs/opencl.md, \"Limits\")");
+		 "docs/opencl.md, Limits)");
 	abort();
 }
 
