@@ -13,6 +13,7 @@ if ! grep -q '^#define HAVE_OPENCL 1' "$top_builddir/config.h"; then
 fi
 gk_need_built "$prog" "$GK_STANDIN_DIR/libcuda.so.1"
 gk_scratch
+mkdir -p "$GK_SCRATCH/ckpt"
 unset GPUCKPT_SHEPHERD
 GPUCKPT_DIR=$GK_SCRATCH/ckpt GPUCKPT_LOG_LEVEL=info GPUCKPT_OPENCL_MOVABLE=1 \
 	POCL_DEVICES="pthread basic" POCL_CACHE_DIR=$GK_SCRATCH/pocl-cache \

@@ -9,13 +9,16 @@
  * back again later, and ends with the result of the same steps computed on
  * the host; its handles (the same variables all along) answer for the new
  * device. A move refused (a user event not set, a device that is not there)
- * names the cause and changes nothing. Run by opencl-move.sh, which the
- * transparent restore's move (after CRIU) shares with opencl-criu-move.sh.
+ * names the cause and changes nothing. So does the transparent restore's
+ * path (the phase hooks told of CRIU's restore, opencl.device naming the
+ * device). Run by opencl-move.sh; opencl-criu-move.sh does the same move
+ * after a real CRIU restore.
  */
 #include "config.h"
 
 #include "tap.h"
 
+#include "core/state/phase.h"
 #include "core/state/runtime.h"
 
 #define CL_TARGET_OPENCL_VERSION 300
@@ -25,10 +28,12 @@
 #include <errno.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The runtime's move (interpose/opencl_move.h); weak, so that a runtime
  * without it fails here rather than at the link. */
 int gk_cl_move(const char *spec, char *why, size_t len) __attribute__((weak));
+void gk_phase_resumed(const char *ckpt) __attribute__((weak));
 
 #define N 4096
 #define ND 512
@@ -87,7 +92,7 @@ int main(void)
 	double f = 0.5;
 	int ret, moved = 0, moved_back = 0;
 
-	plan(10);
+	plan(12);
 	if (!gk_rt.settings_ok) {
 		printf("Bail out! the runtime's settings are not set: run opencl-move.sh\n");
 		return 1;
@@ -95,7 +100,7 @@ int main(void)
 	pthr = device("pthread", pname, sizeof(pname));
 	basic = device("basic", bname, sizeof(bname));
 	if (!pthr || !basic) {
-		for (int i = 0; i < 10; i++)
+		for (int i = 0; i < 12; i++)
 			skip("pocl's pthread and basic devices are not both there (POCL_DEVICES="
 			     "\"pthread basic\", pocl-opencl-icd)");
 		return done_testing();
@@ -185,6 +190,36 @@ int main(void)
 	ret = gk_cl_move ? gk_cl_move("cpu:0", why, sizeof(why)) : -ENOSYS;
 	ok(ret == 0 && clFinish(q) == CL_SUCCESS, "a device named TYPE:N (cpu:0) (%d: %s)", ret,
 	   ret ? why : "");
+
+	/* The transparent restore's path: the phase hooks told that CRIU
+	 * restored the process, and opencl.device in the checkpoint folder
+	 * (GPUCKPT_DIR) naming the device; a link there is not followed. */
+	{
+		char path[4200], target[4300];
+		FILE *fp;
+
+		if (gk_cl_move)
+			gk_cl_move("pthread", why, sizeof(why));
+		snprintf(path, sizeof(path), "%s/opencl.device", gk_rt.settings.dir);
+		snprintf(target, sizeof(target), "%s.target", path);
+		fp = fopen(target, "w");
+		if (fp) {
+			fputs("basic\n", fp);
+			fclose(fp);
+		}
+		if (symlink(target, path) < 0)
+			perror(path);
+		if (gk_phase_resumed)
+			gk_phase_resumed(gk_rt.settings.dir);
+		ok(queue_device(q) == pthr, "restored: a link at opencl.device is not followed");
+		unlink(path);
+		rename(target, path);
+		if (gk_phase_resumed)
+			gk_phase_resumed(gk_rt.settings.dir);
+		ok(queue_device(q) == basic && clFinish(q) == CL_SUCCESS,
+		   "restored: opencl.device naming '%s' moves every object there", bname);
+		unlink(path);
+	}
 
 	clReleaseKernel(kd);
 	clReleaseKernel(k);
