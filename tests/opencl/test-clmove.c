@@ -5,7 +5,7 @@
  * GPUCKPT_OPENCL_MOVABLE=1: the program holds the runtime's handles. It makes
  * a context, a queue, a COPY_HOST_PTR buffer with a sub-buffer, a
  * USE_HOST_PTR buffer of doubles, a program built with options and two
- * kernels, runs steps, moves every object onto the other device half-way and
+ * kernels (the program released once they are made), runs steps, moves every object onto the other device half-way and
  * back again later, and ends with the result of the same steps computed on
  * the host; its handles (the same variables all along) answer for the new
  * device. A move refused (a user event not set, a device that is not there)
@@ -118,6 +118,8 @@ int main(void)
 	e = clBuildProgram(pr, 1, &pthr, "-DSCALE=3", NULL, NULL);
 	k = clCreateKernel(pr, "k", &e);
 	kd = clCreateKernel(pr, "d", &e);
+	/* As many programs do: the kernels hold it now. */
+	clReleaseProgram(pr);
 	clSetKernelArg(k, 0, sizeof(sub), &sub);
 	clSetKernelArg(kd, 0, sizeof(mx), &mx);
 	clSetKernelArg(kd, 1, sizeof(f), &f);
@@ -223,7 +225,6 @@ int main(void)
 
 	clReleaseKernel(kd);
 	clReleaseKernel(k);
-	clReleaseProgram(pr);
 	clReleaseMemObject(sub);
 	clReleaseMemObject(mx);
 	clReleaseMemObject(m);

@@ -310,31 +310,45 @@ static void remove_locked(struct gk_clo *o)
 	gk_clrec_remove(&rec, o);
 }
 
+/* Does child c keep p in the record after the program let go of p? A
+ * sub-buffer its buffer (the bytes stay needed); with movable handles also
+ * a kernel its program and a queue, buffer or program its context (a move
+ * makes them again for it). */
+static int keeps(const struct gk_clo *p, const struct gk_clo *c)
+{
+	if (c == p || c->parent != p->idx)
+		return 0;
+	if (c->kind == GK_CLO_MEM && c->sub)
+		return p->kind == GK_CLO_MEM;
+	if (!gk_cl_movable())
+		return 0;
+	if (c->kind == GK_CLO_KERNEL)
+		return p->kind == GK_CLO_PROGRAM;
+	return (c->kind == GK_CLO_QUEUE || c->kind == GK_CLO_MEM || c->kind == GK_CLO_PROGRAM) &&
+	       p->kind == GK_CLO_CONTEXT;
+}
+
 static void drop_locked(struct gk_clo *o)
 {
-	if (o->kind == GK_CLO_MEM) {
-		/* A buffer's bytes stay needed while a sub-buffer of it lives. */
-		for (size_t i = 0; i < rec.n; i++)
-			if (rec.o[i]->kind == GK_CLO_MEM && rec.o[i]->sub &&
-			    rec.o[i]->parent == o->idx)
-				return;
-		if (!o->sub) {
-			char name[GK_NAME_MAX];
+	struct gk_clo *p = NULL;
 
-			mem_region_name(name, sizeof(name), o->idx);
-			gk_regions_remove(name);
-			if (o->shadow)
-				munmap(o->shadow, o->size ? o->size : 1);
-		} else {
-			struct gk_clo *p = gk_clrec_at(&rec, GK_CLO_MEM, o->parent);
-
-			remove_locked(o);
-			if (p && p->refs <= 0)
-				drop_locked(p);
+	for (size_t i = 0; i < rec.n; i++)
+		if (keeps(o, rec.o[i]))
 			return;
-		}
+	if (o->kind == GK_CLO_MEM && !o->sub) {
+		char name[GK_NAME_MAX];
+
+		mem_region_name(name, sizeof(name), o->idx);
+		gk_regions_remove(name);
+		if (o->shadow)
+			munmap(o->shadow, o->size ? o->size : 1);
 	}
+	for (size_t i = 0; i < rec.n && !p; i++)
+		if (keeps(rec.o[i], o))
+			p = rec.o[i];
 	remove_locked(o);
+	if (p && p->refs <= 0)
+		drop_locked(p);
 }
 
 static void retain(int kind, const void *h)
