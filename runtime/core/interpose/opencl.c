@@ -91,6 +91,15 @@ struct gk_clh {
 
 static struct _cl_icd_dispatch own_dispatch;
 static int movable;
+/* The handles live in one reserved range of their own, so that telling one
+ * from any other pointer (or from a kernel argument's bytes) reads only the
+ * runtime's memory: untouched pages cost nothing. */
+#define OWN_MAX (1u << 20)
+static struct gk_clh *own_base;
+static uintptr_t own_bytes; /* 0 until the range is there: nothing is a handle */
+static struct gk_clh *own_free;
+static size_t own_used;
+static pthread_mutex_t own_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_once_t movable_once = PTHREAD_ONCE_INIT;
 /* After a move: the devices left and the ones that replace them. */
 #define MOVED_MAX 16
@@ -118,6 +127,16 @@ static void movable_init(void)
 #undef GK_CL_OWN
 #undef GK_CL_REAL
 	movable = v && !strcmp(v, "1");
+	if (movable) {
+		void *b = mmap(NULL, OWN_MAX * sizeof(struct gk_clh), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+		if (b != MAP_FAILED) {
+			own_base = b;
+			__atomic_store_n(&own_bytes, OWN_MAX * sizeof(struct gk_clh),
+					 __ATOMIC_RELEASE);
+		}
+	}
 }
 
 int gk_cl_movable(void)
@@ -128,7 +147,8 @@ int gk_cl_movable(void)
 
 static inline int is_own(const void *h)
 {
-	return h && ((const struct gk_clh *)h)->dispatch == &own_dispatch;
+	return (uintptr_t)h - (uintptr_t)own_base < __atomic_load_n(&own_bytes, __ATOMIC_RELAXED) &&
+	       ((const struct gk_clh *)h)->dispatch == &own_dispatch;
 }
 
 /* The real object behind a handle the program gave. */
@@ -166,14 +186,29 @@ static void *wrap(void *real)
 {
 	struct gk_clh *x;
 
-	if (!real || !gk_cl_movable() || !gk_enabled())
+	if (!real || !gk_cl_movable() || !gk_enabled() || !own_base)
 		return real;
-	x = malloc(sizeof(*x));
+	pthread_mutex_lock(&own_lock);
+	x = own_free;
+	if (x)
+		own_free = x->real;
+	else if (own_used < OWN_MAX)
+		x = &own_base[own_used++];
+	pthread_mutex_unlock(&own_lock);
 	if (!x)
 		return real; /* not movable: a move refuses it, naming it */
-	x->dispatch = &own_dispatch;
 	x->real = real;
+	__atomic_store_n(&x->dispatch, &own_dispatch, __ATOMIC_RELEASE);
 	return x;
+}
+
+static void unwrap_free(struct gk_clh *x)
+{
+	pthread_mutex_lock(&own_lock);
+	x->dispatch = NULL;
+	x->real = own_free;
+	own_free = x;
+	pthread_mutex_unlock(&own_lock);
 }
 #define W(h) ((__typeof__(h))wrap(h))
 
@@ -304,9 +339,8 @@ static void mem_region_name(char *name, size_t len, long idx)
 /* o out of the record, and the runtime's handle for it freed. */
 static void remove_locked(struct gk_clo *o)
 {
-	/* Not is_own(o->h): a real object is freed already. */
 	if (o->own)
-		free(o->h);
+		unwrap_free(o->h);
 	gk_clrec_remove(&rec, o);
 }
 
@@ -1142,17 +1176,15 @@ GK_EXPORT cl_int clSetKernelArg(cl_kernel kernel, cl_uint arg_index, size_t arg_
 	cl_int r;
 
 	LOAD_OR(clSetKernelArg, CL_OUT_OF_RESOURCES);
-	pthread_mutex_lock(&lock);
-	k = gk_clrec_find(&rec, GK_CLO_KERNEL, kernel);
-	/* A buffer by its handle, found in the record: the value may be any
-	 * bytes, so it is never followed as a pointer. */
-	if (k && arg_size == sizeof(cl_mem) && arg_value)
-		m = gk_clrec_find(&rec, GK_CLO_MEM, *(void *const *)arg_value);
-	if (m)
-		real = real_of(m->h);
-	pthread_mutex_unlock(&lock);
+	/* A buffer by the runtime's handle: the value's bytes are only
+	 * compared with the handles' range, never followed elsewhere. */
+	if (arg_size == sizeof(cl_mem) && arg_value) {
+		memcpy(&real, arg_value, sizeof(real));
+		real = is_own(real) ? real_of(real) : NULL;
+	}
 	gk_gate_enter();
-	r = gk_cl.clSetKernelArg(R(kernel), arg_index, arg_size, m ? (const void *)&real : arg_value);
+	r = gk_cl.clSetKernelArg(R(kernel), arg_index, arg_size,
+				 real ? (const void *)&real : arg_value);
 	gk_gate_leave();
 	if (r != CL_SUCCESS)
 		return r;
@@ -1161,7 +1193,6 @@ GK_EXPORT cl_int clSetKernelArg(cl_kernel kernel, cl_uint arg_index, size_t arg_
 	if (k && arg_index < GK_CL_ARGS_MAX) {
 		struct gk_cl_arg *g = &k->args[arg_index];
 
-		m = NULL;
 		g->size = arg_size;
 		if (arg_size == sizeof(cl_mem) && arg_value)
 			m = gk_clrec_find(&rec, GK_CLO_MEM, *(void *const *)arg_value);
