@@ -9,9 +9,9 @@
  * back again later, and ends with the result of the same steps computed on
  * the host; its handles (the same variables all along) answer for the new
  * device. A move refused (a user event not set, a device that is not there)
- * names the cause and changes nothing. So does the transparent restore's
- * path (the phase hooks told of CRIU's restore, opencl.device naming the
- * device). Run by opencl-move.sh; opencl-criu-move.sh does the same move
+ * names the cause and changes nothing. The transparent restore's path (the
+ * phase hooks told of CRIU's restore, opencl.device naming the device) moves
+ * them too, and follows no link there. Run by opencl-move.sh; opencl-criu-move.sh does the same move
  * after a real CRIU restore.
  */
 #include "config.h"

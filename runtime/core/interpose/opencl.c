@@ -3,7 +3,9 @@
  * functions (those of driver/opencl.def marked GK_CL_OWN) pass each call to
  * the ICD loader and note what it made or changed in the record
  * (state/opencl_record.h); the program keeps the handles the OpenCL
- * implementation gave it. A checkpoint (the phase hooks at the end) drains
+ * implementation gave it, or with GPUCKPT_OPENCL_MOVABLE=1 handles of the
+ * runtime's own, which a move re-points at objects made anew on another
+ * device (below, "a move"; opencl_move.h). A checkpoint (the phase hooks at the end) drains
  * every queue, copies every buffer into its host copy, a host region named
  * "opencl.mem.N" that the pipeline writes like any other, and writes the
  * record into the region "opencl.state". A restart in application mode makes
