@@ -94,43 +94,29 @@ check_state "$j" COMPLETED "job completed"
 #    too (_rpc_prolog: "prolog has already run"); the job then starts afresh
 #    from an empty burst buffer. A boot must remove cred_state, as `cluster.sh
 #    revive` now does (or start slurmd with -c).
-# On Slurm 22.05 this part is not reliable yet: in a CI-like run (bookworm,
-# 2026-11-28) the requeued job came back on gk1 without its prolog's
-# stage-in although it had passed in the run before; the cause is not known.
-# Its 6 points are SKIPs there, saying so, until it is.
-slurm_version=$(sinfo --version 2>/dev/null | awk '{ print $2 }')
-case $slurm_version in
-22.*)
-	for _ in 1 2 3 4 5 6; do
-		tap_skip "a node lost and revived: not reliable on Slurm $slurm_version yet (once the requeued job ran on gk1 without its stage-in, cause unknown); runs on 24.11 and 26.05"
-	done
-	;;
-*)
-	drain gk2
-	s=$(job_script prolog-crash "srun $APP $(app_args $SIZE 500 $DELAY)")
-	j=$(submit --as gkuser1 --gres=gpu:1 --gpu-checkpoint=on --gpu-checkpoint-interval=2 --requeue "$s")
-	wait_running "$j" 60
-	wait_out "$j" "^gpuckpt: flush: $FLUSH/$j/step.0/task.0/ckpt.[0-9]+: [0-9]+ bytes in" 90
-	wait_out "$j" '^heat-drv: step 100$' 90
-	"$CLUSTER" crash gk1 >/dev/null 2>&1
-	scontrol update nodename=gk1 state=down reason="gpuckpt test: node lost"
-	# Back once the requeued job may start (cred_expire + 1 s after its requeue):
-	# slurmctld sends it to gk1 as gk1 registers, before it tells gk1 to end
-	# the run before (which would drop slurmd's record).
-	sleep 10
-	"$CLUSTER" revive gk1 >/dev/null 2>&1
-	scontrol update nodename=gk1 state=resume 2>/dev/null
-	wait_until 120 '[ "$(out_count "$j" "^batch: node gk1 restart 1 ")" -eq 1 ]'
-	wait_over "$j" 180
-	check_out "$j" "the job came back on gk1 after its revival" "^batch: node gk1 restart 1 "
-	check "gk1's prolog staged the flushed checkpoint in after the revival" \
-		grep -q "stage-in: job $j: staged in step.0/task.0/ckpt" "$E2E_DIR/log/slurmd.gk1.log"
-	check_out "$j" "the task restored it" "^gpuckpt: job $j step.0 task 0: restart 1: restoring from $E2E_DIR/bb/$j/step.0/task.0 "
-	check_out "$j" "resumed from a step after the start" '^heat-drv: resumed from step [1-9]'
-	got=$(final_checksum "$j")
-	check "same checksum as an uninterrupted run ($got)" [ -n "$got" -a "$got" = "$(reference $SIZE 500)" ]
-	check_state "$j" COMPLETED "job completed"
-	;;
-esac
+drain gk2
+s=$(job_script prolog-crash "srun $APP $(app_args $SIZE 500 $DELAY)")
+j=$(submit --as gkuser1 --gres=gpu:1 --gpu-checkpoint=on --gpu-checkpoint-interval=2 --requeue "$s")
+wait_running "$j" 60
+wait_out "$j" "^gpuckpt: flush: $FLUSH/$j/step.0/task.0/ckpt.[0-9]+: [0-9]+ bytes in" 90
+wait_out "$j" '^heat-drv: step 100$' 90
+"$CLUSTER" crash gk1 >/dev/null 2>&1
+scontrol update nodename=gk1 state=down reason="gpuckpt test: node lost"
+# Back once the requeued job may start (cred_expire + 1 s after its requeue):
+# slurmctld sends it to gk1 as gk1 registers, before it tells gk1 to end
+# the run before (which would drop slurmd's record).
+sleep 10
+"$CLUSTER" revive gk1 >/dev/null 2>&1
+scontrol update nodename=gk1 state=resume 2>/dev/null
+wait_until 120 '[ "$(out_count "$j" "^batch: node gk1 restart 1 ")" -eq 1 ]'
+wait_over "$j" 180
+check_out "$j" "the job came back on gk1 after its revival" "^batch: node gk1 restart 1 "
+check "gk1's prolog staged the flushed checkpoint in after the revival" \
+	grep -q "stage-in: job $j: staged in step.0/task.0/ckpt" "$E2E_DIR/log/slurmd.gk1.log"
+check_out "$j" "the task restored it" "^gpuckpt: job $j step.0 task 0: restart 1: restoring from $E2E_DIR/bb/$j/step.0/task.0 "
+check_out "$j" "resumed from a step after the start" '^heat-drv: resumed from step [1-9]'
+got=$(final_checksum "$j")
+check "same checksum as an uninterrupted run ($got)" [ -n "$got" -a "$got" = "$(reference $SIZE 500)" ]
+check_state "$j" COMPLETED "job completed"
 resume gk2
 tap_done
