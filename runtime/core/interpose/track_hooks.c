@@ -14,6 +14,7 @@
 #include "core/control/dump.h"
 #include "core/interpose/gate.h"
 #include "core/interpose/handlers.h"
+#include "core/interpose/ipc.h"
 #include "common/log.h"
 #include "core/state/runtime.h"
 
@@ -39,14 +40,10 @@ CUresult gk_on_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned in
 CUresult gk_on_cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 {
 	PASS(cuIpcGetMemHandle);
-	if (gk_enabled() && gk_arena_of(dptr)) {
-		/* Memory the runtime placed is not legacy-IPC capable; say why
-		 * rather than let the driver answer with a bare error. */
-		gk_error("ipc: 0x%llx: CUDA IPC of device memory is not supported under gpuckpt "
-			 "(run without --gpu-checkpoint, or share memory another way)",
-			 (unsigned long long)dptr);
-		return CUDA_ERROR_NOT_SUPPORTED;
-	}
+	/* Memory the runtime placed is VMM memory, which the driver's legacy
+	 * IPC refuses: the runtime serves it (ipc.c). */
+	if (gk_enabled() && gk_arena_of(dptr))
+		return gk_ipc_export(pHandle, dptr);
 	return gk_real.cuIpcGetMemHandle(pHandle, dptr);
 }
 
@@ -55,6 +52,11 @@ CUresult gk_on_cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, 
 	CUresult r;
 
 	PASS(cuIpcOpenMemHandle_v2);
+	if (gk_ipc_is_ours(&handle)) {
+		if (Flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)
+			return CUDA_ERROR_INVALID_VALUE;
+		return gk_ipc_open(pdptr, &handle);
+	}
 	r = gk_real.cuIpcOpenMemHandle_v2(pdptr, handle, Flags);
 	if (r == CUDA_SUCCESS && gk_enabled())
 		gk_track_ptr_add(GK_UNSUP_IPC_OPEN, *pdptr);
@@ -66,6 +68,8 @@ CUresult gk_on_cuIpcCloseMemHandle(CUdeviceptr dptr)
 	CUresult r;
 
 	PASS(cuIpcCloseMemHandle);
+	if (gk_ipc_close(dptr, &r))
+		return r;
 	r = gk_real.cuIpcCloseMemHandle(dptr);
 	if (r == CUDA_SUCCESS)
 		gk_track_ptr_remove(GK_UNSUP_IPC_OPEN, dptr);

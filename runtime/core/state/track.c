@@ -88,6 +88,7 @@ int gk_track_driver_cannot(const char **word, char *buf, size_t len)
 	} cannot[] = {
 	    {GK_UNSUP_MANAGED, GK_PROTO_REFUSE_MANAGED},
 	    {GK_UNSUP_IPC_OPEN, GK_PROTO_REFUSE_IPC},
+	    {GK_UNSUP_IPC_EXPORT, GK_PROTO_REFUSE_IPC},
 	    {GK_UNSUP_POOL_IPC, GK_PROTO_REFUSE_IPC},
 	    {GK_UNSUP_VMM_IMPORT, GK_PROTO_REFUSE_IPC},
 	    {GK_UNSUP_VMM_EXPORT, GK_PROTO_REFUSE_IPC},

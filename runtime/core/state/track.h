@@ -12,6 +12,7 @@
 #define GK_UNSUPPORTED_LIST(X)                                                                     \
 	X(MANAGED, "managed (unified) memory from cudaMallocManaged/cuMemAllocManaged")           \
 	X(IPC_OPEN, "device memory of another process opened through CUDA IPC")                   \
+	X(IPC_EXPORT, "device memory another process opened through CUDA IPC")                   \
 	X(ARRAY, "CUDA arrays (cudaMallocArray, cuArrayCreate, mipmapped arrays)")                \
 	X(MULTI_CONTEXT, "several CUDA contexts on one device")                                   \
 	X(GRAPH_MEMORY, "memory allocated inside a CUDA graph or during stream capture")          \

@@ -1,0 +1,439 @@
+/*
+ * ipc.c - legacy CUDA IPC (cuIpcGetMemHandle / cuIpcOpenMemHandle /
+ * cuIpcCloseMemHandle) of device memory the runtime placed.
+ *
+ * Placed memory is VMM memory, which the driver's legacy IPC refuses. So the
+ * runtime serves it itself, with the VMM API underneath:
+ *
+ * - Export: cuIpcGetMemHandle of a placed cuMemAlloc block writes a gpuckpt
+ *   handle (magic, the exporter's pid, a random per-process nonce, the
+ *   block's address and size) and starts, once, a listener thread on the
+ *   abstract unix socket "gpuckpt-ipc-PID-NONCE". The placement's physical
+ *   memory is created exportable as a POSIX file descriptor (arena.c).
+ * - Open: cuIpcOpenMemHandle of such a handle connects to that socket; the
+ *   exporter checks that the peer is of its own user, exports the segments
+ *   under the block (gk_arena_export) and passes their descriptors
+ *   (SCM_RIGHTS); the importer checks that the listener is the handle's pid
+ *   of its own user, imports them, reserves address space, maps them in
+ *   order and grants its device read/write access. The address it returns
+ *   stays valid until cuIpcCloseMemHandle, which unmaps, releases and frees.
+ * - Handles that are not gpuckpt's (memory not placed, another process not
+ *   under gpuckpt) go to the driver as before.
+ *
+ * Checkpoints stay refused where the protocol to restore them is not there
+ * (runtime/core/README.md, "Legacy CUDA IPC"): an opened import is tracked as
+ * IPC_OPEN, and an exporter that served an importer as IPC_EXPORT, both
+ * "REFUSE ipc". A segment holds whole 2 MiB granules: an importer maps the
+ * granules under the block, so it can reach the exporter's other small
+ * blocks that share them (the driver's own legacy IPC maps whole
+ * allocations, also of a sub-allocating allocator).
+ */
+#include "config.h"
+
+#include "core/interpose/ipc.h"
+#include "core/driver/driver.h"
+#include "core/placement/arena.h"
+#include "core/placement/layout.h"
+#include "core/state/track.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define GK_IPC_MAGIC "GKIPC01"
+
+struct gk_ipc_handle {
+	char magic[8];
+	int32_t pid;
+	uint32_t zero;
+	uint64_t nonce;
+	uint64_t addr;
+	uint64_t size;
+	char pad[24];
+};
+_Static_assert(sizeof(struct gk_ipc_handle) == sizeof(CUipcMemHandle), "IPC handle size");
+
+struct gk_ipc_request {
+	char magic[8];
+	uint64_t nonce;
+	uint64_t addr;
+};
+
+struct gk_ipc_reply {
+	int32_t status; /* 0 or a negative errno */
+	int32_t nseg;
+	uint64_t offset, size;
+	uint64_t len[GK_ARENA_EXPORT_MAX];
+};
+
+/* ---- exporter ---- */
+
+static pthread_once_t listen_once = PTHREAD_ONCE_INIT;
+static int listen_fd = -1;
+static uint64_t my_nonce;
+
+static void socket_name(struct sockaddr_un *sa, socklen_t *len, long pid, uint64_t nonce)
+{
+	int n;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	/* Abstract: sun_path[0] is 0, the name follows, not NUL-terminated. */
+	n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "gpuckpt-ipc-%ld-%016llx", pid,
+		     (unsigned long long)nonce);
+	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+static void serve(int c)
+{
+	struct gk_ipc_request req;
+	struct gk_ipc_reply rep;
+	struct gk_arena_export ex;
+	struct ucred cred;
+	socklen_t clen = sizeof(cred);
+	struct timeval tv = {5, 0};
+	struct gk_arena *a;
+	char cbuf[CMSG_SPACE(sizeof(int) * GK_ARENA_EXPORT_MAX)];
+	struct iovec iov = {&rep, sizeof(rep)};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+	ssize_t n;
+
+	memset(&rep, 0, sizeof(rep));
+	memset(&ex, 0, sizeof(ex));
+	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &clen) || cred.uid != getuid()) {
+		gk_warn("ipc: refused a connection from uid %ld, not this process's user",
+			(long)cred.uid);
+		return;
+	}
+	n = recv(c, &req, sizeof(req), MSG_WAITALL);
+	if (n != (ssize_t)sizeof(req) || memcmp(req.magic, GK_IPC_MAGIC, 8) ||
+	    req.nonce != my_nonce) {
+		rep.status = -EINVAL;
+	} else if (!(a = gk_arena_of(req.addr))) {
+		rep.status = -ENOENT;
+	} else {
+		if (a->ctx)
+			gk_real.cuCtxSetCurrent(a->ctx);
+		rep.status = gk_arena_export(a, req.addr, &ex);
+	}
+	if (!rep.status) {
+		struct cmsghdr *cm;
+
+		rep.nseg = ex.nseg;
+		rep.offset = ex.offset;
+		rep.size = ex.size;
+		memcpy(rep.len, ex.len, sizeof(rep.len));
+		msg.msg_control = cbuf;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)ex.nseg);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)ex.nseg);
+		memcpy(CMSG_DATA(cm), ex.fd, sizeof(int) * (size_t)ex.nseg);
+	}
+	if (sendmsg(c, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof(rep))
+		gk_warn("ipc: answering process %ld: %s", (long)cred.pid, strerror(errno));
+	else if (!rep.status)
+		/* Another process now maps this one's memory: a checkpoint of
+		 * this process alone would not restore what it sees. */
+		gk_track(GK_UNSUP_IPC_EXPORT, 1);
+	for (int i = 0; i < ex.nseg; i++)
+		close(ex.fd[i]);
+}
+
+static void *listener(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (c < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			gk_error("ipc: accepting on the IPC socket: %s; no more importers are served",
+				 strerror(errno));
+			return NULL;
+		}
+		serve(c);
+		close(c);
+	}
+}
+
+static void start_listener(void)
+{
+	struct sockaddr_un sa;
+	socklen_t len;
+	sigset_t all, old;
+	pthread_t t;
+	int fd, rc;
+
+	if (getrandom(&my_nonce, sizeof(my_nonce), 0) != (ssize_t)sizeof(my_nonce)) {
+		gk_error("ipc: getrandom: %s", strerror(errno));
+		return;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		gk_error("ipc: socket: %s", strerror(errno));
+		return;
+	}
+	socket_name(&sa, &len, (long)getpid(), my_nonce);
+	if (bind(fd, (struct sockaddr *)&sa, len) || listen(fd, 16)) {
+		gk_error("ipc: abstract socket %s: %s", sa.sun_path + 1, strerror(errno));
+		close(fd);
+		return;
+	}
+	listen_fd = fd;
+	/* The thread takes no signal: the program's and the runtime's stay elsewhere. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&t, NULL, listener, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		gk_error("ipc: starting the IPC thread: %s", strerror(rc));
+		close(fd);
+		listen_fd = -1;
+		return;
+	}
+	pthread_detach(t);
+	pthread_setname_np(t, "gpuckpt-ipc");
+}
+
+CUresult gk_ipc_export(CUipcMemHandle *out, CUdeviceptr dptr)
+{
+	struct gk_arena *a = gk_arena_of(dptr);
+	struct gk_ipc_handle h = {.magic = GK_IPC_MAGIC};
+	struct gk_block *b;
+	uint64_t size = 0;
+	int ok;
+
+	if (!out || !a)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&a->lock);
+	b = gk_arena_find(a, dptr);
+	ok = b && b->iv.start == dptr && b->kind != GK_KIND_ASYNC;
+	if (ok)
+		size = b->size;
+	pthread_mutex_unlock(&a->lock);
+	if (!ok)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_once(&listen_once, start_listener);
+	if (listen_fd < 0) {
+		gk_error("ipc: 0x%llx: cannot serve CUDA IPC of placed memory (see above)",
+			 (unsigned long long)dptr);
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
+	h.pid = (int32_t)getpid();
+	h.nonce = my_nonce;
+	h.addr = dptr;
+	h.size = size;
+	memcpy(out, &h, sizeof(h));
+	return CUDA_SUCCESS;
+}
+
+/* ---- importer ---- */
+
+struct import {
+	CUdeviceptr ptr, va;
+	uint64_t total;
+	int nseg;
+	uint64_t len[GK_ARENA_EXPORT_MAX];
+	CUmemGenericAllocationHandle mem[GK_ARENA_EXPORT_MAX];
+	struct import *next;
+};
+
+static pthread_mutex_t imports_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct import *imports;
+
+int gk_ipc_is_ours(const CUipcMemHandle *handle)
+{
+	return !memcmp(handle->reserved, GK_IPC_MAGIC, 8);
+}
+
+/* Asks the exporter; fills rep and fds (nseg of them). 0 or a CUresult. */
+static CUresult ask(const struct gk_ipc_handle *h, struct gk_ipc_reply *rep, int *fds)
+{
+	struct gk_ipc_request req = {.magic = GK_IPC_MAGIC, .nonce = h->nonce, .addr = h->addr};
+	char cbuf[CMSG_SPACE(sizeof(int) * GK_ARENA_EXPORT_MAX)];
+	struct iovec iov = {rep, sizeof(*rep)};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf)};
+	struct timeval tv = {10, 0};
+	struct sockaddr_un sa;
+	struct ucred cred;
+	socklen_t clen = sizeof(cred), len;
+	struct cmsghdr *cm;
+	int c, nfd = 0;
+	ssize_t n;
+
+	socket_name(&sa, &len, (long)h->pid, h->nonce);
+	c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c < 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(c, (struct sockaddr *)&sa, len)) {
+		gk_error("ipc: opening a handle of process %ld: %s (the exporter gone?)",
+			 (long)h->pid, strerror(errno));
+		close(c);
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	/* Whoever listens must be the handle's process, of this user. */
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &clen) || cred.pid != h->pid ||
+	    cred.uid != getuid()) {
+		gk_error("ipc: the IPC socket of process %ld is held by process %ld of uid %ld: "
+			 "not opened",
+			 (long)h->pid, (long)cred.pid, (long)cred.uid);
+		close(c);
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	if (send(c, &req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req)) {
+		close(c);
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	n = recvmsg(c, &msg, MSG_WAITALL | MSG_CMSG_CLOEXEC);
+	close(c);
+	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+			nfd = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			memcpy(fds, CMSG_DATA(cm), sizeof(int) * (size_t)nfd);
+		}
+	if (n != (ssize_t)sizeof(*rep) || rep->status || rep->nseg <= 0 ||
+	    rep->nseg > GK_ARENA_EXPORT_MAX || nfd != rep->nseg || (msg.msg_flags & MSG_CTRUNC)) {
+		for (int i = 0; i < nfd; i++)
+			close(fds[i]);
+		gk_error("ipc: process %ld did not export 0x%llx: %s", (long)h->pid,
+			 (unsigned long long)h->addr,
+			 n == (ssize_t)sizeof(*rep) && rep->status ? strerror(-rep->status)
+								   : "bad answer");
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	return CUDA_SUCCESS;
+}
+
+static void undo(struct import *im, int mapped)
+{
+	uint64_t at = im->va;
+
+	for (int i = 0; i < im->nseg; i++) {
+		if (i < mapped)
+			gk_real.cuMemUnmap(at, im->len[i]);
+		if (im->mem[i])
+			gk_real.cuMemRelease(im->mem[i]);
+		at += im->len[i];
+	}
+	if (im->va)
+		gk_real.cuMemAddressFree(im->va, im->total);
+}
+
+CUresult gk_ipc_open(CUdeviceptr *pdptr, const CUipcMemHandle *handle)
+{
+	struct gk_ipc_handle h;
+	struct gk_ipc_reply rep;
+	int fds[GK_ARENA_EXPORT_MAX];
+	struct import *im;
+	CUmemAccessDesc acc = {0};
+	CUdevice dev;
+	CUresult r;
+	uint64_t at;
+	int mapped = 0;
+
+	memcpy(&h, handle, sizeof(h));
+	if (!pdptr || h.pid <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (h.pid == (int32_t)getpid())
+		return CUDA_ERROR_INVALID_CONTEXT; /* as the driver: not one's own memory */
+	r = gk_real.cuCtxGetDevice(&dev);
+	if (r != CUDA_SUCCESS)
+		return r;
+	memset(&rep, 0, sizeof(rep));
+	r = ask(&h, &rep, fds);
+	if (r != CUDA_SUCCESS)
+		return r;
+	im = calloc(1, sizeof(*im));
+	if (!im) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out_fds;
+	}
+	im->nseg = rep.nseg;
+	for (int i = 0; i < rep.nseg; i++) {
+		im->len[i] = rep.len[i];
+		im->total += rep.len[i];
+		r = gk_real.cuMemImportFromShareableHandle(&im->mem[i], (void *)(intptr_t)fds[i],
+							   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+		if (r != CUDA_SUCCESS)
+			goto out_undo;
+	}
+	if (rep.offset >= im->total || rep.size > im->total - rep.offset) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+		goto out_undo;
+	}
+	r = gk_real.cuMemAddressReserve(&im->va, im->total, GK_GRANULE, 0, 0);
+	if (r != CUDA_SUCCESS)
+		goto out_undo;
+	at = im->va;
+	for (int i = 0; i < im->nseg; i++, mapped++) {
+		r = gk_real.cuMemMap(at, im->len[i], 0, im->mem[i], 0);
+		if (r != CUDA_SUCCESS)
+			goto out_undo;
+		at += im->len[i];
+	}
+	acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	acc.location.id = dev;
+	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	r = gk_real.cuMemSetAccess(im->va, im->total, &acc, 1);
+	if (r != CUDA_SUCCESS)
+		goto out_undo;
+	im->ptr = im->va + rep.offset;
+	pthread_mutex_lock(&imports_lock);
+	im->next = imports;
+	imports = im;
+	pthread_mutex_unlock(&imports_lock);
+	for (int i = 0; i < rep.nseg; i++)
+		close(fds[i]);
+	*pdptr = im->ptr;
+	gk_track_ptr_add(GK_UNSUP_IPC_OPEN, im->ptr);
+	return CUDA_SUCCESS;
+
+out_undo:
+	gk_error("ipc: mapping 0x%llx of process %ld: %s", (unsigned long long)h.addr,
+		 (long)h.pid, gk_cu_name(r));
+	undo(im, mapped);
+	free(im);
+out_fds:
+	for (int i = 0; i < rep.nseg; i++)
+		close(fds[i]);
+	return r;
+}
+
+int gk_ipc_close(CUdeviceptr dptr, CUresult *res)
+{
+	struct import **pp, *im = NULL;
+
+	pthread_mutex_lock(&imports_lock);
+	for (pp = &imports; *pp; pp = &(*pp)->next)
+		if ((*pp)->ptr == dptr) {
+			im = *pp;
+			*pp = im->next;
+			break;
+		}
+	pthread_mutex_unlock(&imports_lock);
+	if (!im)
+		return 0;
+	/* The program's work on it is done before it goes, as with the driver. */
+	gk_real.cuCtxSynchronize();
+	undo(im, im->nseg);
+	free(im);
+	gk_track_ptr_remove(GK_UNSUP_IPC_OPEN, dptr);
+	*res = CUDA_SUCCESS;
+	return 1;
+}
