@@ -178,17 +178,20 @@ static void start_listener(void)
 	int fd, rc;
 
 	if (getrandom(&my_nonce, sizeof(my_nonce), 0) != (ssize_t)sizeof(my_nonce)) {
-		gk_error("ipc: getrandom: %s", strerror(errno));
+		gk_error("ipc: cannot serve CUDA IPC of placed memory: %s: %s", "getrandom",
+			 strerror(errno));
 		return;
 	}
 	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
 	if (fd < 0) {
-		gk_error("ipc: socket: %s", strerror(errno));
+		gk_error("ipc: cannot serve CUDA IPC of placed memory: %s: %s", "socket",
+			 strerror(errno));
 		return;
 	}
 	socket_name(&sa, &len, (long)getpid(), my_nonce);
 	if (bind(fd, (struct sockaddr *)&sa, len) || listen(fd, 16)) {
-		gk_error("ipc: abstract socket %s: %s", sa.sun_path + 1, strerror(errno));
+		gk_error("ipc: cannot serve CUDA IPC of placed memory: %s: %s", sa.sun_path + 1,
+			 strerror(errno));
 		close(fd);
 		return;
 	}
@@ -199,7 +202,8 @@ static void start_listener(void)
 	rc = pthread_create(&t, NULL, listener, NULL);
 	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	if (rc) {
-		gk_error("ipc: starting the IPC thread: %s", strerror(rc));
+		gk_error("ipc: cannot serve CUDA IPC of placed memory: %s: %s", "pthread_create",
+			 strerror(rc));
 		close(fd);
 		listen_fd = -1;
 		return;
@@ -227,11 +231,8 @@ CUresult gk_ipc_export(CUipcMemHandle *out, CUdeviceptr dptr)
 	if (!ok)
 		return CUDA_ERROR_INVALID_VALUE;
 	pthread_once(&listen_once, start_listener);
-	if (listen_fd < 0) {
-		gk_error("ipc: 0x%llx: cannot serve CUDA IPC of placed memory (see above)",
-			 (unsigned long long)dptr);
-		return CUDA_ERROR_NOT_SUPPORTED;
-	}
+	if (listen_fd < 0)
+		return CUDA_ERROR_NOT_SUPPORTED; /* start_listener said why */
 	h.pid = (int32_t)getpid();
 	h.nonce = my_nonce;
 	h.addr = dptr;
