@@ -3,15 +3,19 @@
  * of a node do: the parent allocates a buffer (cuMemAlloc), exports it
  * (cuIpcGetMemHandle) and passes the handle over a pipe to a child (this
  * program again, exec'd with --child), which opens it (cuIpcOpenMemHandle).
- * Every step the parent writes the first half from what it read of the
- * second; the child reads the first half through its mapping and writes the
- * second from it; each keeps a running checksum. At the end each prints its
+ * Every step the parent rewrites the first half from what it read of the
+ * second; the child reads the first half through its mapping and rewrites the
+ * second from it (each word also from the word it replaces); each keeps a running checksum. At the end each prints its
  * checksum, so a run under gpuckpt is compared with a native one.
  *
- *   prog-ipc [--steps N] [--checkpoint-at K]
+ *   prog-ipc [--steps N] [--checkpoint-at K] [--exit-after-checkpoint]
  *
  * --checkpoint-at K: both ask for a checkpoint at step K and print what
- * gpuckpt_point() answered.
+ * gpuckpt_point() answered; with --exit-after-checkpoint both end once theirs
+ * is saved. A restart (GPUCKPT_RESTORE=auto; the child's checkpoints are in
+ * GPUCKPT_DIR/child) runs the setup again, exchanging a new handle, and
+ * resumes both at the step: the checksums must be the uninterrupted run's,
+ * and the child's mapping at the address it had (printed).
  */
 #define _GNU_SOURCE
 #include "gpuckpt.h"
@@ -39,12 +43,17 @@ static int fail(const char *who, const char *what, CUresult r)
 	return 1;
 }
 
+/* Each word from the step, the other half's checksum and the word it replaces:
+ * memory lost or stale after a restart (the exporter's, or the importer's
+ * mapping of it) shows in the checksums. */
 static CUresult write_half(CUdeviceptr p, long step, uint64_t from, uint32_t salt)
 {
-	for (size_t i = 0; i < HALF / 4; i++)
+	CUresult r = cuMemcpyDtoH(host, p, HALF);
+
+	for (size_t i = 0; r == CUDA_SUCCESS && i < HALF / 4; i++)
 		host[i] = (uint32_t)(i * 2654435761u) ^ (uint32_t)(step * 40503u) ^ salt ^
-			  (uint32_t)(from >> (i % 32));
-	return cuMemcpyHtoD(p, host, HALF);
+			  (uint32_t)(from >> (i % 32)) ^ (host[i] >> 1);
+	return r ? r : cuMemcpyHtoD(p, host, HALF);
 }
 
 static uint64_t sum_half(CUdeviceptr p, CUresult *r)
@@ -78,8 +87,10 @@ static int wr(int fd, const void *buf, size_t n)
 	return write(fd, buf, n) == (ssize_t)n ? 0 : -1;
 }
 
-/* Both sides: the checkpoint point of a step, asked for at ckpt_at. */
-static void point(const char *who, long step, long ckpt_at)
+static int exit_after;
+
+/* Both sides: the checkpoint point of a step, asked for at ckpt_at; 1: end now. */
+static int point(const char *who, long step, long ckpt_at)
 {
 	int rc = gpuckpt_point(step);
 
@@ -96,6 +107,14 @@ static void point(const char *who, long step, long ckpt_at)
 		       gpuckpt_strerror(rc));
 		fflush(stdout);
 	}
+	return exit_after && rc == GPUCKPT_SAVED;
+}
+
+static void first_point(const char *who, long *step)
+{
+	if (gpuckpt_point(*step) == GPUCKPT_RESTORED)
+		printf("prog-ipc: %s restored at step %ld\n", who, *step);
+	fflush(stdout);
 }
 
 static int child_main(int in, int out, long steps, long ckpt_at)
@@ -113,10 +132,11 @@ static int child_main(int in, int out, long steps, long ckpt_at)
 		return fail("child", "reading the handle", CUDA_ERROR_INVALID_VALUE);
 	if ((r = cuIpcOpenMemHandle(&d, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)))
 		return fail("child", "cuIpcOpenMemHandle", r);
-	printf("prog-ipc: child opened the buffer\n");
+	printf("prog-ipc: child opened the buffer at 0x%llx\n", (unsigned long long)d);
 	fflush(stdout);
 	gpuckpt_protect("step", &step, sizeof(step));
 	gpuckpt_protect("sum", &sum, sizeof(sum));
+	first_point("child", &step);
 	while (step < steps) {
 		if (rd(in, &go, sizeof(go)) || go != step)
 			return fail("child", "waiting for the parent", CUDA_ERROR_INVALID_VALUE);
@@ -127,7 +147,8 @@ static int child_main(int in, int out, long steps, long ckpt_at)
 		step++;
 		if (wr(out, &step, sizeof(step)))
 			return fail("child", "answering the parent", CUDA_ERROR_INVALID_VALUE);
-		point("child", step, ckpt_at);
+		if (point("child", step, ckpt_at))
+			return 0;
 	}
 	if ((r = cuIpcCloseMemHandle(d)))
 		return fail("child", "cuIpcCloseMemHandle", r);
@@ -151,6 +172,8 @@ int main(int argc, char **argv)
 			steps = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--checkpoint-at") && i + 1 < argc)
 			ckpt_at = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--exit-after-checkpoint"))
+			exit_after = 1;
 		else if (!strcmp(argv[i], "--child") && i + 2 < argc) {
 			int in = atoi(argv[i + 1]), out = atoi(argv[i + 2]);
 
@@ -182,8 +205,12 @@ int main(int argc, char **argv)
 			snprintf(cdir, sizeof(cdir), "%s/child", dir);
 			setenv("GPUCKPT_DIR", cdir, 1);
 		}
-		execl("/proc/self/exe", "prog-ipc", "--steps", n, "--checkpoint-at", k, "--child",
-		      in, out, (char *)NULL);
+		if (exit_after)
+			execl("/proc/self/exe", "prog-ipc", "--steps", n, "--checkpoint-at", k,
+			      "--exit-after-checkpoint", "--child", in, out, (char *)NULL);
+		else
+			execl("/proc/self/exe", "prog-ipc", "--steps", n, "--checkpoint-at", k,
+			      "--child", in, out, (char *)NULL);
 		_exit(127);
 	}
 	close(to_child[0]);
@@ -199,6 +226,7 @@ int main(int argc, char **argv)
 	gpuckpt_protect("step", &step, sizeof(step));
 	gpuckpt_protect("sum", &sum, sizeof(sum));
 	gpuckpt_protect("sb", &sb, sizeof(sb));
+	first_point("parent", &step);
 	while (step < steps) {
 		if ((r = write_half(d, step, sb, 0x1111)) || (r = cuCtxSynchronize()))
 			return fail("parent", "a step", r);
@@ -210,12 +238,14 @@ int main(int argc, char **argv)
 			return fail("parent", "reading the child's half", r);
 		sum = sum * 37 + sb;
 		step++;
-		point("parent", step, ckpt_at);
+		if (point("parent", step, ckpt_at))
+			break;
 	}
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
 		fprintf(stderr, "prog-ipc: the child failed (status %#x)\n", status);
 		return 1;
 	}
-	printf("prog-ipc: parent sum %016llx\n", (unsigned long long)sum);
+	if (step == steps)
+		printf("prog-ipc: parent sum %016llx\n", (unsigned long long)sum);
 	return 0;
 }

@@ -20,10 +20,15 @@
  * - Handles that are not gpuckpt's (memory not placed, another process not
  *   under gpuckpt) go to the driver as before.
  *
- * Checkpoints stay refused where the protocol to restore them is not there
- * (runtime/core/README.md, "Legacy CUDA IPC"): an opened import is tracked as
- * IPC_OPEN, and an exporter that served an importer as IPC_EXPORT, both
- * "REFUSE ipc". A segment holds whole 2 MiB granules: an importer maps the
+ * Application checkpoints (runtime/core/README.md, "Legacy CUDA IPC"): the
+ * exporter's block is placed memory, saved and re-created at its address as
+ * any other; the importer's range is not its own and is not saved. After a
+ * restart the program's setup exports and opens again (new handles), and
+ * place() puts the n-th open at the address it had. Imports are tracked as
+ * IPC_IMPORT and exporters that served one as IPC_EXPORT, which only the
+ * driver's checkpoint (transparent mode) refuses ("REFUSE ipc"); an import
+ * that could not go to its place is IPC_OPEN, refused by both. A segment
+ * holds whole 2 MiB granules: an importer maps the
  * granules under the block, so it can reach the exporter's other small
  * blocks that share them (the driver's own legacy IPC maps whole
  * allocations, also of a sub-allocating allocator).
@@ -34,6 +39,7 @@
 #include "core/driver/driver.h"
 #include "core/placement/arena.h"
 #include "core/placement/layout.h"
+#include "core/state/runtime.h"
 #include "core/state/track.h"
 #include "common/log.h"
 
@@ -244,6 +250,7 @@ CUresult gk_ipc_export(CUipcMemHandle *out, CUdeviceptr dptr)
 /* ---- importer ---- */
 
 struct import {
+	enum gk_unsupported kind; /* IPC_IMPORT: at its place; IPC_OPEN: elsewhere */
 	CUdeviceptr ptr, va;
 	uint64_t total;
 	int nseg;
@@ -254,6 +261,57 @@ struct import {
 
 static pthread_mutex_t imports_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct import *imports;
+static uint64_t import_cursor; /* imports_lock; the next slot of the window */
+
+/*
+ * Where imports go: a window of their own below the device slices, cut into
+ * one slot per open, in the order of the opens. A slot is the block's
+ * granules with IMPORT_SLACK on each side (the exporter's segments may extend
+ * past the block), and the block lands at the same place in its slot in every
+ * run: a program that opens the same handles in the same order after a
+ * restart gets the same addresses, wherever the exporter's segments start.
+ */
+#define IMPORT_WINDOW (8ull << 40)
+#define IMPORT_SLACK (4ull << 30)
+
+static uint64_t align_granule(uint64_t v)
+{
+	return (v + GK_GRANULE - 1) & ~(GK_GRANULE - 1);
+}
+
+static CUresult place(struct import *im, const struct gk_ipc_handle *h,
+		      const struct gk_ipc_reply *rep)
+{
+	uint64_t lo = h->addr & (GK_GRANULE - 1), slot, want = 0, ptr;
+	uint64_t vb = gk_rt.settings.va_base;
+	CUresult r;
+
+	slot = align_granule(lo + rep->size) + 2 * IMPORT_SLACK;
+	pthread_mutex_lock(&imports_lock);
+	if (!import_cursor && vb > 2 * IMPORT_WINDOW)
+		import_cursor = vb - IMPORT_WINDOW;
+	if (import_cursor && import_cursor + slot <= vb) {
+		ptr = import_cursor + IMPORT_SLACK + lo;
+		if (rep->offset % GK_GRANULE == lo && rep->offset <= IMPORT_SLACK + lo &&
+		    ptr - rep->offset + im->total <= import_cursor + slot)
+			want = ptr - rep->offset;
+		import_cursor += slot;
+	}
+	pthread_mutex_unlock(&imports_lock);
+	r = gk_real.cuMemAddressReserve(&im->va, im->total, GK_GRANULE, want, 0);
+	if (r != CUDA_SUCCESS)
+		return r;
+	im->kind = GK_UNSUP_IPC_IMPORT;
+	if (!want || im->va != want) {
+		/* Elsewhere: a restart could not give it back; checkpoints refuse it. */
+		gk_warn("ipc: 0x%llx of process %ld mapped at 0x%llx, not at its place 0x%llx: "
+			"checkpoints will be refused",
+			(unsigned long long)h->addr, (long)h->pid, (unsigned long long)im->va,
+			(unsigned long long)want);
+		im->kind = GK_UNSUP_IPC_OPEN;
+	}
+	return CUDA_SUCCESS;
+}
 
 int gk_ipc_is_ours(const CUipcMemHandle *handle)
 {
@@ -378,7 +436,7 @@ CUresult gk_ipc_open(CUdeviceptr *pdptr, const CUipcMemHandle *handle)
 		r = CUDA_ERROR_INVALID_HANDLE;
 		goto out_undo;
 	}
-	r = gk_real.cuMemAddressReserve(&im->va, im->total, GK_GRANULE, 0, 0);
+	r = place(im, &h, &rep);
 	if (r != CUDA_SUCCESS)
 		goto out_undo;
 	at = im->va;
@@ -402,7 +460,7 @@ CUresult gk_ipc_open(CUdeviceptr *pdptr, const CUipcMemHandle *handle)
 	for (int i = 0; i < rep.nseg; i++)
 		close(fds[i]);
 	*pdptr = im->ptr;
-	gk_track_ptr_add(GK_UNSUP_IPC_OPEN, im->ptr);
+	gk_track_ptr_add(im->kind, im->ptr);
 	return CUDA_SUCCESS;
 
 out_undo:
@@ -433,8 +491,8 @@ int gk_ipc_close(CUdeviceptr dptr, CUresult *res)
 	/* The program's work on it is done before it goes, as with the driver. */
 	gk_real.cuCtxSynchronize();
 	undo(im, im->nseg);
+	gk_track_ptr_remove(im->kind, dptr);
 	free(im);
-	gk_track_ptr_remove(GK_UNSUP_IPC_OPEN, dptr);
 	*res = CUDA_SUCCESS;
 	return 1;
 }
