@@ -20,6 +20,13 @@
 #define _GNU_SOURCE
 #include "gpuckpt.h"
 
+/* Weak: the same binary runs natively (no gpuckpt: no checkpoint points) and
+ * under the runtime's LD_PRELOAD. */
+#pragma weak gpuckpt_point
+#pragma weak gpuckpt_protect
+#pragma weak gpuckpt_request
+#pragma weak gpuckpt_strerror
+
 #include <cuda.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -92,7 +99,11 @@ static int exit_after;
 /* Both sides: the checkpoint point of a step, asked for at ckpt_at; 1: end now. */
 static int point(const char *who, long step, long ckpt_at)
 {
-	int rc = gpuckpt_point(step);
+	int rc;
+
+	if (!gpuckpt_point)
+		return 0;
+	rc = gpuckpt_point(step);
 
 	if (step == ckpt_at) {
 		gpuckpt_request();
@@ -112,7 +123,7 @@ static int point(const char *who, long step, long ckpt_at)
 
 static void first_point(const char *who, long *step)
 {
-	if (gpuckpt_point(*step) == GPUCKPT_RESTORED)
+	if (gpuckpt_point && gpuckpt_point(*step) == GPUCKPT_RESTORED)
 		printf("prog-ipc: %s restored at step %ld\n", who, *step);
 	fflush(stdout);
 }
@@ -134,8 +145,10 @@ static int child_main(int in, int out, long steps, long ckpt_at)
 		return fail("child", "cuIpcOpenMemHandle", r);
 	printf("prog-ipc: child opened the buffer at 0x%llx\n", (unsigned long long)d);
 	fflush(stdout);
-	gpuckpt_protect("step", &step, sizeof(step));
-	gpuckpt_protect("sum", &sum, sizeof(sum));
+	if (gpuckpt_protect) {
+		gpuckpt_protect("step", &step, sizeof(step));
+		gpuckpt_protect("sum", &sum, sizeof(sum));
+	}
 	first_point("child", &step);
 	while (step < steps) {
 		if (rd(in, &go, sizeof(go)) || go != step)
@@ -223,9 +236,11 @@ int main(int argc, char **argv)
 		return fail("parent", "cuIpcGetMemHandle", r);
 	if (wr(to_child[1], &h, sizeof(h)))
 		return fail("parent", "sending the handle", CUDA_ERROR_INVALID_VALUE);
-	gpuckpt_protect("step", &step, sizeof(step));
-	gpuckpt_protect("sum", &sum, sizeof(sum));
-	gpuckpt_protect("sb", &sb, sizeof(sb));
+	if (gpuckpt_protect) {
+		gpuckpt_protect("step", &step, sizeof(step));
+		gpuckpt_protect("sum", &sum, sizeof(sum));
+		gpuckpt_protect("sb", &sb, sizeof(sb));
+	}
 	first_point("parent", &step);
 	while (step < steps) {
 		if ((r = write_half(d, step, sb, 0x1111)) || (r = cuCtxSynchronize()))
