@@ -103,7 +103,7 @@ static void serve(int c)
 	struct gk_ipc_request req;
 	struct gk_ipc_reply rep;
 	struct gk_arena_export ex;
-	struct ucred cred;
+	struct ucred cred = {0, (uid_t)-1, (gid_t)-1};
 	socklen_t clen = sizeof(cred);
 	struct timeval tv = {5, 0};
 	struct gk_arena *a;
@@ -175,6 +175,15 @@ static void *listener(void *arg)
 	}
 }
 
+/* A child of fork has no listener thread: its first export starts its own. */
+static void after_fork(void)
+{
+	if (listen_fd >= 0)
+		close(listen_fd);
+	listen_fd = -1;
+	listen_once = (pthread_once_t)PTHREAD_ONCE_INIT;
+}
+
 static void start_listener(void)
 {
 	struct sockaddr_un sa;
@@ -216,6 +225,7 @@ static void start_listener(void)
 	}
 	pthread_detach(t);
 	pthread_setname_np(t, "gpuckpt-ipc");
+	pthread_atfork(NULL, NULL, after_fork);
 }
 
 CUresult gk_ipc_export(CUipcMemHandle *out, CUdeviceptr dptr)
@@ -328,7 +338,7 @@ static CUresult ask(const struct gk_ipc_handle *h, struct gk_ipc_reply *rep, int
 			     .msg_controllen = sizeof(cbuf)};
 	struct timeval tv = {10, 0};
 	struct sockaddr_un sa;
-	struct ucred cred;
+	struct ucred cred = {0, (uid_t)-1, (gid_t)-1};
 	socklen_t clen = sizeof(cred), len;
 	struct cmsghdr *cm;
 	int c, nfd = 0;
@@ -359,11 +369,16 @@ static CUresult ask(const struct gk_ipc_handle *h, struct gk_ipc_reply *rep, int
 		close(c);
 		return CUDA_ERROR_INVALID_HANDLE;
 	}
+	memset(cbuf, 0, sizeof(cbuf));
 	n = recvmsg(c, &msg, MSG_WAITALL | MSG_CMSG_CLOEXEC);
 	close(c);
+	if (n < 0)
+		msg.msg_controllen = 0; /* nothing received: no descriptors to read */
 	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm))
-		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS) {
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && !nfd) {
 			nfd = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			if (nfd > GK_ARENA_EXPORT_MAX)
+				nfd = GK_ARENA_EXPORT_MAX;
 			memcpy(fds, CMSG_DATA(cm), sizeof(int) * (size_t)nfd);
 		}
 	if (n != (ssize_t)sizeof(*rep) || rep->status || rep->nseg <= 0 ||
