@@ -127,3 +127,5 @@ check_PROGRAMS += %reldir%/prog-ipc
 %canon_reldir%_prog_ipc_LDADD = $(GK_CUDA_STUB)
 TESTS += %reldir%/ipc.sh
 EXTRA_DIST += %reldir%/ipc.sh
+TESTS += %reldir%/ipc-users.sh
+EXTRA_DIST += %reldir%/ipc-users.sh
