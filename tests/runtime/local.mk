@@ -129,3 +129,5 @@ TESTS += %reldir%/ipc.sh
 EXTRA_DIST += %reldir%/ipc.sh
 TESTS += %reldir%/ipc-users.sh
 EXTRA_DIST += %reldir%/ipc-users.sh
+TESTS += %reldir%/ipc-transparent.sh
+EXTRA_DIST += %reldir%/ipc-transparent.sh
