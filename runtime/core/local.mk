@@ -59,7 +59,8 @@ libgkcore_la_SOURCES = \
 # HAVE_OPENCL); the record of OpenCL objects is plain C (libgkclrec).
 if HAVE_OPENCL
 libgkcore_la_SOURCES += %reldir%/driver/opencl.def %reldir%/driver/opencl.h \
-	%reldir%/driver/opencl_loader.c %reldir%/interpose/opencl.c
+	%reldir%/driver/opencl_loader.c %reldir%/interpose/opencl.c \
+	%reldir%/interpose/opencl_move.h
 endif
 libgkcore_la_CFLAGS = $(AM_CFLAGS) $(HWLOC_CFLAGS) $(OPENCL_CFLAGS) -fvisibility=hidden
 libgkcore_la_LIBADD = libgkclrec.la $(HWLOC_LIBS) $(PTHREAD_LIBS) -ldl

@@ -39,3 +39,19 @@ EXTRA_DIST += %reldir%/opencl-criu.sh
 # transparent mode with a real CRIU (opencl-public.sh): in the roots.
 TESTS += %reldir%/opencl-public.sh
 EXTRA_DIST += %reldir%/opencl-public.sh %reldir%/public-fetch.sh
+# OpenCL objects made anew on another device in a running process (the move a
+# transparent restore makes after CRIU): opencl-move.sh runs test-clmove.
+if HAVE_OPENCL
+check_PROGRAMS += %reldir%/test-clmove
+%canon_reldir%_test_clmove_SOURCES = %reldir%/test-clmove.c
+%canon_reldir%_test_clmove_CFLAGS = $(AM_CFLAGS) $(OPENCL_CFLAGS)
+%canon_reldir%_test_clmove_LDADD = $(runtime_test_pipeline_LDADD) $(OPENCL_LIBS)
+%canon_reldir%_test_clmove_DEPENDENCIES = $(top_builddir)/runtime/libgkcore.la
+%canon_reldir%_test_clmove_LDFLAGS = $(runtime_test_pipeline_LDFLAGS)
+endif
+TESTS += %reldir%/opencl-move.sh
+EXTRA_DIST += %reldir%/opencl-move.sh
+# Transparent mode onto another OpenCL device after CRIU's restore (the
+# roots' CRIU 4; skips elsewhere, saying why).
+TESTS += %reldir%/opencl-criu-move.sh
+EXTRA_DIST += %reldir%/opencl-criu-move.sh

@@ -2,8 +2,9 @@
  * prog-clloop - an OpenCL program that knows nothing of gpuckpt, for
  * transparent mode (opencl-criu.sh): STEPS times a kernel changes a buffer,
  * the program says "step N" and sleeps PAUSE_MS; at the end it reads the
- * buffer back and prints "result <FNV-1a hash>". Deterministic on every
- * OpenCL device.
+ * buffer back and prints "result <FNV-1a hash>" and "device <name>", the
+ * device its queue is on at the end (opencl-criu-move.sh: after a restore
+ * onto another device). Deterministic on every OpenCL device.
  *
  *   prog-clloop STEPS PAUSE_MS
  */
@@ -80,6 +81,14 @@ int main(int argc, char **argv)
 	for (int i = 0; i < N; i++)
 		h = (h ^ a[i]) * 1099511628211ull;
 	printf("result %016llx\n", h);
+	{
+		char name[256] = "";
+		cl_device_id qd = NULL;
+
+		clGetCommandQueueInfo(q, CL_QUEUE_DEVICE, sizeof(qd), &qd, NULL);
+		clGetDeviceInfo(qd, CL_DEVICE_NAME, sizeof(name) - 1, name, NULL);
+		printf("device %s\n", name);
+	}
 	clReleaseKernel(k);
 	clReleaseProgram(pr);
 	clReleaseMemObject(m);

@@ -403,12 +403,19 @@ start_daemons() {
 	for n in $(nodes_list); do wait_slurmd "$n"; done
 }
 
-# start_slurmd NODE UTS-OPTION: the node's slurmd in its own mount namespace.
+# start_slurmd NODE UTS-OPTION: the node's slurmd in its own mount namespace,
+# with the namespace's pin: a `sleep` in it that only kill_mntns ends. A
+# namespace's number (what readlink shows, and $C/run/NODE.mntns records) is
+# given to the next namespace made on this machine as soon as its last process
+# is gone: without the pin, stopping a cluster (slurmd first, then what is
+# left in its namespace) killed another cluster's node that had just taken
+# the number (tests/run-all runs three clusters at once).
 start_slurmd() {
 	local n=$1 uts=$2
 	mkdir -p "$C/spool/$n"
+	rm -f "$C/run/$n.pin"
 	$(enter_cmd "$n") unshare --mount --propagation slave $uts sh -c \
-		"${uts:+hostname $n &&} $(daemon_setup "$n") exec slurmd -D -N $n -f '$SLURM_CONF'" \
+		"${uts:+hostname $n &&} $(daemon_setup "$n") { sleep infinity </dev/null >/dev/null 2>&1 & echo \$! >'$C/run/$n.pin'; } && exec slurmd -D -N $n -f '$SLURM_CONF'" \
 		>>"$C/log/slurmd.$n.out" 2>&1 &
 	echo $! >"$C/run/slurmd.$n.started"
 }
@@ -416,7 +423,10 @@ start_slurmd() {
 wait_slurmd() {
 	local n=$1
 	wait_pidfile "$C/run/slurmd.$n.pid" || die "slurmd $n did not start: $(tail -n 5 "$C/log/slurmd.$n.out" 2>/dev/null)"
+	wait_pidfile "$C/run/$n.pin" || die "slurmd $n: its namespace's pin did not start"
 	readlink "/proc/$(cat "$C/run/slurmd.$n.started")/ns/mnt" >"$C/run/$n.mntns"
+	[ "$(readlink "/proc/$(cat "$C/run/$n.pin")/ns/mnt")" = "$(cat "$C/run/$n.mntns")" ] ||
+		die "slurmd $n: its namespace's pin is not in its namespace"
 	[ "$(cat "$C/run/$n.mntns")" != "$(readlink /proc/self/ns/mnt)" ] ||
 		die "slurmd $n shares this shell's mount namespace"
 }
@@ -428,8 +438,8 @@ cmd_crash() {
 	nodes_list | grep -qx "$n" || die "crash: no node '$n' (nodes: $(nodes_list | paste -sd' ' -))"
 	[ -f "$C/run/$n.mntns" ] || die "crash: $n is not running"
 	# Every process of the node at once: slurmd, slurmstepd, the tasks.
-	kill_mntns "$(cat "$C/run/$n.mntns")"
-	rm -f "$C/run/$n.mntns" "$C/run/slurmd.$n.started" "$C/run/slurmd.$n.pid"
+	kill_mntns "$(cat "$C/run/$n.mntns")" "$(cat "$C/run/$n.pin" 2>/dev/null)"
+	rm -f "$C/run/$n.mntns" "$C/run/$n.pin" "$C/run/slurmd.$n.started" "$C/run/slurmd.$n.pid"
 	find "$C/nodes/$n/bb" -mindepth 1 -delete
 	say "crashed $n: its processes killed, its burst buffer wiped"
 }
@@ -530,27 +540,33 @@ kill_pid() {
 	for pid in "${left[@]}"; do kill -KILL "$pid" 2>/dev/null || true; done
 }
 
-# kill_mntns NS: SIGKILL every process in mount namespace NS (as readlink shows it).
-# All of them stopped first, then killed: going through /proc takes a while,
-# and a slurmstepd that outlived its task by that long reported the step's
-# end to slurmctld, which Slurm 26.05 took as the node answering: a node
-# marked down (e2e-flush.sh's crash) came back at once, dead, and jobs went
-# to it. A node that loses power says nothing more.
+# kill_mntns NS PIN: SIGKILL every process in mount namespace NS (as readlink
+# shows it), whose pin (start_slurmd) is PIN. Only while PIN is alive in NS:
+# otherwise the number may already be another namespace's, and nothing is
+# killed. All of them stopped first, then killed, the pin last, so that NS
+# stays NS until the end: going through /proc takes a while, and a
+# slurmstepd that outlived its task by that long reported the step's end to
+# slurmctld, which Slurm 26.05 took as the node answering: a node marked down
+# (e2e-flush.sh's crash) came back at once, dead, and jobs went to it. A node
+# that loses power says nothing more.
 kill_mntns() {
-	local want=$1 p pid pids=()
-	for p in /proc/[0-9]*; do
-		pid=${p#/proc/}
-		[ "$pid" = $$ ] && continue
-		[ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$want" ] || continue
-		kill -STOP "$pid" 2>/dev/null && pids+=("$pid")
+	local want=$1 pin=${2:-} p pid pass pids=()
+	if [ -z "$pin" ] || [ "$(readlink "/proc/$pin/ns/mnt" 2>/dev/null)" != "$want" ]; then
+		say "warning: the pin of mount namespace $want is gone: its processes are not looked for"
+		return 0
+	fi
+	kill -STOP "$pin" 2>/dev/null || true
+	# Twice: any process started while the first pass went by.
+	for pass in 1 2; do
+		for p in /proc/[0-9]*; do
+			pid=${p#/proc/}
+			[ "$pid" = $$ ] || [ "$pid" = "$pin" ] && continue
+			[ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$want" ] || continue
+			kill -STOP "$pid" 2>/dev/null && pids+=("$pid")
+		done
 	done
 	for pid in ${pids[@]+"${pids[@]}"}; do kill -KILL "$pid" 2>/dev/null || true; done
-	# Any process started while the first pass went by.
-	for p in /proc/[0-9]*; do
-		pid=${p#/proc/}
-		[ "$pid" = $$ ] && continue
-		[ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$want" ] && kill -KILL "$pid" 2>/dev/null || true
-	done
+	kill -KILL "$pin" 2>/dev/null || true
 }
 
 cmd_stop() {
@@ -580,8 +596,9 @@ cmd_stop() {
 	# those is one this cluster started.
 	for f in "$C"/run/*.mntns; do
 		[ -e "$f" ] || continue
-		kill_mntns "$(cat "$f")"
-		rm -f "$f"
+		n=$(basename "$f" .mntns)
+		kill_mntns "$(cat "$f")" "$(cat "$C/run/$n.pin" 2>/dev/null)"
+		rm -f "$f" "$C/run/$n.pin"
 	done
 	if [ -f "$C/run/slurmctld.started" ]; then
 		kill_pid "$(cat "$C/run/slurmctld.started")"

@@ -59,6 +59,9 @@ EXTRA_DIST += %reldir%/stage-sweep-scale.sh
 SLURM_E2E += opencl/opencl-criu.sh
 # A public OpenCL program through transparent mode (tests/opencl/opencl-public.sh).
 SLURM_E2E += opencl/opencl-public.sh
+# Transparent mode onto another OpenCL device after CRIU's restore
+# (tests/opencl/opencl-criu-move.sh).
+SLURM_E2E += opencl/opencl-criu-move.sh
 # The task's stdio through a real CRIU, and a session led outside the PID
 # namespace (CI's); in the roots, which have CRIU.
 SLURM_E2E += shepherd/stdio-criu.sh

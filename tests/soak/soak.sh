@@ -773,15 +773,17 @@ ckpts=$(find "$E2E_DIR"/nodes/*/bb "$FLUSH" "$SH" -name 'ckpt.*' 2>/dev/null)
 n_ck=$(grep -c . <<<"$ckpts")
 LEAKS=$((LEAKS + n_ck))
 check "no checkpoint (records beyond keep or otherwise) left after the sweep ($n_ck)" [ "$n_ck" = 0 ]
-# Processes: on each node only its slurmd.
+# Processes: on each node only its slurmd (and the pin that holds its
+# namespace, tests/slurm/cluster.sh).
 procs=""
 for n in $NODELIST; do
 	mnt=$(cat "$E2E_DIR/run/$n.mntns" 2>/dev/null) || continue
 	sd=$(cat "$E2E_DIR/run/slurmd.$n.started" 2>/dev/null)
+	pin=$(cat "$E2E_DIR/run/$n.pin" 2>/dev/null)
 	for p in /proc/[0-9]*; do
 		[ "$(readlink "$p/ns/mnt" 2>/dev/null)" = "$mnt" ] || continue
 		pid=${p#/proc/}
-		[ "$pid" = "$sd" ] && continue
+		[ "$pid" = "$sd" ] || [ "$pid" = "$pin" ] && continue
 		procs="$procs $n:$pid($(tr '\0' ' ' <"$p/cmdline" 2>/dev/null | cut -c1-60))"
 	done
 done

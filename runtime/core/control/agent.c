@@ -37,6 +37,7 @@
 #include "core/control/trigger.h"
 #include "image/ckptname.h"
 #include "common/shepherd_protocol.h"
+#include "core/state/phase.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -377,6 +378,10 @@ static int checkpoint(int signo)
 		if (!restored)
 			gk_store_abort(&P.txn);
 	}
+	/* Before the gate opens: the OpenCL objects may move to another
+	 * device (interpose/opencl.c). */
+	if (restored)
+		gk_phase_resumed(path);
 	gk_pipeline_release(&P);
 	if (restored)
 		gk_notice("transparent: restored from %s; the program goes on", path);

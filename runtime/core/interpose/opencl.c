@@ -3,7 +3,9 @@
  * functions (those of driver/opencl.def marked GK_CL_OWN) pass each call to
  * the ICD loader and note what it made or changed in the record
  * (state/opencl_record.h); the program keeps the handles the OpenCL
- * implementation gave it. A checkpoint (the phase hooks at the end) drains
+ * implementation gave it, or with GPUCKPT_OPENCL_MOVABLE=1 handles of the
+ * runtime's own, which a move re-points at objects made anew on another
+ * device (below, "a move"; opencl_move.h). A checkpoint (the phase hooks at the end) drains
  * every queue, copies every buffer into its host copy, a host region named
  * "opencl.mem.N" that the pipeline writes like any other, and writes the
  * record into the region "opencl.state". A restart in application mode makes
@@ -27,9 +29,13 @@
 #include "core/control/start.h"
 #include "core/interpose/gate.h"
 #include "common/export.h"
+#include "common/settings_env.h"
 #include "common/io.h"
 #include "common/log.h"
 #include "image/image.h"
+#include "core/interpose/opencl_move.h"
+
+#include <CL/cl_icd.h>
 
 #include <errno.h>
 #include <fcntl.h>
@@ -67,6 +73,175 @@ static size_t nuser_events;
 /* The checkpoint's record, between the restore's check and its load. */
 static struct gk_clrec restoring;
 static int have_restoring;
+
+/*
+ * Handles of the runtime's own (GPUCKPT_OPENCL_MOVABLE=1): each object the
+ * program makes is handed out as a gk_clh, laid out as the ICD loader needs
+ * (a dispatch table first), holding the real object. Every exported entry
+ * point translates its handle arguments with one load and one compare (no
+ * lock, no search): a handle whose table is not the runtime's is a real one,
+ * passed as it is. A move (gk_cl_move) makes the objects anew on another
+ * device and re-points each handle. The table holds the runtime's exports, so
+ * a call that reaches the ICD loader some other way is translated too; the
+ * entry points the runtime does not translate end the process, saying so,
+ * rather than give the implementation a handle it does not know.
+ */
+struct gk_clh {
+	const struct _cl_icd_dispatch *dispatch; /* first: the ICD's layout */
+	void *real;
+};
+
+static struct _cl_icd_dispatch own_dispatch;
+static int movable;
+/* The handles live in one reserved range of their own, so that telling one
+ * from any other pointer (or from a kernel argument's bytes) reads only the
+ * runtime's memory: untouched pages cost nothing. */
+#define OWN_MAX (1u << 20)
+static struct gk_clh *own_base;
+static uintptr_t own_bytes; /* 0 until the range is there: nothing is a handle */
+static struct gk_clh *own_free;
+static size_t own_used;
+static pthread_mutex_t own_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_once_t movable_once = PTHREAD_ONCE_INIT;
+/* After a move: the devices left and the ones that replace them. */
+#define MOVED_MAX 16
+static cl_device_id moved_from[MOVED_MAX], moved_to[MOVED_MAX];
+static int nmoved;
+
+static void untranslated(void)
+{
+	gk_error("opencl: an OpenCL function gpuckpt does not translate was called through the "
+		 "ICD loader with one of the runtime's handles (" GK_ENV(OPENCL_MOVABLE) "=1; "
+		 "docs/opencl.md, Limits)");
+	abort();
+}
+
+static void movable_init(void)
+{
+	const char *v = gk_getenv(OPENCL_MOVABLE);
+	void (**slot)(void) = (void (**)(void))&own_dispatch;
+
+	for (size_t i = 0; i < sizeof(own_dispatch) / sizeof(*slot); i++)
+		slot[i] = untranslated;
+#define GK_CL_OWN(name) own_dispatch.name = name;
+#define GK_CL_REAL(name)
+#include "core/driver/opencl.def"
+#undef GK_CL_OWN
+#undef GK_CL_REAL
+	movable = v && !strcmp(v, "1");
+	if (movable) {
+		void *b = mmap(NULL, OWN_MAX * sizeof(struct gk_clh), PROT_READ | PROT_WRITE,
+			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE, -1, 0);
+
+		if (b != MAP_FAILED) {
+			own_base = b;
+			__atomic_store_n(&own_bytes, OWN_MAX * sizeof(struct gk_clh),
+					 __ATOMIC_RELEASE);
+		}
+	}
+}
+
+int gk_cl_movable(void)
+{
+	pthread_once(&movable_once, movable_init);
+	return movable;
+}
+
+static inline int is_own(const void *h)
+{
+	return (uintptr_t)h - (uintptr_t)own_base < __atomic_load_n(&own_bytes, __ATOMIC_RELAXED) &&
+	       ((const struct gk_clh *)h)->dispatch == &own_dispatch;
+}
+
+/* The real object behind a handle the program gave. */
+static inline void *real_of(const void *h)
+{
+	return is_own(h) ? __atomic_load_n(&((struct gk_clh *)h)->real, __ATOMIC_ACQUIRE)
+			 : (void *)h;
+}
+#define R(h) ((__typeof__(h))real_of(h))
+
+/* A device the program names, as it is after a move. */
+static cl_device_id dev_of(cl_device_id d)
+{
+	int n = __atomic_load_n(&nmoved, __ATOMIC_ACQUIRE);
+
+	for (int i = 0; i < n; i++)
+		if (moved_from[i] == d)
+			return moved_to[i];
+	return d;
+}
+
+/* A list of devices, translated into buf (MOVED_MAX) where a move happened. */
+static const cl_device_id *devs_of(cl_uint n, const cl_device_id *list, cl_device_id *buf)
+{
+	if (!list || !__atomic_load_n(&nmoved, __ATOMIC_ACQUIRE) || n > MOVED_MAX)
+		return list;
+	for (cl_uint i = 0; i < n; i++)
+		buf[i] = dev_of(list[i]);
+	return buf;
+}
+
+/* A new real object as the program will hold it: a handle of the runtime's
+ * own when objects are movable (and the runtime is on), else itself. */
+static void *wrap(void *real)
+{
+	struct gk_clh *x;
+
+	if (!real || !gk_cl_movable() || !gk_enabled() || !own_base)
+		return real;
+	pthread_mutex_lock(&own_lock);
+	x = own_free;
+	if (x)
+		own_free = x->real;
+	else if (own_used < OWN_MAX)
+		x = &own_base[own_used++];
+	pthread_mutex_unlock(&own_lock);
+	if (!x)
+		return real; /* not movable: a move refuses it, naming it */
+	x->real = real;
+	__atomic_store_n(&x->dispatch, &own_dispatch, __ATOMIC_RELEASE);
+	return x;
+}
+
+static void unwrap_free(struct gk_clh *x)
+{
+	pthread_mutex_lock(&own_lock);
+	x->dispatch = NULL;
+	x->real = own_free;
+	own_free = x;
+	pthread_mutex_unlock(&own_lock);
+}
+#define W(h) ((__typeof__(h))wrap(h))
+
+/* The program's handle for a real object an info query answered. */
+static void *own_of(void *real)
+{
+	void *h = real;
+
+	if (!real || !gk_cl_movable())
+		return real;
+	pthread_mutex_lock(&lock);
+	for (size_t i = 0; i < rec.n; i++)
+		if (rec.o[i]->own && real_of(rec.o[i]->h) == real) {
+			h = rec.o[i]->h;
+			break;
+		}
+	pthread_mutex_unlock(&lock);
+	return h;
+}
+
+/* An info answer that is an object: the program's handle for it. */
+static void fix_answer(cl_int r, void *value, size_t size)
+{
+	if (r == CL_SUCCESS && value && size >= sizeof(void *)) {
+		void *h;
+
+		memcpy(&h, value, sizeof(h));
+		h = own_of(h);
+		memcpy(value, &h, sizeof(h));
+	}
+}
 
 /* Objects are recorded where the runtime is enabled; the first one starts
  * it (outside the record's lock: the start takes the restore's). */
@@ -137,6 +312,8 @@ static struct gk_clo *add_locked(enum gk_clo_kind kind, void *h)
 
 	first_use_locked();
 	o = gk_clrec_add(&rec, kind, h);
+	if (o)
+		o->own = is_own(h);
 	if (!o && !record_lost++)
 		gk_warn("opencl: out of memory recording an OpenCL object; no checkpoint can "
 			"hold this process's OpenCL state");
@@ -161,31 +338,53 @@ static void mem_region_name(char *name, size_t len, long idx)
 	snprintf(name, len, "opencl.mem.%ld", idx);
 }
 
+/* o out of the record, and the runtime's handle for it freed. */
+static void remove_locked(struct gk_clo *o)
+{
+	if (o->own)
+		unwrap_free(o->h);
+	gk_clrec_remove(&rec, o);
+}
+
+/* Does child c keep p in the record after the program let go of p? A
+ * sub-buffer its buffer (the bytes stay needed); with movable handles also
+ * a kernel its program and a queue, buffer or program its context (a move
+ * makes them again for it). */
+static int keeps(const struct gk_clo *p, const struct gk_clo *c)
+{
+	if (c == p || c->parent != p->idx)
+		return 0;
+	if (c->kind == GK_CLO_MEM && c->sub)
+		return p->kind == GK_CLO_MEM;
+	if (!gk_cl_movable())
+		return 0;
+	if (c->kind == GK_CLO_KERNEL)
+		return p->kind == GK_CLO_PROGRAM;
+	return (c->kind == GK_CLO_QUEUE || c->kind == GK_CLO_MEM || c->kind == GK_CLO_PROGRAM) &&
+	       p->kind == GK_CLO_CONTEXT;
+}
+
 static void drop_locked(struct gk_clo *o)
 {
-	if (o->kind == GK_CLO_MEM) {
-		/* A buffer's bytes stay needed while a sub-buffer of it lives. */
-		for (size_t i = 0; i < rec.n; i++)
-			if (rec.o[i]->kind == GK_CLO_MEM && rec.o[i]->sub &&
-			    rec.o[i]->parent == o->idx)
-				return;
-		if (!o->sub) {
-			char name[GK_NAME_MAX];
+	struct gk_clo *p = NULL;
 
-			mem_region_name(name, sizeof(name), o->idx);
-			gk_regions_remove(name);
-			if (o->shadow)
-				munmap(o->shadow, o->size ? o->size : 1);
-		} else {
-			struct gk_clo *p = gk_clrec_at(&rec, GK_CLO_MEM, o->parent);
-
-			gk_clrec_remove(&rec, o);
-			if (p && p->refs <= 0)
-				drop_locked(p);
+	for (size_t i = 0; i < rec.n; i++)
+		if (keeps(o, rec.o[i]))
 			return;
-		}
+	if (o->kind == GK_CLO_MEM && !o->sub) {
+		char name[GK_NAME_MAX];
+
+		mem_region_name(name, sizeof(name), o->idx);
+		gk_regions_remove(name);
+		if (o->shadow)
+			munmap(o->shadow, o->size ? o->size : 1);
 	}
-	gk_clrec_remove(&rec, o);
+	for (size_t i = 0; i < rec.n && !p; i++)
+		if (keeps(rec.o[i], o))
+			p = rec.o[i];
+	remove_locked(o);
+	if (p && p->refs <= 0)
+		drop_locked(p);
 }
 
 static void retain(int kind, const void *h)
@@ -224,8 +423,10 @@ GK_EXPORT cl_context clCreateContext(const cl_context_properties *properties, cl
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	c = gk_cl.clCreateContext(properties, num_devices, devices, pfn_notify, user_data,
-				  errcode_ret);
+	cl_device_id buf[MOVED_MAX];
+
+	c = W(gk_cl.clCreateContext(properties, num_devices, devs_of(num_devices, devices, buf),
+				    pfn_notify, user_data, errcode_ret));
 	add(GK_CLO_CONTEXT, c, -1);
 	return c;
 }
@@ -241,8 +442,8 @@ clCreateContextFromType(const cl_context_properties *properties, cl_device_type 
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	c = gk_cl.clCreateContextFromType(properties, device_type, pfn_notify, user_data,
-					  errcode_ret);
+	c = W(gk_cl.clCreateContextFromType(properties, device_type, pfn_notify, user_data,
+					    errcode_ret));
 	add(GK_CLO_CONTEXT, c, -1);
 	return c;
 }
@@ -252,7 +453,7 @@ GK_EXPORT cl_int clRetainContext(cl_context c)
 	cl_int r;
 
 	LOAD_OR(clRetainContext, CL_OUT_OF_RESOURCES);
-	r = gk_cl.clRetainContext(c);
+	r = gk_cl.clRetainContext(R(c));
 	if (r == CL_SUCCESS)
 		retain(GK_CLO_CONTEXT, c);
 	return r;
@@ -263,7 +464,7 @@ GK_EXPORT cl_int clReleaseContext(cl_context c)
 	cl_int r;
 
 	LOAD_OR(clReleaseContext, CL_OUT_OF_RESOURCES);
-	r = gk_cl.clReleaseContext(c);
+	r = gk_cl.clReleaseContext(R(c));
 	if (r == CL_SUCCESS)
 		release(GK_CLO_CONTEXT, c);
 	return r;
@@ -296,7 +497,7 @@ GK_EXPORT cl_command_queue clCreateCommandQueue(cl_context context, cl_device_id
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	q = gk_cl.clCreateCommandQueue(context, device, properties, errcode_ret);
+	q = W(gk_cl.clCreateCommandQueue(R(context), dev_of(device), properties, errcode_ret));
 	add_queue(q, context, properties);
 	return q;
 }
@@ -313,7 +514,8 @@ GK_EXPORT cl_command_queue clCreateCommandQueueWithProperties(cl_context context
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	q = gk_cl.clCreateCommandQueueWithProperties(context, device, properties, errcode_ret);
+	q = W(gk_cl.clCreateCommandQueueWithProperties(R(context), dev_of(device), properties,
+						       errcode_ret));
 	for (const cl_queue_properties *p = properties; p && p[0]; p += 2)
 		if (p[0] == CL_QUEUE_PROPERTIES)
 			props = p[1];
@@ -326,7 +528,7 @@ GK_EXPORT cl_int clRetainCommandQueue(cl_command_queue q)
 	cl_int r;
 
 	LOAD_OR(clRetainCommandQueue, CL_OUT_OF_RESOURCES);
-	r = gk_cl.clRetainCommandQueue(q);
+	r = gk_cl.clRetainCommandQueue(R(q));
 	if (r == CL_SUCCESS)
 		retain(GK_CLO_QUEUE, q);
 	return r;
@@ -337,7 +539,7 @@ GK_EXPORT cl_int clReleaseCommandQueue(cl_command_queue q)
 	cl_int r;
 
 	LOAD_OR(clReleaseCommandQueue, CL_OUT_OF_RESOURCES);
-	r = gk_cl.clReleaseCommandQueue(q);
+	r = gk_cl.clReleaseCommandQueue(R(q));
 	if (r == CL_SUCCESS)
 		release(GK_CLO_QUEUE, q);
 	return r;
@@ -345,7 +547,8 @@ GK_EXPORT cl_int clReleaseCommandQueue(cl_command_queue q)
 
 /* ---- buffers ---- */
 
-static void add_buffer(cl_mem m, cl_context context, cl_mem_flags flags, size_t size)
+static void add_buffer(cl_mem m, cl_context context, cl_mem_flags flags, size_t size,
+		       void *host_ptr)
 {
 	struct gk_clo *o;
 
@@ -360,6 +563,8 @@ static void add_buffer(cl_mem m, cl_context context, cl_mem_flags flags, size_t 
 		o->parent = idx_of(GK_CLO_CONTEXT, context);
 		o->flags = flags;
 		o->size = size;
+		if (flags & CL_MEM_USE_HOST_PTR)
+			o->host_ptr = host_ptr;
 		/* The host copy a checkpoint fills: reserved, not touched, so it
 		 * costs memory only while a checkpoint holds it. */
 		s = mmap(NULL, size ? size : 1, PROT_READ | PROT_WRITE,
@@ -385,9 +590,9 @@ GK_EXPORT cl_mem clCreateBuffer(cl_context context, cl_mem_flags flags, size_t s
 		return NULL;
 	}
 	gk_gate_enter();
-	m = gk_cl.clCreateBuffer(context, flags, size, host_ptr, errcode_ret);
+	m = W(gk_cl.clCreateBuffer(R(context), flags, size, host_ptr, errcode_ret));
 	gk_gate_leave();
-	add_buffer(m, context, flags, size);
+	add_buffer(m, context, flags, size, host_ptr);
 	return m;
 }
 
@@ -403,15 +608,17 @@ GK_EXPORT cl_mem clCreateBufferWithProperties(cl_context context,
 		return NULL;
 	}
 	gk_gate_enter();
-	m = gk_cl.clCreateBufferWithProperties(context, properties, flags, size, host_ptr,
+	m = gk_cl.clCreateBufferWithProperties(R(context), properties, flags, size, host_ptr,
 					       errcode_ret);
+	if (!(properties && properties[0]))
+		m = W(m);
 	gk_gate_leave();
 	/* Properties other than none are extensions' (cl_mem_properties has no
 	 * core one in OpenCL 3.0): such a buffer is not one a restore can make. */
 	if (m && tracking() && properties && properties[0])
 		note_unsaved(m, "a buffer with properties (clCreateBufferWithProperties)");
 	else
-		add_buffer(m, context, flags, size);
+		add_buffer(m, context, flags, size, host_ptr);
 	return m;
 }
 
@@ -426,8 +633,8 @@ GK_EXPORT cl_mem clCreateSubBuffer(cl_mem buffer, cl_mem_flags flags,
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	m = gk_cl.clCreateSubBuffer(buffer, flags, buffer_create_type, buffer_create_info,
-				    errcode_ret);
+	m = W(gk_cl.clCreateSubBuffer(R(buffer), flags, buffer_create_type, buffer_create_info,
+				      errcode_ret));
 	if (!m || !tracking())
 		return m;
 	pthread_mutex_lock(&lock);
@@ -453,7 +660,7 @@ GK_EXPORT cl_int clRetainMemObject(cl_mem m)
 	cl_int r;
 
 	LOAD_OR(clRetainMemObject, CL_OUT_OF_RESOURCES);
-	r = gk_cl.clRetainMemObject(m);
+	r = gk_cl.clRetainMemObject(R(m));
 	if (r == CL_SUCCESS)
 		retain(GK_CLO_MEM, m);
 	return r;
@@ -464,7 +671,7 @@ GK_EXPORT cl_int clReleaseMemObject(cl_mem m)
 	cl_int r;
 
 	LOAD_OR(clReleaseMemObject, CL_OUT_OF_RESOURCES);
-	r = gk_cl.clReleaseMemObject(m);
+	r = gk_cl.clReleaseMemObject(R(m));
 	if (r == CL_SUCCESS) {
 		release(GK_CLO_MEM, m);
 		forget_unsaved(m);
@@ -484,7 +691,7 @@ GK_EXPORT cl_mem clCreateImage(cl_context context, cl_mem_flags flags,
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	m = gk_cl.clCreateImage(context, flags, image_format, image_desc, host_ptr, errcode_ret);
+	m = gk_cl.clCreateImage(R(context), flags, image_format, image_desc, host_ptr, errcode_ret);
 	if (m && tracking())
 		note_unsaved(m, "an image (clCreateImage)");
 	return m;
@@ -503,7 +710,7 @@ GK_EXPORT cl_mem clCreateImageWithProperties(cl_context context,
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	m = gk_cl.clCreateImageWithProperties(context, properties, flags, image_format, image_desc,
+	m = gk_cl.clCreateImageWithProperties(R(context), properties, flags, image_format, image_desc,
 					      host_ptr, errcode_ret);
 	if (m && tracking())
 		note_unsaved(m, "an image (clCreateImageWithProperties)");
@@ -520,7 +727,7 @@ GK_EXPORT cl_mem clCreateImage2D(cl_context context, cl_mem_flags flags,
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	m = gk_cl.clCreateImage2D(context, flags, image_format, w, h, pitch, host_ptr, errcode_ret);
+	m = gk_cl.clCreateImage2D(R(context), flags, image_format, w, h, pitch, host_ptr, errcode_ret);
 	if (m && tracking())
 		note_unsaved(m, "an image (clCreateImage2D)");
 	return m;
@@ -537,7 +744,7 @@ GK_EXPORT cl_mem clCreateImage3D(cl_context context, cl_mem_flags flags,
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	m = gk_cl.clCreateImage3D(context, flags, image_format, w, h, d, row_pitch, slice_pitch,
+	m = gk_cl.clCreateImage3D(R(context), flags, image_format, w, h, d, row_pitch, slice_pitch,
 				  host_ptr, errcode_ret);
 	if (m && tracking())
 		note_unsaved(m, "an image (clCreateImage3D)");
@@ -554,7 +761,7 @@ GK_EXPORT cl_mem clCreatePipe(cl_context context, cl_mem_flags flags, cl_uint pa
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	m = gk_cl.clCreatePipe(context, flags, packet_size, max_packets, properties, errcode_ret);
+	m = gk_cl.clCreatePipe(R(context), flags, packet_size, max_packets, properties, errcode_ret);
 	if (m && tracking())
 		note_unsaved(m, "a pipe (clCreatePipe)");
 	return m;
@@ -566,7 +773,7 @@ GK_EXPORT void *clSVMAlloc(cl_context context, cl_svm_mem_flags flags, size_t si
 	void *p;
 
 	LOAD_OR(clSVMAlloc, NULL);
-	p = gk_cl.clSVMAlloc(context, flags, size, alignment);
+	p = gk_cl.clSVMAlloc(R(context), flags, size, alignment);
 	if (p && tracking())
 		note_unsaved(p, "shared virtual memory (clSVMAlloc)");
 	return p;
@@ -576,7 +783,7 @@ GK_EXPORT void clSVMFree(cl_context context, void *svm_pointer)
 {
 	if (gk_cl_load() < 0 || !gk_cl.clSVMFree)
 		return;
-	gk_cl.clSVMFree(context, svm_pointer);
+	gk_cl.clSVMFree(R(context), svm_pointer);
 	forget_unsaved(svm_pointer);
 }
 
@@ -590,7 +797,7 @@ GK_EXPORT cl_sampler clCreateSampler(cl_context context, cl_bool normalized,
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	s = gk_cl.clCreateSampler(context, normalized, addressing, filter, errcode_ret);
+	s = gk_cl.clCreateSampler(R(context), normalized, addressing, filter, errcode_ret);
 	if (s && tracking())
 		note_unsaved(s, "a sampler (clCreateSampler)");
 	return s;
@@ -606,7 +813,7 @@ GK_EXPORT cl_sampler clCreateSamplerWithProperties(cl_context context,
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	s = gk_cl.clCreateSamplerWithProperties(context, props, errcode_ret);
+	s = gk_cl.clCreateSamplerWithProperties(R(context), props, errcode_ret);
 	if (s && tracking())
 		note_unsaved(s, "a sampler (clCreateSamplerWithProperties)");
 	return s;
@@ -636,18 +843,31 @@ GK_EXPORT cl_program clCreateProgramWithSource(cl_context context, cl_uint count
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	p = gk_cl.clCreateProgramWithSource(context, count, strings, lengths, errcode_ret);
+	p = W(gk_cl.clCreateProgramWithSource(R(context), count, strings, lengths, errcode_ret));
 	if (!p || !tracking())
 		return p;
 	pthread_mutex_lock(&lock);
 	o = add_locked(GK_CLO_PROGRAM, p);
 	if (o) {
+		size_t total = 0;
+
 		o->parent = idx_of(GK_CLO_CONTEXT, context);
 		for (cl_uint i = 0; i < count; i++)
 			if (strings[i])
-				gk_clrec_scan_source(o, strings[i],
-						     lengths && lengths[i] ? lengths[i]
-									   : strlen(strings[i]));
+				total += lengths && lengths[i] ? lengths[i] : strlen(strings[i]);
+		/* The source, whole, for a move (gk_cl_move) to build again. */
+		o->src = gk_cl_movable() ? malloc(total + 1) : NULL;
+		for (cl_uint i = 0; i < count; i++)
+			if (strings[i]) {
+				size_t n = lengths && lengths[i] ? lengths[i] : strlen(strings[i]);
+
+				gk_clrec_scan_source(o, strings[i], n);
+				if (o->src)
+					memcpy(o->src + o->src_len, strings[i], n);
+				o->src_len += o->src ? n : 0;
+			}
+		if (o->src)
+			o->src[o->src_len] = 0;
 	}
 	pthread_mutex_unlock(&lock);
 	return p;
@@ -680,8 +900,11 @@ GK_EXPORT cl_program clCreateProgramWithBinary(cl_context context, cl_uint num_d
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	p = gk_cl.clCreateProgramWithBinary(context, num_devices, device_list, lengths, binaries,
-					    binary_status, errcode_ret);
+	cl_device_id buf[MOVED_MAX];
+
+	p = W(gk_cl.clCreateProgramWithBinary(R(context), num_devices,
+					      devs_of(num_devices, device_list, buf), lengths,
+					      binaries, binary_status, errcode_ret));
 	add_binary_program(p, context);
 	return p;
 }
@@ -695,7 +918,7 @@ GK_EXPORT cl_program clCreateProgramWithIL(cl_context context, const void *il, s
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	p = gk_cl.clCreateProgramWithIL(context, il, length, errcode_ret);
+	p = W(gk_cl.clCreateProgramWithIL(R(context), il, length, errcode_ret));
 	add_binary_program(p, context);
 	return p;
 }
@@ -711,20 +934,28 @@ GK_EXPORT cl_program clCreateProgramWithBuiltInKernels(cl_context context, cl_ui
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	p = gk_cl.clCreateProgramWithBuiltInKernels(context, num_devices, device_list, kernel_names,
-						    errcode_ret);
+	cl_device_id buf[MOVED_MAX];
+
+	p = W(gk_cl.clCreateProgramWithBuiltInKernels(R(context), num_devices,
+						      devs_of(num_devices, device_list, buf),
+						      kernel_names, errcode_ret));
 	add_binary_program(p, context);
 	return p;
 }
 
-static void note_options(cl_program program, const char *options)
+static void note_options(cl_program program, const char *options, int built)
 {
 	struct gk_clo *o;
 
 	pthread_mutex_lock(&lock);
 	o = gk_clrec_find(&rec, GK_CLO_PROGRAM, program);
-	if (o)
+	if (o) {
 		snprintf(o->options, sizeof(o->options), "%s", options ? options : "");
+		if (built)
+			o->built = 1;
+		else
+			o->linked = 1;
+	}
 	pthread_mutex_unlock(&lock);
 }
 
@@ -737,10 +968,18 @@ GK_EXPORT cl_int clCompileProgram(cl_program program, cl_uint num_devices,
 {
 	cl_int r;
 
+	cl_device_id buf[MOVED_MAX];
+	cl_program hdrs[64];
+
 	LOAD_OR(clCompileProgram, CL_OUT_OF_RESOURCES);
-	r = gk_cl.clCompileProgram(program, num_devices, device_list, options, num_input_headers,
-				   input_headers, header_include_names, pfn_notify, user_data);
-	note_options(program, options);
+	if (num_input_headers > 64)
+		return CL_OUT_OF_RESOURCES;
+	for (cl_uint i = 0; input_headers && i < num_input_headers; i++)
+		hdrs[i] = R(input_headers[i]);
+	r = gk_cl.clCompileProgram(R(program), num_devices, devs_of(num_devices, device_list, buf),
+				   options, num_input_headers, input_headers ? hdrs : NULL,
+				   header_include_names, pfn_notify, user_data);
+	note_options(program, options, 0);
 	return r;
 }
 
@@ -752,20 +991,25 @@ GK_EXPORT cl_program clLinkProgram(cl_context context, cl_uint num_devices,
 				   void *user_data, cl_int *errcode_ret)
 {
 	struct gk_clo *o;
-	cl_program p;
+	cl_program p, ins[64];
+	cl_device_id buf[MOVED_MAX];
 
-	if (gk_cl_load() < 0 || !gk_cl.clLinkProgram) {
+	if (gk_cl_load() < 0 || !gk_cl.clLinkProgram || num_input_programs > 64) {
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	p = gk_cl.clLinkProgram(context, num_devices, device_list, options, num_input_programs,
-				input_programs, pfn_notify, user_data, errcode_ret);
+	for (cl_uint i = 0; input_programs && i < num_input_programs; i++)
+		ins[i] = R(input_programs[i]);
+	p = W(gk_cl.clLinkProgram(R(context), num_devices, devs_of(num_devices, device_list, buf),
+				  options, num_input_programs, input_programs ? ins : NULL,
+				  pfn_notify, user_data, errcode_ret));
 	if (!p || !tracking())
 		return p;
 	pthread_mutex_lock(&lock);
 	o = add_locked(GK_CLO_PROGRAM, p);
 	if (o) {
 		o->parent = idx_of(GK_CLO_CONTEXT, context);
+		o->linked = 1;
 		snprintf(o->options, sizeof(o->options), "%s", options ? options : "");
 		for (cl_uint i = 0; i < num_input_programs; i++) {
 			const struct gk_clo *in =
@@ -790,9 +1034,12 @@ GK_EXPORT cl_int clBuildProgram(cl_program program, cl_uint num_devices,
 {
 	cl_int r;
 
+	cl_device_id buf[MOVED_MAX];
+
 	LOAD_OR(clBuildProgram, CL_OUT_OF_RESOURCES);
-	r = gk_cl.clBuildProgram(program, num_devices, device_list, options, pfn_notify, user_data);
-	note_options(program, options);
+	r = gk_cl.clBuildProgram(R(program), num_devices, devs_of(num_devices, device_list, buf),
+				 options, pfn_notify, user_data);
+	note_options(program, options, r == CL_SUCCESS);
 	return r;
 }
 
@@ -801,7 +1048,7 @@ GK_EXPORT cl_int clRetainProgram(cl_program p)
 	cl_int r;
 
 	LOAD_OR(clRetainProgram, CL_OUT_OF_RESOURCES);
-	r = gk_cl.clRetainProgram(p);
+	r = gk_cl.clRetainProgram(R(p));
 	if (r == CL_SUCCESS)
 		retain(GK_CLO_PROGRAM, p);
 	return r;
@@ -812,7 +1059,7 @@ GK_EXPORT cl_int clReleaseProgram(cl_program p)
 	cl_int r;
 
 	LOAD_OR(clReleaseProgram, CL_OUT_OF_RESOURCES);
-	r = gk_cl.clReleaseProgram(p);
+	r = gk_cl.clReleaseProgram(R(p));
 	if (r == CL_SUCCESS)
 		release(GK_CLO_PROGRAM, p);
 	return r;
@@ -843,7 +1090,7 @@ GK_EXPORT cl_kernel clCreateKernel(cl_program program, const char *kernel_name, 
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	k = gk_cl.clCreateKernel(program, kernel_name, errcode_ret);
+	k = W(gk_cl.clCreateKernel(R(program), kernel_name, errcode_ret));
 	add_kernel(k, program, kernel_name);
 	return k;
 }
@@ -855,7 +1102,7 @@ GK_EXPORT cl_int clCreateKernelsInProgram(cl_program program, cl_uint num_kernel
 	cl_int r;
 
 	LOAD_OR(clCreateKernelsInProgram, CL_OUT_OF_RESOURCES);
-	r = gk_cl.clCreateKernelsInProgram(program, num_kernels, kernels, &n);
+	r = gk_cl.clCreateKernelsInProgram(R(program), num_kernels, kernels, &n);
 	if (num_kernels_ret)
 		*num_kernels_ret = n;
 	if (r != CL_SUCCESS || !kernels)
@@ -866,6 +1113,7 @@ GK_EXPORT cl_int clCreateKernelsInProgram(cl_program program, cl_uint num_kernel
 		if (gk_cl.clGetKernelInfo)
 			gk_cl.clGetKernelInfo(kernels[i], CL_KERNEL_FUNCTION_NAME, sizeof(name) - 1,
 					      name, NULL);
+		kernels[i] = W(kernels[i]);
 		add_kernel(kernels[i], program, name);
 	}
 	return r;
@@ -881,7 +1129,7 @@ GK_EXPORT cl_kernel clCloneKernel(cl_kernel source_kernel, cl_int *errcode_ret)
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	k = gk_cl.clCloneKernel(source_kernel, errcode_ret);
+	k = W(gk_cl.clCloneKernel(R(source_kernel), errcode_ret));
 	if (!k || !tracking())
 		return k;
 	pthread_mutex_lock(&lock);
@@ -905,7 +1153,7 @@ GK_EXPORT cl_int clRetainKernel(cl_kernel k)
 	cl_int r;
 
 	LOAD_OR(clRetainKernel, CL_OUT_OF_RESOURCES);
-	r = gk_cl.clRetainKernel(k);
+	r = gk_cl.clRetainKernel(R(k));
 	if (r == CL_SUCCESS)
 		retain(GK_CLO_KERNEL, k);
 	return r;
@@ -916,7 +1164,7 @@ GK_EXPORT cl_int clReleaseKernel(cl_kernel k)
 	cl_int r;
 
 	LOAD_OR(clReleaseKernel, CL_OUT_OF_RESOURCES);
-	r = gk_cl.clReleaseKernel(k);
+	r = gk_cl.clReleaseKernel(R(k));
 	if (r == CL_SUCCESS)
 		release(GK_CLO_KERNEL, k);
 	return r;
@@ -926,11 +1174,19 @@ GK_EXPORT cl_int clSetKernelArg(cl_kernel kernel, cl_uint arg_index, size_t arg_
 				const void *arg_value)
 {
 	struct gk_clo *k, *m = NULL;
+	void *real = NULL;
 	cl_int r;
 
 	LOAD_OR(clSetKernelArg, CL_OUT_OF_RESOURCES);
+	/* A buffer by the runtime's handle: the value's bytes are only
+	 * compared with the handles' range, never followed elsewhere. */
+	if (arg_size == sizeof(cl_mem) && arg_value) {
+		memcpy(&real, arg_value, sizeof(real));
+		real = is_own(real) ? real_of(real) : NULL;
+	}
 	gk_gate_enter();
-	r = gk_cl.clSetKernelArg(kernel, arg_index, arg_size, arg_value);
+	r = gk_cl.clSetKernelArg(R(kernel), arg_index, arg_size,
+				 real ? (const void *)&real : arg_value);
 	gk_gate_leave();
 	if (r != CL_SUCCESS)
 		return r;
@@ -972,7 +1228,7 @@ GK_EXPORT cl_event clCreateUserEvent(cl_context context, cl_int *errcode_ret)
 		set_err(errcode_ret, CL_OUT_OF_RESOURCES);
 		return NULL;
 	}
-	e = gk_cl.clCreateUserEvent(context, errcode_ret);
+	e = gk_cl.clCreateUserEvent(R(context), errcode_ret);
 	if (e && tracking()) {
 		pthread_mutex_lock(&lock);
 		if (nuser_events < USER_EVENTS_MAX)
@@ -1012,7 +1268,7 @@ GK_EXPORT cl_int clEnqueueNDRangeKernel(cl_command_queue q, cl_kernel kernel, cl
 
 	LOAD_OR(clEnqueueNDRangeKernel, CL_OUT_OF_RESOURCES);
 	gk_gate_enter();
-	r = gk_cl.clEnqueueNDRangeKernel(q, kernel, work_dim, global_work_offset, global_work_size,
+	r = gk_cl.clEnqueueNDRangeKernel(R(q), R(kernel), work_dim, global_work_offset, global_work_size,
 					 local_work_size, n, wait, event);
 	gk_gate_leave();
 	return r;
@@ -1025,7 +1281,7 @@ GK_EXPORT cl_int clEnqueueTask(cl_command_queue q, cl_kernel kernel, cl_uint n,
 
 	LOAD_OR(clEnqueueTask, CL_OUT_OF_RESOURCES);
 	gk_gate_enter();
-	r = gk_cl.clEnqueueTask(q, kernel, n, wait, event);
+	r = gk_cl.clEnqueueTask(R(q), R(kernel), n, wait, event);
 	gk_gate_leave();
 	return r;
 }
@@ -1038,7 +1294,7 @@ GK_EXPORT cl_int clEnqueueWriteBuffer(cl_command_queue q, cl_mem buffer, cl_bool
 
 	LOAD_OR(clEnqueueWriteBuffer, CL_OUT_OF_RESOURCES);
 	gk_gate_enter();
-	r = gk_cl.clEnqueueWriteBuffer(q, buffer, blocking, offset, size, ptr, n, wait, event);
+	r = gk_cl.clEnqueueWriteBuffer(R(q), R(buffer), blocking, offset, size, ptr, n, wait, event);
 	gk_gate_leave();
 	return r;
 }
@@ -1054,7 +1310,7 @@ GK_EXPORT cl_int clEnqueueWriteBufferRect(cl_command_queue q, cl_mem buffer, cl_
 
 	LOAD_OR(clEnqueueWriteBufferRect, CL_OUT_OF_RESOURCES);
 	gk_gate_enter();
-	r = gk_cl.clEnqueueWriteBufferRect(q, buffer, blocking, buffer_origin, host_origin, region,
+	r = gk_cl.clEnqueueWriteBufferRect(R(q), R(buffer), blocking, buffer_origin, host_origin, region,
 					   buffer_row_pitch, buffer_slice_pitch, host_row_pitch,
 					   host_slice_pitch, ptr, n, wait, event);
 	gk_gate_leave();
@@ -1069,7 +1325,7 @@ GK_EXPORT cl_int clEnqueueCopyBuffer(cl_command_queue q, cl_mem src, cl_mem dst,
 
 	LOAD_OR(clEnqueueCopyBuffer, CL_OUT_OF_RESOURCES);
 	gk_gate_enter();
-	r = gk_cl.clEnqueueCopyBuffer(q, src, dst, src_offset, dst_offset, size, n, wait, event);
+	r = gk_cl.clEnqueueCopyBuffer(R(q), R(src), R(dst), src_offset, dst_offset, size, n, wait, event);
 	gk_gate_leave();
 	return r;
 }
@@ -1082,7 +1338,7 @@ GK_EXPORT cl_int clEnqueueFillBuffer(cl_command_queue q, cl_mem buffer, const vo
 
 	LOAD_OR(clEnqueueFillBuffer, CL_OUT_OF_RESOURCES);
 	gk_gate_enter();
-	r = gk_cl.clEnqueueFillBuffer(q, buffer, pattern, pattern_size, offset, size, n, wait,
+	r = gk_cl.clEnqueueFillBuffer(R(q), R(buffer), pattern, pattern_size, offset, size, n, wait,
 				      event);
 	gk_gate_leave();
 	return r;
@@ -1100,7 +1356,7 @@ GK_EXPORT void *clEnqueueMapBuffer(cl_command_queue q, cl_mem buffer, cl_bool bl
 		return NULL;
 	}
 	gk_gate_enter();
-	p = gk_cl.clEnqueueMapBuffer(q, buffer, blocking, flags, offset, size, n, wait, event,
+	p = gk_cl.clEnqueueMapBuffer(R(q), R(buffer), blocking, flags, offset, size, n, wait, event,
 				     errcode_ret);
 	gk_gate_leave();
 	if (p) {
@@ -1121,7 +1377,7 @@ GK_EXPORT cl_int clEnqueueUnmapMemObject(cl_command_queue q, cl_mem memobj, void
 
 	LOAD_OR(clEnqueueUnmapMemObject, CL_OUT_OF_RESOURCES);
 	gk_gate_enter();
-	r = gk_cl.clEnqueueUnmapMemObject(q, memobj, mapped_ptr, n, wait, event);
+	r = gk_cl.clEnqueueUnmapMemObject(R(q), R(memobj), mapped_ptr, n, wait, event);
 	gk_gate_leave();
 	if (r == CL_SUCCESS) {
 		pthread_mutex_lock(&lock);
@@ -1130,6 +1386,186 @@ GK_EXPORT cl_int clEnqueueUnmapMemObject(cl_command_queue q, cl_mem memobj, void
 			o->mapped--;
 		pthread_mutex_unlock(&lock);
 	}
+	return r;
+}
+
+/* ---- the other entry points that take the program's handles ---- */
+
+GK_EXPORT cl_int clFinish(cl_command_queue q)
+{
+	LOAD_OR(clFinish, CL_OUT_OF_RESOURCES);
+	return gk_cl.clFinish(R(q));
+}
+
+GK_EXPORT cl_int clFlush(cl_command_queue q)
+{
+	LOAD_OR(clFlush, CL_OUT_OF_RESOURCES);
+	return gk_cl.clFlush(R(q));
+}
+
+GK_EXPORT cl_int clEnqueueReadBuffer(cl_command_queue q, cl_mem buffer, cl_bool blocking,
+				     size_t offset, size_t size, void *ptr, cl_uint n,
+				     const cl_event *wait, cl_event *event)
+{
+	LOAD_OR(clEnqueueReadBuffer, CL_OUT_OF_RESOURCES);
+	return gk_cl.clEnqueueReadBuffer(R(q), R(buffer), blocking, offset, size, ptr, n, wait,
+					 event);
+}
+
+GK_EXPORT cl_int clEnqueueReadBufferRect(cl_command_queue q, cl_mem buffer, cl_bool blocking,
+					 const size_t *buffer_origin, const size_t *host_origin,
+					 const size_t *region, size_t buffer_row_pitch,
+					 size_t buffer_slice_pitch, size_t host_row_pitch,
+					 size_t host_slice_pitch, void *ptr, cl_uint n,
+					 const cl_event *wait, cl_event *event)
+{
+	LOAD_OR(clEnqueueReadBufferRect, CL_OUT_OF_RESOURCES);
+	return gk_cl.clEnqueueReadBufferRect(R(q), R(buffer), blocking, buffer_origin, host_origin,
+					     region, buffer_row_pitch, buffer_slice_pitch,
+					     host_row_pitch, host_slice_pitch, ptr, n, wait, event);
+}
+
+GK_EXPORT cl_int clEnqueueCopyBufferRect(cl_command_queue q, cl_mem src, cl_mem dst,
+					 const size_t *src_origin, const size_t *dst_origin,
+					 const size_t *region, size_t src_row_pitch,
+					 size_t src_slice_pitch, size_t dst_row_pitch,
+					 size_t dst_slice_pitch, cl_uint n, const cl_event *wait,
+					 cl_event *event)
+{
+	cl_int r;
+
+	LOAD_OR(clEnqueueCopyBufferRect, CL_OUT_OF_RESOURCES);
+	gk_gate_enter();
+	r = gk_cl.clEnqueueCopyBufferRect(R(q), R(src), R(dst), src_origin, dst_origin, region,
+					  src_row_pitch, src_slice_pitch, dst_row_pitch,
+					  dst_slice_pitch, n, wait, event);
+	gk_gate_leave();
+	return r;
+}
+
+GK_EXPORT cl_int clEnqueueMarkerWithWaitList(cl_command_queue q, cl_uint n, const cl_event *wait,
+					     cl_event *event)
+{
+	LOAD_OR(clEnqueueMarkerWithWaitList, CL_OUT_OF_RESOURCES);
+	return gk_cl.clEnqueueMarkerWithWaitList(R(q), n, wait, event);
+}
+
+GK_EXPORT cl_int clEnqueueBarrierWithWaitList(cl_command_queue q, cl_uint n, const cl_event *wait,
+					      cl_event *event)
+{
+	LOAD_OR(clEnqueueBarrierWithWaitList, CL_OUT_OF_RESOURCES);
+	return gk_cl.clEnqueueBarrierWithWaitList(R(q), n, wait, event);
+}
+
+GK_EXPORT cl_int clEnqueueMigrateMemObjects(cl_command_queue q, cl_uint num_mem_objects,
+					    const cl_mem *mem_objects, cl_mem_migration_flags flags,
+					    cl_uint n, const cl_event *wait, cl_event *event)
+{
+	cl_mem ms[64];
+
+	LOAD_OR(clEnqueueMigrateMemObjects, CL_OUT_OF_RESOURCES);
+	if (num_mem_objects > 64 || !mem_objects)
+		return gk_cl.clEnqueueMigrateMemObjects(R(q), num_mem_objects, mem_objects, flags,
+							n, wait, event);
+	for (cl_uint i = 0; i < num_mem_objects; i++)
+		ms[i] = R(mem_objects[i]);
+	return gk_cl.clEnqueueMigrateMemObjects(R(q), num_mem_objects, ms, flags, n, wait, event);
+}
+
+GK_EXPORT cl_int clSetMemObjectDestructorCallback(cl_mem m,
+						  void(CL_CALLBACK *pfn_notify)(cl_mem, void *),
+						  void *user_data)
+{
+	LOAD_OR(clSetMemObjectDestructorCallback, CL_OUT_OF_RESOURCES);
+	return gk_cl.clSetMemObjectDestructorCallback(R(m), pfn_notify, user_data);
+}
+
+GK_EXPORT cl_int clGetContextInfo(cl_context c, cl_context_info name, size_t size, void *value,
+				  size_t *size_ret)
+{
+	LOAD_OR(clGetContextInfo, CL_OUT_OF_RESOURCES);
+	return gk_cl.clGetContextInfo(R(c), name, size, value, size_ret);
+}
+
+GK_EXPORT cl_int clGetCommandQueueInfo(cl_command_queue q, cl_command_queue_info name, size_t size,
+				       void *value, size_t *size_ret)
+{
+	cl_int r;
+
+	LOAD_OR(clGetCommandQueueInfo, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clGetCommandQueueInfo(R(q), name, size, value, size_ret);
+	if (name == CL_QUEUE_CONTEXT)
+		fix_answer(r, value, size);
+	return r;
+}
+
+GK_EXPORT cl_int clGetMemObjectInfo(cl_mem m, cl_mem_info name, size_t size, void *value,
+				    size_t *size_ret)
+{
+	cl_int r;
+
+	LOAD_OR(clGetMemObjectInfo, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clGetMemObjectInfo(R(m), name, size, value, size_ret);
+	if (name == CL_MEM_CONTEXT || name == CL_MEM_ASSOCIATED_MEMOBJECT)
+		fix_answer(r, value, size);
+	return r;
+}
+
+GK_EXPORT cl_int clGetProgramInfo(cl_program p, cl_program_info name, size_t size, void *value,
+				  size_t *size_ret)
+{
+	cl_int r;
+
+	LOAD_OR(clGetProgramInfo, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clGetProgramInfo(R(p), name, size, value, size_ret);
+	if (name == CL_PROGRAM_CONTEXT)
+		fix_answer(r, value, size);
+	return r;
+}
+
+GK_EXPORT cl_int clGetProgramBuildInfo(cl_program p, cl_device_id d, cl_program_build_info name,
+				       size_t size, void *value, size_t *size_ret)
+{
+	LOAD_OR(clGetProgramBuildInfo, CL_OUT_OF_RESOURCES);
+	return gk_cl.clGetProgramBuildInfo(R(p), dev_of(d), name, size, value, size_ret);
+}
+
+GK_EXPORT cl_int clGetKernelInfo(cl_kernel k, cl_kernel_info name, size_t size, void *value,
+				 size_t *size_ret)
+{
+	cl_int r;
+
+	LOAD_OR(clGetKernelInfo, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clGetKernelInfo(R(k), name, size, value, size_ret);
+	if (name == CL_KERNEL_CONTEXT || name == CL_KERNEL_PROGRAM)
+		fix_answer(r, value, size);
+	return r;
+}
+
+GK_EXPORT cl_int clGetKernelWorkGroupInfo(cl_kernel k, cl_device_id d,
+					  cl_kernel_work_group_info name, size_t size, void *value,
+					  size_t *size_ret)
+{
+	LOAD_OR(clGetKernelWorkGroupInfo, CL_OUT_OF_RESOURCES);
+	return gk_cl.clGetKernelWorkGroupInfo(R(k), dev_of(d), name, size, value, size_ret);
+}
+
+GK_EXPORT cl_int clGetKernelArgInfo(cl_kernel k, cl_uint arg, cl_kernel_arg_info name, size_t size,
+				    void *value, size_t *size_ret)
+{
+	LOAD_OR(clGetKernelArgInfo, CL_OUT_OF_RESOURCES);
+	return gk_cl.clGetKernelArgInfo(R(k), arg, name, size, value, size_ret);
+}
+
+GK_EXPORT cl_int clGetEventInfo(cl_event e, cl_event_info name, size_t size, void *value,
+				size_t *size_ret)
+{
+	cl_int r;
+
+	LOAD_OR(clGetEventInfo, CL_OUT_OF_RESOURCES);
+	r = gk_cl.clGetEventInfo(e, name, size, value, size_ret);
+	if (name == CL_EVENT_COMMAND_QUEUE || name == CL_EVENT_CONTEXT)
+		fix_answer(r, value, size);
 	return r;
 }
 
@@ -1162,7 +1598,7 @@ static int refuse_transparent_locked(struct gk_phase_verdict *v)
 
 		if (o->kind != GK_CLO_CONTEXT)
 			continue;
-		if (gk_cl.clGetContextInfo(o->h, CL_CONTEXT_DEVICES, sizeof(devs), devs, &got) !=
+		if (gk_cl.clGetContextInfo(R(o->h), CL_CONTEXT_DEVICES, sizeof(devs), devs, &got) !=
 		    CL_SUCCESS) {
 			snprintf(
 			    v->why, sizeof(v->why),
@@ -1263,12 +1699,13 @@ static cl_command_queue queue_for(long ctx, int *temp)
 	*temp = 0;
 	for (size_t i = 0; i < rec.n; i++)
 		if (rec.o[i]->kind == GK_CLO_QUEUE && rec.o[i]->parent == ctx)
-			return rec.o[i]->h;
+			return real_of(rec.o[i]->h);
 	if (!c ||
-	    gk_cl.clGetContextInfo(c->h, CL_CONTEXT_DEVICES, sizeof(dev), &dev, NULL) != CL_SUCCESS)
+	    gk_cl.clGetContextInfo(R(c->h), CL_CONTEXT_DEVICES, sizeof(dev), &dev, NULL) !=
+		CL_SUCCESS)
 		return NULL;
 	*temp = 1;
-	return gk_cl.clCreateCommandQueueWithProperties(c->h, dev, NULL, &e);
+	return gk_cl.clCreateCommandQueueWithProperties(R(c->h), dev, NULL, &e);
 }
 
 /* Every queue finished, without the lock: a callback of an event that
@@ -1288,7 +1725,7 @@ static int finish_queues(struct gk_phase_verdict *v)
 		qs = calloc(rec.n, sizeof(*qs));
 	for (size_t i = 0; qs && i < rec.n; i++)
 		if (rec.o[i]->kind == GK_CLO_QUEUE) {
-			qs[n].q = rec.o[i]->h;
+			qs[n].q = real_of(rec.o[i]->h);
 			qs[n].idx = rec.o[i]->idx;
 			/* Held while it is finished. */
 			if (gk_cl.clRetainCommandQueue(qs[n].q) == CL_SUCCESS)
@@ -1326,7 +1763,7 @@ static int copy_locked(struct gk_phase_verdict *v)
 		if (o->kind != GK_CLO_MEM || o->sub || !o->size)
 			continue;
 		q = queue_for(o->parent, &temp);
-		e = q ? gk_cl.clEnqueueReadBuffer(q, o->h, CL_TRUE, 0, o->size, o->shadow, 0, NULL,
+		e = q ? gk_cl.clEnqueueReadBuffer(q, R(o->h), CL_TRUE, 0, o->size, o->shadow, 0, NULL,
 						  NULL)
 		      : CL_INVALID_COMMAND_QUEUE;
 		if (temp && q)
@@ -1425,6 +1862,22 @@ static int read_state(const char *dir, const struct gk_manifest *m, const struct
 	return 0;
 }
 
+/* Does device dev (named dname, or "" to ask it) offer what program p used? */
+static int device_offers(cl_device_id dev, const char *dname, const struct gk_clo *p, char *why,
+			 size_t len)
+{
+	char name[256] = "", exts[8192] = "";
+	cl_device_fp_config fp = 0;
+
+	if (dname && dname[0])
+		snprintf(name, sizeof(name), "%s", dname);
+	else
+		gk_cl.clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof(name) - 1, name, NULL);
+	gk_cl.clGetDeviceInfo(dev, CL_DEVICE_EXTENSIONS, sizeof(exts) - 1, exts, NULL);
+	gk_cl.clGetDeviceInfo(dev, CL_DEVICE_DOUBLE_FP_CONFIG, sizeof(fp), &fp, NULL);
+	return gk_clrec_device_offers(p, name, exts, fp != 0, why, len);
+}
+
 /* Do the devices of this run's context ctx offer what program p used? */
 static int devices_offer(const struct gk_clo *p, long ctx, char *why, size_t len)
 {
@@ -1432,18 +1885,12 @@ static int devices_offer(const struct gk_clo *p, long ctx, char *why, size_t len
 	cl_device_id devs[16];
 	size_t bytes = 0;
 
-	if (!c || gk_cl.clGetContextInfo(c->h, CL_CONTEXT_DEVICES, sizeof(devs), devs, &bytes) !=
-		      CL_SUCCESS)
+	if (!c || gk_cl.clGetContextInfo(R(c->h), CL_CONTEXT_DEVICES, sizeof(devs), devs,
+					 &bytes) != CL_SUCCESS)
 		return 0;
 	for (size_t d = 0; d < bytes / sizeof(devs[0]); d++) {
-		char name[256] = "", exts[8192] = "";
-		cl_device_fp_config fp = 0;
-		int ret;
+		int ret = device_offers(devs[d], NULL, p, why, len);
 
-		gk_cl.clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof(name) - 1, name, NULL);
-		gk_cl.clGetDeviceInfo(devs[d], CL_DEVICE_EXTENSIONS, sizeof(exts) - 1, exts, NULL);
-		gk_cl.clGetDeviceInfo(devs[d], CL_DEVICE_DOUBLE_FP_CONFIG, sizeof(fp), &fp, NULL);
-		ret = gk_clrec_device_offers(p, name, exts, fp != 0, why, len);
 		if (ret < 0)
 			return ret;
 	}
@@ -1525,7 +1972,7 @@ static int cl_restored(char *why, size_t len)
 		if (c->kind != GK_CLO_MEM || c->sub || !c->size || !o || !o->shadow)
 			continue;
 		q = queue_for(o->parent, &temp);
-		e = q ? gk_cl.clEnqueueWriteBuffer(q, o->h, CL_TRUE, 0, o->size, o->shadow, 0, NULL,
+		e = q ? gk_cl.clEnqueueWriteBuffer(q, R(o->h), CL_TRUE, 0, o->size, o->shadow, 0, NULL,
 						   NULL)
 		      : CL_INVALID_COMMAND_QUEUE;
 		if (e == CL_SUCCESS)
@@ -1554,6 +2001,7 @@ static int cl_restored(char *why, size_t len)
 			const struct gk_cl_arg *g = &c->args[a];
 			const void *value = g->value;
 			struct gk_clo *m;
+			void *mr;
 			cl_int e;
 
 			if (g->kind == GK_CLA_UNSET)
@@ -1571,9 +2019,10 @@ static int cl_restored(char *why, size_t len)
 					ret = -EINVAL;
 					break;
 				}
-				value = &m->h;
+				mr = real_of(m->h);
+				value = &mr;
 			}
-			e = gk_cl.clSetKernelArg(k->h, (cl_uint)a, g->size, value);
+			e = gk_cl.clSetKernelArg(R(k->h), (cl_uint)a, g->size, value);
 			if (e != CL_SUCCESS) {
 				snprintf(why, len,
 					 "OpenCL kernel '%s' argument %d could not be set again: "
@@ -1595,6 +2044,435 @@ static int cl_restored(char *why, size_t len)
 	return ret;
 }
 
+
+/* ---- a move onto another device (opencl_move.h) ---- */
+
+static int find_device(const char *spec, cl_device_id *out, char *name, size_t nlen)
+{
+	static const struct {
+		const char *word;
+		cl_device_type type;
+	} types[] = {{"cpu", CL_DEVICE_TYPE_CPU},
+		     {"gpu", CL_DEVICE_TYPE_GPU},
+		     {"accelerator", CL_DEVICE_TYPE_ACCELERATOR},
+		     {"all", CL_DEVICE_TYPE_ALL}};
+	cl_platform_id plats[16];
+	cl_uint np = 0;
+	cl_device_type type = 0;
+	long want = 0, seen = 0;
+	const char *colon = strchr(spec, ':');
+
+	for (size_t t = 0; colon && t < sizeof(types) / sizeof(types[0]); t++)
+		if ((size_t)(colon - spec) == strlen(types[t].word) &&
+		    !strncmp(spec, types[t].word, (size_t)(colon - spec))) {
+			char *end;
+
+			type = types[t].type;
+			want = strtol(colon + 1, &end, 10);
+			if (*end || end == colon + 1 || want < 0)
+				return -EINVAL;
+		}
+	if (gk_cl.clGetPlatformIDs(16, plats, &np) != CL_SUCCESS)
+		return -ENODEV;
+	for (cl_uint p = 0; p < np && p < 16; p++) {
+		cl_device_id devs[64];
+		cl_uint nd = 0;
+
+		if (gk_cl.clGetDeviceIDs(plats[p], type ? type : CL_DEVICE_TYPE_ALL, 64, devs,
+					 &nd) != CL_SUCCESS)
+			continue;
+		for (cl_uint d = 0; d < nd && d < 64; d++) {
+			name[0] = 0;
+			gk_cl.clGetDeviceInfo(devs[d], CL_DEVICE_NAME, nlen - 1, name, NULL);
+			name[nlen - 1] = 0;
+			if (type ? seen++ == want : !strncmp(name, spec, strlen(spec))) {
+				*out = devs[d];
+				return 0;
+			}
+		}
+	}
+	return -ENODEV;
+}
+
+static const char *kind_word(const struct gk_clo *o)
+{
+	static const char *const n[] = {"context", "command queue", "buffer", "program", "kernel"};
+
+	return o->kind == GK_CLO_MEM ? mem_label(o) : n[o->kind];
+}
+
+/* What stops a move of the record onto dev (named dname). */
+static int move_refused_locked(cl_device_id dev, const char *dname, char *why, size_t len)
+{
+	if (!gk_cl_movable()) {
+		snprintf(why, len,
+			 "the program's OpenCL handles are its implementation's: set "
+			 GK_ENV(OPENCL_MOVABLE) "=1 before it starts (docs/opencl.md)");
+		return -ENOTSUP;
+	}
+	if (record_lost) {
+		snprintf(why, len, "the record of the process's OpenCL objects is incomplete");
+		return -ENOMEM;
+	}
+	if (nunsaved || unsaved_lost) {
+		snprintf(why, len, "the process holds %s, which gpuckpt does not move",
+			 nunsaved ? unsaved[0].what : "OpenCL objects gpuckpt does not move");
+		return -ENOTSUP;
+	}
+	if (nuser_events) {
+		snprintf(why, len,
+			 "an OpenCL user event is not set yet (clSetUserEventStatus): the commands "
+			 "waiting on it cannot be drained");
+		return -EBUSY;
+	}
+	for (size_t i = 0; i < rec.n; i++) {
+		const struct gk_clo *o = rec.o[i];
+		cl_uint nd = 0;
+		int ret;
+
+		if (!o->own) {
+			snprintf(why, len,
+				 "OpenCL %s %ld has no handle of the runtime's (no memory for one "
+				 "when it was made)",
+				 kind_word(o), o->idx);
+			return -ENOMEM;
+		}
+		if (o->kind == GK_CLO_CONTEXT &&
+		    (gk_cl.clGetContextInfo(R(o->h), CL_CONTEXT_NUM_DEVICES, sizeof(nd), &nd,
+					    NULL) != CL_SUCCESS ||
+		     nd != 1)) {
+			snprintf(why, len,
+				 "OpenCL context %ld has %u devices; a move takes a context of one",
+				 o->idx, nd);
+			return -ENOTSUP;
+		}
+		if (o->kind == GK_CLO_MEM && o->mapped) {
+			snprintf(why, len, "OpenCL %s %ld is mapped (clEnqueueMapBuffer)",
+				 mem_label(o), o->idx);
+			return -EBUSY;
+		}
+		if (o->kind == GK_CLO_MEM && !o->sub && o->size && !o->shadow) {
+			snprintf(why, len, "OpenCL buffer %ld has no host copy", o->idx);
+			return -ENOMEM;
+		}
+		if (o->kind == GK_CLO_MEM && o->sub && !gk_clrec_at(&rec, GK_CLO_MEM, o->parent)) {
+			snprintf(why, len, "OpenCL sub-buffer %ld: its buffer is not recorded",
+				 o->idx);
+			return -ENOTSUP;
+		}
+		if (o->kind == GK_CLO_PROGRAM && (o->binary || o->linked || !o->src)) {
+			snprintf(why, len,
+				 "OpenCL program %ld was %s: only a program built from its source "
+				 "is built again on another device",
+				 o->idx,
+				 o->binary   ? "made from a binary, IL or built-in kernels"
+				 : o->linked ? "compiled or linked (clCompileProgram, clLinkProgram)"
+					     : "made without a copy of its source (no memory)");
+			return -ENOTSUP;
+		}
+		if (o->kind == GK_CLO_PROGRAM) {
+			ret = device_offers(dev, dname, o, why, len);
+			if (ret < 0)
+				return ret;
+		}
+		if (o->kind == GK_CLO_KERNEL &&
+		    (o->arg_too_big || !gk_clrec_at(&rec, GK_CLO_PROGRAM, o->parent))) {
+			snprintf(why, len,
+				 "OpenCL kernel %ld ('%s') %s", o->idx, o->name,
+				 o->arg_too_big ? "has an argument gpuckpt did not keep"
+						: "outlived its program's last handle");
+			return -ENOTSUP;
+		}
+		if ((o->kind == GK_CLO_QUEUE || (o->kind == GK_CLO_MEM && !o->sub) ||
+		     o->kind == GK_CLO_PROGRAM) &&
+		    !gk_clrec_at(&rec, GK_CLO_CONTEXT, o->parent)) {
+			snprintf(why, len,
+				 "OpenCL %s %ld outlived its context's last handle", kind_word(o),
+				 o->idx);
+			return -ENOTSUP;
+		}
+	}
+	return 0;
+}
+
+/* The position in the record of the object of kind with index idx: its new
+ * real object in nu. */
+static void *new_of(void **nu, enum gk_clo_kind kind, long idx)
+{
+	for (size_t i = 0; i < rec.n; i++)
+		if (rec.o[i]->kind == kind && rec.o[i]->idx == idx)
+			return nu[i];
+	return NULL;
+}
+
+static void release_real(enum gk_clo_kind kind, void *h)
+{
+	switch (kind) {
+	case GK_CLO_CONTEXT:
+		gk_cl.clReleaseContext(h);
+		break;
+	case GK_CLO_QUEUE:
+		gk_cl.clReleaseCommandQueue(h);
+		break;
+	case GK_CLO_MEM:
+		gk_cl.clReleaseMemObject(h);
+		break;
+	case GK_CLO_PROGRAM:
+		gk_cl.clReleaseProgram(h);
+		break;
+	case GK_CLO_KERNEL:
+		gk_cl.clReleaseKernel(h);
+		break;
+	}
+}
+
+static void retain_real(enum gk_clo_kind kind, void *h)
+{
+	switch (kind) {
+	case GK_CLO_CONTEXT:
+		gk_cl.clRetainContext(h);
+		break;
+	case GK_CLO_QUEUE:
+		gk_cl.clRetainCommandQueue(h);
+		break;
+	case GK_CLO_MEM:
+		gk_cl.clRetainMemObject(h);
+		break;
+	case GK_CLO_PROGRAM:
+		gk_cl.clRetainProgram(h);
+		break;
+	case GK_CLO_KERNEL:
+		gk_cl.clRetainKernel(h);
+		break;
+	}
+}
+
+/* Object o made anew on dev into *out, its parents' new objects in nu. */
+static cl_int make_anew(const struct gk_clo *o, void **nu, cl_device_id dev, void **out)
+{
+	cl_int e = CL_SUCCESS;
+
+	switch (o->kind) {
+	case GK_CLO_CONTEXT:
+		*out = gk_cl.clCreateContext(NULL, 1, &dev, NULL, NULL, &e);
+		break;
+	case GK_CLO_QUEUE: {
+		cl_queue_properties props[] = {CL_QUEUE_PROPERTIES, o->props, 0};
+
+		*out = gk_cl.clCreateCommandQueueWithProperties(
+		    new_of(nu, GK_CLO_CONTEXT, o->parent), dev, o->props ? props : NULL, &e);
+		break;
+	}
+	case GK_CLO_MEM:
+		if (o->sub) {
+			cl_buffer_region r = {o->origin, o->size};
+
+			*out = gk_cl.clCreateSubBuffer(new_of(nu, GK_CLO_MEM, o->parent), o->flags,
+						       CL_BUFFER_CREATE_TYPE_REGION, &r, &e);
+		} else if (o->flags & CL_MEM_USE_HOST_PTR) {
+			/* The program's memory holds what the buffer holds. */
+			if (o->size)
+				memcpy(o->host_ptr, o->shadow, o->size);
+			*out = gk_cl.clCreateBuffer(new_of(nu, GK_CLO_CONTEXT, o->parent), o->flags,
+						    o->size, o->host_ptr, &e);
+		} else {
+			cl_mem_flags f = o->flags & ~(cl_mem_flags)CL_MEM_COPY_HOST_PTR;
+
+			*out = gk_cl.clCreateBuffer(new_of(nu, GK_CLO_CONTEXT, o->parent),
+						    o->size ? f | CL_MEM_COPY_HOST_PTR : f, o->size,
+						    o->size ? o->shadow : NULL, &e);
+		}
+		break;
+	case GK_CLO_PROGRAM: {
+		const char *src = o->src;
+
+		*out = gk_cl.clCreateProgramWithSource(new_of(nu, GK_CLO_CONTEXT, o->parent), 1,
+						       &src, &o->src_len, &e);
+		if (*out && o->built)
+			e = gk_cl.clBuildProgram(*out, 1, &dev, o->options, NULL, NULL);
+		break;
+	}
+	case GK_CLO_KERNEL:
+		*out = gk_cl.clCreateKernel(new_of(nu, GK_CLO_PROGRAM, o->parent), o->name, &e);
+		for (int a = 0; *out && e == CL_SUCCESS && a < GK_CL_ARGS_MAX; a++) {
+			const struct gk_cl_arg *g = &o->args[a];
+			void *m;
+
+			if (g->kind == GK_CLA_UNSET)
+				continue;
+			m = g->kind == GK_CLA_MEM ? new_of(nu, GK_CLO_MEM, g->mem) : NULL;
+			e = gk_cl.clSetKernelArg(*out, (cl_uint)a, g->size,
+						 g->kind == GK_CLA_MEM     ? (const void *)&m
+						 : g->kind == GK_CLA_LOCAL ? NULL
+									   : (const void *)g->value);
+		}
+		break;
+	}
+	if (e == CL_SUCCESS && !*out)
+		e = CL_OUT_OF_RESOURCES;
+	return e;
+}
+
+int gk_cl_move(const char *spec, char *why, size_t len)
+{
+	struct gk_phase_verdict v = {.why = ""};
+	cl_device_id dev = NULL;
+	char dname[256] = "";
+	void **nu = NULL, **old = NULL;
+	size_t n = 0, made = 0, nbufs = 0;
+	int ret;
+
+	if (gk_cl_load() < 0) {
+		snprintf(why, len, "libOpenCL.so.1 cannot be loaded");
+		return -ENOENT;
+	}
+	ret = find_device(spec, &dev, dname, sizeof(dname));
+	if (ret < 0) {
+		snprintf(why, len, "no OpenCL device '%s' (a name's beginning, or TYPE:N)", spec);
+		return ret;
+	}
+	pthread_mutex_lock(&lock);
+	ret = move_refused_locked(dev, dname, why, len);
+	pthread_mutex_unlock(&lock);
+	if (ret < 0)
+		return ret;
+	ret = finish_queues(&v);
+	if (ret < 0) {
+		snprintf(why, len, "%s", v.why);
+		return ret;
+	}
+	pthread_mutex_lock(&lock);
+	ret = copy_locked(&v);
+	if (ret < 0) {
+		snprintf(why, len, "%s", v.why);
+		goto out;
+	}
+	n = rec.n;
+	nu = calloc(n ? n : 1, sizeof(*nu));
+	old = calloc(n ? n : 1, sizeof(*old));
+	if (!nu || !old) {
+		ret = -ENOMEM;
+		snprintf(why, len, "out of memory");
+		goto out;
+	}
+	for (made = 0; made < n; made++) {
+		const struct gk_clo *o = rec.o[made];
+		cl_int e = make_anew(o, nu, dev, &nu[made]);
+
+		if (e != CL_SUCCESS) {
+			snprintf(why, len, "OpenCL %s %ld%s%s%s could not be made on device '%s': %s",
+				 kind_word(o), o->idx, o->kind == GK_CLO_KERNEL ? " ('" : "",
+				 o->kind == GK_CLO_KERNEL ? o->name : "",
+				 o->kind == GK_CLO_KERNEL ? "')" : "", dname, gk_cl_name(e));
+			if (nu[made])
+				release_real(o->kind, nu[made]);
+			nu[made] = NULL;
+			ret = -EIO;
+			break;
+		}
+		if (o->kind == GK_CLO_MEM && !o->sub)
+			nbufs++;
+	}
+	if (ret < 0) {
+		while (made-- > 0)
+			release_real(rec.o[made]->kind, nu[made]);
+		goto out;
+	}
+	/* Every object made: the devices the old contexts had map to dev, the
+	 * handles are re-pointed, and the program's references move over. */
+	for (size_t i = 0; i < n; i++) {
+		struct gk_clo *o = rec.o[i];
+		cl_device_id od[MOVED_MAX];
+		size_t bytes = 0;
+
+		if (o->kind != GK_CLO_CONTEXT ||
+		    gk_cl.clGetContextInfo(R(o->h), CL_CONTEXT_DEVICES, sizeof(od), od, &bytes) !=
+			CL_SUCCESS)
+			continue;
+		for (size_t d = 0; d < bytes / sizeof(od[0]); d++) {
+			int k, have = __atomic_load_n(&nmoved, __ATOMIC_ACQUIRE);
+
+			for (k = 0; k < have; k++)
+				if (moved_to[k] == od[d] && od[d] != dev)
+					moved_to[k] = dev;
+			for (k = 0; k < have && moved_from[k] != od[d]; k++)
+				;
+			if (k < have)
+				moved_to[k] = dev;
+			else if (have < MOVED_MAX && od[d] != dev) {
+				moved_from[have] = od[d];
+				moved_to[have] = dev;
+				__atomic_store_n(&nmoved, have + 1, __ATOMIC_RELEASE);
+			}
+		}
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct gk_clo *o = rec.o[i];
+		struct gk_clh *x = (struct gk_clh *)o->h;
+
+		old[i] = x->real;
+		__atomic_store_n(&x->real, nu[i], __ATOMIC_RELEASE);
+		for (long r = 1; r < o->refs; r++)
+			retain_real(o->kind, nu[i]);
+	}
+	for (size_t i = n; i-- > 0;) {
+		struct gk_clo *o = rec.o[i];
+
+		/* A buffer the program let go of, kept for its sub-buffers:
+		 * they hold the new one now. */
+		if (o->refs <= 0)
+			release_real(o->kind, nu[i]);
+		for (long r = 0; r < o->refs; r++)
+			release_real(o->kind, old[i]);
+		if (o->kind == GK_CLO_MEM && o->shadow && o->size)
+			madvise(o->shadow, o->size, MADV_DONTNEED);
+	}
+	gk_info("opencl: moved %zu OpenCL objects (%zu buffers with their contents) onto device "
+		"'%s'",
+		n, nbufs, dname);
+out:
+	pthread_mutex_unlock(&lock);
+	free(nu);
+	free(old);
+	return ret;
+}
+
+/*
+ * Transparent mode: CRIU brought the process back with its OpenCL objects on
+ * the device they had (a CPU device's state is host memory). The job's
+ * checkpoint folder may name another device in GK_CL_DEVICE_FILE: then every
+ * object is made anew there. A move refused leaves the program on the device
+ * it had, saying why.
+ */
+static void cl_resumed(const char *ckpt)
+{
+	char path[4200], spec[256] = "", why[1024];
+	ssize_t n;
+	int fd, ret;
+
+	(void)ckpt;
+	snprintf(path, sizeof(path), "%s/" GK_CL_DEVICE_FILE, gk_rt.settings.dir);
+	fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC | O_NONBLOCK);
+	if (fd < 0)
+		return;
+	n = read(fd, spec, sizeof(spec) - 1);
+	close(fd);
+	spec[n > 0 ? n : 0] = 0;
+	spec[strcspn(spec, "\r\n")] = 0;
+	pthread_mutex_lock(&lock);
+	n = (ssize_t)rec.n;
+	pthread_mutex_unlock(&lock);
+	if (!spec[0] || !n)
+		return;
+	ret = gk_cl_move(spec, why, sizeof(why));
+	if (ret < 0)
+		gk_error("opencl: %s names OpenCL device '%s', but the objects stay on the device "
+			 "they had: %s",
+			 path, spec, why);
+	else
+		gk_notice("opencl: restored onto OpenCL device '%s' (%s)", spec, path);
+}
+
 static const struct gk_phase_hooks cl_hooks = {
     .name = "opencl",
     .order = 50,
@@ -1602,5 +2480,6 @@ static const struct gk_phase_hooks cl_hooks = {
     .committed = cl_committed,
     .restore_check = cl_restore_check,
     .restored = cl_restored,
+    .resumed = cl_resumed,
 };
 GK_PHASE_HOOKS(cl_hooks)

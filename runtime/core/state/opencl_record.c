@@ -75,13 +75,16 @@ void gk_clrec_remove(struct gk_clrec *r, struct gk_clo *o)
 			r->n--;
 			break;
 		}
+	free(o->src);
 	free(o);
 }
 
 void gk_clrec_free(struct gk_clrec *r)
 {
-	for (size_t i = 0; i < r->n; i++)
+	for (size_t i = 0; i < r->n; i++) {
+		free(r->o[i]->src);
 		free(r->o[i]);
+	}
 	free(r->o);
 	memset(r, 0, sizeof(*r));
 }

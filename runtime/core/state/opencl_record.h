@@ -37,15 +37,20 @@ struct gk_clo {
 	void *h;     /* the OpenCL handle the program holds */
 	long refs;   /* the program's references */
 	long parent; /* queue, buffer, program: context; kernel: program; sub-buffer: buffer; -1 */
+	int own;     /* h is a handle of the runtime's own (interpose/opencl.c) */
 	/* buffers */
 	uint64_t flags, origin, size;
 	int sub;
-	void *shadow; /* a top-level buffer's bytes at a checkpoint */
+	void *shadow;	/* a top-level buffer's bytes at a checkpoint */
+	void *host_ptr; /* CL_MEM_USE_HOST_PTR: the program's memory (not written out) */
 	long mapped;
 	/* programs */
 	int fp64, binary;
 	char exts[512];	   /* extensions its source enables, separated by spaces */
 	char options[512]; /* the last build's options */
+	char *src;	   /* a program's source, for a move (not written out; freed here) */
+	size_t src_len;
+	int built, linked; /* built by clBuildProgram; made by clLinkProgram or compiled */
 	/* kernels */
 	char name[128];
 	struct gk_cl_arg args[GK_CL_ARGS_MAX];

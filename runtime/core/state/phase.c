@@ -94,6 +94,13 @@ int gk_phase_restored(char *why, size_t len)
 	return 0;
 }
 
+void gk_phase_resumed(const char *ckpt)
+{
+	for (unsigned i = 0; i < T.n; i++)
+		if (T.h[i]->resumed)
+			T.h[i]->resumed(ckpt);
+}
+
 const char *gk_phase_name(enum gk_phase phase)
 {
 	static const char *const names[GK_PHASE_COUNT] = {

@@ -71,6 +71,10 @@ struct gk_phase_hooks {
 	 * closed: 0, or a negative errno and why (the program is stopped: its
 	 * state is half-restored). NULL: not told. */
 	int (*restored)(char *why, size_t len);
+	/* Transparent mode: CRIU restored this process from the checkpoint
+	 * ckpt (its path), the gate still closed; the program goes on after
+	 * every hook was told. NULL: not told. */
+	void (*resumed)(const char *ckpt);
 };
 
 /* Register h (kept by pointer); at load time or before any checkpoint, from
@@ -91,6 +95,9 @@ int gk_phase_restore_check(const char *dir, const struct gk_manifest *m, char *w
 
 /* Every hook's restored, in order, until one fails: its answer. */
 int gk_phase_restored(char *why, size_t len);
+
+/* Tell every hook, in order, that CRIU restored the process from ckpt. */
+void gk_phase_resumed(const char *ckpt);
 
 /* "describe", for messages and tests. */
 const char *gk_phase_name(enum gk_phase phase);
