@@ -255,7 +255,8 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 		goto out_close;
 	}
 	*handle = (CUmemGenericAllocationHandle)(uintptr_t)v;
-	SI_RETF(CUDA_SUCCESS, "%zu dev=%d -> %#llx", size, v->dev, *handle);
+	SI_RETF(CUDA_SUCCESS, "%zu dev=%d handles=%#x -> %#llx", size, v->dev,
+		(unsigned)prop->requestedHandleTypes, *handle);
 
 out_close:
 	close(v->fd);
