@@ -6,8 +6,10 @@
 # (--ipc-open), each in turn under `gpuckpt-shepherd run` (the stand-in and a
 # fake CRIU, as tests/shepherd/agent.sh), SIGTERM to the shepherd: the
 # runtime refuses, naming the IPC memory, the shepherd says the process
-# holds memory shared with another, and nothing is written.
+# holds memory shared with another, and nothing is written. Both run with
+# GPUCKPT_CUDA_IPC=1, the opt-in that lets the runtime serve such IPC.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
+export GPUCKPT_CUDA_IPC=1
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
 UNAWARE=$top_builddir/tests/runtime/prog-unaware
 PLAN=4

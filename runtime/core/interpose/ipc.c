@@ -3,7 +3,11 @@
  * cuIpcCloseMemHandle) of device memory the runtime placed.
  *
  * Placed memory is VMM memory, which the driver's legacy IPC refuses. So the
- * runtime serves it itself, with the VMM API underneath:
+ * runtime serves it itself, with the VMM API underneath, when the program
+ * asks for it with GPUCKPT_CUDA_IPC=1 (gk_arena_ipc_wanted; opt-in until it
+ * has run on a GPU, runtime/core/README.md). Without it track_hooks.c
+ * refuses cuIpcGetMemHandle of placed memory and cuIpcOpenMemHandle of a
+ * gpuckpt handle, and nothing here runs:
  *
  * - Export: cuIpcGetMemHandle of a placed cuMemAlloc block writes a gpuckpt
  *   handle (magic, the exporter's pid, a random per-process nonce, the

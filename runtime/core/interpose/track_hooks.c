@@ -16,6 +16,7 @@
 #include "core/interpose/handlers.h"
 #include "core/interpose/ipc.h"
 #include "common/log.h"
+#include "common/settings_env.h"
 #include "core/state/runtime.h"
 
 #define PASS(call)                                                                                 \
@@ -41,9 +42,18 @@ CUresult gk_on_cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 {
 	PASS(cuIpcGetMemHandle);
 	/* Memory the runtime placed is VMM memory, which the driver's legacy
-	 * IPC refuses: the runtime serves it (ipc.c). */
-	if (gk_enabled() && gk_arena_of(dptr))
-		return gk_ipc_export(pHandle, dptr);
+	 * IPC refuses: with GPUCKPT_CUDA_IPC=1 the runtime serves it (ipc.c);
+	 * without, the call is refused, saying why. */
+	if (gk_enabled() && gk_arena_of(dptr)) {
+		if (gk_arena_ipc_wanted())
+			return gk_ipc_export(pHandle, dptr);
+		gk_error("ipc: 0x%llx: CUDA IPC of device memory is not supported under gpuckpt "
+			 "(run without --gpu-checkpoint, share memory another way, or set "
+			 GK_ENV(CUDA_IPC) "=1 to let gpuckpt serve it: application mode; not "
+			 "yet verified on a GPU)",
+			 (unsigned long long)dptr);
+		return CUDA_ERROR_NOT_SUPPORTED;
+	}
 	return gk_real.cuIpcGetMemHandle(pHandle, dptr);
 }
 
@@ -53,6 +63,12 @@ CUresult gk_on_cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, 
 
 	PASS(cuIpcOpenMemHandle_v2);
 	if (gk_ipc_is_ours(&handle)) {
+		if (!gk_arena_ipc_wanted()) {
+			/* Not the driver's handle: do not hand it over. */
+			gk_error("ipc: a handle of gpuckpt's CUDA IPC is not opened: this process "
+				 "runs without " GK_ENV(CUDA_IPC) "=1");
+			return CUDA_ERROR_NOT_SUPPORTED;
+		}
 		if (Flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)
 			return CUDA_ERROR_INVALID_VALUE;
 		return gk_ipc_open(pdptr, &handle);

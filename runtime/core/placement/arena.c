@@ -20,9 +20,30 @@ static pthread_mutex_t arenas_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t next_buffer_id = 1;
 /* Set once, while the runtime loads (arena.h). */
 static const struct gk_arena_seeder *seeder;
-/* Physical memory is created exportable as a POSIX file descriptor (cleared
- * when the driver refuses that). */
-static int exportable = 1;
+/*
+ * GPUCKPT_CUDA_IPC=1 (read once): physical memory is created exportable as a
+ * POSIX file descriptor (exportable, cleared when the driver refuses that),
+ * so that legacy IPC of it can be served (interpose/ipc.c). Off by default:
+ * whether the driver's checkpoint (transparent mode, every program) takes
+ * exportable memory, and at what cost, has not been seen on a GPU yet.
+ */
+static pthread_once_t ipc_once = PTHREAD_ONCE_INIT;
+static int ipc_wanted;
+static int exportable;
+
+static void ipc_init(void)
+{
+	const char *v = gk_getenv(CUDA_IPC);
+
+	ipc_wanted = v && !strcmp(v, "1");
+	__atomic_store_n(&exportable, ipc_wanted, __ATOMIC_RELAXED);
+}
+
+int gk_arena_ipc_wanted(void)
+{
+	pthread_once(&ipc_once, ipc_init);
+	return ipc_wanted;
+}
 
 struct segment {
 	struct gk_ival iv;
@@ -304,10 +325,11 @@ static CUresult back_range(struct gk_arena *a, uint64_t start, uint64_t len,
 	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
 	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 	prop.location.id = a->dev;
-	/* Exportable as a file descriptor, so that the program's legacy IPC of
-	 * this memory can be served (ipc.c); a driver that cannot gets plain
-	 * memory, and such IPC is then refused at the call. */
-	if (__atomic_load_n(&exportable, __ATOMIC_RELAXED))
+	/* With GPUCKPT_CUDA_IPC=1: exportable as a file descriptor, so that the
+	 * program's legacy IPC of this memory can be served (ipc.c); a driver
+	 * that cannot gets plain memory, and such IPC is then refused at the
+	 * call. Without it: plain memory, as always. */
+	if (gk_arena_ipc_wanted() && __atomic_load_n(&exportable, __ATOMIC_RELAXED))
 		prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
 	r = gk_real.cuMemCreate(&h, len, &prop, 0);
 	if ((r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE) &&

@@ -93,6 +93,13 @@ CUresult gk_arena_free(struct gk_arena *a, uint64_t ptr, int async, CUstream str
 struct gk_block *gk_arena_find(struct gk_arena *a, uint64_t addr);
 
 /*
+ * Whether the program asked for legacy IPC of placed memory
+ * (GPUCKPT_CUDA_IPC=1, read once): only then is physical memory created
+ * exportable and is such IPC served (interpose/ipc.c, track_hooks.c).
+ */
+int gk_arena_ipc_wanted(void);
+
+/*
  * Legacy IPC (interpose/ipc.c): the physical memory under the live block that
  * starts at addr, exported as POSIX file descriptors, one per segment in
  * address order (the caller closes them). The block starts `offset` bytes
