@@ -27,6 +27,7 @@ libgkcore_la_SOURCES = \
 	%reldir%/interpose/gate.c %reldir%/interpose/gate.h \
 	%reldir%/placement/arena.c %reldir%/placement/arena.h \
 	%reldir%/interpose/memory.c \
+	%reldir%/interpose/ipc.c %reldir%/interpose/ipc.h \
 	%reldir%/state/track.c %reldir%/state/track.h %reldir%/interpose/track_hooks.c \
 	%reldir%/interpose/vmm.c %reldir%/interpose/vmm.h \
 	%reldir%/interpose/peer.c %reldir%/interpose/peer.h \

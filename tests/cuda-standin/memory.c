@@ -1,13 +1,18 @@
 /*
  * memory.c - legacy device memory (cuMemAlloc), managed memory, page-locked
- * host memory, and the queries on them. "Device memory" is host memory at the
+ * host memory, legacy IPC between processes, and the queries on them.
+ * "Device memory" is host memory at the
  * device address; it is charged against the device's size so that running
  * out of device memory can be tested.
  */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "standin.h"
@@ -310,28 +315,202 @@ CUresult cuMemHostGetFlags(unsigned int *pFlags, void *p)
 	SI_RETF(CUDA_SUCCESS, "%p -> %#x", p, r.flags);
 }
 
+/*
+ * Legacy IPC between processes. cuMemAlloc memory is private anonymous memory
+ * until its first cuIpcGetMemHandle, which moves its pages into a memfd mapped
+ * shared at the same address (contents kept). The 64-byte handle names the
+ * exporter's pid, the memfd's descriptor number there and a tag that is also
+ * in the memfd's name; the importer opens /proc/PID/fd/N (the same memfd, as
+ * for any process of the same user that may read the exporter's /proc), checks
+ * the name, and maps it shared: a write on either side is seen by the other.
+ * The exporter keeps the memfd until cuMemFree; an importer's mapping keeps the
+ * pages alive after that, as the driver keeps an opened allocation.
+ */
+#define SI_IPC_MAGIC "SIIPC01"
+
+struct si_ipc_handle {
+	char magic[8];
+	int32_t pid;
+	int32_t fd;
+	uint64_t base; /* the exporter's address (informative) */
+	uint64_t size;
+	uint64_t tag;
+	char pad[24];
+};
+
+_Static_assert(sizeof(struct si_ipc_handle) == sizeof(CUipcMemHandle), "IPC handle size");
+
+static pthread_mutex_t ipc_lock = PTHREAD_MUTEX_INITIALIZER;
+static unsigned long long ipc_next_tag;
+
+static void ipc_memfd_name(char *buf, size_t len, long pid, unsigned long long tag)
+{
+	snprintf(buf, len, "gpuckpt-standin-ipc:%ld:%llu", pid, tag);
+}
+
+/* Moves r's pages (an SI_MEM_DEVICE range, registry write lock held) into a memfd. */
+static CUresult ipc_make_shared(struct si_range *r)
+{
+	unsigned long long tag = ++ipc_next_tag;
+	char name[96];
+	void *tmp, *at;
+	int fd;
+
+	ipc_memfd_name(name, sizeof(name), (long)getpid(), tag);
+	fd = memfd_create(name, MFD_CLOEXEC);
+	if (fd < 0) {
+		si_msg("cuIpcGetMemHandle: memfd_create: %s", strerror(errno));
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	if (ftruncate(fd, (off_t)r->map_len) < 0)
+		goto out_close;
+	tmp = mmap(NULL, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	if (tmp == MAP_FAILED)
+		goto out_close;
+	memcpy(tmp, (void *)r->base, r->map_len);
+	munmap(tmp, r->map_len);
+	at = mmap((void *)r->base, r->map_len, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd,
+		  0);
+	if (at != (void *)r->base) {
+		/* MAP_FIXED failed before unmapping anything: the old pages stay. */
+		goto out_close;
+	}
+	r->has_fd = true;
+	r->fd = fd;
+	r->ipc_tag = tag;
+	return CUDA_SUCCESS;
+out_close:
+	si_msg("cuIpcGetMemHandle: %#llx: sharing %zu bytes: %s", (unsigned long long)r->base,
+	       r->map_len, strerror(errno));
+	close(fd);
+	return CUDA_ERROR_OUT_OF_MEMORY;
+}
+
 /* Legacy IPC works on cuMemAlloc memory only, as with the real driver. */
 CUresult cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 {
+	struct si_ipc_handle h = {.magic = SI_IPC_MAGIC};
 	struct CUctx_st *ctx;
-	struct si_range r;
+	struct si_range copy, *r;
 	CUresult rc = si_ctx_current(&ctx);
 
 	if (rc)
 		SI_RETF(rc, "%#llx", (unsigned long long)dptr);
-	if (!pHandle || !si_reg_lookup(dptr, &r) || r.kind != SI_MEM_DEVICE || r.base != dptr)
+	if (!pHandle || !si_reg_lookup(dptr, &copy) || copy.kind != SI_MEM_DEVICE ||
+	    copy.base != dptr)
 		SI_RETF(CUDA_ERROR_INVALID_VALUE, "%#llx", (unsigned long long)dptr);
-	memset(pHandle, 0, sizeof(*pHandle));
-	snprintf(pHandle->reserved, sizeof(pHandle->reserved), "standin:%ld:%llx:%llu",
-		 (long)getpid(), (unsigned long long)r.base, r.id);
-	SI_RETF(CUDA_SUCCESS, "%#llx", (unsigned long long)dptr);
+	/* No queued copy may write the old pages while they move. */
+	if (copy.ctx)
+		si_ctx_sync(copy.ctx);
+	pthread_mutex_lock(&ipc_lock);
+	si_reg_wrlock();
+	r = si_reg_find_locked(dptr);
+	if (!r || r->kind != SI_MEM_DEVICE || r->base != dptr)
+		rc = CUDA_ERROR_INVALID_VALUE;
+	else if (!r->has_fd)
+		rc = ipc_make_shared(r);
+	if (!rc) {
+		h.pid = (int32_t)getpid();
+		h.fd = r->fd;
+		h.base = r->base;
+		h.size = r->size;
+		h.tag = r->ipc_tag;
+	}
+	si_reg_unlock();
+	pthread_mutex_unlock(&ipc_lock);
+	if (!rc)
+		memcpy(pHandle, &h, sizeof(h));
+	SI_RETF(rc, "%#llx", (unsigned long long)dptr);
+}
+
+static CUresult ipc_open(CUdeviceptr *pdptr, const CUipcMemHandle *handle, unsigned flags)
+{
+	struct si_ipc_handle h;
+	struct CUctx_st *ctx;
+	struct si_range *r;
+	char path[64], want[128], got[160];
+	size_t len;
+	struct stat st;
+	ssize_t n;
+	void *p;
+	int fd;
+	CUresult rc = si_ctx_current(&ctx);
+
+	if (rc)
+		return rc;
+	memcpy(&h, handle, sizeof(h));
+	if (!pdptr || (flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) ||
+	    memcmp(h.magic, SI_IPC_MAGIC, sizeof(h.magic)) || h.pid <= 0 || h.fd < 0 || !h.size)
+		return CUDA_ERROR_INVALID_VALUE;
+	/* As the driver: a process does not open its own memory this way. */
+	if (h.pid == (int32_t)getpid())
+		return CUDA_ERROR_INVALID_CONTEXT;
+	snprintf(path, sizeof(path), "/proc/%d/fd/%d", (int)h.pid, (int)h.fd);
+	ipc_memfd_name(want, sizeof(want), (long)h.pid, (unsigned long long)h.tag);
+	fd = open(path, O_RDWR | O_CLOEXEC);
+	if (fd < 0) {
+		si_msg("cuIpcOpenMemHandle: %s: %s (the exporter gone, or freed the memory?)", path,
+		       strerror(errno));
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	/* The descriptor number may have been reused: the memfd's name says which it is. */
+	snprintf(path, sizeof(path), "/proc/self/fd/%d", fd);
+	n = readlink(path, got, sizeof(got) - 1);
+	got[n > 0 ? n : 0] = '\0';
+	len = si_align_up(h.size, (size_t)sysconf(_SC_PAGESIZE));
+	if (strncmp(got, "/memfd:", 7) || strncmp(got + 7, want, strlen(want)) ||
+	    (got[7 + strlen(want)] != '\0' && got[7 + strlen(want)] != ' ') || fstat(fd, &st) ||
+	    (uint64_t)st.st_size < len) {
+		close(fd);
+		si_msg("cuIpcOpenMemHandle: /proc/%d/fd/%d is not the exported memory", (int)h.pid,
+		       (int)h.fd);
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	p = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+	close(fd);
+	if (p == MAP_FAILED)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	r = calloc(1, sizeof(*r));
+	if (!r) {
+		munmap(p, len);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	r->base = (uintptr_t)p;
+	r->size = h.size;
+	r->kind = SI_MEM_IPC;
+	r->ctx = ctx;
+	r->dev = ctx->dev;
+	r->map_len = len;
+	rc = si_reg_insert(r);
+	if (rc) {
+		munmap(p, len);
+		free(r);
+		return rc;
+	}
+	*pdptr = r->base;
+	return CUDA_SUCCESS;
 }
 
 CUresult cuIpcOpenMemHandle(CUdeviceptr *pdptr, CUipcMemHandle handle, unsigned int Flags)
 {
-	(void)pdptr;
-	(void)handle;
-	SI_RETF(CUDA_ERROR_NOT_SUPPORTED, "flags=%#x (no IPC between stand-in processes)", Flags);
+	CUresult rc = ipc_open(pdptr, &handle, Flags);
+
+	SI_RETF(rc, "flags=%#x -> %#llx", Flags, rc ? 0ULL : (unsigned long long)*pdptr);
+}
+
+CUresult cuIpcCloseMemHandle(CUdeviceptr dptr)
+{
+	struct CUctx_st *ctx;
+	struct si_range *r;
+	CUresult rc = si_ctx_current(&ctx);
+
+	if (rc)
+		SI_RETF(rc, "%#llx", (unsigned long long)dptr);
+	r = si_reg_remove(dptr, SI_KIND(SI_MEM_IPC));
+	if (!r)
+		SI_RETF(CUDA_ERROR_INVALID_VALUE, "%#llx", (unsigned long long)dptr);
+	free_range_synced(r);
+	SI_RETF(CUDA_SUCCESS, "%#llx", (unsigned long long)dptr);
 }
 
 void si_mem_ctx_teardown(struct CUctx_st *ctx)
@@ -339,7 +518,8 @@ void si_mem_ctx_teardown(struct CUctx_st *ctx)
 	struct si_range **list;
 	size_t n = si_reg_take_ctx(ctx,
 				   SI_KIND(SI_MEM_DEVICE) | SI_KIND(SI_MEM_MANAGED) |
-				       SI_KIND(SI_MEM_HOST) | SI_KIND(SI_MEM_REGISTERED),
+				       SI_KIND(SI_MEM_HOST) | SI_KIND(SI_MEM_REGISTERED) |
+				       SI_KIND(SI_MEM_IPC),
 				   &list);
 
 	for (size_t i = 0; i < n; i++)

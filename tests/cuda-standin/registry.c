@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <unistd.h>
 
 #include "standin.h"
 
@@ -226,6 +227,8 @@ void si_range_free(struct si_range *r)
 {
 	if (r->map_len)
 		munmap((void *)r->base, r->map_len);
+	if (r->has_fd)
+		close(r->fd);
 	if (r->charged)
 		si_uncharge(r->dev, r->charged);
 	free(r);

@@ -263,6 +263,7 @@ enum si_mem_kind {
 	SI_MEM_REGISTERED, /* cuMemHostRegister */
 	SI_MEM_VMM,	   /* one cuMemMap mapping */
 	SI_MEM_GLOBAL,	   /* a module's global, found by cuModuleGetGlobal */
+	SI_MEM_IPC,	   /* another process's cuMemAlloc memory, cuIpcOpenMemHandle */
 };
 
 struct si_range {
@@ -278,6 +279,11 @@ struct si_range {
 	void *owner;	/* pool, VMM allocation or module */
 	size_t offset;	/* VMM: offset in the allocation */
 	unsigned char access[SI_MAX_DEVICES]; /* VMM: CUmemAccess_flags per device */
+	/* SI_MEM_DEVICE exported with cuIpcGetMemHandle: the memfd now under its
+	 * pages (closed by si_range_free), and the tag in the memfd's name. */
+	bool has_fd;
+	int fd;
+	unsigned long long ipc_tag;
 };
 
 void si_reg_rdlock(void);

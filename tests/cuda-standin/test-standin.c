@@ -674,7 +674,7 @@ static void test_pointer_attributes(CUcontext primary)
 	is_rc(cuIpcGetMemHandle(&ipc, a), CUDA_SUCCESS,
 	      "a legacy IPC handle for cuMemAlloc memory");
 	is_rc(cuIpcOpenMemHandle(&b, ipc, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS),
-	      CUDA_ERROR_NOT_SUPPORTED, "opening IPC handles is not supported");
+	      CUDA_ERROR_INVALID_CONTEXT, "a process does not open its own IPC handle");
 	cuMemAllocManaged(&m, 4096, CU_MEM_ATTACH_GLOBAL);
 	cuPointerGetAttribute(&managed, CU_POINTER_ATTRIBUTE_IS_MANAGED, m);
 	ok(managed, "managed memory is reported as managed");
@@ -1106,6 +1106,112 @@ static void test_kernel_fault(CUcontext primary)
 	cuCtxSetCurrent(primary);
 }
 
+/*
+ * The importing side of test_ipc, in a process of its own: opens the handle
+ * given in hex, checks the exporter's pattern, writes its own, and says on
+ * stdout what it saw, one word per check.
+ */
+static int ipc_child_main(const char *hex)
+{
+	CUipcMemHandle h;
+	CUcontext ctx;
+	CUdevice dev;
+	CUdeviceptr d = 0, base = 0;
+	size_t size = 0;
+	unsigned char buf[8192];
+	bool same = true;
+
+	for (size_t i = 0; i < sizeof(h.reserved); i++) {
+		unsigned v;
+
+		if (sscanf(hex + 2 * i, "%2x", &v) != 1)
+			return 2;
+		h.reserved[i] = (char)v;
+	}
+	if (cuInit(0) || cuDeviceGet(&dev, 0) || cuDevicePrimaryCtxRetain(&ctx, dev) ||
+	    cuCtxSetCurrent(ctx))
+		return 3;
+	if (cuIpcOpenMemHandle(&d, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS) != CUDA_SUCCESS) {
+		printf("open-failed\n");
+		return 0;
+	}
+	printf("opened\n");
+	if (!cuMemGetAddressRange(&base, &size, d + 100) && base == d && size == sizeof(buf))
+		printf("range\n");
+	if (!cuMemcpyDtoH(buf, d, sizeof(buf))) {
+		for (size_t i = 0; i < sizeof(buf); i++)
+			same = same && buf[i] == (unsigned char)(i * 7 + 1);
+		if (same)
+			printf("read\n");
+	}
+	if (!cuMemsetD8(d + 4096, 0xab, 4096))
+		printf("wrote\n");
+	if (!cuIpcCloseMemHandle(d))
+		printf("closed\n");
+	if (cuIpcCloseMemHandle(d) == CUDA_ERROR_INVALID_VALUE)
+		printf("closed-once\n");
+	fflush(stdout);
+	return 0;
+}
+
+#define IPC_TESTS 9
+
+/* Legacy IPC between two processes: an importer sees and changes the exporter's memory. */
+static void test_ipc(void)
+{
+	unsigned char buf[8192], back[8192];
+	char hex[2 * sizeof(CUipcMemHandle) + 1], out[512] = "";
+	CUipcMemHandle h, bad;
+	CUdeviceptr d, other;
+	size_t len = 0;
+	bool ok_after = true;
+	int fds[2], status = -1;
+	pid_t pid;
+	ssize_t r;
+
+	for (size_t i = 0; i < sizeof(buf); i++)
+		buf[i] = (unsigned char)(i * 7 + 1);
+	cuMemAlloc(&d, sizeof(buf));
+	cuMemcpyHtoD(d, buf, sizeof(buf));
+	is_rc(cuIpcGetMemHandle(&h, d), CUDA_SUCCESS, "ipc: export cuMemAlloc memory");
+	cuMemcpyDtoH(back, d, sizeof(back));
+	ok(!memcmp(buf, back, sizeof(buf)), "ipc: exporting keeps the contents");
+	memset(&bad, 0, sizeof(bad));
+	is_rc(cuIpcOpenMemHandle(&other, bad, 0), CUDA_ERROR_INVALID_VALUE,
+	      "ipc: a handle that is not one is refused");
+	for (size_t i = 0; i < sizeof(h.reserved); i++)
+		snprintf(hex + 2 * i, 3, "%02x", (unsigned char)h.reserved[i]);
+	if (pipe(fds) == 0 && (pid = fork()) >= 0) {
+		if (pid == 0) {
+			dup2(fds[1], 1);
+			close(fds[0]);
+			close(fds[1]);
+			execl("/proc/self/exe", "test-standin", "--ipc-child", hex, (char *)NULL);
+			_exit(127);
+		}
+		close(fds[1]);
+		while (len < sizeof(out) - 1 &&
+		       (r = read(fds[0], out + len, sizeof(out) - 1 - len)) > 0)
+			len += (size_t)r;
+		out[len] = '\0';
+		close(fds[0]);
+		waitpid(pid, &status, 0);
+	}
+	ok(WIFEXITED(status) && WEXITSTATUS(status) == 0 && strstr(out, "opened\n"),
+	   "ipc: another process opens the handle");
+	if (!strstr(out, "opened\n"))
+		printf("# importer said: %s (status %d)\n", out, status);
+	ok(strstr(out, "range\n") != NULL, "ipc: the opened range is the exported allocation");
+	ok(strstr(out, "read\n") != NULL, "ipc: the importer reads the exporter's data");
+	ok(strstr(out, "wrote\n") && strstr(out, "closed\n") && strstr(out, "closed-once\n"),
+	   "ipc: the importer writes, closes once, and a second close is refused");
+	cuMemcpyDtoH(back, d, sizeof(back));
+	for (size_t i = 0; i < sizeof(back); i++)
+		ok_after = ok_after && back[i] == (i >= 4096 ? 0xab : buf[i]);
+	ok(ok_after, "ipc: the exporter sees the importer's write");
+	is_rc(cuMemFree(d), CUDA_SUCCESS, "ipc: exported memory is freed as usual");
+}
+
 int main(int argc, char **argv)
 {
 	CUcontext primary;
@@ -1113,7 +1219,9 @@ int main(int argc, char **argv)
 
 	if (argc > 1 && strcmp(argv[1], "--probe") == 0)
 		return probe_main();
-	plan(201 + PEER_TESTS);
+	if (argc > 2 && strcmp(argv[1], "--ipc-child") == 0)
+		return ipc_child_main(argv[2]);
+	plan(201 + PEER_TESTS + IPC_TESTS);
 	test_before_init();
 	test_visible_devices();
 	test_configuration();
@@ -1128,6 +1236,7 @@ int main(int argc, char **argv)
 	test_vmm();
 	test_peer(primary);
 	test_pointer_attributes(primary);
+	test_ipc();
 	test_host_register();
 	test_modules();
 	test_kernels();

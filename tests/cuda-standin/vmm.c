@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "standin.h"
@@ -31,6 +32,7 @@ struct si_vmm {
 	int dev;
 	CUmemAllocationProp prop;
 	int handle_refs; /* vmm_lock */
+	bool imported;	 /* cuMemImportFromShareableHandle: charged to the exporter */
 };
 
 struct reservation {
@@ -47,7 +49,8 @@ static void vmm_release(struct si_obj *obj)
 	struct si_vmm *v = (struct si_vmm *)obj;
 
 	close(v->fd);
-	si_uncharge(v->dev, v->size);
+	if (!v->imported)
+		si_uncharge(v->dev, v->size);
 	free(v);
 }
 
@@ -252,7 +255,8 @@ CUresult cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 		goto out_close;
 	}
 	*handle = (CUmemGenericAllocationHandle)(uintptr_t)v;
-	SI_RETF(CUDA_SUCCESS, "%zu dev=%d -> %#llx", size, v->dev, *handle);
+	SI_RETF(CUDA_SUCCESS, "%zu dev=%d handles=%#x -> %#llx", size, v->dev,
+		(unsigned)prop->requestedHandleTypes, *handle);
 
 out_close:
 	close(v->fd);
@@ -568,4 +572,47 @@ CUresult cuMemExportToShareableHandle(void *shareableHandle, CUmemGenericAllocat
 		SI_RETF(CUDA_ERROR_OUT_OF_MEMORY, "%#llx", handle);
 	*(int *)shareableHandle = fd;
 	SI_RETF(CUDA_SUCCESS, "%#llx -> fd %d", handle, fd);
+}
+
+CUresult cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
+					CUmemAllocationHandleType shHandleType)
+{
+	struct CUctx_st *ctx;
+	struct si_vmm *v;
+	struct stat st;
+	int fd = (int)(intptr_t)osHandle;
+	CUresult rc = si_ctx_current(&ctx);
+
+	if (rc)
+		SI_RETF(rc, "fd %d", fd);
+	if (!handle || shHandleType != CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR || fd < 0 ||
+	    fstat(fd, &st) || !S_ISREG(st.st_mode) || st.st_size <= 0 ||
+	    !is_aligned((uintptr_t)st.st_size, SI_GRANULARITY))
+		SI_RETF(CUDA_ERROR_INVALID_VALUE, "fd %d", fd);
+	v = calloc(1, sizeof(*v));
+	if (!v)
+		SI_RETF(CUDA_ERROR_OUT_OF_MEMORY, "fd %d", fd);
+	/* The caller keeps its descriptor, as with the driver. */
+	v->fd = fcntl(fd, F_DUPFD_CLOEXEC, 0);
+	if (v->fd < 0) {
+		free(v);
+		SI_RETF(CUDA_ERROR_OUT_OF_MEMORY, "fd %d", fd);
+	}
+	si_obj_init(&v->obj, SI_T_VMM, NULL, vmm_release);
+	v->size = (size_t)st.st_size;
+	/* Which device the exporter's memory is on is not in a memfd: the caller's. */
+	v->dev = ctx->dev;
+	v->prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
+	v->prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	v->prop.location.id = ctx->dev;
+	v->prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
+	v->handle_refs = 1;
+	v->imported = true;
+	if (si_handle_add(&v->obj)) {
+		close(v->fd);
+		free(v);
+		SI_RETF(CUDA_ERROR_OUT_OF_MEMORY, "fd %d", fd);
+	}
+	*handle = (CUmemGenericAllocationHandle)(uintptr_t)v;
+	SI_RETF(CUDA_SUCCESS, "fd %d -> %#llx (%zu bytes)", fd, *handle, v->size);
 }

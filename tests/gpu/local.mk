@@ -33,7 +33,7 @@ check_PROGRAMS += %reldir%/gpu-vmm
 %canon_reldir%_gpu_vmm_CFLAGS = $(WARN_CFLAGS) $(SAN_CFLAGS)
 %canon_reldir%_gpu_vmm_LDFLAGS = $(SAN_LDFLAGS)
 %canon_reldir%_gpu_vmm_LDADD = -L$(CUDA_PREFIX)/lib64/stubs -lcuda
-EXTRA_DIST += %reldir%/vmm-gpu.sh %reldir%/zero-gpu.sh
+EXTRA_DIST += %reldir%/vmm-gpu.sh %reldir%/zero-gpu.sh %reldir%/ipc-gpu.sh
 
 # gpu-slack: a driver-API program reading a little outside its allocations
 # (srad's pattern), with its kernels as a host module for the stand-in and as
@@ -109,14 +109,16 @@ GPU_NVCC_RPATH = -Xlinker -rpath=$(CUDA_PREFIX)/lib64
 # The examples come from the top-level `all` that check-gpu depends on there.
 check-gpu: $(GPU_TESTS) %reldir%/gpu-probe$(EXEEXT) %reldir%/route-drv$(EXEEXT) \
 		%reldir%/gpu-tables$(EXEEXT) %reldir%/gpu-slack$(EXEEXT) %reldir%/gpu-peer$(EXEEXT) \
-		%reldir%/gpu-vmm$(EXEEXT)
+		%reldir%/gpu-vmm$(EXEEXT) runtime/prog-ipc$(EXEEXT)
 	@$(AM_TESTS_ENVIRONMENT) rc=0; $(SHELL) $(srcdir)/%reldir%/run.sh || rc=1; \
 	echo "# mig-caps.sh: capability devices open, no MIG: a transparent round trip"; \
 	$(SHELL) $(srcdir)/%reldir%/mig-caps.sh || rc=1; \
 	echo "# vmm-gpu.sh: memory the program maps itself, both modes, and onto the other GPU"; \
 	$(SHELL) $(srcdir)/%reldir%/vmm-gpu.sh || rc=1; \
 	echo "# zero-gpu.sh: all-zero chunks found by the built-in kernel, recorded, not written"; \
-	$(SHELL) $(srcdir)/%reldir%/zero-gpu.sh || rc=1; exit $$rc
+	$(SHELL) $(srcdir)/%reldir%/zero-gpu.sh || rc=1; \
+	echo "# ipc-gpu.sh: legacy CUDA IPC between two processes, served by the runtime, app mode"; \
+	$(SHELL) $(srcdir)/%reldir%/ipc-gpu.sh || rc=1; exit $$rc
 
 clean-local: clean-local-gpu
 clean-local-gpu:

@@ -120,3 +120,14 @@ EXTRA_DIST += %reldir%/zero-chunks.sh
 # Issue 29: task 0 flushes its step's set records beside the flushed task folders.
 TESTS += %reldir%/flush-sets.sh
 EXTRA_DIST += %reldir%/flush-sets.sh
+
+# Legacy CUDA IPC between two processes, with and without the runtime (ipc.sh).
+check_PROGRAMS += %reldir%/prog-ipc
+%canon_reldir%_prog_ipc_SOURCES = %reldir%/prog-ipc.c
+%canon_reldir%_prog_ipc_LDADD = $(GK_CUDA_STUB)
+TESTS += %reldir%/ipc.sh
+EXTRA_DIST += %reldir%/ipc.sh
+TESTS += %reldir%/ipc-users.sh
+EXTRA_DIST += %reldir%/ipc-users.sh
+TESTS += %reldir%/ipc-transparent.sh
+EXTRA_DIST += %reldir%/ipc-transparent.sh

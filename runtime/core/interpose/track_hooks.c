@@ -14,7 +14,9 @@
 #include "core/control/dump.h"
 #include "core/interpose/gate.h"
 #include "core/interpose/handlers.h"
+#include "core/interpose/ipc.h"
 #include "common/log.h"
+#include "common/settings_env.h"
 #include "core/state/runtime.h"
 
 #define PASS(call)                                                                                 \
@@ -39,11 +41,16 @@ CUresult gk_on_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned in
 CUresult gk_on_cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 {
 	PASS(cuIpcGetMemHandle);
+	/* Memory the runtime placed is VMM memory, which the driver's legacy
+	 * IPC refuses: with GPUCKPT_CUDA_IPC=1 the runtime serves it (ipc.c);
+	 * without, the call is refused, saying why. */
 	if (gk_enabled() && gk_arena_of(dptr)) {
-		/* Memory the runtime placed is not legacy-IPC capable; say why
-		 * rather than let the driver answer with a bare error. */
+		if (gk_arena_ipc_wanted())
+			return gk_ipc_export(pHandle, dptr);
 		gk_error("ipc: 0x%llx: CUDA IPC of device memory is not supported under gpuckpt "
-			 "(run without --gpu-checkpoint, or share memory another way)",
+			 "(run without --gpu-checkpoint, share memory another way, or set "
+			 GK_ENV(CUDA_IPC) "=1 to let gpuckpt serve it: application mode; not "
+			 "yet verified on a GPU)",
 			 (unsigned long long)dptr);
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}
@@ -55,6 +62,17 @@ CUresult gk_on_cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, 
 	CUresult r;
 
 	PASS(cuIpcOpenMemHandle_v2);
+	if (gk_ipc_is_ours(&handle)) {
+		if (!gk_arena_ipc_wanted()) {
+			/* Not the driver's handle: do not hand it over. */
+			gk_error("ipc: a handle of gpuckpt's CUDA IPC is not opened: this process "
+				 "runs without " GK_ENV(CUDA_IPC) "=1");
+			return CUDA_ERROR_NOT_SUPPORTED;
+		}
+		if (Flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)
+			return CUDA_ERROR_INVALID_VALUE;
+		return gk_ipc_open(pdptr, &handle);
+	}
 	r = gk_real.cuIpcOpenMemHandle_v2(pdptr, handle, Flags);
 	if (r == CUDA_SUCCESS && gk_enabled())
 		gk_track_ptr_add(GK_UNSUP_IPC_OPEN, *pdptr);
@@ -66,6 +84,8 @@ CUresult gk_on_cuIpcCloseMemHandle(CUdeviceptr dptr)
 	CUresult r;
 
 	PASS(cuIpcCloseMemHandle);
+	if (gk_ipc_close(dptr, &r))
+		return r;
 	r = gk_real.cuIpcCloseMemHandle(dptr);
 	if (r == CUDA_SUCCESS)
 		gk_track_ptr_remove(GK_UNSUP_IPC_OPEN, dptr);

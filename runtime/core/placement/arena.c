@@ -13,12 +13,37 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 struct gk_arena *gk_arenas[GK_MAX_DEVICES];
 static pthread_mutex_t arenas_lock = PTHREAD_MUTEX_INITIALIZER;
 static uint64_t next_buffer_id = 1;
 /* Set once, while the runtime loads (arena.h). */
 static const struct gk_arena_seeder *seeder;
+/*
+ * GPUCKPT_CUDA_IPC=1 (read once): physical memory is created exportable as a
+ * POSIX file descriptor (exportable, cleared when the driver refuses that),
+ * so that legacy IPC of it can be served (interpose/ipc.c). Off by default:
+ * whether the driver's checkpoint (transparent mode, every program) takes
+ * exportable memory, and at what cost, has not been seen on a GPU yet.
+ */
+static pthread_once_t ipc_once = PTHREAD_ONCE_INIT;
+static int ipc_wanted;
+static int exportable;
+
+static void ipc_init(void)
+{
+	const char *v = gk_getenv(CUDA_IPC);
+
+	ipc_wanted = v && !strcmp(v, "1");
+	__atomic_store_n(&exportable, ipc_wanted, __ATOMIC_RELAXED);
+}
+
+int gk_arena_ipc_wanted(void)
+{
+	pthread_once(&ipc_once, ipc_init);
+	return ipc_wanted;
+}
 
 struct segment {
 	struct gk_ival iv;
@@ -193,6 +218,56 @@ struct gk_block *gk_arena_find(struct gk_arena *a, uint64_t addr)
 	return (struct gk_block *)gk_itree_find(tree_for(a, addr), addr);
 }
 
+int gk_arena_export(struct gk_arena *a, uint64_t addr, struct gk_arena_export *ex)
+{
+	struct gk_block *b;
+	uint64_t start, end, at;
+	int rc = 0;
+
+	memset(ex, 0, sizeof(*ex));
+	pthread_mutex_lock(&a->lock);
+	b = gk_arena_find(a, addr);
+	if (!b || b->iv.start != addr || b->kind == GK_KIND_ASYNC) {
+		rc = -ENOENT;
+		goto out;
+	}
+	start = b->iv.start & ~(GK_GRANULE - 1);
+	end = align_up(b->iv.start + b->size, GK_GRANULE);
+	at = start;
+	while (at < end) {
+		struct gk_ival *n = gk_itree_first_overlap(&a->segs, at, at + 1);
+		struct segment *s = (struct segment *)n;
+		CUresult r;
+		int fd = -1;
+
+		if (!n || ex->nseg == GK_ARENA_EXPORT_MAX) {
+			rc = n ? -E2BIG : -EFAULT;
+			goto out;
+		}
+		if (!ex->nseg)
+			ex->offset = addr - n->start;
+		r = gk_real.cuMemExportToShareableHandle(&fd, s->handle,
+							 CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR, 0);
+		if (r != CUDA_SUCCESS) {
+			gk_cu_check(r, "cuMemExportToShareableHandle", "ipc", "placed memory");
+			rc = -EOPNOTSUPP;
+			goto out;
+		}
+		ex->fd[ex->nseg] = fd;
+		ex->len[ex->nseg++] = n->end - n->start;
+		at = n->end;
+	}
+	ex->size = b->size;
+out:
+	pthread_mutex_unlock(&a->lock);
+	if (rc) {
+		for (int i = 0; i < ex->nseg; i++)
+			close(ex->fd[i]);
+		ex->nseg = 0;
+	}
+	return rc;
+}
+
 static void unmap_segment(struct gk_arena *a, struct segment *s)
 {
 	uint64_t len = s->iv.end - s->iv.start;
@@ -250,7 +325,22 @@ static CUresult back_range(struct gk_arena *a, uint64_t start, uint64_t len,
 	prop.type = CU_MEM_ALLOCATION_TYPE_PINNED;
 	prop.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
 	prop.location.id = a->dev;
+	/* With GPUCKPT_CUDA_IPC=1: exportable as a file descriptor, so that the
+	 * program's legacy IPC of this memory can be served (ipc.c); a driver
+	 * that cannot gets plain memory, and such IPC is then refused at the
+	 * call. Without it: plain memory, as always. */
+	if (gk_arena_ipc_wanted() && __atomic_load_n(&exportable, __ATOMIC_RELAXED))
+		prop.requestedHandleTypes = CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR;
 	r = gk_real.cuMemCreate(&h, len, &prop, 0);
+	if ((r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE) &&
+	    prop.requestedHandleTypes) {
+		__atomic_store_n(&exportable, 0, __ATOMIC_RELAXED);
+		gk_info("placement: device %d: memory exportable as a file descriptor: %s; "
+			"legacy CUDA IPC of placed memory will be refused",
+			a->ordinal, gk_cu_name(r));
+		prop.requestedHandleTypes = 0;
+		r = gk_real.cuMemCreate(&h, len, &prop, 0);
+	}
 	if (r == CUDA_ERROR_OUT_OF_MEMORY && trim(a) > 0)
 		r = gk_real.cuMemCreate(&h, len, &prop, 0);
 	if (r != CUDA_SUCCESS)

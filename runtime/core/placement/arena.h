@@ -92,6 +92,30 @@ CUresult gk_arena_free(struct gk_arena *a, uint64_t ptr, int async, CUstream str
 /* The live block containing addr (caller holds a->lock), or NULL. */
 struct gk_block *gk_arena_find(struct gk_arena *a, uint64_t addr);
 
+/*
+ * Whether the program asked for legacy IPC of placed memory
+ * (GPUCKPT_CUDA_IPC=1, read once): only then is physical memory created
+ * exportable and is such IPC served (interpose/ipc.c, track_hooks.c).
+ */
+int gk_arena_ipc_wanted(void);
+
+/*
+ * Legacy IPC (interpose/ipc.c): the physical memory under the live block that
+ * starts at addr, exported as POSIX file descriptors, one per segment in
+ * address order (the caller closes them). The block starts `offset` bytes
+ * into the first segment and is `size` bytes long. 0, -ENOENT (no such
+ * block, or stream-ordered memory), -E2BIG (too many segments), -EOPNOTSUPP
+ * (the driver would not export it).
+ */
+#define GK_ARENA_EXPORT_MAX 16
+struct gk_arena_export {
+	uint64_t offset, size;
+	int nseg;
+	uint64_t len[GK_ARENA_EXPORT_MAX];
+	int fd[GK_ARENA_EXPORT_MAX];
+};
+int gk_arena_export(struct gk_arena *a, uint64_t addr, struct gk_arena_export *ex);
+
 /* Bytes mapped under no live block: free memory as far as the program knows. */
 uint64_t gk_arena_slack(struct gk_arena *a);
 

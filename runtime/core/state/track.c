@@ -38,7 +38,11 @@ void gk_track(enum gk_unsupported kind, long delta)
 {
 	long now = __atomic_add_fetch(&live[kind], delta, __ATOMIC_RELAXED);
 
-	if (delta > 0 && now == delta)
+	if (delta > 0 && now == delta && gk_track_app_ok(kind))
+		gk_notice("track: this process now holds %s: transparent checkpoints will be "
+			  "refused while it does",
+			  what[kind]);
+	else if (delta > 0 && now == delta)
 		gk_warn("track: this process now holds %s: checkpoints will be refused while it "
 			"does",
 			what[kind]);
@@ -64,7 +68,7 @@ int gk_track_report(char *buf, size_t len)
 	for (int k = 0; k < GK_UNSUP_COUNT; k++) {
 		long c = __atomic_load_n(&live[k], __ATOMIC_RELAXED);
 
-		if (c <= 0)
+		if (c <= 0 || gk_track_app_ok(k))
 			continue;
 		used += (size_t)snprintf(buf + used, used < len ? len - used : 0, "%s%s (%ld)",
 					 n ? "; " : "", what[k], c);
@@ -88,6 +92,8 @@ int gk_track_driver_cannot(const char **word, char *buf, size_t len)
 	} cannot[] = {
 	    {GK_UNSUP_MANAGED, GK_PROTO_REFUSE_MANAGED},
 	    {GK_UNSUP_IPC_OPEN, GK_PROTO_REFUSE_IPC},
+	    {GK_UNSUP_IPC_EXPORT, GK_PROTO_REFUSE_IPC},
+	    {GK_UNSUP_IPC_IMPORT, GK_PROTO_REFUSE_IPC},
 	    {GK_UNSUP_POOL_IPC, GK_PROTO_REFUSE_IPC},
 	    {GK_UNSUP_VMM_IMPORT, GK_PROTO_REFUSE_IPC},
 	    {GK_UNSUP_VMM_EXPORT, GK_PROTO_REFUSE_IPC},

@@ -12,6 +12,8 @@
 #define GK_UNSUPPORTED_LIST(X)                                                                     \
 	X(MANAGED, "managed (unified) memory from cudaMallocManaged/cuMemAllocManaged")           \
 	X(IPC_OPEN, "device memory of another process opened through CUDA IPC")                   \
+	X(IPC_EXPORT, "device memory another process opened through CUDA IPC")                   \
+	X(IPC_IMPORT, "device memory of another process opened through gpuckpt's CUDA IPC")       \
 	X(ARRAY, "CUDA arrays (cudaMallocArray, cuArrayCreate, mipmapped arrays)")                \
 	X(MULTI_CONTEXT, "several CUDA contexts on one device")                                   \
 	X(GRAPH_MEMORY, "memory allocated inside a CUDA graph or during stream capture")          \
@@ -27,6 +29,16 @@ enum gk_unsupported {
 #undef X
 	GK_UNSUP_COUNT
 };
+
+/*
+ * Kinds an application checkpoint saves (legacy IPC served by the runtime,
+ * interpose/ipc.c: the exporter saves its memory, the importer records its
+ * imports) and only the driver's (transparent) checkpoint refuses.
+ */
+static inline int gk_track_app_ok(int kind)
+{
+	return kind == GK_UNSUP_IPC_EXPORT || kind == GK_UNSUP_IPC_IMPORT;
+}
 
 /* One more (delta 1) or one fewer (delta -1) live thing of this kind. */
 void gk_track(enum gk_unsupported kind, long delta);

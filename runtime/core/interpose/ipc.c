@@ -1,0 +1,517 @@
+/*
+ * ipc.c - legacy CUDA IPC (cuIpcGetMemHandle / cuIpcOpenMemHandle /
+ * cuIpcCloseMemHandle) of device memory the runtime placed.
+ *
+ * Placed memory is VMM memory, which the driver's legacy IPC refuses. So the
+ * runtime serves it itself, with the VMM API underneath, when the program
+ * asks for it with GPUCKPT_CUDA_IPC=1 (gk_arena_ipc_wanted; opt-in until it
+ * has run on a GPU, runtime/core/README.md). Without it track_hooks.c
+ * refuses cuIpcGetMemHandle of placed memory and cuIpcOpenMemHandle of a
+ * gpuckpt handle, and nothing here runs:
+ *
+ * - Export: cuIpcGetMemHandle of a placed cuMemAlloc block writes a gpuckpt
+ *   handle (magic, the exporter's pid, a random per-process nonce, the
+ *   block's address and size) and starts, once, a listener thread on the
+ *   abstract unix socket "gpuckpt-ipc-PID-NONCE". The placement's physical
+ *   memory is created exportable as a POSIX file descriptor (arena.c).
+ * - Open: cuIpcOpenMemHandle of such a handle connects to that socket; the
+ *   exporter checks that the peer is of its own user, exports the segments
+ *   under the block (gk_arena_export) and passes their descriptors
+ *   (SCM_RIGHTS); the importer checks that the listener is the handle's pid
+ *   of its own user, imports them, reserves address space, maps them in
+ *   order and grants its device read/write access. The address it returns
+ *   stays valid until cuIpcCloseMemHandle, which unmaps, releases and frees.
+ * - Handles that are not gpuckpt's (memory not placed, another process not
+ *   under gpuckpt) go to the driver as before.
+ *
+ * Application checkpoints (runtime/core/README.md, "Legacy CUDA IPC"): the
+ * exporter's block is placed memory, saved and re-created at its address as
+ * any other; the importer's range is not its own and is not saved. After a
+ * restart the program's setup exports and opens again (new handles), and
+ * place() puts the n-th open at the address it had. Imports are tracked as
+ * IPC_IMPORT and exporters that served one as IPC_EXPORT, which only the
+ * driver's checkpoint (transparent mode) refuses ("REFUSE ipc"); an import
+ * that could not go to its place is IPC_OPEN, refused by both. A segment
+ * holds whole 2 MiB granules: an importer maps the
+ * granules under the block, so it can reach the exporter's other small
+ * blocks that share them (the driver's own legacy IPC maps whole
+ * allocations, also of a sub-allocating allocator).
+ */
+#include "config.h"
+
+#include "core/interpose/ipc.h"
+#include "core/driver/driver.h"
+#include "core/placement/arena.h"
+#include "core/placement/layout.h"
+#include "core/state/runtime.h"
+#include "core/state/track.h"
+#include "common/log.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/random.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
+
+#define GK_IPC_MAGIC "GKIPC01"
+
+struct gk_ipc_handle {
+	char magic[8];
+	int32_t pid;
+	uint32_t zero;
+	uint64_t nonce;
+	uint64_t addr;
+	uint64_t size;
+	char pad[24];
+};
+_Static_assert(sizeof(struct gk_ipc_handle) == sizeof(CUipcMemHandle), "IPC handle size");
+
+struct gk_ipc_request {
+	char magic[8];
+	uint64_t nonce;
+	uint64_t addr;
+};
+
+struct gk_ipc_reply {
+	int32_t status; /* 0 or a negative errno */
+	int32_t nseg;
+	uint64_t offset, size;
+	uint64_t len[GK_ARENA_EXPORT_MAX];
+};
+
+/* ---- exporter ---- */
+
+static pthread_once_t listen_once = PTHREAD_ONCE_INIT;
+static int listen_fd = -1;
+static uint64_t my_nonce;
+
+static void socket_name(struct sockaddr_un *sa, socklen_t *len, long pid, uint64_t nonce)
+{
+	int n;
+
+	memset(sa, 0, sizeof(*sa));
+	sa->sun_family = AF_UNIX;
+	/* Abstract: sun_path[0] is 0, the name follows, not NUL-terminated. */
+	n = snprintf(sa->sun_path + 1, sizeof(sa->sun_path) - 1, "gpuckpt-ipc-%ld-%016llx", pid,
+		     (unsigned long long)nonce);
+	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
+}
+
+static void serve(int c)
+{
+	struct gk_ipc_request req;
+	struct gk_ipc_reply rep;
+	struct gk_arena_export ex;
+	struct ucred cred = {0, (uid_t)-1, (gid_t)-1};
+	socklen_t clen = sizeof(cred);
+	struct timeval tv = {5, 0};
+	struct gk_arena *a;
+	char cbuf[CMSG_SPACE(sizeof(int) * GK_ARENA_EXPORT_MAX)];
+	struct iovec iov = {&rep, sizeof(rep)};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
+	ssize_t n;
+
+	memset(&rep, 0, sizeof(rep));
+	memset(&ex, 0, sizeof(ex));
+	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &clen) || cred.uid != getuid()) {
+		gk_warn("ipc: refused a connection from uid %ld, not this process's user",
+			(long)cred.uid);
+		return;
+	}
+	n = recv(c, &req, sizeof(req), MSG_WAITALL);
+	if (n != (ssize_t)sizeof(req) || memcmp(req.magic, GK_IPC_MAGIC, 8) ||
+	    req.nonce != my_nonce) {
+		rep.status = -EINVAL;
+	} else if (!(a = gk_arena_of(req.addr))) {
+		rep.status = -ENOENT;
+	} else {
+		if (a->ctx)
+			gk_real.cuCtxSetCurrent(a->ctx);
+		rep.status = gk_arena_export(a, req.addr, &ex);
+	}
+	if (!rep.status) {
+		struct cmsghdr *cm;
+
+		rep.nseg = ex.nseg;
+		rep.offset = ex.offset;
+		rep.size = ex.size;
+		memcpy(rep.len, ex.len, sizeof(rep.len));
+		msg.msg_control = cbuf;
+		msg.msg_controllen = CMSG_SPACE(sizeof(int) * (size_t)ex.nseg);
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(sizeof(int) * (size_t)ex.nseg);
+		memcpy(CMSG_DATA(cm), ex.fd, sizeof(int) * (size_t)ex.nseg);
+	}
+	if (sendmsg(c, &msg, MSG_NOSIGNAL) != (ssize_t)sizeof(rep))
+		gk_warn("ipc: answering process %ld: %s", (long)cred.pid, strerror(errno));
+	else if (!rep.status)
+		/* Another process now maps this one's memory: a checkpoint of
+		 * this process alone would not restore what it sees. */
+		gk_track(GK_UNSUP_IPC_EXPORT, 1);
+	for (int i = 0; i < ex.nseg; i++)
+		close(ex.fd[i]);
+}
+
+static void *listener(void *arg)
+{
+	(void)arg;
+	for (;;) {
+		int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
+
+		if (c < 0) {
+			if (errno == EINTR || errno == ECONNABORTED)
+				continue;
+			gk_error("ipc: accepting on the IPC socket: %s; no more importers are served",
+				 strerror(errno));
+			return NULL;
+		}
+		serve(c);
+		close(c);
+	}
+}
+
+/* A child of fork has no listener thread: its first export starts its own. */
+static void after_fork(void)
+{
+	if (listen_fd >= 0)
+		close(listen_fd);
+	listen_fd = -1;
+	listen_once = (pthread_once_t)PTHREAD_ONCE_INIT;
+}
+
+static void start_listener(void)
+{
+	struct sockaddr_un sa;
+	socklen_t len;
+	sigset_t all, old;
+	pthread_t t;
+	int fd, rc;
+
+	if (getrandom(&my_nonce, sizeof(my_nonce), 0) != (ssize_t)sizeof(my_nonce)) {
+		gk_error("ipc: cannot serve CUDA IPC of placed memory: %s: %s", "getrandom",
+			 strerror(errno));
+		return;
+	}
+	fd = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (fd < 0) {
+		gk_error("ipc: cannot serve CUDA IPC of placed memory: %s: %s", "socket",
+			 strerror(errno));
+		return;
+	}
+	socket_name(&sa, &len, (long)getpid(), my_nonce);
+	if (bind(fd, (struct sockaddr *)&sa, len) || listen(fd, 16)) {
+		gk_error("ipc: cannot serve CUDA IPC of placed memory: %s: %s", sa.sun_path + 1,
+			 strerror(errno));
+		close(fd);
+		return;
+	}
+	listen_fd = fd;
+	/* The thread takes no signal: the program's and the runtime's stay elsewhere. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	rc = pthread_create(&t, NULL, listener, NULL);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		gk_error("ipc: cannot serve CUDA IPC of placed memory: %s: %s", "pthread_create",
+			 strerror(rc));
+		close(fd);
+		listen_fd = -1;
+		return;
+	}
+	pthread_detach(t);
+	pthread_setname_np(t, "gpuckpt-ipc");
+	pthread_atfork(NULL, NULL, after_fork);
+}
+
+CUresult gk_ipc_export(CUipcMemHandle *out, CUdeviceptr dptr)
+{
+	struct gk_arena *a = gk_arena_of(dptr);
+	struct gk_ipc_handle h = {.magic = GK_IPC_MAGIC};
+	struct gk_block *b;
+	uint64_t size = 0;
+	int ok;
+
+	if (!out || !a)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_mutex_lock(&a->lock);
+	b = gk_arena_find(a, dptr);
+	ok = b && b->iv.start == dptr && b->kind != GK_KIND_ASYNC;
+	if (ok)
+		size = b->size;
+	pthread_mutex_unlock(&a->lock);
+	if (!ok)
+		return CUDA_ERROR_INVALID_VALUE;
+	pthread_once(&listen_once, start_listener);
+	if (listen_fd < 0)
+		return CUDA_ERROR_NOT_SUPPORTED; /* start_listener said why */
+	h.pid = (int32_t)getpid();
+	h.nonce = my_nonce;
+	h.addr = dptr;
+	h.size = size;
+	memcpy(out, &h, sizeof(h));
+	return CUDA_SUCCESS;
+}
+
+/* ---- importer ---- */
+
+struct import {
+	enum gk_unsupported kind; /* IPC_IMPORT: at its place; IPC_OPEN: elsewhere */
+	CUdeviceptr ptr, va;
+	uint64_t total;
+	int nseg;
+	uint64_t len[GK_ARENA_EXPORT_MAX];
+	CUmemGenericAllocationHandle mem[GK_ARENA_EXPORT_MAX];
+	struct import *next;
+};
+
+static pthread_mutex_t imports_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct import *imports;
+static uint64_t import_cursor; /* imports_lock; the next slot of the window */
+
+/*
+ * Where imports go: a window of their own below the device slices, cut into
+ * one slot per open, in the order of the opens. A slot is the block's
+ * granules with IMPORT_SLACK on each side (the exporter's segments may extend
+ * past the block), and the block lands at the same place in its slot in every
+ * run: a program that opens the same handles in the same order after a
+ * restart gets the same addresses, wherever the exporter's segments start.
+ */
+#define IMPORT_WINDOW (8ull << 40)
+#define IMPORT_SLACK (4ull << 30)
+
+static uint64_t align_granule(uint64_t v)
+{
+	return (v + GK_GRANULE - 1) & ~(GK_GRANULE - 1);
+}
+
+static CUresult place(struct import *im, const struct gk_ipc_handle *h,
+		      const struct gk_ipc_reply *rep)
+{
+	uint64_t lo = h->addr & (GK_GRANULE - 1), slot, want = 0, ptr;
+	uint64_t vb = gk_rt.settings.va_base;
+	CUresult r;
+
+	slot = align_granule(lo + rep->size) + 2 * IMPORT_SLACK;
+	pthread_mutex_lock(&imports_lock);
+	if (!import_cursor && vb > 2 * IMPORT_WINDOW)
+		import_cursor = vb - IMPORT_WINDOW;
+	if (import_cursor && import_cursor + slot <= vb) {
+		ptr = import_cursor + IMPORT_SLACK + lo;
+		if (rep->offset % GK_GRANULE == lo && rep->offset <= IMPORT_SLACK + lo &&
+		    ptr - rep->offset + im->total <= import_cursor + slot)
+			want = ptr - rep->offset;
+		import_cursor += slot;
+	}
+	pthread_mutex_unlock(&imports_lock);
+	r = gk_real.cuMemAddressReserve(&im->va, im->total, GK_GRANULE, want, 0);
+	if (r != CUDA_SUCCESS)
+		return r;
+	im->kind = GK_UNSUP_IPC_IMPORT;
+	if (!want || im->va != want) {
+		/* Elsewhere: a restart could not give it back; checkpoints refuse it. */
+		gk_warn("ipc: 0x%llx of process %ld mapped at 0x%llx, not at its place 0x%llx: "
+			"checkpoints will be refused",
+			(unsigned long long)h->addr, (long)h->pid, (unsigned long long)im->va,
+			(unsigned long long)want);
+		im->kind = GK_UNSUP_IPC_OPEN;
+	}
+	return CUDA_SUCCESS;
+}
+
+int gk_ipc_is_ours(const CUipcMemHandle *handle)
+{
+	return !memcmp(handle->reserved, GK_IPC_MAGIC, 8);
+}
+
+/* Asks the exporter; fills rep and fds (nseg of them). 0 or a CUresult. */
+static CUresult ask(const struct gk_ipc_handle *h, struct gk_ipc_reply *rep, int *fds)
+{
+	struct gk_ipc_request req = {.magic = GK_IPC_MAGIC, .nonce = h->nonce, .addr = h->addr};
+	char cbuf[CMSG_SPACE(sizeof(int) * GK_ARENA_EXPORT_MAX)];
+	struct iovec iov = {rep, sizeof(*rep)};
+	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
+			     .msg_controllen = sizeof(cbuf)};
+	struct timeval tv = {10, 0};
+	struct sockaddr_un sa;
+	struct ucred cred = {0, (uid_t)-1, (gid_t)-1};
+	socklen_t clen = sizeof(cred), len;
+	struct cmsghdr *cm;
+	int c, nfd = 0;
+	ssize_t n;
+
+	socket_name(&sa, &len, (long)h->pid, h->nonce);
+	c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c < 0)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(c, (struct sockaddr *)&sa, len)) {
+		gk_error("ipc: opening a handle of process %ld: %s (the exporter gone?)",
+			 (long)h->pid, strerror(errno));
+		close(c);
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	/* Whoever listens must be the handle's process, of this user. */
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &clen) || cred.pid != h->pid ||
+	    cred.uid != getuid()) {
+		gk_error("ipc: the IPC socket of process %ld is held by process %ld of uid %ld: "
+			 "not opened",
+			 (long)h->pid, (long)cred.pid, (long)cred.uid);
+		close(c);
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	if (send(c, &req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req)) {
+		close(c);
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	memset(cbuf, 0, sizeof(cbuf));
+	n = recvmsg(c, &msg, MSG_WAITALL | MSG_CMSG_CLOEXEC);
+	close(c);
+	if (n < 0)
+		msg.msg_controllen = 0; /* nothing received: no descriptors to read */
+	for (cm = CMSG_FIRSTHDR(&msg); cm; cm = CMSG_NXTHDR(&msg, cm))
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_RIGHTS && !nfd) {
+			nfd = (int)((cm->cmsg_len - CMSG_LEN(0)) / sizeof(int));
+			if (nfd > GK_ARENA_EXPORT_MAX)
+				nfd = GK_ARENA_EXPORT_MAX;
+			memcpy(fds, CMSG_DATA(cm), sizeof(int) * (size_t)nfd);
+		}
+	if (n != (ssize_t)sizeof(*rep) || rep->status || rep->nseg <= 0 ||
+	    rep->nseg > GK_ARENA_EXPORT_MAX || nfd != rep->nseg || (msg.msg_flags & MSG_CTRUNC)) {
+		for (int i = 0; i < nfd; i++)
+			close(fds[i]);
+		gk_error("ipc: process %ld did not export 0x%llx: %s", (long)h->pid,
+			 (unsigned long long)h->addr,
+			 n == (ssize_t)sizeof(*rep) && rep->status ? strerror(-rep->status)
+								   : "bad answer");
+		return CUDA_ERROR_INVALID_HANDLE;
+	}
+	return CUDA_SUCCESS;
+}
+
+static void undo(struct import *im, int mapped)
+{
+	uint64_t at = im->va;
+
+	for (int i = 0; i < im->nseg; i++) {
+		if (i < mapped)
+			gk_real.cuMemUnmap(at, im->len[i]);
+		if (im->mem[i])
+			gk_real.cuMemRelease(im->mem[i]);
+		at += im->len[i];
+	}
+	if (im->va)
+		gk_real.cuMemAddressFree(im->va, im->total);
+}
+
+CUresult gk_ipc_open(CUdeviceptr *pdptr, const CUipcMemHandle *handle)
+{
+	struct gk_ipc_handle h;
+	struct gk_ipc_reply rep;
+	int fds[GK_ARENA_EXPORT_MAX];
+	struct import *im;
+	CUmemAccessDesc acc = {0};
+	CUdevice dev;
+	CUresult r;
+	uint64_t at;
+	int mapped = 0;
+
+	memcpy(&h, handle, sizeof(h));
+	if (!pdptr || h.pid <= 0)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (h.pid == (int32_t)getpid())
+		return CUDA_ERROR_INVALID_CONTEXT; /* as the driver: not one's own memory */
+	r = gk_real.cuCtxGetDevice(&dev);
+	if (r != CUDA_SUCCESS)
+		return r;
+	memset(&rep, 0, sizeof(rep));
+	r = ask(&h, &rep, fds);
+	if (r != CUDA_SUCCESS)
+		return r;
+	im = calloc(1, sizeof(*im));
+	if (!im) {
+		r = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out_fds;
+	}
+	im->nseg = rep.nseg;
+	for (int i = 0; i < rep.nseg; i++) {
+		im->len[i] = rep.len[i];
+		im->total += rep.len[i];
+		r = gk_real.cuMemImportFromShareableHandle(&im->mem[i], (void *)(intptr_t)fds[i],
+							   CU_MEM_HANDLE_TYPE_POSIX_FILE_DESCRIPTOR);
+		if (r != CUDA_SUCCESS)
+			goto out_undo;
+	}
+	if (rep.offset >= im->total || rep.size > im->total - rep.offset) {
+		r = CUDA_ERROR_INVALID_HANDLE;
+		goto out_undo;
+	}
+	r = place(im, &h, &rep);
+	if (r != CUDA_SUCCESS)
+		goto out_undo;
+	at = im->va;
+	for (int i = 0; i < im->nseg; i++, mapped++) {
+		r = gk_real.cuMemMap(at, im->len[i], 0, im->mem[i], 0);
+		if (r != CUDA_SUCCESS)
+			goto out_undo;
+		at += im->len[i];
+	}
+	acc.location.type = CU_MEM_LOCATION_TYPE_DEVICE;
+	acc.location.id = dev;
+	acc.flags = CU_MEM_ACCESS_FLAGS_PROT_READWRITE;
+	r = gk_real.cuMemSetAccess(im->va, im->total, &acc, 1);
+	if (r != CUDA_SUCCESS)
+		goto out_undo;
+	im->ptr = im->va + rep.offset;
+	pthread_mutex_lock(&imports_lock);
+	im->next = imports;
+	imports = im;
+	pthread_mutex_unlock(&imports_lock);
+	for (int i = 0; i < rep.nseg; i++)
+		close(fds[i]);
+	*pdptr = im->ptr;
+	gk_track_ptr_add(im->kind, im->ptr);
+	return CUDA_SUCCESS;
+
+out_undo:
+	gk_error("ipc: mapping 0x%llx of process %ld: %s", (unsigned long long)h.addr,
+		 (long)h.pid, gk_cu_name(r));
+	undo(im, mapped);
+	free(im);
+out_fds:
+	for (int i = 0; i < rep.nseg; i++)
+		close(fds[i]);
+	return r;
+}
+
+int gk_ipc_close(CUdeviceptr dptr, CUresult *res)
+{
+	struct import **pp, *im = NULL;
+
+	pthread_mutex_lock(&imports_lock);
+	for (pp = &imports; *pp; pp = &(*pp)->next)
+		if ((*pp)->ptr == dptr) {
+			im = *pp;
+			*pp = im->next;
+			break;
+		}
+	pthread_mutex_unlock(&imports_lock);
+	if (!im)
+		return 0;
+	/* The program's work on it is done before it goes, as with the driver. */
+	gk_real.cuCtxSynchronize();
+	undo(im, im->nseg);
+	gk_track_ptr_remove(im->kind, dptr);
+	free(im);
+	*res = CUDA_SUCCESS;
+	return 1;
+}
