@@ -228,9 +228,12 @@ running_soak_jobs() {
 # requeues a job it killed -9); a step that failed with none coming (its
 # launch hit a node being killed) is requeued by the script itself after 60 s,
 # as a site's retry would: "soak: retry" in its output, counted in the figures.
+# A requeue that comes during the wait ends the sleep (the script itself was
+# seen to outlive it, "Terminated sleep 60", and then said "retry" for a
+# step whose fault had requeued it: 4 false violations in the hour on sid).
 RETRY='rc=$?
 [ $rc -eq 0 ] && exit 0
-sleep 60
+sleep 60 || exit $rc
 echo "soak: retry: the step failed ($rc) and no requeue came; requeued by the job script"
 scontrol requeue $SLURM_JOB_ID
 sleep 600
@@ -557,17 +560,25 @@ do_kill9() {
 
 # ---------------------------------------------------------------- checks during the run
 # Relax floors for moves that went through an impaired shared or flush root.
+# The move lasts from the fault to the start of the next run (first seen
+# here): a job whose run ended only later (a `scontrol requeue` refused, the
+# job script's own requeue 60 s after) moved through the roots as they were
+# then, not as they were at the fault.
+declare -A J_SEEN
 relax_floor() {
-	local j=$1 k=$2 t iv a b sh=0 fl=0
+	local j=$1 k=$2 t iv a b sh=0 fl=0 upto
 	t=${J_EVTIME[$j:$k]:-}
 	[ -n "$t" ] || return 0
+	[ -n "${J_SEEN[$j:$k]:-}" ] || J_SEEN[$j:$k]=$(now)
+	upto=$((t + 30))
+	[ "${J_SEEN[$j:$k]}" -le "$upto" ] || upto=${J_SEEN[$j:$k]}
 	for iv in "${SH_BAD[@]}" ${SH_SINCE:+"$SH_SINCE 99999"}; do
 		read -r a b <<<"$iv"
-		[ "$a" -le $((t + 30)) ] && [ "$b" -ge $((t - 2)) ] && sh=1
+		[ "$a" -le "$upto" ] && [ "$b" -ge $((t - 2)) ] && sh=1
 	done
 	for iv in "${FL_BAD[@]}" ${FL_SINCE:+"$FL_SINCE 99999"}; do
 		read -r a b <<<"$iv"
-		[ "$a" -le $((t + 30)) ] && [ "$b" -ge $((t - 30)) ] && fl=1
+		[ "$a" -le "$upto" ] && [ "$b" -ge $((t - 30)) ] && fl=1
 	done
 	if [ $sh = 1 ] && { [ $fl = 1 ] || [ "${J_KIND[$j]}" = mpi ]; }; then
 		# (A set flushed whole reaches the plan only through the shared
