@@ -834,6 +834,45 @@ static int wait_runtimes(struct ckpt *c)
 
 /* Steps 2 to 4: lock each CUDA process (LOCKED to its runtime), the
  * driver's checkpoint of each, and the tree as it is now checked again. */
+/*
+ * A descriptor on a /proc file of a thread (/proc/P/task/T/comm) is dumped
+ * by CRIU but cannot be restored: CRIU opens files before it makes threads
+ * (criu issue #1553), so the restore would fail and the checkpoint would be
+ * committed useless. glibc's pthread_setname_np holds one for a moment when
+ * a thread names another (a JAX job under Slurm was dumped in that moment),
+ * so the tree gets a short while to close it; one held longer refuses the
+ * checkpoint, naming it. Threads that do no CUDA run on under the driver's
+ * lock, so the wait is after it, just before the dump.
+ */
+#define GK_THREAD_FILE_WAIT_MS 2000
+#define GK_THREAD_FILE_POLL_MS 10
+
+static int wait_thread_files(struct ckpt *c)
+{
+	char path[256];
+	pid_t pid;
+	int fd, waited = 0;
+
+	while (gk_tree_find_thread_file(c->pids, c->npids, &pid, &fd, path, sizeof(path))) {
+		if (waited >= GK_THREAD_FILE_WAIT_MS) {
+			gk_errprintf(&c->err,
+				     "pid %d holds descriptor %d open on %s, a file of one of its "
+				     "threads, and kept it %d ms: CRIU cannot restore such a "
+				     "descriptor (it makes threads after files), so no checkpoint "
+				     "is taken",
+				     (int)pid, fd, path, waited);
+			return -ENOTSUP;
+		}
+		usleep(GK_THREAD_FILE_POLL_MS * 1000);
+		waited += GK_THREAD_FILE_POLL_MS;
+	}
+	if (waited)
+		gk_notice("transparent: waited %d ms for the tree to close a descriptor on a "
+			  "thread's /proc file, which CRIU cannot restore",
+			  waited);
+	return 0;
+}
+
 static int freeze(struct ckpt *c)
 {
 	struct gk_shepherd *sh = c->sh;
@@ -859,6 +898,8 @@ static int freeze(struct ckpt *c)
 	ret = gk_tree_list(sh->prog, c->pids, GK_SHEP_MAX_PROCS, &c->npids, &c->err);
 	if (ret == 0)
 		ret = gk_tree_check_owner(c->pids, c->npids, o->uid, o->gid, &c->err);
+	if (ret == 0)
+		ret = wait_thread_files(c);
 	return ret;
 }
 

@@ -220,6 +220,14 @@ int gk_tree_signal(pid_t prog, int signo, int runtime);
 int gk_tree_find_open(const pid_t *pids, size_t n, const char *prefix, pid_t *pid, char *path,
 		      size_t pathlen);
 
+/* The first descriptor of pids open on a /proc file of a thread other than
+ * its process's first (/proc/P/task/T/..., T != P), as pthread_setname_np
+ * holds one for a moment: CRIU dumps it but cannot restore it, since it
+ * opens files before it makes threads. 1 with *pid, *fdnum and path (the
+ * link's target) filled, 0 none. */
+int gk_tree_find_thread_file(const pid_t *pids, size_t n, pid_t *pid, int *fdnum, char *path,
+			     size_t pathlen);
+
 /* The first process of pids tied to processes outside the tree (links.c):
  * a TCP connection, a connected UDP socket, an RDMA device, an MPI library.
  * 1 with *pid and what (a phrase naming it) filled, 0 none. */

@@ -305,6 +305,57 @@ int gk_tree_find_open(const pid_t *pids, size_t n, const char *prefix, pid_t *pi
 	return 0;
 }
 
+/* "/proc/P/task/T/..." with T != P: a file of a thread that is not its
+ * process's first. */
+static int names_thread_file(const char *path)
+{
+	char *end;
+	long p, t;
+
+	if (strncmp(path, "/proc/", 6))
+		return 0;
+	p = strtol(path + 6, &end, 10);
+	if (end == path + 6 || strncmp(end, "/task/", 6))
+		return 0;
+	t = strtol(end + 6, &end, 10);
+	return t > 0 && (*end == '/' || *end == 0) && t != p;
+}
+
+int gk_tree_find_thread_file(const pid_t *pids, size_t n, pid_t *pid, int *fdnum, char *path,
+			     size_t pathlen)
+{
+	for (size_t i = 0; i < n; i++) {
+		char dir[64], link[320];
+		struct dirent *e;
+		DIR *d;
+
+		snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pids[i]);
+		d = opendir(dir);
+		if (!d)
+			continue; /* ended meanwhile */
+		while ((e = readdir(d))) {
+			ssize_t len;
+
+			if (e->d_name[0] == '.')
+				continue;
+			snprintf(link, sizeof(link), "%s/%.200s", dir, e->d_name);
+			len = readlink(link, path, pathlen - 1);
+			if (len <= 0)
+				continue;
+			path[len] = 0;
+			if (names_thread_file(path)) {
+				*pid = pids[i];
+				*fdnum = atoi(e->d_name);
+				closedir(d);
+				return 1;
+			}
+		}
+		closedir(d);
+	}
+	path[0] = 0;
+	return 0;
+}
+
 pid_t gk_find_process(const char *prefix)
 {
 	struct dirent *e;

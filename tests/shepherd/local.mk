@@ -23,3 +23,11 @@ EXTRA_DIST += %reldir%/fork-devices.sh
 check_PROGRAMS += %reldir%/prog-fork-dev
 %canon_reldir%_prog_fork_dev_SOURCES = %reldir%/prog-fork-dev.c
 %canon_reldir%_prog_fork_dev_LDADD = $(GK_CUDA_STUB)
+
+# A descriptor on a thread's /proc file at a transparent checkpoint: waited
+# for, else refused by name (checkpoint.c, wait_thread_files); CRIU 4, root.
+TESTS += %reldir%/thread-files.sh
+EXTRA_DIST += %reldir%/thread-files.sh
+check_PROGRAMS += %reldir%/prog-threadfile
+%canon_reldir%_prog_threadfile_SOURCES = %reldir%/prog-threadfile.c
+%canon_reldir%_prog_threadfile_LDADD = -lpthread
