@@ -235,6 +235,9 @@ int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, gk_error_t *err)
 			json_object_array_add(node, json_object_new_string(s->node_gpus[i]));
 		json_object_object_add(root, "node_gpus", node);
 	}
+	if (s->cuda_processes >= 0)
+		json_object_object_add(root, "cuda_processes",
+				       json_object_new_int(s->cuda_processes));
 	json_object_object_add(root, "criu_seconds", json_object_new_double(s->criu_seconds));
 	json_object_object_add(root, "driver_seconds", json_object_new_double(s->driver_seconds));
 
@@ -445,6 +448,17 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, gk_error_t *e
 			gk_errprintf(err, "criu/SEAL: the file list is malformed");
 			return -EINVAL;
 		}
+	}
+	/* Optional: seals written before it was recorded have none (-1). */
+	s->cuda_processes = -1;
+	if (json_object_object_get_ex(root, "cuda_processes", &node)) {
+		int64_t count;
+
+		if (get_int(root, "cuda_processes", &count) < 0 || count < 0 || count > 4096) {
+			gk_errprintf(err, "criu/SEAL: cuda_processes is malformed");
+			return -EINVAL;
+		}
+		s->cuda_processes = (int)count;
 	}
 	/* Optional: seals written before it was recorded have none. */
 	s->nnode_gpus = 0;

@@ -48,6 +48,9 @@ struct gk_seal {
 	size_t nnode_gpus; /* every GPU of the node (gk_node_gpus); 0 in older seals */
 	char node_gpus[GK_SEAL_MAX_GPUS][64];
 	char socket[108]; /* GPUCKPT_SHEPHERD of the tree: listened on again after a restore */
+	/* How many processes the driver checkpointed: a restore must find
+	 * them all checkpointed again after CRIU's; -1 in older seals. */
+	int cuda_processes;
 	double criu_seconds, driver_seconds;
 	uint64_t image_bytes; /* filled by gk_seal_write and gk_seal_verify */
 };

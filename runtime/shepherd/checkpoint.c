@@ -934,6 +934,7 @@ static int seal_commit(struct ckpt *c, struct gk_seal *seal)
 	snprintf(seal->step, sizeof(seal->step), "%s", o->step);
 	seal->task = o->task;
 	snprintf(seal->socket, sizeof(seal->socket), "%s", sh->sockname);
+	seal->cuda_processes = (int)c->ncheckpointed;
 	seal->criu_seconds = c->t_criu - c->t_driver;
 	seal->driver_seconds = c->t_driver - c->t_lock;
 	if (sh->have_cuda) {

@@ -308,15 +308,15 @@ out_free:
 	return ret;
 }
 
-static int driver_restore(struct gk_shepherd *sh, CUcheckpointGpuPair *pairs, size_t npairs,
-			  double *t_unlock, gk_error_t *err)
+/* The processes of the restored tree that the driver holds checkpointed,
+ * into cuda[]; their number. */
+static int find_checkpointed(struct gk_shepherd *sh, pid_t *cuda, size_t *ncuda, gk_error_t *err)
 {
-	const struct gk_cudackpt *cu = &sh->cuda;
 	static pid_t pids[GK_SHEP_MAX_PROCS];
-	pid_t cuda[GK_SHEP_MAX_PROCS];
-	size_t n = 0, ncuda = 0;
+	size_t n = 0;
 	int ret;
 
+	*ncuda = 0;
 	ret = gk_tree_list(sh->prog, pids, GK_SHEP_MAX_PROCS, &n, err);
 	if (ret == 0)
 		ret = gk_tree_check_owner(pids, n, sh->o->uid, sh->o->gid, err);
@@ -325,9 +325,54 @@ static int driver_restore(struct gk_shepherd *sh, CUcheckpointGpuPair *pairs, si
 	for (size_t i = 0; i < n && sh->have_cuda; i++) {
 		CUprocessState st;
 
-		if (gk_cudackpt_is_cuda(cu, pids[i], &st) && st == CU_PROCESS_STATE_CHECKPOINTED)
-			cuda[ncuda++] = pids[i];
+		if (gk_cudackpt_is_cuda(&sh->cuda, pids[i], &st) &&
+		    st == CU_PROCESS_STATE_CHECKPOINTED)
+			cuda[(*ncuda)++] = pids[i];
 	}
+	return 0;
+}
+
+/*
+ * How long a restore waits for the driver to report every process it
+ * checkpointed (the seal's count) as checkpointed again once CRIU has
+ * restored the tree. A JAX job under Slurm on the H200s was once found with
+ * none right after CRIU; restoring "none" let it run on without its GPU
+ * state, into a segmentation fault. Fewer than the seal says after this
+ * long fails the restore, naming both counts.
+ */
+#define GK_RESTORE_FIND_CUDA_S 10.0
+
+static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
+			  CUcheckpointGpuPair *pairs, size_t npairs, double *t_unlock,
+			  gk_error_t *err)
+{
+	const struct gk_cudackpt *cu = &sh->cuda;
+	pid_t cuda[GK_SHEP_MAX_PROCS];
+	size_t ncuda = 0;
+	double deadline = gk_now() + GK_RESTORE_FIND_CUDA_S;
+	int ret, tries = 0;
+
+	for (;;) {
+		ret = find_checkpointed(sh, cuda, &ncuda, err);
+		if (ret < 0)
+			return ret;
+		tries++;
+		if (seal->cuda_processes < 0 || ncuda >= (size_t)seal->cuda_processes)
+			break;
+		if (gk_now() >= deadline) {
+			gk_errprintf(err,
+				     "the checkpoint holds %d process(es) the driver checkpointed, "
+				     "but after CRIU's restore the driver reports %zu of the tree "
+				     "as checkpointed (%.0f s)",
+				     seal->cuda_processes, ncuda, GK_RESTORE_FIND_CUDA_S);
+			return -EIO;
+		}
+		usleep(20 * 1000);
+	}
+	if (tries > 1)
+		gk_notice("transparent: restore: the driver reported the tree's %zu checkpointed "
+			  "process(es) after %d queries",
+			  ncuda, tries);
 	for (size_t i = 0; i < ncuda; i++) {
 		CUcheckpointRestoreArgs ra;
 		int tid = 0;
@@ -434,7 +479,7 @@ int gk_restore(struct gk_shepherd *sh)
 	if (ret < 0)
 		goto out;
 	t_criu = gk_now();
-	ret = driver_restore(sh, pairs, npairs, &t_unlock, &err);
+	ret = driver_restore(sh, seal, pairs, npairs, &t_unlock, &err);
 	if (ret < 0) {
 		/* Half restored is never left running. */
 		kill(sh->prog, SIGKILL);

@@ -70,6 +70,7 @@ static int make_sealed(const char *dir, int *ckptfd_out)
 	snprintf(s.stdio_task[1], sizeof(s.stdio_task[1]), "pipe");
 	snprintf(s.stdio_task[2], sizeof(s.stdio_task[2]), "file");
 	snprintf(s.socket, sizeof(s.socket), "gpuckpt-shepherd.1.00");
+	s.cuda_processes = 2;
 	s.ngpus = 1;
 	snprintf(s.gpus[0].uuid, sizeof(s.gpus[0].uuid),
 		 "GPU-0123abcd-0000-1111-2222-333344445555");
@@ -187,8 +188,10 @@ static void seal(void)
 		       s.have_stdio_task && !strcmp(s.stdio_task[0], "null") &&
 		       !strcmp(s.stdio_task[2], "file") && s.ngpus == 1 &&
 		       !strcmp(s.gpus[0].name, "NVIDIA H100 80GB HBM3") &&
-		       !strcmp(s.socket, "gpuckpt-shepherd.1.00") && s.image_bytes == 6,
-		   "and gives back what was sealed (the stdio kinds too)");
+		       !strcmp(s.socket, "gpuckpt-shepherd.1.00") && s.image_bytes == 6 &&
+		       s.cuda_processes == 2,
+		   "and gives back what was sealed (the stdio kinds and the count of "
+		   "processes the driver checkpointed too)");
 		ok(criufd >= 0 && faccessat(criufd, "core-2.img", F_OK, 0) == 0,
 		   "and the descriptor of the very folder it checked");
 		if (criufd >= 0)
