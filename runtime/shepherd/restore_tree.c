@@ -332,6 +332,41 @@ static int find_checkpointed(struct gk_shepherd *sh, pid_t *cuda, size_t *ncuda,
 	return 0;
 }
 
+/* What the driver answers for each process of the restored tree, for the
+ * message of a restore that found too few checkpointed: "pid P: state S"
+ * or "pid P: ERROR_NAME". */
+static void driver_says(struct gk_shepherd *sh, char *out, size_t len)
+{
+	static pid_t pids[GK_SHEP_MAX_PROCS];
+	size_t n = 0, used = 0;
+	gk_error_t err;
+
+	out[0] = 0;
+	if (gk_tree_list(sh->prog, pids, GK_SHEP_MAX_PROCS, &n, &err) < 0 || !sh->have_cuda) {
+		snprintf(out, len, "the tree could not be listed");
+		return;
+	}
+	for (size_t i = 0; i < n && i < 8 && used < len; i++) {
+		CUprocessState st;
+		CUresult r = sh->cuda.cuCheckpointProcessGetState(pids[i], &st);
+		const char *name = NULL;
+		int w;
+
+		if (r != CUDA_SUCCESS && sh->cuda.cuGetErrorName)
+			sh->cuda.cuGetErrorName(r, &name);
+		w = r == CUDA_SUCCESS
+			? snprintf(out + used, len - used, "%spid %d: state %d", i ? ", " : "",
+				   (int)pids[i], (int)st)
+			: snprintf(out + used, len - used, "%spid %d: %s", i ? ", " : "",
+				   (int)pids[i], name ? name : "error");
+		if (w < 0)
+			break;
+		used += (size_t)w;
+	}
+	if (n > 8 && used < len)
+		snprintf(out + used, len - used, ", and %zu more", n - 8);
+}
+
 /*
  * How long a restore waits for the driver to report every process it
  * checkpointed (the seal's count) as checkpointed again once CRIU has
@@ -360,11 +395,14 @@ static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
 		if (seal->cuda_processes < 0 || ncuda >= (size_t)seal->cuda_processes)
 			break;
 		if (gk_now() >= deadline) {
+			char said[512];
+
+			driver_says(sh, said, sizeof(said));
 			gk_errprintf(err,
 				     "the checkpoint holds %d process(es) the driver checkpointed, "
 				     "but after CRIU's restore the driver reports %zu of the tree "
-				     "as checkpointed (%.0f s)",
-				     seal->cuda_processes, ncuda, GK_RESTORE_FIND_CUDA_S);
+				     "as checkpointed (%.0f s; %s)",
+				     seal->cuda_processes, ncuda, GK_RESTORE_FIND_CUDA_S, said);
 			return -EIO;
 		}
 		usleep(20 * 1000);

@@ -41,7 +41,10 @@
 # GPU. The runtime and the shepherd missing from the build is a Bail out.
 # Logs, and the checkpoints of failed cases, stay in GK_GPU_LOGDIR (default
 # tests/gpu/logs/frameworks in the build tree); a passing case's checkpoint is
-# removed after its size is printed (GK_FW_KEEP=1 keeps it).
+# removed after its size is printed (GK_FW_KEEP=1 keeps it). GK_FW_MEMORY=1
+# writes CASE.memory there: each process's resident, anonymous and private
+# anonymous kB just before the SIGTERM (record_memory), what a checkpoint's
+# size is measured against.
 #
 #   make -C build check-gpu-frameworks      (or: make -C build/tests check-gpu-frameworks)
 : "${top_srcdir:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
@@ -225,6 +228,24 @@ reference() {
 # them and their files). The restoring shepherd sees GPU_RESTORE; with
 # "other", its log must also say that the driver restored the GPU onto
 # another one ("restore: GPU 0: OLD -> NEW", OLD != NEW).
+# record_memory PID: for PID and every process under it, a line "pid comm
+# rss_kB anonymous_kB private_anonymous_kB" from /proc/PID/smaps (private
+# anonymous: Private_Clean + Private_Dirty of mappings with no file, heap and
+# stack included), and a total: what issue 25's size goal counts
+# (GK_FW_MEMORY=1, a diagnostic, just before the checkpoint's SIGTERM).
+record_memory() {
+	local p=$1 c
+	awk -v pid="$p" -v comm="$(cat /proc/"$p"/comm 2>/dev/null)" '
+		/^[0-9a-f]+-[0-9a-f]+ / { anon = ($6 == "" || $6 ~ /^\[(heap|stack|anon)/) }
+		/^Rss:/ { rss += $2 }
+		/^Anonymous:/ { an += $2 }
+		/^Private_(Clean|Dirty):/ { if (anon) pa += $2 }
+		END { printf "%s %s %d %d %d\n", pid, comm, rss, an, pa }' /proc/"$p"/smaps 2>/dev/null
+	for c in $(cat /proc/"$p"/task/*/children 2>/dev/null); do
+		record_memory "$c"
+	done
+}
+
 round_trip() {
 	local c=$1 label=$2 ga=$3 gb=$4 other=${5:-} tag=${TAG[$1]} d=$LOGDIR/$2.ckpt
 	local failed_before=$TAP_FAILED moved= old new
@@ -240,6 +261,7 @@ round_trip() {
 		python3 "$PROGS/${PROG[$c]}" "${ARGS[@]}" >"$out" 2>"$err" &
 	spid=$!
 	if wait_line "$out" "^$tag: step $AT " "$WAIT" "$spid"; then
+		[ -n "${GK_FW_MEMORY:-}" ] && record_memory "$spid" >"$LOGDIR/$label.memory"
 		kill -TERM "$spid"
 		wait_pid "$spid" 180
 		committed=$(grep -o "checkpoint ckpt\.[0-9]* committed:.*" "$err" | tail -n 1)
