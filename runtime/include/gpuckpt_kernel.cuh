@@ -1,7 +1,7 @@
 /*
  * gpuckpt_kernel.cuh - interruptible long kernels: the checks inside a
  * kernel (header-only, CUDA C++). gpuckpt_kernel.h has the host side and the
- * protocol; docs/users.md ("Long kernels") what is safe.
+ * protocol; docs/api.md ("Long kernels") what is safe.
  *
  * Block mode: the grid has many more blocks than run at once; each block
  * checks once, at its top, with every thread of the block:

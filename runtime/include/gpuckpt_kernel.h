@@ -12,7 +12,7 @@
  * all of it is, in this run or, after a restore, in the restarted one.
  *
  * The device side (the checks inside the kernel) is gpuckpt_kernel.cuh, for
- * CUDA C++; docs/users.md ("Long kernels") says how to mark a kernel and
+ * CUDA C++; docs/api.md ("Long kernels") says how to mark a kernel and
  * what is safe. In short:
  *
  *	// setup, before the first gpuckpt_point(): same order on a restart
@@ -53,7 +53,7 @@ extern "C" {
  * What a marked kernel takes as an argument (by value). stop: the device
  * address of the stop word (non-zero: return at the next check), NULL when
  * the kernel must never stop (no runtime, or a step that agrees its
- * checkpoints through gpuckpt_mpi.h: see docs/users.md). state: the record
+ * checkpoints through gpuckpt_mpi.h: see docs/api.md). state: the record
  * above, NULL without the runtime (the checks then do nothing). npos: 0 in
  * block mode, else the number of threads with a saved loop position.
  */

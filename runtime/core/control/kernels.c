@@ -193,24 +193,28 @@ static int read_header(const struct gpuckpt_kernel_record *rec, unsigned long lo
 	return gk_cu_check(r, "cuMemcpyDtoH", "kernel", rec->name);
 }
 
-/* The program's own route for writes to device memory: gated. */
-static int write_words(const struct gpuckpt_kernel_record *rec, unsigned idx,
+/* The program's own route for writes to device memory (gated), in the
+ * order of the kernel's stream: a launch on it sees them, whatever kind of
+ * stream it is (a copy on the legacy stream would not be ordered before a
+ * kernel on a non-blocking one). The source is pageable: staged before the
+ * call returns. */
+static int write_words(const struct gpuckpt_kernel_record *rec, CUstream s, unsigned idx,
 		       const unsigned long long *v, unsigned n)
 {
-	CUresult r = cuMemcpyHtoD(rec->dev + idx * 8, v, n * 8);
+	CUresult r = cuMemcpyHtoDAsync(rec->dev + idx * 8, v, n * 8, s);
 
-	return gk_cu_check(r, "cuMemcpyHtoD", "kernel", rec->name);
+	return gk_cu_check(r, "cuMemcpyHtoDAsync", "kernel", rec->name);
 }
 
 /* A fresh run: the record cleared, the status and total set. */
-static int start_fresh(const struct gpuckpt_kernel_record *rec)
+static int start_fresh(const struct gpuckpt_kernel_record *rec, CUstream s)
 {
 	unsigned long long h[4] = {GPUCKPT_KREC_RUNNING, 0, 0, rec->total};
-	CUresult r = cuMemsetD8(rec->dev, 0, rec->bytes);
+	CUresult r = cuMemsetD8Async(rec->dev, 0, rec->bytes, s);
 
 	if (r != CUDA_SUCCESS)
-		return gk_cu_check(r, "cuMemsetD8", "kernel", rec->name);
-	return write_words(rec, 0, h, 4);
+		return gk_cu_check(r, "cuMemsetD8Async", "kernel", rec->name);
+	return write_words(rec, s, 0, h, 4);
 }
 
 GK_EXPORT int gpuckpt_kernel_run(gpuckpt_kernel_record *rec, long step, void *stream,
@@ -231,7 +235,7 @@ GK_EXPORT int gpuckpt_kernel_run(gpuckpt_kernel_record *rec, long step, void *st
 			  "checkpoint; only the rest runs",
 			  rec->name, h[GPUCKPT_KREC_EXECUTED], h[GPUCKPT_KREC_TOTAL], unit(rec));
 	} else {
-		ret = start_fresh(rec);
+		ret = start_fresh(rec, (CUstream)stream);
 		if (ret < 0)
 			return ret;
 	}
@@ -251,7 +255,7 @@ GK_EXPORT int gpuckpt_kernel_run(gpuckpt_kernel_record *rec, long step, void *st
 		CUresult r;
 		double tl;
 
-		ret = write_words(rec, GPUCKPT_KREC_INTERRUPTED, &zero, 1);
+		ret = write_words(rec, (CUstream)stream, GPUCKPT_KREC_INTERRUPTED, &zero, 1);
 		if (ret < 0)
 			return ret;
 		tl = now();
@@ -286,9 +290,17 @@ GK_EXPORT int gpuckpt_kernel_run(gpuckpt_kernel_record *rec, long step, void *st
 		gpuckpt_point(step);
 		gk_kstop_clear();
 	}
-	ret = write_words(rec, GPUCKPT_KREC_STATUS, &idle, 1);
+	/* Finished: the next run starts fresh. Waited for, so that the next
+	 * run's first look at the record (a copy on the legacy stream) sees it. */
+	ret = write_words(rec, (CUstream)stream, GPUCKPT_KREC_STATUS, &idle, 1);
 	if (ret < 0)
 		return ret;
+	{
+		CUresult r = gk_real.cuStreamSynchronize((CUstream)stream);
+
+		if (r != CUDA_SUCCESS)
+			return gk_cu_check(r, "cuStreamSynchronize", "kernel", rec->name);
+	}
 	if (interruptions || launches > 1)
 		gk_info("kernel %s: finished: %d launches, %d interrupted, %.3f s", rec->name, launches,
 			interruptions, now() - t0);
