@@ -86,6 +86,11 @@ static int stop_word_make(void)
 	}
 	memset(p, 0, 64);
 	stop_dev = d;
+	{
+		CUcontext cur = NULL;
+
+		gk_kstop_ctx = gk_real.cuCtxGetCurrent(&cur) == CUDA_SUCCESS ? (void *)cur : NULL;
+	}
 	__atomic_store_n(&gk_kstop_word, (unsigned int *)p, __ATOMIC_RELEASE);
 	/* Asked for before the word existed: raised now. */
 	if (__atomic_load_n(&gk_rt.due, __ATOMIC_ACQUIRE) & GK_DUE_CHECKPOINT)
@@ -245,6 +250,8 @@ GK_EXPORT int gpuckpt_kernel_run(gpuckpt_kernel_record *rec, long step, void *st
 	k.npos = rec->npos;
 	/* A step that agrees its checkpoints (gpuckpt_mpi.h) takes them at its
 	 * agreed point, in every task at once: never here. */
+	if (!__atomic_load_n(&gk_kstop_word, __ATOMIC_ACQUIRE) && stop_word_make() < 0)
+		gk_warn("kernel %s: no stop word: it runs to its end", rec->name);
 	if (!gk_coord_attached())
 		k.stop = (const volatile unsigned int *)(uintptr_t)stop_dev;
 	else

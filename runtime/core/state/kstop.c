@@ -17,6 +17,7 @@
 #include <time.h>
 
 unsigned int *gk_kstop_word;
+void *gk_kstop_ctx;
 int64_t gk_kstop_raised_ns;
 
 static int64_t now_ns(void)
@@ -34,6 +35,14 @@ void gk_kstop_raise(void)
 	__atomic_store_n(&gk_kstop_raised_ns, now_ns(), __ATOMIC_RELEASE);
 	if (w)
 		__atomic_store_n(w, 1u, __ATOMIC_RELEASE);
+}
+
+void gk_kstop_context_gone(void *ctx)
+{
+	if (ctx && ctx == gk_kstop_ctx) {
+		__atomic_store_n(&gk_kstop_word, NULL, __ATOMIC_RELEASE);
+		gk_kstop_ctx = NULL;
+	}
 }
 
 void gk_kstop_clear(void)

@@ -19,12 +19,19 @@
 
 /* The host address of the stop word, NULL until the first marked kernel. */
 extern unsigned int *gk_kstop_word;
+/* The context the stop word was made in (a CUcontext). */
+extern void *gk_kstop_ctx;
 /* CLOCK_MONOTONIC ns when a checkpoint was last asked for (0: never). */
 extern int64_t gk_kstop_raised_ns;
 
 /* A checkpoint is due: raise the stop word (if any) and note when.
  * Async-signal-safe. */
 void gk_kstop_raise(void);
+
+/* The program destroys or resets ctx: a stop word made there is forgotten
+ * (the driver frees it with the context; a signal handler must not write
+ * into it after that); the next marked kernel makes another. */
+void gk_kstop_context_gone(void *ctx);
 
 /* Lower it (the checkpoint was taken, or is left to a later point). */
 void gk_kstop_clear(void);
