@@ -8,13 +8,13 @@
 # restore runs only the rest, to the uninterrupted result (the program
 # checks every element against the sum computed on the host: an element
 # added twice or never is a wrong checksum). Both modes (blocks; loops with
-# saved positions), SIGTERM and SIGUSR1; a cooperative launch of a marked
+# saved positions), SIGTERM, SIGUSR1 and the interval; a cooperative launch of a marked
 # kernel refused by name; the drain's log naming the kernel it waited for.
 # The stand-in is no evidence for a GPU: tests/gpu/kernel-interrupt.sh is.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 PROG=$top_builddir/tests/runtime/prog-kernels
 MODULE=$top_builddir/tests/runtime/.libs/kern_kernels_host.so
-tap_plan 26
+tap_plan 28
 gk_scratch
 gk_need_built "$GK_STANDIN_DIR/libcuda.so.1" "$PROG" "$MODULE" "$GK_RUNTIME"
 export GPUCKPT_LOG_LEVEL=info
@@ -101,6 +101,15 @@ wait $PID
 expect "a restore of that checkpoint also ends with the uninterrupted result" usr1r \
 	sh -c "grep -q '^resumed from step 0$' '$GK_SCRATCH/usr1r.out' && grep -q 'kmc: resumed from its record' '$GK_SCRATCH/usr1r.err'"
 expect "... (checksum = expected)" usr1r good "$GK_SCRATCH/usr1r.out"
+
+# --- the periodic checkpoint interrupts the kernel too -------------------------------
+D=$GK_SCRATCH/interval
+start interval GPUCKPT_DIR="$D" GPUCKPT_INTERVAL=1 -- "${BLK[@]}" --delay-us 40000 --steps 1
+wait $PID; status=$?
+expect "GPUCKPT_INTERVAL=1, a 2.6-s kernel: interrupted in its middle for the periodic checkpoint ($(executed interval))" interval \
+	sh -c "test $status -eq 0 && test -f '$D/ckpt.000001/manifest.json' &&
+		grep -q 'kernel kmc: finished: [2-9] launches, [1-9] interrupted' '$GK_SCRATCH/interval.err'"
+expect "... and ends with the uninterrupted result" interval good "$GK_SCRATCH/interval.out"
 
 # --- loop mode: positions saved per thread -------------------------------------------
 LOOP=(--mode loop --steps 2 --blocks 4 --threads 8 --rounds 40)
