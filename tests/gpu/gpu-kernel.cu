@@ -9,7 +9,7 @@
  * iterates, by doubling (O(log m)), then checks every element in O(1).
  *
  *   gpu-kernel [--mode blocks|loop] [--n N] [--seconds S | --iters M]
- *              [--unmarked] [--no-check]
+ *              [--unmarked] [--no-check] [--help]
  *
  * blocks: one element per thread, n/256 blocks of 256 threads, each block
  *   checks at its top (GPUCKPT_BLOCK_BEGIN): many more blocks than run at
@@ -205,6 +205,22 @@ int main(int argc, char **argv)
 	for (int i = 1; i < argc; i++) {
 		const char *o = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
 
+		if (!strcmp(o, "--help") || !strcmp(o, "-h")) {
+			printf("usage: %s [--mode blocks|loop] [--n N] [--seconds S | --iters M] "
+			       "[--unmarked] [--no-check]\n"
+			       "One long kernel marked interruptible (gpuckpt_kernel.cuh), its result "
+			       "checked on the host.\n"
+			       "  --mode     blocks: a check at the top of each block (default); loop: a "
+			       "persistent grid-stride loop, a check per round\n"
+			       "  --n        elements (default 2^25)\n"
+			       "  --seconds  calibrate the iterations so the kernel lasts about S s "
+			       "(default 30)\n"
+			       "  --iters    iterations per element, no calibration\n"
+			       "  --unmarked the same kernel without the checks, launched once\n"
+			       "  --no-check do not check the result (benchmarks)\n",
+			       prog);
+			return 0;
+		}
 		if (!strcmp(o, "--unmarked")) {
 			a.marked = 0;
 			continue;
