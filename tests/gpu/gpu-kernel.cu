@@ -9,7 +9,7 @@
  * iterates, by doubling (O(log m)), then checks every element in O(1).
  *
  *   gpu-kernel [--mode blocks|loop] [--n N] [--seconds S | --iters M]
- *              [--unmarked] [--no-check] [--help]
+ *              [--unmarked] [--no-check] [--coop] [--help]
  *
  * blocks: one element per thread, n/256 blocks of 256 threads, each block
  *   checks at its top (GPUCKPT_BLOCK_BEGIN): many more blocks than run at
@@ -22,6 +22,7 @@
  *   runs use the same M). m is a protected region: a restore uses the m of
  *   the checkpoint, whatever the options say.
  * --unmarked: the same kernel compiled without the checks, launched once.
+ * --coop: a cooperative launch of the marked kernel, its answer printed.
  *
  * Lines (stdout):
  *   gpu-kernel: fresh start: mode=M n=N iters=M device=NAME
@@ -192,7 +193,7 @@ int main(int argc, char **argv)
 	struct params P = {0};
 	long step = 0, restart_step = 0;
 	double seconds = 30;
-	int no_check = 0, restarting;
+	int no_check = 0, coop = 0, restarting;
 	launch_args a;
 	cudaDeviceProp prop;
 	gpuckpt_kernel_record *rec = NULL;
@@ -217,7 +218,9 @@ int main(int argc, char **argv)
 			       "(default 30)\n"
 			       "  --iters    iterations per element, no calibration\n"
 			       "  --unmarked the same kernel without the checks, launched once\n"
-			       "  --no-check do not check the result (benchmarks)\n",
+			       "  --no-check do not check the result (benchmarks)\n"
+			       "  --coop     launch the marked kernel cooperatively once (refused "
+			       "under the runtime), then exit\n",
 			       prog);
 			return 0;
 		}
@@ -227,6 +230,10 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(o, "--no-check")) {
 			no_check = 1;
+			continue;
+		}
+		if (!strcmp(o, "--coop")) {
+			coop = 1;
 			continue;
 		}
 		if (!v) {
@@ -271,6 +278,18 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s: gpuckpt_kernel_create: %s\n", prog, ckpt_strerror(ret));
 			return 1;
 		}
+	}
+	if (coop) {
+		/* A cooperative launch of the marked kernel: the runtime refuses
+		 * it (cudaErrorNotSupported); natively it runs one block. */
+		long long one = 1;
+		unsigned long long n1 = 1;
+		void *args[] = {&a.out, &n1, &one, &none};
+		cudaError_t e = cudaLaunchCooperativeKernel((const void *)lcg_blocks<true>, dim3(1),
+							    dim3(THREADS), args, 0, a.s);
+
+		printf("%s: cooperative launch: %s\n", prog, cudaGetErrorName(e));
+		return 0;
 	}
 	if (!restarting && !P.m) {
 		/* Calibrate: the rate of this GPU for this kernel. */

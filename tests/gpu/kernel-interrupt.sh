@@ -15,6 +15,9 @@
 #   6. the result is the uninterrupted one: every element equals the host's
 #      closed form (an element skipped or computed from a half state is a
 #      mismatch), exit 0.
+# And: cudaLaunchCooperativeKernel of the marked kernel is refused, by name
+# (the CUDA runtime's launch reaches the driver with the handle the runtime
+# was given at gpuckpt_kernel_create, or this point fails).
 #
 # Nothing about time is asserted; the diagnostics print the times (signal to
 # exit, the runtime's own), which benchmarks/kernels/run.sh measures. About
@@ -25,7 +28,7 @@
 RT=$top_builddir/runtime/.libs/libgpuckpt.so
 PROG=$top_builddir/tests/gpu/gpu-kernel
 SECONDS_KERNEL=${GK_KERNEL_SECONDS:-30}
-PLAN=14
+PLAN=15
 tap_plan $PLAN
 gk_scratch
 
@@ -43,6 +46,12 @@ expect() {
 	if "$@"; then tap_ok "$desc"; else tap_not_ok "$desc"; show "$name"; fi
 }
 line_of() { grep -n "$2" "$1" | head -1 | cut -d: -f1; }
+
+env GPUCKPT_DIR="$GK_SCRATCH/coop" LD_PRELOAD="$RT" "$PROG" --mode blocks --coop \
+	>"$GK_SCRATCH/coop.out" 2>"$GK_SCRATCH/coop.err"
+expect "a cooperative launch of the marked kernel is refused (cudaErrorNotSupported), naming it" coop \
+	sh -c "grep -q 'cooperative launch: cudaErrorNotSupported' '$GK_SCRATCH/coop.out' &&
+		grep -q 'launch: lcg_blocks: .* of a kernel marked interruptible is refused' '$GK_SCRATCH/coop.err'"
 
 for mode in blocks loop; do
 	K=lcg_$mode
