@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "gpuckpt.h"
+#include "gpuckpt_kernel.h"
 
 #ifdef __cplusplus
 extern "C" {
@@ -24,6 +25,13 @@ int gpuckpt_unprotect(const char *name) __attribute__((weak));
 int gpuckpt_point(long step) __attribute__((weak));
 int gpuckpt_restarting(long *step) __attribute__((weak));
 const char *gpuckpt_strerror(int err) __attribute__((weak));
+/* Interruptible kernels (gpuckpt_kernel.h): absent without the runtime,
+ * where gpuckpt_kernel.cuh's helper launches the kernel once, plainly. */
+int gpuckpt_kernel_create(const char *name, void *function, unsigned long long nblocks,
+			  unsigned long long npos, gpuckpt_kernel_record **rec) __attribute__((weak));
+int gpuckpt_kernel_run(gpuckpt_kernel_record *rec, long step, void *stream,
+		       gpuckpt_launch_fn launch, void *arg) __attribute__((weak));
+void gpuckpt_kernel_destroy(gpuckpt_kernel_record *rec) __attribute__((weak));
 #ifdef __cplusplus
 }
 #endif
@@ -32,6 +40,16 @@ const char *gpuckpt_strerror(int err) __attribute__((weak));
 static inline int ckpt_present(void)
 {
 	return gpuckpt_point != NULL && gpuckpt_protect != NULL && gpuckpt_restarting != NULL;
+}
+
+/* Mark a kernel interruptible: 0 and *rec NULL without the runtime. */
+static inline int ckpt_kernel_create(const char *name, void *function, unsigned long long nblocks,
+				     unsigned long long npos, gpuckpt_kernel_record **rec)
+{
+	*rec = NULL;
+	return ckpt_present() && gpuckpt_kernel_create != NULL
+		   ? gpuckpt_kernel_create(name, function, nblocks, npos, rec)
+		   : 0;
 }
 
 static inline int ckpt_protect(const char *name, void *addr, size_t size)

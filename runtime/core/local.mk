@@ -54,7 +54,10 @@ libgkcore_la_SOURCES = \
 	%reldir%/control/api.c \
 	%reldir%/interpose/exec_guard.c %reldir%/interpose/exec_guard.h \
 	%reldir%/control/start.c %reldir%/control/start.h \
-	%reldir%/state/runtime.c %reldir%/state/runtime.h
+	%reldir%/state/runtime.c %reldir%/state/runtime.h \
+	%reldir%/state/kstop.c %reldir%/state/kstop.h \
+	%reldir%/interpose/launch.c \
+	%reldir%/control/kernels.c
 # The interposition of the OpenCL API needs its headers (configure:
 # HAVE_OPENCL); the record of OpenCL objects is plain C (libgkclrec).
 if HAVE_OPENCL

@@ -120,6 +120,22 @@ check-gpu: $(GPU_TESTS) %reldir%/gpu-probe$(EXEEXT) %reldir%/route-drv$(EXEEXT) 
 	echo "# ipc-gpu.sh: legacy CUDA IPC between two processes, served by the runtime, app mode"; \
 	$(SHELL) $(srcdir)/%reldir%/ipc-gpu.sh || rc=1; exit $$rc
 
+# gpu-kernel: one long kernel marked interruptible (gpuckpt_kernel.cuh);
+# kernel-interrupt.sh sends SIGTERM in its middle and restores it (make
+# check-gpu-kernels, about 2 minutes: not part of check-gpu, which fills its
+# 10 minutes), benchmarks/kernels/run.sh measures it.
+GPU_KERNEL_DEPS = $(GPU_NVCC_DEPS) $(top_srcdir)/runtime/include/gpuckpt_kernel.h \
+	$(top_srcdir)/runtime/include/gpuckpt_kernel.cuh
+%reldir%/gpu-kernel: $(srcdir)/%reldir%/gpu-kernel.cu $(GPU_KERNEL_DEPS)
+	@$(MKDIR_P) %reldir%
+	$(AM_V_GEN)$(NVCC) $(GPU_NVCCFLAGS) -I$(top_srcdir)/runtime/include -o $@ \
+		$(srcdir)/%reldir%/gpu-kernel.cu
+CLEANFILES += %reldir%/gpu-kernel
+EXTRA_DIST += %reldir%/gpu-kernel.cu %reldir%/kernel-interrupt.sh
+check-gpu-kernels: %reldir%/gpu-kernel
+	@$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/%reldir%/kernel-interrupt.sh
+.PHONY: check-gpu-kernels
+
 clean-local: clean-local-gpu
 clean-local-gpu:
 	rm -rf %reldir%/logs

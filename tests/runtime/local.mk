@@ -131,3 +131,17 @@ TESTS += %reldir%/ipc-users.sh
 EXTRA_DIST += %reldir%/ipc-users.sh
 TESTS += %reldir%/ipc-transparent.sh
 EXTRA_DIST += %reldir%/ipc-transparent.sh
+
+# Interruptible long kernels (gpuckpt_kernel.h) on the stand-in: a program
+# with one marked kernel and its host "kernels" (kernels.sh).
+check_PROGRAMS += %reldir%/prog-kernels
+%canon_reldir%_prog_kernels_SOURCES = %reldir%/prog-kernels.c
+%canon_reldir%_prog_kernels_LDADD = $(top_builddir)/runtime/libgpuckpt.la $(GK_CUDA_STUB)
+check_LTLIBRARIES += %reldir%/kern_kernels_host.la
+%canon_reldir%_kern_kernels_host_la_SOURCES = %reldir%/kern_kernels_host.c
+%canon_reldir%_kern_kernels_host_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/cuda-standin \
+	-I$(top_srcdir)/runtime/include
+%canon_reldir%_kern_kernels_host_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version \
+	-rpath /nowhere
+TESTS += %reldir%/kernels.sh
+EXTRA_DIST += %reldir%/kernels.sh

@@ -7,6 +7,7 @@
 
 #include "include/gpuckpt.h"
 #include "include/gpuckpt_coord.h"
+#include "core/state/kstop.h"
 #include "core/state/regions.h"
 #include "core/control/coord.h"
 #include "core/control/dump.h"
@@ -118,6 +119,8 @@ static int point_slow(long step)
 	if (gk_coord_attached())
 		return GPUCKPT_NOTHING;
 	__atomic_and_fetch(&gk_rt.due, ~GK_DUE_CHECKPOINT, __ATOMIC_ACQ_REL);
+	/* Marked kernels launched from now on run on (gpuckpt_kernel.h). */
+	gk_kstop_clear();
 	exiting = __atomic_load_n(&gk_rt.exit_signo, __ATOMIC_ACQUIRE) != 0;
 	background = 0;
 	/* The step's tasks that cannot agree refuse here (coord.c's hook). */
@@ -183,7 +186,7 @@ GK_EXPORT int gpuckpt_request(void)
 	if (!gk_rt.enabled)
 		return -ENOTSUP;
 	__atomic_store_n(&gk_rt.aware, 1, __ATOMIC_RELEASE);
-	__atomic_or_fetch(&gk_rt.due, GK_DUE_CHECKPOINT, __ATOMIC_RELEASE);
+	gk_due_checkpoint();
 	return 0;
 }
 

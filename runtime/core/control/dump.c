@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "core/control/dump.h"
+#include "core/state/kstop.h"
 #include "core/capture/changes.h"
 #include "core/control/pipeline.h"
 #include "core/state/runtime.h"
@@ -31,6 +32,7 @@ int gk_dump_member(long step, const struct gk_member *mem)
 void gk_dump_context_gone(CUcontext ctx)
 {
 	gk_writer_wait();
+	gk_kstop_context_gone(ctx);
 	gk_snapshot_forget(ctx);
 	gk_staging_forget(ctx);
 	gk_changes_forget(ctx);

@@ -16,6 +16,7 @@
 #include "core/interpose/gate.h"
 #include "common/log.h"
 #include "core/capture/plan.h"
+#include "core/state/kstop.h"
 #include "core/state/runtime.h"
 #include "core/capture/snapshot.h"
 #include "core/capture/writer.h"
@@ -203,12 +204,45 @@ static int ph_refuse(struct gk_pipeline *P)
 	return 0;
 }
 
+/* What the drain waited for: the last kernel launched, by name, so that a
+ * user whose checkpoints wait for a long kernel knows which one to mark
+ * interruptible (gpuckpt_kernel.h). A notice from a second on, else info. */
+static void say_drain(double t_start, double waited)
+{
+	int64_t when_ns, asked_ns = __atomic_load_n(&gk_kstop_raised_ns, __ATOMIC_ACQUIRE);
+	void *f = gk_launch_last(&when_ns);
+	char name[96], asked[96] = "";
+	double ago;
+
+	if (!f)
+		return;
+	gk_kernel_name(f, name, sizeof(name));
+	ago = t_start - (double)when_ns * 1e-9;
+	if (asked_ns)
+		snprintf(asked, sizeof(asked), "; the checkpoint was asked for %.3f s before the drain",
+			 t_start - (double)asked_ns * 1e-9);
+	if (waited >= 1.0)
+		gk_notice("checkpoint: the drain waited %.3f s for the GPU's work; the last kernel "
+			  "launched was %s, %.3f s before the drain%s: a long kernel delays every "
+			  "checkpoint by its length; %s",
+			  waited, name, ago, asked,
+			  gk_kstop_marked(f) ? "it is marked interruptible, but was launched other "
+					       "than through gpuckpt_kernel_run"
+					     : "mark it interruptible (gpuckpt_kernel.h)");
+	else
+		gk_info("checkpoint: drained in %.3f s; the last kernel launched was %s, %.3f s "
+			"before the drain%s",
+			waited, name, ago, asked);
+}
+
 static int ph_drain(struct gk_pipeline *P)
 {
 	int ret;
+	double t_start = gk_now();
 
 	P->broken = CUDA_SUCCESS;
 	ret = gk_pipeline_drain(&P->broken);
+	say_drain(t_start, gk_now() - t_start);
 	if (ret == -ENOTRECOVERABLE) {
 		/* The program's own kernel failed before: one line that says so,
 		 * rather than the errors every later call would give. */

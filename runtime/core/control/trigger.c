@@ -3,6 +3,7 @@
 #include "core/control/trigger.h"
 #include "core/driver/driver.h"
 #include "common/log.h"
+#include "core/state/kstop.h"
 #include "core/state/runtime.h"
 #include "common/export.h"
 #include "common/shepherd_protocol.h"
@@ -145,7 +146,7 @@ static void on_signal(int sig, siginfo_t *info, void *uc)
 	if (held) {
 		if (dfl && action_of[sig] == GK_ACTION_EXIT)
 			__atomic_store_n(&gk_rt.exit_signo, sig, __ATOMIC_RELEASE);
-		__atomic_or_fetch(&gk_rt.due, GK_DUE_CHECKPOINT, __ATOMIC_RELEASE);
+		gk_due_checkpoint();
 		if (gk_log_enabled(GK_LOG_NOTICE))
 			raw_line(gk_signal_name(sig), " received: ",
 				 "checkpointing at the next checkpoint point");
@@ -286,7 +287,7 @@ static void *interval_thread(void *arg)
 			next.tv_nsec = (long)(last % 1000000000);
 			continue;
 		}
-		__atomic_or_fetch(&gk_rt.due, GK_DUE_CHECKPOINT, __ATOMIC_RELEASE);
+		gk_due_checkpoint();
 	}
 	return NULL;
 }
