@@ -131,3 +131,9 @@ TESTS += %reldir%/ipc-users.sh
 EXTRA_DIST += %reldir%/ipc-users.sh
 TESTS += %reldir%/ipc-transparent.sh
 EXTRA_DIST += %reldir%/ipc-transparent.sh
+# Managed memory checkpointed and restored (managed.sh).
+check_PROGRAMS += %reldir%/prog-uvm
+%canon_reldir%_prog_uvm_SOURCES = %reldir%/prog-uvm.c
+%canon_reldir%_prog_uvm_LDADD = $(top_builddir)/runtime/libgpuckpt.la $(GK_CUDA_STUB)
+TESTS += %reldir%/managed.sh
+EXTRA_DIST += %reldir%/managed.sh
