@@ -18,36 +18,56 @@
 #include "standin.h"
 
 /*
- * Managed memory comes from a window of its own, at the lowest free 2 MiB
- * boundary, as the real driver gives managed memory from its own range of
- * the process's address space: a program that makes the same requests gets
- * the same addresses in every run (what a restore relies on), and memory
- * freed and asked for again comes back where it was.
- * GPUCKPT_STANDIN_MANAGED_BASE moves the window (a test of a restore whose
- * managed addresses differ).
+ * Managed memory is placed as the real driver (580, x86_64) places it: a
+ * reservation first, through libc's mmap (anonymous, private, PROT_NONE, the
+ * size rounded up to 2 MiB plus 32 MiB less a page, anywhere the kernel
+ * likes), then the memory mapped at the first 32 MiB boundary inside it and
+ * the rest of the reservation given back. So, as with the driver, the
+ * address comes from the process's mmap layout: it changes from run to run
+ * with address space randomisation, and a restore relies on the runtime
+ * placing the reservation where the checkpointed run had it
+ * (runtime/core/interpose/steer.c).
+ * GPUCKPT_STANDIN_MANAGED_BASE gives the kernel a hint for the first
+ * reservation (each next one just above the last allocation): a run whose
+ * layout differs from the checkpointed one, deterministically.
  */
-#define SI_MANAGED_BASE 0x6f0000000000ULL
-#define SI_MANAGED_STEP (2ULL << 20)
-#define SI_MANAGED_SPAN (1ULL << 40)
+#define SI_MANAGED_ALIGN (32ULL << 20)
+#define SI_MANAGED_GRAIN (2ULL << 20)
+
+static unsigned long long managed_hint; /* 0: none yet; guarded by the atomics */
 
 static void *map_managed(size_t len)
 {
 	const char *v = getenv("GPUCKPT_STANDIN_MANAGED_BASE");
-	unsigned long long base = v && *v ? strtoull(v, NULL, 0) : SI_MANAGED_BASE;
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t res_len = si_align_up(len, SI_MANAGED_GRAIN) + SI_MANAGED_ALIGN - page;
+	unsigned long long hint = 0;
+	uintptr_t res, p;
+	void *m;
 
-	base &= ~(SI_MANAGED_STEP - 1);
-	for (unsigned long long a = base; a + len <= base + SI_MANAGED_SPAN; a += SI_MANAGED_STEP) {
-		void *p = mmap((void *)(uintptr_t)a, len, PROT_READ | PROT_WRITE,
-			       MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0);
-
-		if (p == (void *)(uintptr_t)a)
-			return p;
-		if (p != MAP_FAILED) /* an old kernel: the hint was not honoured */
-			munmap(p, len);
-		else if (errno != EEXIST)
-			return NULL;
+	if (v && *v) {
+		hint = __atomic_load_n(&managed_hint, __ATOMIC_RELAXED);
+		if (!hint)
+			hint = strtoull(v, NULL, 0);
 	}
-	return NULL;
+	m = mmap((void *)(uintptr_t)hint, res_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	res = (uintptr_t)m;
+	p = (res + SI_MANAGED_ALIGN - 1) & ~(uintptr_t)(SI_MANAGED_ALIGN - 1);
+	if (mmap((void *)p, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+		 -1, 0) != (void *)p) {
+		munmap(m, res_len);
+		return NULL;
+	}
+	if (p > res)
+		munmap(m, p - res);
+	if (res + res_len > p + len)
+		munmap((void *)(p + len), res + res_len - (p + len));
+	if (v && *v)
+		__atomic_store_n(&managed_hint, (unsigned long long)(p + si_align_up(len, SI_MANAGED_ALIGN)),
+				 __ATOMIC_RELAXED);
+	return (void *)p;
 }
 
 static CUresult alloc_range(struct CUctx_st *ctx, enum si_mem_kind kind, size_t n, bool charge,

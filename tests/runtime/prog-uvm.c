@@ -9,12 +9,15 @@
  * prints a checksum of both arrays at the end: the same with a checkpoint
  * and restore in between as without.
  *
- *   prog-uvm [--steps N] [--words N] [--stop-at K] [--term-at K]
+ *   prog-uvm [--steps N] [--words N] [--stop-at K] [--term-at K] [--block ADDR]
  *
  * --stop-at K: SIGTERM to itself at step K (a checkpoint, then the process
  * ends, as under Slurm). --term-at K: the same, but the program catches
  * SIGTERM and goes on (transparent mode: the runtime's agent takes the
- * signal first; the program waits until its handler ran).
+ * signal first; the program waits until its handler ran). --block ADDR: a
+ * page of its own mapped at ADDR before any managed allocation (a restart
+ * whose layout has something where the checkpointed run's managed memory
+ * was).
  */
 #include "gpuckpt.h"
 
@@ -24,6 +27,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -78,6 +82,10 @@ int main(int argc, char **argv)
 			stop_at = atol(argv[i + 1]);
 		else if (!strcmp(argv[i], "--term-at"))
 			term_at = atol(argv[i + 1]);
+		else if (!strcmp(argv[i], "--block") &&
+			 mmap((void *)(uintptr_t)strtoull(argv[i + 1], NULL, 0), 4096, PROT_NONE,
+			      MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED_NOREPLACE, -1, 0) == MAP_FAILED)
+			perror("prog-uvm: --block");
 	}
 	if (term_at >= 0)
 		signal(SIGTERM, on_term);
