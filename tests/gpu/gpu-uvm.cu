@@ -71,6 +71,17 @@ int main(int argc, char **argv)
 	if (!attr)
 		gt_die("device 0 has no concurrent managed access: this test is for Pascal or later "
 		       "on Linux");
+	{
+		/* Never more managed memory than half of what the GPU has free:
+		 * oversubscription can hang it. */
+		size_t free_b = 0, total_b = 0;
+
+		CK(cudaMemGetInfo(&free_b, &total_b));
+		if (3 * bytes > free_b / 2)
+			gt_die("3 x %zu bytes of managed memory is more than half of the %zu bytes "
+			       "free on the GPU: use a smaller --size",
+			       bytes, free_b);
+	}
 	CK(cudaStreamCreateWithFlags(&s1, cudaStreamNonBlocking));
 	CK(cudaStreamCreateWithFlags(&s2, cudaStreamNonBlocking));
 	CK(cudaEventCreateWithFlags(&e, cudaEventDisableTiming));

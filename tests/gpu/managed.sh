@@ -13,10 +13,13 @@
 #     the driver (onto the other GPU when there are two): managed memory moved
 #     out of the driver's way and back at the same addresses, the checksum.
 #
-# Whether the driver gives managed memory back at the same addresses (the
-# runtime relies on it and refuses, naming both addresses, when it does not)
-# is what this test shows: every address of every run is printed as a TAP
-# diagnostic. Keep --size small: never ask for more managed memory than the
+# The same addresses: the runtime notes the reservation libcuda makes
+# through libc's mmap for each managed allocation (region names
+# gpuckpt.managed.<order>.<address>.<offset>.<length>) and places it there
+# again when the allocation is made again (runtime/core/interpose/steer.c);
+# it refuses, naming both addresses, when the address still differs. Point 2
+# asserts the driver's pattern was seen for every allocation; every address
+# of every run, and each placed reservation, is printed as a TAP diagnostic. Keep --size small: never ask for more managed memory than the
 # GPU has free (oversubscription can hang the GPU); 3 x 32 MiB here.
 #
 #   make -C build/tests check-gpu     (runs it), or alone:
@@ -26,7 +29,7 @@ SHEP=$top_builddir/runtime/gpuckpt-shepherd
 RT=$top_builddir/runtime/.libs/libgpuckpt.so
 PROG=$top_builddir/tests/gpu/gpu-uvm
 VAR=$top_builddir/tests/gpu/gpu-uvm-var
-PLAN=9
+PLAN=10
 tap_plan $PLAN
 gk_scratch
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
@@ -87,10 +90,16 @@ run_until app1 60 GPUCKPT_DIR="$D"
 tap_diag "checkpointed run: managed $(addrs "$GK_SCRATCH/app1.out")"
 check "application mode: a process holding managed memory is checkpointed (status $status)" \
 	"$GK_SCRATCH/app1.err" test -d "$D/ckpt.000001" -a "$status" = 143
+names=$(grep -o '"gpuckpt\.managed\.[0-9a-f.]*"' "$D/ckpt.000001/manifest.json" 2>/dev/null | tr '\n' ' ')
+tap_diag "checkpoint's managed regions: $names"
+check "application mode: the driver's reservation was seen (libc mmap) for each of the 3 allocations" \
+	"$GK_SCRATCH/app1.err" test "$(grep -o '"gpuckpt\.managed\.[0-9]*\.[0-9a-f]*\.[0-9a-f]*\.[0-9a-f]*"' \
+	"$D/ckpt.000001/manifest.json" 2>/dev/null | wc -l)" -eq 3
 cp -a "$D" "$GK_SCRATCH/app-copy"
 env CUDA_VISIBLE_DEVICES=$first LD_PRELOAD="$RT" GPUCKPT_LOG_LEVEL=info GPUCKPT_DIR="$D" \
 	GPUCKPT_RESTORE=auto timeout 120 "$PROG" "${ARGS[@]}" >"$GK_SCRATCH/app2.out" 2>"$GK_SCRATCH/app2.err"
 tap_diag "restored run (same GPU): managed $(addrs "$GK_SCRATCH/app2.out")"
+tap_diag "$(grep -h "reservation placed\|not restored" "$GK_SCRATCH/app2.err" | head -n 4)"
 check "application mode: restored on the same GPU, managed pointers intact, checksum $(sum "$GK_SCRATCH/app2.out")" \
 	"$GK_SCRATCH/app2.err" test -n "$(grep "restored at step" "$GK_SCRATCH/app2.out")" -a \
 	-n "$REF" -a "$(sum "$GK_SCRATCH/app2.out")" = "$REF"
@@ -101,6 +110,7 @@ else
 		GPUCKPT_DIR="$GK_SCRATCH/app-copy" GPUCKPT_RESTORE=auto timeout 120 "$PROG" "${ARGS[@]}" \
 		>"$GK_SCRATCH/app3.out" 2>"$GK_SCRATCH/app3.err"
 	tap_diag "restored run (other GPU): managed $(addrs "$GK_SCRATCH/app3.out")"
+	tap_diag "$(grep -h "reservation placed\|not restored" "$GK_SCRATCH/app3.err" | head -n 4)"
 	check "application mode: restored on the other GPU ($second), checksum $(sum "$GK_SCRATCH/app3.out")" \
 		"$GK_SCRATCH/app3.err" test -n "$(grep "restored at step" "$GK_SCRATCH/app3.out")" -a \
 		-n "$REF" -a "$(sum "$GK_SCRATCH/app3.out")" = "$REF"
