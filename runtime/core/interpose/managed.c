@@ -405,7 +405,7 @@ CUresult gk_on_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned in
 		if (!ok)
 			gk_track_ptr_add(GK_UNSUP_MANAGED, *dptr);
 		else if (st.steered)
-			gk_debug("managed: allocation %" PRIu64 ": the driver's reservation placed at "
+			gk_info("managed: allocation %" PRIu64 ": the driver's reservation placed at "
 				 "%#llx; the allocation is at %#llx",
 				 m.order, (unsigned long long)st.seen, (unsigned long long)m.ptr);
 	}
