@@ -40,7 +40,7 @@ static const char report_help[] =
     "                 many tasks wrote a part of it)\n"
     "      RESTORES   runs of the job that resumed from a checkpoint\n"
     "      FAILED     checkpoints, restores and copies that failed or were\n"
-    "                 refused (such as a process holding managed memory)\n"
+    "                 refused (such as a process holding CUDA IPC memory)\n"
     "      WRITTEN    bytes of the committed checkpoints, all tasks\n"
     "      RESTORED   bytes loaded by restores\n"
     "      STAGED     bytes copied from the burst buffers to the shared root\n"

@@ -57,8 +57,12 @@ enum gpuckpt_point_result {
 
 /*
  * Register `size` bytes of host memory at `addr` under `name` (at most 63
- * characters: letters, digits, '_', '-', '.'). The region is saved with every
- * checkpoint and loaded back on restart. Registering a name again replaces it.
+ * characters: letters, digits, '_', '-', '.'; names starting with "gpuckpt."
+ * are the runtime's). The region is saved with every checkpoint and loaded
+ * back on restart. Registering a name again replaces it. Managed memory
+ * (cudaMallocManaged) needs no registration: the runtime saves it, and a
+ * restarted run gets it back at the same addresses if it allocates it again
+ * in the same order before its first checkpoint point.
  */
 int gpuckpt_protect(const char *name, void *addr, size_t size);
 

@@ -17,6 +17,59 @@
 
 #include "standin.h"
 
+/*
+ * Managed memory is placed as the real driver (580, x86_64) places it: a
+ * reservation first, through libc's mmap (anonymous, private, PROT_NONE, the
+ * size rounded up to 2 MiB plus 32 MiB less a page, anywhere the kernel
+ * likes), then the memory mapped at the first 32 MiB boundary inside it and
+ * the rest of the reservation given back. So, as with the driver, the
+ * address comes from the process's mmap layout: it changes from run to run
+ * with address space randomisation, and a restore relies on the runtime
+ * placing the reservation where the checkpointed run had it
+ * (runtime/core/interpose/steer.c).
+ * GPUCKPT_STANDIN_MANAGED_BASE gives the kernel a hint for the first
+ * reservation (each next one just above the last allocation): a run whose
+ * layout differs from the checkpointed one, deterministically.
+ */
+#define SI_MANAGED_ALIGN (32ULL << 20)
+#define SI_MANAGED_GRAIN (2ULL << 20)
+
+static unsigned long long managed_hint; /* 0: none yet; guarded by the atomics */
+
+static void *map_managed(size_t len)
+{
+	const char *v = getenv("GPUCKPT_STANDIN_MANAGED_BASE");
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t res_len = si_align_up(len, SI_MANAGED_GRAIN) + SI_MANAGED_ALIGN - page;
+	unsigned long long hint = 0;
+	uintptr_t res, p;
+	void *m;
+
+	if (v && *v) {
+		hint = __atomic_load_n(&managed_hint, __ATOMIC_RELAXED);
+		if (!hint)
+			hint = strtoull(v, NULL, 0);
+	}
+	m = mmap((void *)(uintptr_t)hint, res_len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m == MAP_FAILED)
+		return NULL;
+	res = (uintptr_t)m;
+	p = (res + SI_MANAGED_ALIGN - 1) & ~(uintptr_t)(SI_MANAGED_ALIGN - 1);
+	if (mmap((void *)p, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_FIXED,
+		 -1, 0) != (void *)p) {
+		munmap(m, res_len);
+		return NULL;
+	}
+	if (p > res)
+		munmap(m, p - res);
+	if (res + res_len > p + len)
+		munmap((void *)(p + len), res + res_len - (p + len));
+	if (v && *v)
+		__atomic_store_n(&managed_hint, (unsigned long long)(p + si_align_up(len, SI_MANAGED_ALIGN)),
+				 __ATOMIC_RELAXED);
+	return (void *)p;
+}
+
 static CUresult alloc_range(struct CUctx_st *ctx, enum si_mem_kind kind, size_t n, bool charge,
 			    unsigned flags, struct si_range **out)
 {
@@ -32,7 +85,7 @@ static CUresult alloc_range(struct CUctx_st *ctx, enum si_mem_kind kind, size_t 
 		if (rc)
 			goto out_free;
 	}
-	r->base = (uintptr_t)si_map_anon(len);
+	r->base = (uintptr_t)(kind == SI_MEM_MANAGED ? map_managed(len) : si_map_anon(len));
 	if (!r->base) {
 		rc = CUDA_ERROR_OUT_OF_MEMORY;
 		goto out_uncharge;
@@ -525,4 +578,140 @@ void si_mem_ctx_teardown(struct CUctx_st *ctx)
 	for (size_t i = 0; i < n; i++)
 		si_range_free(list[i]);
 	free(list);
+}
+
+/* ---- managed memory hints: checked, remembered, no data moves (it is all
+ * host memory) ---- */
+
+/* [p, p + n) inside one managed allocation: the range, write-locked; NULL
+ * (unlocked) if not. */
+static struct si_range *managed_locked(CUdeviceptr p, size_t n)
+{
+	struct si_range *r;
+
+	si_reg_wrlock();
+	r = si_reg_find_locked(p);
+	if (!r || r->kind != SI_MEM_MANAGED || n > r->base + r->size - p) {
+		si_reg_unlock();
+		return NULL;
+	}
+	return r;
+}
+
+static int location_ordinal(CUmemLocation loc, bool *ok)
+{
+	*ok = true;
+	if (loc.type == CU_MEM_LOCATION_TYPE_HOST || loc.type == CU_MEM_LOCATION_TYPE_HOST_NUMA ||
+	    loc.type == CU_MEM_LOCATION_TYPE_HOST_NUMA_CURRENT)
+		return CU_DEVICE_CPU;
+	if (loc.type == CU_MEM_LOCATION_TYPE_DEVICE && loc.id >= 0 && loc.id < si.ndev)
+		return loc.id;
+	*ok = false;
+	return 0;
+}
+
+static CUresult prefetch(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags)
+{
+	struct si_range *r;
+	bool ok;
+	int where = location_ordinal(loc, &ok);
+
+	if (!ok || flags || !n)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = managed_locked(p, n);
+	if (!r)
+		return CUDA_ERROR_INVALID_VALUE;
+	r->has_prefetch = true;
+	r->last_prefetch = where;
+	si_reg_unlock();
+	return CUDA_SUCCESS;
+}
+
+CUresult si_managed_prefetch(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags)
+{
+	return prefetch(p, n, loc, flags);
+}
+
+CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream s)
+{
+	SI_RETF(prefetch(p, n, loc, flags), "%#llx %zu type=%d id=%d %p", (unsigned long long)p, n,
+		(int)loc.type, loc.id, (void *)s);
+}
+
+static CUresult advise(CUdeviceptr p, size_t n, CUmem_advise advice, CUmemLocation loc)
+{
+	struct si_range *r;
+	bool ok;
+	int where = location_ordinal(loc, &ok);
+
+	if (advice < CU_MEM_ADVISE_SET_READ_MOSTLY || advice > CU_MEM_ADVISE_UNSET_ACCESSED_BY)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (!ok && advice != CU_MEM_ADVISE_SET_READ_MOSTLY &&
+	    advice != CU_MEM_ADVISE_UNSET_READ_MOSTLY && advice != CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = managed_locked(p, n);
+	if (!r)
+		return CUDA_ERROR_INVALID_VALUE;
+	if (advice == CU_MEM_ADVISE_SET_PREFERRED_LOCATION) {
+		r->has_preferred = true;
+		r->preferred = where;
+	} else if (advice == CU_MEM_ADVISE_UNSET_PREFERRED_LOCATION) {
+		r->has_preferred = false;
+	}
+	si_reg_unlock();
+	return CUDA_SUCCESS;
+}
+
+CUresult cuMemAdvise(CUdeviceptr p, size_t n, CUmem_advise advice, CUmemLocation loc)
+{
+	SI_RETF(advise(p, n, advice, loc), "%#llx %zu advice=%d type=%d id=%d",
+		(unsigned long long)p, n, (int)advice, (int)loc.type, loc.id);
+}
+
+static CUresult attach(CUdeviceptr p, size_t n, unsigned flags)
+{
+	struct si_range *r;
+
+	if (flags != CU_MEM_ATTACH_GLOBAL && flags != CU_MEM_ATTACH_HOST &&
+	    flags != CU_MEM_ATTACH_SINGLE)
+		return CUDA_ERROR_INVALID_VALUE;
+	r = managed_locked(p, n ? n : 1);
+	if (!r)
+		return CUDA_ERROR_INVALID_VALUE;
+	r->flags = flags;
+	si_reg_unlock();
+	return CUDA_SUCCESS;
+}
+
+CUresult si_managed_attach(CUdeviceptr p, size_t n, unsigned flags)
+{
+	return attach(p, n, flags);
+}
+
+CUresult cuStreamAttachMemAsync(CUstream s, CUdeviceptr p, size_t n, unsigned flags)
+{
+	SI_RETF(attach(p, n, flags), "%p %#llx %zu %#x", (void *)s, (unsigned long long)p, n, flags);
+}
+
+CUresult cuMemRangeGetAttribute(void *data, size_t size, CUmem_range_attribute attr, CUdeviceptr p,
+				size_t n)
+{
+	struct si_range *r;
+	int v;
+
+	if (!data || size != sizeof(int) ||
+	    (attr != CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION &&
+	     attr != CU_MEM_RANGE_ATTRIBUTE_LAST_PREFETCH_LOCATION))
+		SI_RETF(CUDA_ERROR_INVALID_VALUE, "attr=%d", (int)attr);
+	r = managed_locked(p, n);
+	if (!r)
+		SI_RETF(CUDA_ERROR_INVALID_VALUE, "%#llx %zu", (unsigned long long)p, n);
+	/* CU_DEVICE_INVALID (-2) when nothing was said, as documented. */
+	if (attr == CU_MEM_RANGE_ATTRIBUTE_PREFERRED_LOCATION)
+		v = r->has_preferred ? r->preferred : -2;
+	else
+		v = r->has_prefetch ? r->last_prefetch : -2;
+	si_reg_unlock();
+	*(int *)data = v;
+	SI_RETF(CUDA_SUCCESS, "%#llx attr=%d -> %d", (unsigned long long)p, (int)attr, v);
 }

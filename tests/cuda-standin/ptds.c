@@ -220,3 +220,14 @@ CUresult cuLaunchHostFunc(CUstream hStream, CUhostFn fn, void *userData)
 {
 	SI_RETF(si_api_host_func(hStream, fn, userData, true), "stream=%p", (void *)hStream);
 }
+
+CUresult cuMemPrefetchAsync(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags, CUstream s)
+{
+	SI_RETF(si_managed_prefetch(p, n, loc, flags), "%#llx %zu type=%d id=%d %p", P(p), n,
+		(int)loc.type, loc.id, (void *)s);
+}
+
+CUresult cuStreamAttachMemAsync(CUstream s, CUdeviceptr p, size_t n, unsigned flags)
+{
+	SI_RETF(si_managed_attach(p, n, flags), "%p %#llx %zu %#x", (void *)s, P(p), n, flags);
+}

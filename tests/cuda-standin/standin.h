@@ -284,6 +284,10 @@ struct si_range {
 	bool has_fd;
 	int fd;
 	unsigned long long ipc_tag;
+	/* Managed: what cuMemPrefetchAsync and cuMemAdvise last said (a device
+	 * ordinal or CU_DEVICE_CPU), for cuMemRangeGetAttribute; has_*: said at all. */
+	bool has_prefetch, has_preferred;
+	int last_prefetch, preferred;
 };
 
 void si_reg_rdlock(void);
@@ -303,6 +307,9 @@ size_t si_reg_take_ctx(struct CUctx_st *ctx, unsigned kinds, struct si_range ***
 bool si_reg_lookup(uintptr_t p, struct si_range *out);
 /* Whether [p, p+n) lies in memory the devices can read (write) now. */
 CUresult si_reg_check(uintptr_t p, size_t n, bool write);
+/* Managed memory hints (memory.c), for their _ptsz variants (ptds.c). */
+CUresult si_managed_prefetch(CUdeviceptr p, size_t n, CUmemLocation loc, unsigned flags);
+CUresult si_managed_attach(CUdeviceptr p, size_t n, unsigned flags);
 /* Whether host memory at p is page-locked (cuMemHostAlloc/Register, managed). */
 bool si_reg_is_pinned(const void *p, size_t n);
 unsigned long long si_reg_new_id(void);

@@ -107,6 +107,17 @@ GPU_NVCC_RPATH = -Xlinker -rpath=$(CUDA_PREFIX)/lib64
 		-o $@ $(srcdir)/%reldir%/route-rt.cu $(GPU_NVCC_RPATH)
 
 # The examples come from the top-level `all` that check-gpu depends on there.
+# Managed memory written by kernels and the host (managed.sh).
+GPU_NVCC_BINS += %reldir%/gpu-uvm %reldir%/gpu-uvm-var
+EXTRA_DIST += %reldir%/gpu-uvm.cu %reldir%/gpu-uvm-var.cu %reldir%/managed.sh
+%reldir%/gpu-uvm: $(srcdir)/%reldir%/gpu-uvm.cu $(GPU_NVCC_DEPS)
+	@$(MKDIR_P) %reldir%
+	$(AM_V_GEN)$(NVCC) $(GPU_NVCCFLAGS) -o $@ $(srcdir)/%reldir%/gpu-uvm.cu
+
+%reldir%/gpu-uvm-var: $(srcdir)/%reldir%/gpu-uvm-var.cu $(GPU_NVCC_DEPS)
+	@$(MKDIR_P) %reldir%
+	$(AM_V_GEN)$(NVCC) $(GPU_NVCCFLAGS) -o $@ $(srcdir)/%reldir%/gpu-uvm-var.cu
+
 check-gpu: $(GPU_TESTS) %reldir%/gpu-probe$(EXEEXT) %reldir%/route-drv$(EXEEXT) \
 		%reldir%/gpu-tables$(EXEEXT) %reldir%/gpu-slack$(EXEEXT) %reldir%/gpu-peer$(EXEEXT) \
 		%reldir%/gpu-vmm$(EXEEXT) runtime/prog-ipc$(EXEEXT)
@@ -118,7 +129,9 @@ check-gpu: $(GPU_TESTS) %reldir%/gpu-probe$(EXEEXT) %reldir%/route-drv$(EXEEXT) 
 	echo "# zero-gpu.sh: all-zero chunks found by the built-in kernel, recorded, not written"; \
 	$(SHELL) $(srcdir)/%reldir%/zero-gpu.sh || rc=1; \
 	echo "# ipc-gpu.sh: legacy CUDA IPC between two processes, served by the runtime, app mode"; \
-	$(SHELL) $(srcdir)/%reldir%/ipc-gpu.sh || rc=1; exit $$rc
+	$(SHELL) $(srcdir)/%reldir%/ipc-gpu.sh || rc=1; \
+	echo "# managed.sh: managed memory in both modes, onto the other GPU"; \
+	$(SHELL) $(srcdir)/%reldir%/managed.sh || rc=1; exit $$rc
 
 # gpu-kernel: one long kernel marked interruptible (gpuckpt_kernel.cuh);
 # kernel-interrupt.sh sends SIGTERM in its middle and restores it (make

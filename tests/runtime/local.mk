@@ -145,3 +145,16 @@ check_LTLIBRARIES += %reldir%/kern_kernels_host.la
 	-rpath /nowhere
 TESTS += %reldir%/kernels.sh
 EXTRA_DIST += %reldir%/kernels.sh
+
+# Managed memory checkpointed and restored (managed.sh).
+check_PROGRAMS += %reldir%/prog-uvm
+%canon_reldir%_prog_uvm_SOURCES = %reldir%/prog-uvm.c
+%canon_reldir%_prog_uvm_LDADD = $(top_builddir)/runtime/libgpuckpt.la $(GK_CUDA_STUB)
+TESTS += %reldir%/managed.sh
+EXTRA_DIST += %reldir%/managed.sh
+
+# The runtime's mmap, which places the driver's managed reservations (issue 30).
+check_PROGRAMS += %reldir%/test-steer
+%canon_reldir%_test_steer_SOURCES = %reldir%/test-steer.c
+%canon_reldir%_test_steer_LDADD = $(PTHREAD_LIBS)
+TESTS += %reldir%/test-steer

@@ -24,6 +24,7 @@
 #include "common/error.h"
 #include "common/clock.h"
 #include "core/placement/arena.h"
+#include "core/interpose/managed.h"
 #include "core/interpose/vmm.h"
 #include "core/driver/driver.h"
 #include "core/control/fork_maps.h"
@@ -353,6 +354,8 @@ static int checkpoint(int signo)
 			P.t_image - P.t_drained, P.t_seal - P.t_image, gk_now() - P.t_seal);
 	}
 	assisted = P.assisted && cuda;
+	/* The driver's checkpoint cannot hold managed memory (managed.h). */
+	gk_managed_release();
 	if (say(fd, GK_PROTO_READY " %s %d", name, assisted) < 0 || hear(fd, msg, sizeof(msg)) < 0)
 		msg[0] = 0;
 	if (!strcmp(msg, GK_PROTO_LOCKED)) {
@@ -368,6 +371,7 @@ static int checkpoint(int signo)
 				? msg + sizeof(GK_PROTO_ABORT)
 				: "it closed the connection");
 	}
+	gk_managed_reload();
 	/* Restored: the shepherd committed the folder before the process ended. */
 	if (P.sealed) {
 		snprintf(path, sizeof(path), "%s/" GK_CKPT_FMT, gk_rt.settings.dir,

@@ -57,6 +57,11 @@ GK_EXPORT int gpuckpt_protect(const char *name, void *addr, size_t size)
 		gk_error("protect: '%s': NULL address", name);
 		return -EINVAL;
 	}
+	/* The runtime's own regions (managed memory, interpose/managed.h). */
+	if (!strncmp(name, "gpuckpt.", 8)) {
+		gk_error("protect: '%s': names starting with 'gpuckpt.' are the runtime's", name);
+		return -EINVAL;
+	}
 	if (!gk_enabled())
 		return 0;
 	become_aware();
@@ -67,7 +72,7 @@ GK_EXPORT int gpuckpt_unprotect(const char *name)
 {
 	int ret;
 
-	if (!name)
+	if (!name || !strncmp(name, "gpuckpt.", 8))
 		return -EINVAL;
 	ret = gk_regions_remove(name);
 	return gk_enabled() ? ret : 0;

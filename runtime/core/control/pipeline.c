@@ -383,7 +383,10 @@ static int can_go_background(struct gk_pipeline *P)
 				how);
 		return 0;
 	}
-	if (need > budget) {
+	/* The host regions are copied too (malloc'ed, beside the pinned
+	 * chunks); managed memory makes them large (interpose/managed.h). */
+	if (need > budget || p->region_bytes > budget - need) {
+		need += p->region_bytes;
 		if (!gk_rt.ckpt.said_too_big++)
 			gk_notice(
 			    "checkpoint: the %.2f GiB to write do not fit in the host memory for "

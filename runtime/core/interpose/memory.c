@@ -9,6 +9,7 @@
 #include "core/driver/driver.h"
 #include "core/interpose/gate.h"
 #include "core/interpose/handlers.h"
+#include "core/interpose/managed.h"
 #include "common/log.h"
 #include "core/state/runtime.h"
 #include "core/state/track.h"
@@ -83,6 +84,8 @@ static CUresult free_common(CUdeviceptr dptr, int async, CUstream stream)
 	CUresult r;
 
 	if (!a) {
+		if (!async && gk_managed_free(dptr, &r))
+			return r;
 		if (async)
 			r = gk_real.cuMemFreeAsync(dptr, stream);
 		else

@@ -27,17 +27,6 @@
 			return CUDA_ERROR_NOT_SUPPORTED;                                           \
 	} while (0)
 
-CUresult gk_on_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned int flags)
-{
-	CUresult r;
-
-	PASS(cuMemAllocManaged);
-	r = gk_real.cuMemAllocManaged(dptr, bytesize, flags);
-	if (r == CUDA_SUCCESS && gk_enabled())
-		gk_track_ptr_add(GK_UNSUP_MANAGED, *dptr);
-	return r;
-}
-
 CUresult gk_on_cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 {
 	PASS(cuIpcGetMemHandle);

@@ -7,6 +7,7 @@
 #include "core/state/phase.h"
 #include "core/state/regions.h"
 #include "core/placement/arena.h"
+#include "core/interpose/managed.h"
 #include "core/interpose/vmm.h"
 #include "core/control/coord.h"
 #include "core/capture/baseline.h"
@@ -498,6 +499,7 @@ void gk_restore_seed_arenas(void)
 {
 	gk_arena_set_seeder(&seeder);
 	gk_vmm_set_restorer(&vmm_restorer);
+	gk_managed_set_restorer(&vmm_restorer);
 }
 
 static const struct gk_region *find_region(const char *name)
@@ -516,6 +518,12 @@ int gk_restore_check_ready(const struct gk_manifest *m, char *why, size_t len)
 		const struct gk_region_rec *r = &m->regions[i];
 		const struct gk_region *g = find_region(r->name);
 
+		if (!g && !strncmp(r->name, "gpuckpt.managed.", 16)) {
+			snprintf(why, len, "managed allocation %s of the checkpoint (order.address) "
+				 "was not made again by this run before its first checkpoint point",
+				 r->name + 16);
+			return -EINVAL;
+		}
 		if (!g) {
 			snprintf(why, len, "host region '%s' is in the checkpoint but not registered "
 				 "by this run (gpuckpt_protect it before the first checkpoint point)",

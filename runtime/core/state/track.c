@@ -91,6 +91,7 @@ int gk_track_driver_cannot(const char **word, char *buf, size_t len)
 		const char *word;
 	} cannot[] = {
 	    {GK_UNSUP_MANAGED, GK_PROTO_REFUSE_MANAGED},
+	    {GK_UNSUP_MANAGED_VAR, GK_PROTO_REFUSE_MANAGED},
 	    {GK_UNSUP_IPC_OPEN, GK_PROTO_REFUSE_IPC},
 	    {GK_UNSUP_IPC_EXPORT, GK_PROTO_REFUSE_IPC},
 	    {GK_UNSUP_IPC_IMPORT, GK_PROTO_REFUSE_IPC},

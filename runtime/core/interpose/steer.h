@@ -1,0 +1,40 @@
+/*
+ * steer.h - the runtime's mmap and mmap64 (steer.c): they pass every call to
+ * the kernel untouched, except, in the one thread that opened a window
+ * around a call into the driver, an anonymous PROT_NONE reservation (what
+ * libcuda reserves managed memory with, through libc's mmap, before it maps
+ * the memory inside it): that one is noted (where, how long) and, when the
+ * window asks for it, placed at a given address (MAP_FIXED_NOREPLACE), so
+ * that the driver's managed allocation lands where a checkpointed run had
+ * it (managed.c). Outside a window a call costs one relaxed load.
+ */
+#ifndef GK_STEER_H
+#define GK_STEER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+struct gk_steer {
+	/* In: where a reservation of exactly want_len bytes should go (first
+	 * want[0], then want[1] if that is taken; 0: no address), none when
+	 * want_len is 0. */
+	uintptr_t want[2];
+	size_t want_len;
+	/* want[0]'s range is all placeholders of the caller's own: replaced
+	 * (MAP_FIXED) rather than only taken where free. */
+	int own;
+	/* Out: the last reservation the window saw (address, length, 0 when
+	 * none), whether it was steered, and the error of the last attempt
+	 * that failed (an errno, 0 if none). */
+	uintptr_t seen;
+	size_t seen_len;
+	int steered;
+	int failed;
+};
+
+/* Open a window on this thread (s cleared of its outputs) and close it
+ * again. Windows do not nest. */
+void gk_steer_begin(struct gk_steer *s);
+void gk_steer_end(void);
+
+#endif
