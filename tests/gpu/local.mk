@@ -165,3 +165,14 @@ EXTRA_DIST += %reldir%/frameworks.sh %reldir%/frameworks/fw_torch.py \
 check-gpu-frameworks:
 	@$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/%reldir%/frameworks.sh
 .PHONY: check-gpu-frameworks
+
+# A public program that uses managed memory (HeCBench's prefetch-cuda, its
+# unmodified files carried in the ignored .gpudeps/public/prefetch-cuda or
+# GK_PUBLIC_DIR, never in the repository), built by nvcc, checkpointed
+# transparently and restored, also onto the other GPU: make
+# check-gpu-managed-public, a part of its own (check-gpu fills its 10
+# minutes); about 2 minutes on two H200s, build included (not yet run).
+EXTRA_DIST += %reldir%/managed-public.sh
+check-gpu-managed-public:
+	@$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/%reldir%/managed-public.sh
+.PHONY: check-gpu-managed-public
