@@ -340,7 +340,7 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 }
 
 /* Makes the global addressable by copies; its size comes from the ELF symbol. */
-static CUresult register_global(struct CUmod_st *m, uintptr_t addr, size_t size)
+static CUresult register_global(struct CUmod_st *m, uintptr_t addr, size_t size, bool managed)
 {
 	struct si_range *r;
 	uintptr_t *g;
@@ -359,6 +359,7 @@ static CUresult register_global(struct CUmod_st *m, uintptr_t addr, size_t size)
 	r->base = addr;
 	r->size = size;
 	r->kind = SI_MEM_GLOBAL;
+	r->flags = managed ? SI_GLOBAL_MANAGED : 0;
 	r->ctx = m->obj.owner;
 	r->dev = m->obj.owner ? m->obj.owner->dev : 0;
 	r->owner = m;
@@ -378,6 +379,8 @@ CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, cons
 	Dl_info info;
 	void *addr;
 	size_t size = 0;
+	char marker[512];
+	bool managed;
 	CUresult rc;
 
 	if ((!dptr && !bytes) || !name)
@@ -392,9 +395,12 @@ CUresult cuModuleGetGlobal(CUdeviceptr *dptr, size_t *bytes, CUmodule hmod, cons
 	}
 	if (dladdr1(addr, &info, (void **)&sym, RTLD_DL_SYMENT) && sym)
 		size = sym->st_size;
+	/* STANDIN_MANAGED(name): a __managed__ variable. */
+	managed = (size_t)snprintf(marker, sizeof(marker), "%s__managed", name) < sizeof(marker) &&
+		  dlsym(m->dl, marker);
 	pthread_mutex_lock(&m->lock);
 	if (size)
-		rc = register_global(m, (uintptr_t)addr, size);
+		rc = register_global(m, (uintptr_t)addr, size, managed);
 	pthread_mutex_unlock(&m->lock);
 	if (rc)
 		goto out_put;

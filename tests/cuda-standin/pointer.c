@@ -87,7 +87,8 @@ static CUresult attr_value(const struct si_range *r, uintptr_t ptr, CUpointer_at
 		*(unsigned long long *)data = r->id;
 		return CUDA_SUCCESS;
 	case CU_POINTER_ATTRIBUTE_IS_MANAGED:
-		b = r->kind == SI_MEM_MANAGED;
+		b = r->kind == SI_MEM_MANAGED ||
+		    (r->kind == SI_MEM_GLOBAL && (r->flags & SI_GLOBAL_MANAGED));
 		break;
 	case CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL:
 		/* Host memory belongs to the device of the context that allocated it. */

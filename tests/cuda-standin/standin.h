@@ -266,6 +266,10 @@ enum si_mem_kind {
 	SI_MEM_IPC,	   /* another process's cuMemAlloc memory, cuIpcOpenMemHandle */
 };
 
+/* A module's global declared __managed__ (STANDIN_MANAGED in its module):
+ * cuPointerGetAttribute says it is managed memory, as the driver does. */
+#define SI_GLOBAL_MANAGED 1u
+
 struct si_range {
 	uintptr_t base;
 	size_t size;
@@ -273,7 +277,8 @@ struct si_range {
 	struct CUctx_st *ctx; /* owner; NULL for pool, VMM and global memory */
 	int dev;	      /* visible ordinal, -1 for host memory */
 	unsigned long long id;
-	unsigned flags; /* host alloc/register or managed attach flags; VMM: handle types */
+	unsigned flags; /* host alloc/register or managed attach flags; VMM: handle types;
+			 * global: SI_GLOBAL_MANAGED */
 	size_t charged; /* bytes charged against dev */
 	size_t map_len; /* bytes to munmap for SI_MEM_DEVICE/POOL/MANAGED/HOST */
 	void *owner;	/* pool, VMM allocation or module */

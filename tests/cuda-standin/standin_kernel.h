@@ -52,6 +52,16 @@ typedef void (*standin_kernel_fn)(const struct standin_launch *launch, void **pa
 #define STANDIN_CAN_READ(p, n) (launch->access(launch, (p), (n), 0))
 #define STANDIN_CAN_WRITE(p, n) (launch->access(launch, (p), (n), 1))
 
+/*
+ * Marks the module's global NAME as a __managed__ variable: cuModuleGetGlobal
+ * finds it as any global, and cuPointerGetAttribute(IS_MANAGED) then says 1
+ * for it, as the real driver does for a module's managed variable.
+ *
+ *	uint64_t counter;
+ *	STANDIN_MANAGED(counter);
+ */
+#define STANDIN_MANAGED(name) const int name##__managed = 1
+
 /* Defines kernel NAME and the zero-terminated list of its argument sizes. */
 #define STANDIN_KERNEL(name, ...)                                                                  \
 	const size_t name##__params[] = {__VA_ARGS__, 0};                                          \

@@ -158,3 +158,15 @@ check_PROGRAMS += %reldir%/test-steer
 %canon_reldir%_test_steer_SOURCES = %reldir%/test-steer.c
 %canon_reldir%_test_steer_LDADD = $(PTHREAD_LIBS)
 TESTS += %reldir%/test-steer
+
+# A __managed__ variable: the checkpoint refused by name, the program going
+# on (managed-var.sh; on a GPU, point 6 of tests/gpu/managed.sh).
+check_PROGRAMS += %reldir%/prog-uvm-var
+%canon_reldir%_prog_uvm_var_SOURCES = %reldir%/prog-uvm-var.c
+%canon_reldir%_prog_uvm_var_LDADD = $(top_builddir)/runtime/libgpuckpt.la $(GK_CUDA_STUB)
+check_LTLIBRARIES += %reldir%/kern_uvm_var_host.la
+%canon_reldir%_kern_uvm_var_host_la_SOURCES = %reldir%/kern_uvm_var_host.c
+%canon_reldir%_kern_uvm_var_host_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/cuda-standin
+%canon_reldir%_kern_uvm_var_host_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -rpath /nowhere
+TESTS += %reldir%/managed-var.sh
+EXTRA_DIST += %reldir%/managed-var.sh

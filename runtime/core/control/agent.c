@@ -290,7 +290,8 @@ static void wait_for_folder(const char *tmpdir)
 /*
  * One transparent checkpoint. Returns 1 when this process is a restored one
  * (it goes on as if the signal had never come), 0 when no checkpoint was taken
- * (the signal then takes its usual course). A successful checkpoint never
+ * (the signal then takes its usual course, gk_trigger_as_usual: a continue
+ * trigger at its default ends nothing). A successful checkpoint never
  * returns here: CRIU ends the process after dumping it.
  */
 static int checkpoint(int signo)

@@ -244,6 +244,22 @@ void gk_triggers_follow(void)
 
 void gk_trigger_as_usual(int signo)
 {
+	struct sigaction app;
+
+	pthread_mutex_lock(&lock);
+	app = app_action[signo];
+	pthread_mutex_unlock(&lock);
+	/* A continue trigger asked for a checkpoint, never for the end of the
+	 * job: left at its default (which would end the program), it ends
+	 * nothing when no checkpoint was taken, as in application mode. An
+	 * exit trigger, or the program's own handler, takes its course. */
+	if (action_of[signo] != GK_ACTION_EXIT && !(app.sa_flags & SA_SIGINFO) &&
+	    app.sa_handler == SIG_DFL) {
+		gk_notice("checkpoint: no checkpoint taken on %s (a continue trigger); the program "
+			  "goes on",
+			  gk_signal_name(signo));
+		return;
+	}
 	__atomic_store_n(&as_usual[signo], 1, __ATOMIC_RELEASE);
 	/* To the process, not this thread: the runtime's threads block signals. */
 	kill(getpid(), signo);

@@ -54,7 +54,9 @@ void gk_triggers_follow(void);
 const char *gk_signal_name(int signo);
 
 /* A transparent checkpoint did not happen: let signo do what it does without
- * gpuckpt (the program's handler, or the default action). */
+ * gpuckpt (the program's handler, or the default action) - except a continue
+ * trigger left at its default, which then ends nothing: the program goes on,
+ * as an application-mode program does after a refused checkpoint. */
 void gk_trigger_as_usual(int signo);
 
 #endif

@@ -11,7 +11,7 @@
 
 #define GK_UNSUPPORTED_LIST(X)                                                                     \
 	X(MANAGED, "managed (unified) memory the runtime could not record (out of memory)")      \
-	X(MANAGED_VAR, "managed variables of a CUDA module (__managed__), which gpuckpt does not save") \
+	X(MANAGED_VAR, "managed variables of a CUDA module (__managed__)")                          \
 	X(IPC_OPEN, "device memory of another process opened through CUDA IPC")                   \
 	X(IPC_EXPORT, "device memory another process opened through CUDA IPC")                   \
 	X(IPC_IMPORT, "device memory of another process opened through gpuckpt's CUDA IPC")       \
