@@ -19,11 +19,12 @@ MODULE=$top_builddir/examples/heat/.libs/heat_kernels_host.so
 UNAWARE=$top_builddir/tests/runtime/prog-unaware
 SLACK=$top_builddir/tests/gpu/gpu-slack
 SLACK_MODULE=$top_builddir/tests/gpu/.libs/slack_kernels_host.so
-PLAN=20
+DTOH=$top_builddir/tests/shepherd/prog-dtoh
+PLAN=22
 tap_plan $PLAN
 gk_scratch
 
-gk_need_built "$SHEP" "$HEAT" "$MODULE" "$UNAWARE" "$SLACK" "$SLACK_MODULE" \
+gk_need_built "$SHEP" "$HEAT" "$MODULE" "$UNAWARE" "$SLACK" "$SLACK_MODULE" "$DTOH" \
 	"$GK_STANDIN_DIR/libcuda.so.1" "$GK_RUNTIME"
 if [ "$(id -u)" -ne 0 ]; then
 	for i in $(seq $PLAN); do tap_skip "needs root (the shepherd refuses to run without it)"; done
@@ -118,6 +119,18 @@ check "under Slurm, SIGTERM to the shepherd alone: the shepherd passes it to the
 	grep -q "transparent: signal 15: checkpointing pid [0-9]* (passed on to 1 process(es) with the runtime)" "$GK_SCRATCH/err"
 check "... which writes its part and releases device memory, and the program ends by SIGTERM ($status)" \
 	test $status -eq 143 -a -n "$(grep "transparent: .tmp.ckpt.000001.*: wrote [1-9][0-9]* bytes .*released [1-9][0-9]* bytes" "$GK_SCRATCH/err")"
+
+# A device-to-host copy while device memory is released: prog-dtoh's second
+# thread copies in a tight loop (no call the gate held before), its first
+# does host work. The copies must wait at the gate while the runtime has the
+# memory released, not read memory that is gone (heat-drv's report copy hit
+# that now and then: CUDA_ERROR_INVALID_VALUE, status 1 instead of 143).
+rm -rf "$D"
+sigterm_under_shepherd "step 20" "$DTOH" 400
+check "a copy to the host on another thread while device memory is released: the program ends by SIGTERM, no failed or wrong copy ($status)" \
+	test $status -eq 143 -a -z "$(grep "cuMemcpyDtoH" "$GK_SCRATCH/out")"
+check "... and the memory was released and loaded back meanwhile" \
+	test -n "$(grep "transparent: .tmp.ckpt.000001.*: wrote [1-9][0-9]* bytes .*released [1-9][0-9]* bytes" "$GK_SCRATCH/err")"
 
 # A broken context: gpu-slack reads 3 MiB before its arrays, beyond the
 # runtime's guards; its kernel faults and it goes on, as srad would. Before,

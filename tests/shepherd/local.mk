@@ -31,3 +31,9 @@ EXTRA_DIST += %reldir%/thread-files.sh
 check_PROGRAMS += %reldir%/prog-threadfile
 %canon_reldir%_prog_threadfile_SOURCES = %reldir%/prog-threadfile.c
 %canon_reldir%_prog_threadfile_LDADD = -lpthread
+
+# A device-to-host copy on another thread while transparent mode has device
+# memory released (agent.sh): it must wait at the gate, not read freed memory.
+check_PROGRAMS += %reldir%/prog-dtoh
+%canon_reldir%_prog_dtoh_SOURCES = %reldir%/prog-dtoh.c
+%canon_reldir%_prog_dtoh_LDADD = $(GK_CUDA_STUB) -lpthread
