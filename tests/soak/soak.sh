@@ -30,8 +30,9 @@
 #     were); after a corrupted newest checkpoint, the one before it;
 #   - no step mixes sets: every rank of a set restart restores the same
 #     ckpt.N and resumes from the same step;
-#   - no task folder holds more than keep (2) committed checkpoints, plus the
-#     one being committed while the job runs;
+#   - no task folder holds more than keep (2) committed checkpoints and
+#     their bases once a commit has pruned it (a checkpoint beyond keep that
+#     is still there after a later commit in its folder);
 #   - root-owned files only where SECURITY.md's list of root writes puts
 #     them: nothing of root's in a job's burst-buffer or flush folder, nothing
 #     but root's in the shared root;
@@ -608,19 +609,64 @@ beyond_keep() {
 		case $want in *" $n "*) ;; *) echo -n " ckpt.$n" ;; esac
 	done
 }
+# beyond_keep_now DIR: beyond_keep on a listing that did not change while it
+# was read (the manifests are read one by one: a prune that removes a keeper
+# between the listing and the read of its manifest leaves its bases looking
+# unwanted). Nothing where the folder kept changing.
+beyond_keep_now() {
+	local d=$1 a b c i
+	for i in 1 2 3; do
+		a=$(ls "$d" 2>/dev/null | grep -E '^ckpt\.[0-9]+$')
+		c=$(beyond_keep "$d")
+		b=$(ls "$d" 2>/dev/null | grep -E '^ckpt\.[0-9]+$')
+		[ "$a" = "$b" ] && { echo "$c"; return; }
+	done
+}
+# KEEP_SEEN[DIR]="NEWEST ckpt.A ckpt.B": checkpoints beyond keep seen in DIR
+# when its newest was NEWEST. They are a violation only if they are still
+# there once a newer checkpoint was committed in DIR: each commit prunes
+# (gk_store_publish_at, stage-out's prune), and until the first commit after
+# a stage-in the folder legitimately holds more (see check_folders).
+declare -A KEEP_SEEN
 check_folders() {
-	local d n c
-	# At most keep committed checkpoints per task folder from each root
-	# staging brought them from, plus one being committed, and the
-	# checkpoints those are increments of (their bases).
+	local d n c was old still x
+	# At most keep committed checkpoints per task folder, and the
+	# checkpoints those are increments of (their bases), once a commit
+	# has pruned it. Between a stage-in and the task's first commit the
+	# folder holds the newest keep of the shared root and of the flush
+	# root, each with its bases, and what an epilog that could not stage
+	# out left there (its run's newest keep and bases); a commit renames
+	# ckpt.N into place and only then prunes. So a checkpoint beyond keep
+	# counts only if a later commit in the folder left it there.
 	# (A set job's folders keep the set the plan restores as well: checked
 	# at the end only, when nothing may be left.)
 	for d in "$E2E_DIR"/nodes/*/bb/*/step.*/task.* "$SH"/*/step.*/task.* "$FLUSH"/*/step.*/task.*; do
 		[ -d "$d" ] || continue
 		j=${d%/step.*}; j=${j##*/}
 		[ "${J_KIND[$j]:-app}" = app ] || continue
-		c=$(beyond_keep "$d")
-		[ -z "$c" ] || viol "keep:$d" "$d holds checkpoints beyond keep=$KEEP (and their bases):$c"
+		c=$(beyond_keep_now "$d")
+		if [ -z "$c" ]; then
+			unset "KEEP_SEEN[$d]"
+			continue
+		fi
+		n=$(newest_in "$d")
+		was=${KEEP_SEEN[$d]:-}
+		if [ -z "$was" ]; then
+			KEEP_SEEN[$d]="$n$c"
+			continue
+		fi
+		read -r old x <<<"$was"
+		[ "$n" -gt "$old" ] || continue
+		# Committed since: what was beyond keep then and still is now.
+		still=""
+		for x in $c; do
+			case " ${was#* } " in *" $x "*) still="$still $x" ;; esac
+		done
+		if [ -n "$still" ]; then
+			viol "keep:$d" "$d holds checkpoints beyond keep=$KEEP (and their bases) after the commit of ckpt.$n pruned it (seen since ckpt.$old):$still"
+		else
+			KEEP_SEEN[$d]="$n$c"
+		fi
 	done
 	# Root's files only where SECURITY.md lists root writes: a job's
 	# burst-buffer and flush folders are its user's through and through; in
