@@ -351,7 +351,7 @@ static int parse_node_line(const char *line, struct snapshot *s)
 struct answer {
 	unsigned label;
 	char *text;
-	size_t len;
+	size_t len, cap;
 };
 
 /* "  12: rest" -> 12 and rest; -1 for a line without a label. */
@@ -392,13 +392,21 @@ static int answers_add(struct answer **list, size_t *n, unsigned label, const ch
 		a = &grown[(*n)++];
 		a->label = label;
 		a->text = NULL;
-		a->len = 0;
+		a->len = a->cap = 0;
 	}
-	text = realloc(a->text, a->len + k + 1);
-	if (!text)
-		return -ENOMEM;
-	memcpy(text + a->len, piece, k + 1);
-	a->text = text;
+	/* Doubling: srun's output is at most OUT_MAX, in 1 KiB pieces. */
+	if (a->len + k + 1 > a->cap) {
+		size_t cap = a->cap ? a->cap : 4096;
+
+		while (cap < a->len + k + 1)
+			cap *= 2;
+		text = realloc(a->text, cap);
+		if (!text)
+			return -ENOMEM;
+		a->text = text;
+		a->cap = cap;
+	}
+	memcpy(a->text + a->len, piece, k + 1);
 	a->len += k;
 	return 0;
 }
