@@ -622,8 +622,8 @@ beyond_keep_now() {
 		[ "$a" = "$b" ] && { echo "$c"; return; }
 	done
 }
-# KEEP_SEEN[DIR]="NEWEST ckpt.A ckpt.B": checkpoints beyond keep seen in DIR
-# when its newest was NEWEST. They are a violation only if they are still
+# KEEP_SEEN[DIR]="INODE NEWEST ckpt.A ckpt.B": checkpoints beyond keep seen
+# in DIR (that folder: its inode) when its newest was NEWEST. They are a violation only if they are still
 # there once a newer checkpoint was committed in DIR: each commit prunes
 # (gk_store_publish_at, stage-out's prune), and until the first commit after
 # a stage-in the folder legitimately holds more (see check_folders).
@@ -640,8 +640,10 @@ check_folders() {
 	# counts only if a later commit in the folder left it there.
 	# (A set job's folders keep the set the plan restores as well: checked
 	# at the end only, when nothing may be left.)
+	local -A here=()
 	for d in "$E2E_DIR"/nodes/*/bb/*/step.*/task.* "$SH"/*/step.*/task.* "$FLUSH"/*/step.*/task.*; do
 		[ -d "$d" ] || continue
+		here[$d]=1
 		j=${d%/step.*}; j=${j##*/}
 		[ "${J_KIND[$j]:-app}" = app ] || continue
 		c=$(beyond_keep_now "$d")
@@ -649,12 +651,17 @@ check_folders() {
 			unset "KEEP_SEEN[$d]"
 			continue
 		fi
-		n=$(newest_in "$d")
+		# (The folder's inode with it, and a folder gone at a check is
+		# forgotten: one removed by a stage-out and made again by a later
+		# stage-in is another folder.)
+		n="$(stat -c %i "$d" 2>/dev/null) $(newest_in "$d")"
 		was=${KEEP_SEEN[$d]:-}
-		if [ -z "$was" ]; then
+		if [ -z "$was" ] || [ "${was%% *}" != "${n%% *}" ]; then
 			KEEP_SEEN[$d]="$n$c"
 			continue
 		fi
+		was=${was#* }
+		n=${n#* }
 		read -r old x <<<"$was"
 		[ "$n" -gt "$old" ] || continue
 		# Committed since: what was beyond keep then and still is now.
@@ -665,8 +672,12 @@ check_folders() {
 		if [ -n "$still" ]; then
 			viol "keep:$d" "$d holds checkpoints beyond keep=$KEEP (and their bases) after the commit of ckpt.$n pruned it (seen since ckpt.$old):$still"
 		else
-			KEEP_SEEN[$d]="$n$c"
+			KEEP_SEEN[$d]="$(stat -c %i "$d" 2>/dev/null) $n$c"
 		fi
+	done
+	# A folder gone (staged out, swept) is forgotten.
+	for d in "${!KEEP_SEEN[@]}"; do
+		[ -n "${here[$d]:-}" ] || unset "KEEP_SEEN[$d]"
 	done
 	# Root's files only where SECURITY.md lists root writes: a job's
 	# burst-buffer and flush folders are its user's through and through; in
