@@ -623,10 +623,11 @@ beyond_keep_now() {
 	done
 }
 # KEEP_SEEN[DIR]="INODE NEWEST ckpt.A ckpt.B": checkpoints beyond keep seen
-# in DIR (that folder: its inode) when its newest was NEWEST. They are a violation only if they are still
-# there once a newer checkpoint was committed in DIR: each commit prunes
-# (gk_store_publish_at, stage-out's prune), and until the first commit after
-# a stage-in the folder legitimately holds more (see check_folders).
+# in DIR (that folder: its inode) when its newest was NEWEST. They are a
+# violation only if they are still there once a newer checkpoint was
+# committed in DIR: each commit prunes (gk_store_publish_at, stage-out's
+# prune), and until the first commit after a stage-in the folder
+# legitimately holds more (see check_folders).
 declare -A KEEP_SEEN
 check_folders() {
 	local d n c was old still x
