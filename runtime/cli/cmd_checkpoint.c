@@ -206,13 +206,24 @@ struct snapshot {
 	unsigned nodes, nodes_with_dir;
 	struct ignored *ign;
 	size_t nign;
+	/* The nodes whose answer was read. */
+	char (*answered)[64];
 };
 
 static void snapshot_free(struct snapshot *s)
 {
 	free(s->t);
 	free(s->ign);
+	free(s->answered);
 	memset(s, 0, sizeof(*s));
+}
+
+static int answered(const struct snapshot *s, const char *node)
+{
+	for (unsigned i = 0; i < s->nodes; i++)
+		if (!strcmp(s->answered[i], node))
+			return 1;
+	return 0;
 }
 
 static int job_id_ok(const char *s)
@@ -262,6 +273,16 @@ static int parse_node_line(const char *line, struct snapshot *s)
 	    !json_object_is_type(tasks, json_type_array)) {
 		json_object_put(top);
 		return -EINVAL;
+	}
+	{
+		char(*grown)[64] = realloc(s->answered, (s->nodes + 1) * sizeof(*s->answered));
+
+		if (!grown) {
+			json_object_put(top);
+			return -ENOMEM;
+		}
+		s->answered = grown;
+		snprintf(grown[s->nodes], sizeof(grown[s->nodes]), "%s", node);
 	}
 	s->nodes++;
 	if (json_object_object_get_ex(top, "job_dir", &v) && v)
@@ -314,6 +335,106 @@ static int parse_node_line(const char *line, struct snapshot *s)
 	}
 	json_object_put(top);
 	return 0;
+}
+
+/*
+ * A node's answer, put back together. srun passes a task's output on in
+ * pieces of at most 1024 bytes and, with --label, prints each piece as a
+ * line of its own behind the task's label ("0: "): a probe's one line of
+ * JSON longer than that (a node holding many task folders: a restarted
+ * MPI job has every rank's there) comes out as several labelled lines,
+ * which Slurm 24.11 interleaves with other tasks' lines as they arrive
+ * (issue 29: the tool read none of the pieces and took that node's tasks
+ * for ended). Each probe prints one line, with no newline inside (JSON):
+ * everything a label carries, joined in order, is that line.
+ */
+struct answer {
+	unsigned label;
+	char *text;
+	size_t len, cap;
+};
+
+/* "  12: rest" -> 12 and rest; -1 for a line without a label. */
+static int split_label(const char *line, unsigned *label, const char **rest)
+{
+	const char *p = line;
+	unsigned long v = 0;
+	int digits = 0;
+
+	while (*p == ' ')
+		p++;
+	for (; *p >= '0' && *p <= '9' && digits < 9; p++, digits++)
+		v = v * 10 + (unsigned long)(*p - '0');
+	if (!digits || *p != ':')
+		return -1;
+	p++;
+	if (*p == ' ')
+		p++;
+	*label = (unsigned)v;
+	*rest = p;
+	return 0;
+}
+
+static int answers_add(struct answer **list, size_t *n, unsigned label, const char *piece)
+{
+	struct answer *a = NULL, *grown;
+	size_t k = strlen(piece);
+	char *text;
+
+	for (size_t i = 0; i < *n && !a; i++)
+		if ((*list)[i].label == label)
+			a = &(*list)[i];
+	if (!a) {
+		grown = realloc(*list, (*n + 1) * sizeof(**list));
+		if (!grown)
+			return -ENOMEM;
+		*list = grown;
+		a = &grown[(*n)++];
+		a->label = label;
+		a->text = NULL;
+		a->len = a->cap = 0;
+	}
+	/* Doubling: srun's output is at most OUT_MAX, in 1 KiB pieces. */
+	if (a->len + k + 1 > a->cap) {
+		size_t cap = a->cap ? a->cap : 4096;
+
+		while (cap < a->len + k + 1)
+			cap *= 2;
+		text = realloc(a->text, cap);
+		if (!text)
+			return -ENOMEM;
+		a->text = text;
+		a->cap = cap;
+	}
+	memcpy(a->text + a->len, piece, k + 1);
+	a->len += k;
+	return 0;
+}
+
+/* Every node's line in out (srun --label's output), parsed into s. */
+static int parse_answers(char *out, struct snapshot *s)
+{
+	struct answer *list = NULL;
+	size_t n = 0;
+	int ret = 0;
+
+	for (char *line = out, *nl; line && *line; line = nl ? nl + 1 : NULL) {
+		const char *rest;
+		unsigned label;
+
+		nl = strchr(line, '\n');
+		if (nl)
+			*nl = '\0';
+		if (split_label(line, &label, &rest) == 0 && ret == 0)
+			ret = answers_add(&list, &n, label, rest);
+	}
+	for (size_t i = 0; i < n; i++) {
+		if (ret == 0)
+			parse_node_line(list[i].text, s);
+		free(list[i].text);
+	}
+	free(list);
+	return ret;
 }
 
 /* Each node of the job, as a step of it: what its probe says. */
@@ -373,11 +494,11 @@ static int probe(const struct opts *o, const struct job_info *j, struct snapshot
 		cmd_result_free(&r);
 		return -ENOENT;
 	}
-	for (char *line = r.out, *nl; line && *line; line = nl ? nl + 1 : NULL) {
-		nl = strchr(line, '\n');
-		if (nl)
-			*nl = '\0';
-		parse_node_line(line, s);
+	if (r.out && parse_answers(r.out, s) < 0) {
+		gk_errprintf(err, "looking at the job's nodes: %s", strerror(ENOMEM));
+		cmd_result_free(&r);
+		snapshot_free(s);
+		return -ENOMEM;
 	}
 	if (r.status != 0 || s->nodes == 0) {
 		char last[256];
@@ -618,6 +739,10 @@ static int settle(struct ptask *t, const struct snapshot *now)
 {
 	const struct ptask *n = find(now, t);
 
+	/* A node whose answer did not come this time says nothing of its
+	 * tasks: ask again. */
+	if (!n && !answered(now, t->node))
+		return 0;
 	if (!n) {
 		t->status = "ended";
 		snprintf(t->reason, sizeof(t->reason), "the task ended without a checkpoint");

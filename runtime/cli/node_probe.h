@@ -35,6 +35,9 @@
  *	 "newest_bytes", "last_ok": {"ckpt", "bytes", "seconds"} or null,
  *	 "last_failure": {"result", "errno"} or null}], "ignored": ["what and
  *	 why", ...]}
+ * and nothing else: srun hands the line on in labelled pieces of at most
+ * 1024 bytes, which gpuckpt checkpoint joins again by label (issue 29), so
+ * the line must be the only output and hold no newline (JSON has none).
  */
 #ifndef GK_NODE_PROBE_H
 #define GK_NODE_PROBE_H

@@ -24,3 +24,9 @@ EXTRA_DIST += %reldir%/args.sh
 # records written by the test.
 TESTS += %reldir%/report.sh
 EXTRA_DIST += %reldir%/report.sh
+
+# Issue 29: `gpuckpt checkpoint` puts each node's answer back together from
+# srun's labelled 1024-byte pieces, and asks again for one that did not come
+# whole (Slurm's commands stood in for; root only).
+TESTS += %reldir%/checkpoint-pieces.sh
+EXTRA_DIST += %reldir%/checkpoint-pieces.sh

@@ -71,3 +71,6 @@ SLURM_E2E += %reldir%/e2e-flush-sets.sh
 # A requeued job restarting on the nodes where it just ran (within
 # cred_expire): every node's prolog stages it in (PrologFlags=Alloc).
 SLURM_E2E += %reldir%/e2e-prolog.sh %reldir%/e2e-prolog-flags.sh
+# Issue 29: gpuckpt checkpoint of a job whose node's answer is longer than
+# one 1024-byte piece of srun's labelled output (15 s in the trixie root).
+SLURM_E2E += %reldir%/e2e-checkpoint-long.sh
