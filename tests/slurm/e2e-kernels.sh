@@ -109,16 +109,19 @@ wait_out "$b" "$LAUNCHED" 120 || { job_diag "$b"; show_out "$b"; }
 # In its host work (3 s): the signal is pending at its next point, which drains.
 scontrol requeue "$b"
 tb=$(date +%s.%N)
-wait_until $((KW + 20)) '! state_is "$b" RUNNING'
+# Back in the queue once its processes ended and its epilog ran (a job being
+# requeued shows RUNNING, then COMPLETING or REQUEUED until then).
+back_or_over() { case $(job_state "$1") in PENDING | REQUEUE_HOLD) return 0 ;; esac; is_over "$1"; }
+wait_for $((KW + 30)) back_or_over "$b"
 gone=$(since "$tb")
 # Keep it from starting over (it would run from the beginning, for long).
 scontrol hold "$b" 2>/dev/null || true
-tap_diag "unmarked: requeued; the job's processes ended $gone s later (KillWait $KW s)"
+tap_diag "unmarked: requeued; the job was back in the queue $gone s later (KillWait $KW s)"
 check_out "$b" "unmarked: the drain's notice names the kernel it waits for ($KUNMARKED) and says to mark it" \
 	"checkpoint: the drain has waited [0-9]+ s so far for the GPU's work; the last kernel launched was [^,]*$KUNMARKED[^,]*, .*mark it interruptible"
 check "unmarked: no checkpoint was written: Slurm's SIGKILL came first" \
 	sh -c "! grep -q 'checkpoint: .*: wrote [0-9]* bytes' '$(job_out "$b")'"
-check "unmarked: the job ran until KillWait ended it (${gone} s after the requeue, KillWait ${KW} s)" \
+check "unmarked: the job ran until KillWait ended it (back in the queue ${gone} s after the requeue, KillWait ${KW} s)" \
 	awk -v g="$gone" -v k="$KW" 'BEGIN { exit !(g >= k - 1) }'
 never_done() { ! first_run "$1" | grep -Eq '^step 0: done|^gpu-kernel: kernel done'; }
 check "unmarked: the kernel never finished in that run" never_done "$b"
