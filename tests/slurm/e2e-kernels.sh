@@ -159,7 +159,7 @@ check_out "$a" "marked: restored, the program resumed at the kernel's step" "$RE
 check_out "$a" "marked: ... the kernel from its record: ${ex% *} of ${ex#* } blocks already executed, only the rest ran" \
 	"kernel $KMARKED: resumed from its record: ${ex% *} of ${ex#* } blocks executed"
 check_out "$a" "marked: ... and the job ended with the uninterrupted result" "$RESULT"
-check "marked: ... one launch after the restore, none interrupted (no second checkpoint)" \
+check "marked: exactly one checkpoint, the requeue's: none after the restore" \
 	[ "$(out_count "$a" '^gpuckpt: checkpoint: .*: wrote [0-9]+ bytes')" = 1 ]
 check_state "$a" COMPLETED "marked: the job completed"
 check "the unmarked job was taken off the queue" sh -c "scontrol show job -o '$b' | grep -q 'JobState=CANCELLED'"
