@@ -28,7 +28,7 @@
 # GK_E2E_KERNELS_UNMARKED=1 runs the "marked" job unmarked: its points on
 # the interruption and the restore must then fail (the before case).
 #
-# About 70 s on the stand-in (two nodes, both jobs at once), 3 minutes on a GPU.
+# About 30 s on the stand-in (two nodes, both jobs at once), 2-3 minutes on a GPU.
 #
 #   flock /tmp/gk-cluster.lock make -C build/tests check TESTS=slurm/e2e-kernels.sh
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
@@ -122,7 +122,7 @@ check_out "$b" "unmarked: the drain's notice names the kernel it waits for ($KUN
 check "unmarked: no checkpoint was written: Slurm's SIGKILL came first" \
 	sh -c "! grep -q 'checkpoint: .*: wrote [0-9]* bytes' '$(job_out "$b")'"
 check "unmarked: the job ran until KillWait ended it (back in the queue ${gone} s after the requeue, KillWait ${KW} s)" \
-	awk -v g="$gone" -v k="$KW" 'BEGIN { exit !(g >= k - 1) }'
+	awk -v g="$gone" -v k="$KW" 'BEGIN { exit !(g >= k - 2) }'
 never_done() { ! first_run "$1" | grep -Eq '^step 0: done|^gpu-kernel: kernel done'; }
 check "unmarked: the kernel never finished in that run" never_done "$b"
 scancel "$b" 2>/dev/null || true

@@ -73,6 +73,6 @@ SLURM_E2E += %reldir%/e2e-flush-sets.sh
 SLURM_E2E += %reldir%/e2e-prolog.sh %reldir%/e2e-prolog-flags.sh
 # Issue 31: a marked long kernel interrupted by scontrol requeue, checkpointed
 # within KillWait and resumed after the restore; an unmarked one beside it
-# (no checkpoint, the drain's notice names it). About 70 s; on the GPU
+# (no checkpoint, the drain's notice names it). About 30 s; on the GPU
 # machine it runs gpu-kernel on the real GPU (tests/gpu/README.md).
 SLURM_E2E += %reldir%/e2e-kernels.sh
