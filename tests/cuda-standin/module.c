@@ -339,6 +339,25 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 	SI_RETF(rc, "%p %s -> %p", (void *)hmod, name, rc ? NULL : (void *)f);
 }
 
+/* The function's name, as cuModuleGetFunction was given it (the driver's
+ * is the mangled name of the kernel): it lives as long as the module. */
+CUresult cuFuncGetName(const char **name, CUfunction hfunc)
+{
+	struct si_obj *obj;
+	CUresult rc = si_check_init();
+
+	if (rc)
+		return rc;
+	if (!name)
+		SI_RET(CUDA_ERROR_INVALID_VALUE);
+	obj = si_handle_get(hfunc, SI_T_FUNCTION);
+	if (!obj)
+		SI_RETF(CUDA_ERROR_INVALID_HANDLE, "%p", (void *)hfunc);
+	*name = ((struct CUfunc_st *)obj)->name;
+	si_obj_put(obj);
+	SI_RETF(CUDA_SUCCESS, "%p -> %s", (void *)hfunc, *name);
+}
+
 /* Makes the global addressable by copies; its size comes from the ELF symbol. */
 static CUresult register_global(struct CUmod_st *m, uintptr_t addr, size_t size, bool managed)
 {

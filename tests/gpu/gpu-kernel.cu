@@ -9,7 +9,7 @@
  * iterates, by doubling (O(log m)), then checks every element in O(1).
  *
  *   gpu-kernel [--mode blocks|loop] [--n N] [--seconds S | --iters M]
- *              [--unmarked] [--no-check] [--coop] [--help]
+ *              [--unmarked [--host-ms MS]] [--no-check] [--coop] [--help]
  *
  * blocks: one element per thread, n/256 blocks of 256 threads, each block
  *   checks at its top (GPUCKPT_BLOCK_BEGIN): many more blocks than run at
@@ -22,6 +22,10 @@
  *   runs use the same M). m is a protected region: a restore uses the m of
  *   the checkpoint, whatever the options say.
  * --unmarked: the same kernel compiled without the checks, launched once.
+ * --host-ms MS (with --unmarked): the program overlaps MS ms of host work
+ *   with its kernel, then reaches gpuckpt_point(1), "after the kernel", and
+ *   waits for it: a checkpoint asked for in that host work drains there,
+ *   i.e. waits for the whole kernel (tests/slurm/e2e-kernels.sh).
  * --coop: a cooperative launch of the marked kernel, its answer printed.
  *
  * Lines (stdout):
@@ -193,6 +197,7 @@ int main(int argc, char **argv)
 	struct params P = {0};
 	long step = 0, restart_step = 0;
 	double seconds = 30;
+	long host_ms = 0;
 	int no_check = 0, coop = 0, restarting;
 	launch_args a;
 	cudaDeviceProp prop;
@@ -218,6 +223,8 @@ int main(int argc, char **argv)
 			       "(default 30)\n"
 			       "  --iters    iterations per element, no calibration\n"
 			       "  --unmarked the same kernel without the checks, launched once\n"
+			       "  --host-ms  (with --unmarked) host work beside the kernel, then a "
+			       "checkpoint point before waiting for it\n"
 			       "  --no-check do not check the result (benchmarks)\n"
 			       "  --coop     launch the marked kernel cooperatively once (refused "
 			       "under the runtime), then exit\n",
@@ -249,6 +256,8 @@ int main(int argc, char **argv)
 			seconds = atof(v);
 		else if (!strcmp(o, "--iters"))
 			P.m = atoll(v);
+		else if (!strcmp(o, "--host-ms"))
+			host_ms = atol(v);
 		else {
 			fprintf(stderr, "%s: %s: unknown option\n", prog, o);
 			return 2;
@@ -321,10 +330,26 @@ int main(int argc, char **argv)
 
 		if (ret == GPUCKPT_RESTORED)
 			printf("%s: resumed from step %ld (iters=%lld)\n", prog, step, P.m);
+		if (step >= 1)
+			break; /* restored after the kernel (--host-ms) */
 		a.m = P.m;
 		printf("%s: kernel started\n", prog);
 		fflush(stdout);
 		t0 = now();
+		if (!a.marked && host_ms > 0) {
+			struct timespec hw = {host_ms / 1000, (host_ms % 1000) * 1000000};
+
+			launch(a, none);
+			CK(cudaPeekAtLastError());
+			nanosleep(&hw, NULL); /* host work beside the kernel */
+			step = 1;
+			/* After the kernel: a checkpoint here drains, waiting for it. */
+			ckpt_point(step);
+			CK(cudaStreamSynchronize(a.s));
+			printf("%s: kernel done in %.3f s\n", prog, now() - t0);
+			fflush(stdout);
+			break;
+		}
 		ret = gpuckpt_kernel_launch(rec, step, a.s, [&](gpuckpt_kernel k) { launch(a, k); });
 		if (ret < 0) {
 			fprintf(stderr, "%s: the kernel failed: %s (%s)\n", prog, ckpt_strerror(ret),

@@ -3,7 +3,9 @@
 # on a GPU: gpu-kernel runs one kernel of about 30 s (a random-number stream
 # per element, checked exactly on the host); SIGTERM comes at a random point
 # inside it. In each mode (blocks: a check at the top of each block; loop: a
-# persistent grid-stride loop, a check per round, positions saved):
+# persistent grid-stride loop, a check per round, positions saved; hydro:
+# gpu-hydro, a hydrodynamics-like kernel after LULESH's per-zone updates, in
+# loop mode, its zones checked bit for bit against the host's integration):
 #
 #   1. the program ends by SIGTERM (143), after its checkpoint;
 #   2. the runtime's log names the interrupted kernel and its executed blocks
@@ -14,21 +16,26 @@
 #      the kernel resumed from its record with the same count executed;
 #   6. the result is the uninterrupted one: every element equals the host's
 #      closed form (an element skipped or computed from a half state is a
-#      mismatch), exit 0.
+#      mismatch), exit 0; hydro: every zone ran all its cycles, and a spread
+#      sample of 2048 zones equals the host's integration in every bit.
 # And: cudaLaunchCooperativeKernel of the marked kernel is refused, by name
 # (the CUDA runtime's launch reaches the driver with the handle the runtime
 # was given at gpuckpt_kernel_create, or this point fails).
 #
 # Nothing about time is asserted; the diagnostics print the times (signal to
-# exit, the runtime's own), which benchmarks/kernels/run.sh measures. About
-# 70-90 s in all. Every point SKIPs where there is no GPU.
+# exit, the runtime's own), which benchmarks/kernels/run.sh measures. The
+# kernels last GK_KERNEL_SECONDS (blocks, default 30), GK_LOOP_SECONDS
+# (default 20) and GK_HYDRO_SECONDS (default 25) s: about 2 1/2 minutes in
+# all. Every point SKIPs where there is no GPU.
 #
 #   make check-gpu-kernels      (or: make -C tests check-gpu-kernels)
 . "${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/lib/helpers.sh"
 RT=$top_builddir/runtime/.libs/libgpuckpt.so
 PROG=$top_builddir/tests/gpu/gpu-kernel
+HYDRO=$top_builddir/tests/gpu/gpu-hydro
 SECONDS_KERNEL=${GK_KERNEL_SECONDS:-30}
-PLAN=15
+declare -A SECS=([blocks]=$SECONDS_KERNEL [loop]=${GK_LOOP_SECONDS:-20} [hydro]=${GK_HYDRO_SECONDS:-25})
+PLAN=22
 tap_plan $PLAN
 gk_scratch
 
@@ -36,7 +43,7 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
 	for _ in $(seq $PLAN); do tap_skip "no GPU here (nvidia-smi -L failed)"; done
 	exit 0
 fi
-gk_need_built "$RT" "$PROG"
+gk_need_built "$RT" "$PROG" "$HYDRO"
 
 # wait_line FILE RE [TENTHS]: until FILE has a line matching RE.
 wait_line() { for _ in $(seq "${3:-600}"); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.1; done; return 1; }
@@ -53,17 +60,22 @@ expect "a cooperative launch of the marked kernel is refused (cudaErrorNotSuppor
 	sh -c "grep -q 'cooperative launch: cudaErrorNotSupported' '$GK_SCRATCH/coop.out' &&
 		grep -q 'launch: lcg_blocks: .* of a kernel marked interruptible is refused' '$GK_SCRATCH/coop.err'"
 
-for mode in blocks loop; do
-	K=lcg_$mode
+for mode in blocks loop hydro; do
+	S=${SECS[$mode]}
+	if [ $mode = hydro ]; then
+		K=hydro_loop P=$HYDRO TAG=gpu-hydro ARGS=(--seconds "$S")
+	else
+		K=lcg_$mode P=$PROG TAG=gpu-kernel ARGS=(--mode $mode --seconds "$S")
+	fi
 	D=$GK_SCRATCH/$mode
 	run=$mode-term
 	env GPUCKPT_DIR="$D" GPUCKPT_LOG_LEVEL=info LD_PRELOAD="$RT" \
-		"$PROG" --mode $mode --seconds "$SECONDS_KERNEL" \
+		"$P" "${ARGS[@]}" \
 		>"$GK_SCRATCH/$run.out" 2>"$GK_SCRATCH/$run.err" &
 	pid=$!
 	wait_line "$GK_SCRATCH/$run.out" "kernel started" 900
 	# A random point inside the kernel: 10% to 80% of its length.
-	at=$(awk -v s="$SECONDS_KERNEL" -v r="$RANDOM" 'BEGIN { printf "%.2f", s * (0.1 + 0.7 * r / 32767) }')
+	at=$(awk -v s="$S" -v r="$RANDOM" 'BEGIN { printf "%.2f", s * (0.1 + 0.7 * r / 32767) }')
 	sleep "$at"
 	t0=$(date +%s.%N)
 	kill -TERM $pid
@@ -87,15 +99,15 @@ for mode in blocks loop; do
 
 	run=$mode-restore
 	env GPUCKPT_DIR="$D" GPUCKPT_RESTORE=auto GPUCKPT_LOG_LEVEL=info LD_PRELOAD="$RT" \
-		"$PROG" --mode $mode --seconds "$SECONDS_KERNEL" \
+		"$P" "${ARGS[@]}" \
 		>"$GK_SCRATCH/$run.out" 2>"$GK_SCRATCH/$run.err"
 	status=$?
 	tap_diag "$(grep -h "kernel done\|resumed" "$GK_SCRATCH/$run.out" "$GK_SCRATCH/$run.err")"
 	expect "$mode: restored, it resumes at the kernel's step" $run \
-		grep -q "^gpu-kernel: resumed from step 0" "$GK_SCRATCH/$run.out"
+		grep -q "^$TAG: resumed from step 0" "$GK_SCRATCH/$run.out"
 	expect "$mode: ... the kernel from its record: ${ex% *} of ${ex#* } already executed, only the rest runs" $run \
 		grep -q "kernel $K: resumed from its record: ${ex% *} of ${ex#* } [a-z]* executed" "$GK_SCRATCH/$run.err"
-	expect "$mode: ... and ends with the uninterrupted result: every element checked ($status)" $run \
-		sh -c "test $status -eq 0 && grep -q '^gpu-kernel: result: ok n=[0-9]* mismatches=0 ' '$GK_SCRATCH/$run.out'"
+	expect "$mode: ... and ends with the uninterrupted result: $([ $mode = hydro ] && echo "all zones' cycles, 2048 zones bit for bit" || echo "every element checked") ($status)" $run \
+		sh -c "test $status -eq 0 && grep -q '^$TAG: result: ok n=[0-9]* .*mismatches=0 ' '$GK_SCRATCH/$run.out'"
 done
 tap_done

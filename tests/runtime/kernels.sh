@@ -9,12 +9,13 @@
 # checks every element against the sum computed on the host: an element
 # added twice or never is a wrong checksum). Both modes (blocks; loops with
 # saved positions), SIGTERM, SIGUSR1 and the interval; a cooperative launch of a marked
-# kernel refused by name; the drain's log naming the kernel it waited for.
+# kernel refused by name; the drain's log naming the kernel it waited for,
+# also while it waits.
 # The stand-in is no evidence for a GPU: tests/gpu/kernel-interrupt.sh is.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 PROG=$top_builddir/tests/runtime/prog-kernels
 MODULE=$top_builddir/tests/runtime/.libs/kern_kernels_host.so
-tap_plan 28
+tap_plan 29
 gk_scratch
 gk_need_built "$GK_STANDIN_DIR/libcuda.so.1" "$PROG" "$MODULE" "$GK_RUNTIME"
 export GPUCKPT_LOG_LEVEL=info
@@ -142,4 +143,10 @@ wait $PID
 expect "a kernel launched outside the helper is waited for: the drain's notice names it and how long" drain \
 	grep -q "checkpoint: the drain waited [1-9]\.[0-9]* s for the GPU's work; the last kernel launched was kmc, .*it is marked interruptible, but was launched other than through gpuckpt_kernel_run" \
 	"$GK_SCRATCH/drain.err"
+# While it waits, not only after: a job that Slurm kills in the middle of the
+# drain (a kernel longer than KillWait) still says which kernel held it.
+expect "... and while it waits: a notice after 1 s names the kernel, before the drain ends" drain \
+	sh -c "grep -n 'checkpoint: the drain has waited 1 s so far for the GPU.s work; the last kernel launched was kmc, ' '$GK_SCRATCH/drain.err' | head -1 | cut -d: -f1 >'$GK_SCRATCH/w1' &&
+		grep -n 'checkpoint: the drain waited ' '$GK_SCRATCH/drain.err' | head -1 | cut -d: -f1 >'$GK_SCRATCH/w2' &&
+		test -s '$GK_SCRATCH/w1' && test \$(cat '$GK_SCRATCH/w1') -lt \$(cat '$GK_SCRATCH/w2')"
 tap_done

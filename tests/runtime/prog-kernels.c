@@ -5,7 +5,7 @@
  *
  *   prog-kernels --module SO [--mode blocks|loop] [--steps S] [--blocks B]
  *                [--threads T] [--rounds R] [--delay-us D]
- *                [--coop] [--drain]
+ *                [--coop] [--drain] [--unmarked [--host-ms MS]]
  *
  * Each step: gpuckpt_point(step), then the marked kernel through
  * gpuckpt_kernel_run. At the end: "done: checksum=0x... expected=0x...",
@@ -14,6 +14,12 @@
  * (each call's result printed), then exit. --drain: the kernel launched
  * once directly (not through the helper: it never stops), then SIGTERM; the
  * exit checkpoint's drain waits for the kernel.
+ * --unmarked: the same kernel never marked (no record, a handle that never
+ * stops), in the common pattern of a program that overlaps host work with
+ * its kernel: each step launches it, works on the host for MS ms (default
+ * 0), then reaches gpuckpt_point(step + 1), "after the kernel of step", and
+ * waits for the kernel. A checkpoint asked for in that host work drains at
+ * the point: it waits for the whole kernel (tests/slurm/e2e-kernels.sh).
  */
 #include "gpuckpt.h"
 #include "gpuckpt_kernel.h"
@@ -24,6 +30,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <signal.h>
+#include <time.h>
 
 struct args {
 	CUfunction fn;
@@ -61,7 +68,8 @@ int main(int argc, char **argv)
 	const char *module = NULL;
 	struct args a = {.blocks = 64, .threads = 32, .rounds = 40, .delay = 20000};
 	long steps = 3, step = 0;
-	int coop = 0, drain = 0;
+	int coop = 0, drain = 0, unmarked = 0;
+	long host_ms = 0;
 	CUdevice dev;
 	CUcontext ctx;
 	CUmodule mod;
@@ -80,6 +88,10 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(o, "--drain")) {
 			drain = 1;
+			continue;
+		}
+		if (!strcmp(o, "--unmarked")) {
+			unmarked = 1;
 			continue;
 		}
 		if (!v) {
@@ -101,6 +113,8 @@ int main(int argc, char **argv)
 			a.rounds = atol(v);
 		else if (!strcmp(o, "--delay-us"))
 			a.delay = atol(v);
+		else if (!strcmp(o, "--host-ms"))
+			host_ms = atol(v);
 		else {
 			fprintf(stderr, "prog-kernels: %s: unknown option\n", o);
 			return 2;
@@ -119,6 +133,34 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	gpuckpt_protect("step", &step, sizeof(step));
+	if (unmarked) {
+		struct gpuckpt_kernel none;
+		struct timespec hw = {host_ms / 1000, (host_ms % 1000) * 1000000};
+
+		memset(&none, 0, sizeof(none));
+		if (gpuckpt_point(step) == GPUCKPT_RESTORED)
+			printf("resumed from step %ld\n", step);
+		while (step < steps) {
+			a.step = step;
+			if (launch(&a, none) < 0)
+				return 1;
+			/* Host work while the kernel runs. */
+			if (host_ms > 0)
+				nanosleep(&hw, NULL);
+			step++;
+			/* After the kernel of step - 1: a checkpoint drains it. */
+			if (gpuckpt_point(step) == GPUCKPT_RESTORED)
+				printf("resumed from step %ld\n", step);
+			if (cuCtxSynchronize()) {
+				fprintf(stderr, "prog-kernels: cuCtxSynchronize failed\n");
+				return 1;
+			}
+			printf("step %ld: done\n", step - 1);
+			fflush(stdout);
+		}
+		rec = NULL;
+		goto result;
+	}
 	ret = gpuckpt_kernel_create("kmc", a.fn, a.blocks, a.loop ? n : 0, &rec);
 	if (ret < 0) {
 		fprintf(stderr, "prog-kernels: gpuckpt_kernel_create: %s\n", gpuckpt_strerror(ret));
@@ -168,6 +210,7 @@ int main(int argc, char **argv)
 		printf("step %ld: done\n", step);
 		fflush(stdout);
 	}
+result:
 	host = calloc(n, sizeof(*host));
 	if (!host || cuMemcpyDtoH(host, a.out, n * sizeof(*host))) {
 		fprintf(stderr, "prog-kernels: reading the result failed\n");
@@ -184,7 +227,8 @@ int main(int argc, char **argv)
 	}
 	printf("done: checksum=0x%016llx expected=0x%016llx\n", (unsigned long long)sum,
 	       (unsigned long long)want);
-	gpuckpt_kernel_destroy(rec);
+	if (rec)
+		gpuckpt_kernel_destroy(rec);
 	free(host);
 	return sum == want ? 0 : 3;
 }

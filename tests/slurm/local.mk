@@ -74,3 +74,8 @@ SLURM_E2E += %reldir%/e2e-prolog.sh %reldir%/e2e-prolog-flags.sh
 # Issue 29: gpuckpt checkpoint of a job whose node's answer is longer than
 # one 1024-byte piece of srun's labelled output (15 s in the trixie root).
 SLURM_E2E += %reldir%/e2e-checkpoint-long.sh
+# Issue 31: a marked long kernel interrupted by scontrol requeue, checkpointed
+# within KillWait and resumed after the restore; an unmarked one beside it
+# (no checkpoint, the drain's notice names it). About 30 s; on the GPU
+# machine it runs gpu-kernel on the real GPU (tests/gpu/README.md).
+SLURM_E2E += %reldir%/e2e-kernels.sh

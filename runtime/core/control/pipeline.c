@@ -24,6 +24,8 @@
 #include "common/shepherd_protocol.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -235,13 +237,90 @@ static void say_drain(double t_start, double waited)
 			waited, name, ago, asked);
 }
 
+/*
+ * While the drain waits: a notice after 1, 2, 4, 8, ... s naming the last
+ * kernel launched, from a thread of its own. The notice after the drain
+ * (say_drain) never comes when the scheduler's SIGKILL ends the process
+ * first, in the middle of a kernel longer than its GraceTime or KillWait:
+ * this one says, before that, which kernel the checkpoint is waiting for.
+ */
+struct drain_watch {
+	pthread_mutex_t lock;
+	pthread_cond_t cond;
+	int done;
+	double t_start;
+};
+
+static void *drain_watch(void *arg)
+{
+	struct drain_watch *w = arg;
+	double wait = 1.0;
+
+	pthread_mutex_lock(&w->lock);
+	while (!w->done) {
+		struct timespec until;
+		double at;
+		int r;
+
+		at = w->t_start + wait; /* gk_now() is CLOCK_MONOTONIC's too */
+		until.tv_sec = (time_t)at;
+		until.tv_nsec = (long)((at - (double)until.tv_sec) * 1e9);
+		r = pthread_cond_timedwait(&w->cond, &w->lock, &until);
+		if (w->done)
+			break;
+		if (r == ETIMEDOUT || gk_now() - w->t_start >= wait) {
+			int64_t when_ns;
+			void *f = gk_launch_last(&when_ns);
+			char name[96];
+
+			if (f) {
+				gk_kernel_name(f, name, sizeof(name));
+				gk_notice("checkpoint: the drain has waited %.0f s so far for the GPU's "
+					  "work; the last kernel launched was %s, %.3f s before the "
+					  "drain; %s",
+					  wait, name, w->t_start - (double)when_ns * 1e-9,
+					  gk_kstop_marked(f) ? "it is marked interruptible, but was "
+							       "launched other than through "
+							       "gpuckpt_kernel_run"
+							     : "mark it interruptible (gpuckpt_kernel.h)");
+			}
+			wait *= 2;
+		}
+	}
+	pthread_mutex_unlock(&w->lock);
+	return NULL;
+}
+
 static int ph_drain(struct gk_pipeline *P)
 {
-	int ret;
+	int ret, watching;
 	double t_start = gk_now();
+	struct drain_watch w = {.done = 0, .t_start = t_start};
+	pthread_condattr_t ca;
+	pthread_t t;
+	sigset_t all, old;
 
 	P->broken = CUDA_SUCCESS;
+	pthread_mutex_init(&w.lock, NULL);
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
+	pthread_cond_init(&w.cond, &ca);
+	pthread_condattr_destroy(&ca);
+	/* The thread never takes the program's signals. */
+	sigfillset(&all);
+	pthread_sigmask(SIG_BLOCK, &all, &old);
+	watching = pthread_create(&t, NULL, drain_watch, &w) == 0;
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
 	ret = gk_pipeline_drain(&P->broken);
+	if (watching) {
+		pthread_mutex_lock(&w.lock);
+		w.done = 1;
+		pthread_cond_signal(&w.cond);
+		pthread_mutex_unlock(&w.lock);
+		pthread_join(t, NULL);
+	}
+	pthread_cond_destroy(&w.cond);
+	pthread_mutex_destroy(&w.lock);
 	say_drain(t_start, gk_now() - t_start);
 	if (ret == -ENOTRECOVERABLE) {
 		/* The program's own kernel failed before: one line that says so,
