@@ -84,8 +84,8 @@ gk_munged() {
 	fi
 	mkdir -p /run/munge /var/log/munge /var/lib/munge
 	chown munge:munge /run/munge /var/log/munge /var/lib/munge
-	setpriv --reuid=munge --regid=munge --clear-groups /usr/sbin/munged --foreground \
-		>>"${GK_SCRATCH:-/tmp}/munged.out" 2>&1 &
+	gk_daemon setpriv --reuid=munge --regid=munge --clear-groups /usr/sbin/munged --foreground \
+		>>"${GK_SCRATCH:-/tmp}/munged.out" 2>&1
 	MUNGED=$!
 	for _ in $(seq 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && return 0; sleep 0.1; done
 	return 1
@@ -98,9 +98,19 @@ gk_munged() {
 # held open).
 gk_close_inherited() {
 	local fd
-	for fd in $(ls /proc/$$/fd); do
+	for fd in $(ls /proc/$BASHPID/fd); do
 		[ "$fd" -gt 2 ] && [ "$fd" != 255 ] && eval "exec $fd>&-"
 	done 2>/dev/null
+}
+
+# gk_daemon CMD...: run CMD in the background without the descriptors above 2
+# this shell holds, so that a daemon that outlives the test does not keep a
+# caller's lock (flock /tmp/gk-cluster.lock make ...) or pipe open; $! is CMD.
+gk_daemon() {
+	(
+		gk_close_inherited
+		exec "$@"
+	) &
 }
 
 # CRIU for the transparent-mode tests. gk_criu_major CRIU: its major version,

@@ -126,9 +126,15 @@ start_munge() {
 	fi
 	mkdir -p /run/munge /var/log/munge /var/lib/munge
 	chown munge:munge /run/munge /var/log/munge /var/lib/munge
-	# In the foreground under setpriv (which execs), so $! is munged itself.
-	setpriv --reuid=munge --regid=munge --clear-groups /usr/sbin/munged --foreground \
-		>>"$C/run/munged.out" 2>&1 &
+	# In the foreground under setpriv (which execs), so $! is munged itself;
+	# without the descriptors above 2 this script holds, so that a munged
+	# left running holds no caller's lock (flock /tmp/gk-cluster.lock ...).
+	(
+		for fd in $(ls /proc/$BASHPID/fd); do
+			[ "$fd" -gt 2 ] && eval "exec $fd>&-"
+		done 2>/dev/null
+		exec setpriv --reuid=munge --regid=munge --clear-groups /usr/sbin/munged --foreground
+	) >>"$C/run/munged.out" 2>&1 &
 	echo $! >"$C/run/munged.started"
 	local i
 	for i in $(seq 50); do munge_ok && break; sleep 0.1; done
