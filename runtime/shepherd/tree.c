@@ -269,11 +269,11 @@ int gk_tree_signal(pid_t prog, int signo, int runtime)
 	return sent;
 }
 
-int gk_tree_find_open(const pid_t *pids, size_t n, const char *prefix, pid_t *pid, char *path,
-		      size_t pathlen)
+/* The first descriptor of pids whose link's target `match` accepts: 1 with
+ * *pid, *fdnum and path filled, 0 none. */
+static int find_fd(const pid_t *pids, size_t n, int (*match)(const char *path, const void *arg),
+		   const void *arg, pid_t *pid, int *fdnum, char *path, size_t pathlen)
 {
-	size_t plen = strlen(prefix);
-
 	for (size_t i = 0; i < n; i++) {
 		char dir[64], link[320];
 		struct dirent *e;
@@ -293,9 +293,10 @@ int gk_tree_find_open(const pid_t *pids, size_t n, const char *prefix, pid_t *pi
 			if (len <= 0)
 				continue;
 			path[len] = 0;
-			if (!strncmp(path, prefix, plen)) {
-				closedir(d);
+			if (match(path, arg)) {
 				*pid = pids[i];
+				*fdnum = atoi(e->d_name);
+				closedir(d);
 				return 1;
 			}
 		}
@@ -305,13 +306,27 @@ int gk_tree_find_open(const pid_t *pids, size_t n, const char *prefix, pid_t *pi
 	return 0;
 }
 
+static int begins_with(const char *path, const void *prefix)
+{
+	return !strncmp(path, prefix, strlen(prefix));
+}
+
+int gk_tree_find_open(const pid_t *pids, size_t n, const char *prefix, pid_t *pid, char *path,
+		      size_t pathlen)
+{
+	int fdnum;
+
+	return find_fd(pids, n, begins_with, prefix, pid, &fdnum, path, pathlen);
+}
+
 /* "/proc/P/task/T/..." with T != P: a file of a thread that is not its
  * process's first. */
-static int names_thread_file(const char *path)
+static int names_thread_file(const char *path, const void *arg)
 {
 	char *end;
 	long p, t;
 
+	(void)arg;
 	if (strncmp(path, "/proc/", 6))
 		return 0;
 	p = strtol(path + 6, &end, 10);
@@ -324,36 +339,7 @@ static int names_thread_file(const char *path)
 int gk_tree_find_thread_file(const pid_t *pids, size_t n, pid_t *pid, int *fdnum, char *path,
 			     size_t pathlen)
 {
-	for (size_t i = 0; i < n; i++) {
-		char dir[64], link[320];
-		struct dirent *e;
-		DIR *d;
-
-		snprintf(dir, sizeof(dir), "/proc/%d/fd", (int)pids[i]);
-		d = opendir(dir);
-		if (!d)
-			continue; /* ended meanwhile */
-		while ((e = readdir(d))) {
-			ssize_t len;
-
-			if (e->d_name[0] == '.')
-				continue;
-			snprintf(link, sizeof(link), "%s/%.200s", dir, e->d_name);
-			len = readlink(link, path, pathlen - 1);
-			if (len <= 0)
-				continue;
-			path[len] = 0;
-			if (names_thread_file(path)) {
-				*pid = pids[i];
-				*fdnum = atoi(e->d_name);
-				closedir(d);
-				return 1;
-			}
-		}
-		closedir(d);
-	}
-	path[0] = 0;
-	return 0;
+	return find_fd(pids, n, names_thread_file, NULL, pid, fdnum, path, pathlen);
 }
 
 pid_t gk_find_process(const char *prefix)
