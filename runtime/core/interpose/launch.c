@@ -15,14 +15,6 @@
 #include "core/state/runtime.h"
 #include "common/log.h"
 
-#define PASS(call)                                                                                 \
-	do {                                                                                       \
-		if (gk_driver_ensure() < 0)                                                        \
-			return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;                               \
-		if (!gk_real.call)                                                                 \
-			return CUDA_ERROR_NOT_SUPPORTED;                                           \
-	} while (0)
-
 #define GATED(expr)                                                                                \
 	do {                                                                                       \
 		CUresult r_;                                                                       \
@@ -64,7 +56,7 @@ CUresult gk_on_cuLaunchKernel(CUfunction f, unsigned int gx, unsigned int gy, un
 			      unsigned int bx, unsigned int by, unsigned int bz, unsigned int shm,
 			      CUstream s, void **params, void **extra)
 {
-	PASS(cuLaunchKernel);
+	GK_NEED_REAL(cuLaunchKernel);
 	GATED(gk_real.cuLaunchKernel(f, gx, gy, gz, bx, by, bz, shm, s, params, extra));
 }
 
@@ -72,7 +64,7 @@ CUresult gk_on_cuLaunchKernel_ptsz(CUfunction f, unsigned int gx, unsigned int g
 				   unsigned int bx, unsigned int by, unsigned int bz,
 				   unsigned int shm, CUstream s, void **params, void **extra)
 {
-	PASS(cuLaunchKernel_ptsz);
+	GK_NEED_REAL(cuLaunchKernel_ptsz);
 	GATED(gk_real.cuLaunchKernel_ptsz(f, gx, gy, gz, bx, by, bz, shm, s, params, extra));
 }
 
@@ -82,7 +74,7 @@ CUresult gk_on_cuLaunchKernelEx(const CUlaunchConfig *config, CUfunction f, void
 	if (cooperative_config(config) &&
 	    refuse_cooperative(f, "cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_COOPERATIVE"))
 		return CUDA_ERROR_NOT_SUPPORTED;
-	PASS(cuLaunchKernelEx);
+	GK_NEED_REAL(cuLaunchKernelEx);
 	GATED(gk_real.cuLaunchKernelEx(config, f, params, extra));
 }
 
@@ -92,7 +84,7 @@ CUresult gk_on_cuLaunchKernelEx_ptsz(const CUlaunchConfig *config, CUfunction f,
 	if (cooperative_config(config) &&
 	    refuse_cooperative(f, "cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_COOPERATIVE"))
 		return CUDA_ERROR_NOT_SUPPORTED;
-	PASS(cuLaunchKernelEx_ptsz);
+	GK_NEED_REAL(cuLaunchKernelEx_ptsz);
 	GATED(gk_real.cuLaunchKernelEx_ptsz(config, f, params, extra));
 }
 
@@ -103,7 +95,7 @@ CUresult gk_on_cuLaunchCooperativeKernel(CUfunction f, unsigned int gx, unsigned
 {
 	if (refuse_cooperative(f, "cuLaunchCooperativeKernel (cudaLaunchCooperativeKernel)"))
 		return CUDA_ERROR_NOT_SUPPORTED;
-	PASS(cuLaunchCooperativeKernel);
+	GK_NEED_REAL(cuLaunchCooperativeKernel);
 	GATED(gk_real.cuLaunchCooperativeKernel(f, gx, gy, gz, bx, by, bz, shm, s, params));
 }
 
@@ -114,6 +106,6 @@ CUresult gk_on_cuLaunchCooperativeKernel_ptsz(CUfunction f, unsigned int gx, uns
 {
 	if (refuse_cooperative(f, "cuLaunchCooperativeKernel (cudaLaunchCooperativeKernel)"))
 		return CUDA_ERROR_NOT_SUPPORTED;
-	PASS(cuLaunchCooperativeKernel_ptsz);
+	GK_NEED_REAL(cuLaunchCooperativeKernel_ptsz);
 	GATED(gk_real.cuLaunchCooperativeKernel_ptsz(f, gx, gy, gz, bx, by, bz, shm, s, params));
 }

@@ -85,14 +85,6 @@ void gk_managed_set_restorer(const struct gk_vmm_restorer *r)
 	restorer = r;
 }
 
-#define PASS(call)                                                                                 \
-	do {                                                                                       \
-		if (gk_driver_ensure() < 0)                                                        \
-			return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;                               \
-		if (!gk_real.call)                                                                 \
-			return CUDA_ERROR_NOT_SUPPORTED;                                           \
-	} while (0)
-
 size_t gk_managed_live(void)
 {
 	size_t k;
@@ -359,7 +351,7 @@ CUresult gk_on_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned in
 	int ok = 0, have_rec = 0;
 	CUresult r;
 
-	PASS(cuMemAllocManaged);
+	GK_NEED_REAL(cuMemAllocManaged);
 	if (!gk_enabled())
 		return gk_real.cuMemAllocManaged(dptr, bytesize, flags);
 	/* Before the gate: the restore's lookup may start the runtime. */
@@ -446,7 +438,7 @@ CUresult gk_on_cuMemAdvise_v2(CUdeviceptr p, size_t count, CUmem_advise advice, 
 	CUresult r;
 	struct managed *m;
 
-	PASS(cuMemAdvise_v2);
+	GK_NEED_REAL(cuMemAdvise_v2);
 	r = gk_real.cuMemAdvise_v2(p, count, advice, loc);
 	if (r != CUDA_SUCCESS || !gk_enabled())
 		return r;
@@ -483,7 +475,7 @@ CUresult gk_on_cuMemPrefetchAsync_v2(CUdeviceptr p, size_t count, CUmemLocation 
 {
 	CUresult r;
 
-	PASS(cuMemPrefetchAsync_v2);
+	GK_NEED_REAL(cuMemPrefetchAsync_v2);
 	r = gk_real.cuMemPrefetchAsync_v2(p, count, loc, flags, s);
 	if (r == CUDA_SUCCESS && gk_enabled())
 		note_prefetch(p, count, loc);
@@ -495,7 +487,7 @@ CUresult gk_on_cuMemPrefetchAsync_v2_ptsz(CUdeviceptr p, size_t count, CUmemLoca
 {
 	CUresult r;
 
-	PASS(cuMemPrefetchAsync_v2_ptsz);
+	GK_NEED_REAL(cuMemPrefetchAsync_v2_ptsz);
 	r = gk_real.cuMemPrefetchAsync_v2_ptsz(p, count, loc, flags, s);
 	if (r == CUDA_SUCCESS && gk_enabled())
 		note_prefetch(p, count, loc);
@@ -520,7 +512,7 @@ CUresult gk_on_cuStreamAttachMemAsync(CUstream s, CUdeviceptr p, size_t len, uns
 {
 	CUresult r;
 
-	PASS(cuStreamAttachMemAsync);
+	GK_NEED_REAL(cuStreamAttachMemAsync);
 	r = gk_real.cuStreamAttachMemAsync(s, p, len, flags);
 	if (r == CUDA_SUCCESS && gk_enabled())
 		note_attach(s, p, flags);
@@ -532,7 +524,7 @@ CUresult gk_on_cuStreamAttachMemAsync_ptsz(CUstream s, CUdeviceptr p, size_t len
 {
 	CUresult r;
 
-	PASS(cuStreamAttachMemAsync_ptsz);
+	GK_NEED_REAL(cuStreamAttachMemAsync_ptsz);
 	r = gk_real.cuStreamAttachMemAsync_ptsz(s, p, len, flags);
 	if (r == CUDA_SUCCESS && gk_enabled())
 		note_attach(s ? s : CU_STREAM_PER_THREAD, p, flags);
@@ -556,7 +548,7 @@ CUresult gk_on_cuLibraryGetManaged(CUdeviceptr *dptr, size_t *bytes, CUlibrary l
 {
 	CUresult r;
 
-	PASS(cuLibraryGetManaged);
+	GK_NEED_REAL(cuLibraryGetManaged);
 	r = gk_real.cuLibraryGetManaged(dptr, bytes, library, name);
 	if (r == CUDA_SUCCESS && dptr && *dptr && gk_enabled())
 		note_managed_var(*dptr);
@@ -569,7 +561,7 @@ CUresult gk_on_cuModuleGetGlobal_v2(CUdeviceptr *dptr, size_t *bytes, CUmodule h
 	unsigned int is_managed = 0;
 	CUresult r;
 
-	PASS(cuModuleGetGlobal_v2);
+	GK_NEED_REAL(cuModuleGetGlobal_v2);
 	r = gk_real.cuModuleGetGlobal_v2(dptr, bytes, hmod, name);
 	/* The attribute is a boolean the driver may write as one byte: zeroed
 	 * first, any byte set means managed. */

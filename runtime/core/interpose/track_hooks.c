@@ -19,17 +19,9 @@
 #include "common/settings_env.h"
 #include "core/state/runtime.h"
 
-#define PASS(call)                                                                                 \
-	do {                                                                                       \
-		if (gk_driver_ensure() < 0)                                                        \
-			return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;                               \
-		if (!gk_real.call)                                                                 \
-			return CUDA_ERROR_NOT_SUPPORTED;                                           \
-	} while (0)
-
 CUresult gk_on_cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 {
-	PASS(cuIpcGetMemHandle);
+	GK_NEED_REAL(cuIpcGetMemHandle);
 	/* Memory the runtime placed is VMM memory, which the driver's legacy
 	 * IPC refuses: with GPUCKPT_CUDA_IPC=1 the runtime serves it (ipc.c);
 	 * without, the call is refused, saying why. */
@@ -50,7 +42,7 @@ CUresult gk_on_cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, 
 {
 	CUresult r;
 
-	PASS(cuIpcOpenMemHandle_v2);
+	GK_NEED_REAL(cuIpcOpenMemHandle_v2);
 	if (gk_ipc_is_ours(&handle)) {
 		if (!gk_arena_ipc_wanted()) {
 			/* Not the driver's handle: do not hand it over. */
@@ -72,7 +64,7 @@ CUresult gk_on_cuIpcCloseMemHandle(CUdeviceptr dptr)
 {
 	CUresult r;
 
-	PASS(cuIpcCloseMemHandle);
+	GK_NEED_REAL(cuIpcCloseMemHandle);
 	if (gk_ipc_close(dptr, &r))
 		return r;
 	r = gk_real.cuIpcCloseMemHandle(dptr);
@@ -97,7 +89,7 @@ CUresult gk_on_cuCtxCreate_v4(CUcontext *pctx, CUctxCreateParams *params, unsign
 {
 	CUresult r;
 
-	PASS(cuCtxCreate_v4);
+	GK_NEED_REAL(cuCtxCreate_v4);
 	r = gk_real.cuCtxCreate_v4(pctx, params, flags, dev);
 	if (r == CUDA_SUCCESS && gk_enabled())
 		note_context(dev);
@@ -108,7 +100,7 @@ CUresult gk_on_cuCtxCreate_v2(CUcontext *pctx, unsigned int flags, CUdevice dev)
 {
 	CUresult r;
 
-	PASS(cuCtxCreate_v2);
+	GK_NEED_REAL(cuCtxCreate_v2);
 	r = gk_real.cuCtxCreate_v2(pctx, flags, dev);
 	if (r == CUDA_SUCCESS && gk_enabled())
 		note_context(dev);
@@ -130,7 +122,7 @@ static void release_arena_of_context(CUcontext ctx)
 
 CUresult gk_on_cuCtxDestroy_v2(CUcontext ctx)
 {
-	PASS(cuCtxDestroy_v2);
+	GK_NEED_REAL(cuCtxDestroy_v2);
 	if (gk_enabled()) {
 		gk_gate_enter();
 		if (gk_real.cuCtxPushCurrent_v2(ctx) == CUDA_SUCCESS) {
@@ -146,7 +138,7 @@ CUresult gk_on_cuCtxDestroy_v2(CUcontext ctx)
 
 CUresult gk_on_cuDevicePrimaryCtxReset_v2(CUdevice dev)
 {
-	PASS(cuDevicePrimaryCtxReset_v2);
+	GK_NEED_REAL(cuDevicePrimaryCtxReset_v2);
 	if (gk_enabled() && dev >= 0 && dev < GK_MAX_DEVICES) {
 		struct gk_arena *a = __atomic_load_n(&gk_arenas[dev], __ATOMIC_ACQUIRE);
 
@@ -172,7 +164,7 @@ CUresult gk_on_cuArrayCreate_v2(CUarray *pHandle, const CUDA_ARRAY_DESCRIPTOR *d
 {
 	CUresult r;
 
-	PASS(cuArrayCreate_v2);
+	GK_NEED_REAL(cuArrayCreate_v2);
 	r = gk_real.cuArrayCreate_v2(pHandle, desc);
 	if (r == CUDA_SUCCESS && gk_enabled())
 		gk_track_ptr_add(GK_UNSUP_ARRAY, (unsigned long long)(uintptr_t)*pHandle);
@@ -183,7 +175,7 @@ CUresult gk_on_cuArray3DCreate_v2(CUarray *pHandle, const CUDA_ARRAY3D_DESCRIPTO
 {
 	CUresult r;
 
-	PASS(cuArray3DCreate_v2);
+	GK_NEED_REAL(cuArray3DCreate_v2);
 	r = gk_real.cuArray3DCreate_v2(pHandle, desc);
 	if (r == CUDA_SUCCESS && gk_enabled())
 		gk_track_ptr_add(GK_UNSUP_ARRAY, (unsigned long long)(uintptr_t)*pHandle);
@@ -194,7 +186,7 @@ CUresult gk_on_cuArrayDestroy(CUarray hArray)
 {
 	CUresult r;
 
-	PASS(cuArrayDestroy);
+	GK_NEED_REAL(cuArrayDestroy);
 	r = gk_real.cuArrayDestroy(hArray);
 	if (r == CUDA_SUCCESS)
 		gk_track_ptr_remove(GK_UNSUP_ARRAY, (unsigned long long)(uintptr_t)hArray);
@@ -206,7 +198,7 @@ CUresult gk_on_cuMipmappedArrayCreate(CUmipmappedArray *pHandle,
 {
 	CUresult r;
 
-	PASS(cuMipmappedArrayCreate);
+	GK_NEED_REAL(cuMipmappedArrayCreate);
 	r = gk_real.cuMipmappedArrayCreate(pHandle, desc, levels);
 	if (r == CUDA_SUCCESS && gk_enabled())
 		gk_track_ptr_add(GK_UNSUP_ARRAY, (unsigned long long)(uintptr_t)*pHandle);
@@ -217,7 +209,7 @@ CUresult gk_on_cuMipmappedArrayDestroy(CUmipmappedArray h)
 {
 	CUresult r;
 
-	PASS(cuMipmappedArrayDestroy);
+	GK_NEED_REAL(cuMipmappedArrayDestroy);
 	r = gk_real.cuMipmappedArrayDestroy(h);
 	if (r == CUDA_SUCCESS)
 		gk_track_ptr_remove(GK_UNSUP_ARRAY, (unsigned long long)(uintptr_t)h);
@@ -229,7 +221,7 @@ CUresult gk_on_cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, const CU
 {
 	CUresult r;
 
-	PASS(cuGraphAddMemAllocNode);
+	GK_NEED_REAL(cuGraphAddMemAllocNode);
 	r = gk_real.cuGraphAddMemAllocNode(node, graph, deps, ndeps, params);
 	/* Graph memory lives and dies with graph launches the runtime does not
 	 * follow: once used, the process is not checkpointable. */
@@ -240,7 +232,7 @@ CUresult gk_on_cuGraphAddMemAllocNode(CUgraphNode *node, CUgraph graph, const CU
 
 CUresult gk_on_cuMemPoolExportPointer(CUmemPoolPtrExportData *out, CUdeviceptr ptr)
 {
-	PASS(cuMemPoolExportPointer);
+	GK_NEED_REAL(cuMemPoolExportPointer);
 	if (gk_enabled())
 		gk_track(GK_UNSUP_POOL_IPC, 1);
 	return gk_real.cuMemPoolExportPointer(out, ptr);
@@ -253,7 +245,7 @@ CUresult gk_on_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *hand
 {
 	CUresult r;
 
-	PASS(cuMemImportFromShareableHandle);
+	GK_NEED_REAL(cuMemImportFromShareableHandle);
 	r = gk_real.cuMemImportFromShareableHandle(handle, osHandle, type);
 	if (r == CUDA_SUCCESS && gk_enabled())
 		gk_track(GK_UNSUP_VMM_IMPORT, 1);
@@ -263,7 +255,7 @@ CUresult gk_on_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *hand
 CUresult gk_on_cuMemPoolImportPointer(CUdeviceptr *out, CUmemoryPool pool,
 				      CUmemPoolPtrExportData *data)
 {
-	PASS(cuMemPoolImportPointer);
+	GK_NEED_REAL(cuMemPoolImportPointer);
 	if (gk_enabled())
 		gk_track(GK_UNSUP_POOL_IPC, 1);
 	return gk_real.cuMemPoolImportPointer(out, pool, data);

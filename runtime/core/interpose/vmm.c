@@ -76,14 +76,6 @@ static void abandon(const char *why)
 		r->abandon(why);
 }
 
-#define ENSURE(call)                                                                               \
-	do {                                                                                       \
-		if (gk_driver_ensure() < 0)                                                        \
-			return CUDA_ERROR_SHARED_OBJECT_INIT_FAILED;                               \
-		if (!gk_real.call)                                                                 \
-			return CUDA_ERROR_NOT_SUPPORTED;                                           \
-	} while (0)
-
 /* The handle the program means by id: one it still holds (a value the
  * driver gave back may be given again to a new allocation). */
 static struct handle *handle_of(CUmemGenericAllocationHandle id)
@@ -170,7 +162,7 @@ CUresult gk_on_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignme
 	uint64_t order;
 	CUresult res;
 
-	ENSURE(cuMemAddressReserve);
+	GK_NEED_REAL(cuMemAddressReserve);
 	if (!gk_enabled() || !ptr)
 		return gk_real.cuMemAddressReserve(ptr, size, alignment, addr, flags);
 	gk_gate_enter();
@@ -212,7 +204,7 @@ CUresult gk_on_cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
 	CUresult res;
 
-	ENSURE(cuMemAddressFree);
+	GK_NEED_REAL(cuMemAddressFree);
 	if (!gk_enabled())
 		return gk_real.cuMemAddressFree(ptr, size);
 	gk_gate_enter();
@@ -272,7 +264,7 @@ CUresult gk_on_cuMemCreate(CUmemGenericAllocationHandle *handle, size_t size,
 	struct handle *h;
 	CUresult res;
 
-	ENSURE(cuMemCreate);
+	GK_NEED_REAL(cuMemCreate);
 	if (!gk_enabled() || !handle || !prop)
 		return gk_real.cuMemCreate(handle, size, prop, flags);
 	gk_gate_enter();
@@ -315,7 +307,7 @@ CUresult gk_on_cuMemRelease(CUmemGenericAllocationHandle handle)
 	struct handle *h;
 	CUresult res = CUDA_SUCCESS;
 
-	ENSURE(cuMemRelease);
+	GK_NEED_REAL(cuMemRelease);
 	if (!gk_enabled())
 		return gk_real.cuMemRelease(handle);
 	gk_gate_enter();
@@ -345,7 +337,7 @@ CUresult gk_on_cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle,
 	CUresult res = CUDA_ERROR_INVALID_VALUE;
 	CUdeviceptr p = (CUdeviceptr)(uintptr_t)addr;
 
-	ENSURE(cuMemRetainAllocationHandle);
+	GK_NEED_REAL(cuMemRetainAllocationHandle);
 	if (!gk_enabled() || !handle)
 		return gk_real.cuMemRetainAllocationHandle(handle, addr);
 	pthread_mutex_lock(&lock);
@@ -373,7 +365,7 @@ CUresult gk_on_cuMemRetainAllocationHandle(CUmemGenericAllocationHandle *handle,
 CUresult gk_on_cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
 						      CUmemGenericAllocationHandle handle)
 {
-	ENSURE(cuMemGetAllocationPropertiesFromHandle);
+	GK_NEED_REAL(cuMemGetAllocationPropertiesFromHandle);
 	if (!gk_enabled())
 		return gk_real.cuMemGetAllocationPropertiesFromHandle(prop, handle);
 	return gk_real.cuMemGetAllocationPropertiesFromHandle(prop, real_of(handle));
@@ -388,7 +380,7 @@ CUresult gk_on_cuMemExportToShareableHandle(void *shareableHandle,
 {
 	CUresult res;
 
-	ENSURE(cuMemExportToShareableHandle);
+	GK_NEED_REAL(cuMemExportToShareableHandle);
 	if (!gk_enabled())
 		return gk_real.cuMemExportToShareableHandle(shareableHandle, handle, handleType,
 							    flags);
@@ -407,7 +399,7 @@ CUresult gk_on_cuMemMap(CUdeviceptr ptr, size_t size, size_t offset,
 	struct mapping *m;
 	CUresult res;
 
-	ENSURE(cuMemMap);
+	GK_NEED_REAL(cuMemMap);
 	if (!gk_enabled())
 		return gk_real.cuMemMap(ptr, size, offset, handle, flags);
 	m = calloc(1, sizeof(*m));
@@ -444,7 +436,7 @@ CUresult gk_on_cuMemUnmap(CUdeviceptr ptr, size_t size)
 {
 	CUresult res;
 
-	ENSURE(cuMemUnmap);
+	GK_NEED_REAL(cuMemUnmap);
 	if (!gk_enabled())
 		return gk_real.cuMemUnmap(ptr, size);
 	gk_gate_enter();
@@ -492,7 +484,7 @@ CUresult gk_on_cuMemSetAccess(CUdeviceptr ptr, size_t size, const CUmemAccessDes
 {
 	CUresult res;
 
-	ENSURE(cuMemSetAccess);
+	GK_NEED_REAL(cuMemSetAccess);
 	if (!gk_enabled())
 		return gk_real.cuMemSetAccess(ptr, size, desc, count);
 	gk_gate_enter();
