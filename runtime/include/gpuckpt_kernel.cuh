@@ -144,13 +144,23 @@ __device__ __forceinline__ long long gpuckpt_loop_start(const gpuckpt_kernel &k)
 	return (long long)k.state[GPUCKPT_KREC_HEADER + t];
 }
 
+/* Loop mode, a thread that stops: its position `next` saved, and counted
+ * as interrupted. */
+__device__ __forceinline__ void gpuckpt_loop_save_(const gpuckpt_kernel &k, long long next)
+{
+	unsigned long long t = gpuckpt_thread_id_();
+
+	if (t < k.npos)
+		k.state[GPUCKPT_KREC_HEADER + t] = (unsigned long long)next;
+	atomicAdd(k.state + GPUCKPT_KREC_INTERRUPTED, 1ull);
+}
+
 /* Loop mode, at the top of iteration `next`: true when the thread must
  * return now (its position `next` is saved). The stop word is read by one
  * lane of each warp. */
 __device__ __forceinline__ bool gpuckpt_loop_stop(const gpuckpt_kernel &k, long long next)
 {
 	unsigned int mask, lane, leader, s = 0;
-	unsigned long long t;
 
 	if (!k.stop || !k.state)
 		return false;
@@ -162,10 +172,7 @@ __device__ __forceinline__ bool gpuckpt_loop_stop(const gpuckpt_kernel &k, long 
 	s = __shfl_sync(mask, s, leader);
 	if (!s)
 		return false;
-	t = gpuckpt_thread_id_();
-	if (t < k.npos)
-		k.state[GPUCKPT_KREC_HEADER + t] = (unsigned long long)next;
-	atomicAdd(k.state + GPUCKPT_KREC_INTERRUPTED, 1ull);
+	gpuckpt_loop_save_(k, next);
 	return true;
 }
 
@@ -174,7 +181,6 @@ __device__ __forceinline__ bool gpuckpt_loop_stop(const gpuckpt_kernel &k, long 
 __device__ __forceinline__ bool gpuckpt_loop_stop_block(const gpuckpt_kernel &k, long long next)
 {
 	__shared__ unsigned int gpuckpt_stop_;
-	unsigned long long t;
 
 	if (!k.stop || !k.state)
 		return false;
@@ -185,10 +191,7 @@ __device__ __forceinline__ bool gpuckpt_loop_stop_block(const gpuckpt_kernel &k,
 		__syncthreads(); /* nobody overwrites it before every thread read it */
 		return false;
 	}
-	t = gpuckpt_thread_id_();
-	if (t < k.npos)
-		k.state[GPUCKPT_KREC_HEADER + t] = (unsigned long long)next;
-	atomicAdd(k.state + GPUCKPT_KREC_INTERRUPTED, 1ull);
+	gpuckpt_loop_save_(k, next);
 	return true;
 }
 
