@@ -95,41 +95,72 @@ struct probe {
 	char name[16][128];
 };
 
+/* environ changed as env says ("K=V" sets, "K" unsets), made before a fork:
+ * the child of this threaded program may not malloc (setenv does), as a lock
+ * another thread held at the fork stays held there (ASan's allocator is not
+ * made safe across fork). Freed with free() (one block). */
+static char **probe_env(const char *const *env)
+{
+	size_t n = 0, m = 0, bytes = 0;
+	char **out, *at;
+
+	for (char **e = environ; *e; e++, n++)
+		bytes += strlen(*e) + 1;
+	for (const char *const *e = env; *e; e++, m++)
+		bytes += strlen(*e) + 1;
+	out = malloc((n + m + 1) * sizeof(*out) + bytes);
+	if (!out)
+		return NULL;
+	at = (char *)(out + n + m + 1);
+	n = 0;
+	for (char **e = environ; *e; e++) {
+		int dropped = 0;
+
+		for (const char *const *c = env; *c && !dropped; c++) {
+			size_t k = strcspn(*c, "=");
+
+			dropped = strncmp(*e, *c, k) == 0 && (*e)[k] == '=';
+		}
+		if (!dropped)
+			out[n++] = strcpy(at, *e), at += strlen(at) + 1;
+	}
+	for (const char *const *c = env; *c; c++)
+		if (strchr(*c, '='))
+			out[n++] = strcpy(at, *c), at += strlen(at) + 1;
+	out[n] = NULL;
+	return out;
+}
+
 /* Runs this program with --probe under env ("K=V" sets, "K" unsets). */
 static int run_probe(const char *const *env, struct probe *p)
 {
 	char buf[8192], line[256];
 	size_t len = 0;
 	int fds[2], status;
+	char **envp;
 	FILE *f;
 	pid_t pid;
 	ssize_t r;
 
 	memset(p, 0, sizeof(*p));
-	if (pipe(fds))
+	envp = probe_env(env);
+	if (!envp || pipe(fds)) {
+		free(envp);
 		return -1;
+	}
 	pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		free(envp);
 		return -1;
+	}
 	if (pid == 0) {
 		dup2(fds[1], 1);
 		close(fds[0]);
 		close(fds[1]);
-		for (const char *const *e = env; *e; e++) {
-			const char *eq = strchr(*e, '=');
-
-			if (eq) {
-				char k[64];
-
-				snprintf(k, sizeof(k), "%.*s", (int)(eq - *e), *e);
-				setenv(k, eq + 1, 1);
-			} else {
-				unsetenv(*e);
-			}
-		}
-		execl("/proc/self/exe", "test-standin", "--probe", (char *)NULL);
+		execle("/proc/self/exe", "test-standin", "--probe", (char *)NULL, envp);
 		_exit(127);
 	}
+	free(envp);
 	close(fds[1]);
 	while ((r = read(fds[0], buf + len, sizeof(buf) - 1 - len)) > 0)
 		len += (size_t)r;

@@ -196,7 +196,15 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	/* The child before any CUDA call: a driver does not survive fork. */
+	/* The child before any CUDA call: a driver does not survive fork. Its
+	 * GPUCKPT_DIR, its own checkpoints' beside the parent's, is made here:
+	 * the runtime's threads may already run, and a child may not malloc
+	 * (setenv) under a lock one of them held at the fork. */
+	const char *dir = getenv("GPUCKPT_DIR");
+	static char cdir[4096];
+
+	if (dir)
+		snprintf(cdir, sizeof(cdir), "GPUCKPT_DIR=%s/child", dir);
 	if (pipe(to_child) || pipe(from_child))
 		return 1;
 	pid = fork();
@@ -204,8 +212,6 @@ int main(int argc, char **argv)
 		return 1;
 	if (pid == 0) {
 		char in[16], out[16], n[32], k[32];
-		const char *dir = getenv("GPUCKPT_DIR");
-		char cdir[4096];
 
 		close(to_child[1]);
 		close(from_child[0]);
@@ -213,11 +219,9 @@ int main(int argc, char **argv)
 		snprintf(out, sizeof(out), "%d", from_child[1]);
 		snprintf(n, sizeof(n), "%ld", steps);
 		snprintf(k, sizeof(k), "%ld", ckpt_at);
-		/* Its own checkpoints, beside the parent's. */
-		if (dir) {
-			snprintf(cdir, sizeof(cdir), "%s/child", dir);
-			setenv("GPUCKPT_DIR", cdir, 1);
-		}
+		/* Replacing a variable the environment has: no allocation. */
+		if (dir)
+			putenv(cdir);
 		if (exit_after)
 			execl("/proc/self/exe", "prog-ipc", "--steps", n, "--checkpoint-at", k,
 			      "--exit-after-checkpoint", "--child", in, out, (char *)NULL);
