@@ -60,10 +60,14 @@ static void *map_managed(size_t len)
 		munmap(m, res_len);
 		return NULL;
 	}
-	if (p > res)
+	if (p > res) {
 		munmap(m, p - res);
-	if (res + res_len > p + len)
+		si_intrude(res, p - res);
+	}
+	if (res + res_len > p + len) {
 		munmap((void *)(p + len), res + res_len - (p + len));
+		si_intrude(p + len, res + res_len - (p + len));
+	}
 	if (v && *v)
 		__atomic_store_n(&managed_hint, (unsigned long long)(p + si_align_up(len, SI_MANAGED_ALIGN)),
 				 __ATOMIC_RELAXED);

@@ -223,10 +223,26 @@ void *si_map_anon(size_t len)
 	return p == MAP_FAILED ? NULL : p;
 }
 
+void si_intrude(uintptr_t p, size_t len)
+{
+	const char *v = getenv("GPUCKPT_STANDIN_INTRUDER");
+	void *m;
+
+	if (!v || !*v || !len)
+		return;
+	/* A hint, as the kernel's top-down search would find the hole: the
+	 * page stays (leaked on purpose) only where it landed in it. */
+	m = mmap((void *)p, 4096, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (m != MAP_FAILED && m != (void *)p)
+		munmap(m, 4096);
+}
+
 void si_range_free(struct si_range *r)
 {
 	if (r->map_len)
 		munmap((void *)r->base, r->map_len);
+	if (r->map_len && r->kind == SI_MEM_MANAGED)
+		si_intrude(r->base, r->map_len);
 	if (r->has_fd)
 		close(r->fd);
 	if (r->charged)

@@ -323,6 +323,11 @@ unsigned long long si_reg_new_id(void);
 /* Releases what a range of kinds DEVICE/POOL/MANAGED/HOST holds, and the range. */
 void si_range_free(struct si_range *r);
 void *si_map_anon(size_t len);
+/* GPUCKPT_STANDIN_INTRUDER set: another thread's mmap (a malloc arena, a
+ * thread's stack) lands in [p, p + len) the moment the driver gives it back,
+ * as it can on a real machine; the stand-in calls this after each munmap of
+ * managed memory, which makes that race happen every time. */
+void si_intrude(uintptr_t p, size_t len);
 
 /* ---- memory.c / pool.c / vmm.c ---- */
 

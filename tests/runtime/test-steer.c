@@ -5,7 +5,9 @@
  * private PROT_NONE reservation of the wanted length is placed at the wanted
  * address (the second candidate when the first is taken, MAP_FIXED over the
  * caller's own placeholders), every other mapping passes untouched, a failed
- * attempt leaves errno as it was, and a window is its thread's alone.
+ * attempt leaves errno as it was, and a window is its thread's alone. Its
+ * munmap, in a window with a keep range, leaves an inaccessible placeholder
+ * where the range is given back (noted), and unmaps as asked elsewhere.
  */
 #include "core/interpose/steer.c"
 
@@ -30,6 +32,36 @@ static uintptr_t free_place(size_t len)
 	return (uintptr_t)p + len;
 }
 
+/* 1 if [a, a + len) is mapped, each page of it (mincore). */
+static int mapped(uintptr_t a, size_t len)
+{
+	unsigned char v;
+
+	for (size_t o = 0; o < len; o += 4096)
+		if (mincore((void *)(a + o), 4096, &v) < 0)
+			return 0;
+	return 1;
+}
+
+/* 1 if [a, a + len) is mapped inaccessible (/proc/self/maps: "---p"). */
+static int inaccessible(uintptr_t a, size_t len)
+{
+	char line[512];
+	FILE *f = fopen("/proc/self/maps", "r");
+	int yes = 0;
+
+	while (f && fgets(line, sizeof(line), f)) {
+		unsigned long lo, hi;
+		char perms[5];
+
+		if (sscanf(line, "%lx-%lx %4s", &lo, &hi, perms) == 3 && lo <= a && a + len <= hi)
+			yes = !strcmp(perms, "---p");
+	}
+	if (f)
+		fclose(f);
+	return yes;
+}
+
 static pthread_barrier_t go;
 
 /* Started before the window (its stack is mapped then), reserves in it. */
@@ -46,9 +78,9 @@ int main(void)
 	void *p, *q, *block;
 	pthread_t t;
 	size_t len = L;
-	int e;
+	int e, r;
 
-	plan(13);
+	plan(20);
 	p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ok(p != MAP_FAILED && (memset(p, 7, 1 << 20), ((char *)p)[12345] == 7),
 	   "outside a window: an ordinary mapping, usable");
@@ -140,5 +172,36 @@ int main(void)
 	ok(p != MAP_FAILED && !__atomic_load_n(&open_windows, __ATOMIC_RELAXED),
 	   "the window closed: nothing is open, reservations go where the kernel likes");
 	munmap(p, L);
+
+	/* munmap in a window with a keep range. */
+	memset(&s, 0, sizeof(s));
+	p = mmap(NULL, L, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	memset(p, 9, L);
+	s.keep_lo = (uintptr_t)p + 4096;
+	s.keep_hi = (uintptr_t)p + L;
+	gk_steer_begin(&s);
+	r = munmap((char *)p + (1 << 20), 1 << 20);
+	e = munmap((char *)p + (2 << 20), 5000); /* rounded up to pages */
+	q = (void *)(uintptr_t)munmap(p, 4096); /* below the keep range */
+	gk_steer_end();
+	ok(r == 0 && e == 0 && q == NULL, "in a window, munmap says 0 as the kernel's would");
+	ok(inaccessible((uintptr_t)p + (1 << 20), 1 << 20) &&
+	   inaccessible((uintptr_t)p + (2 << 20), 8192),
+	   "... a range given back inside the keep range is an inaccessible placeholder at once");
+	ok(s.nkept == 2 && s.kept[0].at == (uintptr_t)p + (1 << 20) && s.kept[0].len == 1 << 20 &&
+	   s.kept[1].len == 8192,
+	   "... each noted, the length rounded up to pages (%u kept)", s.nkept);
+	ok(!mapped((uintptr_t)p, 4096), "... one outside the keep range is unmapped as asked");
+	ok(gk_steer_kept(&s, (uintptr_t)p + (1 << 20), (1 << 20) + 8192) &&
+	   !gk_steer_kept(&s, (uintptr_t)p + (1 << 20), (1 << 20) + 8193) &&
+	   !gk_steer_kept(&s, (uintptr_t)p, 4096),
+	   "gk_steer_kept: ranges that touch cover their union, and nothing more");
+	gk_steer_unkeep(&s);
+	ok(s.nkept == 0 && !mapped((uintptr_t)p + (1 << 20), 1 << 20) &&
+	   mapped((uintptr_t)p + 4096, 4096),
+	   "gk_steer_unkeep gives the kept ranges back, and only them");
+	munmap(p, L);
+	ok(!mapped((uintptr_t)p + 4096, 4096),
+	   "outside a window, munmap is the kernel's (the window's placeholders are not kept)");
 	return done_testing();
 }

@@ -285,10 +285,12 @@ static int hold(uintptr_t a, size_t len)
 	return -errno;
 }
 
-/* After the driver made m (or made it again): hold what it gave back of the
- * reservation. The first page above the driver's mapping is found by
- * bisection (mincore): mapped below it, given back from it on. */
-static void hold_excess(struct managed *m)
+/* After the driver made m (or made it again) in window st: hold what it gave
+ * back of the reservation. What it gave back in the window is held already
+ * (st's kept ranges: steer.h); otherwise it is held now, and the first page
+ * above the driver's mapping is found by bisection (mincore): mapped below
+ * it, given back from it on. */
+static void hold_excess(struct managed *m, const struct gk_steer *st)
 {
 	size_t pg = page_size();
 	uintptr_t res = (uintptr_t)(m->ptr - m->res_off), end = res + m->res_len;
@@ -298,7 +300,19 @@ static void hold_excess(struct managed *m)
 	m->tail_at = end;
 	if (!m->res_len)
 		return;
-	m->head_held = hold(res, m->res_off) == 0;
+	m->head_held = !m->res_off || gk_steer_kept(st, res, m->res_off) ||
+		       hold(res, m->res_off) == 0;
+	/* The tail kept in the window: from the lowest kept page above the
+	 * allocation, if the kept ranges reach the reservation's end from it. */
+	for (unsigned i = 0; i < st->nkept; i++)
+		if (st->kept[i].at >= lo && st->kept[i].at < hi)
+			hi = st->kept[i].at;
+	if (hi < end && gk_steer_kept(st, hi, end - hi)) {
+		m->tail_at = hi;
+		m->tail_held = 1;
+		return;
+	}
+	hi = end;
 	if (lo < end && is_mapped(lo)) {
 		/* is_mapped(lo) holds; find the first page that is not, if any. */
 		if (is_mapped(end - pg)) {
@@ -362,6 +376,7 @@ CUresult gk_on_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned in
 		have_rec = recorded(pending, m.order, &rec);
 	gk_gate_enter();
 	window_for(&st, have_rec ? &rec : NULL);
+	st.keep_seen = 1;
 	gk_steer_begin(&st);
 	r = gk_real.cuMemAllocManaged(dptr, bytesize, flags);
 	gk_steer_end();
@@ -372,7 +387,9 @@ CUresult gk_on_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned in
 		if (st.seen_len && m.ptr >= st.seen && m.ptr - st.seen < st.seen_len) {
 			m.res_off = m.ptr - st.seen;
 			m.res_len = st.seen_len;
-			hold_excess(&m);
+			hold_excess(&m, &st);
+		} else {
+			gk_steer_unkeep(&st);
 		}
 		gk_real.cuCtxGetCurrent(&m.ctx);
 		pthread_mutex_lock(&lock);
@@ -400,6 +417,8 @@ CUresult gk_on_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned in
 			gk_info("managed: allocation %" PRIu64 ": the driver's reservation placed at "
 				 "%#llx; the allocation is at %#llx",
 				 m.order, (unsigned long long)st.seen, (unsigned long long)m.ptr);
+	} else {
+		gk_steer_unkeep(&st);
 	}
 	gk_gate_leave();
 	pthread_mutex_unlock(&alloc_lock);
@@ -726,6 +745,8 @@ size_t gk_managed_release(void)
 		struct managed *m = &list[i];
 		size_t len = map_len(m->size);
 		void *tmp = mmap(NULL, len, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		struct gk_steer st;
+		size_t place;
 		CUresult r;
 
 		if (tmp == MAP_FAILED) {
@@ -735,22 +756,32 @@ size_t gk_managed_release(void)
 			continue;
 		}
 		memcpy(tmp, (void *)(uintptr_t)m->ptr, m->size);
+		/* What the driver unmaps of the reservation stays the runtime's. */
+		memset(&st, 0, sizeof(st));
+		st.keep_lo = (uintptr_t)(m->ptr - m->res_off);
+		st.keep_hi = st.keep_lo + (m->res_len ? m->res_len : len);
 		push(m->ctx);
+		gk_steer_begin(&st);
 		r = gk_real.cuMemFree_v2(m->ptr);
+		gk_steer_end();
 		pop();
 		if (r != CUDA_SUCCESS) {
 			gk_error("transparent: managed memory at %#llx: cuMemFree: %s; the driver's "
 				 "checkpoint will fail on it",
 				 (unsigned long long)m->ptr, gk_cu_name(r));
+			gk_steer_unkeep(&st);
 			munmap(tmp, len);
 			continue;
 		}
 		/* The same address, now ordinary memory: host code that reads it
 		 * until the process is frozen finds its data there. The place is
 		 * held first (with what the driver mapped beyond the size), so
-		 * that nothing else has taken it when the contents move in. */
+		 * that nothing else has taken it when the contents move in: kept
+		 * at the driver's munmap in the window, else held now. */
 		m->own = 0;
-		if (hold((uintptr_t)m->ptr, m->res_len ? m->tail_at - m->ptr : len) == 0) {
+		place = m->res_len ? m->tail_at - m->ptr : len;
+		if (gk_steer_kept(&st, (uintptr_t)m->ptr, place) ||
+		    hold((uintptr_t)m->ptr, place) == 0) {
 			m->own = m->res_len && (!m->res_off || m->head_held) && m->tail_held;
 			if (mremap(tmp, len, len, MREMAP_MAYMOVE | MREMAP_FIXED,
 				   (void *)(uintptr_t)m->ptr) != MAP_FAILED)
@@ -845,6 +876,7 @@ void gk_managed_reload(void)
 			st.want[1] = 0;
 			st.own = 1;
 		}
+		st.keep_seen = 1;
 		gk_steer_begin(&st);
 		r = gk_real.cuMemAllocManaged(&p, m->size, m->flags);
 		gk_steer_end();
@@ -872,7 +904,7 @@ void gk_managed_reload(void)
 		munmap(m->parked, map_len(m->size));
 		m->parked = NULL;
 		if (m->res_len)
-			hold_excess(m);
+			hold_excess(m, &st);
 		if (m->attached && gk_real.cuStreamAttachMemAsync)
 			gk_real.cuStreamAttachMemAsync(m->stream, m->ptr, 0, m->attach_flags);
 		for (unsigned h = 0; h < m->nhints && gk_real.cuMemAdvise_v2; h++)

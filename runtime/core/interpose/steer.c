@@ -1,5 +1,5 @@
 /*
- * steer.c - mmap and mmap64, exported by libgpuckpt (steer.h). The kernel is
+ * steer.c - mmap, mmap64 and munmap, exported by libgpuckpt (steer.h). The kernel is
  * called directly (syscall), not through libc's mmap: no lookup of the next
  * definition, no allocation, usable before any constructor ran. errno is
  * what the kernel's answer makes it, as libc's mmap does; a steering attempt
@@ -31,6 +31,7 @@ void gk_steer_begin(struct gk_steer *s)
 	s->seen_len = 0;
 	s->steered = 0;
 	s->failed = 0;
+	s->nkept = 0;
 	window = s;
 	__atomic_add_fetch(&open_windows, 1, __ATOMIC_SEQ_CST);
 }
@@ -46,6 +47,74 @@ void gk_steer_end(void)
 static void *kernel_mmap(void *addr, size_t len, int prot, int flags, int fd, off_t off)
 {
 	return (void *)syscall(SYS_mmap, addr, len, prot, flags, fd, off);
+}
+
+static int kernel_munmap(void *addr, size_t len)
+{
+	return (int)syscall(SYS_munmap, addr, len);
+}
+
+static size_t page_size(void)
+{
+	static size_t pg;
+
+	if (!pg)
+		pg = (size_t)sysconf(_SC_PAGESIZE);
+	return pg;
+}
+
+int gk_steer_kept(const struct gk_steer *s, uintptr_t a, size_t len)
+{
+	uintptr_t at = a, end = a + len;
+
+	if (!len)
+		return 0;
+	/* Walk up from a through ranges that touch: at most nkept steps. */
+	for (unsigned step = 0; step <= s->nkept && at < end; step++) {
+		unsigned i;
+
+		for (i = 0; i < s->nkept; i++)
+			if (s->kept[i].at <= at && at < s->kept[i].at + s->kept[i].len)
+				break;
+		if (i == s->nkept)
+			return 0;
+		at = s->kept[i].at + s->kept[i].len;
+	}
+	return at >= end;
+}
+
+void gk_steer_unkeep(struct gk_steer *s)
+{
+	for (unsigned i = 0; i < s->nkept; i++)
+		kernel_munmap((void *)s->kept[i].at, s->kept[i].len);
+	s->nkept = 0;
+}
+
+/* The driver gives [addr, addr + len) back inside the window's keep range:
+ * a placeholder takes its place at once (1), or nothing was done (0). */
+static int keep(struct gk_steer *s, void *addr, size_t len)
+{
+	uintptr_t a = (uintptr_t)addr, lo = s->keep_lo, hi = s->keep_hi;
+	size_t pg = page_size();
+	int saved = errno;
+	void *p;
+
+	if (s->keep_seen && s->seen_len) {
+		lo = s->seen;
+		hi = s->seen + s->seen_len;
+	}
+	len = (len + pg - 1) & ~(pg - 1);
+	if (!len || a % pg || a < lo || a >= hi || len > hi - a || s->nkept == GK_STEER_KEPT)
+		return 0;
+	p = kernel_mmap(addr, len, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE | MAP_FIXED,
+			-1, 0);
+	errno = saved;
+	if (p != addr)
+		return 0;
+	s->kept[s->nkept].at = a;
+	s->kept[s->nkept].len = len;
+	s->nkept++;
+	return 1;
 }
 
 /* A reservation as the driver makes one: anonymous, private, inaccessible,
@@ -82,7 +151,7 @@ static void *in_window(struct gk_steer *s, void *addr, size_t len, int prot, int
 			}
 			/* A kernel before 4.17 takes the flag for a hint. */
 			if (p != MAP_FAILED) {
-				munmap(p, len);
+				kernel_munmap(p, len);
 				s->failed = EEXIST;
 			} else {
 				s->failed = errno;
@@ -115,4 +184,15 @@ __attribute__((visibility("default"))) void *mmap64(void *addr, size_t len, int 
 						     int fd, off_t off)
 {
 	return mmap(addr, len, prot, flags, fd, off);
+}
+
+__attribute__((visibility("default"))) int munmap(void *addr, size_t len)
+{
+	if (__atomic_load_n(&open_windows, __ATOMIC_RELAXED)) {
+		struct gk_steer *s = window;
+
+		if (s && (s->keep_hi || s->keep_seen) && keep(s, addr, len))
+			return 0;
+	}
+	return kernel_munmap(addr, len);
 }
