@@ -80,7 +80,7 @@ int main(void)
 	size_t len = L;
 	int e, r;
 
-	plan(20);
+	plan(21);
 	p = mmap(NULL, 1 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
 	ok(p != MAP_FAILED && (memset(p, 7, 1 << 20), ((char *)p)[12345] == 7),
 	   "outside a window: an ordinary mapping, usable");
@@ -196,8 +196,12 @@ int main(void)
 	   !gk_steer_kept(&s, (uintptr_t)p + (1 << 20), (1 << 20) + 8193) &&
 	   !gk_steer_kept(&s, (uintptr_t)p, 4096),
 	   "gk_steer_kept: ranges that touch cover their union, and nothing more");
+	gk_steer_unkeep_outside(&s, (uintptr_t)p + (2 << 20), (uintptr_t)p + L);
+	ok(s.nkept == 1 && s.kept[0].at == (uintptr_t)p + (2 << 20) &&
+	   !mapped((uintptr_t)p + (1 << 20), 1 << 20) && mapped((uintptr_t)p + (2 << 20), 8192),
+	   "gk_steer_unkeep_outside gives back the kept ranges outside the range, keeps the others");
 	gk_steer_unkeep(&s);
-	ok(s.nkept == 0 && !mapped((uintptr_t)p + (1 << 20), 1 << 20) &&
+	ok(s.nkept == 0 && !mapped((uintptr_t)p + (2 << 20), 8192) &&
 	   mapped((uintptr_t)p + 4096, 4096),
 	   "gk_steer_unkeep gives the kept ranges back, and only them");
 	munmap(p, L);

@@ -387,6 +387,7 @@ CUresult gk_on_cuMemAllocManaged(CUdeviceptr *dptr, size_t bytesize, unsigned in
 		if (st.seen_len && m.ptr >= st.seen && m.ptr - st.seen < st.seen_len) {
 			m.res_off = m.ptr - st.seen;
 			m.res_len = st.seen_len;
+			gk_steer_unkeep_outside(&st, st.seen, st.seen + st.seen_len);
 			hold_excess(&m, &st);
 		} else {
 			gk_steer_unkeep(&st);
@@ -903,8 +904,13 @@ void gk_managed_reload(void)
 		memcpy((void *)(uintptr_t)p, m->parked, m->size);
 		munmap(m->parked, map_len(m->size));
 		m->parked = NULL;
-		if (m->res_len)
+		if (m->res_len) {
+			gk_steer_unkeep_outside(&st, (uintptr_t)(m->ptr - m->res_off),
+						(uintptr_t)(m->ptr - m->res_off + m->res_len));
 			hold_excess(m, &st);
+		} else {
+			gk_steer_unkeep(&st);
+		}
 		if (m->attached && gk_real.cuStreamAttachMemAsync)
 			gk_real.cuStreamAttachMemAsync(m->stream, m->ptr, 0, m->attach_flags);
 		for (unsigned h = 0; h < m->nhints && gk_real.cuMemAdvise_v2; h++)

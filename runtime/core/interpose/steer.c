@@ -85,9 +85,21 @@ int gk_steer_kept(const struct gk_steer *s, uintptr_t a, size_t len)
 
 void gk_steer_unkeep(struct gk_steer *s)
 {
-	for (unsigned i = 0; i < s->nkept; i++)
-		kernel_munmap((void *)s->kept[i].at, s->kept[i].len);
-	s->nkept = 0;
+	gk_steer_unkeep_outside(s, 0, 0);
+}
+
+void gk_steer_unkeep_outside(struct gk_steer *s, uintptr_t lo, uintptr_t hi)
+{
+	unsigned k = 0;
+
+	for (unsigned i = 0; i < s->nkept; i++) {
+		if (s->kept[i].at >= lo && s->kept[i].len <= hi - s->kept[i].at &&
+		    s->kept[i].at < hi)
+			s->kept[k++] = s->kept[i];
+		else
+			kernel_munmap((void *)s->kept[i].at, s->kept[i].len);
+	}
+	s->nkept = k;
 }
 
 /* The driver gives [addr, addr + len) back inside the window's keep range:

@@ -63,4 +63,8 @@ int gk_steer_kept(const struct gk_steer *s, uintptr_t a, size_t len);
 /* Give the window's kept ranges back (the call they were kept for failed). */
 void gk_steer_unkeep(struct gk_steer *s);
 
+/* Give back those not inside [lo, hi) (kept in an earlier reservation the
+ * driver made in the same call, which is not the allocation's). */
+void gk_steer_unkeep_outside(struct gk_steer *s, uintptr_t lo, uintptr_t hi);
+
 #endif
