@@ -202,35 +202,23 @@ static int pass_on_list(enum list_form form, const char *file, const char *arg, 
 	}
 }
 
-GK_EXPORT int execl(const char *path, const char *arg, ...)
-{
-	va_list ap;
-	int ret;
+/*
+ * The list forms' entry points. va_start needs each function's own last named
+ * argument, so each must be a variadic function of its own: one macro makes
+ * the three, which differ only in their name and the form they pass on.
+ */
+#define LIST_FORM_ENTRY(name, form)                                                                \
+	GK_EXPORT int name(const char *file, const char *arg, ...)                                 \
+	{                                                                                          \
+		va_list ap;                                                                        \
+		int ret;                                                                           \
+                                                                                                   \
+		va_start(ap, arg);                                                                 \
+		ret = pass_on_list(form, file, arg, ap);                                           \
+		va_end(ap);                                                                        \
+		return ret;                                                                        \
+	}
 
-	va_start(ap, arg);
-	ret = pass_on_list(LIST_EXECL, path, arg, ap);
-	va_end(ap);
-	return ret;
-}
-
-GK_EXPORT int execlp(const char *file, const char *arg, ...)
-{
-	va_list ap;
-	int ret;
-
-	va_start(ap, arg);
-	ret = pass_on_list(LIST_EXECLP, file, arg, ap);
-	va_end(ap);
-	return ret;
-}
-
-GK_EXPORT int execle(const char *path, const char *arg, ...)
-{
-	va_list ap;
-	int ret;
-
-	va_start(ap, arg);
-	ret = pass_on_list(LIST_EXECLE, path, arg, ap);
-	va_end(ap);
-	return ret;
-}
+LIST_FORM_ENTRY(execl, LIST_EXECL)
+LIST_FORM_ENTRY(execlp, LIST_EXECLP)
+LIST_FORM_ENTRY(execle, LIST_EXECLE)
