@@ -18,6 +18,9 @@ check() {
 	local desc=$1; shift
 	if "$@"; then tap_ok "$desc"; else tap_not_ok "$desc"; fi
 }
+# tap_if COND DESCRIPTION: one test point from a condition already evaluated:
+# COND 1 (as `$([ ... ] && echo 1)` gives) is a pass, anything else a failure.
+tap_if() { if [ "$1" = 1 ]; then tap_ok "$2"; else tap_not_ok "$2"; fi; }
 tap_done() { [ "$TAP_FAILED" -eq 0 ]; }
 
 # gk_need_built FILE...: every FILE exists, else the test stops with "Bail
