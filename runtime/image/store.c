@@ -248,6 +248,30 @@ static int entry_cmp(const void *pa, const void *pb)
 	return strcmp(a->path, b->path);
 }
 
+/*
+ * A stream over the open directory dirfd from its first entry, for the four
+ * scans below. Through a dup, so that closedir() leaves dirfd open; the dup
+ * shares its offset with dirfd, which an earlier scan may have left at the
+ * end of the directory, hence the rewind. NULL with errno set on failure.
+ */
+static DIR *dir_stream(int dirfd)
+{
+	int fd = dup(dirfd), saved;
+	DIR *d;
+
+	if (fd < 0)
+		return NULL;
+	d = fdopendir(fd);
+	if (!d) {
+		saved = errno;
+		close(fd);
+		errno = saved;
+		return NULL;
+	}
+	rewinddir(d);
+	return d;
+}
+
 /* Every checkpoint of the root, and the highest sequence number in use by
  * any entry (committed, being written, or being deleted). */
 static int scan_root(const char *root, int rootfd, struct gk_store_entry **entries, size_t *count,
@@ -257,18 +281,14 @@ static int scan_root(const char *root, int rootfd, struct gk_store_entry **entri
 	size_t n = 0, cap = 0;
 	struct dirent *e;
 	DIR *d;
-	int fd, ret = 0;
+	int ret = 0;
 
 	*max_seq = 0;
-	fd = dup(rootfd);
-	if (fd < 0 || !(d = fdopendir(fd))) {
+	if (!(d = dir_stream(rootfd))) {
 		ret = -errno;
-		if (fd >= 0)
-			close(fd);
 		gk_errprintf(err, "%s: %s", root, strerror(-ret));
 		return ret;
 	}
-	rewinddir(d);
 	while ((e = readdir(d))) {
 		struct gk_store_entry ent;
 		struct stat st;
@@ -378,17 +398,10 @@ int gk_store_next(const char *root, uint64_t *next, gk_error_t *err)
 static void remove_dead_trash(int rootfd)
 {
 	struct dirent *e;
-	DIR *d;
-	int fd = dup(rootfd);
+	DIR *d = dir_stream(rootfd);
 
-	if (fd < 0 || !(d = fdopendir(fd))) {
-		if (fd >= 0)
-			close(fd);
+	if (!d)
 		return;
-	}
-	/* The dup shares its offset with rootfd, which an earlier scan left at
-	 * the end of the directory. */
-	rewinddir(d);
 	while ((e = readdir(d))) {
 		struct stat st;
 		uint64_t seq;
@@ -752,17 +765,14 @@ static int list_files(struct gk_store_txn *txn, struct gk_manifest *m, gk_error_
 	struct gk_file_rec *files = NULL;
 	size_t n = 0, cap = 0;
 	struct dirent *e;
-	int fd = dup(txn->dirfd), ret = 0;
-	DIR *d;
+	DIR *d = dir_stream(txn->dirfd);
+	int ret = 0;
 
-	if (fd < 0 || !(d = fdopendir(fd))) {
+	if (!d) {
 		ret = -errno;
-		if (fd >= 0)
-			close(fd);
 		gk_errprintf(err, "%s: %s", txn->tmpdir, strerror(-ret));
 		return ret;
 	}
-	rewinddir(d);
 	while ((e = readdir(d))) {
 		struct stat st;
 
@@ -862,17 +872,14 @@ static int write_file(int dirfd, const char *name, const char *text, size_t len)
 static int sync_all(struct gk_store_txn *txn, gk_error_t *err)
 {
 	struct dirent *e;
-	int fd = dup(txn->dirfd), ret = 0;
-	DIR *d;
+	DIR *d = dir_stream(txn->dirfd);
+	int ret = 0;
 
-	if (fd < 0 || !(d = fdopendir(fd))) {
+	if (!d) {
 		ret = -errno;
-		if (fd >= 0)
-			close(fd);
 		gk_errprintf(err, "%s: %s", txn->tmpdir, strerror(-ret));
 		return ret;
 	}
-	rewinddir(d);
 	while ((e = readdir(d)) && ret == 0) {
 		int f;
 

@@ -6,20 +6,7 @@
 # `gpuckpt help CMD` print the same help on stdout with exit status 0.
 . "${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/lib/helpers.sh"
 
-n=0
-failed=0
-t() { # t COND DESCRIPTION
-	n=$((n + 1))
-	if [ "$1" = 1 ]; then echo "ok $n - $2"; else
-		echo "not ok $n - $2"
-		failed=1
-	fi
-}
-if [ ! -x "$GK_TOOL" ]; then
-	echo "1..1"
-	echo "not ok 1 - $GK_TOOL is built (run make check)"
-	exit 1
-fi
+gk_need_built "$GK_TOOL"
 gk_scratch
 out=$GK_SCRATCH/out
 errf=$GK_SCRATCH/err
@@ -33,9 +20,9 @@ refused() {
 	rc=$?
 	if [ "$rc" = 2 ] && grep -qF -- "$want" "$errf" && grep -qF 'see gpuckpt --help' "$errf" &&
 		[ ! -s "$out" ]; then
-		t 1 "gpuckpt $*: refused (2): $want"
+		tap_ok "gpuckpt $*: refused (2): $want"
 	else
-		t 0 "gpuckpt $*: refused (2): $want (got $rc: $(head -c 300 "$errf"))"
+		tap_not_ok "gpuckpt $*: refused (2): $want (got $rc: $(head -c 300 "$errf"))"
 	fi
 }
 
@@ -51,9 +38,9 @@ for c in $CMDS; do
 	"$GK_TOOL" "$c" -h >"$out.3" 2>/dev/null
 	if [ "$rc" = 0 ] && [ "$rc2" = 0 ] && grep -q "gpuckpt $c" "$out" && [ ! -s "$errf" ] &&
 		cmp -s "$out" "$out.2" && cmp -s "$out" "$out.3"; then
-		t 1 "gpuckpt $c --help, -h and gpuckpt help $c: the same help on stdout, 0"
+		tap_ok "gpuckpt $c --help, -h and gpuckpt help $c: the same help on stdout, 0"
 	else
-		t 0 "gpuckpt $c --help, -h and gpuckpt help $c: the same help on stdout, 0 (got $rc/$rc2)"
+		tap_not_ok "gpuckpt $c --help, -h and gpuckpt help $c: the same help on stdout, 0 (got $rc/$rc2)"
 	fi
 done
 
@@ -98,11 +85,11 @@ refused "help: unknown command 'frobnicate'" help frobnicate
 rc=$?
 all=1
 for c in $CMDS; do grep -q "^ *$c " "$out" || all=0; done
-t "$([ "$rc" = 0 ] && [ "$all" = 1 ] && [ ! -s "$errf" ] && echo 1)" \
+tap_if "$([ "$rc" = 0 ] && [ "$all" = 1 ] && [ ! -s "$errf" ] && echo 1)" \
 	"gpuckpt --help: every command in the overview, on stdout, 0"
 "$GK_TOOL" --version >"$out" 2>&1
-t "$(grep -qE '^gpuckpt [0-9][^ ]* \(checkpoint format .* version [0-9]+\)$' "$out" && echo 1)" \
+tap_if "$(grep -qE '^gpuckpt [0-9][^ ]* \(checkpoint format .* version [0-9]+\)$' "$out" && echo 1)" \
 	"gpuckpt --version: the version and the format's ($(head -c 100 "$out"))"
 
-echo "1..$n"
-exit $failed
+tap_plan "$TAP_N"
+tap_done

@@ -50,3 +50,6 @@ check_PROGRAMS += $(GK_IMAGE_TESTS)
 # checkpoints, the fuzz corpus and inspect --json; skips without python3-jsonschema.
 TESTS += %reldir%/manifest-schema.sh
 EXTRA_DIST += %reldir%/manifest-schema.sh %reldir%/manifest-schema.py
+
+# What the unit tests of runtime/image share (header-only, like tap.h).
+EXTRA_DIST += %reldir%/fixture-manifest.h %reldir%/fixture-root.h

@@ -9,6 +9,7 @@
 #include "common/log.h"
 #include "tap.h"
 #include "common/error.h"
+#include "fixture-root.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,18 +23,7 @@
 
 #define NOWHERE "/nonexistent/gpuckpt-test/munge.socket"
 
-static char dir[] = "/tmp/gpuckpt-test-sign.XXXXXX";
 static gk_error_t err;
-
-static const char *in_dir(const char *name)
-{
-	static char buf[4][256];
-	static int next;
-	char *p = buf[next++ % 4];
-
-	snprintf(p, sizeof(buf[0]), "%s/%s", dir, name);
-	return p;
-}
 
 static void write_text(const char *path, const char *text)
 {
@@ -70,7 +60,7 @@ static const char *small_checkpoint(void)
 	m->regions[0].nchunks = 1;
 	m->regions[0].chunks = calloc(1, sizeof(struct gk_chunk));
 	m->regions[0].chunks[0].sum = gk_sum(GK_SUM_XXH3, data, sizeof(data));
-	if (gk_store_begin(in_dir("root"), &txn, &err) < 0 ||
+	if (gk_store_begin(path_in("root"), &txn, &err) < 0 ||
 	    gk_store_create(&txn, GK_HOST_DATA_FILE, &fd, &err) < 0)
 		return NULL;
 	if (write(fd, data, sizeof(data)) < 0)
@@ -78,7 +68,7 @@ static const char *small_checkpoint(void)
 	close(fd);
 	if (gk_store_commit(&txn, m, 0, &is_signed, &err) < 0)
 		return NULL;
-	snprintf(path, sizeof(path), "%s/ckpt.%06llu", in_dir("root"),
+	snprintf(path, sizeof(path), "%s/ckpt.%06llu", path_in("root"),
 		 (unsigned long long)m->sequence);
 	gk_manifest_free(m);
 	return path;
@@ -96,11 +86,12 @@ int main(void)
 
 	plan(17);
 	gk_log_set_level(GK_LOG_ERROR);
-	if (!mkdtemp(dir)) {
+	snprintf(root, sizeof(root), "/tmp/gpuckpt-test-sign.XXXXXX");
+	if (!mkdtemp(root)) {
 		perror("mkdtemp");
 		return 1;
 	}
-	sig = in_dir("manifest.sig");
+	sig = path_in("manifest.sig");
 
 	/* munged out of reach. */
 	setenv("GPUCKPT_MUNGE_SOCKET", NOWHERE, 1);
@@ -119,7 +110,7 @@ int main(void)
 	ok(ret == -EBADMSG && strstr(err.text, "is not a Munge credential"),
 	   "an empty signature file is not a credential");
 	unlink(sig);
-	if (symlink(in_dir("elsewhere"), sig) < 0)
+	if (symlink(path_in("elsewhere"), sig) < 0)
 		perror("symlink");
 	ret = gk_check_signature(text, strlen(text), sig, geteuid(), &err);
 	ok(ret == -EPERM && strstr(err.text, "is a symbolic link"),
@@ -215,7 +206,7 @@ int main(void)
 	}
 out:
 	if (fork() == 0) {
-		execlp("rm", "rm", "-rf", dir, (char *)NULL);
+		execlp("rm", "rm", "-rf", root, (char *)NULL);
 		_exit(127);
 	}
 	wait(NULL);

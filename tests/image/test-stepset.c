@@ -12,6 +12,7 @@
 #include "image/stepset.h"
 #include "tap.h"
 #include "common/error.h"
+#include "fixture-manifest.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -136,25 +137,13 @@ static int member(uint32_t t, uint64_t seq, uint64_t id, uint32_t members, int a
 {
 	char root[4200];
 	struct gk_store_txn txn;
-	struct gk_manifest *m = gk_manifest_new();
+	struct gk_manifest *m = empty_manifest("step 1");
 	struct gk_alloc_rec *a;
 	uint8_t data[8192];
-	time_t now = time(NULL);
-	struct tm tm;
 	int fd, is_signed, ret;
 
 	memset(data, fill, sizeof(data));
 	snprintf(root, sizeof(root), "%s/task.%u", step, t);
-	gmtime_r(&now, &tm);
-	strftime(m->created, sizeof(m->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	m->created_unix = now;
-	strcpy(m->hostname, "testhost");
-	m->uid = geteuid();
-	m->pid = getpid();
-	strcpy(m->label, "step 1");
-	m->chunk_size = 4096;
-	m->va_base = 0x200000000000ull;
-	m->va_size = 1ull << 40;
 	m->ndevices = 1;
 	m->devices = calloc(1, sizeof(*m->devices));
 	strcpy(m->devices[0].name, "Test GPU");

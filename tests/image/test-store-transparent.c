@@ -10,6 +10,8 @@
 #include "common/log.h"
 #include "tap.h"
 #include "common/error.h"
+#include "fixture-manifest.h"
+#include "fixture-root.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -22,52 +24,13 @@
 #include <time.h>
 #include <unistd.h>
 
-static char root[4096];
 static gk_error_t err;
-
-static char *path_in(const char *name)
-{
-	static char buf[8][4352];
-	static int next;
-	char *p = buf[next++ % 8];
-
-	snprintf(p, sizeof(buf[0]), "%s/%s", root, name);
-	return p;
-}
-
-static int exists(const char *path)
-{
-	struct stat st;
-
-	return lstat(path, &st) == 0;
-}
-
-/* A manifest with no device memory: what the shepherd writes when no runtime
- * reported. */
-static struct gk_manifest *empty_manifest(void)
-{
-	struct gk_manifest *m = gk_manifest_new();
-	time_t now = time(NULL);
-	struct tm tm;
-
-	gmtime_r(&now, &tm);
-	strftime(m->created, sizeof(m->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	m->created_unix = now;
-	strcpy(m->hostname, "testhost");
-	m->uid = geteuid();
-	m->pid = getpid();
-	strcpy(m->label, "transparent");
-	m->chunk_size = 4096;
-	m->va_base = 0x200000000000ull;
-	m->va_size = 1ull << 40;
-	return m;
-}
 
 /* Seal a checkpoint, add criu/ (root 0700, one image), publish it. */
 static int64_t transparent_checkpoint(unsigned keep)
 {
 	struct gk_store_txn txn;
-	struct gk_manifest *m = empty_manifest();
+	struct gk_manifest *m = empty_manifest("transparent");
 	char tmpname[512];
 	int64_t seq = -1;
 	int fd;
@@ -116,7 +79,7 @@ int main(void)
 	snprintf(root, sizeof(root), "%s/task0", base);
 
 	ret = gk_store_begin(root, &txn, &err);
-	m = empty_manifest();
+	m = empty_manifest("transparent");
 	ret = ret ?: gk_store_seal(&txn, m, NULL, &err);
 	snprintf(tmpname, sizeof(tmpname), "%s", strrchr(txn.tmpdir, '/') + 1);
 	if (!ok(ret == 0 && exists(path_in(tmpname)) && !exists(path_in("ckpt.000001")),
@@ -153,7 +116,7 @@ int main(void)
 
 	/* gk_store_commit is seal + publish, and a plain one is not transparent. */
 	ret = gk_store_begin(root, &txn, &err);
-	m = empty_manifest();
+	m = empty_manifest("transparent");
 	ret = ret ?: gk_store_commit(&txn, m, 0, NULL, &err);
 	gk_manifest_free(m);
 	list = NULL;

@@ -10,6 +10,8 @@
 #include "common/log.h"
 #include "tap.h"
 #include "common/error.h"
+#include "fixture-manifest.h"
+#include "fixture-root.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -21,44 +23,14 @@
 #include <time.h>
 #include <unistd.h>
 
-static char root[4096];
 static gk_error_t err;
-
-static char *path_in(const char *name)
-{
-	static char buf[8][4352];
-	static int next;
-	char *p = buf[next++ % 8];
-
-	snprintf(p, sizeof(buf[0]), "%s/%s", root, name);
-	return p;
-}
-
-static int exists(const char *path)
-{
-	struct stat st;
-
-	return lstat(path, &st) == 0;
-}
 
 /* A manifest for one allocation of `size` bytes held in device0.data. */
 static struct gk_manifest *manifest_for(const uint8_t *data, uint64_t size, const char *label)
 {
-	struct gk_manifest *m = gk_manifest_new();
+	struct gk_manifest *m = empty_manifest(label);
 	struct gk_alloc_rec *a;
-	time_t now = time(NULL);
-	struct tm tm;
 
-	gmtime_r(&now, &tm);
-	strftime(m->created, sizeof(m->created), "%Y-%m-%dT%H:%M:%SZ", &tm);
-	m->created_unix = now;
-	strcpy(m->hostname, "testhost");
-	m->uid = geteuid();
-	m->pid = getpid();
-	snprintf(m->label, sizeof(m->label), "%s", label);
-	m->chunk_size = 4096;
-	m->va_base = 0x200000000000ull;
-	m->va_size = 1ull << 40;
 	m->ndevices = 1;
 	m->devices = calloc(1, sizeof(*m->devices));
 	strcpy(m->devices[0].name, "Test GPU");

@@ -18,6 +18,9 @@ check() {
 	local desc=$1; shift
 	if "$@"; then tap_ok "$desc"; else tap_not_ok "$desc"; fi
 }
+# tap_if COND DESCRIPTION: one test point from a condition already evaluated:
+# COND 1 (as `$([ ... ] && echo 1)` gives) is a pass, anything else a failure.
+tap_if() { if [ "$1" = 1 ]; then tap_ok "$2"; else tap_not_ok "$2"; fi; }
 tap_done() { [ "$TAP_FAILED" -eq 0 ]; }
 
 # gk_need_built FILE...: every FILE exists, else the test stops with "Bail
@@ -157,3 +160,51 @@ gk_scratch() {
 		trap 'rm -rf "$GK_SCRATCH"' EXIT
 	fi
 }
+
+# --- A test program run by NAME: its stdout in $GK_SCRATCH/NAME.out, its
+# stderr (the runtime's log) in $GK_SCRATCH/NAME.err. The tests of checkpoints
+# taken on signals (runtime/increments.sh, background.sh, ...) start it in the
+# background, wait for a line, signal it, and restore from what it wrote.
+
+# gk_wait_for NAME PATTERN [SECONDS]: until NAME's output or log shows PATTERN
+# (a grep pattern), SECONDS (30) at most; 1 if it never does.
+gk_wait_for() {
+	for _ in $(seq $((${3:-30} * 10))); do
+		grep -q -- "$2" "$GK_SCRATCH/$1.out" "$GK_SCRATCH/$1.err" 2>/dev/null && return 0
+		sleep 0.1
+	done
+	return 1
+}
+
+# gk_wait_file PATH: until PATH exists, 30 s at most; 1 if it never does.
+gk_wait_file() {
+	for _ in $(seq 300); do [ -e "$1" ] && return 0; sleep 0.1; done
+	return 1
+}
+
+# gk_show NAME: the last 20 lines of NAME's output and log, as TAP comments.
+gk_show() { tap_diag "$(tail -n 20 "$GK_SCRATCH/$1.out" "$GK_SCRATCH/$1.err" 2>/dev/null)"; }
+
+# gk_expect DESCRIPTION NAME COMMAND...: one test point from COMMAND's exit
+# status; a failure shows NAME's output and log with it (gk_show).
+gk_expect() {
+	local desc=$1 name=$2
+	shift 2
+	if "$@"; then tap_ok "$desc"; else tap_not_ok "$desc"; gk_show "$name"; fi
+}
+
+# gk_restore NAME CHECKPOINT|auto DIR [VAR=VALUE...]: the test's $PROG with its
+# ${ARGS[@]}, resumed under the runtime from CHECKPOINT of DIR (GPUCKPT_RESTORE)
+# and run to the end as NAME, with the VAR=VALUE settings added.
+gk_restore() {
+	local name=$1 what=$2 dir=$3
+	shift 3
+	with_runtime env GPUCKPT_DIR="$dir" GPUCKPT_RESTORE="$what" "$@" "$PROG" "${ARGS[@]}" \
+		>"$GK_SCRATCH/$name.out" 2>"$GK_SCRATCH/$name.err"
+}
+
+# gk_checksum_of FILE: the checksum in the last "done:" line of a run's output
+# (gpu-tables and the programs like it print one at the end);
+# gk_resumed_step FILE: the step its log says it resumed from. Empty if none.
+gk_checksum_of() { sed -n 's/.*done: steps=[0-9]* checksum=\(0x[0-9a-f]*\).*/\1/p' "$1" | tail -1; }
+gk_resumed_step() { sed -n 's/.*resumed from step \([0-9]*\).*/\1/p' "$1" | tail -1; }

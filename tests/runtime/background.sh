@@ -23,8 +23,6 @@ export GPUCKPT_LOG_LEVEL=info GPUCKPT_HASH_MODULE=$HASH GPUCKPT_CHUNK_SIZE=1M
 # Explicit, so that the tests do not depend on this machine's free memory.
 export GPUCKPT_SNAPSHOT_MEMORY=256M
 
-checksum_of() { sed -n 's/.*done: steps=[0-9]* checksum=\(0x[0-9a-f]*\).*/\1/p' "$1" | tail -1; }
-resumed_step() { sed -n 's/.*resumed from step \([0-9]*\).*/\1/p' "$1" | tail -1; }
 step_of() { sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$1/manifest.json" | head -1; }
 
 # run_bg NAME [ENV...] -- [ARGS...]: gpu-tables in the background under the
@@ -39,32 +37,10 @@ run_bg() {
 		>"$GK_SCRATCH/$name.out" 2>"$GK_SCRATCH/$name.err" &
 	PID=$!
 }
-# wait_for NAME PATTERN: until the run's output or log shows PATTERN (30 s at most).
-wait_for() {
-	for _ in $(seq 300); do
-		grep -q -- "$2" "$GK_SCRATCH/$1.out" "$GK_SCRATCH/$1.err" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-wait_file() {
-	for _ in $(seq 300); do [ -e "$1" ] && return 0; sleep 0.1; done
-	return 1
-}
-show() { tap_diag "$(tail -n 20 "$GK_SCRATCH/$1.out" "$GK_SCRATCH/$1.err" 2>/dev/null)"; }
-expect() { # DESCRIPTION NAME COMMAND...
-	local desc=$1 name=$2; shift 2
-	if "$@"; then tap_ok "$desc"; else tap_not_ok "$desc"; show "$name"; fi
-}
-# restore NAME CHECKPOINT|auto DIR: a run resumed from it, to the end.
-restore() {
-	with_runtime env GPUCKPT_DIR="$3" GPUCKPT_RESTORE="$2" "$PROG" "${ARGS[@]}" \
-		>"$GK_SCRATCH/$1.out" 2>"$GK_SCRATCH/$1.err"
-}
 
 with_standin "$PROG" "${ARGS[@]}" >"$GK_SCRATCH/native.out" 2>&1
-REF=$(checksum_of "$GK_SCRATCH/native.out")
-expect "an uninterrupted run without gpuckpt gives a checksum ($REF)" native test -n "$REF"
+REF=$(gk_checksum_of "$GK_SCRATCH/native.out")
+gk_expect "an uninterrupted run without gpuckpt gives a checksum ($REF)" native test -n "$REF"
 
 # --- a checkpoint in the background, the program writing meanwhile ------------
 # The second checkpoint's writes are slowed (80 ms each): it takes seconds,
@@ -73,116 +49,116 @@ expect "an uninterrupted run without gpuckpt gives a checksum ($REF)" native tes
 D=$GK_SCRATCH/bg
 run_bg bg GPUCKPT_DIR="$D" GK_SLOWIO_AT=slow GK_SLOWIO_SKIP=1 GK_SLOWIO_DELAY_MS=80 \
 	GK_SLOWIO_MARK="$GK_SCRATCH/bg.mark" -- --scribble
-wait_for bg "step 40"; kill -USR1 $PID
-wait_for bg "ckpt.000001: wrote"
-expect "the first checkpoint is written the blocking way while snapshot memory is pinned" bg \
+gk_wait_for bg "step 40"; kill -USR1 $PID
+gk_wait_for bg "ckpt.000001: wrote"
+gk_expect "the first checkpoint is written the blocking way while snapshot memory is pinned" bg \
 	grep -q "written the blocking way this time" "$GK_SCRATCH/bg.err"
-wait_for bg "pinned for snapshots"
-wait_for bg "step 80"; kill -USR1 $PID
-wait_file "$GK_SCRATCH/bg.mark"
-expect "the second pauses the program only to copy its state, and goes to the background" bg \
-	wait_for bg "paused the program .*; the rest in the background"
+gk_wait_for bg "pinned for snapshots"
+gk_wait_for bg "step 80"; kill -USR1 $PID
+gk_wait_file "$GK_SCRATCH/bg.mark"
+gk_expect "the second pauses the program only to copy its state, and goes to the background" bg \
+	gk_wait_for bg "paused the program .*; the rest in the background"
 at=$(sed -n 's/.*checkpoint at step \([0-9]*\)/\1/p' "$GK_SCRATCH/bg.out" | tail -1)
-wait_for bg "step $(((at / 10 + 2) * 10))"
-expect "the program goes on while it is written (step $(((at / 10 + 2) * 10)) before ckpt.000002 is committed)" bg \
+gk_wait_for bg "step $(((at / 10 + 2) * 10))"
+gk_expect "the program goes on while it is written (step $(((at / 10 + 2) * 10)) before ckpt.000002 is committed)" bg \
 	test ! -e "$D/ckpt.000002"
 # Due during that write: taken after it, without another signal.
 kill -USR1 $PID
-expect "a checkpoint due during the write waits for it, and says so" bg \
-	wait_for bg "due while ckpt.000002 is being written in the background; taken at the first checkpoint point after that"
-expect "the background write commits ckpt.000002" bg wait_for bg "ckpt.000002: wrote .*the program was paused"
-expect "... and the checkpoint that waited is taken after it, as ckpt.000003" bg \
-	wait_for bg "ckpt.000003: wrote"
-wait_for bg "step $(((at / 10 + 12) * 10))"
+gk_expect "a checkpoint due during the write waits for it, and says so" bg \
+	gk_wait_for bg "due while ckpt.000002 is being written in the background; taken at the first checkpoint point after that"
+gk_expect "the background write commits ckpt.000002" bg gk_wait_for bg "ckpt.000002: wrote .*the program was paused"
+gk_expect "... and the checkpoint that waited is taken after it, as ckpt.000003" bg \
+	gk_wait_for bg "ckpt.000003: wrote"
+gk_wait_for bg "step $(((at / 10 + 12) * 10))"
 kill -TERM $PID; wait $PID; status=$?
-expect "SIGTERM: the program checkpoints and ends by SIGTERM ($status)" bg test $status -eq 143
-expect "the exit checkpoint is written the blocking way" bg \
+gk_expect "SIGTERM: the program checkpoints and ends by SIGTERM ($status)" bg test $status -eq 143
+gk_expect "the exit checkpoint is written the blocking way" bg \
 	sh -c "grep 'ckpt.000004: wrote' '$GK_SCRATCH/bg.err' | grep -vq 'background'"
 "$GK_TOOL" verify "$D/ckpt.000002" >"$GK_SCRATCH/v.out" 2>&1
-expect "gpuckpt verify accepts the background checkpoint" v test $? -eq 0
-restore bg-r2 "$D/ckpt.000002" "$D"
-expect "restored from it, the run resumes at its step ($(step_of "$D/ckpt.000002"))" bg-r2 \
-	test "$(resumed_step "$GK_SCRATCH/bg-r2.out")" = "$(step_of "$D/ckpt.000002")"
-expect "... and ends with the uninterrupted run's checksum: the garbage written during its write is not in it" \
-	bg-r2 test "$(checksum_of "$GK_SCRATCH/bg-r2.out")" = "$REF"
-restore bg-r4 auto "$D"
-expect "the exit checkpoint restores with the same checksum" bg-r4 \
-	test "$(checksum_of "$GK_SCRATCH/bg-r4.out")" = "$REF" -a -n "$(resumed_step "$GK_SCRATCH/bg-r4.out")"
+gk_expect "gpuckpt verify accepts the background checkpoint" v test $? -eq 0
+gk_restore bg-r2 "$D/ckpt.000002" "$D"
+gk_expect "restored from it, the run resumes at its step ($(step_of "$D/ckpt.000002"))" bg-r2 \
+	test "$(gk_resumed_step "$GK_SCRATCH/bg-r2.out")" = "$(step_of "$D/ckpt.000002")"
+gk_expect "... and ends with the uninterrupted run's checksum: the garbage written during its write is not in it" \
+	bg-r2 test "$(gk_checksum_of "$GK_SCRATCH/bg-r2.out")" = "$REF"
+gk_restore bg-r4 auto "$D"
+gk_expect "the exit checkpoint restores with the same checksum" bg-r4 \
+	test "$(gk_checksum_of "$GK_SCRATCH/bg-r4.out")" = "$REF" -a -n "$(gk_resumed_step "$GK_SCRATCH/bg-r4.out")"
 
 # --- SIGTERM during a background write -------------------------------------------
 D=$GK_SCRATCH/term
 run_bg term GPUCKPT_DIR="$D" GK_SLOWIO_AT=slow GK_SLOWIO_SKIP=1 GK_SLOWIO_DELAY_MS=40 \
 	GK_SLOWIO_MARK="$GK_SCRATCH/term.mark"
-wait_for term "step 40"; kill -USR1 $PID
-wait_for term "pinned for snapshots"; wait_for term "step 80"; kill -USR1 $PID
-wait_file "$GK_SCRATCH/term.mark"
+gk_wait_for term "step 40"; kill -USR1 $PID
+gk_wait_for term "pinned for snapshots"; gk_wait_for term "step 80"; kill -USR1 $PID
+gk_wait_file "$GK_SCRATCH/term.mark"
 kill -TERM $PID; wait $PID; status=$?
-expect "SIGTERM during a background write: the program still ends by SIGTERM ($status)" term \
+gk_expect "SIGTERM during a background write: the program still ends by SIGTERM ($status)" term \
 	test $status -eq 143
-expect "... after finishing that write" term \
+gk_expect "... after finishing that write" term \
 	grep -q "finishing the background write of ckpt.000002 before the checkpoint the program ends with" \
 	"$GK_SCRATCH/term.err"
-expect "... both it and the exit checkpoint are committed" term \
+gk_expect "... both it and the exit checkpoint are committed" term \
 	test -f "$D/ckpt.000002/manifest.json" -a -f "$D/ckpt.000003/manifest.json"
-restore term-r auto "$D"
-expect "... and the restart resumes from the exit checkpoint with the same checksum" term-r \
-	test "$(resumed_step "$GK_SCRATCH/term-r.out")" = "$(step_of "$D/ckpt.000003")" -a \
-	"$(checksum_of "$GK_SCRATCH/term-r.out")" = "$REF"
+gk_restore term-r auto "$D"
+gk_expect "... and the restart resumes from the exit checkpoint with the same checksum" term-r \
+	test "$(gk_resumed_step "$GK_SCRATCH/term-r.out")" = "$(step_of "$D/ckpt.000003")" -a \
+	"$(gk_checksum_of "$GK_SCRATCH/term-r.out")" = "$REF"
 
 # --- kill -9 during a background write -------------------------------------------
 D=$GK_SCRATCH/kill
 run_bg kill GPUCKPT_DIR="$D" GK_SLOWIO_AT=write GK_SLOWIO_SKIP=1 \
 	GK_SLOWIO_MARK="$GK_SCRATCH/kill.mark"
-wait_for kill "step 40"; kill -USR1 $PID
-wait_for kill "pinned for snapshots"; wait_for kill "step 80"; kill -USR1 $PID
-wait_file "$GK_SCRATCH/kill.mark"
-wait_for kill "step 100"
-expect "with its background write frozen, the program goes on" kill \
+gk_wait_for kill "step 40"; kill -USR1 $PID
+gk_wait_for kill "pinned for snapshots"; gk_wait_for kill "step 80"; kill -USR1 $PID
+gk_wait_file "$GK_SCRATCH/kill.mark"
+gk_wait_for kill "step 100"
+gk_expect "with its background write frozen, the program goes on" kill \
 	grep -q "step 100" "$GK_SCRATCH/kill.out"
 kill -KILL $PID; wait $PID 2>/dev/null
 "$GK_TOOL" verify "$D/ckpt.000001" >"$GK_SCRATCH/kv.out" 2>&1
-expect "kill -9 during the background write: the previous checkpoint is intact" kv test $? -eq 0
-expect "... the one being written is not committed" kill \
+gk_expect "kill -9 during the background write: the previous checkpoint is intact" kv test $? -eq 0
+gk_expect "... the one being written is not committed" kill \
 	test ! -e "$D/ckpt.000002" -a -n "$(ls -A "$D" | grep '^\.tmp\.ckpt\.000002')"
-restore kill-r auto "$D"
-expect "... and a restart resumes from the previous one with the same checksum" kill-r \
-	test "$(resumed_step "$GK_SCRATCH/kill-r.out")" = "$(step_of "$D/ckpt.000001")" -a \
-	"$(checksum_of "$GK_SCRATCH/kill-r.out")" = "$REF"
+gk_restore kill-r auto "$D"
+gk_expect "... and a restart resumes from the previous one with the same checksum" kill-r \
+	test "$(gk_resumed_step "$GK_SCRATCH/kill-r.out")" = "$(step_of "$D/ckpt.000001")" -a \
+	"$(gk_checksum_of "$GK_SCRATCH/kill-r.out")" = "$REF"
 
 # --- the program ends during a background write -----------------------------------
 D=$GK_SCRATCH/end
 run_bg end GPUCKPT_DIR="$D" GK_SLOWIO_AT=slow GK_SLOWIO_SKIP=1 GK_SLOWIO_DELAY_MS=100 \
 	GK_SLOWIO_MARK="$GK_SCRATCH/end.mark" -- --steps 130
-wait_for end "step 40"; kill -USR1 $PID
-wait_for end "pinned for snapshots"; wait_for end "step 100"; kill -USR1 $PID
+gk_wait_for end "step 40"; kill -USR1 $PID
+gk_wait_for end "pinned for snapshots"; gk_wait_for end "step 100"; kill -USR1 $PID
 wait $PID; status=$?
-expect "a program that ends during a background write ends normally ($status)" end test $status -eq 0
-expect "... after waiting for the write, which is committed" end \
+gk_expect "a program that ends during a background write ends normally ($status)" end test $status -eq 0
+gk_expect "... after waiting for the write, which is committed" end \
 	sh -c "grep -q 'the program ends while ckpt.000002 is written in the background; waiting' '$GK_SCRATCH/end.err' && test -f '$D/ckpt.000002/manifest.json'"
-restore end-r "$D/ckpt.000002" "$D"
-expect "... and restores with the uninterrupted run's checksum" end-r \
-	test "$(checksum_of "$GK_SCRATCH/end-r.out")" = "$REF"
+gk_restore end-r "$D/ckpt.000002" "$D"
+gk_expect "... and restores with the uninterrupted run's checksum" end-r \
+	test "$(gk_checksum_of "$GK_SCRATCH/end-r.out")" = "$REF"
 
 # --- a budget the state does not fit in --------------------------------------------
 D=$GK_SCRATCH/small
 run_bg small GPUCKPT_DIR="$D" GPUCKPT_SNAPSHOT_MEMORY=8M
-wait_for small "step 40"; kill -USR1 $PID; wait_for small "ckpt.000001: wrote"
-wait_for small "step 60"; kill -USR1 $PID; wait_for small "ckpt.000002: wrote"
-wait_for small "step 80"; kill -TERM $PID; wait $PID; status=$?
-expect "GPUCKPT_SNAPSHOT_MEMORY=8M for 64 MiB: the checkpoints are written the blocking way ($status)" small \
+gk_wait_for small "step 40"; kill -USR1 $PID; gk_wait_for small "ckpt.000001: wrote"
+gk_wait_for small "step 60"; kill -USR1 $PID; gk_wait_for small "ckpt.000002: wrote"
+gk_wait_for small "step 80"; kill -TERM $PID; wait $PID; status=$?
+gk_expect "GPUCKPT_SNAPSHOT_MEMORY=8M for 64 MiB: the checkpoints are written the blocking way ($status)" small \
 	sh -c "test $status -eq 143 && ! grep -q 'in the background' '$GK_SCRATCH/small.err' && test -f '$D/ckpt.000003/manifest.json'"
-expect "... said once in the log" small \
+gk_expect "... said once in the log" small \
 	test "$(grep -c 'do not fit in the host memory for snapshots' "$GK_SCRATCH/small.err")" -eq 1
-restore small-r auto "$D"
-expect "... and they restore with the same checksum" small-r \
-	test "$(checksum_of "$GK_SCRATCH/small-r.out")" = "$REF"
+gk_restore small-r auto "$D"
+gk_expect "... and they restore with the same checksum" small-r \
+	test "$(gk_checksum_of "$GK_SCRATCH/small-r.out")" = "$REF"
 
 # --- no snapshot memory at all ------------------------------------------------------
 D=$GK_SCRATCH/off
 run_bg off GPUCKPT_DIR="$D" GPUCKPT_SNAPSHOT_MEMORY=off
-wait_for off "step 40"; kill -USR1 $PID; wait_for off "ckpt.000001: wrote"
-wait_for off "step 60"; kill -USR1 $PID; wait_for off "ckpt.000002: wrote"
+gk_wait_for off "step 40"; kill -USR1 $PID; gk_wait_for off "ckpt.000001: wrote"
+gk_wait_for off "step 60"; kill -USR1 $PID; gk_wait_for off "ckpt.000002: wrote"
 kill -TERM $PID; wait $PID
-expect "GPUCKPT_SNAPSHOT_MEMORY=off: every checkpoint holds the program until it is written" off \
+gk_expect "GPUCKPT_SNAPSHOT_MEMORY=off: every checkpoint holds the program until it is written" off \
 	sh -c "! grep -q 'in the background' '$GK_SCRATCH/off.err' && grep -q 'every checkpoint holds the program' '$GK_SCRATCH/off.err'"
 tap_done

@@ -25,8 +25,6 @@ ARGS=(--size 64 --steps 300 --report-every 10 --updates 4)
 export GPUCKPT_LOG_LEVEL=info GPUCKPT_HASH_MODULE=$HASH GPUCKPT_CHUNK_SIZE=1M \
 	GPUCKPT_SNAPSHOT_MEMORY=off
 
-checksum_of() { sed -n 's/.*done: steps=[0-9]* checksum=\(0x[0-9a-f]*\).*/\1/p' "$1" | tail -1; }
-resumed_step() { sed -n 's/.*resumed from step \([0-9]*\).*/\1/p' "$1" | tail -1; }
 step_of() { sed -n 's/.*"step": *\([0-9]*\).*/\1/p' "$1/manifest.json" | head -1; }
 
 run_bg() { # NAME ENV...: gpu-tables in the background under the runtime and slowio.so
@@ -36,130 +34,108 @@ run_bg() { # NAME ENV...: gpu-tables in the background under the runtime and slo
 		"$PROG" "${ARGS[@]}" --delay-ms 10 >"$GK_SCRATCH/$name.out" 2>"$GK_SCRATCH/$name.err" &
 	PID=$!
 }
-wait_for() { # NAME PATTERN: until the run's output or log shows PATTERN (30 s at most)
-	for _ in $(seq 300); do
-		grep -q -- "$2" "$GK_SCRATCH/$1.out" "$GK_SCRATCH/$1.err" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-wait_file() {
-	for _ in $(seq 300); do [ -e "$1" ] && return 0; sleep 0.1; done
-	return 1
-}
-show() { tap_diag "$(tail -n 20 "$GK_SCRATCH/$1.out" "$GK_SCRATCH/$1.err" 2>/dev/null)"; }
-expect() { # DESCRIPTION NAME COMMAND...
-	local desc=$1 name=$2; shift 2
-	if "$@"; then tap_ok "$desc"; else tap_not_ok "$desc"; show "$name"; fi
-}
-restore() { # NAME CHECKPOINT|auto DIR [ENV...]: a run resumed from it, to the end
-	local name=$1 what=$2 dir=$3
-	shift 3
-	with_runtime env GPUCKPT_DIR="$dir" GPUCKPT_RESTORE="$what" "$@" "$PROG" "${ARGS[@]}" \
-		>"$GK_SCRATCH/$name.out" 2>"$GK_SCRATCH/$name.err"
-}
 data_files() { find "$1" -maxdepth 1 -name 'device0*.data' | wc -l; }
 
 with_standin "$PROG" "${ARGS[@]}" >"$GK_SCRATCH/native.out" 2>&1
-REF=$(checksum_of "$GK_SCRATCH/native.out")
-expect "an uninterrupted run without gpuckpt gives a checksum ($REF)" native test -n "$REF"
+REF=$(gk_checksum_of "$GK_SCRATCH/native.out")
+gk_expect "an uninterrupted run without gpuckpt gives a checksum ($REF)" native test -n "$REF"
 
 # --- pieces of 64 KiB (16 to a chunk), 16 copy threads: a whole checkpoint,
 # then an increment ---------------------------------------------------------
 D=$GK_SCRATCH/pieces
 run_bg pieces GPUCKPT_DIR="$D" GPUCKPT_COPY_PIECE=64K GPUCKPT_WRITERS=16
-wait_for pieces "step 40"; kill -USR1 $PID; wait_for pieces "ckpt.000001: wrote"
-wait_for pieces "step 80"; kill -TERM $PID; wait $PID; status=$?
-expect "in pieces of 64 KiB by 16 threads: USR1 then SIGTERM, the program ends by SIGTERM ($status)" \
+gk_wait_for pieces "step 40"; kill -USR1 $PID; gk_wait_for pieces "ckpt.000001: wrote"
+gk_wait_for pieces "step 80"; kill -TERM $PID; wait $PID; status=$?
+gk_expect "in pieces of 64 KiB by 16 threads: USR1 then SIGTERM, the program ends by SIGTERM ($status)" \
 	pieces test $status -eq 143
-expect "... the copies were pieces of 64 KiB, 4 in flight, in 16 threads" pieces \
+gk_expect "... the copies were pieces of 64 KiB, 4 in flight, in 16 threads" pieces \
 	grep -q "dumped .* with 16 threads, copies of 64 KiB, 4 in flight per thread" "$GK_SCRATCH/pieces.err"
-expect "... ckpt.000001 holds the device's data in 16 files, one per thread ($(data_files "$D/ckpt.000001"))" \
+gk_expect "... ckpt.000001 holds the device's data in 16 files, one per thread ($(data_files "$D/ckpt.000001"))" \
 	pieces test "$(data_files "$D/ckpt.000001")" -eq 16
 sizes=$(find "$D/ckpt.000001" -maxdepth 1 -name 'device0*.data' -printf '%s\n' | sort -n)
-expect "... each holds its share: none empty, none a chunk larger than another ($(echo $sizes | tr ' ' ,))" \
+gk_expect "... each holds its share: none empty, none a chunk larger than another ($(echo $sizes | tr ' ' ,))" \
 	pieces test "$(head -1 <<<"$sizes")" -gt 0 -a \
 	"$(($(tail -1 <<<"$sizes") - $(head -1 <<<"$sizes")))" -le $((1 << 20))
-expect "... ckpt.000002 is an increment of it" pieces grep -q "ckpt.000002: wrote .*increment 1 of ckpt.000001" \
+gk_expect "... ckpt.000002 is an increment of it" pieces grep -q "ckpt.000002: wrote .*increment 1 of ckpt.000001" \
 	"$GK_SCRATCH/pieces.err"
 "$GK_TOOL" verify "$D/ckpt.000001" >"$GK_SCRATCH/v1.out" 2>&1 &&
 	"$GK_TOOL" verify "$D/ckpt.000002" >>"$GK_SCRATCH/v1.out" 2>&1
-expect "gpuckpt verify accepts both (every checksum of the pieces' chunks)" v1 test $? -eq 0
-restore pieces-r1 "$D/ckpt.000001" "$D"
-expect "restored from the whole one, the run resumes at its step and ends with the uninterrupted checksum" \
-	pieces-r1 test "$(resumed_step "$GK_SCRATCH/pieces-r1.out")" = "$(step_of "$D/ckpt.000001")" -a \
-	"$(checksum_of "$GK_SCRATCH/pieces-r1.out")" = "$REF"
-restore pieces-r2 auto "$D"
-expect "restored from the increment, the same" pieces-r2 \
-	test "$(resumed_step "$GK_SCRATCH/pieces-r2.out")" = "$(step_of "$D/ckpt.000002")" -a \
-	"$(checksum_of "$GK_SCRATCH/pieces-r2.out")" = "$REF"
-restore pieces-r3 "$D/ckpt.000001" "$D" GPUCKPT_WRITERS=3
-expect "... and with 3 threads loading the 16 files" pieces-r3 \
-	test "$(checksum_of "$GK_SCRATCH/pieces-r3.out")" = "$REF"
+gk_expect "gpuckpt verify accepts both (every checksum of the pieces' chunks)" v1 test $? -eq 0
+gk_restore pieces-r1 "$D/ckpt.000001" "$D"
+gk_expect "restored from the whole one, the run resumes at its step and ends with the uninterrupted checksum" \
+	pieces-r1 test "$(gk_resumed_step "$GK_SCRATCH/pieces-r1.out")" = "$(step_of "$D/ckpt.000001")" -a \
+	"$(gk_checksum_of "$GK_SCRATCH/pieces-r1.out")" = "$REF"
+gk_restore pieces-r2 auto "$D"
+gk_expect "restored from the increment, the same" pieces-r2 \
+	test "$(gk_resumed_step "$GK_SCRATCH/pieces-r2.out")" = "$(step_of "$D/ckpt.000002")" -a \
+	"$(gk_checksum_of "$GK_SCRATCH/pieces-r2.out")" = "$REF"
+gk_restore pieces-r3 "$D/ckpt.000001" "$D" GPUCKPT_WRITERS=3
+gk_expect "... and with 3 threads loading the 16 files" pieces-r3 \
+	test "$(gk_checksum_of "$GK_SCRATCH/pieces-r3.out")" = "$REF"
 
 # --- a piece that does not divide the chunk (1 MiB = 5 x 192 KiB + 64 KiB),
 # a state smaller than a piece, 3 threads ---------------------------------------
 D=$GK_SCRATCH/odd
 run_bg odd GPUCKPT_DIR="$D" GPUCKPT_COPY_PIECE=192K GPUCKPT_WRITERS=3 GPUCKPT_INCREMENTS=0
-wait_for odd "step 60"; kill -TERM $PID; wait $PID; status=$?
-expect "pieces of 192 KiB by 3 threads: the exit checkpoint is written ($status)" odd \
+gk_wait_for odd "step 60"; kill -TERM $PID; wait $PID; status=$?
+gk_expect "pieces of 192 KiB by 3 threads: the exit checkpoint is written ($status)" odd \
 	sh -c "test $status -eq 143 && grep -q 'copies of 192 KiB, 4 in flight' '$GK_SCRATCH/odd.err' && test -f '$D/ckpt.000001/manifest.json'"
 "$GK_TOOL" verify "$D/ckpt.000001" >"$GK_SCRATCH/v2.out" 2>&1
-expect "... gpuckpt verify accepts it" v2 test $? -eq 0
-restore odd-r auto "$D"
-expect "... and it restores with the uninterrupted checksum" odd-r \
-	test "$(checksum_of "$GK_SCRATCH/odd-r.out")" = "$REF" -a -n "$(resumed_step "$GK_SCRATCH/odd-r.out")"
+gk_expect "... gpuckpt verify accepts it" v2 test $? -eq 0
+gk_restore odd-r auto "$D"
+gk_expect "... and it restores with the uninterrupted checksum" odd-r \
+	test "$(gk_checksum_of "$GK_SCRATCH/odd-r.out")" = "$REF" -a -n "$(gk_resumed_step "$GK_SCRATCH/odd-r.out")"
 
 # --- a piece of more than half a chunk: copies of whole chunks ---------------------
 D=$GK_SCRATCH/big
 run_bg big GPUCKPT_DIR="$D" GPUCKPT_COPY_PIECE=768K GPUCKPT_INCREMENTS=0
-wait_for big "step 30"; kill -TERM $PID; wait $PID
-expect "pieces of more than half a chunk: copies of whole chunks, double-buffered" big \
+gk_wait_for big "step 30"; kill -TERM $PID; wait $PID
+gk_expect "pieces of more than half a chunk: copies of whole chunks, double-buffered" big \
 	grep -q "copies of 1024 KiB, 2 in flight" "$GK_SCRATCH/big.err"
-restore big-r auto "$D"
-expect "... and it restores with the uninterrupted checksum" big-r \
-	test "$(checksum_of "$GK_SCRATCH/big-r.out")" = "$REF"
+gk_restore big-r auto "$D"
+gk_expect "... and it restores with the uninterrupted checksum" big-r \
+	test "$(gk_checksum_of "$GK_SCRATCH/big-r.out")" = "$REF"
 
 # --- two devices: each copy thread goes from one context to the other --------------
 with_standin "$PROG" "${ARGS[@]}" --devices 2 >"$GK_SCRATCH/native2.out" 2>&1
-expect "on two devices, an uninterrupted run without gpuckpt gives the same checksum" native2 \
-	test "$(checksum_of "$GK_SCRATCH/native2.out")" = "$REF"
+gk_expect "on two devices, an uninterrupted run without gpuckpt gives the same checksum" native2 \
+	test "$(gk_checksum_of "$GK_SCRATCH/native2.out")" = "$REF"
 D=$GK_SCRATCH/two
 ONE_DEVICE=("${ARGS[@]}")
 ARGS+=(--devices 2)
 run_bg two GPUCKPT_DIR="$D" GPUCKPT_COPY_PIECE=128K GPUCKPT_WRITERS=5 GPUCKPT_INCREMENTS=0
-wait_for two "step 50"; kill -TERM $PID; wait $PID; status=$?
-expect "two devices, pieces of 128 KiB, 5 threads: the exit checkpoint is written ($status)" two \
+gk_wait_for two "step 50"; kill -TERM $PID; wait $PID; status=$?
+gk_expect "two devices, pieces of 128 KiB, 5 threads: the exit checkpoint is written ($status)" two \
 	sh -c "test $status -eq 143 && test -f '$D/ckpt.000001/manifest.json'"
-expect "... with each device's data in 5 files of its own" two \
+gk_expect "... with each device's data in 5 files of its own" two \
 	test "$(find "$D/ckpt.000001" -maxdepth 1 -name 'device1*.data' -size +0 | wc -l)" -eq 5 -a \
 	"$(find "$D/ckpt.000001" -maxdepth 1 -name 'device0*.data' -size +0 | wc -l)" -eq 5
 "$GK_TOOL" verify "$D/ckpt.000001" >"$GK_SCRATCH/v3.out" 2>&1 &&
-	restore two-r auto "$D"
-expect "... it verifies and restores with the uninterrupted checksum" two-r \
-	test "$(checksum_of "$GK_SCRATCH/two-r.out")" = "$REF" -a -n "$(resumed_step "$GK_SCRATCH/two-r.out")"
+	gk_restore two-r auto "$D"
+gk_expect "... it verifies and restores with the uninterrupted checksum" two-r \
+	test "$(gk_checksum_of "$GK_SCRATCH/two-r.out")" = "$REF" -a -n "$(gk_resumed_step "$GK_SCRATCH/two-r.out")"
 ARGS=("${ONE_DEVICE[@]}")
 
 # --- kill -9 while a checkpoint is written in pieces --------------------------------
 D=$GK_SCRATCH/kill
 run_bg kill GPUCKPT_DIR="$D" GPUCKPT_COPY_PIECE=64K GPUCKPT_WRITERS=12 GK_SLOWIO_AT=write \
 	GK_SLOWIO_SKIP=1 GK_SLOWIO_MARK="$GK_SCRATCH/kill.mark"
-wait_for kill "step 40"; kill -USR1 $PID; wait_for kill "ckpt.000001: wrote"
-wait_for kill "step 70"; kill -USR1 $PID
-wait_file "$GK_SCRATCH/kill.mark"
+gk_wait_for kill "step 40"; kill -USR1 $PID; gk_wait_for kill "ckpt.000001: wrote"
+gk_wait_for kill "step 70"; kill -USR1 $PID
+gk_wait_file "$GK_SCRATCH/kill.mark"
 kill -KILL $PID; wait $PID 2>/dev/null
 "$GK_TOOL" verify "$D/ckpt.000001" >"$GK_SCRATCH/kv.out" 2>&1
-expect "kill -9 during a write in pieces: the previous checkpoint is intact" kv test $? -eq 0
-expect "... the one being written is not committed" kill \
+gk_expect "kill -9 during a write in pieces: the previous checkpoint is intact" kv test $? -eq 0
+gk_expect "... the one being written is not committed" kill \
 	test ! -e "$D/ckpt.000002" -a -n "$(ls -A "$D" | grep '^\.tmp\.ckpt\.000002')"
-restore kill-r auto "$D"
-expect "... and a restart resumes from the previous one with the uninterrupted checksum" kill-r \
-	test "$(resumed_step "$GK_SCRATCH/kill-r.out")" = "$(step_of "$D/ckpt.000001")" -a \
-	"$(checksum_of "$GK_SCRATCH/kill-r.out")" = "$REF"
+gk_restore kill-r auto "$D"
+gk_expect "... and a restart resumes from the previous one with the uninterrupted checksum" kill-r \
+	test "$(gk_resumed_step "$GK_SCRATCH/kill-r.out")" = "$(step_of "$D/ckpt.000001")" -a \
+	"$(gk_checksum_of "$GK_SCRATCH/kill-r.out")" = "$REF"
 
 # --- a bad value ---------------------------------------------------------------------
 with_runtime env GPUCKPT_DIR="$GK_SCRATCH/bad" GPUCKPT_COPY_PIECE=1000 "$PROG" "${ARGS[@]}" \
 	>"$GK_SCRATCH/bad.out" 2>"$GK_SCRATCH/bad.err"
-expect "GPUCKPT_COPY_PIECE=1000 is refused, naming the variable; the program runs without gpuckpt" bad \
+gk_expect "GPUCKPT_COPY_PIECE=1000 is refused, naming the variable; the program runs without gpuckpt" bad \
 	sh -c "grep -q \"GPUCKPT_COPY_PIECE: copy_piece: invalid value '1000'\" '$GK_SCRATCH/bad.err' && test \"\$(sed -n 's/.*done: steps=[0-9]* checksum=\\(0x[0-9a-f]*\\).*/\\1/p' '$GK_SCRATCH/bad.out')\" = '$REF'"
 tap_done

@@ -31,8 +31,6 @@ NONZERO=$(((4 + 16) * 1048576 + 65536))
 export GPUCKPT_LOG_LEVEL=info GPUCKPT_CHUNK_SIZE=1M GPUCKPT_MUNGE_SOCKET=$GK_SCRATCH/no-munged
 unset GPUCKPT_HASH_MODULE GPUCKPT_INCREMENTS
 
-checksum_of() { sed -n 's/.*done: steps=[0-9]* checksum=\(0x[0-9a-f]*\).*/\1/p' "$1" | tail -1; }
-resumed_step() { sed -n 's/.*resumed from step \([0-9]*\).*/\1/p' "$1" | tail -1; }
 version_of() { sed -n 's/^  "version": *\([0-9]*\).*/\1/p' "$1/manifest.json" | head -1; }
 # The bytes of a checkpoint's data files (all but the manifest and signature).
 step_of() { sed -n 's/^  "step": *\([0-9]*\).*/\1/p' "$1/manifest.json" | head -1; }
@@ -45,30 +43,12 @@ run_bg() {
 		>"$GK_SCRATCH/$name.out" 2>"$GK_SCRATCH/$name.err" &
 	PID=$!
 }
-wait_for() {
-	for _ in $(seq 600); do
-		grep -q -- "$2" "$GK_SCRATCH/$1.out" "$GK_SCRATCH/$1.err" 2>/dev/null && return 0
-		sleep 0.1
-	done
-	return 1
-}
-show() { tap_diag "$(tail -n 15 "$GK_SCRATCH/$1.out" "$GK_SCRATCH/$1.err" 2>/dev/null)"; }
-expect() {
-	local desc=$1 name=$2; shift 2
-	if "$@"; then tap_ok "$desc"; else tap_not_ok "$desc"; show "$name"; fi
-}
-restore() { # NAME CHECKPOINT|auto DIR [VAR=VALUE...]
-	local name=$1 what=$2 dir=$3
-	shift 3
-	with_runtime env GPUCKPT_DIR="$dir" GPUCKPT_RESTORE="$what" "$@" "$PROG" "${ARGS[@]}" \
-		>"$GK_SCRATCH/$name.out" 2>"$GK_SCRATCH/$name.err"
-}
 # One checkpoint on SIGTERM after step 40.
 term_at_40() { # NAME DIR [VAR=VALUE...]
 	local name=$1 dir=$2
 	shift 2
 	run_bg "$name" GPUCKPT_DIR="$dir" "$@"
-	wait_for "$name" "step 40"
+	gk_wait_for "$name" "step 40" 60
 	kill -TERM $PID
 	wait $PID
 }
@@ -79,49 +59,49 @@ small() { # DIR: its data files hold at most 1.15 x the non-zero bytes
 }
 
 with_standin "$PROG" "${ARGS[@]}" >"$GK_SCRATCH/native.out" 2>&1
-REF=$(checksum_of "$GK_SCRATCH/native.out")
-expect "an uninterrupted run without gpuckpt gives a checksum ($REF)" native test -n "$REF"
+REF=$(gk_checksum_of "$GK_SCRATCH/native.out")
+gk_expect "an uninterrupted run without gpuckpt gives a checksum ($REF)" native test -n "$REF"
 
 # --- zero chunks found by the hash kernel ---------------------------------------
 K=$GK_SCRATCH/kernel
 term_at_40 kernel "$K" GPUCKPT_HASH_MODULE="$HASH"
 C=$K/ckpt.000001
-expect "the checkpoint is written in format 5 ($(version_of "$C")), with zero parts" kernel \
+gk_expect "the checkpoint is written in format 5 ($(version_of "$C")), with zero parts" kernel \
 	sh -c "test '$(version_of "$C")' = 5 && grep -q '\"zero\": true' '$C/manifest.json'"
-expect "its data files hold about the non-zero part: $(data_bytes "$C") bytes for $NONZERO non-zero of 272 MiB" kernel \
+gk_expect "its data files hold about the non-zero part: $(data_bytes "$C") bytes for $NONZERO non-zero of 272 MiB" kernel \
 	small "$C"
-expect "the log says how much was recorded, not written" kernel \
+gk_expect "the log says how much was recorded, not written" kernel \
 	grep -q "ckpt.000001: wrote .*of all-zero chunks recorded, not written" "$GK_SCRATCH/kernel.err"
 "$GK_TOOL" verify "$C" >"$GK_SCRATCH/verify.out" 2>&1
-expect "gpuckpt verify accepts it" verify test $? -eq 0
-restore kernel-r auto "$K"
-expect "a restore sets the zero chunks over the garbage: the uninterrupted run's checksum" kernel-r \
-	test "$(resumed_step "$GK_SCRATCH/kernel-r.out")" = "$(step_of "$C")" -a \
-	"$(checksum_of "$GK_SCRATCH/kernel-r.out")" = "$REF"
+gk_expect "gpuckpt verify accepts it" verify test $? -eq 0
+gk_restore kernel-r auto "$K"
+gk_expect "a restore sets the zero chunks over the garbage: the uninterrupted run's checksum" kernel-r \
+	test "$(gk_resumed_step "$GK_SCRATCH/kernel-r.out")" = "$(step_of "$C")" -a \
+	"$(gk_checksum_of "$GK_SCRATCH/kernel-r.out")" = "$REF"
 
 # --- the kernel alone, when no change keys are wanted ---------------------------------
 N=$GK_SCRATCH/nokeys
 term_at_40 nokeys "$N" GPUCKPT_HASH_MODULE="$HASH" GPUCKPT_INCREMENTS=0
-expect "without change keys (GPUCKPT_INCREMENTS=0) the kernel still finds the zero chunks ($(data_bytes "$N/ckpt.000001") bytes), and records no keys" nokeys \
+gk_expect "without change keys (GPUCKPT_INCREMENTS=0) the kernel still finds the zero chunks ($(data_bytes "$N/ckpt.000001") bytes), and records no keys" nokeys \
 	sh -c "grep -q '\"zero\": true' '$N/ckpt.000001/manifest.json' && ! grep -q '\"keys\"' '$N/ckpt.000001/manifest.json'"
-expect "... the data is small" nokeys small "$N/ckpt.000001"
+gk_expect "... the data is small" nokeys small "$N/ckpt.000001"
 
 # --- no kernel: the host's copy, when keys are computed there -------------------------
 H=$GK_SCRATCH/host
 run_bg host GPUCKPT_DIR="$H"
-wait_for host "step 40"
+gk_wait_for host "step 40" 60
 kill -USR1 $PID
-wait_for host "ckpt.000001: wrote"
-wait_for host "step 60"
+gk_wait_for host "ckpt.000001: wrote" 60
+gk_wait_for host "step 60" 60
 kill -TERM $PID
 wait $PID
-expect "without a kernel, the keys' copy on the host finds the zero chunks ($(data_bytes "$H/ckpt.000001") bytes)" host \
+gk_expect "without a kernel, the keys' copy on the host finds the zero chunks ($(data_bytes "$H/ckpt.000001") bytes)" host \
 	sh -c "grep -q 'found on the host' '$GK_SCRATCH/host.err' && grep -q '\"zero\": true' '$H/ckpt.000001/manifest.json'"
-expect "... the data is small" host small "$H/ckpt.000001"
-restore host-r auto "$H"
-expect "the newest (ckpt.000002, $(grep -c '"zero": true' "$H/ckpt.000002/manifest.json") zero parts) restores exactly" host-r \
-	test "$(resumed_step "$GK_SCRATCH/host-r.out")" = "$(step_of "$H/ckpt.000002")" -a \
-	"$(checksum_of "$GK_SCRATCH/host-r.out")" = "$REF"
+gk_expect "... the data is small" host small "$H/ckpt.000001"
+gk_restore host-r auto "$H"
+gk_expect "the newest (ckpt.000002, $(grep -c '"zero": true' "$H/ckpt.000002/manifest.json") zero parts) restores exactly" host-r \
+	test "$(gk_resumed_step "$GK_SCRATCH/host-r.out")" = "$(step_of "$H/ckpt.000002")" -a \
+	"$(gk_checksum_of "$GK_SCRATCH/host-r.out")" = "$REF"
 
 # --- a zero flag that lies -------------------------------------------------------------
 # A part held by a file turned into a zero part, checksums kept: the data would
@@ -144,10 +124,10 @@ json.dump(m, open(p, "w"), indent=2)
 EOF
 "$GK_TOOL" verify "$T/ckpt.000001" >"$GK_SCRATCH/tv.out" 2>&1
 status=$?
-expect "gpuckpt verify refuses a data part marked zero ($status)" tv \
+gk_expect "gpuckpt verify refuses a data part marked zero ($status)" tv \
 	sh -c "test $status -ne 0 && grep -q 'recorded as all zero, but its checksum is not that of zeros' '$GK_SCRATCH/tv.out'"
-restore tr auto "$T"
-expect "a restore refuses it and does not resume from it" tr \
+gk_restore tr auto "$T"
+gk_expect "a restore refuses it and does not resume from it" tr \
 	sh -c "grep -q 'recorded as all zero' '$GK_SCRATCH/tr.err' && ! grep -q 'resumed from step' '$GK_SCRATCH/tr.out'"
 # The same zero part in a manifest that says version 4: an older reader would
 # have looked for it in a file; this one refuses it by the version.
@@ -156,18 +136,18 @@ cp -a "$K" "$O"
 sed -i 's/^  "version": 5,/  "version": 4,/' "$O/ckpt.000001/manifest.json"
 "$GK_TOOL" verify "$O/ckpt.000001" >"$GK_SCRATCH/v4.out" 2>&1
 status=$?
-expect "a zero part in a version 4 manifest is refused ($status)" v4 \
+gk_expect "a zero part in a version 4 manifest is refused ($status)" v4 \
 	sh -c "test $status -ne 0 && grep -q \"zero' needs format version 5\" '$GK_SCRATCH/v4.out'"
 
 # --- no zero chunk: version 3, as before ------------------------------------------------
 ARGS=(--size 16 --steps 120 --report-every 10)
 with_standin "$PROG" "${ARGS[@]}" >"$GK_SCRATCH/native3.out" 2>&1
-REF3=$(checksum_of "$GK_SCRATCH/native3.out")
+REF3=$(gk_checksum_of "$GK_SCRATCH/native3.out")
 P=$GK_SCRATCH/plain
 term_at_40 plain "$P" GPUCKPT_HASH_MODULE="$HASH"
-expect "a state without zero chunks is written as version 3 ($(version_of "$P/ckpt.000001")), without zero parts" plain \
+gk_expect "a state without zero chunks is written as version 3 ($(version_of "$P/ckpt.000001")), without zero parts" plain \
 	sh -c "test '$(version_of "$P/ckpt.000001")' = 3 && ! grep -q '\"zero\"' '$P/ckpt.000001/manifest.json'"
-restore plain-r auto "$P"
-expect "... and restored exactly" plain-r \
-	test "$(resumed_step "$GK_SCRATCH/plain-r.out")" = "$(step_of "$P/ckpt.000001")" -a \
-	"$(checksum_of "$GK_SCRATCH/plain-r.out")" = "$REF3"
+gk_restore plain-r auto "$P"
+gk_expect "... and restored exactly" plain-r \
+	test "$(gk_resumed_step "$GK_SCRATCH/plain-r.out")" = "$(step_of "$P/ckpt.000001")" -a \
+	"$(gk_checksum_of "$GK_SCRATCH/plain-r.out")" = "$REF3"

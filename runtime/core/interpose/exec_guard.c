@@ -108,44 +108,43 @@ static void check(const char *file, char *const envp[])
 		 g.who, program_invocation_short_name, file);
 }
 
-GK_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+/*
+ * The four vector forms differ only in the function passed on to and in
+ * where the new program's environment is: their argument (execve, execvpe)
+ * or ours (execv, execvp). One body, so that what is checked before the
+ * exec cannot drift between them.
+ */
+static int pass_on(void **slot, const char *name, const char *file, char *const argv[],
+		   char *const envp[], int own_env)
 {
-	execve_fn fn = (execve_fn)real(&real_execve, "execve");
+	void *fn = real(slot, name);
 
-	check(path, envp);
+	check(file, own_env ? envp : environ);
 	if (!fn)
 		return errno = ENOSYS, -1;
-	return fn(path, argv, envp);
+	if (own_env)
+		return ((execve_fn)fn)(file, argv, envp);
+	return ((execv_fn)fn)(file, argv);
+}
+
+GK_EXPORT int execve(const char *path, char *const argv[], char *const envp[])
+{
+	return pass_on(&real_execve, "execve", path, argv, envp, 1);
 }
 
 GK_EXPORT int execvpe(const char *file, char *const argv[], char *const envp[])
 {
-	execve_fn fn = (execve_fn)real(&real_execvpe, "execvpe");
-
-	check(file, envp);
-	if (!fn)
-		return errno = ENOSYS, -1;
-	return fn(file, argv, envp);
+	return pass_on(&real_execvpe, "execvpe", file, argv, envp, 1);
 }
 
 GK_EXPORT int execv(const char *path, char *const argv[])
 {
-	execv_fn fn = (execv_fn)real(&real_execv, "execv");
-
-	check(path, environ);
-	if (!fn)
-		return errno = ENOSYS, -1;
-	return fn(path, argv);
+	return pass_on(&real_execv, "execv", path, argv, NULL, 0);
 }
 
 GK_EXPORT int execvp(const char *file, char *const argv[])
 {
-	execv_fn fn = (execv_fn)real(&real_execvp, "execvp");
-
-	check(file, environ);
-	if (!fn)
-		return errno = ENOSYS, -1;
-	return fn(file, argv);
+	return pass_on(&real_execvp, "execvp", file, argv, NULL, 0);
 }
 
 /*
@@ -175,57 +174,51 @@ static void fill_args(const char *arg0, va_list ap, char **argv, size_t n, char 
 		*envp = va_arg(ap, char *const *);
 }
 
-GK_EXPORT int execl(const char *path, const char *arg, ...)
+enum list_form { LIST_EXECL, LIST_EXECLP, LIST_EXECLE };
+
+/* The three list forms share the two passes over their arguments (one to
+ * size the vector, one to fill it); only the vector form called differs. */
+static int pass_on_list(enum list_form form, const char *file, const char *arg, va_list ap)
 {
-	va_list ap;
+	char *const *envp = NULL;
+	va_list count;
 	size_t n;
 
-	va_start(ap, arg);
-	n = count_args(arg, ap);
-	va_end(ap);
+	va_copy(count, ap);
+	n = count_args(arg, count);
+	va_end(count);
 	{
 		char *argv[n + 1];
 
-		va_start(ap, arg);
-		fill_args(arg, ap, argv, n, NULL);
-		va_end(ap);
-		return execv(path, argv);
+		fill_args(arg, ap, argv, n, form == LIST_EXECLE ? &envp : NULL);
+		switch (form) {
+		case LIST_EXECLP:
+			return execvp(file, argv);
+		case LIST_EXECLE:
+			return execve(file, argv, envp);
+		default:
+			return execv(file, argv);
+		}
 	}
 }
 
-GK_EXPORT int execlp(const char *file, const char *arg, ...)
-{
-	va_list ap;
-	size_t n;
-
-	va_start(ap, arg);
-	n = count_args(arg, ap);
-	va_end(ap);
-	{
-		char *argv[n + 1];
-
-		va_start(ap, arg);
-		fill_args(arg, ap, argv, n, NULL);
-		va_end(ap);
-		return execvp(file, argv);
+/*
+ * The list forms' entry points. va_start needs each function's own last named
+ * argument, so each must be a variadic function of its own: one macro makes
+ * the three, which differ only in their name and the form they pass on.
+ */
+#define LIST_FORM_ENTRY(name, form)                                                                \
+	GK_EXPORT int name(const char *file, const char *arg, ...)                                 \
+	{                                                                                          \
+		va_list ap;                                                                        \
+		int ret;                                                                           \
+                                                                                                   \
+		va_start(ap, arg);                                                                 \
+		ret = pass_on_list(form, file, arg, ap);                                           \
+		va_end(ap);                                                                        \
+		return ret;                                                                        \
 	}
-}
 
-GK_EXPORT int execle(const char *path, const char *arg, ...)
-{
-	va_list ap;
-	char *const *envp;
-	size_t n;
-
-	va_start(ap, arg);
-	n = count_args(arg, ap);
-	va_end(ap);
-	{
-		char *argv[n + 1];
-
-		va_start(ap, arg);
-		fill_args(arg, ap, argv, n, &envp);
-		va_end(ap);
-		return execve(path, argv, envp);
-	}
-}
+LIST_FORM_ENTRY(execl, LIST_EXECL)
+LIST_FORM_ENTRY(execlp, LIST_EXECLP)
+LIST_FORM_ENTRY(execle, LIST_EXECLE)
