@@ -107,7 +107,9 @@ one() {
 		tap_ok "$kind: checkpointed half-way by CRIU (the shepherd ended $status)"
 	else
 		tap_not_ok "$kind: checkpointed half-way by CRIU (the shepherd ended $status)"
-		tap_diag "$(tail -n 5 "$out" "$log" 2>/dev/null; cat "$dir"/.tmp*/criu/dump.log 2>/dev/null | grep -i error | tail -n 5)"
+		# The shepherd's own lines say why it took none.
+		tap_diag "$(tail -n 5 "$out" "$log" 2>/dev/null; grep -h "gpuckpt" "$out" "$log" 2>/dev/null | tail -n 12
+			cat "$dir"/.tmp*/criu/dump.log 2>/dev/null | grep -i error | tail -n 5)"
 	fi
 	echo "written by someone else after the dump" >>"$out"
 	args=(--criu "$CRIU" --dir "$dir" --uid 0 --gid 0 --job 1 --step 0 --task 0)
