@@ -19,7 +19,9 @@
 # GK_E2E_IPC_BREAK=nocoord runs job 1 without the agreeing layer (plain
 # gpuckpt_point()): the runtime refuses a checkpoint of one task of two, so
 # there is nothing to restore and the points on the restore must fail (the
-# "before" case). About 25 s.
+# "before" case); GK_E2E_IPC_BREAK=lostblock has task 0 clear the shared
+# block after its restore, as if it had not been restored: the checksums must
+# then differ. About 25 s.
 #
 #   flock /tmp/gk-cluster.lock make -C build/plain/tests check TESTS=slurm/e2e-ipc.sh
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
@@ -35,12 +37,15 @@ e2e_start
 APP_ENV="export LD_LIBRARY_PATH=$GK_STANDIN_DIR\${LD_LIBRARY_PATH:+:\$LD_LIBRARY_PATH}"
 STEPS=40 DELAY=150
 X=""
-[ "${GK_E2E_IPC_BREAK:-}" = nocoord ] && X=--no-coord && tap_diag "GK_E2E_IPC_BREAK=nocoord: job 1 runs without the agreeing layer"
+case ${GK_E2E_IPC_BREAK:-} in
+nocoord) X=--no-coord && tap_diag "GK_E2E_IPC_BREAK=nocoord: job 1 runs without the agreeing layer" ;;
+lostblock) X=--lose-block && tap_diag "GK_E2E_IPC_BREAK=lostblock: job 1's task 0 clears the shared block after its restore" ;;
+esac
 
 # The reference: the two tasks natively on the stand-in, outside Slurm.
 ref_dir=$(mktemp -d /tmp/gk-e2e-ipc.XXXXXX)
 for r in 0 1; do
-	with_standin env SLURM_PROCID=$r SLURM_NTASKS=2 -u SLURM_RESTART_COUNT "$PROG" \
+	with_standin env -u SLURM_RESTART_COUNT SLURM_PROCID=$r SLURM_NTASKS=2 "$PROG" \
 		--handle "$ref_dir/handle" --steps $STEPS >"$ref_dir/$r.out" 2>&1 &
 done
 wait
@@ -79,8 +84,8 @@ S=${c0% *} N=${c0#* }
 last() { first_run | sed -n "s/^prog-ipc-ranks: rank $1 step \([0-9]*\)\$/\1/p" | tail -n 1; }
 check "... the tasks' last step in that run is the set's (rank 0: $(last 0), rank 1: $(last 1), set at ${S:-none}), before the end ($STEPS)" \
 	test -n "$S" -a "$(last 0)" = "$S" -a "$(last 1)" = "$S" -a "${S:-0}" -lt $STEPS
-check "... no error of the runtime's IPC, no CUDA error, nothing refused" \
-	eval '! grep -q "^gpuckpt: ipc:\|CUDA_ERROR\|: refused" "$out"'
+check "... no error of the runtime's IPC, no CUDA error in the program, no checkpoint refused" \
+	eval '! grep -q "^gpuckpt: ipc:\|^prog-ipc-ranks: .*CUDA_ERROR\|: refused" "$out"'
 check_out "$a" "Slurm requeued the job and it started again" '^batch: node .* restart 1 '
 for t in 0 1; do
 	check_out "$a" "the plugin restores set ${N:-?} in task $t, as in every task of the step" \

@@ -4,6 +4,7 @@
  * (tests/slurm/e2e-ipc.sh).
  *
  *   prog-ipc-ranks --handle FILE [--steps N] [--delay-ms D] [--wait-s S] [--no-coord]
+ *                  [--lose-block]
  *
  * Task 0 (SLURM_PROCID) allocates a block (cuMemAlloc), exports it
  * (cuIpcGetMemHandle) and publishes the handle in FILE (a folder both tasks
@@ -36,7 +37,9 @@
  * Without the runtime (or the coord interface) the same binary runs natively
  * on the CUDA stand-in: the reference. --no-coord (the test's "before"): no
  * agreeing layer, gpuckpt_point() at each point, which the runtime refuses
- * to checkpoint in a step of two tasks.
+ * to checkpoint in a step of two tasks. --lose-block (another "before"): task
+ * 0 clears the whole block after a restore, as if its memory had not been
+ * restored.
  */
 #define _GNU_SOURCE
 #include "gpuckpt.h"
@@ -72,7 +75,7 @@
 #define MAGIC "IPCRNK1"
 
 static uint32_t host[HALF / 4];
-static int rank, on, no_coord;
+static int rank, on, no_coord, lose_block;
 static long wait_s = 60;
 static CUdeviceptr blk;
 static uint64_t k; /* the next message's number, the same in both tasks */
@@ -287,6 +290,8 @@ int main(int argc, char **argv)
 			steps = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--delay-ms") && i + 1 < argc)
 			delay_ms = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--lose-block"))
+			lose_block = 1;
 		else if (!strcmp(argv[i], "--no-coord"))
 			no_coord = 1;
 		else if (!strcmp(argv[i], "--wait-s") && i + 1 < argc)
@@ -349,7 +354,8 @@ int main(int argc, char **argv)
 	}
 	if (rank == 0) {
 		/* The control area as restored is the old run's: cleared before task 1 sees it. */
-		if ((r = cuMemsetD8(blk, 0, CTL)) || (r = cuCtxSynchronize()))
+		if ((r = cuMemsetD8(blk, 0, lose_block && rseq ? CTL + BYTES : CTL)) ||
+		    (r = cuCtxSynchronize()))
 			return fail("clearing the control area", r);
 		if (publish(handle, epoch, &h, 0))
 			return 1;
