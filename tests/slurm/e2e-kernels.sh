@@ -35,6 +35,13 @@
 
 N=16
 GPU_PROG=$top_builddir/tests/gpu/gpu-kernel
+# The task's lines go straight into the job's output (the step's slurmstepd
+# appends to it), not through srun: the runtime's lines about the interrupted
+# kernel come as the requeue ends the step, and srun, ended with it, once
+# dropped them under load (CI: points 5, 7, 8, 12 and 14 failed with the
+# checkpoint written).
+# (A function: $JOBS is known once e2e_start has run.)
+srun_cmd() { echo "srun --open-mode=append --output=$JOBS/%j.out"; }
 if [ "${GK_E2E_KERNELS_STANDIN:-0}" != 1 ] && nvidia-smi -L >/dev/null 2>&1 &&
 	[ -c "${GK_GPU_DEVICE:-/dev/nvidia0}" ] && [ -x "$GPU_PROG" ]; then
 	REAL=1
@@ -56,8 +63,8 @@ if [ $REAL = 1 ]; then
 	RESUMED='^gpu-kernel: resumed from step 0'
 	RESULT='^gpu-kernel: result: ok n=[0-9]+ mismatches=0 '
 	# The marked job's program; UNMARKED_ARGS the unmarked one's.
-	marked_cmd() { echo "srun $GPU_PROG --mode blocks --seconds $SECS ${1:-}"; }
-	UNMARKED_CMD="srun $GPU_PROG --mode blocks --seconds $SECS --unmarked --host-ms 3000"
+	marked_cmd() { echo "$(srun_cmd) $GPU_PROG --mode blocks --seconds $SECS ${1:-}"; }
+	UNMARKED_CMD="$(srun_cmd) $GPU_PROG --mode blocks --seconds $SECS --unmarked --host-ms 3000"
 	MID=$((SECS / 4)) # seconds into the marked kernel for the requeue
 	NODE_A="" NODE_B=""
 	tap_diag "on the GPU: $(nvidia-smi -L | head -n 1); gpu-kernel, kernels of about $SECS s"
@@ -85,9 +92,9 @@ else
 	# full speed (the delay is the stand-in's, not the kernel's work).
 	marked_cmd() {
 		echo "d=400000; [ \"\${SLURM_RESTART_COUNT:-0}\" -gt 0 ] && d=0
-srun $PROG --module $MODULE --mode blocks --steps 1 --blocks 80 --threads 32 --delay-us \$d ${1:-}"
+$(srun_cmd) $PROG --module $MODULE --mode blocks --steps 1 --blocks 80 --threads 32 --delay-us \$d ${1:-}"
 	}
-	UNMARKED_CMD="srun $PROG --module $MODULE --unmarked --host-ms 3000 --steps 2 --blocks 80 --threads 32 --delay-us 400000"
+	UNMARKED_CMD="$(srun_cmd) $PROG --module $MODULE --unmarked --host-ms 3000 --steps 2 --blocks 80 --threads 32 --delay-us 400000"
 	MID=2
 	NODE_A="-w gk1" NODE_B="-w gk2"
 fi
