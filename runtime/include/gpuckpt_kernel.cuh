@@ -253,7 +253,10 @@ static inline int gpuckpt_kernel_launch(gpuckpt_kernel_record *rec, long step, c
 }
 
 /* The CUfunction of a __global__ function, for gpuckpt_kernel_create (NULL
- * when the CUDA runtime cannot say). */
+ * when the CUDA runtime cannot say). The CUDA runtime (12 and later) launches
+ * the kernel by another handle, its CUkernel cast to CUfunction; the gpuckpt
+ * runtime knows both for the same kernel (a cooperative launch through
+ * either is refused; its messages name it). */
 template <typename K> static inline void *gpuckpt_kernel_function(K *kernel)
 {
 	cudaFunction_t f = 0;

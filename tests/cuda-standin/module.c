@@ -4,7 +4,8 @@
  * to a memfd and dlopen()s that. A kernel NAME needs its argument sizes in
  * NAME__params. A module stays loaded until its last function handle and its
  * last queued launch let go of it, so unloading cannot pull code from under a
- * running kernel.
+ * running kernel. Libraries (cuLibraryLoadFromFile) and their kernels, the
+ * context-independent handles that cudart launches with, are below.
  */
 #define _GNU_SOURCE
 #include <dlfcn.h>
@@ -310,17 +311,14 @@ static CUresult make_function(struct CUmod_st *m, const char *name, struct CUfun
 	return CUDA_SUCCESS;
 }
 
-CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+/* The module's function of that name, the same handle each time; with
+ * ref, a new reference to it for the caller. */
+static CUresult module_function(struct CUmod_st *m, const char *name, bool ref,
+				struct CUfunc_st **out)
 {
-	struct CUmod_st *m;
 	struct CUfunc_st *f;
-	CUresult rc;
+	CUresult rc = CUDA_SUCCESS;
 
-	if (!hfunc || !name)
-		SI_RET(CUDA_ERROR_INVALID_VALUE);
-	rc = module_get(hmod, &m);
-	if (rc)
-		SI_RETF(rc, "%p %s", (void *)hmod, name);
 	pthread_mutex_lock(&m->lock);
 	for (f = m->funcs; f; f = f->next)
 		if (strcmp(f->name, name) == 0)
@@ -332,7 +330,26 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 			m->funcs = f;
 		}
 	}
+	if (!rc && ref)
+		si_obj_ref(&f->obj);
 	pthread_mutex_unlock(&m->lock);
+	if (!rc)
+		*out = f;
+	return rc;
+}
+
+CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
+{
+	struct CUmod_st *m;
+	struct CUfunc_st *f = NULL;
+	CUresult rc;
+
+	if (!hfunc || !name)
+		SI_RET(CUDA_ERROR_INVALID_VALUE);
+	rc = module_get(hmod, &m);
+	if (rc)
+		SI_RETF(rc, "%p %s", (void *)hmod, name);
+	rc = module_function(m, name, false, &f);
 	if (!rc)
 		*hfunc = f;
 	si_obj_put(&m->obj);
@@ -340,7 +357,9 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 }
 
 /* The function's name, as cuModuleGetFunction was given it (the driver's
- * is the mangled name of the kernel): it lives as long as the module. */
+ * is the mangled name of the kernel): it lives as long as the module. A
+ * CUkernel is no CUfunction here: CUDA_ERROR_INVALID_HANDLE, as driver 580
+ * answers (cuKernelGetName names a CUkernel). */
 CUresult cuFuncGetName(const char **name, CUfunction hfunc)
 {
 	struct si_obj *obj;
@@ -354,6 +373,291 @@ CUresult cuFuncGetName(const char **name, CUfunction hfunc)
 	if (!obj)
 		SI_RETF(CUDA_ERROR_INVALID_HANDLE, "%p", (void *)hfunc);
 	*name = ((struct CUfunc_st *)obj)->name;
+	si_obj_put(obj);
+	SI_RETF(CUDA_SUCCESS, "%p -> %s", (void *)hfunc, *name);
+}
+
+/* ---- libraries and kernels (CUDA 12.0) ----
+ *
+ * A CUlibrary is the context-independent form of a module and a CUkernel
+ * that of a function: how the CUDA runtime (cudart 12 and later) loads its
+ * kernels, and the handle it passes to cuLaunchKernel (cast to CUfunction)
+ * where a driver-API program passes a CUfunction. A library is a host shared
+ * object here too (cuLibraryLoadFromFile dlopen()s it); in each context that
+ * asks for a kernel's function (cuKernelGetFunction, or a launch of the
+ * CUkernel) it is loaded once as a module of that context, so the kernel has
+ * one CUfunction per context, the same one each time, as on the driver.
+ */
+struct lib_mod {
+	struct CUmod_st *mod; /* holds a reference */
+	struct lib_mod *next;
+};
+
+struct CUlib_st {
+	struct si_obj obj;
+	char *path;
+	void *dl; /* to check a kernel's name at cuLibraryGetKernel */
+	pthread_mutex_t lock;
+	struct CUkern_st *kernels; /* handed out by cuLibraryGetKernel */
+	struct lib_mod *mods;	   /* one module per context that used it */
+};
+
+struct CUkern_st {
+	struct si_obj obj; /* holds a reference to its library */
+	struct CUlib_st *lib;
+	struct CUkern_st *next;
+	char name[];
+};
+
+static void library_release(struct si_obj *obj)
+{
+	struct CUlib_st *l = (struct CUlib_st *)obj;
+
+	while (l->mods) {
+		struct lib_mod *lm = l->mods;
+
+		l->mods = lm->next;
+		si_obj_put(&lm->mod->obj);
+		free(lm);
+	}
+	if (l->dl)
+		dlclose(l->dl);
+	free(l->path);
+	pthread_mutex_destroy(&l->lock);
+	free(l);
+}
+
+static void kernel_release(struct si_obj *obj)
+{
+	struct CUkern_st *k = (struct CUkern_st *)obj;
+
+	si_obj_put(&k->lib->obj);
+	free(k);
+}
+
+/* JIT and library options have nothing to act on: there is no JIT. */
+CUresult cuLibraryLoadFromFile(CUlibrary *library, const char *fileName, CUjit_option *jitOptions,
+			       void **jitOptionsValues, unsigned int numJitOptions,
+			       CUlibraryOption *libraryOptions, void **libraryOptionValues,
+			       unsigned int numLibraryOptions)
+{
+	struct CUlib_st *l;
+	CUresult rc = si_check_init();
+
+	if (rc)
+		SI_RET(rc);
+	if (!library || !fileName)
+		SI_RET(CUDA_ERROR_INVALID_VALUE);
+	if (access(fileName, R_OK))
+		SI_RETF(CUDA_ERROR_FILE_NOT_FOUND, "%s", fileName);
+	l = calloc(1, sizeof(*l));
+	if (!l || !(l->path = strdup(fileName))) {
+		free(l);
+		SI_RET(CUDA_ERROR_OUT_OF_MEMORY);
+	}
+	si_obj_init(&l->obj, SI_T_LIBRARY, NULL, library_release);
+	pthread_mutex_init(&l->lock, NULL);
+	l->dl = dlopen(fileName, RTLD_NOW | RTLD_LOCAL);
+	if (!l->dl) {
+		si_msg("%s: not a loadable host shared object: %s", fileName, dlerror());
+		si_obj_put(&l->obj);
+		SI_RETF(CUDA_ERROR_INVALID_IMAGE, "%s", fileName);
+	}
+	if (si_handle_add(&l->obj)) {
+		si_obj_put(&l->obj);
+		SI_RET(CUDA_ERROR_OUT_OF_MEMORY);
+	}
+	*library = l;
+	SI_RETF(CUDA_SUCCESS, "%s -> %p", fileName, (void *)l);
+}
+
+static CUresult library_get(CUlibrary h, struct CUlib_st **out)
+{
+	CUresult rc = si_check_init();
+	struct si_obj *obj;
+
+	if (rc)
+		return rc;
+	obj = si_handle_get(h, SI_T_LIBRARY);
+	if (!obj)
+		return CUDA_ERROR_INVALID_HANDLE;
+	*out = (struct CUlib_st *)obj;
+	return CUDA_SUCCESS;
+}
+
+/* Takes the library's kernels' handles away and unloads its modules, as the
+ * driver does; the library's memory goes with its last reference. */
+CUresult cuLibraryUnload(CUlibrary library)
+{
+	struct CUlib_st *l;
+	struct CUkern_st *k;
+	struct lib_mod *lm;
+	CUresult rc = library_get(library, &l);
+
+	if (rc)
+		SI_RETF(rc, "%p", (void *)library);
+	if (!si_handle_del(&l->obj)) {
+		si_obj_put(&l->obj);
+		SI_RETF(CUDA_ERROR_INVALID_HANDLE, "%p", (void *)library);
+	}
+	pthread_mutex_lock(&l->lock);
+	k = l->kernels;
+	l->kernels = NULL;
+	for (lm = l->mods; lm; lm = lm->next)
+		if (si_handle_del(&lm->mod->obj))
+			module_unload(lm->mod);
+	pthread_mutex_unlock(&l->lock);
+	while (k) {
+		struct CUkern_st *next = k->next;
+
+		if (si_handle_del(&k->obj))
+			si_obj_put(&k->obj);
+		k = next;
+	}
+	si_obj_put(&l->obj); /* the handle's */
+	si_obj_put(&l->obj);
+	SI_RETF(CUDA_SUCCESS, "%p", (void *)library);
+}
+
+CUresult cuLibraryGetKernel(CUkernel *pKernel, CUlibrary library, const char *name)
+{
+	char pname[512];
+	struct CUlib_st *l;
+	struct CUkern_st *k;
+	CUresult rc;
+
+	if (!pKernel || !name)
+		SI_RET(CUDA_ERROR_INVALID_VALUE);
+	rc = library_get(library, &l);
+	if (rc)
+		SI_RETF(rc, "%p %s", (void *)library, name);
+	pthread_mutex_lock(&l->lock);
+	for (k = l->kernels; k; k = k->next)
+		if (strcmp(k->name, name) == 0)
+			break;
+	if (!k) {
+		/* What cuModuleGetFunction would take as a kernel (make_function). */
+		if (snprintf(pname, sizeof(pname), "%s__params", name) >= (int)sizeof(pname) ||
+		    !dlsym(l->dl, name) || !dlsym(l->dl, pname)) {
+			rc = CUDA_ERROR_NOT_FOUND;
+		} else if (!(k = calloc(1, sizeof(*k) + strlen(name) + 1))) {
+			rc = CUDA_ERROR_OUT_OF_MEMORY;
+		} else {
+			si_obj_init(&k->obj, SI_T_KERNEL, NULL, kernel_release);
+			k->lib = l;
+			si_obj_ref(&l->obj);
+			strcpy(k->name, name);
+			if (si_handle_add(&k->obj)) {
+				si_obj_put(&k->obj);
+				k = NULL;
+				rc = CUDA_ERROR_OUT_OF_MEMORY;
+			} else {
+				k->next = l->kernels;
+				l->kernels = k;
+			}
+		}
+	}
+	pthread_mutex_unlock(&l->lock);
+	if (!rc)
+		*pKernel = k;
+	si_obj_put(&l->obj);
+	SI_RETF(rc, "%p %s -> %p", (void *)library, name, rc ? NULL : (void *)k);
+}
+
+/* The kernel's function in ctx (loading its library there at the first
+ * use); with ref, a new reference to it for the caller. */
+static CUresult kernel_function(struct CUkern_st *k, struct CUctx_st *ctx, bool ref,
+				struct CUfunc_st **out)
+{
+	struct CUlib_st *l = k->lib;
+	struct CUmod_st *m = NULL;
+	struct lib_mod **pp, *lm;
+	CUresult rc;
+
+	pthread_mutex_lock(&l->lock);
+	for (pp = &l->mods; (lm = *pp);) {
+		struct si_obj *live = si_handle_get(lm->mod, SI_T_MODULE);
+
+		if (!live) { /* unloaded with its context: forget it */
+			*pp = lm->next;
+			si_obj_put(&lm->mod->obj);
+			free(lm);
+			continue;
+		}
+		if (lm->mod->obj.owner == ctx) {
+			m = lm->mod; /* live: the reference taken above */
+			break;
+		}
+		si_obj_put(live);
+		pp = &lm->next;
+	}
+	if (!m) {
+		void *dl = dlopen(l->path, RTLD_NOW | RTLD_LOCAL);
+
+		lm = calloc(1, sizeof(*lm));
+		if (!dl || !lm) {
+			if (dl)
+				dlclose(dl);
+			free(lm);
+			pthread_mutex_unlock(&l->lock);
+			return dl ? CUDA_ERROR_OUT_OF_MEMORY : CUDA_ERROR_INVALID_IMAGE;
+		}
+		rc = module_new(ctx, dl, &m);
+		if (rc) {
+			free(lm);
+			pthread_mutex_unlock(&l->lock);
+			return rc;
+		}
+		si_obj_ref(&m->obj); /* the list's */
+		si_obj_ref(&m->obj); /* ours, below */
+		lm->mod = m;
+		lm->next = l->mods;
+		l->mods = lm;
+	}
+	pthread_mutex_unlock(&l->lock);
+	rc = module_function(m, k->name, ref, out);
+	si_obj_put(&m->obj);
+	return rc;
+}
+
+CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
+{
+	struct CUctx_st *ctx;
+	struct CUfunc_st *f = NULL;
+	struct si_obj *obj;
+	CUresult rc = si_check_init();
+
+	if (rc)
+		SI_RET(rc);
+	if (!pFunc)
+		SI_RET(CUDA_ERROR_INVALID_VALUE);
+	obj = si_handle_get(kernel, SI_T_KERNEL);
+	if (!obj)
+		SI_RETF(CUDA_ERROR_INVALID_HANDLE, "%p", (void *)kernel);
+	rc = si_ctx_current(&ctx);
+	if (!rc)
+		rc = kernel_function((struct CUkern_st *)obj, ctx, false, &f);
+	if (!rc)
+		*pFunc = f;
+	si_obj_put(obj);
+	SI_RETF(rc, "%p -> %p", (void *)kernel, rc ? NULL : (void *)f);
+}
+
+/* The name cuLibraryGetKernel was given (the driver's: the mangled name);
+ * it lives as long as the library. */
+CUresult cuKernelGetName(const char **name, CUkernel hfunc)
+{
+	struct si_obj *obj;
+	CUresult rc = si_check_init();
+
+	if (rc)
+		return rc;
+	if (!name)
+		SI_RET(CUDA_ERROR_INVALID_VALUE);
+	obj = si_handle_get(hfunc, SI_T_KERNEL);
+	if (!obj)
+		SI_RETF(CUDA_ERROR_INVALID_HANDLE, "%p", (void *)hfunc);
+	*name = ((struct CUkern_st *)obj)->name;
 	si_obj_put(obj);
 	SI_RETF(CUDA_SUCCESS, "%p -> %s", (void *)hfunc, *name);
 }
@@ -524,8 +828,23 @@ CUresult si_api_launch(CUfunction h, unsigned gx, unsigned gy, unsigned gz, unsi
 	if (rc)
 		return rc;
 	obj = si_handle_get(h, SI_T_FUNCTION);
-	if (!obj)
-		return CUDA_ERROR_INVALID_HANDLE;
+	if (!obj) {
+		/* A CUkernel in place of the CUfunction, as cudart launches: the
+		 * kernel's function in the stream's context. */
+		struct si_obj *k = si_handle_get(h, SI_T_KERNEL);
+
+		if (!k)
+			return CUDA_ERROR_INVALID_HANDLE;
+		rc = si_stream_resolve(hs, ptds, &s);
+		if (!rc) {
+			rc = kernel_function((struct CUkern_st *)k, s->ctx, true, &f);
+			si_stream_put(s);
+		}
+		si_obj_put(k);
+		if (rc)
+			return rc;
+		obj = &f->obj;
+	}
 	f = (struct CUfunc_st *)obj;
 	if (extra) {
 		rc = CUDA_ERROR_NOT_SUPPORTED; /* arguments packed in one buffer: not emulated */

@@ -52,6 +52,8 @@ enum si_type {
 	SI_T_POOL,
 	SI_T_VMM,
 	SI_T_ARRAY,
+	SI_T_LIBRARY, /* CUlibrary: process-wide, as the driver's */
+	SI_T_KERNEL,  /* CUkernel: a launch takes one for a CUfunction */
 };
 
 struct CUctx_st;
@@ -355,6 +357,7 @@ CUresult si_api_copy2d(const CUDA_MEMCPY2D *c, CUstream h, bool async, bool ptds
 
 /* ---- module.c / launch.c ---- */
 
+/* f: a CUfunction, or a CUkernel cast to one (as cudart passes it). */
 CUresult si_api_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 		       unsigned by, unsigned bz, unsigned shmem, CUstream h, void **params,
 		       void **extra, bool ptds);

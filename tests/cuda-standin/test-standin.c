@@ -849,6 +849,80 @@ static void test_kernels(void)
 	cuMemFree(dc);
 }
 
+/*
+ * Libraries and kernels, as the CUDA runtime (cudart 12 and later) loads
+ * and launches its kernels: a CUkernel is a handle of its own, named by
+ * cuKernelGetName and not by cuFuncGetName; cuKernelGetFunction gives its
+ * CUfunction in the current context; a launch takes the CUkernel cast to a
+ * CUfunction (the gpuckpt runtime must tell the two apart: state/kstop.c).
+ */
+static void test_libraries(CUcontext primary)
+{
+	const char *path = getenv("STANDIN_TEST_MODULE"), *name = NULL;
+	CUresult (*launch_ptsz)(CUfunction, unsigned, unsigned, unsigned, unsigned, unsigned,
+				unsigned, unsigned, CUstream, void **, void **) = NULL;
+	CUdriverProcAddressQueryResult st;
+	CUlibrary lib;
+	CUkernel k, again;
+	CUfunction f = NULL, f2 = NULL, fother = NULL;
+	CUcontext other;
+	CUdeviceptr d;
+	int v = 7, n = 1, ms = 0, out = 0;
+	void *args[] = {&d, &v, &n, &ms};
+
+	is_rc(
+	    cuLibraryLoadFromFile(&lib, path ? path : "/nonexistent", NULL, NULL, 0, NULL, NULL, 0),
+	    CUDA_SUCCESS, "cuLibraryLoadFromFile");
+	is_rc(cuLibraryGetKernel(&k, lib, "slow_fill"), CUDA_SUCCESS, "cuLibraryGetKernel");
+	cuLibraryGetKernel(&again, lib, "slow_fill");
+	ok(again == k, "the same CUkernel for the same name");
+	is_rc(cuLibraryGetKernel(&again, lib, "not_a_kernel"), CUDA_ERROR_NOT_FOUND,
+	      "a library's function without argument sizes is no kernel");
+	ok(cuKernelGetName(&name, k) == CUDA_SUCCESS && name && !strcmp(name, "slow_fill"),
+	   "cuKernelGetName names the CUkernel (slow_fill)");
+	is_rc(cuFuncGetName(&name, (CUfunction)k), CUDA_ERROR_INVALID_HANDLE,
+	      "cuFuncGetName of a CUkernel: CUDA_ERROR_INVALID_HANDLE, as driver 580 answers");
+	is_rc(cuKernelGetFunction(&f, k), CUDA_SUCCESS, "cuKernelGetFunction");
+	cuKernelGetFunction(&f2, k);
+	ok(f && f == f2 && (void *)f != (void *)k && cuFuncGetName(&name, f) == CUDA_SUCCESS &&
+	       !strcmp(name, "slow_fill"),
+	   "... one CUfunction per context, not the CUkernel, named by cuFuncGetName");
+	cuMemAlloc(&d, sizeof(int));
+	cuMemsetD32(d, 0, 1);
+	is_rc(cuLaunchKernel((CUfunction)k, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL), CUDA_SUCCESS,
+	      "cuLaunchKernel takes a CUkernel for the CUfunction, as cudart passes it");
+	cuMemcpyDtoH(&out, d, sizeof(out));
+	is_int(out, 7, "... and runs the kernel");
+	v = 8;
+	cuGetProcAddress("cuLaunchKernel", (void **)&launch_ptsz, 12000,
+			 CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM, &st);
+	ok(launch_ptsz &&
+	       launch_ptsz((CUfunction)k, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL) == CUDA_SUCCESS &&
+	       cuStreamSynchronize(CU_STREAM_PER_THREAD) == CUDA_SUCCESS &&
+	       cuMemcpyDtoH(&out, d, sizeof(out)) == CUDA_SUCCESS && out == 8,
+	   "so does cuLaunchKernel_ptsz");
+	cuMemFree(d);
+	if (cuCtxCreate(&other, NULL, 0, 1) == CUDA_SUCCESS) {
+		ok(cuKernelGetFunction(&fother, k) == CUDA_SUCCESS && fother && fother != f,
+		   "in another context, the CUkernel has another CUfunction");
+		cuCtxDestroy(other);
+	} else {
+		ok(0, "cuCtxCreate on device 1");
+	}
+	cuCtxSetCurrent(primary);
+	is_rc(cuLibraryUnload(lib), CUDA_SUCCESS, "cuLibraryUnload");
+	is_rc(cuKernelGetName(&name, k), CUDA_ERROR_INVALID_HANDLE,
+	      "an unloaded library's CUkernel is refused");
+	is_rc(cuLaunchKernel((CUfunction)k, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL),
+	      CUDA_ERROR_INVALID_HANDLE, "... by a launch too");
+	is_rc(cuLaunchKernel(f, 1, 1, 1, 1, 1, 1, 0, NULL, args, NULL), CUDA_ERROR_INVALID_HANDLE,
+	      "... and so is its CUfunction (the library's module went with it)");
+	ok(cuGetProcAddress("cuKernelGetName", (void **)&launch_ptsz, 12030, 0, &st) ==
+		   CUDA_SUCCESS &&
+	       (void *)launch_ptsz == (void *)cuKernelGetName,
+	   "cuGetProcAddress finds cuKernelGetName (CUDA 12.3)");
+}
+
 static CUresult launch_slow(CUstream s, CUdeviceptr p, int value, int n, int ms)
 {
 	void *args[] = {&p, &value, &n, &ms};
@@ -1252,7 +1326,7 @@ int main(int argc, char **argv)
 		return probe_main();
 	if (argc > 2 && strcmp(argv[1], "--ipc-child") == 0)
 		return ipc_child_main(argv[2]);
-	plan(201 + PEER_TESTS + IPC_TESTS);
+	plan(218 + PEER_TESTS + IPC_TESTS);
 	test_before_init();
 	test_visible_devices();
 	test_configuration();
@@ -1271,6 +1345,7 @@ int main(int argc, char **argv)
 	test_host_register();
 	test_modules();
 	test_kernels();
+	test_libraries(primary);
 	test_stream_order();
 	test_stream_ordered_alloc();
 	test_proc_address();

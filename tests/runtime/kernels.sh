@@ -10,12 +10,14 @@
 # added twice or never is a wrong checksum). Both modes (blocks; loops with
 # saved positions), SIGTERM, SIGUSR1 and the interval; a cooperative launch of a marked
 # kernel refused by name; the drain's log naming the kernel it waited for,
-# also while it waits.
+# also while it waits. The same through a CUkernel handle (--via-kernel), as the
+# CUDA runtime launches (cudart 12 and later), with the kernel marked by its
+# CUfunction, as gpuckpt_kernel_function gives it.
 # The stand-in is no evidence for a GPU: tests/gpu/kernel-interrupt.sh is.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 PROG=$top_builddir/tests/runtime/prog-kernels
 MODULE=$top_builddir/tests/runtime/.libs/kern_kernels_host.so
-tap_plan 29
+tap_plan 35
 gk_scratch
 gk_need_built "$GK_STANDIN_DIR/libcuda.so.1" "$PROG" "$MODULE" "$GK_RUNTIME"
 export GPUCKPT_LOG_LEVEL=info
@@ -138,6 +140,18 @@ expect "... so is cuLaunchKernelEx with the cooperative attribute" coop \
 		grep -q 'launch: kmc: cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_COOPERATIVE of a kernel marked' '$GK_SCRATCH/coop.err'"
 expect "... an unmarked kernel's cooperative launch is not refused by gpuckpt (one refusal line each)" coop \
 	test "$(grep -c 'is refused' "$GK_SCRATCH/coop.err")" = 2
+# cudart 12+ launches a CUkernel (cuLibraryGetKernel) cast to CUfunction, while
+# cudaGetFuncBySymbol (gpuckpt_kernel_function) gives the CUfunction that marks
+# it: on an H200 (CUDA 13), a cooperative launch of a marked kernel went through.
+start coopk GPUCKPT_DIR="$GK_SCRATCH/coopk" -- "${BLK[@]}" --coop --via-kernel
+wait $PID
+expect "through its CUkernel handle, as cudart launches: cuLaunchCooperativeKernel of the marked kernel is refused, by its marked name" coopk \
+	sh -c "grep -q '^cooperative marked: 801$' '$GK_SCRATCH/coopk.out' &&
+		grep -q 'launch: kmc: cuLaunchCooperativeKernel .* of a kernel marked interruptible is refused' '$GK_SCRATCH/coopk.err'"
+expect "... so is cuLaunchKernelEx with the cooperative attribute; an unmarked CUkernel is not (one refusal line each)" coopk \
+	sh -c "grep -q '^cooperative-attribute marked: 801$' '$GK_SCRATCH/coopk.out' &&
+		grep -q 'launch: kmc: cuLaunchKernelEx with CU_LAUNCH_ATTRIBUTE_COOPERATIVE of a kernel marked' '$GK_SCRATCH/coopk.err' &&
+		test \$(grep -c 'is refused' '$GK_SCRATCH/coopk.err') = 2"
 start drain GPUCKPT_DIR="$GK_SCRATCH/drain" -- "${BLK[@]}" --blocks 80 --delay-us 30000 --drain
 wait $PID
 expect "a kernel launched outside the helper is waited for: the drain's notice names it and how long" drain \
@@ -149,4 +163,28 @@ expect "... and while it waits: a notice after 1 s names the kernel, before the 
 	sh -c "grep -n 'checkpoint: the drain has waited 1 s so far for the GPU.s work; the last kernel launched was kmc, ' '$GK_SCRATCH/drain.err' | head -1 | cut -d: -f1 >'$GK_SCRATCH/w1' &&
 		grep -n 'checkpoint: the drain waited ' '$GK_SCRATCH/drain.err' | head -1 | cut -d: -f1 >'$GK_SCRATCH/w2' &&
 		test -s '$GK_SCRATCH/w1' && test \$(cat '$GK_SCRATCH/w1') -lt \$(cat '$GK_SCRATCH/w2')"
+# The drain's notices for a kernel launched through its CUkernel: named, not
+# "kernel 0x...". Marked: by its marked name, from the drain and from the
+# watching thread, which has no current context (the CUkernel's CUfunction
+# is looked up in the context it was marked in).
+start draink GPUCKPT_DIR="$GK_SCRATCH/draink" -- "${BLK[@]}" --blocks 80 --delay-us 30000 --drain --via-kernel
+wait $PID
+expect "through its CUkernel handle: the drain's notice names the marked kernel (kmc) and says it is marked" draink \
+	grep -q "checkpoint: the drain waited [1-9]\.[0-9]* s for the GPU's work; the last kernel launched was kmc, .*it is marked interruptible, but was launched other than through gpuckpt_kernel_run" \
+	"$GK_SCRATCH/draink.err"
+expect "... so does the notice while it waits" draink \
+	grep -q "checkpoint: the drain has waited 1 s so far for the GPU.s work; the last kernel launched was kmc, .*it is marked interruptible" \
+	"$GK_SCRATCH/draink.err"
+# Unmarked (tests/slurm/e2e-kernels.sh on a GPU): the driver's name of the
+# CUkernel (cuKernelGetName; cuFuncGetName refuses a CUkernel).
+start drainu GPUCKPT_DIR="$GK_SCRATCH/drainu" -- "${BLK[@]}" --blocks 80 --delay-us 30000 \
+	--steps 2 --unmarked --host-ms 1000 --via-kernel
+wait_for drainu "step 0: launched"; sleep 0.2
+kill -TERM $PID; wait $PID
+expect "an unmarked kernel launched through its CUkernel: the drain's notice names it (kmc_blocks), not 'kernel 0x...'" drainu \
+	grep -q "checkpoint: the drain waited [1-9]\.[0-9]* s for the GPU's work; the last kernel launched was kmc_blocks, .*mark it interruptible" \
+	"$GK_SCRATCH/drainu.err"
+expect "... so does the notice while it waits" drainu \
+	grep -q "checkpoint: the drain has waited 1 s so far for the GPU.s work; the last kernel launched was kmc_blocks, .*mark it interruptible" \
+	"$GK_SCRATCH/drainu.err"
 tap_done

@@ -5,7 +5,7 @@
  *
  *   prog-kernels --module SO [--mode blocks|loop] [--steps S] [--blocks B]
  *                [--threads T] [--rounds R] [--delay-us D]
- *                [--coop] [--drain] [--unmarked [--host-ms MS]]
+ *                [--coop] [--drain] [--unmarked [--host-ms MS]] [--via-kernel]
  *
  * Each step: gpuckpt_point(step), then the marked kernel through
  * gpuckpt_kernel_run. At the end: "done: checksum=0x... expected=0x...",
@@ -20,6 +20,12 @@
  * 0), then reaches gpuckpt_point(step + 1), "after the kernel of step", and
  * waits for the kernel. A checkpoint asked for in that host work drains at
  * the point: it waits for the whole kernel (tests/slurm/e2e-kernels.sh).
+ * --via-kernel: as the CUDA runtime (cudart 12 and later) does, the module is
+ * also loaded as a library and every launch passes the kernel's CUkernel
+ * (cuLibraryGetKernel) cast to CUfunction, while the kernel is marked with
+ * its CUfunction in the context (cuKernelGetFunction, what
+ * cudaGetFuncBySymbol gives gpuckpt_kernel_function): the runtime must know
+ * the two handles for one kernel.
  */
 #include "gpuckpt.h"
 #include "gpuckpt_kernel.h"
@@ -33,7 +39,8 @@
 #include <time.h>
 
 struct args {
-	CUfunction fn;
+	CUfunction fn;	   /* what the kernel is marked with */
+	CUfunction launch; /* what cuLaunchKernel gets: fn, or the CUkernel (--via-kernel) */
 	CUdeviceptr out;
 	long step, delay, rounds;
 	unsigned blocks, threads;
@@ -52,7 +59,7 @@ static int launch(void *arg, struct gpuckpt_kernel k)
 	void *p4[] = {&a->out, &a->step, &a->delay, &k};
 	CUresult r;
 
-	r = cuLaunchKernel(a->fn, a->blocks, 1, 1, a->threads, 1, 1, 0, NULL, a->loop ? p5 : p4,
+	r = cuLaunchKernel(a->launch, a->blocks, 1, 1, a->threads, 1, 1, 0, NULL, a->loop ? p5 : p4,
 			   NULL);
 	if (r != CUDA_SUCCESS) {
 		fprintf(stderr, "prog-kernels: cuLaunchKernel: %d\n", (int)r);
@@ -68,11 +75,12 @@ int main(int argc, char **argv)
 	const char *module = NULL;
 	struct args a = {.blocks = 64, .threads = 32, .rounds = 40, .delay = 20000};
 	long steps = 3, step = 0;
-	int coop = 0, drain = 0, unmarked = 0;
+	int coop = 0, drain = 0, unmarked = 0, via_kernel = 0;
 	long host_ms = 0;
 	CUdevice dev;
 	CUcontext ctx;
 	CUmodule mod;
+	CUlibrary lib = NULL;
 	gpuckpt_kernel_record *rec;
 	uint32_t *host;
 	size_t n;
@@ -92,6 +100,10 @@ int main(int argc, char **argv)
 		}
 		if (!strcmp(o, "--unmarked")) {
 			unmarked = 1;
+			continue;
+		}
+		if (!strcmp(o, "--via-kernel")) {
+			via_kernel = 1;
 			continue;
 		}
 		if (!v) {
@@ -131,6 +143,18 @@ int main(int argc, char **argv)
 	    cuMemAlloc(&a.out, n * sizeof(uint32_t)) || cuMemsetD8(a.out, 0, n * sizeof(uint32_t))) {
 		fprintf(stderr, "prog-kernels: CUDA setup failed\n");
 		return 1;
+	}
+	a.launch = a.fn;
+	if (via_kernel) {
+		CUkernel kern;
+
+		if (cuLibraryLoadFromFile(&lib, module, NULL, NULL, 0, NULL, NULL, 0) ||
+		    cuLibraryGetKernel(&kern, lib, a.loop ? "kmc_loop" : "kmc_blocks") ||
+		    cuKernelGetFunction(&a.fn, kern)) {
+			fprintf(stderr, "prog-kernels: CUDA library setup failed\n");
+			return 1;
+		}
+		a.launch = (CUfunction)kern;
 	}
 	gpuckpt_protect("step", &step, sizeof(step));
 	if (unmarked) {
@@ -172,12 +196,19 @@ int main(int argc, char **argv)
 		CUlaunchConfig cfg = {.gridDimX = 1, .gridDimY = 1, .gridDimZ = 1, .blockDimX = 1,
 				      .blockDimY = 1, .blockDimZ = 1, .attrs = &attr, .numAttrs = 1};
 		CUfunction other;
+		CUkernel kother;
 
 		printf("cooperative marked: %d\n",
-		       (int)cuLaunchCooperativeKernel(a.fn, 1, 1, 1, 1, 1, 1, 0, NULL, params));
+		       (int)cuLaunchCooperativeKernel(a.launch, 1, 1, 1, 1, 1, 1, 0, NULL, params));
 		printf("cooperative-attribute marked: %d\n",
-		       (int)cuLaunchKernelEx(&cfg, a.fn, params, NULL));
-		if (cuModuleGetFunction(&other, mod, a.loop ? "kmc_blocks" : "kmc_loop") == 0)
+		       (int)cuLaunchKernelEx(&cfg, a.launch, params, NULL));
+		if (lib &&
+		    cuLibraryGetKernel(&kother, lib, a.loop ? "kmc_blocks" : "kmc_loop") == 0)
+			printf("cooperative unmarked: %d\n",
+			       (int)cuLaunchCooperativeKernel((CUfunction)kother, 1, 1, 1, 1, 1, 1,
+							      0, NULL, params));
+		else if (!lib &&
+			 cuModuleGetFunction(&other, mod, a.loop ? "kmc_blocks" : "kmc_loop") == 0)
 			printf("cooperative unmarked: %d\n",
 			       (int)cuLaunchCooperativeKernel(other, 1, 1, 1, 1, 1, 1, 0, NULL,
 							      params));

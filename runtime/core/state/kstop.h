@@ -41,17 +41,22 @@ void gk_kstop_clear(void);
 void gk_due_checkpoint(void);
 
 /* Functions marked interruptible (CUfunction values, as void *), with the
- * names they were marked under. */
+ * names they were marked under. A launch handle may be a CUkernel instead
+ * (cudart 12 and later launches its kernels by their CUkernel, cast to
+ * CUfunction): gk_kstop_marked takes either, a CUkernel being marked when
+ * its CUfunction in the context is (kstop.c says how it tells them apart). */
 int gk_kstop_mark(void *function, const char *name);
 void gk_kstop_unmark(void *function);
 int gk_kstop_marked(void *function);
 
-/* A kernel's name for messages: its marked name, else the driver's
- * (cuFuncGetName, CUDA 12.3 and later), else its address. Returns buf. */
+/* A kernel's name for messages, for a CUfunction or a CUkernel: its marked
+ * name, else the driver's (cuFuncGetName, or cuKernelGetName for a CUkernel;
+ * CUDA 12.3 and later), else its address. Returns buf. */
 const char *gk_kernel_name(void *function, char *buf, size_t len);
 
-/* A kernel was launched (f: its CUfunction); and the last one, with when
- * (CLOCK_MONOTONIC ns). */
+/* A kernel was launched (f: the handle the launch got, a CUfunction or a
+ * CUkernel, noted as it is: the launch path stays one store); and the last
+ * one, with when (CLOCK_MONOTONIC ns). */
 void gk_launch_note(void *function);
 void *gk_launch_last(int64_t *when_ns);
 
