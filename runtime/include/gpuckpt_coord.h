@@ -101,6 +101,25 @@ void gpuckpt_coord_finish(int agreed_due);
 /* 1 and the set's id and number when this run restored a set, else 0. */
 int gpuckpt_coord_restored(unsigned long long *id, unsigned long long *sequence);
 
+/*
+ * A layer that must also run where the runtime is not loaded (the Slurm
+ * plugin preloads libgpuckpt; nothing links against it) defines
+ * GPUCKPT_COORD_WEAK before including this header: the functions above are
+ * then bound weakly, NULL without the runtime; test gpuckpt_coord_attach
+ * before calling any of them.
+ */
+#ifdef GPUCKPT_COORD_WEAK
+#pragma weak gpuckpt_coord_attach
+#pragma weak gpuckpt_coord_detach
+#pragma weak gpuckpt_coord_poll
+#pragma weak gpuckpt_coord_next
+#pragma weak gpuckpt_coord_write
+#pragma weak gpuckpt_coord_record
+#pragma weak gpuckpt_coord_settle
+#pragma weak gpuckpt_coord_finish
+#pragma weak gpuckpt_coord_restored
+#endif
+
 #ifdef __cplusplus
 }
 #endif

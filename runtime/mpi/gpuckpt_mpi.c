@@ -28,6 +28,8 @@
 #include "config.h"
 
 #include "include/gpuckpt_mpi.h"
+/* The runtime's side, present when libgpuckpt is loaded. */
+#define GPUCKPT_COORD_WEAK
 #include "include/gpuckpt_coord.h"
 #include "common/export.h"
 #include "common/settings_env.h"
@@ -44,17 +46,8 @@
 
 #define STALE_MAX 16
 
-/* The runtime's side, present when libgpuckpt is loaded. */
+/* Also the runtime's. */
 #pragma weak gpuckpt_point
-#pragma weak gpuckpt_coord_attach
-#pragma weak gpuckpt_coord_detach
-#pragma weak gpuckpt_coord_poll
-#pragma weak gpuckpt_coord_next
-#pragma weak gpuckpt_coord_write
-#pragma weak gpuckpt_coord_record
-#pragma weak gpuckpt_coord_settle
-#pragma weak gpuckpt_coord_finish
-#pragma weak gpuckpt_coord_restored
 
 static struct {
 	int on;     /* the ranks agree through this layer */

@@ -356,11 +356,9 @@ CUresult cuModuleGetFunction(CUfunction *hfunc, CUmodule hmod, const char *name)
 	SI_RETF(rc, "%p %s -> %p", (void *)hmod, name, rc ? NULL : (void *)f);
 }
 
-/* The function's name, as cuModuleGetFunction was given it (the driver's
- * is the mangled name of the kernel): it lives as long as the module. A
- * CUkernel is no CUfunction here: CUDA_ERROR_INVALID_HANDLE, as driver 580
- * answers (cuKernelGetName names a CUkernel). */
-CUresult cuFuncGetName(const char **name, CUfunction hfunc)
+/* The name an object of `type` keeps at `off` (cuFuncGetName,
+ * cuKernelGetName); the trace names the caller. */
+static CUresult name_of(const char *api, const char **name, void *h, enum si_type type, size_t off)
 {
 	struct si_obj *obj;
 	CUresult rc = si_check_init();
@@ -368,13 +366,22 @@ CUresult cuFuncGetName(const char **name, CUfunction hfunc)
 	if (rc)
 		return rc;
 	if (!name)
-		SI_RET(CUDA_ERROR_INVALID_VALUE);
-	obj = si_handle_get(hfunc, SI_T_FUNCTION);
+		return si_traced(api, CUDA_ERROR_INVALID_VALUE, "%s", "");
+	obj = si_handle_get(h, type);
 	if (!obj)
-		SI_RETF(CUDA_ERROR_INVALID_HANDLE, "%p", (void *)hfunc);
-	*name = ((struct CUfunc_st *)obj)->name;
+		return si_traced(api, CUDA_ERROR_INVALID_HANDLE, "%p", h);
+	*name = (const char *)obj + off;
 	si_obj_put(obj);
-	SI_RETF(CUDA_SUCCESS, "%p -> %s", (void *)hfunc, *name);
+	return si_traced(api, CUDA_SUCCESS, "%p -> %s", h, *name);
+}
+
+/* The function's name, as cuModuleGetFunction was given it (the driver's
+ * is the mangled name of the kernel): it lives as long as the module. A
+ * CUkernel is no CUfunction here: CUDA_ERROR_INVALID_HANDLE, as driver 580
+ * answers (cuKernelGetName names a CUkernel). */
+CUresult cuFuncGetName(const char **name, CUfunction hfunc)
+{
+	return name_of(__func__, name, hfunc, SI_T_FUNCTION, offsetof(struct CUfunc_st, name));
 }
 
 /* ---- libraries and kernels (CUDA 12.0) ----
@@ -647,19 +654,7 @@ CUresult cuKernelGetFunction(CUfunction *pFunc, CUkernel kernel)
  * it lives as long as the library. */
 CUresult cuKernelGetName(const char **name, CUkernel hfunc)
 {
-	struct si_obj *obj;
-	CUresult rc = si_check_init();
-
-	if (rc)
-		return rc;
-	if (!name)
-		SI_RET(CUDA_ERROR_INVALID_VALUE);
-	obj = si_handle_get(hfunc, SI_T_KERNEL);
-	if (!obj)
-		SI_RETF(CUDA_ERROR_INVALID_HANDLE, "%p", (void *)hfunc);
-	*name = ((struct CUkern_st *)obj)->name;
-	si_obj_put(obj);
-	SI_RETF(CUDA_SUCCESS, "%p -> %s", (void *)hfunc, *name);
+	return name_of(__func__, name, hfunc, SI_T_KERNEL, offsetof(struct CUkern_st, name));
 }
 
 /* Makes the global addressable by copies; its size comes from the ELF symbol. */

@@ -123,7 +123,7 @@ EXTRA_DIST += %reldir%/flush-sets.sh
 
 # Legacy CUDA IPC between two processes, with and without the runtime (ipc.sh).
 check_PROGRAMS += %reldir%/prog-ipc
-%canon_reldir%_prog_ipc_SOURCES = %reldir%/prog-ipc.c
+%canon_reldir%_prog_ipc_SOURCES = %reldir%/prog-ipc.c %reldir%/ipc_half.h
 %canon_reldir%_prog_ipc_LDADD = $(GK_CUDA_STUB)
 TESTS += %reldir%/ipc.sh
 EXTRA_DIST += %reldir%/ipc.sh

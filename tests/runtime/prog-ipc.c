@@ -50,28 +50,7 @@ static int fail(const char *who, const char *what, CUresult r)
 	return 1;
 }
 
-/* Each word from the step, the other half's checksum and the word it replaces:
- * memory lost or stale after a restart (the exporter's, or the importer's
- * mapping of it) shows in the checksums. */
-static CUresult write_half(CUdeviceptr p, long step, uint64_t from, uint32_t salt)
-{
-	CUresult r = cuMemcpyDtoH(host, p, HALF);
-
-	for (size_t i = 0; r == CUDA_SUCCESS && i < HALF / 4; i++)
-		host[i] = (uint32_t)(i * 2654435761u) ^ (uint32_t)(step * 40503u) ^ salt ^
-			  (uint32_t)(from >> (i % 32)) ^ (host[i] >> 1);
-	return r ? r : cuMemcpyHtoD(p, host, HALF);
-}
-
-static uint64_t sum_half(CUdeviceptr p, CUresult *r)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	*r = cuMemcpyDtoH(host, p, HALF);
-	for (size_t i = 0; *r == CUDA_SUCCESS && i < HALF / 4; i++)
-		h = (h ^ host[i]) * 1099511628211ull;
-	return h;
-}
+#include "ipc_half.h"
 
 static int setup(const char *who, CUcontext *ctx)
 {

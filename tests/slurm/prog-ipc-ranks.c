@@ -43,20 +43,12 @@
  */
 #define _GNU_SOURCE
 #include "gpuckpt.h"
+#define GPUCKPT_COORD_WEAK
 #include "gpuckpt_coord.h"
 
 #pragma weak gpuckpt_protect
 #pragma weak gpuckpt_point
 #pragma weak gpuckpt_strerror
-#pragma weak gpuckpt_coord_attach
-#pragma weak gpuckpt_coord_detach
-#pragma weak gpuckpt_coord_poll
-#pragma weak gpuckpt_coord_next
-#pragma weak gpuckpt_coord_write
-#pragma weak gpuckpt_coord_record
-#pragma weak gpuckpt_coord_settle
-#pragma weak gpuckpt_coord_finish
-#pragma weak gpuckpt_coord_restored
 
 #include <cuda.h>
 #include <errno.h>
@@ -75,6 +67,8 @@
 #define MAGIC "IPCRNK1"
 
 static uint32_t host[HALF / 4];
+#include "../runtime/ipc_half.h"
+
 static int rank, on, no_coord, lose_block;
 static long wait_s = 60;
 static CUdeviceptr blk;
@@ -135,25 +129,6 @@ static int exchange(uint64_t v, uint64_t *other)
 	return 0;
 }
 
-static CUresult write_half(CUdeviceptr p, long step, uint64_t from, uint32_t salt)
-{
-	CUresult r = cuMemcpyDtoH(host, p, HALF);
-
-	for (size_t i = 0; r == CUDA_SUCCESS && i < HALF / 4; i++)
-		host[i] = (uint32_t)(i * 2654435761u) ^ (uint32_t)(step * 40503u) ^ salt ^
-			  (uint32_t)(from >> (i % 32)) ^ (host[i] >> 1);
-	return r ? r : cuMemcpyHtoD(p, host, HALF);
-}
-
-static uint64_t sum_half(CUdeviceptr p, CUresult *r)
-{
-	uint64_t h = 1469598103934665603ull;
-
-	*r = cuMemcpyDtoH(host, p, HALF);
-	for (size_t i = 0; *r == CUDA_SUCCESS && i < HALF / 4; i++)
-		h = (h ^ host[i]) * 1099511628211ull;
-	return h;
-}
 
 static uint64_t random_id(void)
 {
