@@ -19,8 +19,10 @@
 #      mismatch), exit 0; hydro: every zone ran all its cycles, and a spread
 #      sample of 2048 zones equals the host's integration in every bit.
 # And: cudaLaunchCooperativeKernel of the marked kernel is refused, by name
-# (the CUDA runtime's launch reaches the driver with the handle the runtime
-# was given at gpuckpt_kernel_create, or this point fails).
+# (the CUDA runtime's launch reaches the driver with the kernel's CUkernel,
+# not the CUfunction given to gpuckpt_kernel_create: the runtime must see
+# that they are the same kernel, or this point fails, as it did on an H200
+# until it did).
 #
 # Nothing about time is asserted; the diagnostics print the times (signal to
 # exit, the runtime's own), which benchmarks/kernels/run.sh measures. The
