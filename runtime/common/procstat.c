@@ -59,6 +59,22 @@ int gk_proc_alive(pid_t pid, uint64_t ticks)
 	return pid > 0 && gk_proc_start(pid, &now) == 0 && now == ticks;
 }
 
+int gk_proc_state(pid_t pid, char *state, long *threads)
+{
+	char buf[1024], *p;
+	int ret = read_proc(pid, "stat", buf, sizeof(buf));
+
+	if (ret < 0)
+		return ret;
+	p = strrchr(buf, ')'); /* the command name may hold anything */
+	if (!p || sscanf(p + 1,
+			 " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u"
+			 " %*d %*d %*d %*d %ld",
+			 state, threads) != 2)
+		return -EIO;
+	return 0;
+}
+
 int gk_proc_uids(pid_t pid, uid_t *ruid, uid_t *euid)
 {
 	char buf[4096], *u;

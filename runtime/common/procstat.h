@@ -16,6 +16,10 @@ int gk_proc_start(pid_t pid, uint64_t *ticks);
 /* 1 when pid runs and started at `ticks`, else 0. */
 int gk_proc_alive(pid_t pid, uint64_t ticks);
 
+/* A process's state letter (R, S, D, Z, T, ...: field 3 of /proc/PID/stat)
+ * and its number of threads (field 20). 0 or -errno. */
+int gk_proc_state(pid_t pid, char *state, long *threads);
+
 /* The real and effective uid of a process (/proc/PID/status). 0 or -errno. */
 int gk_proc_uids(pid_t pid, uid_t *ruid, uid_t *euid);
 

@@ -12,6 +12,7 @@
 #include "common/error.h"
 #include "common/fsafe.h"
 #include "common/log.h"
+#include "common/procstat.h"
 #include "common/testhook.h"
 #include "shepherd/shepherd.h"
 
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 /* The name of the newest committed checkpoint of the root that holds criu/. */
@@ -332,6 +334,32 @@ static int find_checkpointed(struct gk_shepherd *sh, pid_t *cuda, size_t *ncuda,
 	return 0;
 }
 
+/* A process of the restored tree that is already a zombie: how it ended,
+ * read without reaping it (the supervisor reaps it), as the state letter
+ * 'E' (exited: *code the status) or 'K' (killed: *code the signal). */
+static void how_it_ended(pid_t pid, char *state, long *code)
+{
+	siginfo_t si;
+
+	memset(&si, 0, sizeof(si));
+	if (waitid(P_PID, (id_t)pid, &si, WEXITED | WNOHANG | WNOWAIT) < 0 || si.si_pid != pid)
+		return;
+	*state = si.si_code == CLD_EXITED ? 'E' : 'K';
+	*code = si.si_status;
+}
+
+static const char *said_process(char state, long n, char *out, size_t len)
+{
+	if (state == 'E')
+		snprintf(out, len, "the process exited with status %ld", n);
+	else if (state == 'K')
+		snprintf(out, len, "the process was killed by signal %ld (%s)", n,
+			 strsignal((int)n));
+	else
+		snprintf(out, len, "process state %c, %ld threads", state, n);
+	return out;
+}
+
 /* What the driver answers for each process of the restored tree, for the
  * message of a restore that found too few checkpointed: "pid P: state S"
  * or "pid P: ERROR_NAME". */
@@ -352,13 +380,22 @@ static void driver_says(struct gk_shepherd *sh, char *out, size_t len)
 		const char *name = NULL;
 		int w;
 
+		char pst = '?', proc[64];
+		long threads = 0;
+
 		if (r != CUDA_SUCCESS && sh->cuda.cuGetErrorName)
 			sh->cuda.cuGetErrorName(r, &name);
+		/* What the kernel says of it too: a process that died after
+		 * CRIU restored it is not the driver's fault. */
+		gk_proc_state(pids[i], &pst, &threads);
+		if (pst == 'Z')
+			how_it_ended(pids[i], &pst, &threads);
 		w = r == CUDA_SUCCESS
-			? snprintf(out + used, len - used, "%spid %d: state %d", i ? ", " : "",
-				   (int)pids[i], (int)st)
-			: snprintf(out + used, len - used, "%spid %d: %s", i ? ", " : "",
-				   (int)pids[i], name ? name : "error");
+			? snprintf(out + used, len - used, "%spid %d: state %d (%s)", i ? ", " : "",
+				   (int)pids[i], (int)st, said_process(pst, threads, proc, sizeof(proc)))
+			: snprintf(out + used, len - used, "%spid %d: %s (%s)", i ? ", " : "",
+				   (int)pids[i], name ? name : "error",
+				   said_process(pst, threads, proc, sizeof(proc)));
 		if (w < 0)
 			break;
 		used += (size_t)w;
