@@ -12,6 +12,7 @@
  *	runtime   REFUSE managed|ipc       holds what the driver cannot checkpoint
  *	runtime   REFUSE opencl            holds OpenCL state CRIU cannot carry
  *	runtime   REFUSE broken <error>    its CUDA context holds a sticky error
+ *	runtime   REFUSE capture           a stream capture did not end in time
  *	shepherd  LOCKED                   the driver holds the process locked
  *	shepherd  ABORT <reason>           no checkpoint this time
  */
@@ -38,6 +39,9 @@
  * commands that cannot be drained (a user event not set): CRIU cannot carry
  * it (runtime/core/interpose/opencl.c). */
 #define GK_PROTO_REFUSE_OPENCL "opencl"
+/* A CUDA stream capture stayed open past GK_GATE_CAPTURE_WAIT_S: draining
+ * would invalidate it (runtime/core/interpose/gate.h). */
+#define GK_PROTO_REFUSE_CAPTURE "capture"
 
 /*
  * Besides the socket, two marks the shepherd reads from outside:

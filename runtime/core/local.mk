@@ -58,7 +58,7 @@ libgkcore_la_SOURCES = \
 	%reldir%/control/start.c %reldir%/control/start.h \
 	%reldir%/state/runtime.c %reldir%/state/runtime.h \
 	%reldir%/state/kstop.c %reldir%/state/kstop.h \
-	%reldir%/interpose/launch.c \
+	%reldir%/interpose/launch.c %reldir%/interpose/streamcap.c \
 	%reldir%/control/kernels.c
 # The interposition of the OpenCL API needs its headers (configure:
 # HAVE_OPENCL); the record of OpenCL objects is plain C (libgkclrec).

@@ -102,6 +102,9 @@ int gk_msg_parse(const char *buf, size_t len, struct gk_msg *m)
 		else if (!strcmp(arg, GK_PROTO_REFUSE_OPENCL))
 			m->refused = "OpenCL state that CRIU cannot carry (on a device that is not "
 				     "a CPU, or behind a user event not set)";
+		else if (!strcmp(arg, GK_PROTO_REFUSE_CAPTURE))
+			m->refused = "a CUDA stream capture that did not end (draining the GPU now "
+				     "would invalidate it)";
 		else if (word_is(arg, GK_PROTO_REFUSE_BROKEN, &error) && is_error_word(error))
 			memcpy(m->broken, error, strlen(error) + 1); /* <= 63 + NUL */
 		else

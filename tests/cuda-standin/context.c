@@ -413,7 +413,11 @@ CUresult cuCtxSynchronize(void)
 
 	if (rc)
 		SI_RET(rc);
-	rc = si_ctx_sync(ctx);
+	/* The driver refuses while a stream of the context captures, and the
+	 * captures are lost (graph.c). */
+	rc = si_ctx_refuse_if_capturing(ctx);
+	if (!rc)
+		rc = si_ctx_sync(ctx);
 	/* A kernel that faulted while this waited. */
 	SI_RETF(rc ? rc : si_ctx_sticky(ctx), "ctx=%p", (void *)ctx);
 }
@@ -425,7 +429,9 @@ CUresult cuCtxSynchronize_v2(CUcontext ctx)
 
 	if (rc)
 		SI_RETF(rc, "%p", (void *)ctx);
-	rc = si_ctx_sync(c);
+	rc = si_ctx_refuse_if_capturing(c);
+	if (!rc)
+		rc = si_ctx_sync(c);
 	SI_RETF(rc ? rc : si_ctx_sticky(c), "%p", (void *)ctx);
 }
 

@@ -153,10 +153,64 @@ CUresult si_api_copy_dir(uintptr_t dst, enum si_side dside, uintptr_t src, enum 
 	return copy2d(dst, n, dside, src, n, sside, n, 1, h, async, ptds);
 }
 
+/* An asynchronous memset recorded by a stream capture (graph.c). Copies are
+ * not recorded: a capture that meets one is invalidated (stream.c). */
+struct set_node {
+	struct si_node node;
+	struct set_op tmpl;
+};
+
+static CUresult set_node_submit(struct si_node *n, struct CUstream_st *st)
+{
+	struct set_op *s = malloc(sizeof(*s));
+	CUresult rc;
+
+	if (!s)
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	*s = ((struct set_node *)n)->tmpl;
+	rc = si_stream_submit(st, &s->op, NULL, NULL);
+	if (rc)
+		free(s);
+	return rc;
+}
+
+static void set_node_fini(struct si_node *n)
+{
+	free(n);
+}
+
+/* Records the memset if the stream h names captures; *recorded says whether. */
+static CUresult set_capture(const struct set_op *tmpl, CUstream h, bool ptds, bool *recorded)
+{
+	struct CUstream_st *st;
+	struct set_node *n;
+	CUresult rc = si_stream_resolve(h, ptds, &st);
+
+	*recorded = false;
+	if (rc)
+		return rc;
+	if (!si_stream_capturing(st))
+		goto out_stream;
+	*recorded = true;
+	n = calloc(1, sizeof(*n));
+	if (!n) {
+		rc = CUDA_ERROR_OUT_OF_MEMORY;
+		goto out_stream;
+	}
+	n->node.submit = set_node_submit;
+	n->node.fini = set_node_fini;
+	n->tmpl = *tmpl;
+	rc = si_capture_record(st, &n->node);
+out_stream:
+	si_stream_put(st);
+	return rc;
+}
+
 CUresult si_api_set(uintptr_t dst, unsigned value, unsigned elem, size_t count, CUstream h,
 		    bool async, bool ptds)
 {
 	struct set_op *s;
+	bool recorded;
 	CUresult rc = si_check_init();
 
 	if (rc || !count)
@@ -174,6 +228,13 @@ CUresult si_api_set(uintptr_t dst, unsigned value, unsigned elem, size_t count, 
 	s->value = value;
 	s->elem = elem;
 	s->count = count;
+	if (async) {
+		rc = set_capture(s, h, ptds, &recorded);
+		if (rc || recorded) {
+			free(s);
+			return rc;
+		}
+	}
 	rc = submit(&s->op, h, ptds, !async);
 	if (rc)
 		free(s);

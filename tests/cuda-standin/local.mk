@@ -24,6 +24,7 @@ CUDA_STANDIN_SOURCES = \
 	%reldir%/copy.c \
 	%reldir%/array.c \
 	%reldir%/module.c \
+	%reldir%/graph.c \
 	%reldir%/procaddr.c
 
 # The per-thread default stream variants: the same cuda.h names, compiled so

@@ -810,11 +810,78 @@ static CUresult check_dims(unsigned gx, unsigned gy, unsigned gz, unsigned bx, u
 	return CUDA_SUCCESS;
 }
 
+/* Queues one launch of f on s (with a reference to f of its own). */
+static CUresult launch_submit(struct CUstream_st *s, struct CUfunc_st *f,
+			      const struct standin_launch *dims, void **params)
+{
+	struct launch_op *l = calloc(1, sizeof(*l));
+	CUresult rc;
+
+	if (!l || !(l->params = copy_params(f, params))) {
+		free(l);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	l->op.run = launch_run;
+	l->op.fini = launch_fini;
+	si_obj_ref(&f->obj);
+	l->func = f;
+	l->ctx = s->ctx;
+	l->dims = *dims;
+	l->dims.access = launch_access;
+	rc = si_stream_submit(s, &l->op, NULL, NULL);
+	if (rc)
+		launch_fini(&l->op);
+	return rc;
+}
+
+/* A launch recorded by a stream capture (graph.c): the function and a copy
+ * of the argument values, launched anew by each graph launch. */
+struct kernel_node {
+	struct si_node node;
+	struct CUfunc_st *func; /* holds a reference */
+	struct standin_launch dims;
+	void **params;
+};
+
+static CUresult kernel_node_submit(struct si_node *n, struct CUstream_st *s)
+{
+	struct kernel_node *k = (struct kernel_node *)n;
+
+	return launch_submit(s, k->func, &k->dims, k->params);
+}
+
+static void kernel_node_fini(struct si_node *n)
+{
+	struct kernel_node *k = (struct kernel_node *)n;
+
+	si_obj_put(&k->func->obj);
+	free(k->params);
+	free(k);
+}
+
+static CUresult launch_capture(struct CUstream_st *s, struct CUfunc_st *f,
+			       const struct standin_launch *dims, void **params)
+{
+	struct kernel_node *k = calloc(1, sizeof(*k));
+
+	if (!k || !(k->params = copy_params(f, params))) {
+		free(k);
+		return CUDA_ERROR_OUT_OF_MEMORY;
+	}
+	k->node.submit = kernel_node_submit;
+	k->node.fini = kernel_node_fini;
+	si_obj_ref(&f->obj);
+	k->func = f;
+	k->dims = *dims;
+	return si_capture_record(s, &k->node);
+}
+
 CUresult si_api_launch(CUfunction h, unsigned gx, unsigned gy, unsigned gz, unsigned bx,
 		       unsigned by, unsigned bz, unsigned shmem, CUstream hs, void **params,
 		       void **extra, bool ptds)
 {
-	struct launch_op *l;
+	struct standin_launch dims = {
+	    .grid = {gx, gy, gz}, .block = {bx, by, bz}, .shared_bytes = shmem};
 	struct si_obj *obj;
 	struct CUfunc_st *f;
 	struct CUstream_st *s;
@@ -853,32 +920,13 @@ CUresult si_api_launch(CUfunction h, unsigned gx, unsigned gy, unsigned gz, unsi
 	rc = si_stream_resolve(hs, ptds, &s);
 	if (rc)
 		goto out_func;
-	l = calloc(1, sizeof(*l));
-	if (!l || !(l->params = copy_params(f, params))) {
-		free(l);
-		rc = CUDA_ERROR_OUT_OF_MEMORY;
-		goto out_stream;
-	}
-	l->op.run = launch_run;
-	l->op.fini = launch_fini;
-	l->func = f;
-	l->ctx = s->ctx;
-	l->dims.access = launch_access;
-	l->dims.grid = (struct standin_dim3){gx, gy, gz};
-	l->dims.block = (struct standin_dim3){bx, by, bz};
-	l->dims.shared_bytes = shmem;
-	rc = si_stream_submit(s, &l->op, NULL, NULL);
-	if (rc) {
-		free(l->params);
-		free(l);
-	} else {
-		obj = NULL; /* the function reference went to the launch */
-	}
-out_stream:
+	if (si_stream_capturing(s))
+		rc = launch_capture(s, f, &dims, params);
+	else
+		rc = launch_submit(s, f, &dims, params);
 	si_stream_put(s);
 out_func:
-	if (obj)
-		si_obj_put(obj);
+	si_obj_put(obj);
 	return rc;
 }
 

@@ -231,3 +231,29 @@ CUresult cuStreamAttachMemAsync(CUstream s, CUdeviceptr p, size_t n, unsigned fl
 {
 	SI_RETF(si_managed_attach(p, n, flags), "%p %#llx %zu %#x", (void *)s, P(p), n, flags);
 }
+
+CUresult cuStreamBeginCapture(CUstream hStream, CUstreamCaptureMode mode)
+{
+	SI_RETF(si_api_begin_capture(hStream, mode, true), "%p mode=%d", (void *)hStream,
+		(int)mode);
+}
+
+CUresult cuStreamEndCapture(CUstream hStream, CUgraph *phGraph)
+{
+	CUresult rc = si_api_end_capture(hStream, phGraph, true);
+
+	SI_RETF(rc, "%p -> %p", (void *)hStream, rc ? NULL : (void *)*phGraph);
+}
+
+CUresult cuStreamIsCapturing(CUstream hStream, CUstreamCaptureStatus *captureStatus)
+{
+	CUresult rc = si_api_is_capturing(hStream, captureStatus, true);
+
+	SI_RETF(rc, "%p -> %d", (void *)hStream, rc ? -1 : (int)*captureStatus);
+}
+
+CUresult cuGraphLaunch(CUgraphExec hGraphExec, CUstream hStream)
+{
+	SI_RETF(si_api_graph_launch(hGraphExec, hStream, true), "%p stream=%p", (void *)hGraphExec,
+		(void *)hStream);
+}

@@ -54,6 +54,8 @@ enum si_type {
 	SI_T_ARRAY,
 	SI_T_LIBRARY, /* CUlibrary: process-wide, as the driver's */
 	SI_T_KERNEL,  /* CUkernel: a launch takes one for a CUfunction */
+	SI_T_GRAPH,   /* CUgraph: process-wide, made by a stream capture */
+	SI_T_GRAPH_EXEC,
 };
 
 struct CUctx_st;
@@ -198,6 +200,7 @@ struct CUstream_st {
 	bool stopping;
 	pthread_t thread;
 	struct CUstream_st *ctx_next, *ctx_prev; /* ctx->lock */
+	struct si_capture *capture;		 /* lock; NULL: not capturing (graph.c) */
 };
 
 CUresult si_stream_new(struct CUctx_st *ctx, unsigned flags, int priority, enum si_stream_kind kind,
@@ -364,6 +367,38 @@ CUresult si_api_launch(CUfunction f, unsigned gx, unsigned gy, unsigned gz, unsi
 CUresult si_api_host_func(CUstream h, CUhostFn fn, void *data, bool ptds);
 CUresult si_api_add_callback(CUstream h, CUstreamCallback cb, void *data, unsigned flags,
 			     bool ptds);
+
+/* ---- graph.c: stream capture and graphs ---- */
+
+/*
+ * What a capture records of one operation: a graph launch queues it anew on
+ * the launch's stream each time (the graph is immutable once captured).
+ */
+struct si_node {
+	struct si_node *next;
+	CUresult (*submit)(struct si_node *n, struct CUstream_st *s);
+	void (*fini)(struct si_node *n);
+};
+
+/* Whether s is capturing (an invalidated capture counts: it is still open). */
+bool si_stream_capturing(struct CUstream_st *s);
+/* Appends n to s's capture (taking it, also on failure):
+ * CUDA_ERROR_STREAM_CAPTURE_INVALIDATED if the capture was invalidated,
+ * CUDA_ERROR_ILLEGAL_STATE if it ended meanwhile. */
+CUresult si_capture_record(struct CUstream_st *s, struct si_node *n);
+/* s->lock held: work the capture cannot record, or a synchronisation, met
+ * s capturing: the capture is invalidated, as the driver does; the call's
+ * error (CUDA_SUCCESS if s does not capture). */
+CUresult si_capture_refuse_locked(struct CUstream_st *s);
+CUresult si_capture_refuse(struct CUstream_st *s);
+/* cuCtxSynchronize: while a stream of ctx captures, invalidates every
+ * capture of ctx and answers CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED. */
+CUresult si_ctx_refuse_if_capturing(struct CUctx_st *ctx);
+void si_capture_free(struct si_capture *c);
+CUresult si_api_begin_capture(CUstream h, CUstreamCaptureMode mode, bool ptds);
+CUresult si_api_end_capture(CUstream h, CUgraph *graph, bool ptds);
+CUresult si_api_is_capturing(CUstream h, CUstreamCaptureStatus *status, bool ptds);
+CUresult si_api_graph_launch(CUgraphExec exec, CUstream h, bool ptds);
 
 /* ---- small helpers ---- */
 

@@ -24,6 +24,7 @@ static void stream_release(struct si_obj *obj)
 {
 	struct CUstream_st *s = (struct CUstream_st *)obj;
 
+	si_capture_free(s->capture);
 	pthread_cond_destroy(&s->work);
 	pthread_cond_destroy(&s->done);
 	pthread_mutex_destroy(&s->lock);
@@ -215,6 +216,9 @@ CUresult si_stream_submit(struct CUstream_st *s, struct si_op *op, struct si_dep
 	pthread_mutex_lock(&s->lock);
 	if (s->stopping) {
 		rc = CUDA_ERROR_INVALID_HANDLE;
+	} else if (s->capture) {
+		/* What reaches here was not recorded (graph.c): the capture cannot take it. */
+		rc = si_capture_refuse_locked(s);
 	} else {
 		op->seq = ++s->submitted;
 		if (seq)
@@ -528,7 +532,10 @@ CUresult si_api_stream_sync(CUstream h, bool ptds)
 
 	if (rc)
 		return rc;
-	rc = si_stream_sync(s);
+	/* Synchronising a capturing stream ends its capture's usefulness, as on a GPU. */
+	rc = si_capture_refuse(s);
+	if (!rc)
+		rc = si_stream_sync(s);
 	/* A kernel that faulted while this waited. */
 	if (!rc)
 		rc = si_ctx_sticky(s->ctx);
@@ -544,6 +551,11 @@ CUresult si_api_stream_query(CUstream h, bool ptds)
 
 	if (rc)
 		return rc;
+	rc = si_capture_refuse(s);
+	if (rc) {
+		si_stream_put(s);
+		return rc;
+	}
 	idle = stream_idle(s);
 	if (idle && s->kind == SI_STREAM_LEGACY) {
 		/* The legacy stream is done only when the blocking streams it waits for are. */

@@ -747,7 +747,7 @@ static void test_host_register(void)
 /* ---- modules, kernels, streams, events ---- */
 
 static CUmodule mod;
-static CUfunction vec_add, slow_fill, scale, peek;
+static CUfunction vec_add, slow_fill, scale, peek, twice_plus;
 
 static void test_modules(void)
 {
@@ -771,6 +771,7 @@ static void test_modules(void)
 	cuModuleGetFunction(&slow_fill, mod, "slow_fill");
 	cuModuleGetFunction(&scale, mod, "scale");
 	cuModuleGetFunction(&peek, mod, "peek");
+	cuModuleGetFunction(&twice_plus, mod, "twice_plus");
 	is_rc(cuModuleGetFunction(&f, mod, "no_such_kernel"), CUDA_ERROR_NOT_FOUND,
 	      "a missing kernel is not found");
 	is_rc(cuModuleGetFunction(&f, mod, "not_a_kernel"), CUDA_ERROR_NOT_FOUND,
@@ -1317,6 +1318,224 @@ static void test_ipc(void)
 	is_rc(cuMemFree(d), CUDA_SUCCESS, "ipc: exported memory is freed as usual");
 }
 
+/* ---- stream capture and graphs ---- */
+
+struct end_capture_call {
+	CUstream stream;
+	CUgraph graph;
+	CUresult rc;
+};
+
+static void *end_capture_thread(void *arg)
+{
+	struct end_capture_call *c = arg;
+
+	c->rc = cuStreamEndCapture(c->stream, &c->graph);
+	return NULL;
+}
+
+/* cuStreamEndCapture(stream) as another thread calls it. */
+static CUresult end_capture_elsewhere(CUstream stream, CUgraph *graph)
+{
+	struct end_capture_call c = {.stream = stream, .graph = NULL, .rc = CUDA_ERROR_UNKNOWN};
+	pthread_t t;
+
+	if (pthread_create(&t, NULL, end_capture_thread, &c))
+		return CUDA_ERROR_UNKNOWN;
+	pthread_join(t, NULL);
+	*graph = c.graph;
+	return c.rc;
+}
+
+static CUstreamCaptureStatus capture_status(CUstream s)
+{
+	CUstreamCaptureStatus st = (CUstreamCaptureStatus)-1;
+
+	cuStreamIsCapturing(s, &st);
+	return st;
+}
+
+/* Each launch recorded, not run; the graph replays them in order. */
+static void test_capture_graph(void)
+{
+	CUstream s;
+	CUgraph g = NULL, g2;
+	CUgraphExec x = NULL;
+	CUdeviceptr d, flag;
+	int n = 4, v = 1, host[4], all;
+	unsigned char fb = 0;
+	void *args[] = {&d, &v, &n};
+
+	cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+	cuMemAlloc(&d, sizeof(host));
+	cuMemAlloc(&flag, 1);
+	cuMemsetD32(d, 5, 4);
+	cuMemsetD8(flag, 0, 1);
+	is_rc(cuStreamBeginCapture(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL),
+	      CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED, "capture: the legacy stream cannot capture");
+	is_rc(cuStreamBeginCapture(s, (CUstreamCaptureMode)7), CUDA_ERROR_INVALID_VALUE,
+	      "capture: an unknown mode is refused");
+	is_int(capture_status(s), CU_STREAM_CAPTURE_STATUS_NONE,
+	       "capture: a new stream captures not");
+	is_rc(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS,
+	      "capture: cuStreamBeginCapture_v2 on a stream");
+	is_int(capture_status(s), CU_STREAM_CAPTURE_STATUS_ACTIVE, "capture: ... is active");
+	is_rc(cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_ERROR_ILLEGAL_STATE,
+	      "capture: beginning again on a capturing stream is an illegal state");
+	is_rc(cuLaunchKernel(twice_plus, 1, 1, 1, 4, 1, 1, 0, s, args, NULL), CUDA_SUCCESS,
+	      "capture: a launch into the capture");
+	v = 2; /* argument values are copied when recorded */
+	cuLaunchKernel(twice_plus, 1, 1, 1, 4, 1, 1, 0, s, args, NULL);
+	is_rc(cuMemsetD8Async(flag, 0x11, 1, s), CUDA_SUCCESS, "capture: an async memset into it");
+	usleep(20000);
+	cuMemcpyDtoH(host, d, sizeof(host));
+	cuMemcpyDtoH(&fb, flag, 1);
+	ok(host[0] == 5 && fb == 0, "capture: nothing captured has run (%d, %#x)", host[0], fb);
+	is_rc(end_capture_elsewhere(s, &g2), CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD,
+	      "capture: a global capture ended by another thread: wrong thread");
+	is_int(capture_status(s), CU_STREAM_CAPTURE_STATUS_ACTIVE, "capture: ... and it goes on");
+	is_rc(cuStreamEndCapture(s, &g), CUDA_SUCCESS, "capture: cuStreamEndCapture");
+	ok(g != NULL, "capture: ... gives a graph");
+	is_int(capture_status(s), CU_STREAM_CAPTURE_STATUS_NONE,
+	       "capture: ... and the stream is free");
+	is_rc(cuStreamEndCapture(s, &g2), CUDA_ERROR_ILLEGAL_STATE,
+	      "capture: ending where none is open is an illegal state");
+	is_rc(cuGraphInstantiateWithFlags(&x, g, 0), CUDA_SUCCESS,
+	      "capture: cuGraphInstantiateWithFlags");
+	is_rc(cuGraphLaunch(x, s), CUDA_SUCCESS, "capture: cuGraphLaunch");
+	is_rc(cuStreamSynchronize(s), CUDA_SUCCESS, "capture: ... then synchronise the stream");
+	cuMemcpyDtoH(host, d, sizeof(host));
+	cuMemcpyDtoH(&fb, flag, 1);
+	all = 1;
+	for (int i = 0; i < 4; i++)
+		all = all && host[i] == (5 * 2 + 1) * 2 + 2;
+	ok(all && fb == 0x11, "capture: the graph ran the launches in order, and the memset");
+	is_rc(cuGraphDestroy(g), CUDA_SUCCESS, "capture: cuGraphDestroy");
+	is_rc(cuGraphLaunch(x, s), CUDA_SUCCESS,
+	      "capture: an instantiated graph outlives its graph");
+	cuStreamSynchronize(s);
+	cuMemcpyDtoH(host, d, sizeof(host));
+	is_int(host[3], (24 * 2 + 1) * 2 + 2, "capture: ... and runs again");
+	is_rc(cuGraphExecDestroy(x), CUDA_SUCCESS, "capture: cuGraphExecDestroy");
+	is_rc(cuGraphLaunch(x, s), CUDA_ERROR_INVALID_HANDLE,
+	      "capture: a destroyed graph exec is refused");
+	is_rc(cuGraphDestroy(g), CUDA_ERROR_INVALID_HANDLE, "capture: so is a destroyed graph");
+	is_rc(cuGraphInstantiateWithFlags(&x, g, 0), CUDA_ERROR_INVALID_HANDLE,
+	      "capture: ... also to instantiate");
+	cuMemFree(d);
+	cuMemFree(flag);
+	cuStreamDestroy(s);
+}
+
+/*
+ * What a checkpoint must not do: synchronise the context (or a capturing
+ * stream) while a capture is open. The driver refuses and the capture is
+ * lost, which is what broke XLA's command buffers on an H200.
+ */
+static void test_capture_invalidated(void)
+{
+	CUstream s, t, blocking;
+	CUgraph g = (CUgraph)&g;
+	CUdeviceptr d;
+	CUstreamCaptureStatus st;
+	CUevent e;
+	int n = 1, v = 1;
+	void *args[] = {&d, &v, &n};
+
+	cuStreamCreate(&s, CU_STREAM_NON_BLOCKING);
+	cuStreamCreate(&t, CU_STREAM_NON_BLOCKING);
+	cuStreamCreate(&blocking, 0);
+	cuMemAlloc(&d, sizeof(int));
+	cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	cuStreamBeginCapture(t, CU_STREAM_CAPTURE_MODE_RELAXED);
+	cuLaunchKernel(twice_plus, 1, 1, 1, 1, 1, 1, 0, s, args, NULL);
+	is_rc(cuCtxSynchronize(), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+	      "capture: cuCtxSynchronize during a capture is refused");
+	ok(capture_status(s) == CU_STREAM_CAPTURE_STATUS_INVALIDATED &&
+	       capture_status(t) == CU_STREAM_CAPTURE_STATUS_INVALIDATED,
+	   "capture: ... and invalidates every capture of the context (global and relaxed)");
+	is_rc(cuLaunchKernel(twice_plus, 1, 1, 1, 1, 1, 1, 0, s, args, NULL),
+	      CUDA_ERROR_STREAM_CAPTURE_INVALIDATED, "capture: a launch into it is refused");
+	is_rc(cuStreamEndCapture(s, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+	      "capture: cuStreamEndCapture of an invalidated capture");
+	ok(g == NULL, "capture: ... gives no graph");
+	is_int(capture_status(s), CU_STREAM_CAPTURE_STATUS_NONE, "capture: ... and ends it");
+	is_rc(end_capture_elsewhere(t, &g), CUDA_ERROR_STREAM_CAPTURE_INVALIDATED,
+	      "capture: a relaxed capture may be ended by any thread");
+	is_rc(cuCtxSynchronize(), CUDA_SUCCESS, "capture: with none open, cuCtxSynchronize works");
+
+	cuStreamBeginCapture(s, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL);
+	cuStreamBeginCapture(t, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	is_rc(cuStreamSynchronize(s), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+	      "capture: cuStreamSynchronize of a capturing stream is refused");
+	ok(capture_status(s) == CU_STREAM_CAPTURE_STATUS_INVALIDATED &&
+	       capture_status(t) == CU_STREAM_CAPTURE_STATUS_ACTIVE,
+	   "capture: ... and invalidates its capture only");
+	is_rc(end_capture_elsewhere(s, &g), CUDA_ERROR_STREAM_CAPTURE_WRONG_THREAD,
+	      "capture: a thread-local capture ended by another thread: wrong thread");
+	cuStreamEndCapture(s, &g);
+	cuEventCreate(&e, 0);
+	is_rc(cuEventRecord(e, t), CUDA_ERROR_STREAM_CAPTURE_UNSUPPORTED,
+	      "capture: work the stand-in does not record (an event) is refused");
+	is_int(capture_status(t), CU_STREAM_CAPTURE_STATUS_INVALIDATED,
+	       "capture: ... and invalidates the capture");
+	cuStreamEndCapture(t, &g);
+	cuEventDestroy(e);
+
+	cuStreamBeginCapture(blocking, CU_STREAM_CAPTURE_MODE_GLOBAL);
+	is_rc(cuStreamIsCapturing(NULL, &st), CUDA_ERROR_STREAM_CAPTURE_IMPLICIT,
+	      "capture: the legacy stream asked while a blocking stream captures");
+	cuStreamEndCapture(blocking, &g);
+	is_rc(cuGraphDestroy(g), CUDA_SUCCESS, "capture: an empty capture gives an empty graph");
+	is_rc(cuStreamIsCapturing(NULL, &st), CUDA_SUCCESS,
+	      "capture: ... then the legacy stream answers");
+	cuMemFree(d);
+	cuStreamDestroy(s);
+	cuStreamDestroy(t);
+	cuStreamDestroy(blocking);
+}
+
+typedef CUresult (*begin_fn)(CUstream, CUstreamCaptureMode);
+typedef CUresult (*end_fn)(CUstream, CUgraph *);
+typedef CUresult (*is_capturing_fn)(CUstream, CUstreamCaptureStatus *);
+
+/* The per-thread stream captures too (_ptsz), found through cuGetProcAddress. */
+static void test_capture_ptsz(void)
+{
+	CUdriverProcAddressQueryResult q;
+	begin_fn begin = NULL;
+	end_fn end = NULL;
+	is_capturing_fn is = NULL;
+	CUstreamCaptureStatus st = CU_STREAM_CAPTURE_STATUS_NONE;
+	CUgraph g = NULL;
+	Dl_info info;
+	const cuuint64_t pt = CU_GET_PROC_ADDRESS_PER_THREAD_DEFAULT_STREAM;
+
+	cuGetProcAddress("cuStreamBeginCapture", (void **)&begin, 12000, pt, &q);
+	cuGetProcAddress("cuStreamEndCapture", (void **)&end, 12000, pt, &q);
+	cuGetProcAddress("cuStreamIsCapturing", (void **)&is, 12000, pt, &q);
+	ok(begin && dladdr((void *)begin, &info) &&
+	       strcmp(info.dli_sname, "cuStreamBeginCapture_v2_ptsz") == 0,
+	   "capture: cuGetProcAddress(cuStreamBeginCapture, per-thread) -> _v2_ptsz");
+	if (!begin || !end || !is) {
+		ok(0, "capture: the _ptsz entry points are found");
+		ok(0, "capture: the _ptsz entry points are found");
+		return;
+	}
+	is_rc(begin(NULL, CU_STREAM_CAPTURE_MODE_GLOBAL), CUDA_SUCCESS,
+	      "capture: the per-thread stream begins a capture (_ptsz, NULL stream)");
+	ok(is(NULL, &st) == CUDA_SUCCESS && st == CU_STREAM_CAPTURE_STATUS_ACTIVE &&
+	       end(NULL, &g) == CUDA_SUCCESS && g && cuGraphDestroy(g) == CUDA_SUCCESS,
+	   "capture: ... is capturing and ends with a graph");
+}
+
+static void test_capture(void)
+{
+	test_capture_graph();
+	test_capture_invalidated();
+	test_capture_ptsz();
+}
+
 int main(int argc, char **argv)
 {
 	CUcontext primary;
@@ -1326,7 +1545,7 @@ int main(int argc, char **argv)
 		return probe_main();
 	if (argc > 2 && strcmp(argv[1], "--ipc-child") == 0)
 		return ipc_child_main(argv[2]);
-	plan(218 + PEER_TESTS + IPC_TESTS);
+	plan(263 + PEER_TESTS + IPC_TESTS);
 	test_before_init();
 	test_visible_devices();
 	test_configuration();
@@ -1350,6 +1569,7 @@ int main(int argc, char **argv)
 	test_stream_ordered_alloc();
 	test_proc_address();
 	test_per_thread_stream(primary);
+	test_capture();
 	test_kernel_fault(primary);
 	is_rc(cuModuleUnload(mod), CUDA_SUCCESS, "cuModuleUnload");
 	is_rc(cuDevicePrimaryCtxRelease(dev0), CUDA_SUCCESS, "release the primary context");

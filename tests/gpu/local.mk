@@ -157,6 +157,22 @@ check-gpu-kernels: %reldir%/gpu-kernel %reldir%/gpu-hydro
 	@$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/%reldir%/kernel-interrupt.sh
 .PHONY: check-gpu-kernels
 
+# gpu-capture: kernels captured into CUDA graphs on a worker thread (XLA's
+# command buffers) while checkpoints are asked for; capture.sh (make
+# check-gpu-capture, about 15 s; tests/runtime/capture.sh on the stand-in).
+%reldir%/gpu-capture: $(srcdir)/%reldir%/gpu-capture.cu $(GPU_NVCC_DEPS)
+	@$(MKDIR_P) %reldir%
+	$(AM_V_GEN)$(NVCC) $(GPU_NVCCFLAGS) -Xcompiler -pthread -o $@ \
+		$(srcdir)/%reldir%/gpu-capture.cu
+CLEANFILES += %reldir%/gpu-capture
+EXTRA_DIST += %reldir%/gpu-capture.cu %reldir%/capture.sh
+if HAVE_NVCC
+GPU_CAPTURE_BINS = %reldir%/gpu-capture
+endif
+check-gpu-capture: $(GPU_CAPTURE_BINS)
+	@$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/%reldir%/capture.sh
+.PHONY: check-gpu-capture
+
 clean-local: clean-local-gpu
 clean-local-gpu:
 	rm -rf %reldir%/logs

@@ -146,6 +146,22 @@ check_LTLIBRARIES += %reldir%/kern_kernels_host.la
 TESTS += %reldir%/kernels.sh
 EXTRA_DIST += %reldir%/kernels.sh
 
+# Stream capture on a worker thread while checkpoints are asked for (CUDA
+# graphs, as XLA's command buffers): a program not linked against libgpuckpt
+# and its host "kernel" (capture.sh; tests/gpu/capture.sh on a GPU).
+check_PROGRAMS += %reldir%/prog-capture
+%canon_reldir%_prog_capture_SOURCES = %reldir%/prog-capture.c
+%canon_reldir%_prog_capture_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/examples/common \
+	-I$(top_srcdir)/runtime/include
+%canon_reldir%_prog_capture_LDADD = $(GK_CUDA_STUB) $(PTHREAD_LIBS)
+check_LTLIBRARIES += %reldir%/kern_capture_host.la
+%canon_reldir%_kern_capture_host_la_SOURCES = %reldir%/kern_capture_host.c
+%canon_reldir%_kern_capture_host_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/tests/cuda-standin
+%canon_reldir%_kern_capture_host_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version \
+	-rpath /nowhere
+TESTS += %reldir%/capture.sh
+EXTRA_DIST += %reldir%/capture.sh
+
 # Managed memory checkpointed and restored (managed.sh).
 check_PROGRAMS += %reldir%/prog-uvm
 %canon_reldir%_prog_uvm_SOURCES = %reldir%/prog-uvm.c

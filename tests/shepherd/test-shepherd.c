@@ -105,6 +105,10 @@ static void messages(void)
 	       gk_msg_parse("REFUSE opencl gpu", 17, &m) == -EPROTO &&
 	       gk_msg_parse("REFUSE OpenCL", 13, &m) == -EPROTO,
 	   "REFUSE opencl: OpenCL state CRIU cannot carry, in the shepherd's own words");
+	ok(gk_msg_parse("REFUSE capture", 14, &m) == 0 && m.type == GK_MSG_REFUSE &&
+	       strstr(m.refused, "stream capture") && !m.broken[0] &&
+	       gk_msg_parse("REFUSE capture 3", 16, &m) == -EPROTO,
+	   "REFUSE capture: a CUDA stream capture that did not end, in the shepherd's own words");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		if (gk_msg_parse(bad[i], strlen(bad[i]), &m) == -EPROTO)
 			refused++;
@@ -576,7 +580,7 @@ static void capabilities(void)
 
 int main(void)
 {
-	plan(10 + 4 + 4 + 4 + 3 + 6 + 6 + 3 + 1);
+	plan(11 + 4 + 4 + 4 + 3 + 6 + 6 + 3 + 1);
 	gk_log_set_level(GK_LOG_ERROR);
 	messages();
 	peers();

@@ -486,6 +486,7 @@ static void *worker(void *arg)
 {
 	struct job *j = arg;
 
+	gk_driver_relax();
 	return j->op == OP_LOAD ? load_worker(j) : dump_worker(j);
 }
 

@@ -2,6 +2,7 @@
 
 #include "core/capture/writer.h"
 #include "common/error.h"
+#include "core/driver/driver.h"
 #include "image/image.h"
 #include "common/log.h"
 #include "core/state/runtime.h"
@@ -57,6 +58,7 @@ static void *thread_main(void *arg)
 {
 	struct task *t = arg;
 
+	gk_driver_relax();
 	if (t->kind == TASK_WRITE)
 		t->run(t->arg);
 	else if (t->kind == TASK_GROW)

@@ -399,6 +399,7 @@ out_close:
 static void *agent(void *arg)
 {
 	(void)arg;
+	gk_driver_relax();
 	/* Idle until a signal: learn the machine's topology now rather than
 	 * in the first checkpoint's copy threads, inside Slurm's GraceTime. */
 	gk_numa_preload();

@@ -710,6 +710,9 @@ static int stopped(struct gk_pipeline *P, enum gk_phase ph, int ret)
  * gate closes. */
 static int close_gate(struct gk_pipeline *P)
 {
+	double waited = 0;
+	int were_open = 0, open;
+
 	if (transparent(P)) {
 		P->p = &P->own;
 	} else {
@@ -722,9 +725,31 @@ static int close_gate(struct gk_pipeline *P)
 			return end(P, -ENOMEM);
 		}
 	}
-	gk_gate_close();
+	open = gk_gate_close(&waited, &were_open);
 	P->gate_closed = 1;
 	P->t_gate = gk_now();
+	if (were_open && !open)
+		gk_info("checkpoint: waited %.3f s for %d open stream capture(s) to end", waited,
+			were_open);
+	if (open) {
+		/* Draining now would invalidate the program's capture (gate.h);
+		 * no checkpoint is better than a program that fails after it. */
+		open_gate(P);
+		snprintf(P->v.why, sizeof(P->v.why),
+			 "%d CUDA stream capture(s) still open after %.0f s; a checkpoint now would "
+			 "invalidate them",
+			 open, GK_GATE_CAPTURE_WAIT_S);
+		P->v.word = GK_PROTO_REFUSE_CAPTURE;
+		if (transparent(P))
+			gk_error("transparent: no checkpoint taken: %s", P->v.why);
+		else
+			gk_error("checkpoint: %s: no checkpoint written: %s", gk_rt.settings.dir,
+				 P->v.why);
+		if (P->o.kind == GK_CKPT_APP)
+			gk_eventlog_checkpoint(-EBUSY, 0, 0, gk_now() - P->t0, 0);
+		drop_plan(P);
+		return end(P, -EBUSY);
+	}
 	/* The info line and the gate of a blocking write, unless the
 	 * snapshot phase sends the write to the background. */
 	P->timed = !transparent(P);
@@ -773,8 +798,14 @@ int gk_pipeline_step(struct gk_pipeline *P)
 
 int gk_pipeline_run(struct gk_pipeline *P)
 {
+	/* On the program's thread (a checkpoint point): relaxed for the
+	 * checkpoint only, so that its calls before the gate cannot invalidate
+	 * another thread's capture (driver.h). */
+	CUstreamCaptureMode was = gk_driver_capture_mode(CU_STREAM_CAPTURE_MODE_RELAXED);
+
 	while (!gk_pipeline_step(P))
 		;
+	gk_driver_capture_mode(was);
 	return P->ret;
 }
 

@@ -102,6 +102,16 @@ const char *gk_cu_name(CUresult r)
 	return "unknown CUDA error";
 }
 
+CUstreamCaptureMode gk_driver_capture_mode(CUstreamCaptureMode mode)
+{
+	CUstreamCaptureMode m = mode;
+
+	if (gk_driver_ensure() == 0 && gk_real.cuThreadExchangeStreamCaptureMode &&
+	    gk_real.cuThreadExchangeStreamCaptureMode(&m) == CUDA_SUCCESS)
+		return m;
+	return mode;
+}
+
 int gk_cu_broken(CUresult r)
 {
 	/* By number: CUDA_ERROR_CONTAINED and CUDA_ERROR_TENSOR_MEMORY_LEAK are

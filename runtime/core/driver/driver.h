@@ -36,6 +36,23 @@ static inline int gk_driver_ensure(void)
 	return gk_driver_load_slow();
 }
 
+/*
+ * The calling thread's stream-capture interaction mode set to MODE; the one
+ * it had is returned. The runtime's own threads run relaxed: while the
+ * program captures a stream in the global mode, a call the driver counts as
+ * unsafe (cuMemHostAlloc of staging memory, a synchronisation) from any
+ * thread that is not relaxed invalidates the program's capture. A driver
+ * without the call, or before cuInit: nothing, and MODE back.
+ */
+CUstreamCaptureMode gk_driver_capture_mode(CUstreamCaptureMode mode);
+
+/* The same, to relaxed: the first line of every runtime thread that calls
+ * the driver. */
+static inline void gk_driver_relax(void)
+{
+	gk_driver_capture_mode(CU_STREAM_CAPTURE_MODE_RELAXED);
+}
+
 /* glibc's dlsym, behind the one libgpuckpt exports. */
 typedef void *(*gk_dlsym_fn)(void *handle, const char *symbol);
 gk_dlsym_fn gk_glibc_dlsym(void);

@@ -1,6 +1,7 @@
 #include "config.h"
 
 #include "core/interpose/gate.h"
+#include "common/clock.h"
 
 #include <linux/membarrier.h>
 #include <pthread.h>
@@ -17,6 +18,18 @@ static struct gk_gate_slot *slots;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t opened = PTHREAD_COND_INITIALIZER;
 static pthread_key_t slot_key;
+
+/* Open stream captures: which thread began each, so that it stops passing
+ * a closed gate when its capture ends, wherever that happens. Captures are
+ * begun and ended seldom (a framework captures a graph once and launches it
+ * many times), so a list under the gate's lock is enough. */
+struct capture {
+	void *stream;
+	struct gk_gate_slot *slot;
+	struct capture *next;
+};
+static struct capture *captures;
+static int ncaptures;
 static pthread_once_t key_once = PTHREAD_ONCE_INIT;
 
 static int membarrier(int cmd)
@@ -53,8 +66,10 @@ struct gk_gate_slot *gk_gate_register(void)
 
 	pthread_once(&key_once, make_key);
 	pthread_mutex_lock(&lock);
+	/* A slot whose thread ended with a capture open stays out of use:
+	 * its next thread would pass a closed gate. */
 	for (s = slots; s; s = s->next)
-		if (!s->in_use)
+		if (!s->in_use && !__atomic_load_n(&s->capturing, __ATOMIC_RELAXED))
 			break;
 	if (!s) {
 		s = calloc(1, sizeof(*s));
@@ -80,18 +95,13 @@ void gk_gate_wait_open(struct gk_gate_slot *s)
 	pthread_mutex_unlock(&lock);
 }
 
-void gk_gate_close(void)
+/* Wait, with the lock held, until no thread but the caller is inside a
+ * gated call. */
+static void wait_not_busy(struct gk_gate_slot *self)
 {
-	struct gk_gate_slot *self = gk_gate_tls, *s;
 	struct timespec pause = {0, 50 * 1000};
 
-	__atomic_store_n(&gk_gate_closed, 1, __ATOMIC_SEQ_CST);
-	if (gk_gate_cheap)
-		membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
-	else
-		__atomic_thread_fence(__ATOMIC_SEQ_CST);
-	pthread_mutex_lock(&lock);
-	for (s = slots; s; s = s->next) {
+	for (struct gk_gate_slot *s = slots; s; s = s->next) {
 		if (s == self)
 			continue;
 		/* A thread inside a gated call finishes it (a launch returns at
@@ -103,7 +113,99 @@ void gk_gate_close(void)
 			pthread_mutex_lock(&lock);
 		}
 	}
+}
+
+int gk_gate_close(double *waited, int *were_open)
+{
+	struct gk_gate_slot *self = gk_gate_tls;
+	struct timespec pause = {0, 500 * 1000};
+	double t0, deadline;
+	int open;
+
+	__atomic_store_n(&gk_gate_closed, 1, __ATOMIC_SEQ_CST);
+	if (gk_gate_cheap)
+		membarrier(MEMBARRIER_CMD_PRIVATE_EXPEDITED);
+	else
+		__atomic_thread_fence(__ATOMIC_SEQ_CST);
+	pthread_mutex_lock(&lock);
+	wait_not_busy(self);
+	/* No capture begins now (beginning one passes the gate); the threads
+	 * with one open run on to its end, and then stop at the gate. */
+	open = ncaptures;
+	if (were_open)
+		*were_open = open;
+	t0 = gk_now();
+	deadline = t0 + GK_GATE_CAPTURE_WAIT_S;
+	while (ncaptures && gk_now() < deadline) {
+		pthread_mutex_unlock(&lock);
+		nanosleep(&pause, NULL);
+		pthread_mutex_lock(&lock);
+	}
+	if (waited)
+		*waited = open ? gk_now() - t0 : 0;
+	/* A thread whose capture ended may be in a gated call it began while
+	 * the capture was open. */
+	if (open)
+		wait_not_busy(self);
+	open = ncaptures;
 	pthread_mutex_unlock(&lock);
+	return open;
+}
+
+void gk_gate_capture_begun(void *stream)
+{
+	struct capture *c = malloc(sizeof(*c));
+	struct gk_gate_slot *s = gk_gate_tls;
+
+	if (!s)
+		s = gk_gate_register();
+	pthread_mutex_lock(&lock);
+	if (c) {
+		/* Without memory the capture is not seen, and a checkpoint in
+		 * the middle of it invalidates it: the program gets the
+		 * driver's error at cuStreamEndCapture. */
+		c->stream = stream;
+		c->slot = s;
+		c->next = captures;
+		captures = c;
+		ncaptures++;
+		__atomic_add_fetch(&s->capturing, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&lock);
+}
+
+void gk_gate_capture_ended(void *stream)
+{
+	struct capture **pp, **found = NULL, *c = NULL;
+
+	/* The calling thread's own capture first: CU_STREAM_PER_THREAD names
+	 * a different stream in each thread. */
+	pthread_mutex_lock(&lock);
+	for (pp = &captures; *pp; pp = &(*pp)->next)
+		if ((*pp)->stream == stream) {
+			if ((*pp)->slot == gk_gate_tls || !found)
+				found = pp;
+			if ((*pp)->slot == gk_gate_tls)
+				break;
+		}
+	if (found) {
+		c = *found;
+		*found = c->next;
+		ncaptures--;
+		__atomic_sub_fetch(&c->slot->capturing, 1, __ATOMIC_RELAXED);
+	}
+	pthread_mutex_unlock(&lock);
+	free(c);
+}
+
+int gk_gate_captures_open(void)
+{
+	int n;
+
+	pthread_mutex_lock(&lock);
+	n = ncaptures;
+	pthread_mutex_unlock(&lock);
+	return n;
 }
 
 void gk_gate_open(void)

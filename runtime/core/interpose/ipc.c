@@ -164,6 +164,7 @@ static void serve(int c)
 static void *listener(void *arg)
 {
 	(void)arg;
+	gk_driver_relax();
 	for (;;) {
 		int c = accept4(listen_fd, NULL, NULL, SOCK_CLOEXEC);
 

@@ -207,6 +207,7 @@ static int choose(char *chosen, size_t len, struct gk_manifest **m)
 static void *check_thread(void *arg)
 {
 	(void)arg;
+	gk_driver_relax();
 	C.ret = choose(C.dir, sizeof(C.dir), &C.m);
 	C.t1 = gk_now();
 	return NULL;
@@ -804,7 +805,10 @@ int gk_restore_load(void)
 	}
 	if (ret < 0)
 		goto fatal;
-	gk_gate_close();
+	if (gk_gate_close(NULL, NULL))
+		gk_warn("restore: %s: a CUDA stream capture of the program stayed open; loading "
+			"device memory now invalidates it",
+			R.dir);
 	for (size_t i = 0; i < R.m->ndevices; i++) {
 		struct gk_arena *a = gk_arenas[R.m->devices[i].ordinal];
 

@@ -1,8 +1,9 @@
 /*
  * test_kernels.c - host "kernels" for test-standin: a vector add, a slow fill
  * that holds its stream for a while (to see what waits for what), a scale
- * by a module global (for cuModuleGetGlobal), and a peek that reads where it
- * is told, asking first as a GPU kernel would fault (a sticky error).
+ * by a module global (for cuModuleGetGlobal), an order-sensitive update (for
+ * stream capture), and a peek that reads where it is told, asking first as a
+ * GPU kernel would fault (a sticky error).
  */
 #include <time.h>
 
@@ -49,6 +50,18 @@ STANDIN_KERNEL(scale, sizeof(int *), sizeof(int))
 	(void)launch;
 	for (int i = 0; i < n; i++)
 		p[i] *= scale_factor[0];
+}
+
+/* p[i] = 2 * p[i] + v: the result tells in which order launches ran (stream capture). */
+STANDIN_KERNEL(twice_plus, sizeof(int *), sizeof(int), sizeof(int))
+{
+	int *p = STANDIN_ARG(int *, 0);
+	int v = STANDIN_ARG(int, 1);
+	int n = STANDIN_ARG(int, 2);
+
+	(void)launch;
+	for (int i = 0; i < n; i++)
+		p[i] = 2 * p[i] + v;
 }
 
 /* *out = p[offset], if the device may read there; else the launch faults. */
