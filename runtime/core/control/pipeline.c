@@ -735,16 +735,17 @@ static int close_gate(struct gk_pipeline *P)
 		/* Draining now would invalidate the program's capture (gate.h);
 		 * no checkpoint is better than a program that fails after it. */
 		open_gate(P);
-		snprintf(P->v.why, sizeof(P->v.why),
-			 "%d CUDA stream capture(s) still open after %.0f s; a checkpoint now would "
-			 "invalidate them",
-			 open, GK_GATE_CAPTURE_WAIT_S);
 		P->v.word = GK_PROTO_REFUSE_CAPTURE;
 		if (transparent(P))
-			gk_error("transparent: no checkpoint taken: %s", P->v.why);
+			gk_error("transparent: no checkpoint taken: %d CUDA stream capture(s) of the "
+				 "program still open after %.0f s; draining the GPU now would "
+				 "invalidate them",
+				 open, GK_GATE_CAPTURE_WAIT_S);
 		else
-			gk_error("checkpoint: %s: no checkpoint written: %s", gk_rt.settings.dir,
-				 P->v.why);
+			gk_error("checkpoint: %s: no checkpoint written: %d CUDA stream capture(s) of "
+				 "the program still open after %.0f s; draining the GPU now would "
+				 "invalidate them; the previous checkpoints are kept",
+				 gk_rt.settings.dir, open, GK_GATE_CAPTURE_WAIT_S);
 		if (P->o.kind == GK_CKPT_APP)
 			gk_eventlog_checkpoint(-EBUSY, 0, 0, gk_now() - P->t0, 0);
 		drop_plan(P);
