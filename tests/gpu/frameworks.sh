@@ -44,7 +44,8 @@
 # removed after its size is printed (GK_FW_KEEP=1 keeps it). GK_FW_MEMORY=1
 # writes CASE.memory there: each process's resident, anonymous and private
 # anonymous kB just before the SIGTERM (record_memory), what a checkpoint's
-# size is measured against.
+# size is measured against, and the private dirty kB of its file mappings
+# (libraries' relocated data, which CRIU must dump too).
 #
 #   make -C build check-gpu-frameworks      (or: make -C build/tests check-gpu-frameworks)
 : "${top_srcdir:=$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
@@ -240,7 +241,8 @@ record_memory() {
 		/^Rss:/ { rss += $2 }
 		/^Anonymous:/ { an += $2 }
 		/^Private_(Clean|Dirty):/ { if (anon) pa += $2 }
-		END { printf "%s %s %d %d %d\n", pid, comm, rss, an, pa }' /proc/"$p"/smaps 2>/dev/null
+		/^Private_Dirty:/ { if (!anon) fd += $2 }
+		END { printf "%s %s %d %d %d %d\n", pid, comm, rss, an, pa, fd }' /proc/"$p"/smaps 2>/dev/null
 	for c in $(cat /proc/"$p"/task/*/children 2>/dev/null); do
 		record_memory "$c"
 	done
