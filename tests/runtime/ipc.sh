@@ -10,6 +10,12 @@
 # checkpoint at step 3 and end; both restarted from their checkpoints, the
 # setup exchanges a new handle, the child's mapping comes back at the address
 # it had, and both finish with the uninterrupted run's checksums.
+# Restore ordering: with the parent reaching its restore point (where its
+# memory is loaded) 1.5 s after the child reaches its own, the child reads
+# the parent's half right after its restore point (--peek): the runtime
+# holds the child's restore point until the parent has loaded, so the child
+# reads what it read last before the checkpoint, never the parent's fresh
+# setup (zeros).
 # All that with GPUCKPT_CUDA_IPC=1, the opt-in. Without it (the default),
 # nothing is as above: cuIpcGetMemHandle of placed memory is refused with the
 # message that names the setting, and placed memory is created as before,
@@ -17,7 +23,7 @@
 # asked for: none without the setting, a file descriptor with it).
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 PROG=$top_builddir/tests/runtime/prog-ipc
-tap_plan 11
+tap_plan 14
 export GPUCKPT_CUDA_IPC=1
 gk_scratch
 gk_need_built "$GK_STANDIN_DIR/libcuda.so.1" "$GK_RUNTIME" "$PROG"
@@ -62,6 +68,21 @@ a2=$(sed -n 's/^prog-ipc: child opened the buffer at //p' "$GK_SCRATCH/r.out")
 check "... the child's import at the address it had ($a1, $a2), with the uninterrupted checksums ($got)" \
 	test -n "$a1" -a "$a1" = "$a2" -a -n "$ref" -a "$got" = "$ref"
 [ "$got" = "$ref" ] || { sed 's/^/# ck: /' "$GK_SCRATCH/ck.out"; sed 's/^/# r: /' "$GK_SCRATCH/r.out"; }
+
+D2=$GK_SCRATCH/ckpt2
+with_runtime env GPUCKPT_DIR="$D2" "$PROG" --steps 8 --checkpoint-at 3 --exit-after-checkpoint \
+	>"$GK_SCRATCH/ck2.out" 2>&1
+GPUCKPT_LOG_LEVEL=info with_runtime env GPUCKPT_DIR="$D2" GPUCKPT_RESTORE=auto "$PROG" --steps 8 \
+	--peek --parent-delay-ms 1500 >"$GK_SCRATCH/r2.out" 2>&1
+rc=$?
+check "the parent at its restore point 1.5 s late: the restored child reads its checkpointed half at once (rc $rc): $(sed -n 's/^prog-ipc: child peek after restore: //p' "$GK_SCRATCH/r2.out")" \
+	grep -qx "prog-ipc: child peek after restore: same" "$GK_SCRATCH/r2.out"
+waited=$(sed -n 's/^gpuckpt: ipc: restore point: waited \([0-9.]*\) s for the 1 process(es).*/\1/p' "$GK_SCRATCH/r2.out")
+check "... its restore point waited for the parent's load (${waited:-no line} s)" \
+	awk -v w="${waited:-0}" 'BEGIN { exit !(w >= 1.0) }'
+got=$(sums "$GK_SCRATCH/r2.out")
+check "... and both finish with the uninterrupted checksums ($got)" test -n "$ref" -a "$got" = "$ref"
+[ "$got" = "$ref" ] || sed 's/^/# r2: /' "$GK_SCRATCH/r2.out"
 
 # The default: no GPUCKPT_CUDA_IPC.
 with_runtime env -u GPUCKPT_CUDA_IPC GPUCKPT_STANDIN_TRACE=1 "$PROG" --steps 2 \

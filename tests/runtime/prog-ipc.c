@@ -9,6 +9,7 @@
  * checksum, so a run under gpuckpt is compared with a native one.
  *
  *   prog-ipc [--steps N] [--checkpoint-at K] [--exit-after-checkpoint]
+ *            [--peek] [--parent-delay-ms MS]
  *
  * --checkpoint-at K: both ask for a checkpoint at step K and print what
  * gpuckpt_point() answered; with --exit-after-checkpoint both end once theirs
@@ -16,6 +17,13 @@
  * GPUCKPT_DIR/child) runs the setup again, exchanging a new handle, and
  * resumes both at the step: the checksums must be the uninterrupted run's,
  * and the child's mapping at the address it had (printed).
+ *
+ * --peek: a restored child reads the parent's half right after its restore
+ * point, before the parent's first turn, and says whether it is what it
+ * read last before the checkpoint ("same") or not ("stale"). With
+ * --parent-delay-ms the parent reaches its own restore point (where its
+ * memory is loaded) that much later: only the runtime's wait at the child's
+ * restore point keeps the child from reading the parent's fresh setup.
  */
 #define _GNU_SOURCE
 #include "gpuckpt.h"
@@ -40,6 +48,8 @@
 #define HALF (BYTES / 2)
 
 static uint32_t host[HALF / 4];
+static int peek;
+static long parent_delay_ms;
 
 static int fail(const char *who, const char *what, CUresult r)
 {
@@ -100,11 +110,15 @@ static int point(const char *who, long step, long ckpt_at)
 	return exit_after && rc == GPUCKPT_SAVED;
 }
 
-static void first_point(const char *who, long *step)
+/* 1 when the process restored there. */
+static int first_point(const char *who, long *step)
 {
-	if (gpuckpt_point && gpuckpt_point(*step) == GPUCKPT_RESTORED)
+	int restored = gpuckpt_point && gpuckpt_point(*step) == GPUCKPT_RESTORED;
+
+	if (restored)
 		printf("prog-ipc: %s restored at step %ld\n", who, *step);
 	fflush(stdout);
+	return restored;
 }
 
 static int child_main(int in, int out, long steps, long ckpt_at)
@@ -113,7 +127,7 @@ static int child_main(int in, int out, long steps, long ckpt_at)
 	CUcontext ctx;
 	CUdeviceptr d;
 	CUresult r;
-	uint64_t sum = 0, sa;
+	uint64_t sum = 0, sa, last_sa = 0, now;
 	long step = 0, go;
 
 	if (setup("child", &ctx))
@@ -127,8 +141,19 @@ static int child_main(int in, int out, long steps, long ckpt_at)
 	if (gpuckpt_protect) {
 		gpuckpt_protect("step", &step, sizeof(step));
 		gpuckpt_protect("sum", &sum, sizeof(sum));
+		gpuckpt_protect("last_sa", &last_sa, sizeof(last_sa));
 	}
-	first_point("child", &step);
+	if (first_point("child", &step) && peek) {
+		now = sum_half(d, &r);
+		if (r)
+			return fail("child", "peeking", r);
+		if (now == last_sa)
+			printf("prog-ipc: child peek after restore: same\n");
+		else
+			printf("prog-ipc: child peek after restore: stale (%016llx, had %016llx)\n",
+			       (unsigned long long)now, (unsigned long long)last_sa);
+		fflush(stdout);
+	}
 	while (step < steps) {
 		if (rd(in, &go, sizeof(go)) || go != step)
 			return fail("child", "waiting for the parent", CUDA_ERROR_INVALID_VALUE);
@@ -136,6 +161,7 @@ static int child_main(int in, int out, long steps, long ckpt_at)
 		if (r || (r = write_half(d + HALF, step, sa, 0x2222)) || (r = cuCtxSynchronize()))
 			return fail("child", "a step", r);
 		sum = sum * 31 + sa;
+		last_sa = sa;
 		step++;
 		if (wr(out, &step, sizeof(step)))
 			return fail("child", "answering the parent", CUDA_ERROR_INVALID_VALUE);
@@ -166,6 +192,10 @@ int main(int argc, char **argv)
 			ckpt_at = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--exit-after-checkpoint"))
 			exit_after = 1;
+		else if (!strcmp(argv[i], "--peek"))
+			peek = 1;
+		else if (!strcmp(argv[i], "--parent-delay-ms") && i + 1 < argc)
+			parent_delay_ms = atol(argv[++i]);
 		else if (!strcmp(argv[i], "--child") && i + 2 < argc) {
 			int in = atoi(argv[i + 1]), out = atoi(argv[i + 2]);
 
@@ -191,6 +221,8 @@ int main(int argc, char **argv)
 		return 1;
 	if (pid == 0) {
 		char in[16], out[16], n[32], k[32];
+		char *args[12];
+		int a = 0;
 
 		close(to_child[1]);
 		close(from_child[0]);
@@ -201,12 +233,20 @@ int main(int argc, char **argv)
 		/* Replacing a variable the environment has: no allocation. */
 		if (dir)
 			putenv(cdir);
+		args[a++] = "prog-ipc";
+		args[a++] = "--steps";
+		args[a++] = n;
+		args[a++] = "--checkpoint-at";
+		args[a++] = k;
 		if (exit_after)
-			execl("/proc/self/exe", "prog-ipc", "--steps", n, "--checkpoint-at", k,
-			      "--exit-after-checkpoint", "--child", in, out, (char *)NULL);
-		else
-			execl("/proc/self/exe", "prog-ipc", "--steps", n, "--checkpoint-at", k,
-			      "--child", in, out, (char *)NULL);
+			args[a++] = "--exit-after-checkpoint";
+		if (peek)
+			args[a++] = "--peek";
+		args[a++] = "--child";
+		args[a++] = in;
+		args[a++] = out;
+		args[a] = NULL;
+		execv("/proc/self/exe", args);
 		_exit(127);
 	}
 	close(to_child[0]);
@@ -223,6 +263,11 @@ int main(int argc, char **argv)
 		gpuckpt_protect("step", &step, sizeof(step));
 		gpuckpt_protect("sum", &sum, sizeof(sum));
 		gpuckpt_protect("sb", &sb, sizeof(sb));
+	}
+	if (parent_delay_ms) {
+		struct timespec ts = {parent_delay_ms / 1000, (parent_delay_ms % 1000) * 1000000};
+
+		nanosleep(&ts, NULL);
 	}
 	first_point("parent", &step);
 	while (step < steps) {

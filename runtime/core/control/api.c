@@ -15,6 +15,7 @@
 #include "core/restore/restore.h"
 #include "core/state/runtime.h"
 #include "core/control/start.h"
+#include "core/interpose/ipc.h"
 #include "core/control/trigger.h"
 #include "common/export.h"
 
@@ -100,10 +101,16 @@ static int point_prepare(int *due_out)
 		/* A checkpoint asked for meanwhile stays due, for the next point. */
 		if (gk_restore_load() == 0) {
 			gk_dump_prepare();
+			/* Processes that map this one's memory may read it now;
+			 * this one reads theirs once they have loaded it. */
+			gk_ipc_settle(1);
+			gk_ipc_wait_exporters();
 			*due_out = __atomic_load_n(&gk_rt.due, __ATOMIC_ACQUIRE);
 			return GPUCKPT_RESTORED;
 		}
 	}
+	if (due & GK_DUE_FIRST)
+		gk_ipc_settle(0); /* started afresh (or its restore was given up) */
 	*due_out = __atomic_load_n(&gk_rt.due, __ATOMIC_ACQUIRE);
 	/* After the first point's restore, not during it: the load pins its
 	 * own buffers, which are then kept. */

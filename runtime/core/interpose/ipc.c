@@ -28,7 +28,10 @@
  * exporter's block is placed memory, saved and re-created at its address as
  * any other; the importer's range is not its own and is not saved. After a
  * restart the program's setup exports and opens again (new handles), and
- * place() puts the n-th open at the address it had. Imports are tracked as
+ * place() puts the n-th open at the address it had. The importer's restore
+ * point then waits until each process it imported from has passed its own
+ * (gk_ipc_wait_exporters): until the exporter has loaded its checkpoint,
+ * what the importer reads there is the exporter's fresh setup. Imports are tracked as
  * IPC_IMPORT and exporters that served one as IPC_EXPORT, which only the
  * driver's checkpoint (transparent mode) refuses ("REFUSE ipc"); an import
  * that could not go to its place is IPC_OPEN, refused by both. A segment
@@ -45,6 +48,7 @@
 #include "core/placement/layout.h"
 #include "core/state/runtime.h"
 #include "core/state/track.h"
+#include "common/clock.h"
 #include "common/log.h"
 
 #include <errno.h>
@@ -56,9 +60,14 @@
 #include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/un.h>
+#include <time.h>
 #include <unistd.h>
 
 #define GK_IPC_MAGIC "GKIPC01"
+/* The same request, asking "have you passed your restore point?" */
+#define GK_IPC_WAIT_MAGIC "GKIPCW1"
+/* How long an importer's restore point waits for an exporter's. */
+#define GK_IPC_SETTLE_WAIT_S 60
 
 struct gk_ipc_handle {
 	char magic[8];
@@ -84,7 +93,20 @@ struct gk_ipc_reply {
 	uint64_t len[GK_ARENA_EXPORT_MAX];
 };
 
+/* The answer to GK_IPC_WAIT_MAGIC: 1 when the exporter restored from its
+ * checkpoint, 0 when it started afresh; status as in gk_ipc_reply. */
+struct gk_ipc_settled {
+	int32_t status;
+	int32_t restored;
+};
+
 /* ---- exporter ---- */
+
+/* Whether this process has passed its first checkpoint point: -1 not yet,
+ * 0 it started afresh, 1 it restored (gk_ipc_settle). */
+static pthread_mutex_t settle_lock = PTHREAD_MUTEX_INITIALIZER;
+static pthread_cond_t settle_cond = PTHREAD_COND_INITIALIZER;
+static int settled = -1;
 
 static pthread_once_t listen_once = PTHREAD_ONCE_INIT;
 static int listen_fd = -1;
@@ -102,7 +124,42 @@ static void socket_name(struct sockaddr_un *sa, socklen_t *len, long pid, uint64
 	*len = (socklen_t)(offsetof(struct sockaddr_un, sun_path) + 1 + (size_t)n);
 }
 
-static void serve(int c)
+void gk_ipc_settle(int restored)
+{
+	pthread_mutex_lock(&settle_lock);
+	settled = restored;
+	pthread_cond_broadcast(&settle_cond);
+	pthread_mutex_unlock(&settle_lock);
+}
+
+/* An importer's "wait": answered once this process has passed its first
+ * point, from a thread of its own, so that the listener goes on serving
+ * opens meanwhile (another importer's setup may be what this process waits
+ * for before its point). */
+static void *answer_settled(void *arg)
+{
+	int c = (int)(intptr_t)arg;
+	struct gk_ipc_settled a = {0, 0};
+	struct timespec until;
+	int r = 0;
+
+	clock_gettime(CLOCK_REALTIME, &until);
+	until.tv_sec += GK_IPC_SETTLE_WAIT_S;
+	pthread_mutex_lock(&settle_lock);
+	while (settled < 0 && r != ETIMEDOUT)
+		r = pthread_cond_timedwait(&settle_cond, &settle_lock, &until);
+	a.restored = settled;
+	pthread_mutex_unlock(&settle_lock);
+	if (a.restored < 0)
+		a.status = -ETIMEDOUT;
+	if (send(c, &a, sizeof(a), MSG_NOSIGNAL) != (ssize_t)sizeof(a))
+		gk_warn("ipc: answering an importer's wait: %s", strerror(errno));
+	close(c);
+	return NULL;
+}
+
+/* 1 when c went to a thread of its own (it closes it), else 0. */
+static int serve(int c)
 {
 	struct gk_ipc_request req;
 	struct gk_ipc_reply rep;
@@ -123,9 +180,30 @@ static void serve(int c)
 	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &clen) || cred.uid != getuid()) {
 		gk_warn("ipc: refused a connection from uid %ld, not this process's user",
 			(long)cred.uid);
-		return;
+		return 0;
 	}
 	n = recv(c, &req, sizeof(req), MSG_WAITALL);
+	if (n == (ssize_t)sizeof(req) && !memcmp(req.magic, GK_IPC_WAIT_MAGIC, 8) &&
+	    req.nonce == my_nonce) {
+		pthread_attr_t attr;
+		sigset_t all, old;
+		pthread_t t;
+		int rc;
+
+		tv.tv_sec = GK_IPC_SETTLE_WAIT_S + 5;
+		setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+		pthread_attr_init(&attr);
+		pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+		sigfillset(&all);
+		pthread_sigmask(SIG_SETMASK, &all, &old);
+		rc = pthread_create(&t, &attr, answer_settled, (void *)(intptr_t)c);
+		pthread_sigmask(SIG_SETMASK, &old, NULL);
+		pthread_attr_destroy(&attr);
+		if (rc == 0)
+			return 1;
+		gk_warn("ipc: cannot answer an importer's wait: %s", strerror(rc));
+		return 0;
+	}
 	if (n != (ssize_t)sizeof(req) || memcmp(req.magic, GK_IPC_MAGIC, 8) ||
 	    req.nonce != my_nonce) {
 		rep.status = -EINVAL;
@@ -159,6 +237,7 @@ static void serve(int c)
 		gk_track(GK_UNSUP_IPC_EXPORT, 1);
 	for (int i = 0; i < ex.nseg; i++)
 		close(ex.fd[i]);
+	return 0;
 }
 
 static void *listener(void *arg)
@@ -175,8 +254,8 @@ static void *listener(void *arg)
 				 strerror(errno));
 			return NULL;
 		}
-		serve(c);
-		close(c);
+		if (!serve(c))
+			close(c);
 	}
 }
 
@@ -266,6 +345,8 @@ CUresult gk_ipc_export(CUipcMemHandle *out, CUdeviceptr dptr)
 
 struct import {
 	enum gk_unsupported kind; /* IPC_IMPORT: at its place; IPC_OPEN: elsewhere */
+	int32_t pid;		  /* the exporter, and its listener's nonce */
+	uint64_t nonce;
 	CUdeviceptr ptr, va;
 	uint64_t total;
 	int nseg;
@@ -333,6 +414,40 @@ int gk_ipc_is_ours(const CUipcMemHandle *handle)
 	return !memcmp(handle->reserved, GK_IPC_MAGIC, 8);
 }
 
+/* A connection to the listener of exporter pid, answering within `secs`.
+ * -1 when it could not connect (errno says why); -2 when the listener is
+ * not that process of this user (*cred says who). */
+static int connect_exporter(int32_t pid, uint64_t nonce, int secs, struct ucred *cred)
+{
+	struct timeval tv = {secs, 0};
+	struct sockaddr_un sa;
+	socklen_t clen = sizeof(*cred), len;
+	int c;
+
+	cred->pid = 0;
+	cred->uid = (uid_t)-1;
+	socket_name(&sa, &len, (long)pid, nonce);
+	c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+	if (c < 0)
+		return -1;
+	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+	if (connect(c, (struct sockaddr *)&sa, len)) {
+		int e = errno;
+
+		close(c);
+		errno = e;
+		return -1;
+	}
+	/* Whoever listens must be the handle's process, of this user. */
+	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, cred, &clen) || cred->pid != pid ||
+	    cred->uid != getuid()) {
+		close(c);
+		return -2;
+	}
+	return c;
+}
+
 /* Asks the exporter; fills rep and fds (nseg of them). 0 or a CUresult. */
 static CUresult ask(const struct gk_ipc_handle *h, struct gk_ipc_reply *rep, int *fds)
 {
@@ -341,35 +456,21 @@ static CUresult ask(const struct gk_ipc_handle *h, struct gk_ipc_reply *rep, int
 	struct iovec iov = {rep, sizeof(*rep)};
 	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = cbuf,
 			     .msg_controllen = sizeof(cbuf)};
-	struct timeval tv = {10, 0};
-	struct sockaddr_un sa;
-	struct ucred cred = {0, (uid_t)-1, (gid_t)-1};
-	socklen_t clen = sizeof(cred), len;
+	struct ucred cred;
 	struct cmsghdr *cm;
 	int c, nfd = 0;
 	ssize_t n;
 
-	socket_name(&sa, &len, (long)h->pid, h->nonce);
-	c = socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-	if (c < 0)
-		return CUDA_ERROR_OUT_OF_MEMORY;
-	setsockopt(c, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
-	setsockopt(c, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
-	if (connect(c, (struct sockaddr *)&sa, len)) {
+	c = connect_exporter(h->pid, h->nonce, 10, &cred);
+	if (c == -1)
 		gk_error("ipc: opening a handle of process %ld: %s (the exporter gone?)",
 			 (long)h->pid, strerror(errno));
-		close(c);
-		return CUDA_ERROR_INVALID_HANDLE;
-	}
-	/* Whoever listens must be the handle's process, of this user. */
-	if (getsockopt(c, SOL_SOCKET, SO_PEERCRED, &cred, &clen) || cred.pid != h->pid ||
-	    cred.uid != getuid()) {
+	else if (c == -2)
 		gk_error("ipc: the IPC socket of process %ld is held by process %ld of uid %ld: "
 			 "not opened",
 			 (long)h->pid, (long)cred.pid, (long)cred.uid);
-		close(c);
+	if (c < 0)
 		return CUDA_ERROR_INVALID_HANDLE;
-	}
 	if (send(c, &req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req)) {
 		close(c);
 		return CUDA_ERROR_INVALID_HANDLE;
@@ -444,6 +545,8 @@ CUresult gk_ipc_open(CUdeviceptr *pdptr, const CUipcMemHandle *handle)
 		goto out_fds;
 	}
 	im->nseg = rep.nseg;
+	im->pid = h.pid;
+	im->nonce = h.nonce;
 	for (int i = 0; i < rep.nseg; i++) {
 		im->len[i] = rep.len[i];
 		im->total += rep.len[i];
@@ -515,4 +618,64 @@ int gk_ipc_close(CUdeviceptr dptr, CUresult *res)
 	free(im);
 	*res = CUDA_SUCCESS;
 	return 1;
+}
+
+/* One exporter's answer to "wait": 1 restored, 0 started afresh, -1 none
+ * within GK_IPC_SETTLE_WAIT_S (or gone). */
+static int wait_for(int32_t pid, uint64_t nonce)
+{
+	struct gk_ipc_request req = {.magic = GK_IPC_WAIT_MAGIC, .nonce = nonce};
+	struct gk_ipc_settled a = {-EIO, -1};
+	struct ucred cred;
+	int c = connect_exporter(pid, nonce, GK_IPC_SETTLE_WAIT_S + 5, &cred);
+
+	if (c < 0)
+		return -1; /* gone, or not whom the handle named: not waited for */
+	if (send(c, &req, sizeof(req), MSG_NOSIGNAL) != (ssize_t)sizeof(req) ||
+	    recv(c, &a, sizeof(a), MSG_WAITALL) != (ssize_t)sizeof(a) || a.status)
+		a.restored = -1;
+	close(c);
+	return a.restored;
+}
+
+void gk_ipc_wait_exporters(void)
+{
+	struct {
+		int32_t pid;
+		uint64_t nonce;
+	} ex[64];
+	size_t n = 0;
+	double t0 = gk_now();
+
+	pthread_mutex_lock(&imports_lock);
+	for (struct import *im = imports; im; im = im->next) {
+		size_t k = 0;
+
+		while (k < n && (ex[k].pid != im->pid || ex[k].nonce != im->nonce))
+			k++;
+		if (k == n && n < sizeof(ex) / sizeof(ex[0])) {
+			ex[n].pid = im->pid;
+			ex[n].nonce = im->nonce;
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&imports_lock);
+	for (size_t k = 0; k < n; k++) {
+		int r = wait_for(ex[k].pid, ex[k].nonce);
+
+		if (r < 0)
+			gk_error("ipc: process %ld, whose memory this process maps, did not pass its "
+				 "restore point within %d s: this process goes on, and may read its "
+				 "memory before that process has loaded it",
+				 (long)ex[k].pid, GK_IPC_SETTLE_WAIT_S);
+		else if (r == 0)
+			gk_warn("ipc: process %ld, whose memory this process maps, started afresh, "
+				"not from a checkpoint: its memory is not what this process read "
+				"there before its checkpoint",
+				(long)ex[k].pid);
+	}
+	if (n)
+		gk_info("ipc: restore point: waited %.3f s for the %zu process(es) whose memory "
+			"this process maps to load theirs",
+			gk_now() - t0, n);
 }

@@ -17,4 +17,12 @@ CUresult gk_ipc_open(CUdeviceptr *pdptr, const CUipcMemHandle *handle);
 /* 1 (and *res) if dptr is an import gk_ipc_open made, now closed; 0 if not. */
 int gk_ipc_close(CUdeviceptr dptr, CUresult *res);
 
+/* This process has passed its first checkpoint point: restored from its
+ * checkpoint (1) or started afresh (0). Importers waiting are answered. */
+void gk_ipc_settle(int restored);
+/* At the restore point of a process that restored: wait until every
+ * process it imported memory from has passed its own (at most 60 s each),
+ * so that it never reads that memory before it is loaded. */
+void gk_ipc_wait_exporters(void);
+
 #endif
