@@ -19,8 +19,9 @@
  * and the child's mapping at the address it had (printed).
  *
  * --peek: a restored child reads the parent's half right after its restore
- * point, before the parent's first turn, and says whether it is what it
- * read last before the checkpoint ("same") or not ("stale"). With
+ * point, before the parent's first turn (the parent waits for it), and says
+ * whether it is what it read last before the checkpoint ("same") or not
+ * ("stale"). With
  * --parent-delay-ms the parent reaches its own restore point (where its
  * memory is loaded) that much later: only the runtime's wait at the child's
  * restore point keeps the child from reading the parent's fresh setup.
@@ -154,6 +155,10 @@ static int child_main(int in, int out, long steps, long ckpt_at)
 			       (unsigned long long)now, (unsigned long long)last_sa);
 		fflush(stdout);
 	}
+	/* The parent writes its half again only after the peek. */
+	go = -1;
+	if (peek && wr(out, &go, sizeof(go)))
+		return fail("child", "telling the parent it peeked", CUDA_ERROR_INVALID_VALUE);
 	while (step < steps) {
 		if (rd(in, &go, sizeof(go)) || go != step)
 			return fail("child", "waiting for the parent", CUDA_ERROR_INVALID_VALUE);
@@ -270,6 +275,8 @@ int main(int argc, char **argv)
 		nanosleep(&ts, NULL);
 	}
 	first_point("parent", &step);
+	if (peek && (rd(from_child[0], &ack, sizeof(ack)) || ack != -1))
+		return fail("parent", "waiting for the child's peek", CUDA_ERROR_INVALID_VALUE);
 	while (step < steps) {
 		if ((r = write_half(d, step, sb, 0x1111)) || (r = cuCtxSynchronize()))
 			return fail("parent", "a step", r);
