@@ -77,7 +77,7 @@ GPUCKPT_LOG_LEVEL=info with_runtime env GPUCKPT_DIR="$D2" GPUCKPT_RESTORE=auto "
 rc=$?
 check "the parent at its restore point 1.5 s late: the restored child reads its checkpointed half at once (rc $rc): $(sed -n 's/^prog-ipc: child peek after restore: //p' "$GK_SCRATCH/r2.out")" \
 	grep -qx "prog-ipc: child peek after restore: same" "$GK_SCRATCH/r2.out"
-waited=$(sed -n 's/^gpuckpt: ipc: restore point: waited \([0-9.]*\) s for the 1 process(es).*/\1/p' "$GK_SCRATCH/r2.out")
+waited=$(sed -n 's/^gpuckpt: restore: waited \([0-9.]*\) s until the 1 process(es) whose memory.*/\1/p' "$GK_SCRATCH/r2.out")
 check "... its restore point waited for the parent's load (${waited:-no line} s)" \
 	awk -v w="${waited:-0}" 'BEGIN { exit !(w >= 1.0) }'
 got=$(sums "$GK_SCRATCH/r2.out")

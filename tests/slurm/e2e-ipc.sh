@@ -86,6 +86,7 @@ check "... the tasks' last step in that run is the set's (rank 0: $(last 0), ran
 	test -n "$S" -a "$(last 0)" = "$S" -a "$(last 1)" = "$S" -a "${S:-0}" -lt $STEPS
 check "... no error of the runtime's IPC, no CUDA error in the program, no checkpoint refused" \
 	eval '! grep -q "^gpuckpt: ipc:\|^prog-ipc-ranks: .*CUDA_ERROR\|: refused" "$out"'
+grep "^gpuckpt: ipc:\|^prog-ipc-ranks: .*CUDA_ERROR\|: refused" "$out" | head -n 5 | while read -r l; do tap_diag "$l"; done
 check_out "$a" "Slurm requeued the job and it started again" '^batch: node .* restart 1 '
 for t in 0 1; do
 	check_out "$a" "the plugin restores set ${N:-?} in task $t, as in every task of the step" \

@@ -675,7 +675,7 @@ void gk_ipc_wait_exporters(void)
 				(long)ex[k].pid);
 	}
 	if (n)
-		gk_info("ipc: restore point: waited %.3f s for the %zu process(es) whose memory "
-			"this process maps to load theirs",
+		gk_info("restore: waited %.3f s until the %zu process(es) whose memory this process "
+			"maps through CUDA IPC had loaded theirs",
 			gk_now() - t0, n);
 }
