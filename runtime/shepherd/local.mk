@@ -8,6 +8,7 @@ libgkshepherd_la_SOURCES = \
 	%reldir%/cudackpt.c \
 	%reldir%/criu.c \
 	%reldir%/tree.c \
+	%reldir%/hold.c \
 	%reldir%/links.c \
 	%reldir%/stdio.c \
 	%reldir%/sock.c \

@@ -2,8 +2,10 @@
  * restore_tree.c - restoring the newest transparent checkpoint of the task's root:
  * verify (manifest for the job's user, seal), map the GPUs recorded in the
  * seal onto those visible now (in order, same chip), criu restore (the
- * restored program becomes the shepherd's child), then for each CUDA process
- * cuCheckpointProcessRestore onto the new GPUs and cuCheckpointProcessUnlock.
+ * restored program becomes the shepherd's child, and the tree is left
+ * stopped), then for each CUDA process, with only its restore thread let run
+ * (hold.c), cuCheckpointProcessRestore onto the new GPUs and
+ * cuCheckpointProcessUnlock; then the tree is continued.
  */
 #include "config.h"
 
@@ -272,6 +274,8 @@ static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal
 	args[n++] = "-v4";
 	args[n++] = "-d";
 	args[n++] = "--restore-sibling";
+	/* Held stopped until the driver has restored it (hold.c). */
+	args[n++] = "--leave-stopped";
 	args[n++] = "--shell-job";
 	args[n++] = "--pidfile";
 	args[n++] = pidfile;
@@ -407,10 +411,11 @@ static void driver_says(struct gk_shepherd *sh, char *out, size_t len)
 /*
  * How long a restore waits for the driver to report every process it
  * checkpointed (the seal's count) as checkpointed again once CRIU has
- * restored the tree. A JAX job under Slurm on the H200s was once found with
- * none right after CRIU; restoring "none" let it run on without its GPU
- * state, into a segmentation fault. Fewer than the seal says after this
- * long fails the restore, naming both counts.
+ * restored the tree. A JAX job under Slurm on the H200s was found with
+ * none right after CRIU: its process had already died, before the tree was
+ * held stopped (hold.c). Restoring "none" would let it run on without its
+ * GPU state. Fewer than the seal says after this long fails the restore,
+ * naming both counts and what became of each process.
  */
 #define GK_RESTORE_FIND_CUDA_S 10.0
 
@@ -419,8 +424,9 @@ static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
 			  gk_error_t *err)
 {
 	const struct gk_cudackpt *cu = &sh->cuda;
-	pid_t cuda[GK_SHEP_MAX_PROCS];
-	size_t ncuda = 0;
+	static pid_t cuda[GK_SHEP_MAX_PROCS];
+	static struct gk_held_thread held[GK_SHEP_MAX_PROCS];
+	size_t ncuda = 0, nheld = 0;
 	double deadline = gk_now() + GK_RESTORE_FIND_CUDA_S;
 	int ret, tries = 0;
 
@@ -448,20 +454,34 @@ static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
 		gk_notice("transparent: restore: the driver reported the tree's %zu checkpointed "
 			  "process(es) after %d queries",
 			  ncuda, tries);
+	/* The tree is stopped: only each process's restore thread runs, for
+	 * the driver, until the unlock (hold.c). */
+	for (size_t i = 0; i < ncuda; i++) {
+		int tid = 0;
+
+		if (gk_cuda_check(cu, cu->cuCheckpointProcessGetRestoreThreadId(cuda[i], &tid),
+				  "cuCheckpointProcessGetRestoreThreadId", cuda[i]) < 0) {
+			gk_errprintf(err, "pid %d: the driver names no restore thread", (int)cuda[i]);
+			ret = -EIO;
+			goto out;
+		}
+		gk_debug("transparent: restore: pid %d: restore thread %d", (int)cuda[i], tid);
+		ret = gk_hold_run_thread(cuda[i], tid, &held[nheld], err);
+		if (ret < 0)
+			goto out;
+		nheld++;
+	}
 	for (size_t i = 0; i < ncuda; i++) {
 		CUcheckpointRestoreArgs ra;
-		int tid = 0;
 
 		memset(&ra, 0, sizeof(ra));
 		ra.gpuPairs = npairs ? pairs : NULL;
 		ra.gpuPairsCount = (unsigned)npairs;
-		if (cu->cuCheckpointProcessGetRestoreThreadId(cuda[i], &tid) == CUDA_SUCCESS)
-			gk_debug("transparent: restore: pid %d: restore thread %d", (int)cuda[i],
-				 tid);
 		if (gk_cuda_check(cu, cu->cuCheckpointProcessRestore(cuda[i], &ra),
 				  "cuCheckpointProcessRestore", cuda[i]) < 0) {
 			gk_errprintf(err, "pid %d: the driver could not restore it", (int)cuda[i]);
-			return -EIO;
+			ret = -EIO;
+			goto out;
 		}
 	}
 	*t_unlock = gk_now();
@@ -472,10 +492,15 @@ static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
 		if (gk_cuda_check(cu, cu->cuCheckpointProcessUnlock(cuda[i], &ua),
 				  "cuCheckpointProcessUnlock", cuda[i]) < 0) {
 			gk_errprintf(err, "pid %d: the driver could not unlock it", (int)cuda[i]);
-			return -EIO;
+			ret = -EIO;
+			goto out;
 		}
 	}
-	return 0;
+	ret = 0;
+out:
+	for (size_t i = 0; i < nheld; i++)
+		gk_hold_stop_thread(&held[i]);
+	return ret;
 }
 
 int gk_restore(struct gk_shepherd *sh)
@@ -556,10 +581,11 @@ int gk_restore(struct gk_shepherd *sh)
 	t_criu = gk_now();
 	ret = driver_restore(sh, seal, pairs, npairs, &t_unlock, &err);
 	if (ret < 0) {
-		/* Half restored is never left running. */
-		kill(sh->prog, SIGKILL);
+		/* Half restored is never left running, nor left stopped. */
+		gk_hold_kill(sh->prog);
 		goto out;
 	}
+	gk_hold_release(sh->prog);
 	t_driver = t_unlock;
 	t_end = gk_now();
 	gk_notice("transparent: restored %s: criu %.2f s, driver %.2f s, unlock %.2f s, total "

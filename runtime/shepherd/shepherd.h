@@ -240,6 +240,31 @@ pid_t gk_find_process(const char *prefix);
 /* CRIU gets the task's stdio as these three descriptors, for --inherit-fd. */
 #define GK_CRIU_INHERIT_FD 10
 
+/* ---- a restored tree held stopped for the driver (hold.c) ---- */
+
+/* One thread let run under ptrace while the rest of its process stays in
+ * the group stop CRIU's --leave-stopped left it in. */
+struct gk_held_thread {
+	pid_t tid;
+	int traced, running;
+	int sig;       /* a signal it was taking when seized, handed on */
+	uint64_t mask; /* its signal mask, put back before it is detached */
+};
+
+/* Seize thread tid of the stopped process pid, check that it is pid's,
+ * block its signals and let it run: 0, or -errno with err naming both. */
+int gk_hold_run_thread(pid_t pid, pid_t tid, struct gk_held_thread *h, gk_error_t *err);
+
+/* Stop it again, give back its mask and detach it into the group stop. */
+void gk_hold_stop_thread(struct gk_held_thread *h);
+
+/* SIGCONT to every process of the tree under prog: it runs. */
+void gk_hold_release(pid_t prog);
+
+/* SIGKILL to every process of the tree under prog: a tree held stopped is
+ * never left behind half restored. */
+void gk_hold_kill(pid_t prog);
+
 /* ---- the program's stdio (stdio.c) ---- */
 
 /* Fill s->stdio and s->stdio_task from <proc>/<prog>/fd/0..2 and this

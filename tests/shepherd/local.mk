@@ -9,6 +9,12 @@ check_PROGRAMS += %reldir%/test-shepherd %reldir%/shep-client %reldir%/test-link
 # What ties a tree to processes outside it (links.c): real sockets, no CRIU.
 %canon_reldir%_test_links_SOURCES = %reldir%/test-links.c
 %canon_reldir%_test_links_LDADD = $(GK_SHEPHERD_LIBS)
+# A stopped process with one thread let run (hold.c), as a restore holds
+# the tree for the driver.
+TESTS += %reldir%/test-hold
+check_PROGRAMS += %reldir%/test-hold
+%canon_reldir%_test_hold_SOURCES = %reldir%/test-hold.c
+%canon_reldir%_test_hold_LDADD = $(GK_SHEPHERD_LIBS) -lpthread
 %canon_reldir%_test_shepherd_SOURCES = %reldir%/test-shepherd.c
 %canon_reldir%_test_shepherd_LDADD = $(GK_SHEPHERD_LIBS)
 # The runtime's side of the socket, for test-shepherd-flow.sh.

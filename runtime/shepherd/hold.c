@@ -1,0 +1,209 @@
+/*
+ * hold.c - a restored tree held stopped while the driver restores it.
+ *
+ * Until cuCheckpointProcessRestore has mapped a process's device memory
+ * back, the addresses of its device mappings are placeholders: a thread that
+ * touches one dies of SIGSEGV. CRIU's restore wakes every thread that was
+ * asleep in a timed wait at the dump (the wait's restart cannot be restored,
+ * so it returns EINTR), and a woken thread of libcuda can read such an
+ * address at once. That is how a JAX job under Slurm on the H200s died, in
+ * libcuda, before the shepherd reached the driver (runtime/shepherd/README.md,
+ * "Restore"). CRIU's own CUDA plugin keeps the process frozen for the same
+ * reason.
+ *
+ * So CRIU restores the tree with --leave-stopped (every process in group
+ * stop). The driver does its restore in one thread of the process, the one
+ * cuCheckpointProcessGetRestoreThreadId names; that thread alone is let run,
+ * traced, with its signals blocked, and is stopped and detached again before
+ * the whole tree gets SIGCONT.
+ */
+#include "config.h"
+
+#include "common/error.h"
+#include "common/log.h"
+#include "common/clock.h"
+#include "shepherd/shepherd.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ptrace.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* How long a thread may take to stop for the tracer. A thread in
+ * uninterruptible sleep (inside a driver call) stops when it leaves it. */
+#define GK_HOLD_STOP_WAIT_S 10.0
+
+/* The process (thread group) that thread tid belongs to, from its
+ * /proc/TID/status; -1 when it is gone. */
+static pid_t thread_group(pid_t tid)
+{
+	char path[64], line[128];
+	pid_t tgid = -1;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
+	f = fopen(path, "re");
+	if (!f)
+		return -1;
+	while (fgets(line, sizeof(line), f))
+		if (sscanf(line, "Tgid: %d", &tgid) == 1)
+			break;
+	fclose(f);
+	return tgid;
+}
+
+/* What a waitpid status of the traced thread says: 0 stopped (*sig as
+ * below), -ESRCH ended. */
+static int stop_of(int status, int *sig)
+{
+	*sig = 0;
+	if (!WIFSTOPPED(status))
+		return -ESRCH;
+	/* PTRACE_EVENT_STOP: a group or interrupt stop; any other stop is a
+	 * signal the thread was about to take. */
+	if ((status >> 16) != PTRACE_EVENT_STOP)
+		*sig = WSTOPSIG(status);
+	return 0;
+}
+
+/* Wait until the traced thread is in a ptrace stop. 0 when it is (*sig: the
+ * signal of a signal-delivery stop, to hand on when it goes on; 0 for a
+ * group or interrupt stop), or -errno. */
+static int wait_stopped(pid_t tid, int *sig)
+{
+	double deadline = gk_now() + GK_HOLD_STOP_WAIT_S;
+	int status;
+
+	*sig = 0;
+	for (;;) {
+		pid_t r = waitpid(tid, &status, __WALL | WNOHANG);
+
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0)
+			return -errno;
+		if (r == tid)
+			return stop_of(status, sig);
+		if (gk_now() >= deadline)
+			return -ETIMEDOUT;
+		usleep(1000);
+	}
+}
+
+int gk_hold_run_thread(pid_t pid, pid_t tid, struct gk_held_thread *h, gk_error_t *err)
+{
+	uint64_t all = ~(uint64_t)0;
+	int ret, status;
+
+	memset(h, 0, sizeof(*h));
+	h->tid = tid;
+	if (thread_group(tid) != pid)
+		goto not_its;
+	/* SEIZE leaves it as it is; INTERRUPT traps it whether it was in the
+	 * group stop (as CRIU left it) or not, so the wait below ends. */
+	if (ptrace(PTRACE_SEIZE, tid, NULL, NULL) < 0) {
+		ret = -errno;
+		gk_errprintf(err, "pid %d: its restore thread %d: ptrace: %s", (int)pid, (int)tid,
+			     strerror(errno));
+		return ret;
+	}
+	h->traced = 1;
+	/* A thread in the group stop is trapped by the seize itself, before it
+	 * returns; one still running (the tree was continued behind CRIU's
+	 * back) is trapped by an interrupt. One trap either way: a second one
+	 * pending would stop it again right after PTRACE_CONT. */
+	ret = waitpid(tid, &status, __WALL | WNOHANG) == tid ? stop_of(status, &h->sig) : 1;
+	if (ret == 1) {
+		ptrace(PTRACE_INTERRUPT, tid, NULL, NULL);
+		ret = wait_stopped(tid, &h->sig);
+	}
+	if (ret < 0) {
+		gk_errprintf(err, "pid %d: its restore thread %d did not stop: %s", (int)pid,
+			     (int)tid, strerror(-ret));
+		h->traced = 0; /* gone, or never stopped: nothing to detach */
+		return ret;
+	}
+	/* The driver named it, and it was pid's above; but only once it is
+	 * traced can its number not be reused, so this is the check that root
+	 * runs nothing but the job's own thread. */
+	if (thread_group(tid) != pid) {
+		gk_hold_stop_thread(h);
+		goto not_its;
+	}
+	/* Blocked signals: a signal for the process must not run a handler
+	 * of the program's while the rest of it is stopped. */
+	if (ptrace(PTRACE_GETSIGMASK, tid, (void *)sizeof(h->mask), &h->mask) < 0 ||
+	    ptrace(PTRACE_SETSIGMASK, tid, (void *)sizeof(all), &all) < 0 ||
+	    ptrace(PTRACE_CONT, tid, NULL, NULL) < 0) {
+		ret = -errno;
+		gk_errprintf(err, "pid %d: its restore thread %d: ptrace: %s", (int)pid, (int)tid,
+			     strerror(errno));
+		gk_hold_stop_thread(h);
+		return ret;
+	}
+	h->running = 1;
+	return 0;
+not_its:
+	gk_errprintf(err,
+		     "the driver named thread %d as pid %d's restore thread, but it is not one of "
+		     "pid %d's threads",
+		     (int)tid, (int)pid, (int)pid);
+	return -EPERM;
+}
+
+void gk_hold_stop_thread(struct gk_held_thread *h)
+{
+	int sig = 0;
+
+	if (!h->traced)
+		return;
+	if (h->running) {
+		ptrace(PTRACE_INTERRUPT, h->tid, NULL, NULL);
+		if (wait_stopped(h->tid, &sig) < 0) {
+			h->traced = 0;
+			return;
+		}
+		ptrace(PTRACE_SETSIGMASK, h->tid, (void *)sizeof(h->mask), &h->mask);
+	}
+	/* Detached in the process's group stop, it stays stopped with the
+	 * rest until SIGCONT; a signal it was taking goes with it. */
+	ptrace(PTRACE_DETACH, h->tid, NULL, (void *)(long)(sig ? sig : h->sig));
+	h->traced = h->running = 0;
+}
+
+/* Every process of the tree under prog gets signo; how many did. */
+static int tree_kill(pid_t prog, int signo)
+{
+	pid_t *pids = calloc(GK_SHEP_MAX_PROCS, sizeof(*pids));
+	size_t n = 0;
+	int sent = 0;
+
+	if (!pids)
+		return kill(prog, signo) == 0;
+	if (gk_tree_list(prog, pids, GK_SHEP_MAX_PROCS, &n, NULL) < 0)
+		n = 0;
+	for (size_t i = 0; i < n; i++)
+		if (kill(pids[i], signo) == 0)
+			sent++;
+	if (!n)
+		sent = kill(prog, signo) == 0;
+	free(pids);
+	return sent;
+}
+
+void gk_hold_release(pid_t prog)
+{
+	int n = tree_kill(prog, SIGCONT);
+
+	gk_debug("transparent: restore: %d process(es) continued", n);
+}
+
+void gk_hold_kill(pid_t prog)
+{
+	tree_kill(prog, SIGKILL);
+}
