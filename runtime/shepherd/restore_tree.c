@@ -419,6 +419,38 @@ static void driver_says(struct gk_shepherd *sh, char *out, size_t len)
  */
 #define GK_RESTORE_FIND_CUDA_S 10.0
 
+/* Each CUDA process of the stopped tree gets its restore thread running
+ * (hold.c): the driver answers for a process, and restores it, through that
+ * thread. A process for which the driver names none is not one of its. */
+static int run_restore_threads(struct gk_shepherd *sh, struct gk_held_thread *held,
+			       size_t *nheld, gk_error_t *err)
+{
+	const struct gk_cudackpt *cu = &sh->cuda;
+	static pid_t pids[GK_SHEP_MAX_PROCS];
+	size_t n = 0;
+	int ret;
+
+	if (!sh->have_cuda)
+		return 0;
+	ret = gk_tree_list(sh->prog, pids, GK_SHEP_MAX_PROCS, &n, err);
+	if (ret == 0)
+		ret = gk_tree_check_owner(pids, n, sh->o->uid, sh->o->gid, err);
+	for (size_t i = 0; i < n && ret == 0; i++) {
+		int tid = 0;
+
+		if (cu->cuCheckpointProcessGetRestoreThreadId(pids[i], &tid) != CUDA_SUCCESS ||
+		    tid <= 0)
+			continue;
+		ret = gk_hold_run_thread(pids[i], tid, &held[*nheld], err);
+		if (ret == 0) {
+			gk_debug("transparent: restore: pid %d: its restore thread %d runs",
+				 (int)pids[i], tid);
+			(*nheld)++;
+		}
+	}
+	return ret;
+}
+
 static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
 			  CUcheckpointGpuPair *pairs, size_t npairs, double *t_unlock,
 			  gk_error_t *err)
@@ -430,10 +462,13 @@ static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
 	double deadline = gk_now() + GK_RESTORE_FIND_CUDA_S;
 	int ret, tries = 0;
 
+	ret = run_restore_threads(sh, held, &nheld, err);
+	if (ret < 0)
+		goto out;
 	for (;;) {
 		ret = find_checkpointed(sh, cuda, &ncuda, err);
 		if (ret < 0)
-			return ret;
+			goto out;
 		tries++;
 		if (seal->cuda_processes < 0 || ncuda >= (size_t)seal->cuda_processes)
 			break;
@@ -446,7 +481,8 @@ static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
 				     "but after CRIU's restore the driver reports %zu of the tree "
 				     "as checkpointed (%.0f s; %s)",
 				     seal->cuda_processes, ncuda, GK_RESTORE_FIND_CUDA_S, said);
-			return -EIO;
+			ret = -EIO;
+			goto out;
 		}
 		usleep(20 * 1000);
 	}
@@ -454,29 +490,13 @@ static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
 		gk_notice("transparent: restore: the driver reported the tree's %zu checkpointed "
 			  "process(es) after %d queries",
 			  ncuda, tries);
-	/* The tree is stopped: only each process's restore thread runs, for
-	 * the driver, until the unlock (hold.c). */
-	for (size_t i = 0; i < ncuda; i++) {
-		int tid = 0;
-
-		if (gk_cuda_check(cu, cu->cuCheckpointProcessGetRestoreThreadId(cuda[i], &tid),
-				  "cuCheckpointProcessGetRestoreThreadId", cuda[i]) < 0) {
-			gk_errprintf(err, "pid %d: the driver names no restore thread", (int)cuda[i]);
-			ret = -EIO;
-			goto out;
-		}
-		gk_debug("transparent: restore: pid %d: restore thread %d", (int)cuda[i], tid);
-		ret = gk_hold_run_thread(cuda[i], tid, &held[nheld], err);
-		if (ret < 0)
-			goto out;
-		nheld++;
-	}
 	for (size_t i = 0; i < ncuda; i++) {
 		CUcheckpointRestoreArgs ra;
 
 		memset(&ra, 0, sizeof(ra));
 		ra.gpuPairs = npairs ? pairs : NULL;
 		ra.gpuPairsCount = (unsigned)npairs;
+		gk_debug("transparent: restore: pid %d: cuCheckpointProcessRestore", (int)cuda[i]);
 		if (gk_cuda_check(cu, cu->cuCheckpointProcessRestore(cuda[i], &ra),
 				  "cuCheckpointProcessRestore", cuda[i]) < 0) {
 			gk_errprintf(err, "pid %d: the driver could not restore it", (int)cuda[i]);
@@ -496,6 +516,7 @@ static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
 			goto out;
 		}
 	}
+	gk_debug("transparent: restore: %zu process(es) restored and unlocked", ncuda);
 	ret = 0;
 out:
 	for (size_t i = 0; i < nheld; i++)
