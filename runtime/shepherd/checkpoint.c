@@ -66,6 +66,7 @@ struct ckpt {
 	pid_t ocl[GK_SHEP_MAX_PROCS];
 	size_t nocl;
 	size_t nlocked, ncheckpointed;
+	int stopped; /* the tree is in the group stop (SIGSTOP) for CRIU */
 	struct peer peers[MAX_PEERS];
 	size_t npeers;
 	char tmpname[256];
@@ -360,11 +361,36 @@ static int pick_folder(struct ckpt *c)
 	return 0;
 }
 
-/* Unlock what was locked, restoring first what the driver checkpointed. */
+/* Unlock what was locked, restoring first what the driver checkpointed;
+ * a tree stopped for CRIU stays so, but for each process's restore thread,
+ * until then, and goes on after. */
 static void release(struct ckpt *c)
 {
 	const struct gk_cudackpt *cu = &c->sh->cuda;
+	static struct gk_held_thread held[GK_SHEP_MAX_PROCS];
+	size_t nheld = 0;
 
+	for (size_t i = 0; i < c->nlocked && c->stopped; i++) {
+		gk_error_t err;
+		int tid = 0;
+
+		if (cu->cuCheckpointProcessGetRestoreThreadId(c->cuda[i], &tid) != CUDA_SUCCESS ||
+		    tid <= 0)
+			continue;
+		if (gk_hold_run_thread(c->cuda[i], tid, &held[nheld], &err) == 0) {
+			nheld++;
+			continue;
+		}
+		/* Its driver could not work stopped: all go on, as before the
+		 * tree was stopped for the dump. */
+		gk_warn("transparent: after the dump: %s; the tree goes on before the driver "
+			"gives back its GPU state",
+			err.text);
+		while (nheld)
+			gk_hold_stop_thread(&held[--nheld]);
+		gk_hold_release(c->sh->prog);
+		c->stopped = 0;
+	}
 	for (size_t i = 0; i < c->nlocked; i++) {
 		CUcheckpointRestoreArgs ra;
 		CUcheckpointUnlockArgs ua;
@@ -378,6 +404,11 @@ static void release(struct ckpt *c)
 			      "cuCheckpointProcessUnlock", c->cuda[i]);
 	}
 	c->nlocked = c->ncheckpointed = 0;
+	for (size_t i = 0; i < nheld; i++)
+		gk_hold_stop_thread(&held[i]);
+	if (c->stopped)
+		gk_hold_release(c->sh->prog);
+	c->stopped = 0;
 }
 
 /* Step 2: lock, LOCKED, wait for the runtimes to close their sockets. */
@@ -838,22 +869,38 @@ static int wait_runtimes(struct ckpt *c)
  * A descriptor on a /proc file of a thread (/proc/P/task/T/comm) is dumped
  * by CRIU but cannot be restored: CRIU opens files before it makes threads
  * (criu issue #1553), so the restore would fail and the checkpoint would be
- * committed useless. glibc's pthread_setname_np holds one for a moment when
- * a thread names another (a JAX job under Slurm was dumped in that moment),
- * so the tree gets a short while to close it; one held longer refuses the
- * checkpoint, naming it. Threads that do no CUDA run on under the driver's
- * lock, so the wait is after it, just before the dump.
+ * committed useless. glibc's pthread_setname_np (and _getname_np) hold one
+ * for a moment when a thread names another; JAX and CuPy jobs under Slurm
+ * were dumped in that moment. Threads that do no CUDA run on under the
+ * driver's lock, so a look at the tree while it runs proves nothing about
+ * the moment CRIU seizes it: the tree is stopped (SIGSTOP, every thread in
+ * the group stop) and looked at then; if one is open, it runs a little
+ * (SIGCONT) and is stopped again. One held longer than the wait refuses the
+ * checkpoint, naming it. CRIU dumps the stopped tree; what it leaves
+ * running after a dump, or restores, is held stopped until the driver has
+ * given back its GPU state (hold.c, release()).
  */
 #define GK_THREAD_FILE_WAIT_MS 2000
 #define GK_THREAD_FILE_POLL_MS 10
 
-static int wait_thread_files(struct ckpt *c)
+static int stop_without_thread_files(struct ckpt *c)
 {
 	char path[256];
 	pid_t pid;
-	int fd, waited = 0;
+	int fd, ret, waited = 0;
 
-	while (gk_tree_find_thread_file(c->pids, c->npids, &pid, &fd, path, sizeof(path))) {
+	for (;;) {
+		ret = gk_hold_stop_tree(c->sh->prog, c->pids, GK_SHEP_MAX_PROCS, &c->npids,
+					&c->err);
+		if (ret < 0)
+			return ret;
+		c->stopped = 1;
+		/* Listed again: checked again. */
+		ret = gk_tree_check_owner(c->pids, c->npids, c->sh->o->uid, c->sh->o->gid, &c->err);
+		if (ret < 0)
+			return ret;
+		if (!gk_tree_find_thread_file(c->pids, c->npids, &pid, &fd, path, sizeof(path)))
+			break;
 		if (waited >= GK_THREAD_FILE_WAIT_MS) {
 			gk_errprintf(&c->err,
 				     "pid %d holds descriptor %d open on %s, a file of one of its "
@@ -863,6 +910,8 @@ static int wait_thread_files(struct ckpt *c)
 				     (int)pid, fd, path, waited);
 			return -ENOTSUP;
 		}
+		gk_hold_release(c->sh->prog);
+		c->stopped = 0;
 		usleep(GK_THREAD_FILE_POLL_MS * 1000);
 		waited += GK_THREAD_FILE_POLL_MS;
 	}
@@ -899,7 +948,7 @@ static int freeze(struct ckpt *c)
 	if (ret == 0)
 		ret = gk_tree_check_owner(c->pids, c->npids, o->uid, o->gid, &c->err);
 	if (ret == 0)
-		ret = wait_thread_files(c);
+		ret = stop_without_thread_files(c);
 	return ret;
 }
 
@@ -969,6 +1018,8 @@ static void resume(struct ckpt *c, int exit_after, const struct gk_seal *seal)
 	 * finds ckpt.N and loads from it. Exiting: CRIU ended the tree. */
 	if (!exit_after)
 		release(c);
+	else if (c->stopped)
+		gk_hold_kill(c->sh->prog); /* CRIU's own dump ended it already */
 	c->nlocked = 0;
 }
 

@@ -24,6 +24,7 @@
 #include "common/clock.h"
 #include "shepherd/shepherd.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
@@ -174,6 +175,94 @@ void gk_hold_stop_thread(struct gk_held_thread *h)
 	 * rest until SIGCONT; a signal it was taking goes with it. */
 	ptrace(PTRACE_DETACH, h->tid, NULL, (void *)(long)(sig ? sig : h->sig));
 	h->traced = h->running = 0;
+}
+
+/* The state letter of thread tid of pid (/proc/PID/task/TID/stat), or 0
+ * when it is gone. */
+static char thread_state(pid_t pid, const char *tid)
+{
+	char path[320], buf[512], *p;
+	ssize_t n;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, tid);
+	f = fopen(path, "re");
+	if (!f)
+		return 0;
+	n = (ssize_t)fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	if (n <= 0)
+		return 0;
+	buf[n] = 0;
+	/* The name, in parentheses, may hold anything: the state follows the
+	 * last ')'. */
+	p = strrchr(buf, ')');
+	return p && p[1] == ' ' ? p[2] : 0;
+}
+
+/* 1 when every thread of pid is stopped (or gone); *tid and *state name
+ * one that is not. */
+static int all_stopped(pid_t pid, pid_t *tid, char *state)
+{
+	char path[64];
+	struct dirent *e;
+	DIR *d;
+	int ok = 1;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	d = opendir(path);
+	if (!d)
+		return 1; /* gone */
+	while (ok && (e = readdir(d))) {
+		char st;
+
+		if (e->d_name[0] == '.')
+			continue;
+		st = thread_state(pid, e->d_name);
+		if (st && st != 'T' && st != 't' && st != 'Z' && st != 'X') {
+			ok = 0;
+			*tid = (pid_t)atoi(e->d_name);
+			*state = st;
+		}
+	}
+	closedir(d);
+	return ok;
+}
+
+int gk_hold_stop_tree(pid_t prog, pid_t *pids, size_t max, size_t *n, gk_error_t *err)
+{
+	double deadline = gk_now() + GK_HOLD_STOP_WAIT_S;
+	size_t sent = 0;
+	int ret;
+
+	/* Listed again after each round of SIGSTOP: a process forked in
+	 * between is stopped too. */
+	for (;;) {
+		ret = gk_tree_list(prog, pids, max, n, err);
+		if (ret < 0)
+			return ret;
+		if (sent == *n)
+			break;
+		for (size_t i = 0; i < *n; i++)
+			kill(pids[i], SIGSTOP);
+		sent = *n;
+	}
+	for (size_t i = 0; i < *n; i++) {
+		pid_t tid = 0;
+		char st = 0;
+
+		while (!all_stopped(pids[i], &tid, &st)) {
+			if (gk_now() >= deadline) {
+				gk_errprintf(err,
+					     "pid %d: its thread %d did not stop within %.0f s of "
+					     "SIGSTOP (state %c)",
+					     (int)pids[i], (int)tid, GK_HOLD_STOP_WAIT_S, st);
+				return -ETIMEDOUT;
+			}
+			usleep(1000);
+		}
+	}
+	return 0;
 }
 
 /* Every process of the tree under prog gets signo; how many did. */

@@ -258,6 +258,11 @@ int gk_hold_run_thread(pid_t pid, pid_t tid, struct gk_held_thread *h, gk_error_
 /* Stop it again, give back its mask and detach it into the group stop. */
 void gk_hold_stop_thread(struct gk_held_thread *h);
 
+/* SIGSTOP to every process of the tree under prog, listed again until no
+ * new one appears (pids, *n: the list), and wait until each of their
+ * threads is stopped: 0, or -errno with err naming one that did not. */
+int gk_hold_stop_tree(pid_t prog, pid_t *pids, size_t max, size_t *n, gk_error_t *err);
+
 /* SIGCONT to every process of the tree under prog: it runs. */
 void gk_hold_release(pid_t prog);
 

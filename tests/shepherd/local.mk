@@ -31,7 +31,7 @@ check_PROGRAMS += %reldir%/prog-fork-dev
 %canon_reldir%_prog_fork_dev_LDADD = $(GK_CUDA_STUB)
 
 # A descriptor on a thread's /proc file at a transparent checkpoint: waited
-# for, else refused by name (checkpoint.c, wait_thread_files); CRIU 4, root.
+# for, else refused by name (checkpoint.c, stop_without_thread_files); CRIU 4, root.
 TESTS += %reldir%/thread-files.sh
 EXTRA_DIST += %reldir%/thread-files.sh
 check_PROGRAMS += %reldir%/prog-threadfile

@@ -9,6 +9,11 @@
  *   prog-threadfile blink N   closes it 700 ms after it printed "count 20"
  *                             (thread-files.sh sends SIGTERM then: the
  *                             shepherd passes it on only after the dump)
+ *   prog-threadfile flicker N a thread opens it, holds it 18 ms, closes it
+ *                             and waits 2 ms, over and over: open 90 % of
+ *                             the time, so a look at the running tree that
+ *                             finds it closed says little about the moment
+ *                             CRIU seizes it
  *
  * Counts to N on stdout, a line each 50 ms ("count K"), then "done". It
  * ignores SIGTERM, as stdio-criu.sh's counter does: outside Slurm the
@@ -36,6 +41,21 @@ static void *sleeper(void *arg)
 	return NULL;
 }
 
+static void *flicker(void *arg)
+{
+	const char *path = arg;
+
+	for (;;) {
+		int fd = open(path, O_RDONLY);
+
+		usleep(18000);
+		if (fd >= 0)
+			close(fd);
+		usleep(2000);
+	}
+	return NULL;
+}
+
 static double now(void)
 {
 	struct timespec ts;
@@ -48,12 +68,13 @@ int main(int argc, char **argv)
 {
 	struct sigaction sa = {.sa_handler = SIG_IGN};
 	char path[64];
-	pthread_t t;
+	pthread_t t, f;
 	int fd, blink, n;
 	double at20 = 0;
 
-	if (argc != 3 || (strcmp(argv[1], "hold") && strcmp(argv[1], "blink"))) {
-		fprintf(stderr, "usage: prog-threadfile hold|blink N\n");
+	if (argc != 3 ||
+	    (strcmp(argv[1], "hold") && strcmp(argv[1], "blink") && strcmp(argv[1], "flicker"))) {
+		fprintf(stderr, "usage: prog-threadfile hold|blink|flicker N\n");
 		return 2;
 	}
 	blink = !strcmp(argv[1], "blink");
@@ -64,6 +85,18 @@ int main(int argc, char **argv)
 	while (!thread_tid)
 		usleep(1000);
 	snprintf(path, sizeof(path), "/proc/self/task/%d/comm", (int)thread_tid);
+	if (!strcmp(argv[1], "flicker")) {
+		if (pthread_create(&f, NULL, flicker, path))
+			return 1;
+		printf("flickering %s\n", path);
+		for (int i = 1; i <= n; i++) {
+			printf("count %d\n", i);
+			fflush(stdout);
+			usleep(50000);
+		}
+		printf("done\n");
+		return 0;
+	}
 	fd = open(path, O_RDONLY);
 	if (fd < 0) {
 		perror(path);

@@ -4,7 +4,7 @@
 # but cannot restore it ("Can't open file proc/P/task/T/comm": it opens files
 # before it makes threads), so such a checkpoint is committed useless; a JAX
 # job under Slurm was caught holding one (pthread_setname_np's moment). The
-# shepherd (checkpoint.c, wait_thread_files) gives the tree a short while to
+# shepherd (checkpoint.c, stop_without_thread_files) gives the tree a short while to
 # close it, and refuses, naming it, when it stays open:
 #
 #   hold:  prog-threadfile keeps the descriptor: SIGTERM commits no
@@ -12,7 +12,14 @@
 #          harmed (it counts on to the end);
 #   blink: it closes the descriptor 700 ms after SIGTERM (its "count 20"):
 #          the checkpoint waits for that, is committed, and restores to count
-#          on to the end.
+#          on to the end;
+#   flicker: a thread opens the descriptor for 18 ms of every 20, over and
+#          over: the checkpoint is committed and restores to count on to the
+#          end. The shepherd looks at the tree stopped, so what it saw is
+#          what CRIU dumps; when it looked at the running tree (before
+#          2026-11-29), the descriptor was open again by the time CRIU seized
+#          it and the restore failed ("Can't open file proc/P/task/T/comm"),
+#          as it did for a CuPy job under Slurm on the H200.
 #
 # Needs root, munged and CRIU 4 (as stdio-criu.sh): SKIPs with the reason.
 #
@@ -20,7 +27,7 @@
 . "${top_srcdir:-$(cd "$(dirname "$0")/../.." && pwd)}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
 PROG=$top_builddir/tests/shepherd/prog-threadfile
-PLAN=6
+PLAN=8
 tap_plan $PLAN
 gk_scratch
 
@@ -101,5 +108,23 @@ if [ -n "$last1" ] && [ -n "$first2" ] && [ "$first2" -gt 20 ] && [ "$first2" -l
 	tap_ok "blink: it went on from where it was (count $last1, then count $first2)"
 else
 	tap_not_ok "blink: it went on from where it was (first run ended at '$last1', restored run began at '$first2')"
+fi
+
+run flicker
+dir=$GK_SCRATCH/flicker
+"$SHEP" restore --criu "$CRIU" --dir "$dir" --uid 0 --gid 0 --job 1 --step 0 --task 0 \
+	</dev/null >"$GK_SCRATCH/flicker.restored.out" 2>"$GK_SCRATCH/flicker.restored.err"
+STATUS=$?
+if [ -n "$(ls -d "$dir"/ckpt.* 2>/dev/null)" ]; then
+	tap_ok "flicker: the checkpoint was committed ($(grep -o "waited [0-9]* ms" "$GK_SCRATCH/flicker.err" || echo "no wait"))"
+else
+	tap_not_ok "flicker: the checkpoint was committed"
+	tap_diag "$(tail -n 5 "$GK_SCRATCH/flicker.err")"
+fi
+if [ "$STATUS" = 0 ] && grep -q "^done" "$GK_SCRATCH/flicker.restored.out"; then
+	tap_ok "flicker: restored by CRIU and counted to the end"
+else
+	tap_not_ok "flicker: restored by CRIU and counted to the end (status $STATUS)"
+	tap_diag "$(tail -n 3 "$GK_SCRATCH/flicker.restored.err"; grep -i error "$dir"/ckpt.*/criu/restore.log 2>/dev/null | tail -n 3)"
 fi
 tap_done
