@@ -361,36 +361,18 @@ static int pick_folder(struct ckpt *c)
 	return 0;
 }
 
-/* Unlock what was locked, restoring first what the driver checkpointed;
- * a tree stopped for CRIU stays so, but for each process's restore thread,
- * until then, and goes on after. */
+/* Unlock what was locked, restoring first what the driver checkpointed.
+ * A tree stopped for CRIU goes on first: the driver works through a thread
+ * of each process. Unlike after a restore (restore_tree.c, hold.c), no
+ * thread of it was woken early by CRIU, so this is the order the tree had
+ * before it was stopped for the dump. */
 static void release(struct ckpt *c)
 {
 	const struct gk_cudackpt *cu = &c->sh->cuda;
-	static struct gk_held_thread held[GK_SHEP_MAX_PROCS];
-	size_t nheld = 0;
 
-	for (size_t i = 0; i < c->nlocked && c->stopped; i++) {
-		gk_error_t err;
-		int tid = 0;
-
-		if (cu->cuCheckpointProcessGetRestoreThreadId(c->cuda[i], &tid) != CUDA_SUCCESS ||
-		    tid <= 0)
-			continue;
-		if (gk_hold_run_thread(c->cuda[i], tid, &held[nheld], &err) == 0) {
-			nheld++;
-			continue;
-		}
-		/* Its driver could not work stopped: all go on, as before the
-		 * tree was stopped for the dump. */
-		gk_warn("transparent: after the dump: %s; the tree goes on before the driver "
-			"gives back its GPU state",
-			err.text);
-		while (nheld)
-			gk_hold_stop_thread(&held[--nheld]);
+	if (c->stopped)
 		gk_hold_release(c->sh->prog);
-		c->stopped = 0;
-	}
+	c->stopped = 0;
 	for (size_t i = 0; i < c->nlocked; i++) {
 		CUcheckpointRestoreArgs ra;
 		CUcheckpointUnlockArgs ua;
@@ -404,11 +386,6 @@ static void release(struct ckpt *c)
 			      "cuCheckpointProcessUnlock", c->cuda[i]);
 	}
 	c->nlocked = c->ncheckpointed = 0;
-	for (size_t i = 0; i < nheld; i++)
-		gk_hold_stop_thread(&held[i]);
-	if (c->stopped)
-		gk_hold_release(c->sh->prog);
-	c->stopped = 0;
 }
 
 /* Step 2: lock, LOCKED, wait for the runtimes to close their sockets. */
@@ -876,9 +853,9 @@ static int wait_runtimes(struct ckpt *c)
  * the moment CRIU seizes it: the tree is stopped (SIGSTOP, every thread in
  * the group stop) and looked at then; if one is open, it runs a little
  * (SIGCONT) and is stopped again. One held longer than the wait refuses the
- * checkpoint, naming it. CRIU dumps the stopped tree; what it leaves
- * running after a dump, or restores, is held stopped until the driver has
- * given back its GPU state (hold.c, release()).
+ * checkpoint, naming it. CRIU dumps the stopped tree; a tree it leaves
+ * running after the dump goes on in release(), one it restores is held
+ * stopped until the driver has given back its GPU state (restore_tree.c).
  */
 #define GK_THREAD_FILE_WAIT_MS 2000
 #define GK_THREAD_FILE_POLL_MS 10
