@@ -640,26 +640,36 @@ static int wait_for(int32_t pid, uint64_t nonce)
 
 void gk_ipc_wait_exporters(void)
 {
-	struct {
+	struct exporter {
 		int32_t pid;
 		uint64_t nonce;
-	} ex[64];
-	size_t n = 0;
+	} *ex = NULL;
+	size_t n = 0, nimports = 0;
 	double t0 = gk_now();
 
+	/* One entry per distinct exporter, at most one per import: every one
+	 * is waited for, however many (a fixed table once left the 65th out
+	 * without a word). */
 	pthread_mutex_lock(&imports_lock);
-	for (struct import *im = imports; im; im = im->next) {
+	for (struct import *im = imports; im; im = im->next)
+		nimports++;
+	if (nimports)
+		ex = calloc(nimports, sizeof(*ex));
+	for (struct import *im = imports; im && ex; im = im->next) {
 		size_t k = 0;
 
 		while (k < n && (ex[k].pid != im->pid || ex[k].nonce != im->nonce))
 			k++;
-		if (k == n && n < sizeof(ex) / sizeof(ex[0])) {
+		if (k == n) {
 			ex[n].pid = im->pid;
 			ex[n].nonce = im->nonce;
 			n++;
 		}
 	}
 	pthread_mutex_unlock(&imports_lock);
+	if (nimports && !ex)
+		gk_error("ipc: out of memory: this process goes on without waiting for the "
+			 "processes whose memory it maps to load theirs");
 	for (size_t k = 0; k < n; k++) {
 		int r = wait_for(ex[k].pid, ex[k].nonce);
 
@@ -678,4 +688,5 @@ void gk_ipc_wait_exporters(void)
 		gk_info("restore: waited %.3f s until the %zu process(es) whose memory this process "
 			"maps through CUDA IPC had loaded theirs",
 			gk_now() - t0, n);
+	free(ex);
 }
