@@ -232,21 +232,27 @@ static int all_stopped(pid_t pid, pid_t *tid, char *state)
 int gk_hold_stop_tree(pid_t prog, pid_t *pids, size_t max, size_t *n, gk_error_t *err)
 {
 	double deadline = gk_now() + GK_HOLD_STOP_WAIT_S;
-	size_t sent = 0;
+	pid_t *before = calloc(max, sizeof(*before));
+	size_t nbefore = 0;
 	int ret;
 
-	/* Listed again after each round of SIGSTOP: a process forked in
-	 * between is stopped too. */
-	for (;;) {
+	if (!before)
+		return -ENOMEM;
+	/* Listed again after each round of SIGSTOP until the list stays the
+	 * same: a process forked in between is stopped too. */
+	ret = gk_tree_list(prog, before, max, &nbefore, err);
+	while (ret == 0) {
+		for (size_t i = 0; i < nbefore; i++)
+			kill(before[i], SIGSTOP);
 		ret = gk_tree_list(prog, pids, max, n, err);
-		if (ret < 0)
-			return ret;
-		if (sent == *n)
+		if (ret < 0 || (*n == nbefore && !memcmp(pids, before, *n * sizeof(*pids))))
 			break;
-		for (size_t i = 0; i < *n; i++)
-			kill(pids[i], SIGSTOP);
-		sent = *n;
+		memcpy(before, pids, *n * sizeof(*pids));
+		nbefore = *n;
 	}
+	free(before);
+	if (ret < 0)
+		return ret;
 	for (size_t i = 0; i < *n; i++) {
 		pid_t tid = 0;
 		char st = 0;

@@ -116,7 +116,7 @@ int main(void)
 	unsigned long long blk;
 	int status, ret;
 
-	plan(8);
+	plan(9);
 	gk_log_set_level(GK_LOG_ERROR);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)
@@ -159,6 +159,23 @@ int main(void)
 	usleep(100000);
 	ok(sh->worker_ticks > w1 && sh->main_ticks > m0 && sh->usr1 == 1,
 	   "released: both threads run, and the signal held back is taken (%ld)", (long)sh->usr1);
+
+	/* The checkpoint's way in: the tree stopped, every thread of it. */
+	{
+		pid_t pids[8];
+		size_t n = 0;
+
+		ret = gk_hold_stop_tree(child, pids, 8, &n, &err);
+		m0 = sh->main_ticks;
+		w0 = sh->worker_ticks;
+		usleep(50000);
+		ok(ret == 0 && n == 1 && pids[0] == child && sh->main_ticks == m0 &&
+		       sh->worker_ticks == w0,
+		   "the tree stopped: listed (%zu), and no thread of it runs (ret %d)", n, ret);
+		/* Continued before this parent waited: the kernel drops the
+		 * stop's report, nothing is left to reap. */
+		gk_hold_release(child);
+	}
 
 	/* A thread the driver names that is not the process's: nothing is done
 	 * to it, whose ever it is. */
