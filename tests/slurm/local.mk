@@ -65,6 +65,9 @@ SLURM_E2E += opencl/opencl-criu-move.sh
 # The task's stdio through a real CRIU, and a session led outside the PID
 # namespace (CI's); in the roots, which have CRIU.
 SLURM_E2E += shepherd/stdio-criu.sh
+# A descriptor on a thread's /proc file at the dump (hold, blink, flicker),
+# with the roots' real CRIU; about 30 s.
+SLURM_E2E += shepherd/thread-files.sh
 # Issue 29: a step of several tasks restored from its newest flushed set after
 # a node loss (the prolog reads the flush root's sets); skips without MPI/pmix.
 SLURM_E2E += %reldir%/e2e-flush-sets.sh
