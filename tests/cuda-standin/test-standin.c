@@ -556,6 +556,20 @@ static void test_vmm(void)
 	      "reserving the same address again succeeds");
 	ok(va2 != FIXED_VA && va2 % (2 * MiB) == 0,
 	   "... elsewhere, the address being a hint (%#llx)", (unsigned long long)va2);
+	/* The H200's rule for hints (vmm.c): small ones go to the pool, others are
+	 * rounded up to 32 MiB. */
+	{
+		CUdeviceptr v3 = 0, want = FIXED_VA + 256 * MiB;
+
+		cuMemAddressReserve(&v3, 16 * MiB, 0, want, 0);
+		ok(v3 != want, "a hint for 16 MiB is not taken, as by the driver (%#llx)",
+		   (unsigned long long)v3);
+		cuMemAddressFree(v3, 16 * MiB);
+		cuMemAddressReserve(&v3, 32 * MiB, 0, want + 2 * MiB, 0);
+		ok(v3 == want + 32 * MiB, "a hint that is no multiple of 32 MiB is rounded up (%#llx)",
+		   (unsigned long long)v3);
+		cuMemAddressFree(v3, 32 * MiB);
+	}
 	is_rc(cuMemCreate(&h1, 3 * MiB, &prop, 0), CUDA_ERROR_INVALID_VALUE,
 	      "cuMemCreate of a size that is not a granularity multiple");
 	is_rc(cuMemCreate(&h1, 4 * MiB, &prop, 0), CUDA_SUCCESS, "cuMemCreate 4 MiB");
@@ -1545,7 +1559,7 @@ int main(int argc, char **argv)
 		return probe_main();
 	if (argc > 2 && strcmp(argv[1], "--ipc-child") == 0)
 		return ipc_child_main(argv[2]);
-	plan(263 + PEER_TESTS + IPC_TESTS);
+	plan(265 + PEER_TESTS + IPC_TESTS);
 	test_before_init();
 	test_visible_devices();
 	test_configuration();

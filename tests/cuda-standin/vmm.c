@@ -106,6 +106,14 @@ CUresult cuMemGetAllocationGranularity(size_t *granularity, const CUmemAllocatio
 	SI_RETF(CUDA_SUCCESS, "dev=%d -> %llu", prop->location.id, SI_GRANULARITY);
 }
 
+#define SI_HINT_MIN (32ull << 20)
+#define SI_HINT_ALIGN (32ull << 20)
+
+static uintptr_t round_up(uintptr_t v, size_t to)
+{
+	return (v + to - 1) / to * to;
+}
+
 /* Address space anywhere, aligned: map more than needed and trim both ends. */
 static void *reserve_anywhere(size_t size, size_t align)
 {
@@ -157,9 +165,14 @@ CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CU
 	res = calloc(1, sizeof(*res));
 	if (!res)
 		SI_RETF(CUDA_ERROR_OUT_OF_MEMORY, "%zu", size);
-	/* The address is a hint: taken when free and aligned, else placement is ours. */
-	if (addr && is_aligned(addr, align))
-		p = reserve_at(addr, size);
+	/*
+	 * The address is a hint, taken as the H200's driver (580) takes it
+	 * (2026-11-29): a reservation under SI_HINT_MIN comes from the driver's
+	 * own pool whatever the hint; a larger one goes to the hint rounded up to
+	 * a multiple of SI_HINT_ALIGN when that is free; else placement is ours.
+	 */
+	if (addr && size >= SI_HINT_MIN)
+		p = reserve_at(round_up(addr, align > SI_HINT_ALIGN ? align : SI_HINT_ALIGN), size);
 	if (!p)
 		p = reserve_anywhere(size, align);
 	if (!p) {

@@ -43,30 +43,35 @@ fi
 gk_need_built "$RT" "$PROG" "$SHEP" "$TABLES"
 unset GPUCKPT_DIR GPUCKPT_RESTORE GPUCKPT_MODE
 export GPUCKPT_CUDA_IPC=1
+# Each run of the pair ends within T seconds: in a session where the two
+# disagreed (one checkpointed, the other refused), the pair deadlocked and
+# held the GPU machine until its run was killed (prog-ipc now closes its
+# pipes first; this keeps any other hang from taking check-gpu with it).
+T=${GK_GPU_TIMEOUT:-120}
 A=$(cut -d, -f1 <<<"${CUDA_VISIBLE_DEVICES:-0}")
 sums() { sed -n 's/^prog-ipc: \(parent\|child\) sum //p' "$1" | sort | tr '\n' ' '; }
 show() { tap_diag "$(tail -n 12 "$1")"; }
 
-CUDA_VISIBLE_DEVICES=$A "$PROG" --steps 8 >"$GK_SCRATCH/native.out" 2>&1
+CUDA_VISIBLE_DEVICES=$A timeout $T "$PROG" --steps 8 >"$GK_SCRATCH/native.out" 2>&1
 ref=$(sums "$GK_SCRATCH/native.out")
 if [ "$(wc -w <<<"$ref")" -eq 2 ]; then tap_ok "native legacy IPC: checksums $ref"
 else tap_not_ok "native legacy IPC gave no checksums"; show "$GK_SCRATCH/native.out"; fi
 
-env CUDA_VISIBLE_DEVICES="$A" LD_PRELOAD="$RT" "$PROG" --steps 8 >"$GK_SCRATCH/rt.out" 2>&1
+timeout $T env CUDA_VISIBLE_DEVICES="$A" LD_PRELOAD="$RT" "$PROG" --steps 8 >"$GK_SCRATCH/rt.out" 2>&1
 got=$(sums "$GK_SCRATCH/rt.out")
 if [ -n "$ref" ] && [ "$got" = "$ref" ] && ! grep -q "^gpuckpt: .*ipc:\|CUDA_ERROR" "$GK_SCRATCH/rt.out"; then
 	tap_ok "under gpuckpt: the runtime serves IPC of placed memory, native checksums"
 else tap_not_ok "under gpuckpt: checksums '$got', native '$ref'"; show "$GK_SCRATCH/rt.out"; fi
 
 D=$GK_SCRATCH/ckpt
-env CUDA_VISIBLE_DEVICES="$A" LD_PRELOAD="$RT" GPUCKPT_DIR="$D" "$PROG" --steps 8 \
+timeout $T env CUDA_VISIBLE_DEVICES="$A" LD_PRELOAD="$RT" GPUCKPT_DIR="$D" "$PROG" --steps 8 \
 	--checkpoint-at 3 --exit-after-checkpoint >"$GK_SCRATCH/ck.out" 2>&1
 check "application mode: both processes write their checkpoint at step 3" \
 	eval 'grep -q "prog-ipc: child checkpoint at step 3: 1 " "$GK_SCRATCH/ck.out" &&
 		grep -q "prog-ipc: parent checkpoint at step 3: 1 " "$GK_SCRATCH/ck.out"'
 check "... the import went to its place in the runtime's window (no 'not at its place')" \
 	eval '! grep -q "not at its place" "$GK_SCRATCH/ck.out"'
-env CUDA_VISIBLE_DEVICES="$A" LD_PRELOAD="$RT" GPUCKPT_DIR="$D" GPUCKPT_RESTORE=auto "$PROG" \
+timeout $T env CUDA_VISIBLE_DEVICES="$A" LD_PRELOAD="$RT" GPUCKPT_DIR="$D" GPUCKPT_RESTORE=auto "$PROG" \
 	--steps 8 >"$GK_SCRATCH/r.out" 2>&1
 got=$(sums "$GK_SCRATCH/r.out")
 check "both restarted from their checkpoints resume at step 3" \

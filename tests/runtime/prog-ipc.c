@@ -291,6 +291,9 @@ int main(int argc, char **argv)
 		if (point("parent", step, ckpt_at))
 			break;
 	}
+	/* A child still waiting for a step (its checkpoint refused) reads EOF. */
+	close(to_child[1]);
+	close(from_child[0]);
 	if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status) || WEXITSTATUS(status)) {
 		fprintf(stderr, "prog-ipc: the child failed (status %#x)\n", status);
 		return 1;

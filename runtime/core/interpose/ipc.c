@@ -4,8 +4,9 @@
  *
  * Placed memory is VMM memory, which the driver's legacy IPC refuses. So the
  * runtime serves it itself, with the VMM API underneath, when the program
- * asks for it with GPUCKPT_CUDA_IPC=1 (gk_arena_ipc_wanted; opt-in until it
- * has run on a GPU, runtime/core/README.md). Without it track_hooks.c
+ * asks for it with GPUCKPT_CUDA_IPC=1 (gk_arena_ipc_wanted; opt-in while the
+ * cost of making all placed memory exportable is unmeasured,
+ * runtime/core/README.md). Without it track_hooks.c
  * refuses cuIpcGetMemHandle of placed memory and cuIpcOpenMemHandle of a
  * gpuckpt handle, and nothing here runs:
  *
@@ -347,7 +348,9 @@ struct import {
 	enum gk_unsupported kind; /* IPC_IMPORT: at its place; IPC_OPEN: elsewhere */
 	int32_t pid;		  /* the exporter, and its listener's nonce */
 	uint64_t nonce;
-	CUdeviceptr ptr, va;
+	CUdeviceptr ptr, va; /* the block; where the segments are mapped */
+	CUdeviceptr resv;    /* the reservation holding them (the whole slot) */
+	uint64_t resv_size;
 	uint64_t total;
 	int nseg;
 	uint64_t len[GK_ARENA_EXPORT_MAX];
@@ -366,39 +369,57 @@ static uint64_t import_cursor; /* imports_lock; the next slot of the window */
  * past the block), and the block lands at the same place in its slot in every
  * run: a program that opens the same handles in the same order after a
  * restart gets the same addresses, wherever the exporter's segments start.
+ *
+ * The whole slot is reserved, at its start, and the segments are mapped
+ * inside it: the driver would put a reservation of the segments alone in its
+ * own pool, where a restart could not ask for it again (layout.h). Slots are
+ * whole multiples of IMPORT_ALIGN, a multiple of GK_HINT_ALIGN.
  */
-#define IMPORT_WINDOW (8ull << 40)
 #define IMPORT_SLACK (4ull << 30)
-
-static uint64_t align_granule(uint64_t v)
-{
-	return (v + GK_GRANULE - 1) & ~(GK_GRANULE - 1);
-}
+#define IMPORT_ALIGN (4ull << 30)
 
 static CUresult place(struct import *im, const struct gk_ipc_handle *h,
 		      const struct gk_ipc_reply *rep)
 {
-	uint64_t lo = h->addr & (GK_GRANULE - 1), slot, want = 0, ptr;
+	uint64_t lo = h->addr & (GK_GRANULE - 1), slot, start = 0, want = 0, ptr;
 	uint64_t vb = gk_rt.settings.va_base;
 	CUresult r;
 
-	slot = align_granule(lo + rep->size) + 2 * IMPORT_SLACK;
+	slot = gk_align_up(lo + rep->size, GK_GRANULE) + 2 * IMPORT_SLACK;
+	slot = gk_align_up(slot, IMPORT_ALIGN);
 	pthread_mutex_lock(&imports_lock);
-	if (!import_cursor && vb > 2 * IMPORT_WINDOW)
-		import_cursor = vb - IMPORT_WINDOW;
+	if (!import_cursor && vb > 2 * GK_IMPORT_WINDOW)
+		import_cursor = gk_align_up(vb - GK_IMPORT_WINDOW, IMPORT_ALIGN);
 	if (import_cursor && import_cursor + slot <= vb) {
 		ptr = import_cursor + IMPORT_SLACK + lo;
 		if (rep->offset % GK_GRANULE == lo && rep->offset <= IMPORT_SLACK + lo &&
-		    ptr - rep->offset + im->total <= import_cursor + slot)
+		    ptr - rep->offset + im->total <= import_cursor + slot) {
+			start = import_cursor;
 			want = ptr - rep->offset;
+		}
 		import_cursor += slot;
 	}
 	pthread_mutex_unlock(&imports_lock);
-	r = gk_real.cuMemAddressReserve(&im->va, im->total, GK_GRANULE, want, 0);
+	im->resv_size = want ? slot : im->total;
+	r = gk_real.cuMemAddressReserve(&im->resv, im->resv_size, GK_GRANULE, start, 0);
 	if (r != CUDA_SUCCESS)
 		return r;
+	im->va = im->resv;
+	if (want && im->resv == start) {
+		im->va = want;
+	} else if (want) {
+		/* The slot was taken: the segments alone, wherever the driver likes. */
+		gk_real.cuMemAddressFree(im->resv, im->resv_size);
+		im->resv_size = im->total;
+		r = gk_real.cuMemAddressReserve(&im->resv, im->total, GK_GRANULE, 0, 0);
+		if (r != CUDA_SUCCESS) {
+			im->resv = 0;
+			return r;
+		}
+		im->va = im->resv;
+	}
 	im->kind = GK_UNSUP_IPC_IMPORT;
-	if (!want || im->va != want) {
+	if (im->va != want) {
 		/* Elsewhere: a restart could not give it back; checkpoints refuse it. */
 		gk_warn("ipc: 0x%llx of process %ld mapped at 0x%llx, not at its place 0x%llx: "
 			"checkpoints will be refused",
@@ -511,8 +532,8 @@ static void undo(struct import *im, int mapped)
 			gk_real.cuMemRelease(im->mem[i]);
 		at += im->len[i];
 	}
-	if (im->va)
-		gk_real.cuMemAddressFree(im->va, im->total);
+	if (im->resv)
+		gk_real.cuMemAddressFree(im->resv, im->resv_size);
 }
 
 CUresult gk_ipc_open(CUdeviceptr *pdptr, const CUipcMemHandle *handle)

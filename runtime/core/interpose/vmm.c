@@ -13,6 +13,7 @@
 
 #include "core/interpose/vmm.h"
 #include "core/placement/arena.h"
+#include "core/placement/layout.h"
 #include "core/driver/driver.h"
 #include "core/interpose/gate.h"
 #include "core/interpose/handlers.h"
@@ -28,7 +29,8 @@
 
 struct resv {
 	CUdeviceptr base;
-	size_t size;
+	size_t size; /* the program's */
+	size_t len;  /* the driver's: more in the window (window_len) */
 	uint64_t order;
 	struct resv *next;
 };
@@ -60,6 +62,7 @@ static struct resv *resvs;
 static struct handle *handles;
 static struct mapping *maps;
 static uint64_t next_resv_order;
+static uint64_t window_cursor; /* lock; where the next reservation in the window may start */
 static int released; /* transparent: the physical memory is given back */
 static const struct gk_vmm_restorer *restorer;
 
@@ -154,12 +157,73 @@ static CUdeviceptr restored_address(uint64_t order, size_t size)
 	return 0;
 }
 
+/*
+ * The window of the program's reservations (layout.h): a reservation that
+ * names no address goes to the next free multiple of GK_HINT_ALIGN there, at
+ * least GK_HINT_MIN long, so that a restart can ask for it again. Left to
+ * the driver, one of 16 MiB or less would go to the driver's own pool, at an
+ * address no later process can ask for (NCCL's buffers are such). The window
+ * is used up in order and never reused: 8 TiB hold 262144 small ones.
+ */
+static void window_bounds(uint64_t *lo, uint64_t *hi)
+{
+	uint64_t vb = gk_rt.settings.va_base;
+
+	*lo = *hi = 0;
+	if (vb >= GK_IMPORT_WINDOW + 2 * GK_RESV_WINDOW) {
+		*hi = vb - GK_IMPORT_WINDOW;
+		*lo = *hi - GK_RESV_WINDOW;
+	}
+}
+
+static size_t window_len(size_t size)
+{
+	return gk_align_up(size < GK_HINT_MIN ? GK_HINT_MIN : size, GK_HINT_ALIGN);
+}
+
+static int in_window(CUdeviceptr p)
+{
+	uint64_t lo, hi;
+
+	window_bounds(&lo, &hi);
+	return p >= lo && p < hi;
+}
+
+/* The next place in the window for size bytes, or 0 (no window, or full). */
+static CUdeviceptr window_take(size_t size, size_t alignment)
+{
+	uint64_t lo, hi, at, len = window_len(size);
+	uint64_t al = alignment > GK_HINT_ALIGN ? alignment : GK_HINT_ALIGN;
+
+	window_bounds(&lo, &hi);
+	if (!hi)
+		return 0;
+	pthread_mutex_lock(&lock);
+	at = gk_align_up(window_cursor > lo ? window_cursor : lo, al);
+	if (at < hi && len <= hi - at)
+		window_cursor = at + len;
+	else
+		at = 0;
+	pthread_mutex_unlock(&lock);
+	return at;
+}
+
+/* A restored reservation in the window: what follows goes after it. */
+static void window_skip(CUdeviceptr at, size_t size)
+{
+	pthread_mutex_lock(&lock);
+	if (window_cursor < at + window_len(size))
+		window_cursor = at + window_len(size);
+	pthread_mutex_unlock(&lock);
+}
+
 CUresult gk_on_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment,
 				   CUdeviceptr addr, unsigned long long flags)
 {
 	CUdeviceptr want = 0;
 	struct resv *r;
 	uint64_t order;
+	size_t len = size;
 	CUresult res;
 
 	GK_NEED_REAL(cuMemAddressReserve);
@@ -170,7 +234,13 @@ CUresult gk_on_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignme
 	order = next_resv_order++;
 	pthread_mutex_unlock(&lock);
 	want = restored_address(order, size);
-	res = gk_real.cuMemAddressReserve(ptr, size, alignment, want ? want : addr, flags);
+	if (want && in_window(want))
+		window_skip(want, size);
+	else if (!want && !addr)
+		addr = window_take(size, alignment);
+	if (in_window(want ? want : addr))
+		len = window_len(size);
+	res = gk_real.cuMemAddressReserve(ptr, len, alignment, want ? want : addr, flags);
 	if (res == CUDA_SUCCESS && want && *ptr != want) {
 		char why[256];
 
@@ -184,11 +254,12 @@ CUresult gk_on_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignme
 	if (res == CUDA_SUCCESS) {
 		r = calloc(1, sizeof(*r));
 		if (!r) {
-			gk_real.cuMemAddressFree(*ptr, size);
+			gk_real.cuMemAddressFree(*ptr, len);
 			res = CUDA_ERROR_OUT_OF_MEMORY;
 		} else {
 			r->base = *ptr;
 			r->size = size;
+			r->len = len;
 			r->order = order;
 			pthread_mutex_lock(&lock);
 			r->next = resvs;
@@ -208,6 +279,12 @@ CUresult gk_on_cuMemAddressFree(CUdeviceptr ptr, size_t size)
 	if (!gk_enabled())
 		return gk_real.cuMemAddressFree(ptr, size);
 	gk_gate_enter();
+	/* A reservation in the window is longer than the program asked. */
+	pthread_mutex_lock(&lock);
+	for (struct resv *r = resvs; r; r = r->next)
+		if (r->base == ptr && r->size == size)
+			size = r->len;
+	pthread_mutex_unlock(&lock);
 	res = gk_real.cuMemAddressFree(ptr, size);
 	if (res == CUDA_SUCCESS) {
 		pthread_mutex_lock(&lock);

@@ -34,6 +34,31 @@
 /* Mapped memory kept before and after every block: one granule each side. */
 #define GK_GUARD GK_GRANULE
 
+/*
+ * Below the device slices (GPUCKPT_VA_BASE) lie two windows of address space
+ * where the runtime itself places reservations the driver would put anywhere,
+ * so that a restart can make them at the same addresses again:
+ *
+ *	base - 16 TiB          base - 8 TiB            base
+ *	| program's reservations | CUDA IPC imports     | device slices ...
+ *	  (interpose/vmm.c)        (interpose/ipc.c)
+ *
+ * The driver takes an address only for a reservation of GK_HINT_MIN or more,
+ * at a multiple of GK_HINT_ALIGN: on the H200 (driver 580, 2026-11-29) one of
+ * 16 MiB or less went to the driver's own pool whatever the address asked,
+ * and an address that was no multiple of 32 MiB came back rounded up. So
+ * what goes into a window starts at such a multiple and is at least that long.
+ */
+#define GK_IMPORT_WINDOW (8ull << 40)
+#define GK_RESV_WINDOW (8ull << 40)
+#define GK_HINT_MIN (32ull << 20)
+#define GK_HINT_ALIGN (32ull << 20)
+
+static inline uint64_t gk_align_up(uint64_t v, uint64_t to)
+{
+	return (v + to - 1) & ~(to - 1);
+}
+
 struct gk_layout {
 	uint64_t base, size; /* the slice, reserved at base */
 	uint64_t small_end;  /* small blocks below, large ones from here */
