@@ -158,12 +158,15 @@ static CUdeviceptr restored_address(uint64_t order, size_t size)
 }
 
 /*
- * The window of the program's reservations (layout.h): a reservation that
- * names no address goes to the next free multiple of GK_HINT_ALIGN there, at
- * least GK_HINT_MIN long, so that a restart can ask for it again. Left to
- * the driver, one of 16 MiB or less would go to the driver's own pool, at an
- * address no later process can ask for (NCCL's buffers are such). The window
- * is used up in order and never reused: 8 TiB hold 262144 small ones.
+ * The window of the program's reservations (layout.h): a small reservation
+ * (under GK_HINT_MIN) that names no address goes to the next free multiple
+ * of GK_HINT_ALIGN there, GK_HINT_MIN long, so that a restart can ask for
+ * it again. Left to the driver, it would go to the driver's own pool, at an
+ * address no later process can ask for (NCCL's buffers are such). Larger
+ * ones stay where the driver puts them, which a restart can ask for: that
+ * is how XLA's pool and PyTorch's expandable segments were round-tripped on
+ * the H200, and the window was not run with them. The window is used up in
+ * order and never reused: its 8 TiB hold 262144 small ones.
  */
 static void window_bounds(uint64_t *lo, uint64_t *hi)
 {
@@ -236,7 +239,7 @@ CUresult gk_on_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignme
 	want = restored_address(order, size);
 	if (want && in_window(want))
 		window_skip(want, size);
-	else if (!want && !addr)
+	else if (!want && !addr && size < GK_HINT_MIN)
 		addr = window_take(size, alignment);
 	if (in_window(want ? want : addr))
 		len = window_len(size);

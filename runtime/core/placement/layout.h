@@ -39,9 +39,9 @@
  * where the runtime itself places reservations the driver would put anywhere,
  * so that a restart can make them at the same addresses again:
  *
- *	base - 16 TiB          base - 8 TiB            base
- *	| program's reservations | CUDA IPC imports     | device slices ...
- *	  (interpose/vmm.c)        (interpose/ipc.c)
+ *	base - 16 TiB            base - 8 TiB            base
+ *	| program's small        | CUDA IPC imports     | device slices ...
+ *	| reservations (vmm.c)   | (interpose/ipc.c)    |
  *
  * The driver takes an address only for a reservation of GK_HINT_MIN or more,
  * at a multiple of GK_HINT_ALIGN: on the H200 (driver 580, 2026-11-29) one of
