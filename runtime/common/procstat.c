@@ -1,5 +1,5 @@
 /*
- * procstat.c - a process's start time and uids from /proc (procstat.h).
+ * procstat.c - a process's start time, state and uids from /proc (procstat.h).
  */
 #include "config.h"
 
@@ -59,20 +59,36 @@ int gk_proc_alive(pid_t pid, uint64_t ticks)
 	return pid > 0 && gk_proc_start(pid, &now) == 0 && now == ticks;
 }
 
-int gk_proc_state(pid_t pid, char *state, long *threads)
+/* The state letter and thread count of a stat line read into buf. */
+static int parse_state(const char *buf, char *state, long *threads)
 {
-	char buf[1024], *p;
-	int ret = read_proc(pid, "stat", buf, sizeof(buf));
+	const char *p = strrchr(buf, ')'); /* the command name may hold anything */
 
-	if (ret < 0)
-		return ret;
-	p = strrchr(buf, ')'); /* the command name may hold anything */
 	if (!p || sscanf(p + 1,
 			 " %c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u"
 			 " %*d %*d %*d %*d %ld",
 			 state, threads) != 2)
 		return -EIO;
 	return 0;
+}
+
+int gk_proc_state(pid_t pid, char *state, long *threads)
+{
+	char buf[1024];
+	int ret = read_proc(pid, "stat", buf, sizeof(buf));
+
+	return ret < 0 ? ret : parse_state(buf, state, threads);
+}
+
+int gk_thread_state(pid_t pid, pid_t tid, char *state)
+{
+	char name[48], buf[1024];
+	long threads;
+	int ret;
+
+	snprintf(name, sizeof(name), "task/%d/stat", (int)tid);
+	ret = read_proc(pid, name, buf, sizeof(buf));
+	return ret < 0 ? ret : parse_state(buf, state, &threads);
 }
 
 int gk_proc_uids(pid_t pid, uid_t *ruid, uid_t *euid)

@@ -20,6 +20,10 @@ int gk_proc_alive(pid_t pid, uint64_t ticks);
  * and its number of threads (field 20). 0 or -errno. */
 int gk_proc_state(pid_t pid, char *state, long *threads);
 
+/* The state letter of thread tid of process pid (/proc/PID/task/TID/stat).
+ * 0 or -errno (-ENOENT: the thread is gone). */
+int gk_thread_state(pid_t pid, pid_t tid, char *state);
+
 /* The real and effective uid of a process (/proc/PID/status). 0 or -errno. */
 int gk_proc_uids(pid_t pid, uid_t *ruid, uid_t *euid);
 

@@ -22,6 +22,7 @@
 #include "common/error.h"
 #include "common/log.h"
 #include "common/clock.h"
+#include "common/procstat.h"
 #include "shepherd/shepherd.h"
 
 #include <dirent.h>
@@ -39,23 +40,15 @@
  * uninterruptible sleep (inside a driver call) stops when it leaves it. */
 #define GK_HOLD_STOP_WAIT_S 10.0
 
-/* The process (thread group) that thread tid belongs to, from its
- * /proc/TID/status; -1 when it is gone. */
+/* The process (thread group) that thread tid belongs to; -1 when it is
+ * gone. */
 static pid_t thread_group(pid_t tid)
 {
-	char path[64], line[128];
-	pid_t tgid = -1;
-	FILE *f;
+	char field[32];
 
-	snprintf(path, sizeof(path), "/proc/%d/status", (int)tid);
-	f = fopen(path, "re");
-	if (!f)
+	if (gk_pid_status_field(tid, "\nTgid:", field, sizeof(field)) < 0)
 		return -1;
-	while (fgets(line, sizeof(line), f))
-		if (sscanf(line, "Tgid: %d", &tgid) == 1)
-			break;
-	fclose(f);
-	return tgid;
+	return (pid_t)strtol(field, NULL, 10);
 }
 
 /* What a waitpid status of the traced thread says: 0 stopped (*sig as
@@ -177,29 +170,6 @@ void gk_hold_stop_thread(struct gk_held_thread *h)
 	h->traced = h->running = 0;
 }
 
-/* The state letter of thread tid of pid (/proc/PID/task/TID/stat), or 0
- * when it is gone. */
-static char thread_state(pid_t pid, const char *tid)
-{
-	char path[320], buf[512], *p;
-	ssize_t n;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task/%s/stat", (int)pid, tid);
-	f = fopen(path, "re");
-	if (!f)
-		return 0;
-	n = (ssize_t)fread(buf, 1, sizeof(buf) - 1, f);
-	fclose(f);
-	if (n <= 0)
-		return 0;
-	buf[n] = 0;
-	/* The name, in parentheses, may hold anything: the state follows the
-	 * last ')'. */
-	p = strrchr(buf, ')');
-	return p && p[1] == ' ' ? p[2] : 0;
-}
-
 /* 1 when every thread of pid is stopped (or gone); *tid and *state name
  * one that is not. */
 static int all_stopped(pid_t pid, pid_t *tid, char *state)
@@ -218,8 +188,9 @@ static int all_stopped(pid_t pid, pid_t *tid, char *state)
 
 		if (e->d_name[0] == '.')
 			continue;
-		st = thread_state(pid, e->d_name);
-		if (st && st != 'T' && st != 't' && st != 'Z' && st != 'X') {
+		if (gk_thread_state(pid, (pid_t)atoi(e->d_name), &st) < 0)
+			continue; /* gone */
+		if (st != 'T' && st != 't' && st != 'Z' && st != 'X') {
 			ok = 0;
 			*tid = (pid_t)atoi(e->d_name);
 			*state = st;
@@ -271,34 +242,14 @@ int gk_hold_stop_tree(pid_t prog, pid_t *pids, size_t max, size_t *n, gk_error_t
 	return 0;
 }
 
-/* Every process of the tree under prog gets signo; how many did. */
-static int tree_kill(pid_t prog, int signo)
-{
-	pid_t *pids = calloc(GK_SHEP_MAX_PROCS, sizeof(*pids));
-	size_t n = 0;
-	int sent = 0;
-
-	if (!pids)
-		return kill(prog, signo) == 0;
-	if (gk_tree_list(prog, pids, GK_SHEP_MAX_PROCS, &n, NULL) < 0)
-		n = 0;
-	for (size_t i = 0; i < n; i++)
-		if (kill(pids[i], signo) == 0)
-			sent++;
-	if (!n)
-		sent = kill(prog, signo) == 0;
-	free(pids);
-	return sent;
-}
-
 void gk_hold_release(pid_t prog)
 {
-	int n = tree_kill(prog, SIGCONT);
+	int n = gk_tree_kill(prog, SIGCONT);
 
 	gk_debug("transparent: restore: %d process(es) continued", n);
 }
 
 void gk_hold_kill(pid_t prog)
 {
-	tree_kill(prog, SIGKILL);
+	gk_tree_kill(prog, SIGKILL);
 }

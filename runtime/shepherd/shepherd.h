@@ -211,6 +211,14 @@ int gk_pid_opencl_runtime(pid_t pid, int signo);
  * child's handler lets through. Returns how many were sent it. */
 int gk_tree_signal(pid_t prog, int signo, int runtime);
 
+/* Every process of the tree under prog gets signo, whatever it is (prog
+ * alone when the tree cannot be listed); how many did. */
+int gk_tree_kill(pid_t prog, int signo);
+
+/* The rest of the line after key (e.g. "\nTgid:") in /proc/PID/status,
+ * into out. 0, -ESRCH (gone) or -ENOENT (no such line). */
+int gk_pid_status_field(pid_t pid, const char *key, char *out, size_t outlen);
+
 /* What the shepherd refuses to checkpoint (checkpoint.c, limits()). */
 #define GK_SHEP_MIG_CAPS "/dev/nvidia-caps/"
 #define GK_SHEP_MPS_COMM "nvidia-cuda-mps"

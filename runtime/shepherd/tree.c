@@ -151,7 +151,7 @@ int gk_tree_check_owner(const pid_t *pids, size_t n, uid_t uid, gid_t gid, gk_er
 	return 0;
 }
 
-static int status_field(pid_t pid, const char *key, char *out, size_t outlen)
+int gk_pid_status_field(pid_t pid, const char *key, char *out, size_t outlen)
 {
 	char path[64], status[8192], *p, *end;
 
@@ -182,7 +182,7 @@ int gk_pid_in_tree(pid_t pid, pid_t prog)
 
 		if (pid == prog)
 			return 1;
-		if (status_field(pid, "\nPPid:", field, sizeof(field)) < 0)
+		if (gk_pid_status_field(pid, "\nPPid:", field, sizeof(field)) < 0)
 			return 0;
 		ppid = strtol(field, NULL, 10);
 		if (ppid <= 0)
@@ -236,7 +236,7 @@ int gk_pid_runtime_catches(pid_t pid, int signo)
 	char field[64];
 	unsigned long long caught;
 
-	if (signo < 1 || signo > 64 || status_field(pid, "\nSigCgt:", field, sizeof(field)) < 0 ||
+	if (signo < 1 || signo > 64 || gk_pid_status_field(pid, "\nSigCgt:", field, sizeof(field)) < 0 ||
 	    sscanf(field, "%llx", &caught) != 1 || !((caught >> (signo - 1)) & 1))
 		return 0;
 	return maps_has(pid, "/libgpuckpt.so");
@@ -272,6 +272,25 @@ int gk_tree_signal(pid_t prog, int signo, int runtime)
 		if ((runtime ? kill(pids[i], signo) : sigqueue(pids[i], signo, v)) == 0)
 			sent++;
 	}
+	free(pids);
+	return sent;
+}
+
+int gk_tree_kill(pid_t prog, int signo)
+{
+	pid_t *pids = calloc(GK_SHEP_MAX_PROCS, sizeof(*pids));
+	size_t n = 0;
+	int sent = 0;
+
+	if (!pids)
+		return kill(prog, signo) == 0;
+	if (gk_tree_list(prog, pids, GK_SHEP_MAX_PROCS, &n, NULL) < 0)
+		n = 0;
+	for (size_t i = 0; i < n; i++)
+		if (kill(pids[i], signo) == 0)
+			sent++;
+	if (!n)
+		sent = kill(prog, signo) == 0;
 	free(pids);
 	return sent;
 }
