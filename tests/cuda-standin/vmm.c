@@ -173,8 +173,11 @@ CUresult cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignment, CU
 	 */
 	if (addr && size >= SI_HINT_MIN)
 		p = reserve_at(round_up(addr, align > SI_HINT_ALIGN ? align : SI_HINT_ALIGN), size);
+	/* Where the driver puts one itself, a large one is at such a multiple
+	 * too (0x302000000 on the H200), so that a later process can ask for it. */
 	if (!p)
-		p = reserve_anywhere(size, align);
+		p = reserve_anywhere(size, size >= SI_HINT_MIN && align < SI_HINT_ALIGN ? SI_HINT_ALIGN
+										 : align);
 	if (!p) {
 		free(res);
 		SI_RETF(CUDA_ERROR_OUT_OF_MEMORY, "%zu align=%zu at %#llx", size, alignment,

@@ -61,14 +61,22 @@ else
 fi
 
 # ---- application mode ----
+# sigterm_at_100 NAME DIR ARGS...: gpu-vmm under the runtime with its
+# checkpoints in DIR, SIGTERM after step 100; its output in NAME.out and
+# NAME.err, its exit status in $status.
+sigterm_at_100() {
+	local name=$GK_SCRATCH/$1 dir=$2 pid
+	shift 2
+	env CUDA_VISIBLE_DEVICES="$A" LD_PRELOAD="$RT" GPUCKPT_DIR="$dir" GPUCKPT_LOG_LEVEL=info \
+		"$PROG" "$@" --delay-ms 20 >"$name.out" 2>"$name.err" &
+	pid=$!
+	wait_line "$name.out" "^gpu-vmm: step 100$"
+	kill -TERM $pid
+	wait $pid
+	status=$?
+}
 d=$GK_SCRATCH/app
-env CUDA_VISIBLE_DEVICES="$A" LD_PRELOAD="$RT" GPUCKPT_DIR="$d" GPUCKPT_LOG_LEVEL=info \
-	"$PROG" "${ARGS[@]}" --delay-ms 20 >"$GK_SCRATCH/app.out" 2>"$GK_SCRATCH/app.err" &
-pid=$!
-wait_line "$GK_SCRATCH/app.out" "^gpu-vmm: step 100$"
-kill -TERM $pid
-wait $pid
-status=$?
+sigterm_at_100 app "$d" "${ARGS[@]}"
 va=$(range "$GK_SCRATCH/app.out")
 if [ $status = 143 ] && ls -d "$d"/ckpt.* >/dev/null 2>&1 &&
 	grep -q '"kind": *"vmm"' "$d"/ckpt.*/manifest.json &&
@@ -105,13 +113,7 @@ small=(--size 4 --steps 300 --report-every 10 --updates 2)
 CUDA_VISIBLE_DEVICES=$A "$PROG" "${small[@]}" >"$GK_SCRATCH/sref.out" 2>&1
 sref=$(sum "$GK_SCRATCH/sref.out")
 ds=$GK_SCRATCH/small
-env CUDA_VISIBLE_DEVICES="$A" LD_PRELOAD="$RT" GPUCKPT_DIR="$ds" \
-	"$PROG" "${small[@]}" --delay-ms 20 >"$GK_SCRATCH/small.out" 2>"$GK_SCRATCH/small.err" &
-pid=$!
-wait_line "$GK_SCRATCH/small.out" "^gpu-vmm: step 100$"
-kill -TERM $pid
-wait $pid
-status=$?
+sigterm_at_100 small "$ds" "${small[@]}"
 sva=$(range "$GK_SCRATCH/small.out")
 check "a small range (--size 4, at $sva): SIGTERM checkpointed it (status $status)" \
 	eval '[ $status = 143 ] && ls -d "$ds"/ckpt.* >/dev/null 2>&1'
