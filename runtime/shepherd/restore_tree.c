@@ -438,6 +438,8 @@ static int run_restore_threads(struct gk_shepherd *sh, struct gk_held_thread *he
 	for (size_t i = 0; i < n && ret == 0; i++) {
 		int tid = 0;
 
+		gk_debug("transparent: restore: pid %d: cuCheckpointProcessGetRestoreThreadId",
+			 (int)pids[i]);
 		if (cu->cuCheckpointProcessGetRestoreThreadId(pids[i], &tid) != CUDA_SUCCESS ||
 		    tid <= 0)
 			continue;
@@ -465,6 +467,8 @@ static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
 	ret = run_restore_threads(sh, held, &nheld, err);
 	if (ret < 0)
 		goto out;
+	gk_debug("transparent: restore: %zu restore thread(s) run; cuCheckpointProcessGetState",
+		 nheld);
 	for (;;) {
 		ret = find_checkpointed(sh, cuda, &ncuda, err);
 		if (ret < 0)

@@ -184,10 +184,34 @@ wait_line() {
 }
 # wait_pid PID SECONDS: wait for a background job; its status in STATUS
 # ("timeout" when it was killed after SECONDS).
+# descendants PID: its children, theirs, and so on.
+descendants() {
+	local c
+	for c in $(pgrep -P "$1"); do
+		echo "$c"
+		descendants "$c"
+	done
+}
+
+# hang_snapshot PID: where PID and its descendants were stuck, for the
+# diagnostics (the GPU machines have no gdb): each process's threads,
+# grouped by state, name, kernel wait channel and system call number.
+hang_snapshot() {
+	local p t
+	for p in "$1" $(descendants "$1"); do
+		tap_diag "stuck: pid $p: $(tr '\0' ' ' </proc/"$p"/cmdline 2>/dev/null | cut -c1-100)"
+		for t in /proc/"$p"/task/*; do
+			echo "$(sed 's/.*) \(.\).*/\1/' "$t/stat" 2>/dev/null) $(cat "$t/comm" 2>/dev/null)" \
+				"wchan=$(cat "$t/wchan" 2>/dev/null) syscall=$(cut -d' ' -f1 "$t/syscall" 2>/dev/null)"
+		done | sort | uniq -c | head -n 20 | while read -r line; do tap_diag "  $line"; done
+	done
+}
+
 wait_pid() {
 	local t=0
 	while kill -0 "$1" 2>/dev/null; do
 		if [ "$t" -ge $(($2 * 10)) ]; then
+			hang_snapshot "$1"
 			kill -KILL "$1" 2>/dev/null
 			wait "$1" 2>/dev/null
 			STATUS=timeout
@@ -283,8 +307,10 @@ round_trip() {
 		diag_tail "$LOGDIR/$label.run.cmd" "$out" "$err"
 	fi
 	t0=$SECONDS
-	echo "env CUDA_VISIBLE_DEVICES=$gb GPUCKPT_LOG_LEVEL=info $SHEP restore --criu $CRIU --dir $d --uid 0 --gid 0" >"$LOGDIR/$label.restore.cmd"
-	env CUDA_VISIBLE_DEVICES="$gb" GPUCKPT_LOG_LEVEL=info "$SHEP" restore --criu "$CRIU" \
+	echo "env CUDA_VISIBLE_DEVICES=$gb GPUCKPT_LOG_LEVEL=debug $SHEP restore --criu $CRIU --dir $d --uid 0 --gid 0" >"$LOGDIR/$label.restore.cmd"
+	# debug: the shepherd names each driver call of the restore, so that a
+	# restore that hangs says in which (hang_snapshot says where).
+	env CUDA_VISIBLE_DEVICES="$gb" GPUCKPT_LOG_LEVEL=debug "$SHEP" restore --criu "$CRIU" \
 		--dir "$d" --uid 0 --gid 0 >"$rout" 2>"$rerr" &
 	wait_pid $! "$RUN_LIMIT"
 	local restored
