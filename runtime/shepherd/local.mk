@@ -9,6 +9,7 @@ libgkshepherd_la_SOURCES = \
 	%reldir%/criu.c \
 	%reldir%/tree.c \
 	%reldir%/hold.c \
+	%reldir%/watchdog.c \
 	%reldir%/links.c \
 	%reldir%/stdio.c \
 	%reldir%/sock.c \

@@ -316,7 +316,8 @@ out_free:
 
 /* The processes of the restored tree that the driver holds checkpointed,
  * into cuda[]; their number. */
-static int find_checkpointed(struct gk_shepherd *sh, pid_t *cuda, size_t *ncuda, gk_error_t *err)
+static int find_checkpointed(struct gk_shepherd *sh, struct gk_watchdog *w, pid_t *cuda,
+			     size_t *ncuda, gk_error_t *err)
 {
 	static pid_t pids[GK_SHEP_MAX_PROCS];
 	size_t n = 0;
@@ -331,6 +332,7 @@ static int find_checkpointed(struct gk_shepherd *sh, pid_t *cuda, size_t *ncuda,
 	for (size_t i = 0; i < n && sh->have_cuda; i++) {
 		CUprocessState st;
 
+		gk_watchdog_note(w, "cuCheckpointProcessGetState of pid %d", (int)pids[i]);
 		if (gk_cudackpt_is_cuda(&sh->cuda, pids[i], &st) &&
 		    st == CU_PROCESS_STATE_CHECKPOINTED)
 			cuda[(*ncuda)++] = pids[i];
@@ -418,12 +420,25 @@ static void driver_says(struct gk_shepherd *sh, char *out, size_t len)
  * naming both counts and what became of each process.
  */
 #define GK_RESTORE_FIND_CUDA_S 10.0
+/* How long the driver's calls of one restore may take in all, and how long
+ * one may still take after the tree is killed (watchdog.c). A restore took
+ * 0.3 s of the driver for the frameworks on an H200; copying back a full
+ * GPU's memory takes seconds. */
+#define GK_RESTORE_DRIVER_WAIT_S 300.0
+#define GK_RESTORE_DRIVER_GRACE_S 30.0
+
+/* The watchdog's answer to a driver call that does not return: the tree,
+ * which is what the driver waits on, is killed. */
+static void kill_tree(void *arg)
+{
+	gk_hold_kill(*(pid_t *)arg);
+}
 
 /* Each CUDA process of the stopped tree gets its restore thread running
  * (hold.c): the driver answers for a process, and restores it, through that
  * thread. A process for which the driver names none is not one of its. */
-static int run_restore_threads(struct gk_shepherd *sh, struct gk_held_thread *held,
-			       size_t *nheld, gk_error_t *err)
+static int run_restore_threads(struct gk_shepherd *sh, struct gk_watchdog *w,
+			       struct gk_held_thread *held, size_t *nheld, gk_error_t *err)
 {
 	const struct gk_cudackpt *cu = &sh->cuda;
 	static pid_t pids[GK_SHEP_MAX_PROCS];
@@ -440,6 +455,7 @@ static int run_restore_threads(struct gk_shepherd *sh, struct gk_held_thread *he
 
 		gk_debug("transparent: restore: pid %d: cuCheckpointProcessGetRestoreThreadId",
 			 (int)pids[i]);
+		gk_watchdog_note(w, "cuCheckpointProcessGetRestoreThreadId of pid %d", (int)pids[i]);
 		if (cu->cuCheckpointProcessGetRestoreThreadId(pids[i], &tid) != CUDA_SUCCESS ||
 		    tid <= 0)
 			continue;
@@ -462,15 +478,23 @@ static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
 	static struct gk_held_thread held[GK_SHEP_MAX_PROCS];
 	size_t ncuda = 0, nheld = 0;
 	double deadline = gk_now() + GK_RESTORE_FIND_CUDA_S;
+	struct gk_watchdog w;
 	int ret, tries = 0;
 
-	ret = run_restore_threads(sh, held, &nheld, err);
+	ret = gk_watchdog_start(&w, "transparent: restore", GK_RESTORE_DRIVER_WAIT_S,
+				GK_RESTORE_DRIVER_GRACE_S, kill_tree, &sh->prog,
+				"the restored tree is killed; the checkpoint stays");
+	if (ret < 0) {
+		gk_errprintf(err, "the restore's watchdog thread: %s", strerror(-ret));
+		return ret;
+	}
+	ret = run_restore_threads(sh, &w, held, &nheld, err);
 	if (ret < 0)
 		goto out;
 	gk_debug("transparent: restore: %zu restore thread(s) run; cuCheckpointProcessGetState",
 		 nheld);
 	for (;;) {
-		ret = find_checkpointed(sh, cuda, &ncuda, err);
+		ret = find_checkpointed(sh, &w, cuda, &ncuda, err);
 		if (ret < 0)
 			goto out;
 		tries++;
@@ -501,6 +525,7 @@ static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
 		ra.gpuPairs = npairs ? pairs : NULL;
 		ra.gpuPairsCount = (unsigned)npairs;
 		gk_debug("transparent: restore: pid %d: cuCheckpointProcessRestore", (int)cuda[i]);
+		gk_watchdog_note(&w, "cuCheckpointProcessRestore of pid %d", (int)cuda[i]);
 		if (gk_cuda_check(cu, cu->cuCheckpointProcessRestore(cuda[i], &ra),
 				  "cuCheckpointProcessRestore", cuda[i]) < 0) {
 			gk_errprintf(err, "pid %d: the driver could not restore it", (int)cuda[i]);
@@ -513,6 +538,7 @@ static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
 		CUcheckpointUnlockArgs ua;
 
 		memset(&ua, 0, sizeof(ua));
+		gk_watchdog_note(&w, "cuCheckpointProcessUnlock of pid %d", (int)cuda[i]);
 		if (gk_cuda_check(cu, cu->cuCheckpointProcessUnlock(cuda[i], &ua),
 				  "cuCheckpointProcessUnlock", cuda[i]) < 0) {
 			gk_errprintf(err, "pid %d: the driver could not unlock it", (int)cuda[i]);
@@ -523,6 +549,13 @@ static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
 	gk_debug("transparent: restore: %zu process(es) restored and unlocked", ncuda);
 	ret = 0;
 out:
+	if (gk_watchdog_stop(&w)) {
+		gk_errprintf(err,
+			     "the driver did not finish restoring within %.0f s, and the restored "
+			     "tree was killed (the message before this one names the call)",
+			     GK_RESTORE_DRIVER_WAIT_S);
+		ret = -ETIMEDOUT;
+	}
 	for (size_t i = 0; i < nheld; i++)
 		gk_hold_stop_thread(&held[i]);
 	return ret;

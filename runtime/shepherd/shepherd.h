@@ -18,6 +18,7 @@
 #ifndef GK_SHEPHERD_H
 #define GK_SHEPHERD_H
 
+#include <pthread.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -277,6 +278,35 @@ void gk_hold_release(pid_t prog);
 /* SIGKILL to every process of the tree under prog: a tree held stopped is
  * never left behind half restored. */
 void gk_hold_kill(pid_t prog);
+
+/* ---- a deadline for calls that may never return (watchdog.c) ---- */
+
+struct gk_watchdog {
+	char name[64];        /* what the messages begin with */
+	char what[160];       /* the call under way (gk_watchdog_note) */
+	char on_expire[160];  /* what expire does, for the message */
+	double secs, grace;
+	void (*expire)(void *);
+	void *arg;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	pthread_condattr_t ca;
+	int running, done, fired;
+};
+
+/* Start watching: unless gk_watchdog_stop comes within secs, an error names
+ * the call under way, expire(arg) runs, and if stop has not come grace
+ * seconds after that, the process ends with status 1. 0 or -errno. */
+int gk_watchdog_start(struct gk_watchdog *w, const char *name, double secs, double grace,
+		      void (*expire)(void *), void *arg, const char *on_expire);
+
+/* Name the call about to be made (printf-like), for the message. */
+void gk_watchdog_note(struct gk_watchdog *w, const char *fmt, ...)
+    __attribute__((format(printf, 2, 3)));
+
+/* Done: 1 when the deadline had passed (expire ran), else 0. */
+int gk_watchdog_stop(struct gk_watchdog *w);
 
 /* ---- the program's stdio (stdio.c) ---- */
 

@@ -15,6 +15,11 @@ TESTS += %reldir%/test-hold
 check_PROGRAMS += %reldir%/test-hold
 %canon_reldir%_test_hold_SOURCES = %reldir%/test-hold.c
 %canon_reldir%_test_hold_LDADD = $(GK_SHEPHERD_LIBS) -lpthread
+# The deadline on the driver's calls of a restore (watchdog.c).
+TESTS += %reldir%/test-watchdog
+check_PROGRAMS += %reldir%/test-watchdog
+%canon_reldir%_test_watchdog_SOURCES = %reldir%/test-watchdog.c
+%canon_reldir%_test_watchdog_LDADD = $(GK_SHEPHERD_LIBS) -lpthread
 %canon_reldir%_test_shepherd_SOURCES = %reldir%/test-shepherd.c
 %canon_reldir%_test_shepherd_LDADD = $(GK_SHEPHERD_LIBS)
 # The runtime's side of the socket, for test-shepherd-flow.sh.
