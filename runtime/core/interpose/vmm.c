@@ -166,7 +166,7 @@ static CUdeviceptr restored_address(uint64_t order, size_t size)
  * ones stay where the driver puts them, which a restart can ask for: that
  * is how XLA's pool and PyTorch's expandable segments were round-tripped on
  * the H200, and the window was not run with them. The window is used up in
- * order and never reused: its 8 TiB hold 262144 small ones.
+ * order and never reused: its 4 TiB hold 131072 small ones.
  */
 static void window_bounds(uint64_t *lo, uint64_t *hi)
 {

@@ -39,9 +39,13 @@
  * where the runtime itself places reservations the driver would put anywhere,
  * so that a restart can make them at the same addresses again:
  *
- *	base - 16 TiB            base - 8 TiB            base
+ *	base - 12 TiB            base - 8 TiB            base
  *	| program's small        | CUDA IPC imports     | device slices ...
  *	| reservations (vmm.c)   | (interpose/ipc.c)    |
+ *
+ * With the default base (32 TiB) both lie above 16 TiB + 2 GiB, where
+ * AddressSanitizer's shadow ends: a program built with it (and the CI's
+ * sanitizer build) can have them too.
  *
  * The driver takes an address only for a reservation of GK_HINT_MIN or more,
  * at a multiple of GK_HINT_ALIGN: on the H200 (driver 580, 2026-11-29) one of
@@ -50,7 +54,7 @@
  * what goes into a window starts at such a multiple and is at least that long.
  */
 #define GK_IMPORT_WINDOW (8ull << 40)
-#define GK_RESV_WINDOW (8ull << 40)
+#define GK_RESV_WINDOW (4ull << 40)
 #define GK_HINT_MIN (32ull << 20)
 #define GK_HINT_ALIGN (32ull << 20)
 
