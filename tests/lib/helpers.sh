@@ -70,27 +70,15 @@ gk_envs() {
 }
 gk_envs
 
-# gk_munged: 0 when munged answers, after starting one of our own (as
-# cluster.sh does; MUNGED is its pid, for the caller to stop) where none
-# does; else MUNGE_WHY says why not. A transparent checkpoint's seal carries
-# root's Munge credential.
+# gk_munged: 0 when munged answers, after starting one of our own where none
+# does (munged.sh; MUNGED is its pid, for the caller to stop); else
+# MUNGE_WHY says why not. A transparent checkpoint's seal carries root's
+# Munge credential.
+. "$top_srcdir/tests/lib/munged.sh"
 MUNGED=
 gk_munged() {
-	munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && return 0
-	MUNGE_WHY="needs munged: a seal carries root's Munge credential"
-	command -v munged >/dev/null && getent passwd munge >/dev/null || return 1
-	if [ ! -s /etc/munge/munge.key ]; then
-		mkdir -p /etc/munge
-		mungekey --create --keyfile=/etc/munge/munge.key
-		chown munge:munge /etc/munge/munge.key
-		chmod 0400 /etc/munge/munge.key
-	fi
-	mkdir -p /run/munge /var/log/munge /var/lib/munge
-	chown munge:munge /run/munge /var/log/munge /var/lib/munge
-	gk_daemon setpriv --reuid=munge --regid=munge --clear-groups /usr/sbin/munged --foreground \
-		>>"${GK_SCRATCH:-/tmp}/munged.out" 2>&1
-	MUNGED=$!
-	for _ in $(seq 50); do munge -n 2>/dev/null | unmunge >/dev/null 2>&1 && return 0; sleep 0.1; done
+	gk_munged_start "${GK_SCRATCH:-/tmp}/munged.out" && { MUNGED=$GK_MUNGED_PID; return 0; }
+	MUNGE_WHY="needs munged: a seal carries root's Munge credential ($GK_MUNGED_WHY)"
 	return 1
 }
 

@@ -1,2 +1,2 @@
 # Shared test helpers.
-EXTRA_DIST += %reldir%/tap.h %reldir%/helpers.sh %reldir%/source-tree.sh
+EXTRA_DIST += %reldir%/tap.h %reldir%/helpers.sh %reldir%/munged.sh %reldir%/source-tree.sh

@@ -110,35 +110,19 @@ ensure_packages() {
 nodes_list() { cat "$C/nodes.txt"; }
 ns() { echo "$NS_PREFIX$1"; }
 
-munge_ok() { command -v munge >/dev/null && munge -n 2>/dev/null | unmunge >/dev/null 2>&1; }
+. "$here/../lib/munged.sh"
 
 start_munge() {
-	if munge_ok; then
+	if gk_munge_answers; then
 		say "munged already answers; using it"
 		return 0
 	fi
-	if [ ! -s /etc/munge/munge.key ]; then
-		mkdir -p /etc/munge
-		mungekey --create --keyfile=/etc/munge/munge.key
-		chown munge:munge /etc/munge/munge.key
-		chmod 0400 /etc/munge/munge.key
-		touch "$C/run/munge-key-made"
-	fi
-	mkdir -p /run/munge /var/log/munge /var/lib/munge
-	chown munge:munge /run/munge /var/log/munge /var/lib/munge
-	# In the foreground under setpriv (which execs), so $! is munged itself;
-	# without the descriptors above 2 this script holds, so that a munged
-	# left running holds no caller's lock (flock /tmp/gk-cluster.lock ...).
-	(
-		for fd in $(ls /proc/$BASHPID/fd); do
-			[ "$fd" -gt 2 ] && eval "exec $fd>&-"
-		done 2>/dev/null
-		exec setpriv --reuid=munge --regid=munge --clear-groups /usr/sbin/munged --foreground
-	) >>"$C/run/munged.out" 2>&1 &
-	echo $! >"$C/run/munged.started"
-	local i
-	for i in $(seq 50); do munge_ok && break; sleep 0.1; done
-	munge_ok || die "munged started but does not answer: $(tail -3 /var/log/munge/munged.log 2>/dev/null)"
+	local ok=0
+	gk_munged_start "$C/run/munged.out" || ok=$?
+	# Recorded first: a failed start still leaves its key for stop to take.
+	if [ "$GK_MUNGE_KEY_MADE" = 1 ]; then touch "$C/run/munge-key-made"; fi
+	[ $ok -eq 0 ] || die "$GK_MUNGED_WHY"
+	echo "$GK_MUNGED_PID" >"$C/run/munged.started"
 }
 
 make_users() {
