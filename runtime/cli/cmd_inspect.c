@@ -33,7 +33,10 @@ static const char inspect_help[] =
     "    between them that a restore must find again) and totals; then\n"
     "    every device allocation (device, address, size, order, kind, and the\n"
     "    data files holding its bytes: a large one is cut across several) and\n"
-    "    every registered host region.\n"
+    "    every registered host region; and, when the process had device memory\n"
+    "    of other processes open through CUDA IPC, each such open (its number,\n"
+    "    address and size, and the address it has in its exporter), which a\n"
+    "    restart must open again in the same order.\n"
     "\n"
     "    The manifest, the ownership of the files (by the owner of DIR) and the\n"
     "    signature are checked; the data is not read (use gpuckpt verify).\n"
@@ -240,6 +243,25 @@ static void print_regions(const struct gk_manifest *m)
 	}
 }
 
+/* Format 6: not saved here, but opened again by the restarted program. */
+static void print_imports(const struct gk_manifest *m)
+{
+	if (!m->nimports)
+		return;
+	printf("\nCUDA IPC imports (other processes' memory; the restart opens them again, "
+	       "in this order)\n");
+	printf("  %-6s %-18s %-12s %s\n", "OPEN", "ADDRESS", "SIZE", "IN ITS EXPORTER");
+	for (size_t i = 0; i < m->nimports; i++) {
+		const struct gk_import_rec *r = &m->imports[i];
+		char size[32];
+
+		gk_size_format(size, sizeof(size), r->size, GK_SIZE_UNIT);
+		printf("  %-6llu 0x%-16llx %-12s 0x%llx\n", (unsigned long long)r->ordinal,
+		       (unsigned long long)r->address, size,
+		       (unsigned long long)r->exporter_address);
+	}
+}
+
 static int print_json(const char *dir, const struct gk_manifest *m, const char *sig, uid_t owner,
 		      int held)
 {
@@ -342,6 +364,7 @@ static int inspect_run(int argc, char **argv)
 		print_devices(m);
 		print_allocs(m);
 		print_regions(m);
+		print_imports(m);
 		ret = GK_EXIT_OK;
 	}
 	gk_manifest_free(m);

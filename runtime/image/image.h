@@ -43,7 +43,12 @@
 #include "image/ckptname.h" /* the folder names, GK_MANIFEST_FILE */
 
 #define GK_FORMAT_NAME "gpuckpt-image"
-/* Version 5: a part may be "zero": chunks whose bytes are all zero, recorded
+/* Version 6: the device memory the process had open through gpuckpt's legacy
+ * CUDA IPC ("ipc_imports": which open, where, of what), so that a restart
+ * whose program opens other memory, or in another order, is refused instead
+ * of leaving the program's pointers on the wrong memory; written only by a
+ * checkpoint that has such imports.
+ * Version 5: a part may be "zero": chunks whose bytes are all zero, recorded
  * with their size and checksums but held by no file (a preallocated pool that
  * is mostly unused costs what it holds); written only by a checkpoint that has
  * such chunks, so that a gpuckpt that would look for them in a file refuses it
@@ -58,7 +63,7 @@
  * possibly in several files. Version 1: one "file" and "offset" per
  * allocation. All four are read; a gpuckpt that reads only up to 2 refuses
  * version 3 by its version number. */
-#define GK_FORMAT_VERSION 5
+#define GK_FORMAT_VERSION 6
 /* What a new checkpoint is written in unless it holds peer access. */
 #define GK_FORMAT_WRITTEN 3
 /* Peer access is recorded as a mask of device ordinals: they stay below this. */
@@ -184,6 +189,20 @@ struct gk_alloc_rec {
 /* An allocation of memory the program mapped itself. */
 #define GK_KIND_VMM "vmm"
 
+/*
+ * Format 6: device memory of another process the program had open through
+ * gpuckpt's legacy CUDA IPC (core/interpose/ipc.c) when it was checkpointed.
+ * The importer saves none of it (the exporter does); a restart's program
+ * opens its handles again, and its n-th open must come back at `address`
+ * with the same block of its exporter, or the pointers it kept are wrong.
+ */
+struct gk_import_rec {
+	uint64_t ordinal;          /* the process's n-th cuIpcOpenMemHandle, from 0 */
+	uint64_t address;          /* where it was mapped */
+	uint64_t size;             /* the exported block's size */
+	uint64_t exporter_address; /* the block's address in its exporter */
+};
+
 /* One registered host region. */
 struct gk_region_rec {
 	char name[GK_NAME_MAX];
@@ -267,6 +286,8 @@ struct gk_manifest {
 	struct gk_region_rec *regions;
 	size_t nfiles;
 	struct gk_file_rec *files;
+	size_t nimports;             /* format 6, in the order of the opens */
+	struct gk_import_rec *imports;
 
 	/* Format 3. id: this checkpoint's; increment: 0 for a checkpoint that
 	 * holds all its data, n for the n-th increment since the last one that

@@ -60,6 +60,7 @@ void gk_manifest_free(struct gk_manifest *m)
 	free(m->regions);
 	free(m->devices);
 	free(m->files);
+	free(m->imports);
 	free(m);
 }
 

@@ -22,6 +22,8 @@
 #include <json-c/json.h>
 
 #define MAX_CHUNK_SIZE (1ull << 30)
+/* IPC imports a manifest may list: far more than a node's processes open. */
+#define MAX_IMPORTS 65536
 
 /* Names that can hold data: safe, and not one of the image's own files. */
 static int data_file_name_ok(const char *name)
@@ -837,6 +839,52 @@ static int parse_regions(struct pctx *c, json_object *top, struct gk_manifest *m
 	return 0;
 }
 
+/* Format 6, optional: the IPC imports, in the order of the opens (image.h). */
+static int parse_imports(struct pctx *c, json_object *top, struct gk_manifest *m)
+{
+	json_object *arr;
+	size_t n;
+	int ret;
+
+	if (!json_object_object_get_ex(top, "ipc_imports", NULL))
+		return 0;
+	if (c->version < 6)
+		return fail(c, "field 'ipc_imports' needs format version 6 (this is %d)",
+			    c->version);
+	if ((ret = get_typed(c, top, "", "ipc_imports", json_type_array, &arr)) < 0)
+		return ret;
+	n = json_object_array_length(arr);
+	if (n > MAX_IMPORTS)
+		return fail(c, "%zu IPC imports: at most %d", n, MAX_IMPORTS);
+	if (n && !(m->imports = calloc(n, sizeof(*m->imports))))
+		return -ENOMEM;
+	m->nimports = n;
+	for (size_t i = 0; i < n; i++) {
+		struct gk_import_rec *r = &m->imports[i];
+		json_object *o = json_object_array_get_idx(arr, i);
+		char where[32];
+
+		snprintf(where, sizeof(where), "ipc_imports[%zu]", i);
+		if (!json_object_is_type(o, json_type_object))
+			return fail(c, "%s must be an object", where);
+		if ((ret = get_size(c, o, where, "ordinal", &r->ordinal)) < 0 ||
+		    (ret = get_hex(c, o, where, "address", &r->address)) < 0 ||
+		    (ret = get_size(c, o, where, "size", &r->size)) < 0 ||
+		    (ret = get_hex(c, o, where, "exporter_address", &r->exporter_address)) < 0)
+			return ret;
+		if (i && r->ordinal <= m->imports[i - 1].ordinal)
+			return fail(c, "%s.ordinal %" PRIu64 " does not follow %" PRIu64
+				    ": the imports are listed in the order of the opens, each once",
+				    where, r->ordinal, m->imports[i - 1].ordinal);
+		if (!r->address || !r->size || !r->exporter_address ||
+		    r->address + r->size < r->address)
+			return fail(c, "%s: address 0x%" PRIx64 " and size %" PRIu64
+				    " are not a block of memory",
+				    where, r->address, r->size);
+	}
+	return 0;
+}
+
 struct span {
 	uint64_t sequence;
 	const char *file;
@@ -1103,7 +1151,8 @@ static int parse_top(struct pctx *c, json_object *top, struct gk_manifest *m)
 	    (m->version >= 3 && (ret = parse_identity(c, top, m)) < 0) ||
 	    (ret = parse_devices(c, top, m)) < 0 ||
 	    (ret = parse_files(c, top, m)) < 0 || (ret = parse_allocs(c, top, m)) < 0 ||
-	    (ret = parse_regions(c, top, m)) < 0 || (ret = check_spans(c, m)) < 0 ||
+	    (ret = parse_regions(c, top, m)) < 0 || (ret = parse_imports(c, top, m)) < 0 ||
+	    (ret = check_spans(c, m)) < 0 ||
 	    (ret = check_orders(c, m)) < 0)
 		return ret;
 	return 0;

@@ -209,13 +209,15 @@ static void put_refs(struct builder *b, json_object *top, const struct gk_manife
 
 /* m's version, raised to what holds everything m has: a version 1 manifest
  * is written as version 2, one with peer access as version 4, one with zero
- * parts as version 5. */
+ * parts as version 5, one with IPC imports as version 6. */
 static int written_version(const struct gk_manifest *m)
 {
 	int v = m->version;
 
 	if (v < 3)
 		return 2;
+	if (m->nimports)
+		return 6;
 	for (size_t i = 0; i < m->ndevices; i++)
 		if (m->devices[i].peer_access && v < 4)
 			v = 4;
@@ -224,6 +226,25 @@ static int written_version(const struct gk_manifest *m)
 			if (m->allocs[i].parts[k].zero)
 				return 5;
 	return v;
+}
+
+static void put_imports(struct builder *b, json_object *top, const struct gk_manifest *m)
+{
+	json_object *arr;
+
+	if (!m->nimports || written_version(m) < 6)
+		return;
+	arr = put(b, top, "ipc_imports", json_object_new_array());
+	for (size_t i = 0; arr && i < m->nimports; i++) {
+		const struct gk_import_rec *r = &m->imports[i];
+		json_object *o = json_object_new_object();
+
+		put(b, o, "ordinal", new_size(r->ordinal));
+		put(b, o, "address", new_hex(r->address));
+		put(b, o, "size", new_size(r->size));
+		put(b, o, "exporter_address", new_hex(r->exporter_address));
+		push(b, arr, o);
+	}
 }
 
 int gk_manifest_to_json(const struct gk_manifest *m, char **text, size_t *len)
@@ -277,6 +298,7 @@ int gk_manifest_to_json(const struct gk_manifest *m, char **text, size_t *len)
 	put_devices(&b, top, m);
 	put_allocs(&b, top, m);
 	put_regions(&b, top, m);
+	put_imports(&b, top, m);
 	put(&b, top, "files", new_files(&b, m->files, m->nfiles));
 	if (b.failed || !top) {
 		ret = -ENOMEM;

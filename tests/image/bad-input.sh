@@ -83,7 +83,7 @@ fresh && truncate -s 300 "$CK/manifest.json"
 refused "truncated manifest" "manifest.json: truncated or malformed JSON at offset 300"
 
 fresh && sed -i 's/"version": 3,/"version": 7,/' "$CK/manifest.json"
-refused "wrong format version" "format version 7 is not supported (this gpuckpt reads versions 1 to 5)"
+refused "wrong format version" "format version 7 is not supported (this gpuckpt reads versions 1 to 6)"
 
 fresh && sed -i 's/"format": "gpuckpt-image"/"format": "something-else"/' "$CK/manifest.json"
 refused "not a gpuckpt manifest" "not a gpuckpt manifest"

@@ -216,7 +216,7 @@ expect "--help: the log level's default is notice, as in docs/users.md" \
 	"*GPUCKPT_LOG_LEVEL     error, warn, notice (default), info or debug*" "$out"
 check "docs/users.md gives the same default" grep -q '^| `GPUCKPT_LOG_LEVEL` | `notice` |' "$top_srcdir/docs/users.md"
 check "help verify is verify --help" [ "$("$GK_TOOL" help verify)" = "$("$GK_TOOL" verify --help)" ]
-expect "--version" "gpuckpt * (checkpoint format gpuckpt-image version 5)" "$("$GK_TOOL" --version)"
+expect "--version" "gpuckpt * (checkpoint format gpuckpt-image version 6)" "$("$GK_TOOL" --version)"
 if command -v groff >/dev/null; then
 	warnings=$(groff -man -Tutf8 -ww -z "$top_srcdir/man/gpuckpt.1" 2>&1)
 	check "the man page renders without warnings" [ -z "$warnings" ]

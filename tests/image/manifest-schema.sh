@@ -3,8 +3,9 @@
 # the reader accepts, and what the writer writes: the manifests of real
 # checkpoints (the runtime on the CUDA driver stand-in: heat-drv's whole
 # checkpoints and increments under Slurm's variables, gpu-peer's format 4,
+# gpu-tables' format 5, prog-ipc's importer's format 6,
 # halo's MPI set members; mkimage's formats 2 and 3; a format 1 one) and of the
-# fuzz corpus (every format version 1 to 4) validate, with no key the schema
+# fuzz corpus (every format version 1 to 6) validate, with no key the schema
 # does not name; `gpuckpt inspect --json` holds a valid manifest under
 # "manifest"; manifests the reader refuses are refused by the schema too (a
 # list of known ones, and each field of real manifests changed in many ways:
@@ -20,10 +21,11 @@ TABLES=$top_builddir/tests/gpu/gpu-tables
 HASH=$top_builddir/tests/cuda-standin/modules/.libs/hash_kernel_host.so
 HALO=$top_builddir/examples/halo/halo-drv
 HALO_MODULE=$top_builddir/examples/halo/.libs/halo_kernels_host.so
+IPC=$top_builddir/tests/runtime/prog-ipc
 SCHEMA=$top_srcdir/runtime/image/manifest.schema.json
 CHECKER=$top_srcdir/tests/image/manifest-schema.py
 CORPUS=$top_srcdir/tests/fuzz/corpus/manifest
-PLAN=46
+PLAN=52
 tap_plan $PLAN
 gk_scratch
 
@@ -38,7 +40,7 @@ if [ -z "$PY" ]; then
 	exit 0
 fi
 gk_need_built "$MKIMAGE" "$GK_TOOL" "$GK_RUNTIME" "$GK_STANDIN_DIR/libcuda.so.1" "$HEAT" \
-	"$HEAT_MODULE" "$PEER" "$TABLES" "$HASH"
+	"$HEAT_MODULE" "$PEER" "$TABLES" "$HASH" "$IPC"
 export GPUCKPT_LOG_LEVEL=info GPUCKPT_MUNGE_SOCKET=$GK_SCRATCH/no-munged
 
 # schema_is MODE DESCRIPTION [--key KEY] FILE...: one test point.
@@ -92,8 +94,8 @@ wait_for() { # NAME PATTERN: until the run's output shows PATTERN (60 s at most)
 
 # --- the fuzz corpus: every format version the reader accepts -----------------
 versions=$(for f in "$CORPUS"/*.json; do version_of "$f"; done | sort -u | tr '\n' ' ')
-check "the manifest corpus holds every format version 1 to 5 ($versions)" \
-	test "$versions" = "1 2 3 4 5 "
+check "the manifest corpus holds every format version 1 to 6 ($versions)" \
+	test "$versions" = "1 2 3 4 5 6 "
 schema_is strict "every manifest of the corpus is valid, with no key the schema does not name" \
 	"$CORPUS"/*.json
 
@@ -205,6 +207,20 @@ inspect_json "$C5"
 schema_is valid "gpuckpt inspect --json of it holds a valid manifest" --key manifest \
 	"${INSPECTED[@]}"
 
+# --- format 6: the importer of prog-ipc's CUDA IPC lists its opens -------------
+D=$GK_SCRATCH/ipc
+GPUCKPT_CUDA_IPC=1 with_runtime env GPUCKPT_DIR="$D" "$IPC" --steps 8 --checkpoint-at 3 \
+	--exit-after-checkpoint --other after >"$GK_SCRATCH/ipc.out" 2>"$GK_SCRATCH/ipc.err"
+C6=$(ls -d "$D"/child/ckpt.* 2>/dev/null | tail -1)
+V6=$([ -n "$C6" ] && version_of "$C6/manifest.json" 2>/dev/null)
+check "prog-ipc's importer wrote a format 6 checkpoint ($V6) with its IPC imports" \
+	sh -c "test '$V6' = 6 && grep -q '\"ipc_imports\"' '$C6/manifest.json'" || show ipc
+schema_is strict "its manifest is valid (strict)" "$C6/manifest.json"
+differential "format 6, 200 fields changed: the schema and the reader agree" "$C6" 200
+inspect_json "$C6"
+schema_is valid "gpuckpt inspect --json of it holds a valid manifest" --key manifest \
+	"${INSPECTED[@]}"
+
 # --- a step's checkpoint set: four MPI ranks of halo ----------------------------
 if [ -x "$HALO" ] && [ -e "$HALO_MODULE" ] && command -v mpirun >/dev/null; then
 	B=$GK_SCRATCH/bb/7/step.0
@@ -281,11 +297,15 @@ json.dump(d, open(sys.argv[1], 'w'), indent=2)" "$ck/manifest.json"
 		tap_diag "schema: ${sch:-refused}"
 	fi
 }
-refused "a newer format version" "format version 6 is not supported" 'd["version"] = 6'
+refused "a newer format version" "format version 7 is not supported" 'd["version"] = 7'
 refused "a zero part in format 3" "needs format version 5" \
 	'd["allocations"][0]["parts"][0] = {"zero": True, "size": d["allocations"][0]["parts"][0]["size"]}'
 BASE=$C5 refused "a zero part that names a file" "held by no file" \
 	'p = [p for a in d["allocations"] for p in a["parts"] if p.get("zero")][0]; p["file"] = d["files"][0]["name"]'
+refused "IPC imports in format 3" "needs format version 6" \
+	'd["ipc_imports"] = [{"ordinal": 0, "address": "0x180100000000", "size": 4096, "exporter_address": "0x200000000000"}]'
+refused "an IPC import of no bytes" "are not a block of memory" \
+	'd["version"] = 6; d["ipc_imports"] = [{"ordinal": 0, "address": "0x180100000000", "size": 0, "exporter_address": "0x200000000000"}]'
 refused "another format" "not a gpuckpt manifest" 'd["format"] = "criu"'
 refused "no chunk_size" "missing field 'chunk_size'" 'del d["chunk_size"]'
 refused "a chunk_size not a multiple of 4096" "chunk_size 1000 is not allowed" \

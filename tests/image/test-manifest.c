@@ -265,7 +265,7 @@ static const struct bad_case bad_cases[] = {
     {"newer format version",
      {{"version", "7"}},
      -EPROTO,
-     "format version 7 is not supported (this gpuckpt reads versions 1 to 5)"},
+     "format version 7 is not supported (this gpuckpt reads versions 1 to 6)"},
     {"a zero part in a version 3 manifest",
      {{"allocations[0].parts[1]", "{\"zero\": true, \"size\": 4096}"}},
      -EINVAL,
@@ -575,6 +575,25 @@ static void check_text(const char *text, size_t len, const char *what, const cha
 	gk_manifest_free(m);
 }
 
+/* One manifest text changed at one path each time: each must be refused
+ * with its message. */
+struct text_edit {
+	const char *what, *path, *value, *message;
+};
+
+static void check_edits(const char *text, const struct text_edit *bad, size_t n)
+{
+	for (size_t i = 0; text && i < n; i++) {
+		json_object *top = json_tokener_parse(text);
+		const char *t;
+
+		edit(top, bad[i].path, bad[i].value);
+		t = json_object_to_json_string(top);
+		check_text(t, strlen(t), bad[i].what, bad[i].message);
+		json_object_put(top);
+	}
+}
+
 int main(void)
 {
 	struct gk_manifest *m = good_manifest(), *back = NULL;
@@ -583,7 +602,7 @@ int main(void)
 	size_t len = 0, len2 = 0, pos, nbad = sizeof(bad_cases) / sizeof(bad_cases[0]);
 	int ret;
 
-	plan((int)(39 + nbad + sizeof(bad_incr_cases) / sizeof(bad_incr_cases[0])));
+	plan((int)(44 + nbad + sizeof(bad_incr_cases) / sizeof(bad_incr_cases[0])));
 
 	is_int(gk_manifest_to_json(m, &text, &len), 0, "a manifest serialises");
 	ret = gk_manifest_parse(text, len, &back, &err);
@@ -645,9 +664,7 @@ int main(void)
 	gk_manifest_free(back);
 	back = NULL;
 	{
-		static const struct {
-			const char *what, *path, *value, *message;
-		} bad[] = {
+		static const struct text_edit bad[] = {
 		    {"its own ordinal", "devices[0].peer_access", "[0]",
 		     "field 'devices[0].peer_access[0]' must be another device's ordinal below 64"},
 		    {"an ordinal of 64", "devices[0].peer_access", "[1, 64]",
@@ -658,19 +675,44 @@ int main(void)
 		     "field 'devices[0].peer_access' needs format version 4 (this is 3)"},
 		};
 
-		for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-			json_object *top = json_tokener_parse(again);
-			const char *t;
-
-			edit(top, bad[i].path, bad[i].value);
-			t = json_object_to_json_string(top);
-			check_text(t, strlen(t), bad[i].what, bad[i].message);
-			json_object_put(top);
-		}
+		check_edits(again, bad, sizeof(bad) / sizeof(bad[0]));
 	}
 	free(again);
 	again = NULL;
 	m->devices[0].peer_access = m->devices[1].peer_access = 0;
+
+	/* CUDA IPC imports (format 6): written only by a checkpoint that has
+	 * them, in the order of the opens. */
+	{
+		struct gk_import_rec imp[2] = {{0, 0x180100000000ull, 1 << 20, 0x200000200000ull},
+					       {3, 0x180400100000ull, 65536, 0x200000300000ull}};
+		static const struct text_edit bad[] = {
+		    {"imports out of the order of the opens", "ipc_imports[1].ordinal", "0",
+		     "ipc_imports[1].ordinal 0 does not follow 0"},
+		    {"an import of no bytes", "ipc_imports[0].size", "0",
+		     "ipc_imports[0]: address 0x180100000000 and size 0 are not a block of memory"},
+		    {"imports in format 5", "version", "5",
+		     "field 'ipc_imports' needs format version 6 (this is 5)"},
+		};
+
+		m->imports = imp;
+		m->nimports = 2;
+		gk_manifest_to_json(m, &again, &len2);
+		m->imports = NULL;
+		m->nimports = 0;
+		ok(again && strstr(again, "\"version\": 6,") && strstr(again, "\"ipc_imports\": ["),
+		   "one with CUDA IPC imports is format 6 and lists them");
+		ret = again ? gk_manifest_parse(again, len2, &back, &err) : -1;
+		if (!ok(ret == 0 && back && back->version == 6 && back->nimports == 2 &&
+			    !memcmp(back->imports, imp, sizeof(imp)),
+			"and parses back with the same opens, in order"))
+			printf("#   %d: %s\n", ret, err.text);
+		gk_manifest_free(back);
+		back = NULL;
+		check_edits(again, bad, sizeof(bad) / sizeof(bad[0]));
+		free(again);
+		again = NULL;
+	}
 
 	/* A version 1 manifest (gpuckpt before parts) is still read: each
 	 * allocation's "file" and "offset" become its one part. */

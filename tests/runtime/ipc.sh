@@ -16,6 +16,10 @@
 # holds the child's restore point until the parent has loaded, so the child
 # reads what it read last before the checkpoint, never the parent's fresh
 # setup (zeros).
+# The importer's manifest lists its opens (format 6): with a second buffer
+# opened after the first (--other after), a restart that opens the same in
+# the same order restores; one that opens the second buffer first is refused
+# before anything is loaded, naming the open and both addresses.
 # All that with GPUCKPT_CUDA_IPC=1, the opt-in. Without it (the default),
 # nothing is as above: cuIpcGetMemHandle of placed memory is refused with the
 # message that names the setting, and placed memory is created as before,
@@ -23,7 +27,7 @@
 # asked for: none without the setting, a file descriptor with it).
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 PROG=$top_builddir/tests/runtime/prog-ipc
-tap_plan 14
+tap_plan 17
 export GPUCKPT_CUDA_IPC=1
 gk_scratch
 gk_need_built "$GK_STANDIN_DIR/libcuda.so.1" "$GK_RUNTIME" "$PROG"
@@ -83,6 +87,34 @@ check "... its restore point waited for the parent's load (${waited:-no line} s)
 got=$(sums "$GK_SCRATCH/r2.out")
 check "... and both finish with the uninterrupted checksums ($got)" test -n "$ref" -a "$got" = "$ref"
 [ "$got" = "$ref" ] || sed 's/^/# r2: /' "$GK_SCRATCH/r2.out"
+
+# --- the manifest's record of the opens (format 6) --------------------------------
+D3=$GK_SCRATCH/ckpt3
+with_runtime env GPUCKPT_DIR="$D3" "$PROG" --steps 8 --checkpoint-at 3 --exit-after-checkpoint \
+	--other after >"$GK_SCRATCH/ck3.out" 2>&1
+C3=$(ls -d "$D3"/child/ckpt.* 2>/dev/null | tail -1)
+o1=$(sed -n 's/^prog-ipc: child opened the buffer at //p' "$GK_SCRATCH/ck3.out")
+o2=$(sed -n 's/^prog-ipc: child opened the other buffer at \(0x[0-9a-f]*\) .*/\1/p' "$GK_SCRATCH/ck3.out")
+imports=$(python3 -c 'import json, sys
+m = json.load(open(sys.argv[1]))
+print(m["version"], " ".join("%d:%s:%d" % (i["ordinal"], i["address"], i["size"]) for i in m["ipc_imports"]))' \
+	"$C3/manifest.json" 2>&1)
+check "the importer's checkpoint (format 6) lists its two opens in order, at their addresses ($imports)" \
+	test "$imports" = "6 0:$o1:1048576 1:$o2:65536"
+cp -a "$D3" "$GK_SCRATCH/ckpt3b"
+with_runtime env GPUCKPT_DIR="$D3" GPUCKPT_RESTORE=auto timeout 120 "$PROG" --steps 8 --other after \
+	>"$GK_SCRATCH/r3.out" 2>&1
+rc=$?
+got=$(sums "$GK_SCRATCH/r3.out")
+check "restarted opening the same in the same order: both resume at step 3 with the uninterrupted checksums (rc $rc, $got)" \
+	eval 'grep -q "prog-ipc: child restored at step 3" "$GK_SCRATCH/r3.out" && test -n "$ref" -a "$got" = "$ref"'
+[ "$got" = "$ref" ] || sed 's/^/# r3: /' "$GK_SCRATCH/r3.out"
+with_runtime env GPUCKPT_DIR="$GK_SCRATCH/ckpt3b" GPUCKPT_RESTORE=auto timeout 120 "$PROG" --steps 8 \
+	--other first >"$GK_SCRATCH/r4.out" 2>&1
+n1=$(sed -n 's/^prog-ipc: child opened the other buffer at \(0x[0-9a-f]*\) .*/\1/p' "$GK_SCRATCH/r4.out")
+check "restarted opening the other buffer first: the child's restore is refused, naming open 0 at $n1 and $o1, and it does not resume" \
+	eval 'grep -q "not restored: CUDA IPC open 0 is $n1 (65536 bytes, .*) in this run and was $o1 (1048576 bytes, .*) in the checkpoint" "$GK_SCRATCH/r4.out" &&
+		! grep -q "prog-ipc: child restored" "$GK_SCRATCH/r4.out"'
 
 # The default: no GPUCKPT_CUDA_IPC.
 with_runtime env -u GPUCKPT_CUDA_IPC GPUCKPT_STANDIN_TRACE=1 "$PROG" --steps 2 \

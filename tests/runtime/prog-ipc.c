@@ -9,7 +9,7 @@
  * checksum, so a run under gpuckpt is compared with a native one.
  *
  *   prog-ipc [--steps N] [--checkpoint-at K] [--exit-after-checkpoint]
- *            [--peek] [--parent-delay-ms MS]
+ *            [--peek] [--parent-delay-ms MS] [--other after|first]
  *
  * --checkpoint-at K: both ask for a checkpoint at step K and print what
  * gpuckpt_point() answered; with --exit-after-checkpoint both end once theirs
@@ -25,6 +25,11 @@
  * --parent-delay-ms the parent reaches its own restore point (where its
  * memory is loaded) that much later: only the runtime's wait at the child's
  * restore point keeps the child from reading the parent's fresh setup.
+ *
+ * --other: the parent also exports a second, smaller buffer, which the child
+ * opens too (and only keeps open): after the first ("after"), or before it
+ * ("first"). A checkpoint taken with one and restored with the other has the
+ * child's opens in another order: its restore must be refused.
  */
 #define _GNU_SOURCE
 #include "gpuckpt.h"
@@ -47,10 +52,12 @@
 
 #define BYTES (1u << 20)
 #define HALF (BYTES / 2)
+#define OTHER_BYTES (64u << 10)
 
 static uint32_t host[HALF / 4];
 static int peek;
 static long parent_delay_ms;
+static const char *other; /* NULL, "after" or "first" */
 
 static int fail(const char *who, const char *what, CUresult r)
 {
@@ -124,20 +131,29 @@ static int first_point(const char *who, long *step)
 
 static int child_main(int in, int out, long steps, long ckpt_at)
 {
-	CUipcMemHandle h;
+	CUipcMemHandle h, ho;
 	CUcontext ctx;
-	CUdeviceptr d;
+	CUdeviceptr d, o = 0;
 	CUresult r;
 	uint64_t sum = 0, sa, last_sa = 0, now;
 	long step = 0, go;
+	int first = other && !strcmp(other, "first");
 
 	if (setup("child", &ctx))
 		return 1;
-	if (rd(in, &h, sizeof(h)))
+	if (rd(in, &h, sizeof(h)) || (other && rd(in, &ho, sizeof(ho))))
 		return fail("child", "reading the handle", CUDA_ERROR_INVALID_VALUE);
+	if (first && (r = cuIpcOpenMemHandle(&o, ho, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)))
+		return fail("child", "cuIpcOpenMemHandle (the other buffer)", r);
 	if ((r = cuIpcOpenMemHandle(&d, h, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)))
 		return fail("child", "cuIpcOpenMemHandle", r);
+	if (other && !first &&
+	    (r = cuIpcOpenMemHandle(&o, ho, CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)))
+		return fail("child", "cuIpcOpenMemHandle (the other buffer)", r);
 	printf("prog-ipc: child opened the buffer at 0x%llx\n", (unsigned long long)d);
+	if (o)
+		printf("prog-ipc: child opened the other buffer at 0x%llx (%s)\n",
+		       (unsigned long long)o, other);
 	fflush(stdout);
 	if (gpuckpt_protect) {
 		gpuckpt_protect("step", &step, sizeof(step));
@@ -173,7 +189,7 @@ static int child_main(int in, int out, long steps, long ckpt_at)
 		if (point("child", step, ckpt_at))
 			return 0;
 	}
-	if ((r = cuIpcCloseMemHandle(d)))
+	if ((r = cuIpcCloseMemHandle(d)) || (o && (r = cuIpcCloseMemHandle(o))))
 		return fail("child", "cuIpcCloseMemHandle", r);
 	printf("prog-ipc: child sum %016llx\n", (unsigned long long)sum);
 	return 0;
@@ -184,9 +200,9 @@ int main(int argc, char **argv)
 	long steps = 8, ckpt_at = -1, step = 0, ack;
 	int to_child[2], from_child[2], status;
 	uint64_t sum = 0, sb = 0;
-	CUipcMemHandle h;
+	CUipcMemHandle h, ho;
 	CUcontext ctx;
-	CUdeviceptr d;
+	CUdeviceptr d, o;
 	CUresult r;
 	pid_t pid;
 
@@ -201,6 +217,9 @@ int main(int argc, char **argv)
 			peek = 1;
 		else if (!strcmp(argv[i], "--parent-delay-ms") && i + 1 < argc)
 			parent_delay_ms = atol(argv[++i]);
+		else if (!strcmp(argv[i], "--other") && i + 1 < argc &&
+			 (!strcmp(argv[i + 1], "after") || !strcmp(argv[i + 1], "first")))
+			other = argv[++i];
 		else if (!strcmp(argv[i], "--child") && i + 2 < argc) {
 			int in = atoi(argv[i + 1]), out = atoi(argv[i + 2]);
 
@@ -226,7 +245,7 @@ int main(int argc, char **argv)
 		return 1;
 	if (pid == 0) {
 		char in[16], out[16], n[32], k[32];
-		char *args[12];
+		char *args[16];
 		int a = 0;
 
 		close(to_child[1]);
@@ -247,6 +266,10 @@ int main(int argc, char **argv)
 			args[a++] = "--exit-after-checkpoint";
 		if (peek)
 			args[a++] = "--peek";
+		if (other) {
+			args[a++] = "--other";
+			args[a++] = (char *)other;
+		}
 		args[a++] = "--child";
 		args[a++] = in;
 		args[a++] = out;
@@ -264,6 +287,11 @@ int main(int argc, char **argv)
 		return fail("parent", "cuIpcGetMemHandle", r);
 	if (wr(to_child[1], &h, sizeof(h)))
 		return fail("parent", "sending the handle", CUDA_ERROR_INVALID_VALUE);
+	if (other && ((r = cuMemAlloc(&o, OTHER_BYTES)) || (r = cuMemsetD8(o, 0x5a, OTHER_BYTES)) ||
+		      (r = cuIpcGetMemHandle(&ho, o))))
+		return fail("parent", "the other buffer", r);
+	if (other && wr(to_child[1], &ho, sizeof(ho)))
+		return fail("parent", "sending the other handle", CUDA_ERROR_INVALID_VALUE);
 	if (gpuckpt_protect) {
 		gpuckpt_protect("step", &step, sizeof(step));
 		gpuckpt_protect("sum", &sum, sizeof(sum));

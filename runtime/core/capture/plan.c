@@ -6,6 +6,7 @@
 #include "core/state/regions.h"
 #include "core/placement/arena.h"
 #include "core/interpose/vmm.h"
+#include "core/interpose/ipc.h"
 #include "core/capture/baseline.h"
 #include "common/clock.h"
 #include "core/state/phase.h"
@@ -222,6 +223,24 @@ oom:
 	return -ENOMEM;
 }
 
+/* Memory of other processes open through the runtime's CUDA IPC (ipc.h):
+ * none of it is saved here, but a restart must open the same again
+ * (manifest format 6). */
+static int describe_imports(struct gk_manifest *m, gk_error_t *err)
+{
+	size_t n = gk_ipc_count();
+
+	if (!n)
+		return 0;
+	m->imports = calloc(n, sizeof(*m->imports));
+	if (!m->imports) {
+		gk_errprintf(err, "out of memory");
+		return -ENOMEM;
+	}
+	m->nimports = gk_ipc_describe(m->imports, n);
+	return 0;
+}
+
 static int describe_regions(struct gk_plan *p, gk_error_t *err)
 {
 	int ret = 0;
@@ -272,6 +291,8 @@ int gk_plan_describe_at(struct gk_plan *p, long step, int device_data, uint64_t 
 		return ret;
 	p->began = 1;
 	ret = describe_devices(p, device_data, err);
+	if (ret == 0 && device_data)
+		ret = describe_imports(p->m, err);
 	if (ret == 0)
 		ret = describe_regions(p, err);
 	return ret;

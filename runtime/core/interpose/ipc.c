@@ -29,7 +29,10 @@
  * exporter's block is placed memory, saved and re-created at its address as
  * any other; the importer's range is not its own and is not saved. After a
  * restart the program's setup exports and opens again (new handles), and
- * place() puts the n-th open at the address it had. The importer's restore
+ * place() puts the n-th open at the address it had. The importer's manifest
+ * lists its imports (open number, address, size, the exporter's address);
+ * the restore is refused unless the program opened the same again, in the
+ * same order, before its first checkpoint point (gk_ipc_check_restored). The importer's restore
  * point then waits until each process it imported from has passed its own
  * (gk_ipc_wait_exporters): until the exporter has loaded its checkpoint,
  * what the importer reads there is the exporter's fresh setup. Imports are tracked as
@@ -346,8 +349,10 @@ CUresult gk_ipc_export(CUipcMemHandle *out, CUdeviceptr dptr)
 
 struct import {
 	enum gk_unsupported kind; /* IPC_IMPORT: at its place; IPC_OPEN: elsewhere */
+	uint64_t ordinal;	  /* this process's n-th open, from 0 */
 	int32_t pid;		  /* the exporter, and its listener's nonce */
 	uint64_t nonce;
+	uint64_t exporter_addr, size; /* the block, as its exporter has it */
 	CUdeviceptr ptr, va; /* the block; where the segments are mapped */
 	CUdeviceptr resv;    /* the reservation holding them (the whole slot) */
 	uint64_t resv_size;
@@ -361,6 +366,7 @@ struct import {
 static pthread_mutex_t imports_lock = PTHREAD_MUTEX_INITIALIZER;
 static struct import *imports;
 static uint64_t import_cursor; /* imports_lock; the next slot of the window */
+static uint64_t opens;	       /* imports_lock; how many opens place() saw */
 
 /*
  * Where imports go: a window of their own below the device slices, cut into
@@ -388,6 +394,9 @@ static CUresult place(struct import *im, const struct gk_ipc_handle *h,
 	slot = gk_align_up(lo + rep->size, GK_GRANULE) + 2 * IMPORT_SLACK;
 	slot = gk_align_up(slot, IMPORT_ALIGN);
 	pthread_mutex_lock(&imports_lock);
+	im->ordinal = opens++;
+	im->exporter_addr = h->addr;
+	im->size = rep->size;
 	if (!import_cursor && vb > 2 * GK_IMPORT_WINDOW)
 		import_cursor = gk_align_up(vb - GK_IMPORT_WINDOW, IMPORT_ALIGN);
 	if (import_cursor && import_cursor + slot <= vb) {
@@ -710,4 +719,78 @@ void gk_ipc_wait_exporters(void)
 			"maps through CUDA IPC had loaded theirs",
 			gk_now() - t0, n);
 	free(ex);
+}
+
+/* ---- the manifest's record of the imports ---- */
+
+size_t gk_ipc_count(void)
+{
+	size_t n = 0;
+
+	pthread_mutex_lock(&imports_lock);
+	for (struct import *im = imports; im; im = im->next)
+		n += im->kind == GK_UNSUP_IPC_IMPORT;
+	pthread_mutex_unlock(&imports_lock);
+	return n;
+}
+
+static int by_ordinal(const void *x, const void *y)
+{
+	const struct gk_import_rec *a = x, *b = y;
+
+	return a->ordinal < b->ordinal ? -1 : a->ordinal > b->ordinal;
+}
+
+size_t gk_ipc_describe(struct gk_import_rec *recs, size_t cap)
+{
+	size_t n = 0;
+
+	/* Only those at their places: an import elsewhere refuses the checkpoint. */
+	pthread_mutex_lock(&imports_lock);
+	for (struct import *im = imports; im && n < cap; im = im->next)
+		if (im->kind == GK_UNSUP_IPC_IMPORT)
+			recs[n++] = (struct gk_import_rec){.ordinal = im->ordinal,
+							   .address = im->ptr,
+							   .size = im->size,
+							   .exporter_address = im->exporter_addr};
+	pthread_mutex_unlock(&imports_lock);
+	qsort(recs, n, sizeof(*recs), by_ordinal);
+	return n;
+}
+
+int gk_ipc_check_restored(const struct gk_manifest *m, char *why, size_t len)
+{
+	int ret = 0;
+
+	pthread_mutex_lock(&imports_lock);
+	for (size_t i = 0; i < m->nimports && !ret; i++) {
+		const struct gk_import_rec *r = &m->imports[i];
+		const struct import *im = imports;
+
+		while (im && im->ordinal != r->ordinal)
+			im = im->next;
+		if (!im) {
+			snprintf(why, len,
+				 "CUDA IPC open %llu of the checkpoint (0x%llx, %llu bytes, at 0x%llx "
+				 "in its exporter) was not made again by this run before its first "
+				 "checkpoint point",
+				 (unsigned long long)r->ordinal, (unsigned long long)r->address,
+				 (unsigned long long)r->size, (unsigned long long)r->exporter_address);
+			ret = -EINVAL;
+		} else if (im->ptr != r->address || im->size != r->size ||
+			   im->exporter_addr != r->exporter_address) {
+			snprintf(why, len,
+				 "CUDA IPC open %llu is 0x%llx (%llu bytes, at 0x%llx in its "
+				 "exporter) in this run and was 0x%llx (%llu bytes, at 0x%llx) in the "
+				 "checkpoint: the program opened other memory, or in another order, "
+				 "and the pointers it kept would reach the wrong memory",
+				 (unsigned long long)r->ordinal, (unsigned long long)im->ptr,
+				 (unsigned long long)im->size, (unsigned long long)im->exporter_addr,
+				 (unsigned long long)r->address, (unsigned long long)r->size,
+				 (unsigned long long)r->exporter_address);
+			ret = -EINVAL;
+		}
+	}
+	pthread_mutex_unlock(&imports_lock);
+	return ret;
 }

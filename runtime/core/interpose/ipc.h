@@ -5,7 +5,10 @@
 #ifndef GK_IPC_H
 #define GK_IPC_H
 
+#include "image/image.h"
+
 #include <cuda.h>
+#include <stddef.h>
 
 /* A gpuckpt handle of the placed block at dptr (its start); the first call
  * starts the thread that serves importers. */
@@ -24,5 +27,14 @@ void gk_ipc_settle(int restored);
  * process it imported memory from has passed its own (at most 60 s each),
  * so that it never reads that memory before it is loaded. */
 void gk_ipc_wait_exporters(void);
+
+/* Application checkpoints (manifest format 6): the imports at their places,
+ * how many and which, in the order of the opens (gate closed). */
+size_t gk_ipc_count(void);
+size_t gk_ipc_describe(struct gk_import_rec *recs, size_t cap);
+/* Restore, before anything is loaded: every import of the checkpoint must
+ * have been opened again, as the same open, at the same address, of the same
+ * block of its exporter. 0, or -EINVAL with why. */
+int gk_ipc_check_restored(const struct gk_manifest *m, char *why, size_t len);
 
 #endif

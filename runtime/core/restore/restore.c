@@ -9,6 +9,7 @@
 #include "core/placement/arena.h"
 #include "core/interpose/managed.h"
 #include "core/interpose/vmm.h"
+#include "core/interpose/ipc.h"
 #include "core/control/coord.h"
 #include "core/capture/baseline.h"
 #include "core/driver/driver.h"
@@ -554,7 +555,9 @@ int gk_restore_check_ready(const struct gk_manifest *m, char *why, size_t len)
 			return -EINVAL;
 		}
 	}
-	return gk_vmm_check_restored(m, why, len);
+	if (gk_vmm_check_restored(m, why, len) < 0)
+		return -EINVAL;
+	return gk_ipc_check_restored(m, why, len);
 }
 
 /* Read and check every host region first, then copy them all in. */
