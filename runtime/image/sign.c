@@ -21,8 +21,11 @@
 #include "common/user.h"
 #include "common/settings_env.h"
 
+#include "common/clock.h"
+
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -37,19 +40,26 @@
  * near this limit is not one of ours. */
 #define SIG_MAX (64u << 10)
 
-static munge_ctx_t new_ctx(int allow_env, gk_error_t *err)
+/* The socket a call talks to munged through: "" for munged's default. Sites
+ * that run munged on another socket say so in GPUCKPT_MUNGE_SOCKET; it is
+ * ignored in a set-uid program, where the environment belongs to someone
+ * else, and for root's seal, which must come from the node's own munged. */
+static const char *socket_of(int allow_env)
 {
-	/* Sites that run munged on another socket say so here; ignored in a
-	 * set-uid program, where the environment belongs to someone else, and
-	 * for root's seal, which must come from the node's own munged. */
 	const char *socket = allow_env ? gk_getenv(MUNGE_SOCKET) : NULL;
+
+	return socket ? socket : "";
+}
+
+static munge_ctx_t new_ctx(const char *socket, gk_error_t *err)
+{
 	munge_ctx_t ctx = munge_ctx_create();
 
 	if (!ctx) {
 		gk_errprintf(err, "munge: out of memory");
 		return NULL;
 	}
-	if (socket && *socket && munge_ctx_set(ctx, MUNGE_OPT_SOCKET, socket) != EMUNGE_SUCCESS) {
+	if (*socket && munge_ctx_set(ctx, MUNGE_OPT_SOCKET, socket) != EMUNGE_SUCCESS) {
 		gk_errprintf(err, "munge: cannot use socket %s: %s", socket,
 			     munge_ctx_strerror(ctx));
 		munge_ctx_destroy(ctx);
@@ -58,27 +68,84 @@ static munge_ctx_t new_ctx(int allow_env, gk_error_t *err)
 	return ctx;
 }
 
+/*
+ * munged out of reach, remembered. A socket file nobody listens on (munged
+ * stopped or crashed) costs every call 2.25 s of libmunge's connection
+ * retries (10 tries, 50 ms longer each time), and a checkpoint after SIGTERM
+ * has only seconds. So a failure that took that long is remembered for
+ * UNREACHABLE_S, and calls through the same socket meanwhile fail at once,
+ * with the same cause. One that came at once (no socket file) costs nothing
+ * and is not remembered.
+ */
+#define UNREACHABLE_S 60.0
+#define SLOW_FAILURE_S 1.0
+
+static pthread_mutex_t unreach_lock = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+	char socket[128];
+	double at; /* 0: nothing remembered */
+	char why[200];
+} unreach;
+
+/* 1 (and why) when munged did not answer on socket less than
+ * UNREACHABLE_S ago. */
+static int known_unreachable(const char *socket, char *why, size_t n)
+{
+	double now = gk_now();
+	int known;
+
+	pthread_mutex_lock(&unreach_lock);
+	known = unreach.at > 0 && now - unreach.at < UNREACHABLE_S &&
+		!strcmp(unreach.socket, socket);
+	if (known)
+		snprintf(why, n, "%s (%.0f s ago; not asked again for %.0f s after that, since each "
+			 "try waits 2 s)", unreach.why, now - unreach.at, UNREACHABLE_S);
+	pthread_mutex_unlock(&unreach_lock);
+	return known;
+}
+
+static void remember_unreachable(const char *socket, double t0, const char *why)
+{
+	double now = gk_now();
+
+	if (now - t0 < SLOW_FAILURE_S || strlen(socket) >= sizeof(unreach.socket))
+		return;
+	pthread_mutex_lock(&unreach_lock);
+	snprintf(unreach.socket, sizeof(unreach.socket), "%s", socket);
+	snprintf(unreach.why, sizeof(unreach.why), "%s", why);
+	unreach.at = now;
+	pthread_mutex_unlock(&unreach_lock);
+}
+
 /* A credential of the caller's uid over prefix + SHA-256(text), into
  * dirfd/name (created 0600, never through a link). */
 static int sign_at(const char *prefix, int allow_env, const char *text, size_t len, int dirfd,
 		   const char *name, gk_error_t *err)
 {
-	char payload[64 + 65], *cred = NULL;
+	char payload[64 + 65], *cred = NULL, why[400];
+	const char *socket = socket_of(allow_env);
 	size_t plen = strlen(prefix);
 	munge_ctx_t ctx;
 	munge_err_t e;
 	int fd, ret = 0;
+	double t0;
 
+	if (known_unreachable(socket, why, sizeof(why))) {
+		gk_errprintf(err, "cannot reach munged to sign: %s", why);
+		return -EHOSTUNREACH;
+	}
 	memcpy(payload, prefix, plen);
 	gk_sha256_hex(text, len, payload + plen);
-	ctx = new_ctx(allow_env, err);
+	ctx = new_ctx(socket, err);
 	if (!ctx)
 		return -ENOMEM;
 	/* The longest life munged allows: a checkpoint is restored hours or
 	 * days later, and expiry is accepted on check anyway (see below). */
 	munge_ctx_set(ctx, MUNGE_OPT_TTL, (int)MUNGE_TTL_MAXIMUM);
+	t0 = gk_now();
 	e = munge_encode(&cred, ctx, payload, (int)(plen + 64));
 	if (e == EMUNGE_SOCKET) {
+		remember_unreachable(socket, t0, munge_ctx_strerror(ctx));
 		gk_errprintf(err, "cannot reach munged to sign: %s", munge_ctx_strerror(ctx));
 		ret = -EHOSTUNREACH;
 		goto out_ctx;
@@ -175,7 +242,8 @@ out_close:
 static int check_at(const char *prefix, int allow_env, const char *text, size_t len, int dirfd,
 		    const char *name, const char *what, uid_t *signer, gk_error_t *err)
 {
-	char *cred = NULL, hex[65];
+	char *cred = NULL, hex[65], why[400];
+	const char *socket = socket_of(allow_env);
 	size_t plen = strlen(prefix);
 	void *payload = NULL;
 	int n = 0, ret = 0;
@@ -183,15 +251,22 @@ static int check_at(const char *prefix, int allow_env, const char *text, size_t 
 	gid_t cgid;
 	munge_ctx_t ctx;
 	munge_err_t e;
+	double t0;
 
 	ret = read_cred(dirfd, name, &cred, err);
 	if (ret < 0)
 		return ret;
-	ctx = new_ctx(allow_env, err);
+	if (known_unreachable(socket, why, sizeof(why))) {
+		gk_errprintf(err, "cannot reach munged to check the signature: %s", why);
+		ret = -EHOSTUNREACH;
+		goto out_cred;
+	}
+	ctx = new_ctx(socket, err);
 	if (!ctx) {
 		ret = -ENOMEM;
 		goto out_cred;
 	}
+	t0 = gk_now();
 	e = munge_decode(cred, ctx, &payload, &n, &cuid, &cgid);
 	switch (e) {
 	case EMUNGE_SUCCESS:
@@ -205,6 +280,7 @@ static int check_at(const char *prefix, int allow_env, const char *text, size_t 
 	case EMUNGE_CRED_REWOUND:
 		break;
 	case EMUNGE_SOCKET:
+		remember_unreachable(socket, t0, munge_ctx_strerror(ctx));
 		gk_errprintf(err, "cannot reach munged to check the signature: %s",
 			     munge_ctx_strerror(ctx));
 		ret = -EHOSTUNREACH;

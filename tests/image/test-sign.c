@@ -1,7 +1,10 @@
 /*
  * test-sign - the Munge signature of a manifest: signing, checking, a
  * changed manifest, another uid, replays, and munged out of reach (forced
- * with GPUCKPT_MUNGE_SOCKET, so it is tested whether munged runs or not).
+ * with GPUCKPT_MUNGE_SOCKET, so it is tested whether munged runs or not):
+ * no socket file, and a socket file nobody listens on (a munged that
+ * stopped), which libmunge tries for 2.25 s and gpuckpt then does not try
+ * again for a while.
  * What needs a running munged is skipped, with the reason, when it is not.
  */
 #include "config.h"
@@ -16,7 +19,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -84,7 +89,7 @@ int main(void)
 	struct stat st;
 	int ret, fd, is_signed = 1, reachable;
 
-	plan(17);
+	plan(21);
 	gk_log_set_level(GK_LOG_ERROR);
 	snprintf(root, sizeof(root), "/tmp/gpuckpt-test-sign.XXXXXX");
 	if (!mkdtemp(root)) {
@@ -205,6 +210,41 @@ int main(void)
 		skip("no checkpoint");
 	}
 out:
+	/* A socket file nobody listens on, as a stopped munged leaves: the
+	 * first call waits through libmunge's retries; the next ones through
+	 * the same socket are not sent, and say so; another socket is asked. */
+	{
+		struct sockaddr_un sa = {.sun_family = AF_UNIX};
+		int sd = socket(AF_UNIX, SOCK_STREAM, 0);
+
+		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/deaf.socket", root);
+		if (sd < 0 || bind(sd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
+			perror("deaf socket");
+		setenv("GPUCKPT_MUNGE_SOCKET", sa.sun_path, 1);
+		ret = gk_sign(text, strlen(text), sig, &err);
+		ok(ret == -EHOSTUNREACH && strstr(err.text, "cannot reach munged to sign") &&
+			   !strstr(err.text, "not asked again"),
+		   "a socket nobody listens on: signing fails after libmunge's retries (%s)",
+		   err.text);
+		ret = gk_sign(text, strlen(text), sig, &err);
+		ok(ret == -EHOSTUNREACH && strstr(err.text, "cannot reach munged to sign") &&
+			   strstr(err.text, "not asked again for 60 s"),
+		   "... the next signing through it is not sent, and says why (%s)", err.text);
+		write_text(sig, "MUNGE:AwQFAAA=:\n");
+		ret = gk_check_signature(text, strlen(text), sig, geteuid(), &err);
+		ok(ret == -EHOSTUNREACH &&
+			   strstr(err.text, "cannot reach munged to check the signature") &&
+			   strstr(err.text, "not asked again"),
+		   "... nor is a check");
+		setenv("GPUCKPT_MUNGE_SOCKET", NOWHERE, 1);
+		ret = gk_sign(text, strlen(text), sig, &err);
+		ok(ret == -EHOSTUNREACH && !strstr(err.text, "not asked again"),
+		   "another socket is asked (%s)", err.text);
+		unsetenv("GPUCKPT_MUNGE_SOCKET");
+		unlink(sig);
+		if (sd >= 0)
+			close(sd);
+	}
 	if (fork() == 0) {
 		execlp("rm", "rm", "-rf", root, (char *)NULL);
 		_exit(127);
