@@ -75,7 +75,8 @@ static munge_ctx_t new_ctx(const char *socket, gk_error_t *err)
  * has only seconds. So a failure that took that long is remembered for
  * UNREACHABLE_S, and calls through the same socket meanwhile fail at once,
  * with the same cause. One that came at once (no socket file) costs nothing
- * and is not remembered.
+ * and is not remembered. The lock is only tried: a child forked while
+ * another thread held it must still sign (it then asks munged itself).
  */
 #define UNREACHABLE_S 60.0
 #define SLOW_FAILURE_S 1.0
@@ -94,7 +95,8 @@ static int known_unreachable(const char *socket, char *why, size_t n)
 	double now = gk_now();
 	int known;
 
-	pthread_mutex_lock(&unreach_lock);
+	if (pthread_mutex_trylock(&unreach_lock))
+		return 0;
 	known = unreach.at > 0 && now - unreach.at < UNREACHABLE_S &&
 		!strcmp(unreach.socket, socket);
 	if (known)
@@ -108,9 +110,9 @@ static void remember_unreachable(const char *socket, double t0, const char *why)
 {
 	double now = gk_now();
 
-	if (now - t0 < SLOW_FAILURE_S || strlen(socket) >= sizeof(unreach.socket))
+	if (now - t0 < SLOW_FAILURE_S || strlen(socket) >= sizeof(unreach.socket) ||
+	    pthread_mutex_trylock(&unreach_lock))
 		return;
-	pthread_mutex_lock(&unreach_lock);
 	snprintf(unreach.socket, sizeof(unreach.socket), "%s", socket);
 	snprintf(unreach.why, sizeof(unreach.why), "%s", why);
 	unreach.at = now;
