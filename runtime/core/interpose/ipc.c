@@ -32,17 +32,17 @@
  * place() puts the n-th open at the address it had. The importer's manifest
  * lists its imports (open number, address, size, the exporter's address);
  * the restore is refused unless the program opened the same again, in the
- * same order, before its first checkpoint point (gk_ipc_check_restored). The importer's restore
- * point then waits until each process it imported from has passed its own
- * (gk_ipc_wait_exporters): until the exporter has loaded its checkpoint,
- * what the importer reads there is the exporter's fresh setup. Imports are tracked as
- * IPC_IMPORT and exporters that served one as IPC_EXPORT, which only the
- * driver's checkpoint (transparent mode) refuses ("REFUSE ipc"); an import
- * that could not go to its place is IPC_OPEN, refused by both. A segment
- * holds whole 2 MiB granules: an importer maps the
- * granules under the block, so it can reach the exporter's other small
- * blocks that share them (the driver's own legacy IPC maps whole
- * allocations, also of a sub-allocating allocator).
+ * same order, before its first checkpoint point (gk_ipc_check_restored).
+ * The importer's restore point then waits until each process it imported
+ * from has passed its own (gk_ipc_wait_exporters): until the exporter has
+ * loaded its checkpoint, what the importer reads there is the exporter's
+ * fresh setup. Imports are tracked as IPC_IMPORT and exporters that served
+ * one as IPC_EXPORT, which only the driver's checkpoint (transparent mode)
+ * refuses ("REFUSE ipc"); an import that could not go to its place is
+ * IPC_OPEN, refused by both. A segment holds whole 2 MiB granules: an
+ * importer maps the granules under the block, so it can reach the
+ * exporter's other small blocks that share them (the driver's own legacy
+ * IPC maps whole allocations, also of a sub-allocating allocator).
  */
 #include "config.h"
 
