@@ -217,7 +217,14 @@ out:
 		struct sockaddr_un sa = {.sun_family = AF_UNIX};
 		int sd = socket(AF_UNIX, SOCK_STREAM, 0);
 
-		snprintf(sa.sun_path, sizeof(sa.sun_path), "%s/deaf.socket", root);
+		static const char name[] = "/deaf.socket";
+		size_t rl = strlen(root);
+
+		/* Copied, not formatted: root is a short mkdtemp name. */
+		if (rl + sizeof(name) <= sizeof(sa.sun_path)) {
+			memcpy(sa.sun_path, root, rl);
+			memcpy(sa.sun_path + rl, name, sizeof(name));
+		}
 		if (sd < 0 || bind(sd, (struct sockaddr *)&sa, sizeof(sa)) < 0)
 			perror("deaf socket");
 		setenv("GPUCKPT_MUNGE_SOCKET", sa.sun_path, 1);
