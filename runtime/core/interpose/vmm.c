@@ -276,31 +276,34 @@ CUresult gk_on_cuMemAddressReserve(CUdeviceptr *ptr, size_t size, size_t alignme
 
 CUresult gk_on_cuMemAddressFree(CUdeviceptr ptr, size_t size)
 {
+	struct resv *r = NULL;
 	CUresult res;
 
 	GK_NEED_REAL(cuMemAddressFree);
 	if (!gk_enabled())
 		return gk_real.cuMemAddressFree(ptr, size);
 	gk_gate_enter();
-	/* A reservation in the window is longer than the program asked. */
+	/* Taken off the list before the driver frees it (one walk), and put
+	 * back if the driver refuses; the gate keeps a checkpoint from looking
+	 * at the list meanwhile. */
 	pthread_mutex_lock(&lock);
-	for (struct resv *r = resvs; r; r = r->next)
-		if (r->base == ptr && r->size == size)
-			size = r->len;
+	for (struct resv **p = &resvs; *p; p = &(*p)->next)
+		if ((*p)->base == ptr) {
+			r = *p;
+			*p = r->next;
+			break;
+		}
 	pthread_mutex_unlock(&lock);
-	res = gk_real.cuMemAddressFree(ptr, size);
-	if (res == CUDA_SUCCESS) {
+	/* A reservation in the window is longer than the program asked. */
+	res = gk_real.cuMemAddressFree(ptr, r && r->size == size ? r->len : size);
+	if (res != CUDA_SUCCESS && r) {
 		pthread_mutex_lock(&lock);
-		for (struct resv **p = &resvs; *p; p = &(*p)->next)
-			if ((*p)->base == ptr) {
-				struct resv *r = *p;
-
-				*p = r->next;
-				free(r);
-				break;
-			}
+		r->next = resvs;
+		resvs = r;
 		pthread_mutex_unlock(&lock);
+		r = NULL;
 	}
+	free(r);
 	gk_gate_leave();
 	return res;
 }
