@@ -3,8 +3,9 @@
  * (runtime/shepherd/watchdog.c): a call that returns in time is left alone;
  * one blocked in a read of a pipe whose other end is held by a process that
  * will never write (as the shepherd was, in the driver, on an H200) is named
- * in an error and ended by expire killing that process; and one that does
- * not return even then ends the process with status 1.
+ * in an error and ended by expire killing that process; one that does
+ * not return even then ends the process with status 1; and a watchdog
+ * stopped in time stays silent after its deadline.
  */
 #include "config.h"
 #include "shepherd/shepherd.h"
@@ -24,6 +25,12 @@ static void kill_pid(void *arg)
 {
 	expired++;
 	kill(*(pid_t *)arg, SIGKILL);
+}
+
+static void count_only(void *arg)
+{
+	(void)arg;
+	expired++;
 }
 
 /* The status of child pid within secs, or -1. */
@@ -104,6 +111,16 @@ int main(void)
 	ok(st >= 0 && WIFEXITED(st) && WEXITSTATUS(st) == 1,
 	   "a call that never returns: the process ends with status 1 after the grace (status %#x)",
 	   st);
-	ok(gk_watchdog_stop(&(struct gk_watchdog){0}) == 0, "stopping one never started is harmless");
+	/* Stopped before its deadline: the time passing afterwards does
+	 * nothing (the watch ended with stop, not at the deadline), and a
+	 * watchdog never started stops as a no-op. */
+	saved = expired;
+	st = gk_watchdog_start(&w, "test", 0.1, 0.1, count_only, NULL, "nothing");
+	st = st == 0 ? gk_watchdog_stop(&w) : -1;
+	usleep(400000);
+	ok(st == 0 && expired == saved && gk_watchdog_stop(&(struct gk_watchdog){0}) == 0,
+	   "stopped before its deadline, it never fires after it (stop %d, expire ran %d more "
+	   "time(s)); one never started stops as a no-op",
+	   st, expired - saved);
 	return done_testing();
 }
