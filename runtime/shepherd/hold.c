@@ -36,9 +36,22 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-/* How long a thread may take to stop for the tracer. A thread in
- * uninterruptible sleep (inside a driver call) stops when it leaves it. */
+/* How long a thread may take to stop for the tracer, or a tree for the
+ * checkpoint. A thread in uninterruptible sleep (inside a driver call) stops
+ * when it leaves it. */
 #define GK_HOLD_STOP_WAIT_S 10.0
+/*
+ * How long one round gives the tree to stop before it goes on for a moment
+ * (GK_HOLD_STOP_PAUSE_US) and is stopped again. A process in vfork(2) does
+ * not stop until its child has called exec or ended, and a SIGSTOP that
+ * reaches that child first, before its exec, stops the pair for good. dash
+ * runs each command through vfork: a checkpoint of a shell loop under load
+ * (stdio-criu.sh in CI) stopped the child in that moment, waited its 10 s
+ * for the parent, failed, and left both stopped, the job hung with them.
+ * Going on ends the vfork; the next round stops the pair.
+ */
+#define GK_HOLD_STOP_ROUND_S 0.2
+#define GK_HOLD_STOP_PAUSE_US 10000
 
 /* The process (thread group) that thread tid belongs to; -1 when it is
  * gone. */
@@ -200,17 +213,20 @@ static int all_stopped(pid_t pid, pid_t *tid, char *state)
 	return ok;
 }
 
-int gk_hold_stop_tree(pid_t prog, pid_t *pids, size_t max, size_t *n, gk_error_t *err)
+/*
+ * One round of stopping the tree: SIGSTOP to each of its processes, listed
+ * again until no new one appears (before: scratch of max), then up to
+ * GK_HOLD_STOP_ROUND_S for all their threads to stop. 0 when they did; 1
+ * when one had not (*who, *tid, *st name it); -errno when the tree cannot
+ * be listed.
+ */
+static int stop_round(pid_t prog, pid_t *before, pid_t *pids, size_t max, size_t *n, pid_t *who,
+		      pid_t *tid, char *st, gk_error_t *err)
 {
-	double deadline = gk_now() + GK_HOLD_STOP_WAIT_S;
-	pid_t *before = calloc(max, sizeof(*before));
 	size_t nbefore = 0;
+	double until;
 	int ret;
 
-	if (!before)
-		return -ENOMEM;
-	/* Listed again after each round of SIGSTOP until the list stays the
-	 * same: a process forked in between is stopped too. */
 	ret = gk_tree_list(prog, before, max, &nbefore, err);
 	while (ret == 0) {
 		for (size_t i = 0; i < nbefore; i++)
@@ -221,25 +237,47 @@ int gk_hold_stop_tree(pid_t prog, pid_t *pids, size_t max, size_t *n, gk_error_t
 		memcpy(before, pids, *n * sizeof(*pids));
 		nbefore = *n;
 	}
-	free(before);
 	if (ret < 0)
 		return ret;
-	for (size_t i = 0; i < *n; i++) {
-		pid_t tid = 0;
-		char st = 0;
-
-		while (!all_stopped(pids[i], &tid, &st)) {
-			if (gk_now() >= deadline) {
-				gk_errprintf(err,
-					     "pid %d: its thread %d did not stop within %.0f s of "
-					     "SIGSTOP (state %c)",
-					     (int)pids[i], (int)tid, GK_HOLD_STOP_WAIT_S, st);
-				return -ETIMEDOUT;
+	until = gk_now() + GK_HOLD_STOP_ROUND_S;
+	for (size_t i = 0; i < *n; i++)
+		while (!all_stopped(pids[i], tid, st)) {
+			if (gk_now() >= until) {
+				*who = pids[i];
+				return 1;
 			}
 			usleep(1000);
 		}
-	}
 	return 0;
+}
+
+int gk_hold_stop_tree(pid_t prog, pid_t *pids, size_t max, size_t *n, gk_error_t *err)
+{
+	double deadline = gk_now() + GK_HOLD_STOP_WAIT_S;
+	pid_t *before = calloc(max, sizeof(*before)), who = 0, tid = 0;
+	char st = 0;
+	int ret;
+
+	if (!before)
+		return -ENOMEM;
+	while ((ret = stop_round(prog, before, pids, max, n, &who, &tid, &st, err)) != 0) {
+		/* Whatever this round stopped goes on: a tree is never left
+		 * stopped by a stop that failed (the job hung so, for good). */
+		gk_tree_kill(prog, SIGCONT);
+		if (ret < 0)
+			break;
+		if (gk_now() >= deadline) {
+			gk_errprintf(err,
+				     "pid %d: its thread %d did not stop within %.0f s of SIGSTOP "
+				     "(state %c)",
+				     (int)who, (int)tid, GK_HOLD_STOP_WAIT_S, st);
+			ret = -ETIMEDOUT;
+			break;
+		}
+		usleep(GK_HOLD_STOP_PAUSE_US);
+	}
+	free(before);
+	return ret;
 }
 
 void gk_hold_release(pid_t prog)

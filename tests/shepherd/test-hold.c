@@ -1,11 +1,13 @@
 /*
  * test-hold - a stopped process with one thread let run (runtime/shepherd/
  * hold.c), on a real process of two threads: the restore's way of keeping a
- * restored tree still while the driver's restore thread works. No CRIU, no
- * GPU: the process is stopped with SIGSTOP, as CRIU's --leave-stopped does.
+ * restored tree still while the driver's restore thread works; and a tree
+ * stopped for a dump, a vfork parent in it too. No CRIU, no GPU: the
+ * process is stopped with SIGSTOP, as CRIU's --leave-stopped does.
  */
 #include "config.h"
 #include "common/log.h"
+#include "common/procstat.h"
 #include "shepherd/shepherd.h"
 #include "tap.h"
 
@@ -18,6 +20,7 @@
 #include <sys/mman.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 /* Shared with the child: what each of its threads has done. */
@@ -61,6 +64,54 @@ static pid_t start_child(void)
 		}
 	}
 	return pid;
+}
+
+/*
+ * A process that vforks, as dash does for each command, and whose child
+ * waits pre_exec_ms before its exec (a window a SIGSTOP can fall in: the
+ * child stopped there holds its parent in vfork, which does not stop).
+ * Returns once the child exists; *kid is its pid.
+ */
+static pid_t start_vforker(long pre_exec_ms, pid_t *kid)
+{
+	char path[64], buf[64] = "";
+	pid_t pid = fork();
+
+	if (pid == 0) {
+		if (vfork() == 0) {
+			struct timespec ts = {pre_exec_ms / 1000, (pre_exec_ms % 1000) * 1000000L};
+
+			syscall(SYS_nanosleep, &ts, NULL);
+			execl("/bin/sleep", "sleep", "30", (char *)NULL);
+			_exit(127);
+		}
+		for (;;)
+			pause();
+	}
+	snprintf(path, sizeof(path), "/proc/%d/task/%d/children", (int)pid, (int)pid);
+	for (*kid = 0; !*kid; usleep(1000)) {
+		FILE *f = fopen(path, "re");
+
+		if (f && fgets(buf, sizeof(buf), f))
+			*kid = (pid_t)atoi(buf);
+		if (f)
+			fclose(f);
+	}
+	return pid;
+}
+
+static char state_of(pid_t pid)
+{
+	char st = '?';
+
+	return gk_thread_state(pid, pid, &st) == 0 ? st : '?';
+}
+
+static void end_vforker(pid_t pid, pid_t kid)
+{
+	kill(kid, SIGKILL);
+	kill(pid, SIGKILL);
+	waitpid(pid, NULL, 0);
 }
 
 /* Wait until pid has reported a group stop to this parent. */
@@ -116,7 +167,7 @@ int main(void)
 	unsigned long long blk;
 	int status, ret;
 
-	plan(9);
+	plan(11);
 	gk_log_set_level(GK_LOG_ERROR);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)
@@ -175,6 +226,42 @@ int main(void)
 		/* Continued before this parent waited: the kernel drops the
 		 * stop's report, nothing is left to reap. */
 		gk_hold_release(child);
+	}
+
+	/* A vfork parent whose child a SIGSTOP caught before its exec: the
+	 * pair is stopped all the same (in a later round, once the tree has
+	 * run a moment and the exec is done). */
+	{
+		pid_t pids[8], vf, kid;
+		size_t n = 0;
+		char s1, s2;
+
+		vf = start_vforker(300, &kid);
+		memset(&err, 0, sizeof(err));
+		ret = gk_hold_stop_tree(vf, pids, 8, &n, &err);
+		s1 = state_of(vf);
+		s2 = state_of(kid);
+		ok(ret == 0 && n == 2 && s1 == 'T' && s2 == 'T',
+		   "a vfork parent whose child was stopped before its exec: both stopped (ret %d, "
+		   "%zu listed, states %c %c) %s",
+		   ret, n, s1, s2, err.text);
+		gk_hold_release(vf);
+		end_vforker(vf, kid);
+
+		/* One whose vfork does not end within the deadline: refused,
+		 * and nothing of it left stopped. */
+		vf = start_vforker(60000, &kid);
+		memset(&err, 0, sizeof(err));
+		ret = gk_hold_stop_tree(vf, pids, 8, &n, &err);
+		usleep(50000);
+		s1 = state_of(vf);
+		s2 = state_of(kid);
+		ok(ret == -ETIMEDOUT && strstr(err.text, "did not stop within") && s1 != 'T' &&
+		       s2 != 'T',
+		   "a tree that will not stop is refused and left running, not stopped (ret %d, "
+		   "states %c %c: %s)",
+		   ret, s1, s2, err.text);
+		end_vforker(vf, kid);
 	}
 
 	/* A thread the driver names that is not the process's: nothing is done
