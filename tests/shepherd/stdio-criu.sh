@@ -62,8 +62,58 @@ shepherd_under() {
 	done
 	return 1
 }
-wait_for() { # FILE PATTERN SECONDS
-	for i in $(seq $(($3 * 20))); do grep -q "$2" "$1" 2>/dev/null && return 0; sleep 0.05; done
+# Every process under this test but the guard's own, deepest last.
+descendants() { local c; for c in $(children_of "$1"); do echo "$c"; descendants "$c"; done; }
+# guard SECONDS WHAT: a phase of the test (a run and its checkpoint, or a
+# restore) that has not ended after SECONDS is hung. Then what every process
+# under the test was doing (state, kernel function, kernel stack) and the end
+# of CRIU's logs go into $GK_SCRATCH/hung, and those processes are killed, so
+# the phase ends, its point fails with that why, and the next kind runs. CI
+# once saw the null case hang until the suite's watchdog ended the whole test
+# 20 minutes later, with nothing said (a failed stop had left the program
+# stopped: runtime/shepherd/hold.c). unguard ends the watch and says it.
+guard() {
+	rm -f "$GK_SCRATCH/hung"
+	(
+		# unguard's TERM ends the watch quietly (a sleep killed in the
+		# foreground would print "Terminated" into the log).
+		sleep "$1" </dev/null >/dev/null 2>&1 &
+		trap 'kill $! 2>/dev/null; exit 0' TERM
+		wait $!
+		# Not the guard itself, nor the munged this test started.
+		mine=" $BASHPID ${MUNGED:-} $(descendants "$BASHPID" | tr '\n' ' ') "
+		pids=
+		for p in $(descendants $$); do
+			case $mine in *" $p "*) ;; *) pids="$pids $p" ;; esac
+		done
+		[ -n "$pids" ] || exit 0
+		{
+			echo "$2: not over after $1 s; the processes under the test:"
+			for p in $pids; do
+				ps -o pid=,ppid=,stat=,wchan:28=,args= -p "$p" 2>/dev/null | cut -c1-200
+				sed 's/^/      /' /proc/"$p"/stack 2>/dev/null | head -n 8
+			done
+			for f in "$GK_SCRATCH"/*/.tmp*/criu/dump.log "$GK_SCRATCH"/*/ckpt.*/criu/restore.log; do
+				[ -f "$f" ] && { echo "the end of $f:"; tail -n 6 "$f"; }
+			done
+		} >"$GK_SCRATCH/hung.tmp" 2>&1
+		mv "$GK_SCRATCH/hung.tmp" "$GK_SCRATCH/hung"
+		kill -KILL $pids 2>/dev/null
+	) &
+	GUARD=$!
+}
+unguard() {
+	kill "$GUARD" 2>/dev/null
+	wait "$GUARD" 2>/dev/null
+	[ -f "$GK_SCRATCH/hung" ] && tap_diag "$(cat "$GK_SCRATCH/hung")"
+	rm -f "$GK_SCRATCH/hung"
+}
+wait_for() { # FILE PATTERN SECONDS (not past a guard that fired)
+	for i in $(seq $(($3 * 20))); do
+		grep -q "$2" "$1" 2>/dev/null && return 0
+		[ -f "$GK_SCRATCH/hung" ] && return 1
+		sleep 0.05
+	done
 	return 1
 }
 
@@ -87,6 +137,9 @@ one() {
 		</dev/null >/dev/null & ;;
 	esac
 	tpid=$!
+	# The program ends by itself in 6 s; three minutes is far beyond any
+	# load seen (finding the shepherd and the 30th line may take 2).
+	guard 180 "$kind: the run and its checkpoint"
 	# Up to a minute: under load (a root's check-slurm beside another) the
 	# append case once took no checkpoint and printed nothing, as when no
 	# shepherd was found in time and SIGTERM went nowhere.
@@ -98,11 +151,13 @@ one() {
 	if [ "$kind" = null ]; then
 		sleep 2
 	else
-		wait_for "$out" "out 30" 60 || tap_diag "$kind: no 'out 30' in $out after 60 s"
+		wait_for "$out" "out 30" 60 || [ -f "$GK_SCRATCH/hung" ] ||
+			tap_diag "$kind: no 'out 30' in $out after 60 s"
 	fi
 	kill -TERM "$spid" 2>/dev/null
 	wait "$tpid" 2>/dev/null
 	status=$?
+	unguard
 	if [ -n "$(ls -d "$dir"/ckpt.* 2>/dev/null)" ]; then
 		tap_ok "$kind: checkpointed half-way by CRIU (the shepherd ended $status)"
 	else
@@ -113,6 +168,7 @@ one() {
 	fi
 	echo "written by someone else after the dump" >>"$out"
 	args=(--criu "$CRIU" --dir "$dir" --uid 0 --gid 0 --job 1 --step 0 --task 0)
+	guard 120 "$kind: the restore"
 	case $kind in
 	file) "$SHEP" restore "${args[@]}" </dev/null >"$again" 2>&1 ;;
 	append) "$SHEP" restore "${args[@]}" </dev/null >>"$out" 2>&1 ;;
@@ -121,6 +177,7 @@ one() {
 	tty) script -qfaec "$(printf '%q ' "$SHEP" restore "${args[@]}")" "$out" </dev/null >/dev/null ;;
 	esac
 	status=${PIPESTATUS[0]}
+	unguard
 	if [ "$kind" = tty ]; then
 		# script(1) gives the command's status; the restored program's is in
 		# the shepherd's line, and its count in the typescript.
@@ -179,10 +236,12 @@ mkdir -p "$dir"
 unshare --pid --fork --mount-proc /bin/sh -c 'o=$1; shift; exec "$@" </dev/null >"$o" 2>&1' sh "$dir.out" \
 	"$SHEP" run --criu "$CRIU" --dir "$dir" --uid 0 --gid 0 --job 1 --step 0 --task 0 -- "${PROG[@]}" &
 tpid=$!
+guard 180 "pidns: the run and its checkpoint"
 wait_for "$dir.out" "out 30" 20
 # unshare's child, the shepherd (its exe cannot be read from out here).
 kill -TERM $(children_of "$tpid") 2>/dev/null
 wait "$tpid" 2>/dev/null
+unguard
 if [ -n "$(ls -d "$dir"/ckpt.* 2>/dev/null)" ]; then
 	tap_ok "pidns: a program whose session leader is outside its PID namespace is checkpointed by CRIU"
 else
