@@ -115,6 +115,17 @@ schema_is valid "gpuckpt inspect --json of them holds a valid manifest under \"m
 differential "format 3, each field changed in every way the test knows: what the schema refuses the reader refuses, and the reverse for one field's own checks" \
 	"$C3" 100000
 
+# as_written N CK: what every format's own checkpoint must pass (4 points):
+# its manifest is valid (strict); the schema and the reader agree on 200
+# changed fields; gpuckpt inspect --json of it holds a valid manifest.
+as_written() {
+	schema_is strict "its manifest is valid (strict)" "$2/manifest.json"
+	differential "format $1, 200 fields changed: the schema and the reader agree" "$2" 200
+	inspect_json "$2"
+	schema_is valid "gpuckpt inspect --json of it holds a valid manifest" --key manifest \
+		"${INSPECTED[@]}"
+}
+
 # --- format 1: written by no gpuckpt now, still read --------------------------
 # mkimage's format 2 with each allocation's one part as its own file and offset.
 C1=$GK_SCRATCH/mk1/ckpt.000001
@@ -131,11 +142,7 @@ for a in d["allocations"]:
 json.dump(d, open(sys.argv[1], "w"), indent=2)
 EOF
 check "a format 1 checkpoint is read by gpuckpt inspect" quiet "$GK_TOOL" inspect "$C1"
-schema_is strict "its manifest is valid (strict)" "$C1/manifest.json"
-inspect_json "$C1"
-schema_is valid "gpuckpt inspect --json of it holds a valid manifest" --key manifest \
-	"${INSPECTED[@]}"
-differential "format 1, 200 fields changed: the schema and the reader agree" "$C1" 200
+as_written 1 "$C1"
 check "inspect --json shows a format 1 manifest as format 2 (its form as written now)" \
 	test "$("$PY" -c 'import json,sys; m=json.load(open(sys.argv[1]))["manifest"]; print(m["version"], all("parts" in a for a in m["allocations"]))' "${INSPECTED[0]}")" = "2 True"
 
@@ -183,11 +190,7 @@ wait $PID
 PEERCK=$(ls -d "$D"/ckpt.* 2>/dev/null | tail -1)
 check "gpu-peer wrote a format 4 checkpoint" \
 	test -n "$PEERCK" -a "$(version_of "$PEERCK/manifest.json" 2>/dev/null)" = 4 || show peer
-schema_is strict "its manifest is valid (strict)" "$PEERCK/manifest.json"
-differential "format 4, 200 fields changed: the schema and the reader agree" "$PEERCK" 200
-inspect_json "$PEERCK"
-schema_is valid "gpuckpt inspect --json of it holds a valid manifest" --key manifest \
-	"${INSPECTED[@]}"
+as_written 4 "$PEERCK"
 
 # --- format 5: zero parts (gpu-tables with a mostly unused pool) ---------------
 D=$GK_SCRATCH/zero
@@ -201,11 +204,7 @@ C5=$(ls -d "$D"/ckpt.* 2>/dev/null | tail -1)
 V5=$([ -n "$C5" ] && version_of "$C5/manifest.json" 2>/dev/null)
 check "gpu-tables --pool wrote a format 5 checkpoint ($V5) with zero parts" \
 	sh -c "test '$V5' = 5 && grep -q '\"zero\": true' '$C5/manifest.json'" || show zero
-schema_is strict "its manifest is valid (strict)" "$C5/manifest.json"
-differential "format 5, 200 fields changed: the schema and the reader agree" "$C5" 200
-inspect_json "$C5"
-schema_is valid "gpuckpt inspect --json of it holds a valid manifest" --key manifest \
-	"${INSPECTED[@]}"
+as_written 5 "$C5"
 
 # --- format 6: the importer of prog-ipc's CUDA IPC lists its opens -------------
 D=$GK_SCRATCH/ipc
@@ -215,11 +214,7 @@ C6=$(ls -d "$D"/child/ckpt.* 2>/dev/null | tail -1)
 V6=$([ -n "$C6" ] && version_of "$C6/manifest.json" 2>/dev/null)
 check "prog-ipc's importer wrote a format 6 checkpoint ($V6) with its IPC imports" \
 	sh -c "test '$V6' = 6 && grep -q '\"ipc_imports\"' '$C6/manifest.json'" || show ipc
-schema_is strict "its manifest is valid (strict)" "$C6/manifest.json"
-differential "format 6, 200 fields changed: the schema and the reader agree" "$C6" 200
-inspect_json "$C6"
-schema_is valid "gpuckpt inspect --json of it holds a valid manifest" --key manifest \
-	"${INSPECTED[@]}"
+as_written 6 "$C6"
 
 # --- a step's checkpoint set: four MPI ranks of halo ----------------------------
 if [ -x "$HALO" ] && [ -e "$HALO_MODULE" ] && command -v mpirun >/dev/null; then
