@@ -155,6 +155,16 @@ int gk_uuid_parse(const char *text, CUuuid *u)
 	return nb == 16 ? 0 : -EINVAL;
 }
 
+int gk_seal_cuda_pid(const struct gk_seal *s, pid_t pid)
+{
+	if (!s->have_cuda_pids)
+		return 1;
+	for (size_t i = 0; i < s->ncuda_pids; i++)
+		if (s->cuda_pids[i] == pid)
+			return 1;
+	return 0;
+}
+
 int gk_stdio_kind_ok(const char *kind)
 {
 	static const char *const kinds[] = {"", "pipe", "socket", "file", "null", "tty"};
@@ -238,6 +248,13 @@ int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, gk_error_t *err)
 	if (s->cuda_processes >= 0)
 		json_object_object_add(root, "cuda_processes",
 				       json_object_new_int(s->cuda_processes));
+	if (s->have_cuda_pids) {
+		struct json_object *list = json_object_new_array();
+
+		for (size_t i = 0; list && i < s->ncuda_pids; i++)
+			json_object_array_add(list, json_object_new_int((int)s->cuda_pids[i]));
+		json_object_object_add(root, "cuda_pids", list);
+	}
 	json_object_object_add(root, "criu_seconds", json_object_new_double(s->criu_seconds));
 	json_object_object_add(root, "driver_seconds", json_object_new_double(s->driver_seconds));
 
@@ -459,6 +476,32 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, gk_error_t *e
 			return -EINVAL;
 		}
 		s->cuda_processes = (int)count;
+	}
+	/* Optional too; when both are there they agree. */
+	s->have_cuda_pids = json_object_object_get_ex(root, "cuda_pids", &node);
+	s->ncuda_pids = 0;
+	if (s->have_cuda_pids) {
+		size_t n = json_object_is_type(node, json_type_array)
+			       ? json_object_array_length(node)
+			       : GK_SEAL_MAX_CUDA_PIDS + 1;
+
+		if (n > GK_SEAL_MAX_CUDA_PIDS ||
+		    (s->cuda_processes >= 0 && n != (size_t)s->cuda_processes)) {
+			gk_errprintf(err, "criu/SEAL: cuda_pids is malformed (not a list of "
+					  "cuda_processes process ids)");
+			return -EINVAL;
+		}
+		for (size_t i = 0; i < n; i++) {
+			struct json_object *e = json_object_array_get_idx(node, i);
+			int64_t pid = json_object_is_type(e, json_type_int) ? json_object_get_int64(e)
+									    : 0;
+
+			if (pid < 1 || pid > INT32_MAX) {
+				gk_errprintf(err, "criu/SEAL: cuda_pids %zu is not a process id", i);
+				return -EINVAL;
+			}
+			s->cuda_pids[s->ncuda_pids++] = (pid_t)pid;
+		}
 	}
 	/* Optional: seals written before it was recorded have none. */
 	s->nnode_gpus = 0;

@@ -20,6 +20,8 @@
 #include <cuda.h> /* CUuuid */
 
 #define GK_SEAL_MAX_GPUS 64
+/* As many as the shepherd handles in a tree (GK_SHEP_MAX_PROCS). */
+#define GK_SEAL_MAX_CUDA_PIDS 4096
 #define GK_SEAL_FILE "SEAL"
 /* root's Munge credential over SEAL (runtime/image/sign.c, gk_root_sign_at) */
 #define GK_SEAL_SIG_FILE "SEAL.sig"
@@ -51,6 +53,14 @@ struct gk_seal {
 	/* How many processes the driver checkpointed: a restore must find
 	 * them all checkpointed again after CRIU's; -1 in older seals. */
 	int cuda_processes;
+	/* Which they were (have_cuda_pids 0: a seal from before they were
+	 * recorded). CRIU gives each process its pid back, so a restore asks
+	 * the driver about these and no other process of the tree: a process
+	 * it never checkpointed (a DataLoader worker forked from one it did)
+	 * has no one to answer the driver's restore calls. */
+	int have_cuda_pids;
+	size_t ncuda_pids;
+	pid_t cuda_pids[GK_SEAL_MAX_CUDA_PIDS];
 	double criu_seconds, driver_seconds;
 	uint64_t image_bytes; /* filled by gk_seal_write and gk_seal_verify */
 };
@@ -84,6 +94,10 @@ int gk_file_digest(int dirfd, const char *name, char hex[65], uint64_t *size);
  * "GPU-" and 32 lower-case hex digits in the 8-4-4-4-12 groups. */
 int gk_uuid_format(const CUuuid *u, char out[64]);
 int gk_uuid_parse(const char *text, CUuuid *u);
+
+/* 1 when the driver checkpointed pid, as far as the seal says: it is one of
+ * cuda_pids, or the seal is older than that list (every pid may be). */
+int gk_seal_cuda_pid(const struct gk_seal *s, pid_t pid);
 
 /* 1 when kind is one a seal may record for the task's stdio (stdio_task):
  * "pipe", "socket", "file", "null", "tty" or "" (the shepherd's gk_stdio_record). */

@@ -961,6 +961,10 @@ static int seal_commit(struct ckpt *c, struct gk_seal *seal)
 	seal->task = o->task;
 	snprintf(seal->socket, sizeof(seal->socket), "%s", sh->sockname);
 	seal->cuda_processes = (int)c->ncheckpointed;
+	/* checkpoint_all went through c->cuda in order: its first ones. */
+	seal->have_cuda_pids = 1;
+	seal->ncuda_pids = c->ncheckpointed;
+	memcpy(seal->cuda_pids, c->cuda, c->ncheckpointed * sizeof(*c->cuda));
 	seal->criu_seconds = c->t_criu - c->t_driver;
 	seal->driver_seconds = c->t_driver - c->t_lock;
 	if (sh->have_cuda) {

@@ -315,9 +315,10 @@ out_free:
 }
 
 /* The processes of the restored tree that the driver holds checkpointed,
- * into cuda[]; their number. */
-static int find_checkpointed(struct gk_shepherd *sh, struct gk_watchdog *w, pid_t *cuda,
-			     size_t *ncuda, gk_error_t *err)
+ * into cuda[]; their number. Of the tree's processes, those the seal names
+ * (gk_seal_cuda_pid). */
+static int find_checkpointed(struct gk_shepherd *sh, const struct gk_seal *seal,
+			     struct gk_watchdog *w, pid_t *cuda, size_t *ncuda, gk_error_t *err)
 {
 	static pid_t pids[GK_SHEP_MAX_PROCS];
 	size_t n = 0;
@@ -332,6 +333,8 @@ static int find_checkpointed(struct gk_shepherd *sh, struct gk_watchdog *w, pid_
 	for (size_t i = 0; i < n && sh->have_cuda; i++) {
 		CUprocessState st;
 
+		if (!gk_seal_cuda_pid(seal, pids[i]))
+			continue;
 		gk_watchdog_note(w, "cuCheckpointProcessGetState of pid %d", (int)pids[i]);
 		if (gk_cudackpt_is_cuda(&sh->cuda, pids[i], &st) &&
 		    st == CU_PROCESS_STATE_CHECKPOINTED)
@@ -366,13 +369,24 @@ static const char *said_process(char state, long n, char *out, size_t len)
 	return out;
 }
 
-/* What the driver answers for each process of the restored tree, for the
- * message of a restore that found too few checkpointed: "pid P: state S"
- * or "pid P: ERROR_NAME". */
-static void driver_says(struct gk_shepherd *sh, char *out, size_t len)
+static int in_list(const pid_t *pids, size_t n, pid_t pid)
+{
+	for (size_t i = 0; i < n; i++)
+		if (pids[i] == pid)
+			return 1;
+	return 0;
+}
+
+/* What the driver answers for each process it checkpointed (the seal's
+ * pids; every process of the restored tree for an older seal), for the
+ * message of a restore that found too few checkpointed: "pid P: state S
+ * (...)", "pid P: ERROR_NAME (...)" or "pid P: not in the restored tree". */
+static void driver_says(struct gk_shepherd *sh, const struct gk_seal *seal, char *out,
+			size_t len)
 {
 	static pid_t pids[GK_SHEP_MAX_PROCS];
-	size_t n = 0, used = 0;
+	const pid_t *ask;
+	size_t n = 0, nask, used = 0;
 	gk_error_t err;
 
 	out[0] = 0;
@@ -380,34 +394,46 @@ static void driver_says(struct gk_shepherd *sh, char *out, size_t len)
 		snprintf(out, len, "the tree could not be listed");
 		return;
 	}
-	for (size_t i = 0; i < n && i < 8 && used < len; i++) {
+	ask = seal->have_cuda_pids ? seal->cuda_pids : pids;
+	nask = seal->have_cuda_pids ? seal->ncuda_pids : n;
+	for (size_t i = 0; i < nask && i < 8 && used < len; i++) {
 		CUprocessState st;
-		CUresult r = sh->cuda.cuCheckpointProcessGetState(pids[i], &st);
+		CUresult r;
 		const char *name = NULL;
 		int w;
 
 		char pst = '?', proc[64];
 		long threads = 0;
 
+		/* Root asks the driver about the job's processes only. */
+		if (!in_list(pids, n, ask[i])) {
+			w = snprintf(out + used, len - used, "%spid %d: not in the restored tree",
+				     i ? ", " : "", (int)ask[i]);
+			if (w < 0)
+				break;
+			used += (size_t)w;
+			continue;
+		}
+		r = sh->cuda.cuCheckpointProcessGetState(ask[i], &st);
 		if (r != CUDA_SUCCESS && sh->cuda.cuGetErrorName)
 			sh->cuda.cuGetErrorName(r, &name);
 		/* What the kernel says of it too: a process that died after
 		 * CRIU restored it is not the driver's fault. */
-		gk_proc_state(pids[i], &pst, &threads);
+		gk_proc_state(ask[i], &pst, &threads);
 		if (pst == 'Z')
-			how_it_ended(pids[i], &pst, &threads);
+			how_it_ended(ask[i], &pst, &threads);
 		w = r == CUDA_SUCCESS
 			? snprintf(out + used, len - used, "%spid %d: state %d (%s)", i ? ", " : "",
-				   (int)pids[i], (int)st, said_process(pst, threads, proc, sizeof(proc)))
+				   (int)ask[i], (int)st, said_process(pst, threads, proc, sizeof(proc)))
 			: snprintf(out + used, len - used, "%spid %d: %s (%s)", i ? ", " : "",
-				   (int)pids[i], name ? name : "error",
+				   (int)ask[i], name ? name : "error",
 				   said_process(pst, threads, proc, sizeof(proc)));
 		if (w < 0)
 			break;
 		used += (size_t)w;
 	}
-	if (n > 8 && used < len)
-		snprintf(out + used, len - used, ", and %zu more", n - 8);
+	if (nask > 8 && used < len)
+		snprintf(out + used, len - used, ", and %zu more", nask - 8);
 }
 
 /*
@@ -436,9 +462,12 @@ static void kill_tree(void *arg)
 
 /* Each CUDA process of the stopped tree gets its restore thread running
  * (hold.c): the driver answers for a process, and restores it, through that
- * thread. A process for which the driver names none is not one of its. */
-static int run_restore_threads(struct gk_shepherd *sh, struct gk_watchdog *w,
-			       struct gk_held_thread *held, size_t *nheld, gk_error_t *err)
+ * thread. A process for which the driver names none is not one of its. Only
+ * the processes the seal says the driver checkpointed are asked (all, for an
+ * older seal): the others have nothing of the driver's to answer with. */
+static int run_restore_threads(struct gk_shepherd *sh, const struct gk_seal *seal,
+			       struct gk_watchdog *w, struct gk_held_thread *held, size_t *nheld,
+			       gk_error_t *err)
 {
 	const struct gk_cudackpt *cu = &sh->cuda;
 	static pid_t pids[GK_SHEP_MAX_PROCS];
@@ -453,6 +482,8 @@ static int run_restore_threads(struct gk_shepherd *sh, struct gk_watchdog *w,
 	for (size_t i = 0; i < n && ret == 0; i++) {
 		int tid = 0;
 
+		if (!gk_seal_cuda_pid(seal, pids[i]))
+			continue;
 		gk_debug("transparent: restore: pid %d: cuCheckpointProcessGetRestoreThreadId",
 			 (int)pids[i]);
 		gk_watchdog_note(w, "cuCheckpointProcessGetRestoreThreadId of pid %d", (int)pids[i]);
@@ -488,13 +519,13 @@ static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
 		gk_errprintf(err, "the restore's watchdog thread: %s", strerror(-ret));
 		return ret;
 	}
-	ret = run_restore_threads(sh, &w, held, &nheld, err);
+	ret = run_restore_threads(sh, seal, &w, held, &nheld, err);
 	if (ret < 0)
 		goto out;
 	gk_debug("transparent: restore: %zu restore thread(s) run; cuCheckpointProcessGetState",
 		 nheld);
 	for (;;) {
-		ret = find_checkpointed(sh, &w, cuda, &ncuda, err);
+		ret = find_checkpointed(sh, seal, &w, cuda, &ncuda, err);
 		if (ret < 0)
 			goto out;
 		tries++;
@@ -503,7 +534,7 @@ static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
 		if (gk_now() >= deadline) {
 			char said[512];
 
-			driver_says(sh, said, sizeof(said));
+			driver_says(sh, seal, said, sizeof(said));
 			gk_errprintf(err,
 				     "the checkpoint holds %d process(es) the driver checkpointed, "
 				     "but after CRIU's restore the driver reports %zu of the tree "

@@ -7,7 +7,8 @@
  * user's credential over the right payload, a seal changed after root signed
  * it). The seal carries root's Munge credential: those tests need root and
  * munged, and skip, saying so, without them. Also the GPU UUIDs and stdio
- * kinds a seal may hold.
+ * kinds a seal may hold, and the list of processes the driver checkpointed
+ * (parsed on its own).
  */
 #include "config.h"
 #include "image/image.h"
@@ -46,7 +47,7 @@ static int write_at(int dirfd, const char *name, const char *text)
 /* A sealed checkpoint folder: manifest.json beside criu/ with two images. */
 static int make_sealed(const char *dir, int *ckptfd_out)
 {
-	struct gk_seal s;
+	static struct gk_seal s;
 	int ckptfd, criufd, ret;
 
 	mkdir(dir, 0700);
@@ -71,6 +72,10 @@ static int make_sealed(const char *dir, int *ckptfd_out)
 	snprintf(s.stdio_task[2], sizeof(s.stdio_task[2]), "file");
 	snprintf(s.socket, sizeof(s.socket), "gpuckpt-shepherd.1.00");
 	s.cuda_processes = 2;
+	s.have_cuda_pids = 1;
+	s.ncuda_pids = 2;
+	s.cuda_pids[0] = 4242;
+	s.cuda_pids[1] = 4250;
 	s.ngpus = 1;
 	snprintf(s.gpus[0].uuid, sizeof(s.gpus[0].uuid),
 		 "GPU-0123abcd-0000-1111-2222-333344445555");
@@ -189,9 +194,10 @@ static void seal(void)
 		       !strcmp(s.stdio_task[2], "file") && s.ngpus == 1 &&
 		       !strcmp(s.gpus[0].name, "NVIDIA H100 80GB HBM3") &&
 		       !strcmp(s.socket, "gpuckpt-shepherd.1.00") && s.image_bytes == 6 &&
-		       s.cuda_processes == 2,
-		   "and gives back what was sealed (the stdio kinds and the count of "
-		   "processes the driver checkpointed too)");
+		       s.cuda_processes == 2 && s.have_cuda_pids && s.ncuda_pids == 2 &&
+		       s.cuda_pids[1] == 4250,
+		   "and gives back what was sealed (the stdio kinds, and the processes the "
+		   "driver checkpointed and their count, too)");
 		ok(criufd >= 0 && faccessat(criufd, "core-2.img", F_OK, 0) == 0,
 		   "and the descriptor of the very folder it checked");
 		if (criufd >= 0)
@@ -305,14 +311,63 @@ static void seal(void)
 		printf("# cannot remove %s\n", base);
 }
 
+/* A seal's text with cuda_processes and cuda_pids as given (a JSON value,
+ * or NULL for none), parsed on its own: no root or munged needed. */
+static int parse_with(const char *count, const char *pids, struct gk_seal *s)
+{
+	char text[2048];
+	int n = snprintf(
+	    text, sizeof(text),
+	    "{\"format\": \"gpuckpt-seal\", \"version\": 3, \"uid\": 1001, \"gid\": 1001, "
+	    "\"job\": \"42\", \"step\": \"0\", \"task\": 0, \"manifest_sha256\": \"%064d\", "
+	    "\"socket\": \"\", \"stdio\": [\"\", \"\", \"\"], \"gpus\": [], "
+	    "\"files\": {}%s%s%s%s}",
+	    0, count ? ", \"cuda_processes\": " : "", count ? count : "",
+	    pids ? ", \"cuda_pids\": " : "", pids ? pids : "");
+
+	err.text[0] = 0;
+	return gk_seal_parse(text, (size_t)n, s, &err);
+}
+
+/* Which processes the driver checkpointed (cuda_pids): what a restore asks
+ * the driver about. */
+static void cuda_pids(void)
+{
+	static struct gk_seal s;
+	int ret;
+
+	ret = parse_with("2", "[4242, 4250]", &s);
+	ok(ret == 0 && s.have_cuda_pids && s.ncuda_pids == 2 && gk_seal_cuda_pid(&s, 4250) &&
+	       !gk_seal_cuda_pid(&s, 4243),
+	   "cuda_pids: the processes the driver checkpointed are read back, and only they are "
+	   "named (%d: %s)",
+	   ret, err.text);
+	ret = parse_with("2", NULL, &s);
+	ok(ret == 0 && !s.have_cuda_pids && gk_seal_cuda_pid(&s, 4243),
+	   "a seal from before cuda_pids names every process (the restore asks each, as before)");
+	ret = parse_with("3", "[4242, 4250]", &s);
+	ok(ret == -EINVAL && strstr(err.text, "cuda_pids is malformed"),
+	   "cuda_pids of another length than cuda_processes is refused (%s)", err.text);
+	ret = parse_with(NULL, "[4242, 0]", &s);
+	ok(ret == -EINVAL && strstr(err.text, "cuda_pids 1 is not a process id"),
+	   "a pid of 0 in cuda_pids is refused (%s)", err.text);
+	ret = parse_with(NULL, "[\"4242\"]", &s);
+	ok(ret == -EINVAL && strstr(err.text, "cuda_pids 0 is not a process id"),
+	   "a pid written as a string is refused (%s)", err.text);
+	ret = parse_with(NULL, "{\"pid\": 4242}", &s);
+	ok(ret == -EINVAL && strstr(err.text, "cuda_pids is malformed"),
+	   "cuda_pids that is not a list is refused (%s)", err.text);
+}
+
 int main(void)
 {
 	CUuuid u;
 	char text[64];
 
-	plan(SEAL_TESTS + 3);
+	plan(SEAL_TESTS + 3 + 6);
 	gk_log_set_level(GK_LOG_ERROR);
 	seal();
+	cuda_pids();
 	ok(gk_stdio_kind_ok("file") && gk_stdio_kind_ok("") && !gk_stdio_kind_ok("tape") &&
 	       !gk_stdio_kind_ok("FILE"),
 	   "stdio: only the kinds the shepherd records are valid in a seal");
