@@ -26,6 +26,7 @@
 #include "shepherd/shepherd.h"
 
 #include <dirent.h>
+#include <linux/kcmp.h>
 #include <errno.h>
 #include <signal.h>
 #include <stdint.h>
@@ -33,6 +34,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ptrace.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -41,17 +43,16 @@
  * when it leaves it. */
 #define GK_HOLD_STOP_WAIT_S 10.0
 /*
- * How long one round gives the tree to stop before it goes on for a moment
- * (GK_HOLD_STOP_PAUSE_US) and is stopped again. A process in vfork(2) does
- * not stop until its child has called exec or ended, and a SIGSTOP that
- * reaches that child first, before its exec, stops the pair for good. dash
- * runs each command through vfork: a checkpoint of a shell loop under load
- * (stdio-criu.sh in CI) stopped the child in that moment, waited its 10 s
- * for the parent, failed, and left both stopped, the job hung with them.
- * Going on ends the vfork; the next round stops the pair.
+ * A process in vfork(2) does not stop until its child has called exec or
+ * ended, and a SIGSTOP that reaches that child first, before its exec,
+ * stops the pair for good. dash runs each command through vfork: a
+ * checkpoint of a shell loop under load (stdio-criu.sh in CI) stopped the
+ * child in that moment, waited its 10 s for the parent, failed, and left both
+ * stopped, the job hung with them. Such a child shares its parent's address
+ * space (kcmp KCMP_VM says so); it alone is let go on until it has left it,
+ * and the tree is stopped again. Every GK_HOLD_VFORK_LOOK_S of the wait.
  */
-#define GK_HOLD_STOP_ROUND_S 0.2
-#define GK_HOLD_STOP_PAUSE_US 10000
+#define GK_HOLD_VFORK_LOOK_S 0.05
 
 /* The process (thread group) that thread tid belongs to; -1 when it is
  * gone. */
@@ -213,21 +214,47 @@ static int all_stopped(pid_t pid, pid_t *tid, char *state)
 	return ok;
 }
 
+/* 1 when a and b are processes of one address space (a vfork child and its
+ * parent before the exec); 0 when not, or when the kernel cannot say. */
+static int same_vm(pid_t a, pid_t b)
+{
+	return syscall(SYS_kcmp, a, b, KCMP_VM, 0, 0) == 0;
+}
+
 /*
- * One round of stopping the tree: SIGSTOP to each of its processes, listed
- * again until no new one appears (before: scratch of max), then up to
- * GK_HOLD_STOP_ROUND_S for all their threads to stop. 0 when they did; 1
- * when one had not (*who, *tid, *st name it); -errno when the tree cannot
- * be listed.
+ * pid did not stop: when that is because a child of its vfork, in pids[],
+ * was stopped before its exec, that child goes on alone until it has left
+ * pid's address space (exec or end), or until the deadline. 1 when one was
+ * let go (the tree must be stopped again: the child is a program of its own
+ * now), else 0.
  */
-static int stop_round(pid_t prog, pid_t *before, pid_t *pids, size_t max, size_t *n, pid_t *who,
-		      pid_t *tid, char *st, gk_error_t *err)
+static int let_vfork_child_go(pid_t pid, const pid_t *pids, size_t n, double deadline)
+{
+	for (size_t i = 0; i < n; i++) {
+		char st = 0;
+
+		if (pids[i] == pid || gk_thread_state(pids[i], pids[i], &st) < 0 ||
+		    (st != 'T' && st != 't') || !same_vm(pid, pids[i]))
+			continue;
+		gk_debug("transparent: pid %d: its vfork child %d was stopped before its exec; "
+			 "it goes on to it, then the tree is stopped again",
+			 (int)pid, (int)pids[i]);
+		kill(pids[i], SIGCONT);
+		while (same_vm(pid, pids[i]) && gk_now() < deadline)
+			usleep(1000);
+		return 1;
+	}
+	return 0;
+}
+
+/* SIGSTOP to each process of the tree, listed again until no new one
+ * appears (before: scratch of max). 0 or -errno. */
+static int stop_all(pid_t prog, pid_t *before, pid_t *pids, size_t max, size_t *n,
+		    gk_error_t *err)
 {
 	size_t nbefore = 0;
-	double until;
-	int ret;
+	int ret = gk_tree_list(prog, before, max, &nbefore, err);
 
-	ret = gk_tree_list(prog, before, max, &nbefore, err);
 	while (ret == 0) {
 		for (size_t i = 0; i < nbefore; i++)
 			kill(before[i], SIGSTOP);
@@ -237,45 +264,43 @@ static int stop_round(pid_t prog, pid_t *before, pid_t *pids, size_t max, size_t
 		memcpy(before, pids, *n * sizeof(*pids));
 		nbefore = *n;
 	}
-	if (ret < 0)
-		return ret;
-	until = gk_now() + GK_HOLD_STOP_ROUND_S;
-	for (size_t i = 0; i < *n; i++)
-		while (!all_stopped(pids[i], tid, st)) {
-			if (gk_now() >= until) {
-				*who = pids[i];
-				return 1;
-			}
-			usleep(1000);
-		}
-	return 0;
+	return ret;
 }
 
 int gk_hold_stop_tree(pid_t prog, pid_t *pids, size_t max, size_t *n, gk_error_t *err)
 {
-	double deadline = gk_now() + GK_HOLD_STOP_WAIT_S;
-	pid_t *before = calloc(max, sizeof(*before)), who = 0, tid = 0;
+	double deadline = gk_now() + GK_HOLD_STOP_WAIT_S, look;
+	pid_t *before = calloc(max, sizeof(*before)), tid = 0;
 	char st = 0;
 	int ret;
 
 	if (!before)
 		return -ENOMEM;
-	while ((ret = stop_round(prog, before, pids, max, n, &who, &tid, &st, err)) != 0) {
-		/* Whatever this round stopped goes on: a tree is never left
-		 * stopped by a stop that failed (the job hung so, for good). */
-		gk_tree_kill(prog, SIGCONT);
-		if (ret < 0)
-			break;
-		if (gk_now() >= deadline) {
-			gk_errprintf(err,
-				     "pid %d: its thread %d did not stop within %.0f s of SIGSTOP "
-				     "(state %c)",
-				     (int)who, (int)tid, GK_HOLD_STOP_WAIT_S, st);
-			ret = -ETIMEDOUT;
-			break;
+again:
+	ret = stop_all(prog, before, pids, max, n, err);
+	look = gk_now() + GK_HOLD_VFORK_LOOK_S;
+	for (size_t i = 0; i < *n && ret == 0; i++) {
+		while (!all_stopped(pids[i], &tid, &st)) {
+			if (gk_now() >= deadline) {
+				gk_errprintf(err,
+					     "pid %d: its thread %d did not stop within %.0f s of "
+					     "SIGSTOP (state %c)",
+					     (int)pids[i], (int)tid, GK_HOLD_STOP_WAIT_S, st);
+				ret = -ETIMEDOUT;
+				break;
+			}
+			if (gk_now() >= look) {
+				look = gk_now() + GK_HOLD_VFORK_LOOK_S;
+				if (let_vfork_child_go(pids[i], pids, *n, deadline))
+					goto again;
+			}
+			usleep(1000);
 		}
-		usleep(GK_HOLD_STOP_PAUSE_US);
 	}
+	/* A stop that failed leaves nothing stopped (the job hung so, for
+	 * good, when it did). */
+	if (ret < 0)
+		gk_tree_kill(prog, SIGCONT);
 	free(before);
 	return ret;
 }

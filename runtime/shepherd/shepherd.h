@@ -269,9 +269,9 @@ void gk_hold_stop_thread(struct gk_held_thread *h);
 
 /* SIGSTOP to every process of the tree under prog, listed again until no
  * new one appears (pids, *n: the list), and wait until each of their
- * threads is stopped, in rounds between which the tree runs a moment (a
- * vfork parent stops only so): 0, or -errno with err naming one that did
- * not, and then nothing of the tree is left stopped. */
+ * threads is stopped (a vfork child caught before its exec is let go on to
+ * it first, or its parent never stops): 0, or -errno with err naming one
+ * that did not, and then nothing of the tree is left stopped. */
 int gk_hold_stop_tree(pid_t prog, pid_t *pids, size_t max, size_t *n, gk_error_t *err);
 
 /* SIGCONT to every process of the tree under prog: it runs. */
