@@ -164,6 +164,59 @@ not_its:
 	return -EPERM;
 }
 
+/* A stop signal: dropped when it reaches a held thread (gk_hold_tend). */
+static int is_stop_signal(int sig)
+{
+	return sig == SIGSTOP || sig == SIGTSTP || sig == SIGTTIN || sig == SIGTTOU;
+}
+
+/*
+ * A held thread can be trapped for its tracer again after it was let run:
+ * for a signal it is about to take, or a stop the process gets anew. Nothing
+ * let it go on then, and the driver call waiting on it never returned: 3 of
+ * 10 torch restores on an H200 (2026-11-30) sat in
+ * cuCheckpointProcessGetState, the restore thread in ptrace_stop, until the
+ * restore's watchdog killed the job. With this, 14 of 14 went through, and
+ * in 6 the thread had stopped once, for SIGCHLD: the DataLoader workers CRIU
+ * restored, stopping. (The trapped threads' SigBlk read 0: the mask set in
+ * gk_hold_run_thread did not hold there; why is not known yet.) A stop
+ * signal is dropped (the rest of the tree is held
+ * stopped anyway, and gk_hold_release continues it); any other is handed on
+ * as it would have been, a fault of the thread's own included (dropping that
+ * would trap it again at once). Only the tracing thread may continue it, so
+ * this runs in the shepherd's main thread while another makes the driver
+ * calls (restore_tree.c).
+ */
+void gk_hold_tend(struct gk_held_thread *h, size_t n, atomic_int *done)
+{
+	while (!atomic_load(done)) {
+		for (size_t i = 0; i < n; i++) {
+			int status, sig = 0;
+			pid_t r;
+
+			if (!h[i].running)
+				continue;
+			r = waitpid(h[i].tid, &status, __WALL | WNOHANG);
+			if (r == 0 || (r < 0 && errno == EINTR))
+				continue;
+			if (r < 0 || stop_of(status, &sig) < 0) {
+				/* Gone: the driver's call fails on its own. */
+				h[i].running = h[i].traced = 0;
+				continue;
+			}
+			if (is_stop_signal(sig))
+				sig = 0;
+			h[i].restarts++;
+			gk_debug("transparent: restore: restore thread %d stopped again (%s); let go "
+				 "on",
+				 (int)h[i].tid, sig ? strsignal(sig) : "a stop");
+			if (ptrace(PTRACE_CONT, h[i].tid, NULL, (void *)(long)sig) < 0)
+				h[i].running = 0;
+		}
+		usleep(500);
+	}
+}
+
 void gk_hold_stop_thread(struct gk_held_thread *h)
 {
 	int sig = 0;

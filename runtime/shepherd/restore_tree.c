@@ -22,6 +22,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -500,34 +501,37 @@ static int run_restore_threads(struct gk_shepherd *sh, const struct gk_seal *sea
 	return ret;
 }
 
-static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
-			  CUcheckpointGpuPair *pairs, size_t npairs, double *t_unlock,
-			  gk_error_t *err)
+/* The driver's part of a restore, made in a thread of its own (driver_part)
+ * while the shepherd's main thread, the tracer of the restore threads, keeps
+ * them running (gk_hold_tend): the calls wait on those threads. */
+struct driver_job {
+	struct gk_shepherd *sh;
+	const struct gk_seal *seal;
+	CUcheckpointGpuPair *pairs;
+	size_t npairs;
+	struct gk_watchdog *w;
+	double t_unlock;
+	gk_error_t err;
+	int ret;
+	atomic_int done;
+};
+
+/* Every process the seal says the driver checkpointed found checkpointed
+ * again, then restored onto the new GPUs and unlocked. */
+static int driver_calls(struct driver_job *j)
 {
+	struct gk_shepherd *sh = j->sh;
+	const struct gk_seal *seal = j->seal;
 	const struct gk_cudackpt *cu = &sh->cuda;
 	static pid_t cuda[GK_SHEP_MAX_PROCS];
-	static struct gk_held_thread held[GK_SHEP_MAX_PROCS];
-	size_t ncuda = 0, nheld = 0;
+	size_t ncuda = 0;
 	double deadline = gk_now() + GK_RESTORE_FIND_CUDA_S;
-	struct gk_watchdog w;
 	int ret, tries = 0;
 
-	ret = gk_watchdog_start(&w, "transparent: restore", GK_RESTORE_DRIVER_WAIT_S,
-				GK_RESTORE_DRIVER_GRACE_S, kill_tree, &sh->prog,
-				"the restored tree is killed; the checkpoint stays");
-	if (ret < 0) {
-		gk_errprintf(err, "the restore's watchdog thread: %s", strerror(-ret));
-		return ret;
-	}
-	ret = run_restore_threads(sh, seal, &w, held, &nheld, err);
-	if (ret < 0)
-		goto out;
-	gk_debug("transparent: restore: %zu restore thread(s) run; cuCheckpointProcessGetState",
-		 nheld);
 	for (;;) {
-		ret = find_checkpointed(sh, seal, &w, cuda, &ncuda, err);
+		ret = find_checkpointed(sh, seal, j->w, cuda, &ncuda, &j->err);
 		if (ret < 0)
-			goto out;
+			return ret;
 		tries++;
 		if (seal->cuda_processes < 0 || ncuda >= (size_t)seal->cuda_processes)
 			break;
@@ -535,13 +539,12 @@ static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
 			char said[512];
 
 			driver_says(sh, seal, said, sizeof(said));
-			gk_errprintf(err,
+			gk_errprintf(&j->err,
 				     "the checkpoint holds %d process(es) the driver checkpointed, "
 				     "but after CRIU's restore the driver reports %zu of the tree "
 				     "as checkpointed (%.0f s; %s)",
 				     seal->cuda_processes, ncuda, GK_RESTORE_FIND_CUDA_S, said);
-			ret = -EIO;
-			goto out;
+			return -EIO;
 		}
 		usleep(20 * 1000);
 	}
@@ -553,32 +556,84 @@ static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
 		CUcheckpointRestoreArgs ra;
 
 		memset(&ra, 0, sizeof(ra));
-		ra.gpuPairs = npairs ? pairs : NULL;
-		ra.gpuPairsCount = (unsigned)npairs;
+		ra.gpuPairs = j->npairs ? j->pairs : NULL;
+		ra.gpuPairsCount = (unsigned)j->npairs;
 		gk_debug("transparent: restore: pid %d: cuCheckpointProcessRestore", (int)cuda[i]);
-		gk_watchdog_note(&w, "cuCheckpointProcessRestore of pid %d", (int)cuda[i]);
+		gk_watchdog_note(j->w, "cuCheckpointProcessRestore of pid %d", (int)cuda[i]);
 		if (gk_cuda_check(cu, cu->cuCheckpointProcessRestore(cuda[i], &ra),
 				  "cuCheckpointProcessRestore", cuda[i]) < 0) {
-			gk_errprintf(err, "pid %d: the driver could not restore it", (int)cuda[i]);
-			ret = -EIO;
-			goto out;
+			gk_errprintf(&j->err, "pid %d: the driver could not restore it",
+				     (int)cuda[i]);
+			return -EIO;
 		}
 	}
-	*t_unlock = gk_now();
+	j->t_unlock = gk_now();
 	for (size_t i = 0; i < ncuda; i++) {
 		CUcheckpointUnlockArgs ua;
 
 		memset(&ua, 0, sizeof(ua));
-		gk_watchdog_note(&w, "cuCheckpointProcessUnlock of pid %d", (int)cuda[i]);
+		gk_watchdog_note(j->w, "cuCheckpointProcessUnlock of pid %d", (int)cuda[i]);
 		if (gk_cuda_check(cu, cu->cuCheckpointProcessUnlock(cuda[i], &ua),
 				  "cuCheckpointProcessUnlock", cuda[i]) < 0) {
-			gk_errprintf(err, "pid %d: the driver could not unlock it", (int)cuda[i]);
-			ret = -EIO;
-			goto out;
+			gk_errprintf(&j->err, "pid %d: the driver could not unlock it",
+				     (int)cuda[i]);
+			return -EIO;
 		}
 	}
 	gk_debug("transparent: restore: %zu process(es) restored and unlocked", ncuda);
-	ret = 0;
+	return 0;
+}
+
+static void *driver_part(void *arg)
+{
+	struct driver_job *j = arg;
+
+	j->ret = driver_calls(j);
+	atomic_store(&j->done, 1);
+	return NULL;
+}
+
+static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
+			  CUcheckpointGpuPair *pairs, size_t npairs, double *t_unlock,
+			  gk_error_t *err)
+{
+	static struct gk_held_thread held[GK_SHEP_MAX_PROCS];
+	struct driver_job j = {.sh = sh, .seal = seal, .pairs = pairs, .npairs = npairs};
+	size_t nheld = 0, restarts = 0;
+	struct gk_watchdog w;
+	pthread_t t;
+	int ret;
+
+	ret = gk_watchdog_start(&w, "transparent: restore", GK_RESTORE_DRIVER_WAIT_S,
+				GK_RESTORE_DRIVER_GRACE_S, kill_tree, &sh->prog,
+				"the restored tree is killed; the checkpoint stays");
+	if (ret < 0) {
+		gk_errprintf(err, "the restore's watchdog thread: %s", strerror(-ret));
+		return ret;
+	}
+	j.w = &w;
+	ret = run_restore_threads(sh, seal, &w, held, &nheld, err);
+	if (ret < 0)
+		goto out;
+	gk_debug("transparent: restore: %zu restore thread(s) run; cuCheckpointProcessGetState",
+		 nheld);
+	ret = -pthread_create(&t, NULL, driver_part, &j);
+	if (ret < 0) {
+		gk_errprintf(err, "the restore's driver thread: %s", strerror(-ret));
+		goto out;
+	}
+	gk_hold_tend(held, nheld, &j.done);
+	pthread_join(t, NULL);
+	ret = j.ret;
+	if (ret < 0)
+		gk_errprintf(err, "%s", j.err.text);
+	*t_unlock = j.t_unlock;
+	for (size_t i = 0; i < nheld; i++)
+		restarts += (size_t)held[i].restarts;
+	if (restarts)
+		gk_notice("transparent: restore: a restore thread stopped %zu time(s) while the "
+			  "driver worked through it, and was let go on each time",
+			  restarts);
 out:
 	if (gk_watchdog_stop(&w)) {
 		gk_errprintf(err,

@@ -19,6 +19,7 @@
 #define GK_SHEPHERD_H
 
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
@@ -258,11 +259,17 @@ struct gk_held_thread {
 	int traced, running;
 	int sig;       /* a signal it was taking when seized, handed on */
 	uint64_t mask; /* its signal mask, put back before it is detached */
+	int restarts;  /* times gk_hold_tend let it go on after a stop */
 };
 
 /* Seize thread tid of the stopped process pid, check that it is pid's,
  * block its signals and let it run: 0, or -errno with err naming both. */
 int gk_hold_run_thread(pid_t pid, pid_t tid, struct gk_held_thread *h, gk_error_t *err);
+
+/* Until *done is set, let each held thread that stops again (a stop signal
+ * the process still had pending) go on, in the thread that seized them:
+ * the driver's calls that wait on them run in another. */
+void gk_hold_tend(struct gk_held_thread *h, size_t n, atomic_int *done);
 
 /* Stop it again, give back its mask and detach it into the group stop. */
 void gk_hold_stop_thread(struct gk_held_thread *h);

@@ -12,6 +12,7 @@
 #include "tap.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
@@ -45,6 +46,25 @@ static void *worker(void *arg)
 		sh->worker_ticks++;
 		usleep(200);
 	}
+	return NULL;
+}
+
+/* For the tend point: the held thread's ticks 100 ms into the tend and at
+ * its end, 300 ms in, when done is set. */
+struct tend_watch {
+	atomic_int done;
+	long mid, end;
+};
+
+static void *end_tend_later(void *arg)
+{
+	struct tend_watch *tw = arg;
+
+	usleep(100000);
+	tw->mid = sh->worker_ticks;
+	usleep(200000);
+	tw->end = sh->worker_ticks;
+	atomic_store(&tw->done, 1);
 	return NULL;
 }
 
@@ -167,7 +187,7 @@ int main(void)
 	unsigned long long blk;
 	int status, ret;
 
-	plan(11);
+	plan(12);
 	gk_log_set_level(GK_LOG_ERROR);
 	sh = mmap(NULL, sizeof(*sh), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	if (sh == MAP_FAILED)
@@ -197,6 +217,24 @@ int main(void)
 	kill(child, SIGUSR1);
 	usleep(50000);
 	ok(sh->usr1 == 0, "a signal for the process runs no handler while it is held");
+
+	/* A SIGSTOP for the process while it is held traps the thread let run
+	 * for its tracer, as a signal did in 3 torch restores of 10 on an H200
+	 * (hold.c): tended, it goes on, and the rest stays stopped. Without
+	 * gk_hold_tend it stays trapped, its ticks stop, and this fails. */
+	{
+		struct tend_watch tw = {.mid = 0};
+		pthread_t t;
+
+		kill(child, SIGSTOP);
+		pthread_create(&t, NULL, end_tend_later, &tw);
+		gk_hold_tend(&h, 1, &tw.done);
+		pthread_join(t, NULL);
+		ok(tw.end > tw.mid && sh->main_ticks == m0 && h.running && h.restarts >= 1,
+		   "a stop that reaches the thread let run is let go on by the tend, the rest stays "
+		   "stopped (worker %ld -> %ld after the SIGSTOP, main %ld -> %ld, restarts %d)",
+		   tw.mid, tw.end, m0, (long)sh->main_ticks, h.restarts);
+	}
 
 	gk_hold_stop_thread(&h);
 	usleep(20000);
