@@ -24,6 +24,7 @@
 #include <inttypes.h>
 #include <pthread.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -378,6 +379,22 @@ static int in_list(const pid_t *pids, size_t n, pid_t pid)
 	return 0;
 }
 
+/* snprintf at out + *used, *used moved on; nothing once out is full. */
+__attribute__((format(printf, 4, 5))) static void appendf(char *out, size_t len, size_t *used,
+							    const char *fmt, ...)
+{
+	va_list ap;
+	int w;
+
+	if (*used >= len)
+		return;
+	va_start(ap, fmt);
+	w = vsnprintf(out + *used, len - *used, fmt, ap);
+	va_end(ap);
+	if (w > 0)
+		*used = (size_t)w < len - *used ? *used + (size_t)w : len;
+}
+
 /* What the driver answers for each process it checkpointed (the seal's
  * pids; every process of the restored tree for an older seal), for the
  * message of a restore that found too few checkpointed: "pid P: state S
@@ -397,22 +414,17 @@ static void driver_says(struct gk_shepherd *sh, const struct gk_seal *seal, char
 	}
 	ask = seal->have_cuda_pids ? seal->cuda_pids : pids;
 	nask = seal->have_cuda_pids ? seal->ncuda_pids : n;
-	for (size_t i = 0; i < nask && i < 8 && used < len; i++) {
-		CUprocessState st;
-		CUresult r;
-		const char *name = NULL;
-		int w;
-
+	for (size_t i = 0; i < nask && i < 8; i++) {
+		const char *sep = i ? ", " : "", *name = NULL;
 		char pst = '?', proc[64];
+		CUprocessState st;
 		long threads = 0;
+		CUresult r;
 
 		/* Root asks the driver about the job's processes only. */
 		if (!in_list(pids, n, ask[i])) {
-			w = snprintf(out + used, len - used, "%spid %d: not in the restored tree",
-				     i ? ", " : "", (int)ask[i]);
-			if (w < 0)
-				break;
-			used += (size_t)w;
+			appendf(out, len, &used, "%spid %d: not in the restored tree", sep,
+				(int)ask[i]);
 			continue;
 		}
 		r = sh->cuda.cuCheckpointProcessGetState(ask[i], &st);
@@ -423,18 +435,16 @@ static void driver_says(struct gk_shepherd *sh, const struct gk_seal *seal, char
 		gk_proc_state(ask[i], &pst, &threads);
 		if (pst == 'Z')
 			how_it_ended(ask[i], &pst, &threads);
-		w = r == CUDA_SUCCESS
-			? snprintf(out + used, len - used, "%spid %d: state %d (%s)", i ? ", " : "",
-				   (int)ask[i], (int)st, said_process(pst, threads, proc, sizeof(proc)))
-			: snprintf(out + used, len - used, "%spid %d: %s (%s)", i ? ", " : "",
-				   (int)ask[i], name ? name : "error",
-				   said_process(pst, threads, proc, sizeof(proc)));
-		if (w < 0)
-			break;
-		used += (size_t)w;
+		said_process(pst, threads, proc, sizeof(proc));
+		if (r == CUDA_SUCCESS)
+			appendf(out, len, &used, "%spid %d: state %d (%s)", sep, (int)ask[i],
+				(int)st, proc);
+		else
+			appendf(out, len, &used, "%spid %d: %s (%s)", sep, (int)ask[i],
+				name ? name : "error", proc);
 	}
-	if (nask > 8 && used < len)
-		snprintf(out + used, len - used, ", and %zu more", nask - 8);
+	if (nask > 8)
+		appendf(out, len, &used, ", and %zu more", nask - 8);
 }
 
 /*
