@@ -129,21 +129,6 @@ void gk_staging_fill(CUcontext ctx, unsigned n, uint64_t size)
 			 pinned, (unsigned long long)size);
 }
 
-uint64_t gk_staging_drop(void)
-{
-	uint64_t bytes = 0;
-
-	pthread_mutex_lock(&P.lock);
-	while (P.nkept) {
-		struct buf b = P.kept[--P.nkept];
-
-		bytes += b.size;
-		unpin(&b, b.pinned_in != NULL);
-	}
-	pthread_mutex_unlock(&P.lock);
-	return bytes;
-}
-
 void gk_staging_forget(CUcontext ctx)
 {
 	pthread_mutex_lock(&P.lock);

@@ -28,16 +28,6 @@ void gk_staging_give(void *buf, uint64_t size);
  * thread does it, in the background). */
 void gk_staging_fill(CUcontext ctx, unsigned n, uint64_t size);
 
-/*
- * Unpin and unmap every kept buffer; the bytes they held. For a transparent
- * checkpoint, before the driver's and CRIU's part: CRIU dumps the process's
- * memory, and the kept buffers (populated, 2 per copy thread, still holding
- * the copies of device memory just written) went into every image, the
- * device data a second time, up to 2 x GPUCKPT_WRITERS x the chunk size. The
- * next transfer pins its own.
- */
-uint64_t gk_staging_drop(void);
-
 /* ctx is being destroyed: buffers pinned in it are pinned no more. */
 void gk_staging_forget(CUcontext ctx);
 

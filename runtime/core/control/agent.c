@@ -34,7 +34,6 @@
 #include "core/restore/restore.h"
 #include "core/state/runtime.h"
 #include "core/control/pipeline.h"
-#include "core/capture/staging.h"
 #include "core/capture/transfer.h"
 #include "core/control/trigger.h"
 #include "image/ckptname.h"
@@ -302,7 +301,7 @@ static int checkpoint(int signo)
 	struct gk_pipeline_opts o = {.kind = GK_CKPT_TRANSPARENT, .label = label};
 	gk_error_t err;
 	const char *name = "-";
-	uint64_t released = 0, staging = 0;
+	uint64_t released = 0;
 	int fd, restored = 0, cuda = uses_cuda(), assisted = 0;
 	/* Phase times, for the info line that says where a slow one went. */
 	double t0 = gk_now(), t_hello = 0;
@@ -343,17 +342,13 @@ static int checkpoint(int signo)
 		 * changes, and the restore could not reopen it. */
 		gk_store_detach(&P.txn);
 		name = strrchr(P.txn.tmpdir, '/') + 1;
-		if (P.assisted && cuda) {
+		if (P.assisted && cuda)
 			released = release_all();
-			/* Not into CRIU's image (staging.h). */
-			staging = gk_staging_drop();
-		}
 		gk_info(
 		    "transparent: %s: wrote %llu bytes (%llu bytes of all-zero chunks recorded, "
-		    "not written) in %.2f s, released %llu bytes of device memory and %llu bytes "
-		    "of pinned staging buffers",
+		    "not written) in %.2f s, released %llu bytes of device memory",
 		    name, (unsigned long long)P.bytes, (unsigned long long)P.zero_bytes,
-		    gk_now() - t0, (unsigned long long)released, (unsigned long long)staging);
+		    gk_now() - t0, (unsigned long long)released);
 		gk_info("transparent: %s: phases: hello %.3f s, gate %.3f s, drain %.3f s, image "
 			"%.3f s, seal %.3f s, release %.3f s",
 			name, t_hello - t0, P.t_gate - t_hello, P.t_drained - P.t_gate,
