@@ -180,11 +180,11 @@ static int is_stop_signal(int sig)
  * in 6 the thread had stopped once, for SIGCHLD: the DataLoader workers CRIU
  * restored, stopping. (The trapped threads' SigBlk read 0: the mask set in
  * gk_hold_run_thread did not hold there; why is not known yet.) A stop
- * signal is dropped (the rest of the tree is held
- * stopped anyway, and gk_hold_release continues it); any other is handed on
- * as it would have been, a fault of the thread's own included (dropping that
- * would trap it again at once). Only the tracing thread may continue it, so
- * this runs in the shepherd's main thread while another makes the driver
+ * signal is dropped (the rest of the tree is held stopped anyway, and
+ * gk_hold_release continues it); any other is handed on as it would have
+ * been, a fault of the thread's own included (dropping that would trap it
+ * again at once). Only the tracing thread may continue it, so this runs in
+ * the shepherd's main thread while another makes the driver
  * calls (restore_tree.c).
  */
 void gk_hold_tend(struct gk_held_thread *h, size_t n, atomic_int *done)

@@ -521,7 +521,7 @@ struct driver_job {
 	size_t npairs;
 	struct gk_watchdog *w;
 	double t_unlock;
-	gk_error_t err;
+	gk_error_t *err; /* the caller's: it waits in gk_hold_tend meanwhile */
 	int ret;
 	atomic_int done;
 };
@@ -539,7 +539,7 @@ static int driver_calls(struct driver_job *j)
 	int ret, tries = 0;
 
 	for (;;) {
-		ret = find_checkpointed(sh, seal, j->w, cuda, &ncuda, &j->err);
+		ret = find_checkpointed(sh, seal, j->w, cuda, &ncuda, j->err);
 		if (ret < 0)
 			return ret;
 		tries++;
@@ -549,7 +549,7 @@ static int driver_calls(struct driver_job *j)
 			char said[512];
 
 			driver_says(sh, seal, said, sizeof(said));
-			gk_errprintf(&j->err,
+			gk_errprintf(j->err,
 				     "the checkpoint holds %d process(es) the driver checkpointed, "
 				     "but after CRIU's restore the driver reports %zu of the tree "
 				     "as checkpointed (%.0f s; %s)",
@@ -572,7 +572,7 @@ static int driver_calls(struct driver_job *j)
 		gk_watchdog_note(j->w, "cuCheckpointProcessRestore of pid %d", (int)cuda[i]);
 		if (gk_cuda_check(cu, cu->cuCheckpointProcessRestore(cuda[i], &ra),
 				  "cuCheckpointProcessRestore", cuda[i]) < 0) {
-			gk_errprintf(&j->err, "pid %d: the driver could not restore it",
+			gk_errprintf(j->err, "pid %d: the driver could not restore it",
 				     (int)cuda[i]);
 			return -EIO;
 		}
@@ -585,7 +585,7 @@ static int driver_calls(struct driver_job *j)
 		gk_watchdog_note(j->w, "cuCheckpointProcessUnlock of pid %d", (int)cuda[i]);
 		if (gk_cuda_check(cu, cu->cuCheckpointProcessUnlock(cuda[i], &ua),
 				  "cuCheckpointProcessUnlock", cuda[i]) < 0) {
-			gk_errprintf(&j->err, "pid %d: the driver could not unlock it",
+			gk_errprintf(j->err, "pid %d: the driver could not unlock it",
 				     (int)cuda[i]);
 			return -EIO;
 		}
@@ -608,7 +608,8 @@ static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
 			  gk_error_t *err)
 {
 	static struct gk_held_thread held[GK_SHEP_MAX_PROCS];
-	struct driver_job j = {.sh = sh, .seal = seal, .pairs = pairs, .npairs = npairs};
+	struct driver_job j = {
+	    .sh = sh, .seal = seal, .pairs = pairs, .npairs = npairs, .err = err};
 	size_t nheld = 0, restarts = 0;
 	struct gk_watchdog w;
 	pthread_t t;
@@ -635,8 +636,6 @@ static int driver_restore(struct gk_shepherd *sh, const struct gk_seal *seal,
 	gk_hold_tend(held, nheld, &j.done);
 	pthread_join(t, NULL);
 	ret = j.ret;
-	if (ret < 0)
-		gk_errprintf(err, "%s", j.err.text);
 	*t_unlock = j.t_unlock;
 	for (size_t i = 0; i < nheld; i++)
 		restarts += (size_t)held[i].restarts;

@@ -266,9 +266,9 @@ struct gk_held_thread {
  * block its signals and let it run: 0, or -errno with err naming both. */
 int gk_hold_run_thread(pid_t pid, pid_t tid, struct gk_held_thread *h, gk_error_t *err);
 
-/* Until *done is set, let each held thread that stops again (a stop signal
- * the process still had pending) go on, in the thread that seized them:
- * the driver's calls that wait on them run in another. */
+/* Until *done is set, let each held thread that is trapped again (a signal
+ * it takes, a new stop) go on; in the thread that seized them, while the
+ * driver's calls that wait on them run in another. */
 void gk_hold_tend(struct gk_held_thread *h, size_t n, atomic_int *done);
 
 /* Stop it again, give back its mask and detach it into the group stop. */

@@ -249,29 +249,19 @@ reference() {
 	fi
 }
 
+# record_memory PID: benchmarks/frameworks/memory, which the benchmark reads
+# the same way: for PID and every process under it, a line "pid comm rss_kB
+# anonymous_kB private_anonymous_kB file_private_dirty_kB" from its smaps,
+# then a total: what issue 25's size goal counts (GK_FW_MEMORY=1, a
+# diagnostic, just before the checkpoint's SIGTERM).
+record_memory() {
+	"$top_srcdir/benchmarks/frameworks/memory" "$1"
+}
+
 # round_trip CASE LABEL GPU_RUN GPU_RESTORE [other]: points 2-4 (LABEL names
 # them and their files). The restoring shepherd sees GPU_RESTORE; with
 # "other", its log must also say that the driver restored the GPU onto
 # another one ("restore: GPU 0: OLD -> NEW", OLD != NEW).
-# record_memory PID: for PID and every process under it, a line "pid comm
-# rss_kB anonymous_kB private_anonymous_kB" from /proc/PID/smaps (private
-# anonymous: Private_Clean + Private_Dirty of mappings with no file, heap and
-# stack included), and a total: what issue 25's size goal counts
-# (GK_FW_MEMORY=1, a diagnostic, just before the checkpoint's SIGTERM).
-record_memory() {
-	local p=$1 c
-	awk -v pid="$p" -v comm="$(cat /proc/"$p"/comm 2>/dev/null)" '
-		/^[0-9a-f]+-[0-9a-f]+ / { anon = ($6 == "" || $6 ~ /^\[(heap|stack|anon)/) }
-		/^Rss:/ { rss += $2 }
-		/^Anonymous:/ { an += $2 }
-		/^Private_(Clean|Dirty):/ { if (anon) pa += $2 }
-		/^Private_Dirty:/ { if (!anon) fd += $2 }
-		END { printf "%s %s %d %d %d %d\n", pid, comm, rss, an, pa, fd }' /proc/"$p"/smaps 2>/dev/null
-	for c in $(cat /proc/"$p"/task/*/children 2>/dev/null); do
-		record_memory "$c"
-	done
-}
-
 round_trip() {
 	local c=$1 label=$2 ga=$3 gb=$4 other=${5:-} tag=${TAG[$1]} d=$LOGDIR/$2.ckpt
 	local failed_before=$TAP_FAILED moved= old new
