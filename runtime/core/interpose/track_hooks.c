@@ -238,8 +238,12 @@ CUresult gk_on_cuMemPoolExportPointer(CUmemPoolPtrExportData *out, CUdeviceptr p
 	return gk_real.cuMemPoolExportPointer(out, ptr);
 }
 
-/* Counted and never forgotten (the handle may be mapped and released in any
- * order): a process that took memory from another stays on the safe side. */
+/* Counted by handle until the program releases it (vmm.c, cuMemRelease);
+ * its mappings are counted apart, as memory the runtime cannot save, until
+ * they are unmapped (cuMemMap), so that a process that took memory from
+ * another is refused while it holds any of it, and only then. NCCL imports
+ * and releases such handles with each communicator (interpose/nccl.c takes
+ * them down before a checkpoint). */
 CUresult gk_on_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *handle, void *osHandle,
 					      CUmemAllocationHandleType type)
 {
@@ -248,7 +252,7 @@ CUresult gk_on_cuMemImportFromShareableHandle(CUmemGenericAllocationHandle *hand
 	GK_NEED_REAL(cuMemImportFromShareableHandle);
 	r = gk_real.cuMemImportFromShareableHandle(handle, osHandle, type);
 	if (r == CUDA_SUCCESS && gk_enabled())
-		gk_track(GK_UNSUP_VMM_IMPORT, 1);
+		gk_track_ptr_add(GK_UNSUP_VMM_IMPORT, (unsigned long long)*handle);
 	return r;
 }
 

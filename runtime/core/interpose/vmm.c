@@ -44,6 +44,7 @@ struct handle {
 	long refs;  /* the program's: cuMemCreate, cuMemRetainAllocationHandle */
 	long nmaps; /* mappings of it */
 	int saveable; /* plain device memory */
+	int exported; /* cuMemExportToShareableHandle: counted as VMM_EXPORT while it lives */
 	struct handle *next;
 };
 
@@ -112,6 +113,8 @@ static void handle_drop_locked(struct handle *h)
 			*p = h->next;
 			break;
 		}
+	if (h->exported)
+		gk_track(GK_UNSUP_VMM_EXPORT, -1);
 	free(h);
 }
 
@@ -399,6 +402,9 @@ CUresult gk_on_cuMemRelease(CUmemGenericAllocationHandle handle)
 	if (!h || h->refs <= 0) {
 		pthread_mutex_unlock(&lock);
 		res = gk_real.cuMemRelease(handle);
+		/* An imported handle (track_hooks.c) is the process's no more. */
+		if (res == CUDA_SUCCESS && !h)
+			gk_track_ptr_remove(GK_UNSUP_VMM_IMPORT, (unsigned long long)handle);
 		goto out;
 	}
 	/* The driver holds one reference for all of the program's (retains are
@@ -455,7 +461,9 @@ CUresult gk_on_cuMemGetAllocationPropertiesFromHandle(CUmemAllocationProp *prop,
 }
 
 /* Another process may import it: in transparent mode its memory cannot be
- * given back and made anew under that process (counted, never forgotten). */
+ * given back and made anew under that process. Counted while the handle
+ * lives (released and unmapped everywhere here: handle_drop_locked); a
+ * handle the runtime did not make is counted for good, on the safe side. */
 CUresult gk_on_cuMemExportToShareableHandle(void *shareableHandle,
 					    CUmemGenericAllocationHandle handle,
 					    CUmemAllocationHandleType handleType,
@@ -469,8 +477,17 @@ CUresult gk_on_cuMemExportToShareableHandle(void *shareableHandle,
 							    flags);
 	res = gk_real.cuMemExportToShareableHandle(shareableHandle, real_of(handle), handleType,
 						   flags);
-	if (res == CUDA_SUCCESS)
-		gk_track(GK_UNSUP_VMM_EXPORT, 1);
+	if (res == CUDA_SUCCESS) {
+		struct handle *h;
+
+		pthread_mutex_lock(&lock);
+		h = handle_of(handle);
+		if (!h || !h->exported)
+			gk_track(GK_UNSUP_VMM_EXPORT, 1);
+		if (h)
+			h->exported = 1;
+		pthread_mutex_unlock(&lock);
+	}
 	return res;
 }
 

@@ -36,9 +36,14 @@ static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
 void gk_track(enum gk_unsupported kind, long delta)
 {
+	static int said[GK_UNSUP_COUNT];
 	long now = __atomic_add_fetch(&live[kind], delta, __ATOMIC_RELAXED);
 
-	if (delta > 0 && now == delta && gk_track_app_ok(kind))
+	/* Once per process: NCCL imports and releases memory with every
+	 * communicator it makes, again after each checkpoint. */
+	if (delta > 0 && now == delta && __atomic_exchange_n(&said[kind], 1, __ATOMIC_RELAXED))
+		;
+	else if (delta > 0 && now == delta && gk_track_app_ok(kind))
 		gk_notice("track: this process now holds %s: transparent checkpoints will be "
 			  "refused while it does",
 			  what[kind]);
