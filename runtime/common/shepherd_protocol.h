@@ -13,6 +13,7 @@
  *	runtime   REFUSE opencl            holds OpenCL state CRIU cannot carry
  *	runtime   REFUSE broken <error>    its CUDA context holds a sticky error
  *	runtime   REFUSE capture           a stream capture did not end in time
+ *	runtime   REFUSE nccl              its NCCL ranks could not be brought to a common point
  *	shepherd  LOCKED                   the driver holds the process locked
  *	shepherd  ABORT <reason>           no checkpoint this time
  */
@@ -42,6 +43,9 @@
 /* A CUDA stream capture stayed open past GK_GATE_CAPTURE_WAIT_S: draining
  * would invalidate it (runtime/core/interpose/gate.h). */
 #define GK_PROTO_REFUSE_CAPTURE "capture"
+/* The ranks of an NCCL communicator could not be brought to the same
+ * collective, or it could not be taken down (runtime/core/interpose/nccl.h). */
+#define GK_PROTO_REFUSE_NCCL "nccl"
 
 /*
  * Besides the socket, two marks the shepherd reads from outside:

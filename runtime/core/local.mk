@@ -30,6 +30,7 @@ libgkcore_la_SOURCES = \
 	%reldir%/interpose/ipc.c %reldir%/interpose/ipc.h \
 	%reldir%/state/track.c %reldir%/state/track.h %reldir%/interpose/track_hooks.c \
 	%reldir%/interpose/vmm.c %reldir%/interpose/vmm.h \
+	%reldir%/interpose/nccl.c %reldir%/interpose/nccl.h %reldir%/interpose/nccl_abi.h \
 	%reldir%/interpose/managed.c %reldir%/interpose/managed.h \
 	%reldir%/interpose/steer.c %reldir%/interpose/steer.h \
 	%reldir%/interpose/peer.c %reldir%/interpose/peer.h \

@@ -102,6 +102,9 @@ int gk_msg_parse(const char *buf, size_t len, struct gk_msg *m)
 		else if (!strcmp(arg, GK_PROTO_REFUSE_OPENCL))
 			m->refused = "OpenCL state that CRIU cannot carry (on a device that is not "
 				     "a CPU, or behind a user event not set)";
+		else if (!strcmp(arg, GK_PROTO_REFUSE_NCCL))
+			m->refused = "NCCL communicators whose ranks could not be brought to a "
+				     "common collective";
 		else if (!strcmp(arg, GK_PROTO_REFUSE_CAPTURE))
 			m->refused = "a CUDA stream capture that did not end (draining the GPU now "
 				     "would invalidate it)";

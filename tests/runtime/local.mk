@@ -186,3 +186,14 @@ check_LTLIBRARIES += %reldir%/kern_uvm_var_host.la
 %canon_reldir%_kern_uvm_var_host_la_LDFLAGS = $(AM_LDFLAGS) -module -avoid-version -rpath /nowhere
 TESTS += %reldir%/managed-var.sh
 EXTRA_DIST += %reldir%/managed-var.sh
+
+# Issue 27: NCCL communicators taken down at a common collective and made
+# again (interpose/nccl.c), on the CUDA and NCCL stand-ins (nccl.sh); the
+# same program runs on the GPU machine against PyTorch's NCCL
+# (tests/gpu/nccl-gpu.sh).
+check_PROGRAMS += %reldir%/prog-nccl
+%canon_reldir%_prog_nccl_SOURCES = %reldir%/prog-nccl.c
+%canon_reldir%_prog_nccl_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/runtime/core/interpose
+%canon_reldir%_prog_nccl_LDADD = nccl-standin/libnccl.la $(GK_CUDA_STUB)
+TESTS += %reldir%/nccl.sh
+EXTRA_DIST += %reldir%/nccl.sh

@@ -25,6 +25,7 @@
 #include "common/clock.h"
 #include "core/placement/arena.h"
 #include "core/interpose/managed.h"
+#include "core/interpose/nccl.h"
 #include "core/interpose/vmm.h"
 #include "core/driver/driver.h"
 #include "core/control/fork_maps.h"
@@ -315,6 +316,18 @@ static int checkpoint(int signo)
 	if (say(fd, GK_PROTO_HELLO_TRANSPARENT) < 0)
 		goto out_close;
 	t_hello = gk_now();
+	/* NCCL's communicators hold memory and sockets of other processes:
+	 * every rank is brought to the same collective and they are taken
+	 * down before anything is locked (interpose/nccl.h), and made again
+	 * below whatever happens next. */
+	if (gk_nccl_quiesce(&err) < 0) {
+		gk_warn("transparent: no checkpoint taken: cannot bring the NCCL ranks to a "
+			"common point: %s",
+			err.text);
+		if (say(fd, GK_PROTO_REFUSE " " GK_PROTO_REFUSE_NCCL) == 0)
+			hear(fd, msg, sizeof(msg));
+		goto out_close;
+	}
 	/* What the driver cannot save either is refused before anything is
 	 * locked: a checkpoint that cannot be restored is worse than none
 	 * (tracking's hook, in the refuse phase). The runtime's own dump of
@@ -393,6 +406,7 @@ static int checkpoint(int signo)
 out_close:
 	if (fd >= 0)
 		close(fd);
+	gk_nccl_resume();
 	return restored;
 }
 
@@ -460,6 +474,11 @@ void gk_agent_start(void)
 		return;
 	if (sem_init(&wake, 0, 0) < 0)
 		return;
+	/* NCCL's RAS thread keeps TCP connections to the other ranks for the
+	 * whole process, beyond its communicators, which CRIU could not carry
+	 * (docs/nccl.md). Read by NCCL at its first communicator; a value the
+	 * job set stays. */
+	setenv("NCCL_RAS_ENABLE", "0", 0);
 	/* The thread must never take the program's signals. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);
