@@ -210,6 +210,15 @@ int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
 			     have == 1 ? value : "(too long)");
 		return -EINVAL;
 	}
+	/* The job's word on its TCP connections (gpuckpt-shepherd --tcp). */
+	have = env->get(env->ctx, GK_ENV(TCP), value, sizeof(value));
+	if (have == 1 && (strcmp(value, "refuse") == 0 || strcmp(value, "close") == 0))
+		strcpy(p->tcp, value);
+	else if (have != 0) {
+		gk_errprintf(err, GK_ENV(TCP) ": invalid value '%s' (expected refuse or close)",
+			     have == 1 ? value : "(too long)");
+		return -EINVAL;
+	}
 
 	/* The task's GPUs, for the shepherd (gk_tplan). */
 	have = env->get(env->ctx, "CUDA_VISIBLE_DEVICES", p->gpus, sizeof(p->gpus));
@@ -369,6 +378,10 @@ int gk_shepherd_argv(const struct gk_tplan *p, pid_t child, char *argv[], char *
 	if (p->assist[0]) {
 		items[n++] = "--assist";
 		items[n++] = p->assist;
+	}
+	if (p->tcp[0]) {
+		items[n++] = "--tcp";
+		items[n++] = p->tcp;
 	}
 	return gk_pack_argv(items, n, argv, buf, buflen);
 }

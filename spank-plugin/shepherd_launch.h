@@ -51,6 +51,7 @@ struct gk_tplan {
 	char dir[PATH_MAX];
 	char newest[64]; /* RESTORE: the checkpoint */
 	char assist[8];	 /* GPUCKPT_ASSIST when the user set it, else "" */
+	char tcp[8];	 /* GPUCKPT_TCP when the user set it (refuse, close), else "" */
 	unsigned keep;
 	struct gk_task_ids ids;
 	/* The task's CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER ("" and have_*

@@ -313,7 +313,8 @@ static int limits(struct ckpt *c)
 	{
 		char what[512];
 
-		if (gk_tree_find_link(c->pids, c->npids, &pid, what, sizeof(what))) {
+		if (gk_tree_find_link(c->pids, c->npids, c->sh->o->tcp_close, &pid, what,
+				      sizeof(what))) {
 			gk_errprintf(&c->err,
 				     "pid %d holds %s; a transparent checkpoint holds one task's "
 				     "processes alone, so it is not taken",
@@ -738,6 +739,10 @@ static int dump(struct ckpt *c, int exit_after, struct gk_seal *seal)
 	args[n++] = "-";
 	args[n++] = "-v4";
 	args[n++] = "--shell-job";
+	/* Connections are dumped without TCP repair and come back closed
+	 * (links.c let them through only with --tcp close). */
+	if (sh->o->tcp_close)
+		args[n++] = "--tcp-close";
 	if (!exit_after)
 		args[n++] = "--leave-running";
 	args[n] = NULL;

@@ -14,11 +14,17 @@
  *    other ranks, in shared memory with them, and in Slurm's PMIx server.
  *
  * A listening socket is fine (CRIU binds it again), and so is a tree whose
- * only sockets are its own unix socket pairs.
+ * only sockets are its own unix socket pairs. With `--tcp close` a TCP
+ * connection is fine too: CRIU dumps it without its state and restores it
+ * closed, which a program that never uses it again does not notice (PyTorch
+ * keeps its TCPStore connections open for the whole run, and uses them after
+ * start-up only to look for an error report and to make new communicators;
+ * docs/nccl.md).
  */
 #include "config.h"
 
 #include "shepherd/shepherd.h"
+#include "common/log.h"
 
 #include <arpa/inet.h>
 #include <dirent.h>
@@ -109,7 +115,7 @@ static int listed(const unsigned long *inodes, size_t n, unsigned long ino)
 
 /* One of pid's sockets in /proc/PID/net/<table> that ties it to a peer. */
 static int in_table(pid_t pid, const char *table, const unsigned long *inodes, size_t n,
-		    char *what, size_t len)
+		    int tcp_close, char *what, size_t len)
 {
 	int tcp = !strncmp(table, "tcp", 3), v6 = strchr(table, '6') != NULL, found = 0;
 	char path[64], line[512];
@@ -135,7 +141,11 @@ static int in_table(pid_t pid, const char *table, const unsigned long *inodes, s
 			continue;
 		address(local, v6, from, sizeof(from));
 		address(remote, v6, to, sizeof(to));
-		if (tcp && state != 0x0A) {
+		if (tcp && state != 0x0A && tcp_close) {
+			gk_info("transparent: pid %d: a TCP connection from %s to %s (socket %lu) "
+				"will be restored closed (--tcp close)",
+				(int)pid, from, to, ino);
+		} else if (tcp && state != 0x0A) {
 			snprintf(what, len, "a TCP connection from %s to %s (socket %lu): its peer is "
 				 "not in the checkpoint",
 				 from, to, ino);
@@ -183,7 +193,8 @@ static int has_mpi(pid_t pid, char *what, size_t len)
 	return found;
 }
 
-int gk_tree_find_link(const pid_t *pids, size_t n, pid_t *pid, char *what, size_t len)
+int gk_tree_find_link(const pid_t *pids, size_t n, int tcp_close, pid_t *pid, char *what,
+		      size_t len)
 {
 	static const char *const tables[] = {"tcp", "tcp6", "udp", "udp6"};
 	unsigned long *inodes = malloc(MAX_SOCKETS * sizeof(*inodes));
@@ -205,7 +216,7 @@ int gk_tree_find_link(const pid_t *pids, size_t n, pid_t *pid, char *what, size_
 			break;
 		}
 		for (size_t t = 0; r == 0 && ns && t < 4 && !found; t++)
-			found = in_table(pids[i], tables[t], inodes, ns, what, len);
+			found = in_table(pids[i], tables[t], inodes, ns, tcp_close, what, len);
 	}
 	free(inodes);
 	return found;

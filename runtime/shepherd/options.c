@@ -68,6 +68,11 @@ const char gk_shep_usage[] =
     "    --criu PATH          CRIU to use (absolute; version 4 or later; default\n"
     "                         /usr/sbin/criu, then /usr/local/sbin/criu)\n"
     "    --assist on|off      let the runtime dump device memory itself (default on)\n"
+    "    --tcp refuse|close   a tree with a TCP connection: take no checkpoint\n"
+    "                         (refuse, the default), or dump it and restore the\n"
+    "                         connection closed (CRIU's --tcp-close), for\n"
+    "                         connections the program does not need again, such as\n"
+    "                         PyTorch's TCPStore once training runs (" GK_ENV(TCP) ")\n"
     "    --ready-timeout S    seconds to wait for READY from every CUDA process\n"
     "                         (default 10)\n"
     "    --lock-timeout S     seconds the driver may take to lock a process\n"
@@ -129,6 +134,7 @@ enum {
 	OPT_GO_FD,
 	OPT_SIGNALS,
 	OPT_TEST_HOOK,
+	OPT_TCP,
 };
 
 static const struct option long_opts[] = {
@@ -137,6 +143,7 @@ static const struct option long_opts[] = {
     {"gid", required_argument, NULL, OPT_GID},
     {"criu", required_argument, NULL, OPT_CRIU},
     {"assist", required_argument, NULL, OPT_ASSIST},
+    {"tcp", required_argument, NULL, OPT_TCP},
     {"ready-timeout", required_argument, NULL, OPT_READY},
     {"lock-timeout", required_argument, NULL, OPT_LOCK},
     {"keep", required_argument, NULL, OPT_KEEP},
@@ -259,6 +266,11 @@ static int parse_one(int c, const char *arg, struct gk_shep_opts *o, gk_error_t 
 		if (strcmp(arg, "on") && strcmp(arg, "off"))
 			BAD("--assist '%s': must be on or off", arg);
 		o->assist = !strcmp(arg, "on");
+		break;
+	case OPT_TCP:
+		if (strcmp(arg, "refuse") && strcmp(arg, "close"))
+			BAD("--tcp '%s': must be refuse or close", arg);
+		o->tcp_close = !strcmp(arg, "close");
 		break;
 	case OPT_READY:
 		if (parse_seconds(arg, &o->ready_timeout) < 0)

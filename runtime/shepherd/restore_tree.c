@@ -279,6 +279,10 @@ static int criu_restore(struct gk_shepherd *sh, int criufd, const struct gk_seal
 	/* Held stopped until the driver has restored it (hold.c). */
 	args[n++] = "--leave-stopped";
 	args[n++] = "--shell-job";
+	/* A dump made with --tcp close holds its connections closed, and CRIU
+	 * restores them only when told so again; it changes nothing for an
+	 * image without any. */
+	args[n++] = "--tcp-close";
 	args[n++] = "--pidfile";
 	args[n++] = pidfile;
 	for (int i = 0; i < 3; i++) {

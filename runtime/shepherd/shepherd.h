@@ -52,6 +52,7 @@ struct gk_shep_opts {
 	int have_uid, have_gid;
 	char criu[4096]; /* empty: the default places */
 	int assist;
+	int tcp_close; /* --tcp close: TCP connections are dumped, restored closed */
 	double ready_timeout; /* seconds */
 	double lock_timeout;
 	unsigned keep;
@@ -241,7 +242,8 @@ int gk_tree_find_thread_file(const pid_t *pids, size_t n, pid_t *pid, int *fdnum
 /* The first process of pids tied to processes outside the tree (links.c):
  * a TCP connection, a connected UDP socket, an RDMA device, an MPI library.
  * 1 with *pid and what (a phrase naming it) filled, 0 none. */
-int gk_tree_find_link(const pid_t *pids, size_t n, pid_t *pid, char *what, size_t len);
+int gk_tree_find_link(const pid_t *pids, size_t n, int tcp_close, pid_t *pid, char *what,
+		      size_t len);
 
 /* The first process of the node whose name (comm) begins with prefix:
  * its pid, or 0. */

@@ -85,7 +85,8 @@ static pid_t holder(enum what w, int listen_fd, struct sockaddr_in *to)
 	return pid;
 }
 
-static int look(enum what w, int listen_fd, struct sockaddr_in *to, char *what, size_t len)
+static int look_with(enum what w, int tcp_close, int listen_fd, struct sockaddr_in *to, char *what,
+		     size_t len)
 {
 	pid_t pid = holder(w, listen_fd, to), found = 0;
 	int r;
@@ -94,10 +95,15 @@ static int look(enum what w, int listen_fd, struct sockaddr_in *to, char *what, 
 		snprintf(what, len, "(could not set it up: %s)", strerror(errno));
 		return -1;
 	}
-	r = gk_tree_find_link(&pid, 1, &found, what, len);
+	r = gk_tree_find_link(&pid, 1, tcp_close, &found, what, len);
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	return r == 1 && found != pid ? -1 : r;
+}
+
+static int look(enum what w, int listen_fd, struct sockaddr_in *to, char *what, size_t len)
+{
+	return look_with(w, 0, listen_fd, to, what, len);
 }
 
 int main(void)
@@ -107,7 +113,7 @@ int main(void)
 	char what[512], dir[] = "/tmp/gk-test-links.XXXXXX";
 	int lfd, fd;
 
-	plan(10);
+	plan(12);
 	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	lfd = socket(AF_INET, SOCK_STREAM, 0);
 	if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(lfd, 4) < 0 ||
@@ -121,6 +127,10 @@ int main(void)
 	ok(look(CONNECTED, lfd, &addr, what, sizeof(what)) == 1 &&
 	       strstr(what, "TCP connection from 127.0.0.1:") && strstr(what, " to 127.0.0.1:"),
 	   "a TCP connection: refused, naming both ends (%s)", what);
+	is_int(look_with(CONNECTED, 1, lfd, &addr, what, sizeof(what)), 0,
+	       "a TCP connection with --tcp close: fine (CRIU restores it closed)");
+	ok(look_with(UDP_CONNECTED, 1, lfd, &addr, what, sizeof(what)) == 1,
+	   "a connected UDP socket with --tcp close: still refused (%s)", what);
 	is_int(look(UDP_OPEN, lfd, &addr, what, sizeof(what)), 0, "an unconnected UDP socket: fine");
 	ok(look(UDP_CONNECTED, lfd, &addr, what, sizeof(what)) == 1 && strstr(what, "UDP socket connected"),
 	   "a connected UDP socket: refused (%s)", what);
@@ -142,9 +152,9 @@ int main(void)
 	{
 		pid_t none = 0, found = -1, self = getpid();
 
-		is_int(gk_tree_find_link(&none, 0, &found, what, sizeof(what)), 0, "an empty tree");
+		is_int(gk_tree_find_link(&none, 0, 0, &found, what, sizeof(what)), 0, "an empty tree");
 		/* This very process holds a listening socket only. */
-		is_int(gk_tree_find_link(&self, 1, &found, what, sizeof(what)), 0,
+		is_int(gk_tree_find_link(&self, 1, 0, &found, what, sizeof(what)), 0,
 		       "the test itself (a listener): fine");
 	}
 	close(lfd);
