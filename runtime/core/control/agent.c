@@ -479,6 +479,10 @@ void gk_agent_start(void)
 	 * (docs/nccl.md). Read by NCCL at its first communicator; a value the
 	 * job set stays. */
 	setenv("NCCL_RAS_ENABLE", "0", 0);
+	/* libuv (PyTorch's TCPStore server) would put its file operations on
+	 * io_uring, whose rings CRIU cannot dump (shepherd/links.c refuses
+	 * them by name). */
+	setenv("UV_USE_IO_URING", "0", 0);
 	/* The thread must never take the program's signals. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);

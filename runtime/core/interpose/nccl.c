@@ -65,7 +65,9 @@
 /* How long the ranks wait for one another: to agree on a cut (the slowest
  * rank must get its signal and finish a step), and for a new unique id after
  * a restore (the tasks of a step are restored one by one). */
-#define GK_NCCL_AGREE_S 60.0 /* GPUCKPT_NCCL_TIMEOUT */
+/* GPUCKPT_NCCL_TIMEOUT: below the shepherd's --ready-timeout (10 s), which
+ * the whole of a runtime's part must fit in. */
+#define GK_NCCL_AGREE_S 8.0
 #define GK_NCCL_REMAKE_S 300.0
 
 enum how { MADE_INIT, MADE_SPLIT, MADE_OTHER };
@@ -441,15 +443,24 @@ ncclResult_t ncclCommRevoke(ncclComm_t comm, int flags)
  * asks all the time, and must hear "none". */
 ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *async)
 {
-	ncclComm_t real = real_of(comm);
+	struct gk_nccl_comm *h = handle(comm);
+	ncclResult_t r;
 
 	REAL(ncclCommGetAsyncError);
-	if (!real && handle(comm)) {
+	if (!h)
+		return real_ncclCommGetAsyncError(comm, async);
+	/* Under the lock: the agent takes the real one away under it before
+	 * destroying it, and this is asked from other threads meanwhile. */
+	pthread_mutex_lock(&lock);
+	if (h->real) {
+		r = real_ncclCommGetAsyncError(h->real, async);
+	} else {
 		if (async)
 			*async = ncclSuccess;
-		return ncclSuccess;
+		r = ncclSuccess;
 	}
-	return real_ncclCommGetAsyncError(real, async);
+	pthread_mutex_unlock(&lock);
+	return r;
 }
 
 /* ---- questions about a communicator: answered from the handle while it is
@@ -459,13 +470,20 @@ ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *async)
 	ncclResult_t name(const ncclComm_t comm, int *out)                                         \
 	{                                                                                          \
 		struct gk_nccl_comm *h = handle(comm);                                             \
-		ncclComm_t real = real_of(comm);                                                   \
-		REAL(name);                                   \
-		if (!real && h && out) {                                                           \
-			*out = field;                                                              \
-			return ncclSuccess;                                                        \
+		ncclResult_t r;                                                                    \
+		REAL(name);                                                                        \
+		if (!h)                                                                            \
+			return real_##name(comm, out);                                             \
+		pthread_mutex_lock(&lock);                                                         \
+		if (h->real) {                                                                     \
+			r = real_##name(h->real, out);                                             \
+		} else {                                                                           \
+			if (out)                                                                   \
+				*out = field;                                                      \
+			r = ncclSuccess;                                                           \
 		}                                                                                  \
-		return real_##name(real, out);                                                     \
+		pthread_mutex_unlock(&lock);                                                       \
+		return r;                                                                          \
 	}
 ASK(ncclCommCount, h->nranks)
 ASK(ncclCommUserRank, h->rank)
@@ -846,8 +864,11 @@ static int agree_round(const char *dir, int round, double deadline, gk_error_t *
 				top = v;
 		}
 		pthread_mutex_lock(&lock);
-		if (top > h->target)
+		if (top > h->target) {
+			/* Threads held short of it go on. */
 			h->target = top;
+			pthread_cond_broadcast(&moved);
+		}
 		pthread_mutex_unlock(&lock);
 	}
 	return equal;
@@ -882,8 +903,8 @@ int gk_nccl_quiesce(gk_error_t *err)
 					 "are live (the runtime cannot make them again)"),
 		       -ENOTSUP;
 	if (rendezvous_dir(dir, sizeof(dir)) < 0)
-		return gk_errprintf(err, "no folder to meet the other NCCL ranks in (GPUCKPT_DIR "
-					 "has no parent)"),
+		return gk_errprintf(err, "no folder to meet the other NCCL ranks in (" GK_ENV(DIR)
+					 " has no parent)"),
 		       -EINVAL;
 	destroy = (comm_fn)real_sym("ncclCommDestroy");
 	if (!destroy)
@@ -926,18 +947,25 @@ int gk_nccl_quiesce(gk_error_t *err)
 	for (int pass = 0; pass < 2 && !ret; pass++)
 		for (struct gk_nccl_comm *h = comms; h; h = h->next) {
 			ncclResult_t r;
+			ncclComm_t real;
 
 			if (h->destroyed || !h->real || (pass == 0) != (h->how == MADE_SPLIT))
 				continue;
 			use_ctx(h->ctx);
 			if (gk_real.cuCtxSynchronize)
 				gk_real.cuCtxSynchronize();
-			r = destroy(h->real);
+			/* Out of reach of the program's other threads first
+			 * (ncclCommGetAsyncError and the questions look under
+			 * the lock), then destroyed. */
+			pthread_mutex_lock(&lock);
+			real = h->real;
+			h->real = NULL;
+			pthread_mutex_unlock(&lock);
+			r = destroy(real);
 			if (r != ncclSuccess) {
 				gk_errprintf(err, "ncclCommDestroy failed (NCCL error %d)", r);
 				ret = -EIO;
 			}
-			__atomic_store_n(&h->real, NULL, __ATOMIC_RELEASE);
 		}
 	taken_down = 1;
 	if (ret < 0) {
@@ -1016,16 +1044,52 @@ static int remake(struct gk_nccl_comm *h, const char *dir, char *why, size_t len
 		snprintf(why, len, "NCCL could not make it again (NCCL error %d)", r);
 		return -1;
 	}
-	__atomic_store_n(&h->real, real, __ATOMIC_RELEASE);
+	pthread_mutex_lock(&lock);
+	h->real = real;
+	pthread_mutex_unlock(&lock);
 	return 0;
+}
+
+/* NCCL waits for every rank of a communicator it makes, for ever: a rank
+ * that never comes (its task ended in the checkpoint while this one's was
+ * refused, or it was not restored) would hang this process. Ended, with the
+ * reason, when making them all takes longer than GK_NCCL_REMAKE_S. */
+static uint64_t remade; /* the last generation made again */
+
+static void *remake_watch(void *arg)
+{
+	uint64_t gen = (uint64_t)(uintptr_t)arg;
+	double end = gk_now() + GK_NCCL_REMAKE_S;
+
+	while (__atomic_load_n(&remade, __ATOMIC_ACQUIRE) < gen && gk_now() < end) {
+		struct timespec ts = {0, 100000000};
+
+		nanosleep(&ts, NULL);
+	}
+	if (__atomic_load_n(&remade, __ATOMIC_ACQUIRE) < gen) {
+		gk_error("nccl: cannot make a communicator again: the other ranks did not all join "
+			 "within %.0f s; stopping the program rather than letting it wait for its "
+			 "peers for ever",
+			 GK_NCCL_REMAKE_S);
+		fflush(NULL);
+		_exit(EXIT_FAILURE);
+	}
+	return NULL;
 }
 
 void gk_nccl_resume(void)
 {
 	char dir[4096], why[512], name[256], path[4400];
+	pthread_t watch;
+	pthread_attr_t attr;
 
 	if (!taken_down)
 		return;
+	pthread_attr_init(&attr);
+	pthread_attr_setdetachstate(&attr, PTHREAD_CREATE_DETACHED);
+	if (pthread_create(&watch, &attr, remake_watch, (void *)(uintptr_t)generation) != 0)
+		gk_warn("nccl: cannot watch the making of the communicators: %s", strerror(errno));
+	pthread_attr_destroy(&attr);
 	if (rendezvous_dir(dir, sizeof(dir)) < 0)
 		dir[0] = 0;
 	for (struct gk_nccl_comm *h = comms; h; h = h->next) {
@@ -1050,6 +1114,7 @@ void gk_nccl_resume(void)
 			unlink(path);
 		}
 	taken_down = 0;
+	__atomic_store_n(&remade, generation, __ATOMIC_RELEASE);
 	gk_info("nccl: communicators made again (generation %llu)",
 		(unsigned long long)generation);
 	thaw();
