@@ -11,7 +11,11 @@
  *  - a UDP socket connected to a peer;
  *  - an RDMA device (/dev/infiniband/...): queue pairs to other nodes;
  *  - an MPI library in the process (libmpi): its ranks' state lives in the
- *    other ranks, in shared memory with them, and in Slurm's PMIx server.
+ *    other ranks, in shared memory with them, and in Slurm's PMIx server;
+ *  - an io_uring instance mapped (its rings): CRIU cannot dump one, and
+ *    would fail on it with "Can't open mapfile link" (libuv, under
+ *    PyTorch's TCPStore, uses io_uring unless UV_USE_IO_URING=0, which the
+ *    runtime sets).
  *
  * A listening socket is fine (CRIU binds it again), and so is a tree whose
  * only sockets are its own unix socket pairs. With `--tcp close` a TCP
@@ -162,7 +166,7 @@ static int in_table(pid_t pid, const char *table, const unsigned long *inodes, s
 	return found;
 }
 
-/* An MPI library mapped into pid. */
+/* An MPI library or an io_uring instance mapped into pid. */
 static int has_mpi(pid_t pid, char *what, size_t len)
 {
 	char path[64], line[4400];
@@ -176,6 +180,12 @@ static int has_mpi(pid_t pid, char *what, size_t len)
 	while (!found && fgets(line, sizeof(line), f)) {
 		char *file = strchr(line, '/'), *base;
 
+		if (strstr(line, "anon_inode:[io_uring]")) {
+			snprintf(what, len, "an io_uring instance (anon_inode:[io_uring] mapped): CRIU "
+				 "cannot dump its rings (a libuv program: set UV_USE_IO_URING=0)");
+			found = 1;
+			break;
+		}
 		if (!file)
 			continue;
 		file[strcspn(file, "\n")] = 0;

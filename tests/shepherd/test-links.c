@@ -1,7 +1,8 @@
 /*
  * test-links - what ties a task's process tree to processes outside it, which
  * a transparent checkpoint (one task's tree alone) must refuse (links.c):
- * a TCP connection, a connected UDP socket, an MPI library in the process;
+ * a TCP connection, a connected UDP socket, an MPI library in the process,
+ * an io_uring instance mapped (CRIU cannot dump one);
  * and what it must not refuse: a listening socket, an unconnected UDP socket,
  * a unix socket pair, nothing at all. Real sockets, on the loopback, held by
  * a child process that the check looks at through /proc.
@@ -19,10 +20,43 @@
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-enum what { NOTHING, LISTENING, CONNECTED, UDP_OPEN, UDP_CONNECTED, UNIX_PAIR, MPI_MAPPED };
+enum what {
+	NOTHING,
+	LISTENING,
+	CONNECTED,
+	UDP_OPEN,
+	UDP_CONNECTED,
+	UNIX_PAIR,
+	MPI_MAPPED,
+	IO_URING,
+};
+
+#ifndef SYS_io_uring_setup
+#define SYS_io_uring_setup 425
+#endif
+
+/* An io_uring instance with its submission ring mapped, as liburing (and
+ * libuv) leave it; without liburing: io_uring_setup and one mmap. The
+ * parameters' layout is the kernel's (120 bytes, sq_off at byte 40); only
+ * the ring's size is read from it. -1 where the kernel has no io_uring (or
+ * forbids it: io_uring_disabled). */
+static int uring_mapped(void)
+{
+	unsigned int p[30] = {0};
+	int fd = (int)syscall(SYS_io_uring_setup, 4, p);
+
+	if (fd < 0)
+		return -1;
+	/* sq_off.array (p[10 + 6]) + sq_entries (p[0]) * 4 bytes covers the ring. */
+	return mmap(NULL, p[16] + p[0] * 4, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE,
+		    fd, 0) == MAP_FAILED
+		       ? -1
+		       : 0;
+}
 
 static char mpi_lib[64];
 
@@ -66,6 +100,10 @@ static pid_t holder(enum what w, int listen_fd, struct sockaddr_in *to)
 		case MPI_MAPPED:
 			fd = open(mpi_lib, O_RDONLY);
 			if (fd < 0 || mmap(NULL, 4096, PROT_READ, MAP_PRIVATE, fd, 0) == MAP_FAILED)
+				_exit(1);
+			break;
+		case IO_URING:
+			if (uring_mapped() < 0)
 				_exit(1);
 			break;
 		}
@@ -113,7 +151,7 @@ int main(void)
 	char what[512], dir[] = "/tmp/gk-test-links.XXXXXX";
 	int lfd, fd;
 
-	plan(12);
+	plan(13);
 	addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	lfd = socket(AF_INET, SOCK_STREAM, 0);
 	if (lfd < 0 || bind(lfd, (struct sockaddr *)&addr, sizeof(addr)) < 0 || listen(lfd, 4) < 0 ||
@@ -149,6 +187,16 @@ int main(void)
 	   "an MPI library in the process: refused, pointing at gpuckpt_mpi.h (%s)", what);
 	unlink(mpi_lib);
 	rmdir(dir);
+	{
+		/* The holder exits at once where the kernel has no io_uring. */
+		int r = look(IO_URING, lfd, &addr, what, sizeof(what));
+
+		if (r < 0)
+			skip("no io_uring here (the kernel refused io_uring_setup or its mmap)");
+		else
+			ok(r == 1 && strstr(what, "io_uring"),
+			   "an io_uring instance mapped: refused, naming it (%s)", what);
+	}
 	{
 		pid_t none = 0, found = -1, self = getpid();
 
