@@ -200,3 +200,12 @@ EXTRA_DIST += %reldir%/managed-public.sh
 check-gpu-managed-public:
 	@$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/%reldir%/managed-public.sh
 .PHONY: check-gpu-managed-public
+
+# A plain NCCL all-reduce job in C, two ranks under two shepherds, checkpointed
+# transparently and restored on the same GPUs and onto them in the other order
+# (issue 27): make check-gpu-nccl, a part of its own (check-gpu fills its 10
+# minutes); prog-nccl is built there against PyTorch's libnccl.so.2.
+EXTRA_DIST += %reldir%/nccl-gpu.sh %reldir%/frameworks/fw_ddp.py
+check-gpu-nccl:
+	@$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/%reldir%/nccl-gpu.sh
+.PHONY: check-gpu-nccl
