@@ -27,6 +27,8 @@ FAKE=$GK_SCRATCH/criu
 printf '#!/bin/sh\n[ "$1" = --version ] && { echo "Version: 4.1"; exit 0; }\nexit 1\n' >"$FAKE"
 chmod 0755 "$FAKE"
 ARGS=(--nranks 2 --steps 24 --per-step 3 --floats 4096 --mib 4)
+# Nothing of a failed point outlives the test.
+trap 'pkill -KILL -f "$GK_SCRATCH/" 2>/dev/null; rm -rf "${GK_KEEP_SCRATCH:+/nonexistent}${GK_KEEP_SCRATCH:-$GK_SCRATCH}"' EXIT
 lines() { grep -E '^(step|ballast|done)' "$1"; }
 wait_for() { # PATTERN FILE...
 	local f
@@ -60,7 +62,17 @@ pair() {
 		eval "pid$r=\$!"
 	done
 }
-both_end() { wait "$pid0"; local a=$?; wait "$pid1"; local b=$?; [ $a = 0 ] && [ $b = 0 ]; }
+# Both ranks end, within a minute (a rank left waiting for its peer is a
+# failure, not a hang of the test).
+both_end() {
+	local a b
+	( sleep 60; kill -KILL "$pid0" "$pid1" 2>/dev/null ) &
+	local guard=$!
+	wait "$pid0"; a=$?
+	wait "$pid1"; b=$?
+	kill "$guard" 2>/dev/null
+	[ $a = 0 ] && [ $b = 0 ]
+}
 same_as_ref() { # NAME: both ranks printed the reference lines
 	lines "$GK_SCRATCH/$1.0.out" | cmp -s - "$GK_SCRATCH/ref.lines" &&
 		lines "$GK_SCRATCH/$1.1.out" | cmp -s - "$GK_SCRATCH/ref1.lines"

@@ -169,8 +169,8 @@ int main(int argc, char **argv)
 			h[i] += (float)((rank + 1) * s % 13) * 0.0001f + (float)(i % 7) * 0.00001f;
 		CU(cuMemcpyHtoD(x, h, floats * sizeof(float)));
 		for (int k = 0; k < per_step; k++)
-			NC(ncclAllReduce((const void *)x, (void *)x, floats, ncclFloat32, ncclAvg, comm,
-					 st));
+			NC(ncclAllReduce((const void *)x, (void *)x, floats, ncclFloat32, ncclAvg,
+					 comm, st));
 		CU(cuStreamSynchronize(st));
 		CU(cuMemcpyDtoH(h, x, floats * sizeof(float)));
 		sum = fnv(h, floats * sizeof(float));

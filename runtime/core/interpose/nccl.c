@@ -49,6 +49,7 @@
 #include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <link.h>
 #include <pthread.h>
 #include <stdint.h>
@@ -60,13 +61,12 @@
 #include <unistd.h>
 
 #define GK_NCCL_MAGIC 0x676b6e63636c3031ull /* "gkncl01" */
-#define GK_NCCL_STREAMS 8
 #define GK_NCCL_CONFIG_MAX 512
 /* How long the ranks wait for one another: to agree on a cut (the slowest
- * rank must get its signal and finish a step), and for a new unique id after
- * a restore (the tasks of a step are restored one by one). */
-/* GPUCKPT_NCCL_TIMEOUT: below the shepherd's --ready-timeout (10 s), which
- * the whole of a runtime's part must fit in. */
+ * rank must get its signal and finish a step; GPUCKPT_NCCL_TIMEOUT, below the
+ * shepherd's --ready-timeout of 10 s, which the whole of a runtime's part must
+ * fit in), and to make the communicators again after a restore (the tasks of
+ * a step are restored one by one). */
 #define GK_NCCL_AGREE_S 8.0
 #define GK_NCCL_REMAKE_S 300.0
 
@@ -92,12 +92,12 @@ struct gk_nccl_comm {
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_cond_t moved = PTHREAD_COND_INITIALIZER;
 static struct gk_nccl_comm *comms, **comms_tail = &comms;
-static int frozen;	     /* threads are held at the start of a unit */
-static int inside;	     /* units under way (a call, or a group) */
-static uint64_t generation;  /* quiesces taken, the same on every rank */
-static int taken_down;	     /* gk_nccl_quiesce destroyed the communicators */
-static int registrations;    /* buffers registered with a communicator */
-static int premul_ops;	     /* reduction operators made for a communicator */
+static int frozen;	    /* threads are held at the start of a unit */
+static int inside;	    /* units under way (a call, or a group) */
+static uint64_t generation; /* quiesces taken, the same on every rank */
+static int taken_down;	    /* gk_nccl_quiesce destroyed the communicators */
+static int registrations;   /* buffers registered with a communicator */
+static int premul_ops;	    /* reduction operators made for a communicator */
 static __thread int group_depth;
 /* Inside a wrapped call: NCCL's own entry points may call one another
  * (ncclBcast is ncclBroadcast), and such a call is part of the outer one. */
@@ -107,13 +107,17 @@ static __thread int in_call;
 
 /* NCCL may be in a local scope (Python loads PyTorch's extension, and
  * libnccl.so.2 with it, RTLD_LOCAL), where dlsym(RTLD_NEXT) does not look:
- * the loaded library is found by name and asked directly. */
+ * the loaded library is found by name and asked directly. The callback only
+ * copies the name: dl_iterate_phdr holds the loader's lock while it runs,
+ * and a dlopen there deadlocked against the agent thread's own dlopen
+ * (hwloc loading a plugin), which takes the loader's locks the other way. */
 static int find_nccl(struct dl_phdr_info *info, size_t size, void *arg)
 {
 	(void)size;
-	if (info->dlpi_name && strstr(info->dlpi_name, "/libnccl.so")) {
-		*(void **)arg = dlopen(info->dlpi_name, RTLD_LAZY | RTLD_NOLOAD);
-		return *(void **)arg != NULL;
+	if (info->dlpi_name && strstr(info->dlpi_name, "/libnccl.so") &&
+	    strlen(info->dlpi_name) < PATH_MAX) {
+		strcpy(arg, info->dlpi_name);
+		return 1;
 	}
 	return 0;
 }
@@ -124,7 +128,11 @@ static void *real_sym(const char *name)
 	void *p = NULL, *h = __atomic_load_n(&lib, __ATOMIC_ACQUIRE);
 
 	if (!h) {
-		dl_iterate_phdr(find_nccl, &h);
+		char path[PATH_MAX] = "";
+
+		dl_iterate_phdr(find_nccl, path);
+		if (path[0])
+			h = dlopen(path, RTLD_LAZY | RTLD_NOLOAD);
 		if (h)
 			__atomic_store_n(&lib, h, __ATOMIC_RELEASE);
 	}
@@ -139,9 +147,8 @@ static void *real_sym(const char *name)
 	if (!real_##name)                                                                          \
 		real_##name = (__typeof__(name) *)real_sym(#name);                                 \
 	if (!real_##name)                                                                          \
-		return ncclSystemError
+	return ncclSystemError
 
-typedef ncclResult_t (*init_rank_fn)(ncclComm_t *, int, ncclUniqueId, int);
 typedef ncclResult_t (*init_config_fn)(ncclComm_t *, int, ncclUniqueId, int, ncclConfig_t *);
 typedef ncclResult_t (*split_fn)(ncclComm_t, int, int, ncclComm_t *, ncclConfig_t *);
 typedef ncclResult_t (*comm_fn)(ncclComm_t);
@@ -620,8 +627,8 @@ UNIT(ncclAllReduce,
       gk_nccl_stream_t st),
      (s, d, n, t, op, comm, st))
 UNIT(ncclReduce,
-     (const void *s, void *d, size_t n, ncclDataType_t t, ncclRedOp_t op, int root,
-      ncclComm_t comm, gk_nccl_stream_t st),
+     (const void *s, void *d, size_t n, ncclDataType_t t, ncclRedOp_t op, int root, ncclComm_t comm,
+      gk_nccl_stream_t st),
      (s, d, n, t, op, root, comm, st))
 UNIT(ncclBroadcast,
      (const void *s, void *d, size_t n, ncclDataType_t t, int root, ncclComm_t comm,
@@ -756,7 +763,6 @@ static double agree_s(void)
 	return s >= 1 && s <= 3600 ? (double)s : GK_NCCL_AGREE_S;
 }
 
-
 int gk_nccl_active(void)
 {
 	int any = 0;
@@ -793,7 +799,6 @@ static int settle(double deadline)
 		if (!behind)
 			break;
 		struct timespec ts;
-		double t = gk_now() + 0.01;
 
 		if (gk_now() > deadline) {
 			ret = -ETIMEDOUT;
@@ -805,7 +810,6 @@ static int settle(double deadline)
 			ts.tv_sec++;
 			ts.tv_nsec -= 1000000000;
 		}
-		(void)t;
 		pthread_cond_timedwait(&moved, &lock, &ts);
 	}
 	pthread_mutex_unlock(&lock);
@@ -849,11 +853,12 @@ static int agree_round(const char *dir, int round, double deadline, gk_error_t *
 			file_name(name, sizeof(name), h, "count", round, r);
 			n = await(dir, name, text, sizeof(text) - 1, deadline);
 			if (n < 0) {
-				gk_errprintf(err,
-					     "rank %d of %d of an NCCL communicator did not say how "
-					     "far it is within %.0f s (no %s in %s; ranks on other "
-					     "nodes cannot meet there yet)",
-					     r, h->nranks, agree_s(), name, dir);
+				gk_errprintf(
+				    err,
+				    "rank %d of %d of an NCCL communicator did not say how "
+				    "far it is within %.0f s (no %s in %s; ranks on other "
+				    "nodes cannot meet there yet)",
+				    r, h->nranks, agree_s(), name, dir);
 				return -ETIMEDOUT;
 			}
 			text[n] = 0;
@@ -903,8 +908,8 @@ int gk_nccl_quiesce(gk_error_t *err)
 					 "are live (the runtime cannot make them again)"),
 		       -ENOTSUP;
 	if (rendezvous_dir(dir, sizeof(dir)) < 0)
-		return gk_errprintf(err, "no folder to meet the other NCCL ranks in (" GK_ENV(DIR)
-					 " has no parent)"),
+		return gk_errprintf(err, "no folder to meet the other NCCL ranks in (" GK_ENV(
+					     DIR) " has no parent)"),
 		       -EINVAL;
 	destroy = (comm_fn)real_sym("ncclCommDestroy");
 	if (!destroy)
@@ -925,19 +930,20 @@ int gk_nccl_quiesce(gk_error_t *err)
 			break;
 		}
 		if (settle(deadline) < 0) {
-			ret = gk_errprintf(err, "this rank did not reach the other NCCL ranks' "
-						"collective within %.0f s",
-					   agree_s()),
+			gk_errprintf(err,
+				     "this rank did not reach the other NCCL ranks' collective "
+				     "within %.0f s",
+				     agree_s());
 			ret = -ETIMEDOUT;
 			break;
 		}
 		if (r == 1)
 			break;
 	}
-	if (!ret && round == 64)
-		ret = gk_errprintf(err, "the NCCL ranks did not agree on a collective in 64 "
-					"rounds"),
+	if (!ret && round == 64) {
+		gk_errprintf(err, "the NCCL ranks did not agree on a collective in 64 rounds");
 		ret = -EAGAIN;
+	}
 	if (ret < 0) {
 		thaw();
 		return ret;
@@ -1014,6 +1020,13 @@ static int remake(struct gk_nccl_comm *h, const char *dir, char *why, size_t len
 		}
 		r = split(h->parent->real, h->color, h->split_key, &real, config);
 	} else {
+		/* With rank 0's count of the cut: ranks restored from checkpoints
+		 * of different moments would go on with collectives that do not
+		 * match, and compute garbage or hang. */
+		struct {
+			ncclUniqueId id;
+			uint64_t issued;
+		} msg = {.issued = h->issued};
 		ncclUniqueId id;
 		init_config_fn init = (init_config_fn)real_sym("ncclCommInitRankConfig");
 		uid_fn uid = (uid_fn)real_sym("ncclGetUniqueId");
@@ -1024,18 +1037,25 @@ static int remake(struct gk_nccl_comm *h, const char *dir, char *why, size_t len
 		}
 		file_name(name, sizeof(name), h, "id", 0, 0);
 		if (h->rank == 0) {
-			if (uid(&id) != ncclSuccess ||
-			    publish(dir, name, &id, sizeof(id)) < 0) {
+			if (uid(&msg.id) != ncclSuccess ||
+			    publish(dir, name, &msg, sizeof(msg)) < 0) {
 				snprintf(why, len, "cannot make or write a new unique id (%s/%s)",
 					 dir, name);
 				return -1;
 			}
-		} else if (await(dir, name, &id, sizeof(id), gk_now() + GK_NCCL_REMAKE_S) !=
-			   sizeof(id)) {
+		} else if (await(dir, name, &msg, sizeof(msg), gk_now() + GK_NCCL_REMAKE_S) !=
+			   sizeof(msg)) {
 			snprintf(why, len, "rank 0 wrote no new unique id (%s/%s) within %.0f s",
 				 dir, name, GK_NCCL_REMAKE_S);
 			return -1;
+		} else if (msg.issued != h->issued) {
+			snprintf(why, len,
+				 "rank 0 stopped after collective %llu and this rank after %llu: "
+				 "they were restored from checkpoints of different moments",
+				 (unsigned long long)msg.issued, (unsigned long long)h->issued);
+			return -1;
 		}
+		id = msg.id;
 		r = init(&real, h->nranks, id, h->rank, config);
 	}
 	if (r == ncclInProgress)
@@ -1115,7 +1135,6 @@ void gk_nccl_resume(void)
 		}
 	taken_down = 0;
 	__atomic_store_n(&remade, generation, __ATOMIC_RELEASE);
-	gk_info("nccl: communicators made again (generation %llu)",
-		(unsigned long long)generation);
+	gk_info("nccl: communicators made again (generation %llu)", (unsigned long long)generation);
 	thaw();
 }

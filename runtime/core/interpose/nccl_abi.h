@@ -70,15 +70,15 @@ GK_NCCL_API ncclResult_t ncclGetUniqueId(ncclUniqueId *id);
 GK_NCCL_API const char *ncclGetErrorString(ncclResult_t result);
 GK_NCCL_API const char *ncclGetLastError(ncclComm_t comm);
 GK_NCCL_API ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank);
-GK_NCCL_API ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id, int rank,
-				    ncclConfig_t *config);
+GK_NCCL_API ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId id,
+						int rank, ncclConfig_t *config);
 GK_NCCL_API ncclResult_t ncclCommInitAll(ncclComm_t *comms, int ndev, const int *devlist);
 GK_NCCL_API ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, int nids,
-				      ncclUniqueId *ids, ncclConfig_t *config);
+						  ncclUniqueId *ids, ncclConfig_t *config);
 GK_NCCL_API ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newcomm,
-			   ncclConfig_t *config);
-GK_NCCL_API ncclResult_t ncclCommShrink(ncclComm_t comm, int *exclude, int nexclude, ncclComm_t *newcomm,
-			    ncclConfig_t *config, int flags);
+				       ncclConfig_t *config);
+GK_NCCL_API ncclResult_t ncclCommShrink(ncclComm_t comm, int *exclude, int nexclude,
+					ncclComm_t *newcomm, ncclConfig_t *config, int flags);
 GK_NCCL_API ncclResult_t ncclCommFinalize(ncclComm_t comm);
 GK_NCCL_API ncclResult_t ncclCommDestroy(ncclComm_t comm);
 GK_NCCL_API ncclResult_t ncclCommAbort(ncclComm_t comm);
@@ -87,37 +87,45 @@ GK_NCCL_API ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *as
 GK_NCCL_API ncclResult_t ncclCommCount(const ncclComm_t comm, int *count);
 GK_NCCL_API ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device);
 GK_NCCL_API ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank);
-GK_NCCL_API ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size, void **handle);
+GK_NCCL_API ncclResult_t ncclCommRegister(const ncclComm_t comm, void *buff, size_t size,
+					  void **handle);
 GK_NCCL_API ncclResult_t ncclCommDeregister(const ncclComm_t comm, void *handle);
-GK_NCCL_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size, void **win,
-				    int flags);
+GK_NCCL_API ncclResult_t ncclCommWindowRegister(ncclComm_t comm, void *buff, size_t size,
+						void **win, int flags);
 GK_NCCL_API ncclResult_t ncclCommWindowDeregister(ncclComm_t comm, void *win);
-GK_NCCL_API ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar, ncclDataType_t type,
-				      int residence, ncclComm_t comm);
+GK_NCCL_API ncclResult_t ncclRedOpCreatePreMulSum(ncclRedOp_t *op, void *scalar,
+						  ncclDataType_t type, int residence,
+						  ncclComm_t comm);
 GK_NCCL_API ncclResult_t ncclRedOpDestroy(ncclRedOp_t op, ncclComm_t comm);
-GK_NCCL_API ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count, ncclDataType_t type,
-			   ncclRedOp_t op, ncclComm_t comm, gk_nccl_stream_t stream);
+GK_NCCL_API ncclResult_t ncclAllReduce(const void *send, void *recv, size_t count,
+				       ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
+				       gk_nccl_stream_t stream);
 GK_NCCL_API ncclResult_t ncclReduce(const void *send, void *recv, size_t count, ncclDataType_t type,
-			ncclRedOp_t op, int root, ncclComm_t comm, gk_nccl_stream_t stream);
-GK_NCCL_API ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count, ncclDataType_t type,
-			   int root, ncclComm_t comm, gk_nccl_stream_t stream);
-GK_NCCL_API ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t type, int root, ncclComm_t comm,
-		       gk_nccl_stream_t stream);
-GK_NCCL_API ncclResult_t ncclAllGather(const void *send, void *recv, size_t sendcount, ncclDataType_t type,
-			   ncclComm_t comm, gk_nccl_stream_t stream);
+				    ncclRedOp_t op, int root, ncclComm_t comm,
+				    gk_nccl_stream_t stream);
+GK_NCCL_API ncclResult_t ncclBroadcast(const void *send, void *recv, size_t count,
+				       ncclDataType_t type, int root, ncclComm_t comm,
+				       gk_nccl_stream_t stream);
+GK_NCCL_API ncclResult_t ncclBcast(void *buff, size_t count, ncclDataType_t type, int root,
+				   ncclComm_t comm, gk_nccl_stream_t stream);
+GK_NCCL_API ncclResult_t ncclAllGather(const void *send, void *recv, size_t sendcount,
+				       ncclDataType_t type, ncclComm_t comm,
+				       gk_nccl_stream_t stream);
 GK_NCCL_API ncclResult_t ncclReduceScatter(const void *send, void *recv, size_t recvcount,
-			       ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
-			       gk_nccl_stream_t stream);
-GK_NCCL_API ncclResult_t ncclAlltoAll(const void *send, void *recv, size_t count, ncclDataType_t type,
-			  ncclComm_t comm, gk_nccl_stream_t stream);
-GK_NCCL_API ncclResult_t ncclGather(const void *send, void *recv, size_t count, ncclDataType_t type, int root,
-			ncclComm_t comm, gk_nccl_stream_t stream);
-GK_NCCL_API ncclResult_t ncclScatter(const void *send, void *recv, size_t count, ncclDataType_t type,
-			 int root, ncclComm_t comm, gk_nccl_stream_t stream);
+					   ncclDataType_t type, ncclRedOp_t op, ncclComm_t comm,
+					   gk_nccl_stream_t stream);
+GK_NCCL_API ncclResult_t ncclAlltoAll(const void *send, void *recv, size_t count,
+				      ncclDataType_t type, ncclComm_t comm,
+				      gk_nccl_stream_t stream);
+GK_NCCL_API ncclResult_t ncclGather(const void *send, void *recv, size_t count, ncclDataType_t type,
+				    int root, ncclComm_t comm, gk_nccl_stream_t stream);
+GK_NCCL_API ncclResult_t ncclScatter(const void *send, void *recv, size_t count,
+				     ncclDataType_t type, int root, ncclComm_t comm,
+				     gk_nccl_stream_t stream);
 GK_NCCL_API ncclResult_t ncclSend(const void *send, size_t count, ncclDataType_t type, int peer,
-		      ncclComm_t comm, gk_nccl_stream_t stream);
-GK_NCCL_API ncclResult_t ncclRecv(void *recv, size_t count, ncclDataType_t type, int peer, ncclComm_t comm,
-		      gk_nccl_stream_t stream);
+				  ncclComm_t comm, gk_nccl_stream_t stream);
+GK_NCCL_API ncclResult_t ncclRecv(void *recv, size_t count, ncclDataType_t type, int peer,
+				  ncclComm_t comm, gk_nccl_stream_t stream);
 GK_NCCL_API ncclResult_t ncclDevCommCreate(ncclComm_t comm, const void *reqs, void *devcomm);
 GK_NCCL_API ncclResult_t ncclDevCommDestroy(ncclComm_t comm, const void *devcomm);
 GK_NCCL_API ncclResult_t ncclGroupStart(void);
