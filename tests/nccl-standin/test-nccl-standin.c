@@ -28,35 +28,6 @@
 
 #include "nccl_abi.h"
 
-/* NCCL's entry points (nccl_abi.h declares its types only). */
-ncclResult_t ncclGetVersion(int *version);
-const char *ncclGetErrorString(ncclResult_t result);
-const char *ncclGetLastError(ncclComm_t comm);
-ncclResult_t ncclGetUniqueId(ncclUniqueId *uniqueId);
-ncclResult_t ncclCommInitRank(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank);
-ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId commId, int rank,
-				    ncclConfig_t *config);
-ncclResult_t ncclCommFinalize(ncclComm_t comm);
-ncclResult_t ncclCommDestroy(ncclComm_t comm);
-ncclResult_t ncclCommAbort(ncclComm_t comm);
-ncclResult_t ncclCommGetAsyncError(ncclComm_t comm, ncclResult_t *asyncError);
-ncclResult_t ncclCommCount(const ncclComm_t comm, int *count);
-ncclResult_t ncclCommUserRank(const ncclComm_t comm, int *rank);
-ncclResult_t ncclCommCuDevice(const ncclComm_t comm, int *device);
-ncclResult_t ncclAllReduce(const void *sendbuff, void *recvbuff, size_t count,
-			   ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
-			   gk_nccl_stream_t stream);
-ncclResult_t ncclBroadcast(const void *sendbuff, void *recvbuff, size_t count,
-			   ncclDataType_t datatype, int root, ncclComm_t comm,
-			   gk_nccl_stream_t stream);
-ncclResult_t ncclAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
-			   ncclDataType_t datatype, ncclComm_t comm, gk_nccl_stream_t stream);
-ncclResult_t ncclReduceScatter(const void *sendbuff, void *recvbuff, size_t recvcount,
-			       ncclDataType_t datatype, ncclRedOp_t op, ncclComm_t comm,
-			       gk_nccl_stream_t stream);
-ncclResult_t ncclGroupStart(void);
-ncclResult_t ncclGroupEnd(void);
-
 #define MAX_RANKS 8
 #define CONFIG_MAGIC 0xcafebeefu
 #define TIME_LIMIT_S 120
