@@ -136,8 +136,9 @@ static void *real_sym(const char *name)
 		if (h)
 			__atomic_store_n(&lib, h, __ATOMIC_RELEASE);
 	}
+	/* glibc's dlsym, not the runtime's own (interpose.c), which sits above. */
 	if (h)
-		p = dlsym(h, name);
+		p = gk_real_dlsym(h, name);
 	return p ? p : gk_real_dlsym(RTLD_NEXT, name);
 }
 
