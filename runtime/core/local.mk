@@ -33,6 +33,7 @@ libgkcore_la_SOURCES = \
 	%reldir%/interpose/nccl.c %reldir%/interpose/nccl.h %reldir%/interpose/nccl_abi.h \
 	%reldir%/interpose/managed.c %reldir%/interpose/managed.h \
 	%reldir%/interpose/steer.c %reldir%/interpose/steer.h \
+	%reldir%/interpose/uring.c %reldir%/interpose/uring.h \
 	%reldir%/interpose/peer.c %reldir%/interpose/peer.h \
 	%reldir%/placement/peer_access.c %reldir%/placement/peer_access.h \
 	%reldir%/control/trigger.c %reldir%/control/trigger.h \

@@ -201,11 +201,15 @@ check-gpu-managed-public:
 	@$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/%reldir%/managed-public.sh
 .PHONY: check-gpu-managed-public
 
-# A plain NCCL all-reduce job in C, two ranks under two shepherds, checkpointed
-# transparently and restored on the same GPUs and onto them in the other order
-# (issue 27): make check-gpu-nccl, a part of its own (check-gpu fills its 10
-# minutes); prog-nccl is built there against PyTorch's libnccl.so.2.
+# NCCL jobs of two ranks under two shepherds, checkpointed transparently and
+# restored on the same GPUs and onto them in the other order (issue 27), two
+# parts of their own (check-gpu fills its 10 minutes; each of these fits one):
+# make check-gpu-nccl, a plain all-reduce job in C (prog-nccl, built there
+# against PyTorch's libnccl.so.2), and make check-gpu-ddp, PyTorch DDP
+# (frameworks/fw_ddp.py).
 EXTRA_DIST += %reldir%/nccl-gpu.sh %reldir%/frameworks/fw_ddp.py
 check-gpu-nccl:
-	@$(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/%reldir%/nccl-gpu.sh
-.PHONY: check-gpu-nccl
+	@export GK_NCCL_CASES=c; $(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/%reldir%/nccl-gpu.sh
+check-gpu-ddp:
+	@export GK_NCCL_CASES=ddp; $(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/%reldir%/nccl-gpu.sh
+.PHONY: check-gpu-nccl check-gpu-ddp

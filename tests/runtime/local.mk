@@ -31,7 +31,7 @@ check_LTLIBRARIES += %reldir%/slowio.la
 # libcuda.so.1 is the stand-in (or a real driver).
 GK_CUDA_STUB = -L$(CUDA_PREFIX)/lib64/stubs -lcuda
 check_PROGRAMS += %reldir%/prog-exec %reldir%/prog-dlnext %reldir%/prog-routes %reldir%/prog-managed \
-	%reldir%/prog-unaware %reldir%/prog-hostonly
+	%reldir%/prog-unaware %reldir%/prog-hostonly %reldir%/prog-uring
 %canon_reldir%_prog_dlnext_SOURCES = %reldir%/prog-dlnext.c
 %canon_reldir%_prog_dlnext_LDADD = %reldir%/libgkdlnexta.la %reldir%/libgkdlnextb.la
 %canon_reldir%_prog_routes_SOURCES = %reldir%/prog-routes.c
@@ -44,13 +44,14 @@ check_PROGRAMS += %reldir%/prog-exec %reldir%/prog-dlnext %reldir%/prog-routes %
 %canon_reldir%_prog_unaware_LDADD = $(GK_CUDA_STUB)
 
 %canon_reldir%_prog_exec_SOURCES = %reldir%/prog-exec.c
+%canon_reldir%_prog_uring_SOURCES = %reldir%/prog-uring.c
 
 TESTS += %reldir%/interpose.sh %reldir%/heat-e2e.sh %reldir%/background.sh \
 	%reldir%/increments.sh %reldir%/copy-paths.sh %reldir%/peer.sh %reldir%/exec-guard.sh \
-	%reldir%/mpi-sets.sh %reldir%/include-cycles.sh
+	%reldir%/mpi-sets.sh %reldir%/include-cycles.sh %reldir%/uring.sh
 EXTRA_DIST += %reldir%/interpose.sh %reldir%/heat-e2e.sh %reldir%/background.sh \
 	%reldir%/increments.sh %reldir%/copy-paths.sh %reldir%/peer.sh %reldir%/exec-guard.sh \
-	%reldir%/mpi-sets.sh %reldir%/include-cycles.sh
+	%reldir%/mpi-sets.sh %reldir%/include-cycles.sh %reldir%/uring.sh
 
 # The checkpoint pipeline, phase by phase, with the runtime's modules linked
 # in (libgkcore, whole: its concerns register their phase hooks at load) and

@@ -21,6 +21,7 @@
 #include "config.h"
 
 #include "core/control/agent.h"
+#include "core/interpose/uring.h"
 #include "common/error.h"
 #include "common/clock.h"
 #include "core/placement/arena.h"
@@ -463,6 +464,31 @@ static void forked_child(void)
 	gk_triggers_follow();
 }
 
+/*
+ * At load, in the constructor: before the program runs any code of its own.
+ * Not at gk_agent_start, which waits for the first CUDA call: PyTorch makes
+ * its TCPStore (and so libuv's loop, which reads UV_USE_IO_URING once per
+ * process) in init_process_group, before it touches CUDA, and the variables
+ * must also reach processes that never use CUDA (torchrun's launcher, which
+ * hosts the store). A value the job set stays.
+ */
+void gk_agent_prepare_env(void)
+{
+	if (!gk_rt.settings.shepherd[0] || !gk_rt.settings.dir[0] ||
+	    gk_rt.settings.mode == GK_MODE_APP)
+		return;
+	/* NCCL's RAS thread keeps TCP connections to the other ranks for the
+	 * whole process, beyond its communicators, which CRIU could not carry
+	 * (docs/nccl.md). Read by NCCL at its first communicator. */
+	setenv("NCCL_RAS_ENABLE", "0", 0);
+	/* libuv (PyTorch's TCPStore server) would put its file operations on
+	 * io_uring, whose rings CRIU cannot dump (shepherd/links.c refuses
+	 * them by name); some of its versions make a ring for the loop itself
+	 * whatever this says, which uring.c answers. */
+	setenv("UV_USE_IO_URING", "0", 0);
+	gk_uring_refuse();
+}
+
 void gk_agent_start(void)
 {
 	pthread_t t;
@@ -474,15 +500,6 @@ void gk_agent_start(void)
 		return;
 	if (sem_init(&wake, 0, 0) < 0)
 		return;
-	/* NCCL's RAS thread keeps TCP connections to the other ranks for the
-	 * whole process, beyond its communicators, which CRIU could not carry
-	 * (docs/nccl.md). Read by NCCL at its first communicator; a value the
-	 * job set stays. */
-	setenv("NCCL_RAS_ENABLE", "0", 0);
-	/* libuv (PyTorch's TCPStore server) would put its file operations on
-	 * io_uring, whose rings CRIU cannot dump (shepherd/links.c refuses
-	 * them by name). */
-	setenv("UV_USE_IO_URING", "0", 0);
 	/* The thread must never take the program's signals. */
 	sigfillset(&all);
 	pthread_sigmask(SIG_BLOCK, &all, &old);

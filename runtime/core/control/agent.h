@@ -9,5 +9,8 @@
 /* Start the agent's thread when the process runs under a shepherd
  * (GPUCKPT_SHEPHERD) and the mode allows it. */
 void gk_agent_start(void);
+/* Sets the variables a transparent checkpoint needs in the program's
+ * environment (CRIU cannot carry what they turn off); called at load. */
+void gk_agent_prepare_env(void);
 
 #endif

@@ -37,6 +37,8 @@ __attribute__((constructor)) static void gk_runtime_load(void)
 		gk_rt.due = GK_DUE_FIRST;
 		gk_eventlog_init();
 	}
+	if (gk_rt.enabled)
+		gk_agent_prepare_env();
 	gk_exec_guard_arm();
 }
 
