@@ -15,7 +15,7 @@
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
 PROG=$top_builddir/tests/runtime/prog-nccl
-PLAN=9
+PLAN=10
 tap_plan $PLAN
 gk_scratch
 gk_need_built "$SHEP" "$PROG" "$GK_STANDIN_DIR/libcuda.so.1" "$GK_RUNTIME"
@@ -106,8 +106,10 @@ check "... and both go on to print the uninterrupted run's lines (exit status $s
 check "... leaving no rendezvous file behind" \
 	eval '[ -z "$(ls "$GK_SCRATCH/cut" | grep gpuckpt-nccl)" ]'
 
-# Rank 1 late: it sleeps before its step's collectives, so the signal finds
-# it behind rank 0, which waits inside the step's first all-reduce.
+# Rank 1 late: it sleeps before its step's collectives and rank 0 does not
+# sleep, so the signal finds rank 1 behind rank 0, which waits inside the
+# next step's first all-reduce (the runtime's info line says how many
+# collectives each rank ran forward).
 pair late shepherd --sleep-ms 200 --late-rank 1
 wait_for '^step 4 ' "$GK_SCRATCH/late.0.out" "$GK_SCRATCH/late.1.out"
 sleep 0.1
@@ -116,6 +118,9 @@ both_end
 status=$?
 check "a rank behind runs forward to the others' collective, and both go on with the uninterrupted run's lines (exit status $status)" \
 	eval 'grep -q "nccl: communicators made again" "$GK_SCRATCH/late.1.err" && same_as_ref late'
+check "... the late rank says it ran collectives forward, the other none ($(grep -ho 'ran [0-9]* collectives forward' "$GK_SCRATCH/late.1.err" "$GK_SCRATCH/late.0.err" | tr '\n' ';'))" \
+	eval 'grep -Eq "this rank ran [1-9][0-9]* collectives forward" "$GK_SCRATCH/late.1.err" &&
+		grep -q "this rank ran 0 collectives forward" "$GK_SCRATCH/late.0.err"'
 
 # Only rank 0 is signalled: rank 1 never says how far it is.
 GPUCKPT_NCCL_TIMEOUT=2 pair alone shepherd --sleep-ms 100

@@ -20,8 +20,11 @@
  *
  * --device: the CUDA device to use (default 0: one GPU per process, as
  * under srun; torchrun shows every GPU and picks one per rank).
- * --late-rank: that rank sleeps before its step's collectives instead of
- * after them, so that a checkpoint finds it behind the others.
+ * --late-rank: that rank sleeps before its step's collectives and the others
+ * do not sleep at all, so that they wait in the step's collectives most of
+ * the time, ahead of it: a checkpoint then finds it behind them. (When the
+ * others slept after their collectives, all ranks slept at once and a
+ * checkpoint found them level.)
  */
 #include <cuda.h>
 #include <errno.h>
@@ -176,7 +179,7 @@ int main(int argc, char **argv)
 		sum = fnv(h, floats * sizeof(float));
 		printf("step %d checksum %016llx\n", s, (unsigned long long)sum);
 		fflush(stdout);
-		if (rank != late)
+		if (late < 0)
 			nap(sleep_ms);
 	}
 	if (mib) {

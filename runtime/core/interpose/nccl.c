@@ -85,7 +85,8 @@ struct gk_nccl_comm {
 	int has_config;
 	CUcontext ctx; /* current where it was made: NCCL takes the device from it */
 	uint64_t issued, target;
-	int destroyed; /* by the program */
+	uint64_t at_freeze; /* issued when the quiesce began: what ran forward is the rest */
+	int destroyed;	    /* by the program */
 	struct gk_nccl_comm *next;
 };
 
@@ -920,7 +921,7 @@ int gk_nccl_quiesce(gk_error_t *err)
 	generation++;
 	frozen = 1;
 	for (struct gk_nccl_comm *h = comms; h; h = h->next)
-		h->target = h->issued;
+		h->target = h->at_freeze = h->issued;
 	pthread_mutex_unlock(&lock);
 
 	for (round = 0; round < 64; round++) {
@@ -981,8 +982,16 @@ int gk_nccl_quiesce(gk_error_t *err)
 		gk_nccl_resume();
 		return ret;
 	}
-	gk_info("nccl: communicators taken down at a common collective (generation %llu)",
-		(unsigned long long)generation);
+	uint64_t forward = 0;
+
+	for (struct gk_nccl_comm *h = comms; h; h = h->next)
+		if (!h->destroyed)
+			forward += h->issued - h->at_freeze;
+	/* How far this rank was behind: for the tests, and for a reader who
+	 * wonders how long the common point took. */
+	gk_info("nccl: communicators taken down at a common collective (generation %llu; this "
+		"rank ran %llu collectives forward to it)",
+		(unsigned long long)generation, (unsigned long long)forward);
 	return 0;
 }
 
