@@ -59,14 +59,6 @@ gk_scratch
 gk_find_criu || skip_all "$CRIU_WHY"
 CRIU_MINOR=$("$CRIU" --version | sed -n 's/^Version: *4\.\([0-9]*\).*/\1/p' | head -n 1)
 gk_need_built "$SHEP" "$RT"
-PROG=$GK_SCRATCH/prog-nccl
-CUDA=${CUDA_PREFIX:-/usr/local/cuda}
-if ! gcc -O2 -I"$top_srcdir/runtime/core/interpose" -I"$CUDA/include" \
-	"$top_srcdir/tests/runtime/prog-nccl.c" -o "$PROG" -L"$CUDA/lib64/stubs" -lcuda \
-	-L"$NL" -l:libnccl.so.2 -Wl,-rpath,"$NL" 2>"$GK_SCRATCH/build.err"; then
-	echo "Bail out! prog-nccl does not build against $NL: $(head -3 "$GK_SCRATCH/build.err")"
-	exit 1
-fi
 export NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1
 # The logs, not the checkpoints, stay for a look after the run.
 keep_logs() {

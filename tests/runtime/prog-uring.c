@@ -23,8 +23,10 @@ int main(void)
 	memset(params, 0, sizeof(params));
 	fd = syscall(SYS_io_uring_setup, 4, params);
 	printf("uring: %s UV_USE_IO_URING=%s NCCL_RAS_ENABLE=%s\n",
-	       fd >= 0 ? "ring" : errno == ENOSYS ? "ENOSYS" : strerror(errno), uv ? uv : "-",
-	       ras ? ras : "-");
+	       fd >= 0		 ? "ring"
+	       : errno == ENOSYS ? "ENOSYS"
+				 : strerror(errno),
+	       uv ? uv : "-", ras ? ras : "-");
 	if (fd >= 0)
 		close((int)fd);
 	return 0;
