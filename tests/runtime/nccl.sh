@@ -15,7 +15,7 @@
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
 PROG=$top_builddir/tests/runtime/prog-nccl
-PLAN=10
+PLAN=11
 tap_plan $PLAN
 gk_scratch
 gk_need_built "$SHEP" "$PROG" "$GK_STANDIN_DIR/libcuda.so.1" "$GK_RUNTIME"
@@ -42,7 +42,8 @@ wait_for() { # PATTERN FILE...
 # pair NAME MODE [ARGS...]: both ranks in the background, rank r's output in
 # NAME.r.out/.err; MODE plain (stand-ins only), runtime (preloaded), or
 # shepherd (each rank under its own shepherd, $S/NAME/r as its folder, so
-# that the ranks meet in $S/NAME). Sets pid0 and pid1.
+# that the ranks meet in $S/NAME; with STEP set, as the two tasks of one
+# Slurm step). Sets pid0 and pid1.
 pair() {
 	local name=$1 mode=$2 r
 	shift 2
@@ -55,7 +56,8 @@ pair() {
 		shepherd) cmd=(env "${GK_STANDIN_ENV[@]}" GPUCKPT_LOG_LEVEL=info
 			${GPUCKPT_NCCL_TIMEOUT:+GPUCKPT_NCCL_TIMEOUT=$GPUCKPT_NCCL_TIMEOUT}
 			"$SHEP" run --criu "$FAKE" --dir "$GK_SCRATCH/$name/r$r" --uid 0 --gid 0 --
-			env "${GK_RUNTIME_ENV[@]}" GPUCKPT_LOG_LEVEL=info) ;;
+			env "${GK_RUNTIME_ENV[@]}" GPUCKPT_LOG_LEVEL=info
+			${STEP:+GPUCKPT_STEP_TASKS=2 GPUCKPT_TASK=$r}) ;;
 		esac
 		"${cmd[@]}" "$PROG" --rank $r --id "$GK_SCRATCH/$name/id" "${ARGS[@]}" "$@" \
 			>"$GK_SCRATCH/$name.$r.out" 2>"$GK_SCRATCH/$name.$r.err" &
@@ -110,7 +112,10 @@ check "... leaving no rendezvous file behind" \
 # sleep, so the signal finds rank 1 behind rank 0, which waits inside the
 # next step's first all-reduce (the runtime's info line says how many
 # collectives each rank ran forward).
-pair late shepherd --sleep-ms 200 --late-rank 1
+# As the two tasks of one step, rank 1's folder holding checkpoint 3 already:
+# both parts are to be written as checkpoint 4, members of one set.
+mkdir -p "$GK_SCRATCH/late/r1/ckpt.000003"
+STEP=1 pair late shepherd --sleep-ms 200 --late-rank 1
 wait_for '^step 4 ' "$GK_SCRATCH/late.0.out" "$GK_SCRATCH/late.1.out"
 sleep 0.1
 kill -USR1 "$pid0" "$pid1"
@@ -121,6 +126,13 @@ check "a rank behind runs forward to the others' collective, and both go on with
 check "... the late rank says it ran collectives forward, the other none ($(grep -ho 'ran [0-9]* collectives forward' "$GK_SCRATCH/late.1.err" "$GK_SCRATCH/late.0.err" | tr '\n' ';'))" \
 	eval 'grep -Eq "this rank ran [1-9][0-9]* collectives forward" "$GK_SCRATCH/late.1.err" &&
 		grep -q "this rank ran 0 collectives forward" "$GK_SCRATCH/late.0.err"'
+set_line() { sed -n 's/.*nccl: this rank.s part is member \([0-9]*\) of 2 of set \([0-9]*\) (id \([0-9a-f]*\)).*/\1 \2 \3/p' "$GK_SCRATCH/late.$1.err"; }
+s0=$(set_line 0) s1=$(set_line 1)
+check "... as two tasks of one step, both parts are members 0 and 1 of one set and written as checkpoint 4, past rank 1's checkpoint 3 ($s0 / $s1)" \
+	eval '[ "${s0%% *}" = 0 ] && [ "${s1%% *}" = 1 ] && [ "${s0#0 }" = "${s1#1 }" ] &&
+		[ "$(echo "$s0" | cut -d" " -f2)" = 4 ] &&
+		grep -q "transparent: .tmp.ckpt.000004[.].*: wrote" "$GK_SCRATCH/late.0.err" &&
+		grep -q "transparent: .tmp.ckpt.000004[.].*: wrote" "$GK_SCRATCH/late.1.err"'
 
 # Only rank 0 is signalled: rank 1 never says how far it is.
 GPUCKPT_NCCL_TIMEOUT=2 pair alone shepherd --sleep-ms 100

@@ -301,6 +301,8 @@ static int checkpoint(int signo)
 	char msg[GK_PROTO_MSG_MAX], path[4200], label[128];
 	struct gk_pipeline P;
 	struct gk_pipeline_opts o = {.kind = GK_CKPT_TRANSPARENT, .label = label};
+	struct gk_nccl_cut cut;
+	struct gk_member member;
 	gk_error_t err;
 	const char *name = "-";
 	uint64_t released = 0;
@@ -321,7 +323,7 @@ static int checkpoint(int signo)
 	 * every rank is brought to the same collective and they are taken
 	 * down before anything is locked (interpose/nccl.h), and made again
 	 * below whatever happens next. */
-	if (gk_nccl_quiesce(&err) < 0) {
+	if (gk_nccl_quiesce(&cut, &err) < 0) {
 		gk_warn("transparent: no checkpoint taken: cannot bring the NCCL ranks to a "
 			"common point: %s",
 			err.text);
@@ -335,6 +337,15 @@ static int checkpoint(int signo)
 	 * device memory, unless it cannot hold everything (the hold phase). */
 	snprintf(label, sizeof(label), "transparent (%s)", gk_signal_name(signo));
 	o.assist = gk_rt.settings.assist;
+	if (cut.agreed) {
+		/* The step's ranks write their parts under one number, as one set. */
+		member = (struct gk_member){.sequence = cut.sequence,
+					    .id = cut.id,
+					    .members = gk_rt.settings.step_tasks,
+					    .member = gk_rt.settings.task,
+					    .agreement = "nccl"};
+		o.member = &member;
+	}
 	gk_pipeline_init(&P, &o);
 	P.t0 = t0;
 	gk_pipeline_run(&P);

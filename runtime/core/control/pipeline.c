@@ -381,8 +381,19 @@ static int ph_describe(struct gk_pipeline *P)
 		/* A background write of the runtime's own finishes first: the
 		 * process is about to be dumped whole. */
 		gk_writer_wait();
-		ret = gk_plan_describe(p, 0, P->assisted, &P->err);
-		return ret < 0 ? image_failed(P) : 0;
+		/* A part of the step's set (interpose/nccl.h): its number and
+		 * the set's names, as a member's. */
+		ret = gk_plan_describe_at(p, 0, P->assisted, mem ? mem->sequence : 0, &P->err);
+		if (ret < 0)
+			return image_failed(P);
+		if (mem) {
+			p->m->set_id = mem->id;
+			p->m->set_members = mem->members;
+			p->m->set_member = mem->member;
+			snprintf(p->m->set_agreement, sizeof(p->m->set_agreement), "%s",
+				 mem->agreement);
+		}
+		return 0;
 	case GK_CKPT_MEMBER:
 		ret = gk_plan_describe_at(p, P->o.step, 1, mem->sequence, &P->err);
 		if (ret < 0)

@@ -49,7 +49,9 @@ struct gk_pipeline_opts {
 	enum gk_ckpt_kind kind;
 	long step;
 	int exiting;			/* app: the process ends after it */
-	const struct gk_member *member; /* member: the set, above */
+	/* member: the set, above; transparent: the NCCL cut's set
+	 * (interpose/nccl.h), or NULL. */
+	const struct gk_member *member;
 	int assist;			/* transparent: the runtime writes device memory */
 	const char *label;		/* transparent: the manifest's label */
 };

@@ -45,6 +45,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/settings_env.h"
+#include "image/image.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -56,6 +57,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -818,12 +820,48 @@ static int settle(double deadline)
 	return ret;
 }
 
+/* The set of the cut (struct gk_nccl_cut), while it is agreed on. */
+struct cut_state {
+	struct gk_nccl_comm *span; /* the first live communicator of every task, or NULL */
+	uint64_t next, id;	   /* this rank's */
+	uint64_t sequence, agreed_id;
+};
+
+/* The first communicator the program made, when it holds every task of a
+ * step whose tasks checkpoint together, with this rank's proposal. */
+static void cut_begin(struct cut_state *c)
+{
+	const struct gk_settings *st = &gk_rt.settings;
+	gk_error_t err;
+
+	memset(c, 0, sizeof(*c));
+	if (st->step_tasks < 2 || st->tasks_independent)
+		return;
+	for (struct gk_nccl_comm *h = comms; h && !c->span; h = h->next)
+		if (!h->destroyed && h->real)
+			c->span = h;
+	if (!c->span || c->span->nranks != (int)st->step_tasks) {
+		gk_info("nccl: the first communicator does not hold the step's %u tasks; the "
+			"ranks' parts of this checkpoint are not one set",
+			st->step_tasks);
+		c->span = NULL;
+		return;
+	}
+	if (gk_store_next(st->dir, &c->next, &err) < 0 ||
+	    getrandom(&c->id, sizeof(c->id), 0) != (ssize_t)sizeof(c->id)) {
+		c->next = 0;
+		c->id = 0;
+	}
+	c->id |= 1; /* never 0: 0 is no set */
+}
+
 /* One round of the agreement: write this rank's counts, read every rank's,
  * raise the targets to the largest. 1 when all were equal, 0 when some rank
  * must run forward, <0 on a timeout. */
-static int agree_round(const char *dir, int round, double deadline, gk_error_t *err)
+static int agree_round(const char *dir, int round, double deadline, struct cut_state *c,
+		       gk_error_t *err)
 {
-	char name[256], text[64];
+	char name[256], text[96];
 	int equal = 1;
 
 	for (struct gk_nccl_comm *h = comms; h; h = h->next) {
@@ -835,7 +873,13 @@ static int agree_round(const char *dir, int round, double deadline, gk_error_t *
 		pthread_mutex_lock(&lock);
 		mine = h->issued;
 		pthread_mutex_unlock(&lock);
-		n = snprintf(text, sizeof(text), "%llu\n", (unsigned long long)mine);
+		/* The first round on the communicator that spans the step
+		 * also carries this rank's next checkpoint number and id. */
+		if (round == 0 && h == c->span)
+			n = snprintf(text, sizeof(text), "%llu %llu %llu\n", (unsigned long long)mine,
+				     (unsigned long long)c->next, (unsigned long long)c->id);
+		else
+			n = snprintf(text, sizeof(text), "%llu\n", (unsigned long long)mine);
 		file_name(name, sizeof(name), h, "count", round, h->rank);
 		if (publish(dir, name, text, (size_t)n) < 0)
 			return gk_errprintf(err, "cannot write %s/%s", dir, name), -EIO;
@@ -864,7 +908,21 @@ static int agree_round(const char *dir, int round, double deadline, gk_error_t *
 				return -ETIMEDOUT;
 			}
 			text[n] = 0;
-			v = strtoull(text, NULL, 10);
+			if (round == 0 && h == c->span) {
+				unsigned long long next = 0, id = 0;
+
+				if (sscanf(text, "%llu %llu %llu", &v, &next, &id) != 3) {
+					gk_errprintf(err, "%s/%s: not a count, a number and an id",
+						     dir, name);
+					return -EPROTO;
+				}
+				if (next > c->sequence)
+					c->sequence = next;
+				if (r == 0)
+					c->agreed_id = id;
+			} else {
+				v = strtoull(text, NULL, 10);
+			}
 			if (v != mine)
 				equal = 0;
 			if (v > top)
@@ -887,13 +945,15 @@ static void use_ctx(CUcontext ctx)
 		gk_real.cuCtxSetCurrent(ctx);
 }
 
-int gk_nccl_quiesce(gk_error_t *err)
+int gk_nccl_quiesce(struct gk_nccl_cut *cut, gk_error_t *err)
 {
+	struct cut_state c;
 	char dir[4096];
 	double deadline = gk_now() + agree_s();
 	int ret = 0, round;
 	comm_fn destroy;
 
+	memset(cut, 0, sizeof(*cut));
 	if (!gk_nccl_active())
 		return 0;
 	for (struct gk_nccl_comm *h = comms; h; h = h->next)
@@ -924,8 +984,9 @@ int gk_nccl_quiesce(gk_error_t *err)
 		h->target = h->at_freeze = h->issued;
 	pthread_mutex_unlock(&lock);
 
+	cut_begin(&c);
 	for (round = 0; round < 64; round++) {
-		int r = agree_round(dir, round, deadline, err);
+		int r = agree_round(dir, round, deadline, &c, err);
 
 		if (r < 0) {
 			ret = r;
@@ -992,6 +1053,14 @@ int gk_nccl_quiesce(gk_error_t *err)
 	gk_info("nccl: communicators taken down at a common collective (generation %llu; this "
 		"rank ran %llu collectives forward to it)",
 		(unsigned long long)generation, (unsigned long long)forward);
+	if (c.span && c.sequence && c.agreed_id) {
+		cut->agreed = 1;
+		cut->sequence = c.sequence;
+		cut->id = c.agreed_id;
+		gk_info("nccl: this rank's part is member %u of %u of set %llu (id %016llx)",
+			gk_rt.settings.task, gk_rt.settings.step_tasks,
+			(unsigned long long)cut->sequence, (unsigned long long)cut->id);
+	}
 	return 0;
 }
 

@@ -17,6 +17,8 @@
 
 #include "common/error.h"
 
+#include <stdint.h>
+
 /* 1 when the process holds a live communicator of more than one rank. */
 int gk_nccl_active(void);
 
@@ -28,7 +30,21 @@ int gk_nccl_active(void);
  * destroy the communicators. 0 (nothing to do, or done) or a negative errno
  * and why; then nothing was destroyed and the program's threads go on.
  */
-int gk_nccl_quiesce(gk_error_t *err);
+/*
+ * The cut's place among the step's checkpoints, agreed at the common point
+ * when the step has several tasks (not declared independent) and the first
+ * communicator the program made spans all of them: every rank writes its
+ * part under the same checkpoint number (the largest next number of the
+ * ranks' folders), as member GPUCKPT_TASK of a set with rank 0's id. Ranks
+ * whose earlier cut failed somewhere never pair their parts with another
+ * cut's under one number then. agreed is 0 when there is no such set.
+ */
+struct gk_nccl_cut {
+	int agreed;
+	uint64_t sequence, id;
+};
+
+int gk_nccl_quiesce(struct gk_nccl_cut *cut, gk_error_t *err);
 
 /*
  * After gk_nccl_quiesce succeeded, whether or not a checkpoint was then
