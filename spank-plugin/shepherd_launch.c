@@ -136,6 +136,26 @@ static int independent(const struct gk_env *env)
 	       strcmp(v, "independent") == 0;
 }
 
+/* GPUCKPT_TASKS=nccl: the tasks are ranks of an NCCL job (docs/nccl.md). */
+static int nccl_ranks(const struct gk_env *env)
+{
+	char v[16];
+
+	return env->get(env->ctx, GK_ENV(TASKS), v, sizeof(v)) == 1 && strcmp(v, "nccl") == 0;
+}
+
+/* The step's nodes, from Slurm (SLURM_STEP_NUM_NODES); 0 when unknown. */
+static long step_nodes(const struct gk_env *env)
+{
+	char v[16], *end;
+	long n;
+
+	if (env->get(env->ctx, "SLURM_STEP_NUM_NODES", v, sizeof(v)) != 1)
+		return 0;
+	n = strtol(v, &end, 10);
+	return *end || n < 1 ? 0 : n;
+}
+
 /*
  * The shepherd's socket: an abstract name, which anyone on the node may bind
  * first. With 128 random bits nobody can guess it before the shepherd binds
@@ -262,12 +282,33 @@ int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
 	}
 	/* A step of several tasks: one task's tree alone is not the step, and
 	 * without the API its tasks cannot agree on one point to dump at. Only
-	 * tasks declared independent are dumped, and restored, each alone. */
-	if (!shell && ids->ntasks > 1 && !independent(env)) {
+	 * tasks declared independent are dumped, and restored, each alone; and
+	 * the ranks of an NCCL job on one node, which the runtime brings to a
+	 * common collective and writes as one set (interpose/nccl.h), restored
+	 * only as a complete set (step_restore.c). */
+	if (!shell && ids->ntasks > 1 && !independent(env) && nccl_ranks(env) &&
+	    step_nodes(env) != 1) {
+		snprintf(p->reason, sizeof(p->reason),
+			 "the step's NCCL ranks (" GK_ENV(TASKS) "=nccl) run on %s; they meet "
+			 "in the node's step folder, so only a step on one node is checkpointed "
+			 "transparently",
+			 step_nodes(env) ? "several nodes" : "an unknown number of nodes "
+							      "(no SLURM_STEP_NUM_NODES)");
+		if (p->mode == GK_MODE_TRANSPARENT) {
+			gk_errprintf(err,
+				     "transparent mode was asked for "
+				     "(" GK_ENV(MODE) "=transparent), but %s",
+				     p->reason);
+			return -ENOTSUP;
+		}
+		return plan_none(env, p, err);
+	}
+	if (!shell && ids->ntasks > 1 && !independent(env) && !nccl_ranks(env)) {
 		snprintf(p->reason, sizeof(p->reason),
 			 "a step of several tasks is not checkpointed transparently: without the "
 			 "gpuckpt API its tasks cannot agree on one point, and one task's processes "
-			 "alone are not the step (MPI programs: gpuckpt_mpi.h; tasks that never talk "
+			 "alone are not the step (MPI programs: gpuckpt_mpi.h; NCCL jobs such as "
+			 "PyTorch DDP on one node: " GK_ENV(TASKS) "=nccl; tasks that never talk "
 			 "to each other: " GK_ENV(TASKS) "=independent)");
 		if (p->mode == GK_MODE_TRANSPARENT) {
 			gk_errprintf(err,

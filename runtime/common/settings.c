@@ -317,11 +317,12 @@ static int conf_flush_rate(struct gk_settings *s, const char *value, gk_error_t 
 static int conf_tasks(struct gk_settings *s, const char *value, gk_error_t *err)
 {
 	(void)err;
-	if (!strcmp(value, "together"))
-		s->tasks_independent = 0;
-	else if (!strcmp(value, "independent"))
+	s->tasks_independent = s->tasks_nccl = 0;
+	if (!strcmp(value, "independent"))
 		s->tasks_independent = 1;
-	else
+	else if (!strcmp(value, "nccl"))
+		s->tasks_nccl = 1;
+	else if (strcmp(value, "together"))
 		return 1;
 	return 0;
 }

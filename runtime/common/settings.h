@@ -57,6 +57,7 @@ struct gk_settings {
 	int assist;
 	/* A step of several tasks (setfile.h). */
 	int tasks_independent;   /* tasks=independent: each checkpoints and restores alone */
+	int tasks_nccl;          /* tasks=nccl: one set, transparently, cut through NCCL */
 	unsigned agree_timeout;  /* seconds */
 	unsigned step_tasks;     /* >= 1 */
 	unsigned task;           /* < step_tasks */

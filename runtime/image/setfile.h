@@ -44,6 +44,9 @@
 #define GK_SET_MAGIC "gpuckpt-set 1"
 #define GK_PLAN_MAGIC "gpuckpt-plan 1"
 #define GK_AGREEMENT_MAX 16
+/* The agreement of the sets a transparent checkpoint cuts through NCCL
+ * (interpose/nccl.h), which have no record (stepset.h). */
+#define GK_SET_AGREEMENT_NCCL "nccl"
 #define GK_SETFILE_MAX 4096 /* larger set records and plan lines are refused */
 #define GK_PLAN_MAX (1u << 20)
 

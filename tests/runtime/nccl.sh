@@ -15,7 +15,7 @@
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
 PROG=$top_builddir/tests/runtime/prog-nccl
-PLAN=11
+PLAN=13
 tap_plan $PLAN
 gk_scratch
 gk_need_built "$SHEP" "$PROG" "$GK_STANDIN_DIR/libcuda.so.1" "$GK_RUNTIME"
@@ -43,7 +43,7 @@ wait_for() { # PATTERN FILE...
 # NAME.r.out/.err; MODE plain (stand-ins only), runtime (preloaded), or
 # shepherd (each rank under its own shepherd, $S/NAME/r as its folder, so
 # that the ranks meet in $S/NAME; with STEP set, as the two tasks of one
-# Slurm step). Sets pid0 and pid1.
+# Slurm step with GPUCKPT_TASKS=nccl). Sets pid0 and pid1.
 pair() {
 	local name=$1 mode=$2 r
 	shift 2
@@ -57,7 +57,7 @@ pair() {
 			${GPUCKPT_NCCL_TIMEOUT:+GPUCKPT_NCCL_TIMEOUT=$GPUCKPT_NCCL_TIMEOUT}
 			"$SHEP" run --criu "$FAKE" --dir "$GK_SCRATCH/$name/r$r" --uid 0 --gid 0 --
 			env "${GK_RUNTIME_ENV[@]}" GPUCKPT_LOG_LEVEL=info
-			${STEP:+GPUCKPT_STEP_TASKS=2 GPUCKPT_TASK=$r}) ;;
+			${STEP:+GPUCKPT_STEP_TASKS=2 GPUCKPT_TASK=$r GPUCKPT_TASKS=nccl}) ;;
 		esac
 		"${cmd[@]}" "$PROG" --rank $r --id "$GK_SCRATCH/$name/id" "${ARGS[@]}" "$@" \
 			>"$GK_SCRATCH/$name.$r.out" 2>"$GK_SCRATCH/$name.$r.err" &
@@ -133,6 +133,27 @@ check "... as two tasks of one step, both parts are members 0 and 1 of one set a
 		[ "$(echo "$s0" | cut -d" " -f2)" = 4 ] &&
 		grep -q "transparent: .tmp.ckpt.000004[.].*: wrote" "$GK_SCRATCH/late.0.err" &&
 		grep -q "transparent: .tmp.ckpt.000004[.].*: wrote" "$GK_SCRATCH/late.1.err"'
+rec=$GK_SCRATCH/late/set.000004
+check "... task 0 recorded set 4 in the step's folder, with the set's id and 2 members, before the dump ($(tr '\n' ' ' <"$rec" 2>/dev/null | cut -c1-160))" \
+	eval 'grep -q "${s0##* }" "$rec" && grep -Eq "\"?members\"?[=: ]+2" "$rec" && grep -q nccl "$rec"'
+
+# GPUCKPT_TASKS=nccl in a step of two tasks, but this process's only
+# communicator is its own (one rank): its part could never be one of the
+# step's set, so no checkpoint, and the program goes on.
+mkdir -p "$GK_SCRATCH/lone"
+env "${GK_STANDIN_ENV[@]}" GPUCKPT_LOG_LEVEL=info "$SHEP" run --criu "$FAKE" \
+	--dir "$GK_SCRATCH/lone/r0" --uid 0 --gid 0 -- env "${GK_RUNTIME_ENV[@]}" \
+	GPUCKPT_STEP_TASKS=2 GPUCKPT_TASK=0 GPUCKPT_TASKS=nccl "$PROG" --rank 0 --nranks 1 \
+	--id "$GK_SCRATCH/lone/id" --steps 24 --per-step 3 --floats 4096 --mib 4 --sleep-ms 40 \
+	>"$GK_SCRATCH/lone.0.out" 2>"$GK_SCRATCH/lone.0.err" &
+pid0=$!
+wait_for '^step 6 ' "$GK_SCRATCH/lone.0.out"
+kill -USR1 "$pid0"
+wait "$pid0"
+status=$?
+check "GPUCKPT_TASKS=nccl, a process without a communicator of the step's tasks: refused, naming why, and it runs to the end (exit status $status)" \
+	eval '[ $status = 0 ] && grep -q "GPUCKPT_TASKS=nccl, but this process holds no NCCL communicator of all 2 tasks" "$GK_SCRATCH/lone.0.err" &&
+		grep -q "^done checksum" "$GK_SCRATCH/lone.0.out" && ! ls "$GK_SCRATCH/lone/r0" | grep -q "^ckpt[.]"'
 
 # Only rank 0 is signalled: rank 1 never says how far it is.
 GPUCKPT_NCCL_TIMEOUT=2 pair alone shepherd --sleep-ms 100

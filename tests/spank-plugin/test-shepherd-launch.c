@@ -60,7 +60,7 @@ int main(void)
 	enum gk_mode m;
 	int rc;
 
-	plan(56);
+	plan(60);
 	if (!mkdtemp(root)) {
 		printf("Bail out! mkdtemp: %s\n", strerror(errno));
 		return 1;
@@ -194,9 +194,24 @@ int main(void)
 	       strstr(p.reason, "GPUCKPT_TASKS=independent") && val(&fe, "GPUCKPT_NO_TRANSPARENT") &&
 	       strcmp(val(&fe, "GPUCKPT_NO_TRANSPARENT"), p.reason) == 0,
 	   "a step of two tasks: no shepherd, the runtime is told why and what to do");
+	ok(strstr(p.reason, "GPUCKPT_TASKS=nccl") != NULL, "... and names GPUCKPT_TASKS=nccl for NCCL jobs");
 	fset(&fe, "GPUCKPT_TASKS", "independent", 1);
 	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
 	ok(p.kind == GK_TPLAN_ATTACH, "independent tasks: each under its shepherd");
+	/* The ranks of an NCCL job, cut together by the runtime: on one node. */
+	fset(&fe, "GPUCKPT_TASKS", "nccl", 1);
+	fset(&fe, "SLURM_STEP_NUM_NODES", "1", 1);
+	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
+	ok(p.kind == GK_TPLAN_ATTACH, "NCCL ranks (GPUCKPT_TASKS=nccl) on one node: each task under its shepherd");
+	fset(&fe, "SLURM_STEP_NUM_NODES", "2", 1);
+	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
+	ok(p.kind == GK_TPLAN_NONE && strstr(p.reason, "run on several nodes") &&
+	       val(&fe, "GPUCKPT_NO_TRANSPARENT"),
+	   "NCCL ranks on two nodes: no shepherd, and the reason says why");
+	funset(&fe, "SLURM_STEP_NUM_NODES");
+	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
+	ok(p.kind == GK_TPLAN_NONE && strstr(p.reason, "unknown number of nodes"),
+	   "NCCL ranks, the step's node count unknown: no shepherd");
 	funset(&fe, "GPUCKPT_TASKS");
 	ids.ntasks = 0;
 

@@ -21,7 +21,10 @@
 #include "config.h"
 
 #include "core/control/agent.h"
+#include "core/control/coord.h"
+#include "common/settings_env.h"
 #include "core/interpose/uring.h"
+#include "image/setfile.h"
 #include "common/error.h"
 #include "common/clock.h"
 #include "core/placement/arena.h"
@@ -331,6 +334,17 @@ static int checkpoint(int signo)
 			hear(fd, msg, sizeof(msg));
 		goto out_close;
 	}
+	/* GPUCKPT_TASKS=nccl: a part that is not a member of the step's set
+	 * would never be restored (the plugin restores complete sets only). */
+	if (gk_rt.settings.tasks_nccl && gk_coord_multi() && !cut.agreed) {
+		gk_warn("transparent: no checkpoint taken: " GK_ENV(TASKS) "=nccl, but this "
+			"process holds no NCCL communicator of all %u tasks of the step, so its "
+			"part could not be one of the step's set",
+			gk_rt.settings.step_tasks);
+		if (say(fd, GK_PROTO_REFUSE " " GK_PROTO_REFUSE_NCCL) == 0)
+			hear(fd, msg, sizeof(msg));
+		goto out_close;
+	}
 	/* What the driver cannot save either is refused before anything is
 	 * locked: a checkpoint that cannot be restored is worse than none
 	 * (tracking's hook, in the refuse phase). The runtime's own dump of
@@ -343,7 +357,7 @@ static int checkpoint(int signo)
 					    .id = cut.id,
 					    .members = gk_rt.settings.step_tasks,
 					    .member = gk_rt.settings.task,
-					    .agreement = "nccl"};
+					    .agreement = GK_SET_AGREEMENT_NCCL};
 		o.member = &member;
 	}
 	gk_pipeline_init(&P, &o);
@@ -362,6 +376,10 @@ static int checkpoint(int signo)
 			hear(fd, msg, sizeof(msg));
 		goto out_close;
 	}
+	/* The step's set is recorded by task 0 now: after the dump no process
+	 * of the step is left to do it (coord.h). */
+	if (P.sealed && cut.agreed && (uint64_t)P.txn.sequence == cut.sequence)
+		(void)gk_coord_record_cut(cut.sequence, cut.id);
 	if (P.sealed) {
 		/* CRIU would record the open folder under a name the commit
 		 * changes, and the restore could not reopen it. */

@@ -244,6 +244,30 @@ GK_EXPORT int gpuckpt_coord_record(const struct gpuckpt_set *set)
 	return ret;
 }
 
+int gk_coord_record_cut(uint64_t sequence, uint64_t id)
+{
+	struct gk_set_record r;
+	char dir[4096];
+	gk_error_t err;
+	int ret;
+
+	if (gk_rt.settings.task != 0)
+		return 0;
+	memset(&r, 0, sizeof(r));
+	r.sequence = sequence;
+	r.id = id;
+	r.members = gk_rt.settings.step_tasks;
+	snprintf(r.agreement, sizeof(r.agreement), "%s", GK_SET_AGREEMENT_NCCL);
+	r.created = (int64_t)time(NULL);
+	step_dir(dir, sizeof(dir));
+	ret = gk_set_record_write(dir, &r, &err);
+	if (ret < 0)
+		gk_warn("checkpoint: set %llu: cannot record it: %s; the step's parts of it "
+			"will not be restored",
+			(unsigned long long)sequence, err.text);
+	return ret;
+}
+
 GK_EXPORT int gpuckpt_coord_settle(const struct gpuckpt_set *set, int recorded)
 {
 	char dir[4096];

@@ -8,10 +8,23 @@
 #ifndef GK_COORD_H
 #define GK_COORD_H
 
+#include <stdint.h>
+
 struct gk_manifest;
 
 /* The step has several tasks that checkpoint together (not GPUCKPT_TASKS=independent). */
 int gk_coord_multi(void);
+
+/*
+ * Task 0, for a transparent checkpoint cut through NCCL (interpose/nccl.h):
+ * record set `sequence` with `id` in the step's folder before the parts
+ * are dumped. Nobody could record it after: each task's process ends in its
+ * dump. A record is not a commit here: the set is complete only when every
+ * task's shepherd has published its ckpt.N too (image/stepset.h), which is
+ * what the plugin checks before it restores a set. 0 or a negative errno
+ * (said in the log).
+ */
+int gk_coord_record_cut(uint64_t sequence, uint64_t id);
 
 /* A layer agrees on this task's checkpoints: gpuckpt_point() leaves them to it. */
 int gk_coord_attached(void);
