@@ -46,6 +46,10 @@
 /* The ranks of an NCCL communicator could not be brought to the same
  * collective, or it could not be taken down (runtime/core/interpose/nccl.h). */
 #define GK_PROTO_REFUSE_NCCL "nccl"
+/* GPUCKPT_TASKS=nccl, and the process holds no NCCL communicator of all the
+ * step's tasks: its part could never be one of the step's set
+ * (runtime/core/interpose/nccl.h). */
+#define GK_PROTO_REFUSE_NCCL_SET "nccl-set"
 
 /*
  * Besides the socket, two marks the shepherd reads from outside:

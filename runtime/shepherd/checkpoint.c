@@ -50,7 +50,8 @@ struct peer {
 	int fd;
 	pid_t pid;
 	int hello, ready, app;
-	const char *refused; /* REFUSE: what it holds */
+	const char *refused;	 /* REFUSE: what it holds */
+	const char *refused_why; /* REFUSE: a whole reason instead, or NULL */
 	char broken[64];     /* REFUSE broken: the CUDA error */
 	struct gk_msg ready_msg;
 };
@@ -157,6 +158,7 @@ static void read_peer(struct ckpt *c, struct peer *p)
 		p->hello = 1;
 	} else if (m.type == GK_MSG_REFUSE) {
 		p->refused = m.refused;
+		p->refused_why = m.refused_why;
 		snprintf(p->broken, sizeof(p->broken), "%s", m.broken);
 	} else {
 		p->ready = 1;
@@ -277,6 +279,10 @@ static int limits(struct ckpt *c)
 		    "pid %d: the program's CUDA context is broken (%s): no checkpoint possible",
 		    (int)p->pid, p->broken);
 		return -ENOTRECOVERABLE;
+	}
+	if (p && p->refused_why) {
+		gk_errprintf(&c->err, "pid %d: %s", (int)p->pid, p->refused_why);
+		return -ENOTSUP;
 	}
 	if (p) {
 		gk_errprintf(&c->err, "pid %d holds %s, which %s cannot save", (int)p->pid,

@@ -344,6 +344,7 @@ struct gk_msg {
 	char name[256]; /* READY: the .tmp folder */
 	int assisted;
 	const char *refused; /* REFUSE: what the process holds, in words */
+	const char *refused_why; /* REFUSE: a whole reason instead, or NULL */
 	char broken[64];     /* REFUSE broken: the CUDA error's name ("" otherwise) */
 };
 

@@ -105,6 +105,13 @@ int gk_msg_parse(const char *buf, size_t len, struct gk_msg *m)
 		else if (!strcmp(arg, GK_PROTO_REFUSE_NCCL))
 			m->refused = "NCCL communicators whose ranks could not be brought to a "
 				     "common collective";
+		else if (!strcmp(arg, GK_PROTO_REFUSE_NCCL_SET)) {
+			m->refused = "no NCCL communicator of its whole step";
+			m->refused_why = "the step's tasks are NCCL ranks (GPUCKPT_TASKS=nccl), but "
+					 "it holds no NCCL communicator of all of them, so its part "
+					 "could never be one of the step's set, which is all a "
+					 "restart restores";
+		}
 		else if (!strcmp(arg, GK_PROTO_REFUSE_CAPTURE))
 			m->refused = "a CUDA stream capture that did not end (draining the GPU now "
 				     "would invalidate it)";

@@ -153,7 +153,8 @@ wait "$pid0"
 status=$?
 check "GPUCKPT_TASKS=nccl, a process without a communicator of the step's tasks: refused, naming why, and it runs to the end (exit status $status)" \
 	eval '[ $status = 0 ] && grep -q "GPUCKPT_TASKS=nccl, but this process holds no NCCL communicator of all 2 tasks" "$GK_SCRATCH/lone.0.err" &&
-		grep -q "^done checksum" "$GK_SCRATCH/lone.0.out" && ! ls "$GK_SCRATCH/lone/r0" | grep -q "^ckpt[.]"'
+		grep -q "^done checksum" "$GK_SCRATCH/lone.0.out" && ! ls "$GK_SCRATCH/lone/r0" | grep -q "^ckpt[.]" &&
+		grep -q "no checkpoint of pid [0-9]*: pid [0-9]*: the step.s tasks are NCCL ranks (GPUCKPT_TASKS=nccl), but it holds no NCCL communicator of all of them" "$GK_SCRATCH/lone.0.err"'
 
 # Only rank 0 is signalled: rank 1 never says how far it is.
 GPUCKPT_NCCL_TIMEOUT=2 pair alone shepherd --sleep-ms 100

@@ -109,6 +109,11 @@ static void messages(void)
 	       strstr(m.refused, "stream capture") && !m.broken[0] &&
 	       gk_msg_parse("REFUSE capture 3", 16, &m) == -EPROTO,
 	   "REFUSE capture: a CUDA stream capture that did not end, in the shepherd's own words");
+	ok(gk_msg_parse("REFUSE nccl-set", 15, &m) == 0 && m.type == GK_MSG_REFUSE &&
+	       m.refused_why && strstr(m.refused_why, "GPUCKPT_TASKS=nccl") &&
+	       gk_msg_parse("REFUSE nccl", 11, &m) == 0 && !m.refused_why &&
+	       gk_msg_parse("REFUSE nccl-set 2", 17, &m) == -EPROTO,
+	   "REFUSE nccl-set: a part that could not be one of its step's set, as a whole reason");
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		if (gk_msg_parse(bad[i], strlen(bad[i]), &m) == -EPROTO)
 			refused++;
@@ -584,7 +589,7 @@ static void capabilities(void)
 
 int main(void)
 {
-	plan(11 + 4 + 5 + 4 + 3 + 6 + 6 + 3 + 1);
+	plan(12 + 4 + 5 + 4 + 3 + 6 + 6 + 3 + 1);
 	gk_log_set_level(GK_LOG_ERROR);
 	messages();
 	peers();

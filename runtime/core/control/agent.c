@@ -341,7 +341,7 @@ static int checkpoint(int signo)
 			"process holds no NCCL communicator of all %u tasks of the step, so its "
 			"part could not be one of the step's set",
 			gk_rt.settings.step_tasks);
-		if (say(fd, GK_PROTO_REFUSE " " GK_PROTO_REFUSE_NCCL) == 0)
+		if (say(fd, GK_PROTO_REFUSE " " GK_PROTO_REFUSE_NCCL_SET) == 0)
 			hear(fd, msg, sizeof(msg));
 		goto out_close;
 	}
