@@ -13,6 +13,7 @@
 #include "common/error.h"
 #include "shepherd/shepherd.h"
 #include "image/ckptname.h"
+#include "common/settings_env.h"
 #include "common/shepherd_protocol.h"
 
 #include <errno.h>
@@ -107,7 +108,7 @@ int gk_msg_parse(const char *buf, size_t len, struct gk_msg *m)
 				     "common collective";
 		else if (!strcmp(arg, GK_PROTO_REFUSE_NCCL_SET)) {
 			m->refused = "no NCCL communicator of its whole step";
-			m->refused_why = "the step's tasks are NCCL ranks (GPUCKPT_TASKS=nccl), but "
+			m->refused_why = "the step's tasks are NCCL ranks (" GK_ENV(TASKS) "=nccl), but "
 					 "it holds no NCCL communicator of all of them, so its part "
 					 "could never be one of the step's set, which is all a "
 					 "restart restores";
