@@ -35,13 +35,21 @@
 
 N=16
 GPU_PROG=$top_builddir/tests/gpu/gpu-kernel
-# The task's lines go straight into the job's output (the step's slurmstepd
-# appends to it), not through srun: the runtime's lines about the interrupted
-# kernel come as the requeue ends the step, and srun, ended with it, once
-# dropped them under load (CI: points 5, 7, 8, 12 and 14 failed with the
-# checkpoint written).
+# The task itself appends its lines to the job's output: no Slurm daemon
+# relays them. The runtime's lines about the interrupted kernel and the
+# checkpoint come as the requeue ends the step. Through srun, ended with it,
+# they were once lost under load; `srun --output=FILE` did not help, because
+# Slurm 22.05's slurmstepd still reads the task's stdout and stderr from
+# pipes and writes the file itself, and it too can end before it has read
+# them (CI, twice: points 5, 7, 8, 12 and 14 failed, yet the restart
+# restored the checkpoint those lines announce). A file the task opened
+# itself keeps every line once write() has returned.
 # (A function: $JOBS is known once e2e_start has run.)
-srun_cmd() { echo "srun --open-mode=append --output=$JOBS/%j.out"; }
+srun_cmd() { echo "srun $JOBS/to-out"; }
+to_out() {
+	printf '#!/bin/sh\n# The task appends its own stdout and stderr to the job output.\nexec "$@" >>"%s/$SLURM_JOB_ID.out" 2>&1\n' "$JOBS" >"$JOBS/to-out"
+	chmod 0755 "$JOBS/to-out"
+}
 if [ "${GK_E2E_KERNELS_STANDIN:-0}" != 1 ] && nvidia-smi -L >/dev/null 2>&1 &&
 	[ -c "${GK_GPU_DEVICE:-/dev/nvidia0}" ] && [ -x "$GPU_PROG" ]; then
 	REAL=1
@@ -99,6 +107,7 @@ $(srun_cmd) $PROG --module $MODULE --mode blocks --steps 1 --blocks 80 --threads
 	NODE_A="-w gk1" NODE_B="-w gk2"
 fi
 KW=$GK_KILL_WAIT
+to_out
 tap_diag "KillWait=$(scontrol show config | sed -n 's/^KillWait *= *//p'), GraceTime of the partition: $(sed -n 's/^PartitionName=low .*GraceTime=\([0-9]*\).*/\1/p' "$SLURM_CONF") s"
 
 marked_opt=""
