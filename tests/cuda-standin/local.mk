@@ -2,7 +2,8 @@
 # machines without a GPU (README.md). A test double: built by `make check`,
 # never installed. `make standin` builds it alone (for check-slurm and the
 # runtime's scenario tests).
-check_LTLIBRARIES += %reldir%/libcuda_ptds.la %reldir%/libcuda.la
+check_LTLIBRARIES += %reldir%/libcuda_ptds.la %reldir%/libcuda_core.la %reldir%/libcuda.la \
+	%reldir%/ckpt/libcuda.la
 
 CUDA_STANDIN_SOURCES = \
 	%reldir%/standin.h \
@@ -32,14 +33,29 @@ CUDA_STANDIN_SOURCES = \
 %canon_reldir%_libcuda_ptds_la_SOURCES = %reldir%/ptds.c %reldir%/standin.h
 %canon_reldir%_libcuda_ptds_la_CPPFLAGS = $(AM_CPPFLAGS) -DCUDA_API_PER_THREAD_DEFAULT_STREAM
 
-%canon_reldir%_libcuda_la_SOURCES = $(CUDA_STANDIN_SOURCES)
-%canon_reldir%_libcuda_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/%reldir%
-%canon_reldir%_libcuda_la_LIBADD = %reldir%/libcuda_ptds.la $(PTHREAD_LIBS) -ldl
+# The stand-in's code, compiled once for both builds of libcuda.so.1.
+%canon_reldir%_libcuda_core_la_SOURCES = $(CUDA_STANDIN_SOURCES)
+%canon_reldir%_libcuda_core_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/%reldir%
+
 # soname libcuda.so.1 like the driver; only cu* exported; calls between the
 # stand-in's own entry points stay inside it even under an LD_PRELOADed interposer.
-%canon_reldir%_libcuda_la_LDFLAGS = $(AM_LDFLAGS) -rpath /nowhere -version-info 1:0:0 \
+CUDA_STANDIN_LDFLAGS = $(AM_LDFLAGS) -rpath /nowhere -version-info 1:0:0 \
 	-no-undefined -Wl,--version-script=$(srcdir)/%reldir%/libcuda.map -Wl,-Bsymbolic
-%canon_reldir%_libcuda_la_DEPENDENCIES = %reldir%/libcuda_ptds.la %reldir%/libcuda.map
+CUDA_STANDIN_LIBADD = %reldir%/libcuda_core.la %reldir%/libcuda_ptds.la $(PTHREAD_LIBS) -ldl
+
+# .libs/libcuda.so.1: without the checkpoint API, as a driver older than 570.
+%canon_reldir%_libcuda_la_SOURCES =
+%canon_reldir%_libcuda_la_LIBADD = $(CUDA_STANDIN_LIBADD)
+%canon_reldir%_libcuda_la_LDFLAGS = $(CUDA_STANDIN_LDFLAGS)
+%canon_reldir%_libcuda_la_DEPENDENCIES = %reldir%/libcuda_core.la %reldir%/libcuda_ptds.la %reldir%/libcuda.map
+
+# ckpt/.libs/libcuda.so.1: the same with the checkpoint API (checkpoint.c),
+# for the shepherd's whole transparent path without a GPU.
+%canon_reldir%_ckpt_libcuda_la_SOURCES = %reldir%/checkpoint.c %reldir%/standin.h
+%canon_reldir%_ckpt_libcuda_la_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/%reldir%
+%canon_reldir%_ckpt_libcuda_la_LIBADD = $(CUDA_STANDIN_LIBADD)
+%canon_reldir%_ckpt_libcuda_la_LDFLAGS = $(CUDA_STANDIN_LDFLAGS)
+%canon_reldir%_ckpt_libcuda_la_DEPENDENCIES = %reldir%/libcuda_core.la %reldir%/libcuda_ptds.la %reldir%/libcuda.map
 
 # Host "kernels" for the test, loaded with cuModuleLoad/cuModuleLoadData.
 check_LTLIBRARIES += %reldir%/modules/test_kernels.la
@@ -66,5 +82,5 @@ TESTS += %reldir%/test-standin.sh
 EXTRA_DIST += %reldir%/test-standin.sh %reldir%/README.md %reldir%/libcuda.map \
 	%reldir%/errors.def %reldir%/procaddr.def %reldir%/standin_kernel.h
 
-standin: %reldir%/libcuda.la %reldir%/modules/test_kernels.la %reldir%/modules/hash_kernel_host.la
+standin: %reldir%/libcuda.la %reldir%/ckpt/libcuda.la %reldir%/modules/test_kernels.la %reldir%/modules/hash_kernel_host.la
 .PHONY: standin
