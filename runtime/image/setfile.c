@@ -46,6 +46,38 @@ int gk_set_name_parse(const char *name, uint64_t *sequence)
 	return 0;
 }
 
+/* Digits (at least one, at most 19, no sign); the end of them, or NULL. */
+static const char *digits(const char *p)
+{
+	size_t n = 0;
+
+	while (p[n] >= '0' && p[n] <= '9' && n < 20)
+		n++;
+	return n >= 1 && n <= 19 ? p + n : NULL;
+}
+
+int gk_nccl_rendezvous_name_is(const char *name)
+{
+	const char *p = name + sizeof(GK_NCCL_RENDEZVOUS_PREFIX) - 1;
+
+	if (strncmp(name, GK_NCCL_RENDEZVOUS_PREFIX, sizeof(GK_NCCL_RENDEZVOUS_PREFIX) - 1))
+		return 0;
+	for (int i = 0; i < 16; i++, p++)
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+			return 0;
+	if (strncmp(p, ".g", 2) || !(p = digits(p + 2)) || *p++ != '.')
+		return 0;
+	if (!strncmp(p, "count", 5))
+		p += 5;
+	else if (!strncmp(p, "id", 2))
+		p += 2;
+	else
+		return 0;
+	if (!(p = digits(p)) || strncmp(p, ".r", 2) || !(p = digits(p + 2)))
+		return 0;
+	return *p == 0;
+}
+
 int gk_set_record_format(const struct gk_set_record *r, char *buf, size_t len)
 {
 	int n = snprintf(buf, len,

@@ -47,6 +47,13 @@
 /* The agreement of the sets a transparent checkpoint cuts through NCCL
  * (interpose/nccl.h), which have no record (stepset.h). */
 #define GK_SET_AGREEMENT_NCCL "nccl"
+/* The files through which the NCCL ranks of a step agree on their cut
+ * (interpose/nccl.c), in the step's folder beside the set records:
+ * gpuckpt-nccl.<16 hex digits>.g<generation>.<count|id><round>.r<rank>. A
+ * rank removes its own once the communicators are made again, so a rank
+ * dumped and ended by the checkpoint leaves them until its restore, on this
+ * node, or until the job's burst-buffer folder goes. */
+#define GK_NCCL_RENDEZVOUS_PREFIX "gpuckpt-nccl."
 #define GK_SETFILE_MAX 4096 /* larger set records and plan lines are refused */
 #define GK_PLAN_MAX (1u << 20)
 
@@ -65,6 +72,10 @@ int gk_set_name(uint64_t sequence, char *buf, size_t len);
 /* The sequence of a set record's name, in the one spelling written (%06);
  * 0, or -EINVAL for any other name. */
 int gk_set_name_parse(const char *name, uint64_t *sequence);
+
+/* 1 when name is one of the NCCL rendezvous files, in the one spelling
+ * written; 0 for any other name. */
+int gk_nccl_rendezvous_name_is(const char *name);
 
 /* The record's line, with its newline: the length, or -ENAMETOOLONG. */
 int gk_set_record_format(const struct gk_set_record *r, char *buf, size_t len);

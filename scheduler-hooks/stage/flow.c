@@ -272,6 +272,11 @@ int stage_out(struct stage *st)
 			/* A set record: sets_records_out below. */
 			if (gk_set_name_parse(tasks[k], &seq) == 0)
 				continue;
+			/* What NCCL ranks dumped and ended by a checkpoint left of
+			 * their agreement: nothing of any checkpoint; it goes with
+			 * the node's copy. */
+			if (gk_nccl_rendezvous_name_is(tasks[k]))
+				continue;
 			if (gk_task_parse(tasks[k], &id) < 0) {
 				warn_line("%s/%s/%s/%s: not a folder gpuckpt made; left on the burst "
 					  "buffer",

@@ -83,6 +83,20 @@ static void text_formats(void)
 	ok(gk_set_name_parse("set.7", &seq) < 0 && gk_set_name_parse("set.0000007", &seq) < 0 &&
 	       gk_set_name_parse("set.000007x", &seq) < 0 && gk_set_name_parse("ckpt.000007", &seq) < 0,
 	   "only the one spelling is a set record");
+	/* The NCCL ranks' rendezvous files: the names nccl.c writes, and only those. */
+	ok(gk_nccl_rendezvous_name_is("gpuckpt-nccl.85c99d88c8bf8f9a.g1.count0.r0") &&
+	       gk_nccl_rendezvous_name_is("gpuckpt-nccl.85c99d88c8bf8f9a.g12.id0.r0") &&
+	       gk_nccl_rendezvous_name_is("gpuckpt-nccl.0000000000000000.g3.count63.r127"),
+	   "the NCCL rendezvous files are known by name");
+	ok(!gk_nccl_rendezvous_name_is("gpuckpt-nccl.85c99d88c8bf8f9.g1.count0.r0") &&
+	       !gk_nccl_rendezvous_name_is("gpuckpt-nccl.85C99D88C8BF8F9A.g1.count0.r0") &&
+	       !gk_nccl_rendezvous_name_is("gpuckpt-nccl.85c99d88c8bf8f9a.g1.count0.r0x") &&
+	       !gk_nccl_rendezvous_name_is("gpuckpt-nccl.85c99d88c8bf8f9a.g.count0.r0") &&
+	       !gk_nccl_rendezvous_name_is("gpuckpt-nccl.85c99d88c8bf8f9a.g1.other0.r0") &&
+	       !gk_nccl_rendezvous_name_is(".gpuckpt-nccl.85c99d88c8bf8f9a.g1.count0.r0.77") &&
+	       !gk_nccl_rendezvous_name_is("gpuckpt-nccl.85c99d88c8bf8f9a.g1.count0.r") &&
+	       !gk_nccl_rendezvous_name_is("task.0"),
+	   "... and nothing else is");
 
 	memset(&e, 0, sizeof(e));
 	strcpy(e.step, "step.0");
@@ -318,7 +332,7 @@ int main(void)
 {
 	char tmpl[] = "/tmp/gk-test-stepset.XXXXXX";
 
-	plan(52);
+	plan(54);
 	gk_log_set_level(GK_LOG_ERROR);
 	if (!mkdtemp(tmpl)) {
 		printf("Bail out! mkdtemp: %s\n", strerror(errno));

@@ -46,6 +46,7 @@
 #include "common/log.h"
 #include "common/settings_env.h"
 #include "image/image.h"
+#include "image/setfile.h"
 
 #include <dlfcn.h>
 #include <errno.h>
@@ -734,8 +735,8 @@ static ssize_t await(const char *dir, const char *name, void *buf, size_t len, d
 static void file_name(char *out, size_t len, const struct gk_nccl_comm *h, const char *what,
 		      int round, int rank)
 {
-	snprintf(out, len, "gpuckpt-nccl.%016llx.g%llu.%s%d.r%d", (unsigned long long)h->key,
-		 (unsigned long long)generation, what, round, rank);
+	snprintf(out, len, GK_NCCL_RENDEZVOUS_PREFIX "%016llx.g%llu.%s%d.r%d",
+		 (unsigned long long)h->key, (unsigned long long)generation, what, round, rank);
 }
 
 /* Remove this rank's files of the current generation (after the others
