@@ -42,6 +42,7 @@
 #include "core/interpose/nccl.h"
 #include "core/driver/driver.h"
 #include "core/state/runtime.h"
+#include "core/state/track.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "common/settings_env.h"
@@ -293,6 +294,7 @@ ncclResult_t ncclCommInitRankConfig(ncclComm_t *comm, int nranks, ncclUniqueId i
 	struct gk_nccl_comm *h;
 
 	REAL(ncclCommInitRankConfig);
+	gk_track_nccl_made();
 	r = real_ncclCommInitRankConfig(comm, nranks, id, rank, config);
 	if ((r != ncclSuccess && r != ncclInProgress) || !comm)
 		return r;
@@ -318,6 +320,7 @@ ncclResult_t ncclCommSplit(ncclComm_t comm, int color, int key, ncclComm_t *newc
 	int nranks = 0, rank = 0, n;
 
 	REAL(ncclCommSplit);
+	gk_track_nccl_made();
 	r = real_ncclCommSplit(real_of(comm), color, key, newcomm, config);
 	if ((r != ncclSuccess && r != ncclInProgress) || !newcomm || !*newcomm || !p)
 		return r;
@@ -382,6 +385,7 @@ ncclResult_t ncclCommInitRankScalable(ncclComm_t *comm, int nranks, int rank, in
 	struct gk_nccl_comm *h;
 
 	REAL(ncclCommInitRankScalable);
+	gk_track_nccl_made();
 	r = real_ncclCommInitRankScalable(comm, nranks, rank, nids, ids, config);
 	if ((r != ncclSuccess && r != ncclInProgress) || !comm || nids < 1)
 		return r;

@@ -34,6 +34,13 @@ static struct tracked_ptr *ptrs;
 static size_t nptrs, cap;
 static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
 
+static int nccl_made;
+
+void gk_track_nccl_made(void)
+{
+	__atomic_store_n(&nccl_made, 1, __ATOMIC_RELAXED);
+}
+
 void gk_track(enum gk_unsupported kind, long delta)
 {
 	static int said[GK_UNSUP_COUNT];
@@ -43,6 +50,14 @@ void gk_track(enum gk_unsupported kind, long delta)
 	 * communicator it makes, again after each checkpoint. */
 	if (delta > 0 && now == delta && __atomic_exchange_n(&said[kind], 1, __ATOMIC_RELAXED))
 		;
+	else if (delta > 0 && now == delta && gk_track_nccl_kind(kind) &&
+		 __atomic_load_n(&nccl_made, __ATOMIC_RELAXED))
+		/* Not a warning: every DDP job would show one, and its
+		 * checkpoints are not refused for it. A checkpoint that finds
+		 * such memory left after the cut still refuses, naming it. */
+		gk_info("track: this process now holds %s, as its NCCL communicators do: a "
+			"transparent checkpoint takes them down first",
+			what[kind]);
 	else if (delta > 0 && now == delta && gk_track_app_ok(kind))
 		gk_notice("track: this process now holds %s: transparent checkpoints will be "
 			  "refused while it does",

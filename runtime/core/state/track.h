@@ -41,6 +41,23 @@ static inline int gk_track_app_ok(int kind)
 	return kind == GK_UNSUP_IPC_EXPORT || kind == GK_UNSUP_IPC_IMPORT;
 }
 
+/* Kinds an NCCL communicator holds between processes: its buffers,
+ * exported, imported and mapped through the VMM API (or legacy IPC). The
+ * runtime takes every communicator down at a transparent checkpoint's cut
+ * (interpose/nccl.c), which lets them go. */
+static inline int gk_track_nccl_kind(int kind)
+{
+	return kind == GK_UNSUP_VMM_IMPORT || kind == GK_UNSUP_VMM_EXPORT ||
+	       kind == GK_UNSUP_VMM_OTHER || kind == GK_UNSUP_IPC_OPEN ||
+	       kind == GK_UNSUP_IPC_EXPORT;
+}
+
+/* The process made an NCCL communicator (interpose/nccl.c says so before
+ * NCCL does): from then on, memory of gk_track_nccl_kind is announced as
+ * most likely NCCL's, which does not stand in a transparent checkpoint's way,
+ * rather than with a warning that checkpoints will be refused. */
+void gk_track_nccl_made(void);
+
 /* One more (delta 1) or one fewer (delta -1) live thing of this kind. */
 void gk_track(enum gk_unsupported kind, long delta);
 
