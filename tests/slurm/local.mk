@@ -89,3 +89,9 @@ check_PROGRAMS += %reldir%/prog-ipc-ranks
 %canon_reldir%_prog_ipc_ranks_SOURCES = %reldir%/prog-ipc-ranks.c
 %canon_reldir%_prog_ipc_ranks_LDADD = $(GK_CUDA_STUB)
 SLURM_E2E += %reldir%/e2e-ipc.sh
+# Issue 27: an NCCL job of two ranks (srun -N 1 -n 2, GPUCKPT_TASKS=nccl)
+# checkpointed transparently as one set of its step, with a real CRIU and the
+# stand-ins (the driver with its checkpoint API): requeued and restored on the
+# other node, preempted and restored again (e2e-nccl.sh; about 60 s; skips
+# without CRIU).
+SLURM_E2E += %reldir%/e2e-nccl.sh

@@ -1,0 +1,168 @@
+#!/bin/bash
+# e2e-nccl.sh - an NCCL job of two ranks on one node under real Slurm,
+# checkpointed transparently as one set of its step (GPUCKPT_TASKS=nccl,
+# issue 27): requeued and restored on the other node, then preempted and
+# restored again, ending with exactly the lines of an uninterrupted run.
+#
+# The job is tests/runtime/prog-nccl (an all-reduce job that knows nothing of
+# gpuckpt), `srun -N 1 -n 2`, one rank per task, submitted with
+# --gpu-checkpoint=on and GPUCKPT_TASKS=nccl. Each task runs under
+# gpuckpt-shepherd, which the plugin starts, with a real CRIU. The CUDA
+# driver and NCCL are the stand-ins (tests/cuda-standin, tests/nccl-standin),
+# the driver in its build with the checkpoint API (ckpt/libcuda.so.1), so
+# this is the whole transparent path of the runtime, the shepherd and the
+# plugin, and never evidence of what the driver or NCCL do on a GPU
+# (tests/gpu/nccl-gpu.sh runs that on two GPUs).
+#
+#  1. On gk1, after step 10: `scontrol requeue`. Both ranks are brought to
+#     a common collective, take their communicators down and are dumped by
+#     CRIU; task 0 records the set. gk1 is drained, so the job comes back on
+#     gk2: its epilog stages the set out, gk2's prolog stages it in, the
+#     plugin has each task's shepherd restore its part, and both ranks make
+#     their communicators again.
+#  2. After step 30, on gk2: a job of the high partition takes both nodes,
+#     and Slurm preempts this one (PreemptMode=REQUEUE, GraceTime): the same
+#     again, restored when the high job has ended.
+#  3. Both ranks' lines, over the three runs, are the uninterrupted run's.
+#
+# Needs root and CRIU 4 or later (GK_CRIU, else /usr/local/sbin/criu, ...):
+# the Debian roots' check-slurm has it. Without it every point is a SKIP
+# with the reason. About 60 s.
+#
+#   flock /tmp/gk-cluster.lock make -C build/tests check TESTS=slurm/e2e-nccl.sh
+. "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
+
+N=18
+why=
+if [ "$(id -u)" -ne 0 ]; then
+	why="needs root"
+elif ! gk_find_criu; then
+	why=$CRIU_WHY
+fi
+if [ -n "$why" ]; then
+	tap_plan $N
+	for _ in $(seq $N); do tap_skip "$why"; done
+	exit 0
+fi
+SHEP_REAL=$top_builddir/runtime/gpuckpt-shepherd
+CK=$top_builddir/tests/cuda-standin/ckpt/.libs
+NC=$top_builddir/tests/nccl-standin/.libs
+PROG=$top_builddir/tests/runtime/prog-nccl
+# The libtool wrapper may relink on its first run, which the test users
+# cannot: the program itself.
+[ -x "$top_builddir/tests/runtime/.libs/prog-nccl" ] && PROG=$top_builddir/tests/runtime/.libs/prog-nccl
+E2E_OWN_APP=1
+e2e_require $N
+for f in "$SHEP_REAL" "$PROG" "$CK/libcuda.so.1" "$NC/libnccl.so.2" "$GK_RUNTIME"; do
+	[ -e "$f" ] || e2e_bail "not built: $f (make check builds the stand-ins and prog-nccl)"
+done
+
+# The site's shepherd folder: a wrapper that gives the real shepherd the
+# stand-in driver with the checkpoint API, and the folder where that driver
+# keeps each process's checkpoint state (root's: only the shepherd writes it;
+# the job's processes read theirs, to wait for their unlock).
+SHEPDIR=${GK_E2E_CLUSTER_DIR:-/tmp/gpuckpt-e2e}-nccl
+rm -rf "$SHEPDIR" && mkdir -p "$SHEPDIR/state"
+cat >"$SHEPDIR/gpuckpt-shepherd" <<EOS
+#!/bin/sh
+# Test wrapper: the stand-in driver with the checkpoint API; the rest is real.
+export LD_LIBRARY_PATH=$CK GPUCKPT_STANDIN_CKPT_DIR=$SHEPDIR/state
+exec "$(cd "$(dirname "$SHEP_REAL")" && pwd)/$(basename "$SHEP_REAL")" "\$@"
+EOS
+chmod 0755 "$SHEPDIR" "$SHEPDIR/gpuckpt-shepherd" "$SHEPDIR/state"
+GK_E2E_PLUGIN_ARGS="criu=$CRIU shepherd=$SHEPDIR ${GK_E2E_PLUGIN_ARGS:-}"
+e2e_start
+
+STEPS=60
+ARGS="--nranks 2 --steps $STEPS --per-step 3 --floats 4096 --mib 4"
+LIBS="LD_LIBRARY_PATH=$NC:$CK GPUCKPT_STANDIN_CKPT_DIR=$SHEPDIR/state"
+
+# The reference: both ranks uninterrupted, outside Slurm.
+ref=$JOBS/ref
+mkdir -p "$ref"
+for r in 0 1; do
+	env $LIBS "$PROG" --rank $r --id "$ref/id" $ARGS --sleep-ms 0 >"$ref/$r.out" 2>"$ref/$r.err" &
+	eval "rp$r=\$!"
+done
+wait "$rp0" && wait "$rp1" || e2e_bail "the reference run failed: $(tail -n 3 "$ref"/*.err | tr '\n' ' ')"
+for r in 0 1; do grep -E '^(step|ballast|done)' "$ref/$r.out" >"$ref/$r.lines"; done
+tap_diag "reference (uninterrupted, outside Slurm): $(tail -n 1 "$ref/0.lines"), $(wc -l <"$ref/0.lines") lines per rank"
+
+# One rank per task; srun -l puts the task's number before each line. The
+# rendezvous file of NCCL's id is the job's (rank 0 writes it).
+s=$(job_script nccl "export GPUCKPT_TASKS=nccl GPUCKPT_LOG_LEVEL=info $LIBS
+srun -l -N 1 -n 2 bash -c 'exec $PROG --rank \$SLURM_PROCID --id $JOBS/nccl-\$SLURM_JOB_ID.id $ARGS --sleep-ms 150'")
+
+# rank_lines JOB R: rank R's program lines, over every run of the job.
+rank_lines() { sed -nE "s/^$2: ((step|ballast|done) .*)/\1/p" "$(job_out "$1")"; }
+# count JOB REGEX: lines of the job's output matching it; run_count JOB K
+# REGEX: those of its run K (restart K's, 0 the first).
+count() { out_count "$@"; }
+# until_out JOB REGEX SECONDS: wait_out that gives up as soon as the job is over.
+until_out() { wait_until "$3" "out_has '$1' '$2' || is_over '$1'" && out_has "$1" "$2"; }
+run_count() {
+	awk -v k="$2" -v re="$3" '/^batch: node .* restart [0-9]+ / { run = $5 } run == k && $0 ~ re { n++ }
+		END { print n + 0 }' "$(job_out "$1")"
+}
+
+# --- 1. requeued on gk1, restored on gk2 -----------------------------------
+drain gk2
+j=$(submit --as gkuser1 -N 1 -n 2 --gres=gpu:2 --gpu-checkpoint=on "$s")
+wait_running "$j" 60
+resume gk2
+check "job $j starts on gk1, its two ranks under the plugin's shepherds" \
+	eval '[ "$(job_node "$j")" = gk1 ]'
+until_out "$j" '^1: step 10 ' 90 || { job_diag "$j"; show_out "$j"; }
+scontrol requeue "$j"
+drain gk1
+until_out "$j" '^batch: node gk2 restart 1 ' 120 || job_diag "$j"
+check "both ranks were brought to a common collective and their communicators taken down" \
+	eval '[ "$(count "$j" "^[01]: gpuckpt: nccl: communicators taken down at a common collective")" -ge 2 ]'
+check "both parts of the set were committed by CRIU and the driver before the requeue ended the job" \
+	eval '[ "$(run_count "$j" 0 "^[01]: gpuckpt: transparent: checkpoint ckpt\.[0-9]+ committed")" = 2 ]'
+check "gk1's epilog staged the set out to the shared root" \
+	grep -q "stage-out: job $j: staged out step.0/" "$E2E_DIR/log/slurmd.gk1.log"
+check "... and took gk1's copy away: it left nothing behind, the NCCL ranks' rendezvous files neither" \
+	eval '! grep -q "stage-out: job $j: .*left on the burst buffer\|stage-out: job $j: kept" "$E2E_DIR/log/slurmd.gk1.log"'
+check "gk2's prolog staged it in" \
+	grep -q "stage-in: job $j: staged in step.0/" "$E2E_DIR/log/slurmd.gk2.log"
+check_out "$j" "restarted on gk2" '^batch: node gk2 restart 1 '
+resume gk1
+until_out "$j" '^1: step 30 ' 120 || { job_diag "$j"; show_out "$j"; }
+check "the plugin had each task's shepherd restore its part of the set (task 0 and task 1)" \
+	eval 'out_has "$j" "^([01]: )?gpuckpt: job $j step.0 task 0: restart 1: restoring .*transparently" &&
+		out_has "$j" "^([01]: )?gpuckpt: job $j step.0 task 1: restart 1: restoring .*transparently"'
+check "both ranks were restored by CRIU and the driver, and made their communicators again" \
+	eval '[ "$(run_count "$j" 1 "^[01]: gpuckpt: transparent: restored ckpt\.[0-9]+")" = 2 ] &&
+		[ "$(run_count "$j" 1 "^[01]: gpuckpt: nccl: communicators made again")" = 2 ]'
+
+# --- 2. preempted on gk2 by a job that needs both nodes --------------------
+t0=$(date +%s)
+high=$(submit -p high -N 2 --gres=gpu:2 --exclusive --wrap 'echo high: running on $SLURM_JOB_NODELIST; sleep 8')
+grace=$(sed -n 's/^PartitionName=low .*GraceTime=\([0-9]*\).*/\1/p' "$SLURM_CONF")
+wait_running "$high" $((grace + 60)) || job_diag "$high"
+check "a job of the high partition preempted it ($(($(date +%s) - t0)) s, GraceTime $grace s)" state_is "$high" RUNNING
+wait_over "$high" 60
+wait_over "$j" 180
+check "... both parts of a second set committed (4 in all)" \
+	eval '[ "$(count "$j" "^[01]: gpuckpt: transparent: checkpoint ckpt\.[0-9]+ committed")" = 4 ]'
+check_out "$j" "it came back after the high job" '^batch: node .* restart 2 '
+check "... and both ranks were restored again (4 restores in all)" \
+	eval '[ "$(count "$j" "^[01]: gpuckpt: transparent: restored ckpt\.[0-9]+")" = 4 ]'
+
+# --- 3. the result --------------------------------------------------------
+check_state "$j" COMPLETED "the job completed"
+for r in 0 1; do
+	rank_lines "$j" $r >"$JOBS/$j.$r.lines"
+	if cmp -s "$JOBS/$j.$r.lines" "$ref/$r.lines"; then
+		tap_ok "rank $r: its lines over the three runs are the uninterrupted run's ($(wc -l <"$ref/$r.lines") lines, $(tail -n 1 "$ref/$r.lines"))"
+	else
+		tap_not_ok "rank $r: its lines over the three runs are the uninterrupted run's"
+		tap_diag "$(diff "$ref/$r.lines" "$JOBS/$j.$r.lines" | head -n 12)"
+	fi
+done
+bad=$(grep -E 'gpuckpt: .*(refused|checkpoint of pid [0-9]+ failed|restore failed)' "$(job_out "$j")" | head -n 3)
+check "no part was refused and no checkpoint failed${bad:+: $bad}" test -z "$bad"
+check "the driver stand-in's state folder is empty again: every process it locked was unlocked" \
+	test -z "$(ls -A "$SHEPDIR/state")"
+tap_done
