@@ -196,6 +196,19 @@ static int plan_none(const struct gk_env *env, struct gk_tplan *p, gk_error_t *e
 	return rc;
 }
 
+/* A task that transparent mode does not take, for p->reason: an error when
+ * the job asked for transparent mode, else no shepherd (auto). */
+static int refuse_or_none(const struct gk_env *env, struct gk_tplan *p, gk_error_t *err)
+{
+	if (p->mode == GK_MODE_TRANSPARENT) {
+		gk_errprintf(
+		    err, "transparent mode was asked for (" GK_ENV(MODE) "=transparent), but %s",
+		    p->reason);
+		return -ENOTSUP;
+	}
+	return plan_none(env, p, err);
+}
+
 int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
 			const struct gk_task_ids *ids, const struct gk_env *env,
 			const struct gk_inject_result *r, struct gk_tplan *p, gk_error_t *err)
@@ -294,14 +307,7 @@ int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
 			 "transparently",
 			 step_nodes(env) ? "several nodes" : "an unknown number of nodes "
 							      "(no SLURM_STEP_NUM_NODES)");
-		if (p->mode == GK_MODE_TRANSPARENT) {
-			gk_errprintf(err,
-				     "transparent mode was asked for "
-				     "(" GK_ENV(MODE) "=transparent), but %s",
-				     p->reason);
-			return -ENOTSUP;
-		}
-		return plan_none(env, p, err);
+		return refuse_or_none(env, p, err);
 	}
 	if (!shell && ids->ntasks > 1 && !independent(env) && !nccl_ranks(env)) {
 		snprintf(p->reason, sizeof(p->reason),
@@ -310,14 +316,7 @@ int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
 			 "alone are not the step (MPI programs: gpuckpt_mpi.h; NCCL jobs such as "
 			 "PyTorch DDP on one node: " GK_ENV(TASKS) "=nccl; tasks that never talk "
 			 "to each other: " GK_ENV(TASKS) "=independent)");
-		if (p->mode == GK_MODE_TRANSPARENT) {
-			gk_errprintf(err,
-				     "transparent mode was asked for "
-				     "(" GK_ENV(MODE) "=transparent), but %s",
-				     p->reason);
-			return -ENOTSUP;
-		}
-		return plan_none(env, p, err);
+		return refuse_or_none(env, p, err);
 	}
 	if (!shell && r->dir_rc == 0 && r->restore) {
 		ckpt_t = newest_is_transparent(r->dirfd, r->dir, r->newest, err);
