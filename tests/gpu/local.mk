@@ -213,3 +213,11 @@ check-gpu-nccl:
 check-gpu-ddp:
 	@export GK_NCCL_CASES=ddp; $(AM_TESTS_ENVIRONMENT) $(SHELL) $(srcdir)/%reldir%/nccl-gpu.sh
 .PHONY: check-gpu-nccl check-gpu-ddp
+# The same DDP job under real Slurm (tests/slurm/e2e-nccl.sh, which sees the
+# two GPUs and PyTorch): srun -N 1 -n 2 with GPUCKPT_TASKS=nccl through the
+# plugin's shepherds, requeued and preempted, restored on the same GPUs.
+# Written on the stand-in (where that script runs in check-slurm) when the
+# session's GPU time was spent: not yet run on a GPU.
+check-gpu-ddp-slurm:
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS=slurm/e2e-nccl.sh
+.PHONY: check-gpu-ddp-slurm
