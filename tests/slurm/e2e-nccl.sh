@@ -56,6 +56,9 @@ if [ "$(id -u)" -ne 0 ]; then
 	why="needs root"
 elif ! gk_find_criu; then
 	why=$CRIU_WHY
+elif [ $REAL = 1 ] && [ "$("$CRIU" --version | sed -n 's/^Version: *4\.\([0-9]*\).*/\1/p' | head -n 1)" -lt 2 ] 2>/dev/null; then
+	# PyTorch's TCPStore keeps TCP connections, which CRIU 4.1 cannot dump.
+	why="$CRIU is CRIU $("$CRIU" --version | sed -n 's/^Version: *//p' | head -n 1): a DDP job's TCP connections need 4.2 or later"
 fi
 if [ -n "$why" ]; then
 	tap_plan $N
