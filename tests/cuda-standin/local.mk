@@ -79,8 +79,16 @@ check_PROGRAMS += %reldir%/test-standin
 %canon_reldir%_test_standin_LDFLAGS = $(AM_LDFLAGS) -no-install
 
 TESTS += %reldir%/test-standin.sh
-EXTRA_DIST += %reldir%/test-standin.sh %reldir%/README.md %reldir%/libcuda.map \
+EXTRA_DIST += %reldir%/test-standin.sh %reldir%/test-ckpt.sh %reldir%/README.md %reldir%/libcuda.map \
 	%reldir%/errors.def %reldir%/procaddr.def %reldir%/standin_kernel.h
+
+# The checkpoint API of the second build, as the shepherd calls it.
+check_PROGRAMS += %reldir%/test-ckpt
+%canon_reldir%_test_ckpt_SOURCES = %reldir%/test-ckpt.c
+%canon_reldir%_test_ckpt_CPPFLAGS = $(AM_CPPFLAGS) -I$(srcdir)/%reldir%
+%canon_reldir%_test_ckpt_LDADD = %reldir%/ckpt/libcuda.la
+%canon_reldir%_test_ckpt_LDFLAGS = $(AM_LDFLAGS) -no-install
+TESTS += %reldir%/test-ckpt.sh
 
 standin: %reldir%/libcuda.la %reldir%/ckpt/libcuda.la %reldir%/modules/test_kernels.la %reldir%/modules/hash_kernel_host.la
 .PHONY: standin
