@@ -456,6 +456,8 @@ static void tell_unpreloadable(spank_t sp)
 
 int slurm_spank_task_init(spank_t sp, int ac, char **av)
 {
+	char gpus[sizeof(((struct gk_tplan *)0)->gpus)];
+	spank_err_t gpus_rc;
 	gk_error_t err;
 
 	if (spank_context() != S_CTX_REMOTE)
@@ -470,8 +472,18 @@ int slurm_spank_task_init(spank_t sp, int ac, char **av)
 		fflush(stderr);
 		task_note[0] = '\0';
 	}
-	/* Transparent mode: the shepherd's side gets this stdio and places us. */
-	if (gk_shepherd_task_start(&err) < 0) {
+	/* Transparent mode: the shepherd's side gets this stdio and places us,
+	 * and the GPUs Slurm has bound to this task by now. */
+	gpus_rc = ESPANK_ENV_NOEXIST;
+	if (gk_shepherd_task_pending()) {
+		gpus_rc = spank_getenv(sp, "CUDA_VISIBLE_DEVICES", gpus, sizeof(gpus));
+		if (gpus_rc != ESPANK_SUCCESS && gpus_rc != ESPANK_ENV_NOEXIST) {
+			slurm_error("gpuckpt: transparent: the task's CUDA_VISIBLE_DEVICES: %s",
+				    spank_strerror(gpus_rc));
+			return -1;
+		}
+	}
+	if (gk_shepherd_task_start(gpus_rc == ESPANK_SUCCESS ? gpus : NULL, &err) < 0) {
 		slurm_error("gpuckpt: %s", err.text);
 		return -1;
 	}

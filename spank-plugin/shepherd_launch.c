@@ -435,19 +435,36 @@ int gk_shepherd_argv(const struct gk_tplan *p, pid_t child, char *argv[], char *
 static int handoff_fd = -1;
 static int handoff_exit; /* RESTORE helper: exit once the stdio is handed over */
 
-/* Send fds 0, 1, 2. */
-static int send_stdio(int sock)
+/*
+ * What the task side sends in task_init: fds 0, 1, 2 and the task's
+ * CUDA_VISIBLE_DEVICES as Slurm left it. Slurm binds GPUs to a task
+ * (--gpus-per-task, --gpu-bind) only after task_init_privileged, where the
+ * plan was made, so the plan holds the job's GPUs ("0,1") where the task sees
+ * its own ("1"); the shepherd must see the task's. The bytes: 'S', then 'U'
+ * (unset) or 'V' and the value, without its NUL.
+ */
+static int send_stdio(int sock, const char *gpus)
 {
 	int fds[3] = {0, 1, 2};
-	char data = 'S';
+	char data[2 + sizeof(((struct gk_tplan *)0)->gpus)];
+	size_t len = 2;
 	union {
 		char buf[CMSG_SPACE(sizeof(fds))];
 		struct cmsghdr align;
 	} u;
-	struct iovec iov = {&data, 1};
+	struct iovec iov = {data, 0};
 	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
 	struct cmsghdr *c;
 
+	data[0] = 'S';
+	data[1] = gpus ? 'V' : 'U';
+	if (gpus) {
+		if (strlen(gpus) > sizeof(data) - 2)
+			return -ENAMETOOLONG;
+		memcpy(data + 2, gpus, strlen(gpus));
+		len += strlen(gpus);
+	}
+	iov.iov_len = len;
 	memset(&u, 0, sizeof(u));
 	msg.msg_control = u.buf;
 	msg.msg_controllen = sizeof(u.buf);
@@ -463,15 +480,29 @@ static int send_stdio(int sock)
 	return 0;
 }
 
-/* Receive three fds. -EPIPE when the other side went away without sending. */
-static int recv_stdio(int sock, int fds[3])
+/* A CUDA_VISIBLE_DEVICES value as Slurm and the driver write one: indices,
+ * UUIDs (GPU-..., MIG-...) and their separators. It goes into the
+ * environment of a process that runs as root. */
+static int gpu_list_ok(const char *v)
 {
-	char data;
+	for (; *v; v++)
+		if (!((*v >= '0' && *v <= '9') || (*v >= 'a' && *v <= 'z') ||
+		      (*v >= 'A' && *v <= 'Z') || *v == ',' || *v == '-' || *v == '/'))
+			return 0;
+	return 1;
+}
+
+/* Receive three fds, and the task's GPUs into p (send_stdio). -EPIPE when
+ * the other side went away without sending; -EBADMSG when the fds came but
+ * the GPU list is not one. */
+static int recv_stdio(int sock, int fds[3], struct gk_tplan *p)
+{
+	char data[2 + sizeof(p->gpus)];
 	union {
 		char buf[CMSG_SPACE(3 * sizeof(int))];
 		struct cmsghdr align;
 	} u;
-	struct iovec iov = {&data, 1};
+	struct iovec iov = {data, sizeof(data)};
 	struct msghdr msg = {.msg_iov = &iov, .msg_iovlen = 1};
 	struct cmsghdr *c;
 	int got = 0;
@@ -493,7 +524,21 @@ static int recv_stdio(int sock, int fds[3])
 			got = 1;
 		}
 	}
-	return got ? 0 : -EPROTO;
+	if (!got)
+		return -EPROTO;
+	if (n < 2 || data[0] != 'S' || (data[1] != 'U' && data[1] != 'V') ||
+	    (msg.msg_flags & MSG_TRUNC) || (data[1] == 'U' && n != 2))
+		return -EPROTO;
+	if (data[1] == 'V') {
+		memcpy(p->gpus, data + 2, (size_t)n - 2);
+		p->gpus[n - 2] = '\0';
+		if (strlen(p->gpus) != (size_t)n - 2 || !gpu_list_ok(p->gpus))
+			return -EBADMSG; /* the fds came: the caller can say so */
+	} else {
+		p->gpus[0] = '\0';
+	}
+	p->have_gpus = data[1] == 'V';
+	return 0;
 }
 
 /* The task's stdio on 0, 1, 2, nothing else open but `go` (attach: moved to
@@ -611,15 +656,30 @@ static void die_after_fork(const char *what, int e)
 }
 
 /* The task's own process: wait for the stdio, place the program, become the shepherd. */
-static void run_shepherd(const struct gk_tplan *p, pid_t child, int up) __attribute__((noreturn));
-static void run_shepherd(const struct gk_tplan *p, pid_t child, int up)
+static void run_shepherd(const struct gk_tplan *plan, pid_t child, int up)
+    __attribute__((noreturn));
+static void run_shepherd(const struct gk_tplan *plan, pid_t child, int up)
 {
+	static struct gk_tplan q; /* the plan, with the GPUs the task was given */
+	const struct gk_tplan *p = &q;
 	gk_error_t err;
 	char *argv[GK_SHEPHERD_MAXARGS + 1], buf[3 * PATH_MAX + 512];
 	int fds[3], rc, status;
 	char go = 'G';
 
-	rc = recv_stdio(up, fds);
+	q = *plan;
+	rc = recv_stdio(up, fds, &q);
+	if (rc == -EBADMSG || rc == -EPROTO) {
+		/* Not what the task side sends: nothing of it is used. */
+		if (child > 0)
+			kill(child, SIGKILL);
+		if (rc == -EBADMSG)
+			dprintf(
+			    fds[2],
+			    "gpuckpt: transparent: the task's CUDA_VISIBLE_DEVICES is not a list "
+			    "of GPUs; the task does not start\n");
+		_exit(127);
+	}
 	if (rc < 0) {
 		/* The program's side is gone (Slurm ended it before task_init). */
 		if (child > 0)
@@ -715,7 +775,12 @@ out_close:
 	return rc;
 }
 
-int gk_shepherd_task_start(gk_error_t *err)
+int gk_shepherd_task_pending(void)
+{
+	return handoff_fd >= 0;
+}
+
+int gk_shepherd_task_start(const char *gpus, gk_error_t *err)
 {
 	char go;
 	ssize_t n;
@@ -723,7 +788,7 @@ int gk_shepherd_task_start(gk_error_t *err)
 
 	if (handoff_fd < 0)
 		return 0;
-	rc = send_stdio(handoff_fd);
+	rc = send_stdio(handoff_fd, gpus);
 	if (rc == 0) {
 		while ((n = read(handoff_fd, &go, 1)) < 0 && errno == EINTR)
 			;

@@ -59,7 +59,8 @@ struct gk_tplan {
 	 * with slurmstepd's, and must see the GPUs the task was given, in the
 	 * task's order. Without them a transparent restore under Slurm paired
 	 * the node's GPUs by position, not the job's (the seal records the
-	 * GPUs the shepherd sees). */
+	 * GPUs the shepherd sees). The plan is made before Slurm binds GPUs to
+	 * the task; task_init sends the bound value (gk_shepherd_task_start). */
 	char gpus[1024];
 	char gpu_order[32];
 	int have_gpus, have_gpu_order;
@@ -108,11 +109,17 @@ int gk_shepherd_launch(const struct gk_tplan *p, gk_error_t *err);
 
 /*
  * In task_init (stdio set up, privileges dropped): hand this process's stdin,
- * stdout and stderr to the shepherd's side and wait until it is placed and,
- * ATTACH, until gpuckpt-shepherd has taken it as its child (--go-fd). The
- * RESTORE helper exits here. 0 when there is nothing to do or it went well,
- * else a negative errno with err set (the task must not run).
+ * stdout and stderr to the shepherd's side, with gpus, the task's
+ * CUDA_VISIBLE_DEVICES now (NULL: unset), which the shepherd then sees
+ * instead of the plan's (Slurm binds GPUs to each task after the plan is
+ * made), and wait until it is placed and, ATTACH, until gpuckpt-shepherd has
+ * taken it as its child (--go-fd). The RESTORE helper exits here. 0 when
+ * there is nothing to do or it went well, else a negative errno with err set
+ * (the task must not run).
  */
-int gk_shepherd_task_start(gk_error_t *err);
+int gk_shepherd_task_start(const char *gpus, gk_error_t *err);
+
+/* 1 when task_init has a task to hand to the shepherd's side. */
+int gk_shepherd_task_pending(void);
 
 #endif

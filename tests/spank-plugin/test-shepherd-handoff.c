@@ -36,6 +36,9 @@
 #define PROG_STATUS 7
 
 static char shep[PATH_MAX], root[] = "/tmp/gk-test-handoff.XXXXXX";
+/* The GPUs in the plan (task_init_privileged's view, NULL: none) and the ones
+ * the task has in task_init, after Slurm bound GPUs to it (NULL: unset). */
+static const char *plan_gpus, *task_gpus;
 
 /* The wrapper: hold while the program lives, reaping it ("reap") or with
  * SIGCHLD ignored ("ignore"), then exec the real shepherd with our arguments. */
@@ -54,6 +57,20 @@ static int wrapper(int argc, char **argv)
 	}
 	if (strcmp(mode, "ignore") == 0)
 		signal(SIGCHLD, SIG_IGN);
+	/* What the shepherd would see: its CUDA_VISIBLE_DEVICES. */
+	if (strcmp(mode, "gpus") == 0) {
+		char path[PATH_MAX];
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/gpus", getenv("GK_TEST_ROOT"));
+		f = fopen(path, "we");
+		if (f) {
+			fputs(getenv("CUDA_VISIBLE_DEVICES") ? getenv("CUDA_VISIBLE_DEVICES")
+							     : "(unset)",
+			      f);
+			fclose(f);
+		}
+	}
 	for (int i = 0; i < 200; i++) {
 		if (strcmp(mode, "reap") == 0 && waitpid(child, NULL, WNOHANG) == child)
 			break;
@@ -93,7 +110,7 @@ static void program(const char *mode)
 	gk_error_t err;
 	char v[128];
 
-	if (gk_shepherd_task_start(&err) < 0)
+	if (gk_shepherd_task_start(task_gpus, &err) < 0)
 		_exit(100);
 	for (int i = 0; mode && strcmp(mode, "ignore") == 0 && i < 5000; i++) {
 		parent_status("Name:\t", v, sizeof(v));
@@ -153,6 +170,10 @@ static int run_task(const char *how, char *errbuf, size_t errlen)
 	snprintf(p.dir, sizeof(p.dir), "%s/ckpt", root);
 	p.keep = 2;
 	p.ids = (struct gk_task_ids){12, 0, 0, 0, 0, 1};
+	if (plan_gpus) {
+		snprintf(p.gpus, sizeof(p.gpus), "%s", plan_gpus);
+		p.have_gpus = 1;
+	}
 	snprintf(errpath, sizeof(errpath), "%s/stderr", root);
 	fflush(NULL);
 	task = fork();
@@ -246,7 +267,8 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	setenv("GK_TEST_REAL_SHEPHERD", shep, 1);
-	plan(10);
+	setenv("GK_TEST_ROOT", root, 1);
+	plan(12);
 
 	rc = run_task(NULL, errbuf, sizeof(errbuf));
 	is_int(rc, PROG_STATUS, "a program that ends at once: the task ends with its own status");
@@ -278,6 +300,22 @@ int main(int argc, char **argv)
 	is_int(rc, 2, "attach --child of an ended process that is another's child: refused");
 	ok(strstr(errbuf, "not a child process of this shepherd") != NULL,
 	   "... saying it is not a child process of this shepherd");
+
+	/* Slurm binds a task's GPUs (--gpus-per-task, --gpu-bind) after the plan
+	 * is made: the shepherd must see the task's, which task_init sends. */
+	plan_gpus = "0,1";
+	task_gpus = "1";
+	rc = run_task("gpus", errbuf, sizeof(errbuf));
+	snprintf(link, sizeof(link), "%s/gpus", root);
+	slurp(link, errbuf, sizeof(errbuf));
+	is_str(errbuf, "1",
+	       "the shepherd sees the GPUs Slurm bound to the task (1), not the plan's (0,1)");
+	task_gpus = "1;rm";
+	rc = run_task("gpus", errbuf, sizeof(errbuf));
+	ok(rc == 127 && strstr(errbuf, "CUDA_VISIBLE_DEVICES is not a list of GPUs") != NULL,
+	   "a value that is not a GPU list: the task does not start, saying why (%d)", rc);
+	if (!strstr(errbuf, "CUDA_VISIBLE_DEVICES is not a list of GPUs"))
+		printf("# stderr: %s\n", errbuf);
 
 	snprintf(link, sizeof(link), "rm -rf '%s'", root);
 	if (system(link) != 0)
