@@ -260,7 +260,14 @@ static void do_init(void)
 		int p = phys[d];
 
 		dev->phys = p;
-		snprintf(dev->name, sizeof(dev->name), "gpuckpt stand-in GPU %d (host memory)", p);
+		/* GPUCKPT_STANDIN_NAME: one name for every device, as a node of
+		 * one model shows them (the shepherd restores only onto a GPU of
+		 * the same name). Read at the first cuInit, like the others. */
+		if (getenv("GPUCKPT_STANDIN_NAME") && getenv("GPUCKPT_STANDIN_NAME")[0])
+			snprintf(dev->name, sizeof(dev->name), "%s", getenv("GPUCKPT_STANDIN_NAME"));
+		else
+			snprintf(dev->name, sizeof(dev->name), "gpuckpt stand-in GPU %d (host memory)",
+				 p);
 		dev->uuid = m.uuid[p];
 		dev->total = m.memory[p];
 		atomic_init(&dev->used, 0);
