@@ -32,7 +32,10 @@
 #     their communicators again.
 #  2. After step 30: a job of the high partition takes every node, and Slurm
 #     preempts this one (PreemptMode=REQUEUE, GraceTime): the same again,
-#     restored when the high job has ended.
+#     restored when the high job has ended, onto the GPUs in the other order.
+#     Each task sees one GPU (srun --gpu-bind=map_gpu): rank r on GPU r in
+#     the first two runs, the job script maps them 1,0 in the third, so each
+#     rank's shepherd restores it onto the other GPU.
 #  3. Both ranks' lines, over the three runs, are the uninterrupted run's.
 #
 # Needs root and CRIU 4 or later (GK_CRIU, else /usr/local/sbin/criu, ...).
@@ -42,7 +45,7 @@
 #   flock /tmp/gk-cluster.lock make -C build/tests check TESTS=slurm/e2e-nccl.sh
 . "${top_srcdir:-$(dirname "$0")/../..}/tests/slurm/e2e-lib.sh"
 
-N=18
+N=19
 PY=${GK_PYTHON:-$(command -v python3 2>/dev/null || true)}
 DDP=$top_srcdir/tests/gpu/frameworks/fw_ddp.py
 REAL=0
@@ -87,10 +90,10 @@ if [ $REAL = 1 ]; then
 	# TCPStore's connections dumped and restored closed (docs/nccl.md).
 	ENVS="NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1 NVSHMEM_DISABLE_NVLS=1 CUBLAS_WORKSPACE_CONFIG=:4096:8 HOME=$CACHE/home TRITON_CACHE_DIR=$CACHE/triton GPUCKPT_TCP=close"
 	port() { "$PY" -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])'; }
-	# rank R's command with the rendezvous at PORT: rank r on GPU r of both.
-	rank_cmd() { echo "env RANK=$1 WORLD_SIZE=2 LOCAL_RANK=$1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$2 $PY $DDP --steps $STEPS --sleep 0.15"; }
+	# rank R's command with the rendezvous at PORT: the one GPU it sees.
+	rank_cmd() { echo "env RANK=$1 WORLD_SIZE=2 LOCAL_RANK=0 MASTER_ADDR=127.0.0.1 MASTER_PORT=$2 $PY $DDP --steps $STEPS --sleep 0.15"; }
 	LINES='fw-ddp: (step|done)'
-	REF_ENV="CUDA_VISIBLE_DEVICES=0,1 $ENVS"
+	REF_ENV=$ENVS
 	tap_diag "on the GPUs: $(nvidia-smi -L | head -n 2 | tr '\n' ' '); PyTorch DDP (fw_ddp.py), $STEPS steps"
 else
 	NNODES=${GK_E2E_NCCL_NODES:-2}
@@ -106,14 +109,15 @@ else
 	rm -rf "$SHEPDIR" && mkdir -p "$SHEPDIR/state"
 	cat >"$SHEPDIR/gpuckpt-shepherd" <<EOS
 #!/bin/sh
-# Test wrapper: the stand-in driver with the checkpoint API; the rest is real.
-export LD_LIBRARY_PATH=$CK GPUCKPT_STANDIN_CKPT_DIR=$SHEPDIR/state
+# Test wrapper: the stand-in driver with the checkpoint API, its GPUs of one
+# model (one name); the rest is real.
+export LD_LIBRARY_PATH=$CK GPUCKPT_STANDIN_CKPT_DIR=$SHEPDIR/state GPUCKPT_STANDIN_NAME=stand-in
 exec "$(cd "$(dirname "$SHEP_REAL")" && pwd)/$(basename "$SHEP_REAL")" "\$@"
 EOS
 	chmod 0755 "$SHEPDIR" "$SHEPDIR/gpuckpt-shepherd" "$SHEPDIR/state"
 	GK_E2E_PLUGIN_ARGS="criu=$CRIU shepherd=$SHEPDIR ${GK_E2E_PLUGIN_ARGS:-}"
 	e2e_start --nodes "$NNODES"
-	ENVS="LD_LIBRARY_PATH=$NC:$CK GPUCKPT_STANDIN_CKPT_DIR=$SHEPDIR/state"
+	ENVS="LD_LIBRARY_PATH=$NC:$CK GPUCKPT_STANDIN_CKPT_DIR=$SHEPDIR/state GPUCKPT_STANDIN_NAME=stand-in"
 	ARGS="--nranks 2 --steps $STEPS --per-step 3 --floats 4096 --mib 4"
 	# The rendezvous file of NCCL's id (rank 0 writes it) stands for the port.
 	port() { echo "$JOBS/nccl-$RANDOM.id"; }
@@ -134,14 +138,15 @@ fi
 SUBMIT_AS=(--as $AS)
 [ $AS = root ] && SUBMIT_AS=()
 
-# The reference: both ranks uninterrupted, outside Slurm, as the job's user.
+# The reference: both ranks uninterrupted, outside Slurm, as the job's user,
+# rank r on GPU r.
 ref=$JOBS/ref
 mkdir -p "$ref" && chmod 0777 "$ref"
 rp=$(port)
 for r in 0 1; do
 	# shellcheck disable=SC2046
 	(cd "$ref" && setpriv --reuid="$(id -u $AS)" --regid="$(id -g $AS)" --clear-groups \
-		env $REF_ENV timeout -s KILL 300 $(rank_cmd $r "$rp" | sed 's/--sleep-ms 150/--sleep-ms 0/; s/--sleep 0.15/--sleep 0/')) \
+		env CUDA_VISIBLE_DEVICES=$r $REF_ENV timeout -s KILL 300 $(rank_cmd $r "$rp" | sed 's/--sleep-ms 150/--sleep-ms 0/; s/--sleep 0.15/--sleep 0/')) \
 		>"$ref/$r.out" 2>"$ref/$r.err" &
 	eval "rp$r=\$!"
 done
@@ -149,10 +154,15 @@ wait "$rp0" && wait "$rp1" || e2e_bail "the reference run failed: $(tail -n 3 "$
 for r in 0 1; do grep -E "^$LINES" "$ref/$r.out" >"$ref/$r.lines"; done
 tap_diag "reference (uninterrupted, outside Slurm): $(tail -n 1 "$ref/0.lines"), $(wc -l <"$ref/0.lines") lines per rank"
 
-# One rank per task; srun -l puts the task's number before each line.
+# One rank per task, each seeing one GPU: rank r on GPU r, until the third
+# run (the restore after the preemption), where they are swapped. srun -l
+# puts the task's number before each line.
 jp=$(port)
 s=$(job_script nccl "export GPUCKPT_TASKS=nccl GPUCKPT_LOG_LEVEL=info $ENVS
-srun -l -N 1 -n 2 bash -c 'if [ \$SLURM_PROCID = 0 ]; then exec $(rank_cmd 0 "$jp"); else exec $(rank_cmd 1 "$jp"); fi'")
+map=0,1
+[ \"\${SLURM_RESTART_COUNT:-0}\" -ge 2 ] && map=1,0
+echo \"batch: ranks on GPUs \$map\"
+srun -l -N 1 -n 2 --gpu-bind=map_gpu:\$map bash -c 'if [ \$SLURM_PROCID = 0 ]; then exec $(rank_cmd 0 "$jp"); else exec $(rank_cmd 1 "$jp"); fi'")
 
 # rank_lines JOB R: rank R's program lines, over every run of the job.
 rank_lines() { sed -nE "s/^$2: ($LINES.*)/\1/p" "$(job_out "$1")"; }
@@ -213,19 +223,29 @@ check "... both parts of a second set committed (4 in all)" \
 check_out "$j" "it came back after the high job" '^batch: node .* restart 2 '
 check "... and both ranks were restored again (4 restores in all)" \
 	eval '[ "$(count "$j" "^[01]: gpuckpt: transparent: restored ckpt\.[0-9]+")" = 4 ]'
+# The shepherd names a GPU that changed: rank r from GPU r to GPU 1-r.
+moved=$(awk '/^batch: node .* restart 2 / { on = 1 } on && /^[01]: gpuckpt: transparent: restore: GPU 0: / { print $1, $(NF - 2), $NF }' "$(job_out "$j")" | sort)
+uuid_of() { nvidia-smi -L 2>/dev/null | sed -n "s/^GPU $1: .*(UUID: \(GPU-[^)]*\)).*/\1/p"; }
+if [ $REAL = 1 ]; then u0=$(uuid_of 0) u1=$(uuid_of 1); else u0=GPU-5af057a1-0000-0000-0000-000000000000 u1=GPU-5af057a1-0100-0000-0000-000000000001; fi
+if [ "$(echo $moved)" = "0: $u0 $u1 1: $u1 $u0" ]; then
+	tap_ok "... onto the GPUs in the other order: each rank's shepherd restored it onto the other GPU ($(echo $moved))"
+else
+	tap_not_ok "... onto the GPUs in the other order: each rank's shepherd restored it onto the other GPU ($(echo $moved))"
+	tap_diag "$(awk '/^batch: node .* restart 2 / { on = 1 } on' "$(job_out "$j")" | grep -E 'batch:|restore|GPU' | head -n 20)"
+fi
 
 # --- 3. the result --------------------------------------------------------
 check_state "$j" COMPLETED "the job completed"
 for r in 0 1; do
 	rank_lines "$j" $r >"$JOBS/$j.$r.lines"
 	if cmp -s "$JOBS/$j.$r.lines" "$ref/$r.lines"; then
-		tap_ok "rank $r: its lines over the three runs are the uninterrupted run's ($(wc -l <"$ref/$r.lines") lines, $(tail -n 1 "$ref/$r.lines"))"
+		tap_ok "rank $r: its lines over the three runs, the last on the other GPU, are the uninterrupted run's ($(wc -l <"$ref/$r.lines") lines, $(tail -n 1 "$ref/$r.lines"))"
 	else
 		tap_not_ok "rank $r: its lines over the three runs are the uninterrupted run's"
 		tap_diag "$(diff "$ref/$r.lines" "$JOBS/$j.$r.lines" | head -n 12)"
 	fi
 done
-bad=$(grep -E 'gpuckpt: .*(refused|checkpoint of pid [0-9]+ failed|restore failed)' "$(job_out "$j")" | head -n 3)
+bad=$(grep -E 'gpuckpt: .*(refused|checkpoint of pid [0-9]+ failed|restore failed|transparent: restore: /)' "$(job_out "$j")" | head -n 3)
 check "no part was refused and no checkpoint failed${bad:+: $bad}" test -z "$bad"
 if [ $REAL = 1 ]; then
 	check "the driver reports no process of the job locked or checkpointed any more" \
