@@ -215,7 +215,8 @@ check-gpu-ddp:
 .PHONY: check-gpu-nccl check-gpu-ddp
 # The same DDP job under real Slurm (tests/slurm/e2e-nccl.sh, which sees the
 # two GPUs and PyTorch): srun -N 1 -n 2 with GPUCKPT_TASKS=nccl through the
-# plugin's shepherds, requeued and preempted, restored on the same GPUs.
+# plugin's shepherds, requeued (restored on the same GPUs) and preempted
+# (restored onto them in the other order).
 # Written on the stand-in (where that script runs in check-slurm) when the
 # session's GPU time was spent: not yet run on a GPU.
 check-gpu-ddp-slurm:

@@ -19,7 +19,7 @@
 # On the GPU machine (two GPUs, python3 with PyTorch seeing both, CRIU 4.2 or
 # later for the TCPStore's connections; GK_E2E_NCCL_STANDIN=1 keeps the
 # stand-in there): the program is tests/gpu/frameworks/fw_ddp.py, a PyTorch
-# DDP job, rank r on GPU r of both (LOCAL_RANK), GPUCKPT_TCP=close. One node
+# DDP job, one GPU per rank, GPUCKPT_TCP=close. One node
 # (cluster.sh --real-gpu, GK_GPU_COUNT=2). NOT YET RUN on a GPU: written
 # when the session's GPU time was spent; the stand-in runs its one-node path
 # with GK_E2E_NCCL_NODES=1.
