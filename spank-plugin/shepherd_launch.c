@@ -446,7 +446,8 @@ static int handoff_exit; /* RESTORE helper: exit once the stdio is handed over *
 static int send_stdio(int sock, const char *gpus)
 {
 	int fds[3] = {0, 1, 2};
-	char data[2 + sizeof(((struct gk_tplan *)0)->gpus)];
+	/* The value and its two marks; without the NUL, which p->gpus needs. */
+	char data[2 + sizeof(((struct gk_tplan *)0)->gpus) - 1];
 	size_t len = 2;
 	union {
 		char buf[CMSG_SPACE(sizeof(fds))];
@@ -497,7 +498,9 @@ static int gpu_list_ok(const char *v)
  * the GPU list is not one. */
 static int recv_stdio(int sock, int fds[3], struct gk_tplan *p)
 {
-	char data[2 + sizeof(p->gpus)];
+	/* One byte short of 2 + sizeof(p->gpus): the value and its NUL fit
+	 * there whatever the other side sent (a longer message is MSG_TRUNC). */
+	char data[2 + sizeof(p->gpus) - 1];
 	union {
 		char buf[CMSG_SPACE(3 * sizeof(int))];
 		struct cmsghdr align;
