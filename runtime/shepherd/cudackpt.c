@@ -228,6 +228,29 @@ static int used(const struct gk_gpu *gpus, size_t n, const char *uuid)
 	return 0;
 }
 
+int gk_gpu_shared_move(const struct gk_gpu *old_used, size_t nold_used,
+		       const struct gk_gpu *new_used, size_t nnew_used, char (*new_node)[64],
+		       size_t nnew_node, gk_error_t *err)
+{
+	if (!nnew_node || nold_used >= nnew_node)
+		return 0;
+	for (size_t i = 0; i < nold_used; i++) {
+		if (used(new_used, nnew_used, old_used[i].uuid) ||
+		    !listed(new_node, nnew_node, old_used[i].uuid))
+			continue;
+		gk_errprintf(err,
+			     "this rank saw %zu of the node's %zu GPUs and would move off %s, "
+			     "which stays on this node; the CUDA driver cannot map the other "
+			     "ranks' memory on that GPU into a process moved that way, so its "
+			     "NCCL communicators could not be made again. Restore it onto the "
+			     "GPUs it had (the same --gpu-bind), or run each rank with every "
+			     "GPU of the node visible",
+			     nold_used, nnew_node, old_used[i].uuid);
+		return -EXDEV;
+	}
+	return 0;
+}
+
 int gk_gpu_pairs(const struct gk_gpu *old_used, size_t nold_used, char (*old_node)[64],
 		 size_t nold_node, const struct gk_gpu *new_used, size_t nnew_used,
 		 char (*new_node)[64], size_t nnew_node, CUcheckpointGpuPair *pairs, size_t max,

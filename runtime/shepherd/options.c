@@ -73,6 +73,12 @@ const char gk_shep_usage[] =
     "                         connection closed (CRIU's --tcp-close), for\n"
     "                         connections the program does not need again, such as\n"
     "                         PyTorch's TCPStore once training runs (" GK_ENV(TCP) ")\n"
+    "    --nccl               the tree is one rank of an NCCL job (the plugin\n"
+    "                         passes it with " GK_ENV(TASKS) "=nccl): its\n"
+    "                         communicators are made again after a restore and\n"
+    "                         map the other ranks' GPU memory. A restore that\n"
+    "                         the driver cannot carry for that is refused\n"
+    "                         (REFUSALS)\n"
     "    --ready-timeout S    seconds to wait for READY from every CUDA process\n"
     "                         (default 10)\n"
     "    --lock-timeout S     seconds the driver may take to lock a process\n"
@@ -102,7 +108,11 @@ const char gk_shep_usage[] =
     "    driver says a GPU here is a MIG instance; NVML alone opens those devices\n"
     "    on any machine, which is no refusal), or when an MPS daemon runs on the\n"
     "    node. A restore is refused onto another chip, onto fewer GPUs, and onto a\n"
-    "    node with another number of GPUs (the driver pairs every GPU of the node).\n"
+    "    node with another number of GPUs (the driver pairs every GPU of the node),\n"
+    "    and, with --nccl, off a GPU of this node that the rank saw when it saw\n"
+    "    only some of the node's GPUs (the ranks swapped onto each other's GPUs,\n"
+    "    one GPU each): the driver cannot map the other ranks' memory on that GPU\n"
+    "    into it afterwards.\n"
     "\n"
     "ENVIRONMENT\n"
     "    " GK_ENV(SHEPHERD) "     set by the shepherd in the program's environment: the\n"
@@ -135,6 +145,7 @@ enum {
 	OPT_SIGNALS,
 	OPT_TEST_HOOK,
 	OPT_TCP,
+	OPT_NCCL,
 };
 
 static const struct option long_opts[] = {
@@ -144,6 +155,7 @@ static const struct option long_opts[] = {
     {"criu", required_argument, NULL, OPT_CRIU},
     {"assist", required_argument, NULL, OPT_ASSIST},
     {"tcp", required_argument, NULL, OPT_TCP},
+    {"nccl", no_argument, NULL, OPT_NCCL},
     {"ready-timeout", required_argument, NULL, OPT_READY},
     {"lock-timeout", required_argument, NULL, OPT_LOCK},
     {"keep", required_argument, NULL, OPT_KEEP},
@@ -271,6 +283,9 @@ static int parse_one(int c, const char *arg, struct gk_shep_opts *o, gk_error_t 
 		if (strcmp(arg, "refuse") && strcmp(arg, "close"))
 			BAD("--tcp '%s': must be refuse or close", arg);
 		o->tcp_close = !strcmp(arg, "close");
+		break;
+	case OPT_NCCL:
+		o->nccl = 1;
 		break;
 	case OPT_READY:
 		if (parse_seconds(arg, &o->ready_timeout) < 0)

@@ -87,6 +87,11 @@ static int map_gpus(struct gk_shepherd *sh, const struct gk_seal *seal, CUcheckp
 	}
 	if (gk_node_gpus("/proc", node, GK_SEAL_MAX_GPUS, &nnode) < 0)
 		nnode = 0;
+	if (sh->o->nccl) {
+		ret = gk_gpu_shared_move(seal->gpus, seal->ngpus, now, n, node, nnode, err);
+		if (ret < 0)
+			return ret;
+	}
 	return gk_gpu_pairs(seal->gpus, seal->ngpus, (char(*)[64])seal->node_gpus, seal->nnode_gpus,
 			    now, n, node, nnode, pairs, GK_SEAL_MAX_GPUS, err);
 }

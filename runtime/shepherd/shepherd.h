@@ -53,6 +53,7 @@ struct gk_shep_opts {
 	char criu[4096]; /* empty: the default places */
 	int assist;
 	int tcp_close; /* --tcp close: TCP connections are dumped, restored closed */
+	int nccl;      /* --nccl: the tree is one rank of an NCCL job (gk_gpu_shared_move) */
 	double ready_timeout; /* seconds */
 	double lock_timeout;
 	unsigned keep;
@@ -124,6 +125,24 @@ int gk_gpu_pairs(const struct gk_gpu *old_used, size_t nold_used, char (*old_nod
 		 size_t nold_node, const struct gk_gpu *new_used, size_t nnew_used,
 		 char (*new_node)[64], size_t nnew_node, CUcheckpointGpuPair *pairs, size_t max,
 		 gk_error_t *err);
+
+/*
+ * For a tree that shares GPU memory with other processes after its restore
+ * (an NCCL rank: its communicators are made again and map the other ranks'
+ * buffers): 0 when the driver can carry the move from old_used to new_used,
+ * -EXDEV with the reason in err when it cannot. Seen on driver 580 (two
+ * H200s, docs/nccl.md): a process that saw only some of the node's GPUs and
+ * is restored off one of them, which stays on the node, cannot map memory
+ * that lives on that old GPU afterwards (cuMemSetAccess: "invalid device
+ * ordinal"; cuIpcOpenMemHandle: "invalid argument"); the driver still takes
+ * the memory there for its own. So such a move is refused before anything
+ * is restored. A process that saw every GPU of the node, or a move onto
+ * another node's GPUs, is not concerned. Without the node's list (an older
+ * seal) nothing can be said, and nothing is refused.
+ */
+int gk_gpu_shared_move(const struct gk_gpu *old_used, size_t nold_used,
+		       const struct gk_gpu *new_used, size_t nnew_used, char (*new_node)[64],
+		       size_t nnew_node, gk_error_t *err);
 
 /*
  * Whether a GPU this process sees is a MIG instance, asked of the driver:

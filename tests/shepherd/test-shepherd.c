@@ -587,9 +587,32 @@ static void capabilities(void)
 	   "capabilities: a status without CapEff, or none, is an error, not a pass");
 }
 
+/* What an NCCL rank's restore refuses (gk_gpu_shared_move): only the moves
+ * the driver cannot carry for memory shared between processes. */
+static void shared_moves(void)
+{
+	struct gk_gpu a = {UA, "H200"}, b = {UB, "H200"}, c = {UC, "H200"};
+	struct gk_gpu ab[2] = {{UA, "H200"}, {UB, "H200"}}, ba[2] = {{UB, "H200"}, {UA, "H200"}};
+	char n_ab[2][64] = {UA, UB}, n_cd[2][64] = {UC, UD};
+	gk_error_t e;
+
+	e.text[0] = 0;
+	ok(gk_gpu_shared_move(&a, 1, &b, 1, n_ab, 2, &e) == -EXDEV &&
+	       strstr(e.text, "saw 1 of the node's 2 GPUs and would move off " UA),
+	   "one GPU per rank, moved onto the other GPU of the same node: refused: %s", e.text);
+	ok(gk_gpu_shared_move(&a, 1, &a, 1, n_ab, 2, &e) == 0,
+	   "one GPU per rank, restored onto the same GPU: allowed");
+	ok(gk_gpu_shared_move(ab, 2, ba, 2, n_ab, 2, &e) == 0,
+	   "every GPU of the node seen, restored in the other order: allowed (shown on the GPUs)");
+	ok(gk_gpu_shared_move(&a, 1, &c, 1, n_cd, 2, &e) == 0,
+	   "one GPU per rank, restored onto another node's GPU: allowed (its old GPU is not here)");
+	ok(gk_gpu_shared_move(&a, 1, &b, 1, NULL, 0, &e) == 0,
+	   "an older seal, without the node's GPUs: nothing to go by, nothing refused");
+}
+
 int main(void)
 {
-	plan(12 + 4 + 5 + 4 + 3 + 6 + 6 + 3 + 1);
+	plan(12 + 4 + 5 + 4 + 3 + 6 + 5 + 6 + 3 + 1);
 	gk_log_set_level(GK_LOG_ERROR);
 	messages();
 	peers();
@@ -597,6 +620,7 @@ int main(void)
 	limits();
 	mig();
 	gpu_pairs();
+	shared_moves();
 	capabilities();
 	stdio_plans();
 	ok(!gk_sock_name_ok("") && !gk_sock_name_ok("a/b") && !gk_sock_name_ok("a b") &&
