@@ -220,6 +220,7 @@ int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
 	memset(p, 0, sizeof(*p));
 	p->ids = *ids;
 	p->keep = s->keep;
+	p->restart = r->restart_count;
 	snprintf(p->dir, sizeof(p->dir), "%s", r->dir);
 	snprintf(p->shepherd, sizeof(p->shepherd), "%s/gpuckpt-shepherd", s->shepherd);
 	snprintf(p->criu, sizeof(p->criu), "%s", s->criu);
@@ -252,6 +253,10 @@ int gk_shepherd_prepare(const struct gk_site *s, const struct gk_opts *o,
 			     have == 1 ? value : "(too long)");
 		return -EINVAL;
 	}
+
+	/* An NCCL rank's restore is refused where the driver cannot map the
+	 * other ranks' memory into it again (gk_gpu_shared_move). */
+	p->nccl = nccl_ranks(env);
 
 	/* The task's GPUs, for the shepherd (gk_tplan). */
 	have = env->get(env->ctx, "CUDA_VISIBLE_DEVICES", p->gpus, sizeof(p->gpus));
@@ -423,6 +428,8 @@ int gk_shepherd_argv(const struct gk_tplan *p, pid_t child, char *argv[], char *
 		items[n++] = "--tcp";
 		items[n++] = p->tcp;
 	}
+	if (p->nccl)
+		items[n++] = "--nccl";
 	return gk_pack_argv(items, n, argv, buf, buflen);
 }
 
@@ -729,6 +736,14 @@ static void run_shepherd(const struct gk_tplan *plan, pid_t child, int up)
 	snprintf(buf, sizeof(buf), "%u", (unsigned)p->ids.job_id);
 	if ((p->kind == GK_TPLAN_ATTACH && setenv(GK_ENV(SHEPHERD), p->socket, 1) < 0) ||
 	    setenv("SLURM_JOB_ID", buf, 1) < 0)
+		die_after_fork("setenv", errno);
+	/* The run of the job its events belong to: the plugin requeues a
+	 * preempted job on Slurm before 24.05 only when a checkpoint of this
+	 * run is in the record (requeue_preempted), and a restored program's
+	 * own environment still says the run it was first started in. */
+	snprintf(buf, sizeof(buf), "%u", p->restart);
+	if ((p->restart ? setenv("SLURM_RESTART_COUNT", buf, 1) : unsetenv("SLURM_RESTART_COUNT")) <
+	    0)
 		die_after_fork("setenv", errno);
 	/* The GPUs the task sees, as the task sees them (gk_tplan). */
 	if ((p->have_gpus ? setenv("CUDA_VISIBLE_DEVICES", p->gpus, 1)

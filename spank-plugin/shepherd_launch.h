@@ -52,6 +52,8 @@ struct gk_tplan {
 	char newest[64]; /* RESTORE: the checkpoint */
 	char assist[8];	 /* GPUCKPT_ASSIST when the user set it, else "" */
 	char tcp[8];	 /* GPUCKPT_TCP when the user set it (refuse, close), else "" */
+	int nccl;	 /* GPUCKPT_TASKS=nccl: the shepherd gets --nccl */
+	unsigned restart; /* SLURM_RESTART_COUNT, for the shepherd's events */
 	unsigned keep;
 	struct gk_task_ids ids;
 	/* The task's CUDA_VISIBLE_DEVICES and CUDA_DEVICE_ORDER ("" and have_*

@@ -60,7 +60,7 @@ int main(void)
 	enum gk_mode m;
 	int rc;
 
-	plan(60);
+	plan(61);
 	if (!mkdtemp(root)) {
 		printf("Bail out! mkdtemp: %s\n", strerror(errno));
 		return 1;
@@ -198,6 +198,20 @@ int main(void)
 	fset(&fe, "GPUCKPT_TASKS", "independent", 1);
 	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
 	ok(p.kind == GK_TPLAN_ATTACH, "independent tasks: each under its shepherd");
+	fset(&fe, "GPUCKPT_TASKS", "nccl", 1);
+	fset(&fe, "SLURM_STEP_NUM_NODES", "1", 1);
+	gk_shepherd_prepare(&site, &o, &ids, &env, &r, &p, &err);
+	{
+		int last = gk_shepherd_argv(&p, 77, argv, buf, sizeof(buf)) < 0 ? -1 : 0;
+
+		while (last >= 0 && argv[last])
+			last++;
+		ok(p.kind == GK_TPLAN_ATTACH && p.nccl && last > 0 &&
+		       !strcmp(argv[last - 1], "--nccl"),
+		   "NCCL ranks on one node: each under its shepherd, which is told --nccl");
+	}
+	funset(&fe, "SLURM_STEP_NUM_NODES");
+	fset(&fe, "GPUCKPT_TASKS", "independent", 1);
 	/* The ranks of an NCCL job, cut together by the runtime: on one node. */
 	fset(&fe, "GPUCKPT_TASKS", "nccl", 1);
 	fset(&fe, "SLURM_STEP_NUM_NODES", "1", 1);
