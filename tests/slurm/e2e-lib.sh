@@ -112,11 +112,13 @@ reference() {
 }
 
 # job_script NAME BODY: a batch script in $JOBS, readable by the test users.
+# Its first line names the node by Slurm's name for it (a node of the GPU
+# machine's cluster runs under the host's own hostname).
 job_script() {
 	local f=$JOBS/$1.sh
 	{
 		echo "#!/bin/bash"
-		echo "echo \"batch: node \$(hostname) restart \${SLURM_RESTART_COUNT:-0} GPU \${CUDA_VISIBLE_DEVICES:-none}\""
+		echo "echo \"batch: node \${SLURMD_NODENAME:-\$(hostname)} restart \${SLURM_RESTART_COUNT:-0} GPU \${CUDA_VISIBLE_DEVICES:-none}\""
 		echo "$APP_ENV"
 		echo "$2"
 	} >"$f"
