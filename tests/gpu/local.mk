@@ -35,6 +35,15 @@ check_PROGRAMS += %reldir%/gpu-vmm
 %canon_reldir%_gpu_vmm_LDADD = -L$(CUDA_PREFIX)/lib64/stubs -lcuda
 EXTRA_DIST += %reldir%/vmm-gpu.sh %reldir%/zero-gpu.sh %reldir%/ipc-gpu.sh
 
+# driver-swap: what the driver maps between two processes after its own
+# restore put them on each other's GPUs (driver-swap.sh, check-gpu; the
+# shepherd's --nccl refusal rests on it). The driver's API alone.
+check_PROGRAMS += %reldir%/driver-swap
+%canon_reldir%_driver_swap_SOURCES = %reldir%/driver-swap.c
+%canon_reldir%_driver_swap_CFLAGS = $(WARN_CFLAGS)
+%canon_reldir%_driver_swap_LDADD = -L$(CUDA_PREFIX)/lib64/stubs -lcuda
+EXTRA_DIST += %reldir%/driver-swap.sh
+
 # gpu-slack: a driver-API program reading a little outside its allocations
 # (srad's pattern), with its kernels as a host module for the stand-in and as
 # a cubin for a GPU.
@@ -120,7 +129,7 @@ EXTRA_DIST += %reldir%/gpu-uvm.cu %reldir%/gpu-uvm-var.cu %reldir%/managed.sh
 
 check-gpu: $(GPU_TESTS) %reldir%/gpu-probe$(EXEEXT) %reldir%/route-drv$(EXEEXT) \
 		%reldir%/gpu-tables$(EXEEXT) %reldir%/gpu-slack$(EXEEXT) %reldir%/gpu-peer$(EXEEXT) \
-		%reldir%/gpu-vmm$(EXEEXT) runtime/prog-ipc$(EXEEXT)
+		%reldir%/gpu-vmm$(EXEEXT) runtime/prog-ipc$(EXEEXT) %reldir%/driver-swap$(EXEEXT)
 	@$(AM_TESTS_ENVIRONMENT) rc=0; $(SHELL) $(srcdir)/%reldir%/run.sh || rc=1; \
 	echo "# mig-caps.sh: capability devices open, no MIG: a transparent round trip"; \
 	$(SHELL) $(srcdir)/%reldir%/mig-caps.sh || rc=1; \
@@ -131,7 +140,9 @@ check-gpu: $(GPU_TESTS) %reldir%/gpu-probe$(EXEEXT) %reldir%/route-drv$(EXEEXT) 
 	echo "# ipc-gpu.sh: legacy CUDA IPC between two processes, served by the runtime, app mode"; \
 	$(SHELL) $(srcdir)/%reldir%/ipc-gpu.sh || rc=1; \
 	echo "# managed.sh: managed memory in both modes, onto the other GPU"; \
-	$(SHELL) $(srcdir)/%reldir%/managed.sh || rc=1; exit $$rc
+	$(SHELL) $(srcdir)/%reldir%/managed.sh || rc=1; \
+	echo "# driver-swap.sh: what the driver maps between processes restored onto each other's GPUs"; \
+	$(SHELL) $(srcdir)/%reldir%/driver-swap.sh || rc=1; exit $$rc
 
 # gpu-kernel: one long kernel marked interruptible (gpuckpt_kernel.cuh);
 # kernel-interrupt.sh sends SIGTERM in its middle and restores it, and so
