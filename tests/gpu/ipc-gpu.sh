@@ -13,16 +13,15 @@
 #     their checkpoints, the child's import at the same address (the runtime's
 #     import window must be honoured by the driver's cuMemAddressReserve), and
 #     the uninterrupted checksums.
-#   transparent mode with the opt-in (root, CRIU 4, as zero-gpu.sh): a
-#     program that does no IPC (gpu-tables), its placed memory created
-#     exportable (GPUCKPT_CUDA_IPC=1), checkpointed by the driver under
-#     `gpuckpt-shepherd run` and restored to the uninterrupted checksum. The
-#     driver's checkpoint is documented not to take IPC memory before driver
-#     610; whether it takes exportable memory no one imported is what these two
-#     points find out, before the opt-in could become the default.
+#   transparent mode (root, CRIU 4, as zero-gpu.sh): a program that does no
+#     IPC (gpu-tables), its placed memory created exportable (the default),
+#     checkpointed by the driver under `gpuckpt-shepherd run` and restored to
+#     the uninterrupted checksum. The driver's checkpoint is documented not to
+#     take IPC memory before driver 610; these two points show it takes
+#     exportable memory no one imported.
 #
-# Everything under gpuckpt runs with GPUCKPT_CUDA_IPC=1 (the opt-in: without
-# it cuIpcGetMemHandle of placed memory is refused, tests/runtime/ipc.sh).
+# Everything under gpuckpt runs with GPUCKPT_CUDA_IPC unset, the default
+# (with 0 cuIpcGetMemHandle of placed memory is refused, tests/runtime/ipc.sh).
 # Every point SKIPs with the reason where there is no GPU; the transparent
 # ones without root or CRIU.
 #
@@ -42,7 +41,7 @@ if ! nvidia-smi -L >/dev/null 2>&1; then
 fi
 gk_need_built "$RT" "$PROG" "$SHEP" "$TABLES"
 unset GPUCKPT_DIR GPUCKPT_RESTORE GPUCKPT_MODE
-export GPUCKPT_CUDA_IPC=1
+unset GPUCKPT_CUDA_IPC
 # Each run of the pair ends within T seconds: in a session where the two
 # disagreed (one checkpointed, the other refused), the pair deadlocked and
 # held the GPU machine until its run was killed (prog-ipc now closes its
@@ -106,19 +105,19 @@ tref=$(tsum "$GK_SCRATCH/tref.out")
 T=$GK_SCRATCH/transparent
 mkdir -p "$T"
 CUDA_VISIBLE_DEVICES=$A GPUCKPT_LOG_LEVEL=info "$SHEP" run --criu "$CRIU" --dir "$T" --uid 0 --gid 0 -- \
-	env LD_PRELOAD="$RT" GPUCKPT_MODE=transparent GPUCKPT_CUDA_IPC=1 "$TABLES" "${ARGS[@]}" \
+	env LD_PRELOAD="$RT" GPUCKPT_MODE=transparent "$TABLES" "${ARGS[@]}" \
 	--delay-ms 10 >"$GK_SCRATCH/tr.out" 2>"$GK_SCRATCH/tr.err" &
 spid=$!
 wait_line "$GK_SCRATCH/tr.out" "step 100"
 kill -TERM $spid
 wait $spid
 if grep -q "exportable as a file descriptor" "$GK_SCRATCH/tr.err"; then
-	tap_not_ok "transparent, GPUCKPT_CUDA_IPC=1: the driver would not create exportable memory, nothing to learn"
+	tap_not_ok "transparent, by default: the driver would not create exportable memory, nothing to learn"
 	tap_diag "$(grep "exportable" "$GK_SCRATCH/tr.err" | head -n 2)"
 elif grep -q "checkpoint ckpt\.[0-9]* committed" "$GK_SCRATCH/tr.err"; then
-	tap_ok "transparent, GPUCKPT_CUDA_IPC=1: the driver checkpointed a process whose placed memory is exportable"
+	tap_ok "transparent, by default: the driver checkpointed a process whose placed memory is exportable"
 else
-	tap_not_ok "transparent, GPUCKPT_CUDA_IPC=1: the driver's checkpoint of exportable placed memory"
+	tap_not_ok "transparent, by default: the driver's checkpoint of exportable placed memory"
 	tap_diag "$(grep -E "transparent|error|refus|exportable" "$GK_SCRATCH/tr.err" | tail -n 8)"
 fi
 CUDA_VISIBLE_DEVICES=$A GPUCKPT_LOG_LEVEL=info "$SHEP" restore --criu "$CRIU" --dir "$T" --uid 0 --gid 0 \

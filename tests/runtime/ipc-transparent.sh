@@ -7,9 +7,9 @@
 # fake CRIU, as tests/shepherd/agent.sh), SIGTERM to the shepherd: the
 # runtime refuses, naming the IPC memory, the shepherd says the process
 # holds memory shared with another, and nothing is written. Both run with
-# GPUCKPT_CUDA_IPC=1, the opt-in that lets the runtime serve such IPC.
+# GPUCKPT_CUDA_IPC unset: by default the runtime serves such IPC.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
-export GPUCKPT_CUDA_IPC=1
+unset GPUCKPT_CUDA_IPC
 SHEP=$top_builddir/runtime/gpuckpt-shepherd
 UNAWARE=$top_builddir/tests/runtime/prog-unaware
 PLAN=4

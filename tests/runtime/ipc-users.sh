@@ -11,13 +11,13 @@
 #   - after the exporter ended, another user's process binds the socket name
 #     the handle names (it can compute it from the handle): an importer of
 #     the handle's user refuses it, naming who holds it, and maps nothing;
-#   - a process of the exporter's user started without GPUCKPT_CUDA_IPC=1
-#     (the opt-in every other process here has) does not open the handle,
-#     saying why, and never hands it to the driver.
+#   - a process of the exporter's user started with GPUCKPT_CUDA_IPC=0
+#     (the others run with the default, 1) does not open the handle, saying
+#     why, and never hands it to the driver.
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 PROG=$top_builddir/tests/runtime/prog-unaware
 PLAN=5
-export GPUCKPT_CUDA_IPC=1
+unset GPUCKPT_CUDA_IPC
 tap_plan $PLAN
 gk_scratch
 gk_need_built "$GK_STANDIN_DIR/libcuda.so.1" "$GK_RUNTIME" "$PROG"
@@ -51,15 +51,15 @@ kill $imp 2>/dev/null
 wait $imp 2>/dev/null
 check "an importer of the exporter's user opens the same handle" grep -q ready "$GK_SCRATCH/same.out"
 
-env -u GPUCKPT_CUDA_IPC "${GK_RUNTIME_ENV[@]}" GPUCKPT_STANDIN_TRACE=1 "$PROG" --ipc-open "$H" \
+env GPUCKPT_CUDA_IPC=0 "${GK_RUNTIME_ENV[@]}" GPUCKPT_STANDIN_TRACE=1 "$PROG" --ipc-open "$H" \
 	>"$GK_SCRATCH/off.out" 2>&1 &
 imp=$!
 for _ in $(seq 50); do grep -qs "ready\|cannot open" "$GK_SCRATCH/off.out" && break; sleep 0.1; done
 kill $imp 2>/dev/null
 wait $imp 2>/dev/null
-check "... one started without GPUCKPT_CUDA_IPC=1 does not, saying so, nor asks the driver" \
+check "... one started with GPUCKPT_CUDA_IPC=0 does not, saying so, nor asks the driver" \
 	eval 'grep -q "cannot open the IPC handle" "$GK_SCRATCH/off.out" &&
-		grep -q "ipc: a handle of gpuckpt.s CUDA IPC is not opened: this process runs without GPUCKPT_CUDA_IPC=1" "$GK_SCRATCH/off.out" &&
+		grep -q "ipc: a handle of gpuckpt.s CUDA IPC is not opened: this process runs with GPUCKPT_CUDA_IPC=0" "$GK_SCRATCH/off.out" &&
 		! grep -q "stand-in: cuIpcOpenMemHandle" "$GK_SCRATCH/off.out"'
 kill $exp 2>/dev/null
 wait $exp 2>/dev/null

@@ -20,15 +20,15 @@
 # opened after the first (--other after), a restart that opens the same in
 # the same order restores; one that opens the second buffer first is refused
 # before anything is loaded, naming the open and both addresses.
-# All that with GPUCKPT_CUDA_IPC=1, the opt-in. Without it (the default),
-# nothing is as above: cuIpcGetMemHandle of placed memory is refused with the
-# message that names the setting, and placed memory is created as before,
-# not exportable (the stand-in's trace of cuMemCreate shows the handle types
-# asked for: none without the setting, a file descriptor with it).
+# All that with GPUCKPT_CUDA_IPC unset: the default serves it. With
+# GPUCKPT_CUDA_IPC=0 nothing is as above: cuIpcGetMemHandle of placed memory
+# is refused with the message that names the setting, and placed memory is
+# created plain, not exportable (the stand-in's trace of cuMemCreate shows
+# the handle types asked for: none with 0, a file descriptor by default).
 . "${top_srcdir:-.}/tests/lib/helpers.sh"
 PROG=$top_builddir/tests/runtime/prog-ipc
 tap_plan 17
-export GPUCKPT_CUDA_IPC=1
+unset GPUCKPT_CUDA_IPC
 gk_scratch
 gk_need_built "$GK_STANDIN_DIR/libcuda.so.1" "$GK_RUNTIME" "$PROG"
 
@@ -116,24 +116,24 @@ check "restarted opening the other buffer first: the child's restore is refused,
 	eval 'grep -q "not restored: CUDA IPC open 0 is $n1 (65536 bytes, .*) in this run and was $o1 (1048576 bytes, .*) in the checkpoint" "$GK_SCRATCH/r4.out" &&
 		! grep -q "prog-ipc: child restored" "$GK_SCRATCH/r4.out"'
 
-# The default: no GPUCKPT_CUDA_IPC.
-with_runtime env -u GPUCKPT_CUDA_IPC GPUCKPT_STANDIN_TRACE=1 "$PROG" --steps 2 \
+# Turned off: GPUCKPT_CUDA_IPC=0.
+with_runtime env GPUCKPT_CUDA_IPC=0 GPUCKPT_STANDIN_TRACE=1 "$PROG" --steps 2 \
 	>"$GK_SCRATCH/off.out" 2>&1
 rc=$?
-msg="gpuckpt: ipc: 0x[0-9a-f]*: CUDA IPC of device memory is not supported under gpuckpt (run without --gpu-checkpoint, share memory another way, or set GPUCKPT_CUDA_IPC=1 to let gpuckpt serve it: application mode; not yet verified on a GPU)"
+msg="gpuckpt: ipc: 0x[0-9a-f]*: CUDA IPC of device memory is turned off under gpuckpt (GPUCKPT_CUDA_IPC=0; unset it to let gpuckpt serve it, or run without --gpu-checkpoint)"
 said=$(grep -cx "$msg" "$GK_SCRATCH/off.out")
-check "without GPUCKPT_CUDA_IPC, cuIpcGetMemHandle of placed memory is refused (rc $rc), the message naming the setting ($said)" \
+check "with GPUCKPT_CUDA_IPC=0, cuIpcGetMemHandle of placed memory is refused (rc $rc), the message naming the setting ($said)" \
 	eval 'test "$rc" -ne 0 -a "$said" -eq 1 &&
 		grep -q "prog-ipc: parent: cuIpcGetMemHandle: CUDA_ERROR_NOT_SUPPORTED" "$GK_SCRATCH/off.out"'
 [ "$rc" -ne 0 ] || grep -v "stand-in" "$GK_SCRATCH/off.out" | sed 's/^/# off: /'
 created() { grep -c "^gpuckpt stand-in: cuMemCreate(.* handles=$1 -> .*) = CUDA_SUCCESS" "$2"; }
 n0=$(created 0 "$GK_SCRATCH/off.out")
 nx=$(created '0x[0-9a-f]*' "$GK_SCRATCH/off.out")
-check "... placed memory created as without the opt-in: $n0 cuMemCreate asking no handle type, $nx asking one, nothing exported" \
+check "... placed memory created plain: $n0 cuMemCreate asking no handle type, $nx asking one, nothing exported" \
 	eval 'test "$n0" -gt 0 -a "$nx" -eq 0 && ! grep -q "cuMemExportToShareableHandle" "$GK_SCRATCH/off.out"'
 with_runtime env GPUCKPT_STANDIN_TRACE=1 "$PROG" --steps 2 >"$GK_SCRATCH/on.out" 2>&1
 rc=$?
 n1=$(created 0x1 "$GK_SCRATCH/on.out")
-check "with it (rc $rc), placed memory is created exportable as a file descriptor ($n1 cuMemCreate) and exported" \
+check "by default (rc $rc), placed memory is created exportable as a file descriptor ($n1 cuMemCreate) and exported" \
 	eval 'test "$rc" -eq 0 -a "$n1" -gt 0 && grep -q "cuMemExportToShareableHandle(.*) = CUDA_SUCCESS" "$GK_SCRATCH/on.out"'
 tap_done

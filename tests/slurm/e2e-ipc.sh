@@ -1,7 +1,7 @@
 #!/bin/bash
 # e2e-ipc.sh - issue 27 under real Slurm: the two tasks of one step (srun -n 2,
 # one node) share device memory through legacy CUDA IPC, in application mode
-# with GPUCKPT_CUDA_IPC=1 (runtime/core/interpose/ipc.c), on the CUDA driver
+# with GPUCKPT_CUDA_IPC unset, as by default (runtime/core/interpose/ipc.c), on the CUDA driver
 # stand-in. tests/slurm/prog-ipc-ranks: task 0 exports a cuMemAlloc block and
 # publishes the handle in a file of the job's folder, task 1 opens it; they
 # take turns rewriting its halves, talking only through the block, and
@@ -13,8 +13,8 @@
 #      job, the plugin restores that set in both tasks, task 0 re-exports
 #      (a new handle file), task 1 opens it at the address it had, both
 #      resume at the step and end with the uninterrupted run's checksums.
-#   2. Without GPUCKPT_CUDA_IPC (the default) cuIpcGetMemHandle of placed
-#      memory is refused, with the message naming the setting.
+#   2. With GPUCKPT_CUDA_IPC=0 cuIpcGetMemHandle of placed memory is
+#      refused, with the message naming the setting.
 #
 # GK_E2E_IPC_BREAK=nocoord runs job 1 without the agreeing layer (plain
 # gpuckpt_point()): the runtime refuses a checkpoint of one task of two, so
@@ -57,10 +57,10 @@ check "natively on the stand-in, task 1 opens task 0's block and both finish ($r
 [ "$(wc -w <<<"$ref")" -eq 4 ] || tap_diag "$(cat "$ref_dir"/*.out)"
 rm -rf "$ref_dir"
 
-# job 1: IPC on, requeued in the middle. job 2: IPC off (the default).
-s1=$(job_script ipc-on "export GPUCKPT_CUDA_IPC=1
+# job 1: IPC on (the default), requeued in the middle. job 2: IPC off.
+s1=$(job_script ipc-on "unset GPUCKPT_CUDA_IPC
 srun -N 1 -n 2 $PROG --handle $JOBS/ipc-handle.\$SLURM_JOB_ID --steps $STEPS --delay-ms $DELAY $X")
-s2=$(job_script ipc-off "unset GPUCKPT_CUDA_IPC
+s2=$(job_script ipc-off "export GPUCKPT_CUDA_IPC=0
 srun -N 1 -n 2 $PROG --handle $JOBS/ipc-handle.\$SLURM_JOB_ID --steps 4 --wait-s 20")
 a=$(submit --as gkuser1 -N 1 -n 2 -w gk1 --gres=gpu:1 --gpu-checkpoint=on "$s1")
 b=$(submit --as gkuser2 -N 1 -n 2 -w gk2 --gres=gpu:1 --gpu-checkpoint=on "$s2")
@@ -109,11 +109,11 @@ check "both tasks ended with the uninterrupted run's checksums ($got; reference 
 [ "$got" = "$ref" ] || show_out "$a"
 check_state "$a" COMPLETED "the job completed"
 
-# --- without GPUCKPT_CUDA_IPC ------------------------------------------------------------
+# --- GPUCKPT_CUDA_IPC=0 ------------------------------------------------------------------
 wait_over "$b" 60
-msg="gpuckpt: ipc: 0x[0-9a-f]*: CUDA IPC of device memory is not supported under gpuckpt (run without --gpu-checkpoint, share memory another way, or set GPUCKPT_CUDA_IPC=1 to let gpuckpt serve it: application mode; not yet verified on a GPU)"
+msg="gpuckpt: ipc: 0x[0-9a-f]*: CUDA IPC of device memory is turned off under gpuckpt (GPUCKPT_CUDA_IPC=0; unset it to let gpuckpt serve it, or run without --gpu-checkpoint)"
 said=$(grep -cx "$msg" "$(job_out "$b")")
-check "without GPUCKPT_CUDA_IPC, task 0's cuIpcGetMemHandle of placed memory is refused, the message naming the setting (said $said time(s))" \
+check "with GPUCKPT_CUDA_IPC=0, task 0's cuIpcGetMemHandle of placed memory is refused, the message naming the setting (said $said time(s))" \
 	eval 'test "$said" -eq 1 && out_has "$b" "^prog-ipc-ranks: rank 0: cuIpcGetMemHandle: CUDA_ERROR_NOT_SUPPORTED"'
 check "... task 1 is told, and the job failed rather than running on" \
 	eval 'out_has "$b" "^prog-ipc-ranks: rank 1: rank 0 could not export its memory" && state_is "$b" FAILED'

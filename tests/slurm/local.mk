@@ -83,7 +83,7 @@ SLURM_E2E += %reldir%/e2e-checkpoint-long.sh
 # machine it runs gpu-kernel on the real GPU (tests/gpu/README.md).
 SLURM_E2E += %reldir%/e2e-kernels.sh
 # Issue 27: the two tasks of one step sharing device memory through legacy
-# CUDA IPC (GPUCKPT_CUDA_IPC=1, application mode), checkpointed as a set of
+# CUDA IPC (served by default, application mode), checkpointed as a set of
 # the step, requeued and restored (e2e-ipc.sh; about 30 s).
 check_PROGRAMS += %reldir%/prog-ipc-ranks
 %canon_reldir%_prog_ipc_ranks_SOURCES = %reldir%/prog-ipc-ranks.c

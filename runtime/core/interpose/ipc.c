@@ -3,12 +3,11 @@
  * cuIpcCloseMemHandle) of device memory the runtime placed.
  *
  * Placed memory is VMM memory, which the driver's legacy IPC refuses. So the
- * runtime serves it itself, with the VMM API underneath, when the program
- * asks for it with GPUCKPT_CUDA_IPC=1 (gk_arena_ipc_wanted; opt-in while the
- * cost of making all placed memory exportable is unmeasured,
- * runtime/core/README.md). Without it track_hooks.c
- * refuses cuIpcGetMemHandle of placed memory and cuIpcOpenMemHandle of a
- * gpuckpt handle, and nothing here runs:
+ * runtime serves it itself, with the VMM API underneath (gk_arena_ipc_wanted:
+ * unless GPUCKPT_CUDA_IPC=0; making all placed memory exportable costs
+ * nothing measurable, runtime/core/README.md). With GPUCKPT_CUDA_IPC=0
+ * track_hooks.c refuses cuIpcGetMemHandle of placed memory and
+ * cuIpcOpenMemHandle of a gpuckpt handle, and nothing here runs:
  *
  * - Export: cuIpcGetMemHandle of a placed cuMemAlloc block writes a gpuckpt
  *   handle (magic, the exporter's pid, a random per-process nonce, the

@@ -23,15 +23,14 @@ CUresult gk_on_cuIpcGetMemHandle(CUipcMemHandle *pHandle, CUdeviceptr dptr)
 {
 	GK_NEED_REAL(cuIpcGetMemHandle);
 	/* Memory the runtime placed is VMM memory, which the driver's legacy
-	 * IPC refuses: with GPUCKPT_CUDA_IPC=1 the runtime serves it (ipc.c);
-	 * without, the call is refused, saying why. */
+	 * IPC refuses: the runtime serves it (ipc.c), unless GPUCKPT_CUDA_IPC=0
+	 * turned that off; then the call is refused, saying why. */
 	if (gk_enabled() && gk_arena_of(dptr)) {
 		if (gk_arena_ipc_wanted())
 			return gk_ipc_export(pHandle, dptr);
-		gk_error("ipc: 0x%llx: CUDA IPC of device memory is not supported under gpuckpt "
-			 "(run without --gpu-checkpoint, share memory another way, or set "
-			 GK_ENV(CUDA_IPC) "=1 to let gpuckpt serve it: application mode; not "
-			 "yet verified on a GPU)",
+		gk_error("ipc: 0x%llx: CUDA IPC of device memory is turned off under gpuckpt "
+			 "(" GK_ENV(CUDA_IPC) "=0; unset it to let gpuckpt serve it, or run "
+			 "without --gpu-checkpoint)",
 			 (unsigned long long)dptr);
 		return CUDA_ERROR_NOT_SUPPORTED;
 	}
@@ -47,7 +46,7 @@ CUresult gk_on_cuIpcOpenMemHandle_v2(CUdeviceptr *pdptr, CUipcMemHandle handle, 
 		if (!gk_arena_ipc_wanted()) {
 			/* Not the driver's handle: do not hand it over. */
 			gk_error("ipc: a handle of gpuckpt's CUDA IPC is not opened: this process "
-				 "runs without " GK_ENV(CUDA_IPC) "=1");
+				 "runs with " GK_ENV(CUDA_IPC) "=0");
 			return CUDA_ERROR_NOT_SUPPORTED;
 		}
 		if (Flags & ~(unsigned)CU_IPC_MEM_LAZY_ENABLE_PEER_ACCESS)

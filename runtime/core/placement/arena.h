@@ -93,9 +93,9 @@ CUresult gk_arena_free(struct gk_arena *a, uint64_t ptr, int async, CUstream str
 struct gk_block *gk_arena_find(struct gk_arena *a, uint64_t addr);
 
 /*
- * Whether the program asked for legacy IPC of placed memory
- * (GPUCKPT_CUDA_IPC=1, read once): only then is physical memory created
- * exportable and is such IPC served (interpose/ipc.c, track_hooks.c).
+ * Whether legacy IPC of placed memory is served (GPUCKPT_CUDA_IPC, 1 unless
+ * it says 0, read once): only then is physical memory created exportable and
+ * is such IPC served (interpose/ipc.c, track_hooks.c).
  */
 int gk_arena_ipc_wanted(void);
 
