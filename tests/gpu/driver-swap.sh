@@ -45,10 +45,13 @@ round() {
 }
 has() { grep -c -- "$2" "$GK_SCRATCH/$1.out"; }
 show() { tap_diag "$(grep -v ': ok$' "$GK_SCRATCH/$1.out" | head -n 12)"; }
+# restored NAME MODE: the controller restored both; read NAME: each peer
+# read the other's memory through both kinds of IPC.
+restored() { [ "$(has "$1" "ctl: checkpointed and restored ($2): ok")" = 1 ]; }
+read_both() { [ "$(has "$1" "import holds the other's: ok")" = 2 ] && [ "$(has "$1" "legacy holds the other's: ok")" = 2 ]; }
 
 round same same 0 0 1 0
-if [ "$(has same 'ctl: checkpointed and restored (same): ok')" = 1 ] &&
-	[ "$(has same "import holds the other's: ok")" = 2 ] && [ "$(has same "legacy holds the other's: ok")" = 2 ]; then
+if restored same same && read_both same; then
 	tap_ok "one GPU each, restored onto the same GPUs: each maps and reads the other's memory (exported and legacy IPC)"
 else
 	tap_not_ok "one GPU each, restored onto the same GPUs: each maps and reads the other's memory"
@@ -56,7 +59,7 @@ else
 fi
 
 round swap swap 0 0 1 0
-if [ "$(has swap 'ctl: checkpointed and restored (swap): ok')" = 1 ] && [ "$(has swap 'own memory: ok')" = 2 ] &&
+if restored swap swap && [ "$(has swap 'own memory: ok')" = 2 ] &&
 	[ "$(has swap 'import access: failed (CUDA_ERROR_INVALID_DEVICE)')" = 2 ] &&
 	[ "$(has swap 'legacy open: failed')" = 2 ]; then
 	tap_ok "one GPU each, restored onto each other's GPUs: own memory back, but the driver maps neither the other's exported memory (CUDA_ERROR_INVALID_DEVICE) nor its legacy IPC memory: the shepherd's --nccl refusal stands"
@@ -69,8 +72,7 @@ else
 fi
 
 round both swap 0,1 0 0,1 1
-if [ "$(has both 'ctl: checkpointed and restored (swap): ok')" = 1 ] &&
-	[ "$(has both "import holds the other's: ok")" = 2 ] && [ "$(has both "legacy holds the other's: ok")" = 2 ]; then
+if restored both swap && read_both both; then
 	tap_ok "both GPUs seen by each, restored onto each other's: each maps and reads the other's memory"
 else
 	tap_not_ok "both GPUs seen by each, restored onto each other's: each maps and reads the other's memory"

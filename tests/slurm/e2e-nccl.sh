@@ -188,7 +188,7 @@ step_line() { echo "^1: ${LINES%%(*}step $1 "; }
 j=$(submit "${SUBMIT_AS[@]}" -N 1 -n 2 --gres=gpu:2 --gpu-checkpoint=on "$s")
 wait_running "$j" 60
 [ "$NNODES" = 1 ] || resume $NODE_B
-check "job $j starts on $NODE_A, its two ranks under the plugin's shepherds" \
+check "job $j starts on $NODE_A" \
 	eval '[ "$(job_node "$j")" = $NODE_A ]'
 until_out "$j" "$(step_line 10)" 300 || { job_diag "$j"; show_out "$j"; }
 scontrol requeue "$j"
