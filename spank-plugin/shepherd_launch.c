@@ -742,8 +742,8 @@ static void run_shepherd(const struct gk_tplan *plan, pid_t child, int up)
 	 * run is in the record (requeue_preempted), and a restored program's
 	 * own environment still says the run it was first started in. */
 	snprintf(buf, sizeof(buf), "%u", p->restart);
-	if ((p->restart ? setenv("SLURM_RESTART_COUNT", buf, 1) : unsetenv("SLURM_RESTART_COUNT")) <
-	    0)
+	rc = p->restart ? setenv("SLURM_RESTART_COUNT", buf, 1) : unsetenv("SLURM_RESTART_COUNT");
+	if (rc < 0)
 		die_after_fork("setenv", errno);
 	/* The GPUs the task sees, as the task sees them (gk_tplan). */
 	if ((p->have_gpus ? setenv("CUDA_VISIBLE_DEVICES", p->gpus, 1)

@@ -266,7 +266,7 @@ for r in 0 1; do
 	if cmp -s "$JOBS/$j.$r.lines" "$ref/$r.lines"; then
 		tap_ok "rank $r: its lines over every run are the uninterrupted run's ($(wc -l <"$ref/$r.lines") lines, $(tail -n 1 "$ref/$r.lines"))"
 	else
-		tap_not_ok "rank $r: its lines over the three runs are the uninterrupted run's"
+		tap_not_ok "rank $r: its lines over every run are the uninterrupted run's"
 		tap_diag "$(diff "$ref/$r.lines" "$JOBS/$j.$r.lines" | head -n 12)"
 	fi
 done
