@@ -111,11 +111,14 @@ check "... leaving no rendezvous file behind" \
 # Rank 1 late: it sleeps before its step's collectives and rank 0 does not
 # sleep, so the signal finds rank 1 behind rank 0, which waits inside the
 # next step's first all-reduce (the runtime's info line says how many
-# collectives each rank ran forward).
+# collectives each rank ran forward). The sleep is long against the signal's
+# delay (up to 0.1 s of polling, 0.1 s, and a loaded CI machine's lag): with
+# 200 ms a CI run once saw rank 0 run forward and rank 1 not: most likely
+# the signal came after rank 1 woke, as the ranks raced through a step.
 # As the two tasks of one step, rank 1's folder holding checkpoint 3 already:
 # both parts are to be written as checkpoint 4, members of one set.
 mkdir -p "$GK_SCRATCH/late/r1/ckpt.000003"
-STEP=1 pair late shepherd --sleep-ms 200 --late-rank 1
+STEP=1 pair late shepherd --sleep-ms 600 --late-rank 1
 wait_for '^step 4 ' "$GK_SCRATCH/late.0.out" "$GK_SCRATCH/late.1.out"
 sleep 0.1
 kill -USR1 "$pid0" "$pid1"
