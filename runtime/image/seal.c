@@ -461,6 +461,7 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, gk_error_t *e
 	{
 		if (!image_name_ok(fname) || !strcmp(fname, GK_SEAL_FILE) ||
 		    !strcmp(fname, GK_SEAL_SIG_FILE) || !strcmp(fname, GK_SEAL_RESTORE_LOG) ||
+		    !strcmp(fname, GK_SEAL_RESTORE_STATS) ||
 		    !json_object_is_type(fval, json_type_string)) {
 			gk_errprintf(err, "criu/SEAL: the file list is malformed");
 			return -EINVAL;
@@ -584,7 +585,9 @@ static int check_files(int criufd, struct json_object *files, uint64_t *bytes, g
 			ret = -EPERM;
 			break;
 		}
-		if (!strcmp(e->d_name, GK_SEAL_RESTORE_LOG))
+		/* Written by a restore from here (a root job's CRIU writes its
+		 * statistics too): a second restore must not be refused. */
+		if (!strcmp(e->d_name, GK_SEAL_RESTORE_LOG) || !strcmp(e->d_name, GK_SEAL_RESTORE_STATS))
 			continue;
 		if (!json_object_object_get_ex(files, e->d_name, &want) ||
 		    !json_object_is_type(want, json_type_string)) {

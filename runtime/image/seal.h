@@ -22,11 +22,16 @@
 #define GK_SEAL_MAX_GPUS 64
 /* As many as the shepherd handles in a tree (GK_SHEP_MAX_PROCS). */
 #define GK_SEAL_MAX_CUDA_PIDS 4096
+/* Processes of the task whose runtimes wrote a part (proc.PID beside criu/). */
+#define GK_SEAL_MAX_PARTS 64
 #define GK_SEAL_FILE "SEAL"
 /* root's Munge credential over SEAL (runtime/image/sign.c, gk_root_sign_at) */
 #define GK_SEAL_SIG_FILE "SEAL.sig"
-/* CRIU's log of a restore from the folder: the one file of criu/ not sealed. */
+/* CRIU's log of a restore from the folder, and its statistics of one (which
+ * CRIU writes beside the images when it can, as root): the files of criu/
+ * not sealed. CRIU never reads either. */
 #define GK_SEAL_RESTORE_LOG "restore.log"
+#define GK_SEAL_RESTORE_STATS "stats-restore"
 
 struct gk_gpu {
 	char uuid[64]; /* "GPU-xxxxxxxx-xxxx-xxxx-xxxx-xxxxxxxxxxxx" */

@@ -229,7 +229,10 @@ static void seal(void)
 	}
 
 	write_at(ckptfd, GK_CRIU_DIR "/" GK_SEAL_RESTORE_LOG, "log");
-	verify(ckptfd, 1234, NULL, 0, "a restore log beside the images is allowed");
+	write_at(ckptfd, GK_CRIU_DIR "/" GK_SEAL_RESTORE_STATS, "stats");
+	verify(ckptfd, 1234, NULL, 0,
+	       "a restore's log and CRIU's statistics of it beside the images are allowed (a "
+	       "root job's second restore from the folder was refused)");
 
 	write_at(ckptfd, GK_CRIU_DIR "/pages-1.img", "PG");
 	verify(ckptfd, 1234, "pages-1.img: its checksum differs", -EBADMSG,
