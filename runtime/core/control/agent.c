@@ -503,8 +503,7 @@ static void forked_child(void)
  */
 void gk_agent_prepare_env(void)
 {
-	if (!gk_rt.settings.shepherd[0] || !gk_rt.settings.dir[0] ||
-	    gk_rt.settings.mode == GK_MODE_APP)
+	if (!gk_rt_shepherded())
 		return;
 	/* NCCL's RAS thread keeps TCP connections to the other ranks for the
 	 * whole process, beyond its communicators, which CRIU could not carry
@@ -524,8 +523,7 @@ void gk_agent_start(void)
 	pthread_attr_t attr;
 	sigset_t all, old;
 
-	if (!gk_rt.settings.shepherd[0] || !gk_rt.settings.dir[0] ||
-	    gk_rt.settings.mode == GK_MODE_APP)
+	if (!gk_rt_shepherded())
 		return;
 	if (sem_init(&wake, 0, 0) < 0)
 		return;

@@ -39,6 +39,13 @@ __attribute__((constructor)) static void gk_runtime_load(void)
 	}
 	if (gk_rt.enabled)
 		gk_agent_prepare_env();
+	/* Under the shepherd every process of the task takes the trigger
+	 * signals now, not at its first CUDA call: one that never makes one
+	 * (torchrun's launcher, a shell around the ranks) holds a trigger sent
+	 * from outside for the shepherd to decide (trigger.c); at its default
+	 * it ended the process while its tree was being checkpointed. */
+	if (gk_rt.enabled && gk_rt_shepherded())
+		gk_triggers_install();
 	gk_exec_guard_arm();
 }
 

@@ -104,6 +104,21 @@ static void usual_course(int sig, const struct sigaction *app, siginfo_t *info, 
 	}
 }
 
+/*
+ * 1 in a process started under gpuckpt-shepherd for transparent mode whose
+ * runtime thread does not run (t NULL: it starts at the first CUDA call) and
+ * which is not checkpoint-aware. Its signal is the shepherd's to decide: it
+ * passes triggers on only to the processes whose thread runs, checkpoints
+ * the tree, and sends the others theirs "as usual" when it takes none
+ * (runtime/shepherd/README.md). Such a process that took its course at once
+ * (torchrun's launcher stopping its workers, a shell ending) broke the
+ * checkpoint of the whole task: CRIU found it gone.
+ */
+static int shepherded_without_thread(const struct gk_trigger_taker *t)
+{
+	return !t && gk_rt_shepherded() && !__atomic_load_n(&gk_rt.aware, __ATOMIC_ACQUIRE);
+}
+
 static void on_signal(int sig, siginfo_t *info, void *uc)
 {
 	int saved = errno;
@@ -115,12 +130,14 @@ static void on_signal(int sig, siginfo_t *info, void *uc)
 	/* The shepherd's "as usual": no checkpoint was taken. */
 	if (info && info->si_code == SI_QUEUE && info->si_value.sival_int == GK_SIGVAL_AS_USUAL)
 		bypass = 1;
-	if (__atomic_load_n(&follower, __ATOMIC_ACQUIRE)) {
-		/* A child forked without exec. One sent by someone outside
-		 * (Slurm signals every process of the step) is held: the
-		 * shepherd's checkpoint dumps this process as it is, and a
-		 * restored one goes on; with no checkpoint the shepherd sends
-		 * it again, as usual. One from the process itself or its
+	if (__atomic_load_n(&follower, __ATOMIC_ACQUIRE) || shepherded_without_thread(t)) {
+		/* A child forked without exec, or a process under the shepherd
+		 * in which the runtime's thread does not run (torchrun's
+		 * launcher, a shell around the ranks: no CUDA). One sent by
+		 * someone outside (Slurm signals every process of the step) is
+		 * held: the shepherd's checkpoint dumps this process as it is,
+		 * and a restored one goes on; with no checkpoint the shepherd
+		 * sends it again, as usual. One from the process itself or its
 		 * parent (a pool's terminate()) takes its course at once. */
 		if (!bypass && info && info->si_code == SI_USER && info->si_pid != getpid() &&
 		    info->si_pid != getppid()) {

@@ -62,4 +62,14 @@ static inline int gk_enabled(void)
 	return __builtin_expect(gk_rt.enabled, 1);
 }
 
+/* 1 when this process runs under gpuckpt-shepherd for transparent mode
+ * (GPUCKPT_SHEPHERD and a checkpoint directory set, not application mode):
+ * whatever it is, a CUDA program or a shell or launcher around one, the
+ * shepherd checkpoints it with its task's tree. */
+static inline int gk_rt_shepherded(void)
+{
+	return gk_rt.settings.shepherd[0] && gk_rt.settings.dir[0] &&
+	       gk_rt.settings.mode != GK_MODE_APP;
+}
+
 #endif
