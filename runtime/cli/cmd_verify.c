@@ -10,6 +10,7 @@
 #include "common/log.h"
 #include "image/seal.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
@@ -48,6 +49,11 @@ static const char verify_help[] =
     "        DIR: OK (N allocations, SIZE, signed by USER[; held by root])\n"
     "    and for a bad one it names the first problem on standard error.\n"
     "    Nothing in DIR is modified.\n"
+    "\n"
+    "    A transparent checkpoint of a task that ran several processes with the\n"
+    "    runtime (torchrun's ranks) holds each one's part in a folder of its\n"
+    "    own, DIR/proc.PID; each part gets the checks above and a line of its own,\n"
+    "    and DIR is good only when all of them are.\n"
     "\n"
     "    STEPDIR, the folder of a step of several tasks (BB/JOB/step.S), is\n"
     "    checked set by set, newest first: every member of a complete set gets\n"
@@ -139,13 +145,56 @@ static void record_failure(json_object *results, const char *dir, const char *er
 	json_object_array_add(results, o);
 }
 
+static int verify_one(const char *dir, int fd, int parentfd, uid_t want,
+		      const struct gk_load_opts *base, json_object *results, int is_part);
+
+/* Each part of a transparent checkpoint (DIR/proc.PID, ckptname.h), checked
+ * as a checkpoint of its own: the worst status of them. */
+static int verify_parts(const char *dir, int fd, uid_t want, const struct gk_load_opts *base,
+			json_object *results)
+{
+	struct dirent *e;
+	DIR *d;
+	int dfd = dup(fd), status = GK_EXIT_OK;
+
+	if (dfd < 0 || !(d = fdopendir(dfd))) {
+		if (dfd >= 0)
+			close(dfd);
+		gk_error("verify: %s: %s", dir, strerror(errno));
+		record_failure(results, dir, strerror(errno));
+		return GK_EXIT_BAD;
+	}
+	rewinddir(d); /* the descriptor's offset is shared with fd's, which was read */
+	while ((e = readdir(d))) {
+		char sub[4200];
+		int pid, partfd, r;
+
+		if (gk_ckpt_parse_part(e->d_name, &pid) < 0)
+			continue;
+		snprintf(sub, sizeof(sub), "%s/%s", dir, e->d_name);
+		partfd = openat(fd, e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (partfd < 0) {
+			gk_error("verify: %s: %s", sub, strerror(errno));
+			record_failure(results, sub, strerror(errno));
+			status = GK_EXIT_BAD;
+			continue;
+		}
+		r = verify_one(sub, partfd, fd, want, base, results, 1);
+		if (r != GK_EXIT_OK)
+			status = r;
+		close(partfd);
+	}
+	closedir(d);
+	return status;
+}
+
 /* want: whose it must be (GK_UID_OF_MANIFEST: whoever a copy held by root
  * names). fd: the checkpoint folder, opened once (as root: no link of a
  * user's on the way); everything is checked through it, and an increment's
  * earlier checkpoints are looked up in parentfd, the folder it was opened
  * from, never by the path again. */
 static int verify_one(const char *dir, int fd, int parentfd, uid_t want,
-		      const struct gk_load_opts *base, json_object *results)
+		      const struct gk_load_opts *base, json_object *results, int is_part)
 {
 	struct gk_load_opts lo = *base;
 	struct gk_manifest *m = NULL;
@@ -220,7 +269,7 @@ static int verify_one(const char *dir, int fd, int parentfd, uid_t want,
 		printf(")\n");
 	}
 	gk_manifest_free(m);
-	return GK_EXIT_OK;
+	return is_part ? GK_EXIT_OK : verify_parts(dir, fd, want, base, results);
 }
 
 static int verify_run(int argc, char **argv)
@@ -300,8 +349,9 @@ static int verify_run(int argc, char **argv)
 		}
 		if (!owner_text && geteuid() == 0 && fstat(fd, &st) == 0 && st.st_uid == 0)
 			want = GK_UID_OF_MANIFEST;
-		r = cli_is_step_dir_at(fd) ? cli_verify_step(dirs[i], fd, &lo, results)
-					   : verify_one(dirs[i], fd, parentfd, want, &lo, results);
+		r = cli_is_step_dir_at(fd)
+			? cli_verify_step(dirs[i], fd, &lo, results)
+			: verify_one(dirs[i], fd, parentfd, want, &lo, results, 0);
 		close(fd);
 		close(parentfd);
 		if (r != GK_EXIT_OK)

@@ -15,6 +15,11 @@
  *	runtime   REFUSE capture           a stream capture did not end in time
  *	runtime   REFUSE nccl              its NCCL ranks could not be brought to a common point
  *	shepherd  LOCKED                   the driver holds the process locked
+ *	shepherd  LOCKED <ckpt.S/proc.PID> the same, and several processes of the
+ *	                                   task wrote folders: this one's becomes
+ *	                                   that part of the task's checkpoint, where
+ *	                                   the runtime loads from once it committed
+ *	                                   (runtime/shepherd/proc_parts.c)
  *	shepherd  ABORT <reason>           no checkpoint this time
  */
 #ifndef GK_SHEPHERD_PROTOCOL_H
@@ -27,7 +32,7 @@
 #define GK_PROTO_HELLO_TRANSPARENT "HELLO 1 transparent"
 #define GK_PROTO_READY "READY"	 /* READY <name> <assisted> */
 #define GK_PROTO_REFUSE "REFUSE" /* REFUSE <what> */
-#define GK_PROTO_LOCKED "LOCKED"
+#define GK_PROTO_LOCKED "LOCKED" /* LOCKED [<where its part will be>] */
 #define GK_PROTO_ABORT "ABORT" /* ABORT <reason> */
 
 /* What REFUSE names (track.h): the driver cannot save managed memory, nor

@@ -1,7 +1,8 @@
 /*
  * seal.c - criu/SEAL, the shepherd's record of what it dumped: for whom (uid,
  * gid, job, step, task), what (the digest of every file of criu/, the SHA-256 of the
- * runtime's manifest.json beside it), how to plug it back (the program's stdio,
+ * runtime's manifest.json beside it, and of each part's, proc.PID/manifest.json,
+ * when several processes of the task wrote one), how to plug it back (the program's stdio,
  * for CRIU's --inherit-fd) and on what (the GPUs' UUIDs and names).
  *
  * CRIU restores whatever its images say, as root, so a crafted image must
@@ -188,6 +189,29 @@ static int image_name_ok(const char *name)
 	return 1;
 }
 
+/* The SHA-256 of a part's manifest: name/manifest.json under ckptfd, neither
+ * followed if a link. */
+static int part_sha256(int ckptfd, const char *name, char hex[65], gk_error_t *err)
+{
+	int pid, fd, ret;
+
+	if (gk_ckpt_parse_part(name, &pid) < 0) {
+		gk_errprintf(err, "%s: not a part's name", name);
+		return -EINVAL;
+	}
+	fd = openat(ckptfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0) {
+		ret = -errno;
+		gk_errprintf(err, "%s: %s", name, strerror(errno));
+		return ret;
+	}
+	ret = gk_file_sha256(fd, GK_MANIFEST_FILE, hex, NULL);
+	close(fd);
+	if (ret < 0)
+		gk_errprintf(err, "%s/%s: %s", name, GK_MANIFEST_FILE, strerror(-ret));
+	return ret;
+}
+
 int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, gk_error_t *err)
 {
 	struct json_object *root = json_object_new_object(), *files = json_object_new_object(),
@@ -254,6 +278,21 @@ int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, gk_error_t *err)
 		for (size_t i = 0; list && i < s->ncuda_pids; i++)
 			json_object_array_add(list, json_object_new_int((int)s->cuda_pids[i]));
 		json_object_object_add(root, "cuda_pids", list);
+	}
+	if (s->nparts) {
+		struct json_object *parts = json_object_new_object();
+
+		for (size_t i = 0; parts && i < s->nparts && ret == 0; i++) {
+			ret =
+			    part_sha256(ckptfd, s->parts[i].name, s->parts[i].manifest_sha256, err);
+			if (ret == 0)
+				json_object_object_add(
+				    parts, s->parts[i].name,
+				    json_object_new_string(s->parts[i].manifest_sha256));
+		}
+		json_object_object_add(root, "parts", parts);
+		if (ret < 0)
+			goto out_json;
 	}
 	json_object_object_add(root, "criu_seconds", json_object_new_double(s->criu_seconds));
 	json_object_object_add(root, "driver_seconds", json_object_new_double(s->driver_seconds));
@@ -504,6 +543,31 @@ static int parse_seal(struct json_object *root, struct gk_seal *s, gk_error_t *e
 			s->cuda_pids[s->ncuda_pids++] = (pid_t)pid;
 		}
 	}
+	/* Optional: a task with one runtime, and older seals, have none. */
+	s->nparts = 0;
+	if (json_object_object_get_ex(root, "parts", &node)) {
+		if (!json_object_is_type(node, json_type_object) ||
+		    json_object_object_length(node) > GK_SEAL_MAX_PARTS) {
+			gk_errprintf(err, "criu/SEAL: parts is malformed");
+			return -EINVAL;
+		}
+		json_object_object_foreach(node, pname, pval)
+		{
+			struct gk_seal_part *p = &s->parts[s->nparts];
+			int pid;
+
+			if (gk_ckpt_parse_part(pname, &pid) < 0 ||
+			    !json_object_is_type(pval, json_type_string) ||
+			    copy_str(p->name, sizeof(p->name), pname) < 0 ||
+			    copy_str(p->manifest_sha256, sizeof(p->manifest_sha256),
+				     json_object_get_string(pval)) < 0 ||
+			    strlen(p->manifest_sha256) != 64) {
+				gk_errprintf(err, "criu/SEAL: part %zu is malformed", s->nparts);
+				return -EINVAL;
+			}
+			s->nparts++;
+		}
+	}
 	/* Optional: seals written before it was recorded have none. */
 	s->nnode_gpus = 0;
 	if (json_object_object_get_ex(root, "node_gpus", &node)) {
@@ -689,6 +753,21 @@ int gk_seal_verify(int ckptfd, uid_t uid, struct gk_seal *s, int *criufd_out, gk
 		gk_errprintf(err, "%s: %s", GK_MANIFEST_FILE,
 			     ret < 0 ? strerror(-ret) : "not the manifest the seal was made with");
 		ret = -EBADMSG;
+		goto out_json;
+	}
+	for (size_t i = 0; i < s->nparts; i++) {
+		ret = part_sha256(ckptfd, s->parts[i].name, hex, err);
+		if (ret == 0 && strcmp(hex, s->parts[i].manifest_sha256) != 0) {
+			/* Another checkpoint's part moved under this seal. */
+			gk_errprintf(err, "%s/%s: not the manifest the seal was made with",
+				     s->parts[i].name, GK_MANIFEST_FILE);
+			ret = -EBADMSG;
+		}
+		if (ret < 0) {
+			if (ret != -EBADMSG)
+				ret = -EBADMSG;
+			break;
+		}
 	}
 out_json:
 	json_object_put(root);

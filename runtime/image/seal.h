@@ -66,12 +66,24 @@ struct gk_seal {
 	int have_cuda_pids;
 	size_t ncuda_pids;
 	pid_t cuda_pids[GK_SEAL_MAX_CUDA_PIDS];
+	/* The parts beside criu/ (ckptname.h, GK_CKPT_PART_PREFIX), when the
+	 * task ran several processes with the runtime (the shepherd's
+	 * proc_parts.c): each folder's name and the SHA-256 of its manifest, which
+	 * bind the part to this seal as manifest_sha256 binds the top one.
+	 * gk_seal_write fills the digests from the names. 0 in older seals and
+	 * for a task with one runtime (its folder is the checkpoint itself). */
+	size_t nparts;
+	struct gk_seal_part {
+		char name[32];
+		char manifest_sha256[65];
+	} parts[GK_SEAL_MAX_PARTS];
 	double criu_seconds, driver_seconds;
 	uint64_t image_bytes; /* filled by gk_seal_write and gk_seal_verify */
 };
 
 /* Write criu/SEAL in the folder `criufd` (the checkpoint folder is
- * `ckptfd`): s plus the digest of every file of the folder, then
+ * `ckptfd`): s plus the digest of every file of the folder and of each
+ * part's manifest (s->parts[].name, in ckptfd), then
  * criu/SEAL.sig, root's Munge credential over it (root only; munged must
  * answer). */
 int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, gk_error_t *err);
@@ -79,9 +91,10 @@ int gk_seal_write(int ckptfd, int criufd, struct gk_seal *s, gk_error_t *err);
 /*
  * Verify ckptfd/criu: root:root 0700, not a link; SEAL a root-owned file
  * carrying root's credential (SEAL.sig); files exactly those of the seal
- * (plus a restore log), digests match, manifest hash matches, seal's uid ==
- * uid. Fills *s. On success, *criufd_out (when not NULL) is the descriptor
- * of the very folder that was checked, for CRIU: the caller closes it.
+ * (plus a restore's log and statistics), digests match, manifest hash
+ * matches, each sealed part's manifest hash matches, seal's uid == uid.
+ * Fills *s. On success, *criufd_out (when not NULL) is the descriptor of
+ * the very folder that was checked, for CRIU: the caller closes it.
  */
 int gk_seal_verify(int ckptfd, uid_t uid, struct gk_seal *s, int *criufd_out, gk_error_t *err);
 

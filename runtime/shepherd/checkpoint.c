@@ -8,7 +8,8 @@
  *	3. cuCheckpointProcessCheckpoint each
  *	4. check that every process of the tree is the job's user's
  *	5. criu dump into criu/ (root:root 0700) inside the runtime's .tmp folder,
- *	   or one the shepherd begins itself when no runtime reported
+ *	   or one the shepherd begins itself when no runtime reported, or when
+ *	   several did (their folders then go into it as proc.PID: proc_parts.c)
  *	6. seal, gk_store_publish, one timing line
  *
  * Before LOCKED a failure is told to the runtime with ABORT; after it the
@@ -82,6 +83,9 @@ struct ckpt {
 	/* For the timing line: when each phase ended. */
 	double t0, t_runtime, t_lock, t_driver, t_criu, t_commit;
 	uint64_t dev_bytes; /* device data the runtime wrote */
+	/* Several runtimes wrote folders: they become parts of c->tmpname,
+	 * which the shepherd began itself (proc_parts.c). */
+	struct gk_proc_parts parts;
 };
 
 /* What failed: CRIU's message if it was CRIU, else the one in err. */
@@ -341,21 +345,56 @@ static int limits(struct ckpt *c)
 	return 0;
 }
 
-/* The one folder the runtime wrote; several are refused (one runtime
- * checkpoint per task: they would need one ckpt.N each). */
+static int begin_own(struct ckpt *c);
+
+/*
+ * The folder the task's checkpoint goes into: the one the runtime wrote, or,
+ * when several processes of the task wrote one (torchrun's ranks), a folder
+ * the shepherd begins itself, into which theirs move as parts once every
+ * process is locked (proc_parts.c). Each of those must be a CUDA process the
+ * driver locks: a runtime no driver locks waits on criu/ in its own folder
+ * instead (the top of this file).
+ */
 static int pick_folder(struct ckpt *c)
 {
+	size_t named = 0;
+
+	for (size_t i = 0; i < c->npeers; i++)
+		if (c->peers[i].ready && strcmp(c->peers[i].ready_msg.name, "-"))
+			named++;
+	if (named > 1) {
+		for (size_t i = 0; i < c->npeers; i++) {
+			struct peer *p = &c->peers[i];
+			int ret;
+
+			if (!p->ready || !strcmp(p->ready_msg.name, "-"))
+				continue;
+			if (!is_locked_cuda(c, p->pid)) {
+				gk_errprintf(
+				    &c->err,
+				    "several processes of the task wrote checkpoints, and pid "
+				    "%d (%s) is not a CUDA process the driver locks; such a "
+				    "process takes a checkpoint of the task alone",
+				    (int)p->pid, p->ready_msg.name);
+				return -ENOTSUP;
+			}
+			ret = gk_proc_parts_add(&c->parts, p->pid, p->ready_msg.name, &c->err);
+			if (ret < 0)
+				return ret;
+		}
+		gk_notice("transparent: %zu processes of the task wrote checkpoints; each becomes "
+			  "a part of the task's",
+			  c->parts.n);
+		return begin_own(c);
+	}
 	for (size_t i = 0; i < c->npeers; i++) {
 		struct peer *p = &c->peers[i];
 
 		if (!p->ready)
 			continue;
 		if (c->tmpname[0] && strcmp(c->tmpname, p->ready_msg.name)) {
-			gk_errprintf(
-			    &c->err,
-			    "several processes wrote checkpoints (%s, %s); transparent mode "
-			    "takes one runtime checkpoint per task",
-			    c->tmpname, p->ready_msg.name);
+			gk_errprintf(&c->err, "several processes wrote checkpoints (%s, %s)",
+				     c->tmpname, p->ready_msg.name);
 			return -ENOTSUP;
 		}
 		snprintf(c->tmpname, sizeof(c->tmpname), "%s", p->ready_msg.name);
@@ -415,10 +454,18 @@ static int lock_all(struct ckpt *c)
 		}
 		c->nlocked++;
 	}
-	for (size_t i = 0; i < c->npeers; i++)
-		if (c->peers[i].fd >= 0 && gk_sock_send(c->peers[i].fd, GK_PROTO_LOCKED, NULL) < 0)
+	for (size_t i = 0; i < c->npeers; i++) {
+		const struct gk_proc_part *part = gk_proc_parts_of(&c->parts, c->peers[i].pid);
+		char where[GK_CKPT_NAME_LEN + 40];
+
+		/* A part's runtime learns where its folder will be. */
+		if (part)
+			snprintf(where, sizeof(where), GK_CKPT_FMT "/%s", c->sequence, part->name);
+		if (c->peers[i].fd >= 0 &&
+		    gk_sock_send(c->peers[i].fd, GK_PROTO_LOCKED, part ? where : NULL) < 0)
 			gk_warn("transparent: socket: pid %d: cannot send LOCKED",
 				(int)c->peers[i].pid);
+	}
 	deadline = gk_now() + sh->o->ready_timeout;
 	for (size_t i = 0; i < c->npeers; i++) {
 		struct peer *p = &c->peers[i];
@@ -946,11 +993,16 @@ static int dump_tree(struct ckpt *c, int exit_after, struct gk_seal *seal)
 {
 	int ret = c->tmpname[0] ? 0 : begin_own(c);
 
+	/* Every process is locked: no runtime writes its folder now. */
+	if (ret == 0)
+		ret = gk_proc_parts_move_in(&c->parts, c->sh->dirfd, c->sh->o->dir, c->ckptfd,
+					    c->sh->o->uid, &c->err);
 	if (ret == 0 && c->criufd < 0)
 		ret = make_criu_dir(c);
 	if (ret < 0)
 		return ret;
-	c->dev_bytes = runtime_bytes(c->ckptfd);
+	c->dev_bytes =
+	    runtime_bytes(c->ckptfd) + gk_proc_parts_bytes(&c->parts, c->ckptfd, runtime_bytes);
 	ret = dump(c, exit_after, seal);
 	if (ret < 0)
 		return ret;
@@ -976,6 +1028,10 @@ static int seal_commit(struct ckpt *c, struct gk_seal *seal)
 	seal->have_cuda_pids = 1;
 	seal->ncuda_pids = c->ncheckpointed;
 	memcpy(seal->cuda_pids, c->cuda, c->ncheckpointed * sizeof(*c->cuda));
+	seal->nparts = c->parts.n;
+	for (size_t i = 0; i < c->parts.n; i++)
+		snprintf(seal->parts[i].name, sizeof(seal->parts[i].name), "%s",
+			 c->parts.p[i].name);
 	seal->criu_seconds = c->t_criu - c->t_driver;
 	seal->driver_seconds = c->t_driver - c->t_lock;
 	if (sh->have_cuda) {
@@ -1055,9 +1111,13 @@ int gk_checkpoint(struct gk_shepherd *sh, int exit_after)
 	goto out;
 out_folder:
 	remove_criu_dir(c);
-	if (c->own_txn)
-		gk_store_abort(&c->txn);
 out_release:
+	/* Each runtime finds its own folder again when it is unlocked. */
+	gk_proc_parts_move_back(&c->parts, sh->dirfd, c->ckptfd);
+	if (c->own_txn) {
+		gk_store_abort(&c->txn);
+		c->own_txn = 0;
+	}
 	gk_error("transparent: checkpoint of pid %d failed: %s", (int)sh->prog, why(c));
 	/* Made early for a runtime no driver locks: its going says "failed". */
 	remove_criu_dir(c);
@@ -1066,6 +1126,10 @@ out_release:
 	close_peers(c, NULL);
 	goto out;
 out_abort:
+	if (c->own_txn) {
+		gk_store_abort(&c->txn); /* begun for several runtimes' parts */
+		c->own_txn = 0;
+	}
 	gk_error("transparent: no checkpoint of pid %d: %s", (int)sh->prog, why(c));
 	close_peers(c, why(c));
 out:

@@ -13,6 +13,7 @@ libgkshepherd_la_SOURCES = \
 	%reldir%/links.c \
 	%reldir%/stdio.c \
 	%reldir%/sock.c \
+	%reldir%/proc_parts.c \
 	%reldir%/checkpoint.c \
 	%reldir%/restore_tree.c \
 	%reldir%/events.c \

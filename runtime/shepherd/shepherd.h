@@ -354,6 +354,42 @@ enum gk_stdio_how {
 /* How restore gives the program its fd i back. */
 enum gk_stdio_how gk_stdio_plan(const struct gk_seal *s, int i, char *arg, size_t len);
 
+/* ---- several runtimes' folders in one task checkpoint (proc_parts.c) ---- */
+
+struct gk_proc_part {
+	pid_t pid;	   /* the process, as the shepherd sees it */
+	char tmpname[256]; /* its runtime's folder in the root */
+	char name[32];	   /* proc.PID in the task's folder */
+	int moved;	   /* it is there now */
+};
+
+struct gk_proc_parts {
+	size_t n;
+	struct gk_proc_part p[GK_SEAL_MAX_PARTS];
+};
+
+/* Add the folder a runtime named in READY. -EINVAL (not a .tmp.ckpt name, or
+ * one already added, or a pid already added) or -E2BIG, with err set. */
+int gk_proc_parts_add(struct gk_proc_parts *ps, pid_t pid, const char *tmpname, gk_error_t *err);
+
+/* pid's part, or NULL when it has none. */
+const struct gk_proc_part *gk_proc_parts_of(const struct gk_proc_parts *ps, pid_t pid);
+
+/* Move each folder from the root (rootfd, named root in messages) into the
+ * task's folder ckptfd as proc.PID: each a folder of uid's, not a link, and
+ * nothing replaced. <0 with err set; what moved stays marked moved. */
+int gk_proc_parts_move_in(struct gk_proc_parts *ps, int rootfd, const char *root, int ckptfd,
+			  uid_t uid, gk_error_t *err);
+
+/* Every moved folder back under its own name in the root, before any
+ * process is unlocked; a failure is logged (its runtime then stops its
+ * process: it cannot load its device memory). */
+void gk_proc_parts_move_back(struct gk_proc_parts *ps, int rootfd, int ckptfd);
+
+/* What bytes(fd) counts in each part's folder, summed. */
+uint64_t gk_proc_parts_bytes(const struct gk_proc_parts *ps, int ckptfd,
+			     uint64_t (*bytes)(int dirfd));
+
 /* ---- the socket (sock.c) ---- */
 
 enum gk_msg_type { GK_MSG_HELLO_APP, GK_MSG_HELLO_TRANSPARENT, GK_MSG_READY, GK_MSG_REFUSE };

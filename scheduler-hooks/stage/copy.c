@@ -149,14 +149,62 @@ out_in:
 	return ret;
 }
 
+/* What a folder of a checkpoint is, for copy_dir. */
+enum kind {
+	TOP,  /* the checkpoint folder: files of uid's, criu/, parts */
+	CRIU, /* criu/: files of root's only */
+	PART, /* proc.PID (ckptname.h): files of uid's only */
+};
+
+static int copy_dir(int srcfd, const char *label, int dstfd, enum kind kind, uid_t uid, gid_t gid,
+		    uint64_t *bytes, gk_error_t *err);
+
+/* A folder inside the checkpoint folder: criu/, root's alone as the shepherd
+ * made it, or a part, the job's user's; made 0700 by root in the copy, and a
+ * part handed to its owner once full. */
+static int copy_sub(int srcfd, const char *label, const char *name, enum kind kind, int dstfd,
+		    uid_t uid, gid_t gid, uint64_t *bytes, gk_error_t *err)
+{
+	char sub[4200];
+	struct stat st;
+	int in, out, ret;
+
+	snprintf(sub, sizeof(sub), "%s/%s", label, name);
+	in = gk_open_dir_at(srcfd, name, kind == CRIU ? 0 : uid, &st);
+	if (in < 0 || (kind == CRIU && (st.st_gid != 0 || (st.st_mode & 07777) != 0700))) {
+		gk_errprintf(err,
+			     kind == CRIU ? "%s: not a folder root:root 0700 (not written by the "
+					    "shepherd); refused"
+					  : "%s: not a folder of the checkpoint's owner; refused",
+			     sub);
+		if (in >= 0)
+			close(in);
+		return -EPERM;
+	}
+	if (mkdirat(dstfd, name, 0700) < 0 || (out = gk_open_dir_at(dstfd, name, 0, NULL)) < 0) {
+		ret = -errno;
+		gk_errprintf(err, "%s (copy): %s", sub, strerror(errno));
+		close(in);
+		return ret;
+	}
+	ret = copy_dir(in, sub, out, kind, uid, gid, bytes, err);
+	if (ret == 0 && fsync(out) < 0)
+		ret = -errno;
+	if (ret == 0 && kind == PART && fchown(out, uid, gid) < 0)
+		ret = -errno;
+	close(in);
+	close(out);
+	return ret;
+}
+
 /*
- * The entries of srcfd into dstfd. depth 0: the checkpoint folder (files of
- * uid's, and criu/); depth 1: criu/ (files of root's only).
+ * The entries of srcfd into dstfd: the checkpoint folder's (files of uid's,
+ * criu/ and the parts), criu/'s or a part's (files only).
  */
-static int copy_dir(int srcfd, const char *label, int dstfd, int depth, uid_t uid, gid_t gid,
+static int copy_dir(int srcfd, const char *label, int dstfd, enum kind kind, uid_t uid, gid_t gid,
 		    uint64_t *bytes, gk_error_t *err)
 {
-	uid_t owner = depth == 0 ? uid : 0;
+	uid_t owner = kind == CRIU ? 0 : uid;
 	struct dirent *e;
 	size_t count = 0;
 	int dfd, ret = 0;
@@ -187,36 +235,19 @@ static int copy_dir(int srcfd, const char *label, int dstfd, int depth, uid_t ui
 			gk_errprintf(err, "%s/%s: %s", label, show(e->d_name), strerror(-ret));
 			break;
 		}
-		if (S_ISDIR(st.st_mode) && depth == 0 && !strcmp(e->d_name, GK_CRIU_DIR)) {
-			char sub[4200];
-			int in, out;
+		if (S_ISDIR(st.st_mode) && kind == TOP) {
+			int pid;
 
-			snprintf(sub, sizeof(sub), "%s/%s", label, GK_CRIU_DIR);
-			/* The shepherd's folder: root's alone, as it made it. */
-			in = gk_open_dir_at(srcfd, GK_CRIU_DIR, 0, &st);
-			if (in < 0 || st.st_gid != 0 || (st.st_mode & 07777) != 0700) {
-				gk_errprintf(err,
-					     "%s: not a folder root:root 0700 (not written by the "
-					     "shepherd); refused",
-					     sub);
-				if (in >= 0)
-					close(in);
-				ret = -EPERM;
-				break;
+			if (!strcmp(e->d_name, GK_CRIU_DIR)) {
+				ret = copy_sub(srcfd, label, e->d_name, CRIU, dstfd, uid, gid,
+					       bytes, err);
+				continue;
 			}
-			if (mkdirat(dstfd, GK_CRIU_DIR, 0700) < 0 ||
-			    (out = gk_open_dir_at(dstfd, GK_CRIU_DIR, 0, NULL)) < 0) {
-				ret = -errno;
-				gk_errprintf(err, "%s (copy): %s", sub, strerror(errno));
-				close(in);
-				break;
+			if (gk_ckpt_parse_part(e->d_name, &pid) == 0) {
+				ret = copy_sub(srcfd, label, e->d_name, PART, dstfd, uid, gid,
+					       bytes, err);
+				continue;
 			}
-			ret = copy_dir(in, sub, out, depth + 1, uid, gid, bytes, err);
-			if (ret == 0 && fsync(out) < 0)
-				ret = -errno;
-			close(in);
-			close(out);
-			continue;
 		}
 		if (!S_ISREG(st.st_mode)) {
 			gk_errprintf(err, "%s/%s is %s; refused", label, show(e->d_name),
@@ -224,8 +255,8 @@ static int copy_dir(int srcfd, const char *label, int dstfd, int depth, uid_t ui
 			ret = -EPERM;
 			break;
 		}
-		ret = copy_file(srcfd, e->d_name, label, owner, dstfd, depth == 0 ? uid : 0,
-				depth == 0 ? gid : 0, bytes, err);
+		ret = copy_file(srcfd, e->d_name, label, owner, dstfd, kind == CRIU ? 0 : uid,
+				kind == CRIU ? 0 : gid, bytes, err);
 	}
 	closedir(d);
 	return ret;
@@ -247,7 +278,7 @@ int copy_ckpt(int srcfd, const char *src_label, int dstfd, const char *name, uid
 		unlinkat(dstfd, name, AT_REMOVEDIR);
 		return out;
 	}
-	ret = copy_dir(srcfd, src_label, out, 0, uid, gid, bytes, err);
+	ret = copy_dir(srcfd, src_label, out, TOP, uid, gid, bytes, err);
 	/* Handed over last: until now only root could reach into it. */
 	if (ret == 0 && (fsync(out) < 0 || fchown(out, uid, gid) < 0)) {
 		ret = -errno;

@@ -119,6 +119,7 @@ GPU_NVCC_RPATH = -Xlinker -rpath=$(CUDA_PREFIX)/lib64
 # Managed memory written by kernels and the host (managed.sh).
 GPU_NVCC_BINS += %reldir%/gpu-uvm %reldir%/gpu-uvm-var
 EXTRA_DIST += %reldir%/gpu-uvm.cu %reldir%/gpu-uvm-var.cu %reldir%/managed.sh
+EXTRA_DIST += %reldir%/procs-gpu.sh
 %reldir%/gpu-uvm: $(srcdir)/%reldir%/gpu-uvm.cu $(GPU_NVCC_DEPS)
 	@$(MKDIR_P) %reldir%
 	$(AM_V_GEN)$(NVCC) $(GPU_NVCCFLAGS) -o $@ $(srcdir)/%reldir%/gpu-uvm.cu
@@ -142,7 +143,9 @@ check-gpu: $(GPU_TESTS) %reldir%/gpu-probe$(EXEEXT) %reldir%/route-drv$(EXEEXT) 
 	echo "# managed.sh: managed memory in both modes, onto the other GPU"; \
 	$(SHELL) $(srcdir)/%reldir%/managed.sh || rc=1; \
 	echo "# driver-swap.sh: what the driver maps between processes restored onto each other's GPUs"; \
-	$(SHELL) $(srcdir)/%reldir%/driver-swap.sh || rc=1; exit $$rc
+	$(SHELL) $(srcdir)/%reldir%/driver-swap.sh || rc=1; \
+	echo "# procs-gpu.sh: several CUDA processes in one task (a shell, torchrun): one checkpoint, a part each"; \
+	$(SHELL) $(srcdir)/%reldir%/procs-gpu.sh || rc=1; exit $$rc
 
 # gpu-kernel: one long kernel marked interruptible (gpuckpt_kernel.cuh);
 # kernel-interrupt.sh sends SIGTERM in its middle and restores it, and so

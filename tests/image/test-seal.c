@@ -362,15 +362,117 @@ static void cuda_pids(void)
 	   "cuda_pids that is not a list is refused (%s)", err.text);
 }
 
+/* A seal's text with `extra` (", \"key\": value") added, parsed on its own. */
+static int parse_extra(const char *extra, struct gk_seal *s)
+{
+	char text[2048];
+	int n = snprintf(
+	    text, sizeof(text),
+	    "{\"format\": \"gpuckpt-seal\", \"version\": 3, \"uid\": 1001, \"gid\": 1001, "
+	    "\"job\": \"42\", \"step\": \"0\", \"task\": 0, \"manifest_sha256\": \"%064d\", "
+	    "\"socket\": \"\", \"stdio\": [\"\", \"\", \"\"], \"gpus\": [], "
+	    "\"files\": {}%s}",
+	    0, extra);
+
+	err.text[0] = 0;
+	return gk_seal_parse(text, (size_t)n, s, &err);
+}
+
+#define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+/* The parts of a task of several runtimes' processes (proc.PID beside
+ * criu/), as a seal names them: parsed on their own, then, as root with
+ * munged, bound by their manifests' digests. */
+#define PARTS_ROOT_TESTS 5
+static void parts(void)
+{
+	static struct gk_seal s;
+	char base[] = "/tmp/gpuckpt-test-parts.XXXXXX", dir[256], cmd[600];
+	int ret, ckptfd, criufd;
+
+	ret = parse_extra(
+	    ", \"parts\": {\"proc.4242\": \"" HEX64 "\", \"proc.4250\": \"" HEX64 "\"}", &s);
+	ok(ret == 0 && s.nparts == 2 && !strcmp(s.parts[1].name, "proc.4250") &&
+	       !strcmp(s.parts[0].manifest_sha256, HEX64),
+	   "parts: each part's folder and its manifest's digest are read back (%d: %s)", ret,
+	   err.text);
+	ret = parse_extra("", &s);
+	ok(ret == 0 && s.nparts == 0, "a seal without parts (one runtime, or older) has none");
+	ret = parse_extra(", \"parts\": {\"proc.04242\": \"" HEX64 "\"}", &s);
+	ok(ret == -EINVAL && strstr(err.text, "part 0 is malformed"),
+	   "a part's name other than proc.PID, in its one spelling, is refused (%s)", err.text);
+	ret = parse_extra(", \"parts\": {\"../ckpt.000001\": \"" HEX64 "\"}", &s);
+	ok(ret == -EINVAL && strstr(err.text, "part 0 is malformed"),
+	   "a part's name that leaves the folder is refused (%s)", err.text);
+	ret = parse_extra(", \"parts\": {\"proc.4242\": \"abc\"}", &s);
+	ok(ret == -EINVAL && strstr(err.text, "part 0 is malformed"),
+	   "a part's digest that is not one is refused (%s)", err.text);
+	ret = parse_extra(", \"parts\": [\"proc.4242\"]", &s);
+	ok(ret == -EINVAL && strstr(err.text, "parts is malformed"),
+	   "parts that is not an object is refused (%s)", err.text);
+
+	if (geteuid() != 0 || !munge_answers()) {
+		for (int i = 0; i < PARTS_ROOT_TESTS; i++)
+			skip("needs root and munged: criu/ must be root's, its seal root's "
+			     "credential");
+		return;
+	}
+	if (!mkdtemp(base))
+		return;
+	snprintf(dir, sizeof(dir), "%s/ckpt.000001", base);
+	mkdir(dir, 0700);
+	ckptfd = open(dir, O_RDONLY | O_DIRECTORY);
+	mkdirat(ckptfd, "proc.4242", 0700);
+	mkdirat(ckptfd, "proc.4250", 0700);
+	write_at(ckptfd, "proc.4242/" GK_MANIFEST_FILE, "{\"part\": 4242}");
+	write_at(ckptfd, "proc.4250/" GK_MANIFEST_FILE, "{\"part\": 4250}");
+	write_at(ckptfd, GK_MANIFEST_FILE, "{\"format\": \"x\"}");
+	mkdirat(ckptfd, GK_CRIU_DIR, 0700);
+	criufd = openat(ckptfd, GK_CRIU_DIR, O_RDONLY | O_DIRECTORY);
+	write_at(criufd, "core-2.img", "core");
+	memset(&s, 0, sizeof(s));
+	s.uid = 1234;
+	s.gid = 1235;
+	s.cuda_processes = -1;
+	s.nparts = 2;
+	snprintf(s.parts[0].name, sizeof(s.parts[0].name), "proc.4242");
+	snprintf(s.parts[1].name, sizeof(s.parts[1].name), "proc.4250");
+	err.text[0] = 0;
+	ok(gk_seal_write(ckptfd, criufd, &s, &err) == 0 && strlen(s.parts[1].manifest_sha256) == 64,
+	   "a seal over two parts is written with their manifests' digests%s%s",
+	   err.text[0] ? ": " : "", err.text);
+	close(criufd);
+	verify(ckptfd, 1234, NULL, 0, "it verifies");
+	write_at(ckptfd, "proc.4250/" GK_MANIFEST_FILE, "{\"part\": 9999}");
+	verify(ckptfd, 1234, "proc.4250/manifest.json: not the manifest the seal was made with",
+	       -EBADMSG, "a part whose manifest changed is refused");
+	write_at(ckptfd, "proc.4250/" GK_MANIFEST_FILE, "{\"part\": 4250}");
+	renameat(ckptfd, "proc.4242", ckptfd, "swap");
+	renameat(ckptfd, "proc.4250", ckptfd, "proc.4242");
+	renameat(ckptfd, "swap", ckptfd, "proc.4250");
+	verify(ckptfd, 1234, "not the manifest the seal was made with", -EBADMSG,
+	       "two parts swapped are refused");
+	renameat(ckptfd, "proc.4242", ckptfd, "swap");
+	renameat(ckptfd, "proc.4250", ckptfd, "proc.4242");
+	renameat(ckptfd, "swap", ckptfd, "proc.4250");
+	renameat(ckptfd, "proc.4250", ckptfd, "gone");
+	verify(ckptfd, 1234, "proc.4250: No such file", -EBADMSG, "a missing part is refused");
+	close(ckptfd);
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", base);
+	if (system(cmd) != 0)
+		printf("# cannot remove %s\n", base);
+}
+
 int main(void)
 {
 	CUuuid u;
 	char text[64];
 
-	plan(SEAL_TESTS + 3 + 6);
+	plan(SEAL_TESTS + 3 + 6 + 6 + PARTS_ROOT_TESTS);
 	gk_log_set_level(GK_LOG_ERROR);
 	seal();
 	cuda_pids();
+	parts();
 	ok(gk_stdio_kind_ok("file") && gk_stdio_kind_ok("") && !gk_stdio_kind_ok("tape") &&
 	       !gk_stdio_kind_ok("FILE"),
 	   "stdio: only the kinds the shepherd records are valid in a seal");

@@ -31,6 +31,12 @@ EXTRA_DIST += %reldir%/test-shepherd-cli.sh %reldir%/test-shepherd-flow.sh %reld
 # transparent mode (runtime/core/control/fork_maps.c).
 TESTS += %reldir%/fork-devices.sh
 EXTRA_DIST += %reldir%/fork-devices.sh
+# Several CUDA processes of one task (torchrun's ranks): their folders become
+# parts of the task's checkpoint, and go back when the dump fails
+# (proc_parts.c); a shell around them holds an outside SIGTERM. Root; a fake
+# CRIU.
+TESTS += %reldir%/procs.sh
+EXTRA_DIST += %reldir%/procs.sh
 check_PROGRAMS += %reldir%/prog-fork-dev
 %canon_reldir%_prog_fork_dev_SOURCES = %reldir%/prog-fork-dev.c
 %canon_reldir%_prog_fork_dev_LDADD = $(GK_CUDA_STUB)

@@ -19,6 +19,31 @@ e2e_bail() {
 }
 CLUSTER=$top_srcdir/tests/slurm/cluster.sh
 
+# e2e_standin_shepherd NAME: for a test whose programs run on the stand-in
+# driver built with the checkpoint API ($top_builddir/tests/cuda-standin/ckpt),
+# under the real gpuckpt-shepherd with a real CRIU ($CRIU): the site's
+# shepherd folder, $E2E_DIR-NAME, holds a wrapper that gives the shepherd
+# that driver and the folder where it keeps each process's checkpoint state
+# (root's: only the shepherd writes it; the job's processes read theirs, to
+# wait for their unlock). Sets SHEPDIR, adds it to GK_E2E_PLUGIN_ARGS (before
+# e2e_start), and sets STANDIN_ENVS, what the job's programs need to find the
+# same driver (with the NCCL stand-in before it).
+e2e_standin_shepherd() {
+	local real=$top_builddir/runtime/gpuckpt-shepherd ck=$top_builddir/tests/cuda-standin/ckpt/.libs
+	SHEPDIR=$E2E_DIR-$1
+	rm -rf "$SHEPDIR" && mkdir -p "$SHEPDIR/state"
+	cat >"$SHEPDIR/gpuckpt-shepherd" <<EOS
+#!/bin/sh
+# Test wrapper: the stand-in driver with the checkpoint API, its GPUs of one
+# model (one name); the rest is real.
+export LD_LIBRARY_PATH=$ck GPUCKPT_STANDIN_CKPT_DIR=$SHEPDIR/state GPUCKPT_STANDIN_NAME=stand-in
+exec "$(cd "$(dirname "$real")" && pwd)/$(basename "$real")" "\$@"
+EOS
+	chmod 0755 "$SHEPDIR" "$SHEPDIR/gpuckpt-shepherd" "$SHEPDIR/state"
+	GK_E2E_PLUGIN_ARGS="criu=$CRIU shepherd=$SHEPDIR ${GK_E2E_PLUGIN_ARGS:-}"
+	STANDIN_ENVS="LD_LIBRARY_PATH=$top_builddir/tests/nccl-standin/.libs:$ck GPUCKPT_STANDIN_CKPT_DIR=$SHEPDIR/state GPUCKPT_STANDIN_NAME=stand-in"
+}
+
 # e2e_require N: the plan, or N skips with the reason when this cannot run here.
 e2e_require() {
 	local n=$1 why=""

@@ -104,24 +104,9 @@ else
 	for f in "$SHEP_REAL" "$PROG" "$CK/libcuda.so.1" "$NC/libnccl.so.2" "$GK_RUNTIME"; do
 		[ -e "$f" ] || e2e_bail "not built: $f (make check builds the stand-ins and prog-nccl)"
 	done
-	# The site's shepherd folder: a wrapper that gives the real shepherd the
-	# stand-in driver with the checkpoint API, and the folder where that
-	# driver keeps each process's checkpoint state (root's: only the
-	# shepherd writes it; the job's processes read theirs, to wait for their
-	# unlock).
-	SHEPDIR=${GK_E2E_CLUSTER_DIR:-/tmp/gpuckpt-e2e}-nccl
-	rm -rf "$SHEPDIR" && mkdir -p "$SHEPDIR/state"
-	cat >"$SHEPDIR/gpuckpt-shepherd" <<EOS
-#!/bin/sh
-# Test wrapper: the stand-in driver with the checkpoint API, its GPUs of one
-# model (one name); the rest is real.
-export LD_LIBRARY_PATH=$CK GPUCKPT_STANDIN_CKPT_DIR=$SHEPDIR/state GPUCKPT_STANDIN_NAME=stand-in
-exec "$(cd "$(dirname "$SHEP_REAL")" && pwd)/$(basename "$SHEP_REAL")" "\$@"
-EOS
-	chmod 0755 "$SHEPDIR" "$SHEPDIR/gpuckpt-shepherd" "$SHEPDIR/state"
-	GK_E2E_PLUGIN_ARGS="criu=$CRIU shepherd=$SHEPDIR ${GK_E2E_PLUGIN_ARGS:-}"
+	e2e_standin_shepherd nccl
 	e2e_start --nodes "$NNODES"
-	ENVS="LD_LIBRARY_PATH=$NC:$CK GPUCKPT_STANDIN_CKPT_DIR=$SHEPDIR/state GPUCKPT_STANDIN_NAME=stand-in"
+	ENVS=$STANDIN_ENVS
 	ARGS="--nranks 2 --steps $STEPS --per-step 3 --floats 4096 --mib 4"
 	# The rendezvous file of NCCL's id (rank 0 writes it) stands for the port.
 	port() { echo "$JOBS/nccl-$RANDOM.id"; }

@@ -95,3 +95,7 @@ SLURM_E2E += %reldir%/e2e-ipc.sh
 # other node, preempted and restored again (e2e-nccl.sh; about 60 s; skips
 # without CRIU).
 SLURM_E2E += %reldir%/e2e-nccl.sh
+# Issue 27, torchrun's shape: two NCCL ranks in one task, one checkpoint of
+# the task with each rank's part in it (proc.PID), requeued onto the other
+# node and restored (e2e-procs.sh; skips without CRIU).
+SLURM_E2E += %reldir%/e2e-procs.sh

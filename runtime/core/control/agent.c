@@ -162,6 +162,34 @@ static const char *error_word(CUresult r)
 	return name;
 }
 
+/* 1 when msg is LOCKED; where it says this process's part of the task's
+ * checkpoint will be (ckpt.S/proc.PID, under the root) goes into part, ""
+ * when it says nothing (the process's folder becomes ckpt.N itself). The
+ * shepherd is root (shepherd_connect), but the name is checked all the same:
+ * the runtime opens it. */
+static int locked(const char *msg, char *part, size_t len)
+{
+	size_t n = sizeof(GK_PROTO_LOCKED) - 1;
+	uint64_t seq;
+	const char *p;
+	int pid;
+
+	part[0] = 0;
+	if (strncmp(msg, GK_PROTO_LOCKED, n) || (msg[n] && msg[n] != ' '))
+		return 0;
+	if (!msg[n])
+		return 1;
+	p = msg + n + 1;
+	if (strncmp(p, GK_CKPT_PREFIX, sizeof(GK_CKPT_PREFIX) - 1) ||
+	    !(p = gk_ckpt_parse_seq(p + sizeof(GK_CKPT_PREFIX) - 1, &seq)) || *p != '/' ||
+	    gk_ckpt_parse_part(p + 1, &pid) < 0 || strlen(msg + n + 1) >= len) {
+		gk_warn("transparent: the shepherd said '%s'; not a part's place", msg);
+		return 1; /* locked all the same: the unlock is what follows */
+	}
+	snprintf(part, len, "%s", msg + n + 1);
+	return 1;
+}
+
 /* ---- device memory ---- */
 
 static uint64_t release_all(void)
@@ -301,7 +329,7 @@ static void wait_for_folder(const char *tmpdir)
  */
 static int checkpoint(int signo)
 {
-	char msg[GK_PROTO_MSG_MAX], path[4200], label[128];
+	char msg[GK_PROTO_MSG_MAX], path[4200], label[128], part[GK_PROTO_MSG_MAX] = "";
 	struct gk_pipeline P;
 	struct gk_pipeline_opts o = {.kind = GK_CKPT_TRANSPARENT, .label = label};
 	struct gk_nccl_cut cut;
@@ -402,7 +430,7 @@ static int checkpoint(int signo)
 	gk_managed_release();
 	if (say(fd, GK_PROTO_READY " %s %d", name, assisted) < 0 || hear(fd, msg, sizeof(msg)) < 0)
 		msg[0] = 0;
-	if (!strcmp(msg, GK_PROTO_LOCKED)) {
+	if (locked(msg, part, sizeof(part))) {
 		close(fd);
 		fd = -1;
 		if (cuda)
@@ -416,10 +444,15 @@ static int checkpoint(int signo)
 				: "it closed the connection");
 	}
 	gk_managed_reload();
-	/* Restored: the shepherd committed the folder before the process ended. */
+	/* Restored: the shepherd committed the folder before the process ended.
+	 * A part of the task's checkpoint is where LOCKED said; when the
+	 * checkpoint failed the shepherd moved it back before the unlock. */
 	if (P.sealed) {
-		snprintf(path, sizeof(path), "%s/" GK_CKPT_FMT, gk_rt.settings.dir,
-			 (uint64_t)P.txn.sequence);
+		if (part[0])
+			snprintf(path, sizeof(path), "%s/%s", gk_rt.settings.dir, part);
+		else
+			snprintf(path, sizeof(path), "%s/" GK_CKPT_FMT, gk_rt.settings.dir,
+				 (uint64_t)P.txn.sequence);
 		restored = stat(path, &st) == 0;
 		if (assisted)
 			reload_all(restored ? path : P.txn.tmpdir, P.m);
