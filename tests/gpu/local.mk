@@ -236,3 +236,9 @@ check-gpu-ddp:
 check-gpu-ddp-slurm:
 	$(MAKE) $(AM_MAKEFLAGS) check TESTS=slurm/e2e-nccl.sh
 .PHONY: check-gpu-ddp-slurm
+# torchrun under real Slurm (tests/slurm/e2e-procs.sh, which sees the two
+# GPUs and PyTorch): one task, torchrun's two DDP workers in it, requeued and
+# restored from one checkpoint of the task with a part for each process.
+check-gpu-torchrun-slurm:
+	$(MAKE) $(AM_MAKEFLAGS) check TESTS=slurm/e2e-procs.sh
+.PHONY: check-gpu-torchrun-slurm
