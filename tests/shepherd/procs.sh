@@ -40,7 +40,10 @@ FAKE=$GK_SCRATCH/criu
 printf '#!/bin/sh\n[ "$1" = --version ] && { echo "Version: 4.1"; exit 0; }\nexit 1\n' >"$FAKE"
 chmod 0755 "$FAKE"
 mkdir -p "$GK_SCRATCH/state" "$GK_SCRATCH/ckpt" "$GK_SCRATCH/ref"
+# (In a sanitizer build: no leak report, which would fail the programs'
+# exit; the sanitizer's runtime before the runtime's.)
 export LD_LIBRARY_PATH=$NC:$CK GPUCKPT_STANDIN_CKPT_DIR=$GK_SCRATCH/state GPUCKPT_STANDIN_NAME=stand-in
+export ASAN_OPTIONS=${ASAN_OPTIONS:-detect_leaks=0}
 ARGS="--nranks 2 --steps 40 --per-step 3 --floats 4096 --mib 4"
 LINES='^(step|ballast|done) '
 
@@ -57,7 +60,7 @@ fi
 
 O=$GK_SCRATCH/run
 GPUCKPT_LOG_LEVEL=info "$SHEP" run --criu "$FAKE" --dir "$GK_SCRATCH/ckpt" --uid 0 --gid 0 -- \
-	env LD_PRELOAD="$GK_RUNTIME" bash -c "$PROG --rank 0 --id $GK_SCRATCH/id --device 0 $ARGS --sleep-ms 100 >$O.0 2>&1 &
+	env LD_PRELOAD="$(gk_preload)" bash -c "$PROG --rank 0 --id $GK_SCRATCH/id --device 0 $ARGS --sleep-ms 100 >$O.0 2>&1 &
 		$PROG --rank 1 --id $GK_SCRATCH/id --device 1 $ARGS --sleep-ms 100 >$O.1 2>&1 & wait" \
 	>"$O.out" 2>&1 &
 SPID=$!
