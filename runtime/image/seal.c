@@ -764,8 +764,7 @@ int gk_seal_verify(int ckptfd, uid_t uid, struct gk_seal *s, int *criufd_out, gk
 			ret = -EBADMSG;
 		}
 		if (ret < 0) {
-			if (ret != -EBADMSG)
-				ret = -EBADMSG;
+			ret = -EBADMSG; /* a part not there is as bad as one changed */
 			break;
 		}
 	}

@@ -314,9 +314,8 @@ static void seal(void)
 		printf("# cannot remove %s\n", base);
 }
 
-/* A seal's text with cuda_processes and cuda_pids as given (a JSON value,
- * or NULL for none), parsed on its own: no root or munged needed. */
-static int parse_with(const char *count, const char *pids, struct gk_seal *s)
+/* A seal's text with `extra` (", \"key\": value") added, parsed on its own. */
+static int parse_extra(const char *extra, struct gk_seal *s)
 {
 	char text[2048];
 	int n = snprintf(
@@ -324,12 +323,22 @@ static int parse_with(const char *count, const char *pids, struct gk_seal *s)
 	    "{\"format\": \"gpuckpt-seal\", \"version\": 3, \"uid\": 1001, \"gid\": 1001, "
 	    "\"job\": \"42\", \"step\": \"0\", \"task\": 0, \"manifest_sha256\": \"%064d\", "
 	    "\"socket\": \"\", \"stdio\": [\"\", \"\", \"\"], \"gpus\": [], "
-	    "\"files\": {}%s%s%s%s}",
-	    0, count ? ", \"cuda_processes\": " : "", count ? count : "",
-	    pids ? ", \"cuda_pids\": " : "", pids ? pids : "");
+	    "\"files\": {}%s}",
+	    0, extra);
 
 	err.text[0] = 0;
 	return gk_seal_parse(text, (size_t)n, s, &err);
+}
+
+/* A seal's text with cuda_processes and cuda_pids as given (a JSON value,
+ * or NULL for none), parsed on its own: no root or munged needed. */
+static int parse_with(const char *count, const char *pids, struct gk_seal *s)
+{
+	char extra[512];
+
+	snprintf(extra, sizeof(extra), "%s%s%s%s", count ? ", \"cuda_processes\": " : "",
+		 count ? count : "", pids ? ", \"cuda_pids\": " : "", pids ? pids : "");
+	return parse_extra(extra, s);
 }
 
 /* Which processes the driver checkpointed (cuda_pids): what a restore asks
@@ -360,22 +369,6 @@ static void cuda_pids(void)
 	ret = parse_with(NULL, "{\"pid\": 4242}", &s);
 	ok(ret == -EINVAL && strstr(err.text, "cuda_pids is malformed"),
 	   "cuda_pids that is not a list is refused (%s)", err.text);
-}
-
-/* A seal's text with `extra` (", \"key\": value") added, parsed on its own. */
-static int parse_extra(const char *extra, struct gk_seal *s)
-{
-	char text[2048];
-	int n = snprintf(
-	    text, sizeof(text),
-	    "{\"format\": \"gpuckpt-seal\", \"version\": 3, \"uid\": 1001, \"gid\": 1001, "
-	    "\"job\": \"42\", \"step\": \"0\", \"task\": 0, \"manifest_sha256\": \"%064d\", "
-	    "\"socket\": \"\", \"stdio\": [\"\", \"\", \"\"], \"gpus\": [], "
-	    "\"files\": {}%s}",
-	    0, extra);
-
-	err.text[0] = 0;
-	return gk_seal_parse(text, (size_t)n, s, &err);
 }
 
 #define HEX64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
